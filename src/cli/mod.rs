@@ -1,0 +1,48 @@
+//! The `advisor` command line: one module per subcommand.
+
+pub mod render;
+pub mod tool;
+pub mod watchdog;
+
+use clap::{Parser, Subcommand};
+
+/// Command-line interface of the advisor runtime.
+#[derive(Debug, Parser)]
+#[command(name = "advisor", version, about = "A second pair of eyes for coding agents")]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print what the advisor would be sent for each turn of a session file (L3).
+    Render(render::RenderArgs),
+    /// Run one advisor tool as the advisor would and print what the model would see.
+    Tool(tool::ToolArgs),
+    /// Print the watchdog blocks that would go into the system prompt (L4).
+    Watchdog(watchdog::WatchdogArgs),
+}
+
+/// A CLI failure: printed as one line on standard error, exit code 1 (L5).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CliError(pub String);
+
+impl CliError {
+    /// A new error line.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Render(args) => render::run(args),
+        Command::Tool(args) => tool::run(args),
+        Command::Watchdog(args) => watchdog::run(args),
+    }
+}

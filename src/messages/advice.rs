@@ -1,0 +1,230 @@
+//! Advice types (SPEC D1, D2): severities, advisories, and the XML the primary receives.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How strongly the advisor wants the primary to react (D1). Ordered by rank:
+/// `Nit < Concern < Blocker`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Cleanup, simplification, a low-risk edge case: folded in at the next step boundary.
+    Nit,
+    /// Material risk or likely wrong direction: the agent decides.
+    Concern,
+    /// Continuing clearly wastes the turn or produces broken output.
+    Blocker,
+}
+
+impl Severity {
+    /// The lowercase name used in XML and in the `advise` tool.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Nit => "nit",
+            Severity::Concern => "concern",
+            Severity::Blocker => "blocker",
+        }
+    }
+
+    /// Rank for deduplication (D8): nit 1, concern 2, blocker 3.
+    pub fn rank(self) -> u8 {
+        match self {
+            Severity::Nit => 1,
+            Severity::Concern => 2,
+            Severity::Blocker => 3,
+        }
+    }
+
+    /// True for severities that steer or wake the primary (concern, blocker).
+    pub fn interrupts(self) -> bool {
+        self >= Severity::Concern
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Error for a severity name that is none of `nit`, `concern`, `blocker`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown severity `{0}`: use nit, concern or blocker")]
+pub struct UnknownSeverity(pub String);
+
+impl FromStr for Severity {
+    type Err = UnknownSeverity;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "nit" => Ok(Severity::Nit),
+            "concern" => Ok(Severity::Concern),
+            "blocker" => Ok(Severity::Blocker),
+            _ => Err(UnknownSeverity(s.to_string())),
+        }
+    }
+}
+
+/// One piece of advice: a note and an optional severity (omitted = nit for routing, D1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Advisory {
+    /// The advice text, as the advisor wrote it.
+    pub note: String,
+    /// The severity, when the advisor gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<Severity>,
+}
+
+impl Advisory {
+    /// A new advisory.
+    pub fn new(note: impl Into<String>, severity: Option<Severity>) -> Self {
+        Self {
+            note: note.into(),
+            severity,
+        }
+    }
+
+    /// The severity used for routing: the given one, or nit.
+    pub fn effective_severity(&self) -> Severity {
+        self.severity.unwrap_or(Severity::Nit)
+    }
+
+    /// The `<advisory>` element for this note (D2), with an optional extra `context` attribute.
+    pub fn to_xml(&self, context: Option<&str>) -> String {
+        let mut out = String::with_capacity(self.note.len() + 80);
+        out.push_str("<advisory");
+        if let Some(sev) = self.severity {
+            out.push_str(" severity=\"");
+            out.push_str(sev.as_str());
+            out.push('"');
+        }
+        out.push_str(" guidance=\"weigh, don't blindly obey\"");
+        if let Some(ctx) = context {
+            out.push_str(" context=\"");
+            out.push_str(&escape_xml_attr(ctx));
+            out.push('"');
+        }
+        out.push_str(">\n");
+        out.push_str(&escape_xml_text(&self.note));
+        out.push_str("\n</advisory>");
+        out
+    }
+}
+
+/// Escapes `&`, `<` and `>` so a note can neither close nor open an element (D2).
+pub fn escape_xml_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn escape_xml_attr(s: &str) -> String {
+    escape_xml_text(s).replace('"', "&quot;")
+}
+
+/// The XML of several notes delivered as one message: elements joined by `\n` (D2).
+pub fn advisories_to_xml(notes: &[Advisory], context: Option<&str>) -> String {
+    notes
+        .iter()
+        .map(|n| n.to_xml(context))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// How a delivery reaches the primary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    /// Folded in at the next step boundary; no interruption.
+    Aside,
+    /// A steering card taken at the next step boundary of a running primary.
+    Steer,
+    /// Starts a turn of an idle primary.
+    Wake,
+    /// Appended visibly; triggers no turn.
+    Card,
+}
+
+impl Channel {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Aside => "aside",
+            Channel::Steer => "steer",
+            Channel::Wake => "wake",
+            Channel::Card => "card",
+        }
+    }
+}
+
+/// One message the host injects into the primary's transcript: a custom message with
+/// `customType: "advisor"`, `display: true`, the XML as content and the notes as details.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// How it reaches the primary.
+    pub channel: Channel,
+    /// The notes it carries (one for steers, wakes and cards; one or more for asides).
+    pub notes: Vec<Advisory>,
+    /// The XML content the primary receives.
+    pub content: String,
+}
+
+impl Delivery {
+    /// Builds a delivery and its XML content.
+    pub fn new(channel: Channel, notes: Vec<Advisory>, context: Option<&str>) -> Self {
+        let content = advisories_to_xml(&notes, context);
+        Self {
+            channel,
+            notes,
+            content,
+        }
+    }
+
+    /// The custom message the host appends to the primary's transcript (D2).
+    pub fn to_message(&self) -> crate::messages::transcript::Message {
+        use crate::messages::transcript::{Content, CustomMessage, Message};
+        Message::Custom(CustomMessage {
+            custom_type: "advisor".to_string(),
+            content: Content::Text(self.content.clone()),
+            display: true,
+            details: serde_json::to_value(&self.notes).ok(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn d2_xml_without_severity_has_no_attribute() {
+        let a = Advisory::new("be tidy", None);
+        assert_eq!(
+            a.to_xml(None),
+            "<advisory guidance=\"weigh, don't blindly obey\">\nbe tidy\n</advisory>"
+        );
+    }
+
+    #[test]
+    fn d2_xml_escapes_note() {
+        let a = Advisory::new("<note> &", Some(Severity::Blocker));
+        let xml = a.to_xml(None);
+        assert_eq!(xml.matches("severity=\"blocker\"").count(), 1);
+        assert!(xml.contains("\n&lt;note&gt; &amp;\n"));
+    }
+
+    #[test]
+    fn severity_parses_case_insensitively() {
+        assert_eq!("BLOCKER".parse::<Severity>(), Ok(Severity::Blocker));
+        assert!("urgent".parse::<Severity>().is_err());
+    }
+}

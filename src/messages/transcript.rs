@@ -1,0 +1,526 @@
+//! The primary's transcript model (SPEC §2): the messages pi and oh-my-pi sessions hold,
+//! deserialised from the JSON they use in session files.
+//!
+//! Every message role and assistant block type the formats know has a typed variant; anything
+//! else is kept as an opaque item (`Unknown`) so that a newer session file never crashes the
+//! runtime. Opaque items render as `[role]`.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// One content block of a user, developer, tool-result or custom message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image (its data is never rendered; it shows as `[image]`).
+    Image {
+        /// Base64 data, when present.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<String>,
+        /// MIME type, when present.
+        #[serde(default, rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+    /// A block of a type this crate does not know, kept as it was.
+    #[serde(untagged)]
+    Unknown(Value),
+}
+
+/// Message content: either a bare string or a list of blocks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// A bare string.
+    Text(String),
+    /// A list of content blocks.
+    Blocks(Vec<ContentBlock>),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content::Text(String::new())
+    }
+}
+
+impl Content {
+    /// The text of the content: the string, or the text blocks joined by `sep`, with images
+    /// rendered as `[image]` when `images` is true (unknown blocks are left out).
+    pub fn joined_text(&self, sep: &str, images: bool) -> String {
+        match self {
+            Content::Text(s) => s.clone(),
+            Content::Blocks(blocks) => {
+                let mut parts: Vec<&str> = Vec::with_capacity(blocks.len());
+                for block in blocks {
+                    match block {
+                        ContentBlock::Text { text } => parts.push(text),
+                        ContentBlock::Image { .. } if images => parts.push("[image]"),
+                        _ => {}
+                    }
+                }
+                parts.join(sep)
+            }
+        }
+    }
+}
+
+/// A user or developer message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    /// The message content.
+    #[serde(default)]
+    pub content: Content,
+}
+
+/// One block of an assistant message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum AssistantBlock {
+    /// Visible text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Model reasoning.
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+    },
+    /// Reasoning the provider withheld; never rendered.
+    RedactedThinking,
+    /// A tool call.
+    ToolCall {
+        /// The call id, matched by a later tool result.
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The arguments object (key order preserved).
+        #[serde(default)]
+        arguments: Value,
+    },
+    /// A block of a type this crate does not know, kept as it was.
+    #[serde(untagged)]
+    Unknown(Value),
+}
+
+/// An assistant (primary model) message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    /// Its blocks, in order.
+    #[serde(default)]
+    pub content: Vec<AssistantBlock>,
+    /// Why the model stopped (`stop`, `toolUse`, `length`, `aborted`, `error`…), when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+impl AssistantMessage {
+    /// True when the host skips this turn (SPEC L2: stop reason `aborted` or `error`).
+    pub fn is_aborted_or_error(&self) -> bool {
+        matches!(self.stop_reason.as_deref(), Some("aborted") | Some("error"))
+    }
+
+    /// True when the message contains at least one tool call.
+    pub fn has_tool_calls(&self) -> bool {
+        self.content
+            .iter()
+            .any(|b| matches!(b, AssistantBlock::ToolCall { .. }))
+    }
+}
+
+/// The result of one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    /// The id of the call this answers.
+    #[serde(default)]
+    pub tool_call_id: String,
+    /// The tool's name.
+    #[serde(default)]
+    pub tool_name: String,
+    /// The result content.
+    #[serde(default)]
+    pub content: Content,
+    /// Whether the tool failed.
+    #[serde(default)]
+    pub is_error: bool,
+    /// Tool-specific details (for example `diff` for edits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+/// A shell (`bashExecution`) or Python (`pythonExecution`) execution the user ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionMessage {
+    /// The command line (bash) or code (python).
+    #[serde(default, alias = "code")]
+    pub command: String,
+    /// Its output.
+    #[serde(default)]
+    pub output: String,
+    /// The exit code, when it exited.
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    /// Whether it was cancelled.
+    #[serde(default)]
+    pub cancelled: bool,
+    /// Whether the output was truncated.
+    #[serde(default)]
+    pub truncated: bool,
+    /// Whether the user kept it out of the model context.
+    #[serde(default)]
+    pub exclude_from_context: bool,
+}
+
+/// A custom message injected by an extension (the advisor's own advice is one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomMessage {
+    /// The extension-defined type (`advisor` for this crate's advice).
+    #[serde(default)]
+    pub custom_type: String,
+    /// The content.
+    #[serde(default)]
+    pub content: Content,
+    /// Whether the host shows it.
+    #[serde(default)]
+    pub display: bool,
+    /// Extension-defined details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl CustomMessage {
+    /// True for messages the advisor itself injected (X2): filtered by type, never by text.
+    pub fn is_advisor_message(&self) -> bool {
+        matches!(self.custom_type.as_str(), "advisor" | "advisory")
+    }
+}
+
+/// A summary of an abandoned branch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchSummaryMessage {
+    /// The summary text.
+    #[serde(default)]
+    pub summary: String,
+    /// The entry id the branch left from.
+    #[serde(default)]
+    pub from_id: String,
+}
+
+/// A compaction summary standing in for older messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionSummaryMessage {
+    /// The summary text.
+    #[serde(default)]
+    pub summary: String,
+}
+
+/// One message of the primary's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum Message {
+    /// A user message.
+    User(UserMessage),
+    /// A developer (system-injected) message.
+    Developer(UserMessage),
+    /// A primary model response.
+    Assistant(AssistantMessage),
+    /// A tool result.
+    ToolResult(ToolResultMessage),
+    /// A user-run shell command.
+    BashExecution(ExecutionMessage),
+    /// A user-run Python snippet.
+    PythonExecution(ExecutionMessage),
+    /// An extension's custom message.
+    Custom(CustomMessage),
+    /// A branch summary.
+    BranchSummary(BranchSummaryMessage),
+    /// A compaction summary.
+    CompactionSummary(CompactionSummaryMessage),
+    /// A message of a role this crate does not know (or a known role whose fields did not
+    /// parse), kept as it was and rendered as `[role]`.
+    #[serde(untagged)]
+    Unknown {
+        /// The role name as found (`?` when absent).
+        #[serde(skip)]
+        role: String,
+        /// The raw JSON.
+        raw: Value,
+    },
+}
+
+impl Message {
+    /// The role name as it appears in session files.
+    pub fn role(&self) -> &str {
+        match self {
+            Message::User(_) => "user",
+            Message::Developer(_) => "developer",
+            Message::Assistant(_) => "assistant",
+            Message::ToolResult(_) => "toolResult",
+            Message::BashExecution(_) => "bashExecution",
+            Message::PythonExecution(_) => "pythonExecution",
+            Message::Custom(_) => "custom",
+            Message::BranchSummary(_) => "branchSummary",
+            Message::CompactionSummary(_) => "compactionSummary",
+            Message::Unknown { role, .. } => role,
+        }
+    }
+
+    /// Convenience constructor for a plain-text user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User(UserMessage {
+            content: Content::Text(text.into()),
+        })
+    }
+
+    /// True for a custom message the advisor injected (X2).
+    pub fn is_advisor_message(&self) -> bool {
+        matches!(self, Message::Custom(c) if c.is_advisor_message())
+    }
+}
+
+fn parse_variant<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, Value> {
+    T::deserialize(&value).map_err(|_| value)
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        if !value.is_object() {
+            return Err(D::Error::custom("a message must be a JSON object"));
+        }
+        let role = value
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        let parsed = match role.as_str() {
+            "user" => parse_variant(value).map(Message::User),
+            "developer" => parse_variant(value).map(Message::Developer),
+            "assistant" => parse_variant(value).map(Message::Assistant),
+            "toolResult" => parse_variant(value).map(Message::ToolResult),
+            "bashExecution" => parse_variant(value).map(Message::BashExecution),
+            "pythonExecution" => parse_variant(value).map(Message::PythonExecution),
+            "custom" => parse_variant(value).map(Message::Custom),
+            "branchSummary" => parse_variant(value).map(Message::BranchSummary),
+            "compactionSummary" => parse_variant(value).map(Message::CompactionSummary),
+            _ => Err(value),
+        };
+        Ok(parsed.unwrap_or_else(|raw| Message::Unknown { role, raw }))
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
+        Ok(match kind {
+            "text" => match value.get("text").and_then(Value::as_str) {
+                Some(t) => ContentBlock::Text {
+                    text: t.to_string(),
+                },
+                None => ContentBlock::Unknown(value),
+            },
+            "image" => ContentBlock::Image {
+                data: value
+                    .get("data")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                mime_type: value
+                    .get("mimeType")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            },
+            _ => ContentBlock::Unknown(value),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        match value {
+            Value::String(s) => Ok(Content::Text(s)),
+            Value::Array(items) => items
+                .into_iter()
+                .map(|v| ContentBlock::deserialize(v).map_err(D::Error::custom))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Content::Blocks),
+            Value::Null => Ok(Content::default()),
+            _ => Err(D::Error::custom("content must be a string or an array")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AssistantBlock {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
+        let text_of = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+        Ok(match kind {
+            "text" => match text_of("text") {
+                Some(text) => AssistantBlock::Text { text },
+                None => AssistantBlock::Unknown(value),
+            },
+            "thinking" => match text_of("thinking") {
+                Some(thinking) => AssistantBlock::Thinking { thinking },
+                None => AssistantBlock::Unknown(value),
+            },
+            "redactedThinking" | "redacted_thinking" => AssistantBlock::RedactedThinking,
+            "toolCall" => match (text_of("id"), text_of("name")) {
+                (Some(id), Some(name)) => AssistantBlock::ToolCall {
+                    id,
+                    name,
+                    arguments: value.get("arguments").cloned().unwrap_or(Value::Null),
+                },
+                _ => AssistantBlock::Unknown(value),
+            },
+            _ => AssistantBlock::Unknown(value),
+        })
+    }
+}
+
+/// The primary's transcript as the host shares it with the advisor (SPEC X1, A4).
+///
+/// A cheap-to-clone handle over an append-only list of shared messages: the host appends
+/// messages as they happen and passes a clone in each `TurnEnd`, so handing the transcript
+/// over costs O(1) and the feed reads only the messages after its cursor. A host that rewrites
+/// its history (compaction, branch switch) replaces the content with [`Transcript::replace`]
+/// or starts a new `Transcript`, and tells the advisor with a `Rewrite`.
+#[derive(Debug, Clone, Default)]
+pub struct Transcript {
+    messages: Arc<RwLock<Vec<Arc<Message>>>>,
+}
+
+impl Transcript {
+    /// An empty transcript.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A transcript holding `messages`.
+    pub fn from_messages(messages: impl IntoIterator<Item = Message>) -> Self {
+        let t = Self::new();
+        t.replace(messages);
+        t
+    }
+
+    /// Appends one message.
+    pub fn push(&self, message: Message) {
+        self.messages.write().push(Arc::new(message));
+    }
+
+    /// Appends an already shared message.
+    pub fn push_shared(&self, message: Arc<Message>) {
+        self.messages.write().push(message);
+    }
+
+    /// Replaces the whole content (a host-side rewrite).
+    pub fn replace(&self, messages: impl IntoIterator<Item = Message>) {
+        let new: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
+        *self.messages.write() = new;
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.messages.read().len()
+    }
+
+    /// True when there are no messages.
+    pub fn is_empty(&self) -> bool {
+        self.messages.read().is_empty()
+    }
+
+    /// The message at `index`, if any.
+    pub fn get(&self, index: usize) -> Option<Arc<Message>> {
+        self.messages.read().get(index).cloned()
+    }
+
+    /// The messages from `start` to the end (O(returned length)).
+    pub fn tail(&self, start: usize) -> Vec<Arc<Message>> {
+        let guard = self.messages.read();
+        guard.get(start..).map(<[_]>::to_vec).unwrap_or_default()
+    }
+
+    /// A copy of every message handle.
+    pub fn snapshot(&self) -> Vec<Arc<Message>> {
+        self.messages.read().clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_every_known_role() {
+        let cases = [
+            (json!({"role":"user","content":"hi"}), "user"),
+            (json!({"role":"developer","content":[{"type":"text","text":"x"}]}), "developer"),
+            (json!({"role":"assistant","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"t"},{"type":"redactedThinking","data":"x"},{"type":"toolCall","id":"1","name":"read","arguments":{"path":"a"}}],"stopReason":"toolUse"}), "assistant"),
+            (json!({"role":"toolResult","toolCallId":"1","toolName":"read","content":[{"type":"text","text":"ok"}],"isError":false}), "toolResult"),
+            (json!({"role":"bashExecution","command":"ls","output":"a","exitCode":0,"cancelled":false,"truncated":false}), "bashExecution"),
+            (json!({"role":"custom","customType":"advisor","content":"x","display":true}), "custom"),
+            (json!({"role":"branchSummary","summary":"s","fromId":"abc"}), "branchSummary"),
+            (json!({"role":"compactionSummary","summary":"s","tokensBefore":5}), "compactionSummary"),
+        ];
+        for (value, role) in cases {
+            let m: Message = serde_json::from_value(value).unwrap();
+            assert_eq!(m.role(), role);
+            assert!(!matches!(m, Message::Unknown { .. }), "{role} parsed as unknown");
+        }
+    }
+
+    #[test]
+    fn unknown_role_and_block_are_kept_opaque() {
+        let m: Message = serde_json::from_value(json!({"role":"hologram","x":1})).unwrap();
+        assert_eq!(m.role(), "hologram");
+        assert!(matches!(m, Message::Unknown { .. }));
+        let m: Message = serde_json::from_value(
+            json!({"role":"assistant","content":[{"type":"sparkle","v":2}]}),
+        )
+        .unwrap();
+        match m {
+            Message::Assistant(a) => assert!(matches!(a.content[0], AssistantBlock::Unknown(_))),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn execution_accepts_null_exit_code() {
+        let m: Message = serde_json::from_value(
+            json!({"role":"bashExecution","command":"sleep","output":"","exitCode":null,"cancelled":true}),
+        )
+        .unwrap();
+        match m {
+            Message::BashExecution(e) => {
+                assert!(e.cancelled);
+                assert_eq!(e.exit_code, None);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn transcript_tail_is_after_cursor() {
+        let t = Transcript::from_messages([Message::user("a"), Message::user("b")]);
+        t.push(Message::user("c"));
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.tail(2).len(), 1);
+        assert_eq!(t.tail(5).len(), 0);
+    }
+}

@@ -1,0 +1,1 @@
+//! Transcript renderers (SPEC §3).

@@ -1,0 +1,1 @@
+//! Session files (SPEC L1).

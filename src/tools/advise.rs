@@ -1,0 +1,89 @@
+//! The `advise` tool (T6): the advisor's only way to speak to the primary.
+
+use serde_json::{json, Value};
+
+use crate::messages::advice::{Advisory, Severity};
+use crate::model::ToolSchema;
+use crate::tools::ToolError;
+
+/// The tool's name.
+pub const NAME: &str = "advise";
+
+/// The schema the model sees.
+pub fn schema() -> ToolSchema {
+    ToolSchema {
+        name: NAME.to_string(),
+        description: "Send one piece of advice to the coding agent. The note must be concrete, \
+terse and actionable: what is wrong or risky and what to do instead. Call it at most once per \
+session update, and only when it matters; stay silent when the agent is on track. Severity: \
+`nit` for cleanup or a low-risk edge case (delivered at the agent's next step, no interruption); \
+`concern` for a material risk, a likely wrong direction, a missing constraint or a hallucinated \
+API (the agent is interrupted and decides); `blocker` when continuing clearly wastes the turn or \
+produces broken output. Omitting severity means nit."
+            .to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "note": {
+                    "type": "string",
+                    "description": "The advice: one concrete, terse, actionable point."
+                },
+                "severity": {
+                    "type": "string",
+                    "enum": ["nit", "concern", "blocker"],
+                    "description": "How strongly the agent should react; omit for nit."
+                }
+            },
+            "required": ["note"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// Parses the tool's arguments into an advisory; bad input is a tool error the model sees.
+pub fn parse(args: &Value) -> Result<Advisory, ToolError> {
+    let obj = args
+        .as_object()
+        .ok_or_else(|| ToolError::InvalidArguments("advise takes an object with `note`".into()))?;
+    let note = match obj.get("note") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(Value::String(_)) => {
+            return Err(ToolError::InvalidArguments("`note` is empty".into()));
+        }
+        Some(_) => return Err(ToolError::InvalidArguments("`note` must be a string".into())),
+        None => return Err(ToolError::InvalidArguments("`note` is required".into())),
+    };
+    let severity = match obj.get("severity") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(
+            s.parse::<Severity>()
+                .map_err(|e| ToolError::InvalidArguments(e.to_string()))?,
+        ),
+        Some(_) => {
+            return Err(ToolError::InvalidArguments(
+                "`severity` must be one of nit, concern, blocker".into(),
+            ))
+        }
+    };
+    Ok(Advisory::new(note, severity))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t6_parses_note_and_severity() {
+        let a = parse(&json!({"note":"x","severity":"concern"})).unwrap();
+        assert_eq!(a.severity, Some(Severity::Concern));
+        assert_eq!(parse(&json!({"note":"x"})).unwrap().severity, None);
+    }
+
+    #[test]
+    fn t6_unknown_severity_is_a_tool_error() {
+        let err = parse(&json!({"note":"x","severity":"urgent"})).unwrap_err();
+        assert!(err.to_string().contains("nit, concern or blocker"), "{err}");
+        assert!(parse(&json!({})).is_err());
+        assert!(parse(&json!({"note": 5})).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! WATCHDOG.md discovery and expansion (SPEC §8).
