@@ -1,1 +1,270 @@
 //! Transcript renderers (SPEC §3).
+//!
+//! A rendered delta is what the advisor reads about the primary's latest turn(s). Two views
+//! exist: [`TranscriptView::Compact`] (one line per tool call, results summarised, the
+//! default) and [`TranscriptView::Full`] (nothing truncated: argument trees, result bodies,
+//! diffs). Both are pure functions of the delta, so they are tested without any actor.
+
+mod compact;
+mod full;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::{Deserialize, Serialize};
+
+use crate::messages::transcript::{
+    AssistantBlock, Content, ContentBlock, Message, ToolResultMessage,
+};
+
+/// Which rendering the advisor is sent (`advisor.transcript`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TranscriptView {
+    /// One line per tool call with its status; result bodies are never shown (the default).
+    #[default]
+    Compact,
+    /// Every message in full: thinking, argument trees and result bodies, untruncated.
+    Full,
+}
+
+impl TranscriptView {
+    /// The name used in settings and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TranscriptView::Compact => "compact",
+            TranscriptView::Full => "full",
+        }
+    }
+}
+
+impl fmt::Display for TranscriptView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A transcript view name that is neither `compact` nor `full`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown transcript view `{given}`: allowed values are `compact` and `full`")]
+pub struct ParseTranscriptViewError {
+    /// The rejected input.
+    pub given: String,
+}
+
+impl FromStr for TranscriptView {
+    type Err = ParseTranscriptViewError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "compact" => Ok(TranscriptView::Compact),
+            "full" => Ok(TranscriptView::Full),
+            other => Err(ParseTranscriptViewError {
+                given: other.to_string(),
+            }),
+        }
+    }
+}
+
+/// Renders the messages after the feed's cursor (advisor messages already removed, X2).
+///
+/// Returns `""` when nothing is worth showing (X3: the caller then queues nothing). The
+/// compact view ends with exactly one `\n`; the full view ends with its last section. Tool
+/// statuses and orphan results are resolved within `delta` alone.
+pub fn render_delta(view: TranscriptView, delta: &[Arc<Message>]) -> String {
+    match view {
+        TranscriptView::Compact => compact::render(delta),
+        TranscriptView::Full => full::render(delta),
+    }
+}
+
+/// `oneLine(s, max)`: whitespace runs collapsed to one space, trimmed, and cut to `max`
+/// characters (`max - 1` characters plus `…`) when longer.
+pub fn one_line(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    push_one_line(&mut out, s, max);
+    out
+}
+
+/// Appends `oneLine(s, max)` to `out` without an intermediate string. Work is bounded by
+/// `max`, not by the length of `s` (beyond leading whitespace).
+pub(crate) fn push_one_line(out: &mut String, s: &str, max: usize) {
+    if max == 0 {
+        return;
+    }
+    let mut count = 0usize;
+    // Byte length of `out` once `max - 1` characters are written: where a cut lands.
+    let mut cut_at = out.len();
+    for (i, word) in s.split_whitespace().enumerate() {
+        let space = (i > 0).then_some(' ');
+        for c in space.into_iter().chain(word.chars()) {
+            if count == max {
+                out.truncate(cut_at);
+                out.push('…');
+                return;
+            }
+            if count == max - 1 {
+                cut_at = out.len();
+            }
+            out.push(c);
+            count += 1;
+        }
+    }
+}
+
+/// The default `max` of `oneLine`.
+pub(crate) const ONE_LINE_MAX: usize = 120;
+
+/// Per-delta lookups, built once so that rendering stays linear in the delta.
+pub(crate) struct ToolIndex<'a> {
+    /// Call id → the first result answering it.
+    results: FxHashMap<&'a str, &'a ToolResultMessage>,
+    /// Ids of the tool calls made by assistant messages of the delta.
+    calls: FxHashSet<&'a str>,
+}
+
+impl<'a> ToolIndex<'a> {
+    /// Indexes the tool calls and results of `delta`.
+    pub(crate) fn build(delta: &'a [Arc<Message>]) -> Self {
+        let mut results = FxHashMap::default();
+        let mut calls = FxHashSet::default();
+        for message in delta {
+            match message.as_ref() {
+                Message::ToolResult(r) => {
+                    results.entry(r.tool_call_id.as_str()).or_insert(r);
+                }
+                Message::Assistant(a) => {
+                    for block in &a.content {
+                        if let AssistantBlock::ToolCall { id, .. } = block {
+                            calls.insert(id.as_str());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ToolIndex { results, calls }
+    }
+
+    /// The result answering call `id`, if the delta holds one.
+    pub(crate) fn result_for(&self, id: &str) -> Option<&'a ToolResultMessage> {
+        self.results.get(id).copied()
+    }
+
+    /// True when the call answered by a result with this id is part of the delta.
+    pub(crate) fn has_call(&self, id: &str) -> bool {
+        self.calls.contains(id)
+    }
+}
+
+/// True when the content's text (images counted as `[image]` when `images`) is blank.
+pub(crate) fn content_is_blank(content: &Content, images: bool) -> bool {
+    match content {
+        Content::Text(s) => s.trim().is_empty(),
+        Content::Blocks(blocks) => blocks.iter().all(|b| match b {
+            ContentBlock::Text { text } => text.trim().is_empty(),
+            ContentBlock::Image { .. } => !images,
+            ContentBlock::Unknown(_) => true,
+        }),
+    }
+}
+
+/// Appends the content's text blocks joined by `sep` (images as `[image]` when `images`):
+/// what [`Content::joined_text`] returns, without the intermediate allocation.
+pub(crate) fn push_joined(out: &mut String, content: &Content, sep: &str, images: bool) {
+    match content {
+        Content::Text(s) => out.push_str(s),
+        Content::Blocks(blocks) => {
+            let mut first = true;
+            for block in blocks {
+                let part = match block {
+                    ContentBlock::Text { text } => text.as_str(),
+                    ContentBlock::Image { .. } if images => "[image]",
+                    _ => continue,
+                };
+                if !first {
+                    out.push_str(sep);
+                }
+                first = false;
+                out.push_str(part);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_parses_and_names_allowed_values() {
+        assert_eq!("compact".parse(), Ok(TranscriptView::Compact));
+        assert_eq!("full".parse(), Ok(TranscriptView::Full));
+        let err = "verbose".parse::<TranscriptView>().unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("verbose") && text.contains("compact") && text.contains("full"));
+        assert_eq!(TranscriptView::default(), TranscriptView::Compact);
+    }
+
+    #[test]
+    fn view_serde_is_lowercase() {
+        assert_eq!(
+            serde_json::to_string(&TranscriptView::Full).unwrap(),
+            "\"full\""
+        );
+        let v: TranscriptView = serde_json::from_str("\"compact\"").unwrap();
+        assert_eq!(v, TranscriptView::Compact);
+        assert!(serde_json::from_str::<TranscriptView>("\"Full\"").is_err());
+    }
+
+    #[test]
+    fn one_line_collapses_and_trims() {
+        assert_eq!(one_line("  a \n\t b  c ", 120), "a b c");
+        assert_eq!(one_line("", 120), "");
+        assert_eq!(one_line(" \n ", 120), "");
+    }
+
+    #[test]
+    fn one_line_cuts_by_characters_not_bytes() {
+        assert_eq!(one_line("abcdef", 6), "abcdef");
+        assert_eq!(one_line("abcdefg", 6), "abcde…");
+        assert_eq!(one_line("ééééééé", 6), "ééééé…");
+        assert_eq!(one_line("ab  cd", 4), "ab …");
+        assert_eq!(one_line("ab", 1), "…");
+        assert_eq!(one_line("a", 1), "a");
+        assert_eq!(one_line("abc", 0), "");
+    }
+
+    #[test]
+    fn one_line_appends_after_existing_text() {
+        let mut out = String::from("x: ");
+        push_one_line(&mut out, "hello world", 5);
+        assert_eq!(out, "x: hell…");
+    }
+
+    #[test]
+    fn joined_matches_transcript_model() {
+        let content = Content::Blocks(vec![
+            ContentBlock::Text { text: "a".into() },
+            ContentBlock::Image {
+                data: None,
+                mime_type: None,
+            },
+            ContentBlock::Text { text: "b".into() },
+        ]);
+        for images in [true, false] {
+            let mut out = String::new();
+            push_joined(&mut out, &content, "\n", images);
+            assert_eq!(out, content.joined_text("\n", images));
+        }
+        assert!(!content_is_blank(&content, false));
+        let only_image = Content::Blocks(vec![ContentBlock::Image {
+            data: None,
+            mime_type: None,
+        }]);
+        assert!(content_is_blank(&only_image, false));
+        assert!(!content_is_blank(&only_image, true));
+    }
+}

@@ -1,0 +1,408 @@
+//! The compact view (SPEC §3, compat with oh-my-pi's advisor): role labels, one line per
+//! tool call with its status, result bodies never shown.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{content_is_blank, push_joined, push_one_line, ToolIndex, ONE_LINE_MAX};
+use crate::messages::transcript::{
+    AssistantBlock, AssistantMessage, Content, ContentBlock, ExecutionMessage, Message,
+    ToolResultMessage,
+};
+
+/// Argument keys whose value names what a tool call acts on, in order of preference.
+const ARG_KEYS: [&str; 14] = [
+    "path",
+    "file_path",
+    "filePath",
+    "command",
+    "cmd",
+    "pattern",
+    "url",
+    "query",
+    "prompt",
+    "assignment",
+    "message",
+    "op",
+    "name",
+    "id",
+];
+
+/// The argument carrying a tool call's stated intent.
+const INTENT_KEY: &str = "_i";
+
+/// Maximum characters of an intent line.
+const INTENT_MAX: usize = 80;
+
+/// The role labels of the compact view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Label {
+    User,
+    Developer,
+    Agent,
+}
+
+impl Label {
+    fn text(self) -> &'static str {
+        match self {
+            Label::User => "**user**:",
+            Label::Developer => "**developer**:",
+            Label::Agent => "**agent**:",
+        }
+    }
+}
+
+/// Renders `delta` in the compact view; `""` when nothing shows.
+///
+/// Lines are written straight into one buffer, each followed by `\n`, so the buffer is the
+/// lines joined by `\n` plus one `\n`; a message's trailing blank line is one more `\n`.
+pub(super) fn render(delta: &[Arc<Message>]) -> String {
+    let index = ToolIndex::build(delta);
+    let mut out = String::new();
+    let mut last: Option<Label> = None;
+    for message in delta {
+        match message.as_ref() {
+            Message::User(u) => render_user(&mut out, &mut last, Label::User, &u.content),
+            Message::Developer(u) => render_user(&mut out, &mut last, Label::Developer, &u.content),
+            Message::Assistant(a) => render_assistant(&mut out, &mut last, a, &index),
+            Message::ToolResult(r) => {
+                if !index.has_call(&r.tool_call_id) {
+                    last = None;
+                    out.push_str("→ ");
+                    out.push_str(&r.tool_name);
+                    out.push_str("() ⇒ ");
+                    push_result_status(&mut out, r);
+                    out.push_str("\n\n");
+                }
+            }
+            other => {
+                if push_one_liner(&mut out, other) {
+                    last = None;
+                    out.push_str("\n\n");
+                }
+            }
+        }
+    }
+    finish(out)
+}
+
+/// Trims the buffer; `""` when blank, else the trimmed text plus one `\n`.
+fn finish(mut out: String) -> String {
+    let end = out.trim_end().len();
+    out.truncate(end);
+    let start = out.len() - out.trim_start().len();
+    if start > 0 {
+        out.drain(..start);
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes the label unless it is the last one printed.
+fn push_label(out: &mut String, last: &mut Option<Label>, label: Label) {
+    if *last != Some(label) {
+        out.push_str(label.text());
+        out.push('\n');
+        *last = Some(label);
+    }
+}
+
+fn render_user(out: &mut String, last: &mut Option<Label>, label: Label, content: &Content) {
+    if content_is_blank(content, true) {
+        return;
+    }
+    push_label(out, last, label);
+    push_joined(out, content, "\n", true);
+    out.push_str("\n\n");
+}
+
+fn render_assistant(
+    out: &mut String,
+    last: &mut Option<Label>,
+    message: &AssistantMessage,
+    index: &ToolIndex<'_>,
+) {
+    let shows = message.content.iter().any(|block| match block {
+        AssistantBlock::Text { text } => !text.trim().is_empty(),
+        AssistantBlock::Thinking { thinking } => !thinking.trim().is_empty(),
+        AssistantBlock::ToolCall { .. } => true,
+        AssistantBlock::RedactedThinking | AssistantBlock::Unknown(_) => false,
+    });
+    if !shows {
+        return;
+    }
+    push_label(out, last, Label::Agent);
+    for block in &message.content {
+        match block {
+            AssistantBlock::Text { text } if !text.trim().is_empty() => {
+                out.push_str(text);
+                out.push('\n');
+            }
+            AssistantBlock::Thinking { thinking } if !thinking.trim().is_empty() => {
+                out.push_str("_thinking:_ ");
+                out.push_str(thinking);
+                out.push('\n');
+            }
+            AssistantBlock::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                if let Some(intent) = arguments.get(INTENT_KEY).and_then(Value::as_str) {
+                    if !intent.trim().is_empty() {
+                        out.push_str("// ");
+                        push_one_line(out, intent, INTENT_MAX);
+                        out.push('\n');
+                    }
+                }
+                out.push_str("→ ");
+                out.push_str(name);
+                out.push('(');
+                push_arg(out, arguments);
+                out.push_str(") ⇒ ");
+                match index.result_for(id) {
+                    Some(result) => push_result_status(out, result),
+                    None => out.push_str("pending"),
+                }
+                out.push('\n');
+            }
+            _ => {}
+        }
+    }
+    out.push('\n');
+}
+
+/// Writes the ARG of a tool line (SPEC §3): a preferred key's string (or string array), else
+/// the first string argument, else the compact JSON of the arguments, else nothing.
+pub(super) fn push_arg(out: &mut String, arguments: &Value) {
+    let Some(args) = arguments.as_object() else {
+        if !arguments.is_null() {
+            push_one_line(out, &arguments.to_string(), ONE_LINE_MAX);
+        }
+        return;
+    };
+    for key in ARG_KEYS {
+        match args.get(key) {
+            Some(Value::String(s)) if !s.is_empty() => {
+                push_one_line(out, s, ONE_LINE_MAX);
+                return;
+            }
+            Some(Value::Array(items)) if !items.is_empty() => {
+                let strings: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+                if let Some(strings) = strings {
+                    push_one_line(out, &strings.join(", "), ONE_LINE_MAX);
+                    return;
+                }
+            }
+            _ => {}
+        }
+    }
+    let first_string = args.iter().find_map(|(k, v)| match v {
+        Value::String(s) if k != INTENT_KEY && !s.is_empty() => Some(s),
+        _ => None,
+    });
+    if let Some(s) = first_string {
+        push_one_line(out, s, ONE_LINE_MAX);
+        return;
+    }
+    if args.keys().any(|k| k != INTENT_KEY) {
+        push_one_line(out, &compact_json_without_intent(args), ONE_LINE_MAX);
+    }
+}
+
+/// `{"k":v,…}` of every argument but the intent, keys in their original order.
+fn compact_json_without_intent(args: &Map<String, Value>) -> String {
+    let mut json = String::from("{");
+    for (k, v) in args.iter().filter(|(k, _)| *k != INTENT_KEY) {
+        if json.len() > 1 {
+            json.push(',');
+        }
+        // Writing JSON into a String cannot fail.
+        let _ = write!(json, "{}:{}", Value::from(k.as_str()), v);
+    }
+    json.push('}');
+    json
+}
+
+/// Writes `ok · N lines` or `error · N lines — FIRST` for a tool result.
+fn push_result_status(out: &mut String, result: &ToolResultMessage) {
+    let (lines, first) = text_lines(&result.content);
+    out.push_str(if result.is_error {
+        "error · "
+    } else {
+        "ok · "
+    });
+    push_line_count(out, lines);
+    if result.is_error {
+        let mark = out.len();
+        out.push_str(" — ");
+        let before = out.len();
+        push_one_line(out, first, ONE_LINE_MAX);
+        if out.len() == before {
+            out.truncate(mark);
+        }
+    }
+}
+
+/// Writes `N lines` (`1 line` singular).
+fn push_line_count(out: &mut String, n: usize) {
+    let _ = write!(out, "{n} {}", if n == 1 { "line" } else { "lines" });
+}
+
+/// Number of `\n`-separated lines of the content's text blocks joined by `\n` (0 when that
+/// text is empty), and its first line; computed without building the joined text.
+fn text_lines(content: &Content) -> (usize, &str) {
+    let newlines = |s: &str| s.bytes().filter(|b| *b == b'\n').count();
+    match content {
+        Content::Text(s) => (output_lines(s), first_line(s)),
+        Content::Blocks(blocks) => {
+            let mut texts = blocks.iter().filter_map(|b| match b {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            });
+            let Some(first) = texts.next() else {
+                return (0, "");
+            };
+            let mut parts = 1usize;
+            let mut count = newlines(first);
+            for text in texts {
+                parts += 1;
+                count += newlines(text);
+            }
+            if parts == 1 && first.is_empty() {
+                return (0, "");
+            }
+            (count + parts, first_line(first))
+        }
+    }
+}
+
+/// Writes the one-line form of an execution, custom message, summary or unknown message.
+/// Returns false (writing nothing) for messages that have no such line: roles rendered
+/// elsewhere and executions excluded from context.
+pub(super) fn push_one_liner(out: &mut String, message: &Message) -> bool {
+    match message {
+        Message::BashExecution(e) => push_execution(out, "bash!", e),
+        Message::PythonExecution(e) => push_execution(out, "python!", e),
+        Message::Custom(c) => {
+            out.push('[');
+            out.push_str(&c.custom_type);
+            out.push_str("] ");
+            push_one_line(out, &c.content.joined_text("\n", true), ONE_LINE_MAX);
+            true
+        }
+        Message::BranchSummary(b) => {
+            out.push_str("[branch] from ");
+            out.push_str(&b.from_id);
+            out.push_str(": ");
+            push_one_line(out, &b.summary, ONE_LINE_MAX);
+            true
+        }
+        Message::CompactionSummary(c) => {
+            out.push_str("[compaction] ");
+            push_one_line(out, &c.summary, ONE_LINE_MAX);
+            true
+        }
+        Message::Unknown { role, .. } => {
+            out.push('[');
+            out.push_str(role);
+            out.push(']');
+            true
+        }
+        Message::User(_)
+        | Message::Developer(_)
+        | Message::Assistant(_)
+        | Message::ToolResult(_) => false,
+    }
+}
+
+fn push_execution(out: &mut String, tag: &str, e: &ExecutionMessage) -> bool {
+    if e.exclude_from_context {
+        return false;
+    }
+    out.push_str("→ ");
+    out.push_str(tag);
+    out.push(' ');
+    push_one_line(out, &e.command, ONE_LINE_MAX);
+    out.push_str(" ⇒ ");
+    match e.exit_code {
+        _ if e.cancelled => out.push_str("cancelled"),
+        Some(code) if code != 0 => {
+            let _ = write!(out, "error · exit {code}");
+        }
+        _ => out.push_str("ok"),
+    }
+    out.push_str(" · ");
+    push_line_count(out, output_lines(&e.output));
+    true
+}
+
+/// The text of `s` before its first `\n`.
+fn first_line(s: &str) -> &str {
+    s.split('\n').next().unwrap_or("")
+}
+
+/// Number of `\n`-separated lines of `s`, 0 when empty.
+fn output_lines(s: &str) -> usize {
+    if s.is_empty() {
+        0
+    } else {
+        s.bytes().filter(|b| *b == b'\n').count() + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn arg(v: Value) -> String {
+        let mut out = String::new();
+        push_arg(&mut out, &v);
+        out
+    }
+
+    #[test]
+    fn arg_prefers_known_keys_in_order() {
+        assert_eq!(arg(json!({"command": "ls", "path": "a.rs"})), "a.rs");
+        assert_eq!(arg(json!({"path": "", "cmd": "pwd"})), "pwd");
+        assert_eq!(arg(json!({"paths": 1, "path": ["a", "b"]})), "a, b");
+        assert_eq!(arg(json!({"path": ["a", 1], "zzz": "x"})), "x");
+        assert_eq!(
+            arg(json!({"_i": "why", "limit": 5, "all": true})),
+            "{\"limit\":5,\"all\":true}"
+        );
+        assert_eq!(arg(json!({"_i": "why"})), "");
+        assert_eq!(arg(json!({})), "");
+        assert_eq!(arg(Value::Null), "");
+    }
+
+    #[test]
+    fn lines_of_blocks_match_joined_text() {
+        let cases = [
+            json!([]),
+            json!([{"type": "text", "text": ""}]),
+            json!([{"type": "text", "text": ""}, {"type": "text", "text": ""}]),
+            json!([{"type": "text", "text": "a\nb"}, {"type": "image"}, {"type": "text", "text": "c"}]),
+            json!("one"),
+            json!(""),
+            json!("x\n"),
+        ];
+        for case in cases {
+            let content: Content = serde_json::from_value(case).unwrap();
+            let joined = content.joined_text("\n", false);
+            let expected = if joined.is_empty() {
+                0
+            } else {
+                joined.split('\n').count()
+            };
+            let (n, first) = text_lines(&content);
+            assert_eq!(n, expected, "{joined:?}");
+            assert_eq!(first, joined.split('\n').next().unwrap_or(""));
+        }
+    }
+}
