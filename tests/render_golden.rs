@@ -426,6 +426,15 @@ fn full_user_blocks_joined_and_blank_skipped() {
 }
 
 #[test]
+fn full_developer_message_gets_its_own_section() {
+    let dev = msg(json!({"role": "developer", "content": " Use tabs. "}));
+    assert_eq!(
+        full(&[dev, user("ok")]),
+        "#### Developer\n\nUse tabs.\n\n#### User\n\nok"
+    );
+}
+
+#[test]
 fn full_heredoc_argument_stays_multi_line() {
     let command = "cat > f.txt <<'EOF'\nline one\n  line two\nEOF";
     let out = full(&[assistant(json!([call(

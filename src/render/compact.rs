@@ -256,7 +256,6 @@ fn push_line_count(out: &mut String, n: usize) {
 /// Number of `\n`-separated lines of the content's text blocks joined by `\n` (0 when that
 /// text is empty), and its first line; computed without building the joined text.
 fn text_lines(content: &Content) -> (usize, &str) {
-    let newlines = |s: &str| s.bytes().filter(|b| *b == b'\n').count();
     match content {
         Content::Text(s) => (output_lines(s), first_line(s)),
         Content::Blocks(blocks) => {
@@ -268,10 +267,10 @@ fn text_lines(content: &Content) -> (usize, &str) {
                 return (0, "");
             };
             let mut parts = 1usize;
-            let mut count = newlines(first);
+            let mut count = count_newlines(first);
             for text in texts {
                 parts += 1;
-                count += newlines(text);
+                count += count_newlines(text);
             }
             if parts == 1 && first.is_empty() {
                 return (0, "");
@@ -341,6 +340,18 @@ fn push_execution(out: &mut String, tag: &str, e: &ExecutionMessage) -> bool {
     true
 }
 
+/// Number of `\n` bytes in `s`. Counted in chunks with a byte-sized accumulator, which
+/// the compiler vectorises: tool outputs are the bulk of a delta's bytes.
+fn count_newlines(s: &str) -> usize {
+    s.as_bytes()
+        .chunks(255)
+        .map(|chunk| {
+            let n: u8 = chunk.iter().map(|b| u8::from(*b == b'\n')).sum();
+            usize::from(n)
+        })
+        .sum()
+}
+
 /// The text of `s` before its first `\n`.
 fn first_line(s: &str) -> &str {
     s.split('\n').next().unwrap_or("")
@@ -351,7 +362,7 @@ fn output_lines(s: &str) -> usize {
     if s.is_empty() {
         0
     } else {
-        s.bytes().filter(|b| *b == b'\n').count() + 1
+        count_newlines(s) + 1
     }
 }
 
@@ -379,6 +390,14 @@ mod tests {
         assert_eq!(arg(json!({"_i": "why"})), "");
         assert_eq!(arg(json!({})), "");
         assert_eq!(arg(Value::Null), "");
+    }
+
+    #[test]
+    fn newline_count_crosses_chunk_boundaries() {
+        for n in [0, 1, 254, 255, 256, 600] {
+            assert_eq!(count_newlines(&"\n".repeat(n)), n);
+            assert_eq!(count_newlines(&"ab\n".repeat(n)), n);
+        }
     }
 
     #[test]

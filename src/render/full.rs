@@ -1,5 +1,8 @@
 //! The full view (SPEC §3, compat with pi-omplike-advisor): one section per message, nothing
 //! truncated; tool arguments as an indented tree, tool results with their bodies.
+//!
+//! SPEC §3 names no section for developer messages; they get a `#### Developer` section
+//! built like the user's, so that nothing the primary was told is hidden from the advisor.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
