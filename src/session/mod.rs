@@ -1,1 +1,58 @@
-//! Session files (SPEC L1).
+//! Session files (SPEC L1) and the host-driving sequence used by `advisor render` and
+//! `advisor replay` (SPEC L2, L3).
+//!
+//! [`read_session`] streams a session file and returns its current branch; [`SessionDriver`]
+//! walks that branch as a host would, yielding [`HostStep`]s over a shared transcript.
+//!
+//! # Formats read
+//!
+//! A session file is JSON lines. The first line is the header,
+//! `{"type":"session","id":…,"timestamp":…,"cwd":…}`, with a `version` field from version 2
+//! on (absent means version 1). oh-my-pi writes a fixed-width title slot line,
+//! `{"type":"title","v":1,"title":…,"pad":"   …"}`, before the header; its title becomes
+//! [`SessionHeader::title`]. Every other line is an entry with a `type`:
+//!
+//! - `message`: one transcript message under `message` (roles `user`, `developer`,
+//!   `assistant`, `toolResult`, `bashExecution`, `pythonExecution`, `custom`,
+//!   `branchSummary`, `compactionSummary`; unknown roles and block types are kept opaque).
+//!   Version 2 called the `custom` role `hookMessage`; it is read as `custom`.
+//! - `custom_message`: an extension's message that the model sees as a user message
+//!   (`customType`, `content` as a string or text/image blocks, `display`, `details`); read as
+//!   a [`Message::Custom`](crate::messages::transcript::Message::Custom).
+//! - `branch_summary`: a summary of an abandoned branch (`summary`, `fromId`); read as a
+//!   [`Message::BranchSummary`](crate::messages::transcript::Message::BranchSummary) (an
+//!   empty summary is skipped, as pi does).
+//! - `compaction`: `summary`, `tokensBefore`, and the first entry kept verbatim after it:
+//!   `firstKeptEntryId` (versions 2–3) or `firstKeptEntryIndex` (version 1). The index counts
+//!   the file's entries as pi loaded them — every line that parses as JSON, blank and broken
+//!   lines left out — with the header as entry 0. (pi's 1→2 migration resolves it exactly
+//!   so: `entries[firstKeptEntryIndex]` over a list that starts with the header.) In the
+//!   recorded fixture the two indices land on user prompts, which confirms the reading.
+//! - `model_change`, `thinking_level_change`, `custom` (extension state, not a message),
+//!   `label`, `session_info`, oh-my-pi's `mode_change`, `ttsr_injection`, `model_usage`,
+//!   `title_change`, … and any unknown type: skipped, counted per type in
+//!   [`Diagnostics::skipped`].
+//!
+//! # Branches
+//!
+//! Version 1 entries carry no ids: the file is one linear chain. From version 2 on every
+//! entry has an `id` (8 hex characters in pi) and a `parentId` (`null` for the root); the
+//! entries form a tree and the current branch is the path from the last entry of the file
+//! to the root. Version 3 only renamed the `hookMessage` role. Entries off that path are
+//! counted in [`Diagnostics::off_branch`] and never parsed beyond their ids.
+//!
+//! # Bad input
+//!
+//! A line that is not JSON, is truncated, has no `type` (or, from version 2, no `id`), or
+//! whose fields have the wrong shape is recorded in [`Diagnostics::malformed`] with its
+//! 1-based line number and skipped; reading goes on. Only an unreadable file, an empty one,
+//! or one without a header in its first lines is an error ([`SessionError`]).
+
+mod driver;
+mod reader;
+
+pub use driver::{HostStep, SessionDriver};
+pub use reader::{
+    read_session, read_session_from, BranchEntry, Diagnostics, SessionBranch, SessionError,
+    SessionHeader, NEWEST_VERSION,
+};

@@ -1,0 +1,1082 @@
+//! Streaming reader for pi and oh-my-pi session files (SPEC L1).
+//!
+//! The reader never holds the whole file. Version 1 files are a linear chain, so one forward
+//! pass parses every entry. Version 2 and 3 files form a tree: a first pass reads only `type`,
+//! `id` and `parentId` of each line (the ids are interned into a compact index), the current
+//! branch is found by walking from the last entry to the root, and a second pass parses in
+//! full only the lines on that branch. Entries of abandoned branches are never deserialised.
+//!
+//! See the [module documentation](super) for the formats themselves.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::messages::transcript::{BranchSummaryMessage, Content, CustomMessage, Message};
+
+/// How many non-blank lines may precede the `session` header (oh-my-pi's title slot, or
+/// several of them in a file that was rewritten) before the file is declared not a session.
+const HEADER_SEARCH_LINES: usize = 4;
+
+/// Sentinel for "no symbol / no entry" in the compact tree index.
+const NONE: u32 = u32::MAX;
+
+/// The newest session format this reader knows; newer files are read as this version.
+pub const NEWEST_VERSION: u32 = 3;
+
+/// Failure to read a session file at all. A bad line is never one of these: it is recorded
+/// in [`Diagnostics::malformed`] and skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The file could not be opened or read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: io::Error,
+    },
+    /// The file holds no line at all (or only blank lines).
+    #[error("{} is empty", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// None of the first lines is a `{"type":"session",…}` header.
+    #[error("{} is not a session file (no session header in its first lines)", path.display())]
+    NotASession {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// The session header: the `{"type":"session",…}` line (plus oh-my-pi's title slot).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionHeader {
+    /// Format version: the header's `version`, or 1 when absent (version 1 headers have none).
+    pub version: u32,
+    /// The session id.
+    pub id: Option<String>,
+    /// The working directory the session ran in.
+    pub cwd: Option<String>,
+    /// The title: oh-my-pi's leading title slot when present, else the header's `title`.
+    pub title: Option<String>,
+    /// The header's ISO timestamp.
+    pub timestamp: Option<String>,
+    /// The session this one was forked from (`parentSession`, or version 1's `branchedFrom`).
+    pub parent_session: Option<String>,
+}
+
+/// What the reader skipped, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    /// Lines that could not be used: 1-based line number and the reason (bad JSON, no
+    /// `type`, a field of the wrong shape). Sorted by line number.
+    pub malformed: Vec<(usize, String)>,
+    /// Entries on the current branch that carry no message, by entry type (`model_change`,
+    /// `label`, `custom`, unknown types…).
+    pub skipped: BTreeMap<String, usize>,
+    /// Entries not on the current branch (abandoned branches of a version 2/3 tree).
+    pub off_branch: usize,
+}
+
+impl Diagnostics {
+    /// Total number of skipped entries on the branch, all types together.
+    pub fn skipped_total(&self) -> usize {
+        self.skipped.values().sum()
+    }
+
+    fn skip(&mut self, kind: &str) {
+        match self.skipped.get_mut(kind) {
+            Some(n) => *n += 1,
+            None => {
+                self.skipped.insert(kind.to_string(), 1);
+            }
+        }
+    }
+}
+
+/// One entry of the current branch that matters to the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BranchEntry {
+    /// A message the primary model sees: `message` entries as they are, `custom_message`
+    /// entries as [`Message::Custom`], `branch_summary` entries as [`Message::BranchSummary`].
+    Message(Message),
+    /// The primary's context was compacted here.
+    Compaction {
+        /// The summary that replaces the older messages.
+        summary: String,
+        /// Index (into [`SessionBranch::entries`]) of the first entry kept verbatim: the
+        /// transcript after this compaction is the summary followed by the messages of
+        /// `entries[first_kept..own index]`. Equal to the compaction's own index when nothing
+        /// is kept (the first kept entry is unknown or not on the branch).
+        first_kept: usize,
+        /// The context size the primary reported before compacting, when recorded.
+        tokens_before: Option<u64>,
+    },
+}
+
+/// The current branch of a session file, from the root to the last entry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionBranch {
+    /// The header.
+    pub header: SessionHeader,
+    /// The branch's entries in order (entries that carry no message are left out and
+    /// counted in [`Diagnostics::skipped`]).
+    pub entries: Vec<BranchEntry>,
+    /// Malformed lines, skipped entry types and abandoned entries.
+    pub diagnostics: Diagnostics,
+}
+
+impl SessionBranch {
+    /// The messages of the branch, in order (compactions left out).
+    pub fn messages(&self) -> impl Iterator<Item = &Message> {
+        self.entries.iter().filter_map(|e| match e {
+            BranchEntry::Message(m) => Some(m),
+            BranchEntry::Compaction { .. } => None,
+        })
+    }
+
+    /// Number of compaction entries on the branch.
+    pub fn compactions(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| matches!(e, BranchEntry::Compaction { .. }))
+            .count()
+    }
+}
+
+/// Reads the current branch of the session file at `path` (SPEC L1).
+pub fn read_session(path: &Path) -> Result<SessionBranch, SessionError> {
+    let file = File::open(path).map_err(|source| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    read_session_from(BufReader::with_capacity(1 << 16, file), path)
+}
+
+/// Reads the current branch from any seekable buffered source; `path` only names it in
+/// errors. Version 2/3 files are read twice (a skim, then the branch), hence `Seek`.
+pub fn read_session_from<R: BufRead + Seek>(
+    reader: R,
+    path: &Path,
+) -> Result<SessionBranch, SessionError> {
+    let io_err = |source: io::Error| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut lines = Lines::new(reader);
+    let mut diagnostics = Diagnostics::default();
+    let header = read_header(&mut lines, path).map_err(|e| match e {
+        HeaderError::Io(source) => io_err(source),
+        HeaderError::Session(e) => e,
+    })?;
+    let header_line = lines.number;
+    let entries = if header.version <= 1 {
+        read_linear(&mut lines, &mut diagnostics).map_err(io_err)?
+    } else {
+        let index = skim_tree(&mut lines, &mut diagnostics).map_err(io_err)?;
+        let path_lines = index.current_branch();
+        diagnostics.off_branch = index.entry_count().saturating_sub(path_lines.len());
+        drop(index);
+        lines.rewind(header_line).map_err(io_err)?;
+        read_branch(&mut lines, &path_lines, &mut diagnostics).map_err(io_err)?
+    };
+    diagnostics.malformed.sort_by_key(|(line, _)| *line);
+    let branch = SessionBranch {
+        header,
+        entries,
+        diagnostics,
+    };
+    tracing::debug!(
+        path = %path.display(),
+        version = branch.header.version,
+        entries = branch.entries.len(),
+        malformed = branch.diagnostics.malformed.len(),
+        off_branch = branch.diagnostics.off_branch,
+        "session read"
+    );
+    Ok(branch)
+}
+
+/// A line iterator over a byte source that reuses one buffer and counts line numbers.
+struct Lines<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// 1-based number of the line last returned (0 before the first).
+    number: usize,
+}
+
+impl<R: BufRead + Seek> Lines<R> {
+    fn new(reader: R) -> Self {
+        Self {
+            reader,
+            buf: Vec::with_capacity(4096),
+            number: 0,
+        }
+    }
+
+    /// The next non-blank line, trimmed, with its 1-based number; `None` at the end.
+    fn next_line(&mut self) -> io::Result<Option<(usize, &[u8])>> {
+        loop {
+            self.buf.clear();
+            if self.reader.read_until(b'\n', &mut self.buf)? == 0 {
+                return Ok(None);
+            }
+            self.number += 1;
+            let start = self.buf.iter().position(|b| !b.is_ascii_whitespace());
+            let end = self.buf.iter().rposition(|b| !b.is_ascii_whitespace());
+            if let (Some(start), Some(end)) = (start, end) {
+                return Ok(Some((self.number, &self.buf[start..=end])));
+            }
+        }
+    }
+
+    /// Goes back to the start and skips the first `lines` lines.
+    fn rewind(&mut self, lines: usize) -> io::Result<()> {
+        self.reader.seek(SeekFrom::Start(0))?;
+        self.number = 0;
+        for _ in 0..lines {
+            self.buf.clear();
+            if self.reader.read_until(b'\n', &mut self.buf)? == 0 {
+                break;
+            }
+            self.number += 1;
+        }
+        Ok(())
+    }
+}
+
+enum HeaderError {
+    Io(io::Error),
+    Session(SessionError),
+}
+
+/// Reads up to the `session` header, accepting oh-my-pi title slot lines before it.
+fn read_header<R: BufRead + Seek>(
+    lines: &mut Lines<R>,
+    path: &Path,
+) -> Result<SessionHeader, HeaderError> {
+    let mut title_slot: Option<String> = None;
+    let mut seen = 0usize;
+    while seen < HEADER_SEARCH_LINES {
+        let Some((_, bytes)) = lines.next_line().map_err(HeaderError::Io)? else {
+            break;
+        };
+        seen += 1;
+        let value: Value = match serde_json::from_slice(bytes) {
+            Ok(v) => v,
+            Err(_) => break,
+        };
+        match value.get("type").and_then(Value::as_str) {
+            Some("title") => {
+                title_slot = str_field(&value, "title");
+            }
+            Some("session") => {
+                let version = value
+                    .get("version")
+                    .and_then(Value::as_u64)
+                    .map_or(1, |v| u32::try_from(v).unwrap_or(u32::MAX));
+                if version > NEWEST_VERSION {
+                    tracing::warn!(
+                        version,
+                        "session format newer than {NEWEST_VERSION}; reading it as {NEWEST_VERSION}"
+                    );
+                }
+                return Ok(SessionHeader {
+                    version: version.clamp(1, NEWEST_VERSION),
+                    id: str_field(&value, "id"),
+                    cwd: str_field(&value, "cwd"),
+                    title: title_slot.or_else(|| str_field(&value, "title")),
+                    timestamp: str_field(&value, "timestamp"),
+                    parent_session: str_field(&value, "parentSession")
+                        .or_else(|| str_field(&value, "branchedFrom")),
+                });
+            }
+            _ => break,
+        }
+    }
+    let path = path.to_path_buf();
+    Err(HeaderError::Session(if seen == 0 {
+        SessionError::Empty { path }
+    } else {
+        SessionError::NotASession { path }
+    }))
+}
+
+fn str_field(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The fields of one entry line the reader uses; everything else is ignored unparsed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEntry {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    message: Option<Message>,
+    #[serde(default)]
+    summary: Option<String>,
+    #[serde(default)]
+    first_kept_entry_id: Option<String>,
+    #[serde(default)]
+    first_kept_entry_index: Option<u64>,
+    #[serde(default)]
+    tokens_before: Option<u64>,
+    #[serde(default)]
+    from_id: Option<String>,
+    #[serde(default)]
+    custom_type: Option<String>,
+    #[serde(default)]
+    content: Option<Content>,
+    #[serde(default)]
+    display: Option<bool>,
+    #[serde(default)]
+    details: Option<Value>,
+}
+
+/// Where a compaction's first kept entry is, before branch indices are known.
+enum KeptTarget {
+    /// Version 1: an index into the file's entries, the header being entry 0.
+    Ordinal(usize),
+    /// Versions 2–3: an entry id.
+    Id(String),
+    /// Not recorded.
+    Unknown,
+}
+
+/// An entry parsed but not yet placed in the branch.
+enum Pending {
+    Message(Message),
+    Compaction {
+        summary: String,
+        target: KeptTarget,
+        tokens_before: Option<u64>,
+    },
+}
+
+/// Interprets one parsed entry line; `None` for entries that carry no message.
+fn interpret(
+    raw: RawEntry,
+    kind: &str,
+    diagnostics: &mut Diagnostics,
+) -> Result<Option<Pending>, String> {
+    Ok(Some(match kind {
+        "message" => {
+            let message = raw
+                .message
+                .ok_or_else(|| "message entry without a message".to_string())?;
+            Pending::Message(upgrade_hook_message(message))
+        }
+        "custom_message" => Pending::Message(Message::Custom(CustomMessage {
+            custom_type: raw.custom_type.unwrap_or_default(),
+            content: raw.content.unwrap_or_default(),
+            display: raw.display.unwrap_or(false),
+            details: raw.details,
+        })),
+        "branch_summary" => match raw.summary {
+            Some(summary) if !summary.is_empty() => {
+                Pending::Message(Message::BranchSummary(BranchSummaryMessage {
+                    summary,
+                    from_id: raw.from_id.unwrap_or_default(),
+                }))
+            }
+            _ => {
+                diagnostics.skip("branch_summary");
+                return Ok(None);
+            }
+        },
+        "compaction" => Pending::Compaction {
+            summary: raw.summary.unwrap_or_default(),
+            target: match (raw.first_kept_entry_id, raw.first_kept_entry_index) {
+                (Some(id), _) => KeptTarget::Id(id),
+                (None, Some(index)) => usize::try_from(index)
+                    .map(KeptTarget::Ordinal)
+                    .unwrap_or(KeptTarget::Unknown),
+                (None, None) => KeptTarget::Unknown,
+            },
+            tokens_before: raw.tokens_before,
+        },
+        other => {
+            diagnostics.skip(other);
+            return Ok(None);
+        }
+    }))
+}
+
+/// Version 2 stored extension messages with the role `hookMessage`; version 3 renamed it
+/// `custom` with the same fields.
+fn upgrade_hook_message(message: Message) -> Message {
+    match message {
+        Message::Unknown { role, mut raw } if role == "hookMessage" => {
+            if let Some(obj) = raw.as_object_mut() {
+                obj.insert("role".into(), Value::String("custom".into()));
+            }
+            match Message::deserialize(&raw) {
+                Ok(m) => m,
+                Err(_) => Message::Unknown { role, raw },
+            }
+        }
+        other => other,
+    }
+}
+
+/// Parses one line in full; records it as malformed on failure.
+fn parse_entry(
+    line: usize,
+    bytes: &[u8],
+    diagnostics: &mut Diagnostics,
+) -> Option<(RawEntry, String)> {
+    match serde_json::from_slice::<RawEntry>(bytes) {
+        Ok(mut raw) => match raw.kind.take() {
+            Some(kind) => Some((raw, kind)),
+            None => {
+                diagnostics
+                    .malformed
+                    .push((line, "entry has no \"type\"".to_string()));
+                None
+            }
+        },
+        Err(e) => {
+            diagnostics.malformed.push((line, describe_json_error(&e)));
+            None
+        }
+    }
+}
+
+fn describe_json_error(e: &serde_json::Error) -> String {
+    match e.classify() {
+        serde_json::error::Category::Eof => format!("truncated JSON (column {})", e.column()),
+        serde_json::error::Category::Syntax | serde_json::error::Category::Io => {
+            format!("invalid JSON: {e}")
+        }
+        serde_json::error::Category::Data => format!("unexpected entry shape: {e}"),
+    }
+}
+
+/// Places parsed entries (in branch order, each with an ascending key) into the branch,
+/// resolving compactions' first kept entry.
+struct BranchBuilder {
+    entries: Vec<BranchEntry>,
+    keys: Vec<usize>,
+}
+
+impl BranchBuilder {
+    fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+            keys: Vec::new(),
+        }
+    }
+
+    /// `target_key` is the key of the first kept entry, already resolved.
+    fn push(&mut self, key: usize, pending: Pending, target_key: Option<usize>) {
+        let own = self.entries.len();
+        let entry = match pending {
+            Pending::Message(m) => BranchEntry::Message(m),
+            Pending::Compaction {
+                summary,
+                tokens_before,
+                ..
+            } => {
+                let first_kept = match target_key {
+                    Some(t) if t < key => self.keys.partition_point(|k| *k < t),
+                    _ => own,
+                };
+                BranchEntry::Compaction {
+                    summary,
+                    first_kept,
+                    tokens_before,
+                }
+            }
+        };
+        self.entries.push(entry);
+        self.keys.push(key);
+    }
+}
+
+/// Version 1: every entry is on the branch, in file order.
+fn read_linear<R: BufRead + Seek>(
+    lines: &mut Lines<R>,
+    diagnostics: &mut Diagnostics,
+) -> io::Result<Vec<BranchEntry>> {
+    let mut builder = BranchBuilder::new();
+    // Version 1 compactions count entries as pi loaded them: every line that is valid JSON,
+    // the header being entry 0.
+    let mut ordinal = 0usize;
+    while let Some((line, bytes)) = lines.next_line()? {
+        let parsed = match serde_json::from_slice::<RawEntry>(bytes) {
+            Ok(raw) => {
+                ordinal += 1;
+                Ok(raw)
+            }
+            Err(e)
+                if e.is_data()
+                    && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() =>
+            {
+                ordinal += 1;
+                Err(e)
+            }
+            Err(e) => Err(e),
+        };
+        let mut raw = match parsed {
+            Ok(raw) => raw,
+            Err(e) => {
+                diagnostics.malformed.push((line, describe_json_error(&e)));
+                continue;
+            }
+        };
+        let Some(kind) = raw.kind.take() else {
+            diagnostics
+                .malformed
+                .push((line, "entry has no \"type\"".to_string()));
+            continue;
+        };
+        match interpret(raw, &kind, diagnostics) {
+            Ok(Some(pending)) => {
+                let target = match &pending {
+                    Pending::Compaction {
+                        target: KeptTarget::Ordinal(i),
+                        ..
+                    } if *i > 0 => Some(*i),
+                    _ => None,
+                };
+                builder.push(ordinal, pending, target);
+            }
+            Ok(None) => {}
+            Err(reason) => diagnostics.malformed.push((line, reason)),
+        }
+    }
+    Ok(builder.entries)
+}
+
+/// The first-pass view of one line: its type, id and parent, borrowed from the line.
+#[derive(Deserialize)]
+struct Skim<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(rename = "parentId", borrow, default)]
+    parent_id: Option<Cow<'a, str>>,
+}
+
+/// The tree of a version 2/3 file, as compact as possible: ids interned to symbols, one
+/// small node per entry.
+#[derive(Default)]
+struct TreeIndex {
+    symbols: FxHashMap<Box<str>, u32>,
+    /// Symbol → index of the (last) entry carrying that id, or `NONE`.
+    owner: Vec<u32>,
+    /// Per entry: its line number and its parent's symbol (`NONE` for a root).
+    nodes: Vec<(usize, u32)>,
+}
+
+impl TreeIndex {
+    fn intern(&mut self, id: &str) -> u32 {
+        if let Some(&s) = self.symbols.get(id) {
+            return s;
+        }
+        let s = u32::try_from(self.owner.len()).unwrap_or(NONE);
+        self.symbols.insert(id.into(), s);
+        self.owner.push(NONE);
+        s
+    }
+
+    fn add(&mut self, line: usize, id: &str, parent: Option<&str>) {
+        let own = self.intern(id);
+        let parent = parent.map_or(NONE, |p| self.intern(p));
+        let index = u32::try_from(self.nodes.len()).unwrap_or(NONE);
+        if let Some(slot) = self.owner.get_mut(own as usize) {
+            *slot = index;
+        }
+        self.nodes.push((line, parent));
+    }
+
+    fn entry_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Line numbers of the path from the root to the last entry, in path order.
+    fn current_branch(&self) -> Vec<usize> {
+        let mut path = Vec::new();
+        let Some(mut current) = self.nodes.len().checked_sub(1) else {
+            return path;
+        };
+        // A well-formed file has no cycles; the step bound guards against one that does.
+        for _ in 0..self.nodes.len() {
+            let Some(&(line, parent)) = self.nodes.get(current) else {
+                break;
+            };
+            path.push(line);
+            let next = self.owner.get(parent as usize).copied().unwrap_or(NONE);
+            if next == NONE {
+                break;
+            }
+            current = next as usize;
+        }
+        path.reverse();
+        path
+    }
+}
+
+/// First pass over a version 2/3 file: ids and parents only.
+fn skim_tree<R: BufRead + Seek>(
+    lines: &mut Lines<R>,
+    diagnostics: &mut Diagnostics,
+) -> io::Result<TreeIndex> {
+    let mut index = TreeIndex::default();
+    while let Some((line, bytes)) = lines.next_line()? {
+        let skim = match serde_json::from_slice::<Skim<'_>>(bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                diagnostics.malformed.push((line, describe_json_error(&e)));
+                continue;
+            }
+        };
+        if skim.kind.is_none() {
+            diagnostics
+                .malformed
+                .push((line, "entry has no \"type\"".to_string()));
+            continue;
+        }
+        match skim.id {
+            Some(id) => index.add(line, &id, skim.parent_id.as_deref()),
+            None => diagnostics
+                .malformed
+                .push((line, "entry has no \"id\"".to_string())),
+        }
+    }
+    Ok(index)
+}
+
+/// Second pass over a version 2/3 file: parses the lines on the branch.
+fn read_branch<R: BufRead + Seek>(
+    lines: &mut Lines<R>,
+    path_lines: &[usize],
+    diagnostics: &mut Diagnostics,
+) -> io::Result<Vec<BranchEntry>> {
+    // (line, position on the path), sorted by line for a single forward scan.
+    let mut wanted: Vec<(usize, usize)> = path_lines
+        .iter()
+        .enumerate()
+        .map(|(pos, line)| (*line, pos))
+        .collect();
+    wanted.sort_unstable();
+    let mut parsed: Vec<Option<Pending>> = Vec::with_capacity(path_lines.len());
+    parsed.resize_with(path_lines.len(), || None);
+    let mut ids: FxHashMap<String, usize> = FxHashMap::default();
+    let mut next = wanted.iter().peekable();
+    while let Some(&&(want_line, pos)) = next.peek() {
+        let Some((line, bytes)) = lines.next_line()? else {
+            break;
+        };
+        if line < want_line {
+            continue;
+        }
+        next.next();
+        if line > want_line {
+            // The file changed between the passes; stop rather than misplace entries.
+            tracing::warn!(line, "session file changed while it was read");
+            break;
+        }
+        let Some((mut raw, kind)) = parse_entry(line, bytes, diagnostics) else {
+            continue;
+        };
+        if let Some(id) = raw.id.take() {
+            ids.insert(id, pos);
+        }
+        match interpret(raw, &kind, diagnostics) {
+            Ok(Some(pending)) => {
+                if let Some(slot) = parsed.get_mut(pos) {
+                    *slot = Some(pending);
+                }
+            }
+            Ok(None) => {}
+            Err(reason) => diagnostics.malformed.push((line, reason)),
+        }
+    }
+    let mut builder = BranchBuilder::new();
+    for (pos, pending) in parsed.into_iter().enumerate() {
+        let Some(pending) = pending else { continue };
+        let target = match &pending {
+            Pending::Compaction {
+                target: KeptTarget::Id(id),
+                ..
+            } => ids.get(id).copied(),
+            _ => None,
+        };
+        builder.push(pos, pending, target);
+    }
+    Ok(builder.entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::io::Cursor;
+
+    fn read(lines: &[Value]) -> SessionBranch {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        read_text(&text)
+    }
+
+    fn read_text(text: &str) -> SessionBranch {
+        read_session_from(Cursor::new(text.as_bytes().to_vec()), Path::new("t.jsonl"))
+            .expect("a session")
+    }
+
+    fn header(version: Option<u32>) -> Value {
+        let mut h =
+            json!({"type":"session","id":"s1","timestamp":"2025-01-01T00:00:00Z","cwd":"/w"});
+        if let Some(v) = version {
+            h["version"] = json!(v);
+        }
+        h
+    }
+
+    fn msg(id: Option<&str>, parent: Option<&str>, message: Value) -> Value {
+        let mut e = json!({"type":"message","message":message});
+        if let Some(id) = id {
+            e["id"] = json!(id);
+            e["parentId"] = json!(parent);
+        }
+        e
+    }
+
+    fn user(text: &str) -> Value {
+        json!({"role":"user","content":text})
+    }
+
+    fn texts(branch: &SessionBranch) -> Vec<String> {
+        branch
+            .entries
+            .iter()
+            .map(|e| match e {
+                BranchEntry::Message(Message::User(u)) => u.content.joined_text("", false),
+                BranchEntry::Message(m) => m.role().to_string(),
+                BranchEntry::Compaction { first_kept, .. } => format!("compaction>{first_kept}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn l1_version1_is_a_linear_chain() {
+        let b = read(&[
+            header(None),
+            msg(None, None, user("a")),
+            json!({"type":"model_change","provider":"p","modelId":"m"}),
+            msg(None, None, user("b")),
+        ]);
+        assert_eq!(b.header.version, 1);
+        assert_eq!(b.header.id.as_deref(), Some("s1"));
+        assert_eq!(texts(&b), ["a", "b"]);
+        assert_eq!(b.diagnostics.skipped.get("model_change"), Some(&1));
+        assert_eq!(b.diagnostics.off_branch, 0);
+    }
+
+    #[test]
+    fn l1_version1_compaction_index_counts_the_header_as_entry_zero() {
+        // Entries: 0 header, 1 "a", 2 thinking change, 3 "b", 4 "c", 5 compaction → keep from 3.
+        let b = read(&[
+            header(None),
+            msg(None, None, user("a")),
+            json!({"type":"thinking_level_change","thinkingLevel":"high"}),
+            msg(None, None, user("b")),
+            msg(None, None, user("c")),
+            json!({"type":"compaction","summary":"s","firstKeptEntryIndex":3,"tokensBefore":9}),
+            msg(None, None, user("d")),
+        ]);
+        assert_eq!(texts(&b), ["a", "b", "c", "compaction>1", "d"]);
+        match &b.entries[3] {
+            BranchEntry::Compaction {
+                summary,
+                tokens_before,
+                ..
+            } => {
+                assert_eq!(summary, "s");
+                assert_eq!(*tokens_before, Some(9));
+            }
+            other => panic!("not a compaction: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn l1_version1_compaction_index_skips_blank_and_broken_lines_but_counts_typeless_json() {
+        // Line 3 is broken (not counted), line 4 is JSON without a type (counted, as pi
+        // counted every line JSON.parse accepted): entries 0 header, 1 "a", 2 typeless,
+        // 3 "b", 4 compaction → keep from "b".
+        let text = format!(
+            "{}\n{}\n{{oops\n{}\n\n{}\n{}\n",
+            header(None),
+            msg(None, None, user("a")),
+            json!({"note":"no type"}),
+            msg(None, None, user("b")),
+            json!({"type":"compaction","summary":"s","firstKeptEntryIndex":3}),
+        );
+        let b = read_text(&text);
+        assert_eq!(texts(&b), ["a", "b", "compaction>1"]);
+        let lines: Vec<usize> = b.diagnostics.malformed.iter().map(|(l, _)| *l).collect();
+        assert_eq!(lines, [3, 4]);
+    }
+
+    #[test]
+    fn l1_version1_compaction_pointing_at_the_header_keeps_nothing() {
+        let b = read(&[
+            header(None),
+            msg(None, None, user("a")),
+            json!({"type":"compaction","summary":"s","firstKeptEntryIndex":0}),
+        ]);
+        assert_eq!(texts(&b), ["a", "compaction>1"]);
+    }
+
+    #[test]
+    fn l1_tree_branch_is_the_path_from_the_last_entry_to_the_root() {
+        let b = read(&[
+            header(Some(3)),
+            msg(Some("r"), None, user("root")),
+            msg(Some("x"), Some("r"), user("abandoned 1")),
+            msg(Some("y"), Some("x"), user("abandoned 2")),
+            msg(Some("z"), Some("r"), user("kept")),
+            json!({"type":"label","id":"l","parentId":"z","targetId":"r","label":"start"}),
+        ]);
+        assert_eq!(texts(&b), ["root", "kept"]);
+        assert_eq!(b.diagnostics.off_branch, 2);
+        assert_eq!(b.diagnostics.skipped.get("label"), Some(&1));
+    }
+
+    #[test]
+    fn l1_tree_compaction_by_id_resolves_to_a_branch_index() {
+        let b = read(&[
+            header(Some(2)),
+            msg(Some("1"), None, user("a")),
+            json!({"type":"model_change","id":"2","parentId":"1","provider":"p","modelId":"m"}),
+            msg(Some("3"), Some("2"), user("b")),
+            json!({"type":"compaction","id":"4","parentId":"3","summary":"s","firstKeptEntryId":"2"}),
+            msg(Some("5"), Some("4"), user("c")),
+        ]);
+        // The kept entry is a model change (no message): keeping starts at the next entry.
+        assert_eq!(texts(&b), ["a", "b", "compaction>1", "c"]);
+    }
+
+    #[test]
+    fn l1_tree_compaction_whose_kept_entry_is_off_the_branch_keeps_nothing() {
+        let b = read(&[
+            header(Some(3)),
+            msg(Some("1"), None, user("a")),
+            msg(Some("2"), Some("1"), user("side")),
+            json!({"type":"compaction","id":"3","parentId":"1","summary":"s","firstKeptEntryId":"2"}),
+        ]);
+        assert_eq!(texts(&b), ["a", "compaction>1"]);
+    }
+
+    #[test]
+    fn l1_malformed_lines_are_reported_with_their_line_number_and_skipped() {
+        let text = format!(
+            "{}\n{}\nnot json at all\n{}\n{}\n{}\n",
+            header(Some(3)),
+            msg(Some("1"), None, user("a")),
+            json!({"id":"2","parentId":"1"}),
+            json!({"type":"message","parentId":"1","message":user("no id")}),
+            msg(Some("3"), Some("1"), user("b")),
+        );
+        let b = read_text(&text);
+        assert_eq!(texts(&b), ["a", "b"]);
+        let m = &b.diagnostics.malformed;
+        assert_eq!(m.len(), 3, "{m:?}");
+        assert_eq!(m[0].0, 3);
+        assert!(m[0].1.contains("invalid JSON"), "{}", m[0].1);
+        assert_eq!(m[1], (4, "entry has no \"type\"".to_string()));
+        assert_eq!(m[2], (5, "entry has no \"id\"".to_string()));
+    }
+
+    #[test]
+    fn l1_a_truncated_last_line_is_malformed() {
+        let full = msg(Some("2"), Some("1"), user("cut off")).to_string();
+        let text = format!(
+            "{}\n{}\n{}",
+            header(Some(3)),
+            msg(Some("1"), None, user("a")),
+            &full[..full.len() / 2]
+        );
+        let b = read_text(&text);
+        assert_eq!(texts(&b), ["a"]);
+        assert_eq!(b.diagnostics.malformed.len(), 1);
+        assert_eq!(b.diagnostics.malformed[0].0, 3);
+        assert!(b.diagnostics.malformed[0].1.starts_with("truncated JSON"));
+    }
+
+    #[test]
+    fn l1_an_entry_of_the_wrong_shape_on_the_branch_is_malformed() {
+        let b = read(&[
+            header(Some(3)),
+            msg(Some("1"), None, user("a")),
+            json!({"type":"compaction","id":"2","parentId":"1","summary":42}),
+            msg(Some("3"), Some("2"), json!("not an object")),
+            msg(Some("4"), Some("3"), user("b")),
+        ]);
+        assert_eq!(texts(&b), ["a", "b"]);
+        let lines: Vec<usize> = b.diagnostics.malformed.iter().map(|(l, _)| *l).collect();
+        assert_eq!(lines, [3, 4]);
+    }
+
+    #[test]
+    fn l1_oh_my_pi_title_slot_precedes_the_header() {
+        let b = read(&[
+            json!({"type":"title","v":1,"title":"Fix flaky test","pad":"    "}),
+            header(Some(3)),
+            json!({"type":"mode_change","id":"1","parentId":null,"mode":"plan"}),
+            json!({"type":"ttsr_injection","id":"2","parentId":"1","injectedRules":["r"]}),
+            msg(Some("3"), Some("2"), user("go")),
+        ]);
+        assert_eq!(b.header.title.as_deref(), Some("Fix flaky test"));
+        assert_eq!(texts(&b), ["go"]);
+        assert_eq!(b.diagnostics.skipped.get("mode_change"), Some(&1));
+        assert_eq!(b.diagnostics.skipped.get("ttsr_injection"), Some(&1));
+    }
+
+    #[test]
+    fn l1_extension_entries_become_messages_or_are_skipped() {
+        let b = read(&[
+            header(Some(3)),
+            json!({"type":"custom_message","id":"1","parentId":null,"customType":"note",
+                   "content":[{"type":"text","text":"hi"}],"display":true,"details":{"k":1}}),
+            json!({"type":"custom","id":"2","parentId":"1","customType":"state","data":{}}),
+            json!({"type":"branch_summary","id":"3","parentId":"2","fromId":"9","summary":"tried X"}),
+            json!({"type":"branch_summary","id":"4","parentId":"3","fromId":"9","summary":""}),
+            json!({"type":"session_info","id":"5","parentId":"4","name":"work"}),
+            json!({"type":"brand_new_kind","id":"6","parentId":"5"}),
+        ]);
+        assert_eq!(b.entries.len(), 2);
+        match &b.entries[0] {
+            BranchEntry::Message(Message::Custom(c)) => {
+                assert_eq!(c.custom_type, "note");
+                assert_eq!(c.content.joined_text("", false), "hi");
+                assert!(c.display);
+                assert_eq!(c.details, Some(json!({"k":1})));
+            }
+            other => panic!("not a custom message: {other:?}"),
+        }
+        match &b.entries[1] {
+            BranchEntry::Message(Message::BranchSummary(s)) => {
+                assert_eq!(s.summary, "tried X");
+                assert_eq!(s.from_id, "9");
+            }
+            other => panic!("not a branch summary: {other:?}"),
+        }
+        let skipped: Vec<(&str, usize)> = b
+            .diagnostics
+            .skipped
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                ("branch_summary", 1),
+                ("brand_new_kind", 1),
+                ("custom", 1),
+                ("session_info", 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn l1_version2_hook_message_role_is_read_as_custom() {
+        let b = read(&[
+            header(Some(2)),
+            msg(
+                Some("1"),
+                None,
+                json!({"role":"hookMessage","customType":"reminder","content":"x","display":false}),
+            ),
+        ]);
+        match &b.entries[0] {
+            BranchEntry::Message(Message::Custom(c)) => assert_eq!(c.custom_type, "reminder"),
+            other => panic!("not custom: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn l1_unknown_roles_are_kept_opaque() {
+        let b = read(&[
+            header(Some(3)),
+            msg(Some("1"), None, json!({"role":"hologram","x":1})),
+        ]);
+        assert!(matches!(
+            &b.entries[0],
+            BranchEntry::Message(Message::Unknown { role, .. }) if role == "hologram"
+        ));
+    }
+
+    #[test]
+    fn l1_a_parent_cycle_does_not_hang() {
+        let b = read(&[
+            header(Some(3)),
+            msg(Some("a"), Some("b"), user("one")),
+            msg(Some("b"), Some("a"), user("two")),
+        ]);
+        assert_eq!(texts(&b), ["one", "two"]);
+    }
+
+    #[test]
+    fn l1_crlf_and_blank_lines_are_tolerated() {
+        let text = format!(
+            "\r\n{}\r\n\r\n{}\r\n",
+            header(Some(3)),
+            msg(Some("1"), None, user("a"))
+        );
+        let b = read_text(&text);
+        assert_eq!(texts(&b), ["a"]);
+        assert!(b.diagnostics.malformed.is_empty());
+    }
+
+    #[test]
+    fn l1_empty_and_headerless_files_are_errors() {
+        let err = |text: &str| {
+            read_session_from(Cursor::new(text.as_bytes().to_vec()), Path::new("x.jsonl"))
+                .expect_err("an error")
+                .to_string()
+        };
+        assert_eq!(err(""), "x.jsonl is empty");
+        assert_eq!(err("\n  \n"), "x.jsonl is empty");
+        assert_eq!(
+            err("{\"type\":\"message\"}\n"),
+            "x.jsonl is not a session file (no session header in its first lines)"
+        );
+        assert_eq!(
+            err("hello world\n"),
+            "x.jsonl is not a session file (no session header in its first lines)"
+        );
+    }
+
+    #[test]
+    fn l1_missing_file_names_the_path() {
+        let e = read_session(Path::new("/nonexistent/dir/s.jsonl")).expect_err("an error");
+        assert!(e
+            .to_string()
+            .starts_with("cannot read /nonexistent/dir/s.jsonl: "));
+    }
+
+    #[test]
+    fn l1_newer_versions_are_read_as_trees() {
+        let b = read(&[
+            header(Some(7)),
+            msg(Some("1"), None, user("a")),
+            msg(Some("2"), None, user("b")),
+        ]);
+        assert_eq!(b.header.version, NEWEST_VERSION);
+        assert_eq!(texts(&b), ["b"]);
+    }
+}
