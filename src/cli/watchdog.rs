@@ -1,14 +1,61 @@
-//! `advisor watchdog`.
+//! `advisor watchdog`: prints the watchdog blocks that would go into the advisor's system
+//! prompt (L4), and nothing else on standard output. Warnings go to standard error.
+
+use std::io::Write;
+use std::path::PathBuf;
 
 use clap::Args;
+
+use advisor::watchdog::{load, WatchdogConfig};
 
 use super::CliError;
 
 /// Arguments of `advisor watchdog`.
 #[derive(Debug, Args)]
-pub struct WatchdogArgs {}
+pub struct WatchdogArgs {
+    /// Working directory to discover from (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// User agent directory holding the user WATCHDOG.md (default: `PI_CODING_AGENT_DIR`,
+    /// else `~/.omp/agent`).
+    #[arg(long, value_name = "DIR")]
+    pub agent_dir: Option<String>,
+}
 
-/// Runs `advisor watchdog`.
-pub fn run(_args: WatchdogArgs) -> Result<(), CliError> {
-    Err(CliError::new("advisor watchdog: not built yet"))
+/// Runs `advisor watchdog`: reads `PI_CODING_AGENT_DIR` and `HOME` here, at the edge, and
+/// prints the blocks joined by a blank line, followed by one newline (nothing at all when
+/// there is no block).
+pub fn run(args: WatchdogArgs) -> Result<(), CliError> {
+    let current = std::env::current_dir()
+        .map_err(|err| CliError::new(format!("cannot read the current directory: {err}")))?;
+    let cwd = match args.cwd {
+        Some(dir) => current.join(dir),
+        None => current,
+    };
+    if !cwd.is_dir() {
+        return Err(CliError::new(format!(
+            "--cwd {}: not a directory",
+            cwd.display()
+        )));
+    }
+    let agent_dir = args
+        .agent_dir
+        .or_else(|| std::env::var("PI_CODING_AGENT_DIR").ok());
+    let home = std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
+    let config = WatchdogConfig::from_env_values(cwd, agent_dir, home);
+    let prompt = load(&config).prompt;
+    let mut stderr = std::io::stderr().lock();
+    for warning in &prompt.warnings {
+        // Nothing sensible is left to do when standard error is gone.
+        let _ = writeln!(stderr, "advisor: {warning}");
+    }
+    if prompt.blocks.is_empty() {
+        return Ok(());
+    }
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", prompt.joined())
+        .and_then(|()| stdout.flush())
+        .map_err(|err| CliError::new(format!("cannot write to standard output: {err}")))
 }

@@ -1,0 +1,116 @@
+//! The WatchdogLoader actor (SPEC §8): answers [`GetWatchdogPrompt`] with the watchdog
+//! blocks, reloading only when the metadata fingerprint changed (W8).
+//!
+//! A thin shell over [`crate::watchdog`]: every filesystem access (the metadata check as
+//! well as the reads) runs on tokio's blocking pool, never on the actor's thread. A
+//! subagent's advisor gets its own loader built with the subagent's working directory
+//! (W7, [`WatchdogConfig::with_cwd`]).
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+
+use crate::messages::watchdog::{GetWatchdogPrompt, WatchdogPrompt};
+use crate::watchdog::{refresh, Loaded, Refresh, WatchdogConfig};
+
+/// Asks the loader how much work it has done; for status lines and tests.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "WatchdogStats")]
+pub struct GetWatchdogStats;
+
+/// Counters of a [`WatchdogLoader`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WatchdogStats {
+    /// Prompt requests answered.
+    pub requests: u64,
+    /// Full loads done (the first request, then one per detected change).
+    pub loads: u64,
+    /// Files read over all loads (WATCHDOG files and imports).
+    pub files_read: u64,
+}
+
+/// Discovers and expands WATCHDOG.md files for one working directory.
+#[derive(Debug)]
+pub struct WatchdogLoader {
+    config: Arc<WatchdogConfig>,
+    cached: Option<Arc<Loaded>>,
+    stats: WatchdogStats,
+}
+
+impl WatchdogLoader {
+    /// A loader for `config`. Cheap: nothing is read until the first request.
+    pub fn new(config: WatchdogConfig) -> Self {
+        Self {
+            config: Arc::new(config),
+            cached: None,
+            stats: WatchdogStats::default(),
+        }
+    }
+
+    /// Folds the outcome of one background check into the actor's state and picks the
+    /// answer. An unchanged tree answers the cached blocks without repeating warnings;
+    /// a failed check keeps the previous blocks and reports the failure as a warning.
+    fn settle(&mut self, outcome: Result<Refresh, tokio::task::JoinError>) -> WatchdogPrompt {
+        self.stats.requests += 1;
+        match outcome {
+            Ok(Refresh::Rebuilt(loaded)) => {
+                self.stats.loads += 1;
+                self.stats.files_read += loaded.files_read as u64;
+                let prompt = loaded.prompt.clone();
+                self.cached = Some(Arc::new(loaded));
+                prompt
+            }
+            Ok(Refresh::Unchanged) => WatchdogPrompt {
+                blocks: self.cached_blocks(),
+                warnings: Vec::new(),
+            },
+            Err(err) => {
+                let warning = format!("watchdog: reload failed: {err}");
+                tracing::warn!(target: "advisor::watchdog", "{warning}");
+                WatchdogPrompt {
+                    blocks: self.cached_blocks(),
+                    warnings: vec![warning],
+                }
+            }
+        }
+    }
+
+    /// The blocks of the last successful load, if any.
+    fn cached_blocks(&self) -> Vec<String> {
+        self.cached
+            .as_ref()
+            .map(|loaded| loaded.prompt.blocks.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Actor for WatchdogLoader {
+    type Context = Context<Self>;
+}
+
+impl Supervised for WatchdogLoader {}
+
+impl Handler<GetWatchdogPrompt> for WatchdogLoader {
+    type Result = ResponseActFuture<Self, WatchdogPrompt>;
+
+    fn handle(&mut self, _msg: GetWatchdogPrompt, _ctx: &mut Self::Context) -> Self::Result {
+        let config = Arc::clone(&self.config);
+        let previous = self.cached.clone();
+        let check = tokio::task::spawn_blocking(move || {
+            refresh(&config, previous.as_ref().map(|loaded| &loaded.fingerprint))
+        });
+        Box::pin(
+            check
+                .into_actor(self)
+                .map(|outcome, actor, _ctx| actor.settle(outcome)),
+        )
+    }
+}
+
+impl Handler<GetWatchdogStats> for WatchdogLoader {
+    type Result = MessageResult<GetWatchdogStats>;
+
+    fn handle(&mut self, _msg: GetWatchdogStats, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.stats)
+    }
+}

@@ -1,1 +1,0 @@
-//! WATCHDOG.md discovery and expansion (SPEC §8).
