@@ -1,0 +1,560 @@
+//! The `anthropic-messages` dialect: Anthropic Messages with SSE streaming.
+//!
+//! Request choices:
+//! - prompt caching (M5): `cache_control: {type: "ephemeral"}` on the system prompt and on
+//!   the last block of the last two user-role messages. The newest breakpoint writes the
+//!   whole conversation to the cache; the one before it sits where the previous request's
+//!   newest breakpoint was, so the previous request's prefix is read from the cache and
+//!   the previous request's message list stays a byte-identical prefix of this one's in
+//!   the usual review-after-review case (three breakpoints of the four allowed);
+//! - thinking: for models the catalog marks as reasoning, `thinking.budget_tokens` from
+//!   the level (minimal 1024, low 4096, medium 10000, high 20000, xhigh 32000), lowered to
+//!   leave at least 1024 tokens of the output bound for the answer (`max_tokens` must
+//!   exceed the budget); below 1024 thinking is left off. No temperature is ever sent;
+//! - thinking blocks come back with their signature (or as redacted data) and are sent
+//!   back unchanged; reasoning from another dialect (no signature) is not sent.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tracing::Instrument;
+
+use super::catalog::Prices;
+use super::error::{classify_stream_error, ProviderError};
+use super::http::{header_map, run_stream, StreamCall, StreamDecoder};
+use super::sse::SseEvent;
+use super::{priced, ProviderConfig};
+use crate::model::{
+    AssistantPart, ChatMessage, ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest,
+    ModelResponse, StopReason, ThinkingLevel, ToolSchema, Usage,
+};
+
+/// The API version header value.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Smallest thinking budget Anthropic accepts.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// A client for the `anthropic-messages` dialect.
+#[derive(Debug, Clone)]
+pub struct AnthropicMessages {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: ProviderConfig,
+    http: reqwest::Client,
+}
+
+impl AnthropicMessages {
+    /// A client for `config` (its HTTP client has a connect timeout and no total timeout).
+    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
+        let http = config.http_client()?;
+        Ok(Self {
+            inner: Arc::new(Inner { config, http }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.inner.config
+    }
+}
+
+impl ModelClient for AnthropicMessages {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move {
+            let config = &inner.config;
+            let span = tracing::info_span!(
+                "model_request",
+                api = "anthropic-messages",
+                model = %config.info.id,
+                messages = request.messages.len(),
+            );
+            async {
+                let body = request_body(config, &request);
+                let mut pairs = vec![
+                    ("content-type".to_string(), "application/json".to_string()),
+                    (
+                        "anthropic-version".to_string(),
+                        ANTHROPIC_VERSION.to_string(),
+                    ),
+                ];
+                if let Some(key) = &config.api_key {
+                    pairs.push(("x-api-key".to_string(), key.clone()));
+                }
+                pairs.extend(config.headers.iter().cloned());
+                let call = StreamCall {
+                    client: &inner.http,
+                    url: config.endpoint("messages"),
+                    headers: header_map(&pairs, &["x-api-key", "authorization"]),
+                    body: serde_json::to_vec(&body).unwrap_or_default(),
+                    idle: config.idle_timeout,
+                };
+                let result = run_stream(call, AnthropicStream::new(config.prices)).await;
+                match &result {
+                    Ok(r) => tracing::debug!(stop = ?r.stop, input = r.usage.input, cache_read = r.usage.cache_read, output = r.usage.output, "model answered"),
+                    Err(e) => tracing::debug!(error = %e, "model call failed"),
+                }
+                result
+            }
+            .instrument(span)
+            .await
+        })
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.inner.config.reported_info()
+    }
+
+    fn thinking(&self) -> ThinkingLevel {
+        self.inner.config.thinking
+    }
+}
+
+/// The thinking budget for a level under an output bound, or `None` for no thinking.
+pub fn thinking_budget(level: ThinkingLevel, max_tokens: u32) -> Option<u32> {
+    let wanted = match level {
+        ThinkingLevel::Off => return None,
+        ThinkingLevel::Minimal => 1024,
+        ThinkingLevel::Low => 4096,
+        ThinkingLevel::Medium => 10_000,
+        ThinkingLevel::High => 20_000,
+        ThinkingLevel::Xhigh => 32_000,
+    };
+    let budget = wanted.min(max_tokens.saturating_sub(MIN_THINKING_BUDGET));
+    (budget >= MIN_THINKING_BUDGET).then_some(budget)
+}
+
+/// The JSON body of one request (deterministic: same request, same bytes; the message list
+/// comes last).
+pub fn request_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
+    let max_tokens = config.output_bound(request.max_tokens);
+    let mut body = Map::new();
+    body.insert("model".into(), json!(config.model_id));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("stream".into(), json!(true));
+    if config.info.reasoning {
+        if let Some(budget) = thinking_budget(request.thinking, max_tokens) {
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": budget}),
+            );
+        }
+    }
+    body.insert(
+        "system".into(),
+        json!([{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]),
+    );
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), tools_json(&request.tools));
+    }
+    body.insert(
+        "messages".into(),
+        Value::Array(messages_json(&request.messages)),
+    );
+    Value::Object(body)
+}
+
+/// The tool definitions.
+pub fn tools_json(tools: &[ToolSchema]) -> Value {
+    Value::Array(
+        tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.parameters,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The wire message list with cache breakpoints. Consecutive tool results share one user
+/// message (they are always appended together, one round at a time).
+pub fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
+    let mut results: Vec<Value> = Vec::new();
+    for message in messages {
+        if let ChatMessage::ToolResult {
+            call_id,
+            text,
+            is_error,
+            ..
+        } = message
+        {
+            let mut block = Map::new();
+            block.insert("type".into(), json!("tool_result"));
+            block.insert("tool_use_id".into(), json!(call_id));
+            block.insert("content".into(), json!(text));
+            if *is_error {
+                block.insert("is_error".into(), json!(true));
+            }
+            results.push(Value::Object(block));
+            continue;
+        }
+        if !results.is_empty() {
+            out.push(json!({"role": "user", "content": std::mem::take(&mut results)}));
+        }
+        match message {
+            ChatMessage::User { text } => {
+                let text = if text.is_empty() { "(empty)" } else { text };
+                out.push(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
+            }
+            ChatMessage::Assistant { parts } => out.push(assistant_json(parts)),
+            ChatMessage::ToolResult { .. } => {}
+        }
+    }
+    if !results.is_empty() {
+        out.push(json!({"role": "user", "content": results}));
+    }
+    let mut marked = 0;
+    for message in out.iter_mut().rev() {
+        if marked == 2 {
+            break;
+        }
+        if message["role"] != "user" {
+            continue;
+        }
+        if let Some(Value::Object(block)) = message
+            .get_mut("content")
+            .and_then(Value::as_array_mut)
+            .and_then(|c| c.last_mut())
+        {
+            block.insert("cache_control".into(), json!({"type": "ephemeral"}));
+            marked += 1;
+        }
+    }
+    out
+}
+
+fn assistant_json(parts: &[AssistantPart]) -> Value {
+    let mut content = Vec::new();
+    for part in parts {
+        match part {
+            AssistantPart::Text { text } if !text.is_empty() => {
+                content.push(json!({"type": "text", "text": text}));
+            }
+            AssistantPart::Text { .. } => {}
+            AssistantPart::Thinking {
+                redacted: Some(data),
+                ..
+            } => content.push(json!({"type": "redacted_thinking", "data": data})),
+            AssistantPart::Thinking {
+                text,
+                signature: Some(sig),
+                ..
+            } => content.push(json!({"type": "thinking", "thinking": text, "signature": sig})),
+            AssistantPart::Thinking { .. } => {}
+            AssistantPart::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                let input = if arguments.is_object() {
+                    arguments.clone()
+                } else {
+                    json!({})
+                };
+                content.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+            }
+        }
+    }
+    if content.is_empty() {
+        content.push(json!({"type": "text", "text": "(no output)"}));
+    }
+    json!({"role": "assistant", "content": content})
+}
+
+/// One content block being assembled.
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Redacted(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    Other,
+}
+
+/// The state of one Messages stream.
+#[derive(Debug)]
+pub struct AnthropicStream {
+    prices: Prices,
+    blocks: BTreeMap<u64, (Block, bool)>,
+    usage: Usage,
+    stop_reason: Option<String>,
+    done: bool,
+}
+
+impl AnthropicStream {
+    /// A fresh stream state; `prices` price the usage.
+    pub fn new(prices: Prices) -> Self {
+        Self {
+            prices,
+            blocks: BTreeMap::new(),
+            usage: Usage::default(),
+            stop_reason: None,
+            done: false,
+        }
+    }
+
+    fn take_usage(&mut self, u: &Value) {
+        let get = |k: &str| u.get(k).and_then(Value::as_u64);
+        if let Some(n) = get("input_tokens") {
+            self.usage.input = n;
+        }
+        if let Some(n) = get("output_tokens") {
+            self.usage.output = n;
+        }
+        if let Some(n) = get("cache_read_input_tokens") {
+            self.usage.cache_read = n;
+        }
+        if let Some(n) = get("cache_creation_input_tokens") {
+            self.usage.cache_write = n;
+        }
+    }
+
+    fn on_data(&mut self, kind: &str, data: &Value) -> Result<(), ModelError> {
+        let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(u) = data.get("message").and_then(|m| m.get("usage")) {
+                    self.take_usage(u);
+                }
+            }
+            "content_block_start" => {
+                let b = data.get("content_block").cloned().unwrap_or(Value::Null);
+                let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                let block = match b.get("type").and_then(Value::as_str) {
+                    Some("text") => Block::Text(s("text")),
+                    Some("thinking") => Block::Thinking {
+                        text: s("thinking"),
+                        signature: s("signature"),
+                    },
+                    Some("redacted_thinking") => Block::Redacted(s("data")),
+                    Some("tool_use") => Block::ToolUse {
+                        id: s("id"),
+                        name: s("name"),
+                        json: String::new(),
+                    },
+                    _ => Block::Other,
+                };
+                self.blocks.insert(index, (block, false));
+            }
+            "content_block_delta" => {
+                let d = data.get("delta").cloned().unwrap_or(Value::Null);
+                let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+                let Some((block, _)) = self.blocks.get_mut(&index) else {
+                    return Err(ModelError::Retryable {
+                        message: format!("stream delta for unknown content block {index}"),
+                        retry_after: None,
+                    });
+                };
+                match (block, d.get("type").and_then(Value::as_str)) {
+                    (Block::Text(t), Some("text_delta")) => t.push_str(s("text")),
+                    (Block::Thinking { text, .. }, Some("thinking_delta")) => {
+                        text.push_str(s("thinking"))
+                    }
+                    (Block::Thinking { signature, .. }, Some("signature_delta")) => {
+                        signature.push_str(s("signature"))
+                    }
+                    (Block::ToolUse { json, .. }, Some("input_json_delta")) => {
+                        json.push_str(s("partial_json"))
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some((_, complete)) = self.blocks.get_mut(&index) {
+                    *complete = true;
+                }
+            }
+            "message_delta" => {
+                if let Some(r) = data
+                    .get("delta")
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    self.stop_reason = Some(r.to_string());
+                }
+                if let Some(u) = data.get("usage") {
+                    self.take_usage(u);
+                }
+            }
+            "message_stop" => self.done = true,
+            "error" => {
+                let err = data.get("error").cloned().unwrap_or(Value::Null);
+                let kind = err.get("type").and_then(Value::as_str).unwrap_or("error");
+                let message = err.get("message").and_then(Value::as_str).unwrap_or("");
+                return Err(classify_stream_error(kind, message));
+            }
+            // `ping` and event types added later.
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl StreamDecoder for AnthropicStream {
+    fn on_event(&mut self, event: SseEvent) -> Result<(), ModelError> {
+        let data: Value = serde_json::from_str(&event.data).map_err(|e| ModelError::Retryable {
+            message: format!("malformed stream event: {e}"),
+            retry_after: None,
+        })?;
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or(event.event)
+            .unwrap_or_default();
+        self.on_data(&kind, &data)
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn finish(self) -> Result<ModelResponse, ModelError> {
+        if !self.done {
+            return Err(ModelError::Retryable {
+                message: "the stream ended before message_stop".into(),
+                retry_after: None,
+            });
+        }
+        let stop = match self.stop_reason.as_deref() {
+            None | Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
+            Some("tool_use") => StopReason::ToolUse,
+            Some("max_tokens") => StopReason::MaxTokens,
+            Some("refusal") => StopReason::Refusal,
+            Some("model_context_window_exceeded") => {
+                return Err(ModelError::ContextOverflow {
+                    message: "stop_reason model_context_window_exceeded".into(),
+                })
+            }
+            Some(other) => StopReason::Other(other.to_string()),
+        };
+        let usage = priced(self.usage, None, &self.prices);
+        let mut parts = Vec::new();
+        for (block, complete) in self.blocks.into_values() {
+            match block {
+                Block::Text(text) if !text.is_empty() => parts.push(AssistantPart::Text { text }),
+                Block::Thinking { text, signature } if !signature.is_empty() => {
+                    parts.push(AssistantPart::Thinking {
+                        text,
+                        signature: Some(signature),
+                        redacted: None,
+                        details: None,
+                    })
+                }
+                Block::Redacted(data) => parts.push(AssistantPart::Thinking {
+                    text: String::new(),
+                    signature: None,
+                    redacted: Some(data),
+                    details: None,
+                }),
+                Block::ToolUse { id, name, json } if complete && stop != StopReason::MaxTokens => {
+                    let arguments = if json.trim().is_empty() {
+                        Value::Object(Map::new())
+                    } else {
+                        serde_json::from_str(&json).unwrap_or(Value::String(json))
+                    };
+                    parts.push(AssistantPart::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(ModelResponse { parts, usage, stop })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn m2_thinking_budget_leaves_room_for_the_answer() {
+        assert_eq!(thinking_budget(ThinkingLevel::Off, 64_000), None);
+        assert_eq!(thinking_budget(ThinkingLevel::Medium, 64_000), Some(10_000));
+        assert_eq!(thinking_budget(ThinkingLevel::Medium, 4096), Some(3072));
+        assert_eq!(thinking_budget(ThinkingLevel::Xhigh, 4096), Some(3072));
+        assert_eq!(thinking_budget(ThinkingLevel::Minimal, 2048), Some(1024));
+        assert_eq!(thinking_budget(ThinkingLevel::High, 2000), None);
+        for max in [2048u32, 4096, 8192, 64_000] {
+            for level in [ThinkingLevel::Low, ThinkingLevel::High] {
+                if let Some(b) = thinking_budget(level, max) {
+                    assert!(b < max && b >= 1024);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn m5_breakpoints_on_the_last_two_user_messages() {
+        let msgs = vec![
+            ChatMessage::User { text: "u1".into() },
+            ChatMessage::Assistant {
+                parts: vec![AssistantPart::ToolCall {
+                    id: "t1".into(),
+                    name: "read".into(),
+                    arguments: json!({"path": "a"}),
+                }],
+            },
+            ChatMessage::ToolResult {
+                call_id: "t1".into(),
+                name: "read".into(),
+                text: "1|x".into(),
+                is_error: false,
+            },
+            ChatMessage::ToolResult {
+                call_id: "t2".into(),
+                name: "read".into(),
+                text: "boom".into(),
+                is_error: true,
+            },
+            ChatMessage::User { text: "u2".into() },
+        ];
+        let out = messages_json(&msgs);
+        assert_eq!(out.len(), 4);
+        assert!(out[0]["content"][0].get("cache_control").is_none());
+        assert_eq!(out[2]["content"].as_array().unwrap().len(), 2);
+        assert_eq!(out[2]["content"][1]["is_error"], json!(true));
+        assert_eq!(
+            out[2]["content"][1]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(
+            out[3]["content"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+    }
+
+    #[test]
+    fn m2_unsigned_reasoning_is_not_sent_to_anthropic() {
+        let v = assistant_json(&[
+            AssistantPart::Thinking {
+                text: "from another model".into(),
+                signature: None,
+                redacted: None,
+                details: None,
+            },
+            AssistantPart::Text { text: "hi".into() },
+        ]);
+        assert_eq!(v["content"], json!([{"type": "text", "text": "hi"}]));
+    }
+}

@@ -1,0 +1,348 @@
+//! Provider errors: configuration failures ([`ProviderError`]) and the classification of
+//! HTTP and stream failures into [`ModelError`] (M4, F1, F3, G5).
+
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use regex::Regex;
+
+use crate::model::ModelError;
+
+/// Why a model client could not be built from the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// No advisor model is configured anywhere.
+    #[error(
+        "no advisor model configured: set modelRoles.advisor or pass --model provider/model-id \
+         (with --base-url for a local server), and set OPENROUTER_API_KEY for openrouter models"
+    )]
+    NoModel,
+    /// A hosted provider needs a key and none was found.
+    #[error(
+        "no API key for {provider}: set {env_var} (OPENROUTER_API_KEY for openrouter models), \
+         or pass --model for another provider or --base-url for a local server"
+    )]
+    MissingKey {
+        /// The provider (`openrouter`, `openai`, `anthropic`).
+        provider: String,
+        /// The environment variable that would hold the key.
+        env_var: String,
+    },
+    /// The model string has no `provider/` prefix.
+    #[error("model `{0}` is not of the form provider/model-id: pass --model provider/model-id")]
+    BadModelId(String),
+    /// The provider has no default endpoint and no base URL was given.
+    #[error(
+        "unknown provider `{0}`: pass --base-url (and --api openai-completions|anthropic-messages) \
+         to use it"
+    )]
+    UnknownProvider(String),
+    /// An API kind that is neither dialect.
+    #[error("unknown API `{0}`: expected openai-completions or anthropic-messages")]
+    UnknownApi(String),
+    /// The model catalog could not be read or parsed.
+    #[error("model catalog {source_name}: {message}")]
+    Catalog {
+        /// Where the catalog came from.
+        source_name: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A `modes.json` file could not be parsed.
+    #[error("{path}: {message}")]
+    Modes {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The HTTP client could not be created.
+    #[error("cannot create the HTTP client: {0}")]
+    Http(String),
+}
+
+/// Parses a `Retry-After` value: delay seconds (decimals accepted) or an HTTP-date
+/// (IMF-fixdate, e.g. `Wed, 21 Oct 2015 07:28:00 GMT`) relative to `now`. A date in the
+/// past gives a zero delay.
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Some(Duration::from_secs_f64(secs.min(86_400.0)));
+        }
+        return None;
+    }
+    let when = parse_http_date(value)?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn parse_http_date(value: &str) -> Option<SystemTime> {
+    let parts: Vec<&str> = value.split_whitespace().collect();
+    let [_, day, month, year, time, zone] = parts.as_slice() else {
+        return None;
+    };
+    if *zone != "GMT" && *zone != "UTC" {
+        return None;
+    }
+    let day: u32 = day.parse().ok()?;
+    let year: i64 = year.parse().ok()?;
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(month))? as u32 + 1;
+    let hms: Vec<u64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, m, s] = hms.as_slice() else {
+        return None;
+    };
+    if !(1..=31).contains(&day) || *h > 23 || *m > 59 || *s > 60 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days.checked_mul(86_400)? + (*h * 3600 + *m * 60 + *s) as i64;
+    let secs = u64::try_from(secs).ok()?;
+    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = m as i64;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Whether a provider's error text says the prompt did not fit the context window.
+pub fn mentions_context_overflow(text: &str) -> bool {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"(?i)context[_ ]length|context[_ ]window|context size|prompt is too long|maximum context|too many (input )?tokens|exceed_context|input is too long|prompt too long|reduce the length",
+        )
+        .ok()
+    })
+    .as_ref()
+    .is_some_and(|re| re.is_match(text))
+}
+
+/// Whether an error text says the account is out of quota or credits.
+fn mentions_quota(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("insufficient_quota")
+        || t.contains("exceeded your current quota")
+        || t.contains("insufficient credits")
+        || t.contains("credit balance is too low")
+}
+
+/// Whether an error text says the model does not exist.
+fn mentions_unknown_model(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("model_not_found")
+        || t.contains("not a valid model")
+        || t.contains("model not found")
+        || t.contains("does not exist")
+        || t.contains("no endpoints found")
+        || t.contains("unknown model")
+}
+
+/// Cuts an error body to a readable length for messages.
+pub fn excerpt(text: &str) -> String {
+    let t = text.trim();
+    let mut out: String = t.chars().take(400).collect();
+    if out.len() < t.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Classifies a non-success HTTP answer (M4):
+/// - 400/413 whose body mentions the context length → [`ModelError::ContextOverflow`];
+/// - 401, 402, 403, 404, an unknown model or an exhausted quota → [`ModelError::Permanent`]
+///   (retrying cannot fix them; F3 pauses the advisor);
+/// - 408, 409, 425, 429, 5xx and 529 → [`ModelError::Retryable`] with `Retry-After`;
+/// - any other 4xx → [`ModelError::Retryable`] without a delay: the request itself may be at
+///   fault, so it counts as a failure (F1) and three of them drop the batch (F2), instead of
+///   pausing the advisor for good.
+pub fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -> ModelError {
+    let message = format!("HTTP {status}: {}", excerpt(body));
+    if matches!(status, 400 | 413 | 422) && mentions_context_overflow(body) {
+        return ModelError::ContextOverflow { message };
+    }
+    if matches!(status, 401..=404) || mentions_quota(body) {
+        return ModelError::Permanent { message };
+    }
+    if matches!(status, 400 | 422) && mentions_unknown_model(body) {
+        return ModelError::Permanent { message };
+    }
+    ModelError::Retryable {
+        message,
+        retry_after,
+    }
+}
+
+/// Classifies an error reported inside a 200 stream (an OpenAI-style `{"error":…}` chunk
+/// or an Anthropic `error` event) from its type/code and message.
+pub fn classify_stream_error(kind: &str, message: &str) -> ModelError {
+    let text = format!("stream error {kind}: {}", excerpt(message));
+    let both = format!("{kind} {message}");
+    if mentions_context_overflow(&both) {
+        return ModelError::ContextOverflow { message: text };
+    }
+    let permanent_kinds = [
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+        "invalid_api_key",
+        "401",
+        "402",
+        "403",
+        "404",
+    ];
+    if permanent_kinds.contains(&kind) || mentions_quota(&both) || mentions_unknown_model(message) {
+        return ModelError::Permanent { message: text };
+    }
+    ModelError::Retryable {
+        message: text,
+        retry_after: None,
+    }
+}
+
+/// Renders a transport error with its source chain (no key ever appears: keys travel in
+/// headers, and reqwest errors name only the URL).
+pub fn describe_transport(err: &reqwest::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn m4_retry_after_seconds() {
+        let now = UNIX_EPOCH;
+        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after(" 1.5 ", now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(parse_retry_after("-3", now), None);
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn m4_retry_after_http_date() {
+        let now = parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        let secs = now.duration_since(UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!(secs, 1_445_412_480);
+    }
+
+    #[test]
+    fn m4_http_date_known_epochs() {
+        let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().as_secs(), 784_111_777);
+        let t = parse_http_date("Thu, 29 Feb 2024 00:00:00 GMT").unwrap();
+        assert_eq!(
+            t.duration_since(UNIX_EPOCH).unwrap().as_secs(),
+            1_709_164_800
+        );
+        assert!(parse_http_date("Thu, 29 Foo 2024 00:00:00 GMT").is_none());
+    }
+
+    #[test]
+    fn m4_status_classes() {
+        let retry = Some(Duration::from_secs(2));
+        assert!(matches!(
+            classify_status(429, retry, "slow down"),
+            ModelError::Retryable { retry_after, .. } if retry_after == retry
+        ));
+        for s in [500, 502, 503, 529] {
+            assert!(matches!(
+                classify_status(s, None, ""),
+                ModelError::Retryable { .. }
+            ));
+        }
+        for s in [401, 403, 402, 404] {
+            assert!(matches!(
+                classify_status(s, None, "nope"),
+                ModelError::Permanent { .. }
+            ));
+        }
+        assert!(matches!(
+            classify_status(429, None, r#"{"error":{"code":"insufficient_quota"}}"#),
+            ModelError::Permanent { .. }
+        ));
+        assert!(matches!(
+            classify_status(
+                400,
+                None,
+                r#"{"error":{"message":"The model `x` does not exist"}}"#
+            ),
+            ModelError::Permanent { .. }
+        ));
+    }
+
+    #[test]
+    fn g5_context_overflow_bodies() {
+        for body in [
+            r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 128000 tokens"}}"#,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+            r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#,
+        ] {
+            assert!(
+                matches!(
+                    classify_status(400, None, body),
+                    ModelError::ContextOverflow { .. }
+                ),
+                "{body}"
+            );
+        }
+        assert!(matches!(
+            classify_status(413, None, "context length exceeded"),
+            ModelError::ContextOverflow { .. }
+        ));
+        assert!(matches!(
+            classify_status(400, None, "bad field"),
+            ModelError::Retryable {
+                retry_after: None,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn f1_stream_error_kinds() {
+        assert!(matches!(
+            classify_stream_error("overloaded_error", "Overloaded"),
+            ModelError::Retryable { .. }
+        ));
+        assert!(matches!(
+            classify_stream_error("authentication_error", "bad key"),
+            ModelError::Permanent { .. }
+        ));
+        assert!(matches!(
+            classify_stream_error("invalid_request_error", "prompt is too long"),
+            ModelError::ContextOverflow { .. }
+        ));
+    }
+}

@@ -1,0 +1,321 @@
+//! An in-process HTTP/1.1 server on `127.0.0.1:0` that plays scripted answers (status,
+//! headers, SSE body chunks, an optional cut or stall) and records every request. Tests,
+//! benchmarks and end-to-end replays point a provider's base URL at it; nothing touches
+//! the network.
+//!
+//! Each answer is sent with `Transfer-Encoding: chunked` and `Connection: close`; every
+//! body chunk is written and flushed on its own, so the client sees the same fragmentation.
+//! A [`BodyPart::Cut`] closes the socket without the final chunk (a truncated stream);
+//! a [`BodyPart::Stall`] keeps the connection open and silent until the server is dropped.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::AbortHandle;
+
+/// One piece of a scripted body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyPart {
+    /// Bytes written and flushed as one HTTP chunk.
+    Chunk(Vec<u8>),
+    /// Close the connection here, without finishing the body.
+    Cut,
+    /// Send nothing more and keep the connection open (until the server is dropped).
+    Stall,
+}
+
+/// One scripted answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptedResponse {
+    /// HTTP status code.
+    pub status: u16,
+    /// Headers besides the framing ones.
+    pub headers: Vec<(String, String)>,
+    /// The body, in order.
+    pub body: Vec<BodyPart>,
+}
+
+impl ScriptedResponse {
+    /// A 200 SSE answer whose body is `text`, sent as one chunk.
+    pub fn sse(text: &str) -> Self {
+        Self::sse_chunks([text.as_bytes().to_vec()])
+    }
+
+    /// A 200 SSE answer sent as these chunks.
+    pub fn sse_chunks(chunks: impl IntoIterator<Item = Vec<u8>>) -> Self {
+        Self {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: chunks.into_iter().map(BodyPart::Chunk).collect(),
+        }
+    }
+
+    /// A 200 SSE answer whose body `text` is cut into chunks of `size` bytes (so events,
+    /// lines and even UTF-8 characters are split across reads).
+    pub fn sse_split(text: &str, size: usize) -> Self {
+        Self::sse_chunks(text.as_bytes().chunks(size.max(1)).map(<[u8]>::to_vec))
+    }
+
+    /// A JSON answer with this status.
+    pub fn json(status: u16, body: &str) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: vec![BodyPart::Chunk(body.as_bytes().to_vec())],
+        }
+    }
+
+    /// The same answer with one more header.
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// The same answer with a cut after its first `chunks` chunks.
+    pub fn cut_after(mut self, chunks: usize) -> Self {
+        self.body.truncate(chunks);
+        self.body.push(BodyPart::Cut);
+        self
+    }
+
+    /// The same answer stalling after its first `chunks` chunks.
+    pub fn stall_after(mut self, chunks: usize) -> Self {
+        self.body.truncate(chunks);
+        self.body.push(BodyPart::Stall);
+        self
+    }
+}
+
+/// Formats one SSE event: an optional `event:` line, one `data:` line, a blank line.
+pub fn sse_event(event: Option<&str>, data: &str) -> String {
+    match event {
+        Some(e) => format!("event: {e}\ndata: {data}\n\n"),
+        None => format!("data: {data}\n\n"),
+    }
+}
+
+/// A request the server received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedRequest {
+    /// `POST`, `GET`, …
+    pub method: String,
+    /// Path and query, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// Headers in arrival order, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body bytes.
+    pub body: Vec<u8>,
+}
+
+impl RecordedRequest {
+    /// The first header with this (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body parsed as JSON (`Null` when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    responses: VecDeque<ScriptedResponse>,
+    requests: Vec<RecordedRequest>,
+    tasks: Vec<AbortHandle>,
+}
+
+/// The server. Dropping it stops the accept loop and every open connection.
+pub struct SseServer {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+}
+
+impl SseServer {
+    /// Starts a server on `127.0.0.1:0` that plays `responses` in order; once they run
+    /// out it answers 500. Must be called inside a tokio runtime.
+    pub async fn start(
+        responses: impl IntoIterator<Item = ScriptedResponse>,
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(Mutex::new(State {
+            responses: responses.into_iter().collect(),
+            ..State::default()
+        }));
+        let accept_state = Arc::clone(&state);
+        let accept = tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let conn_state = Arc::clone(&accept_state);
+                let task = tokio::spawn(async move {
+                    let _ = serve(socket, conn_state).await;
+                });
+                accept_state.lock().tasks.push(task.abort_handle());
+            }
+        });
+        state.lock().tasks.push(accept.abort_handle());
+        Ok(Self { addr, state })
+    }
+
+    /// The base URL to configure a provider with: `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Queues another answer.
+    pub fn push(&self, response: ScriptedResponse) {
+        self.state.lock().responses.push_back(response);
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state.lock().requests.clone()
+    }
+
+    /// How many requests were received.
+    pub fn request_count(&self) -> usize {
+        self.state.lock().requests.len()
+    }
+}
+
+impl Drop for SseServer {
+    fn drop(&mut self) {
+        for task in self.state.lock().tasks.drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl std::fmt::Debug for SseServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        529 => "Overloaded",
+        _ => "Status",
+    }
+}
+
+async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<RecordedRequest>> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        if buf.len() > 1 << 20 {
+            return Ok(None);
+        }
+        let n = socket.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or("").split_whitespace();
+    let method = first.next().unwrap_or("").to_string();
+    let path = first.next().unwrap_or("").to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = socket.read(&mut tmp).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&tmp[..n]);
+    }
+    body.truncate(length);
+    Ok(Some(RecordedRequest {
+        method,
+        path,
+        headers,
+        body,
+    }))
+}
+
+async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
+    let Some(request) = read_request(&mut socket).await? else {
+        return Ok(());
+    };
+    let response = {
+        let mut s = state.lock();
+        s.requests.push(request);
+        s.responses.pop_front()
+    }
+    .unwrap_or_else(|| ScriptedResponse::json(500, r#"{"error":"no scripted response left"}"#));
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\n",
+        response.status,
+        reason(response.status)
+    );
+    for (k, v) in &response.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    socket.write_all(head.as_bytes()).await?;
+    socket.flush().await?;
+    for part in response.body {
+        match part {
+            BodyPart::Chunk(bytes) => {
+                if bytes.is_empty() {
+                    continue;
+                }
+                socket
+                    .write_all(format!("{:x}\r\n", bytes.len()).as_bytes())
+                    .await?;
+                socket.write_all(&bytes).await?;
+                socket.write_all(b"\r\n").await?;
+                socket.flush().await?;
+            }
+            BodyPart::Cut => {
+                // Abrupt close: no terminating chunk.
+                return Ok(());
+            }
+            BodyPart::Stall => {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+    socket.write_all(b"0\r\n\r\n").await?;
+    socket.flush().await?;
+    socket.shutdown().await
+}
