@@ -1,6 +1,7 @@
 //! Reading session files and driving them as a host would (SPEC L1, L2, L3), on small
 //! hand-written fixtures and on the recorded pi sessions.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use advisor::messages::transcript::Message;
@@ -172,20 +173,15 @@ fn l1_oh_my_pi_file_with_a_title_line() {
     assert_eq!(b.header.version, 3);
     assert_eq!(b.header.title.as_deref(), Some("Fix the flaky CI test"));
     assert_eq!(b.header.id.as_deref(), Some("omp-7e41"));
-    let skipped: Vec<(&str, usize)> = b
-        .diagnostics
-        .skipped
-        .iter()
-        .map(|(k, v)| (k.as_str(), *v))
-        .collect();
-    assert_eq!(
-        skipped,
+    let skipped = BTreeMap::from(
         [
             ("mode_change", 1),
             ("model_change", 1),
-            ("ttsr_injection", 1)
+            ("ttsr_injection", 1),
         ]
+        .map(|(k, v)| (k.to_string(), v)),
     );
+    assert_eq!(b.diagnostics.skipped, skipped);
     let described: Vec<String> = b.entries.iter().map(describe).collect();
     assert_eq!(
         described,

@@ -975,21 +975,16 @@ mod tests {
             }
             other => panic!("not a branch summary: {other:?}"),
         }
-        let skipped: Vec<(&str, usize)> = b
-            .diagnostics
-            .skipped
-            .iter()
-            .map(|(k, v)| (k.as_str(), *v))
-            .collect();
-        assert_eq!(
-            skipped,
+        let skipped = BTreeMap::from(
             [
                 ("branch_summary", 1),
                 ("brand_new_kind", 1),
                 ("custom", 1),
-                ("session_info", 1)
+                ("session_info", 1),
             ]
+            .map(|(k, v)| (k.to_string(), v)),
         );
+        assert_eq!(b.diagnostics.skipped, skipped);
     }
 
     #[test]
