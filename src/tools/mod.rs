@@ -5,6 +5,12 @@
 //! reads ([`ToolError`]'s `Display`), never a failed review.
 
 pub mod advise;
+pub mod args;
+pub mod confine;
+pub mod find;
+pub mod read;
+pub mod search;
+pub mod walk;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -113,7 +119,11 @@ impl ToolRegistry {
 
     /// The advisor's workspace tools: `read`, `search`, `find` (T1).
     pub fn workspace() -> Self {
-        Self::empty()
+        let mut registry = Self::empty();
+        registry.register(Arc::new(read::ReadTool));
+        registry.register(Arc::new(search::SearchTool));
+        registry.register(Arc::new(find::FindTool));
+        registry
     }
 
     /// Adds a tool.
