@@ -18,11 +18,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tracing::Instrument;
 
 use super::catalog::Prices;
 use super::error::{classify_stream_error, ProviderError};
-use super::http::{header_map, run_stream, StreamCall, StreamDecoder};
+use super::http::{StreamDecoder, Transport};
 use super::sse::SseEvent;
 use super::{priced, ProviderConfig};
 use crate::model::{
@@ -39,21 +38,14 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 /// A client for the `anthropic-messages` dialect.
 #[derive(Debug, Clone)]
 pub struct AnthropicMessages {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    config: ProviderConfig,
-    http: reqwest::Client,
+    inner: Arc<Transport>,
 }
 
 impl AnthropicMessages {
     /// A client for `config` (its HTTP client has a connect timeout and no total timeout).
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        let http = config.http_client()?;
         Ok(Self {
-            inner: Arc::new(Inner { config, http }),
+            inner: Arc::new(Transport::new(config)?),
         })
     }
 
@@ -68,41 +60,23 @@ impl ModelClient for AnthropicMessages {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {
             let config = &inner.config;
-            let span = tracing::info_span!(
-                "model_request",
-                api = "anthropic-messages",
-                model = %config.info.id,
-                messages = request.messages.len(),
-            );
-            async {
-                let body = request_body(config, &request);
-                let mut pairs = vec![
-                    ("content-type".to_string(), "application/json".to_string()),
-                    (
-                        "anthropic-version".to_string(),
-                        ANTHROPIC_VERSION.to_string(),
-                    ),
-                ];
-                if let Some(key) = &config.api_key {
-                    pairs.push(("x-api-key".to_string(), key.clone()));
-                }
-                pairs.extend(config.headers.iter().cloned());
-                let call = StreamCall {
-                    client: &inner.http,
-                    url: config.endpoint("messages"),
-                    headers: header_map(&pairs, &["x-api-key", "authorization"]),
-                    body: serde_json::to_vec(&body).unwrap_or_default(),
-                    idle: config.idle_timeout,
-                };
-                let result = run_stream(call, AnthropicStream::new(config.prices)).await;
-                match &result {
-                    Ok(r) => tracing::debug!(stop = ?r.stop, input = r.usage.input, cache_read = r.usage.cache_read, output = r.usage.output, "model answered"),
-                    Err(e) => tracing::debug!(error = %e, "model call failed"),
-                }
-                result
-            }
-            .instrument(span)
-            .await
+            let body = request_body(config, &request);
+            let auth = config
+                .api_key
+                .as_ref()
+                .map(|key| ("x-api-key", key.clone()));
+            let fixed = [("anthropic-version", ANTHROPIC_VERSION)];
+            let decoder = AnthropicStream::new(config.prices);
+            inner
+                .send(
+                    "anthropic-messages",
+                    "messages",
+                    &fixed,
+                    auth,
+                    &body,
+                    decoder,
+                )
+                .await
         })
     }
 

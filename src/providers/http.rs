@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tracing::Instrument;
 
 use super::error::{classify_status, describe_transport, parse_retry_after};
 use super::sse::{SseEvent, SseParser};
@@ -26,7 +27,7 @@ pub(crate) trait StreamDecoder {
 }
 
 /// One prepared request.
-pub(crate) struct StreamCall<'a> {
+struct StreamCall<'a> {
     /// The shared HTTP client (connect timeout set, no total timeout).
     pub client: &'a reqwest::Client,
     /// Full endpoint URL.
@@ -42,7 +43,7 @@ pub(crate) struct StreamCall<'a> {
 /// Builds a header map from name/value pairs; `sensitive` names are marked so that they
 /// never show in debug output. Invalid pairs are skipped with a warning naming only the
 /// header.
-pub(crate) fn header_map(pairs: &[(String, String)], sensitive: &[&str]) -> HeaderMap {
+fn header_map(pairs: &[(String, String)], sensitive: &[&str]) -> HeaderMap {
     let mut map = HeaderMap::new();
     for (name, value) in pairs {
         let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
@@ -88,7 +89,7 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// Sends the request and drives `decoder` over the answer.
-pub(crate) async fn run_stream<D: StreamDecoder>(
+async fn run_stream<D: StreamDecoder>(
     call: StreamCall<'_>,
     mut decoder: D,
 ) -> Result<ModelResponse, ModelError> {
@@ -160,4 +161,68 @@ async fn read_error_body(response: reqwest::Response, idle: Duration) -> String 
     }
     body.truncate(ERROR_BODY_LIMIT);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// A configured endpoint: the configuration plus its HTTP client. Both dialect clients
+/// wrap one in an `Arc`.
+#[derive(Debug)]
+pub(crate) struct Transport {
+    /// The configuration.
+    pub config: super::ProviderConfig,
+    http: reqwest::Client,
+}
+
+impl Transport {
+    /// An endpoint for `config` (connect timeout set, no total timeout).
+    pub fn new(config: super::ProviderConfig) -> Result<Self, super::ProviderError> {
+        let http = config.http_client()?;
+        Ok(Self { config, http })
+    }
+
+    /// Posts `body` to `path` with the content type, `fixed` headers, the configured
+    /// extra headers and `auth` (marked sensitive), inside a tracing span naming the
+    /// dialect and the model (never the key), and decodes the stream.
+    pub async fn send<D: StreamDecoder>(
+        &self,
+        api: &'static str,
+        path: &str,
+        fixed: &[(&str, &str)],
+        auth: Option<(&'static str, String)>,
+        body: &serde_json::Value,
+        decoder: D,
+    ) -> Result<ModelResponse, ModelError> {
+        let config = &self.config;
+        let span = tracing::info_span!("model_request", api, model = %config.info.id);
+        async {
+            let mut pairs = vec![("content-type".to_string(), "application/json".to_string())];
+            pairs.extend(fixed.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            let mut sensitive = vec!["authorization", "x-api-key"];
+            if let Some((name, value)) = auth {
+                pairs.push((name.to_string(), value));
+                sensitive.push(name);
+            }
+            pairs.extend(config.headers.iter().cloned());
+            let call = StreamCall {
+                client: &self.http,
+                url: config.endpoint(path),
+                headers: header_map(&pairs, &sensitive),
+                body: serde_json::to_vec(body).unwrap_or_default(),
+                idle: config.idle_timeout,
+            };
+            let result = run_stream(call, decoder).await;
+            match &result {
+                Ok(r) => tracing::debug!(
+                    stop = ?r.stop,
+                    input = r.usage.input,
+                    cache_read = r.usage.cache_read,
+                    output = r.usage.output,
+                    "model answered"
+                ),
+                Err(e) => tracing::debug!(error = %e, "model call failed"),
+            }
+            result
+        }
+        .instrument(span)
+        .await
+    }
 }

@@ -16,11 +16,10 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tracing::Instrument;
 
 use super::catalog::Prices;
 use super::error::{classify_stream_error, ProviderError};
-use super::http::{header_map, run_stream, StreamCall, StreamDecoder};
+use super::http::{StreamDecoder, Transport};
 use super::sse::SseEvent;
 use super::{priced, ProviderConfig};
 use crate::model::{
@@ -52,21 +51,14 @@ impl Flavor {
 /// A client for the `openai-completions` dialect.
 #[derive(Debug, Clone)]
 pub struct OpenAiCompletions {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    config: ProviderConfig,
-    http: reqwest::Client,
+    inner: Arc<Transport>,
 }
 
 impl OpenAiCompletions {
     /// A client for `config` (its HTTP client has a connect timeout and no total timeout).
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        let http = config.http_client()?;
         Ok(Self {
-            inner: Arc::new(Inner { config, http }),
+            inner: Arc::new(Transport::new(config)?),
         })
     }
 
@@ -81,35 +73,22 @@ impl ModelClient for OpenAiCompletions {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {
             let config = &inner.config;
-            let span = tracing::info_span!(
-                "model_request",
-                api = "openai-completions",
-                model = %config.info.id,
-                messages = request.messages.len(),
-            );
-            async {
-                let body = request_body(config, &request);
-                let mut pairs = vec![("content-type".to_string(), "application/json".to_string())];
-                if let Some(key) = &config.api_key {
-                    pairs.push(("authorization".to_string(), format!("Bearer {key}")));
-                }
-                pairs.extend(config.headers.iter().cloned());
-                let call = StreamCall {
-                    client: &inner.http,
-                    url: config.endpoint("chat/completions"),
-                    headers: header_map(&pairs, &["authorization"]),
-                    body: serde_json::to_vec(&body).unwrap_or_default(),
-                    idle: config.idle_timeout,
-                };
-                let result = run_stream(call, OpenAiStream::new(config.prices)).await;
-                match &result {
-                    Ok(r) => tracing::debug!(stop = ?r.stop, input = r.usage.input, output = r.usage.output, "model answered"),
-                    Err(e) => tracing::debug!(error = %e, "model call failed"),
-                }
-                result
-            }
-            .instrument(span)
-            .await
+            let body = request_body(config, &request);
+            let auth = config
+                .api_key
+                .as_ref()
+                .map(|key| ("authorization", format!("Bearer {key}")));
+            let decoder = OpenAiStream::new(config.prices);
+            inner
+                .send(
+                    "openai-completions",
+                    "chat/completions",
+                    &[],
+                    auth,
+                    &body,
+                    decoder,
+                )
+                .await
         })
     }
 

@@ -1,0 +1,558 @@
+//! The `openai-completions` client against an in-process server streaming real SSE bytes
+//! (M2, M4, G4, G5, F1, F3).
+
+#[path = "support/sse_server.rs"]
+mod sse_server;
+
+use std::time::Duration;
+
+use advisor::model::{
+    AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, StopReason, ThinkingLevel,
+    ToolSchema, Usage,
+};
+use advisor::providers::{
+    resolve_config, ApiKind, Catalog, ModelSpec, OpenAiCompletions, ProviderConfig,
+};
+use serde_json::{json, Value};
+use sse_server::{fragments, sse_event, start, ScriptedResponse, SseServer};
+
+const KEY: &str = "sk-or-test-key-0123456789";
+
+fn config(server: &SseServer) -> ProviderConfig {
+    let spec = ModelSpec {
+        role: Some("openrouter/z-ai/glm-5.2".into()),
+        base_url: Some(server.base_url()),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..ModelSpec::default()
+    };
+    let lookup = |name: &str| (name == "OPENROUTER_API_KEY").then(|| KEY.to_string());
+    resolve_config(&spec, &Catalog::builtin().unwrap(), &lookup).unwrap()
+}
+
+fn client(server: &SseServer) -> OpenAiCompletions {
+    OpenAiCompletions::new(config(server)).unwrap()
+}
+
+fn request(messages: Vec<ChatMessage>) -> ModelRequest {
+    ModelRequest {
+        system: "You review a coding agent.".into(),
+        messages,
+        tools: vec![ToolSchema {
+            name: "read".into(),
+            description: "Read a file".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }],
+        max_tokens: 4096,
+        thinking: ThinkingLevel::Medium,
+    }
+}
+
+fn user(text: &str) -> ChatMessage {
+    ChatMessage::User { text: text.into() }
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    sse_event(
+        None,
+        &json!({"id": "gen-1", "object": "chat.completion.chunk", "model": "z-ai/glm-5.2",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        .to_string(),
+    )
+}
+
+fn usage_chunk(usage: Value) -> String {
+    sse_event(
+        None,
+        &json!({"id": "gen-1", "object": "chat.completion.chunk", "choices": [], "usage": usage})
+            .to_string(),
+    )
+}
+
+const DONE: &str = "data: [DONE]\n\n";
+
+fn basic_usage() -> Value {
+    json!({"prompt_tokens": 120, "completion_tokens": 8, "total_tokens": 128})
+}
+
+#[tokio::test]
+async fn m2_openai_text_only_answer() {
+    let body = [
+        ": OPENROUTER PROCESSING\n\n".to_string(),
+        chunk(json!({"role": "assistant", "content": ""}), None),
+        chunk(json!({"content": "Check the "}), None),
+        chunk(json!({"content": "null case."}), None),
+        chunk(json!({}), Some("stop")),
+        usage_chunk(basic_usage()),
+        DONE.to_string(),
+    ]
+    .concat();
+    let server = start(vec![ScriptedResponse::sse_split(&body, 7)]).await;
+    let r = client(&server)
+        .complete(request(vec![user("### Session update\n\nhello")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.parts,
+        vec![AssistantPart::Text {
+            text: "Check the null case.".into()
+        }]
+    );
+    assert_eq!(r.stop, StopReason::EndTurn);
+    assert_eq!((r.usage.input, r.usage.output), (120, 8));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].method, "POST");
+    assert_eq!(reqs[0].path, "/v1/chat/completions");
+    assert_eq!(
+        reqs[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let b = reqs[0].json();
+    assert_eq!(b["model"], "z-ai/glm-5.2");
+    assert_eq!(b["stream"], true);
+    assert_eq!(b["stream_options"], json!({"include_usage": true}));
+    assert_eq!(b["max_tokens"], 4096);
+    assert_eq!(b["reasoning"], json!({"effort": "medium"}));
+    assert_eq!(b["tools"][0]["function"]["name"], "read");
+    assert_eq!(
+        b["messages"][0],
+        json!({"role": "system", "content": "You review a coding agent."})
+    );
+    assert_eq!(
+        b["messages"][1],
+        json!({"role": "user", "content": "### Session update\n\nhello"})
+    );
+}
+
+#[tokio::test]
+async fn m2_openai_tool_call_arguments_in_many_fragments() {
+    let args = r#"{"path": "src/parser.rs:10-40", "note": "caf\u00e9 \"quoted\""}"#;
+    let mut body = vec![chunk(
+        json!({"tool_calls": [{"index": 0, "id": "call_abc", "type": "function",
+            "function": {"name": "read", "arguments": ""}}]}),
+        None,
+    )];
+    for (i, piece) in fragments(args, 3).into_iter().enumerate() {
+        if i % 4 == 0 {
+            body.push(": OPENROUTER PROCESSING\n\n".into());
+        }
+        body.push(chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
+            None,
+        ));
+    }
+    body.push(chunk(json!({}), Some("tool_calls")));
+    body.push(usage_chunk(basic_usage()));
+    body.push(DONE.into());
+    let server = start(vec![ScriptedResponse::sse_split(&body.concat(), 11)]).await;
+    let r = client(&server)
+        .complete(request(vec![user("go")]))
+        .await
+        .unwrap();
+    assert_eq!(r.stop, StopReason::ToolUse);
+    let calls: Vec<_> = r.tool_calls().collect();
+    assert_eq!(
+        calls,
+        vec![(
+            "call_abc",
+            "read",
+            &json!({"path": "src/parser.rs:10-40", "note": "café \"quoted\""})
+        )]
+    );
+}
+
+#[tokio::test]
+async fn m2_openai_two_parallel_tool_calls() {
+    let body = [
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{\"pa"}}]}),
+            None,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 1, "id": "call_2", "type": "function", "function": {"name": "search", "arguments": "{\"pattern\":"}}]}),
+            None,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "th\":\"a.rs\"}"}}]}),
+            None,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 1, "function": {"arguments": "\"unwrap\\\\(\"}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        DONE.to_string(),
+    ]
+    .concat();
+    let server = start(vec![ScriptedResponse::sse(&body)]).await;
+    let r = client(&server)
+        .complete(request(vec![user("go")]))
+        .await
+        .unwrap();
+    let calls: Vec<_> = r.tool_calls().collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("call_1", "read", &json!({"path": "a.rs"})),
+            ("call_2", "search", &json!({"pattern": "unwrap\\("})),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn m2_openai_reasoning_is_sent_back_unchanged() {
+    let details_1 =
+        json!([{"type": "reasoning.text", "index": 0, "format": "unknown", "text": "The user "}]);
+    let details_2 =
+        json!([{"type": "reasoning.text", "index": 0, "text": "asked.", "signature": "sig-1"}]);
+    let body = [
+        chunk(
+            json!({"role": "assistant", "content": "", "reasoning": "The user ", "reasoning_details": details_1}),
+            None,
+        ),
+        chunk(
+            json!({"reasoning": "asked.", "reasoning_details": details_2}),
+            None,
+        ),
+        chunk(json!({"content": "Looks off."}), None),
+        chunk(json!({}), Some("stop")),
+        DONE.to_string(),
+    ]
+    .concat();
+    let again = [
+        chunk(json!({"content": "ok"}), Some("stop")),
+        DONE.to_string(),
+    ]
+    .concat();
+    let server = start(vec![
+        ScriptedResponse::sse_split(&body, 5),
+        ScriptedResponse::sse(&again),
+    ])
+    .await;
+    let c = client(&server);
+    let first = c.complete(request(vec![user("u1")])).await.unwrap();
+    let AssistantPart::Thinking { text, .. } = &first.parts[0] else {
+        panic!("no thinking part: {:?}", first.parts)
+    };
+    assert_eq!(text, "The user asked.");
+    c.complete(request(vec![
+        user("u1"),
+        ChatMessage::Assistant {
+            parts: first.parts.clone(),
+        },
+        user("u2"),
+    ]))
+    .await
+    .unwrap();
+    let sent = server.requests()[1].json();
+    let assistant = &sent["messages"][2];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(assistant["content"], "Looks off.");
+    assert_eq!(assistant["reasoning"], "The user asked.");
+    assert_eq!(
+        assistant["reasoning_details"],
+        json!([{"type": "reasoning.text", "index": 0, "format": "unknown", "text": "The user asked.", "signature": "sig-1"}])
+    );
+}
+
+#[tokio::test]
+async fn m2_openai_reasoning_content_field_round_trips_under_its_own_name() {
+    let body = [
+        chunk(json!({"reasoning_content": "Thinking hard"}), None),
+        chunk(json!({"content": "Done"}), Some("stop")),
+        DONE.to_string(),
+    ]
+    .concat();
+    let server = start(vec![
+        ScriptedResponse::sse(&body),
+        ScriptedResponse::sse(&body),
+    ])
+    .await;
+    let c = client(&server);
+    let first = c.complete(request(vec![user("u1")])).await.unwrap();
+    c.complete(request(vec![
+        user("u1"),
+        ChatMessage::Assistant { parts: first.parts },
+        user("u2"),
+    ]))
+    .await
+    .unwrap();
+    let sent = server.requests()[1].json();
+    assert_eq!(sent["messages"][2]["reasoning_content"], "Thinking hard");
+    assert!(sent["messages"][2].get("reasoning").is_none());
+}
+
+#[tokio::test]
+async fn g4_openrouter_reported_cost_is_used() {
+    let body = [
+        chunk(json!({"content": "x"}), Some("stop")),
+        usage_chunk(json!({"prompt_tokens": 1000, "completion_tokens": 10,
+            "prompt_tokens_details": {"cached_tokens": 900}, "cost": 0.0123})),
+        DONE.to_string(),
+    ]
+    .concat();
+    let server = start(vec![ScriptedResponse::sse(&body)]).await;
+    let r = client(&server)
+        .complete(request(vec![user("u")]))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.usage,
+        Usage {
+            input: 100,
+            output: 10,
+            cache_read: 900,
+            cache_write: 0,
+            cost: 0.0123
+        }
+    );
+}
+
+#[tokio::test]
+async fn m4_openai_retry_after_is_parsed() {
+    let server = start(vec![
+        ScriptedResponse::json(
+            429,
+            r#"{"error":{"message":"Rate limit exceeded","code":429}}"#,
+        )
+        .with_header("retry-after", "7"),
+        ScriptedResponse::json(503, r#"{"error":{"message":"busy"}}"#)
+            .with_header("retry-after-ms", "1500"),
+    ])
+    .await;
+    let c = client(&server);
+    let e = c.complete(request(vec![user("u")])).await.unwrap_err();
+    assert_eq!(
+        e,
+        ModelError::Retryable {
+            message: e.to_string().replace("model call failed (retryable): ", ""),
+            retry_after: Some(Duration::from_secs(7))
+        }
+    );
+    assert!(e.to_string().contains("429"));
+    let e = c.complete(request(vec![user("u")])).await.unwrap_err();
+    assert!(
+        matches!(e, ModelError::Retryable { retry_after: Some(d), .. } if d == Duration::from_millis(1500))
+    );
+}
+
+#[tokio::test]
+async fn m4_openai_500_then_success() {
+    let ok = [
+        chunk(json!({"content": "fine"}), Some("stop")),
+        DONE.to_string(),
+    ]
+    .concat();
+    let server = start(vec![
+        ScriptedResponse::json(500, r#"{"error":{"message":"internal"}}"#),
+        ScriptedResponse::sse(&ok),
+    ])
+    .await;
+    let c = client(&server);
+    let e = c.complete(request(vec![user("u")])).await.unwrap_err();
+    assert!(matches!(
+        e,
+        ModelError::Retryable {
+            retry_after: None,
+            ..
+        }
+    ));
+    let r = c.complete(request(vec![user("u")])).await.unwrap();
+    assert_eq!(
+        r.parts,
+        vec![AssistantPart::Text {
+            text: "fine".into()
+        }]
+    );
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn f3_openai_401_is_permanent() {
+    let server = start(vec![ScriptedResponse::json(
+        401,
+        r#"{"error":{"message":"No auth credentials found","code":401}}"#,
+    )])
+    .await;
+    let e = client(&server)
+        .complete(request(vec![user("u")]))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ModelError::Permanent { .. }), "{e:?}");
+    assert!(e.to_string().contains("401"));
+    assert!(!e.to_string().contains(KEY));
+}
+
+#[tokio::test]
+async fn m4_openai_stream_cut_mid_body_is_retryable() {
+    let body = [
+        chunk(json!({"content": "partial "}), None),
+        chunk(json!({"content": "answer"}), None),
+        chunk(json!({}), Some("stop")),
+        DONE.to_string(),
+    ];
+    let server = start(vec![ScriptedResponse::sse_chunks(
+        body.iter().map(|s| s.as_bytes().to_vec()),
+    )
+    .cut_after(2)])
+    .await;
+    let e = client(&server)
+        .complete(request(vec![user("u")]))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ModelError::Retryable { .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn m4_openai_stream_closed_cleanly_without_finish_is_retryable() {
+    let body = chunk(json!({"content": "partial"}), None);
+    let server = start(vec![ScriptedResponse::sse(&body)]).await;
+    let e = client(&server)
+        .complete(request(vec![user("u")]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::Retryable { message, .. } if message.contains("ended")),
+        "{e:?}"
+    );
+}
+
+#[tokio::test]
+async fn m4_openai_idle_timeout_is_retryable() {
+    let body = chunk(json!({"content": "thinking..."}), None);
+    let server = start(vec![ScriptedResponse::sse(&body).stall_after(1)]).await;
+    let mut cfg = config(&server);
+    cfg.idle_timeout = Duration::from_millis(300);
+    let e = OpenAiCompletions::new(cfg)
+        .unwrap()
+        .complete(request(vec![user("u")]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::Retryable { message, .. } if message.contains("stalled")),
+        "{e:?}"
+    );
+}
+
+#[tokio::test]
+async fn m4_openai_connect_error_is_retryable() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let mut cfg = ProviderConfig::new(
+        ApiKind::OpenAiCompletions,
+        "llamacpp",
+        &format!("http://{addr}/v1"),
+        "qwen",
+    );
+    cfg.connect_timeout = Duration::from_secs(2);
+    let e = OpenAiCompletions::new(cfg)
+        .unwrap()
+        .complete(request(vec![user("u")]))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ModelError::Retryable { .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn f1_openai_error_event_inside_200_stream() {
+    let body = [
+        chunk(json!({"content": "par"}), None),
+        sse_event(
+            None,
+            &json!({"error": {"message": "Upstream provider error", "code": 502}}).to_string(),
+        ),
+    ]
+    .concat();
+    let overflow = sse_event(
+        None,
+        &json!({"error": {"message": "This endpoint's maximum context length is 202752 tokens", "code": 400}})
+            .to_string(),
+    );
+    let server = start(vec![
+        ScriptedResponse::sse(&body),
+        ScriptedResponse::sse(&overflow),
+    ])
+    .await;
+    let c = client(&server);
+    let e = c.complete(request(vec![user("u")])).await.unwrap_err();
+    assert!(
+        matches!(&e, ModelError::Retryable { message, .. } if message.contains("Upstream provider error")),
+        "{e:?}"
+    );
+    let e = c.complete(request(vec![user("u")])).await.unwrap_err();
+    assert!(matches!(e, ModelError::ContextOverflow { .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn g5_openai_length_stop_drops_half_written_tool_call() {
+    let body = [
+        chunk(json!({"content": "Let me read it."}), None),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_9", "type": "function", "function": {"name": "advise", "arguments": "{\"note\": \"The loop never termin"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("length")),
+        DONE.to_string(),
+    ]
+    .concat();
+    let server = start(vec![ScriptedResponse::sse(&body)]).await;
+    let r = client(&server)
+        .complete(request(vec![user("u")]))
+        .await
+        .unwrap();
+    assert_eq!(r.stop, StopReason::MaxTokens);
+    assert_eq!(r.tool_calls().count(), 0);
+    assert_eq!(
+        r.parts,
+        vec![AssistantPart::Text {
+            text: "Let me read it.".into()
+        }]
+    );
+}
+
+#[tokio::test]
+async fn g5_openai_context_overflow_status() {
+    let server = start(vec![
+        ScriptedResponse::json(
+            400,
+            r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130012 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+        ),
+        ScriptedResponse::json(
+            400,
+            r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#,
+        ),
+    ])
+    .await;
+    let c = client(&server);
+    for _ in 0..2 {
+        let e = c.complete(request(vec![user("u")])).await.unwrap_err();
+        assert!(matches!(e, ModelError::ContextOverflow { .. }), "{e:?}");
+    }
+}
+
+#[tokio::test]
+async fn m2_local_server_needs_no_key() {
+    let ok = [
+        chunk(json!({"content": "hi"}), Some("stop")),
+        DONE.to_string(),
+    ]
+    .concat();
+    let server = start(vec![ScriptedResponse::sse(&ok)]).await;
+    let spec = ModelSpec {
+        role: Some("llamacpp/qwen3-coder:low".into()),
+        base_url: Some(server.base_url()),
+        api: Some(ApiKind::OpenAiCompletions),
+        ..ModelSpec::default()
+    };
+    let client =
+        advisor::providers::build_client(&spec, &Catalog::builtin().unwrap(), &|_| None).unwrap();
+    assert_eq!(client.thinking(), ThinkingLevel::Low);
+    assert_eq!(client.info().context_window, 128_000);
+    client.complete(request(vec![user("u")])).await.unwrap();
+    let req = &server.requests()[0];
+    assert_eq!(req.header("authorization"), None);
+    let b = req.json();
+    assert_eq!(b["model"], "qwen3-coder");
+    assert!(b.get("reasoning_effort").is_none());
+}
