@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Usage;
+use crate::delivery::DeliveryCounts;
+use crate::messages::review::AgentStatus;
+use crate::settings::DeliveryPolicy;
 
 /// What `/advisor status` reports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -10,14 +12,79 @@ use crate::model::Usage;
 pub struct AdvisorStatus {
     /// Whether the advisor is enabled.
     pub enabled: bool,
+    /// The advisor model, when one is assigned.
+    pub model: Option<String>,
+    /// Its thinking level.
+    pub thinking: Option<String>,
+    /// The delivery policy.
+    pub policy: DeliveryPolicy,
+    /// Failed reviews so far.
+    pub failures: u64,
+    /// Consecutive failures now.
+    pub consecutive_failures: u32,
+    /// Why the advisor is paused, if it is (F3).
+    pub paused: Option<String>,
+    /// Whether the user-interrupt latch is set (D6).
+    pub suppressed: bool,
+    /// Delivery outcome counters (D10).
+    pub deliveries: DeliveryCounts,
+    /// The agent's backlog, context and lifetime usage.
+    pub agent: AgentStatus,
 }
 
 impl AdvisorStatus {
-    /// Human-readable multi-line rendering.
+    /// Human-readable multi-line rendering (C3).
     pub fn render(&self) -> String {
-        format!("advisor: {}", if self.enabled { "enabled" } else { "disabled" })
+        let mut out = String::new();
+        let state = match (self.enabled, &self.model) {
+            (false, _) => "disabled".to_string(),
+            (true, None) => "enabled, but no advisor model is assigned".to_string(),
+            (true, Some(_)) => "enabled".to_string(),
+        };
+        out.push_str(&format!("advisor: {state}\n"));
+        if let Some(model) = &self.model {
+            out.push_str(&format!(
+                "model: {model} (thinking {})\n",
+                self.thinking.as_deref().unwrap_or("medium")
+            ));
+        }
+        out.push_str(&format!("policy: {:?}\n", self.policy).to_lowercase());
+        let a = &self.agent;
+        let percent = if a.context_window > 0 {
+            a.context_tokens as f64 * 100.0 / a.context_window as f64
+        } else {
+            0.0
+        };
+        out.push_str(&format!("backlog: {} turn(s)\n", a.backlog));
+        out.push_str(&format!(
+            "context: {} / {} tokens ({percent:.1}%)\n",
+            a.context_tokens, a.context_window
+        ));
+        let u = &a.lifetime;
+        out.push_str(&format!(
+            "lifetime tokens: input {}, output {}, cache read {}, cache write {}\n",
+            u.input, u.output, u.cache_read, u.cache_write
+        ));
+        out.push_str(&format!("lifetime cost: ${:.4}\n", u.cost));
+        out.push_str(&format!(
+            "failures: {} ({} consecutive), turns skipped: {}\n",
+            self.failures, self.consecutive_failures, a.dropped_turns
+        ));
+        if let Some(reason) = &self.paused {
+            out.push_str(&format!("paused: {reason}\n"));
+        }
+        let d = &self.deliveries;
+        out.push_str(&format!(
+            "notes: delivered {} (aside {}, steer {}, wake {}, card {}), held {}, dropped {}, pending {}\n",
+            d.delivered(),
+            d.aside,
+            d.steer,
+            d.wake,
+            d.card,
+            d.held,
+            d.dropped_total(),
+            d.pending
+        ));
+        out
     }
 }
-
-#[allow(dead_code)]
-fn _usage(_: Usage) {}

@@ -470,18 +470,42 @@ mod tests {
     fn parses_every_known_role() {
         let cases = [
             (json!({"role":"user","content":"hi"}), "user"),
-            (json!({"role":"developer","content":[{"type":"text","text":"x"}]}), "developer"),
-            (json!({"role":"assistant","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"t"},{"type":"redactedThinking","data":"x"},{"type":"toolCall","id":"1","name":"read","arguments":{"path":"a"}}],"stopReason":"toolUse"}), "assistant"),
-            (json!({"role":"toolResult","toolCallId":"1","toolName":"read","content":[{"type":"text","text":"ok"}],"isError":false}), "toolResult"),
-            (json!({"role":"bashExecution","command":"ls","output":"a","exitCode":0,"cancelled":false,"truncated":false}), "bashExecution"),
-            (json!({"role":"custom","customType":"advisor","content":"x","display":true}), "custom"),
-            (json!({"role":"branchSummary","summary":"s","fromId":"abc"}), "branchSummary"),
-            (json!({"role":"compactionSummary","summary":"s","tokensBefore":5}), "compactionSummary"),
+            (
+                json!({"role":"developer","content":[{"type":"text","text":"x"}]}),
+                "developer",
+            ),
+            (
+                json!({"role":"assistant","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"t"},{"type":"redactedThinking","data":"x"},{"type":"toolCall","id":"1","name":"read","arguments":{"path":"a"}}],"stopReason":"toolUse"}),
+                "assistant",
+            ),
+            (
+                json!({"role":"toolResult","toolCallId":"1","toolName":"read","content":[{"type":"text","text":"ok"}],"isError":false}),
+                "toolResult",
+            ),
+            (
+                json!({"role":"bashExecution","command":"ls","output":"a","exitCode":0,"cancelled":false,"truncated":false}),
+                "bashExecution",
+            ),
+            (
+                json!({"role":"custom","customType":"advisor","content":"x","display":true}),
+                "custom",
+            ),
+            (
+                json!({"role":"branchSummary","summary":"s","fromId":"abc"}),
+                "branchSummary",
+            ),
+            (
+                json!({"role":"compactionSummary","summary":"s","tokensBefore":5}),
+                "compactionSummary",
+            ),
         ];
         for (value, role) in cases {
             let m: Message = serde_json::from_value(value).unwrap();
             assert_eq!(m.role(), role);
-            assert!(!matches!(m, Message::Unknown { .. }), "{role} parsed as unknown");
+            assert!(
+                !matches!(m, Message::Unknown { .. }),
+                "{role} parsed as unknown"
+            );
         }
     }
 

@@ -1,0 +1,9 @@
+//! The runtime's actors, one per file.
+
+pub mod advisor_agent;
+pub mod delivery_router;
+pub mod event_forwarder;
+pub mod supervisor;
+pub mod tool_executor;
+pub mod transcript_feed;
+pub mod watchdog_loader;

@@ -1,0 +1,118 @@
+//! ToolExecutor: runs the advisor's tool calls under its isolated tool session (T1), the
+//! workspace tools on the blocking pool, `advise` through the DeliveryRouter (T6, G3).
+
+use std::sync::Arc;
+
+use actix::{Actor, Context, Handler, Recipient, ResponseFuture, Supervised};
+use tracing::Instrument;
+
+use crate::messages::delivery::RaiseAdvice;
+use crate::messages::tools::{ClearToolSession, ExecuteTool, ToolOutput};
+use crate::tools::{advise, ToolError, ToolRegistry, ToolSession};
+
+/// The executor actor.
+pub struct ToolExecutor {
+    registry: ToolRegistry,
+    session: Arc<ToolSession>,
+    router: Recipient<RaiseAdvice>,
+    max_notes: usize,
+}
+
+impl ToolExecutor {
+    /// An executor running `registry`'s tools in `session`, sending advice to `router`.
+    pub fn new(
+        registry: ToolRegistry,
+        session: Arc<ToolSession>,
+        router: Recipient<RaiseAdvice>,
+        max_notes: usize,
+    ) -> Self {
+        Self {
+            registry,
+            session,
+            router,
+            max_notes,
+        }
+    }
+}
+
+impl Actor for ToolExecutor {
+    type Context = Context<Self>;
+}
+
+impl Supervised for ToolExecutor {
+    fn restarting(&mut self, _ctx: &mut Context<Self>) {
+        self.session.clear();
+    }
+}
+
+fn error_output(err: ToolError) -> ToolOutput {
+    ToolOutput {
+        text: err.to_string(),
+        is_error: true,
+    }
+}
+
+impl Handler<ExecuteTool> for ToolExecutor {
+    type Result = ResponseFuture<ToolOutput>;
+
+    fn handle(&mut self, msg: ExecuteTool, _ctx: &mut Context<Self>) -> Self::Result {
+        let span = tracing::info_span!("tool_call", tool = %msg.name, session = %self.session.id());
+        if msg.name == advise::NAME {
+            let router = self.router.clone();
+            let max_notes = self.max_notes;
+            return Box::pin(
+                async move {
+                    let advisory = match advise::parse(&msg.arguments) {
+                        Ok(a) => a,
+                        Err(e) => return error_output(e),
+                    };
+                    match router
+                        .send(RaiseAdvice {
+                            epoch: msg.epoch,
+                            review: msg.review,
+                            advisory,
+                        })
+                        .await
+                    {
+                        Ok(outcome) => ToolOutput {
+                            text: outcome.tool_text(max_notes),
+                            is_error: false,
+                        },
+                        Err(_) => error_output(ToolError::Failed(
+                            "advice could not be delivered: the router is restarting".into(),
+                        )),
+                    }
+                }
+                .instrument(span),
+            );
+        }
+        let Some(tool) = self.registry.get(&msg.name) else {
+            let out = error_output(ToolError::UnknownTool(msg.name));
+            return Box::pin(async move { out });
+        };
+        let session = Arc::clone(&self.session);
+        Box::pin(
+            async move {
+                let joined =
+                    tokio::task::spawn_blocking(move || tool.run(&msg.arguments, &session)).await;
+                match joined {
+                    Ok(Ok(text)) => ToolOutput {
+                        text,
+                        is_error: false,
+                    },
+                    Ok(Err(e)) => error_output(e),
+                    Err(e) => error_output(ToolError::Failed(format!("the tool crashed: {e}"))),
+                }
+            }
+            .instrument(span),
+        )
+    }
+}
+
+impl Handler<ClearToolSession> for ToolExecutor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: ClearToolSession, _ctx: &mut Context<Self>) {
+        self.session.clear();
+    }
+}

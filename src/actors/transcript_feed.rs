@@ -1,0 +1,67 @@
+//! TranscriptFeed: holds the cursor over the primary transcript (X1–X4) and queues each
+//! non-blank delta for the AdvisorAgent.
+
+use actix::{Actor, Context, Handler, Recipient, Supervised};
+
+use crate::feed::{FeedCursor, FeedOutcome};
+use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor};
+use crate::messages::review::QueueDelta;
+
+/// The feed actor: a thin shell over [`FeedCursor`].
+pub struct TranscriptFeed {
+    fresh: FeedCursor,
+    cursor: FeedCursor,
+    advisor: Recipient<QueueDelta>,
+}
+
+impl TranscriptFeed {
+    /// A feed queuing deltas to `advisor`.
+    pub fn new(cursor: FeedCursor, advisor: Recipient<QueueDelta>) -> Self {
+        Self {
+            fresh: cursor.clone(),
+            cursor,
+            advisor,
+        }
+    }
+}
+
+impl Actor for TranscriptFeed {
+    type Context = Context<Self>;
+}
+
+impl Supervised for TranscriptFeed {
+    fn restarting(&mut self, _ctx: &mut Context<Self>) {
+        self.cursor = self.fresh.clone();
+    }
+}
+
+impl Handler<ObserveTurn> for TranscriptFeed {
+    type Result = actix::MessageResult<ObserveTurn>;
+
+    fn handle(&mut self, msg: ObserveTurn, _ctx: &mut Context<Self>) -> Self::Result {
+        let outcome = self.cursor.observe(&msg.transcript);
+        if let FeedOutcome::Delta(prompt) = &outcome {
+            self.advisor.do_send(QueueDelta {
+                epoch: msg.epoch,
+                prompt: prompt.clone(),
+            });
+        }
+        actix::MessageResult(outcome)
+    }
+}
+
+impl Handler<SeedCursor> for TranscriptFeed {
+    type Result = ();
+
+    fn handle(&mut self, msg: SeedCursor, _ctx: &mut Context<Self>) {
+        self.cursor.seed_at(&msg.transcript, msg.len);
+    }
+}
+
+impl Handler<RewindCursor> for TranscriptFeed {
+    type Result = ();
+
+    fn handle(&mut self, _msg: RewindCursor, _ctx: &mut Context<Self>) {
+        self.cursor.reset();
+    }
+}

@@ -1,0 +1,99 @@
+//! `/advisor …` commands (SPEC C1–C4): parsing only; the Supervisor carries them out.
+
+use crate::messages::advice::{Advisory, Severity};
+
+/// The usage line printed for anything that is not a command.
+pub const USAGE: &str =
+    "usage: /advisor [toggle|on|off|status|dump [raw]|test <nit|concern|blocker> <note>]";
+
+/// A parsed `/advisor` command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdvisorCommand {
+    /// `/advisor` or `/advisor toggle` (C1).
+    Toggle,
+    /// `/advisor on` (C1).
+    On,
+    /// `/advisor off` (C1).
+    Off,
+    /// `/advisor status` (C3).
+    Status,
+    /// `/advisor dump [raw]` (C4).
+    Dump {
+        /// Whether `raw` was given.
+        raw: bool,
+    },
+    /// `/advisor test <severity> <note>` (C2).
+    Test(Advisory),
+}
+
+/// Parses a command line, with or without the leading `/advisor`. Verbs are
+/// case-insensitive; anything else is answered with the usage line (`Err`).
+pub fn parse_command(line: &str) -> Result<AdvisorCommand, String> {
+    let mut words = line.split_whitespace().peekable();
+    if words
+        .peek()
+        .is_some_and(|w| w.eq_ignore_ascii_case("/advisor") || w.eq_ignore_ascii_case("advisor"))
+    {
+        words.next();
+    }
+    let verb = words.next().map(str::to_ascii_lowercase);
+    let rest: Vec<&str> = words.collect();
+    match (verb.as_deref(), rest.as_slice()) {
+        (None, []) | (Some("toggle"), []) => Ok(AdvisorCommand::Toggle),
+        (Some("on"), []) => Ok(AdvisorCommand::On),
+        (Some("off"), []) => Ok(AdvisorCommand::Off),
+        (Some("status"), []) => Ok(AdvisorCommand::Status),
+        (Some("dump"), []) => Ok(AdvisorCommand::Dump { raw: false }),
+        (Some("dump"), [raw]) if raw.eq_ignore_ascii_case("raw") => {
+            Ok(AdvisorCommand::Dump { raw: true })
+        }
+        (Some("test"), [severity, note @ ..]) if !note.is_empty() => {
+            let severity: Severity = severity.parse().map_err(|e| format!("{e}\n{USAGE}"))?;
+            Ok(AdvisorCommand::Test(Advisory::new(
+                note.join(" "),
+                Some(severity),
+            )))
+        }
+        _ => Err(USAGE.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c1_verbs_are_case_insensitive() {
+        assert_eq!(parse_command("/advisor"), Ok(AdvisorCommand::Toggle));
+        assert_eq!(parse_command("/advisor ON"), Ok(AdvisorCommand::On));
+        assert_eq!(parse_command("off"), Ok(AdvisorCommand::Off));
+        assert_eq!(
+            parse_command("/advisor dump RAW"),
+            Ok(AdvisorCommand::Dump { raw: true })
+        );
+        assert_eq!(parse_command("/advisor frobnicate"), Err(USAGE.to_string()));
+    }
+
+    #[test]
+    fn c2_test_argument_parsing() {
+        assert_eq!(
+            parse_command("/advisor test nit be tidy"),
+            Ok(AdvisorCommand::Test(Advisory::new(
+                "be tidy",
+                Some(Severity::Nit)
+            )))
+        );
+        assert_eq!(
+            parse_command("/advisor   test   BLOCKER   stop   now "),
+            Ok(AdvisorCommand::Test(Advisory::new(
+                "stop now",
+                Some(Severity::Blocker)
+            )))
+        );
+        assert!(parse_command("/advisor test").is_err());
+        assert!(parse_command("/advisor test nit").is_err());
+        assert!(parse_command("/advisor test urgent fix it")
+            .unwrap_err()
+            .contains("nit, concern or blocker"));
+    }
+}

@@ -1,0 +1,270 @@
+//! The transcript cursor (SPEC X1–X4, R1): turns a turn end into the delta the advisor is
+//! sent, and detects host-side rewrites. Pure logic; the TranscriptFeed actor wraps it.
+
+use std::sync::Arc;
+
+use crate::messages::transcript::{Message, Transcript};
+use crate::render::{render_delta, TranscriptView};
+
+/// The heading that starts every queued delta (X3).
+pub const UPDATE_HEADING: &str = "### Session update\n\n";
+
+/// What one turn end produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeedOutcome {
+    /// A non-blank delta, ready to queue: `### Session update\n\n` + the rendering.
+    Delta(String),
+    /// Nothing new worth reviewing (the cursor still moved to the end).
+    Blank,
+    /// The transcript is shorter than the cursor or its seen prefix changed (X1): the caller
+    /// resets the advisor (R1). The cursor is left at 0.
+    Rewrite,
+}
+
+/// The feed's cursor over the primary transcript.
+///
+/// It remembers how many messages it has seen and the last of them; a turn end costs
+/// O(delta): the seen prefix is checked through its last message only (pointer equality
+/// first, then value equality), never walked.
+#[derive(Debug, Clone, Default)]
+pub struct FeedCursor {
+    seen: usize,
+    last: Option<Arc<Message>>,
+    /// Character budget for the first delta after a reset (R1); `None` = unbounded.
+    replay_budget: Option<usize>,
+    view: TranscriptView,
+}
+
+impl FeedCursor {
+    /// A cursor at the start of the transcript.
+    pub fn new(view: TranscriptView, replay_budget: Option<usize>) -> Self {
+        Self {
+            view,
+            replay_budget,
+            ..Self::default()
+        }
+    }
+
+    /// How many messages have been seen.
+    pub fn position(&self) -> usize {
+        self.seen
+    }
+
+    /// Moves the cursor to the transcript's end without producing a delta (X4: enabling
+    /// mid-session or resuming does not replay the old conversation).
+    pub fn seed(&mut self, transcript: &Transcript) {
+        self.seed_at(transcript, transcript.len());
+    }
+
+    /// Moves the cursor to `len` messages (the transcript's length when the advisor was
+    /// enabled; the host may have appended more since).
+    pub fn seed_at(&mut self, transcript: &Transcript, len: usize) {
+        self.seen = len.min(transcript.len());
+        self.last = self.seen.checked_sub(1).and_then(|i| transcript.get(i));
+    }
+
+    /// Rewinds to the start (R1): the next turn end sends the whole transcript.
+    pub fn reset(&mut self) {
+        self.seen = 0;
+        self.last = None;
+    }
+
+    /// Takes a turn end: checks the seen prefix, renders the messages after the cursor
+    /// (without the advisor's own messages, X2) and moves the cursor to the end (X1).
+    pub fn observe(&mut self, transcript: &Transcript) -> FeedOutcome {
+        let len = transcript.len();
+        if len < self.seen || !self.prefix_unchanged(transcript) {
+            self.reset();
+            return FeedOutcome::Rewrite;
+        }
+        let from_start = self.seen == 0;
+        let delta: Vec<Arc<Message>> = transcript
+            .tail(self.seen)
+            .into_iter()
+            .filter(|m| !m.is_advisor_message())
+            .collect();
+        self.seen = len;
+        self.last = len.checked_sub(1).and_then(|i| transcript.get(i));
+        let budget = if from_start { self.replay_budget } else { None };
+        let rendered = render_bounded(self.view, &delta, budget);
+        if rendered.trim().is_empty() {
+            FeedOutcome::Blank
+        } else {
+            FeedOutcome::Delta(format!("{UPDATE_HEADING}{rendered}"))
+        }
+    }
+
+    fn prefix_unchanged(&self, transcript: &Transcript) -> bool {
+        match (&self.last, self.seen.checked_sub(1)) {
+            (Some(last), Some(i)) => match transcript.get(i) {
+                Some(now) => Arc::ptr_eq(last, &now) || **last == *now,
+                None => false,
+            },
+            _ => true,
+        }
+    }
+}
+
+/// Renders `delta`; when `budget` is set and the rendering is longer, keeps the most recent
+/// messages that fit and marks the omission (R1's bounded replay).
+pub fn render_bounded(
+    view: TranscriptView,
+    delta: &[Arc<Message>],
+    budget: Option<usize>,
+) -> String {
+    let full = render_delta(view, delta);
+    let Some(budget) = budget else {
+        return full;
+    };
+    if full.len() <= budget || delta.len() <= 1 {
+        return full;
+    }
+    // Binary search for the earliest start whose rendering fits the budget.
+    let (mut lo, mut hi) = (1usize, delta.len() - 1);
+    let mut best: Option<(usize, String)> = None;
+    while lo <= hi {
+        let mid = lo + (hi - lo) / 2;
+        let text = render_delta(view, &delta[mid..]);
+        if text.len() + 80 <= budget {
+            best = Some((mid, text));
+            if mid == 0 {
+                break;
+            }
+            hi = mid - 1;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let (start, text) = match best {
+        Some(found) => found,
+        None => {
+            let last = delta.len() - 1;
+            (last, render_delta(view, &delta[last..]))
+        }
+    };
+    format!(
+        "[{start} earlier messages of the session omitted to fit the advisor's context]\n\n{text}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::advice::{Advisory, Channel, Delivery, Severity};
+
+    fn cursor() -> FeedCursor {
+        FeedCursor::new(TranscriptView::Compact, None)
+    }
+
+    #[test]
+    fn x1_delta_holds_only_messages_after_the_cursor() {
+        let t = Transcript::from_messages([Message::user("first question")]);
+        let mut c = cursor();
+        assert!(matches!(c.observe(&t), FeedOutcome::Delta(d) if d.contains("first question")));
+        t.push(Message::user("second question"));
+        match c.observe(&t) {
+            FeedOutcome::Delta(d) => {
+                assert!(d.starts_with("### Session update\n\n"));
+                assert!(d.contains("second question"));
+                assert!(!d.contains("first question"));
+            }
+            other => panic!("expected a delta, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn x3_blank_delta_queues_nothing_but_moves_the_cursor() {
+        let t = Transcript::from_messages([Message::user("   ")]);
+        let mut c = cursor();
+        assert_eq!(c.observe(&t), FeedOutcome::Blank);
+        assert_eq!(c.position(), 1);
+    }
+
+    #[test]
+    fn x2_advisor_messages_are_filtered_by_type_not_text() {
+        let t = Transcript::from_messages([Message::user("go")]);
+        let mut c = cursor();
+        c.observe(&t);
+        let advice = Delivery::new(
+            Channel::Aside,
+            vec![Advisory::new("secret advice text", Some(Severity::Nit))],
+            None,
+        );
+        t.push(advice.to_message());
+        t.push(Message::user("I wrote <advisory>literal</advisory> myself"));
+        match c.observe(&t) {
+            FeedOutcome::Delta(d) => {
+                assert!(!d.contains("secret advice text"));
+                assert!(d.contains("<advisory>literal</advisory>"));
+            }
+            other => panic!("expected a delta, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn x1_shrinking_transcript_is_a_rewrite() {
+        let t = Transcript::from_messages([Message::user("a"), Message::user("b")]);
+        let mut c = cursor();
+        c.observe(&t);
+        t.replace([Message::user("a")]);
+        assert_eq!(c.observe(&t), FeedOutcome::Rewrite);
+        assert_eq!(c.position(), 0);
+    }
+
+    #[test]
+    fn x1_in_place_rewrite_of_the_seen_prefix_is_a_rewrite() {
+        let t = Transcript::from_messages([Message::user("a"), Message::user("b")]);
+        let mut c = cursor();
+        c.observe(&t);
+        t.replace([
+            Message::user("a"),
+            Message::user("changed"),
+            Message::user("c"),
+        ]);
+        assert_eq!(c.observe(&t), FeedOutcome::Rewrite);
+    }
+
+    #[test]
+    fn x1_equal_content_in_a_new_transcript_is_not_a_rewrite() {
+        let t = Transcript::from_messages([Message::user("a")]);
+        let mut c = cursor();
+        c.observe(&t);
+        let copy = Transcript::from_messages([Message::user("a"), Message::user("b")]);
+        assert!(matches!(c.observe(&copy), FeedOutcome::Delta(d) if d.contains('b')));
+    }
+
+    #[test]
+    fn x4_seed_skips_the_existing_conversation() {
+        let t = Transcript::from_messages([Message::user("old stuff")]);
+        let mut c = cursor();
+        c.seed(&t);
+        t.push(Message::user("new stuff"));
+        match c.observe(&t) {
+            FeedOutcome::Delta(d) => {
+                assert!(d.contains("new stuff"));
+                assert!(!d.contains("old stuff"));
+            }
+            other => panic!("expected a delta, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn r1_replay_after_reset_is_bounded_and_marked() {
+        let t = Transcript::from_messages(
+            (0..200).map(|i| Message::user(format!("message number {i} {}", "x".repeat(50)))),
+        );
+        let mut c = FeedCursor::new(TranscriptView::Compact, Some(2_000));
+        match c.observe(&t) {
+            FeedOutcome::Delta(d) => {
+                assert!(d.len() <= 2_000 + UPDATE_HEADING.len(), "{}", d.len());
+                assert!(d.contains("earlier messages of the session omitted"));
+                assert!(d.contains("message number 199"));
+                assert!(!d.contains("message number 0 "));
+            }
+            other => panic!("expected a delta, got {other:?}"),
+        }
+        // Later deltas are not bounded.
+        t.push(Message::user("y".repeat(3_000)));
+        assert!(matches!(c.observe(&t), FeedOutcome::Delta(d) if d.len() > 3_000));
+    }
+}

@@ -1,0 +1,166 @@
+//! The host handle (SPEC A3): one type that starts the actors and offers the A4 calls,
+//! hiding actix addresses.
+
+use actix::{Actor, Addr, Recipient};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::oneshot;
+
+use crate::actors::event_forwarder::EventForwarder;
+use crate::actors::supervisor::{RuntimeConfig, Supervisor};
+use crate::messages::host::{
+    Dispose, GetDump, GetStatus, HostEvent, Interrupt, Rewrite, RewriteKind, RunCommand, RunState,
+    StepAdvice, StepBoundary, TurnEnd, UserPrompt,
+};
+use crate::messages::transcript::Transcript;
+use crate::status::AdvisorStatus;
+
+/// Failures of the handle itself (the runtime is gone).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandleError {
+    /// The runtime stopped (disposed, or its thread ended).
+    #[error("the advisor runtime is not running")]
+    Stopped,
+    /// The runtime thread could not be started.
+    #[error("could not start the advisor runtime: {0}")]
+    Spawn(String),
+}
+
+/// The host's handle on a running advisor. Cheap to clone; every call goes through the
+/// supervisor's mailbox, so it works from any thread or runtime once started.
+#[derive(Clone)]
+pub struct AdvisorHandle {
+    supervisor: Addr<Supervisor>,
+    system: Option<actix::System>,
+}
+
+impl AdvisorHandle {
+    /// Starts the runtime inside the current actix system (for actix-web servers and
+    /// `#[actix::main]` programs). Host events go to `host`.
+    pub fn start(config: RuntimeConfig, host: Recipient<HostEvent>) -> Self {
+        Self {
+            supervisor: Supervisor::new(config, host).start(),
+            system: None,
+        }
+    }
+
+    /// Starts the runtime on a dedicated actix thread, for hosts that are plain tokio
+    /// programs (`#[tokio::main]`). Host events arrive on the returned receiver.
+    pub async fn spawn(
+        config: RuntimeConfig,
+    ) -> Result<(Self, UnboundedReceiver<HostEvent>), HandleError> {
+        let (events_tx, events_rx) = unbounded_channel();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("advisor-runtime".into())
+            .spawn(move || {
+                let system = actix::System::new();
+                system.block_on(async move {
+                    let forwarder = EventForwarder::new(events_tx).start();
+                    let supervisor = Supervisor::new(config, forwarder.recipient()).start();
+                    let _ = ready_tx.send((supervisor, actix::System::current()));
+                });
+                let _ = system.run();
+            })
+            .map_err(|e| HandleError::Spawn(e.to_string()))?;
+        let (supervisor, system) = ready_rx
+            .await
+            .map_err(|_| HandleError::Spawn("the runtime thread ended early".into()))?;
+        Ok((
+            Self {
+                supervisor,
+                system: Some(system),
+            },
+            events_rx,
+        ))
+    }
+
+    /// A primary turn finished (A4). Resolves after the syncBacklog wait (S1).
+    pub async fn turn_end(&self, transcript: &Transcript) -> Result<(), HandleError> {
+        self.supervisor
+            .send(TurnEnd {
+                transcript: transcript.clone(),
+            })
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// The host is about to call its model: the advice to fold in now (D3).
+    pub async fn step_boundary(&self) -> Result<StepAdvice, HandleError> {
+        self.supervisor
+            .send(StepBoundary)
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// The primary started (`true`) or went idle (`false`).
+    pub async fn run_state(&self, running: bool) -> Result<(), HandleError> {
+        self.supervisor
+            .send(RunState { running })
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// The host aborted the run (D6).
+    pub async fn interrupt(&self, by_user: bool) -> Result<(), HandleError> {
+        self.supervisor
+            .send(Interrupt { by_user })
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// A user-initiated prompt (D6).
+    pub async fn user_prompt(&self) -> Result<(), HandleError> {
+        self.supervisor
+            .send(UserPrompt)
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// The host replaced its transcript (R1).
+    pub async fn rewrite(&self, kind: RewriteKind) -> Result<(), HandleError> {
+        self.supervisor
+            .send(Rewrite { kind })
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// Runs an `/advisor …` command and returns the text to show (C1–C4).
+    pub async fn command(&self, line: &str) -> Result<String, HandleError> {
+        self.supervisor
+            .send(RunCommand {
+                line: line.to_string(),
+            })
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// The status (C3).
+    pub async fn status(&self) -> Result<AdvisorStatus, HandleError> {
+        self.supervisor
+            .send(GetStatus)
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// The advisor's transcript (C4).
+    pub async fn dump(&self, raw: bool) -> Result<String, HandleError> {
+        self.supervisor
+            .send(GetDump { raw })
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// Stops all work and wakes all waiters (R2); a runtime started with
+    /// [`AdvisorHandle::spawn`] also stops its thread.
+    pub async fn dispose(&self) -> Result<(), HandleError> {
+        let result = self
+            .supervisor
+            .send(Dispose)
+            .await
+            .map_err(|_| HandleError::Stopped);
+        if let Some(system) = &self.system {
+            system.stop();
+        }
+        result
+    }
+}

@@ -1,0 +1,111 @@
+//! Messages of the AdvisorAgent (G2–G5) and its reports to the Supervisor (F1–F3).
+
+use std::time::Duration;
+
+use actix::Message as ActixMessage;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ModelError, Usage};
+
+/// Queues one rendered delta (one turn) for review.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct QueueDelta {
+    /// The epoch the delta was rendered in; stale ones are ignored.
+    pub epoch: u64,
+    /// `### Session update\n\n` + the rendered delta.
+    pub prompt: String,
+}
+
+/// Resolves once the backlog is below `threshold`, or at once while the advisor is failing
+/// or paused (S1, S2), or when waiters are released. The 30 s cap is the caller's.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct AwaitBacklog {
+    /// Wait until the backlog is below this.
+    pub threshold: usize,
+}
+
+/// Wakes every backlog waiter (abort, reset, dispose).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct ReleaseWaiters;
+
+/// Starts a new epoch: drops the context, the backlog and the in-flight review's effects
+/// (R1). Usage already spent stays counted.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct ResetAdvisor {
+    /// The new epoch.
+    pub epoch: u64,
+}
+
+/// A review ended (agent → supervisor).
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct ReviewFinished {
+    /// The epoch it ran in.
+    pub epoch: u64,
+    /// Success, or the classified failure.
+    pub result: Result<(), ModelError>,
+}
+
+/// Retry the failed batch after this delay (F1).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct RetryReview {
+    /// How long to wait first.
+    pub after: Duration,
+}
+
+/// Drops the backlog after three strikes (F2); answers how many turns were dropped.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "usize")]
+pub struct DropBacklog;
+
+/// Pauses (F3) or resumes reviews.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct SetPaused {
+    /// `Some(reason)` pauses, `None` resumes.
+    pub reason: Option<String>,
+}
+
+/// Asks the agent for its part of the status.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "AgentStatus")]
+pub struct GetAgentStatus;
+
+/// Asks the agent for its transcript (C4).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "String")]
+pub struct DumpContext {
+    /// Full dump with system prompt, tools, thinking and tool results.
+    pub raw: bool,
+}
+
+/// The agent's part of the status (C3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentStatus {
+    /// Turns not yet reviewed or dropped.
+    pub backlog: usize,
+    /// Estimated context tokens.
+    pub context_tokens: u64,
+    /// The model's window.
+    pub context_window: u64,
+    /// Lifetime usage (survives resets and re-primes, G4).
+    pub lifetime: Usage,
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Reviews completed.
+    pub reviews: u64,
+    /// Turns dropped after repeated failures (F2).
+    pub dropped_turns: u64,
+    /// Context re-primes (G5).
+    pub reprimes: u64,
+    /// Why reviews are paused, if they are.
+    pub paused: Option<String>,
+    /// Whether a retry is pending after a failure.
+    pub failing: bool,
+}

@@ -1,0 +1,216 @@
+//! Advisor settings (SPEC K1): loaded once by the embedding program or the CLI and passed
+//! in; the library never reads the environment or settings files on its own.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::render::TranscriptView;
+
+/// How concern and blocker notes reach the primary (D3, D4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryPolicy {
+    /// Steer a running primary, wake an idle one (compat with oh-my-pi; the default).
+    #[default]
+    Interrupt,
+    /// Hold concerns and blockers until a later review reconfirms them (compat with
+    /// pi-omplike-advisor). Not yet implemented: the router treats it as `interrupt`.
+    Reconfirm,
+}
+
+impl FromStr for DeliveryPolicy {
+    type Err = SettingsError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "interrupt" => Ok(Self::Interrupt),
+            "reconfirm" => Ok(Self::Reconfirm),
+            _ => Err(SettingsError::Invalid {
+                key: "advisor.policy",
+                value: s.to_string(),
+                allowed: "interrupt, reconfirm",
+            }),
+        }
+    }
+}
+
+/// `advisor.syncBacklog` (S1): how far the primary waits for the advisor after a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncBacklog {
+    /// Never wait (the default).
+    #[default]
+    Off,
+    /// Wait until the backlog is below this threshold (1, 3 or 5).
+    Below(usize),
+}
+
+impl SyncBacklog {
+    /// The threshold, when waiting is on.
+    pub fn threshold(self) -> Option<usize> {
+        match self {
+            SyncBacklog::Off => None,
+            SyncBacklog::Below(n) => Some(n),
+        }
+    }
+}
+
+impl fmt::Display for SyncBacklog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SyncBacklog::Off => f.write_str("off"),
+            SyncBacklog::Below(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl FromStr for SyncBacklog {
+    type Err = SettingsError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" | "false" => Ok(Self::Off),
+            "1" => Ok(Self::Below(1)),
+            "3" => Ok(Self::Below(3)),
+            "5" => Ok(Self::Below(5)),
+            _ => Err(SettingsError::Invalid {
+                key: "advisor.syncBacklog",
+                value: s.to_string(),
+                allowed: "off, 1, 3, 5",
+            }),
+        }
+    }
+}
+
+impl Serialize for SyncBacklog {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SyncBacklog {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        let text = match &v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Bool(false) => "off".to_string(),
+            other => other.to_string(),
+        };
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A settings value that is not allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// A key has a value outside its allowed set.
+    #[error("invalid value `{value}` for {key}: allowed values are {allowed}")]
+    Invalid {
+        /// The key's path.
+        key: &'static str,
+        /// The value found.
+        value: String,
+        /// The allowed values.
+        allowed: &'static str,
+    },
+}
+
+/// The `advisor:` block of the settings (K1) plus runtime knobs, with the documented
+/// defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdvisorSettings {
+    /// `advisor.enabled`.
+    pub enabled: bool,
+    /// `advisor.syncBacklog`.
+    pub sync_backlog: SyncBacklog,
+    /// `advisor.policy`.
+    pub policy: DeliveryPolicy,
+    /// `advisor.transcript`.
+    pub transcript: TranscriptView,
+    /// `advisor.immuneTurns` (D7).
+    pub immune_turns: u32,
+    /// `advisor.maxNotesPerUpdate` (D8).
+    pub max_notes_per_update: usize,
+    /// Bound on tool rounds per review (G3).
+    pub max_tool_rounds: usize,
+    /// Bound on output tokens per model call (`advisor.maxOutputTokens`).
+    pub max_output_tokens: u32,
+    /// The syncBacklog wait cap (S1: 30 s).
+    pub sync_wait_cap: Duration,
+    /// Delay before retrying a failed review when the provider gave none (F1: 1 s).
+    pub retry_delay: Duration,
+    /// Consecutive failures that drop the backlog (F2: 3).
+    pub max_consecutive_failures: u32,
+    /// Context threshold in percent of the window (G5, `ADVISOR_COMPACT_AT`, clamped 50–95).
+    pub compact_at_percent: u8,
+    /// Absolute context threshold in tokens (`advisor.compaction.thresholdTokens`).
+    pub compact_threshold_tokens: Option<u64>,
+    /// `ADVISOR_NO_REVIEW`: make no model calls; delivery paths still work.
+    pub no_review: bool,
+}
+
+impl Default for AdvisorSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            sync_backlog: SyncBacklog::Off,
+            policy: DeliveryPolicy::Interrupt,
+            transcript: TranscriptView::Compact,
+            immune_turns: 3,
+            max_notes_per_update: 2,
+            max_tool_rounds: 8,
+            max_output_tokens: 4096,
+            sync_wait_cap: Duration::from_secs(30),
+            retry_delay: Duration::from_secs(1),
+            max_consecutive_failures: 3,
+            compact_at_percent: 80,
+            compact_threshold_tokens: None,
+            no_review: false,
+        }
+    }
+}
+
+impl AdvisorSettings {
+    /// Applies `ADVISOR_COMPACT_AT` (G5): clamped to 50–95; junk or 0 gives 80.
+    pub fn with_compact_at(mut self, raw: Option<&str>) -> Self {
+        self.compact_at_percent = parse_compact_at(raw);
+        self
+    }
+}
+
+/// Parses `ADVISOR_COMPACT_AT` (G5): clamped to 50–95; absent, junk or 0 gives 80.
+pub fn parse_compact_at(raw: Option<&str>) -> u8 {
+    match raw.and_then(|s| s.trim().parse::<u64>().ok()) {
+        None | Some(0) => 80,
+        Some(n) => n.clamp(50, 95) as u8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s1_sync_backlog_parses_allowed_values_only() {
+        assert_eq!("off".parse::<SyncBacklog>(), Ok(SyncBacklog::Off));
+        assert_eq!("3".parse::<SyncBacklog>(), Ok(SyncBacklog::Below(3)));
+        let err = "2".parse::<SyncBacklog>().unwrap_err().to_string();
+        assert!(
+            err.contains("advisor.syncBacklog") && err.contains("off, 1, 3, 5"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn g5_compact_at_is_clamped_and_defaults() {
+        assert_eq!(parse_compact_at(None), 80);
+        assert_eq!(parse_compact_at(Some("junk")), 80);
+        assert_eq!(parse_compact_at(Some("0")), 80);
+        assert_eq!(parse_compact_at(Some("10")), 50);
+        assert_eq!(parse_compact_at(Some("99")), 95);
+        assert_eq!(parse_compact_at(Some("70")), 70);
+    }
+}

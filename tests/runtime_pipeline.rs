@@ -1,0 +1,587 @@
+//! Mailbox tests of the whole pipeline: host handle → supervisor → feed → agent → executor
+//! → router → host. Each test names the SPEC rule it checks.
+
+#[path = "support/runtime.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use advisor::messages::advice::{Channel, Severity};
+use advisor::messages::host::{HostEvent, RewriteKind};
+use advisor::messages::transcript::{Message, Transcript};
+use advisor::model::scripted::{ScriptedModel, ScriptedReply};
+use advisor::model::{ChatMessage, ModelClient, ModelError};
+use advisor::settings::SyncBacklog;
+use advisor::{AdvisorHandle, RuntimeConfig};
+use serde_json::json;
+use support::*;
+
+fn config(model: Arc<dyn ModelClient>, sync: SyncBacklog) -> RuntimeConfig {
+    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
+    cfg.settings.sync_backlog = sync;
+    cfg
+}
+
+fn start(
+    cfg: RuntimeConfig,
+) -> (
+    AdvisorHandle,
+    tokio::sync::mpsc::UnboundedReceiver<HostEvent>,
+) {
+    let (rec, rx) = recorder();
+    (AdvisorHandle::start(cfg, rec.recipient()), rx)
+}
+
+#[actix::test]
+async fn x1_each_review_sees_only_the_delta_after_the_cursor() {
+    let model = ScriptedModel::new([]);
+    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("please fix the parser")]);
+    h.turn_end(&t).await.unwrap();
+    t.push(Message::user("and add a test"));
+    h.turn_end(&t).await.unwrap();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let second = last_user_text(&requests[1]);
+    assert!(second.starts_with("### Session update\n\n"), "{second}");
+    assert!(second.contains("and add a test"));
+    assert!(!second.contains("please fix the parser"));
+    // M5: the second request extends the first.
+    assert_eq!(requests[1].messages[..1], requests[0].messages[..1]);
+}
+
+#[actix::test]
+async fn x2_advisor_messages_filtered_by_type_literal_text_kept() {
+    let model = ScriptedModel::new([]);
+    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("start")]);
+    h.turn_end(&t).await.unwrap();
+    h.command("/advisor test nit injected advice words")
+        .await
+        .unwrap();
+    let step = h.step_boundary().await.unwrap();
+    t.push(step.aside.expect("the test nit").to_message());
+    t.push(Message::user("my own <advisory>text</advisory>"));
+    h.turn_end(&t).await.unwrap();
+    let text = last_user_text(&model.requests()[1]);
+    assert!(!text.contains("injected advice words"), "{text}");
+    assert!(text.contains("my own <advisory>text</advisory>"));
+}
+
+#[actix::test]
+async fn x1_r1_shrinking_transcript_resets_and_next_turn_sends_everything() {
+    let model = ScriptedModel::new([]);
+    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("one"), Message::user("two")]);
+    h.turn_end(&t).await.unwrap();
+    t.replace([Message::user("one")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(model.request_count(), 1, "the detecting turn sends nothing");
+    t.push(Message::user("three"));
+    h.turn_end(&t).await.unwrap();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let text = last_user_text(&requests[1]);
+    assert!(text.contains("one") && text.contains("three"), "{text}");
+    assert_eq!(
+        requests[1].messages.len(),
+        1,
+        "the advisor context was cleared"
+    );
+}
+
+#[actix::test]
+async fn x4_resume_seeds_the_cursor_at_the_end() {
+    let model = ScriptedModel::new([]);
+    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
+    let t = Transcript::from_messages([Message::user("old conversation")]);
+    cfg.initial_transcript = Some(t.clone());
+    let (h, _rx) = start(cfg);
+    t.push(Message::user("new request"));
+    h.turn_end(&t).await.unwrap();
+    let text = last_user_text(&model.requests()[0]);
+    assert!(
+        text.contains("new request") && !text.contains("old conversation"),
+        "{text}"
+    );
+}
+
+#[actix::test]
+async fn x4_c1_enabling_mid_session_seeds_at_the_end() {
+    let model = ScriptedModel::new([]);
+    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
+    cfg.settings.enabled = false;
+    let (h, _rx) = start(cfg);
+    let t = Transcript::from_messages([Message::user("before enabling")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(model.request_count(), 0, "disabled: no review");
+    assert_eq!(h.command("/advisor on").await.unwrap(), "advisor: on");
+    t.push(Message::user("after enabling"));
+    h.turn_end(&t).await.unwrap();
+    let text = last_user_text(&model.requests()[0]);
+    assert!(
+        text.contains("after enabling") && !text.contains("before enabling"),
+        "{text}"
+    );
+}
+
+#[actix::test]
+async fn g2_deltas_arriving_during_a_review_are_coalesced() {
+    let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
+    let gate = gate.unwrap();
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Off));
+    let t = Transcript::from_messages([Message::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    let first = next_request(&mut arrivals).await;
+    assert!(last_user_text(&first).contains("turn one"));
+    t.push(Message::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    t.push(Message::user("turn three"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(h.status().await.unwrap().agent.backlog, 3);
+    gate.add_permits(2);
+    let second = next_request(&mut arrivals).await;
+    let text = last_user_text(&second);
+    assert!(
+        text.contains("turn two") && text.contains("turn three"),
+        "{text}"
+    );
+    assert_eq!(text.matches("### Session update").count(), 2);
+}
+
+#[actix::test]
+async fn d3_nits_batch_into_one_aside_and_never_wake_an_idle_primary() {
+    let model = ScriptedModel::new([
+        ScriptedReply::tool_calls(&[
+            (
+                "c1",
+                "advise",
+                json!({"note": "rename tmp", "severity": "nit"}),
+            ),
+            ("c2", "advise", json!({"note": "drop the clone"})),
+        ]),
+        ScriptedReply::text(""),
+    ]);
+    let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    h.run_state(false).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert!(drain(&mut rx).is_empty(), "nits never wake");
+    assert_eq!(status.deliveries.pending, 2);
+    let step = h.step_boundary().await.unwrap();
+    let aside = step.aside.expect("one aside message");
+    assert_eq!(aside.channel, Channel::Aside);
+    assert_eq!(aside.notes.len(), 2);
+    assert!(aside.content.contains("<advisory severity=\"nit\""));
+    assert!(aside.content.contains("<advisory guidance="));
+    // The advise tool answered the model.
+    let second = &model.requests()[1];
+    assert!(second
+        .messages
+        .iter()
+        .any(|m| matches!(m, ChatMessage::ToolResult { text, .. } if text == "Recorded.")));
+}
+
+#[actix::test]
+async fn d3_concern_steers_while_running_and_blocker_wakes_while_idle() {
+    let model = ScriptedModel::new([
+        ScriptedReply::advise("a", "the migration drops a column", Some("concern")),
+        ScriptedReply::text(""),
+        ScriptedReply::advise("b", "tests were never run", Some("blocker")),
+        ScriptedReply::text(""),
+    ]);
+    let (h, mut rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(next_event(&mut rx).await, HostEvent::SteerReady);
+    let step = h.step_boundary().await.unwrap();
+    assert_eq!(step.steers.len(), 1);
+    assert!(step.steers[0].content.contains("severity=\"concern\""));
+    h.run_state(false).await.unwrap();
+    t.push(Message::user("more"));
+    h.turn_end(&t).await.unwrap();
+    match next_event(&mut rx).await {
+        HostEvent::Wake { card } => {
+            assert_eq!(card.notes[0].severity, Some(Severity::Blocker));
+            assert_eq!(card.channel, Channel::Wake);
+        }
+        other => panic!("expected a wake, got {other:?}"),
+    }
+}
+
+#[actix::test]
+async fn d6_user_interrupt_turns_outbox_steers_into_cards_and_suppresses_wakes() {
+    let model = ScriptedModel::new([
+        ScriptedReply::advise("a", "wrong branch", Some("concern")),
+        ScriptedReply::text(""),
+        ScriptedReply::advise("b", "still wrong", Some("blocker")),
+        ScriptedReply::text(""),
+    ]);
+    let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(next_event(&mut rx).await, HostEvent::SteerReady);
+    h.interrupt(true).await.unwrap();
+    match next_event(&mut rx).await {
+        HostEvent::Card { card } => assert_eq!(card.channel, Channel::Card),
+        other => panic!("expected a card, got {other:?}"),
+    }
+    assert!(h.step_boundary().await.unwrap().steers.is_empty());
+    h.run_state(false).await.unwrap();
+    t.push(Message::user("idle now"));
+    h.turn_end(&t).await.unwrap();
+    assert!(
+        matches!(next_event(&mut rx).await, HostEvent::Card { .. }),
+        "no wake while latched"
+    );
+    h.user_prompt().await.unwrap();
+    h.command("/advisor test blocker after the prompt")
+        .await
+        .unwrap();
+    assert!(matches!(next_event(&mut rx).await, HostEvent::Wake { .. }));
+    assert_eq!(model.request_count(), 4, "no extra model call");
+}
+
+#[actix::test]
+async fn f2_three_failures_drop_the_backlog_and_the_next_review_hears_of_the_gap() {
+    tokio::time::pause();
+    let err = || {
+        ScriptedReply::Fail(ModelError::Retryable {
+            message: "HTTP 500".into(),
+            retry_after: None,
+        })
+    };
+    let model = ScriptedModel::new([err(), err(), err()]);
+    let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    match next_event(&mut rx).await {
+        HostEvent::Notice { text } => {
+            assert!(text.contains("3 consecutive model failures"), "{text}");
+            assert!(text.contains("skipped 1 turn"), "{text}");
+        }
+        other => panic!("expected a notice, got {other:?}"),
+    }
+    assert_eq!(model.request_count(), 3);
+    let status = h.status().await.unwrap();
+    assert_eq!(status.agent.backlog, 0);
+    assert_eq!(status.agent.dropped_turns, 1);
+    t.push(Message::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    let text = last_user_text(&model.requests()[3]);
+    assert!(text.contains("skipped 1 turn"), "{text}");
+    assert!(text.contains("turn two") && !text.contains("turn one"));
+}
+
+#[actix::test]
+async fn f1_retry_waits_for_retry_after_in_virtual_time() {
+    tokio::time::pause();
+    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
+        message: "429".into(),
+        retry_after: Some(Duration::from_secs(20)),
+    })]);
+    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("go")]);
+    let started = tokio::time::Instant::now();
+    // S2: the wait is released at once while the advisor is failing.
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(model.request_count(), 1);
+    assert!(started.elapsed() < Duration::from_secs(1));
+    // The retry comes after the server's delay, not before.
+    t.push(Message::user("next"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(model.request_count(), 1, "still waiting for Retry-After");
+    tokio::time::sleep(Duration::from_secs(19)).await;
+    assert_eq!(model.request_count(), 1);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = h.status().await.unwrap();
+    assert_eq!(model.request_count(), 2);
+    assert_eq!(
+        status.agent.backlog, 0,
+        "retried batch merged with the newer delta"
+    );
+    let text = last_user_text(&model.requests()[1]);
+    assert!(text.contains("go") && text.contains("next"), "{text}");
+}
+
+#[actix::test]
+async fn f3_permanent_error_pauses_with_a_notice_and_does_not_block() {
+    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
+        message: "HTTP 401: invalid key".into(),
+    })]);
+    let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    match next_event(&mut rx).await {
+        HostEvent::Notice { text } => assert!(text.contains("paused") && text.contains("401")),
+        other => panic!("expected a notice, got {other:?}"),
+    }
+    t.push(Message::user("next"));
+    h.turn_end(&t).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert!(
+        status.render().contains("paused: HTTP 401"),
+        "{}",
+        status.render()
+    );
+    assert_eq!(model.request_count(), 1, "no retries burnt");
+    h.command("/advisor on").await.unwrap();
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(model.request_count(), 2, "resumed");
+}
+
+#[actix::test]
+async fn r1_reset_discards_the_in_flight_reviews_advice() {
+    let (model, mut arrivals, gate) = GatedModel::new(
+        vec![ScriptedReply::advise("a", "stale advice", Some("blocker"))],
+        true,
+    );
+    let gate = gate.unwrap();
+    let (h, mut rx) = start(config(Arc::new(model), SyncBacklog::Off));
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    next_request(&mut arrivals).await;
+    h.rewrite(RewriteKind::Compaction).await.unwrap();
+    gate.add_permits(10);
+    next_request(&mut arrivals).await; // the model is told its advice was discarded
+    let status = h.status().await.unwrap();
+    assert!(drain(&mut rx).is_empty(), "no wake for stale advice");
+    assert_eq!(
+        status
+            .deliveries
+            .dropped
+            .get(&advisor::delivery::DropReason::StaleEpoch),
+        Some(&1)
+    );
+}
+
+#[actix::test]
+async fn s1_sync_one_waits_for_a_full_drain() {
+    let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
+    let gate = gate.unwrap();
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("go")]);
+    let h2 = h.clone();
+    let t2 = t.clone();
+    let waiting = tokio::spawn(async move { h2.turn_end(&t2).await });
+    next_request(&mut arrivals).await;
+    assert!(!waiting.is_finished());
+    gate.add_permits(1);
+    waiting.await.unwrap().unwrap();
+    assert_eq!(h.status().await.unwrap().agent.backlog, 0);
+}
+
+#[actix::test]
+async fn s1_sync_three_waits_only_at_backlog_three() {
+    let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
+    let gate = gate.unwrap();
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(3)));
+    let t = Transcript::from_messages([Message::user("one")]);
+    h.turn_end(&t).await.unwrap(); // backlog 1: no wait
+    next_request(&mut arrivals).await;
+    t.push(Message::user("two"));
+    h.turn_end(&t).await.unwrap(); // backlog 2: no wait
+    t.push(Message::user("three"));
+    let h2 = h.clone();
+    let t2 = t.clone();
+    let waiting = tokio::spawn(async move { h2.turn_end(&t2).await });
+    tokio::task::yield_now().await;
+    assert_eq!(h.status().await.unwrap().agent.backlog, 3);
+    assert!(!waiting.is_finished(), "backlog 3 waits");
+    gate.add_permits(1); // first batch done: backlog 2 (< 3)
+    waiting.await.unwrap().unwrap();
+}
+
+#[actix::test]
+async fn s1_wait_is_capped_at_30_seconds_in_virtual_time() {
+    tokio::time::pause();
+    let (model, mut arrivals, _gate) = GatedModel::new(vec![], true);
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("go")]);
+    let started = tokio::time::Instant::now();
+    h.turn_end(&t).await.unwrap();
+    let waited = started.elapsed();
+    next_request(&mut arrivals).await;
+    assert!(
+        waited >= Duration::from_secs(30) && waited < Duration::from_secs(31),
+        "{waited:?}"
+    );
+}
+
+#[actix::test]
+async fn s1_user_abort_releases_the_wait() {
+    tokio::time::pause();
+    let (model, mut arrivals, _gate) = GatedModel::new(vec![], true);
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("go")]);
+    let h2 = h.clone();
+    let started = tokio::time::Instant::now();
+    let waiting = tokio::spawn(async move { h2.turn_end(&t).await });
+    next_request(&mut arrivals).await;
+    h.interrupt(true).await.unwrap();
+    waiting.await.unwrap().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[actix::test]
+async fn d10_every_advisory_ends_delivered_held_or_dropped() {
+    let model = ScriptedModel::new([
+        ScriptedReply::tool_calls(&[
+            ("1", "advise", json!({"note": "a nit"})),
+            ("2", "advise", json!({"note": "lgtm"})),
+            (
+                "3",
+                "advise",
+                json!({"note": "a concern", "severity": "concern"}),
+            ),
+        ]),
+        ScriptedReply::text(""),
+        ScriptedReply::advise("4", "a nit", None),
+        ScriptedReply::text(""),
+    ]);
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    t.push(Message::user("again"));
+    h.turn_end(&t).await.unwrap();
+    h.step_boundary().await.unwrap();
+    let d = h.status().await.unwrap().deliveries;
+    assert_eq!(d.raised(), 4);
+    assert_eq!(d.pending, 0);
+    assert_eq!((d.aside, d.steer, d.dropped_total()), (1, 1, 2));
+}
+
+#[actix::test]
+async fn t6_unknown_severity_is_a_tool_error_not_a_failed_review() {
+    let model = ScriptedModel::new([
+        ScriptedReply::advise("a", "x", Some("urgent")),
+        ScriptedReply::text(""),
+    ]);
+    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let requests = model.requests();
+    assert!(requests[1].messages.iter().any(|m| matches!(m,
+        ChatMessage::ToolResult { text, is_error: true, .. } if text.contains("nit, concern or blocker"))));
+    let status = h.status().await.unwrap();
+    assert_eq!((status.failures, status.agent.reviews), (0, 1));
+}
+
+#[actix::test]
+async fn g3_tool_rounds_are_bounded() {
+    let replies: Vec<ScriptedReply> = (0..20)
+        .map(|i| ScriptedReply::tool_call(&format!("c{i}"), "nosuchtool", json!({})))
+        .collect();
+    let model = ScriptedModel::new(replies);
+    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
+    cfg.settings.max_tool_rounds = 3;
+    let (h, _rx) = start(cfg);
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(
+        model.request_count(),
+        4,
+        "three tool rounds plus the final answer"
+    );
+    let last = model.requests()[3].clone();
+    assert!(last.messages.iter().any(|m| matches!(m,
+        ChatMessage::ToolResult { text, .. } if text.contains("Tool budget for this update is used up"))));
+}
+
+#[actix::test]
+async fn g4_lifetime_usage_survives_a_reset() {
+    let usage = advisor::model::Usage {
+        input: 100,
+        output: 10,
+        cache_read: 5,
+        cache_write: 1,
+        cost: 0.5,
+    };
+    let model = ScriptedModel::new([
+        ScriptedReply::text("").with_usage(usage),
+        ScriptedReply::text("").with_usage(usage),
+    ]);
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    h.rewrite(RewriteKind::Compaction).await.unwrap();
+    h.turn_end(&t).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert_eq!(status.agent.lifetime.input, 200);
+    assert!((status.agent.lifetime.cost - 1.0).abs() < 1e-9);
+    assert!(status.render().contains("lifetime cost: $1.0000"));
+}
+
+#[actix::test]
+async fn k2_enabled_without_a_model_reports_it_and_does_not_crash() {
+    let (rec, _rx) = recorder();
+    let cfg = RuntimeConfig::new("p", std::env::temp_dir(), None);
+    let h = AdvisorHandle::start(cfg, rec.recipient());
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let text = h.command("/advisor status").await.unwrap();
+    assert!(text.contains("no advisor model is assigned"), "{text}");
+    // C2 still works through the normal delivery path.
+    let reply = h.command("/advisor test nit be tidy").await.unwrap();
+    assert!(reply.contains("Recorded."), "{reply}");
+    assert_eq!(
+        h.step_boundary().await.unwrap().aside.unwrap().notes[0].note,
+        "be tidy"
+    );
+}
+
+#[actix::test]
+async fn c4_dump_shows_the_advisor_transcript_and_raw_adds_the_system_prompt() {
+    let model = ScriptedModel::new([ScriptedReply::text("nothing to add")]);
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let dump = h.command("/advisor dump").await.unwrap();
+    assert!(
+        dump.contains("### Session update") && dump.contains("nothing to add"),
+        "{dump}"
+    );
+    let raw = h.dump(true).await.unwrap();
+    assert!(raw.contains("## System prompt") && raw.contains("The workspace root is"));
+    assert!(raw.contains("- advise:"), "{raw}");
+}
+
+#[actix::test]
+async fn r2_dispose_stops_work_and_turn_end_returns() {
+    let (model, _arrivals, _gate) = GatedModel::new(vec![], true);
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Off));
+    h.dispose().await.unwrap();
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    assert!(!h.status().await.unwrap().enabled);
+}
+
+#[test]
+fn a3_handle_works_from_a_plain_tokio_runtime() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let model = ScriptedModel::new([ScriptedReply::advise(
+            "a",
+            "check the error path",
+            Some("blocker"),
+        )]);
+        let cfg = config(Arc::new(model), SyncBacklog::Below(1));
+        let (h, mut events) = AdvisorHandle::spawn(cfg).await.unwrap();
+        let t = Transcript::from_messages([Message::user("go")]);
+        h.turn_end(&t).await.unwrap();
+        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(matches!(event, HostEvent::Wake { .. }));
+        h.dispose().await.unwrap();
+    });
+}

@@ -1,0 +1,126 @@
+//! Shared helpers for the runtime's mailbox tests: a recorder actor for host events and a
+//! model whose answers can be held back until the test releases them.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Context, Handler};
+use advisor::messages::host::HostEvent;
+use advisor::model::scripted::{ScriptedModel, ScriptedReply};
+use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
+use tokio::sync::{mpsc, Semaphore};
+
+/// Collects every host event the runtime sends.
+pub struct Recorder {
+    tx: mpsc::UnboundedSender<HostEvent>,
+}
+
+impl Actor for Recorder {
+    type Context = Context<Self>;
+}
+
+impl Handler<HostEvent> for Recorder {
+    type Result = ();
+    fn handle(&mut self, msg: HostEvent, _ctx: &mut Context<Self>) {
+        let _ = self.tx.send(msg);
+    }
+}
+
+/// Starts a recorder; events arrive on the receiver.
+pub fn recorder() -> (actix::Addr<Recorder>, mpsc::UnboundedReceiver<HostEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Recorder { tx }.start(), rx)
+}
+
+/// Waits for the next host event (bounded, so a missing event fails instead of hanging).
+pub async fn next_event(rx: &mut mpsc::UnboundedReceiver<HostEvent>) -> HostEvent {
+    tokio::time::timeout(Duration::from_secs(600), rx.recv())
+        .await
+        .expect("a host event")
+        .expect("recorder alive")
+}
+
+/// Drains the events already delivered, without waiting.
+pub fn drain(rx: &mut mpsc::UnboundedReceiver<HostEvent>) -> Vec<HostEvent> {
+    let mut out = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        out.push(e);
+    }
+    out
+}
+
+/// A scripted model that can hold every answer until the test adds a permit, and reports
+/// each request as it arrives.
+#[derive(Clone)]
+pub struct GatedModel {
+    pub script: ScriptedModel,
+    gate: Option<Arc<Semaphore>>,
+    arrivals: mpsc::UnboundedSender<ModelRequest>,
+}
+
+impl GatedModel {
+    /// A model answering from `replies`; with `gated`, each answer waits for a permit.
+    pub fn new(
+        replies: Vec<ScriptedReply>,
+        gated: bool,
+    ) -> (
+        Self,
+        mpsc::UnboundedReceiver<ModelRequest>,
+        Option<Arc<Semaphore>>,
+    ) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let gate = gated.then(|| Arc::new(Semaphore::new(0)));
+        (
+            Self {
+                script: ScriptedModel::new(replies),
+                gate: gate.clone(),
+                arrivals: tx,
+            },
+            rx,
+            gate,
+        )
+    }
+}
+
+impl ModelClient for GatedModel {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        let _ = self.arrivals.send(request.clone());
+        let answer = self.script.complete(request);
+        let gate = self.gate.clone();
+        Box::pin(async move {
+            if let Some(gate) = gate {
+                if let Ok(permit) = gate.acquire().await {
+                    permit.forget();
+                }
+            }
+            answer.await
+        })
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.script.info()
+    }
+}
+
+/// Waits for the next model request.
+pub async fn next_request(rx: &mut mpsc::UnboundedReceiver<ModelRequest>) -> ModelRequest {
+    tokio::time::timeout(Duration::from_secs(600), rx.recv())
+        .await
+        .expect("a model request")
+        .expect("model alive")
+}
+
+/// The text of the last user message of a request.
+pub fn last_user_text(request: &ModelRequest) -> String {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            advisor::model::ChatMessage::User { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
