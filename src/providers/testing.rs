@@ -319,3 +319,65 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
     socket.flush().await?;
     socket.shutdown().await
 }
+
+/// How many leading bytes `a` and `b` share.
+pub fn shared_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The fraction of request bytes that repeat the previous request's leading bytes: over
+/// every request after the first, the sum of bytes shared with the previous request's
+/// start, divided by the sum of their sizes (M5). `None` with fewer than two requests.
+pub fn prefix_reuse_ratio(bodies: &[&[u8]]) -> Option<f64> {
+    if bodies.len() < 2 {
+        return None;
+    }
+    let (shared, total) = bodies.windows(2).fold((0usize, 0usize), |(s, t), w| {
+        (s + shared_prefix_len(w[0], w[1]), t + w[1].len())
+    });
+    Some(if total == 0 {
+        1.0
+    } else {
+        shared as f64 / total as f64
+    })
+}
+
+/// A request body with Anthropic's `cache_control` markers removed: markers are cache
+/// directives that move as the conversation grows (the newest breakpoints follow the end),
+/// so prefix comparisons of the content ignore them.
+pub fn strip_cache_markers(body: &[u8]) -> Vec<u8> {
+    const MARKER: &[u8] = br#","cache_control":{"type":"ephemeral"}"#;
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        if body[i..].starts_with(MARKER) {
+            i += MARKER.len();
+        } else {
+            out.push(body[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn m5_prefix_reuse_ratio_counts_shared_leading_bytes() {
+        assert_eq!(shared_prefix_len(b"abcd", b"abxy"), 2);
+        assert_eq!(prefix_reuse_ratio(&[b"ab"]), None);
+        let r = prefix_reuse_ratio(&[b"abc", b"abcdef", b"abcdeXgh"]).unwrap();
+        assert!((r - (3.0 + 5.0) / (6.0 + 8.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn m5_strip_cache_markers_removes_only_markers() {
+        let body = br#"{"a":[{"text":"x","cache_control":{"type":"ephemeral"}}],"b":1}"#;
+        assert_eq!(
+            strip_cache_markers(body),
+            br#"{"a":[{"text":"x"}],"b":1}"#.to_vec()
+        );
+    }
+}
