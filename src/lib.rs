@@ -7,6 +7,7 @@ pub mod feed;
 pub mod handle;
 pub mod messages;
 pub mod model;
+pub mod prompts;
 pub mod providers;
 pub mod render;
 pub mod review;

@@ -144,7 +144,12 @@ impl AdvisorAgent {
             tools: self.setup.tools.clone(),
             base_prompt: self.setup.base_prompt.clone(),
             max_rounds: self.setup.settings.max_tool_rounds,
-            max_tokens: self.setup.settings.max_output_tokens,
+            max_tokens: self
+                .setup
+                .settings
+                .max_output_tokens
+                .min(u32::try_from(info.max_output).unwrap_or(u32::MAX))
+                .max(1),
             epoch,
             review,
         };

@@ -1,14 +1,51 @@
-//! `advisor render`.
+//! `advisor render SESSION [--transcript compact|full]` (L3): prints what the advisor would
+//! be sent for each turn, one JSON object per line, without a model.
 
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use advisor::prompts::SessionPrompts;
+use advisor::render::TranscriptView;
+use advisor::session::{read_session, SessionDriver};
 use clap::Args;
 
 use super::CliError;
 
 /// Arguments of `advisor render`.
 #[derive(Debug, Args)]
-pub struct RenderArgs {}
+pub struct RenderArgs {
+    /// The pi / oh-my-pi session file (JSON lines).
+    pub session: PathBuf,
+    /// How deltas are rendered.
+    #[arg(long, default_value = "compact", value_parser = parse_view)]
+    pub transcript: TranscriptView,
+}
 
-/// Runs `advisor render`.
-pub fn run(_args: RenderArgs) -> Result<(), CliError> {
-    Err(CliError::new("advisor render: not built yet"))
+fn parse_view(s: &str) -> Result<TranscriptView, String> {
+    s.parse::<TranscriptView>().map_err(|e| e.to_string())
+}
+
+/// Runs `advisor render`: `{"turn":N,"prompt":"…"}` per non-blank delta on standard output;
+/// skipped malformed lines are reported on standard error with their line numbers.
+pub fn run(args: RenderArgs) -> Result<(), CliError> {
+    let branch = read_session(&args.session).map_err(|e| CliError::new(e.to_string()))?;
+    for (line, reason) in &branch.diagnostics.malformed {
+        eprintln!(
+            "advisor: {}:{line}: skipped malformed line: {reason}",
+            args.session.display()
+        );
+    }
+    let prompts = SessionPrompts::new(SessionDriver::new(branch), args.transcript);
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    for prompt in prompts {
+        let line = serde_json::to_string(&prompt)
+            .map_err(|e| CliError::new(format!("cannot encode turn {}: {e}", prompt.turn)))?;
+        if writeln!(out, "{line}").is_err() {
+            // The reader went away (for example `| head`): stop quietly.
+            return Ok(());
+        }
+    }
+    out.flush().ok();
+    Ok(())
 }

@@ -50,7 +50,11 @@ pub fn parse(args: &Value) -> Result<Advisory, ToolError> {
         Some(Value::String(_)) => {
             return Err(ToolError::InvalidArguments("`note` is empty".into()));
         }
-        Some(_) => return Err(ToolError::InvalidArguments("`note` must be a string".into())),
+        Some(_) => {
+            return Err(ToolError::InvalidArguments(
+                "`note` must be a string".into(),
+            ))
+        }
         None => return Err(ToolError::InvalidArguments("`note` is required".into())),
     };
     let severity = match obj.get("severity") {
