@@ -1,4 +1,39 @@
 //! advisor: a second pair of eyes for coding agents.
+//!
+//! An advisor is a second model attached to a coding agent's session (the *primary*). After
+//! each primary turn it reads what happened (a delta of the transcript), may check the
+//! workspace with read-only tools (`read`, `search`, `find`), and may send short advice back
+//! (a `nit`, a `concern` or a `blocker`) that the primary weighs but need not obey.
+//!
+//! The runtime is a set of actix actors (see [`actors`]) behind one handle,
+//! [`AdvisorHandle`]. A host hands it the transcript after every turn and asks for advice
+//! at every step boundary:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use advisor::messages::transcript::{Message, Transcript};
+//! use advisor::model::scripted::{ScriptedModel, ScriptedReply};
+//! use advisor::settings::SyncBacklog;
+//! use advisor::{AdvisorHandle, RuntimeConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A real host builds the model with `advisor::providers::build_client`.
+//! let model = ScriptedModel::new([ScriptedReply::advise("1", "Run the tests first.", Some("nit"))]);
+//! let mut config = RuntimeConfig::new("session-1", ".", Some(Arc::new(model)));
+//! config.settings.sync_backlog = SyncBacklog::Below(1); // wait for each review
+//! let (advisor, _events) = AdvisorHandle::spawn(config).await?;
+//!
+//! let transcript = Transcript::from_messages([Message::user("Refactor the parser")]);
+//! advisor.turn_end(&transcript).await?;
+//! let advice = advisor.step_boundary().await?;
+//! assert_eq!(advice.aside.unwrap().notes[0].note, "Run the tests first.");
+//! advisor.dispose().await?;
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
 
 pub mod actors;
 pub mod command;
