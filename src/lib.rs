@@ -45,6 +45,7 @@ pub mod model;
 pub mod prompts;
 pub mod providers;
 pub mod render;
+pub mod replay;
 pub mod review;
 pub mod session;
 pub mod settings;

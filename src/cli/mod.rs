@@ -1,6 +1,7 @@
 //! The `advisor` command line: one module per subcommand.
 
 pub mod render;
+pub mod replay;
 pub mod tool;
 pub mod watchdog;
 
@@ -8,7 +9,11 @@ use clap::{Parser, Subcommand};
 
 /// Command-line interface of the advisor runtime.
 #[derive(Debug, Parser)]
-#[command(name = "advisor", version, about = "A second pair of eyes for coding agents")]
+#[command(
+    name = "advisor",
+    version,
+    about = "A second pair of eyes for coding agents"
+)]
 pub struct Cli {
     /// The subcommand.
     #[command(subcommand)]
@@ -20,6 +25,8 @@ pub struct Cli {
 pub enum Command {
     /// Print what the advisor would be sent for each turn of a session file (L3).
     Render(render::RenderArgs),
+    /// Replay a session file through the advisor as a host would and print its advice (L2).
+    Replay(replay::ReplayArgs),
     /// Run one advisor tool as the advisor would and print what the model would see.
     Tool(tool::ToolArgs),
     /// Print the watchdog blocks that would go into the system prompt (L4).
@@ -42,6 +49,7 @@ impl CliError {
 pub fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Render(args) => render::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::Tool(args) => tool::run(args),
         Command::Watchdog(args) => watchdog::run(args),
     }

@@ -1,0 +1,358 @@
+//! Replaying a recorded session through the runtime, as a live host would (SPEC L2).
+//!
+//! A [`Replay`] walks a [`SessionDriver`] and makes the host calls of each [`HostStep`] on an
+//! [`AdvisorHandle`]:
+//!
+//! | step | host calls |
+//! |---|---|
+//! | [`HostStep::RunStarted`] | `RunState { running: true }` |
+//! | [`HostStep::TurnEnded`] | `TurnEnd` (returns after the syncBacklog wait, S1), then at once `StepBoundary`; what the boundary returns is reported with the turn's number |
+//! | [`HostStep::Compacted`] | `Rewrite { kind: Compaction }` (R1) |
+//! | [`HostStep::RunEnded`] | `RunState { running: false }` |
+//!
+//! Host events the runtime sends between steps (`Wake`, `Card`, `Notice`) are reported with
+//! the number of the last turn end; `SteerReady` is not (the steer itself is reported when
+//! the next step boundary takes it). At the end of the file the replay waits, bounded by
+//! [`ReplayOptions::drain_timeout`], for the advisor's backlog to drain, then reports the
+//! final status.
+//!
+//! Delivered advice is not appended to the replayed transcript: the recorded session
+//! already holds what the primary did next, and the feed drops advisor messages anyway (X2).
+//!
+//! The replay prints nothing: everything goes to the caller's sink as a [`ReplayEvent`].
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::handle::{AdvisorHandle, HandleError};
+use crate::messages::advice::{Channel, Delivery, Severity};
+use crate::messages::host::{HostEvent, RewriteKind};
+use crate::session::{HostStep, SessionDriver};
+use crate::status::AdvisorStatus;
+
+/// Knobs of a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayOptions {
+    /// The longest wait for the advisor to drain its backlog at the end of the file.
+    pub drain_timeout: Duration,
+    /// How often that wait checks the backlog.
+    pub drain_poll: Duration,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        Self {
+            drain_timeout: Duration::from_secs(120),
+            drain_poll: Duration::from_millis(50),
+        }
+    }
+}
+
+/// Where the replay stands, reported after every host step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayProgress {
+    /// Branch entries consumed so far.
+    pub entries_done: usize,
+    /// Branch entries in the session.
+    pub entries_total: usize,
+    /// `TurnEnd`s sent so far.
+    pub turns: usize,
+}
+
+/// How a replay ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayOutcome {
+    /// `TurnEnd`s sent.
+    pub turns: usize,
+    /// Runs started (`RunState { running: true }` sent).
+    pub runs: usize,
+    /// Compactions replayed (`Rewrite { kind: Compaction }` sent).
+    pub compactions: usize,
+    /// Whether the advisor's backlog drained before the end-of-file wait ran out.
+    pub drained: bool,
+    /// Time from the first host call to the final status.
+    pub elapsed: Duration,
+    /// The advisor's status at the end (C3).
+    pub status: AdvisorStatus,
+}
+
+/// What a replay reports, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReplayEvent {
+    /// A host step was made.
+    Progress(ReplayProgress),
+    /// Advice reached the primary: taken at a step boundary (aside, steer) or sent as a host
+    /// event (wake, card).
+    Delivery {
+        /// `TurnEnd`s sent before it (counted from 1, as in `advisor render`).
+        turn: usize,
+        /// What the primary would receive.
+        delivery: Delivery,
+    },
+    /// A line for the user (warnings, failures, pauses).
+    Notice {
+        /// `TurnEnd`s sent before it.
+        turn: usize,
+        /// The text.
+        text: String,
+    },
+    /// The replay is over.
+    Finished(Box<ReplayOutcome>),
+}
+
+/// One note of a delivery, flattened for line-oriented output (`advisor replay --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryLine {
+    /// `TurnEnd`s sent before the delivery.
+    pub turn: usize,
+    /// How it reached the primary.
+    pub channel: Channel,
+    /// The severity the advisor gave, `null` when it gave none.
+    pub severity: Option<Severity>,
+    /// The note as the advisor wrote it.
+    pub note: String,
+    /// The XML message the primary receives (shared by every note of a batched aside).
+    pub content: String,
+}
+
+/// One line per note of `delivery`; the notes of a batched aside each get a line with the
+/// same `content` (L2).
+pub fn delivery_lines(turn: usize, delivery: &Delivery) -> Vec<DeliveryLine> {
+    delivery
+        .notes
+        .iter()
+        .map(|advisory| DeliveryLine {
+            turn,
+            channel: delivery.channel,
+            severity: advisory.severity,
+            note: advisory.note.clone(),
+            content: delivery.content.clone(),
+        })
+        .collect()
+}
+
+/// A replay failure: the runtime went away under it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// The advisor runtime stopped before the replay finished.
+    #[error("the advisor runtime stopped during the replay: {0}")]
+    Runtime(#[from] HandleError),
+}
+
+/// Drives a recorded session through a running advisor (module docs).
+pub struct Replay {
+    driver: SessionDriver,
+    handle: AdvisorHandle,
+    events: UnboundedReceiver<HostEvent>,
+    options: ReplayOptions,
+}
+
+impl Replay {
+    /// A replay of `driver` through `handle`; `events` is where the runtime's host events
+    /// arrive (the receiver [`AdvisorHandle::spawn`] returns).
+    pub fn new(
+        driver: SessionDriver,
+        handle: AdvisorHandle,
+        events: UnboundedReceiver<HostEvent>,
+    ) -> Self {
+        Self {
+            driver,
+            handle,
+            events,
+            options: ReplayOptions::default(),
+        }
+    }
+
+    /// The same replay with other options.
+    pub fn with_options(mut self, options: ReplayOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Runs the whole session, reporting to `sink` as it goes, and returns the outcome (also
+    /// reported last as [`ReplayEvent::Finished`]). The handle is left running: dispose of
+    /// it when done.
+    pub async fn run(
+        mut self,
+        mut sink: impl FnMut(ReplayEvent),
+    ) -> Result<ReplayOutcome, ReplayError> {
+        let started = Instant::now();
+        let transcript = self.driver.transcript();
+        let (mut runs, mut compactions) = (0usize, 0usize);
+        while let Some(step) = self.driver.next() {
+            match step {
+                HostStep::RunStarted => {
+                    runs += 1;
+                    self.handle.run_state(true).await?;
+                }
+                HostStep::TurnEnded { turn, .. } => {
+                    self.handle.turn_end(&transcript).await?;
+                    // Host events sent during the wait come before the step boundary's advice.
+                    self.forward_events(turn, &mut sink);
+                    let advice = self.handle.step_boundary().await?;
+                    for delivery in advice.deliveries() {
+                        sink(ReplayEvent::Delivery {
+                            turn,
+                            delivery: delivery.clone(),
+                        });
+                    }
+                }
+                HostStep::Compacted => {
+                    compactions += 1;
+                    self.handle.rewrite(RewriteKind::Compaction).await?;
+                }
+                HostStep::RunEnded => self.handle.run_state(false).await?,
+            }
+            self.forward_events(self.driver.turns(), &mut sink);
+            sink(ReplayEvent::Progress(self.progress()));
+        }
+        let drained = self.drain(&mut sink).await?;
+        let status = self.handle.status().await?;
+        self.forward_events(self.driver.turns(), &mut sink);
+        let outcome = ReplayOutcome {
+            turns: self.driver.turns(),
+            runs,
+            compactions,
+            drained,
+            elapsed: started.elapsed(),
+            status,
+        };
+        sink(ReplayEvent::Finished(Box::new(outcome.clone())));
+        Ok(outcome)
+    }
+
+    fn progress(&self) -> ReplayProgress {
+        ReplayProgress {
+            entries_done: self.driver.position(),
+            entries_total: self.driver.len(),
+            turns: self.driver.turns(),
+        }
+    }
+
+    /// Reports the host events already received, attributed to `turn`.
+    fn forward_events(&mut self, turn: usize, sink: &mut impl FnMut(ReplayEvent)) {
+        while let Ok(event) = self.events.try_recv() {
+            if let Some(e) = replay_event(turn, event) {
+                sink(e);
+            }
+        }
+    }
+
+    /// Waits until the advisor's backlog is empty, or the drain timeout passes, reporting
+    /// the host events that arrive meanwhile. True when it drained.
+    async fn drain(&mut self, sink: &mut impl FnMut(ReplayEvent)) -> Result<bool, ReplayError> {
+        let deadline = tokio::time::Instant::now() + self.options.drain_timeout;
+        let turn = self.driver.turns();
+        loop {
+            let status = self.handle.status().await?;
+            if status.agent.backlog == 0 {
+                return Ok(true);
+            }
+            if status.paused.is_some() {
+                // F3: a paused advisor will not drain; its status says why.
+                return Ok(false);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            let tick = (now + self.options.drain_poll).min(deadline);
+            tokio::select! {
+                event = self.events.recv() => match event {
+                    Some(event) => {
+                        if let Some(e) = replay_event(turn, event) {
+                            sink(e);
+                        }
+                    }
+                    None => tokio::time::sleep_until(tick).await,
+                },
+                _ = tokio::time::sleep_until(tick) => {}
+            }
+        }
+    }
+}
+
+/// The replay event for a host event, attributed to `turn` (`SteerReady` has none).
+pub fn replay_event(turn: usize, event: HostEvent) -> Option<ReplayEvent> {
+    match event {
+        HostEvent::Wake { card } | HostEvent::Card { card } => Some(ReplayEvent::Delivery {
+            turn,
+            delivery: card,
+        }),
+        HostEvent::Notice { text } => Some(ReplayEvent::Notice { turn, text }),
+        HostEvent::SteerReady => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::advice::Advisory;
+
+    #[test]
+    fn l2_a_batched_aside_gives_one_line_per_note_with_the_same_content() {
+        let delivery = Delivery::new(
+            Channel::Aside,
+            vec![
+                Advisory::new("rename x", None),
+                Advisory::new("a < b & c", Some(Severity::Nit)),
+            ],
+            None,
+        );
+        let lines = delivery_lines(7, &delivery);
+        assert_eq!(lines.len(), 2);
+        assert!(lines
+            .iter()
+            .all(|l| l.turn == 7 && l.content == delivery.content));
+        assert_eq!(lines[0].severity, None);
+        assert_eq!(lines[1].note, "a < b & c");
+        assert!(lines[1].content.contains("a &lt; b &amp; c"));
+    }
+
+    #[test]
+    fn l2_json_line_has_null_severity_and_lowercase_channel() {
+        let delivery = Delivery::new(Channel::Steer, vec![Advisory::new("stop", None)], None);
+        let line = serde_json::to_value(&delivery_lines(3, &delivery)[0]).unwrap();
+        assert_eq!(line["turn"], 3);
+        assert_eq!(line["channel"], "steer");
+        assert!(line["severity"].is_null());
+        let keys: Vec<&str> = line
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["turn", "channel", "severity", "note", "content"]);
+    }
+
+    #[test]
+    fn a4_wake_card_and_notice_are_reported_steer_ready_is_not() {
+        let card = Delivery::new(
+            Channel::Wake,
+            vec![Advisory::new("n", Some(Severity::Blocker))],
+            None,
+        );
+        assert_eq!(
+            replay_event(4, HostEvent::Wake { card: card.clone() }),
+            Some(ReplayEvent::Delivery {
+                turn: 4,
+                delivery: card
+            })
+        );
+        assert_eq!(
+            replay_event(
+                2,
+                HostEvent::Notice {
+                    text: "advisor: x".into()
+                }
+            ),
+            Some(ReplayEvent::Notice {
+                turn: 2,
+                text: "advisor: x".into()
+            })
+        );
+        assert_eq!(replay_event(1, HostEvent::SteerReady), None);
+    }
+}
