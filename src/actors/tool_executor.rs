@@ -116,3 +116,19 @@ impl Handler<ClearToolSession> for ToolExecutor {
         self.session.clear();
     }
 }
+
+/// Stops the executor as a crash would; its supervisor restarts it (F5). Test-only.
+#[cfg(test)]
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+pub(crate) struct HaltForTest;
+
+#[cfg(test)]
+impl Handler<HaltForTest> for ToolExecutor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: HaltForTest, ctx: &mut Context<Self>) {
+        use actix::ActorContext;
+        ctx.stop();
+    }
+}
