@@ -585,3 +585,42 @@ fn a3_handle_works_from_a_plain_tokio_runtime() {
         h.dispose().await.unwrap();
     });
 }
+
+#[actix::test]
+async fn w5_g1_watchdog_blocks_reach_the_system_prompt_and_reload_between_reviews() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("home/project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let file = project.join("WATCHDOG.md");
+    std::fs::write(&file, "Never touch the billing module.").unwrap();
+    let model = ScriptedModel::new([]);
+    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
+    cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
+        cwd: project.clone(),
+        agent_dir: None,
+        home: Some(dir.path().join("home")),
+    });
+    let (h, _rx) = start(cfg);
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let system = &model.requests()[0].system;
+    assert!(system.contains(
+        "Especially pay attention to:\n<attention>\nNever touch the billing module.\n</attention>"
+    ), "{system}");
+    let raw = h.dump(true).await.unwrap();
+    assert!(raw.contains("<attention>"));
+    // W8: a change shows up in the next review's system prompt.
+    std::fs::write(&file, "Also watch the auth module.").unwrap();
+    let later = std::time::SystemTime::now() + Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    t.push(Message::user("next"));
+    h.turn_end(&t).await.unwrap();
+    assert!(model.requests()[1]
+        .system
+        .contains("Also watch the auth module."));
+}
