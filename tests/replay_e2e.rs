@@ -1,0 +1,436 @@
+//! `advisor replay` end to end (L2, L5, S1, R1, D2, D3, C3): the built binary replays
+//! session files against the in-process OpenAI-compatible server, scripted request by
+//! request, and the test reads what a user would see on standard output.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use advisor::feed::{FeedCursor, FeedOutcome};
+use advisor::providers::testing::{sse_event, ScriptedResponse, SseServer};
+use advisor::render::TranscriptView;
+use advisor::session::{read_session, HostStep, SessionDriver};
+use serde_json::{json, Value};
+
+/// Prompt tokens each scripted answer reports: small, so the advisor's context never passes
+/// its re-prime threshold and every fresh context in the request stream comes from a reset.
+const PROMPT_TOKENS: u64 = 100;
+const COMPLETION_TOKENS: u64 = 7;
+const COST: f64 = 0.0005;
+
+fn manifest_path(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// The recorded pi session, or `None` (skip) when it is missing outside CI.
+fn fixture(name: &str) -> Option<PathBuf> {
+    let path = manifest_path("../shared/fixtures/pi-sessions").join(name);
+    if path.exists() {
+        Some(path)
+    } else if std::env::var_os("CI").is_some() {
+        panic!("fixture {} is missing (required in CI)", path.display());
+    } else {
+        eprintln!("skipping: fixture {} is missing", path.display());
+        None
+    }
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    sse_event(
+        None,
+        &json!({"id": "gen", "object": "chat.completion.chunk", "model": "test",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        .to_string(),
+    )
+}
+
+fn finish(mut body: Vec<String>) -> ScriptedResponse {
+    body.push(sse_event(
+        None,
+        &json!({"id": "gen", "object": "chat.completion.chunk", "choices": [],
+            "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
+                "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS, "cost": COST}})
+        .to_string(),
+    ));
+    body.push("data: [DONE]\n\n".to_string());
+    ScriptedResponse::sse(&body.concat())
+}
+
+/// An answer with no text and no tool call: the advisor stays silent.
+fn silent() -> ScriptedResponse {
+    finish(vec![
+        chunk(json!({"role": "assistant", "content": ""}), None),
+        chunk(json!({}), Some("stop")),
+    ])
+}
+
+/// An answer calling `advise` once.
+fn advise(note: &str, severity: Option<&str>) -> ScriptedResponse {
+    let mut args = json!({ "note": note });
+    if let Some(s) = severity {
+        args["severity"] = json!(s);
+    }
+    finish(vec![
+        chunk(
+            json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_advise",
+                "type": "function", "function": {"name": "advise", "arguments": args.to_string()}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+    ])
+}
+
+/// What the runtime will send for each turn of a session: the turns with a non-blank delta,
+/// in order, with the prompt, and whether a compaction reset came just before.
+struct Plan {
+    prompts: Vec<(usize, String, bool)>,
+    turns: usize,
+    compactions: usize,
+}
+
+fn plan(path: &Path) -> Plan {
+    let mut driver = SessionDriver::new(read_session(path).expect("a session file"));
+    let transcript = driver.transcript();
+    // The runtime bounds the replay after a reset to twice the window in characters; the
+    // test server's model is unknown to the catalog, so the window is the default 128k.
+    let mut cursor = FeedCursor::new(TranscriptView::Compact, Some(256_000));
+    let (mut prompts, mut compactions, mut reset) = (Vec::new(), 0, false);
+    for step in driver.by_ref() {
+        match step {
+            HostStep::TurnEnded { turn, .. } => {
+                if let FeedOutcome::Delta(prompt) = cursor.observe(&transcript) {
+                    prompts.push((turn, prompt, std::mem::take(&mut reset)));
+                }
+            }
+            HostStep::Compacted => {
+                compactions += 1;
+                cursor.reset();
+                reset = true;
+            }
+            HostStep::RunStarted | HostStep::RunEnded => {}
+        }
+    }
+    Plan {
+        prompts,
+        turns: driver.turns(),
+        compactions,
+    }
+}
+
+/// The scripted answers, in request order: per reviewed turn one silent answer, or an
+/// `advise` call followed by a silent answer when `advice` names that turn.
+fn script(plan: &Plan, advice: &BTreeMap<usize, (&str, Option<&str>)>) -> Vec<ScriptedResponse> {
+    let mut out = Vec::new();
+    for (turn, _, _) in &plan.prompts {
+        if let Some((note, severity)) = advice.get(turn) {
+            out.push(advise(note, *severity));
+        }
+        out.push(silent());
+    }
+    out
+}
+
+struct Run {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+async fn replay(session: &Path, server: &SseServer, extra: &[&str]) -> Run {
+    let root = tempfile::tempdir().expect("a temporary root");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .arg("replay")
+        .arg(session)
+        .args(["--model", "local/test", "--api", "openai-completions"])
+        .args(["--base-url", &server.base_url()])
+        .arg("--root")
+        .arg(root.path())
+        .args(extra)
+        .env_remove("ADVISOR_MODEL")
+        .env_remove("ADVISOR_NO_REVIEW")
+        .env_remove("ADVISOR_COMPACT_AT")
+        .output()
+        .await
+        .expect("the advisor binary runs");
+    Run {
+        ok: out.status.success(),
+        stdout: String::from_utf8(out.stdout).expect("utf-8 output"),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+        .collect()
+}
+
+/// The last user message of a request body.
+fn last_user_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The first turn at or after `target` whose delta is reviewed.
+fn reviewed_turn_at_or_after(plan: &Plan, target: usize) -> usize {
+    plan.prompts
+        .iter()
+        .map(|(turn, _, _)| *turn)
+        .find(|t| *t >= target)
+        .expect("a reviewed turn")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn l2_real_session_replays_with_advice_on_the_expected_turns_and_channels() {
+    let Some(path) = fixture("before-compaction.jsonl") else {
+        return;
+    };
+    let plan = plan(&path);
+    assert_eq!(
+        plan.turns, 465,
+        "465 assistant turns are neither aborted nor errors"
+    );
+    assert_eq!(plan.compactions, 2);
+    // Turns far apart, so immune turns (D7) never turn a concern into an aside.
+    let (t_plain, t_nit, t_concern, t_blocker) = (
+        reviewed_turn_at_or_after(&plan, 12),
+        reviewed_turn_at_or_after(&plan, 120),
+        reviewed_turn_at_or_after(&plan, 250),
+        reviewed_turn_at_or_after(&plan, 400),
+    );
+    let advice = BTreeMap::from([
+        (t_plain, ("Name the helper after what it returns.", None)),
+        (
+            t_nit,
+            ("The <T> parameter & its bound are unused.", Some("nit")),
+        ),
+        (
+            t_concern,
+            (
+                "The edit drops the error path of readConfig.",
+                Some("concern"),
+            ),
+        ),
+        (
+            t_blocker,
+            ("Tests run against the stale build output.", Some("blocker")),
+        ),
+    ]);
+    let server = SseServer::start(script(&plan, &advice))
+        .await
+        .expect("bind");
+
+    let run = replay(&path, &server, &["--json"]).await;
+    assert!(run.ok, "exit status; stderr: {}", run.stderr);
+    let lines = json_lines(&run.stdout);
+    let (status, rest) = lines.split_last().expect("output");
+    let deliveries: Vec<(u64, &str, Value, &str)> = rest
+        .iter()
+        .map(|l| {
+            (
+                l["turn"].as_u64().expect("turn"),
+                l["channel"].as_str().expect("channel"),
+                l["severity"].clone(),
+                l["note"].as_str().expect("note"),
+            )
+        })
+        .collect();
+    let expected: Vec<(u64, &str, Value, &str)> = vec![
+        (
+            t_plain as u64,
+            "aside",
+            Value::Null,
+            "Name the helper after what it returns.",
+        ),
+        (
+            t_nit as u64,
+            "aside",
+            json!("nit"),
+            "The <T> parameter & its bound are unused.",
+        ),
+        (
+            t_concern as u64,
+            "steer",
+            json!("concern"),
+            "The edit drops the error path of readConfig.",
+        ),
+        (
+            t_blocker as u64,
+            "steer",
+            json!("blocker"),
+            "Tests run against the stale build output.",
+        ),
+    ];
+    assert_eq!(deliveries, expected, "stdout:\n{}", run.stdout);
+    // D2: content is the XML the primary receives, escaped.
+    assert_eq!(
+        rest[1]["content"],
+        "<advisory severity=\"nit\" guidance=\"weigh, don't blindly obey\">\n\
+         The &lt;T&gt; parameter &amp; its bound are unused.\n</advisory>"
+    );
+    assert!(rest[0]["content"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("<advisory guidance=")));
+
+    // C3: the final status counts everything the replay did.
+    let s = &status["status"];
+    let calls = plan.prompts.len() + advice.len();
+    assert_eq!(s["deliveries"]["aside"], 2, "{s}");
+    assert_eq!(s["deliveries"]["steer"], 2);
+    assert_eq!(s["deliveries"]["wake"], 0);
+    assert_eq!(s["deliveries"]["pending"], 0);
+    assert_eq!(s["failures"], 0);
+    assert_eq!(s["agent"]["backlog"], 0);
+    assert_eq!(s["agent"]["droppedTurns"], 0);
+    assert_eq!(s["agent"]["reviews"], plan.prompts.len());
+    assert_eq!(s["agent"]["modelCalls"], calls);
+    assert_eq!(
+        s["agent"]["lifetime"]["input"],
+        PROMPT_TOKENS * calls as u64
+    );
+    assert_eq!(
+        s["agent"]["lifetime"]["output"],
+        COMPLETION_TOKENS * calls as u64
+    );
+    let cost = s["agent"]["lifetime"]["cost"].as_f64().expect("cost");
+    assert!((cost - COST * calls as f64).abs() < 1e-9, "{cost}");
+
+    // S1 with syncBacklog 1: one review per turn, in order; R1: each compaction reset the
+    // advisor, so the request for the next turn starts a fresh context with the whole
+    // compacted transcript.
+    let requests: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(requests.len(), calls);
+    let mut index = 0;
+    let mut fresh = Vec::new();
+    for (turn, prompt, after_reset) in &plan.prompts {
+        let body = &requests[index];
+        assert_eq!(
+            &last_user_text(body),
+            prompt,
+            "request {index} is turn {turn}"
+        );
+        let messages = body["messages"].as_array().expect("messages").len();
+        if messages == 2 {
+            fresh.push(*turn);
+        }
+        if *after_reset {
+            assert_eq!(messages, 2, "turn {turn} after a compaction starts fresh");
+            assert!(prompt.contains("[compaction] "), "turn {turn}");
+        }
+        index += 1 + usize::from(advice.contains_key(turn));
+    }
+    let resets: Vec<usize> = plan.prompts.iter().filter(|p| p.2).map(|p| p.0).collect();
+    assert_eq!(resets.len(), 2, "both compactions reset the advisor");
+    let mut expected_fresh = vec![plan.prompts[0].0];
+    expected_fresh.extend(resets);
+    assert_eq!(
+        fresh, expected_fresh,
+        "fresh contexts come only from resets"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn l2_example_session_replays_with_a_steer_after_the_failing_test() {
+    let path = manifest_path("examples/sessions/median-fix.jsonl");
+    let plan = plan(&path);
+    assert_eq!(plan.prompts.len(), 7);
+    let advice = BTreeMap::from([(
+        4,
+        (
+            "The failing test shows the pair should be mid - 1 and mid.",
+            Some("concern"),
+        ),
+    )]);
+    let server = SseServer::start(script(&plan, &advice))
+        .await
+        .expect("bind");
+
+    let run = replay(&path, &server, &[]).await;
+    assert!(run.ok, "stderr: {}", run.stderr);
+    assert!(
+        run.stdout.starts_with(
+            "── turn 4 · steer ──\n\
+             <advisory severity=\"concern\" guidance=\"weigh, don't blindly obey\">\n\
+             The failing test shows the pair should be mid - 1 and mid.\n</advisory>\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("replayed 7 turns in 1 runs, 0 compactions"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("notes: delivered 1 (aside 0, steer 1, wake 0, card 0)"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(server.request_count(), 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn f3_l2_rejected_key_pauses_with_a_notice_line_and_the_replay_still_exits_0() {
+    let path = manifest_path("examples/sessions/median-fix.jsonl");
+    let server = SseServer::start([ScriptedResponse::json(
+        401,
+        r#"{"error":{"message":"invalid api key"}}"#,
+    )])
+    .await
+    .expect("bind");
+
+    let run = replay(&path, &server, &["--json"]).await;
+    assert!(run.ok, "stderr: {}", run.stderr);
+    let lines = json_lines(&run.stdout);
+    let notices: Vec<&str> = lines.iter().filter_map(|l| l["notice"].as_str()).collect();
+    assert_eq!(notices.len(), 1, "{}", run.stdout);
+    assert!(notices[0].starts_with("advisor: paused"), "{}", notices[0]);
+    let status = &lines.last().expect("a status line")["status"];
+    assert!(status["paused"].is_string(), "{status}");
+    assert_eq!(
+        server.request_count(),
+        1,
+        "a paused advisor makes no more calls"
+    );
+}
+
+#[test]
+fn l5_unusable_input_is_one_clear_line_and_a_non_zero_exit() {
+    let example = manifest_path("examples/sessions/median-fix.jsonl");
+    let not_a_session = manifest_path("Cargo.toml");
+    let cases: [(&Path, &[&str], &str); 3] = [
+        (Path::new("/nonexistent/session.jsonl"), &[], "cannot read"),
+        (&not_a_session, &[], "not a session file"),
+        (&example, &[], "OPENROUTER_API_KEY"),
+    ];
+    for (session, extra, expected) in cases {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+            .arg("replay")
+            .arg(session)
+            .args(extra)
+            .env_remove("ADVISOR_MODEL")
+            .output()
+            .expect("the advisor binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{session:?}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .arg("replay")
+        .arg(&example)
+        .env_remove("ADVISOR_MODEL")
+        .output()
+        .expect("the advisor binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for hint in ["--model", "--base-url"] {
+        assert!(stderr.contains(hint), "{stderr}");
+    }
+}
