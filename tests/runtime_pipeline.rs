@@ -624,3 +624,38 @@ async fn w5_g1_watchdog_blocks_reach_the_system_prompt_and_reload_between_review
         .system
         .contains("Also watch the auth module."));
 }
+
+#[actix::test]
+async fn t1_tool_list_is_exactly_read_search_find_advise_and_tools_run_in_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let model = ScriptedModel::new([
+        ScriptedReply::tool_call("r1", "read", json!({"path": "notes.txt"})),
+        ScriptedReply::text(""),
+    ]);
+    let mut cfg = RuntimeConfig::new("primary-9", dir.path(), Some(Arc::new(model.clone())));
+    cfg.settings.sync_backlog = SyncBacklog::Below(1);
+    let (h, _rx) = start(cfg);
+    let t = Transcript::from_messages([Message::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let requests = model.requests();
+    let mut names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["advise", "find", "read", "search"]);
+    let result = requests[1]
+        .messages
+        .iter()
+        .find_map(|m| match m {
+            ChatMessage::ToolResult {
+                text,
+                is_error: false,
+                ..
+            } => Some(text.clone()),
+            _ => None,
+        })
+        .expect("a successful tool result");
+    assert!(
+        result.contains("1|alpha") && result.contains("2|beta"),
+        "{result}"
+    );
+}
