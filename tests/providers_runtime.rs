@@ -1,0 +1,927 @@
+//! The real providers under the real runtime (issue 5, agent level): the host handle drives
+//! the actors, the advisor model is an HTTP client built by `build_client` and pointed at
+//! the in-process SSE server, and every test runs once per dialect (`openai-completions`,
+//! `anthropic-messages`). Each test names the SPEC rule it checks.
+//!
+//! Virtual time over real sockets: with a paused clock, tokio jumps to the next timer
+//! whenever the runtime is idle, and a runtime waiting for a loopback socket to become
+//! readable *is* idle. With only the client's idle timeout pending, the jump would fire it
+//! before the answer is read. [`VirtualClock`] keeps a 1 ms timer pending, so each jump is
+//! at most 1 ms of virtual time: socket exchanges take a few virtual milliseconds, and a
+//! 20 s `Retry-After` still takes 20 s of virtual time (about 20,000 quick idle turns of
+//! the runtime). It also notes the virtual instant at which the server saw each request.
+
+#[path = "support/sse_server.rs"]
+mod sse_server;
+#[path = "support/runtime.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use advisor::feed::{FeedCursor, FeedOutcome};
+use advisor::messages::advice::{Channel, Severity};
+use advisor::messages::host::{HostEvent, RewriteKind};
+use advisor::messages::transcript::{Message, Transcript};
+use advisor::model::{ModelClient, Usage};
+use advisor::providers::testing::{prefix_reuse_ratio, shared_prefix_len, strip_cache_markers};
+use advisor::providers::{build_client, ApiKind, Catalog, ModelSpec};
+use advisor::render::TranscriptView;
+use advisor::session::{read_session, HostStep, SessionDriver};
+use advisor::settings::SyncBacklog;
+use advisor::{AdvisorHandle, RuntimeConfig};
+use serde_json::{json, Value};
+use sse_server::{fragments, sse_event, start, RecordedRequest, ScriptedResponse, SseServer};
+use support::{drain, next_event, recorder};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::time::Instant;
+
+// ---------------------------------------------------------------------------------------
+// Dialects
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    OpenAi,
+    Anthropic,
+}
+
+const DIALECTS: [Dialect; 2] = [Dialect::OpenAi, Dialect::Anthropic];
+
+/// Token counts of one answer, reported in each dialect's own shape.
+#[derive(Debug, Clone, Copy)]
+struct Tokens {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+const SMALL: Tokens = Tokens {
+    input: 120,
+    output: 8,
+    cache_read: 0,
+    cache_write: 0,
+};
+
+impl Dialect {
+    /// Two catalog models with the same prices, one per dialect.
+    fn role(self) -> &'static str {
+        match self {
+            Dialect::OpenAi => "openrouter/anthropic/claude-sonnet-4.5",
+            Dialect::Anthropic => "anthropic/claude-sonnet-4-5",
+        }
+    }
+
+    fn api(self) -> ApiKind {
+        match self {
+            Dialect::OpenAi => ApiKind::OpenAiCompletions,
+            Dialect::Anthropic => ApiKind::AnthropicMessages,
+        }
+    }
+
+    fn anthropic_event(kind: &str, mut data: Value) -> String {
+        data["type"] = json!(kind);
+        sse_event(Some(kind), &data.to_string())
+    }
+
+    fn openai_chunk(delta: Value, finish: Option<&str>) -> String {
+        sse_event(
+            None,
+            &json!({"id": "gen-1", "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            .to_string(),
+        )
+    }
+
+    fn openai_usage(t: Tokens) -> String {
+        let usage = json!({
+            "prompt_tokens": t.input + t.cache_read + t.cache_write,
+            "completion_tokens": t.output,
+            "total_tokens": t.input + t.cache_read + t.cache_write + t.output,
+            "prompt_tokens_details": {"cached_tokens": t.cache_read, "cache_write_tokens": t.cache_write},
+        });
+        sse_event(
+            None,
+            &json!({"id": "gen-1", "object": "chat.completion.chunk", "choices": [], "usage": usage})
+                .to_string(),
+        )
+    }
+
+    fn anthropic_start(t: Tokens) -> String {
+        Self::anthropic_event(
+            "message_start",
+            json!({"message": {"id": "msg_1", "type": "message", "role": "assistant",
+                "content": [], "model": "claude-sonnet-4-5", "stop_reason": null,
+                "usage": {"input_tokens": t.input, "cache_read_input_tokens": t.cache_read,
+                    "cache_creation_input_tokens": t.cache_write, "output_tokens": 1}}}),
+        )
+    }
+
+    fn anthropic_end(stop: &str, t: Tokens) -> String {
+        [
+            Self::anthropic_event(
+                "message_delta",
+                json!({"delta": {"stop_reason": stop, "stop_sequence": null},
+                    "usage": {"output_tokens": t.output}}),
+            ),
+            Self::anthropic_event("message_stop", json!({})),
+        ]
+        .concat()
+    }
+
+    /// An SSE body answering with `text` and no tool call.
+    fn text(self, text: &str, t: Tokens) -> String {
+        match self {
+            Dialect::OpenAi => [
+                Self::openai_chunk(json!({"role": "assistant", "content": text}), None),
+                Self::openai_chunk(json!({}), Some("stop")),
+                Self::openai_usage(t),
+                "data: [DONE]\n\n".to_string(),
+            ]
+            .concat(),
+            Dialect::Anthropic => [
+                Self::anthropic_start(t),
+                Self::anthropic_event(
+                    "content_block_start",
+                    json!({"index": 0, "content_block": {"type": "text", "text": ""}}),
+                ),
+                Self::anthropic_event(
+                    "content_block_delta",
+                    json!({"index": 0, "delta": {"type": "text_delta", "text": text}}),
+                ),
+                Self::anthropic_event("content_block_stop", json!({"index": 0})),
+                Self::anthropic_end("end_turn", t),
+            ]
+            .concat(),
+        }
+    }
+
+    /// An SSE body calling `advise` with `arguments`, the argument JSON streamed in
+    /// fragments of four characters.
+    fn advise(self, id: &str, arguments: &Value, t: Tokens) -> String {
+        let args = arguments.to_string();
+        let pieces = fragments(&args, 4);
+        match self {
+            Dialect::OpenAi => {
+                let mut body = vec![Self::openai_chunk(
+                    json!({"role": "assistant", "tool_calls": [{"index": 0, "id": id,
+                        "type": "function", "function": {"name": "advise", "arguments": ""}}]}),
+                    None,
+                )];
+                body.extend(pieces.iter().map(|p| {
+                    Self::openai_chunk(
+                        json!({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}),
+                        None,
+                    )
+                }));
+                body.push(Self::openai_chunk(json!({}), Some("tool_calls")));
+                body.push(Self::openai_usage(t));
+                body.push("data: [DONE]\n\n".to_string());
+                body.concat()
+            }
+            Dialect::Anthropic => {
+                let mut body = vec![
+                    Self::anthropic_start(t),
+                    Self::anthropic_event(
+                        "content_block_start",
+                        json!({"index": 0, "content_block": {"type": "tool_use", "id": id,
+                            "name": "advise", "input": {}}}),
+                    ),
+                ];
+                body.extend(pieces.iter().map(|p| {
+                    Self::anthropic_event(
+                        "content_block_delta",
+                        json!({"index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}),
+                    )
+                }));
+                body.push(Self::anthropic_event("ping", json!({})));
+                body.push(Self::anthropic_event(
+                    "content_block_stop",
+                    json!({"index": 0}),
+                ));
+                body.push(Self::anthropic_end("tool_use", t));
+                body.concat()
+            }
+        }
+    }
+
+    /// The provider's answer to a prompt that does not fit the window.
+    fn overflow(self) -> ScriptedResponse {
+        match self {
+            Dialect::OpenAi => ScriptedResponse::json(
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 200000 tokens. However, your messages resulted in 201377 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+            ),
+            Dialect::Anthropic => ScriptedResponse::json(
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 201377 tokens > 200000 maximum"}}"#,
+            ),
+        }
+    }
+
+    fn unauthorized(self) -> ScriptedResponse {
+        match self {
+            Dialect::OpenAi => ScriptedResponse::json(
+                401,
+                r#"{"error":{"message":"No auth credentials found","code":401}}"#,
+            ),
+            Dialect::Anthropic => ScriptedResponse::json(
+                401,
+                r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+            ),
+        }
+    }
+
+    fn rate_limited(self) -> ScriptedResponse {
+        match self {
+            Dialect::OpenAi => ScriptedResponse::json(
+                429,
+                r#"{"error":{"message":"Rate limit exceeded: free-models-per-min","code":429}}"#,
+            ),
+            Dialect::Anthropic => ScriptedResponse::json(
+                429,
+                r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#,
+            ),
+        }
+    }
+
+    fn server_error(self) -> ScriptedResponse {
+        match self {
+            Dialect::OpenAi => ScriptedResponse::json(
+                500,
+                r#"{"error":{"message":"Internal Server Error","code":500}}"#,
+            ),
+            Dialect::Anthropic => ScriptedResponse::json(
+                500,
+                r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
+            ),
+        }
+    }
+
+    /// The conversation of a request body (the OpenAI system message left out), each
+    /// message as the exact bytes the client sent.
+    fn conversation(self, body: &[u8]) -> Vec<String> {
+        let value: Value = serde_json::from_slice(body).expect("a JSON request body");
+        let messages = value["messages"].as_array().expect("a message list");
+        messages
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .map(|m| serde_json::to_string(m).expect("serialisable"))
+            .collect()
+    }
+
+    /// The request body as compared for prefix reuse: Anthropic's moving cache markers
+    /// removed.
+    fn comparable(self, body: &[u8]) -> Vec<u8> {
+        match self {
+            Dialect::OpenAi => body.to_vec(),
+            Dialect::Anthropic => strip_cache_markers(body),
+        }
+    }
+}
+
+/// Every tool result a request carries, as `(call id, text)`, in either dialect's shape.
+fn tool_results(request: &RecordedRequest) -> Vec<(String, String)> {
+    let body = request.json();
+    let mut out = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        if m["role"] == "tool" {
+            out.push((
+                m["tool_call_id"].as_str().unwrap_or("").to_string(),
+                m["content"].as_str().unwrap_or("").to_string(),
+            ));
+        }
+        for block in m["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                out.push((
+                    block["tool_use_id"].as_str().unwrap_or("").to_string(),
+                    block["content"].as_str().unwrap_or("").to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Runtime
+// ---------------------------------------------------------------------------------------
+
+/// A client for `dialect` pointed at `server`, with timeouts long enough that virtual time
+/// never trips them.
+fn client(server: &SseServer, dialect: Dialect) -> Arc<dyn ModelClient> {
+    let spec = ModelSpec {
+        role: Some(dialect.role().into()),
+        base_url: Some(server.base_url()),
+        api: Some(dialect.api()),
+        connect_timeout: Some(Duration::from_secs(3600)),
+        idle_timeout: Some(Duration::from_secs(3600)),
+        ..ModelSpec::default()
+    };
+    let catalog = Catalog::builtin().expect("the built-in catalog");
+    build_client(&spec, &catalog, &|_| None).expect("a client for the test server")
+}
+
+/// Starts the runtime on `dialect`'s client with `syncBacklog: 1` (each `turn_end` returns
+/// after its review), after `tweak` adjusted the configuration.
+fn runtime(
+    server: &SseServer,
+    dialect: Dialect,
+    tweak: impl FnOnce(&mut RuntimeConfig),
+) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
+    let mut cfg = RuntimeConfig::new(
+        "primary-1",
+        std::env::temp_dir(),
+        Some(client(server, dialect)),
+    );
+    cfg.settings.sync_backlog = SyncBacklog::Below(1);
+    tweak(&mut cfg);
+    let (rec, rx) = recorder();
+    (AdvisorHandle::start(cfg, rec.recipient()), rx)
+}
+
+const TICK: Duration = Duration::from_millis(1);
+
+/// Paces a paused clock in 1 ms steps and notes when the server sees each request (see the
+/// module comment).
+struct VirtualClock {
+    arrivals: tokio::sync::watch::Receiver<Vec<Instant>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl VirtualClock {
+    fn start(server: Arc<SseServer>) -> Self {
+        let (tx, arrivals) = tokio::sync::watch::channel(Vec::new());
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(TICK).await;
+                let count = server.request_count();
+                tx.send_if_modified(|seen| {
+                    let grew = seen.len() < count;
+                    while seen.len() < count {
+                        seen.push(Instant::now());
+                    }
+                    grew
+                });
+            }
+        });
+        Self { arrivals, task }
+    }
+
+    /// The virtual instant (to the tick) at which request `i` had reached the server;
+    /// waits for the tick that sees it.
+    async fn arrival(&self, i: usize) -> Instant {
+        let mut rx = self.arrivals.clone();
+        let seen = rx
+            .wait_for(|seen| seen.len() > i)
+            .await
+            .expect("the clock runs until dropped");
+        seen[i]
+    }
+}
+
+impl Drop for VirtualClock {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// F3, F1, M4
+// ---------------------------------------------------------------------------------------
+
+#[actix::test]
+async fn f3_401_pauses_the_advisor_with_a_notice_and_no_retry_reaches_the_server() {
+    for dialect in DIALECTS {
+        let server = start(vec![dialect.unauthorized()]).await;
+        let (h, mut rx) = runtime(&server, dialect, |_| {});
+        let t = Transcript::from_messages([Message::user("add a retry to the fetcher")]);
+        h.turn_end(&t).await.expect("runtime");
+        match next_event(&mut rx).await {
+            HostEvent::Notice { text } => assert!(
+                text.contains("paused") && text.contains("401") && text.contains("/advisor on"),
+                "{dialect:?}: {text}"
+            ),
+            other => panic!("{dialect:?}: expected a notice, got {other:?}"),
+        }
+        t.push(Message::user("and log each attempt"));
+        h.turn_end(&t).await.expect("runtime");
+        let shown = h.command("/advisor status").await.expect("runtime");
+        let paused = shown
+            .lines()
+            .find(|l| l.starts_with("paused: "))
+            .unwrap_or_else(|| panic!("{dialect:?}: no paused line in\n{shown}"));
+        assert!(paused.contains("401"), "{dialect:?}: {paused}");
+        assert_eq!(server.request_count(), 1, "{dialect:?}: no retry burnt");
+        let status = h.status().await.expect("runtime");
+        assert_eq!(status.agent.backlog, 2, "{dialect:?}: both turns kept");
+        assert!(drain(&mut rx).is_empty(), "{dialect:?}: one notice only");
+    }
+}
+
+#[actix::test]
+async fn f1_m4_429_retry_after_20_s_is_honoured_in_virtual_time() {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        let server = Arc::new(
+            start(vec![
+                dialect.rate_limited().with_header("retry-after", "20"),
+                ScriptedResponse::sse(&dialect.text("", SMALL)),
+            ])
+            .await,
+        );
+        let clock = VirtualClock::start(Arc::clone(&server));
+        let (h, _rx) = runtime(&server, dialect, |_| {});
+        let t = Transcript::from_messages([Message::user("bump the dependency")]);
+        // S2: the primary does not wait on a failing advisor.
+        h.turn_end(&t).await.expect("runtime");
+        let status = h.status().await.expect("runtime");
+        assert_eq!(
+            (status.failures, status.agent.backlog),
+            (1, 1),
+            "{dialect:?}"
+        );
+        let first = clock.arrival(0).await;
+        tokio::time::sleep_until(first + Duration::from_millis(19_900)).await;
+        assert_eq!(server.request_count(), 1, "{dialect:?}: retried too early");
+        tokio::time::sleep_until(first + Duration::from_millis(20_500)).await;
+        // The retry is under way or done; a turn with nothing new waits for the drain (S1).
+        h.turn_end(&t).await.expect("runtime");
+        let status = h.status().await.expect("runtime");
+        assert_eq!(server.request_count(), 2, "{dialect:?}");
+        assert_eq!(
+            (status.agent.backlog, status.failures, status.agent.reviews),
+            (0, 1, 1),
+            "{dialect:?}"
+        );
+        let retry = clock.arrival(1).await;
+        let waited = retry - first;
+        assert!(
+            waited >= Duration::from_secs(20) && waited < Duration::from_millis(20_500),
+            "{dialect:?}: the retry came {waited:?} after the 429's request"
+        );
+    }
+}
+
+#[actix::test]
+async fn f1_500_then_success_counts_one_failure_and_drains() {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        let server = Arc::new(
+            start(vec![
+                dialect.server_error(),
+                ScriptedResponse::sse(&dialect.text("", SMALL)),
+            ])
+            .await,
+        );
+        let clock = VirtualClock::start(Arc::clone(&server));
+        let (h, _rx) = runtime(&server, dialect, |_| {});
+        let t = Transcript::from_messages([Message::user("rename the module")]);
+        h.turn_end(&t).await.expect("runtime");
+        assert_eq!(server.request_count(), 1, "{dialect:?}");
+        let first = clock.arrival(0).await;
+        // F1: retried after the default 1 s.
+        tokio::time::sleep_until(first + Duration::from_millis(1_500)).await;
+        h.turn_end(&t).await.expect("runtime");
+        let status = h.status().await.expect("runtime");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{dialect:?}");
+        assert_eq!(
+            requests[0].body, requests[1].body,
+            "{dialect:?}: the same batch is retried"
+        );
+        assert_eq!(
+            (
+                status.agent.backlog,
+                status.failures,
+                status.consecutive_failures,
+                status.agent.reviews
+            ),
+            (0, 1, 0, 1),
+            "{dialect:?}"
+        );
+        let retry = clock.arrival(1).await;
+        assert!(retry - first >= Duration::from_secs(1), "{dialect:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// G5 reactive path
+// ---------------------------------------------------------------------------------------
+
+#[actix::test]
+async fn g5_context_overflow_replays_the_batch_once_into_a_fresh_context() {
+    for dialect in DIALECTS {
+        let server = start(vec![
+            ScriptedResponse::sse(&dialect.text("", SMALL)),
+            dialect.overflow(),
+            ScriptedResponse::sse(&dialect.text("", SMALL)),
+            ScriptedResponse::sse(&dialect.text("", SMALL)),
+            dialect.overflow(),
+            dialect.overflow(),
+        ])
+        .await;
+        // The failed batch's retry is not part of this test: keep it out of the way.
+        let (h, _rx) = runtime(&server, dialect, |cfg| {
+            cfg.settings.retry_delay = Duration::from_secs(3600);
+        });
+        let t = Transcript::from_messages([Message::user("turn one")]);
+        h.turn_end(&t).await.expect("runtime");
+        t.push(Message::user("turn two"));
+        h.turn_end(&t).await.expect("runtime");
+        let status = h.status().await.expect("runtime");
+        assert_eq!(
+            (status.failures, status.agent.backlog, status.agent.reviews),
+            (0, 0, 2),
+            "{dialect:?}: one overflow is absorbed"
+        );
+        t.push(Message::user("turn three"));
+        h.turn_end(&t).await.expect("runtime");
+        t.push(Message::user("turn four"));
+        h.turn_end(&t).await.expect("runtime");
+        let status = h.status().await.expect("runtime");
+        assert_eq!(
+            (
+                status.failures,
+                status.agent.backlog,
+                status.agent.reviews,
+                status.paused.is_some()
+            ),
+            (1, 1, 3, false),
+            "{dialect:?}: a second overflow of the same batch is a failure (F1), not a pause"
+        );
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 6, "{dialect:?}");
+        let conv: Vec<Vec<String>> = requests
+            .iter()
+            .map(|r| dialect.conversation(&dialect.comparable(&r.body)))
+            .collect();
+        // Request 2 overflowed with the whole history; request 3 is the same batch alone.
+        assert_eq!(conv[1].len(), 3, "{dialect:?}");
+        assert_eq!(conv[2].len(), 1, "{dialect:?}: {:?}", conv[2]);
+        assert!(
+            conv[2][0].contains("turn two") && !conv[2][0].contains("turn one"),
+            "{dialect:?}: {}",
+            conv[2][0]
+        );
+        // The fresh context then grows append-only again (M5).
+        assert_eq!(conv[3][..1], conv[2][..], "{dialect:?}");
+        assert_eq!(conv[4][..3], conv[3][..], "{dialect:?}");
+        // The second overflow's replay: only turn four's batch.
+        assert_eq!(conv[5].len(), 1, "{dialect:?}");
+        assert!(
+            conv[5][0].contains("turn four") && !conv[5][0].contains("turn three"),
+            "{dialect:?}: {}",
+            conv[5][0]
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// G3, D3: advise streamed in fragments
+// ---------------------------------------------------------------------------------------
+
+#[actix::test]
+async fn d3_streamed_advise_calls_reach_the_host_and_the_model_hears_recorded() {
+    for dialect in DIALECTS {
+        let nit =
+            json!({"note": "rename `tmp` to `parsed` — it outlives the loop", "severity": "nit"});
+        let blocker =
+            json!({"note": "the migration drops the `email` column", "severity": "blocker"});
+        let server = start(vec![
+            ScriptedResponse::sse_split(&dialect.advise("call_nit", &nit, SMALL), 13),
+            ScriptedResponse::sse(&dialect.text("", SMALL)),
+            ScriptedResponse::sse_split(&dialect.advise("call_blk", &blocker, SMALL), 13),
+            ScriptedResponse::sse(&dialect.text("", SMALL)),
+        ])
+        .await;
+        let (h, mut rx) = runtime(&server, dialect, |_| {});
+        h.run_state(true).await.expect("runtime");
+        let t = Transcript::from_messages([Message::user("parse the config file")]);
+        h.turn_end(&t).await.expect("runtime");
+        let step = h.step_boundary().await.expect("runtime");
+        let aside = step.aside.expect("the nit at the next step boundary");
+        assert_eq!(aside.channel, Channel::Aside, "{dialect:?}");
+        assert_eq!(
+            aside.notes[0].note, "rename `tmp` to `parsed` — it outlives the loop",
+            "{dialect:?}"
+        );
+        assert_eq!(aside.notes[0].severity, Some(Severity::Nit), "{dialect:?}");
+        assert!(drain(&mut rx).is_empty(), "{dialect:?}: a nit never wakes");
+
+        h.run_state(false).await.expect("runtime");
+        t.push(Message::user("write the migration"));
+        h.turn_end(&t).await.expect("runtime");
+        match next_event(&mut rx).await {
+            HostEvent::Wake { card } => {
+                assert_eq!(card.channel, Channel::Wake, "{dialect:?}");
+                assert_eq!(card.notes[0].severity, Some(Severity::Blocker));
+                assert_eq!(card.notes[0].note, "the migration drops the `email` column");
+            }
+            other => panic!("{dialect:?}: expected a wake, got {other:?}"),
+        }
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 4, "{dialect:?}");
+        assert_eq!(
+            tool_results(&requests[1]),
+            vec![("call_nit".to_string(), "Recorded.".to_string())],
+            "{dialect:?}"
+        );
+        let last = tool_results(&requests[3]);
+        assert_eq!(
+            last.last(),
+            Some(&("call_blk".to_string(), "Recorded.".to_string())),
+            "{dialect:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// G4
+// ---------------------------------------------------------------------------------------
+
+#[actix::test]
+async fn g4_streamed_usage_reaches_lifetime_totals_identically_in_both_dialects() {
+    let first = Tokens {
+        input: 300,
+        output: 50,
+        cache_read: 600,
+        cache_write: 100,
+    };
+    let second = Tokens {
+        input: 40,
+        output: 7,
+        cache_read: 1000,
+        cache_write: 0,
+    };
+    let mut totals = Vec::new();
+    for dialect in DIALECTS {
+        let server = start(vec![
+            ScriptedResponse::sse(&dialect.advise(
+                "c1",
+                &json!({"note": "check the return value"}),
+                first,
+            )),
+            ScriptedResponse::sse(&dialect.text("", second)),
+        ])
+        .await;
+        let (h, _rx) = runtime(&server, dialect, |_| {});
+        let t = Transcript::from_messages([Message::user("go")]);
+        h.turn_end(&t).await.expect("runtime");
+        let status = h.status().await.expect("runtime");
+        let u = status.agent.lifetime;
+        assert_eq!(
+            (u.input, u.output, u.cache_read, u.cache_write),
+            (340, 57, 1600, 100),
+            "{dialect:?}"
+        );
+        assert_eq!(status.agent.model_calls, 2, "{dialect:?}");
+        let prices = Catalog::builtin()
+            .expect("catalog")
+            .resolve(dialect.role(), false)
+            .prices;
+        let want = [first, second]
+            .iter()
+            .map(|t| {
+                prices.cost(&Usage {
+                    input: t.input,
+                    output: t.output,
+                    cache_read: t.cache_read,
+                    cache_write: t.cache_write,
+                    cost: 0.0,
+                })
+            })
+            .sum::<f64>();
+        assert!(want > 0.0, "{dialect:?}: the catalog prices the model");
+        assert!(
+            (u.cost - want).abs() < 1e-12,
+            "{dialect:?}: {} vs {want}",
+            u.cost
+        );
+        let shown = h.command("/advisor status").await.expect("runtime");
+        assert!(
+            shown.contains("input 340, output 57, cache read 1600, cache write 100"),
+            "{dialect:?}: {shown}"
+        );
+        totals.push(u);
+    }
+    assert_eq!(totals[0], totals[1], "same tokens, same totals and cost");
+}
+
+// ---------------------------------------------------------------------------------------
+// M5
+// ---------------------------------------------------------------------------------------
+
+#[actix::test]
+async fn m5_second_request_repeats_the_first_byte_for_byte() {
+    for dialect in DIALECTS {
+        let server = start(vec![
+            ScriptedResponse::sse(&dialect.text("Nothing to add.", SMALL)),
+            ScriptedResponse::sse(&dialect.text("", SMALL)),
+        ])
+        .await;
+        let (h, _rx) = runtime(&server, dialect, |_| {});
+        let t = Transcript::from_messages([Message::user("split the parser module")]);
+        h.turn_end(&t).await.expect("runtime");
+        t.push(Message::user("now move the tests"));
+        h.turn_end(&t).await.expect("runtime");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{dialect:?}");
+        let a = dialect.comparable(&requests[0].body);
+        let b = dialect.comparable(&requests[1].body);
+        // Messages come last in both dialects: the first body without its closing `]}` is
+        // the start of the second, which goes on with the next message.
+        assert!(a.ends_with(b"]}"), "{dialect:?}");
+        let open = &a[..a.len() - 2];
+        assert!(
+            b.starts_with(open) && b[open.len()] == b',',
+            "{dialect:?}: the bodies part at byte {} of {}",
+            shared_prefix_len(&a, &b),
+            a.len()
+        );
+        let (ca, cb) = (dialect.conversation(&a), dialect.conversation(&b));
+        assert_eq!(cb[..ca.len()], ca[..], "{dialect:?}");
+        // The answer, then the next update.
+        assert_eq!(cb.len(), ca.len() + 2, "{dialect:?}");
+        let ratio = prefix_reuse_ratio(&[&a, &b]).expect("two bodies");
+        assert!(ratio > 0.9, "{dialect:?}: {ratio}");
+        if dialect == Dialect::Anthropic {
+            let body = requests[1].json();
+            assert_eq!(
+                body["system"][0]["cache_control"],
+                json!({"type": "ephemeral"}),
+                "the system prompt is a cache breakpoint"
+            );
+            assert_eq!(body["system"], requests[0].json()["system"]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// M5 over a recorded session
+// ---------------------------------------------------------------------------------------
+
+/// The recorded pi session, or `None` (test skipped) when the shared fixtures are not
+/// checked out; on CI a missing fixture fails the test.
+fn pi_fixture(name: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/pi-sessions")
+        .join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "fixture {} is missing",
+        path.display()
+    );
+    eprintln!("skipping: {} not found", path.display());
+    None
+}
+
+/// What a replay measured.
+struct Replay {
+    requests: usize,
+    turns: usize,
+    maintenance: usize,
+    ratio: f64,
+    raw_ratio: f64,
+}
+
+/// Replays the session at `path` through the runtime as a host would (L2): run states,
+/// one `turn_end` per turn and a step boundary after it, `Rewrite { Compaction }` at each
+/// compaction. The server answers every review with an empty text and usage that grows
+/// with the advisor's context (input tokens ≈ characters / 4, the part seen before read
+/// from the cache). Returns the prefix reuse over every request except the first after a
+/// maintenance event (start, reset, re-prime).
+async fn replay(dialect: Dialect, path: &Path) -> Replay {
+    let server = start(Vec::new()).await;
+    let (h, _rx) = runtime(&server, dialect, |_| {});
+    let window = client(&server, dialect).info().context_window as usize;
+    // A mirror of the runtime's feed: tells which turns queue a review and how big the
+    // advisor's context is, so each answer can report realistic usage.
+    let mut mirror = FeedCursor::new(TranscriptView::Compact, Some(window * 2));
+    let base = RuntimeConfig::new("primary-1", std::env::temp_dir(), None).base_prompt();
+    let tools = advisor::tools::ToolRegistry::workspace().schemas_with_advise();
+    let base_chars = base.len() + serde_json::to_string(&tools).map_or(0, |s| s.len());
+    let mut context_chars = base_chars;
+    let mut cached_tokens = 0u64;
+    let mut fresh: Vec<usize> = vec![0];
+    let mut reprimes = 0;
+    let mut last_prompt = 0usize;
+
+    let branch = read_session(path).expect("the fixture reads");
+    let mut driver = SessionDriver::new(branch);
+    while let Some(step) = driver.next() {
+        match step {
+            HostStep::RunStarted => h.run_state(true).await.expect("runtime"),
+            HostStep::RunEnded => h.run_state(false).await.expect("runtime"),
+            HostStep::Compacted => {
+                h.rewrite(RewriteKind::Compaction).await.expect("runtime");
+                mirror.reset();
+                context_chars = base_chars;
+                cached_tokens = 0;
+                fresh.push(server.request_count());
+            }
+            HostStep::TurnEnded { turn, .. } => {
+                let transcript = driver.transcript();
+                let before = server.request_count();
+                let expected = match mirror.observe(&transcript) {
+                    FeedOutcome::Delta(prompt) => {
+                        last_prompt = prompt.len();
+                        context_chars += prompt.len();
+                        let prompt_tokens = (context_chars / 4) as u64;
+                        let tokens = Tokens {
+                            input: prompt_tokens - cached_tokens.min(prompt_tokens),
+                            output: 12,
+                            cache_read: cached_tokens.min(prompt_tokens),
+                            cache_write: 0,
+                        };
+                        cached_tokens = prompt_tokens;
+                        server.push(ScriptedResponse::sse(&dialect.text("", tokens)));
+                        1
+                    }
+                    FeedOutcome::Blank => 0,
+                    FeedOutcome::Rewrite => panic!("turn {turn}: unannounced rewrite"),
+                };
+                h.turn_end(&transcript).await.expect("runtime");
+                h.step_boundary().await.expect("runtime");
+                assert_eq!(
+                    server.request_count() - before,
+                    expected,
+                    "{dialect:?}: turn {turn}"
+                );
+                let status = h.status().await.expect("runtime");
+                assert_eq!(status.failures, 0, "{dialect:?}: turn {turn}");
+                if status.agent.reprimes > reprimes {
+                    reprimes = status.agent.reprimes;
+                    fresh.push(before);
+                    // The context now holds the last batch only.
+                    context_chars = base_chars + last_prompt;
+                    cached_tokens = (context_chars / 4) as u64;
+                }
+            }
+        }
+    }
+    let turns = driver.turns();
+    let requests = server.requests();
+    let bodies: Vec<Vec<u8>> = requests
+        .iter()
+        .map(|r| dialect.comparable(&r.body))
+        .collect();
+    // Every maintenance event restarts the context: its first request holds one message.
+    for &i in fresh.iter().filter(|&&i| i < bodies.len()) {
+        assert_eq!(
+            dialect.conversation(&bodies[i]).len(),
+            1,
+            "{dialect:?}: request {i} starts a fresh context"
+        );
+    }
+    let (mut shared, mut total) = (0usize, 0usize);
+    for i in 1..bodies.len() {
+        if fresh.contains(&i) {
+            continue;
+        }
+        shared += shared_prefix_len(&bodies[i - 1], &bodies[i]);
+        total += bodies[i].len();
+    }
+    let refs: Vec<&[u8]> = bodies.iter().map(Vec::as_slice).collect();
+    Replay {
+        requests: bodies.len(),
+        turns,
+        maintenance: fresh.len() - 1,
+        ratio: shared as f64 / total.max(1) as f64,
+        raw_ratio: prefix_reuse_ratio(&refs).unwrap_or(0.0),
+    }
+}
+
+#[actix::test]
+async fn m5_prefix_reuse_over_a_recorded_session() {
+    let Some(path) = pi_fixture("before-compaction.jsonl") else {
+        return;
+    };
+    for dialect in DIALECTS {
+        let started = std::time::Instant::now();
+        let r = replay(dialect, &path).await;
+        eprintln!(
+            "{}: {} requests over {} turns, {} maintenance events: prefix reuse {:.4} \
+             ({:.4} counting the first request after each event) in {:.1?}",
+            dialect.api(),
+            r.requests,
+            r.turns,
+            r.maintenance,
+            r.ratio,
+            r.raw_ratio,
+            started.elapsed()
+        );
+        assert!(r.requests > 100, "{dialect:?}: {} requests", r.requests);
+        assert!(r.maintenance >= 1, "{dialect:?}: the compactions reset");
+        if dialect == Dialect::OpenAi {
+            assert!(r.ratio >= 0.9, "{dialect:?}: prefix reuse {}", r.ratio);
+        }
+    }
+}
