@@ -15,6 +15,7 @@
 //! - The walk stops at `timeout` seconds (0.5–60, default 5) and shows what it found, with a
 //!   notice.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -240,7 +241,13 @@ fn walk(plan: &Plan, query: &FindQuery, deadline: Instant, found: &Mutex<Vec<Fou
             let Ok(below) = entry.path().strip_prefix(&plan.base) else {
                 return;
             };
-            let rel = plan.prefix.join(below);
+            // Only a pattern with a literal prefix needs the prefix put back (the walk may
+            // have started from a symlink's target); the common case allocates nothing.
+            let rel = if plan.prefix.as_os_str().is_empty() {
+                Cow::Borrowed(below)
+            } else {
+                Cow::Owned(plan.prefix.join(below))
+            };
             let hit = if plan.by_name {
                 plan.matcher.is_match(entry.file_name())
             } else {
@@ -249,7 +256,7 @@ fn walk(plan: &Plan, query: &FindQuery, deadline: Instant, found: &Mutex<Vec<Fou
             if hit {
                 let meta = entry.metadata().ok();
                 found.lock().push(Found {
-                    rel,
+                    rel: rel.into_owned(),
                     is_dir: entry.file_type().is_some_and(|t| t.is_dir()),
                     modified: meta
                         .and_then(|m| m.modified().ok())
