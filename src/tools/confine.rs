@@ -56,9 +56,19 @@ pub fn relative(root: &Path, input: &str) -> Result<PathBuf, ToolError> {
             )));
         }
         let lexical = normalise(path, PathBuf::new()).unwrap_or_default();
-        match lexical.strip_prefix(root) {
-            Ok(rest) => rest.to_path_buf(),
-            Err(_) => {
+        // The root may have been spelled through a symlink (`/tmp` on macOS): an existing
+        // absolute path is also accepted when its canonical form lies under the root.
+        let under_root = lexical
+            .strip_prefix(root)
+            .map(Path::to_path_buf)
+            .ok()
+            .or_else(|| {
+                let canonical = lexical.canonicalize().ok()?;
+                canonical.strip_prefix(root).map(Path::to_path_buf).ok()
+            });
+        match under_root {
+            Some(rest) => rest,
+            None => {
                 return Err(ToolError::OutsideWorkspace(format!(
                     "`{trimmed}` is outside the workspace; only paths under `{}` are allowed (give them relative to it)",
                     root.display()
@@ -184,6 +194,18 @@ mod tests {
         );
         assert_eq!(resolve(&root, ".").unwrap().display, ".");
         assert_eq!(resolve(&root, "").unwrap().display, ".");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn t2_absolute_paths_through_a_symlinked_root_spelling_resolve() {
+        let (_d, root) = tree();
+        let alias_dir = tempfile::tempdir().unwrap();
+        let alias = alias_dir.path().join("alias");
+        std::os::unix::fs::symlink(&root, &alias).unwrap();
+        let input = alias.join("src/a.rs");
+        let c = resolve(&root, input.to_str().unwrap()).unwrap();
+        assert_eq!(c.display, "src/a.rs");
     }
 
     #[test]
