@@ -154,7 +154,17 @@ fn targets(root: &Path, paths: &[String]) -> Result<Vec<Confined>, ToolError> {
             display: ".".into(),
         }]);
     }
-    paths.iter().map(|p| confine::resolve(root, p)).collect()
+    paths
+        .iter()
+        .map(|p| match confine::resolve(root, p) {
+            Err(ToolError::NotFound(_)) if p.contains(['*', '?', '[', '{']) => {
+                Err(ToolError::InvalidArguments(format!(
+                    "`paths` takes files or directories, not glob patterns like `{p}`; search their directory instead"
+                )))
+            }
+            other => other,
+        })
+        .collect()
 }
 
 fn one_line(s: &str) -> String {
@@ -521,6 +531,12 @@ mod tests {
         assert!(matches!(e, ToolError::OutsideWorkspace(_)), "{e}");
         let e = run(&s, json!({"pattern": "hit", "paths": "nope"})).unwrap_err();
         assert!(matches!(e, ToolError::NotFound(_)), "{e}");
+        let e = run(&s, json!({"pattern": "hit", "paths": "src/**/*.txt"})).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("not glob patterns like `src/**/*.txt`"),
+            "{e}"
+        );
     }
 
     #[test]
