@@ -85,3 +85,20 @@ fn l5_bad_json_and_unknown_tool_are_one_stderr_line_and_exit_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("is not a directory"));
 }
+
+#[test]
+fn t1_tool_schema_prints_what_the_model_is_offered() {
+    let dir = tree();
+    let out = Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .args(["tool", "search", "--schema", "--root"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schema["name"], "search");
+    assert_eq!(
+        schema["parameters"]["required"],
+        serde_json::json!(["pattern"])
+    );
+}

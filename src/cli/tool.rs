@@ -8,6 +8,8 @@
 //!   model would see, on standard error as one line `advisor: TEXT`; exit 1;
 //! - `--args` that is not JSON, an unknown tool name or an unusable root: one line on
 //!   standard error; exit 1.
+//!
+//! `--schema` prints the tool's schema as the model is offered it (pretty JSON) instead.
 
 use std::path::PathBuf;
 
@@ -28,6 +30,10 @@ pub struct ToolArgs {
     /// The tool's arguments as a JSON object, as the model would send them.
     #[arg(long, default_value = "{}")]
     pub args: String,
+    /// Print the tool's schema (name, description, JSON Schema of the arguments) as the model
+    /// is offered it, instead of running the tool.
+    #[arg(long)]
+    pub schema: bool,
 }
 
 /// Runs `advisor tool`: prints the tool's result, or fails with the tool error's text.
@@ -55,6 +61,16 @@ fn run_to_text(args: &ToolArgs) -> Result<String, CliError> {
             args.name
         )));
     };
+    if args.schema {
+        let schema = tool.schema();
+        let shown = serde_json::json!({
+            "name": schema.name,
+            "description": schema.description,
+            "parameters": schema.parameters,
+        });
+        return serde_json::to_string_pretty(&shown)
+            .map_err(|e| CliError::new(format!("the schema cannot be printed: {e}")));
+    }
     let session = ToolSession::for_primary("cli", &args.root);
     tool.run(&json, &session)
         .map_err(|e| CliError::new(e.to_string()))
