@@ -40,6 +40,8 @@ fn t1_registry_has_exactly_read_search_find_plus_advise() {
             s.name
         );
         assert_eq!(s.parameters["type"], "object", "{}", s.name);
+        let text = s.parameters.to_string();
+        assert!(!text.contains("null") && !text.contains("$ref"), "{text}");
         let props = s.parameters["properties"].as_object().unwrap();
         for (field, prop) in props {
             assert!(
@@ -53,6 +55,10 @@ fn t1_registry_has_exactly_read_search_find_plus_advise() {
     assert_eq!(search["required"], json!(["pattern"]));
     assert_eq!(search["properties"]["i"]["type"], "boolean");
     assert_eq!(search["properties"]["skip"]["type"], "integer");
+    assert_eq!(search["properties"]["gitignore"]["default"], true);
+    let find = &schemas[0].parameters;
+    assert_eq!(find["properties"]["limit"]["maximum"], 200.0);
+    assert_eq!(find["properties"]["timeout"]["minimum"], 0.5);
 }
 
 #[test]

@@ -64,6 +64,11 @@ pub fn schema_of<T: JsonSchema>(name: &str, description: &str) -> ToolSchema {
     }
 }
 
+/// `true`: the serde default of flags that are on unless the model turns them off.
+pub fn yes() -> bool {
+    true
+}
+
 /// One path or pattern, or several: the model may pass `"src"` or `["src", "tests"]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PathList(pub Vec<String>);
@@ -140,8 +145,10 @@ mod tests {
         /// What to look at.
         path: String,
         /// Where else.
-        #[serde(default)]
         paths: Option<PathList>,
+        /// A flag.
+        #[serde(default = "yes")]
+        flag: bool,
     }
 
     #[test]
@@ -163,6 +170,7 @@ mod tests {
     fn t4_paths_accept_a_string_or_a_list() {
         let d: Demo = parse("demo", &json!({"path": "a", "paths": "src"})).unwrap();
         assert_eq!(d.path, "a");
+        assert!(d.flag);
         assert_eq!(d.paths.unwrap().items(), ["src"]);
         let d: Demo = parse("demo", &json!({"path": "a", "paths": ["a", "b"]})).unwrap();
         assert_eq!(d.paths.unwrap().items(), ["a", "b"]);
@@ -182,6 +190,7 @@ mod tests {
         assert_eq!(p["required"], json!(["path"]));
         assert_eq!(p["additionalProperties"], false);
         assert!(p["properties"]["paths"]["anyOf"].is_array());
+        assert_eq!(p["properties"]["flag"]["default"], true);
         let text = p.to_string();
         assert!(!text.contains("$ref") && !text.contains("null"), "{text}");
     }

@@ -57,18 +57,28 @@ unless you set `hidden` or `gitignore` to false.";
 pub struct FindArgs {
     /// Glob pattern, or a list of them, relative to the workspace root (e.g. `**/*.rs`).
     pub paths: PathList,
-    /// Include hidden files and directories when true (the default).
-    #[serde(default)]
-    pub hidden: Option<bool>,
-    /// Skip files ignored by .gitignore when true (the default); false lists them too.
-    #[serde(default)]
-    pub gitignore: Option<bool>,
-    /// Most results to show, 1 to 200. Default 100.
-    #[serde(default)]
-    pub limit: Option<u64>,
-    /// Seconds to spend looking, 0.5 to 60; partial results after that. Default 5.
-    #[serde(default)]
-    pub timeout: Option<f64>,
+    /// Include hidden files and directories when true.
+    #[serde(default = "args::yes")]
+    pub hidden: bool,
+    /// Skip files ignored by .gitignore when true; false lists them too.
+    #[serde(default = "args::yes")]
+    pub gitignore: bool,
+    /// Most results to show, 1 to 200.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 200))]
+    pub limit: u64,
+    /// Seconds to spend looking, 0.5 to 60; partial results after that.
+    #[serde(default = "default_timeout")]
+    #[schemars(range(min = 0.5, max = 60))]
+    pub timeout: f64,
+}
+
+fn default_limit() -> u64 {
+    DEFAULT_LIMIT as u64
+}
+
+fn default_timeout() -> f64 {
+    DEFAULT_TIMEOUT.as_secs_f64()
 }
 
 /// A find, independent of how it was asked for.
@@ -108,22 +118,18 @@ impl WorkspaceTool for FindTool {
 /// Validates the arguments into a query.
 fn query_of(args: FindArgs) -> Result<FindQuery, ToolError> {
     let limit = match args.limit {
-        None => DEFAULT_LIMIT,
-        Some(n) if (1..=MAX_LIMIT as u64).contains(&n) => n as usize,
-        Some(n) => {
+        n if (1..=MAX_LIMIT as u64).contains(&n) => n as usize,
+        n => {
             return Err(ToolError::InvalidArguments(format!(
                 "`limit` must be between 1 and {MAX_LIMIT}, got {n}"
             )))
         }
     };
     let timeout = match args.timeout {
-        None => DEFAULT_TIMEOUT,
-        Some(t) if (MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS).contains(&t) => Duration::from_secs_f64(t),
-        Some(t) => {
-            return Err(ToolError::InvalidArguments(format!(
+        t if (MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS).contains(&t) => Duration::from_secs_f64(t),
+        t => return Err(ToolError::InvalidArguments(format!(
             "`timeout` must be between {MIN_TIMEOUT_SECS} and {MAX_TIMEOUT_SECS} seconds, got {t}"
-        )))
-        }
+        ))),
     };
     if args.paths.items().is_empty() {
         return Err(ToolError::InvalidArguments(
@@ -132,8 +138,8 @@ fn query_of(args: FindArgs) -> Result<FindQuery, ToolError> {
     }
     Ok(FindQuery {
         patterns: args.paths.0,
-        hidden: args.hidden.unwrap_or(true),
-        gitignore: args.gitignore.unwrap_or(true),
+        hidden: args.hidden,
+        gitignore: args.gitignore,
         limit,
         timeout,
     })

@@ -67,17 +67,16 @@ pub struct SearchArgs {
     pub pattern: String,
     /// Files or directories to search, relative to the workspace root (one string or a
     /// list). Default: the whole workspace.
-    #[serde(default)]
     pub paths: Option<PathList>,
-    /// Case-insensitive matching when true. Default false.
+    /// Case-insensitive matching when true.
     #[serde(default)]
-    pub i: Option<bool>,
-    /// Skip files ignored by .gitignore when true (the default); false searches them too.
+    pub i: bool,
+    /// Skip files ignored by .gitignore when true; false searches them too.
+    #[serde(default = "args::yes")]
+    pub gitignore: bool,
+    /// Number of matching files to skip, for paging (20 files per page).
     #[serde(default)]
-    pub gitignore: Option<bool>,
-    /// Number of matching files to skip, for paging (20 files per page). Default 0.
-    #[serde(default)]
-    pub skip: Option<usize>,
+    pub skip: usize,
 }
 
 /// A search, independent of how it was asked for.
@@ -112,9 +111,9 @@ impl WorkspaceTool for SearchTool {
         let args: SearchArgs = args::parse(NAME, args)?;
         let query = SearchQuery {
             pattern: args.pattern,
-            case_insensitive: args.i.unwrap_or(false),
-            gitignore: args.gitignore.unwrap_or(true),
-            skip: args.skip.unwrap_or(0),
+            case_insensitive: args.i,
+            gitignore: args.gitignore,
+            skip: args.skip,
             time_limit: TIME_LIMIT,
         };
         let paths = args.paths.unwrap_or_default();
