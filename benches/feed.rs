@@ -21,7 +21,7 @@ fn fixture() -> Option<PathBuf> {
 
 fn feed_vs_parse(c: &mut Criterion) {
     let Some(path) = fixture() else {
-        eprintln!("fixture missing: {}", "../shared/fixtures/pi-sessions/before-compaction.jsonl");
+        eprintln!("fixture missing: ../shared/fixtures/pi-sessions/before-compaction.jsonl");
         return;
     };
     let text = std::fs::read_to_string(&path).expect("fixture readable");

@@ -72,7 +72,12 @@ understand the difference. Nothing more needed here.\n👍\n"
     // R1: after each compaction the whole compacted transcript is sent as one delta.
     let after_compaction: Vec<u64> = rows
         .iter()
-        .filter(|r| r["prompt"].as_str().unwrap_or("").starts_with("### Session update\n\n[compaction] # Context Checkpoint"))
+        .filter(|r| {
+            r["prompt"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("### Session update\n\n[compaction] # Context Checkpoint")
+        })
         .map(|r| r["turn"].as_u64().unwrap_or(0))
         .collect();
     assert_eq!(after_compaction, vec![171, 292]);
@@ -87,7 +92,10 @@ fn l3_full_view_renders_too() {
     let (rows, stderr, ok) = render(&path, &["--transcript", "full"]);
     assert!(ok, "{stderr}");
     assert!(rows.len() > 400);
-    assert!(rows[0]["prompt"].as_str().unwrap().contains("#### User\n\n"));
+    assert!(rows[0]["prompt"]
+        .as_str()
+        .unwrap()
+        .contains("#### User\n\n"));
 }
 
 #[test]

@@ -127,9 +127,11 @@ fn query_of(args: FindArgs) -> Result<FindQuery, ToolError> {
     };
     let timeout = match args.timeout {
         t if (MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS).contains(&t) => Duration::from_secs_f64(t),
-        t => return Err(ToolError::InvalidArguments(format!(
+        t => {
+            return Err(ToolError::InvalidArguments(format!(
             "`timeout` must be between {MIN_TIMEOUT_SECS} and {MAX_TIMEOUT_SECS} seconds, got {t}"
-        ))),
+        )))
+        }
     };
     if args.paths.items().is_empty() {
         return Err(ToolError::InvalidArguments(
