@@ -759,6 +759,9 @@ async fn m5_second_request_repeats_the_first_byte_for_byte() {
         assert_eq!(cb[..ca.len()], ca[..], "{dialect:?}");
         // The answer, then the next update.
         assert_eq!(cb.len(), ca.len() + 2, "{dialect:?}");
+        // The bulk helpers of the session replay agree with the library's.
+        assert_eq!(shared_prefix(&a, &b), shared_prefix_len(&a, &b));
+        assert_eq!(dialect.comparable_fast(&requests[1].body), b);
         let ratio = prefix_reuse_ratio(&[&a, &b]).expect("two bodies");
         assert!(ratio > 0.9, "{dialect:?}: {ratio}");
         if dialect == Dialect::Anthropic {
@@ -795,9 +798,9 @@ fn pi_fixture(name: &str) -> Option<PathBuf> {
     None
 }
 
-/// How many leading bytes `a` and `b` share: compared a block at a time (slice equality
-/// is a `memcmp`, fast in debug builds too), byte by byte only inside the first block that
-/// differs. The same count as `shared_prefix_len`, about 30 MB of bodies per session faster.
+/// How many leading bytes `a` and `b` share, as `shared_prefix_len` counts them, but
+/// compared a block at a time (slice equality is a `memcmp`, fast in debug builds too) and
+/// byte by byte only inside the first block that differs: the replay compares about 30 MB.
 fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
     const BLOCK: usize = 4096;
     let n = a.len().min(b.len());
