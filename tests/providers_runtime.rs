@@ -11,12 +11,16 @@
 //! 20 s `Retry-After` still takes 20 s of virtual time (about 20,000 quick idle turns of
 //! the runtime). It also notes the virtual instant at which the server saw each request.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::pi_fixture;
+
 #[path = "support/sse_server.rs"]
 mod sse_server;
 #[path = "support/runtime.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -779,24 +783,6 @@ async fn m5_second_request_repeats_the_first_byte_for_byte() {
 // ---------------------------------------------------------------------------------------
 // M5 over a recorded session
 // ---------------------------------------------------------------------------------------
-
-/// The recorded pi session, or `None` (test skipped) when the shared fixtures are not
-/// checked out; on CI a missing fixture fails the test.
-fn pi_fixture(name: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/pi-sessions")
-        .join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "fixture {} is missing",
-        path.display()
-    );
-    eprintln!("skipping: {} not found", path.display());
-    None
-}
 
 /// How many leading bytes `a` and `b` share, as `shared_prefix_len` counts them, but
 /// compared a block at a time (slice equality is a `memcmp`, fast in debug builds too) and

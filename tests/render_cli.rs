@@ -1,22 +1,11 @@
 //! `advisor render` from the outside (L3, L5): the real session renders to valid JSON lines
 //! whose prompts match golden text; bad lines are reported and skipped.
 
-use std::path::PathBuf;
-use std::process::Command;
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::pi_fixture;
 
-fn fixture(name: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/pi-sessions")
-        .join(name);
-    if path.exists() {
-        Some(path)
-    } else if std::env::var_os("CI").is_some() {
-        panic!("fixture {} is missing (required in CI)", path.display());
-    } else {
-        eprintln!("skipping: fixture {} is missing", path.display());
-        None
-    }
-}
+use std::process::Command;
 
 fn render(path: &std::path::Path, extra: &[&str]) -> (Vec<serde_json::Value>, String, bool) {
     let out = Command::new(env!("CARGO_BIN_EXE_advisor"))
@@ -39,7 +28,7 @@ fn render(path: &std::path::Path, extra: &[&str]) -> (Vec<serde_json::Value>, St
 
 #[test]
 fn l3_real_session_renders_valid_json_lines_matching_golden_prompts() {
-    let Some(path) = fixture("before-compaction.jsonl") else {
+    let Some(path) = pi_fixture("before-compaction.jsonl") else {
         return;
     };
     let (rows, stderr, ok) = render(&path, &[]);
@@ -86,7 +75,7 @@ understand the difference. Nothing more needed here.\n👍\n"
 
 #[test]
 fn l3_full_view_renders_too() {
-    let Some(path) = fixture("before-compaction.jsonl") else {
+    let Some(path) = pi_fixture("before-compaction.jsonl") else {
         return;
     };
     let (rows, stderr, ok) = render(&path, &["--transcript", "full"]);

@@ -1,6 +1,10 @@
 //! Reading session files and driving them as a host would (SPEC L1, L2, L3), on small
 //! hand-written fixtures and on the recorded pi sessions.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::pi_fixture;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -15,24 +19,6 @@ fn fixture(name: &str) -> PathBuf {
 
 fn read(name: &str) -> SessionBranch {
     read_session(&fixture(name)).expect("fixture reads")
-}
-
-/// The recorded pi session `name`, or `None` (test skipped) when the shared fixtures are not
-/// checked out; on CI a missing fixture fails the test.
-fn pi_fixture(name: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/pi-sessions")
-        .join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "fixture {} is missing",
-        path.display()
-    );
-    eprintln!("skipping: {} not found", path.display());
-    None
 }
 
 /// A one-word description of an entry: user text, role, or `compaction>N`.
