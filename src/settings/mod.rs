@@ -1,7 +1,29 @@
 //! Advisor settings (SPEC K1): loaded once by the embedding program or the CLI and passed
 //! in; the library never reads the environment or settings files on its own.
+//!
+//! - [`AdvisorSettings`] holds the values with their documented defaults.
+//! - [`SettingsLayer`] is what one `config.yml` says ([`SettingsLayer::parse`]), checked key
+//!   by key; layers stack, the later one winning key by key.
+//! - [`load_settings`] reads `<agentDir>/config.yml`, then `<cwd>/.omp/config.yml`, and the
+//!   prompt override `<agentDir>/system-prompts/advisor.md` (G1). The caller passes the
+//!   paths in; the function is blocking and belongs at the program's edge, never on an
+//!   actor thread.
+//! - [`SettingsEnv`] carries the environment variables the settings depend on, read by the
+//!   program at its edge and handed over as values.
+
+mod env;
+mod load;
+mod yaml;
+
+pub use env::{env_flag, SettingsEnv};
+pub use load::{
+    config_files, load_config_files, load_settings, prompt_override_path, read_prompt_override,
+    LoadedSettings, CONFIG_FILE, PROMPT_OVERRIDE_FILE,
+};
+pub use yaml::{SettingsLayer, SettingsWarning};
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -103,7 +125,7 @@ impl<'de> Deserialize<'de> for SyncBacklog {
     }
 }
 
-/// A settings value that is not allowed.
+/// A settings value that is not allowed, or a settings file that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SettingsError {
     /// A key has a value outside its allowed set.
@@ -116,6 +138,34 @@ pub enum SettingsError {
         /// The allowed values.
         allowed: &'static str,
     },
+    /// A key of a settings file has a value outside its allowed set.
+    #[error("invalid value `{value}` for {key} in {}: allowed values are {allowed}", file.display())]
+    InvalidInFile {
+        /// The file.
+        file: PathBuf,
+        /// The key's full path, e.g. `advisor.policy`.
+        key: String,
+        /// The value found, as written.
+        value: String,
+        /// The allowed values.
+        allowed: String,
+    },
+    /// A settings file exists but cannot be read.
+    #[error("cannot read {}: {message}", file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// A settings file is not YAML, or not a mapping at its top level.
+    #[error("{} is not a valid settings file: {message}", file.display())]
+    NotYaml {
+        /// The file.
+        file: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
 }
 
 /// The `advisor:` block of the settings (K1) plus runtime knobs, with the documented
@@ -126,6 +176,8 @@ pub struct AdvisorSettings {
     pub enabled: bool,
     /// `advisor.syncBacklog`.
     pub sync_backlog: SyncBacklog,
+    /// `advisor.subagents` (W7): each subagent session gets its own advisor.
+    pub subagents: bool,
     /// `advisor.policy`.
     pub policy: DeliveryPolicy,
     /// `advisor.transcript`.
@@ -148,6 +200,11 @@ pub struct AdvisorSettings {
     pub compact_at_percent: u8,
     /// Absolute context threshold in tokens (`advisor.compaction.thresholdTokens`).
     pub compact_threshold_tokens: Option<u64>,
+    /// `advisor.contextPromotion` (G5): the larger-window model role to promote to.
+    pub context_promotion: Option<String>,
+    /// `advisor.redactSecrets` (X5): replace credential-looking values before a delta
+    /// leaves the process.
+    pub redact_secrets: bool,
     /// `ADVISOR_NO_REVIEW`: make no model calls; delivery paths still work.
     pub no_review: bool,
 }
@@ -157,6 +214,7 @@ impl Default for AdvisorSettings {
         Self {
             enabled: true,
             sync_backlog: SyncBacklog::Off,
+            subagents: false,
             policy: DeliveryPolicy::Interrupt,
             transcript: TranscriptView::Compact,
             immune_turns: 3,
@@ -168,6 +226,8 @@ impl Default for AdvisorSettings {
             max_consecutive_failures: 3,
             compact_at_percent: 80,
             compact_threshold_tokens: None,
+            context_promotion: None,
+            redact_secrets: true,
             no_review: false,
         }
     }
@@ -178,6 +238,13 @@ impl AdvisorSettings {
     pub fn with_compact_at(mut self, raw: Option<&str>) -> Self {
         self.compact_at_percent = parse_compact_at(raw);
         self
+    }
+
+    /// Applies the environment (K1): `ADVISOR_COMPACT_AT` and `ADVISOR_NO_REVIEW`.
+    pub fn with_env(self, env: &SettingsEnv) -> Self {
+        let mut settings = self.with_compact_at(env.compact_at.as_deref());
+        settings.no_review = settings.no_review || env.no_review;
+        settings
     }
 }
 

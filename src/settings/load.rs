@@ -1,0 +1,244 @@
+//! Reading the settings files (K1) and the prompt override (G1). Blocking: call these while
+//! the program starts, never on an actor thread. The caller passes every path in.
+
+use std::path::{Path, PathBuf};
+
+use super::{AdvisorSettings, SettingsError, SettingsLayer, SettingsWarning};
+
+/// The settings file's name, in the agent directory and in a project's `.omp/`.
+pub const CONFIG_FILE: &str = "config.yml";
+
+/// The prompt override, relative to the agent directory (G1).
+pub const PROMPT_OVERRIDE_FILE: &str = "system-prompts/advisor.md";
+
+/// Everything the files say, layered over the defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedSettings {
+    /// The defaults with every file's keys applied, the later file winning.
+    pub settings: AdvisorSettings,
+    /// `modelRoles.advisor`, if a file sets it.
+    pub advisor_role: Option<String>,
+    /// The content of `<agentDir>/system-prompts/advisor.md` when it exists and is not
+    /// blank: it replaces the built-in prompt (G1).
+    pub system_prompt_override: Option<String>,
+    /// The files that were read, in order (missing ones are not listed).
+    pub files: Vec<PathBuf>,
+    /// The file whose `advisor.enabled: false` is in effect, if any (K2).
+    pub disabled_by: Option<PathBuf>,
+    /// Unknown keys and other things worth a line to the user; nothing here is printed.
+    pub warnings: Vec<SettingsWarning>,
+}
+
+/// The settings files in the order they apply: `<agentDir>/config.yml` (when the agent
+/// directory is known), then `<cwd>/.omp/config.yml`, which overrides it.
+pub fn config_files(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::with_capacity(2);
+    if let Some(dir) = agent_dir {
+        files.push(dir.join(CONFIG_FILE));
+    }
+    files.push(cwd.join(".omp").join(CONFIG_FILE));
+    files
+}
+
+/// Reads the settings files in order, each over the ones before it, over the defaults.
+/// Missing files are skipped; an unreadable file, text that is not YAML, or a bad value is
+/// an error naming the file. The prompt override is not read here.
+pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsError> {
+    let mut merged = SettingsLayer::default();
+    let mut loaded = LoadedSettings {
+        settings: AdvisorSettings::default(),
+        advisor_role: None,
+        system_prompt_override: None,
+        files: Vec::new(),
+        disabled_by: None,
+        warnings: Vec::new(),
+    };
+    for file in files {
+        let Some(text) = read_optional(file)? else {
+            continue;
+        };
+        let (layer, warnings) = SettingsLayer::parse(file, &text)?;
+        match layer.enabled {
+            Some(false) => loaded.disabled_by = Some(file.clone()),
+            Some(true) => loaded.disabled_by = None,
+            None => {}
+        }
+        tracing::debug!(file = %file.display(), ?layer, "settings file read");
+        merged = layer.over(merged);
+        loaded.files.push(file.clone());
+        loaded.warnings.extend(warnings);
+    }
+    merged.apply_to(&mut loaded.settings);
+    loaded.advisor_role = merged.advisor_role;
+    Ok(loaded)
+}
+
+/// `<agentDir>/system-prompts/advisor.md`.
+pub fn prompt_override_path(agent_dir: &Path) -> PathBuf {
+    agent_dir.join(PROMPT_OVERRIDE_FILE)
+}
+
+/// The prompt override of G1: `Ok(None)` when the file does not exist; a blank file is
+/// ignored with a warning; an unreadable one (or one that is not UTF-8) is an error.
+pub fn read_prompt_override(
+    agent_dir: &Path,
+) -> Result<(Option<String>, Option<SettingsWarning>), SettingsError> {
+    let file = prompt_override_path(agent_dir);
+    match read_optional(&file)? {
+        None => Ok((None, None)),
+        Some(text) if text.trim().is_empty() => {
+            Ok((None, Some(SettingsWarning::BlankPrompt { file })))
+        }
+        Some(text) => Ok((Some(text), None)),
+    }
+}
+
+/// Everything of K1 and G1 for a session working in `cwd`: the config files
+/// ([`config_files`]) layered over the defaults, and the prompt override from the agent
+/// directory. `agent_dir` is `None` when it cannot be known (no `PI_CODING_AGENT_DIR` and
+/// no home directory): only the project file is read then.
+pub fn load_settings(
+    agent_dir: Option<&Path>,
+    cwd: &Path,
+) -> Result<LoadedSettings, SettingsError> {
+    let mut loaded = load_config_files(&config_files(agent_dir, cwd))?;
+    if let Some(dir) = agent_dir {
+        let (prompt, warning) = read_prompt_override(dir)?;
+        loaded.system_prompt_override = prompt;
+        loaded.warnings.extend(warning);
+    }
+    Ok(loaded)
+}
+
+/// A file's text, `None` when it does not exist (or is not a regular file).
+fn read_optional(file: &Path) -> Result<Option<String>, SettingsError> {
+    match std::fs::read(file) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| SettingsError::Read {
+                file: file.to_path_buf(),
+                message: "not valid UTF-8".to_string(),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(_) if file.is_dir() => Ok(None),
+        Err(e) => Err(SettingsError::Read {
+            file: file.to_path_buf(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::{DeliveryPolicy, SyncBacklog};
+    use std::fs;
+
+    struct Dirs {
+        _tmp: tempfile::TempDir,
+        agent: PathBuf,
+        project: PathBuf,
+    }
+
+    fn dirs() -> Dirs {
+        let tmp = tempfile::tempdir().unwrap();
+        let agent = tmp.path().join("agent");
+        let project = tmp.path().join("project");
+        fs::create_dir_all(&agent).unwrap();
+        fs::create_dir_all(project.join(".omp")).unwrap();
+        Dirs {
+            _tmp: tmp,
+            agent,
+            project,
+        }
+    }
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn k1_missing_files_give_the_defaults() {
+        let d = dirs();
+        let loaded = load_settings(Some(&d.agent), &d.project).unwrap();
+        assert_eq!(loaded.settings, AdvisorSettings::default());
+        assert!(loaded.files.is_empty() && loaded.warnings.is_empty());
+        assert_eq!(loaded.advisor_role, None);
+        assert_eq!(loaded.system_prompt_override, None);
+        assert_eq!(loaded.disabled_by, None);
+        let loaded = load_settings(None, Path::new("/nonexistent/project")).unwrap();
+        assert_eq!(loaded.settings, AdvisorSettings::default());
+    }
+
+    #[test]
+    fn k1_project_file_overrides_the_agent_file_key_by_key() {
+        let d = dirs();
+        write(
+            &d.agent.join(CONFIG_FILE),
+            "modelRoles:\n  advisor: a/agent-model\nadvisor:\n  policy: reconfirm\n  \
+             syncBacklog: 3\n  enabled: false\n  colr: 1\n",
+        );
+        write(
+            &d.project.join(".omp").join(CONFIG_FILE),
+            "advisor:\n  syncBacklog: 5\n  enabled: true\n",
+        );
+        let loaded = load_settings(Some(&d.agent), &d.project).unwrap();
+        assert_eq!(loaded.advisor_role.as_deref(), Some("a/agent-model"));
+        assert_eq!(loaded.settings.policy, DeliveryPolicy::Reconfirm);
+        assert_eq!(loaded.settings.sync_backlog, SyncBacklog::Below(5));
+        assert!(loaded.settings.enabled);
+        assert_eq!(loaded.disabled_by, None);
+        assert_eq!(loaded.files.len(), 2);
+        assert_eq!(loaded.warnings.len(), 1);
+        assert!(loaded.warnings[0].to_string().contains("`advisor.colr`"));
+
+        write(
+            &d.project.join(".omp").join(CONFIG_FILE),
+            "modelRoles:\n  advisor: p/project-model\n",
+        );
+        let loaded = load_settings(Some(&d.agent), &d.project).unwrap();
+        assert_eq!(loaded.advisor_role.as_deref(), Some("p/project-model"));
+        assert!(!loaded.settings.enabled);
+        assert_eq!(loaded.disabled_by, Some(d.agent.join(CONFIG_FILE)));
+    }
+
+    #[test]
+    fn k1_a_file_that_is_not_yaml_is_an_error_naming_it() {
+        let d = dirs();
+        let file = d.project.join(".omp").join(CONFIG_FILE);
+        write(&file, "advisor:\n  policy: [interrupt\n");
+        let message = load_settings(Some(&d.agent), &d.project)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with(&format!("{} is not a valid settings file", file.display())),
+            "{message}"
+        );
+        fs::write(&file, [0xff, 0xfe]).unwrap();
+        let message = load_settings(Some(&d.agent), &d.project)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains(&file.display().to_string()) && message.contains("UTF-8"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn g1_prompt_override_is_read_from_the_agent_dir() {
+        let d = dirs();
+        let file = prompt_override_path(&d.agent);
+        write(&file, "You are a strict reviewer.\n");
+        let loaded = load_settings(Some(&d.agent), &d.project).unwrap();
+        assert_eq!(
+            loaded.system_prompt_override.as_deref(),
+            Some("You are a strict reviewer.\n")
+        );
+
+        fs::write(&file, "  \n").unwrap();
+        let loaded = load_settings(Some(&d.agent), &d.project).unwrap();
+        assert_eq!(loaded.system_prompt_override, None);
+        assert_eq!(loaded.warnings, [SettingsWarning::BlankPrompt { file }]);
+    }
+}
