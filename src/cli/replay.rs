@@ -11,22 +11,44 @@
 //!   and a last `{"status":{…}}` line;
 //! - exit 0 when the replay ran to the end (a failing advisor shows in the status); exit 1
 //!   with one line on standard error for unusable input (missing file, not a session file,
-//!   no model configured).
+//!   a bad settings file, the advisor disabled by the settings, no model configured).
 //!
-//! The model comes from `--model`, else from `ADVISOR_MODEL`; provider keys from the
-//! environment (`OPENROUTER_API_KEY`, `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …), read here
-//! and handed to the library as a lookup.
+//! Settings (K1), in order, each over the one before: the defaults; `<agentDir>/config.yml`;
+//! `<root>/.omp/config.yml`, where root is the replay's workspace root (`--root`, else the
+//! session's cwd when it exists here, else the current directory); the environment
+//! (`ADVISOR_COMPACT_AT`, `ADVISOR_NO_REVIEW`); then the flags. `syncBacklog` is the
+//! exception: replay uses 1 unless `--sync-backlog` says otherwise, whatever the files say,
+//! since a file's value paces a live agent and a replay has none (L2). Unknown keys in the
+//! files are notices (standard error, or `{"notice":…}` lines with `--json`); a bad value
+//! is an error.
+//!
+//! The model: `--model`, else `ADVISOR_MODEL`, else `modelRoles.advisor` from the files,
+//! else `modes.advisor` from `<root>/.pi/modes.json` or `<agentDir>/modes.json` (M1).
+//! `advisor.enabled: false` in the files stops the replay with one line (K2), unless
+//! `--model` is given: naming a model on the command line asks for this run explicitly.
+//!
+//! The system prompt is `<agentDir>/system-prompts/advisor.md` when it exists (G1), and
+//! the WATCHDOG.md files found from the root and in the agent directory are appended to it
+//! (W1–W8) unless `--no-watchdog` is given. The agent directory is `PI_CODING_AGENT_DIR`,
+//! else `~/.omp/agent`. Provider keys come from the environment (`OPENROUTER_API_KEY`,
+//! `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …), read here and handed to the library as a
+//! lookup.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use advisor::messages::advice::Delivery;
-use advisor::providers::{build_client, ApiKind, Catalog, ModelSpec, ProviderError};
+use advisor::providers::resolve::{advisor_role_from_modes_text, modes_candidates};
+use advisor::providers::{
+    advisor_role_from_modes, build_client, ApiKind, Catalog, ModelSpec, ProviderError,
+};
 use advisor::render::TranscriptView;
 use advisor::replay::{delivery_lines, Replay, ReplayEvent, ReplayOptions, ReplayOutcome};
 use advisor::session::{read_session, SessionDriver};
-use advisor::settings::{AdvisorSettings, DeliveryPolicy, SyncBacklog};
+use advisor::settings::{
+    load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
+};
 use advisor::{AdvisorHandle, RuntimeConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -42,7 +64,8 @@ pub struct ReplayArgs {
     /// Print one JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The advisor model, `provider/model-id[:thinking]` (default: $ADVISOR_MODEL).
+    /// The advisor model, `provider/model-id[:thinking]` (default: $ADVISOR_MODEL, then
+    /// `modelRoles.advisor` in config.yml, then `modes.advisor` in modes.json).
     #[arg(long)]
     pub model: Option<String>,
     /// The provider's base URL, e.g. `http://127.0.0.1:8080/v1` for a local server.
@@ -60,10 +83,14 @@ pub struct ReplayArgs {
     /// How far each turn waits for the advisor: off, 1, 3 or 5 (replay default: 1).
     #[arg(long, value_parser = parse_sync)]
     pub sync_backlog: Option<SyncBacklog>,
-    /// The workspace root for the advisor's tools (default: the session's cwd when it
-    /// exists, else the current directory).
+    /// The workspace root for the advisor's tools, and where `.omp/config.yml`, WATCHDOG.md
+    /// files and `.pi/modes.json` are looked up (default: the session's cwd when it exists,
+    /// else the current directory).
     #[arg(long)]
     pub root: Option<PathBuf>,
+    /// Leave WATCHDOG.md files out of the advisor's system prompt.
+    #[arg(long)]
+    pub no_watchdog: bool,
     /// Longest wait, in seconds, for the advisor to drain at the end of the file.
     #[arg(long, default_value_t = 120)]
     pub drain_timeout: u64,
@@ -87,7 +114,8 @@ fn parse_sync(s: &str) -> Result<SyncBacklog, String> {
 
 /// Runs `advisor replay`.
 pub fn run(args: ReplayArgs) -> Result<(), CliError> {
-    let env = |name: &str| std::env::var(name).ok();
+    let lookup = |name: &str| std::env::var(name).ok();
+    let env = SettingsEnv::from_lookup(&lookup);
     let branch = read_session(&args.session).map_err(|e| CliError::new(e.to_string()))?;
     for (line, reason) in &branch.diagnostics.malformed {
         eprintln!(
@@ -95,23 +123,45 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
             args.session.display()
         );
     }
+    let driver = SessionDriver::new(branch);
+    let root = workspace_root(args.root.as_deref(), driver.header().cwd.as_deref())?;
+    let watchdog = env.watchdog_config(&root);
+    let agent_dir = watchdog.agent_dir.clone();
+    let loaded =
+        load_settings(agent_dir.as_deref(), &root).map_err(|e| CliError::new(e.to_string()))?;
+    if !loaded.settings.enabled && args.model.is_none() {
+        return Err(disabled_error(&loaded));
+    }
+    let mut printer = Printer::new(args.json, driver.len());
+    for warning in &loaded.warnings {
+        printer.notice(&format!("advisor: {warning}"));
+    }
+    let settings = settings(&args, &loaded.settings, &env);
+    let role = model_role(
+        args.model.as_deref(),
+        env.model.as_deref(),
+        loaded.advisor_role.as_deref(),
+        || modes_role(&root, agent_dir.as_deref()),
+    )
+    .map_err(model_error)?;
     let spec = ModelSpec {
-        role: args.model.clone().or_else(|| env("ADVISOR_MODEL")),
+        role,
         base_url: args.base_url.clone(),
         api: args.api,
+        max_output_tokens: Some(settings.max_output_tokens),
         ..ModelSpec::default()
     };
     let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
-    let model = build_client(&spec, &catalog, &env).map_err(model_error)?;
-    let driver = SessionDriver::new(branch);
-    let root = workspace_root(args.root.as_deref(), driver.header().cwd.as_deref())?;
+    let model = build_client(&spec, &catalog, &lookup).map_err(model_error)?;
     let session_id = driver
         .header()
         .id
         .clone()
         .unwrap_or_else(|| "replay".to_string());
     let mut config = RuntimeConfig::new(session_id, root, Some(model));
-    config.settings = settings(&args, env("ADVISOR_COMPACT_AT").as_deref());
+    config.settings = settings;
+    config.system_prompt_override = loaded.system_prompt_override;
+    config.watchdog = (!args.no_watchdog).then_some(watchdog);
     let options = ReplayOptions {
         drain_timeout: Duration::from_secs(args.drain_timeout),
         ..ReplayOptions::default()
@@ -121,7 +171,6 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
-    let mut printer = Printer::new(args.json, driver.len());
     runtime.block_on(async move {
         let (handle, events) = AdvisorHandle::spawn(config)
             .await
@@ -135,15 +184,14 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     })
 }
 
-/// The replay's settings: the defaults, replay's `syncBacklog: 1`, then the flags.
-fn settings(args: &ReplayArgs, compact_at: Option<&str>) -> AdvisorSettings {
-    let mut settings = AdvisorSettings {
-        sync_backlog: SyncBacklog::Below(1),
-        ..AdvisorSettings::default()
-    }
-    .with_compact_at(compact_at);
-    if let Some(sync) = args.sync_backlog {
-        settings.sync_backlog = sync;
+/// The replay's settings: what the files and the environment say, replay's own
+/// `syncBacklog: 1` (L2; only `--sync-backlog` changes it), then the flags. `--model`
+/// enables the advisor even when a file disables it (K2).
+fn settings(args: &ReplayArgs, files: &AdvisorSettings, env: &SettingsEnv) -> AdvisorSettings {
+    let mut settings = files.clone().with_env(env);
+    settings.sync_backlog = args.sync_backlog.unwrap_or(SyncBacklog::Below(1));
+    if args.model.is_some() {
+        settings.enabled = true;
     }
     if let Some(policy) = args.policy {
         settings.policy = policy;
@@ -152,6 +200,50 @@ fn settings(args: &ReplayArgs, compact_at: Option<&str>) -> AdvisorSettings {
         settings.transcript = view;
     }
     settings
+}
+
+/// The advisor's model role (M1): `--model`, else `ADVISOR_MODEL`, else
+/// `modelRoles.advisor`, else what `modes` finds in modes.json (only asked when needed).
+fn model_role(
+    flag: Option<&str>,
+    env: Option<&str>,
+    file: Option<&str>,
+    modes: impl FnOnce() -> Result<Option<String>, ProviderError>,
+) -> Result<Option<String>, ProviderError> {
+    match flag.or(env).or(file) {
+        Some(role) => Ok(Some(role.to_string())),
+        None => modes(),
+    }
+}
+
+/// `modes.advisor` from `<root>/.pi/modes.json`, then `<agentDir>/modes.json`; only the
+/// project file when the agent directory is unknown.
+fn modes_role(root: &Path, agent_dir: Option<&Path>) -> Result<Option<String>, ProviderError> {
+    if let Some(dir) = agent_dir {
+        return advisor_role_from_modes(root, dir);
+    }
+    let [project, _] = modes_candidates(root, root);
+    match std::fs::read_to_string(&project) {
+        Ok(text) => advisor_role_from_modes_text(&project.display().to_string(), &text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ProviderError::Modes {
+            path: project.display().to_string(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// K2: the files disable the advisor and no `--model` asks for this run anyway.
+fn disabled_error(loaded: &LoadedSettings) -> CliError {
+    let origin = loaded
+        .disabled_by
+        .as_ref()
+        .map(|file| format!(" in {}", file.display()))
+        .unwrap_or_default();
+    CliError::new(format!(
+        "the advisor is disabled (advisor.enabled: false{origin}); pass --model \
+         provider/model-id to replay with it anyway"
+    ))
 }
 
 /// `--root`, else the session's cwd when it is a directory here, else the current directory.
@@ -177,7 +269,7 @@ fn model_error(error: ProviderError) -> CliError {
     match error {
         ProviderError::NoModel => CliError::new(
             "replay needs an advisor model: pass --model provider/model-id (or set \
-             ADVISOR_MODEL), e.g. --model openrouter/anthropic/claude-sonnet-4.5 with \
+             ADVISOR_MODEL, or modelRoles.advisor in config.yml), e.g. --model openrouter/anthropic/claude-sonnet-4.5 with \
              OPENROUTER_API_KEY set, or --model local/NAME --base-url http://127.0.0.1:8080/v1 \
              for a local OpenAI-compatible server",
         ),
@@ -210,6 +302,16 @@ impl Printer {
         Self { json, bar }
     }
 
+    /// A line for the user: standard error in text mode, a `{"notice":…}` line with `--json`.
+    fn notice(&self, text: &str) {
+        if self.json {
+            let line = json!({ "notice": text }).to_string();
+            self.bar.suspend(|| out(&line));
+        } else {
+            self.bar.suspend(|| eprintln!("{text}"));
+        }
+    }
+
     fn event(&mut self, event: ReplayEvent) {
         match event {
             ReplayEvent::Progress(p) => {
@@ -220,14 +322,7 @@ impl Printer {
                 let text = self.delivery_text(turn, &delivery);
                 self.bar.suspend(|| out(&text));
             }
-            ReplayEvent::Notice { text, .. } => {
-                if self.json {
-                    let line = json!({ "notice": text }).to_string();
-                    self.bar.suspend(|| out(&line));
-                } else {
-                    self.bar.suspend(|| eprintln!("{text}"));
-                }
-            }
+            ReplayEvent::Notice { text, .. } => self.notice(&text),
             ReplayEvent::Finished(outcome) => {
                 self.bar.finish_and_clear();
                 out(&self.finish_text(&outcome));
@@ -298,9 +393,15 @@ mod tests {
 
     #[test]
     fn l2_replay_defaults_to_sync_backlog_one_and_flags_override() {
-        let s = settings(&args(&[]), None);
+        let none = SettingsEnv::default();
+        let s = settings(&args(&[]), &AdvisorSettings::default(), &none);
         assert_eq!(s.sync_backlog, SyncBacklog::Below(1));
         assert_eq!(s.policy, DeliveryPolicy::Interrupt);
+        let env = SettingsEnv {
+            compact_at: Some("70".into()),
+            no_review: true,
+            ..SettingsEnv::default()
+        };
         let s = settings(
             &args(&[
                 "--sync-backlog",
@@ -310,12 +411,118 @@ mod tests {
                 "--transcript",
                 "full",
             ]),
-            Some("70"),
+            &AdvisorSettings::default(),
+            &env,
         );
         assert_eq!(s.sync_backlog, SyncBacklog::Off);
         assert_eq!(s.policy, DeliveryPolicy::Reconfirm);
         assert_eq!(s.transcript, TranscriptView::Full);
         assert_eq!(s.compact_at_percent, 70);
+        assert!(s.no_review);
+    }
+
+    #[test]
+    fn l2_k1_files_apply_under_the_flags_but_sync_backlog_is_replays_own() {
+        let files = AdvisorSettings {
+            policy: DeliveryPolicy::Reconfirm,
+            transcript: TranscriptView::Full,
+            sync_backlog: SyncBacklog::Off,
+            immune_turns: 7,
+            enabled: false,
+            ..AdvisorSettings::default()
+        };
+        let none = SettingsEnv::default();
+        let s = settings(&args(&[]), &files, &none);
+        assert_eq!(s.policy, DeliveryPolicy::Reconfirm);
+        assert_eq!(s.transcript, TranscriptView::Full);
+        assert_eq!(s.immune_turns, 7);
+        assert_eq!(s.sync_backlog, SyncBacklog::Below(1), "replay paces itself");
+        assert!(!s.enabled);
+        let s = settings(
+            &args(&[
+                "--policy",
+                "interrupt",
+                "--model",
+                "a/b",
+                "--sync-backlog",
+                "5",
+            ]),
+            &files,
+            &none,
+        );
+        assert_eq!(s.policy, DeliveryPolicy::Interrupt);
+        assert_eq!(s.sync_backlog, SyncBacklog::Below(5));
+        assert!(s.enabled, "--model asks for this run (K2)");
+    }
+
+    #[test]
+    fn m1_model_comes_from_flag_then_env_then_file_then_modes() {
+        let modes = || Ok(Some("m/modes".to_string()));
+        let pick = |flag, env, file| model_role(flag, env, file, modes).unwrap();
+        assert_eq!(
+            pick(Some("f/flag"), Some("e/env"), Some("c/file")).as_deref(),
+            Some("f/flag")
+        );
+        assert_eq!(
+            pick(None, Some("e/env"), Some("c/file")).as_deref(),
+            Some("e/env")
+        );
+        assert_eq!(pick(None, None, Some("c/file")).as_deref(), Some("c/file"));
+        assert_eq!(pick(None, None, None).as_deref(), Some("m/modes"));
+        let untouched = model_role(Some("f/flag"), None, None, || Err(ProviderError::NoModel));
+        assert_eq!(untouched.unwrap().as_deref(), Some("f/flag"));
+    }
+
+    #[test]
+    fn m1_modes_json_is_read_from_the_root_then_the_agent_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, agent) = (dir.path().join("root"), dir.path().join("agent"));
+        std::fs::create_dir_all(root.join(".pi")).unwrap();
+        std::fs::create_dir_all(&agent).unwrap();
+        assert_eq!(modes_role(&root, Some(&agent)).unwrap(), None);
+        std::fs::write(
+            agent.join("modes.json"),
+            r#"{"modes":{"advisor":{"provider":"a","modelId":"agent"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            modes_role(&root, Some(&agent)).unwrap().as_deref(),
+            Some("a/agent")
+        );
+        assert_eq!(modes_role(&root, None).unwrap(), None);
+        std::fs::write(
+            root.join(".pi/modes.json"),
+            r#"{"modes":{"advisor":{"provider":"p","modelId":"root","thinkingLevel":"low"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            modes_role(&root, Some(&agent)).unwrap().as_deref(),
+            Some("p/root:low")
+        );
+        assert_eq!(
+            modes_role(&root, None).unwrap().as_deref(),
+            Some("p/root:low")
+        );
+    }
+
+    #[test]
+    fn k2_disabled_error_names_the_file_and_the_way_out() {
+        let loaded = LoadedSettings {
+            settings: AdvisorSettings {
+                enabled: false,
+                ..AdvisorSettings::default()
+            },
+            advisor_role: None,
+            system_prompt_override: None,
+            files: Vec::new(),
+            disabled_by: Some(PathBuf::from("/p/.omp/config.yml")),
+            warnings: Vec::new(),
+        };
+        assert_eq!(
+            disabled_error(&loaded).to_string(),
+            "the advisor is disabled (advisor.enabled: false in /p/.omp/config.yml); pass \
+             --model provider/model-id to replay with it anyway"
+        );
     }
 
     #[test]
