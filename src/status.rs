@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::DeliveryCounts;
+use crate::messages::advice::Advisory;
 use crate::messages::review::AgentStatus;
 use crate::settings::DeliveryPolicy;
 
@@ -28,6 +29,9 @@ pub struct AdvisorStatus {
     pub suppressed: bool,
     /// Delivery outcome counters (D10).
     pub deliveries: DeliveryCounts,
+    /// The notes held for reconfirmation now, oldest first (D9).
+    #[serde(default)]
+    pub held_notes: Vec<Advisory>,
     /// The agent's backlog, context and lifetime usage.
     pub agent: AgentStatus,
 }
@@ -85,6 +89,16 @@ impl AdvisorStatus {
             d.dropped_total(),
             d.pending
         ));
+        if !self.held_notes.is_empty() || self.policy == DeliveryPolicy::Reconfirm {
+            out.push_str(&format!("held notes: {}\n", self.held_notes.len()));
+            for note in &self.held_notes {
+                out.push_str(&format!(
+                    "  - [{}] {}\n",
+                    note.effective_severity().as_str().to_uppercase(),
+                    crate::delivery::normalize_note(&note.note)
+                ));
+            }
+        }
         out
     }
 }

@@ -14,8 +14,9 @@ use actix::{
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use crate::messages::delivery::{HeldPreamble, ReviewSucceeded};
 use crate::messages::review::{
-    AgentStatus, AwaitBacklog, DropBacklog, DumpContext, GetAgentStatus, QueueDelta,
+    AgentStatus, AwaitBacklog, BacklogWait, DropBacklog, DumpContext, GetAgentStatus, QueueDelta,
     ReleaseWaiters, ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
 };
 use crate::messages::tools::{ClearToolSession, ExecuteTool};
@@ -41,6 +42,11 @@ pub struct AgentSetup {
     pub watchdog: Option<Recipient<GetWatchdogPrompt>>,
     /// Where review outcomes are reported (the Supervisor).
     pub supervisor: Recipient<ReviewFinished>,
+    /// Where each review asks for the held-notes preamble (the DeliveryRouter, D9).
+    pub held_preamble: Option<Recipient<HeldPreamble>>,
+    /// Where successful reviews are reported so unconfirmed held notes are dropped
+    /// (the DeliveryRouter, D9).
+    pub review_succeeded: Option<Recipient<ReviewSucceeded>>,
     /// The base system prompt (built-in or the user's override, G1) with the workspace root.
     pub base_prompt: String,
     /// Settings.
@@ -58,7 +64,7 @@ pub struct AdvisorAgent {
     reviewing: bool,
     failing: bool,
     paused: Option<String>,
-    waiters: Vec<(usize, oneshot::Sender<()>)>,
+    waiters: Vec<(usize, oneshot::Sender<BacklogWait>)>,
     review_seq: u64,
     lifetime: Usage,
     model_calls: u64,
@@ -90,14 +96,32 @@ impl AdvisorAgent {
         }
     }
 
+    /// Answers the waiters whose wait is over: drained below their threshold, or the
+    /// advisor failing or paused (S2).
     fn release_ready_waiters(&mut self) {
         let backlog = self.queue.backlog();
-        let release_all = self.failing || self.paused.is_some();
-        self.waiters
-            .retain_mut(|(threshold, _)| !(release_all || backlog < *threshold));
-        // Dropped senders wake their receivers.
+        let failing = self.failing || self.paused.is_some();
+        let mut kept = Vec::with_capacity(self.waiters.len());
+        for (threshold, tx) in self.waiters.drain(..) {
+            if backlog < threshold {
+                let _ = tx.send(BacklogWait::Drained);
+            } else if failing {
+                let _ = tx.send(BacklogWait::Failing);
+            } else {
+                kept.push((threshold, tx));
+            }
+        }
+        self.waiters = kept;
     }
 
+    /// Wakes every waiter with "failing" (backlog dropped, paused).
+    fn fail_all_waiters(&mut self) {
+        for (_, tx) in self.waiters.drain(..) {
+            let _ = tx.send(BacklogWait::Failing);
+        }
+    }
+
+    /// Wakes every waiter with "released" (abort, reset, dispose): dropped senders.
     fn release_all_waiters(&mut self) {
         self.waiters.clear();
     }
@@ -152,16 +176,17 @@ impl AdvisorAgent {
                 .max(1),
             epoch,
             review,
+            held_preamble: self.setup.held_preamble.clone(),
         };
         let context = std::mem::take(&mut self.context);
         let span = tracing::info_span!("review", review, epoch, turns = batch.turns);
         let fut = run_review_with_overflow_retry(job, context, prompt).instrument(span);
         ctx.spawn(fut.into_actor(self).map(move |run, act, ctx| {
-            act.finish_review(run, epoch, ctx);
+            act.finish_review(run, epoch, review, ctx);
         }));
     }
 
-    fn finish_review(&mut self, run: ReviewRun, epoch: u64, ctx: &mut Context<Self>) {
+    fn finish_review(&mut self, run: ReviewRun, epoch: u64, review: u64, ctx: &mut Context<Self>) {
         self.reviewing = false;
         self.lifetime.add(&run.usage);
         self.model_calls += run.calls;
@@ -176,6 +201,10 @@ impl AdvisorAgent {
             Ok(()) => {
                 self.reviews += 1;
                 self.queue.finish_ok();
+                // D9: before any waiter wakes, so a catch-up block's end sees the pruning.
+                if let Some(router) = &self.setup.review_succeeded {
+                    router.do_send(ReviewSucceeded { epoch, review });
+                }
                 self.setup.supervisor.do_send(ReviewFinished {
                     epoch,
                     result: Ok(()),
@@ -315,18 +344,18 @@ impl Handler<QueueDelta> for AdvisorAgent {
 }
 
 impl Handler<AwaitBacklog> for AdvisorAgent {
-    type Result = ResponseFuture<()>;
+    type Result = ResponseFuture<BacklogWait>;
 
     fn handle(&mut self, msg: AwaitBacklog, _ctx: &mut Context<Self>) -> Self::Result {
-        let free = self.queue.backlog() < msg.threshold || self.failing || self.paused.is_some();
-        if free {
-            return Box::pin(async {});
+        if self.queue.backlog() < msg.threshold {
+            return Box::pin(async { BacklogWait::Drained });
+        }
+        if self.failing || self.paused.is_some() {
+            return Box::pin(async { BacklogWait::Failing });
         }
         let (tx, rx) = oneshot::channel();
         self.waiters.push((msg.threshold, tx));
-        Box::pin(async move {
-            let _ = rx.await;
-        })
+        Box::pin(async move { rx.await.unwrap_or(BacklogWait::Released) })
     }
 }
 
@@ -371,7 +400,7 @@ impl Handler<DropBacklog> for AdvisorAgent {
         let dropped = self.queue.drop_all();
         self.dropped_turns += dropped as u64;
         self.failing = false;
-        self.release_all_waiters();
+        self.fail_all_waiters();
         self.maybe_start(ctx);
         dropped
     }
@@ -383,7 +412,7 @@ impl Handler<SetPaused> for AdvisorAgent {
     fn handle(&mut self, msg: SetPaused, ctx: &mut Context<Self>) {
         self.paused = msg.reason;
         if self.paused.is_some() {
-            self.release_all_waiters();
+            self.fail_all_waiters();
         } else {
             self.failing = false;
             self.maybe_start(ctx);
@@ -418,6 +447,7 @@ struct ReviewJob {
     max_tokens: u32,
     epoch: u64,
     review: u64,
+    held_preamble: Option<Recipient<HeldPreamble>>,
 }
 
 /// What a review hands back to the actor.
@@ -446,6 +476,22 @@ async fn run_review_with_overflow_retry(
             _ => job.base_prompt.clone(),
         },
         None => job.base_prompt.clone(),
+    };
+    // D9: the held notes this review must raise again to keep, ahead of the update.
+    let preamble = match &job.held_preamble {
+        Some(router) => router
+            .send(HeldPreamble {
+                epoch: job.epoch,
+                review: job.review,
+            })
+            .await
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    let prompt = if preamble.is_empty() {
+        prompt
+    } else {
+        format!("{preamble}\n\n{prompt}")
     };
     let mut usage = Usage::default();
     let mut calls = 0;

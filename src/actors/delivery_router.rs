@@ -1,10 +1,12 @@
-//! DeliveryRouter: turns `advise` calls into deliveries for the host (D1–D3, D6, D8, D10).
+//! DeliveryRouter: turns `advise` calls into deliveries for the host (D1–D10). It keeps the
+//! held notes and the dedupe memory outside the advisor's context (G6).
 
 use actix::{Actor, Context, Handler, Recipient, Supervised};
 
 use crate::delivery::RouterState;
 use crate::messages::delivery::{
-    DeliveryStatus, GetDeliveryStatus, RaiseAdvice, ResetDelivery, SetDeliveryEnabled,
+    CatchUpFinished, DeliveryStatus, GetDeliveryStatus, HeldPreamble, RaiseAdvice, ResetDelivery,
+    ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
 };
 use crate::messages::host::{HostEvent, Interrupt, RunState, StepBoundary, UserPrompt};
 use crate::settings::DeliveryPolicy;
@@ -16,14 +18,16 @@ pub struct DeliveryRouter {
 }
 
 impl DeliveryRouter {
-    /// A router for `policy` sending host events to `host`.
+    /// A router for `policy` sending host events to `host`, with `immune_turns` immune
+    /// turns after an interrupting delivery (D7).
     pub fn new(
         policy: DeliveryPolicy,
         max_notes_per_update: usize,
+        immune_turns: u32,
         host: Recipient<HostEvent>,
     ) -> Self {
         Self {
-            state: RouterState::new(policy, max_notes_per_update),
+            state: RouterState::new(policy, max_notes_per_update).with_immune_turns(immune_turns),
             host,
         }
     }
@@ -41,7 +45,8 @@ impl Actor for DeliveryRouter {
 
 impl Supervised for DeliveryRouter {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
-        self.state = RouterState::new(self.state.policy(), self.state.max_notes_per_update());
+        self.state = RouterState::new(self.state.policy(), self.state.max_notes_per_update())
+            .with_immune_turns(self.state.immune_turns());
     }
 }
 
@@ -112,6 +117,51 @@ impl Handler<GetDeliveryStatus> for DeliveryRouter {
         actix::MessageResult(DeliveryStatus {
             counts: self.state.counts().clone(),
             suppressed: self.state.suppressed(),
+            held: self
+                .state
+                .held()
+                .iter()
+                .map(|h| h.advisory.clone())
+                .collect(),
         })
+    }
+}
+
+impl Handler<TurnEnded> for DeliveryRouter {
+    type Result = actix::MessageResult<TurnEnded>;
+
+    fn handle(&mut self, msg: TurnEnded, _ctx: &mut Context<Self>) -> Self::Result {
+        let plan = self.state.turn_ended(msg.terminal, msg.can_wait);
+        if let Some(plan) = &plan {
+            self.emit(vec![HostEvent::Notice {
+                text: plan.notice(),
+            }]);
+        }
+        actix::MessageResult(plan)
+    }
+}
+
+impl Handler<CatchUpFinished> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, msg: CatchUpFinished, _ctx: &mut Context<Self>) {
+        let events = self.state.catch_up_finished(&msg.plan, msg.end);
+        self.emit(events);
+    }
+}
+
+impl Handler<HeldPreamble> for DeliveryRouter {
+    type Result = String;
+
+    fn handle(&mut self, msg: HeldPreamble, _ctx: &mut Context<Self>) -> String {
+        self.state.held_preamble(msg.epoch, msg.review)
+    }
+}
+
+impl Handler<ReviewSucceeded> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReviewSucceeded, _ctx: &mut Context<Self>) {
+        self.state.review_succeeded(msg.epoch, msg.review);
     }
 }

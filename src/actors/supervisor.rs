@@ -15,9 +15,10 @@ use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::command::{parse_command, AdvisorCommand};
+use crate::delivery::{turn_was_terminal, CatchUpEnd};
 use crate::feed::{FeedCursor, FeedOutcome};
 use crate::messages::delivery::{
-    GetDeliveryStatus, RaiseAdvice, ResetDelivery, SetDeliveryEnabled,
+    CatchUpFinished, GetDeliveryStatus, RaiseAdvice, ResetDelivery, SetDeliveryEnabled, TurnEnded,
 };
 use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor};
 use crate::messages::host::{
@@ -25,8 +26,8 @@ use crate::messages::host::{
     StepAdvice, StepBoundary, TurnEnd, UserPrompt,
 };
 use crate::messages::review::{
-    AwaitBacklog, DropBacklog, DumpContext, GetAgentStatus, ReleaseWaiters, ResetAdvisor,
-    RetryReview, ReviewFinished, SetPaused,
+    AwaitBacklog, BacklogWait, DropBacklog, DumpContext, GetAgentStatus, ReleaseWaiters,
+    ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
 };
 use crate::messages::tools::ClearToolSession;
 use crate::messages::transcript::Transcript;
@@ -147,9 +148,11 @@ impl Supervisor {
         }
         let policy = self.config.settings.policy;
         let max_notes = self.config.settings.max_notes_per_update;
+        let immune_turns = self.config.settings.immune_turns;
         let host = self.host.clone();
-        let router =
-            actix::Supervisor::start(move |_| DeliveryRouter::new(policy, max_notes, host));
+        let router = actix::Supervisor::start(move |_| {
+            DeliveryRouter::new(policy, max_notes, immune_turns, host)
+        });
         self.router = Some(router.clone());
         router
     }
@@ -167,7 +170,7 @@ impl Supervisor {
             self.config.workspace_root.clone(),
         ));
         let registry = self.config.tools.clone();
-        let router_rcpt: Recipient<RaiseAdvice> = router.recipient();
+        let router_rcpt: Recipient<RaiseAdvice> = router.clone().recipient();
         let max_notes = settings.max_notes_per_update;
         let executor = actix::Supervisor::start(move |_| {
             ToolExecutor::new(registry, session, router_rcpt, max_notes)
@@ -184,6 +187,8 @@ impl Supervisor {
         let clear_rcpt = executor.clone().recipient();
         let agent_settings = settings.clone();
         let epoch = self.epoch;
+        let held_preamble = Some(router.clone().recipient());
+        let review_succeeded = Some(router.recipient());
         let agent = actix::Supervisor::start(move |_| {
             AdvisorAgent::new(AgentSetup {
                 model,
@@ -192,6 +197,8 @@ impl Supervisor {
                 tool_session: clear_rcpt,
                 watchdog,
                 supervisor,
+                held_preamble,
+                review_succeeded,
                 base_prompt,
                 settings: agent_settings,
                 epoch,
@@ -292,7 +299,15 @@ impl Handler<TurnEnd> for Supervisor {
 
     fn handle(&mut self, msg: TurnEnd, _ctx: &mut Context<Self>) -> Self::Result {
         self.last_transcript = Some(msg.transcript.clone());
+        // D4: O(1), the last message only.
+        let terminal = turn_was_terminal(&msg.transcript);
+        let router = self.router();
         let Some(children) = self.children.as_ref().filter(|_| self.enabled) else {
+            // D7: immune turns count turn ends even with no advisor running.
+            router.do_send(TurnEnded {
+                terminal,
+                can_wait: false,
+            });
             return Box::pin(actix::fut::ready(()));
         };
         let feed = children.feed.clone();
@@ -300,27 +315,55 @@ impl Handler<TurnEnd> for Supervisor {
         let epoch = self.epoch;
         let threshold = self.config.settings.sync_backlog.threshold();
         let cap = self.config.settings.sync_wait_cap;
+        // Both enqueued now, in this order: the router hears of the turn end before the
+        // review of its delta can raise anything (D4's terminal flag, D7's count).
+        let plan = router.send(TurnEnded {
+            terminal,
+            can_wait: true,
+        });
+        let observed = feed.send(ObserveTurn {
+            transcript: msg.transcript,
+            epoch,
+        });
         let observe = async move {
-            feed.send(ObserveTurn {
-                transcript: msg.transcript,
-                epoch,
-            })
-            .await
+            let outcome = observed.await;
+            let plan = plan.await.ok().flatten();
+            (plan, outcome)
         };
-        Box::pin(observe.into_actor(self).then(move |outcome, act, _ctx| {
-            if let Ok(FeedOutcome::Rewrite) = outcome {
-                act.reset(RewriteKind::Detected);
-            }
-            let wait = async move {
-                if let Some(threshold) = threshold {
-                    let waited = tokio::time::timeout(cap, agent.send(AwaitBacklog { threshold }));
-                    if waited.await.is_err() {
-                        tracing::info!("syncBacklog wait hit its cap; the primary goes on");
+        Box::pin(
+            observe
+                .into_actor(self)
+                .then(move |(plan, outcome), act, _ctx| {
+                    if let Ok(FeedOutcome::Rewrite) = outcome {
+                        act.reset(RewriteKind::Detected);
                     }
-                }
-            };
-            wait.into_actor(act)
-        }))
+                    let wait = async move {
+                        if let Some(plan) = plan {
+                            // D5: the catch-up block, in place of the syncBacklog wait.
+                            let waited = tokio::time::timeout(
+                                plan.timeout,
+                                agent.send(AwaitBacklog { threshold: 1 }),
+                            )
+                            .await;
+                            let end = match waited {
+                                Err(_) => CatchUpEnd::TimedOut,
+                                Ok(Ok(BacklogWait::Drained)) => CatchUpEnd::Settled,
+                                Ok(Ok(BacklogWait::Failing)) => CatchUpEnd::Failed,
+                                Ok(Ok(BacklogWait::Released)) | Ok(Err(_)) => CatchUpEnd::Aborted,
+                            };
+                            // Awaited, so what it delivers is there at the next step boundary.
+                            let _ = router.send(CatchUpFinished { plan, end }).await;
+                        } else if let Some(threshold) = threshold {
+                            let waited =
+                                tokio::time::timeout(cap, agent.send(AwaitBacklog { threshold }));
+                            if waited.await.is_err() {
+                                tracing::info!("syncBacklog wait hit its cap; the primary goes on");
+                            }
+                        }
+                    };
+                    wait.into_actor(act)
+                }),
+        )
     }
 }
 
@@ -500,6 +543,7 @@ impl Handler<GetStatus> for Supervisor {
                 if let Ok(d) = router.send(GetDeliveryStatus).await {
                     status.deliveries = d.counts;
                     status.suppressed = d.suppressed;
+                    status.held_notes = d.held;
                 }
                 if let Some(agent) = agent {
                     if let Ok(a) = agent.send(GetAgentStatus).await {

@@ -2,7 +2,7 @@
 
 use actix::Message as ActixMessage;
 
-use crate::delivery::{DeliveryCounts, RaiseOutcome};
+use crate::delivery::{CatchUpEnd, CatchUpPlan, DeliveryCounts, RaiseOutcome};
 use crate::messages::advice::Advisory;
 
 /// The advisor called `advise` (mid-review, G3).
@@ -33,6 +33,48 @@ pub struct SetDeliveryEnabled {
     pub enabled: bool,
 }
 
+/// A primary turn ended (supervisor → router): counts down immune turns (D7) and, under
+/// `reconfirm`, answers whether the turn end waits for the advisor (D5).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "Option<CatchUpPlan>")]
+pub struct TurnEnded {
+    /// The turn's last assistant message called no tools (D4).
+    pub terminal: bool,
+    /// An advisor runs that the turn end could wait for.
+    pub can_wait: bool,
+}
+
+/// A catch-up block ended (supervisor → router): deliver or keep the held notes (D5).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct CatchUpFinished {
+    /// The block, as planned.
+    pub plan: CatchUpPlan,
+    /// How it ended.
+    pub end: CatchUpEnd,
+}
+
+/// Asks for the held-notes preamble of a review about to start (agent → router, D9);
+/// empty when nothing is held.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "String")]
+pub struct HeldPreamble {
+    /// The review's epoch.
+    pub epoch: u64,
+    /// The review's number.
+    pub review: u64,
+}
+
+/// A review succeeded (agent → router): held notes it did not raise again are dropped (D9).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct ReviewSucceeded {
+    /// The review's epoch.
+    pub epoch: u64,
+    /// The review's number.
+    pub review: u64,
+}
+
 /// Asks for the router's counters and latch.
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "DeliveryStatus")]
@@ -45,4 +87,6 @@ pub struct DeliveryStatus {
     pub counts: DeliveryCounts,
     /// Whether the user-interrupt latch is set (D6).
     pub suppressed: bool,
+    /// The notes held now, oldest first (D9).
+    pub held: Vec<Advisory>,
 }

@@ -18,12 +18,25 @@ pub struct QueueDelta {
 }
 
 /// Resolves once the backlog is below `threshold`, or at once while the advisor is failing
-/// or paused (S1, S2), or when waiters are released. The 30 s cap is the caller's.
+/// or paused (S1, S2), or when waiters are released; says which. The time bound (30 s for
+/// S1, the catch-up block's for D5) is the caller's.
 #[derive(Debug, Clone, Copy, ActixMessage)]
-#[rtype(result = "()")]
+#[rtype(result = "BacklogWait")]
 pub struct AwaitBacklog {
     /// Wait until the backlog is below this.
     pub threshold: usize,
+}
+
+/// How a backlog wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BacklogWait {
+    /// The backlog fell below the threshold.
+    Drained,
+    /// The advisor is failing (a retry pending, or the backlog dropped after repeated
+    /// failures) or paused (S2).
+    Failing,
+    /// Waiters were released: abort, reset, dispose or a restart.
+    Released,
 }
 
 /// Wakes every backlog waiter (abort, reset, dispose).
