@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::messages::transcript::{Message, Transcript};
+use crate::redact::Redactor;
 use crate::render::{render_delta, TranscriptView};
 
 /// The heading that starts every queued delta (X3).
@@ -26,23 +27,52 @@ pub enum FeedOutcome {
 /// It remembers how many messages it has seen and the last of them; a turn end costs
 /// O(delta): the seen prefix is checked through its last message only (pointer equality
 /// first, then value equality), never walked.
-#[derive(Debug, Clone, Default)]
+///
+/// Deltas are redacted (X5) unless [`FeedCursor::with_redaction`] turned that off; the
+/// default cursor redacts too.
+#[derive(Debug, Clone)]
 pub struct FeedCursor {
     seen: usize,
     last: Option<Arc<Message>>,
     /// Character budget for the first delta after a reset (R1); `None` = unbounded.
     replay_budget: Option<usize>,
     view: TranscriptView,
+    /// Secret redaction applied to every delta (X5); `None` = off.
+    redactor: Option<Redactor>,
+}
+
+impl Default for FeedCursor {
+    fn default() -> Self {
+        Self::new(TranscriptView::default(), None)
+    }
 }
 
 impl FeedCursor {
-    /// A cursor at the start of the transcript.
+    /// A cursor at the start of the transcript, redacting secrets (X5: on by default).
     pub fn new(view: TranscriptView, replay_budget: Option<usize>) -> Self {
         Self {
+            seen: 0,
+            last: None,
             view,
             replay_budget,
-            ..Self::default()
+            redactor: build_redactor(),
         }
+    }
+
+    /// Turns secret redaction (X5) on or off; the patterns are compiled once, when it is
+    /// turned on.
+    pub fn with_redaction(mut self, on: bool) -> Self {
+        self.redactor = match (on, self.redactor.take()) {
+            (false, _) => None,
+            (true, Some(existing)) => Some(existing),
+            (true, None) => build_redactor(),
+        };
+        self
+    }
+
+    /// Whether deltas are redacted.
+    pub fn redacts(&self) -> bool {
+        self.redactor.is_some()
     }
 
     /// How many messages have been seen.
@@ -88,10 +118,13 @@ impl FeedCursor {
         let budget = if from_start { self.replay_budget } else { None };
         let rendered = render_bounded(self.view, &delta, budget);
         if rendered.trim().is_empty() {
-            FeedOutcome::Blank
-        } else {
-            FeedOutcome::Delta(format!("{UPDATE_HEADING}{rendered}"))
+            return FeedOutcome::Blank;
         }
+        let text = match &self.redactor {
+            Some(redactor) => redactor.redact(&rendered),
+            None => rendered.as_str().into(),
+        };
+        FeedOutcome::Delta(format!("{UPDATE_HEADING}{text}"))
     }
 
     fn prefix_unchanged(&self, transcript: &Transcript) -> bool {
@@ -101,6 +134,18 @@ impl FeedCursor {
                 None => false,
             },
             _ => true,
+        }
+    }
+}
+
+/// The X5 redactor, or none (deltas then go out unredacted) when its patterns fail to
+/// compile, which the built-in patterns never do; the failure is logged, not raised.
+fn build_redactor() -> Option<Redactor> {
+    match Redactor::new() {
+        Ok(redactor) => Some(redactor),
+        Err(err) => {
+            tracing::error!(error = %err, "secret redaction is off: its patterns do not compile");
+            None
         }
     }
 }

@@ -44,6 +44,7 @@ pub mod messages;
 pub mod model;
 pub mod prompts;
 pub mod providers;
+pub mod redact;
 pub mod render;
 pub mod replay;
 pub mod review;

@@ -1,0 +1,537 @@
+//! Secret redaction (SPEC X5): before a delta leaves the process, values that look like
+//! credentials are replaced by a placeholder naming their kind, such as
+//! `[redacted:openai-key]`.
+//!
+//! A [`Redactor`] is compiled once (per feed cursor) and cheap to clone. Text that holds
+//! nothing secret costs one pass of a combined pattern set and comes back borrowed,
+//! unchanged. Each kind of secret is recognised by a pattern plus a plausibility check, so
+//! that ordinary code (`let key = compute_key();`, `sk-learn`, `TOKEN=${TOKEN}`,
+//! `process.env.API_KEY`, `<your-key-here>`, `***`) is left alone for the reviewer to read.
+//!
+//! ```
+//! use advisor::redact::Redactor;
+//!
+//! let redactor = Redactor::new().expect("built-in patterns compile");
+//! let line = "export OPENAI_API_KEY=sk-proj-Xf93kLm2Qp8Zr7Tt4Vb1Nc6Hd0Jw5Ys";
+//! assert_eq!(redactor.redact(line), "export OPENAI_API_KEY=[redacted:env-secret]");
+//! assert_eq!(redactor.redact("let key = compute_key();"), "let key = compute_key();");
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use regex::{Captures, Regex, RegexSet};
+
+/// The kind of credential a redaction replaced; it names the placeholder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SecretKind {
+    /// A PEM or PGP private key block (`-----BEGIN … PRIVATE KEY-----`).
+    PrivateKey,
+    /// The value assigned to an environment-style name ending in `_KEY`, `_TOKEN`,
+    /// `_SECRET` or `PASSWORD`.
+    EnvSecret,
+    /// An AWS secret access key (`aws_secret_access_key = …`).
+    AwsSecretKey,
+    /// The token of an `Authorization: Bearer …` header or a `Bearer <token>` mention.
+    BearerToken,
+    /// The credentials of an `Authorization: Basic …` header.
+    BasicAuth,
+    /// A JSON Web Token (`eyJ….eyJ….…`).
+    Jwt,
+    /// An Anthropic API key (`sk-ant-…`).
+    AnthropicKey,
+    /// An OpenRouter API key (`sk-or-v1-…`).
+    OpenRouterKey,
+    /// An OpenAI API key (`sk-…`, `sk-proj-…`).
+    OpenAiKey,
+    /// A GitHub token (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`).
+    GitHubToken,
+    /// A Stripe secret, restricted or webhook key (`sk_live_`, `rk_live_`, `whsec_`…).
+    StripeKey,
+    /// A Slack token (`xoxb-…` and the other `xox?-` forms).
+    SlackToken,
+    /// A Google API key (`AIza…`).
+    GoogleApiKey,
+    /// An AWS access key id (`AKIA…`, `ASIA…`).
+    AwsAccessKeyId,
+}
+
+impl SecretKind {
+    /// The kind's name as it appears in the placeholder.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SecretKind::PrivateKey => "private-key",
+            SecretKind::EnvSecret => "env-secret",
+            SecretKind::AwsSecretKey => "aws-secret-key",
+            SecretKind::BearerToken => "bearer-token",
+            SecretKind::BasicAuth => "basic-auth",
+            SecretKind::Jwt => "jwt",
+            SecretKind::AnthropicKey => "anthropic-key",
+            SecretKind::OpenRouterKey => "openrouter-key",
+            SecretKind::OpenAiKey => "openai-key",
+            SecretKind::GitHubToken => "github-token",
+            SecretKind::StripeKey => "stripe-key",
+            SecretKind::SlackToken => "slack-token",
+            SecretKind::GoogleApiKey => "google-api-key",
+            SecretKind::AwsAccessKeyId => "aws-access-key-id",
+        }
+    }
+
+    /// The text that replaces a secret of this kind: `[redacted:KIND]`.
+    pub fn placeholder(self) -> String {
+        format!("{PLACEHOLDER_OPEN}{}]", self.as_str())
+    }
+}
+
+impl fmt::Display for SecretKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One secret found in a text: its kind and the byte range that the placeholder replaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redaction {
+    /// What was recognised.
+    pub kind: SecretKind,
+    /// The replaced bytes (for an assignment, only the value).
+    pub range: Range<usize>,
+}
+
+/// A built-in pattern failed to compile (a bug in this module, reported rather than
+/// panicking; the feed then sends deltas unredacted and logs the error).
+#[derive(Debug, thiserror::Error)]
+pub enum RedactError {
+    /// One rule's pattern was rejected by the regex engine.
+    #[error("secret pattern `{kind}` does not compile: {source}")]
+    Pattern {
+        /// The rule whose pattern failed.
+        kind: SecretKind,
+        /// The engine's error.
+        source: regex::Error,
+    },
+    /// The combined prefilter over all patterns was rejected.
+    #[error("combined secret patterns do not compile: {0}")]
+    Set(#[source] regex::Error),
+}
+
+/// The start of every placeholder; a value that starts with it is never redacted again.
+const PLACEHOLDER_OPEN: &str = "[redacted:";
+
+/// How a rule's candidate is checked before it is redacted.
+#[derive(Debug, Clone, Copy)]
+enum Check {
+    /// The pattern alone is specific enough.
+    None,
+    /// The `b` group (the random part after the prefix) must look machine-generated.
+    Random,
+    /// An environment-style assignment: the value must not be a reference, a placeholder,
+    /// a mask, an identifier or too short, and the name must not be a well-known non-secret.
+    Env,
+}
+
+struct Rule {
+    kind: SecretKind,
+    regex: Regex,
+    check: Check,
+}
+
+/// A line break inside a private key block: real whitespace or a JSON-escaped `\n`/`\r`.
+const PEM_SEP: &str = r"(?:[ \t\r\n]|\\[nr])";
+
+/// The built-in rules, most specific first: when two candidates replace the same bytes,
+/// the earlier rule names the placeholder.
+fn rule_sources() -> Vec<(SecretKind, String, Check)> {
+    let s = PEM_SEP;
+    let pem_label = r"-----(?:BEGIN|END)[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----";
+    let begin = pem_label.replace("(?:BEGIN|END)", "BEGIN");
+    let end = pem_label.replace("(?:BEGIN|END)", "END");
+    let pem = format!(
+        r"(?P<v>{begin}(?:{s}*(?:Proc-Type|DEK-Info|Version|Comment):[ \t]*[A-Za-z0-9,.\-]+)*(?:{s}*[A-Za-z0-9+/=]{{16,}})+(?:{s}*[A-Za-z0-9+/=]{{1,15}})?(?:{s}*{end})?)"
+    );
+    // The name is upper-case, as environment variables are; the value is either quoted
+    // (`q`, may hold spaces) or a bare run of characters (`v`).
+    let env = r#"(?-u:\b)(?P<n>[A-Z0-9_]*(?:_KEY|_TOKEN|_SECRET|PASSWORD))(?-u:\b)\\?["']?[ \t]*(?::=|[:=])[ \t]*(?:\\?["'](?P<q>[^"'\\\r\n…]+)|(?P<v>[^\s"'`\\,;(){}<>\[\]…]+))"#;
+    vec![
+        (SecretKind::PrivateKey, pem, Check::None),
+        (SecretKind::EnvSecret, env.to_string(), Check::Env),
+        (
+            SecretKind::AwsSecretKey,
+            r#"(?i:aws_secret_access_key)\\?["']?[ \t]*(?::=|[:=])[ \t]*\\?["']?(?P<v>(?P<b>[A-Za-z0-9/+=]{20,}))"#.to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::BearerToken,
+            r"(?-u:\b)(?i:bearer)[ \t]+(?P<v>(?P<b>[A-Za-z0-9._~+/\-]{16,}=*))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::BasicAuth,
+            r#"(?i:authorization)\\?[":\s=]+(?i:basic)[ \t]+(?P<v>(?P<b>[A-Za-z0-9+/]{12,}=*))"#.to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::Jwt,
+            r"(?-u:\b)(?P<v>(?P<b>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]+)?))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::AnthropicKey,
+            r"(?-u:\b)(?P<v>sk-ant-(?P<b>[A-Za-z0-9_\-]{20,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::OpenRouterKey,
+            r"(?-u:\b)(?P<v>sk-or-v1-(?P<b>[A-Za-z0-9]{20,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::OpenAiKey,
+            r"(?-u:\b)(?P<v>sk-(?P<b>[A-Za-z0-9_\-]{20,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::GitHubToken,
+            r"(?-u:\b)(?P<v>(?:gh[pousr]_|github_pat_)(?P<b>[A-Za-z0-9_]{20,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::StripeKey,
+            r"(?-u:\b)(?P<v>(?:(?:sk|rk)_(?:live|test)_|whsec_)(?P<b>[A-Za-z0-9]{16,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::SlackToken,
+            r"(?-u:\b)(?P<v>xox[abprs]-(?P<b>[A-Za-z0-9\-]{10,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::GoogleApiKey,
+            r"(?-u:\b)(?P<v>AIza(?P<b>[A-Za-z0-9_\-]{30,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::AwsAccessKeyId,
+            r"(?-u:\b)(?P<v>(?:AKIA|ASIA)[A-Z0-9]{16})(?-u:\b)".to_string(),
+            Check::None,
+        ),
+    ]
+}
+
+struct Compiled {
+    /// All rule patterns in one set: the single pass that clears secret-free text.
+    set: RegexSet,
+    rules: Vec<Rule>,
+}
+
+/// Replaces credentials in text by `[redacted:KIND]` placeholders (SPEC X5).
+///
+/// Built once and shared: cloning is an `Arc` bump. Redaction never panics, keeps the text
+/// valid UTF-8, and is idempotent (redacting redacted text changes nothing).
+#[derive(Clone)]
+pub struct Redactor {
+    inner: Arc<Compiled>,
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redactor")
+            .field("rules", &self.inner.rules.len())
+            .finish()
+    }
+}
+
+/// At most this many passes: a pass that replaces something is followed by another so
+/// that the result is a fixed point (in practice the second pass finds nothing).
+const MAX_PASSES: usize = 4;
+
+impl Redactor {
+    /// Compiles the built-in patterns.
+    pub fn new() -> Result<Self, RedactError> {
+        let sources = rule_sources();
+        let set = RegexSet::new(sources.iter().map(|(_, pattern, _)| pattern.as_str()))
+            .map_err(RedactError::Set)?;
+        let rules = sources
+            .into_iter()
+            .map(|(kind, pattern, check)| {
+                Regex::new(&pattern)
+                    .map(|regex| Rule { kind, regex, check })
+                    .map_err(|source| RedactError::Pattern { kind, source })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            inner: Arc::new(Compiled { set, rules }),
+        })
+    }
+
+    /// `text` with every recognised secret replaced by its placeholder; borrowed and
+    /// unchanged when nothing is found.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut current: Cow<'a, str> = Cow::Borrowed(text);
+        for _ in 0..MAX_PASSES {
+            let found = self.find(&current);
+            if found.is_empty() {
+                break;
+            }
+            let next = replace(&current, &found);
+            current = Cow::Owned(next);
+        }
+        current
+    }
+
+    /// The secrets in `text`, in order and non-overlapping: what one pass of
+    /// [`Redactor::redact`] replaces.
+    pub fn find(&self, text: &str) -> Vec<Redaction> {
+        let matched = self.inner.set.matches(text);
+        if !matched.matched_any() {
+            return Vec::new();
+        }
+        let mut candidates: Vec<(Redaction, usize)> = Vec::new();
+        for index in matched.iter() {
+            let Some(rule) = self.inner.rules.get(index) else {
+                continue;
+            };
+            for caps in rule.regex.captures_iter(text) {
+                if let Some(range) = accept(rule, &caps) {
+                    candidates.push((
+                        Redaction {
+                            kind: rule.kind,
+                            range,
+                        },
+                        index,
+                    ));
+                }
+            }
+        }
+        // Earliest first; at the same start the longer span, then the earlier rule.
+        candidates.sort_by(|(a, ai), (b, bi)| {
+            a.range
+                .start
+                .cmp(&b.range.start)
+                .then(b.range.end.cmp(&a.range.end))
+                .then(ai.cmp(bi))
+        });
+        let mut kept: Vec<Redaction> = Vec::with_capacity(candidates.len());
+        for (candidate, _) in candidates {
+            if kept
+                .last()
+                .is_none_or(|last| candidate.range.start >= last.range.end)
+            {
+                kept.push(candidate);
+            }
+        }
+        kept
+    }
+}
+
+/// The byte range to replace when `caps` passes its rule's check.
+fn accept(rule: &Rule, caps: &Captures<'_>) -> Option<Range<usize>> {
+    let value = caps.name("v").or_else(|| caps.name("q"))?;
+    let ok = match rule.check {
+        Check::None => true,
+        Check::Random => caps.name("b").is_some_and(|b| looks_random(b.as_str())),
+        Check::Env => {
+            let name = caps.name("n").map(|n| n.as_str()).unwrap_or_default();
+            let quoted = caps.name("q").is_some();
+            plausible_env_secret(name, value.as_str(), quoted)
+        }
+    };
+    (ok && !value.as_str().starts_with(PLACEHOLDER_OPEN)).then(|| value.range())
+}
+
+/// Copies `text` with each (sorted, non-overlapping) redaction replaced by its placeholder.
+fn replace(text: &str, found: &[Redaction]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for redaction in found {
+        let (Some(before), true) = (
+            text.get(at..redaction.range.start),
+            text.is_char_boundary(redaction.range.end),
+        ) else {
+            continue;
+        };
+        out.push_str(before);
+        out.push_str(&redaction.kind.placeholder());
+        at = redaction.range.end;
+    }
+    out.push_str(text.get(at..).unwrap_or_default());
+    out
+}
+
+/// Whether `body` looks machine-generated rather than like words: it mixes lower case,
+/// upper case and digits, or holds a run of ten or more letters and digits that mixes two
+/// of those classes (`sk-learn-0-24-compatible-estimator` does neither).
+pub fn looks_random(body: &str) -> bool {
+    let mut all = Classes::default();
+    let mut run = Classes::default();
+    let mut run_len = 0usize;
+    let mut long_mixed_run = false;
+    for c in body.chars() {
+        if c.is_ascii_alphanumeric() {
+            run.add(c);
+            all.add(c);
+            run_len += 1;
+            if run_len >= 10 && run.count() >= 2 {
+                long_mixed_run = true;
+            }
+        } else {
+            run = Classes::default();
+            run_len = 0;
+        }
+    }
+    all.count() == 3 || long_mixed_run
+}
+
+#[derive(Default, Clone, Copy)]
+struct Classes {
+    lower: bool,
+    upper: bool,
+    digit: bool,
+}
+
+impl Classes {
+    fn add(&mut self, c: char) {
+        self.lower |= c.is_ascii_lowercase();
+        self.upper |= c.is_ascii_uppercase();
+        self.digit |= c.is_ascii_digit();
+    }
+
+    fn count(self) -> u8 {
+        u8::from(self.lower) + u8::from(self.upper) + u8::from(self.digit)
+    }
+}
+
+/// Names that end like secrets but conventionally hold public or structural values.
+const NON_SECRET_NAME_PARTS: &[&str] = &["PUBLIC", "PUBLISHABLE"];
+const NON_SECRET_NAME_ENDS: &[&str] = &[
+    "CACHE_KEY",
+    "STORAGE_KEY",
+    "SORT_KEY",
+    "PRIMARY_KEY",
+    "FOREIGN_KEY",
+    "PARTITION_KEY",
+    "ROUTING_KEY",
+];
+
+/// Markers of a value that refers to a secret instead of holding one, or stands in for it.
+const REFERENCE_MARKERS: &[&str] = &[
+    "process.env",
+    "os.environ",
+    "env::var",
+    "getenv",
+    "env[",
+    "your",
+    "example",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "xxxx",
+    "...",
+];
+
+/// Whether `value`, assigned to `name`, should be redacted.
+fn plausible_env_secret(name: &str, value: &str, quoted: bool) -> bool {
+    if NON_SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
+        || NON_SECRET_NAME_ENDS.iter().any(|end| name.ends_with(end))
+    {
+        return false;
+    }
+    let value = value.trim();
+    if value.chars().count() < 8 {
+        return false;
+    }
+    // References and templates: `${TOKEN}`, `$TOKEN`, `%TOKEN%`, `{{ token }}`, `<key>`.
+    if value.starts_with(['$', '%', '<', '{', '@']) {
+        return false;
+    }
+    let lower = value.to_ascii_lowercase();
+    if REFERENCE_MARKERS
+        .iter()
+        .any(|marker| lower.contains(marker))
+    {
+        return false;
+    }
+    // Masks: `********`, `--------`, `••••••••`.
+    let mut chars = value.chars();
+    if let Some(first) = chars.next() {
+        if !first.is_ascii_alphanumeric() && chars.all(|c| c == first) {
+            return false;
+        }
+    }
+    // A bare identifier, path or type (`compute_key`, `settings.api_key`,
+    // `CancellationToken::new`, `OTHER_API_KEY`, `None`) is code, not a secret.
+    let code_like = value
+        .chars()
+        .all(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '.' | ':'));
+    quoted || !code_like
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redactor() -> Redactor {
+        match Redactor::new() {
+            Ok(r) => r,
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    #[test]
+    fn x5_every_builtin_pattern_compiles() {
+        assert_eq!(redactor().inner.rules.len(), rule_sources().len());
+    }
+
+    #[test]
+    fn x5_looks_random_separates_keys_from_words() {
+        assert!(looks_random("proj-Xf93kLm2Qp8Zr7Tt4Vb1"));
+        assert!(looks_random("0123456789abcdef0123"));
+        assert!(!looks_random("learn-0-24-compatible-estimator"));
+        assert!(!looks_random("authentication-required"));
+    }
+
+    #[test]
+    fn x5_env_check_rejects_references_and_masks() {
+        assert!(plausible_env_secret("API_KEY", "a8f3k2m9x7", false));
+        for value in [
+            "${TOKEN}",
+            "$TOKEN_VALUE",
+            "process.env.API_KEY",
+            "********",
+            "compute_key",
+            "OTHER_API_KEY",
+            "short",
+            "<your-key-here>",
+        ] {
+            assert!(!plausible_env_secret("API_KEY", value, false), "{value}");
+        }
+        assert!(!plausible_env_secret(
+            "STRIPE_PUBLISHABLE_KEY",
+            "pk_live_123456789",
+            false
+        ));
+        assert!(plausible_env_secret("PASSWORD", "correct horse", true));
+    }
+
+    #[test]
+    fn x5_overlapping_candidates_keep_the_earliest_longest() {
+        let r = redactor();
+        let key = "sk-ant-api03-Xf93kLm2Qp8Zr7Tt4Vb1Nc6Hd0Jw5Ys";
+        let found = r.find(&format!("key {key} end"));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, SecretKind::AnthropicKey);
+        assert_eq!(found[0].range, 4..4 + key.len());
+    }
+
+    #[test]
+    fn x5_replace_skips_a_range_off_a_char_boundary() {
+        let text = "é secret";
+        let bad = [Redaction {
+            kind: SecretKind::Jwt,
+            range: 1..3,
+        }];
+        assert_eq!(replace(text, &bad), text);
+    }
+}

@@ -1,0 +1,559 @@
+//! SPEC X5: secrets are redacted from every delta before it leaves the process.
+//!
+//! Fake keys are assembled at run time from a prefix and a generated body, so that the
+//! source holds nothing a secret scanner would flag.
+
+use advisor::feed::{FeedCursor, FeedOutcome};
+use advisor::messages::transcript::{Message, Transcript};
+use advisor::redact::{Redactor, SecretKind};
+use advisor::render::TranscriptView;
+use advisor::session::{read_session, HostStep, SessionDriver};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::pi_fixture;
+
+fn redactor() -> Redactor {
+    Redactor::new().expect("built-in patterns compile")
+}
+
+fn redact(text: &str) -> String {
+    redactor().redact(text).into_owned()
+}
+
+/// A deterministic body of `len` letters and digits that mixes all three classes.
+fn body(len: usize) -> String {
+    const ALPHABET: &[u8] = b"aZ3kQ9mX2pL7rT5vB8nC1dF4gH6jK0wYe";
+    (0..len)
+        .map(|i| char::from(ALPHABET[(i * 7 + 3) % ALPHABET.len()]))
+        .collect()
+}
+
+fn openai_key() -> String {
+    format!("sk-proj-{}", body(48))
+}
+
+// ---------------------------------------------------------------------------------------
+// What is redacted
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn x5_each_well_known_key_is_replaced_by_a_placeholder_naming_its_kind() {
+    let cases = [
+        (format!("sk-{}", body(48)), "openai-key"),
+        (format!("sk-proj-{}", body(60)), "openai-key"),
+        (format!("sk-ant-api03-{}", body(80)), "anthropic-key"),
+        (
+            format!("sk-or-v1-{}", "0a1b2c3d4e5f6789".repeat(4)),
+            "openrouter-key",
+        ),
+        (format!("ghp_{}", body(36)), "github-token"),
+        (format!("gho_{}", body(36)), "github-token"),
+        (format!("ghu_{}", body(36)), "github-token"),
+        (format!("ghs_{}", body(36)), "github-token"),
+        (format!("ghr_{}", body(36)), "github-token"),
+        (format!("github_pat_11ABC{}", body(70)), "github-token"),
+        (format!("AKIA{}", "Q7ZK3M2XPL9RT5VB"), "aws-access-key-id"),
+        (format!("ASIA{}", "Q7ZK3M2XPL9RT5VB"), "aws-access-key-id"),
+        (
+            format!("xoxb-123456789012-1234567890123-{}", body(24)),
+            "slack-token",
+        ),
+        (format!("xoxp-{}", body(30)), "slack-token"),
+        (format!("AIza{}", body(35)), "google-api-key"),
+        (format!("sk_live_{}", body(24)), "stripe-key"),
+        (format!("rk_live_{}", body(24)), "stripe-key"),
+        (
+            format!(
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.{}",
+                body(43)
+            ),
+            "jwt",
+        ),
+    ];
+    for (key, kind) in cases {
+        let text = format!("the value is {key} here");
+        assert_eq!(
+            redact(&text),
+            format!("the value is [redacted:{kind}] here"),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn x5_bearer_tokens_keep_the_scheme_and_lose_the_token() {
+    let token = body(40);
+    assert_eq!(
+        redact(&format!(
+            "curl -H 'Authorization: Bearer {token}' https://api.example.com"
+        )),
+        "curl -H 'Authorization: Bearer [redacted:bearer-token]' https://api.example.com"
+    );
+    assert_eq!(
+        redact(&format!("send bearer {token}")),
+        "send bearer [redacted:bearer-token]"
+    );
+    // A JWT as a bearer token is named by the header it came in.
+    let jwt = format!("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.{}", body(20));
+    assert_eq!(
+        redact(&format!("Authorization: Bearer {jwt}")),
+        "Authorization: Bearer [redacted:bearer-token]"
+    );
+    assert_eq!(
+        redact(&format!("Authorization: Basic {}==", body(30))),
+        "Authorization: Basic [redacted:basic-auth]"
+    );
+}
+
+#[test]
+fn x5_env_assignments_keep_the_name_and_replace_only_the_value() {
+    let key = openai_key();
+    let cases = [
+        (
+            format!("OPENAI_API_KEY={key}"),
+            "OPENAI_API_KEY=[redacted:env-secret]",
+        ),
+        (
+            format!("export OPENAI_API_KEY={key}"),
+            "export OPENAI_API_KEY=[redacted:env-secret]",
+        ),
+        (
+            format!("OPENAI_API_KEY: {key}"),
+            "OPENAI_API_KEY: [redacted:env-secret]",
+        ),
+        (
+            format!(r#"{{"OPENAI_API_KEY": "{key}"}}"#),
+            r#"{"OPENAI_API_KEY": "[redacted:env-secret]"}"#,
+        ),
+        (
+            "DATABASE_PASSWORD=hunter2hunter2".to_string(),
+            "DATABASE_PASSWORD=[redacted:env-secret]",
+        ),
+        (
+            "PASSWORD='correct horse battery staple'".to_string(),
+            "PASSWORD='[redacted:env-secret]'",
+        ),
+        (
+            "SESSION_SECRET = \"a8f3-k2m9-x7q1\"".to_string(),
+            "SESSION_SECRET = \"[redacted:env-secret]\"",
+        ),
+        (
+            "GH_TOKEN=abc123def456ghi789 gh pr list".to_string(),
+            "GH_TOKEN=[redacted:env-secret] gh pr list",
+        ),
+        // JSON-escaped quotes, as the compact renderer prints nested arguments.
+        (
+            r#"{"env":"STRIPE_SECRET=\"s3cr3t-v4lu3\""}"#.to_string(),
+            r#"{"env":"STRIPE_SECRET=\"[redacted:env-secret]\""}"#,
+        ),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY".to_string(),
+            "aws_secret_access_key = [redacted:aws-secret-key]",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(redact(&text), expected, "{text}");
+    }
+}
+
+#[test]
+fn x5_private_key_blocks_are_replaced_whole() {
+    let lines: Vec<String> = (0..4).map(|i| body(64 - i)).collect();
+    let multi = format!(
+        "key file:\n-----BEGIN RSA PRIVATE KEY-----\n{}\nAb3=\n-----END RSA PRIVATE KEY-----\ndone",
+        lines.join("\n")
+    );
+    assert_eq!(redact(&multi), "key file:\n[redacted:private-key]\ndone");
+
+    // The compact renderer collapses the block onto one line.
+    let one_line = format!(
+        "→ write(id_ed25519) text -----BEGIN OPENSSH PRIVATE KEY----- {} -----END OPENSSH PRIVATE KEY----- ok",
+        lines.join(" ")
+    );
+    assert_eq!(
+        redact(&one_line),
+        "→ write(id_ed25519) text [redacted:private-key] ok"
+    );
+
+    // JSON-escaped newlines, as in a compact argument object.
+    let escaped = format!(
+        r#"{{"pem":"-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n"}}"#,
+        lines.join("\\n")
+    );
+    assert_eq!(redact(&escaped), r#"{"pem":"[redacted:private-key]\n"}"#);
+
+    // Cut by the renderer's one-line limit: the part that is present goes.
+    let cut = format!(
+        "→ bash(echo '-----BEGIN EC PRIVATE KEY----- {}…) ⇒ ok",
+        body(40)
+    );
+    assert_eq!(redact(&cut), "→ bash(echo '[redacted:private-key]…) ⇒ ok");
+}
+
+#[test]
+fn x5_a_key_cut_by_the_one_line_limit_is_redacted_when_long_enough() {
+    let cut = format!("→ bash(curl -u {}…) ⇒ ok", &openai_key()[..30]);
+    assert_eq!(redact(&cut), "→ bash(curl -u [redacted:openai-key]…) ⇒ ok");
+    let cut_env = format!("export OPENAI_API_KEY={}…", &openai_key()[..24]);
+    assert_eq!(
+        redact(&cut_env),
+        "export OPENAI_API_KEY=[redacted:env-secret]…"
+    );
+    // Too little of it to be a key, and too little to leak one.
+    let stub = format!("→ bash(curl -u {}…) ⇒ ok", &openai_key()[..12]);
+    assert_eq!(redact(&stub), stub);
+}
+
+#[test]
+fn x5_text_around_secrets_stays_intact_and_valid_utf8() {
+    let text = format!("« clé » → {} ⇒ ✓ 日本語 🔑", openai_key());
+    assert_eq!(
+        redact(&text),
+        "« clé » → [redacted:openai-key] ⇒ ✓ 日本語 🔑"
+    );
+}
+
+#[test]
+fn x5_redaction_reports_kinds_and_ranges() {
+    let key = format!("ghp_{}", body(36));
+    let text = format!("a {key} b");
+    let found = redactor().find(&text);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].kind, SecretKind::GitHubToken);
+    assert_eq!(&text[found[0].range.clone()], key);
+    assert_eq!(
+        SecretKind::GitHubToken.placeholder(),
+        "[redacted:github-token]"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// What is not (false positives would hurt reviews)
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn x5_ordinary_code_and_references_stay_intact() {
+    let keep = [
+        "let key = compute_key();",
+        "pip install sk-learn scikit-learn",
+        "sk-learn-0-24-compatible-estimator",
+        "closes task-123 and risk-assessment-for-the-quarterly-report",
+        "API_KEY=",
+        "API_KEY= ",
+        "SOME_TOKEN=abc",
+        "TOKEN=${TOKEN}",
+        "GITHUB_TOKEN=$GITHUB_TOKEN",
+        "OPENAI_API_KEY=$(pass show openai)",
+        "const API_KEY = process.env.API_KEY;",
+        "API_KEY = os.environ['API_KEY']",
+        "let key = std::env::var(\"OPENAI_API_KEY\")?;",
+        "OPENAI_API_KEY=***",
+        "OPENAI_API_KEY=********",
+        "OPENAI_API_KEY=<your-key-here>",
+        "OPENAI_API_KEY=\"<your-key-here>\"",
+        "OPENAI_API_KEY=your-api-key-here",
+        "OPENAI_API_KEY=sk-...",
+        "ANTHROPIC_API_KEY: ${ANTHROPIC_API_KEY}",
+        "static API_TOKEN: OnceLock<String> = OnceLock::new();",
+        "const SECRET_KEY: &str = env!(\"SECRET_KEY\");",
+        "PASSWORD: PasswordHash",
+        "API_KEY=OPENAI_API_KEY",
+        "API_KEY = settings.api_key",
+        "cancel: CANCEL_TOKEN = CancellationToken::new",
+        "STRIPE_PUBLISHABLE_KEY=pk_live_51H8abcDEF123ghi",
+        "const STORAGE_KEY = 'todos-vuejs-2.0'",
+        "Set an API key (ANTHROPIC_API_KEY, OPENAI_API_KEY, etc.)",
+        "  OPENAI_API_KEY          - OpenAI GPT API key",
+        "the bearer token goes in the header",
+        "Authorization: Bearer ${TOKEN}",
+        "Authorization: Bearer <token>",
+        "if line.starts_with(\"-----BEGIN PRIVATE KEY-----\") {",
+        "matches the ASIA-PACIFIC region and AKIA prefix",
+        "a JWT starts with eyJ and has three parts",
+        "[redacted:openai-key]",
+    ];
+    let r = redactor();
+    for text in keep {
+        assert_eq!(r.redact(text), text);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------------------
+
+/// Substrings at least one of which (case-insensitively) every redaction needs.
+const TRIGGERS: &[&str] = &[
+    "sk-",
+    "sk_",
+    "rk_",
+    "whsec_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "akia",
+    "asia",
+    "xox",
+    "aiza",
+    "eyj",
+    "bearer",
+    "basic",
+    "private key",
+    "_key",
+    "_token",
+    "_secret",
+    "password",
+];
+
+fn has_trigger(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    TRIGGERS.iter().any(|t| lower.contains(t))
+}
+
+/// Fragments that come close to the patterns without being secrets, plus real keys and
+/// placeholders, so that generated texts exercise overlaps and near misses.
+fn fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => prop::sample::select(vec![
+            "sk", "-", "_", "=", ": ", "\"", "'", " ", "\n", "\\n", "…", "é", "→", "KEY",
+            "TOKEN", "SECRET", "PASSWORD", "API", "export ", "Bearer ", "ey", "J", "AKI",
+            "ASI", "gh", "p_", "xo", "AI", "za", "-----", "BEGIN ", "END ", "PRIVATE ",
+            "KEY-----", "${X}", "[redacted:", "]", "proj", "ant", "or-v1", "live",
+        ])
+        .prop_map(str::to_string),
+        2 => "[A-Za-z0-9]{1,24}",
+        1 => Just(openai_key()),
+        1 => Just(format!("ghp_{}", body(36))),
+        1 => Just(format!("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.{}", body(20))),
+        1 => Just(body(64)),
+        1 => "\\PC{0,12}",
+    ]
+}
+
+fn text_of_fragments() -> impl Strategy<Value = String> {
+    prop::collection::vec(fragment(), 0..24).prop_map(|parts| parts.concat())
+}
+
+/// A key of a given kind whose random part comes from the strategy (made to look random).
+fn known_key() -> impl Strategy<Value = (String, String)> {
+    let prefixes = vec![
+        "sk-",
+        "sk-proj-",
+        "sk-ant-api03-",
+        "sk-or-v1-",
+        "ghp_",
+        "gho_",
+        "ghs_",
+        "github_pat_",
+        "xoxb-",
+        "AIza",
+        "sk_live_",
+        "rk_live_",
+    ];
+    (prop::sample::select(prefixes), "[A-Za-z0-9]{40,60}")
+        .prop_map(|(prefix, random)| (prefix.to_string(), format!("a1B{random}")))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn x5_redacting_twice_equals_redacting_once(text in text_of_fragments()) {
+        let r = redactor();
+        let once = r.redact(&text).into_owned();
+        let twice = r.redact(&once).into_owned();
+        prop_assert_eq!(twice, once);
+    }
+
+    #[test]
+    fn x5_text_without_any_trigger_comes_back_unchanged(
+        text in text_of_fragments().prop_filter("no trigger", |t| !has_trigger(t))
+    ) {
+        let r = redactor();
+        prop_assert!(matches!(r.redact(&text), std::borrow::Cow::Borrowed(_)));
+        prop_assert_eq!(r.redact(&text), text.as_str());
+    }
+
+    #[test]
+    fn x5_an_inserted_known_key_never_survives(
+        before in text_of_fragments(),
+        after in text_of_fragments(),
+        open in prop::sample::select(vec![" ", "\n", "\"", "'", "=", "(", ": ", "→ "]),
+        close in prop::sample::select(vec![" ", "\n", "\"", "'", ")", ",", "…", "."]),
+        (prefix, random) in known_key(),
+    ) {
+        let text = format!("{before}{open}{prefix}{random}{close}{after}");
+        let out = redactor().redact(&text).into_owned();
+        prop_assert!(!out.contains(&random), "{} survived in {:?}", random, out);
+    }
+
+    #[test]
+    fn x5_redaction_never_panics_on_arbitrary_text(text in "\\PC{0,200}") {
+        let r = redactor();
+        let once = r.redact(&text).into_owned();
+        prop_assert_eq!(r.redact(&once), once.as_str());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Through the feed
+// ---------------------------------------------------------------------------------------
+
+fn msg(value: Value) -> Message {
+    serde_json::from_value(value).expect("test message parses")
+}
+
+fn bash_call(command: &str) -> Message {
+    msg(json!({
+        "role": "assistant",
+        "stopReason": "toolUse",
+        "content": [
+            {"type": "text", "text": "Running the script with the key."},
+            {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": command}}
+        ]
+    }))
+}
+
+fn delta(cursor: &mut FeedCursor, transcript: &Transcript) -> String {
+    match cursor.observe(transcript) {
+        FeedOutcome::Delta(d) => d,
+        other => panic!("expected a delta, got {other:?}"),
+    }
+}
+
+#[test]
+fn x5_feed_redacts_a_tool_call_argument_by_default() {
+    let command = format!("OPENAI_API_KEY={} python run.py", openai_key());
+    let transcript = Transcript::from_messages([bash_call(&command)]);
+
+    let mut compact = FeedCursor::new(TranscriptView::Compact, None);
+    assert!(compact.redacts());
+    assert_eq!(
+        delta(&mut compact, &transcript),
+        "### Session update\n\n**agent**:\nRunning the script with the key.\n\
+         → bash(OPENAI_API_KEY=[redacted:env-secret] python run.py) ⇒ pending\n"
+    );
+
+    let mut full = FeedCursor::new(TranscriptView::Full, None);
+    let rendered = delta(&mut full, &transcript);
+    assert!(rendered.contains("command: OPENAI_API_KEY=[redacted:env-secret] python run.py"));
+    assert!(!rendered.contains(&openai_key()));
+
+    let mut default = FeedCursor::default();
+    assert!(!delta(&mut default, &transcript).contains(&openai_key()));
+}
+
+#[test]
+fn x5_feed_redacts_a_key_cut_by_the_compact_line_limit() {
+    let command = format!("export OPENAI_API_KEY=sk-proj-{} && ./deploy.sh", body(140));
+    let transcript = Transcript::from_messages([bash_call(&command)]);
+    let mut cursor = FeedCursor::new(TranscriptView::Compact, None);
+    let rendered = delta(&mut cursor, &transcript);
+    assert!(
+        rendered.contains("→ bash(export OPENAI_API_KEY=[redacted:env-secret]…) ⇒ pending"),
+        "{rendered}"
+    );
+}
+
+#[test]
+fn x5_with_redaction_false_leaves_the_delta_as_rendered() {
+    let command = format!("OPENAI_API_KEY={} python run.py", openai_key());
+    let transcript = Transcript::from_messages([bash_call(&command)]);
+    let mut cursor = FeedCursor::new(TranscriptView::Compact, None).with_redaction(false);
+    assert!(!cursor.redacts());
+    assert!(delta(&mut cursor, &transcript).contains(&command));
+
+    // And back on.
+    let mut again = cursor.clone().with_redaction(true);
+    again.reset();
+    assert!(!delta(&mut again, &transcript).contains(&openai_key()));
+}
+
+#[test]
+fn x5_later_deltas_and_user_messages_are_redacted_too() {
+    let transcript = Transcript::from_messages([Message::user("hello")]);
+    let mut cursor = FeedCursor::new(TranscriptView::Compact, None);
+    delta(&mut cursor, &transcript);
+    let token = format!("ghp_{}", body(36));
+    transcript.push(Message::user(format!("use {token} for the push")));
+    assert_eq!(
+        delta(&mut cursor, &transcript),
+        "### Session update\n\n**user**:\nuse [redacted:github-token] for the push\n"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// The recorded session
+// ---------------------------------------------------------------------------------------
+
+/// Every unredacted prompt of the fixture session, in `view`.
+fn unredacted_prompts(path: &std::path::Path, view: TranscriptView) -> Vec<String> {
+    let mut driver = SessionDriver::new(read_session(path).expect("fixture parses"));
+    let mut cursor = FeedCursor::new(view, None).with_redaction(false);
+    let mut prompts = Vec::new();
+    while let Some(step) = driver.next() {
+        match step {
+            HostStep::TurnEnded { .. } => {
+                if let FeedOutcome::Delta(d) = cursor.observe(&driver.transcript()) {
+                    prompts.push(d);
+                }
+            }
+            HostStep::Compacted => cursor.reset(),
+            HostStep::RunStarted | HostStep::RunEnded => {}
+        }
+    }
+    prompts
+}
+
+/// Each redaction one pass makes over the unredacted prompts of the recorded session in
+/// `view`, as `kind: "…context…"`, and the number of prompts.
+fn fixture_redactions(path: &std::path::Path, view: TranscriptView) -> (Vec<String>, usize) {
+    let r = redactor();
+    let prompts = unredacted_prompts(path, view);
+    let mut found = Vec::new();
+    for prompt in &prompts {
+        for redaction in r.find(prompt) {
+            let from = prompt.floor_char_boundary(redaction.range.start.saturating_sub(60));
+            let to = prompt.ceil_char_boundary((redaction.range.end + 20).min(prompt.len()));
+            found.push(format!("{}: {:?}", redaction.kind, &prompt[from..to]));
+        }
+    }
+    (found, prompts.len())
+}
+
+/// The recorded session holds no credentials (its `*_API_KEY` mentions are documentation
+/// and error messages), so redaction must leave every prompt as it was.
+#[test]
+fn x5_recorded_session_has_no_false_positives() {
+    let Some(path) = pi_fixture("before-compaction.jsonl") else {
+        return;
+    };
+    for view in [TranscriptView::Compact, TranscriptView::Full] {
+        let (found, prompts) = fixture_redactions(&path, view);
+        assert!(prompts > 400);
+        assert!(found.is_empty(), "{view}: {found:#?}");
+    }
+}
+
+/// `cargo test --test redact -- --ignored --nocapture` lists every redaction of the
+/// recorded session with its context, for eyeballing.
+#[test]
+#[ignore]
+fn x5_list_redactions_of_the_recorded_session() {
+    let Some(path) = pi_fixture("before-compaction.jsonl") else {
+        return;
+    };
+    for view in [TranscriptView::Compact, TranscriptView::Full] {
+        let (found, prompts) = fixture_redactions(&path, view);
+        for line in &found {
+            println!("{view} {line}");
+        }
+        println!("{view}: {} redactions over {prompts} prompts", found.len());
+    }
+}
