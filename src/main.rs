@@ -2,6 +2,8 @@
 
 mod cli;
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -27,9 +29,15 @@ fn init_tracing(cli: &cli::Cli) {
         "warn"
     };
     let filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new("warn"));
-    // A subscriber already installed (none is) would keep working; nothing to report.
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .try_init();
+        .with_ansi(std::io::stderr().is_terminal());
+    // Timestamps help when debugging; in a plain warning they are noise. A subscriber
+    // already installed (none is) would keep working, so a failed init is not reported.
+    let _ = if debug {
+        builder.try_init()
+    } else {
+        builder.without_time().try_init()
+    };
 }
