@@ -39,7 +39,7 @@ pub enum DeliveryPolicy {
     #[default]
     Interrupt,
     /// Hold concerns and blockers until a later review reconfirms them (compat with
-    /// pi-omplike-advisor). Not yet implemented: the router treats it as `interrupt`.
+    /// pi-omplike-advisor).
     Reconfirm,
 }
 
