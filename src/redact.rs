@@ -22,7 +22,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use regex::{Captures, Regex, RegexSet};
+use regex::{Captures, Regex};
 
 /// The kind of credential a redaction replaced; it names the placeholder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -112,9 +112,9 @@ pub enum RedactError {
         /// The engine's error.
         source: regex::Error,
     },
-    /// The combined prefilter over all patterns was rejected.
+    /// The alternation of all patterns (the prefilter) was rejected.
     #[error("combined secret patterns do not compile: {0}")]
-    Set(#[source] regex::Error),
+    Combined(#[source] regex::Error),
 }
 
 /// The start of every placeholder; a value that starts with it is never redacted again.
@@ -151,9 +151,10 @@ fn rule_sources() -> Vec<(SecretKind, String, Check)> {
     let pem = format!(
         r"(?P<v>{begin}(?:{s}*(?:Proc-Type|DEK-Info|Version|Comment):[ \t]*[A-Za-z0-9,.\-]+)*(?:{s}*[A-Za-z0-9+/=]{{16,}})+(?:{s}*[A-Za-z0-9+/=]{{1,15}})?(?:{s}*{end})?)"
     );
-    // The name is upper-case, as environment variables are; the value is either quoted
-    // (`q`, may hold spaces) or a bare run of characters (`v`).
-    let env = r#"(?-u:\b)(?P<n>[A-Z0-9_]*(?:_KEY|_TOKEN|_SECRET|PASSWORD))(?-u:\b)\\?["']?[ \t]*(?::=|[:=])[ \t]*(?:\\?["'](?P<q>[^"'\\\r\n…]+)|(?P<v>[^\s"'`\\,;(){}<>\[\]…]+))"#;
+    // The pattern starts at the name's suffix, a literal the engine searches for quickly;
+    // the rest of the (upper-case) name is read backwards in `env_name`. The value is
+    // either quoted (`q`, may hold spaces) or a bare run of characters (`v`).
+    let env = r#"(?P<n>_KEY|_TOKEN|_SECRET|PASSWORD)(?-u:\b)\\?["']?[ \t]*(?::=|[:=])[ \t]*(?:\\?["'](?P<q>[^"'\\\r\n…]+)|(?P<v>[^\s"'`\\,;(){}<>\[\]…]+))"#;
     vec![
         (SecretKind::PrivateKey, pem, Check::None),
         (SecretKind::EnvSecret, env.to_string(), Check::Env),
@@ -221,8 +222,10 @@ fn rule_sources() -> Vec<(SecretKind, String, Check)> {
 }
 
 struct Compiled {
-    /// All rule patterns in one set: the single pass that clears secret-free text.
-    set: RegexSet,
+    /// All rule patterns as one alternation: the single pass that clears secret-free text.
+    /// Every alternative starts with (or, for names, is anchored on) a literal, so the
+    /// engine skips between literal hits instead of running an automaton over every byte.
+    any: Regex,
     rules: Vec<Rule>,
 }
 
@@ -251,8 +254,12 @@ impl Redactor {
     /// Compiles the built-in patterns.
     pub fn new() -> Result<Self, RedactError> {
         let sources = rule_sources();
-        let set = RegexSet::new(sources.iter().map(|(_, pattern, _)| pattern.as_str()))
-            .map_err(RedactError::Set)?;
+        let alternation = sources
+            .iter()
+            .map(|(_, pattern, _)| format!("(?:{})", unnamed(pattern)))
+            .collect::<Vec<_>>()
+            .join("|");
+        let any = Regex::new(&alternation).map_err(RedactError::Combined)?;
         let rules = sources
             .into_iter()
             .map(|(kind, pattern, check)| {
@@ -262,7 +269,7 @@ impl Redactor {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
-            inner: Arc::new(Compiled { set, rules }),
+            inner: Arc::new(Compiled { any, rules }),
         })
     }
 
@@ -284,17 +291,13 @@ impl Redactor {
     /// The secrets in `text`, in order and non-overlapping: what one pass of
     /// [`Redactor::redact`] replaces.
     pub fn find(&self, text: &str) -> Vec<Redaction> {
-        let matched = self.inner.set.matches(text);
-        if !matched.matched_any() {
+        if !self.inner.any.is_match(text) {
             return Vec::new();
         }
         let mut candidates: Vec<(Redaction, usize)> = Vec::new();
-        for index in matched.iter() {
-            let Some(rule) = self.inner.rules.get(index) else {
-                continue;
-            };
+        for (index, rule) in self.inner.rules.iter().enumerate() {
             for caps in rule.regex.captures_iter(text) {
-                if let Some(range) = accept(rule, &caps) {
+                if let Some(range) = accept(rule, &caps, text) {
                     candidates.push((
                         Redaction {
                             kind: rule.kind,
@@ -327,18 +330,53 @@ impl Redactor {
 }
 
 /// The byte range to replace when `caps` passes its rule's check.
-fn accept(rule: &Rule, caps: &Captures<'_>) -> Option<Range<usize>> {
+fn accept(rule: &Rule, caps: &Captures<'_>, text: &str) -> Option<Range<usize>> {
     let value = caps.name("v").or_else(|| caps.name("q"))?;
     let ok = match rule.check {
         Check::None => true,
         Check::Random => caps.name("b").is_some_and(|b| looks_random(b.as_str())),
-        Check::Env => {
-            let name = caps.name("n").map(|n| n.as_str()).unwrap_or_default();
-            let quoted = caps.name("q").is_some();
-            plausible_env_secret(name, value.as_str(), quoted)
-        }
+        Check::Env => caps
+            .name("n")
+            .and_then(|suffix| env_name(text, suffix.range()))
+            .is_some_and(|name| {
+                plausible_env_secret(name, value.as_str(), caps.name("q").is_some())
+            }),
     };
     (ok && !value.as_str().starts_with(PLACEHOLDER_OPEN)).then(|| value.range())
+}
+
+/// The whole environment-style name that ends with the suffix at `suffix`: the run of
+/// upper-case letters, digits and underscores before it, which must start a word (a
+/// lower-case letter before it makes it an identifier such as `myAPI_KEY`, not a name).
+fn env_name(text: &str, suffix: Range<usize>) -> Option<&str> {
+    let before = text.get(..suffix.start)?;
+    let start = before
+        .bytes()
+        .rposition(|b| !(b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'))
+        .map_or(0, |i| i + 1);
+    if before
+        .as_bytes()
+        .get(start.wrapping_sub(1))
+        .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+    {
+        return None;
+    }
+    text.get(start..suffix.end)
+}
+
+/// `pattern` with its named groups made non-capturing (names may repeat across rules, so
+/// the alternation of all rules carries none).
+fn unnamed(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut rest = pattern;
+    while let Some(at) = rest.find("(?P<") {
+        out.push_str(&rest[..at]);
+        out.push_str("(?:");
+        let after = &rest[at + 4..];
+        rest = after.find('>').map_or(after, |end| &after[end + 1..]);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Copies `text` with each (sorted, non-overlapping) redaction replaced by its placeholder.
@@ -513,6 +551,25 @@ mod tests {
             false
         ));
         assert!(plausible_env_secret("PASSWORD", "correct horse", true));
+    }
+
+    #[test]
+    fn x5_env_name_reads_the_whole_upper_case_name_back_from_its_suffix() {
+        let text = "export OPENAI_API_KEY=v; myAPI_KEY=v; PASSWORD=v";
+        let at = |needle: &str| {
+            let start = text.find(needle).unwrap_or_default();
+            start..start + needle.len()
+        };
+        let suffix = at("_KEY=v;").start..at("_KEY=v;").start + 4;
+        assert_eq!(env_name(text, suffix), Some("OPENAI_API_KEY"));
+        let mine = at("I_KEY=v; P").start + 1;
+        assert_eq!(env_name(text, mine..mine + 4), None);
+        assert_eq!(env_name(text, at("PASSWORD")), Some("PASSWORD"));
+    }
+
+    #[test]
+    fn x5_unnamed_strips_group_names_only() {
+        assert_eq!(unnamed("a(?P<v>b(?P<q>c))(?:d)"), "a(?:b(?:c))(?:d)");
     }
 
     #[test]
