@@ -8,11 +8,10 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use advisor::feed::{FeedCursor, FeedOutcome};
 use advisor::prompts::SessionPrompts;
 use advisor::redact::Redactor;
 use advisor::render::TranscriptView;
-use advisor::session::{read_session, HostStep, SessionBranch, SessionDriver};
+use advisor::session::{read_session, SessionBranch, SessionDriver};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 fn fixture() -> Option<PathBuf> {
@@ -23,21 +22,10 @@ fn fixture() -> Option<PathBuf> {
 
 /// The session's prompts as [`SessionPrompts`] drives them, with redaction off.
 fn plain_prompts(branch: SessionBranch, view: TranscriptView) -> Vec<String> {
-    let mut driver = SessionDriver::new(branch);
-    let mut cursor = FeedCursor::new(view, None).with_redaction(false);
-    let mut out = Vec::new();
-    while let Some(step) = driver.next() {
-        match step {
-            HostStep::TurnEnded { .. } => {
-                if let FeedOutcome::Delta(prompt) = cursor.observe(&driver.transcript()) {
-                    out.push(prompt);
-                }
-            }
-            HostStep::Compacted => cursor.reset(),
-            HostStep::RunStarted | HostStep::RunEnded => {}
-        }
-    }
-    out
+    SessionPrompts::new(SessionDriver::new(branch), view)
+        .with_redaction(false)
+        .map(|p| p.prompt)
+        .collect()
 }
 
 fn redact_vs_produce(c: &mut Criterion) {

@@ -32,6 +32,12 @@ impl SessionPrompts {
         }
     }
 
+    /// Turns secret redaction (X5) on or off; it is on by default, as in the runtime.
+    pub fn with_redaction(mut self, on: bool) -> Self {
+        self.cursor = self.cursor.with_redaction(on);
+        self
+    }
+
     /// The driver (for diagnostics).
     pub fn driver(&self) -> &SessionDriver {
         &self.driver

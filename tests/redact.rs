@@ -5,9 +5,10 @@
 
 use advisor::feed::{FeedCursor, FeedOutcome};
 use advisor::messages::transcript::{Message, Transcript};
+use advisor::prompts::SessionPrompts;
 use advisor::redact::{Redactor, SecretKind};
 use advisor::render::TranscriptView;
-use advisor::session::{read_session, HostStep, SessionDriver};
+use advisor::session::{read_session, SessionDriver};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -503,21 +504,11 @@ fn x5_later_deltas_and_user_messages_are_redacted_too() {
 
 /// Every unredacted prompt of the fixture session, in `view`.
 fn unredacted_prompts(path: &std::path::Path, view: TranscriptView) -> Vec<String> {
-    let mut driver = SessionDriver::new(read_session(path).expect("fixture parses"));
-    let mut cursor = FeedCursor::new(view, None).with_redaction(false);
-    let mut prompts = Vec::new();
-    while let Some(step) = driver.next() {
-        match step {
-            HostStep::TurnEnded { .. } => {
-                if let FeedOutcome::Delta(d) = cursor.observe(&driver.transcript()) {
-                    prompts.push(d);
-                }
-            }
-            HostStep::Compacted => cursor.reset(),
-            HostStep::RunStarted | HostStep::RunEnded => {}
-        }
-    }
-    prompts
+    let branch = read_session(path).expect("fixture parses");
+    SessionPrompts::new(SessionDriver::new(branch), view)
+        .with_redaction(false)
+        .map(|p| p.prompt)
+        .collect()
 }
 
 /// Each redaction one pass makes over the unredacted prompts of the recorded session in

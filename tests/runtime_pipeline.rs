@@ -659,3 +659,39 @@ async fn t1_tool_list_is_exactly_read_search_find_advise_and_tools_run_in_the_wo
         "{result}"
     );
 }
+
+#[actix::test]
+async fn x5_tool_results_are_redacted_unless_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".env"),
+        "OPENAI_API_KEY=sk-proj-Q3vT9xLm2Rk7Wb4Zp8Ny1Hc6Jd0Fs5Ga\n",
+    )
+    .unwrap();
+    for redact in [true, false] {
+        let model = ScriptedModel::new([
+            ScriptedReply::tool_call("r1", "read", json!({"path": ".env"})),
+            ScriptedReply::text(""),
+        ]);
+        let mut cfg = RuntimeConfig::new("p", dir.path(), Some(Arc::new(model.clone())));
+        cfg.settings.sync_backlog = SyncBacklog::Below(1);
+        cfg.settings.redact_secrets = redact;
+        let (h, _rx) = start(cfg);
+        let t = Transcript::from_messages([Message::user("check the env file")]);
+        h.turn_end(&t).await.unwrap();
+        let result = model.requests()[1]
+            .messages
+            .iter()
+            .find_map(|m| match m {
+                ChatMessage::ToolResult { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .expect("a tool result");
+        assert_eq!(
+            result.contains("sk-proj-Q3vT9xLm2Rk7Wb4Zp8Ny1Hc6Jd0Fs5Ga"),
+            !redact,
+            "redact={redact}: {result}"
+        );
+        assert_eq!(result.contains("[redacted:"), redact, "{result}");
+    }
+}

@@ -172,8 +172,17 @@ impl Supervisor {
         let registry = self.config.tools.clone();
         let router_rcpt: Recipient<RaiseAdvice> = router.clone().recipient();
         let max_notes = settings.max_notes_per_update;
+        // X5: the advisor's own tool results leave the process too; redact them like deltas.
+        let redactor = if settings.redact_secrets {
+            crate::redact::Redactor::new()
+                .map_err(|e| tracing::error!(error = %e, "secret redaction unavailable for tool results"))
+                .ok()
+        } else {
+            None
+        };
         let executor = actix::Supervisor::start(move |_| {
             ToolExecutor::new(registry, session, router_rcpt, max_notes)
+                .with_redactor(redactor.clone())
         });
         let watchdog = self
             .config
@@ -212,7 +221,8 @@ impl Supervisor {
             .map(|m| m.info().context_window)
             .unwrap_or(128_000);
         let budget = (window as usize).saturating_mul(2);
-        let cursor = FeedCursor::new(settings.transcript, Some(budget));
+        let cursor = FeedCursor::new(settings.transcript, Some(budget))
+            .with_redaction(settings.redact_secrets);
         let agent_rcpt = agent.clone().recipient();
         let feed = actix::Supervisor::start(move |_| TranscriptFeed::new(cursor, agent_rcpt));
         if let Some((transcript, len)) = seed {

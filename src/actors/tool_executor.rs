@@ -8,6 +8,7 @@ use tracing::Instrument;
 
 use crate::messages::delivery::RaiseAdvice;
 use crate::messages::tools::{ClearToolSession, ExecuteTool, ToolOutput};
+use crate::redact::Redactor;
 use crate::tools::{advise, ToolError, ToolRegistry, ToolSession};
 
 /// The executor actor.
@@ -16,6 +17,7 @@ pub struct ToolExecutor {
     session: Arc<ToolSession>,
     router: Recipient<RaiseAdvice>,
     max_notes: usize,
+    redactor: Option<Redactor>,
 }
 
 impl ToolExecutor {
@@ -31,7 +33,14 @@ impl ToolExecutor {
             session,
             router,
             max_notes,
+            redactor: None,
         }
+    }
+
+    /// Redacts credentials from workspace tool results before the model sees them (X5).
+    pub fn with_redactor(mut self, redactor: Option<Redactor>) -> Self {
+        self.redactor = redactor;
+        self
     }
 }
 
@@ -91,10 +100,17 @@ impl Handler<ExecuteTool> for ToolExecutor {
             return Box::pin(async move { out });
         };
         let session = Arc::clone(&self.session);
+        let redactor = self.redactor.clone();
         Box::pin(
             async move {
-                let joined =
-                    tokio::task::spawn_blocking(move || tool.run(&msg.arguments, &session)).await;
+                let joined = tokio::task::spawn_blocking(move || {
+                    tool.run(&msg.arguments, &session)
+                        .map(|text| match &redactor {
+                            Some(r) => r.redact(&text).into_owned(),
+                            None => text,
+                        })
+                })
+                .await;
                 match joined {
                     Ok(Ok(text)) => ToolOutput {
                         text,
