@@ -52,6 +52,9 @@ pub enum DropReason {
     Disabled,
     /// A held note the next successful review did not raise again (D9).
     Recanted,
+    /// Held by a review attempt that was thrown away (its context overflowed, or the
+    /// review failed); the attempt's conversation is gone, so its holds go too (G5).
+    Discarded,
 }
 
 impl DropReason {
@@ -64,6 +67,7 @@ impl DropReason {
             DropReason::StaleEpoch => "staleEpoch",
             DropReason::Disabled => "disabled",
             DropReason::Recanted => "recanted",
+            DropReason::Discarded => "discarded",
         }
     }
 }
@@ -103,6 +107,9 @@ impl RaiseOutcome {
             }
             RaiseOutcome::Dropped(DropReason::Recanted) => {
                 "Advice discarded: it was withdrawn.".to_string()
+            }
+            RaiseOutcome::Dropped(DropReason::Discarded) => {
+                "Advice discarded: the review attempt was abandoned.".to_string()
             }
         }
     }
@@ -205,6 +212,17 @@ pub struct HeldNote {
     held_in: u64,
     listed_in: Option<u64>,
     reraised_in: Option<u64>,
+    /// How the note stood before review `.0` first raised it again, so a discarded
+    /// attempt of that review can undo the reconfirmation (G5).
+    before_reraise: Option<(u64, Reraise)>,
+}
+
+/// The part of a held note a reconfirmation changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Reraise {
+    confirmed: bool,
+    reraised_in: Option<u64>,
+    severity: Option<Severity>,
 }
 
 impl HeldNote {
@@ -496,6 +514,7 @@ impl RouterState {
                 held_in: review,
                 listed_in: None,
                 reraised_in: None,
+                before_reraise: None,
             });
             self.counts.held += 1;
             return (RaiseOutcome::Held, Vec::new());
@@ -509,6 +528,16 @@ impl RouterState {
     /// lowering its severity; a repeat within the review that held it is a duplicate.
     fn reraise(&mut self, key: &str, review: u64, severity: Severity) -> Option<RaiseOutcome> {
         let held = self.held.iter_mut().find(|h| h.key == key)?;
+        if held.held_in != review && held.before_reraise.map(|(r, _)| r) != Some(review) {
+            held.before_reraise = Some((
+                review,
+                Reraise {
+                    confirmed: held.confirmed,
+                    reraised_in: held.reraised_in,
+                    severity: held.advisory.severity,
+                },
+            ));
+        }
         if severity > held.severity() {
             held.advisory.severity = Some(severity);
         }
@@ -757,6 +786,42 @@ item is resolved; just leave it out.",
             self.counts.held -= dropped;
             self.count_drop(DropReason::Recanted, dropped);
         }
+    }
+
+    /// An attempt of review `review` of `epoch` was thrown away before the review is tried
+    /// again (G5: its context overflowed; F1: it failed). The attempts of one review run one
+    /// after another and the agent reports a discarded one before the next starts, so
+    /// everything the review changed so far is the discarded attempt's: the notes it held
+    /// are dropped (`discarded`) and free their place in the review's note budget, and the
+    /// held notes it raised again lose that reconfirmation (and any escalation). Advice it
+    /// delivered cannot be recalled; its dedupe memory stays, so a replay does not repeat
+    /// it. Returns how many holds were rolled back.
+    pub fn discard_attempt(&mut self, epoch: u64, review: u64) -> usize {
+        if epoch != self.epoch {
+            return 0;
+        }
+        let before = self.held.len();
+        self.held.retain(|h| h.held_in != review);
+        let dropped = before - self.held.len();
+        for held in &mut self.held {
+            if let Some((r, prior)) = held.before_reraise {
+                if r == review {
+                    held.confirmed = prior.confirmed;
+                    held.reraised_in = prior.reraised_in;
+                    held.advisory.severity = prior.severity;
+                    held.before_reraise = None;
+                }
+            }
+        }
+        if dropped > 0 {
+            tracing::info!(dropped, review, "holds of a discarded attempt rolled back");
+            self.counts.held -= dropped as u64;
+            self.count_drop(DropReason::Discarded, dropped as u64);
+            if self.review_budget.0 == review {
+                self.review_budget.1 = self.review_budget.1.saturating_sub(dropped);
+            }
+        }
+        dropped
     }
 
     /// A reset (R1): a new epoch; the dedupe memory, the held notes and the catch-up streak
@@ -1211,6 +1276,78 @@ mod tests {
         assert_eq!(r.counts().dropped.get(&DropReason::Recanted), Some(&1));
         assert_eq!(r.counts().held, 1);
         assert_eq!(r.counts().raised(), 2);
+    }
+
+    #[test]
+    fn g5_d9_discarded_attempt_rolls_back_its_holds_and_keeps_earlier_ones() {
+        let mut r = reconfirm();
+        r.raise(0, 1, adv("held before", Some(Severity::Blocker)));
+        r.held_preamble(0, 2);
+        // Review 2's first attempt holds a phantom and fills the budget (2 notes).
+        assert_eq!(
+            r.raise(0, 2, adv("phantom one", Some(Severity::Concern))).0,
+            RaiseOutcome::Held
+        );
+        r.raise(0, 2, adv("phantom two", Some(Severity::Blocker)));
+        assert_eq!(r.discard_attempt(0, 2), 2);
+        let notes: Vec<&str> = r.held().iter().map(|h| h.advisory.note.as_str()).collect();
+        assert_eq!(notes, vec!["held before"]);
+        assert_eq!(r.counts().held, 1);
+        assert_eq!(r.counts().dropped.get(&DropReason::Discarded), Some(&2));
+        assert_eq!(
+            r.counts().raised(),
+            3,
+            "every advisory still ends somewhere (D10)"
+        );
+        // The replay has its whole budget again, and the phantom is not a duplicate.
+        assert_eq!(
+            r.raise(0, 2, adv("phantom one", Some(Severity::Concern))).0,
+            RaiseOutcome::Held
+        );
+        assert_eq!(
+            r.raise(0, 2, adv("another", Some(Severity::Concern))).0,
+            RaiseOutcome::Held
+        );
+        // Stale epochs and other reviews are left alone.
+        assert_eq!(r.discard_attempt(7, 2), 0);
+        assert_eq!(r.discard_attempt(0, 5), 0);
+        assert_eq!(r.held().len(), 3);
+    }
+
+    #[test]
+    fn g5_d9_discarded_attempt_undoes_its_reconfirmation_and_escalation() {
+        let mut r = reconfirm();
+        r.raise(0, 1, adv("held before", Some(Severity::Concern)));
+        r.held_preamble(0, 2);
+        assert_eq!(
+            r.raise(0, 2, adv("held before", Some(Severity::Blocker))).0,
+            RaiseOutcome::Reconfirmed
+        );
+        assert!(r.held()[0].confirmed);
+        r.discard_attempt(0, 2);
+        assert!(!r.held()[0].confirmed);
+        assert_eq!(r.held()[0].advisory.severity, Some(Severity::Concern));
+        assert_eq!(r.counts().held, 1, "the note itself stays held");
+        // The replay stays silent about it: it is recanted, as if the attempt never ran.
+        r.review_succeeded(0, 2);
+        assert!(r.held().is_empty());
+        assert_eq!(r.counts().dropped.get(&DropReason::Recanted), Some(&1));
+    }
+
+    #[test]
+    fn g5_d9_reconfirmation_by_the_replay_survives() {
+        let mut r = reconfirm();
+        r.raise(0, 1, adv("held before", Some(Severity::Concern)));
+        r.held_preamble(0, 2);
+        r.raise(0, 2, adv("held before", Some(Severity::Concern)));
+        r.discard_attempt(0, 2);
+        assert_eq!(
+            r.raise(0, 2, adv("held before", Some(Severity::Concern))).0,
+            RaiseOutcome::Reconfirmed
+        );
+        r.review_succeeded(0, 2);
+        assert_eq!(r.held().len(), 1);
+        assert!(r.held()[0].confirmed);
     }
 
     #[test]

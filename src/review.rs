@@ -1,10 +1,12 @@
-//! The review backlog and failure policy (SPEC G2, G5, F1–F3). Pure logic; the
-//! AdvisorAgent and the Supervisor wrap it.
+//! The review backlog, the failure policy and context maintenance (SPEC G2, G5, F1–F3).
+//! Pure logic; the AdvisorAgent and the Supervisor wrap it.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::model::{ChatMessage, ModelError, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{AssistantPart, ChatMessage, ModelError, Usage};
 
 /// A batch of deltas reviewed together (G2).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,6 +215,20 @@ impl AdvisorContext {
         *self = Self::default();
     }
 
+    /// Replaces the messages before `cut` by `summary` (G5 compaction): the context becomes
+    /// the summary followed by the kept messages. Nothing of the new context has been
+    /// measured by a provider yet, so the estimate restarts from `overhead_tokens` (the
+    /// system prompt and tool schemas) plus characters / 4 of every message.
+    pub fn compact(&mut self, cut: usize, summary: ChatMessage, overhead_tokens: u64) {
+        let cut = cut.min(self.messages.len());
+        let kept = self.messages.split_off(cut);
+        self.messages.clear();
+        self.messages.push(summary);
+        self.messages.extend(kept);
+        self.last_prompt_tokens = overhead_tokens;
+        self.covered = 0;
+    }
+
     /// Rolls back to `len` messages (a failed review leaves no trace).
     pub fn truncate(&mut self, len: usize) {
         self.messages.truncate(len);
@@ -224,6 +240,190 @@ impl AdvisorContext {
 /// window.
 pub fn context_threshold(window: u64, percent: u8, absolute: Option<u64>) -> u64 {
     absolute.unwrap_or(window * u64::from(percent) / 100)
+}
+
+/// Whether the context needs maintenance before `incoming` is appended (G5): it is not
+/// empty and the estimate passes `threshold`. An empty context has nothing to shed.
+pub fn needs_maintenance(context: &AdvisorContext, incoming: &str, threshold: u64) -> bool {
+    !context.messages.is_empty() && context.estimate_with(incoming) > threshold
+}
+
+/// About how many tokens of recent history a compaction keeps verbatim (G5).
+pub const COMPACTION_KEEP_TOKENS: u64 = 20_000;
+
+/// The verbatim part a compaction keeps for a context threshold of `threshold` tokens:
+/// [`COMPACTION_KEEP_TOKENS`], but never more than a quarter of the threshold, so a small
+/// window still has room for the summary and the next batch.
+pub fn keep_budget(threshold: u64) -> u64 {
+    COMPACTION_KEEP_TOKENS.min(threshold / 4)
+}
+
+/// The system prompt of the summary call a compaction makes (G5).
+pub const SUMMARY_INSTRUCTION: &str = "You condense the working memory of a code reviewer. \
+The reviewer follows a coding agent's session turn by turn through session updates, \
+checks the workspace with read-only tools and sends the agent short advisories. Its \
+conversation has grown too long, so the older part you are given will be replaced by your \
+summary; the most recent part stays as it is.\n\n\
+Write the summary for the reviewer itself, so it can keep reviewing without the original \
+text. Keep: the user's goal and constraints as the reviewer understood them; what the agent \
+has done so far (files touched, commands run, decisions taken) and where it stands; every \
+advisory the reviewer raised, with its severity and whether the agent acted on it; open \
+suspicions and what was already checked in the workspace (paths, findings). Leave out \
+pleasantries, tool output that led nowhere and anything the recent part will repeat. Use \
+short factual bullet points under a few headings, at most about 800 words, and answer with \
+the summary only.";
+
+/// The heading of the message that opens a compacted context; the summary follows it.
+pub const SUMMARY_HEADING: &str = "### Summary of your earlier reviews";
+
+/// The message a summary becomes: the first user message of the compacted context.
+pub fn summary_message(summary: &str) -> ChatMessage {
+    ChatMessage::User {
+        text: format!(
+            "{SUMMARY_HEADING}\n\nYour conversation was compacted: this summary, written from \
+your earlier reviews, stands in for them. Later updates follow as they came.\n\n{}",
+            summary.trim()
+        ),
+    }
+}
+
+/// The token size the compaction cut uses for one message (characters / 4, rounded up).
+fn message_tokens(message: &ChatMessage) -> u64 {
+    (message.char_len() as u64).div_ceil(4)
+}
+
+/// Where a compaction cuts the history (G5): the messages before the returned index are
+/// summarised, the rest are kept verbatim. The kept part is the longest suffix of at most
+/// `keep_tokens` that starts at a user message; user messages only open a review, so a tool
+/// call is never separated from its result. When even the last review is larger than the
+/// budget nothing is kept. `None` when there is nothing to summarise: the whole history
+/// fits the budget (or is empty), so compaction cannot make it smaller.
+pub fn compaction_cut(messages: &[ChatMessage], keep_tokens: u64) -> Option<usize> {
+    let mut kept = 0u64;
+    let mut cut = messages.len();
+    for (i, message) in messages.iter().enumerate().rev() {
+        kept += message_tokens(message);
+        if kept > keep_tokens {
+            break;
+        }
+        if matches!(message, ChatMessage::User { .. }) {
+            cut = i;
+        }
+    }
+    (cut > 0).then_some(cut)
+}
+
+/// How many characters of one tool result the summary call is shown.
+const SUMMARY_TOOL_RESULT_CHARS: usize = 2_000;
+
+/// Cuts `text` to at most `max` bytes at a character boundary, marking the cut.
+fn cut_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let rest = text[end..].chars().count();
+    format!("{}… [{rest} more characters]", &text[..end])
+}
+
+/// The part of the history a compaction summarises, rendered as text for the summary call:
+/// the updates as they were sent, the reviewer's visible answers and tool calls, and the
+/// tool results cut to a couple of thousand characters. Thinking is left out.
+pub fn render_for_summary(messages: &[ChatMessage]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        match message {
+            ChatMessage::User { text } => {
+                out.push_str("[update to the reviewer]\n");
+                out.push_str(text.trim_end());
+            }
+            ChatMessage::Assistant { parts } => {
+                out.push_str("[reviewer]");
+                for part in parts {
+                    match part {
+                        AssistantPart::Text { text } if !text.trim().is_empty() => {
+                            out.push('\n');
+                            out.push_str(text.trim_end());
+                        }
+                        AssistantPart::ToolCall {
+                            name, arguments, ..
+                        } => {
+                            out.push_str(&format!("\n→ {name} {arguments}"));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            ChatMessage::ToolResult {
+                name,
+                text,
+                is_error,
+                ..
+            } => {
+                let flag = if *is_error { " (error)" } else { "" };
+                out.push_str(&format!("[{name} result{flag}]\n"));
+                out.push_str(&cut_text(text.trim_end(), SUMMARY_TOOL_RESULT_CHARS));
+            }
+        }
+        out.push_str("\n\n");
+    }
+    out.trim_end().to_string()
+}
+
+/// What G5's context maintenance did (one event each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum MaintenanceKind {
+    /// Switched to the larger-window model (`advisor.contextPromotion`).
+    Promotion,
+    /// Replaced the older history by a model-written summary.
+    Compaction,
+    /// Cleared the history; the batch starts a fresh context.
+    Reprime,
+}
+
+impl MaintenanceKind {
+    /// The name used in tracing and the audit log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MaintenanceKind::Promotion => "promotion",
+            MaintenanceKind::Compaction => "compaction",
+            MaintenanceKind::Reprime => "reprime",
+        }
+    }
+}
+
+/// Counts of maintenance events (C3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceCounts {
+    /// Model promotions.
+    pub promotions: u64,
+    /// Compactions (a summary replaced the older history).
+    pub compactions: u64,
+    /// Re-primes (the history was cleared).
+    pub reprimes: u64,
+}
+
+impl MaintenanceCounts {
+    /// Counts one event.
+    pub fn record(&mut self, kind: MaintenanceKind) {
+        match kind {
+            MaintenanceKind::Promotion => self.promotions += 1,
+            MaintenanceKind::Compaction => self.compactions += 1,
+            MaintenanceKind::Reprime => self.reprimes += 1,
+        }
+    }
+
+    /// Adds another set of counts.
+    pub fn add(&mut self, other: &MaintenanceCounts) {
+        self.promotions += other.promotions;
+        self.compactions += other.compactions;
+        self.reprimes += other.reprimes;
+    }
 }
 
 #[cfg(test)]
@@ -328,5 +528,165 @@ mod tests {
         assert_eq!(c.estimate_with(&"z".repeat(400)), 1500 + 200);
         assert_eq!(context_threshold(100_000, 80, None), 80_000);
         assert_eq!(context_threshold(100_000, 80, Some(5)), 5);
+    }
+
+    fn user(chars: usize) -> ChatMessage {
+        ChatMessage::User {
+            text: "u".repeat(chars),
+        }
+    }
+
+    fn call(id: &str) -> ChatMessage {
+        ChatMessage::Assistant {
+            parts: vec![AssistantPart::ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: serde_json::json!({"path": "src/lib.rs"}),
+            }],
+        }
+    }
+
+    fn result(id: &str, chars: usize) -> ChatMessage {
+        ChatMessage::ToolResult {
+            call_id: id.into(),
+            name: "read".into(),
+            text: "r".repeat(chars),
+            is_error: false,
+        }
+    }
+
+    fn answer(text: &str) -> ChatMessage {
+        ChatMessage::Assistant {
+            parts: vec![AssistantPart::Text { text: text.into() }],
+        }
+    }
+
+    #[test]
+    fn g5_maintenance_needs_a_non_empty_context_past_the_threshold() {
+        let mut c = AdvisorContext::new();
+        assert!(!needs_maintenance(&c, &"x".repeat(400_000), 10));
+        c.messages.push(user(40));
+        c.record_usage(
+            &Usage {
+                input: 900,
+                ..Usage::default()
+            },
+            1,
+        );
+        assert!(needs_maintenance(&c, "", 800));
+        assert!(!needs_maintenance(&c, "", 900));
+        assert!(needs_maintenance(&c, "abcd", 900), "the batch counts");
+    }
+
+    #[test]
+    fn g5_keep_budget_is_20k_tokens_or_a_quarter_of_a_small_threshold() {
+        assert_eq!(keep_budget(160_000), 20_000);
+        assert_eq!(keep_budget(80_000), 20_000);
+        assert_eq!(keep_budget(8_000), 2_000);
+    }
+
+    #[test]
+    fn g5_compaction_cut_keeps_recent_reviews_and_starts_at_a_user_message() {
+        // Three reviews of 10k tokens each (40k characters), with a tool round in the middle.
+        let messages = vec![
+            user(40_000),
+            answer(""),
+            user(36_000),
+            call("a"),
+            result("a", 4_000),
+            answer("ok"),
+            user(40_000),
+            answer(""),
+        ];
+        // 20k tokens: the last two reviews would be 20k + a few tokens; only the last fits.
+        assert_eq!(compaction_cut(&messages, 20_000), Some(6));
+        // 21k tokens: the last two reviews fit; the cut is at the second review's update,
+        // never between the tool call and its result.
+        assert_eq!(compaction_cut(&messages, 21_000), Some(2));
+        // Everything fits: nothing to summarise.
+        assert_eq!(compaction_cut(&messages, 40_000), None);
+        assert_eq!(compaction_cut(&[], 20_000), None);
+        // The last review alone is larger than the budget: everything is summarised.
+        assert_eq!(compaction_cut(&messages, 5_000), Some(messages.len()));
+    }
+
+    #[test]
+    fn g5_compact_puts_the_summary_first_and_restarts_the_estimate() {
+        let mut c = AdvisorContext::new();
+        c.messages = vec![user(4_000), answer("old"), user(400), answer("new")];
+        c.record_usage(
+            &Usage {
+                input: 90_000,
+                ..Usage::default()
+            },
+            4,
+        );
+        c.compact(2, summary_message("- the agent fixes the parser"), 1_000);
+        assert_eq!(c.messages.len(), 3);
+        match &c.messages[0] {
+            ChatMessage::User { text } => {
+                assert!(text.starts_with(SUMMARY_HEADING), "{text}");
+                assert!(text.ends_with("- the agent fixes the parser"), "{text}");
+            }
+            other => panic!("expected the summary, got {other:?}"),
+        }
+        assert_eq!(c.messages[1], user(400));
+        let chars: usize = c.messages.iter().map(ChatMessage::char_len).sum();
+        assert_eq!(c.estimate_with("zzzz"), 1_000 + ((chars + 4) / 4) as u64);
+    }
+
+    #[test]
+    fn g5_summary_input_shows_updates_answers_calls_and_cut_results_without_thinking() {
+        let messages = vec![
+            ChatMessage::User {
+                text: "### Session update\n\nfix the parser".into(),
+            },
+            ChatMessage::Assistant {
+                parts: vec![
+                    AssistantPart::Thinking {
+                        text: "secret musing".into(),
+                        signature: None,
+                        redacted: None,
+                        details: None,
+                    },
+                    AssistantPart::Text {
+                        text: "Checking.".into(),
+                    },
+                    AssistantPart::ToolCall {
+                        id: "a".into(),
+                        name: "advise".into(),
+                        arguments: serde_json::json!({"note": "n", "severity": "concern"}),
+                    },
+                ],
+            },
+            ChatMessage::ToolResult {
+                call_id: "a".into(),
+                name: "read".into(),
+                text: "é".repeat(3_000),
+                is_error: true,
+            },
+        ];
+        let text = render_for_summary(&messages);
+        assert!(text.starts_with("[update to the reviewer]\n### Session update"));
+        assert!(text.contains("[reviewer]\nChecking.\n→ advise {"), "{text}");
+        assert!(text.contains("\"severity\":\"concern\""), "{text}");
+        assert!(!text.contains("secret musing"));
+        assert!(text.contains("[read result (error)]\n"));
+        assert!(
+            text.ends_with("… [2000 more characters]"),
+            "{}",
+            &text[text.len() - 60..]
+        );
+    }
+
+    #[test]
+    fn c3_maintenance_counts_add_up() {
+        let mut a = MaintenanceCounts::default();
+        a.record(MaintenanceKind::Compaction);
+        a.record(MaintenanceKind::Reprime);
+        let mut b = MaintenanceCounts::default();
+        b.record(MaintenanceKind::Promotion);
+        b.add(&a);
+        assert_eq!((b.promotions, b.compactions, b.reprimes), (1, 1, 1));
     }
 }

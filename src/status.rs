@@ -64,6 +64,10 @@ impl AdvisorStatus {
             "context: {} / {} tokens ({percent:.1}%)\n",
             a.context_tokens, a.context_window
         ));
+        out.push_str(&format!(
+            "context maintenance: {} compaction(s), {} re-prime(s), {} promotion(s)\n",
+            a.compactions, a.reprimes, a.promotions
+        ));
         let u = &a.lifetime;
         out.push_str(&format!(
             "lifetime tokens: input {}, output {}, cache read {}, cache write {}\n",

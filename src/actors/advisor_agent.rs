@@ -1,9 +1,17 @@
 //! AdvisorAgent: the advisor model's conversation (G1–G5): its append-only context, the
-//! review backlog, the model calls and the tool-call loop, usage accounting.
+//! review backlog, the model calls and the tool-call loop, context maintenance, usage
+//! accounting.
 //!
 //! One review runs at a time, as a future spawned on the actor's context; deltas arriving
 //! meanwhile queue up and are coalesced into the next batch (G2). The conversation is moved
 //! into the review future and moved back when it ends, so the actor never blocks.
+//!
+//! Context maintenance (G5) runs inside that future, after the batch was taken and before
+//! it is sent: promotion to the larger-window model, then compaction (a summary call), then
+//! re-prime, each only when the one before did not bring the estimate under the threshold.
+//! A delta arriving meanwhile waits for the next batch. A review that overflows the context
+//! is compacted the same way and replayed once; the holds of the discarded attempt are
+//! rolled back in the DeliveryRouter.
 
 use std::sync::Arc;
 
@@ -14,10 +22,10 @@ use actix::{
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::messages::delivery::{HeldPreamble, ReviewSucceeded};
+use crate::messages::delivery::{DiscardAttempt, HeldPreamble, ReviewSucceeded};
 use crate::messages::review::{
-    AgentStatus, AwaitBacklog, BacklogWait, DropBacklog, DumpContext, GetAgentStatus, QueueDelta,
-    ReleaseWaiters, ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
+    AgentNotice, AgentStatus, AwaitBacklog, BacklogWait, DropBacklog, DumpContext, GetAgentStatus,
+    QueueDelta, ReleaseWaiters, ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
 };
 use crate::messages::tools::{ClearToolSession, ExecuteTool};
 use crate::messages::watchdog::GetWatchdogPrompt;
@@ -25,18 +33,25 @@ use crate::model::{
     AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, StopReason, ToolSchema,
     Usage,
 };
-use crate::review::{context_threshold, AdvisorContext, ReviewQueue};
+use crate::review::{
+    compaction_cut, context_threshold, keep_budget, needs_maintenance, render_for_summary,
+    summary_message, AdvisorContext, MaintenanceCounts, MaintenanceKind, ReviewQueue,
+    SUMMARY_INSTRUCTION,
+};
 use crate::settings::AdvisorSettings;
 
 /// What the agent needs besides its mailbox.
 pub struct AgentSetup {
     /// The advisor model.
     pub model: Arc<dyn ModelClient>,
+    /// The larger-window model to switch to when the context fills up
+    /// (`advisor.contextPromotion`, G5); used only when its window is larger.
+    pub promotion: Option<Arc<dyn ModelClient>>,
     /// Tool schemas offered to the model (workspace tools + `advise`).
     pub tools: Vec<ToolSchema>,
     /// Where tool calls go.
     pub executor: Recipient<ExecuteTool>,
-    /// Where the tool session is cleared on re-prime.
+    /// Where the tool session is cleared on compaction and re-prime (T3).
     pub tool_session: Recipient<ClearToolSession>,
     /// The watchdog loader, when watchdog files are in use.
     pub watchdog: Option<Recipient<GetWatchdogPrompt>>,
@@ -47,6 +62,11 @@ pub struct AgentSetup {
     /// Where successful reviews are reported so unconfirmed held notes are dropped
     /// (the DeliveryRouter, D9).
     pub review_succeeded: Option<Recipient<ReviewSucceeded>>,
+    /// Where discarded review attempts are reported so their holds are rolled back
+    /// (the DeliveryRouter, G5).
+    pub discard_attempt: Option<Recipient<DiscardAttempt>>,
+    /// Where lines for the user go (the Supervisor, which forwards them to the host).
+    pub notices: Option<Recipient<AgentNotice>>,
     /// The base system prompt (built-in or the user's override, G1) with the workspace root.
     pub base_prompt: String,
     /// Settings.
@@ -70,7 +90,7 @@ pub struct AdvisorAgent {
     model_calls: u64,
     reviews: u64,
     dropped_turns: u64,
-    reprimes: u64,
+    maintenance: MaintenanceCounts,
     last_system: String,
 }
 
@@ -91,7 +111,7 @@ impl AdvisorAgent {
             model_calls: 0,
             reviews: 0,
             dropped_turns: 0,
-            reprimes: 0,
+            maintenance: MaintenanceCounts::default(),
             last_system: String::new(),
         }
     }
@@ -146,41 +166,29 @@ impl AdvisorAgent {
         self.review_seq += 1;
         let review = self.review_seq;
         let epoch = self.epoch;
-
-        // G5: maintenance before the batch (re-prime when the estimate passes the threshold).
-        let info = self.setup.model.info();
-        let threshold = context_threshold(
-            info.context_window,
-            self.setup.settings.compact_at_percent,
-            self.setup.settings.compact_threshold_tokens,
-        );
-        if !self.context.messages.is_empty() && self.context.estimate_with(&prompt) > threshold {
-            tracing::info!(threshold, "advisor context near its limit: re-priming");
-            self.context.clear();
-            self.reprimes += 1;
-            self.setup.tool_session.do_send(ClearToolSession);
-        }
-
+        let settings = &self.setup.settings;
         let job = ReviewJob {
             model: Arc::clone(&self.setup.model),
+            promotion: self.setup.promotion.clone(),
             executor: self.setup.executor.clone(),
+            tool_session: self.setup.tool_session.clone(),
             watchdog: self.setup.watchdog.clone(),
             tools: self.setup.tools.clone(),
             base_prompt: self.setup.base_prompt.clone(),
-            max_rounds: self.setup.settings.max_tool_rounds,
-            max_tokens: self
-                .setup
-                .settings
-                .max_output_tokens
-                .min(u32::try_from(info.max_output).unwrap_or(u32::MAX))
-                .max(1),
+            max_rounds: settings.max_tool_rounds,
+            max_output_tokens: settings.max_output_tokens,
+            compact_at_percent: settings.compact_at_percent,
+            compact_threshold_tokens: settings.compact_threshold_tokens,
             epoch,
             review,
             held_preamble: self.setup.held_preamble.clone(),
+            discard_attempt: self.setup.discard_attempt.clone(),
+            notices: self.setup.notices.clone(),
         };
+        // Moved into the review; maintenance (G5) happens there, on this batch only.
         let context = std::mem::take(&mut self.context);
         let span = tracing::info_span!("review", review, epoch, turns = batch.turns);
-        let fut = run_review_with_overflow_retry(job, context, prompt).instrument(span);
+        let fut = run_review_with_maintenance(job, context, prompt).instrument(span);
         ctx.spawn(fut.into_actor(self).map(move |run, act, ctx| {
             act.finish_review(run, epoch, review, ctx);
         }));
@@ -191,6 +199,12 @@ impl AdvisorAgent {
         self.lifetime.add(&run.usage);
         self.model_calls += run.calls;
         self.last_system = run.system;
+        self.maintenance.add(&run.maintenance);
+        if let Some(model) = run.promoted {
+            // G5: the larger window is kept for the rest of the session, resets included.
+            self.setup.model = model;
+            self.setup.promotion = None;
+        }
         if epoch != self.epoch {
             // A reset happened meanwhile: the context and backlog were already cleared.
             self.maybe_start(ctx);
@@ -234,7 +248,11 @@ impl AdvisorAgent {
             model_calls: self.model_calls,
             reviews: self.reviews,
             dropped_turns: self.dropped_turns,
-            reprimes: self.reprimes,
+            reprimes: self.maintenance.reprimes,
+            compactions: self.maintenance.compactions,
+            promotions: self.maintenance.promotions,
+            model: Some(info.id),
+            thinking: Some(self.setup.model.thinking().as_str().to_string()),
             paused: self.paused.clone(),
             failing: self.failing,
         }
@@ -439,15 +457,38 @@ impl Handler<DumpContext> for AdvisorAgent {
 /// Everything one review needs, detached from the actor.
 struct ReviewJob {
     model: Arc<dyn ModelClient>,
+    promotion: Option<Arc<dyn ModelClient>>,
     executor: Recipient<ExecuteTool>,
+    tool_session: Recipient<ClearToolSession>,
     watchdog: Option<Recipient<GetWatchdogPrompt>>,
     tools: Vec<ToolSchema>,
     base_prompt: String,
     max_rounds: usize,
-    max_tokens: u32,
+    max_output_tokens: u32,
+    compact_at_percent: u8,
+    compact_threshold_tokens: Option<u64>,
     epoch: u64,
     review: u64,
     held_preamble: Option<Recipient<HeldPreamble>>,
+    discard_attempt: Option<Recipient<DiscardAttempt>>,
+    notices: Option<Recipient<AgentNotice>>,
+}
+
+impl ReviewJob {
+    /// The output bound of the current model's calls.
+    fn max_tokens(&self) -> u32 {
+        let model_max = u32::try_from(self.model.info().max_output).unwrap_or(u32::MAX);
+        self.max_output_tokens.min(model_max).max(1)
+    }
+
+    /// The context threshold for the current model's window (G5).
+    fn threshold(&self) -> u64 {
+        context_threshold(
+            self.model.info().context_window,
+            self.compact_at_percent,
+            self.compact_threshold_tokens,
+        )
+    }
 }
 
 /// What a review hands back to the actor.
@@ -457,26 +498,62 @@ struct ReviewRun {
     calls: u64,
     system: String,
     result: Result<(), ModelError>,
+    /// The maintenance events of this review (G5).
+    maintenance: MaintenanceCounts,
+    /// The model the review switched to, if it promoted (G5).
+    promoted: Option<Arc<dyn ModelClient>>,
 }
 
 /// The tool-round cap message appended to the last tool result (G3).
 const BUDGET_NOTE: &str =
     "\n\n[Tool budget for this update is used up: give your final answer now, without tool calls.]";
 
-/// Runs one review; on a context or output overflow, clears the history and replays the
-/// batch once into a fresh context (G5 reactive path); a second overflow is a failure.
-async fn run_review_with_overflow_retry(
-    job: ReviewJob,
+/// Why a compaction's summary call gave no usable summary; the maintenance falls back to a
+/// re-prime.
+#[derive(Debug, thiserror::Error)]
+enum SummaryError {
+    /// The call failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The model stopped at a limit before finishing.
+    #[error("the summary call stopped with {0:?}")]
+    Stopped(StopReason),
+    /// The answer had no text.
+    #[error("the summary call answered with no text")]
+    Empty,
+}
+
+/// The system prompt of this review: the base prompt plus the watchdog blocks (G1, W5).
+/// Watchdog warnings (W3) go to the user as notices; the loader reports each once.
+async fn system_prompt(job: &ReviewJob) -> String {
+    let Some(loader) = &job.watchdog else {
+        return job.base_prompt.clone();
+    };
+    let Ok(watchdog) = loader.send(GetWatchdogPrompt).await else {
+        return job.base_prompt.clone();
+    };
+    if let Some(notices) = &job.notices {
+        for text in &watchdog.warnings {
+            notices.do_send(AgentNotice { text: text.clone() });
+        }
+    }
+    if watchdog.blocks.is_empty() {
+        job.base_prompt.clone()
+    } else {
+        format!("{}\n\n{}", job.base_prompt, watchdog.joined())
+    }
+}
+
+/// Runs one review of `prompt`: maintenance first when the context would pass the
+/// threshold (G5), then the model until it stops calling tools (G3). An attempt that
+/// overflows the context is discarded, the context compacted (or re-primed) and the batch
+/// replayed once; a second overflow, like any other error, is the review's failure (F1).
+async fn run_review_with_maintenance(
+    mut job: ReviewJob,
     context: AdvisorContext,
     prompt: String,
 ) -> ReviewRun {
-    let system = match &job.watchdog {
-        Some(loader) => match loader.send(GetWatchdogPrompt).await {
-            Ok(w) if !w.blocks.is_empty() => format!("{}\n\n{}", job.base_prompt, w.joined()),
-            _ => job.base_prompt.clone(),
-        },
-        None => job.base_prompt.clone(),
-    };
+    let system = system_prompt(&job).await;
     // D9: the held notes this review must raise again to keep, ahead of the update.
     let preamble = match &job.held_preamble {
         Some(router) => router
@@ -493,41 +570,199 @@ async fn run_review_with_overflow_retry(
     } else {
         format!("{preamble}\n\n{prompt}")
     };
-    let mut usage = Usage::default();
-    let mut calls = 0;
-    let mut context = context;
-    let mut retried = false;
+    let mut run = ReviewRun {
+        context,
+        usage: Usage::default(),
+        calls: 0,
+        system,
+        result: Ok(()),
+        maintenance: MaintenanceCounts::default(),
+        promoted: None,
+    };
+    let threshold = job.threshold();
+    if needs_maintenance(&run.context, &prompt, threshold) {
+        let span = tracing::info_span!(
+            "context_maintenance",
+            trigger = "threshold",
+            estimate = run.context.estimate_with(&prompt),
+            threshold
+        );
+        maintain_before_batch(&mut job, &mut run, &prompt)
+            .instrument(span)
+            .await;
+    }
+    let mut attempt: u32 = 0;
     loop {
-        let start = context.messages.len();
-        let outcome =
-            run_review(&job, &system, &mut context, &prompt, &mut usage, &mut calls).await;
-        match outcome {
-            Ok(()) => {
-                return ReviewRun {
-                    context,
-                    usage,
-                    calls,
-                    system,
-                    result: Ok(()),
+        attempt += 1;
+        let start = run.context.messages.len();
+        let outcome = run_review(
+            &job,
+            &run.system,
+            &mut run.context,
+            &prompt,
+            &mut run.usage,
+            &mut run.calls,
+        )
+        .await;
+        let err = match outcome {
+            Ok(()) => return run,
+            Err(err) => err,
+        };
+        // The attempt leaves no trace: not in the context, not among the held notes.
+        run.context.truncate(start);
+        if let Some(router) = &job.discard_attempt {
+            let _ = router
+                .send(DiscardAttempt {
+                    epoch: job.epoch,
+                    review: job.review,
+                    attempt,
+                })
+                .await;
+        }
+        match err {
+            ModelError::ContextOverflow { message } if attempt == 1 => {
+                let threshold = job.threshold();
+                let span =
+                    tracing::info_span!("context_maintenance", trigger = "overflow", threshold);
+                async {
+                    tracing::info!(%message, "the review overflowed the context: compacting, then replaying the batch once");
+                    compact_or_reprime(&job, &mut run, &prompt, threshold).await;
                 }
+                .instrument(span)
+                .await;
             }
-            Err(ModelError::ContextOverflow { message }) if !retried => {
-                tracing::info!(%message, "advisor context overflow: replaying the batch into a fresh context");
-                retried = true;
-                context.clear();
-            }
-            Err(err) => {
-                context.truncate(start);
-                return ReviewRun {
-                    context,
-                    usage,
-                    calls,
-                    system,
-                    result: Err(err),
-                };
+            err => {
+                run.result = Err(err);
+                return run;
             }
         }
     }
+}
+
+/// G5 steps 1–3 before a batch whose estimate passes the threshold: promote when a
+/// larger-window model is configured and that brings the estimate under the new threshold;
+/// else compact, else re-prime.
+async fn maintain_before_batch(job: &mut ReviewJob, run: &mut ReviewRun, prompt: &str) {
+    if let Some(candidate) = job.promotion.take() {
+        let (from, to) = (job.model.info(), candidate.info());
+        if to.context_window > from.context_window {
+            tracing::info!(
+                from = %from.id,
+                to = %to.id,
+                window = to.context_window,
+                "context maintenance: promoted to the larger-window model"
+            );
+            job.model = Arc::clone(&candidate);
+            run.promoted = Some(candidate);
+            run.maintenance.record(MaintenanceKind::Promotion);
+            if !needs_maintenance(&run.context, prompt, job.threshold()) {
+                return;
+            }
+        } else {
+            tracing::debug!(
+                promotion = %to.id,
+                "the promotion model's window is not larger: not promoting"
+            );
+        }
+    }
+    let threshold = job.threshold();
+    compact_or_reprime(job, run, prompt, threshold).await;
+}
+
+/// G5 steps 2–3: summarise the older history and keep the recent part verbatim when that
+/// leaves room for `prompt` under `threshold`; otherwise (nothing to summarise, the summary
+/// call failed, or the result is still too large) clear the history. Either way the tool
+/// session forgets what was read (T3): the reads are no longer in the context.
+async fn compact_or_reprime(job: &ReviewJob, run: &mut ReviewRun, prompt: &str, threshold: u64) {
+    let kind = match compaction_cut(&run.context.messages, keep_budget(threshold)) {
+        None => {
+            tracing::info!("the whole history fits the verbatim budget: nothing to summarise");
+            MaintenanceKind::Reprime
+        }
+        Some(cut) => {
+            let older = &run.context.messages[..cut];
+            match summarise(job, older, &mut run.usage, &mut run.calls).await {
+                Ok(summary) => {
+                    let overhead = overhead_tokens(&run.system, &job.tools);
+                    run.context
+                        .compact(cut, summary_message(&summary), overhead);
+                    let estimate = run.context.estimate_with(prompt);
+                    if estimate <= threshold {
+                        MaintenanceKind::Compaction
+                    } else {
+                        tracing::info!(
+                            estimate,
+                            threshold,
+                            "the compacted context is still too large"
+                        );
+                        MaintenanceKind::Reprime
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "compaction failed: re-priming instead");
+                    MaintenanceKind::Reprime
+                }
+            }
+        }
+    };
+    if kind == MaintenanceKind::Reprime {
+        run.context.clear();
+    }
+    run.maintenance.record(kind);
+    job.tool_session.do_send(ClearToolSession);
+    tracing::info!(
+        kind = kind.as_str(),
+        messages = run.context.messages.len(),
+        estimate = run.context.estimate_with(prompt),
+        "context maintenance done"
+    );
+}
+
+/// Tokens the system prompt and tool schemas take (characters / 4), for the estimate of a
+/// context no provider has measured yet.
+fn overhead_tokens(system: &str, tools: &[ToolSchema]) -> u64 {
+    let schemas = serde_json::to_string(tools).map_or(0, |s| s.len());
+    ((system.len() + schemas) / 4) as u64
+}
+
+/// The summary call of a compaction: the older messages rendered as text, the
+/// summarisation instruction as the system prompt, no tools. Its usage counts (G4).
+async fn summarise(
+    job: &ReviewJob,
+    older: &[ChatMessage],
+    usage: &mut Usage,
+    calls: &mut u64,
+) -> Result<String, SummaryError> {
+    let request = ModelRequest {
+        system: SUMMARY_INSTRUCTION.to_string(),
+        messages: vec![ChatMessage::User {
+            text: render_for_summary(older),
+        }],
+        tools: Vec::new(),
+        max_tokens: job.max_tokens(),
+        thinking: job.model.thinking(),
+    };
+    let span =
+        tracing::info_span!("summary_call", model = %job.model.info().id, messages = older.len());
+    let response = job.model.complete(request).instrument(span).await;
+    *calls += 1;
+    let response = response?;
+    usage.add(&response.usage);
+    if response.stop == StopReason::ContextOverflow {
+        return Err(SummaryError::Stopped(response.stop));
+    }
+    let text: Vec<&str> = response
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            AssistantPart::Text { text } if !text.trim().is_empty() => Some(text.trim()),
+            _ => None,
+        })
+        .collect();
+    if text.is_empty() {
+        return Err(SummaryError::Empty);
+    }
+    Ok(text.join("\n\n"))
 }
 
 async fn run_review(
@@ -546,7 +781,7 @@ async fn run_review(
             system: system.to_string(),
             messages: context.messages.clone(),
             tools: job.tools.clone(),
-            max_tokens: job.max_tokens,
+            max_tokens: job.max_tokens(),
             thinking: job.model.thinking(),
         };
         let covered = context.messages.len();

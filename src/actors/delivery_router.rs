@@ -5,8 +5,8 @@ use actix::{Actor, Context, Handler, Recipient, Supervised};
 
 use crate::delivery::RouterState;
 use crate::messages::delivery::{
-    CatchUpFinished, DeliveryStatus, GetDeliveryStatus, HeldPreamble, RaiseAdvice, ResetDelivery,
-    ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
+    CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, HeldPreamble, RaiseAdvice,
+    ResetDelivery, ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
 };
 use crate::messages::host::{HostEvent, Interrupt, RunState, StepBoundary, UserPrompt};
 use crate::settings::DeliveryPolicy;
@@ -163,5 +163,19 @@ impl Handler<ReviewSucceeded> for DeliveryRouter {
 
     fn handle(&mut self, msg: ReviewSucceeded, _ctx: &mut Context<Self>) {
         self.state.review_succeeded(msg.epoch, msg.review);
+    }
+}
+
+impl Handler<DiscardAttempt> for DeliveryRouter {
+    type Result = usize;
+
+    fn handle(&mut self, msg: DiscardAttempt, _ctx: &mut Context<Self>) -> usize {
+        let span = tracing::info_span!(
+            "discard_attempt",
+            review = msg.review,
+            attempt = msg.attempt
+        );
+        let _entered = span.enter();
+        self.state.discard_attempt(msg.epoch, msg.review)
     }
 }

@@ -26,8 +26,8 @@ use crate::messages::host::{
     StepAdvice, StepBoundary, TurnEnd, UserPrompt,
 };
 use crate::messages::review::{
-    AwaitBacklog, BacklogWait, DropBacklog, DumpContext, GetAgentStatus, ReleaseWaiters,
-    ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
+    AgentNotice, AwaitBacklog, BacklogWait, DropBacklog, DumpContext, GetAgentStatus,
+    ReleaseWaiters, ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
 };
 use crate::messages::tools::ClearToolSession;
 use crate::messages::transcript::Transcript;
@@ -51,6 +51,10 @@ pub struct RuntimeConfig {
     pub settings: AdvisorSettings,
     /// The advisor model; `None` when no model is assigned (K2).
     pub model: Option<Arc<dyn ModelClient>>,
+    /// The client for `advisor.contextPromotion` (built by the host from
+    /// [`AdvisorSettings::context_promotion`]): when the context fills up and this model's
+    /// window is larger, the advisor switches to it for the rest of the session (G5).
+    pub promotion_model: Option<Arc<dyn ModelClient>>,
     /// The workspace tools (normally [`ToolRegistry::workspace`]).
     pub tools: ToolRegistry,
     /// Watchdog discovery settings; `None` disables WATCHDOG.md files.
@@ -74,6 +78,7 @@ impl RuntimeConfig {
             workspace_root: workspace_root.into(),
             settings: AdvisorSettings::default(),
             model,
+            promotion_model: None,
             tools: ToolRegistry::workspace(),
             watchdog: None,
             system_prompt_override: None,
@@ -197,10 +202,16 @@ impl Supervisor {
         let agent_settings = settings.clone();
         let epoch = self.epoch;
         let held_preamble = Some(router.clone().recipient());
-        let review_succeeded = Some(router.recipient());
+        let review_succeeded = Some(router.clone().recipient());
+        let discard_attempt = Some(router.recipient());
+        let notices = Some(ctx.address().recipient());
+        let promotion = self.config.promotion_model.clone();
         let agent = actix::Supervisor::start(move |_| {
             AdvisorAgent::new(AgentSetup {
                 model,
+                promotion,
+                discard_attempt,
+                notices,
                 tools,
                 executor: exec_rcpt,
                 tool_session: clear_rcpt,
@@ -472,6 +483,14 @@ impl Handler<ReviewFinished> for Supervisor {
     }
 }
 
+impl Handler<AgentNotice> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: AgentNotice, _ctx: &mut Context<Self>) {
+        self.notice(msg.text);
+    }
+}
+
 impl Handler<RunCommand> for Supervisor {
     type Result = ResponseActFuture<Self, String>;
 
@@ -557,6 +576,11 @@ impl Handler<GetStatus> for Supervisor {
                 }
                 if let Some(agent) = agent {
                     if let Ok(a) = agent.send(GetAgentStatus).await {
+                        // The agent knows the model it calls now (G5 promotion).
+                        if a.model.is_some() {
+                            status.model = a.model.clone();
+                            status.thinking = a.thinking.clone();
+                        }
                         status.agent = a;
                     }
                 }

@@ -75,6 +75,21 @@ pub struct ReviewSucceeded {
     pub review: u64,
 }
 
+/// An attempt of a review was thrown away and the review will be tried again (agent →
+/// router, G5): the holds and reconfirmations the attempt made are rolled back (delivered
+/// advice cannot be recalled). Sent, and awaited, before the next attempt starts; answers
+/// how many holds were rolled back.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "usize")]
+pub struct DiscardAttempt {
+    /// The review's epoch.
+    pub epoch: u64,
+    /// The review's number.
+    pub review: u64,
+    /// The attempt's number within the review, from 1 (for tracing).
+    pub attempt: u32,
+}
+
 /// Asks for the router's counters and latch.
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "DeliveryStatus")]

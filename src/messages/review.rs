@@ -84,6 +84,15 @@ pub struct SetPaused {
     pub reason: Option<String>,
 }
 
+/// A line for the user from the agent, which has no host recipient of its own (agent →
+/// supervisor → host `Notice`); e.g. a WATCHDOG.md warning (W3).
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct AgentNotice {
+    /// The text.
+    pub text: String,
+}
+
 /// Asks the agent for its part of the status.
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "AgentStatus")]
@@ -117,6 +126,18 @@ pub struct AgentStatus {
     pub dropped_turns: u64,
     /// Context re-primes (G5).
     pub reprimes: u64,
+    /// Context compactions: a model-written summary replaced the older history (G5).
+    #[serde(default)]
+    pub compactions: u64,
+    /// Promotions to the larger-window model (G5).
+    #[serde(default)]
+    pub promotions: u64,
+    /// The model the agent calls now (the promoted one after a promotion).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Its thinking level.
+    #[serde(default)]
+    pub thinking: Option<String>,
     /// Why reviews are paused, if they are.
     pub paused: Option<String>,
     /// Whether a retry is pending after a failure.
