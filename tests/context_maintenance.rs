@@ -1,0 +1,634 @@
+//! G5 context maintenance through the host handle: promotion, compaction, re-prime, the
+//! reactive overflow path and what each does to held notes (D9), lifetime usage (G4) and the
+//! status (C3). Scripted usage drives the context estimate.
+
+#[path = "support/runtime.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use advisor::delivery::DropReason;
+use advisor::messages::advice::Severity;
+use advisor::messages::host::HostEvent;
+use advisor::messages::transcript::{Message, Transcript};
+use advisor::model::scripted::{ScriptedModel, ScriptedReply};
+use advisor::model::{
+    ChatMessage, ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest, Usage,
+};
+use advisor::review::{SUMMARY_HEADING, SUMMARY_INSTRUCTION};
+use advisor::settings::{DeliveryPolicy, SyncBacklog};
+use advisor::{AdvisorHandle, RuntimeConfig};
+use serde_json::json;
+use support::*;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+const BLOCKER: &str = "The migration drops the email column the user asked to keep.";
+const PHANTOM: &str = "The retry loop sleeps while holding the lock.";
+
+fn usage(input: u64, output: u64, cost: f64) -> Usage {
+    Usage {
+        input,
+        output,
+        cost,
+        ..Usage::default()
+    }
+}
+
+fn overflow() -> ScriptedReply {
+    ScriptedReply::Fail(ModelError::ContextOverflow {
+        message: "prompt is too long".into(),
+    })
+}
+
+/// A runtime on `model` that waits for each review (`syncBacklog: 1`).
+fn start_with(
+    model: Arc<dyn ModelClient>,
+    policy: DeliveryPolicy,
+    tune: impl FnOnce(&mut RuntimeConfig),
+) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
+    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
+    cfg.settings.sync_backlog = SyncBacklog::Below(1);
+    cfg.settings.policy = policy;
+    tune(&mut cfg);
+    let (rec, rx) = recorder();
+    (AdvisorHandle::start(cfg, rec.recipient()), rx)
+}
+
+fn start(model: Arc<dyn ModelClient>) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
+    start_with(model, DeliveryPolicy::Interrupt, |_| {})
+}
+
+/// A user message of about `tokens` tokens (4 characters each) that says `label`.
+fn big_update(label: &str, tokens: usize) -> Message {
+    let filler = "lorem ipsum dolor sit amet ".repeat(tokens * 4 / 27);
+    Message::user(format!("{label}\n{filler}"))
+}
+
+/// Ends one turn per update, each adding that update to the transcript.
+async fn turns(h: &AdvisorHandle, updates: impl IntoIterator<Item = Message>) -> Transcript {
+    let t = Transcript::new();
+    for update in updates {
+        t.push(update);
+        h.turn_end(&t).await.unwrap();
+    }
+    t
+}
+
+fn user_text(message: &ChatMessage) -> &str {
+    match message {
+        ChatMessage::User { text } => text,
+        other => panic!("expected a user message, got {other:?}"),
+    }
+}
+
+fn tool_results(request: &ModelRequest) -> Vec<String> {
+    request
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::ToolResult { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A scripted model with its own id and window (the promotion target, or its source).
+#[derive(Clone)]
+struct Named {
+    script: ScriptedModel,
+    id: &'static str,
+}
+
+impl Named {
+    fn new(id: &'static str, window: u64, replies: Vec<ScriptedReply>) -> Self {
+        Self {
+            script: ScriptedModel::new(replies).with_context_window(window),
+            id,
+        }
+    }
+}
+
+impl ModelClient for Named {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        self.script.complete(request)
+    }
+
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            id: self.id.to_string(),
+            ..self.script.info()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Proactive maintenance
+// ---------------------------------------------------------------------------------------
+
+#[actix::test]
+async fn g5_at_90_percent_of_a_100k_window_with_threshold_80_one_reprime_and_usage_kept() {
+    let model = ScriptedModel::new([
+        ScriptedReply::text("").with_usage(usage(90_000, 100, 0.5)),
+        ScriptedReply::text("").with_usage(usage(500, 10, 0.01)),
+    ])
+    .with_context_window(100_000);
+    let (h, _rx) = start(Arc::new(model.clone()));
+    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+
+    // The short history has nothing to summarise: the batch goes into an empty context,
+    // and no summary call was made.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].messages.len(), 1);
+    let prompt = user_text(&requests[1].messages[0]);
+    assert!(
+        prompt.contains("turn two") && !prompt.contains("turn one"),
+        "{prompt}"
+    );
+    let status = h.status().await.unwrap();
+    let a = &status.agent;
+    assert_eq!((a.reprimes, a.compactions, a.promotions), (1, 0, 0));
+    assert_eq!((a.lifetime.input, a.lifetime.output), (90_500, 110));
+    assert!((a.lifetime.cost - 0.51).abs() < 1e-9, "{}", a.lifetime.cost);
+    let shown = h.command("/advisor status").await.unwrap();
+    assert!(
+        shown.contains("context maintenance: 0 compaction(s), 1 re-prime(s), 0 promotion(s)\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("lifetime cost: $0.5100\n"), "{shown}");
+}
+
+#[actix::test]
+async fn g5_at_60_percent_with_threshold_95_nothing_is_maintained() {
+    let model = ScriptedModel::new([
+        ScriptedReply::text("").with_usage(usage(60_000, 10, 0.0)),
+        ScriptedReply::text(""),
+    ])
+    .with_context_window(100_000);
+    let (h, _rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
+        cfg.settings.compact_at_percent = 95
+    });
+    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].messages[..1],
+        requests[0].messages[..],
+        "append-only (M5)"
+    );
+    assert_eq!(requests[1].messages.len(), 3);
+    let a = h.status().await.unwrap().agent;
+    assert_eq!((a.reprimes, a.compactions, a.promotions), (0, 0, 0));
+}
+
+#[actix::test]
+async fn g5_t3_compaction_summarises_the_older_history_keeps_recent_reviews_and_clears_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let model = ScriptedModel::new([
+        // Review 1 reads a file.
+        ScriptedReply::tool_call("r1", "read", json!({"path": "notes.txt"}))
+            .with_usage(usage(26_000, 20, 0.1)),
+        ScriptedReply::text("Looked fine.").with_usage(usage(26_100, 10, 0.1)),
+        // Review 2 brings the context to 85 % of the window.
+        ScriptedReply::text("").with_usage(usage(85_000, 10, 0.2)),
+        // The summary call.
+        ScriptedReply::text("- The agent is fixing the date parser.")
+            .with_usage(usage(26_500, 150, 0.3)),
+        // Review 3 reads the same file again.
+        ScriptedReply::tool_call("r2", "read", json!({"path": "notes.txt"}))
+            .with_usage(usage(7_000, 20, 0.05)),
+        ScriptedReply::text("").with_usage(usage(7_100, 5, 0.05)),
+    ])
+    .with_context_window(100_000);
+    let (h, _rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
+        cfg.workspace_root = dir.path().to_path_buf();
+    });
+    turns(
+        &h,
+        [
+            big_update("first update", 25_000),
+            Message::user("second update"),
+            Message::user("third update"),
+        ],
+    )
+    .await;
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    // The summary call: its own instruction, no tools, the older part rendered as text.
+    let summary = &requests[3];
+    assert_eq!(summary.system, SUMMARY_INSTRUCTION);
+    assert!(summary.tools.is_empty());
+    assert_eq!(summary.messages.len(), 1);
+    let older = user_text(&summary.messages[0]);
+    assert!(
+        older.contains("first update"),
+        "the first review is summarised"
+    );
+    assert!(
+        older.contains("→ read {\"path\":\"notes.txt\"}"),
+        "{older:.300}"
+    );
+    assert!(older.contains("Looked fine."));
+    assert!(
+        !older.contains("second update"),
+        "the recent review is kept"
+    );
+    // Review 3: the summary first, then the kept review verbatim, then the batch.
+    let review = &requests[4];
+    assert_eq!(review.messages.len(), 4);
+    let first = user_text(&review.messages[0]);
+    assert!(first.starts_with(SUMMARY_HEADING), "{first}");
+    assert!(first.ends_with("- The agent is fixing the date parser."));
+    assert_eq!(review.messages[1], requests[2].messages[4]);
+    assert!(user_text(&review.messages[1]).contains("second update"));
+    assert!(user_text(&review.messages[3]).contains("third update"));
+    // T3: the tool session forgot the read, so the file is shown again in full.
+    let reread = tool_results(&requests[5]);
+    assert!(reread[0].contains("1|alpha"), "{reread:?}");
+
+    let a = h.status().await.unwrap().agent;
+    assert_eq!((a.compactions, a.reprimes, a.promotions), (1, 0, 0));
+    assert_eq!(a.model_calls, 6, "the summary call counts");
+    assert_eq!(
+        a.lifetime.input,
+        26_000 + 26_100 + 85_000 + 26_500 + 7_000 + 7_100
+    );
+    assert!((a.lifetime.cost - 0.8).abs() < 1e-9, "{}", a.lifetime.cost);
+    assert!(
+        a.context_tokens < 10_000,
+        "the estimate follows the compacted context: {}",
+        a.context_tokens
+    );
+}
+
+#[actix::test]
+async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_still_sent() {
+    let model = ScriptedModel::new([
+        ScriptedReply::text("").with_usage(usage(90_000, 10, 0.0)),
+        ScriptedReply::Fail(ModelError::Retryable {
+            message: "503 service unavailable".into(),
+            retry_after: None,
+        }),
+        ScriptedReply::advise("a", "Check the empty-input case.", Some("nit")),
+        ScriptedReply::text(""),
+    ])
+    .with_context_window(100_000);
+    let (h, _rx) = start(Arc::new(model.clone()));
+    turns(
+        &h,
+        [
+            big_update("first update", 25_000),
+            Message::user("second update"),
+        ],
+    )
+    .await;
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(
+        requests[1].system, SUMMARY_INSTRUCTION,
+        "compaction was tried"
+    );
+    assert_eq!(requests[2].messages.len(), 1, "re-primed");
+    assert!(user_text(&requests[2].messages[0]).contains("second update"));
+    let aside = h
+        .step_boundary()
+        .await
+        .unwrap()
+        .aside
+        .expect("the review ran");
+    assert_eq!(aside.notes[0].note, "Check the empty-input case.");
+    let status = h.status().await.unwrap();
+    assert_eq!(
+        status.failures, 0,
+        "maintenance failing is not a failed review"
+    );
+    let a = status.agent;
+    assert_eq!((a.compactions, a.reprimes, a.reviews), (0, 1, 2));
+}
+
+#[actix::test]
+async fn g5_g2_a_delta_arriving_while_maintenance_runs_waits_for_the_next_batch() {
+    let (model, mut arrivals, gate) = GatedModel::new(
+        vec![
+            // 85 % of the gated model's 200k window.
+            ScriptedReply::text("").with_usage(usage(170_000, 10, 0.0)),
+            ScriptedReply::text("- summary of the first update"),
+            ScriptedReply::text(""),
+            ScriptedReply::text(""),
+        ],
+        true,
+    );
+    let gate = gate.unwrap();
+    let (h, _rx) = start_with(Arc::new(model), DeliveryPolicy::Interrupt, |cfg| {
+        cfg.settings.sync_backlog = SyncBacklog::Off;
+    });
+    let t = Transcript::from_messages([big_update("first update", 25_000)]);
+    h.turn_end(&t).await.unwrap();
+    next_request(&mut arrivals).await;
+    gate.add_permits(1);
+
+    t.push(Message::user("second update"));
+    h.turn_end(&t).await.unwrap();
+    let summary = next_request(&mut arrivals).await;
+    assert_eq!(
+        summary.system, SUMMARY_INSTRUCTION,
+        "maintenance is running"
+    );
+    t.push(Message::user("third update"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(
+        h.status().await.unwrap().agent.backlog,
+        2,
+        "queued meanwhile"
+    );
+
+    gate.add_permits(1);
+    let maintained = next_request(&mut arrivals).await;
+    let batch = last_user_text(&maintained);
+    assert!(
+        batch.contains("second update") && !batch.contains("third update"),
+        "{batch}"
+    );
+    assert!(user_text(&maintained.messages[0]).starts_with(SUMMARY_HEADING));
+    gate.add_permits(1);
+    let next = next_request(&mut arrivals).await;
+    let batch = last_user_text(&next);
+    assert!(
+        batch.contains("third update") && !batch.contains("second update"),
+        "{batch}"
+    );
+    assert_eq!(
+        next.messages[..maintained.messages.len()],
+        maintained.messages[..],
+        "append-only again after the maintenance (M5)"
+    );
+    gate.add_permits(1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Promotion
+// ---------------------------------------------------------------------------------------
+
+#[actix::test]
+async fn g5_promotion_switches_to_the_larger_window_model_for_the_rest_of_the_session() {
+    let base = Named::new(
+        "scripted/base",
+        100_000,
+        vec![ScriptedReply::text("").with_usage(usage(90_000, 10, 0.4))],
+    );
+    let large = Named::new(
+        "scripted/large",
+        400_000,
+        vec![
+            ScriptedReply::text("").with_usage(usage(91_000, 10, 0.6)),
+            ScriptedReply::text(""),
+        ],
+    );
+    let (h, _rx) = start_with(Arc::new(base.clone()), DeliveryPolicy::Interrupt, |cfg| {
+        cfg.promotion_model = Some(Arc::new(large.clone()));
+    });
+    turns(
+        &h,
+        [
+            Message::user("turn one"),
+            Message::user("turn two"),
+            Message::user("turn three"),
+        ],
+    )
+    .await;
+
+    assert_eq!(base.script.request_count(), 1);
+    let before = &base.script.requests()[0];
+    let after = large.script.requests();
+    assert_eq!(after.len(), 2, "both later reviews on the larger model");
+    // The larger window holds the whole history: nothing was compacted or cleared.
+    assert_eq!(after[0].messages[..1], before.messages[..]);
+    assert_eq!(after[0].messages.len(), 3);
+    assert_eq!(after[1].messages[..3], after[0].messages[..]);
+
+    let status = h.status().await.unwrap();
+    assert_eq!(status.model.as_deref(), Some("scripted/large"));
+    let a = &status.agent;
+    assert_eq!(a.context_window, 400_000);
+    assert_eq!((a.promotions, a.compactions, a.reprimes), (1, 0, 0));
+    assert!((a.lifetime.cost - 1.0).abs() < 1e-9);
+    let shown = h.command("/advisor status").await.unwrap();
+    assert!(shown.contains("model: scripted/large"), "{shown}");
+    assert!(shown.contains("0 compaction(s), 0 re-prime(s), 1 promotion(s)"));
+}
+
+#[actix::test]
+async fn g5_a_promotion_model_with_no_larger_window_is_not_used() {
+    let base = Named::new(
+        "scripted/base",
+        100_000,
+        vec![
+            ScriptedReply::text("").with_usage(usage(90_000, 10, 0.0)),
+            ScriptedReply::text(""),
+        ],
+    );
+    let small = Named::new("scripted/small", 64_000, vec![]);
+    let (h, _rx) = start_with(Arc::new(base.clone()), DeliveryPolicy::Interrupt, |cfg| {
+        cfg.promotion_model = Some(Arc::new(small.clone()));
+    });
+    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    assert_eq!(small.script.request_count(), 0);
+    assert_eq!(base.script.requests()[1].messages.len(), 1, "re-primed");
+    let status = h.status().await.unwrap();
+    assert_eq!(status.model.as_deref(), Some("scripted/base"));
+    assert_eq!((status.agent.promotions, status.agent.reprimes), (0, 1));
+}
+
+// ---------------------------------------------------------------------------------------
+// Reactive path
+// ---------------------------------------------------------------------------------------
+
+/// Reconfirm runtime whose first review (a large update) holds `BLOCKER`.
+async fn held_after_a_large_first_review(
+    then: Vec<ScriptedReply>,
+) -> (
+    AdvisorHandle,
+    UnboundedReceiver<HostEvent>,
+    ScriptedModel,
+    Transcript,
+) {
+    let mut script = vec![
+        ScriptedReply::advise("a", BLOCKER, Some("blocker")),
+        ScriptedReply::text(""),
+    ];
+    script.extend(then);
+    let model = ScriptedModel::new(script);
+    let (h, rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Reconfirm, |_| {});
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([big_update("first update", 25_000)]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(h.status().await.unwrap().held_notes.len(), 1);
+    (h, rx, model, t)
+}
+
+#[actix::test]
+async fn g5_f2_overflow_on_every_try_compacts_once_per_try_fails_three_times_held_notes_kept() {
+    tokio::time::pause();
+    let mut then = vec![overflow(), ScriptedReply::text("- summary"), overflow()];
+    then.extend((0..4).map(|_| overflow()));
+    let (h, mut rx, model, t) = held_after_a_large_first_review(then).await;
+    t.push(Message::user("second update"));
+    h.turn_end(&t).await.unwrap();
+    // Wait (in virtual time) for the third strike.
+    loop {
+        if let HostEvent::Notice { text } = next_event(&mut rx).await {
+            if text.contains("consecutive model failures") {
+                assert!(text.contains("skipped 1 turn"), "{text}");
+                break;
+            }
+        }
+    }
+    let requests = model.requests();
+    // Review 1 (2 calls); try 1: attempt, summary, replay; tries 2 and 3: attempt, replay.
+    assert_eq!(requests.len(), 2 + 3 + 2 + 2);
+    assert_eq!(requests[3].system, SUMMARY_INSTRUCTION);
+    // Try 1's replay went into the compacted context, try 2's and 3's into empty ones.
+    assert!(user_text(&requests[4].messages[0]).starts_with(SUMMARY_HEADING));
+    assert_eq!(requests[4].messages.len(), 2);
+    for replay in [&requests[6], &requests[8]] {
+        assert_eq!(replay.messages.len(), 1);
+        let prompt = user_text(&replay.messages[0]);
+        assert!(prompt.contains("second update"), "{prompt}");
+        assert!(
+            prompt.contains(&format!("- [BLOCKER] {BLOCKER}")),
+            "{prompt}"
+        );
+    }
+    let status = h.status().await.unwrap();
+    assert_eq!(status.failures, 3);
+    let a = &status.agent;
+    assert_eq!((a.backlog, a.dropped_turns), (0, 1));
+    assert_eq!(
+        a.compactions + a.reprimes,
+        3,
+        "one maintenance event per try"
+    );
+    assert_eq!((a.compactions, a.reprimes), (1, 2));
+    assert_eq!(
+        status.held_notes.len(),
+        1,
+        "failed reviews prune nothing (D9)"
+    );
+    assert_eq!(status.held_notes[0].note, BLOCKER);
+}
+
+#[actix::test]
+async fn g5_d9_overflow_that_clears_after_compaction_succeeds_and_prunes_a_recanted_hold() {
+    let (h, mut rx, model, t) = held_after_a_large_first_review(vec![
+        overflow(),
+        ScriptedReply::text("- The agent migrates the users table."),
+        ScriptedReply::text("The column is kept after all."),
+    ])
+    .await;
+    t.push(Message::user("second update"));
+    h.turn_end(&t).await.unwrap();
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 5);
+    assert_eq!(
+        requests[2].messages.len(),
+        5,
+        "the attempt saw the whole history"
+    );
+    assert_eq!(requests[3].system, SUMMARY_INSTRUCTION);
+    let replay = &requests[4];
+    assert_eq!(replay.messages.len(), 2);
+    assert!(user_text(&replay.messages[0]).contains("- The agent migrates the users table."));
+    assert_eq!(
+        replay.messages[1], requests[2].messages[4],
+        "the same batch, held-notes preamble included"
+    );
+    let status = h.status().await.unwrap();
+    assert_eq!(status.failures, 0);
+    assert_eq!(
+        (
+            status.agent.compactions,
+            status.agent.reprimes,
+            status.agent.reviews
+        ),
+        (1, 0, 2)
+    );
+    assert!(status.held_notes.is_empty());
+    assert_eq!(
+        status.deliveries.dropped.get(&DropReason::Recanted),
+        Some(&1)
+    );
+    assert!(h.step_boundary().await.unwrap().is_empty());
+    let notices: Vec<HostEvent> = drain(&mut rx);
+    assert!(
+        notices
+            .iter()
+            .all(|e| matches!(e, HostEvent::Notice { .. })),
+        "nothing delivered: {notices:?}"
+    );
+}
+
+#[actix::test]
+async fn g5_d9_a_phantom_hold_of_the_overflowed_attempt_is_rolled_back_an_earlier_hold_kept() {
+    let model = ScriptedModel::new([
+        // Review 1 holds BLOCKER.
+        ScriptedReply::advise("a", BLOCKER, Some("blocker")),
+        ScriptedReply::text(""),
+        // Review 2, attempt 1: holds PHANTOM, then overflows.
+        ScriptedReply::advise("b", PHANTOM, Some("blocker")),
+        overflow(),
+        // The replay reconfirms BLOCKER only.
+        ScriptedReply::advise("c", BLOCKER, Some("blocker")),
+        ScriptedReply::text(""),
+    ]);
+    let (h, mut rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Reconfirm, |_| {});
+    h.run_state(true).await.unwrap();
+    turns(
+        &h,
+        [
+            Message::user("first update"),
+            Message::user("second update"),
+        ],
+    )
+    .await;
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 6);
+    assert_eq!(
+        tool_results(&requests[3]).last().map(String::as_str),
+        Some("Held pending reconfirmation."),
+        "the phantom was held by the attempt"
+    );
+    assert_eq!(
+        requests[4].messages.len(),
+        1,
+        "replayed into an empty context"
+    );
+    assert_eq!(tool_results(&requests[5]), vec!["Recorded."]);
+
+    // The catch-up block settled: the reconfirmed BLOCKER goes out, the phantom never does.
+    assert!(matches!(
+        next_event(&mut rx).await,
+        HostEvent::Notice { text } if text.contains("waiting up to 15s")
+    ));
+    assert_eq!(next_event(&mut rx).await, HostEvent::SteerReady);
+    let steers = h.step_boundary().await.unwrap().steers;
+    assert_eq!(steers.len(), 1);
+    assert_eq!(steers[0].notes[0].note, BLOCKER);
+    assert_eq!(steers[0].notes[0].severity, Some(Severity::Blocker));
+    let status = h.status().await.unwrap();
+    assert!(status.held_notes.is_empty());
+    assert_eq!(
+        status.deliveries.dropped.get(&DropReason::Discarded),
+        Some(&1)
+    );
+    assert_eq!(status.deliveries.held, 0);
+    assert_eq!(
+        status.deliveries.raised(),
+        3,
+        "every advisory ended somewhere (D10)"
+    );
+}
