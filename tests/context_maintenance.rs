@@ -1,6 +1,7 @@
 //! G5 context maintenance through the host handle: promotion, compaction, re-prime, the
 //! reactive overflow path and what each does to held notes (D9), lifetime usage (G4) and the
-//! status (C3). Scripted usage drives the context estimate.
+//! status (C3). Scripted usage drives the context estimate. Also what the agent reports
+//! besides reviews: WATCHDOG.md warnings as notices (W3) and the audit transcript (G7).
 
 #[path = "support/runtime.rs"]
 mod support;
@@ -17,6 +18,7 @@ use advisor::model::{
 };
 use advisor::review::{SUMMARY_HEADING, SUMMARY_INSTRUCTION};
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
+use advisor::status::AdvisorStatus;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use serde_json::json;
 use support::*;
@@ -90,6 +92,23 @@ fn tool_results(request: &ModelRequest) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+const NIT: &str = "Check the empty-input case.";
+
+/// Asserts the review ran to the end (its nit reached the host) and counted no failure,
+/// whatever went wrong around it; returns the status.
+async fn nit_delivered_without_failure(h: &AdvisorHandle) -> AdvisorStatus {
+    let aside = h
+        .step_boundary()
+        .await
+        .unwrap()
+        .aside
+        .expect("the review ran");
+    assert_eq!(aside.notes[0].note, NIT);
+    let status = h.status().await.unwrap();
+    assert_eq!(status.failures, 0, "not a failed review");
+    status
 }
 
 /// A scripted model with its own id and window (the promotion target, or its source).
@@ -271,7 +290,7 @@ async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_stil
             message: "503 service unavailable".into(),
             retry_after: None,
         }),
-        ScriptedReply::advise("a", "Check the empty-input case.", Some("nit")),
+        ScriptedReply::advise("a", NIT, Some("nit")),
         ScriptedReply::text(""),
     ])
     .with_context_window(100_000);
@@ -293,18 +312,7 @@ async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_stil
     );
     assert_eq!(requests[2].messages.len(), 1, "re-primed");
     assert!(user_text(&requests[2].messages[0]).contains("second update"));
-    let aside = h
-        .step_boundary()
-        .await
-        .unwrap()
-        .aside
-        .expect("the review ran");
-    assert_eq!(aside.notes[0].note, "Check the empty-input case.");
-    let status = h.status().await.unwrap();
-    assert_eq!(
-        status.failures, 0,
-        "maintenance failing is not a failed review"
-    );
+    let status = nit_delivered_without_failure(&h).await;
     let a = status.agent;
     assert_eq!((a.compactions, a.reprimes, a.reviews), (0, 1, 2));
 }
@@ -631,4 +639,164 @@ async fn g5_d9_a_phantom_hold_of_the_overflowed_attempt_is_rolled_back_an_earlie
         3,
         "every advisory ended somewhere (D10)"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Watchdog warnings (W3) and the audit transcript (G7)
+// ---------------------------------------------------------------------------------------
+
+#[actix::test]
+async fn w3_an_unreadable_watchdog_file_is_one_notice_and_the_review_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("home/project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::write(project.join("WATCHDOG.md"), b"\xff\xfe not text").unwrap();
+    let model = ScriptedModel::new([]);
+    let (h, mut rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
+        cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
+            cwd: project.clone(),
+            agent_dir: None,
+            home: Some(dir.path().join("home")),
+        });
+    });
+    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    match next_event(&mut rx).await {
+        HostEvent::Notice { text } => assert!(text.contains("WATCHDOG.md"), "{text}"),
+        other => panic!("expected the warning, got {other:?}"),
+    }
+    assert_eq!(model.request_count(), 2, "both turns reviewed");
+    h.dispose().await.unwrap();
+    assert!(drain(&mut rx).is_empty(), "the unchanged file warns once");
+}
+
+fn audit_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[actix::test]
+async fn g7_every_context_message_and_maintenance_event_is_an_audit_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session-1__advisor.jsonl");
+    let model = ScriptedModel::new([
+        ScriptedReply::advise("a", NIT, Some("nit")),
+        ScriptedReply::text("Nothing else.").with_usage(usage(90_000, 10, 0.0)),
+        overflow(),
+        ScriptedReply::text(""),
+    ])
+    .with_context_window(100_000);
+    let (h, _rx) = start_with(Arc::new(model), DeliveryPolicy::Interrupt, |cfg| {
+        cfg.audit_path = Some(path.clone());
+    });
+    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    h.dispose().await.unwrap();
+
+    let lines = audit_lines(&path);
+    let kinds: Vec<String> = lines
+        .iter()
+        .map(|l| match l["type"].as_str().unwrap() {
+            "message" => format!("message:{}", l["message"]["role"].as_str().unwrap()),
+            "maintenance" => format!(
+                "maintenance:{}:{}",
+                l["kind"].as_str().unwrap(),
+                l["trigger"].as_str().unwrap()
+            ),
+            other => other.to_string(),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            // Review 1: the update, the advise call, its result, the final answer.
+            "message:user",
+            "message:assistant",
+            "message:toolResult",
+            "message:assistant",
+            // Review 2: re-primed before the batch, then an attempt that overflowed,
+            // re-primed again and replayed.
+            "maintenance:reprime:threshold",
+            "message:user",
+            "attemptDiscarded",
+            "maintenance:reprime:overflow",
+            "message:user",
+            "message:assistant",
+        ]
+    );
+    assert!(lines.iter().all(|l| l["epoch"] == 0 && l["atMs"].is_u64()));
+    assert_eq!(
+        (lines[0]["review"].as_u64(), lines[9]["review"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert!(lines[0]["message"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("turn one"));
+    assert_eq!(lines[1]["message"]["parts"][0]["name"], "advise");
+    assert_eq!(lines[2]["message"]["text"], "Recorded.");
+    assert!(lines[6]["error"]
+        .as_str()
+        .unwrap()
+        .contains("prompt is too long"));
+    assert_eq!(lines[7]["model"], "scripted/test");
+    assert_eq!(lines[7]["messages"], 0);
+}
+
+#[actix::test]
+async fn g7_a_compaction_line_carries_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let model = ScriptedModel::new([
+        ScriptedReply::text("").with_usage(usage(90_000, 10, 0.0)),
+        ScriptedReply::text("- The agent fixes the parser."),
+    ])
+    .with_context_window(100_000);
+    let (h, _rx) = start_with(Arc::new(model), DeliveryPolicy::Interrupt, |cfg| {
+        cfg.audit_path = Some(path.clone());
+    });
+    turns(
+        &h,
+        [big_update("first update", 25_000), Message::user("second")],
+    )
+    .await;
+    h.dispose().await.unwrap();
+    let lines = audit_lines(&path);
+    let compaction = lines
+        .iter()
+        .find(|l| l["type"] == "maintenance")
+        .expect("a maintenance line");
+    assert_eq!(compaction["kind"], "compaction");
+    assert_eq!(compaction["messages"], 1);
+    let summary = compaction["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(SUMMARY_HEADING) && summary.ends_with("- The agent fixes the parser.")
+    );
+}
+
+#[actix::test]
+async fn g7_an_unwritable_audit_file_is_one_warning_and_reviews_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("missing-dir/audit.jsonl");
+    let model = ScriptedModel::new([
+        ScriptedReply::advise("a", NIT, Some("nit")),
+        ScriptedReply::text(""),
+    ]);
+    let (h, mut rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
+        cfg.audit_path = Some(path.clone());
+    });
+    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    let status = nit_delivered_without_failure(&h).await;
+    assert_eq!(status.agent.reviews, 2);
+    h.dispose().await.unwrap();
+    match next_event(&mut rx).await {
+        HostEvent::Notice { text } => {
+            assert!(text.contains("could not write the audit log"), "{text}");
+            assert!(text.contains("audit.jsonl"), "{text}");
+        }
+        other => panic!("expected the warning, got {other:?}"),
+    }
+    assert!(drain(&mut rx).is_empty(), "one warning, not one per line");
+    assert!(!path.exists());
 }

@@ -24,8 +24,9 @@ use tracing::Instrument;
 
 use crate::messages::delivery::{DiscardAttempt, HeldPreamble, ReviewSucceeded};
 use crate::messages::review::{
-    AgentNotice, AgentStatus, AwaitBacklog, BacklogWait, DropBacklog, DumpContext, GetAgentStatus,
-    QueueDelta, ReleaseWaiters, ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
+    AgentNotice, AgentStatus, AuditEntry, AuditEvent, AwaitBacklog, BacklogWait, DropBacklog,
+    DumpContext, GetAgentStatus, QueueDelta, ReleaseWaiters, ResetAdvisor, RetryReview,
+    ReviewFinished, SetPaused,
 };
 use crate::messages::tools::{ClearToolSession, ExecuteTool};
 use crate::messages::watchdog::GetWatchdogPrompt;
@@ -67,6 +68,8 @@ pub struct AgentSetup {
     pub discard_attempt: Option<Recipient<DiscardAttempt>>,
     /// Where lines for the user go (the Supervisor, which forwards them to the host).
     pub notices: Option<Recipient<AgentNotice>>,
+    /// Where the advisor's transcript is recorded, when the host gave an audit path (G7).
+    pub audit: Option<Recipient<AuditEntry>>,
     /// The base system prompt (built-in or the user's override, G1) with the workspace root.
     pub base_prompt: String,
     /// Settings.
@@ -184,6 +187,7 @@ impl AdvisorAgent {
             held_preamble: self.setup.held_preamble.clone(),
             discard_attempt: self.setup.discard_attempt.clone(),
             notices: self.setup.notices.clone(),
+            audit: self.setup.audit.clone(),
         };
         // Moved into the review; maintenance (G5) happens there, on this batch only.
         let context = std::mem::take(&mut self.context);
@@ -472,9 +476,53 @@ struct ReviewJob {
     held_preamble: Option<Recipient<HeldPreamble>>,
     discard_attempt: Option<Recipient<DiscardAttempt>>,
     notices: Option<Recipient<AgentNotice>>,
+    audit: Option<Recipient<AuditEntry>>,
 }
 
 impl ReviewJob {
+    /// Records `event` in the audit log, when there is one (G7).
+    fn audit(&self, event: AuditEvent) {
+        if let Some(log) = &self.audit {
+            let at_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            log.do_send(AuditEntry {
+                epoch: self.epoch,
+                review: self.review,
+                at_ms,
+                event,
+            });
+        }
+    }
+
+    /// Appends `message` to the context, recording it in the audit log (G7).
+    fn append(&self, context: &mut AdvisorContext, message: ChatMessage) {
+        if self.audit.is_some() {
+            self.audit(AuditEvent::Message {
+                message: message.clone(),
+            });
+        }
+        context.messages.push(message);
+    }
+
+    /// Records a maintenance event in the audit log (G7).
+    fn audit_maintenance(&self, kind: MaintenanceKind, trigger: &str, context: &AdvisorContext) {
+        if self.audit.is_none() {
+            return;
+        }
+        let summary = match (kind, context.messages.first()) {
+            (MaintenanceKind::Compaction, Some(ChatMessage::User { text })) => Some(text.clone()),
+            _ => None,
+        };
+        self.audit(AuditEvent::Maintenance {
+            kind,
+            trigger: trigger.to_string(),
+            model: self.model.info().id,
+            messages: context.messages.len(),
+            summary,
+        });
+    }
+
     /// The output bound of the current model's calls.
     fn max_tokens(&self) -> u32 {
         let model_max = u32::try_from(self.model.info().max_output).unwrap_or(u32::MAX);
@@ -610,6 +658,10 @@ async fn run_review_with_maintenance(
         };
         // The attempt leaves no trace: not in the context, not among the held notes.
         run.context.truncate(start);
+        job.audit(AuditEvent::AttemptDiscarded {
+            attempt,
+            error: err.to_string(),
+        });
         if let Some(router) = &job.discard_attempt {
             let _ = router
                 .send(DiscardAttempt {
@@ -626,7 +678,7 @@ async fn run_review_with_maintenance(
                     tracing::info_span!("context_maintenance", trigger = "overflow", threshold);
                 async {
                     tracing::info!(%message, "the review overflowed the context: compacting, then replaying the batch once");
-                    compact_or_reprime(&job, &mut run, &prompt, threshold).await;
+                    compact_or_reprime(&job, &mut run, &prompt, threshold, "overflow").await;
                 }
                 .instrument(span)
                 .await;
@@ -655,6 +707,7 @@ async fn maintain_before_batch(job: &mut ReviewJob, run: &mut ReviewRun, prompt:
             job.model = Arc::clone(&candidate);
             run.promoted = Some(candidate);
             run.maintenance.record(MaintenanceKind::Promotion);
+            job.audit_maintenance(MaintenanceKind::Promotion, "threshold", &run.context);
             if !needs_maintenance(&run.context, prompt, job.threshold()) {
                 return;
             }
@@ -666,14 +719,20 @@ async fn maintain_before_batch(job: &mut ReviewJob, run: &mut ReviewRun, prompt:
         }
     }
     let threshold = job.threshold();
-    compact_or_reprime(job, run, prompt, threshold).await;
+    compact_or_reprime(job, run, prompt, threshold, "threshold").await;
 }
 
 /// G5 steps 2–3: summarise the older history and keep the recent part verbatim when that
 /// leaves room for `prompt` under `threshold`; otherwise (nothing to summarise, the summary
 /// call failed, or the result is still too large) clear the history. Either way the tool
 /// session forgets what was read (T3): the reads are no longer in the context.
-async fn compact_or_reprime(job: &ReviewJob, run: &mut ReviewRun, prompt: &str, threshold: u64) {
+async fn compact_or_reprime(
+    job: &ReviewJob,
+    run: &mut ReviewRun,
+    prompt: &str,
+    threshold: u64,
+    trigger: &str,
+) {
     let kind = match compaction_cut(&run.context.messages, keep_budget(threshold)) {
         None => {
             tracing::info!("the whole history fits the verbatim budget: nothing to summarise");
@@ -709,6 +768,7 @@ async fn compact_or_reprime(job: &ReviewJob, run: &mut ReviewRun, prompt: &str, 
         run.context.clear();
     }
     run.maintenance.record(kind);
+    job.audit_maintenance(kind, trigger, &run.context);
     job.tool_session.do_send(ClearToolSession);
     tracing::info!(
         kind = kind.as_str(),
@@ -773,9 +833,12 @@ async fn run_review(
     usage: &mut Usage,
     calls: &mut u64,
 ) -> Result<(), ModelError> {
-    context.messages.push(ChatMessage::User {
-        text: prompt.to_string(),
-    });
+    job.append(
+        context,
+        ChatMessage::User {
+            text: prompt.to_string(),
+        },
+    );
     for round in 0..=job.max_rounds {
         let request = ModelRequest {
             system: system.to_string(),
@@ -803,9 +866,12 @@ async fn run_review(
             .tool_calls()
             .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
             .collect();
-        context.messages.push(ChatMessage::Assistant {
-            parts: response.parts,
-        });
+        job.append(
+            context,
+            ChatMessage::Assistant {
+                parts: response.parts,
+            },
+        );
         if tool_calls.is_empty() {
             return Ok(());
         }
@@ -838,12 +904,15 @@ async fn run_review(
             if round + 1 == job.max_rounds && i + 1 == count {
                 text.push_str(BUDGET_NOTE);
             }
-            context.messages.push(ChatMessage::ToolResult {
-                call_id: id,
-                name,
-                text,
-                is_error,
-            });
+            job.append(
+                context,
+                ChatMessage::ToolResult {
+                    call_id: id,
+                    name,
+                    text,
+                    is_error,
+                },
+            );
         }
         if last_round {
             return Ok(());

@@ -1,6 +1,7 @@
 //! The runtime's actors, one per file.
 
 pub mod advisor_agent;
+pub mod audit_log;
 pub mod delivery_router;
 pub mod event_forwarder;
 pub mod supervisor;

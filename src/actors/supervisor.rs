@@ -5,11 +5,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use actix::{
-    Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, MessageResult, Recipient,
-    ResponseActFuture, ResponseFuture, WrapFuture,
+    Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, Recipient, ResponseActFuture,
+    ResponseFuture, WrapFuture,
 };
 
 use crate::actors::advisor_agent::{AdvisorAgent, AgentSetup};
+use crate::actors::audit_log::AuditLog;
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
@@ -26,7 +27,7 @@ use crate::messages::host::{
     StepAdvice, StepBoundary, TurnEnd, UserPrompt,
 };
 use crate::messages::review::{
-    AgentNotice, AwaitBacklog, BacklogWait, DropBacklog, DumpContext, GetAgentStatus,
+    AgentNotice, AwaitBacklog, BacklogWait, DropBacklog, DumpContext, FlushAudit, GetAgentStatus,
     ReleaseWaiters, ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
 };
 use crate::messages::tools::ClearToolSession;
@@ -64,6 +65,9 @@ pub struct RuntimeConfig {
     /// The transcript as it stands when the advisor starts: the cursor is seeded at its end
     /// so a resumed session is not replayed (X4).
     pub initial_transcript: Option<Transcript>,
+    /// Where the advisor's own transcript is appended as JSON lines (G7), e.g.
+    /// `<session dir>/<session name>__advisor.jsonl`; `None` keeps no audit file.
+    pub audit_path: Option<PathBuf>,
 }
 
 impl RuntimeConfig {
@@ -83,6 +87,7 @@ impl RuntimeConfig {
             watchdog: None,
             system_prompt_override: None,
             initial_transcript: None,
+            audit_path: None,
         }
     }
 
@@ -111,6 +116,7 @@ pub struct Supervisor {
     config: RuntimeConfig,
     host: Recipient<HostEvent>,
     router: Option<Addr<DeliveryRouter>>,
+    audit: Option<Addr<AuditLog>>,
     children: Option<Children>,
     enabled: bool,
     epoch: u64,
@@ -136,6 +142,7 @@ impl Supervisor {
             config,
             host,
             router: None,
+            audit: None,
             children: None,
             enabled,
             epoch: 0,
@@ -160,6 +167,15 @@ impl Supervisor {
         });
         self.router = Some(router.clone());
         router
+    }
+
+    /// The audit log (G7), started on first use when the host gave a path.
+    fn audit(&mut self) -> Option<Addr<AuditLog>> {
+        if self.audit.is_none() {
+            let path = self.config.audit_path.clone()?;
+            self.audit = Some(AuditLog::new(path, self.host.clone()).start());
+        }
+        self.audit.clone()
     }
 
     /// Starts feed, agent and executor (when a model is assigned), seeded at `seed`'s
@@ -206,12 +222,14 @@ impl Supervisor {
         let discard_attempt = Some(router.recipient());
         let notices = Some(ctx.address().recipient());
         let promotion = self.config.promotion_model.clone();
+        let audit = self.audit().map(Addr::recipient);
         let agent = actix::Supervisor::start(move |_| {
             AdvisorAgent::new(AgentSetup {
                 model,
                 promotion,
                 discard_attempt,
                 notices,
+                audit,
                 tools,
                 executor: exec_rcpt,
                 tool_session: clear_rcpt,
@@ -609,11 +627,17 @@ impl Handler<GetDump> for Supervisor {
 }
 
 impl Handler<Dispose> for Supervisor {
-    type Result = MessageResult<Dispose>;
+    type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _msg: Dispose, _ctx: &mut Context<Self>) -> Self::Result {
         self.disable();
-        MessageResult(())
+        // G7: the audit file is complete when dispose returns.
+        let audit = self.audit.clone();
+        Box::pin(async move {
+            if let Some(audit) = audit {
+                let _ = audit.send(FlushAudit).await;
+            }
+        })
     }
 }
 

@@ -5,7 +5,8 @@ use std::time::Duration;
 use actix::Message as ActixMessage;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ModelError, Usage};
+use crate::model::{ChatMessage, ModelError, Usage};
+use crate::review::MaintenanceKind;
 
 /// Queues one rendered delta (one turn) for review.
 #[derive(Debug, Clone, ActixMessage)]
@@ -143,3 +144,61 @@ pub struct AgentStatus {
     /// Whether a retry is pending after a failure.
     pub failing: bool,
 }
+
+/// One line of the advisor's audit transcript (G7): something that happened to its context,
+/// with the epoch and review it happened in (agent → AuditLog).
+#[derive(Debug, Clone, PartialEq, Serialize, ActixMessage)]
+#[rtype(result = "()")]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    /// The epoch (R1); a reset starts a new one.
+    pub epoch: u64,
+    /// The review it belongs to.
+    pub review: u64,
+    /// Milliseconds since the Unix epoch when it happened.
+    pub at_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: AuditEvent,
+}
+
+/// What an [`AuditEntry`] records.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum AuditEvent {
+    /// A message was appended to the advisor's context.
+    Message {
+        /// The message.
+        message: ChatMessage,
+    },
+    /// Context maintenance ran (G5).
+    #[serde(rename_all = "camelCase")]
+    Maintenance {
+        /// Which step.
+        kind: MaintenanceKind,
+        /// `threshold` (proactive) or `overflow` (reactive).
+        trigger: String,
+        /// The model in use afterwards.
+        model: String,
+        /// Messages in the context afterwards.
+        messages: usize,
+        /// The summary that opens the compacted context (compaction only).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+    },
+    /// A review attempt was thrown away: the messages it appended since its update are no
+    /// longer in the context (G5 overflow, F1 failure).
+    #[serde(rename_all = "camelCase")]
+    AttemptDiscarded {
+        /// The attempt's number within the review.
+        attempt: u32,
+        /// Why.
+        error: String,
+    },
+}
+
+/// Resolves once every audit entry received so far is written (or failed); used before
+/// dispose returns (R2, G7).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct FlushAudit;
