@@ -478,11 +478,10 @@ async fn held_after_a_large_first_review(
 }
 
 #[actix::test]
-async fn g5_f2_overflow_on_every_try_compacts_once_per_try_fails_three_times_held_notes_kept() {
+async fn g5_f2_overflow_on_every_try_reprimes_once_per_try_fails_three_times_held_notes_kept() {
     tokio::time::pause();
-    let mut then = vec![overflow(), ScriptedReply::text("- summary"), overflow()];
-    then.extend((0..4).map(|_| overflow()));
-    let (h, mut rx, model, t) = held_after_a_large_first_review(then).await;
+    let (h, mut rx, model, t) =
+        held_after_a_large_first_review((0..6).map(|_| overflow()).collect()).await;
     t.push(Message::user("second update"));
     h.turn_end(&t).await.unwrap();
     // Wait (in virtual time) for the third strike.
@@ -495,13 +494,15 @@ async fn g5_f2_overflow_on_every_try_compacts_once_per_try_fails_three_times_hel
         }
     }
     let requests = model.requests();
-    // Review 1 (2 calls); try 1: attempt, summary, replay; tries 2 and 3: attempt, replay.
-    assert_eq!(requests.len(), 2 + 3 + 2 + 2);
-    assert_eq!(requests[3].system, SUMMARY_INSTRUCTION);
-    // Try 1's replay went into the compacted context, try 2's and 3's into empty ones.
-    assert!(user_text(&requests[4].messages[0]).starts_with(SUMMARY_HEADING));
-    assert_eq!(requests[4].messages.len(), 2);
-    for replay in [&requests[6], &requests[8]] {
+    // Review 1 (2 calls); each of the three tries: the attempt, then its replay.
+    assert_eq!(requests.len(), 2 + 3 * 2);
+    assert_eq!(
+        requests[2].messages.len(),
+        5,
+        "the first attempt saw the whole history"
+    );
+    // Every replay went into a fresh context holding only the batch (G5 reactive path).
+    for replay in [&requests[3], &requests[5], &requests[7]] {
         assert_eq!(replay.messages.len(), 1);
         let prompt = user_text(&replay.messages[0]);
         assert!(prompt.contains("second update"), "{prompt}");
@@ -510,16 +511,15 @@ async fn g5_f2_overflow_on_every_try_compacts_once_per_try_fails_three_times_hel
             "{prompt}"
         );
     }
+    assert!(
+        requests.iter().all(|r| r.system != SUMMARY_INSTRUCTION),
+        "the reactive path clears the history, it does not summarise"
+    );
     let status = h.status().await.unwrap();
     assert_eq!(status.failures, 3);
     let a = &status.agent;
     assert_eq!((a.backlog, a.dropped_turns), (0, 1));
-    assert_eq!(
-        a.compactions + a.reprimes,
-        3,
-        "one maintenance event per try"
-    );
-    assert_eq!((a.compactions, a.reprimes), (1, 2));
+    assert_eq!((a.compactions, a.reprimes), (0, 3), "one re-prime per try");
     assert_eq!(
         status.held_notes.len(),
         1,
@@ -529,10 +529,9 @@ async fn g5_f2_overflow_on_every_try_compacts_once_per_try_fails_three_times_hel
 }
 
 #[actix::test]
-async fn g5_d9_overflow_that_clears_after_compaction_succeeds_and_prunes_a_recanted_hold() {
+async fn g5_d9_overflow_that_clears_after_a_fresh_context_succeeds_and_prunes_a_recanted_hold() {
     let (h, mut rx, model, t) = held_after_a_large_first_review(vec![
         overflow(),
-        ScriptedReply::text("- The agent migrates the users table."),
         ScriptedReply::text("The column is kept after all."),
     ])
     .await;
@@ -540,18 +539,16 @@ async fn g5_d9_overflow_that_clears_after_compaction_succeeds_and_prunes_a_recan
     h.turn_end(&t).await.unwrap();
 
     let requests = model.requests();
-    assert_eq!(requests.len(), 5);
+    assert_eq!(requests.len(), 4);
     assert_eq!(
         requests[2].messages.len(),
         5,
         "the attempt saw the whole history"
     );
-    assert_eq!(requests[3].system, SUMMARY_INSTRUCTION);
-    let replay = &requests[4];
-    assert_eq!(replay.messages.len(), 2);
-    assert!(user_text(&replay.messages[0]).contains("- The agent migrates the users table."));
+    let replay = &requests[3];
+    assert_eq!(replay.messages.len(), 1, "replayed into a fresh context");
     assert_eq!(
-        replay.messages[1], requests[2].messages[4],
+        replay.messages[0], requests[2].messages[4],
         "the same batch, held-notes preamble included"
     );
     let status = h.status().await.unwrap();
@@ -562,7 +559,7 @@ async fn g5_d9_overflow_that_clears_after_compaction_succeeds_and_prunes_a_recan
             status.agent.reprimes,
             status.agent.reviews
         ),
-        (1, 0, 2)
+        (0, 1, 2)
     );
     assert!(status.held_notes.is_empty());
     assert_eq!(

@@ -10,8 +10,9 @@
 //! it is sent: promotion to the larger-window model, then compaction (a summary call), then
 //! re-prime, each only when the one before did not bring the estimate under the threshold.
 //! A delta arriving meanwhile waits for the next batch. A review that overflows the context
-//! is compacted the same way and replayed once; the holds of the discarded attempt are
-//! rolled back in the DeliveryRouter.
+//! or the output bound is discarded: the history is cleared and the batch replayed once into
+//! a fresh context (G5's reactive path); the holds of the discarded attempt are rolled back
+//! in the DeliveryRouter.
 
 use std::sync::Arc;
 
@@ -594,8 +595,9 @@ async fn system_prompt(job: &ReviewJob) -> String {
 
 /// Runs one review of `prompt`: maintenance first when the context would pass the
 /// threshold (G5), then the model until it stops calling tools (G3). An attempt that
-/// overflows the context is discarded, the context compacted (or re-primed) and the batch
-/// replayed once; a second overflow, like any other error, is the review's failure (F1).
+/// overflows the context or the output bound is discarded, the history cleared and the batch
+/// replayed once into a fresh context (G5's reactive path); a second overflow, like any other
+/// error, is the review's failure (F1).
 async fn run_review_with_maintenance(
     mut job: ReviewJob,
     context: AdvisorContext,
@@ -677,8 +679,8 @@ async fn run_review_with_maintenance(
                 let span =
                     tracing::info_span!("context_maintenance", trigger = "overflow", threshold);
                 async {
-                    tracing::info!(%message, "the review overflowed the context: compacting, then replaying the batch once");
-                    compact_or_reprime(&job, &mut run, &prompt, threshold, "overflow").await;
+                    tracing::info!(%message, "the review overflowed the context: replaying the batch once into a fresh context");
+                    finish_maintenance(&job, &mut run, &prompt, MaintenanceKind::Reprime, "overflow");
                 }
                 .instrument(span)
                 .await;
@@ -764,6 +766,19 @@ async fn compact_or_reprime(
             }
         }
     };
+    finish_maintenance(job, run, prompt, kind, trigger);
+}
+
+/// Ends a maintenance event: a re-prime clears the history (G5 step 3, and the reactive
+/// path); either way the tool session forgets what it read (T3) and the event is counted
+/// and audited.
+fn finish_maintenance(
+    job: &ReviewJob,
+    run: &mut ReviewRun,
+    prompt: &str,
+    kind: MaintenanceKind,
+    trigger: &str,
+) {
     if kind == MaintenanceKind::Reprime {
         run.context.clear();
     }
