@@ -695,3 +695,38 @@ async fn x5_tool_results_are_redacted_unless_turned_off() {
         assert_eq!(result.contains("[redacted:"), redact, "{result}");
     }
 }
+
+#[actix::test]
+async fn w7_subagent_advisors_exist_only_when_enabled_and_rerun_discovery_for_their_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("home/project");
+    let sub = project.join("crates/worker");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(project.join("WATCHDOG.md"), "Project rule.").unwrap();
+    std::fs::write(sub.join("WATCHDOG.md"), "Worker rule.").unwrap();
+    let model = ScriptedModel::new([]);
+    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
+    cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
+        cwd: project.clone(),
+        agent_dir: None,
+        home: Some(dir.path().join("home")),
+    });
+    assert!(cfg.for_subagent("sub-1", &sub).is_none(), "off by default");
+    cfg.settings.subagents = true;
+    let sub_cfg = cfg.for_subagent("sub-1", &sub).expect("subagents on");
+    assert_eq!(sub_cfg.primary_session_id, "sub-1");
+    let (main, _rx1) = start(cfg);
+    let (subagent, _rx2) = start(sub_cfg);
+    let t = Transcript::from_messages([Message::user("go")]);
+    main.turn_end(&t).await.unwrap();
+    subagent.turn_end(&t).await.unwrap();
+    let requests = model.requests();
+    assert!(
+        requests[0].system.contains("Project rule.")
+            && !requests[0].system.contains("Worker rule.")
+    );
+    assert!(
+        requests[1].system.contains("Project rule.") && requests[1].system.contains("Worker rule.")
+    );
+}

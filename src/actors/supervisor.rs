@@ -91,6 +91,36 @@ impl RuntimeConfig {
         }
     }
 
+    /// The configuration of a subagent's own advisor (W7), or `None` when
+    /// `advisor.subagents` is off (the default: only the main session has an advisor).
+    ///
+    /// The subagent's advisor shares the model, tools, settings and workspace root, gets
+    /// its own tool session (`<subagent-id>-advisor`, T1), and reruns WATCHDOG.md discovery
+    /// from the subagent's working directory. It starts with no transcript and no audit
+    /// file; the host sets those if it wants them.
+    pub fn for_subagent(
+        &self,
+        subagent_session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+    ) -> Option<Self> {
+        if !self.settings.subagents {
+            return None;
+        }
+        let cwd = cwd.into();
+        Some(Self {
+            primary_session_id: subagent_session_id.into(),
+            workspace_root: self.workspace_root.clone(),
+            settings: self.settings.clone(),
+            model: self.model.clone(),
+            promotion_model: self.promotion_model.clone(),
+            tools: self.tools.clone(),
+            watchdog: self.watchdog.as_ref().map(|w| w.with_cwd(cwd)),
+            system_prompt_override: self.system_prompt_override.clone(),
+            initial_transcript: None,
+            audit_path: None,
+        })
+    }
+
     /// The base system prompt: the built-in one (or the override) plus the workspace root.
     pub fn base_prompt(&self) -> String {
         let prompt = self
