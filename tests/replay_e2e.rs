@@ -434,3 +434,34 @@ fn l5_unusable_input_is_one_clear_line_and_a_non_zero_exit() {
         assert!(stderr.contains(hint), "{stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g7_l2_audit_flag_writes_the_advisors_transcript_as_json_lines() {
+    let path = manifest_path("examples/sessions/median-fix.jsonl");
+    let plan = plan(&path);
+    let server = SseServer::start(script(&plan, &BTreeMap::new()))
+        .await
+        .expect("bind");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("median-fix__advisor.jsonl");
+    let audit_arg = audit.to_string_lossy().into_owned();
+    let run = replay(&path, &server, &["--audit", &audit_arg]).await;
+    assert!(run.ok, "stderr: {}", run.stderr);
+    let text = std::fs::read_to_string(&audit).expect("audit file written");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    let users = lines
+        .iter()
+        .filter(|l| l["type"] == "message" && l["message"]["role"] == "user")
+        .count();
+    assert_eq!(
+        users,
+        plan.prompts.len(),
+        "one session update per reviewed turn"
+    );
+    assert!(lines.iter().any(|l| l["message"]["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("### Session update"))));
+}

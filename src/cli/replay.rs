@@ -64,6 +64,9 @@ pub struct ReplayArgs {
     /// Print one JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Append the advisor's own transcript to this JSON-lines file (G7).
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
     /// The advisor model, `provider/model-id[:thinking]` (default: $ADVISOR_MODEL, then
     /// `modelRoles.advisor` in config.yml, then `modes.advisor` in modes.json).
     #[arg(long)]
@@ -158,7 +161,26 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         .id
         .clone()
         .unwrap_or_else(|| "replay".to_string());
+    // G5: the larger-window model of `advisor.contextPromotion`, reached like the main one.
+    let promotion_model = match settings.context_promotion.clone() {
+        Some(role) => {
+            let spec = ModelSpec {
+                role: Some(role.clone()),
+                ..spec.clone()
+            };
+            match build_client(&spec, &catalog, &lookup) {
+                Ok(client) => Some(client),
+                Err(e) => {
+                    printer.notice(&format!("advisor: context promotion to {role} is off: {e}"));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     let mut config = RuntimeConfig::new(session_id, root, Some(model));
+    config.promotion_model = promotion_model;
+    config.audit_path = args.audit.clone();
     config.settings = settings;
     config.system_prompt_override = loaded.system_prompt_override;
     config.watchdog = (!args.no_watchdog).then_some(watchdog);
