@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use advisor::messages::host::HostEvent;
-use advisor::messages::transcript::{Message, Transcript};
+use advisor::messages::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::settings::SyncBacklog;
 use advisor::{AdvisorHandle, RuntimeConfig};
@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (advisor, mut events) = AdvisorHandle::spawn(config).await?;
 
     let transcript = Transcript::new();
-    transcript.push(Message::user(
+    transcript.push(TranscriptMessage::user(
         "Add input validation to parse_config and test it.",
     ));
     advisor.run_state(true).await?;

@@ -10,7 +10,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use crate::messages::advice::{Advisory, Channel, Delivery, Severity};
 use crate::messages::host::{HostEvent, StepAdvice};
-use crate::messages::transcript::{Message, Transcript};
+use crate::messages::transcript::{Transcript, TranscriptMessage};
 use crate::settings::DeliveryPolicy;
 
 /// The `context` attribute of advice delivered under `reconfirm` (D4): by the time it
@@ -197,7 +197,7 @@ pub fn turn_was_terminal(transcript: &Transcript) -> bool {
     let Some(last) = transcript.len().checked_sub(1) else {
         return false;
     };
-    matches!(transcript.get(last).as_deref(), Some(Message::Assistant(a)) if !a.has_tool_calls())
+    matches!(transcript.get(last).as_deref(), Some(TranscriptMessage::Assistant(a)) if !a.has_tool_calls())
 }
 
 /// A concern or blocker held under `reconfirm` (D9), kept by the router, outside the
@@ -1129,17 +1129,17 @@ mod tests {
                     arguments: serde_json::json!({}),
                 });
             }
-            Message::Assistant(AssistantMessage {
+            TranscriptMessage::Assistant(AssistantMessage {
                 content,
                 stop_reason: None,
             })
         };
         assert!(!turn_was_terminal(&Transcript::new()));
-        let t = Transcript::from_messages([Message::user("go"), answer(true)]);
+        let t = Transcript::from_messages([TranscriptMessage::user("go"), answer(true)]);
         assert!(!turn_was_terminal(&t));
         t.push(answer(false));
         assert!(turn_was_terminal(&t));
-        t.push(Message::user("more"));
+        t.push(TranscriptMessage::user("more"));
         assert!(!turn_was_terminal(&t));
     }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::messages::transcript::{Message, Transcript};
+use crate::messages::transcript::{Transcript, TranscriptMessage};
 use crate::redact::Redactor;
 use crate::render::{render_delta, TranscriptView};
 
@@ -33,7 +33,7 @@ pub enum FeedOutcome {
 #[derive(Debug, Clone)]
 pub struct FeedCursor {
     seen: usize,
-    last: Option<Arc<Message>>,
+    last: Option<Arc<TranscriptMessage>>,
     /// Character budget for the first delta after a reset (R1); `None` = unbounded.
     replay_budget: Option<usize>,
     view: TranscriptView,
@@ -108,7 +108,7 @@ impl FeedCursor {
             return FeedOutcome::Rewrite;
         }
         let from_start = self.seen == 0;
-        let delta: Vec<Arc<Message>> = transcript
+        let delta: Vec<Arc<TranscriptMessage>> = transcript
             .tail(self.seen)
             .into_iter()
             .filter(|m| !m.is_advisor_message())
@@ -154,7 +154,7 @@ fn build_redactor() -> Option<Redactor> {
 /// messages that fit and marks the omission (R1's bounded replay).
 pub fn render_bounded(
     view: TranscriptView,
-    delta: &[Arc<Message>],
+    delta: &[Arc<TranscriptMessage>],
     budget: Option<usize>,
 ) -> String {
     let full = render_delta(view, delta);
@@ -203,10 +203,10 @@ mod tests {
 
     #[test]
     fn x1_delta_holds_only_messages_after_the_cursor() {
-        let t = Transcript::from_messages([Message::user("first question")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("first question")]);
         let mut c = cursor();
         assert!(matches!(c.observe(&t), FeedOutcome::Delta(d) if d.contains("first question")));
-        t.push(Message::user("second question"));
+        t.push(TranscriptMessage::user("second question"));
         match c.observe(&t) {
             FeedOutcome::Delta(d) => {
                 assert!(d.starts_with("### Session update\n\n"));
@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn x3_blank_delta_queues_nothing_but_moves_the_cursor() {
-        let t = Transcript::from_messages([Message::user("   ")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("   ")]);
         let mut c = cursor();
         assert_eq!(c.observe(&t), FeedOutcome::Blank);
         assert_eq!(c.position(), 1);
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn x2_advisor_messages_are_filtered_by_type_not_text() {
-        let t = Transcript::from_messages([Message::user("go")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
         let mut c = cursor();
         c.observe(&t);
         let advice = Delivery::new(
@@ -236,7 +236,9 @@ mod tests {
             None,
         );
         t.push(advice.to_message());
-        t.push(Message::user("I wrote <advisory>literal</advisory> myself"));
+        t.push(TranscriptMessage::user(
+            "I wrote <advisory>literal</advisory> myself",
+        ));
         match c.observe(&t) {
             FeedOutcome::Delta(d) => {
                 assert!(!d.contains("secret advice text"));
@@ -248,42 +250,45 @@ mod tests {
 
     #[test]
     fn x1_shrinking_transcript_is_a_rewrite() {
-        let t = Transcript::from_messages([Message::user("a"), Message::user("b")]);
+        let t =
+            Transcript::from_messages([TranscriptMessage::user("a"), TranscriptMessage::user("b")]);
         let mut c = cursor();
         c.observe(&t);
-        t.replace([Message::user("a")]);
+        t.replace([TranscriptMessage::user("a")]);
         assert_eq!(c.observe(&t), FeedOutcome::Rewrite);
         assert_eq!(c.position(), 0);
     }
 
     #[test]
     fn x1_in_place_rewrite_of_the_seen_prefix_is_a_rewrite() {
-        let t = Transcript::from_messages([Message::user("a"), Message::user("b")]);
+        let t =
+            Transcript::from_messages([TranscriptMessage::user("a"), TranscriptMessage::user("b")]);
         let mut c = cursor();
         c.observe(&t);
         t.replace([
-            Message::user("a"),
-            Message::user("changed"),
-            Message::user("c"),
+            TranscriptMessage::user("a"),
+            TranscriptMessage::user("changed"),
+            TranscriptMessage::user("c"),
         ]);
         assert_eq!(c.observe(&t), FeedOutcome::Rewrite);
     }
 
     #[test]
     fn x1_equal_content_in_a_new_transcript_is_not_a_rewrite() {
-        let t = Transcript::from_messages([Message::user("a")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("a")]);
         let mut c = cursor();
         c.observe(&t);
-        let copy = Transcript::from_messages([Message::user("a"), Message::user("b")]);
+        let copy =
+            Transcript::from_messages([TranscriptMessage::user("a"), TranscriptMessage::user("b")]);
         assert!(matches!(c.observe(&copy), FeedOutcome::Delta(d) if d.contains('b')));
     }
 
     #[test]
     fn x4_seed_skips_the_existing_conversation() {
-        let t = Transcript::from_messages([Message::user("old stuff")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("old stuff")]);
         let mut c = cursor();
         c.seed(&t);
-        t.push(Message::user("new stuff"));
+        t.push(TranscriptMessage::user("new stuff"));
         match c.observe(&t) {
             FeedOutcome::Delta(d) => {
                 assert!(d.contains("new stuff"));
@@ -295,9 +300,10 @@ mod tests {
 
     #[test]
     fn r1_replay_after_reset_is_bounded_and_marked() {
-        let t = Transcript::from_messages(
-            (0..200).map(|i| Message::user(format!("message number {i} {}", "x".repeat(50)))),
-        );
+        let t =
+            Transcript::from_messages((0..200).map(|i| {
+                TranscriptMessage::user(format!("message number {i} {}", "x".repeat(50)))
+            }));
         let mut c = FeedCursor::new(TranscriptView::Compact, Some(2_000));
         match c.observe(&t) {
             FeedOutcome::Delta(d) => {
@@ -309,7 +315,7 @@ mod tests {
             other => panic!("expected a delta, got {other:?}"),
         }
         // Later deltas are not bounded.
-        t.push(Message::user("y".repeat(3_000)));
+        t.push(TranscriptMessage::user("y".repeat(3_000)));
         assert!(matches!(c.observe(&t), FeedOutcome::Delta(d) if d.len() > 3_000));
     }
 }

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use advisor::messages::transcript::{Message, Transcript};
+//! use advisor::messages::transcript::{TranscriptMessage, Transcript};
 //! use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 //! use advisor::settings::SyncBacklog;
 //! use advisor::{AdvisorHandle, RuntimeConfig};
@@ -24,7 +24,7 @@
 //! config.settings.sync_backlog = SyncBacklog::Below(1); // wait for each review
 //! let (advisor, _events) = AdvisorHandle::spawn(config).await?;
 //!
-//! let transcript = Transcript::from_messages([Message::user("Refactor the parser")]);
+//! let transcript = Transcript::from_messages([TranscriptMessage::user("Refactor the parser")]);
 //! advisor.turn_end(&transcript).await?;
 //! let advice = advisor.step_boundary().await?;
 //! assert_eq!(advice.aside.unwrap().notes[0].note, "Run the tests first.");

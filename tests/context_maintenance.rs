@@ -11,7 +11,7 @@ use std::sync::Arc;
 use advisor::delivery::DropReason;
 use advisor::messages::advice::Severity;
 use advisor::messages::host::HostEvent;
-use advisor::messages::transcript::{Message, Transcript};
+use advisor::messages::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{
     ChatMessage, ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest, Usage,
@@ -61,13 +61,16 @@ fn start(model: Arc<dyn ModelClient>) -> (AdvisorHandle, UnboundedReceiver<HostE
 }
 
 /// A user message of about `tokens` tokens (4 characters each) that says `label`.
-fn big_update(label: &str, tokens: usize) -> Message {
+fn big_update(label: &str, tokens: usize) -> TranscriptMessage {
     let filler = "lorem ipsum dolor sit amet ".repeat(tokens * 4 / 27);
-    Message::user(format!("{label}\n{filler}"))
+    TranscriptMessage::user(format!("{label}\n{filler}"))
 }
 
 /// Ends one turn per update, each adding that update to the transcript.
-async fn turns(h: &AdvisorHandle, updates: impl IntoIterator<Item = Message>) -> Transcript {
+async fn turns(
+    h: &AdvisorHandle,
+    updates: impl IntoIterator<Item = TranscriptMessage>,
+) -> Transcript {
     let t = Transcript::new();
     for update in updates {
         t.push(update);
@@ -152,7 +155,14 @@ async fn g5_at_90_percent_of_a_100k_window_with_threshold_80_one_reprime_and_usa
     ])
     .with_context_window(100_000);
     let (h, _rx) = start(Arc::new(model.clone()));
-    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    turns(
+        &h,
+        [
+            TranscriptMessage::user("turn one"),
+            TranscriptMessage::user("turn two"),
+        ],
+    )
+    .await;
 
     // The short history has nothing to summarise: the batch goes into an empty context,
     // and no summary call was made.
@@ -187,7 +197,14 @@ async fn g5_at_60_percent_with_threshold_95_nothing_is_maintained() {
     let (h, _rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
         cfg.settings.compact_at_percent = 95
     });
-    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    turns(
+        &h,
+        [
+            TranscriptMessage::user("turn one"),
+            TranscriptMessage::user("turn two"),
+        ],
+    )
+    .await;
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(
@@ -227,8 +244,8 @@ async fn g5_t3_compaction_summarises_the_older_history_keeps_recent_reviews_and_
         &h,
         [
             big_update("first update", 25_000),
-            Message::user("second update"),
-            Message::user("third update"),
+            TranscriptMessage::user("second update"),
+            TranscriptMessage::user("third update"),
         ],
     )
     .await;
@@ -299,7 +316,7 @@ async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_stil
         &h,
         [
             big_update("first update", 25_000),
-            Message::user("second update"),
+            TranscriptMessage::user("second update"),
         ],
     )
     .await;
@@ -338,14 +355,14 @@ async fn g5_g2_a_delta_arriving_while_maintenance_runs_waits_for_the_next_batch(
     next_request(&mut arrivals).await;
     gate.add_permits(1);
 
-    t.push(Message::user("second update"));
+    t.push(TranscriptMessage::user("second update"));
     h.turn_end(&t).await.unwrap();
     let summary = next_request(&mut arrivals).await;
     assert_eq!(
         summary.system, SUMMARY_INSTRUCTION,
         "maintenance is running"
     );
-    t.push(Message::user("third update"));
+    t.push(TranscriptMessage::user("third update"));
     h.turn_end(&t).await.unwrap();
     assert_eq!(
         h.status().await.unwrap().agent.backlog,
@@ -401,9 +418,9 @@ async fn g5_promotion_switches_to_the_larger_window_model_for_the_rest_of_the_se
     turns(
         &h,
         [
-            Message::user("turn one"),
-            Message::user("turn two"),
-            Message::user("turn three"),
+            TranscriptMessage::user("turn one"),
+            TranscriptMessage::user("turn two"),
+            TranscriptMessage::user("turn three"),
         ],
     )
     .await;
@@ -442,7 +459,14 @@ async fn g5_a_promotion_model_with_no_larger_window_is_not_used() {
     let (h, _rx) = start_with(Arc::new(base.clone()), DeliveryPolicy::Interrupt, |cfg| {
         cfg.promotion_model = Some(Arc::new(small.clone()));
     });
-    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    turns(
+        &h,
+        [
+            TranscriptMessage::user("turn one"),
+            TranscriptMessage::user("turn two"),
+        ],
+    )
+    .await;
     assert_eq!(small.script.request_count(), 0);
     assert_eq!(base.script.requests()[1].messages.len(), 1, "re-primed");
     let status = h.status().await.unwrap();
@@ -482,7 +506,7 @@ async fn g5_f2_overflow_on_every_try_reprimes_once_per_try_fails_three_times_hel
     tokio::time::pause();
     let (h, mut rx, model, t) =
         held_after_a_large_first_review((0..6).map(|_| overflow()).collect()).await;
-    t.push(Message::user("second update"));
+    t.push(TranscriptMessage::user("second update"));
     h.turn_end(&t).await.unwrap();
     // Wait (in virtual time) for the third strike.
     loop {
@@ -535,7 +559,7 @@ async fn g5_d9_overflow_that_clears_after_a_fresh_context_succeeds_and_prunes_a_
         ScriptedReply::text("The column is kept after all."),
     ])
     .await;
-    t.push(Message::user("second update"));
+    t.push(TranscriptMessage::user("second update"));
     h.turn_end(&t).await.unwrap();
 
     let requests = model.requests();
@@ -594,8 +618,8 @@ async fn g5_d9_a_phantom_hold_of_the_overflowed_attempt_is_rolled_back_an_earlie
     turns(
         &h,
         [
-            Message::user("first update"),
-            Message::user("second update"),
+            TranscriptMessage::user("first update"),
+            TranscriptMessage::user("second update"),
         ],
     )
     .await;
@@ -656,7 +680,14 @@ async fn w3_an_unreadable_watchdog_file_is_one_notice_and_the_review_goes_on() {
             home: Some(dir.path().join("home")),
         });
     });
-    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    turns(
+        &h,
+        [
+            TranscriptMessage::user("turn one"),
+            TranscriptMessage::user("turn two"),
+        ],
+    )
+    .await;
     match next_event(&mut rx).await {
         HostEvent::Notice { text } => assert!(text.contains("WATCHDOG.md"), "{text}"),
         other => panic!("expected the warning, got {other:?}"),
@@ -688,7 +719,14 @@ async fn g7_every_context_message_and_maintenance_event_is_an_audit_line() {
     let (h, _rx) = start_with(Arc::new(model), DeliveryPolicy::Interrupt, |cfg| {
         cfg.audit_path = Some(path.clone());
     });
-    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    turns(
+        &h,
+        [
+            TranscriptMessage::user("turn one"),
+            TranscriptMessage::user("turn two"),
+        ],
+    )
+    .await;
     h.dispose().await.unwrap();
 
     let lines = audit_lines(&path);
@@ -755,7 +793,10 @@ async fn g7_a_compaction_line_carries_the_summary() {
     });
     turns(
         &h,
-        [big_update("first update", 25_000), Message::user("second")],
+        [
+            big_update("first update", 25_000),
+            TranscriptMessage::user("second"),
+        ],
     )
     .await;
     h.dispose().await.unwrap();
@@ -783,7 +824,14 @@ async fn g7_an_unwritable_audit_file_is_one_warning_and_reviews_go_on() {
     let (h, mut rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
         cfg.audit_path = Some(path.clone());
     });
-    turns(&h, [Message::user("turn one"), Message::user("turn two")]).await;
+    turns(
+        &h,
+        [
+            TranscriptMessage::user("turn one"),
+            TranscriptMessage::user("turn two"),
+        ],
+    )
+    .await;
     let status = nit_delivered_without_failure(&h).await;
     assert_eq!(status.agent.reviews, 2);
     h.dispose().await.unwrap();

@@ -27,7 +27,7 @@ use std::time::Duration;
 use advisor::feed::{FeedCursor, FeedOutcome};
 use advisor::messages::advice::{Channel, Severity};
 use advisor::messages::host::{HostEvent, RewriteKind};
-use advisor::messages::transcript::{Message, Transcript};
+use advisor::messages::transcript::{Transcript, TranscriptMessage};
 use advisor::model::{ModelClient, Usage};
 use advisor::providers::testing::{prefix_reuse_ratio, shared_prefix_len, strip_cache_markers};
 use advisor::providers::{build_client, ApiKind, Catalog, ModelSpec};
@@ -413,7 +413,7 @@ async fn f3_401_pauses_the_advisor_with_a_notice_and_no_retry_reaches_the_server
     for dialect in DIALECTS {
         let server = start(vec![dialect.unauthorized()]).await;
         let (h, mut rx) = runtime(&server, dialect, |_| {});
-        let t = Transcript::from_messages([Message::user("add a retry to the fetcher")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("add a retry to the fetcher")]);
         h.turn_end(&t).await.expect("runtime");
         match next_event(&mut rx).await {
             HostEvent::Notice { text } => assert!(
@@ -422,7 +422,7 @@ async fn f3_401_pauses_the_advisor_with_a_notice_and_no_retry_reaches_the_server
             ),
             other => panic!("{dialect:?}: expected a notice, got {other:?}"),
         }
-        t.push(Message::user("and log each attempt"));
+        t.push(TranscriptMessage::user("and log each attempt"));
         h.turn_end(&t).await.expect("runtime");
         let shown = h.command("/advisor status").await.expect("runtime");
         let paused = shown
@@ -450,7 +450,7 @@ async fn f1_m4_429_retry_after_20_s_is_honoured_in_virtual_time() {
         );
         let clock = VirtualClock::start(Arc::clone(&server));
         let (h, _rx) = runtime(&server, dialect, |_| {});
-        let t = Transcript::from_messages([Message::user("bump the dependency")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("bump the dependency")]);
         // S2: the primary does not wait on a failing advisor.
         h.turn_end(&t).await.expect("runtime");
         let status = h.status().await.expect("runtime");
@@ -494,7 +494,7 @@ async fn f1_500_then_success_counts_one_failure_and_drains() {
         );
         let clock = VirtualClock::start(Arc::clone(&server));
         let (h, _rx) = runtime(&server, dialect, |_| {});
-        let t = Transcript::from_messages([Message::user("rename the module")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("rename the module")]);
         h.turn_end(&t).await.expect("runtime");
         assert_eq!(server.request_count(), 1, "{dialect:?}");
         let first = clock.arrival(0).await;
@@ -543,9 +543,9 @@ async fn g5_context_overflow_replays_the_batch_once_into_a_fresh_context() {
         let (h, _rx) = runtime(&server, dialect, |cfg| {
             cfg.settings.retry_delay = Duration::from_secs(3600);
         });
-        let t = Transcript::from_messages([Message::user("turn one")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
         h.turn_end(&t).await.expect("runtime");
-        t.push(Message::user("turn two"));
+        t.push(TranscriptMessage::user("turn two"));
         h.turn_end(&t).await.expect("runtime");
         let status = h.status().await.expect("runtime");
         assert_eq!(
@@ -553,9 +553,9 @@ async fn g5_context_overflow_replays_the_batch_once_into_a_fresh_context() {
             (0, 0, 2),
             "{dialect:?}: one overflow is absorbed"
         );
-        t.push(Message::user("turn three"));
+        t.push(TranscriptMessage::user("turn three"));
         h.turn_end(&t).await.expect("runtime");
-        t.push(Message::user("turn four"));
+        t.push(TranscriptMessage::user("turn four"));
         h.turn_end(&t).await.expect("runtime");
         let status = h.status().await.expect("runtime");
         assert_eq!(
@@ -616,7 +616,7 @@ async fn d3_streamed_advise_calls_reach_the_host_and_the_model_hears_recorded() 
         .await;
         let (h, mut rx) = runtime(&server, dialect, |_| {});
         h.run_state(true).await.expect("runtime");
-        let t = Transcript::from_messages([Message::user("parse the config file")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("parse the config file")]);
         h.turn_end(&t).await.expect("runtime");
         let step = h.step_boundary().await.expect("runtime");
         let aside = step.aside.expect("the nit at the next step boundary");
@@ -629,7 +629,7 @@ async fn d3_streamed_advise_calls_reach_the_host_and_the_model_hears_recorded() 
         assert!(drain(&mut rx).is_empty(), "{dialect:?}: a nit never wakes");
 
         h.run_state(false).await.expect("runtime");
-        t.push(Message::user("write the migration"));
+        t.push(TranscriptMessage::user("write the migration"));
         h.turn_end(&t).await.expect("runtime");
         match next_event(&mut rx).await {
             HostEvent::Wake { card } => {
@@ -686,7 +686,7 @@ async fn g4_streamed_usage_reaches_lifetime_totals_identically_in_both_dialects(
         ])
         .await;
         let (h, _rx) = runtime(&server, dialect, |_| {});
-        let t = Transcript::from_messages([Message::user("go")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
         h.turn_end(&t).await.expect("runtime");
         let status = h.status().await.expect("runtime");
         let u = status.agent.lifetime;
@@ -741,9 +741,9 @@ async fn m5_second_request_repeats_the_first_byte_for_byte() {
         ])
         .await;
         let (h, _rx) = runtime(&server, dialect, |_| {});
-        let t = Transcript::from_messages([Message::user("split the parser module")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("split the parser module")]);
         h.turn_end(&t).await.expect("runtime");
-        t.push(Message::user("now move the tests"));
+        t.push(TranscriptMessage::user("now move the tests"));
         h.turn_end(&t).await.expect("runtime");
         let requests = server.requests();
         assert_eq!(requests.len(), 2, "{dialect:?}");

@@ -10,7 +10,9 @@ use std::time::Duration;
 use advisor::delivery::{DropReason, FINAL_ANSWER_NOTE};
 use advisor::messages::advice::{Channel, Severity};
 use advisor::messages::host::{HostEvent, RewriteKind};
-use advisor::messages::transcript::{AssistantBlock, AssistantMessage, Message, Transcript};
+use advisor::messages::transcript::{
+    AssistantBlock, AssistantMessage, Transcript, TranscriptMessage,
+};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelClient, ModelRequest, Usage};
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
@@ -45,8 +47,8 @@ fn reconfirm(model: Arc<dyn ModelClient>) -> (AdvisorHandle, UnboundedReceiver<H
 }
 
 /// The primary's final answer: an assistant message with no tool calls (a terminal turn).
-fn final_answer(text: &str) -> Message {
-    Message::Assistant(AssistantMessage {
+fn final_answer(text: &str) -> TranscriptMessage {
+    TranscriptMessage::Assistant(AssistantMessage {
         content: vec![AssistantBlock::Text { text: text.into() }],
         stop_reason: Some("stop".into()),
     })
@@ -92,9 +94,9 @@ fn reraised_as(severity: &str) -> ScriptedModel {
 /// Two turn ends, the first of them reviewed before the second ends.
 async fn two_turns(h: &AdvisorHandle, running: bool) -> Transcript {
     h.run_state(running).await.unwrap();
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
-    t.push(Message::user("next"));
+    t.push(TranscriptMessage::user("next"));
     h.turn_end(&t).await.unwrap();
     t
 }
@@ -117,7 +119,7 @@ async fn d4_d9_d5_blocker_held_on_turn_one_reconfirmed_on_turn_two_delivered_aft
     let model = reraised_as("blocker");
     let (h, mut rx) = reconfirm(Arc::new(model.clone()));
     h.run_state(true).await.unwrap();
-    let t = Transcript::from_messages([Message::user("drop the unused columns")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("drop the unused columns")]);
     h.turn_end(&t).await.unwrap();
     // Turn 1: held, nothing reaches the host, the advisor is told so.
     assert!(drain(&mut rx).is_empty());
@@ -136,7 +138,7 @@ async fn d4_d9_d5_blocker_held_on_turn_one_reconfirmed_on_turn_two_delivered_aft
     );
 
     // Turn 2: the turn end waits; the review is asked to reconfirm; it does.
-    t.push(Message::user("and rename the table"));
+    t.push(TranscriptMessage::user("and rename the table"));
     h.turn_end(&t).await.unwrap();
     let prompt = last_user_text(&model.requests()[2]);
     assert!(
@@ -175,7 +177,7 @@ async fn d4_d5_blocker_first_raised_on_a_terminal_turn_is_delivered_after_one_re
     let (h, mut rx) = reconfirm(Arc::new(model.clone()));
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([
-        Message::user("drop the unused columns"),
+        TranscriptMessage::user("drop the unused columns"),
         final_answer("Done: the migration drops them."),
     ]);
     h.turn_end(&t).await.unwrap();
@@ -202,7 +204,7 @@ async fn d4_nits_go_out_at_once_tagged_and_after_a_terminal_turn_carry_the_final
     ]);
     let (h, mut rx) = reconfirm(Arc::new(model.clone()));
     h.run_state(true).await.unwrap();
-    let t = Transcript::from_messages([Message::user("go"), final_answer("All done.")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go"), final_answer("All done.")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(
         tool_results(&model.requests()[1]),
@@ -228,7 +230,7 @@ async fn r1_d9_review_orphaned_by_a_reset_holds_nothing() {
         DeliveryPolicy::Reconfirm,
         SyncBacklog::Off,
     ));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     next_request(&mut arrivals).await;
     h.rewrite(RewriteKind::Compaction).await.unwrap();
@@ -288,7 +290,7 @@ async fn d9_recanted_blocker_is_dropped() {
     );
     assert_eq!(status.deliveries.raised(), 1);
     // Nothing held now: the next non-terminal turn does not wait, and no preamble.
-    t.push(Message::user("third"));
+    t.push(TranscriptMessage::user("third"));
     h.turn_end(&t).await.unwrap();
     assert!(drain(&mut rx).is_empty());
     assert!(!last_user_text(&model.requests()[3]).contains("Held advisories"));
@@ -307,9 +309,9 @@ async fn g6_held_notes_survive_context_maintenance() {
     .with_context_window(10_000);
     let (h, _rx) = reconfirm(Arc::new(model.clone()));
     h.run_state(true).await.unwrap();
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
-    t.push(Message::user("next"));
+    t.push(TranscriptMessage::user("next"));
     h.turn_end(&t).await.unwrap();
     let status = h.status().await.unwrap();
     assert_eq!(status.agent.reprimes, 1, "the context was re-primed");
@@ -327,7 +329,7 @@ async fn d5_non_terminal_turn_with_nothing_held_does_not_wait() {
         DeliveryPolicy::Reconfirm,
         SyncBacklog::Off,
     ));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let started = Instant::now();
     h.turn_end(&t).await.unwrap();
     assert_eq!(started.elapsed(), Duration::ZERO);
@@ -344,7 +346,7 @@ async fn d5_terminal_turn_waits_even_with_nothing_held() {
         DeliveryPolicy::Reconfirm,
         SyncBacklog::Off,
     ));
-    let t = Transcript::from_messages([Message::user("go"), final_answer("Done.")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go"), final_answer("Done.")]);
     let started = Instant::now();
     h.turn_end(&t).await.unwrap();
     assert_eq!(started.elapsed().as_secs(), 120);
@@ -368,7 +370,7 @@ async fn held_after_turn_one(
     let gate = gate.unwrap();
     let (h, rx) = reconfirm(Arc::new(model));
     h.run_state(true).await.unwrap();
-    let t = Transcript::from_messages([Message::user("turn 1")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn 1")]);
     turn_with_permits(&h, &t, &gate, 2).await;
     assert_eq!(h.status().await.unwrap().held_notes.len(), 1);
     (h, rx, gate, t)
@@ -380,7 +382,7 @@ async fn d5_held_and_timeout_keeps_the_notes_and_backoff_is_15_30_60_120_120_sec
     let (h, mut rx, _gate, t) = held_after_turn_one(vec![]).await;
     let mut waits = Vec::new();
     for turn in 2..=6 {
-        t.push(Message::user(format!("turn {turn}")));
+        t.push(TranscriptMessage::user(format!("turn {turn}")));
         let started = Instant::now();
         h.turn_end(&t).await.unwrap();
         let waited = started.elapsed().as_secs();
@@ -420,10 +422,10 @@ async fn d5_held_and_settled_delivers_and_resets_the_streak() {
         ScriptedReply::text(""),
     ])
     .await;
-    t.push(Message::user("turn 2"));
+    t.push(TranscriptMessage::user("turn 2"));
     h.turn_end(&t).await.unwrap();
     assert!(notice(next_event(&mut rx).await).contains("up to 15s"));
-    t.push(Message::user("turn 3"));
+    t.push(TranscriptMessage::user("turn 3"));
     let started = Instant::now();
     turn_with_permits(&h, &t, &gate, 4).await;
     assert!(started.elapsed() < Duration::from_secs(30));
@@ -439,7 +441,7 @@ async fn d5_held_and_settled_delivers_and_resets_the_streak() {
     assert_eq!(held.len(), 1);
     assert_eq!(held[0].note, second);
     // Settled: the next block starts again at 15 s.
-    t.push(Message::user("turn 4"));
+    t.push(TranscriptMessage::user("turn 4"));
     h.turn_end(&t).await.unwrap();
     assert!(notice(next_event(&mut rx).await).contains("up to 15s"));
 }
@@ -477,11 +479,11 @@ async fn d5_abort_releases_the_block_delivers_nothing_and_keeps_the_notes() {
     let gate = gate.unwrap();
     let (h, mut rx) = reconfirm(Arc::new(model));
     h.run_state(true).await.unwrap();
-    let t = Transcript::from_messages([Message::user("turn 1")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn 1")]);
     turn_with_permits(&h, &t, &gate, 2).await;
     next_request(&mut arrivals).await;
     next_request(&mut arrivals).await;
-    t.push(Message::user("turn 2"));
+    t.push(TranscriptMessage::user("turn 2"));
     let (h2, t2) = (h.clone(), t.clone());
     let started = Instant::now();
     let waiting = tokio::spawn(async move { h2.turn_end(&t2).await });
@@ -517,12 +519,12 @@ async fn d7_concern_is_an_aside_during_immune_turns_blocker_still_interrupts() {
         SyncBacklog::Below(1),
     ));
     h.run_state(true).await.unwrap();
-    let t = Transcript::from_messages([Message::user("turn 1")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn 1")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(next_event(&mut rx).await, HostEvent::SteerReady);
     assert_eq!(h.step_boundary().await.unwrap().steers.len(), 1);
     // Turn 2 is immune: the concern comes as an aside.
-    t.push(Message::user("turn 2"));
+    t.push(TranscriptMessage::user("turn 2"));
     h.turn_end(&t).await.unwrap();
     assert!(drain(&mut rx).is_empty(), "no steer");
     let step = h.step_boundary().await.unwrap();
@@ -531,7 +533,7 @@ async fn d7_concern_is_an_aside_during_immune_turns_blocker_still_interrupts() {
     assert_eq!(aside.channel, Channel::Aside);
     assert!(aside.content.contains("severity=\"concern\""));
     // A blocker still interrupts.
-    t.push(Message::user("turn 3"));
+    t.push(TranscriptMessage::user("turn 3"));
     h.turn_end(&t).await.unwrap();
     assert_eq!(next_event(&mut rx).await, HostEvent::SteerReady);
     let steers = h.step_boundary().await.unwrap().steers;
@@ -555,11 +557,11 @@ async fn d7_immunity_lapses_after_the_configured_turns() {
     cfg.settings.immune_turns = 1;
     let (h, mut rx) = start(cfg);
     h.run_state(false).await.unwrap();
-    let t = Transcript::from_messages([Message::user("turn 1")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn 1")]);
     h.turn_end(&t).await.unwrap();
     assert!(matches!(next_event(&mut rx).await, HostEvent::Wake { .. }));
     for turn in 2..=3 {
-        t.push(Message::user(format!("turn {turn}")));
+        t.push(TranscriptMessage::user(format!("turn {turn}")));
         h.turn_end(&t).await.unwrap();
     }
     assert!(

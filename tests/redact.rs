@@ -4,7 +4,7 @@
 //! source holds nothing a secret scanner would flag.
 
 use advisor::feed::{FeedCursor, FeedOutcome};
-use advisor::messages::transcript::{Message, Transcript};
+use advisor::messages::transcript::{Transcript, TranscriptMessage};
 use advisor::prompts::SessionPrompts;
 use advisor::redact::{Redactor, SecretKind};
 use advisor::render::TranscriptView;
@@ -415,11 +415,11 @@ fn x5_redaction_never_panics_on_arbitrary_text() {
 // Through the feed
 // ---------------------------------------------------------------------------------------
 
-fn msg(value: Value) -> Message {
+fn msg(value: Value) -> TranscriptMessage {
     serde_json::from_value(value).expect("test message parses")
 }
 
-fn bash_call(command: &str) -> Message {
+fn bash_call(command: &str) -> TranscriptMessage {
     msg(json!({
         "role": "assistant",
         "stopReason": "toolUse",
@@ -487,11 +487,11 @@ fn x5_with_redaction_false_leaves_the_delta_as_rendered() {
 
 #[test]
 fn x5_later_deltas_and_user_messages_are_redacted_too() {
-    let transcript = Transcript::from_messages([Message::user("hello")]);
+    let transcript = Transcript::from_messages([TranscriptMessage::user("hello")]);
     let mut cursor = FeedCursor::new(TranscriptView::Compact, None);
     delta(&mut cursor, &transcript);
     let token = format!("ghp_{}", body(36));
-    transcript.push(Message::user(format!("use {token} for the push")));
+    transcript.push(TranscriptMessage::user(format!("use {token} for the push")));
     assert_eq!(
         delta(&mut cursor, &transcript),
         "### Session update\n\n**user**:\nuse [redacted:github-token] for the push\n"

@@ -4,27 +4,27 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use advisor::messages::transcript::Message;
+use advisor::messages::transcript::TranscriptMessage;
 use advisor::render::{render_delta, TranscriptView};
 use serde_json::{json, Value};
 
-fn msg(value: Value) -> Arc<Message> {
+fn msg(value: Value) -> Arc<TranscriptMessage> {
     Arc::new(serde_json::from_value(value).expect("test message parses"))
 }
 
-fn compact(messages: &[Arc<Message>]) -> String {
+fn compact(messages: &[Arc<TranscriptMessage>]) -> String {
     render_delta(TranscriptView::Compact, messages)
 }
 
-fn full(messages: &[Arc<Message>]) -> String {
+fn full(messages: &[Arc<TranscriptMessage>]) -> String {
     render_delta(TranscriptView::Full, messages)
 }
 
-fn user(text: &str) -> Arc<Message> {
+fn user(text: &str) -> Arc<TranscriptMessage> {
     msg(json!({"role": "user", "content": text}))
 }
 
-fn assistant(blocks: Value) -> Arc<Message> {
+fn assistant(blocks: Value) -> Arc<TranscriptMessage> {
     msg(json!({"role": "assistant", "content": blocks, "stopReason": "toolUse"}))
 }
 
@@ -36,7 +36,7 @@ fn call(id: &str, name: &str, arguments: Value) -> Value {
     json!({"type": "toolCall", "id": id, "name": name, "arguments": arguments})
 }
 
-fn result(id: &str, name: &str, body: &str, is_error: bool) -> Arc<Message> {
+fn result(id: &str, name: &str, body: &str, is_error: bool) -> Arc<TranscriptMessage> {
     msg(json!({
         "role": "toolResult", "toolCallId": id, "toolName": name,
         "content": [{"type": "text", "text": body}], "isError": is_error
@@ -48,7 +48,13 @@ fn tool_line(arguments: Value) -> String {
     compact(&[assistant(json!([call("c1", "tool", arguments)]))])
 }
 
-fn bash(command: &str, output: &str, exit: Value, cancelled: bool, excluded: bool) -> Arc<Message> {
+fn bash(
+    command: &str,
+    output: &str,
+    exit: Value,
+    cancelled: bool,
+    excluded: bool,
+) -> Arc<TranscriptMessage> {
     msg(json!({
         "role": "bashExecution", "command": command, "output": output, "exitCode": exit,
         "cancelled": cancelled, "truncated": false, "excludeFromContext": excluded
@@ -595,7 +601,7 @@ fn fixture(name: &str) -> Option<String> {
     }
 }
 
-fn session_messages(text: &str) -> Vec<Arc<Message>> {
+fn session_messages(text: &str) -> Vec<Arc<TranscriptMessage>> {
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .filter_map(|line| {
@@ -619,10 +625,10 @@ fn renders_every_turn_delta_of_before_compaction_session() {
     let messages = session_messages(&text);
     assert!(messages.len() > 100, "fixture holds a real session");
     // Cut the session into turn deltas: each assistant message plus the results after it.
-    let mut deltas: Vec<&[Arc<Message>]> = Vec::new();
+    let mut deltas: Vec<&[Arc<TranscriptMessage>]> = Vec::new();
     let mut start = 0;
     for (i, m) in messages.iter().enumerate().skip(1) {
-        if matches!(m.as_ref(), Message::Assistant(_)) {
+        if matches!(m.as_ref(), TranscriptMessage::Assistant(_)) {
             deltas.push(&messages[start..i]);
             start = i;
         }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use advisor::messages::advice::{Channel, Severity};
 use advisor::messages::host::{HostEvent, RewriteKind};
-use advisor::messages::transcript::{Message, Transcript};
+use advisor::messages::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelClient, ModelError};
 use advisor::settings::SyncBacklog;
@@ -37,9 +37,9 @@ fn start(
 async fn x1_each_review_sees_only_the_delta_after_the_cursor() {
     let model = ScriptedModel::new([]);
     let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("please fix the parser")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("please fix the parser")]);
     h.turn_end(&t).await.unwrap();
-    t.push(Message::user("and add a test"));
+    t.push(TranscriptMessage::user("and add a test"));
     h.turn_end(&t).await.unwrap();
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
@@ -55,14 +55,14 @@ async fn x1_each_review_sees_only_the_delta_after_the_cursor() {
 async fn x2_advisor_messages_filtered_by_type_literal_text_kept() {
     let model = ScriptedModel::new([]);
     let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("start")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("start")]);
     h.turn_end(&t).await.unwrap();
     h.command("/advisor test nit injected advice words")
         .await
         .unwrap();
     let step = h.step_boundary().await.unwrap();
     t.push(step.aside.expect("the test nit").to_message());
-    t.push(Message::user("my own <advisory>text</advisory>"));
+    t.push(TranscriptMessage::user("my own <advisory>text</advisory>"));
     h.turn_end(&t).await.unwrap();
     let text = last_user_text(&model.requests()[1]);
     assert!(!text.contains("injected advice words"), "{text}");
@@ -73,12 +73,15 @@ async fn x2_advisor_messages_filtered_by_type_literal_text_kept() {
 async fn x1_r1_shrinking_transcript_resets_and_next_turn_sends_everything() {
     let model = ScriptedModel::new([]);
     let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("one"), Message::user("two")]);
+    let t = Transcript::from_messages([
+        TranscriptMessage::user("one"),
+        TranscriptMessage::user("two"),
+    ]);
     h.turn_end(&t).await.unwrap();
-    t.replace([Message::user("one")]);
+    t.replace([TranscriptMessage::user("one")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(model.request_count(), 1, "the detecting turn sends nothing");
-    t.push(Message::user("three"));
+    t.push(TranscriptMessage::user("three"));
     h.turn_end(&t).await.unwrap();
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
@@ -95,10 +98,10 @@ async fn x1_r1_shrinking_transcript_resets_and_next_turn_sends_everything() {
 async fn x4_resume_seeds_the_cursor_at_the_end() {
     let model = ScriptedModel::new([]);
     let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
-    let t = Transcript::from_messages([Message::user("old conversation")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("old conversation")]);
     cfg.initial_transcript = Some(t.clone());
     let (h, _rx) = start(cfg);
-    t.push(Message::user("new request"));
+    t.push(TranscriptMessage::user("new request"));
     h.turn_end(&t).await.unwrap();
     let text = last_user_text(&model.requests()[0]);
     assert!(
@@ -113,11 +116,11 @@ async fn x4_c1_enabling_mid_session_seeds_at_the_end() {
     let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
     cfg.settings.enabled = false;
     let (h, _rx) = start(cfg);
-    let t = Transcript::from_messages([Message::user("before enabling")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("before enabling")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(model.request_count(), 0, "disabled: no review");
     assert_eq!(h.command("/advisor on").await.unwrap(), "advisor: on");
-    t.push(Message::user("after enabling"));
+    t.push(TranscriptMessage::user("after enabling"));
     h.turn_end(&t).await.unwrap();
     let text = last_user_text(&model.requests()[0]);
     assert!(
@@ -131,13 +134,13 @@ async fn g2_deltas_arriving_during_a_review_are_coalesced() {
     let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
     let gate = gate.unwrap();
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Off));
-    let t = Transcript::from_messages([Message::user("turn one")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
     h.turn_end(&t).await.unwrap();
     let first = next_request(&mut arrivals).await;
     assert!(last_user_text(&first).contains("turn one"));
-    t.push(Message::user("turn two"));
+    t.push(TranscriptMessage::user("turn two"));
     h.turn_end(&t).await.unwrap();
-    t.push(Message::user("turn three"));
+    t.push(TranscriptMessage::user("turn three"));
     h.turn_end(&t).await.unwrap();
     assert_eq!(h.status().await.unwrap().agent.backlog, 3);
     gate.add_permits(2);
@@ -164,7 +167,7 @@ async fn d3_nits_batch_into_one_aside_and_never_wake_an_idle_primary() {
         ScriptedReply::text(""),
     ]);
     let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     h.run_state(false).await.unwrap();
     let status = h.status().await.unwrap();
@@ -194,14 +197,14 @@ async fn d3_concern_steers_while_running_and_blocker_wakes_while_idle() {
     ]);
     let (h, mut rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
     h.run_state(true).await.unwrap();
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(next_event(&mut rx).await, HostEvent::SteerReady);
     let step = h.step_boundary().await.unwrap();
     assert_eq!(step.steers.len(), 1);
     assert!(step.steers[0].content.contains("severity=\"concern\""));
     h.run_state(false).await.unwrap();
-    t.push(Message::user("more"));
+    t.push(TranscriptMessage::user("more"));
     h.turn_end(&t).await.unwrap();
     match next_event(&mut rx).await {
         HostEvent::Wake { card } => {
@@ -222,7 +225,7 @@ async fn d6_user_interrupt_turns_outbox_steers_into_cards_and_suppresses_wakes()
     ]);
     let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
     h.run_state(true).await.unwrap();
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(next_event(&mut rx).await, HostEvent::SteerReady);
     h.interrupt(true).await.unwrap();
@@ -232,7 +235,7 @@ async fn d6_user_interrupt_turns_outbox_steers_into_cards_and_suppresses_wakes()
     }
     assert!(h.step_boundary().await.unwrap().steers.is_empty());
     h.run_state(false).await.unwrap();
-    t.push(Message::user("idle now"));
+    t.push(TranscriptMessage::user("idle now"));
     h.turn_end(&t).await.unwrap();
     assert!(
         matches!(next_event(&mut rx).await, HostEvent::Card { .. }),
@@ -257,7 +260,7 @@ async fn f2_three_failures_drop_the_backlog_and_the_next_review_hears_of_the_gap
     };
     let model = ScriptedModel::new([err(), err(), err()]);
     let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("turn one")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
     h.turn_end(&t).await.unwrap();
     match next_event(&mut rx).await {
         HostEvent::Notice { text } => {
@@ -270,7 +273,7 @@ async fn f2_three_failures_drop_the_backlog_and_the_next_review_hears_of_the_gap
     let status = h.status().await.unwrap();
     assert_eq!(status.agent.backlog, 0);
     assert_eq!(status.agent.dropped_turns, 1);
-    t.push(Message::user("turn two"));
+    t.push(TranscriptMessage::user("turn two"));
     h.turn_end(&t).await.unwrap();
     let text = last_user_text(&model.requests()[3]);
     assert!(text.contains("skipped 1 turn"), "{text}");
@@ -285,14 +288,14 @@ async fn f1_retry_waits_for_retry_after_in_virtual_time() {
         retry_after: Some(Duration::from_secs(20)),
     })]);
     let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let started = tokio::time::Instant::now();
     // S2: the wait is released at once while the advisor is failing.
     h.turn_end(&t).await.unwrap();
     assert_eq!(model.request_count(), 1);
     assert!(started.elapsed() < Duration::from_secs(1));
     // The retry comes after the server's delay, not before.
-    t.push(Message::user("next"));
+    t.push(TranscriptMessage::user("next"));
     h.turn_end(&t).await.unwrap();
     assert_eq!(model.request_count(), 1, "still waiting for Retry-After");
     tokio::time::sleep(Duration::from_secs(19)).await;
@@ -314,13 +317,13 @@ async fn f3_permanent_error_pauses_with_a_notice_and_does_not_block() {
         message: "HTTP 401: invalid key".into(),
     })]);
     let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     match next_event(&mut rx).await {
         HostEvent::Notice { text } => assert!(text.contains("paused") && text.contains("401")),
         other => panic!("expected a notice, got {other:?}"),
     }
-    t.push(Message::user("next"));
+    t.push(TranscriptMessage::user("next"));
     h.turn_end(&t).await.unwrap();
     let status = h.status().await.unwrap();
     assert!(
@@ -342,7 +345,7 @@ async fn r1_reset_discards_the_in_flight_reviews_advice() {
     );
     let gate = gate.unwrap();
     let (h, mut rx) = start(config(Arc::new(model), SyncBacklog::Off));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     next_request(&mut arrivals).await;
     h.rewrite(RewriteKind::Compaction).await.unwrap();
@@ -364,7 +367,7 @@ async fn s1_sync_one_waits_for_a_full_drain() {
     let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
     let gate = gate.unwrap();
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let h2 = h.clone();
     let t2 = t.clone();
     let waiting = tokio::spawn(async move { h2.turn_end(&t2).await });
@@ -380,12 +383,12 @@ async fn s1_sync_three_waits_only_at_backlog_three() {
     let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
     let gate = gate.unwrap();
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(3)));
-    let t = Transcript::from_messages([Message::user("one")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("one")]);
     h.turn_end(&t).await.unwrap(); // backlog 1: no wait
     next_request(&mut arrivals).await;
-    t.push(Message::user("two"));
+    t.push(TranscriptMessage::user("two"));
     h.turn_end(&t).await.unwrap(); // backlog 2: no wait
-    t.push(Message::user("three"));
+    t.push(TranscriptMessage::user("three"));
     let h2 = h.clone();
     let t2 = t.clone();
     let waiting = tokio::spawn(async move { h2.turn_end(&t2).await });
@@ -401,7 +404,7 @@ async fn s1_wait_is_capped_at_30_seconds_in_virtual_time() {
     tokio::time::pause();
     let (model, mut arrivals, _gate) = GatedModel::new(vec![], true);
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let started = tokio::time::Instant::now();
     h.turn_end(&t).await.unwrap();
     let waited = started.elapsed();
@@ -417,7 +420,7 @@ async fn s1_user_abort_releases_the_wait() {
     tokio::time::pause();
     let (model, mut arrivals, _gate) = GatedModel::new(vec![], true);
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let h2 = h.clone();
     let started = tokio::time::Instant::now();
     let waiting = tokio::spawn(async move { h2.turn_end(&t).await });
@@ -445,9 +448,9 @@ async fn d10_every_advisory_ends_delivered_held_or_dropped() {
     ]);
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
     h.run_state(true).await.unwrap();
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
-    t.push(Message::user("again"));
+    t.push(TranscriptMessage::user("again"));
     h.turn_end(&t).await.unwrap();
     h.step_boundary().await.unwrap();
     let d = h.status().await.unwrap().deliveries;
@@ -463,7 +466,7 @@ async fn t6_unknown_severity_is_a_tool_error_not_a_failed_review() {
         ScriptedReply::text(""),
     ]);
     let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let requests = model.requests();
     assert!(requests[1].messages.iter().any(|m| matches!(m,
@@ -481,7 +484,7 @@ async fn g3_tool_rounds_are_bounded() {
     let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
     cfg.settings.max_tool_rounds = 3;
     let (h, _rx) = start(cfg);
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(
         model.request_count(),
@@ -507,7 +510,7 @@ async fn g4_lifetime_usage_survives_a_reset() {
         ScriptedReply::text("").with_usage(usage),
     ]);
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     h.rewrite(RewriteKind::Compaction).await.unwrap();
     h.turn_end(&t).await.unwrap();
@@ -522,7 +525,7 @@ async fn k2_enabled_without_a_model_reports_it_and_does_not_crash() {
     let (rec, _rx) = recorder();
     let cfg = RuntimeConfig::new("p", std::env::temp_dir(), None);
     let h = AdvisorHandle::start(cfg, rec.recipient());
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let text = h.command("/advisor status").await.unwrap();
     assert!(text.contains("no advisor model is assigned"), "{text}");
@@ -539,7 +542,7 @@ async fn k2_enabled_without_a_model_reports_it_and_does_not_crash() {
 async fn c4_dump_shows_the_advisor_transcript_and_raw_adds_the_system_prompt() {
     let model = ScriptedModel::new([ScriptedReply::text("nothing to add")]);
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let dump = h.command("/advisor dump").await.unwrap();
     assert!(
@@ -556,7 +559,7 @@ async fn r2_dispose_stops_work_and_turn_end_returns() {
     let (model, _arrivals, _gate) = GatedModel::new(vec![], true);
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Off));
     h.dispose().await.unwrap();
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     assert!(!h.status().await.unwrap().enabled);
 }
@@ -575,7 +578,7 @@ fn a3_handle_works_from_a_plain_tokio_runtime() {
         )]);
         let cfg = config(Arc::new(model), SyncBacklog::Below(1));
         let (h, mut events) = AdvisorHandle::spawn(cfg).await.unwrap();
-        let t = Transcript::from_messages([Message::user("go")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
         h.turn_end(&t).await.unwrap();
         let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
             .await
@@ -601,7 +604,7 @@ async fn w5_g1_watchdog_blocks_reach_the_system_prompt_and_reload_between_review
         home: Some(dir.path().join("home")),
     });
     let (h, _rx) = start(cfg);
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let system = &model.requests()[0].system;
     assert!(system.contains(
@@ -618,7 +621,7 @@ async fn w5_g1_watchdog_blocks_reach_the_system_prompt_and_reload_between_review
         .unwrap()
         .set_modified(later)
         .unwrap();
-    t.push(Message::user("next"));
+    t.push(TranscriptMessage::user("next"));
     h.turn_end(&t).await.unwrap();
     assert!(model.requests()[1]
         .system
@@ -636,7 +639,7 @@ async fn t1_tool_list_is_exactly_read_search_find_advise_and_tools_run_in_the_wo
     let mut cfg = RuntimeConfig::new("primary-9", dir.path(), Some(Arc::new(model.clone())));
     cfg.settings.sync_backlog = SyncBacklog::Below(1);
     let (h, _rx) = start(cfg);
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let requests = model.requests();
     let mut names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
@@ -677,7 +680,7 @@ async fn x5_tool_results_are_redacted_unless_turned_off() {
         cfg.settings.sync_backlog = SyncBacklog::Below(1);
         cfg.settings.redact_secrets = redact;
         let (h, _rx) = start(cfg);
-        let t = Transcript::from_messages([Message::user("check the env file")]);
+        let t = Transcript::from_messages([TranscriptMessage::user("check the env file")]);
         h.turn_end(&t).await.unwrap();
         let result = model.requests()[1]
             .messages
@@ -718,7 +721,7 @@ async fn w7_subagent_advisors_exist_only_when_enabled_and_rerun_discovery_for_th
     assert_eq!(sub_cfg.primary_session_id, "sub-1");
     let (main, _rx1) = start(cfg);
     let (subagent, _rx2) = start(sub_cfg);
-    let t = Transcript::from_messages([Message::user("go")]);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     main.turn_end(&t).await.unwrap();
     subagent.turn_end(&t).await.unwrap();
     let requests = model.requests();

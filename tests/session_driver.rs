@@ -1,6 +1,6 @@
 //! Properties of the host-driving sequence over arbitrary branches (SPEC L2, L3).
 
-use advisor::messages::transcript::Message;
+use advisor::messages::transcript::TranscriptMessage;
 use advisor::session::{BranchEntry, HostStep, SessionBranch, SessionDriver};
 use proptest::prelude::*;
 use serde_json::json;
@@ -83,18 +83,18 @@ proptest! {
                     // The transcript ends with the turn's assistant message or its results.
                     let last = transcript.get(transcript.len() - 1).expect("not empty");
                     match &*last {
-                        Message::Assistant(a) => {
+                        TranscriptMessage::Assistant(a) => {
                             prop_assert!(!a.is_aborted_or_error());
                             prop_assert_eq!(terminal, !a.has_tool_calls());
                         }
-                        Message::ToolResult(_) => {}
+                        TranscriptMessage::ToolResult(_) => {}
                         other => prop_assert!(false, "turn ended on {}", other.role()),
                     }
                 }
                 HostStep::Compacted => {
                     compacted += 1;
                     let first = transcript.get(0).expect("a summary");
-                    prop_assert!(matches!(&*first, Message::CompactionSummary(_)));
+                    prop_assert!(matches!(&*first, TranscriptMessage::CompactionSummary(_)));
                 }
             }
         }

@@ -8,7 +8,7 @@ use fixtures::pi_fixture;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use advisor::messages::transcript::Message;
+use advisor::messages::transcript::TranscriptMessage;
 use advisor::session::{read_session, BranchEntry, HostStep, SessionBranch, SessionDriver};
 
 fn fixture(name: &str) -> PathBuf {
@@ -24,7 +24,7 @@ fn read(name: &str) -> SessionBranch {
 /// A one-word description of an entry: user text, role, or `compaction>N`.
 fn describe(entry: &BranchEntry) -> String {
     match entry {
-        BranchEntry::Message(Message::User(u)) => {
+        BranchEntry::Message(TranscriptMessage::User(u)) => {
             format!("user:{}", u.content.joined_text("", false))
         }
         BranchEntry::Message(m) => m.role().to_string(),
@@ -135,7 +135,7 @@ fn l1_version3_branched_file_follows_the_side_branch_of_the_last_entry() {
     assert_eq!(b.diagnostics.skipped.get("custom"), Some(&1));
     assert_eq!(b.diagnostics.skipped.get("session_info"), Some(&1));
     match &b.entries[4] {
-        BranchEntry::Message(Message::Custom(c)) => {
+        BranchEntry::Message(TranscriptMessage::Custom(c)) => {
             assert_eq!(c.custom_type, "project-rules");
             assert_eq!(
                 c.content.joined_text("", false),
@@ -147,7 +147,9 @@ fn l1_version3_branched_file_follows_the_side_branch_of_the_last_entry() {
         other => panic!("expected the custom message, got {other:?}"),
     }
     match &b.entries[3] {
-        BranchEntry::Message(Message::BranchSummary(s)) => assert_eq!(s.from_id, "e0000006"),
+        BranchEntry::Message(TranscriptMessage::BranchSummary(s)) => {
+            assert_eq!(s.from_id, "e0000006")
+        }
         other => panic!("expected the branch summary, got {other:?}"),
     }
     assert_eq!(drive(b), ["S1", "T1.3", "E5", "S6", "T2.7!", "E7"]);
@@ -234,7 +236,7 @@ fn l1_recorded_pi_session_with_two_compactions() {
     let assistants: Vec<_> = b
         .messages()
         .filter_map(|m| match m {
-            Message::Assistant(a) => Some(a),
+            TranscriptMessage::Assistant(a) => Some(a),
             _ => None,
         })
         .collect();
@@ -253,7 +255,7 @@ fn l1_recorded_pi_session_with_two_compactions() {
             assert!(
                 matches!(
                     &b.entries[*first_kept],
-                    BranchEntry::Message(Message::User(_))
+                    BranchEntry::Message(TranscriptMessage::User(_))
                 ),
                 "first kept entry {first_kept} is {:?}",
                 b.entries[*first_kept]

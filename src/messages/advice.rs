@@ -190,9 +190,9 @@ impl Delivery {
     }
 
     /// The custom message the host appends to the primary's transcript (D2).
-    pub fn to_message(&self) -> crate::messages::transcript::Message {
-        use crate::messages::transcript::{Content, CustomMessage, Message};
-        Message::Custom(CustomMessage {
+    pub fn to_message(&self) -> crate::messages::transcript::TranscriptMessage {
+        use crate::messages::transcript::{Content, CustomMessage, TranscriptMessage};
+        TranscriptMessage::Custom(CustomMessage {
             custom_type: "advisor".to_string(),
             content: Content::Text(self.content.clone()),
             display: true,

@@ -231,7 +231,7 @@ pub struct CompactionSummaryMessage {
 /// One message of the primary's transcript.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
-pub enum Message {
+pub enum TranscriptMessage {
     /// A user message.
     User(UserMessage),
     /// A developer (system-injected) message.
@@ -262,33 +262,33 @@ pub enum Message {
     },
 }
 
-impl Message {
+impl TranscriptMessage {
     /// The role name as it appears in session files.
     pub fn role(&self) -> &str {
         match self {
-            Message::User(_) => "user",
-            Message::Developer(_) => "developer",
-            Message::Assistant(_) => "assistant",
-            Message::ToolResult(_) => "toolResult",
-            Message::BashExecution(_) => "bashExecution",
-            Message::PythonExecution(_) => "pythonExecution",
-            Message::Custom(_) => "custom",
-            Message::BranchSummary(_) => "branchSummary",
-            Message::CompactionSummary(_) => "compactionSummary",
-            Message::Unknown { role, .. } => role,
+            TranscriptMessage::User(_) => "user",
+            TranscriptMessage::Developer(_) => "developer",
+            TranscriptMessage::Assistant(_) => "assistant",
+            TranscriptMessage::ToolResult(_) => "toolResult",
+            TranscriptMessage::BashExecution(_) => "bashExecution",
+            TranscriptMessage::PythonExecution(_) => "pythonExecution",
+            TranscriptMessage::Custom(_) => "custom",
+            TranscriptMessage::BranchSummary(_) => "branchSummary",
+            TranscriptMessage::CompactionSummary(_) => "compactionSummary",
+            TranscriptMessage::Unknown { role, .. } => role,
         }
     }
 
     /// Convenience constructor for a plain-text user message.
     pub fn user(text: impl Into<String>) -> Self {
-        Message::User(UserMessage {
+        TranscriptMessage::User(UserMessage {
             content: Content::Text(text.into()),
         })
     }
 
     /// True for a custom message the advisor injected (X2).
     pub fn is_advisor_message(&self) -> bool {
-        matches!(self, Message::Custom(c) if c.is_advisor_message())
+        matches!(self, TranscriptMessage::Custom(c) if c.is_advisor_message())
     }
 }
 
@@ -296,7 +296,7 @@ fn parse_variant<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, Valu
     T::deserialize(&value).map_err(|_| value)
 }
 
-impl<'de> Deserialize<'de> for Message {
+impl<'de> Deserialize<'de> for TranscriptMessage {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
         if !value.is_object() {
@@ -308,18 +308,18 @@ impl<'de> Deserialize<'de> for Message {
             .unwrap_or("?")
             .to_string();
         let parsed = match role.as_str() {
-            "user" => parse_variant(value).map(Message::User),
-            "developer" => parse_variant(value).map(Message::Developer),
-            "assistant" => parse_variant(value).map(Message::Assistant),
-            "toolResult" => parse_variant(value).map(Message::ToolResult),
-            "bashExecution" => parse_variant(value).map(Message::BashExecution),
-            "pythonExecution" => parse_variant(value).map(Message::PythonExecution),
-            "custom" => parse_variant(value).map(Message::Custom),
-            "branchSummary" => parse_variant(value).map(Message::BranchSummary),
-            "compactionSummary" => parse_variant(value).map(Message::CompactionSummary),
+            "user" => parse_variant(value).map(TranscriptMessage::User),
+            "developer" => parse_variant(value).map(TranscriptMessage::Developer),
+            "assistant" => parse_variant(value).map(TranscriptMessage::Assistant),
+            "toolResult" => parse_variant(value).map(TranscriptMessage::ToolResult),
+            "bashExecution" => parse_variant(value).map(TranscriptMessage::BashExecution),
+            "pythonExecution" => parse_variant(value).map(TranscriptMessage::PythonExecution),
+            "custom" => parse_variant(value).map(TranscriptMessage::Custom),
+            "branchSummary" => parse_variant(value).map(TranscriptMessage::BranchSummary),
+            "compactionSummary" => parse_variant(value).map(TranscriptMessage::CompactionSummary),
             _ => Err(value),
         };
-        Ok(parsed.unwrap_or_else(|raw| Message::Unknown { role, raw }))
+        Ok(parsed.unwrap_or_else(|raw| TranscriptMessage::Unknown { role, raw }))
     }
 }
 
@@ -402,7 +402,7 @@ impl<'de> Deserialize<'de> for AssistantBlock {
 /// or starts a new `Transcript`, and tells the advisor with a `Rewrite`.
 #[derive(Debug, Clone, Default)]
 pub struct Transcript {
-    messages: Arc<RwLock<Vec<Arc<Message>>>>,
+    messages: Arc<RwLock<Vec<Arc<TranscriptMessage>>>>,
 }
 
 impl Transcript {
@@ -412,25 +412,25 @@ impl Transcript {
     }
 
     /// A transcript holding `messages`.
-    pub fn from_messages(messages: impl IntoIterator<Item = Message>) -> Self {
+    pub fn from_messages(messages: impl IntoIterator<Item = TranscriptMessage>) -> Self {
         let t = Self::new();
         t.replace(messages);
         t
     }
 
     /// Appends one message.
-    pub fn push(&self, message: Message) {
+    pub fn push(&self, message: TranscriptMessage) {
         self.messages.write().push(Arc::new(message));
     }
 
     /// Appends an already shared message.
-    pub fn push_shared(&self, message: Arc<Message>) {
+    pub fn push_shared(&self, message: Arc<TranscriptMessage>) {
         self.messages.write().push(message);
     }
 
     /// Replaces the whole content (a host-side rewrite).
-    pub fn replace(&self, messages: impl IntoIterator<Item = Message>) {
-        let new: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
+    pub fn replace(&self, messages: impl IntoIterator<Item = TranscriptMessage>) {
+        let new: Vec<Arc<TranscriptMessage>> = messages.into_iter().map(Arc::new).collect();
         *self.messages.write() = new;
     }
 
@@ -445,18 +445,18 @@ impl Transcript {
     }
 
     /// The message at `index`, if any.
-    pub fn get(&self, index: usize) -> Option<Arc<Message>> {
+    pub fn get(&self, index: usize) -> Option<Arc<TranscriptMessage>> {
         self.messages.read().get(index).cloned()
     }
 
     /// The messages from `start` to the end (O(returned length)).
-    pub fn tail(&self, start: usize) -> Vec<Arc<Message>> {
+    pub fn tail(&self, start: usize) -> Vec<Arc<TranscriptMessage>> {
         let guard = self.messages.read();
         guard.get(start..).map(<[_]>::to_vec).unwrap_or_default()
     }
 
     /// A copy of every message handle.
-    pub fn snapshot(&self) -> Vec<Arc<Message>> {
+    pub fn snapshot(&self) -> Vec<Arc<TranscriptMessage>> {
         self.messages.read().clone()
     }
 }
@@ -500,10 +500,10 @@ mod tests {
             ),
         ];
         for (value, role) in cases {
-            let m: Message = serde_json::from_value(value).unwrap();
+            let m: TranscriptMessage = serde_json::from_value(value).unwrap();
             assert_eq!(m.role(), role);
             assert!(
-                !matches!(m, Message::Unknown { .. }),
+                !matches!(m, TranscriptMessage::Unknown { .. }),
                 "{role} parsed as unknown"
             );
         }
@@ -511,27 +511,30 @@ mod tests {
 
     #[test]
     fn unknown_role_and_block_are_kept_opaque() {
-        let m: Message = serde_json::from_value(json!({"role":"hologram","x":1})).unwrap();
+        let m: TranscriptMessage =
+            serde_json::from_value(json!({"role":"hologram","x":1})).unwrap();
         assert_eq!(m.role(), "hologram");
-        assert!(matches!(m, Message::Unknown { .. }));
-        let m: Message = serde_json::from_value(
+        assert!(matches!(m, TranscriptMessage::Unknown { .. }));
+        let m: TranscriptMessage = serde_json::from_value(
             json!({"role":"assistant","content":[{"type":"sparkle","v":2}]}),
         )
         .unwrap();
         match m {
-            Message::Assistant(a) => assert!(matches!(a.content[0], AssistantBlock::Unknown(_))),
+            TranscriptMessage::Assistant(a) => {
+                assert!(matches!(a.content[0], AssistantBlock::Unknown(_)))
+            }
             other => panic!("unexpected {other:?}"),
         }
     }
 
     #[test]
     fn execution_accepts_null_exit_code() {
-        let m: Message = serde_json::from_value(
+        let m: TranscriptMessage = serde_json::from_value(
             json!({"role":"bashExecution","command":"sleep","output":"","exitCode":null,"cancelled":true}),
         )
         .unwrap();
         match m {
-            Message::BashExecution(e) => {
+            TranscriptMessage::BashExecution(e) => {
                 assert!(e.cancelled);
                 assert_eq!(e.exit_code, None);
             }
@@ -541,8 +544,9 @@ mod tests {
 
     #[test]
     fn transcript_tail_is_after_cursor() {
-        let t = Transcript::from_messages([Message::user("a"), Message::user("b")]);
-        t.push(Message::user("c"));
+        let t =
+            Transcript::from_messages([TranscriptMessage::user("a"), TranscriptMessage::user("b")]);
+        t.push(TranscriptMessage::user("c"));
         assert_eq!(t.len(), 3);
         assert_eq!(t.tail(2).len(), 1);
         assert_eq!(t.tail(5).len(), 0);

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use super::{content_is_blank, push_joined, push_one_line, ToolIndex, ONE_LINE_MAX};
 use crate::messages::transcript::{
-    AssistantBlock, AssistantMessage, Content, ContentBlock, ExecutionMessage, Message,
-    ToolResultMessage,
+    AssistantBlock, AssistantMessage, Content, ContentBlock, ExecutionMessage, ToolResultMessage,
+    TranscriptMessage,
 };
 
 /// Argument keys whose value names what a tool call acts on, in order of preference.
@@ -58,16 +58,18 @@ impl Label {
 ///
 /// Lines are written straight into one buffer, each followed by `\n`, so the buffer is the
 /// lines joined by `\n` plus one `\n`; a message's trailing blank line is one more `\n`.
-pub(super) fn render(delta: &[Arc<Message>]) -> String {
+pub(super) fn render(delta: &[Arc<TranscriptMessage>]) -> String {
     let index = ToolIndex::build(delta);
     let mut out = String::new();
     let mut last: Option<Label> = None;
     for message in delta {
         match message.as_ref() {
-            Message::User(u) => render_user(&mut out, &mut last, Label::User, &u.content),
-            Message::Developer(u) => render_user(&mut out, &mut last, Label::Developer, &u.content),
-            Message::Assistant(a) => render_assistant(&mut out, &mut last, a, &index),
-            Message::ToolResult(r) => {
+            TranscriptMessage::User(u) => render_user(&mut out, &mut last, Label::User, &u.content),
+            TranscriptMessage::Developer(u) => {
+                render_user(&mut out, &mut last, Label::Developer, &u.content)
+            }
+            TranscriptMessage::Assistant(a) => render_assistant(&mut out, &mut last, a, &index),
+            TranscriptMessage::ToolResult(r) => {
                 if !index.has_call(&r.tool_call_id) {
                     last = None;
                     out.push_str("→ ");
@@ -283,39 +285,39 @@ fn text_lines(content: &Content) -> (usize, &str) {
 /// Writes the one-line form of an execution, custom message, summary or unknown message.
 /// Returns false (writing nothing) for messages that have no such line: roles rendered
 /// elsewhere and executions excluded from context.
-pub(super) fn push_one_liner(out: &mut String, message: &Message) -> bool {
+pub(super) fn push_one_liner(out: &mut String, message: &TranscriptMessage) -> bool {
     match message {
-        Message::BashExecution(e) => push_execution(out, "bash!", e),
-        Message::PythonExecution(e) => push_execution(out, "python!", e),
-        Message::Custom(c) => {
+        TranscriptMessage::BashExecution(e) => push_execution(out, "bash!", e),
+        TranscriptMessage::PythonExecution(e) => push_execution(out, "python!", e),
+        TranscriptMessage::Custom(c) => {
             out.push('[');
             out.push_str(&c.custom_type);
             out.push_str("] ");
             push_one_line(out, &c.content.joined_text("\n", true), ONE_LINE_MAX);
             true
         }
-        Message::BranchSummary(b) => {
+        TranscriptMessage::BranchSummary(b) => {
             out.push_str("[branch] from ");
             out.push_str(&b.from_id);
             out.push_str(": ");
             push_one_line(out, &b.summary, ONE_LINE_MAX);
             true
         }
-        Message::CompactionSummary(c) => {
+        TranscriptMessage::CompactionSummary(c) => {
             out.push_str("[compaction] ");
             push_one_line(out, &c.summary, ONE_LINE_MAX);
             true
         }
-        Message::Unknown { role, .. } => {
+        TranscriptMessage::Unknown { role, .. } => {
             out.push('[');
             out.push_str(role);
             out.push(']');
             true
         }
-        Message::User(_)
-        | Message::Developer(_)
-        | Message::Assistant(_)
-        | Message::ToolResult(_) => false,
+        TranscriptMessage::User(_)
+        | TranscriptMessage::Developer(_)
+        | TranscriptMessage::Assistant(_)
+        | TranscriptMessage::ToolResult(_) => false,
     }
 }
 

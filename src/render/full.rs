@@ -12,14 +12,14 @@ use serde_json::{Map, Value};
 use super::compact::push_one_liner;
 use super::{content_is_blank, push_joined, ToolIndex};
 use crate::messages::transcript::{
-    AssistantBlock, AssistantMessage, Content, ContentBlock, Message, ToolResultMessage,
+    AssistantBlock, AssistantMessage, Content, ContentBlock, ToolResultMessage, TranscriptMessage,
 };
 
 /// Containers nested this deep are shown as `[…]`.
 const MAX_DEPTH: usize = 8;
 
 /// Renders `delta` in the full view; `""` when no message yields a section.
-pub(super) fn render(delta: &[Arc<Message>]) -> String {
+pub(super) fn render(delta: &[Arc<TranscriptMessage>]) -> String {
     let index = ToolIndex::build(delta);
     let mut out = String::new();
     for message in delta {
@@ -28,10 +28,12 @@ pub(super) fn render(delta: &[Arc<Message>]) -> String {
             out.push_str("\n\n");
         }
         let wrote = match message.as_ref() {
-            Message::User(u) => push_user(&mut out, "#### User\n\n", &u.content),
-            Message::Developer(u) => push_user(&mut out, "#### Developer\n\n", &u.content),
-            Message::Assistant(a) => push_assistant(&mut out, a, &index),
-            Message::ToolResult(r) => {
+            TranscriptMessage::User(u) => push_user(&mut out, "#### User\n\n", &u.content),
+            TranscriptMessage::Developer(u) => {
+                push_user(&mut out, "#### Developer\n\n", &u.content)
+            }
+            TranscriptMessage::Assistant(a) => push_assistant(&mut out, a, &index),
+            TranscriptMessage::ToolResult(r) => {
                 push_tool_result(&mut out, r);
                 true
             }

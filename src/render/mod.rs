@@ -16,7 +16,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::messages::transcript::{
-    AssistantBlock, Content, ContentBlock, Message, ToolResultMessage,
+    AssistantBlock, Content, ContentBlock, ToolResultMessage, TranscriptMessage,
 };
 
 /// Which rendering the advisor is sent (`advisor.transcript`).
@@ -73,7 +73,7 @@ impl FromStr for TranscriptView {
 /// Returns `""` when nothing is worth showing (X3: the caller then queues nothing). The
 /// compact view ends with exactly one `\n`; the full view ends with its last section. Tool
 /// statuses and orphan results are resolved within `delta` alone.
-pub fn render_delta(view: TranscriptView, delta: &[Arc<Message>]) -> String {
+pub fn render_delta(view: TranscriptView, delta: &[Arc<TranscriptMessage>]) -> String {
     match view {
         TranscriptView::Compact => compact::render(delta),
         TranscriptView::Full => full::render(delta),
@@ -127,15 +127,15 @@ pub(crate) struct ToolIndex<'a> {
 
 impl<'a> ToolIndex<'a> {
     /// Indexes the tool calls and results of `delta`.
-    pub(crate) fn build(delta: &'a [Arc<Message>]) -> Self {
+    pub(crate) fn build(delta: &'a [Arc<TranscriptMessage>]) -> Self {
         let mut results = FxHashMap::default();
         let mut calls = FxHashSet::default();
         for message in delta {
             match message.as_ref() {
-                Message::ToolResult(r) => {
+                TranscriptMessage::ToolResult(r) => {
                     results.entry(r.tool_call_id.as_str()).or_insert(r);
                 }
-                Message::Assistant(a) => {
+                TranscriptMessage::Assistant(a) => {
                     for block in &a.content {
                         if let AssistantBlock::ToolCall { id, .. } = block {
                             calls.insert(id.as_str());

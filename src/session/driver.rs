@@ -13,13 +13,13 @@
 //! - an assistant message with no run in progress (a session that starts without a user
 //!   prompt) starts one first;
 //! - a compaction closes any pending turn, then replaces the transcript with the summary (as
-//!   [`Message::CompactionSummary`]) plus the kept messages, and yields [`HostStep::Compacted`]
+//!   [`TranscriptMessage::CompactionSummary`]) plus the kept messages, and yields [`HostStep::Compacted`]
 //!   (the host sends `Rewrite { kind: Compaction }`);
 //! - the end of the file closes the pending turn and yields [`HostStep::RunEnded`].
 
 use std::sync::Arc;
 
-use crate::messages::transcript::{CompactionSummaryMessage, Message, Transcript};
+use crate::messages::transcript::{CompactionSummaryMessage, Transcript, TranscriptMessage};
 
 use super::reader::{BranchEntry, Diagnostics, SessionBranch, SessionHeader};
 
@@ -47,9 +47,9 @@ pub enum HostStep {
 /// messages after a compaction copies handles, not messages.
 #[derive(Debug)]
 enum Item {
-    Message(Arc<Message>),
+    Message(Arc<TranscriptMessage>),
     Compaction {
-        summary: Arc<Message>,
+        summary: Arc<TranscriptMessage>,
         first_kept: usize,
     },
 }
@@ -81,9 +81,9 @@ impl SessionDriver {
                     first_kept,
                     ..
                 } => Item::Compaction {
-                    summary: Arc::new(Message::CompactionSummary(CompactionSummaryMessage {
-                        summary,
-                    })),
+                    summary: Arc::new(TranscriptMessage::CompactionSummary(
+                        CompactionSummaryMessage { summary },
+                    )),
                     first_kept,
                 },
             })
@@ -145,7 +145,7 @@ impl SessionDriver {
     }
 
     /// Replaces the transcript with the compaction summary and the kept messages.
-    fn compact(&mut self, summary: Arc<Message>, first_kept: usize) {
+    fn compact(&mut self, summary: Arc<TranscriptMessage>, first_kept: usize) {
         let end = self.position;
         let kept = self.items.get(first_kept..end).unwrap_or_default();
         let mut messages = Vec::with_capacity(kept.len() + 1);
@@ -193,7 +193,7 @@ impl Iterator for SessionDriver {
                     return Some(HostStep::Compacted);
                 }
             };
-            if matches!(*message, Message::ToolResult(_)) {
+            if matches!(*message, TranscriptMessage::ToolResult(_)) {
                 self.transcript.push_shared(message);
                 self.position += 1;
                 continue;
@@ -202,7 +202,7 @@ impl Iterator for SessionDriver {
                 return Some(self.end_turn(terminal));
             }
             match &*message {
-                Message::User(_) => {
+                TranscriptMessage::User(_) => {
                     if self.run_active {
                         self.run_active = false;
                         return Some(HostStep::RunEnded);
@@ -212,7 +212,7 @@ impl Iterator for SessionDriver {
                     self.run_active = true;
                     return Some(HostStep::RunStarted);
                 }
-                Message::Assistant(assistant) => {
+                TranscriptMessage::Assistant(assistant) => {
                     if !self.run_active {
                         self.run_active = true;
                         return Some(HostStep::RunStarted);
@@ -414,7 +414,7 @@ mod tests {
             ["compactionSummary", "user", "assistant", "toolResult"]
         );
         match &*t.get(0).expect("summary") {
-            Message::CompactionSummary(s) => assert_eq!(s.summary, "earlier work"),
+            TranscriptMessage::CompactionSummary(s) => assert_eq!(s.summary, "earlier work"),
             other => panic!("not a summary: {other:?}"),
         }
         assert_eq!(d.collect::<Vec<_>>(), [turn(3, true), HostStep::RunEnded]);

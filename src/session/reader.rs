@@ -18,7 +18,9 @@ use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::messages::transcript::{BranchSummaryMessage, Content, CustomMessage, Message};
+use crate::messages::transcript::{
+    BranchSummaryMessage, Content, CustomMessage, TranscriptMessage,
+};
 
 /// How many non-blank lines may precede the `session` header (oh-my-pi's title slot, or
 /// several of them in a file that was rewritten) before the file is declared not a session.
@@ -107,8 +109,8 @@ impl Diagnostics {
 #[derive(Debug, Clone, PartialEq)]
 pub enum BranchEntry {
     /// A message the primary model sees: `message` entries as they are, `custom_message`
-    /// entries as [`Message::Custom`], `branch_summary` entries as [`Message::BranchSummary`].
-    Message(Message),
+    /// entries as [`TranscriptMessage::Custom`], `branch_summary` entries as [`TranscriptMessage::BranchSummary`].
+    Message(TranscriptMessage),
     /// The primary's context was compacted here.
     Compaction {
         /// The summary that replaces the older messages.
@@ -137,7 +139,7 @@ pub struct SessionBranch {
 
 impl SessionBranch {
     /// The messages of the branch, in order (compactions left out).
-    pub fn messages(&self) -> impl Iterator<Item = &Message> {
+    pub fn messages(&self) -> impl Iterator<Item = &TranscriptMessage> {
         self.entries.iter().filter_map(|e| match e {
             BranchEntry::Message(m) => Some(m),
             BranchEntry::Compaction { .. } => None,
@@ -324,7 +326,7 @@ struct RawEntry {
     #[serde(default)]
     id: Option<String>,
     #[serde(default)]
-    message: Option<Message>,
+    message: Option<TranscriptMessage>,
     #[serde(default)]
     summary: Option<String>,
     #[serde(default)]
@@ -357,7 +359,7 @@ enum KeptTarget {
 
 /// An entry parsed but not yet placed in the branch.
 enum Pending {
-    Message(Message),
+    Message(TranscriptMessage),
     Compaction {
         summary: String,
         target: KeptTarget,
@@ -378,7 +380,7 @@ fn interpret(
                 .ok_or_else(|| "message entry without a message".to_string())?;
             Pending::Message(upgrade_hook_message(message))
         }
-        "custom_message" => Pending::Message(Message::Custom(CustomMessage {
+        "custom_message" => Pending::Message(TranscriptMessage::Custom(CustomMessage {
             custom_type: raw.custom_type.unwrap_or_default(),
             content: raw.content.unwrap_or_default(),
             display: raw.display.unwrap_or(false),
@@ -386,7 +388,7 @@ fn interpret(
         })),
         "branch_summary" => match raw.summary {
             Some(summary) if !summary.is_empty() => {
-                Pending::Message(Message::BranchSummary(BranchSummaryMessage {
+                Pending::Message(TranscriptMessage::BranchSummary(BranchSummaryMessage {
                     summary,
                     from_id: raw.from_id.unwrap_or_default(),
                 }))
@@ -416,15 +418,15 @@ fn interpret(
 
 /// Version 2 stored extension messages with the role `hookMessage`; version 3 renamed it
 /// `custom` with the same fields.
-fn upgrade_hook_message(message: Message) -> Message {
+fn upgrade_hook_message(message: TranscriptMessage) -> TranscriptMessage {
     match message {
-        Message::Unknown { role, mut raw } if role == "hookMessage" => {
+        TranscriptMessage::Unknown { role, mut raw } if role == "hookMessage" => {
             if let Some(obj) = raw.as_object_mut() {
                 obj.insert("role".into(), Value::String("custom".into()));
             }
-            match Message::deserialize(&raw) {
+            match TranscriptMessage::deserialize(&raw) {
                 Ok(m) => m,
-                Err(_) => Message::Unknown { role, raw },
+                Err(_) => TranscriptMessage::Unknown { role, raw },
             }
         }
         other => other,
@@ -764,7 +766,9 @@ mod tests {
             .entries
             .iter()
             .map(|e| match e {
-                BranchEntry::Message(Message::User(u)) => u.content.joined_text("", false),
+                BranchEntry::Message(TranscriptMessage::User(u)) => {
+                    u.content.joined_text("", false)
+                }
                 BranchEntry::Message(m) => m.role().to_string(),
                 BranchEntry::Compaction { first_kept, .. } => format!("compaction>{first_kept}"),
             })
@@ -960,7 +964,7 @@ mod tests {
         ]);
         assert_eq!(b.entries.len(), 2);
         match &b.entries[0] {
-            BranchEntry::Message(Message::Custom(c)) => {
+            BranchEntry::Message(TranscriptMessage::Custom(c)) => {
                 assert_eq!(c.custom_type, "note");
                 assert_eq!(c.content.joined_text("", false), "hi");
                 assert!(c.display);
@@ -969,7 +973,7 @@ mod tests {
             other => panic!("not a custom message: {other:?}"),
         }
         match &b.entries[1] {
-            BranchEntry::Message(Message::BranchSummary(s)) => {
+            BranchEntry::Message(TranscriptMessage::BranchSummary(s)) => {
                 assert_eq!(s.summary, "tried X");
                 assert_eq!(s.from_id, "9");
             }
@@ -998,7 +1002,9 @@ mod tests {
             ),
         ]);
         match &b.entries[0] {
-            BranchEntry::Message(Message::Custom(c)) => assert_eq!(c.custom_type, "reminder"),
+            BranchEntry::Message(TranscriptMessage::Custom(c)) => {
+                assert_eq!(c.custom_type, "reminder")
+            }
             other => panic!("not custom: {other:?}"),
         }
     }
@@ -1011,7 +1017,7 @@ mod tests {
         ]);
         assert!(matches!(
             &b.entries[0],
-            BranchEntry::Message(Message::Unknown { role, .. }) if role == "hologram"
+            BranchEntry::Message(TranscriptMessage::Unknown { role, .. }) if role == "hologram"
         ));
     }
 
