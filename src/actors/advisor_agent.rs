@@ -23,10 +23,10 @@ use actix::{
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::messages::delivery::{DiscardAttempt, HeldPreamble, ReviewSucceeded};
+use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewSucceeded};
 use crate::messages::review::{
-    AgentNotice, AgentStatus, AuditEntry, AuditEvent, AwaitBacklog, BacklogWait, DropBacklog,
-    DumpContext, GetAgentStatus, QueueDelta, ReleaseWaiters, ResetAdvisor, RetryReview,
+    AgentStatus, AppendAudit, AuditEvent, AwaitBacklog, BacklogWait, DropBacklog, DumpContext,
+    GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor, RetryReview,
     ReviewFinished, SetPaused,
 };
 use crate::messages::tools::{ClearToolSession, ExecuteTool};
@@ -60,7 +60,7 @@ pub struct AgentSetup {
     /// Where review outcomes are reported (the Supervisor).
     pub supervisor: Recipient<ReviewFinished>,
     /// Where each review asks for the held-notes preamble (the DeliveryRouter, D9).
-    pub held_preamble: Option<Recipient<HeldPreamble>>,
+    pub held_preamble: Option<Recipient<GetHeldPreamble>>,
     /// Where successful reviews are reported so unconfirmed held notes are dropped
     /// (the DeliveryRouter, D9).
     pub review_succeeded: Option<Recipient<ReviewSucceeded>>,
@@ -68,9 +68,9 @@ pub struct AgentSetup {
     /// (the DeliveryRouter, G5).
     pub discard_attempt: Option<Recipient<DiscardAttempt>>,
     /// Where lines for the user go (the Supervisor, which forwards them to the host).
-    pub notices: Option<Recipient<AgentNotice>>,
+    pub notices: Option<Recipient<NoticeRaised>>,
     /// Where the advisor's transcript is recorded, when the host gave an audit path (G7).
-    pub audit: Option<Recipient<AuditEntry>>,
+    pub audit: Option<Recipient<AppendAudit>>,
     /// The base system prompt (built-in or the user's override, G1) with the workspace root.
     pub base_prompt: String,
     /// Settings.
@@ -474,10 +474,10 @@ struct ReviewJob {
     compact_threshold_tokens: Option<u64>,
     epoch: u64,
     review: u64,
-    held_preamble: Option<Recipient<HeldPreamble>>,
+    held_preamble: Option<Recipient<GetHeldPreamble>>,
     discard_attempt: Option<Recipient<DiscardAttempt>>,
-    notices: Option<Recipient<AgentNotice>>,
-    audit: Option<Recipient<AuditEntry>>,
+    notices: Option<Recipient<NoticeRaised>>,
+    audit: Option<Recipient<AppendAudit>>,
 }
 
 impl ReviewJob {
@@ -487,7 +487,7 @@ impl ReviewJob {
             let at_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            log.do_send(AuditEntry {
+            log.do_send(AppendAudit {
                 epoch: self.epoch,
                 review: self.review,
                 at_ms,
@@ -583,7 +583,7 @@ async fn system_prompt(job: &ReviewJob) -> String {
     };
     if let Some(notices) = &job.notices {
         for text in &watchdog.warnings {
-            notices.do_send(AgentNotice { text: text.clone() });
+            notices.do_send(NoticeRaised { text: text.clone() });
         }
     }
     if watchdog.blocks.is_empty() {
@@ -607,7 +607,7 @@ async fn run_review_with_maintenance(
     // D9: the held notes this review must raise again to keep, ahead of the update.
     let preamble = match &job.held_preamble {
         Some(router) => router
-            .send(HeldPreamble {
+            .send(GetHeldPreamble {
                 epoch: job.epoch,
                 review: job.review,
             })

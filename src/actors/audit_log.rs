@@ -1,5 +1,5 @@
 //! AuditLog: appends the advisor's own transcript to a JSON-lines file beside the session
-//! (G7), one [`AuditEntry`] a line.
+//! (G7), one [`AppendAudit`] a line.
 //!
 //! Entries are buffered and written by one async append at a time (tokio's file I/O, which
 //! runs on the blocking pool), so the actor's thread never blocks and lines keep their
@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::oneshot;
 
 use crate::messages::host::HostEvent;
-use crate::messages::review::{AuditEntry, FlushAudit};
+use crate::messages::review::{AppendAudit, FlushAudit};
 
 /// Why a write to the audit file failed.
 #[derive(Debug, thiserror::Error)]
@@ -108,10 +108,10 @@ impl Actor for AuditLog {
     type Context = Context<Self>;
 }
 
-impl Handler<AuditEntry> for AuditLog {
+impl Handler<AppendAudit> for AuditLog {
     type Result = ();
 
-    fn handle(&mut self, msg: AuditEntry, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: AppendAudit, ctx: &mut Context<Self>) {
         match serde_json::to_string(&msg) {
             Ok(line) => {
                 self.pending.push_str(&line);

@@ -5,8 +5,8 @@ use actix::{Actor, Context, Handler, Recipient, Supervised};
 
 use crate::delivery::RouterState;
 use crate::messages::delivery::{
-    CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, HeldPreamble, RaiseAdvice,
-    ResetDelivery, ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
+    CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
+    RaiseAdvice, ResetDelivery, ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
 };
 use crate::messages::host::{HostEvent, Interrupt, RunState, StepBoundary, UserPrompt};
 use crate::settings::DeliveryPolicy;
@@ -150,10 +150,10 @@ impl Handler<CatchUpFinished> for DeliveryRouter {
     }
 }
 
-impl Handler<HeldPreamble> for DeliveryRouter {
+impl Handler<GetHeldPreamble> for DeliveryRouter {
     type Result = String;
 
-    fn handle(&mut self, msg: HeldPreamble, _ctx: &mut Context<Self>) -> String {
+    fn handle(&mut self, msg: GetHeldPreamble, _ctx: &mut Context<Self>) -> String {
         self.state.held_preamble(msg.epoch, msg.review)
     }
 }

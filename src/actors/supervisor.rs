@@ -27,7 +27,7 @@ use crate::messages::host::{
     StepAdvice, StepBoundary, TurnEnd, UserPrompt,
 };
 use crate::messages::review::{
-    AgentNotice, AwaitBacklog, BacklogWait, DropBacklog, DumpContext, FlushAudit, GetAgentStatus,
+    AwaitBacklog, BacklogWait, DropBacklog, DumpContext, FlushAudit, GetAgentStatus, NoticeRaised,
     ReleaseWaiters, ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
 };
 use crate::messages::tools::ClearToolSession;
@@ -531,10 +531,10 @@ impl Handler<ReviewFinished> for Supervisor {
     }
 }
 
-impl Handler<AgentNotice> for Supervisor {
+impl Handler<NoticeRaised> for Supervisor {
     type Result = ();
 
-    fn handle(&mut self, msg: AgentNotice, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: NoticeRaised, _ctx: &mut Context<Self>) {
         self.notice(msg.text);
     }
 }

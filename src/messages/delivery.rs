@@ -58,7 +58,7 @@ pub struct CatchUpFinished {
 /// empty when nothing is held.
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "String")]
-pub struct HeldPreamble {
+pub struct GetHeldPreamble {
     /// The review's epoch.
     pub epoch: u64,
     /// The review's number.

@@ -89,7 +89,7 @@ pub struct SetPaused {
 /// supervisor → host `Notice`); e.g. a WATCHDOG.md warning (W3).
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
-pub struct AgentNotice {
+pub struct NoticeRaised {
     /// The text.
     pub text: String,
 }
@@ -150,7 +150,7 @@ pub struct AgentStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, ActixMessage)]
 #[rtype(result = "()")]
 #[serde(rename_all = "camelCase")]
-pub struct AuditEntry {
+pub struct AppendAudit {
     /// The epoch (R1); a reset starts a new one.
     pub epoch: u64,
     /// The review it belongs to.
@@ -162,7 +162,7 @@ pub struct AuditEntry {
     pub event: AuditEvent,
 }
 
-/// What an [`AuditEntry`] records.
+/// What an [`AppendAudit`] records.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum AuditEvent {
