@@ -132,7 +132,9 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let agent_dir = watchdog.agent_dir.clone();
     let loaded =
         load_settings(agent_dir.as_deref(), &root).map_err(|e| CliError::new(e.to_string()))?;
-    if !loaded.settings.enabled && args.model.is_none() {
+    // Replaying is an explicit request to run the advisor: only a file that says
+    // `advisor.enabled: false` stops it (K2), not the files' default of off.
+    if loaded.disabled_by.is_some() && args.model.is_none() {
         return Err(disabled_error(&loaded));
     }
     let mut printer = Printer::new(args.json, driver.len());
@@ -207,14 +209,13 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
 }
 
 /// The replay's settings: what the files and the environment say, replay's own
-/// `syncBacklog: 1` (L2; only `--sync-backlog` changes it), then the flags. `--model`
-/// enables the advisor even when a file disables it (K2).
+/// `syncBacklog: 1` (L2; only `--sync-backlog` changes it), then the flags. The advisor is
+/// on: a replay is a request to run it, and a file's explicit `advisor.enabled: false` has
+/// already stopped the replay unless `--model` asked for it anyway (K2).
 fn settings(args: &ReplayArgs, files: &AdvisorSettings, env: &SettingsEnv) -> AdvisorSettings {
     let mut settings = files.clone().with_env(env);
     settings.sync_backlog = args.sync_backlog.unwrap_or(SyncBacklog::Below(1));
-    if args.model.is_some() {
-        settings.enabled = true;
-    }
+    settings.enabled = true;
     if let Some(policy) = args.policy {
         settings.policy = policy;
     }
@@ -459,7 +460,7 @@ mod tests {
         assert_eq!(s.transcript, TranscriptView::Full);
         assert_eq!(s.immune_turns, 7);
         assert_eq!(s.sync_backlog, SyncBacklog::Below(1), "replay paces itself");
-        assert!(!s.enabled);
+        assert!(s.enabled, "a replay runs the advisor");
         let s = settings(
             &args(&[
                 "--policy",

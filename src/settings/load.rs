@@ -43,10 +43,17 @@ pub fn config_files(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
 /// Reads the settings files in order, each over the ones before it, over the defaults.
 /// Missing files are skipped; an unreadable file, text that is not YAML, or a bad value is
 /// an error naming the file. The prompt override is not read here.
+///
+/// As in oh-my-pi, the advisor is off until a file says `advisor.enabled: true`: a fresh
+/// settings file gives a disabled advisor (the library's own
+/// [`AdvisorSettings::default`], for hosts that build settings in code, is enabled).
 pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsError> {
     let mut merged = SettingsLayer::default();
     let mut loaded = LoadedSettings {
-        settings: AdvisorSettings::default(),
+        settings: AdvisorSettings {
+            enabled: false,
+            ..AdvisorSettings::default()
+        },
         advisor_role: None,
         system_prompt_override: None,
         files: Vec::new(),
@@ -159,16 +166,36 @@ mod tests {
     }
 
     #[test]
-    fn k1_missing_files_give_the_defaults() {
+    fn k1_missing_files_give_the_defaults_with_the_advisor_off() {
+        let off = AdvisorSettings {
+            enabled: false,
+            ..AdvisorSettings::default()
+        };
         let d = dirs();
         let loaded = load_settings(Some(&d.agent), &d.project).unwrap();
-        assert_eq!(loaded.settings, AdvisorSettings::default());
+        assert_eq!(loaded.settings, off, "disabled by default in a fresh setup");
         assert!(loaded.files.is_empty() && loaded.warnings.is_empty());
         assert_eq!(loaded.advisor_role, None);
         assert_eq!(loaded.system_prompt_override, None);
         assert_eq!(loaded.disabled_by, None);
         let loaded = load_settings(None, Path::new("/nonexistent/project")).unwrap();
-        assert_eq!(loaded.settings, AdvisorSettings::default());
+        assert_eq!(loaded.settings, off);
+    }
+
+    #[test]
+    fn k1_a_fresh_settings_file_leaves_the_advisor_disabled_until_enabled() {
+        let d = dirs();
+        std::fs::write(d.agent.join(CONFIG_FILE), "advisor:\n  policy: reconfirm\n").unwrap();
+        let loaded = load_settings(Some(&d.agent), &d.project).unwrap();
+        assert!(!loaded.settings.enabled);
+        assert_eq!(loaded.disabled_by, None, "not disabled explicitly");
+        std::fs::write(d.agent.join(CONFIG_FILE), "advisor:\n  enabled: true\n").unwrap();
+        assert!(
+            load_settings(Some(&d.agent), &d.project)
+                .unwrap()
+                .settings
+                .enabled
+        );
     }
 
     #[test]
