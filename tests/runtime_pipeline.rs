@@ -733,3 +733,37 @@ async fn w7_subagent_advisors_exist_only_when_enabled_and_rerun_discovery_for_th
         requests[1].system.contains("Project rule.") && requests[1].system.contains("Worker rule.")
     );
 }
+
+#[actix::test]
+async fn c1_two_sessions_sharing_one_settings_object_stay_isolated() {
+    let settings = advisor::settings::AdvisorSettings {
+        sync_backlog: SyncBacklog::Below(1),
+        ..Default::default()
+    };
+    let model = ScriptedModel::new([]);
+    let mut a = RuntimeConfig::new(
+        "session-a",
+        std::env::temp_dir(),
+        Some(Arc::new(model.clone())),
+    );
+    a.settings = settings.clone();
+    let mut b = RuntimeConfig::new(
+        "session-b",
+        std::env::temp_dir(),
+        Some(Arc::new(model.clone())),
+    );
+    b.settings = settings;
+    let (ha, _ra) = start(a);
+    let (hb, _rb) = start(b);
+    assert_eq!(ha.command("/advisor off").await.unwrap(), "advisor: off");
+    assert!(!ha.status().await.unwrap().enabled);
+    assert!(
+        hb.status().await.unwrap().enabled,
+        "the other session is untouched"
+    );
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    ha.turn_end(&t).await.unwrap();
+    hb.turn_end(&t).await.unwrap();
+    assert_eq!(model.request_count(), 1, "only session b reviewed");
+    assert_eq!(ha.command("/advisor").await.unwrap(), "advisor: on");
+}
