@@ -10,7 +10,7 @@ use advisor::model::{
     AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, StopReason, ThinkingLevel,
     ToolSchema, Usage,
 };
-use advisor::providers::{resolve_config, AnthropicMessages, Catalog, ModelSpec, ProviderConfig};
+use advisor::providers::{resolve_config, Catalog, ModelSpec, ProviderConfig, StreamingClient};
 use serde_json::{json, Value};
 use sse_server::{fragments, sse_event, start, ScriptedResponse, SseServer};
 
@@ -27,8 +27,8 @@ fn config(server: &SseServer) -> ProviderConfig {
     resolve_config(&spec, &Catalog::builtin().unwrap(), &lookup).unwrap()
 }
 
-fn client(server: &SseServer) -> AnthropicMessages {
-    AnthropicMessages::new(config(server)).unwrap()
+fn client(server: &SseServer) -> StreamingClient {
+    StreamingClient::new(config(server)).unwrap()
 }
 
 fn request(messages: Vec<ChatMessage>) -> ModelRequest {
@@ -596,7 +596,7 @@ async fn m2_anthropic_thinking_off_or_non_reasoning_sends_no_thinking() {
     c.complete(req).await.unwrap();
     let mut cfg = config(&server);
     cfg.info.reasoning = false;
-    AnthropicMessages::new(cfg)
+    StreamingClient::new(cfg)
         .unwrap()
         .complete(request(vec![user("u")]))
         .await

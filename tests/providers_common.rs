@@ -325,16 +325,10 @@ async fn m2_keys_are_never_logged_nor_shown() {
             .await
             .unwrap_err();
         shown.push_str(&format!("{err}\n{err:?}\n"));
-        match cfg.api {
-            ApiKind::OpenAiCompletions => shown.push_str(&format!(
-                "{:?}",
-                advisor::providers::OpenAiCompletions::new(cfg).unwrap()
-            )),
-            ApiKind::AnthropicMessages => shown.push_str(&format!(
-                "{:?}",
-                advisor::providers::AnthropicMessages::new(cfg).unwrap()
-            )),
-        }
+        shown.push_str(&format!(
+            "{:?}",
+            advisor::providers::StreamingClient::new(cfg).unwrap()
+        ));
     }
     let spec = ModelSpec {
         role: Some("openai/gpt-5".into()),

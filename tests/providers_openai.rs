@@ -11,7 +11,7 @@ use advisor::model::{
     ToolSchema, Usage,
 };
 use advisor::providers::{
-    resolve_config, ApiKind, Catalog, ModelSpec, OpenAiCompletions, ProviderConfig,
+    resolve_config, ApiKind, Catalog, ModelSpec, ProviderConfig, StreamingClient,
 };
 use serde_json::{json, Value};
 use sse_server::{fragments, sse_event, start, ScriptedResponse, SseServer};
@@ -29,8 +29,8 @@ fn config(server: &SseServer) -> ProviderConfig {
     resolve_config(&spec, &Catalog::builtin().unwrap(), &lookup).unwrap()
 }
 
-fn client(server: &SseServer) -> OpenAiCompletions {
-    OpenAiCompletions::new(config(server)).unwrap()
+fn client(server: &SseServer) -> StreamingClient {
+    StreamingClient::new(config(server)).unwrap()
 }
 
 fn request(messages: Vec<ChatMessage>) -> ModelRequest {
@@ -423,7 +423,7 @@ async fn m4_openai_idle_timeout_is_retryable() {
     let server = start(vec![ScriptedResponse::sse(&body).stall_after(1)]).await;
     let mut cfg = config(&server);
     cfg.idle_timeout = Duration::from_millis(300);
-    let e = OpenAiCompletions::new(cfg)
+    let e = StreamingClient::new(cfg)
         .unwrap()
         .complete(request(vec![user("u")]))
         .await
@@ -446,7 +446,7 @@ async fn m4_openai_connect_error_is_retryable() {
         "qwen",
     );
     cfg.connect_timeout = Duration::from_secs(2);
-    let e = OpenAiCompletions::new(cfg)
+    let e = StreamingClient::new(cfg)
         .unwrap()
         .complete(request(vec![user("u")]))
         .await

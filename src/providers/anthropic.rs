@@ -15,18 +15,17 @@
 //!   back unchanged; reasoning from another dialect (no signature) is not sent.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
 use super::catalog::Prices;
-use super::error::{classify_stream_error, ProviderError};
+use super::error::classify_stream_error;
 use super::http::{StreamDecoder, Transport};
 use super::sse::SseEvent;
 use super::{priced, ProviderConfig};
 use crate::model::{
-    AssistantPart, ChatMessage, ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest,
-    ModelResponse, StopReason, ThinkingLevel, ToolSchema, Usage,
+    AssistantPart, ChatMessage, ModelError, ModelRequest, ModelResponse, StopReason, ThinkingLevel,
+    ToolSchema, Usage,
 };
 
 /// The API version header value.
@@ -35,58 +34,30 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Smallest thinking budget Anthropic accepts.
 const MIN_THINKING_BUDGET: u32 = 1024;
 
-/// A client for the `anthropic-messages` dialect.
-#[derive(Debug, Clone)]
-pub struct AnthropicMessages {
-    inner: Arc<Transport>,
-}
-
-impl AnthropicMessages {
-    /// A client for `config` (its HTTP client has a connect timeout and no total timeout).
-    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        Ok(Self {
-            inner: Arc::new(Transport::new(config)?),
-        })
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &ProviderConfig {
-        &self.inner.config
-    }
-}
-
-impl ModelClient for AnthropicMessages {
-    fn complete(&self, request: ModelRequest) -> ModelFuture {
-        let inner = Arc::clone(&self.inner);
-        Box::pin(async move {
-            let config = &inner.config;
-            let body = request_body(config, &request);
-            let auth = config
-                .api_key
-                .as_ref()
-                .map(|key| ("x-api-key", key.clone()));
-            let fixed = [("anthropic-version", ANTHROPIC_VERSION)];
-            let decoder = AnthropicStream::new(config.prices);
-            inner
-                .send(
-                    "anthropic-messages",
-                    "messages",
-                    &fixed,
-                    auth,
-                    &body,
-                    decoder,
-                )
-                .await
-        })
-    }
-
-    fn info(&self) -> ModelInfo {
-        self.inner.config.reported_info()
-    }
-
-    fn thinking(&self) -> ThinkingLevel {
-        self.inner.config.thinking
-    }
+/// Sends one request in the `anthropic-messages` dialect over `transport` and decodes the
+/// stream (the shared [`super::StreamingClient`] calls it).
+pub(crate) async fn send(
+    transport: &Transport,
+    request: &ModelRequest,
+) -> Result<ModelResponse, ModelError> {
+    let config = &transport.config;
+    let body = request_body(config, request);
+    let auth = config
+        .api_key
+        .as_ref()
+        .map(|key| ("x-api-key", key.clone()));
+    let fixed = [("anthropic-version", ANTHROPIC_VERSION)];
+    let decoder = AnthropicStream::new(config.prices);
+    transport
+        .send(
+            "anthropic-messages",
+            "messages",
+            &fixed,
+            auth,
+            &body,
+            decoder,
+        )
+        .await
 }
 
 /// The thinking budget for a level under an output bound, or `None` for no thinking.

@@ -26,13 +26,11 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use anthropic::AnthropicMessages;
 pub use catalog::{Catalog, CatalogEntry, Prices};
 pub use error::ProviderError;
-pub use openai::OpenAiCompletions;
 pub use resolve::{advisor_role_from_modes, resolve_role, ResolvedRole};
 
-use crate::model::{ModelClient, ModelInfo, ThinkingLevel, Usage};
+use crate::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel, Usage};
 
 /// Default bound on output tokens per request (`advisor.maxOutputTokens`).
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 4096;
@@ -361,12 +359,50 @@ pub fn resolve_config(
     })
 }
 
+/// A streaming model client for either dialect: the configuration, one HTTP client, and
+/// the dialect's request body, headers and stream decoder chosen by `config.api`.
+#[derive(Debug, Clone)]
+pub struct StreamingClient {
+    transport: Arc<http::Transport>,
+}
+
+impl StreamingClient {
+    /// A client for `config` (its HTTP client has a connect timeout and no total timeout).
+    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
+        Ok(Self {
+            transport: Arc::new(http::Transport::new(config)?),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.transport.config
+    }
+}
+
+impl ModelClient for StreamingClient {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        let transport = Arc::clone(&self.transport);
+        Box::pin(async move {
+            match transport.config.api {
+                ApiKind::OpenAiCompletions => openai::send(&transport, &request).await,
+                ApiKind::AnthropicMessages => anthropic::send(&transport, &request).await,
+            }
+        })
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.transport.config.reported_info()
+    }
+
+    fn thinking(&self) -> ThinkingLevel {
+        self.transport.config.thinking
+    }
+}
+
 /// Builds a client for `config`'s dialect.
 pub fn client_for(config: ProviderConfig) -> Result<Arc<dyn ModelClient>, ProviderError> {
-    Ok(match config.api {
-        ApiKind::OpenAiCompletions => Arc::new(OpenAiCompletions::new(config)?),
-        ApiKind::AnthropicMessages => Arc::new(AnthropicMessages::new(config)?),
-    })
+    Ok(Arc::new(StreamingClient::new(config)?))
 }
 
 /// Resolves `spec` ([`resolve_config`]) and builds the client. This is what the CLI's

@@ -13,18 +13,16 @@
 //!   kept per field in [`AssistantPart::Thinking::details`] and sent back under the same
 //!   field names on the next request.
 
-use std::sync::Arc;
-
 use serde_json::{json, Map, Value};
 
 use super::catalog::Prices;
-use super::error::{classify_stream_error, ProviderError};
+use super::error::classify_stream_error;
 use super::http::{StreamDecoder, Transport};
 use super::sse::SseEvent;
 use super::{priced, ProviderConfig};
 use crate::model::{
-    AssistantPart, ChatMessage, ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest,
-    ModelResponse, StopReason, ThinkingLevel, ToolSchema, Usage,
+    AssistantPart, ChatMessage, ModelError, ModelRequest, ModelResponse, StopReason, ThinkingLevel,
+    ToolSchema, Usage,
 };
 
 /// Reasoning fields of an assistant message, in the order they are sent back.
@@ -48,57 +46,29 @@ impl Flavor {
     }
 }
 
-/// A client for the `openai-completions` dialect.
-#[derive(Debug, Clone)]
-pub struct OpenAiCompletions {
-    inner: Arc<Transport>,
-}
-
-impl OpenAiCompletions {
-    /// A client for `config` (its HTTP client has a connect timeout and no total timeout).
-    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        Ok(Self {
-            inner: Arc::new(Transport::new(config)?),
-        })
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &ProviderConfig {
-        &self.inner.config
-    }
-}
-
-impl ModelClient for OpenAiCompletions {
-    fn complete(&self, request: ModelRequest) -> ModelFuture {
-        let inner = Arc::clone(&self.inner);
-        Box::pin(async move {
-            let config = &inner.config;
-            let body = request_body(config, &request);
-            let auth = config
-                .api_key
-                .as_ref()
-                .map(|key| ("authorization", format!("Bearer {key}")));
-            let decoder = OpenAiStream::new(config.prices);
-            inner
-                .send(
-                    "openai-completions",
-                    "chat/completions",
-                    &[],
-                    auth,
-                    &body,
-                    decoder,
-                )
-                .await
-        })
-    }
-
-    fn info(&self) -> ModelInfo {
-        self.inner.config.reported_info()
-    }
-
-    fn thinking(&self) -> ThinkingLevel {
-        self.inner.config.thinking
-    }
+/// Sends one request in the `openai-completions` dialect over `transport` and decodes the
+/// stream (the shared [`super::StreamingClient`] calls it).
+pub(crate) async fn send(
+    transport: &Transport,
+    request: &ModelRequest,
+) -> Result<ModelResponse, ModelError> {
+    let config = &transport.config;
+    let body = request_body(config, request);
+    let auth = config
+        .api_key
+        .as_ref()
+        .map(|key| ("authorization", format!("Bearer {key}")));
+    let decoder = OpenAiStream::new(config.prices);
+    transport
+        .send(
+            "openai-completions",
+            "chat/completions",
+            &[],
+            auth,
+            &body,
+            decoder,
+        )
+        .await
 }
 
 /// The JSON body of one request (deterministic: same request, same bytes).
