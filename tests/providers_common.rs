@@ -85,8 +85,15 @@ fn request(messages: Vec<ChatMessage>) -> ModelRequest {
     }
 }
 
+/// The key-logging test captures tracing with a scoped subscriber. Tracing caches per
+/// callsite whether anyone listens, and a request in a parallel test can settle that cache
+/// while no subscriber is set, hiding the span the capture looks for. Tests that make
+/// requests therefore share this lock; the capture test takes it alone.
+static TRACING: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 #[tokio::test]
 async fn g4_usage_normalised_identically_across_dialects() {
+    let _shared = TRACING.read().await;
     let openai_usage = json!({"prompt_tokens": 1000, "completion_tokens": 50,
         "prompt_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 100}});
     let anthropic_usage = json!({"input_tokens": 300, "cache_read_input_tokens": 600,
@@ -183,6 +190,7 @@ fn message_list(body: &[u8]) -> Vec<String> {
 
 #[tokio::test]
 async fn m5_openai_each_request_begins_with_the_previous_one() {
+    let _shared = TRACING.read().await;
     let server = start(
         (0..20)
             .map(|i| ScriptedResponse::sse(&openai_text(&format!("quiet {i}"), json!({}))))
@@ -221,6 +229,7 @@ fn best_ratio(bodies: &[&[u8]]) -> f64 {
 
 #[tokio::test]
 async fn m5_anthropic_each_request_begins_with_the_previous_one_and_carries_breakpoints() {
+    let _shared = TRACING.read().await;
     let usage = json!({"input_tokens": 10, "output_tokens": 1});
     let server = start(
         (0..20)
@@ -292,6 +301,7 @@ impl Write for Captured {
 
 #[tokio::test]
 async fn m2_keys_are_never_logged_nor_shown() {
+    let _alone = TRACING.write().await;
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -300,6 +310,8 @@ async fn m2_keys_are_never_logged_nor_shown() {
         .with_writer(move || writer.clone())
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Callsites first met while no subscriber was set are re-asked.
+    tracing::callsite::rebuild_interest_cache();
 
     let server = start(vec![
         ScriptedResponse::sse(&openai_text("a", json!({}))),
@@ -353,6 +365,7 @@ async fn m2_keys_are_never_logged_nor_shown() {
 
 #[tokio::test]
 async fn m1_build_client_from_role_string_with_overrides() {
+    let _shared = TRACING.read().await;
     let server = start(vec![
         ScriptedResponse::sse(&openai_text("a", json!({}))),
         ScriptedResponse::sse(&anthropic_text("b", json!({}))),
