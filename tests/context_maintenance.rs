@@ -86,17 +86,6 @@ fn user_text(message: &ChatMessage) -> &str {
     }
 }
 
-fn tool_results(request: &ModelRequest) -> Vec<String> {
-    request
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            ChatMessage::ToolResult { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 const NIT: &str = "Check the empty-input case.";
 
 /// Asserts the review ran to the end (its nit reached the host) and counted no failure,

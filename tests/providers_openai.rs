@@ -7,48 +7,22 @@ mod sse_server;
 use std::time::Duration;
 
 use advisor::model::{
-    AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, StopReason, ThinkingLevel,
-    ToolSchema, Usage,
+    AssistantPart, ChatMessage, ModelClient, ModelError, StopReason, ThinkingLevel, Usage,
 };
-use advisor::providers::{
-    resolve_config, ApiKind, Catalog, ModelSpec, ProviderConfig, StreamingClient,
-};
+use advisor::providers::{ApiKind, Catalog, ModelSpec, ProviderConfig, StreamingClient};
 use serde_json::{json, Value};
-use sse_server::{fragments, sse_event, start, ScriptedResponse, SseServer};
+use sse_server::{
+    config_for, fragments, request, sse_event, start, user, ScriptedResponse, SseServer,
+};
 
 const KEY: &str = "sk-or-test-key-0123456789";
 
 fn config(server: &SseServer) -> ProviderConfig {
-    let spec = ModelSpec {
-        role: Some("openrouter/z-ai/glm-5.2".into()),
-        base_url: Some(server.base_url()),
-        idle_timeout: Some(Duration::from_secs(10)),
-        ..ModelSpec::default()
-    };
-    let lookup = |name: &str| (name == "OPENROUTER_API_KEY").then(|| KEY.to_string());
-    resolve_config(&spec, &Catalog::builtin().unwrap(), &lookup).unwrap()
+    config_for(server, "openrouter/z-ai/glm-5.2", "OPENROUTER_API_KEY", KEY)
 }
 
 fn client(server: &SseServer) -> StreamingClient {
     StreamingClient::new(config(server)).unwrap()
-}
-
-fn request(messages: Vec<ChatMessage>) -> ModelRequest {
-    ModelRequest {
-        system: "You review a coding agent.".into(),
-        messages,
-        tools: vec![ToolSchema {
-            name: "read".into(),
-            description: "Read a file".into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        }],
-        max_tokens: 4096,
-        thinking: ThinkingLevel::Medium,
-    }
-}
-
-fn user(text: &str) -> ChatMessage {
-    ChatMessage::User { text: text.into() }
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> String {

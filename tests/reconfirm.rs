@@ -14,7 +14,7 @@ use advisor::messages::transcript::{
     AssistantBlock, AssistantMessage, Transcript, TranscriptMessage,
 };
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
-use advisor::model::{ChatMessage, ModelClient, ModelRequest, Usage};
+use advisor::model::{ModelClient, Usage};
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
 use advisor::{AdvisorHandle, RuntimeConfig};
 use support::*;
@@ -52,17 +52,6 @@ fn final_answer(text: &str) -> TranscriptMessage {
         content: vec![AssistantBlock::Text { text: text.into() }],
         stop_reason: Some("stop".into()),
     })
-}
-
-fn tool_results(request: &ModelRequest) -> Vec<String> {
-    request
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            ChatMessage::ToolResult { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn notice(event: HostEvent) -> String {

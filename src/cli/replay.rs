@@ -531,15 +531,8 @@ mod tests {
     #[test]
     fn k2_disabled_error_names_the_file_and_the_way_out() {
         let loaded = LoadedSettings {
-            settings: AdvisorSettings {
-                enabled: false,
-                ..AdvisorSettings::default()
-            },
-            advisor_role: None,
-            system_prompt_override: None,
-            files: Vec::new(),
             disabled_by: Some(PathBuf::from("/p/.omp/config.yml")),
-            warnings: Vec::new(),
+            ..LoadedSettings::default()
         };
         assert_eq!(
             disabled_error(&loaded).to_string(),

@@ -29,6 +29,23 @@ pub struct LoadedSettings {
     pub warnings: Vec<SettingsWarning>,
 }
 
+impl Default for LoadedSettings {
+    /// What no file at all gives: the defaults with the advisor off (a fresh setup, K1).
+    fn default() -> Self {
+        Self {
+            settings: AdvisorSettings {
+                enabled: false,
+                ..AdvisorSettings::default()
+            },
+            advisor_role: None,
+            system_prompt_override: None,
+            files: Vec::new(),
+            disabled_by: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// The settings files in the order they apply: `<agentDir>/config.yml` (when the agent
 /// directory is known), then `<cwd>/.omp/config.yml`, which overrides it.
 pub fn config_files(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
@@ -49,17 +66,7 @@ pub fn config_files(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
 /// [`AdvisorSettings::default`], for hosts that build settings in code, is enabled).
 pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsError> {
     let mut merged = SettingsLayer::default();
-    let mut loaded = LoadedSettings {
-        settings: AdvisorSettings {
-            enabled: false,
-            ..AdvisorSettings::default()
-        },
-        advisor_role: None,
-        system_prompt_override: None,
-        files: Vec::new(),
-        disabled_by: None,
-        warnings: Vec::new(),
-    };
+    let mut loaded = LoadedSettings::default();
     for file in files {
         let Some(text) = read_optional(file)? else {
             continue;

@@ -124,3 +124,15 @@ pub fn last_user_text(request: &ModelRequest) -> String {
         })
         .unwrap_or_default()
 }
+
+/// The texts of every tool result in a request, in order.
+pub fn tool_results(request: &ModelRequest) -> Vec<String> {
+    request
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            advisor::model::ChatMessage::ToolResult { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
