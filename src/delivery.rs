@@ -872,6 +872,21 @@ mod tests {
     }
 
     #[test]
+    fn d1_omitted_severity_is_routed_as_a_nit_but_keeps_no_attribute() {
+        let mut r = router();
+        r.run_state(true);
+        let (_, events) = r.raise(0, 1, adv("prefer a slice here", None));
+        assert!(events.is_empty(), "a nit neither steers nor wakes");
+        let aside = r.step_boundary().aside.expect("queued as an aside");
+        assert_eq!(aside.notes[0].severity, None);
+        assert!(
+            aside.content.starts_with("<advisory guidance="),
+            "{}",
+            aside.content
+        );
+    }
+
+    #[test]
     fn d3_two_nits_in_one_step_become_one_message() {
         let mut r = router();
         r.run_state(true);

@@ -767,3 +767,46 @@ async fn c1_two_sessions_sharing_one_settings_object_stay_isolated() {
     assert_eq!(model.request_count(), 1, "only session b reviewed");
     assert_eq!(ha.command("/advisor").await.unwrap(), "advisor: on");
 }
+
+#[actix::test]
+async fn s2_f4_the_primary_never_waits_on_a_failing_or_paused_advisor() {
+    tokio::time::pause();
+    let model = ScriptedModel::new([
+        // Turn one fails with a long retry pending: the advisor is failing.
+        ScriptedReply::Fail(ModelError::Retryable {
+            message: "HTTP 503".into(),
+            retry_after: Some(Duration::from_secs(600)),
+        }),
+    ]);
+    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([TranscriptMessage::user("one")]);
+    let started = tokio::time::Instant::now();
+    h.turn_end(&t).await.unwrap();
+    t.push(TranscriptMessage::user("two"));
+    h.turn_end(&t).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "failing: no wait, {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        h.status().await.unwrap().agent.backlog,
+        2,
+        "both turns kept for the retry"
+    );
+
+    // Paused (F3): the wait is released at once too.
+    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
+        message: "HTTP 403".into(),
+    })]);
+    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    h.turn_end(&t).await.unwrap();
+    let started = tokio::time::Instant::now();
+    t.push(TranscriptMessage::user("three"));
+    h.turn_end(&t).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "paused: no wait"
+    );
+    assert!(h.status().await.unwrap().paused.is_some());
+}
