@@ -17,11 +17,11 @@ use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::command::{parse_command, AdvisorCommand};
 use crate::delivery::{turn_was_terminal, CatchUpEnd};
-use crate::feed::{FeedCursor, FeedOutcome};
+use crate::feed::FeedCursor;
 use crate::messages::delivery::{
     CatchUpFinished, GetDeliveryStatus, RaiseAdvice, ResetDelivery, SetDeliveryEnabled, TurnEnded,
 };
-use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor};
+use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor, TurnObserved};
 use crate::messages::host::{
     Dispose, GetDump, GetStatus, HostEvent, Interrupt, Rewrite, RewriteKind, RunCommand, RunState,
     StepAdvice, StepBoundary, TurnEnd, UserPrompt,
@@ -403,7 +403,7 @@ impl Handler<TurnEnd> for Supervisor {
             observe
                 .into_actor(self)
                 .then(move |(plan, outcome), act, _ctx| {
-                    if let Ok(FeedOutcome::Rewrite) = outcome {
+                    if let Ok(TurnObserved::Rewrite) = outcome {
                         act.reset(RewriteKind::Detected);
                     }
                     let wait = async move {

@@ -4,7 +4,7 @@
 use actix::{Actor, Context, Handler, Recipient, Supervised};
 
 use crate::feed::{FeedCursor, FeedOutcome};
-use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor};
+use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor, TurnObserved};
 use crate::messages::review::QueueDelta;
 
 /// The feed actor: a thin shell over [`FeedCursor`].
@@ -39,14 +39,18 @@ impl Handler<ObserveTurn> for TranscriptFeed {
     type Result = actix::MessageResult<ObserveTurn>;
 
     fn handle(&mut self, msg: ObserveTurn, _ctx: &mut Context<Self>) -> Self::Result {
-        let outcome = self.cursor.observe(&msg.transcript);
-        if let FeedOutcome::Delta(prompt) = &outcome {
-            self.advisor.do_send(QueueDelta {
-                epoch: msg.epoch,
-                prompt: prompt.clone(),
-            });
-        }
-        actix::MessageResult(outcome)
+        let observed = match self.cursor.observe(&msg.transcript) {
+            FeedOutcome::Delta(prompt) => {
+                self.advisor.do_send(QueueDelta {
+                    epoch: msg.epoch,
+                    prompt,
+                });
+                TurnObserved::Queued
+            }
+            FeedOutcome::Blank => TurnObserved::Blank,
+            FeedOutcome::Rewrite => TurnObserved::Rewrite,
+        };
+        actix::MessageResult(observed)
     }
 }
 

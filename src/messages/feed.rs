@@ -2,18 +2,29 @@
 
 use actix::Message as ActixMessage;
 
-use crate::feed::FeedOutcome;
 use crate::messages::transcript::Transcript;
 
 /// Takes a turn end: the feed computes the delta, queues it for the advisor, and answers
 /// what it found.
 #[derive(Debug, Clone, ActixMessage)]
-#[rtype(result = "FeedOutcome")]
+#[rtype(result = "TurnObserved")]
 pub struct ObserveTurn {
     /// The transcript after the turn.
     pub transcript: Transcript,
     /// The epoch the delta belongs to.
     pub epoch: u64,
+}
+
+/// What the feed did with a turn end. The delta itself went to the advisor; the answer
+/// only says whether there was one, or whether the transcript was rewritten (X1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnObserved {
+    /// A non-blank delta was queued for review.
+    Queued,
+    /// Nothing worth reviewing; the cursor moved to the end (X3).
+    Blank,
+    /// The transcript shrank or its seen part changed: the caller resets (R1).
+    Rewrite,
 }
 
 /// Moves the cursor to the transcript's end without a delta (X4).
