@@ -12,8 +12,8 @@
 
 use std::sync::Arc;
 
-use advisor::messages::host::HostEvent;
-use advisor::messages::transcript::{Transcript, TranscriptMessage};
+use advisor::domain::host::HostEvent;
+use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::settings::SyncBacklog;
 use advisor::{AdvisorHandle, RuntimeConfig};

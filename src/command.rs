@@ -1,6 +1,6 @@
 //! `/advisor …` commands (SPEC C1–C4): parsing only; the Supervisor carries them out.
 
-use crate::messages::advice::{Advisory, Severity};
+use crate::domain::advice::{Advisory, Severity};
 
 /// The usage line printed for anything that is not a command.
 pub const USAGE: &str =

@@ -8,9 +8,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 
-use crate::messages::advice::{Advisory, Channel, Delivery, Severity};
-use crate::messages::host::{HostEvent, StepAdvice};
-use crate::messages::transcript::{Transcript, TranscriptMessage};
+use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
+use crate::domain::host::{HostEvent, StepAdvice};
+use crate::domain::transcript::{Transcript, TranscriptMessage};
 use crate::settings::DeliveryPolicy;
 
 /// The `context` attribute of advice delivered under `reconfirm` (D4): by the time it
@@ -860,7 +860,7 @@ item is resolved; just leave it out.",
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::advice::Severity;
+    use crate::domain::advice::Severity;
     use proptest::prelude::*;
 
     fn router() -> RouterState {
@@ -1132,7 +1132,7 @@ mod tests {
 
     #[test]
     fn d4_terminal_turn_is_read_from_the_last_message_only() {
-        use crate::messages::transcript::{AssistantBlock, AssistantMessage};
+        use crate::domain::transcript::{AssistantBlock, AssistantMessage};
         let answer = |calls: bool| {
             let mut content = vec![AssistantBlock::Text {
                 text: "done".into(),

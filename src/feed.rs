@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::messages::transcript::{Transcript, TranscriptMessage};
+use crate::domain::transcript::{Transcript, TranscriptMessage};
 use crate::redact::Redactor;
 use crate::render::{render_delta, TranscriptView};
 
@@ -195,7 +195,7 @@ pub fn render_bounded(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::advice::{Advisory, Channel, Delivery, Severity};
+    use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
 
     fn cursor() -> FeedCursor {
         FeedCursor::new(TranscriptView::Compact, None)

@@ -7,11 +7,12 @@ use tokio::sync::oneshot;
 
 use crate::actors::event_forwarder::EventForwarder;
 use crate::actors::supervisor::{RuntimeConfig, Supervisor};
+use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
+use crate::domain::transcript::Transcript;
 use crate::messages::host::{
-    Dispose, GetDump, GetStatus, HostEvent, Interrupt, Rewrite, RewriteKind, RunCommand, RunState,
-    StepAdvice, StepBoundary, TurnEnd, UserPrompt,
+    Dispose, GetDump, GetStatus, Interrupt, Rewrite, RunCommand, RunState, StepBoundary, TurnEnd,
+    UserPrompt,
 };
-use crate::messages::transcript::Transcript;
 use crate::status::AdvisorStatus;
 
 /// Failures of the handle itself (the runtime is gone).

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use advisor::messages::transcript::{TranscriptMessage, Transcript};
+//! use advisor::domain::transcript::{TranscriptMessage, Transcript};
 //! use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 //! use advisor::settings::SyncBacklog;
 //! use advisor::{AdvisorHandle, RuntimeConfig};
@@ -38,6 +38,7 @@
 pub mod actors;
 pub mod command;
 pub mod delivery;
+pub mod domain;
 pub mod feed;
 pub mod handle;
 pub mod messages;

@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::domain::advice::{Channel, Delivery, Severity};
+use crate::domain::host::{HostEvent, RewriteKind};
 use crate::handle::{AdvisorHandle, HandleError};
-use crate::messages::advice::{Channel, Delivery, Severity};
-use crate::messages::host::{HostEvent, RewriteKind};
 use crate::session::{HostStep, SessionDriver};
 use crate::status::AdvisorStatus;
 
@@ -289,7 +289,7 @@ pub fn replay_event(turn: usize, event: HostEvent) -> Option<ReplayEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::advice::Advisory;
+    use crate::domain::advice::Advisory;
 
     #[test]
     fn l2_a_batched_aside_gives_one_line_per_note_with_the_same_content() {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::DeliveryCounts;
-use crate::messages::advice::Advisory;
+use crate::domain::advice::Advisory;
 use crate::messages::review::AgentStatus;
 use crate::settings::DeliveryPolicy;
 

@@ -13,7 +13,7 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Recipient, Wr
 use tokio::io::AsyncWriteExt;
 use tokio::sync::oneshot;
 
-use crate::messages::host::HostEvent;
+use crate::domain::host::HostEvent;
 use crate::messages::review::{AppendAudit, FlushAudit};
 
 /// Why a write to the audit file failed.

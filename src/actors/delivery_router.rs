@@ -4,11 +4,12 @@
 use actix::{Actor, Context, Handler, Recipient, Supervised};
 
 use crate::delivery::RouterState;
+use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
     RaiseAdvice, ResetDelivery, ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
 };
-use crate::messages::host::{HostEvent, Interrupt, RunState, StepBoundary, UserPrompt};
+use crate::messages::host::{Interrupt, RunState, StepBoundary, UserPrompt};
 use crate::settings::DeliveryPolicy;
 
 /// The router actor: a thin shell over [`RouterState`] that forwards host events.

@@ -4,7 +4,7 @@
 use actix::{Actor, Context, Handler};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::messages::host::HostEvent;
+use crate::domain::host::HostEvent;
 
 /// Forwards every [`HostEvent`] into an unbounded channel.
 pub struct EventForwarder {

@@ -17,21 +17,22 @@ use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::command::{parse_command, AdvisorCommand};
 use crate::delivery::{turn_was_terminal, CatchUpEnd};
+use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
+use crate::domain::transcript::Transcript;
 use crate::feed::FeedCursor;
 use crate::messages::delivery::{
     CatchUpFinished, GetDeliveryStatus, RaiseAdvice, ResetDelivery, SetDeliveryEnabled, TurnEnded,
 };
 use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor, TurnObserved};
 use crate::messages::host::{
-    Dispose, GetDump, GetStatus, HostEvent, Interrupt, Rewrite, RewriteKind, RunCommand, RunState,
-    StepAdvice, StepBoundary, TurnEnd, UserPrompt,
+    Dispose, GetDump, GetStatus, Interrupt, Rewrite, RunCommand, RunState, StepBoundary, TurnEnd,
+    UserPrompt,
 };
 use crate::messages::review::{
     AwaitBacklog, BacklogWait, DropBacklog, DumpContext, FlushAudit, GetAgentStatus, NoticeRaised,
     ReleaseWaiters, ResetAdvisor, RetryReview, ReviewFinished, SetPaused,
 };
 use crate::messages::tools::ClearToolSession;
-use crate::messages::transcript::Transcript;
 use crate::model::ModelClient;
 use crate::review::{FailureAction, FailurePolicy};
 use crate::settings::AdvisorSettings;

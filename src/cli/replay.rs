@@ -38,7 +38,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use advisor::messages::advice::Delivery;
+use advisor::domain::advice::Delivery;
 use advisor::providers::resolve::{advisor_role_from_modes_text, modes_candidates};
 use advisor::providers::{
     advisor_role_from_modes, build_client, ApiKind, Catalog, ModelSpec, ProviderError,
@@ -400,7 +400,7 @@ fn out(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use advisor::messages::advice::{Advisory, Channel, Severity};
+    use advisor::domain::advice::{Advisory, Channel, Severity};
 
     fn args(extra: &[&str]) -> ReplayArgs {
         use clap::Parser;

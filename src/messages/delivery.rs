@@ -3,7 +3,7 @@
 use actix::Message as ActixMessage;
 
 use crate::delivery::{CatchUpEnd, CatchUpPlan, DeliveryCounts, RaiseOutcome};
-use crate::messages::advice::Advisory;
+use crate::domain::advice::Advisory;
 
 /// The advisor called `advise` (mid-review, G3).
 #[derive(Debug, Clone, ActixMessage)]

@@ -2,7 +2,7 @@
 
 use actix::Message as ActixMessage;
 
-use crate::messages::transcript::Transcript;
+use crate::domain::transcript::Transcript;
 
 /// Takes a turn end: the feed computes the delta, queues it for the advisor, and answers
 /// what it found.

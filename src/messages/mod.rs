@@ -1,10 +1,8 @@
 //! Message types, grouped by concern.
 
-pub mod advice;
 pub mod delivery;
 pub mod feed;
 pub mod host;
 pub mod review;
 pub mod tools;
-pub mod transcript;
 pub mod watchdog;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{content_is_blank, push_joined, push_one_line, ToolIndex, ONE_LINE_MAX};
-use crate::messages::transcript::{
+use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, ExecutionMessage, ToolResultMessage,
     TranscriptMessage,
 };

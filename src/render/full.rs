@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::compact::push_one_liner;
 use super::{content_is_blank, push_joined, ToolIndex};
-use crate::messages::transcript::{
+use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, ToolResultMessage, TranscriptMessage,
 };
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
-use crate::messages::transcript::{
+use crate::domain::transcript::{
     AssistantBlock, Content, ContentBlock, ToolResultMessage, TranscriptMessage,
 };
 

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use crate::messages::transcript::{CompactionSummaryMessage, Transcript, TranscriptMessage};
+use crate::domain::transcript::{CompactionSummaryMessage, Transcript, TranscriptMessage};
 
 use super::reader::{BranchEntry, Diagnostics, SessionBranch, SessionHeader};
 

@@ -18,9 +18,9 @@
 //!   Version 2 called the `custom` role `hookMessage`; it is read as `custom`.
 //! - `custom_message`: an extension's message that the model sees as a user message
 //!   (`customType`, `content` as a string or text/image blocks, `display`, `details`); read as
-//!   a [`TranscriptMessage::Custom`](crate::messages::transcript::TranscriptMessage::Custom).
+//!   a [`TranscriptMessage::Custom`](crate::domain::transcript::TranscriptMessage::Custom).
 //! - `branch_summary`: a summary of an abandoned branch (`summary`, `fromId`); read as a
-//!   [`TranscriptMessage::BranchSummary`](crate::messages::transcript::TranscriptMessage::BranchSummary) (an
+//!   [`TranscriptMessage::BranchSummary`](crate::domain::transcript::TranscriptMessage::BranchSummary) (an
 //!   empty summary is skipped, as pi does).
 //! - `compaction`: `summary`, `tokensBefore`, and the first entry kept verbatim after it:
 //!   `firstKeptEntryId` (versions 2–3) or `firstKeptEntryIndex` (version 1). The index counts

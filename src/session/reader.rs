@@ -18,9 +18,7 @@ use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::messages::transcript::{
-    BranchSummaryMessage, Content, CustomMessage, TranscriptMessage,
-};
+use crate::domain::transcript::{BranchSummaryMessage, Content, CustomMessage, TranscriptMessage};
 
 /// How many non-blank lines may precede the `session` header (oh-my-pi's title slot, or
 /// several of them in a file that was rewritten) before the file is declared not a session.

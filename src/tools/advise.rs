@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::messages::advice::{Advisory, Severity};
+use crate::domain::advice::{Advisory, Severity};
 use crate::model::ToolSchema;
 use crate::tools::ToolError;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Actor, Context, Handler};
-use advisor::messages::host::HostEvent;
+use advisor::domain::host::HostEvent;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
 use tokio::sync::{mpsc, Semaphore};

@@ -3,8 +3,8 @@
 //! Fake keys are assembled at run time from a prefix and a generated body, so that the
 //! source holds nothing a secret scanner would flag.
 
+use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::feed::{FeedCursor, FeedOutcome};
-use advisor::messages::transcript::{Transcript, TranscriptMessage};
 use advisor::prompts::SessionPrompts;
 use advisor::redact::{Redactor, SecretKind};
 use advisor::render::TranscriptView;
@@ -12,8 +12,7 @@ use advisor::session::{read_session, SessionDriver};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-#[path = "support/fixtures.rs"]
-mod fixtures;
+use crate::support::fixtures;
 use fixtures::pi_fixture;
 
 fn redactor() -> Redactor {

@@ -1,16 +1,15 @@
 //! The `reconfirm` delivery policy (D4, D5, D9, G6) and immune turns (D7), through the host
 //! handle: what the host receives, what the advisor model is told, what status shows.
 
-#[path = "support/runtime.rs"]
-mod support;
+use crate::support::runtime as support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use advisor::delivery::{DropReason, FINAL_ANSWER_NOTE};
-use advisor::messages::advice::{Channel, Severity};
-use advisor::messages::host::{HostEvent, RewriteKind};
-use advisor::messages::transcript::{
+use advisor::domain::advice::{Channel, Severity};
+use advisor::domain::host::{HostEvent, RewriteKind};
+use advisor::domain::transcript::{
     AssistantBlock, AssistantMessage, Transcript, TranscriptMessage,
 };
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};

@@ -1,14 +1,13 @@
 //! Reading session files and driving them as a host would (SPEC L1, L2, L3), on small
 //! hand-written fixtures and on the recorded pi sessions.
 
-#[path = "support/fixtures.rs"]
-mod fixtures;
+use crate::support::fixtures;
 use fixtures::pi_fixture;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use advisor::messages::transcript::TranscriptMessage;
+use advisor::domain::transcript::TranscriptMessage;
 use advisor::session::{read_session, BranchEntry, HostStep, SessionBranch, SessionDriver};
 
 fn fixture(name: &str) -> PathBuf {

@@ -310,7 +310,7 @@ async fn g1_prompt_override_in_the_agent_dir_reaches_the_system_prompt() {
         prompt.starts_with("You are the house reviewer. Flag every unchecked index.\n"),
         "{prompt}"
     );
-    let builtin = include_str!("../config/advisor-prompt.md");
+    let builtin = include_str!("../../config/advisor-prompt.md");
     let first_line = builtin.lines().next().expect("a built-in prompt");
     assert!(
         !prompt.contains(first_line),

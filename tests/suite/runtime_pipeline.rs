@@ -1,15 +1,14 @@
 //! Mailbox tests of the whole pipeline: host handle → supervisor → feed → agent → executor
 //! → router → host. Each test names the SPEC rule it checks.
 
-#[path = "support/runtime.rs"]
-mod support;
+use crate::support::runtime as support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use advisor::messages::advice::{Channel, Severity};
-use advisor::messages::host::{HostEvent, RewriteKind};
-use advisor::messages::transcript::{Transcript, TranscriptMessage};
+use advisor::domain::advice::{Channel, Severity};
+use advisor::domain::host::{HostEvent, RewriteKind};
+use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelClient, ModelError};
 use advisor::settings::SyncBacklog;

@@ -1,8 +1,7 @@
 //! The `openai-completions` client against an in-process server streaming real SSE bytes
 //! (M2, M4, G4, G5, F1, F3).
 
-#[path = "support/sse_server.rs"]
-mod sse_server;
+use crate::support::sse_server;
 
 use std::time::Duration;
 

@@ -2,8 +2,7 @@
 //! whose previous message list is a prefix of the next (M5), keys never logged or shown,
 //! and clients built from a role string (M1, M2).
 
-#[path = "support/sse_server.rs"]
-mod sse_server;
+use crate::support::sse_server;
 
 use std::io::Write;
 use std::sync::Arc;

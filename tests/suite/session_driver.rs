@@ -1,6 +1,6 @@
 //! Properties of the host-driving sequence over arbitrary branches (SPEC L2, L3).
 
-use advisor::messages::transcript::TranscriptMessage;
+use advisor::domain::transcript::TranscriptMessage;
 use advisor::session::{BranchEntry, HostStep, SessionBranch, SessionDriver};
 use proptest::prelude::*;
 use serde_json::json;

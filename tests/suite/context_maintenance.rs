@@ -3,15 +3,14 @@
 //! status (C3). Scripted usage drives the context estimate. Also what the agent reports
 //! besides reviews: WATCHDOG.md warnings as notices (W3) and the audit transcript (G7).
 
-#[path = "support/runtime.rs"]
-mod support;
+use crate::support::runtime as support;
 
 use std::sync::Arc;
 
 use advisor::delivery::DropReason;
-use advisor::messages::advice::Severity;
-use advisor::messages::host::HostEvent;
-use advisor::messages::transcript::{Transcript, TranscriptMessage};
+use advisor::domain::advice::Severity;
+use advisor::domain::host::HostEvent;
+use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{
     ChatMessage, ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest, Usage,

@@ -190,8 +190,8 @@ impl Delivery {
     }
 
     /// The custom message the host appends to the primary's transcript (D2).
-    pub fn to_message(&self) -> crate::messages::transcript::TranscriptMessage {
-        use crate::messages::transcript::{Content, CustomMessage, TranscriptMessage};
+    pub fn to_message(&self) -> crate::domain::transcript::TranscriptMessage {
+        use crate::domain::transcript::{Content, CustomMessage, TranscriptMessage};
         TranscriptMessage::Custom(CustomMessage {
             custom_type: "advisor".to_string(),
             content: Content::Text(self.content.clone()),

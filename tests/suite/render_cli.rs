@@ -1,8 +1,7 @@
 //! `advisor render` from the outside (L3, L5): the real session renders to valid JSON lines
 //! whose prompts match golden text; bad lines are reported and skipped.
 
-#[path = "support/fixtures.rs"]
-mod fixtures;
+use crate::support::fixtures;
 use fixtures::pi_fixture;
 
 use std::process::Command;

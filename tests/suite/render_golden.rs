@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use advisor::messages::transcript::TranscriptMessage;
+use advisor::domain::transcript::TranscriptMessage;
 use advisor::render::{render_delta, TranscriptView};
 use serde_json::{json, Value};
 

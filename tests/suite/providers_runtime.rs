@@ -11,23 +11,20 @@
 //! 20 s `Retry-After` still takes 20 s of virtual time (about 20,000 quick idle turns of
 //! the runtime). It also notes the virtual instant at which the server saw each request.
 
-#[path = "support/fixtures.rs"]
-mod fixtures;
+use crate::support::fixtures;
 use fixtures::pi_fixture;
 
-#[path = "support/sse_server.rs"]
-mod sse_server;
-#[path = "support/runtime.rs"]
-mod support;
+use crate::support::runtime as support;
+use crate::support::sse_server;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use advisor::domain::advice::{Channel, Severity};
+use advisor::domain::host::{HostEvent, RewriteKind};
+use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::feed::{FeedCursor, FeedOutcome};
-use advisor::messages::advice::{Channel, Severity};
-use advisor::messages::host::{HostEvent, RewriteKind};
-use advisor::messages::transcript::{Transcript, TranscriptMessage};
 use advisor::model::{ModelClient, Usage};
 use advisor::providers::testing::{prefix_reuse_ratio, shared_prefix_len, strip_cache_markers};
 use advisor::providers::{build_client, ApiKind, Catalog, ModelSpec};

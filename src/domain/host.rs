@@ -1,0 +1,74 @@
+//! The host-facing domain (SPEC A4): what a step boundary hands the host, why a transcript
+//! was rewritten, and what the advisor tells the host through the recipient it passes in.
+
+use actix::Message as ActixMessage;
+use serde::{Deserialize, Serialize};
+
+use crate::domain::advice::Delivery;
+
+/// What a step boundary hands the host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepAdvice {
+    /// One batched aside message with every queued nit, if any (D3).
+    pub aside: Option<Delivery>,
+    /// Steering cards to inject before the next model call.
+    pub steers: Vec<Delivery>,
+}
+
+impl StepAdvice {
+    /// True when there is nothing to fold in.
+    pub fn is_empty(&self) -> bool {
+        self.aside.is_none() && self.steers.is_empty()
+    }
+
+    /// Every delivery, aside first.
+    pub fn deliveries(&self) -> impl Iterator<Item = &Delivery> {
+        self.aside.iter().chain(self.steers.iter())
+    }
+}
+
+/// Why the host replaced its transcript (R1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RewriteKind {
+    /// The primary's context was compacted.
+    Compaction,
+    /// Another session was loaded.
+    SessionSwitch,
+    /// A new session was started.
+    NewSession,
+    /// A branch or fork was created.
+    Branch,
+    /// The user navigated the session tree.
+    TreeNavigation,
+    /// The user rewound to an earlier message.
+    Rewind,
+    /// Tool outputs were pruned.
+    Prune,
+    /// The feed found the transcript shorter or changed (X1).
+    Detected,
+}
+
+/// What the advisor tells the host, through the `Recipient<HostEvent>` it was given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ActixMessage)]
+#[rtype(result = "()")]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum HostEvent {
+    /// The primary is idle and this concern/blocker should start a turn (D3).
+    Wake {
+        /// The advice to inject as the turn's message.
+        card: Delivery,
+    },
+    /// A steering card is waiting; take it at the next step boundary.
+    SteerReady,
+    /// Append this advisory visibly; trigger no turn (D6).
+    Card {
+        /// The advice to show.
+        card: Delivery,
+    },
+    /// A line for the user (warnings, catch-up notices, pauses).
+    Notice {
+        /// The text.
+        text: String,
+    },
+}
