@@ -207,6 +207,17 @@ pub struct AdvisorSettings {
     pub redact_secrets: bool,
     /// `ADVISOR_NO_REVIEW`: make no model calls; delivery paths still work.
     pub no_review: bool,
+    /// `advisor.maxNoteChars`: an `advise` note longer than this many characters is refused
+    /// with a tool error and counted as dropped `tooLong` (D10).
+    pub max_note_chars: usize,
+    /// `advisor.requestTimeoutSecs`: the total limit of one model call, beside the idle
+    /// timeout (M4); hitting it is a retryable failure (F1).
+    pub request_timeout: Duration,
+    /// `advisor.maxConcurrentReviews`: model calls in flight per provider across all
+    /// sessions of the process (A6).
+    pub max_concurrent_reviews: usize,
+    /// `advisor.consult` (G8): whether the host may ask the advisor questions.
+    pub consult: bool,
 }
 
 impl Default for AdvisorSettings {
@@ -229,6 +240,10 @@ impl Default for AdvisorSettings {
             context_promotion: None,
             redact_secrets: true,
             no_review: false,
+            max_note_chars: 2000,
+            request_timeout: Duration::from_secs(300),
+            max_concurrent_reviews: 16,
+            consult: true,
         }
     }
 }

@@ -30,6 +30,10 @@ const ADVISOR_KEYS: &[&str] = &[
     "compaction",
     "contextPromotion",
     "redactSecrets",
+    "maxNoteChars",
+    "requestTimeoutSecs",
+    "maxConcurrentReviews",
+    "consult",
 ];
 
 /// The keys of the `advisor.compaction:` block.
@@ -106,6 +110,14 @@ pub struct SettingsLayer {
     pub context_promotion: Option<String>,
     /// `advisor.redactSecrets`.
     pub redact_secrets: Option<bool>,
+    /// `advisor.maxNoteChars`.
+    pub max_note_chars: Option<usize>,
+    /// `advisor.requestTimeoutSecs`.
+    pub request_timeout_secs: Option<u64>,
+    /// `advisor.maxConcurrentReviews`.
+    pub max_concurrent_reviews: Option<usize>,
+    /// `advisor.consult`.
+    pub consult: Option<bool>,
 }
 
 impl SettingsLayer {
@@ -153,6 +165,10 @@ impl SettingsLayer {
                 .or(base.compact_threshold_tokens),
             context_promotion: self.context_promotion.or(base.context_promotion),
             redact_secrets: self.redact_secrets.or(base.redact_secrets),
+            max_note_chars: self.max_note_chars.or(base.max_note_chars),
+            request_timeout_secs: self.request_timeout_secs.or(base.request_timeout_secs),
+            max_concurrent_reviews: self.max_concurrent_reviews.or(base.max_concurrent_reviews),
+            consult: self.consult.or(base.consult),
         }
     }
 
@@ -191,6 +207,18 @@ impl SettingsLayer {
         }
         if let Some(v) = self.redact_secrets {
             settings.redact_secrets = v;
+        }
+        if let Some(v) = self.max_note_chars {
+            settings.max_note_chars = v;
+        }
+        if let Some(v) = self.request_timeout_secs {
+            settings.request_timeout = std::time::Duration::from_secs(v);
+        }
+        if let Some(v) = self.max_concurrent_reviews {
+            settings.max_concurrent_reviews = v;
+        }
+        if let Some(v) = self.consult {
+            settings.consult = v;
         }
     }
 }
@@ -252,6 +280,17 @@ impl Parser<'_> {
                 "enabled" => layer.enabled = Some(boolean(file, &path, value)?),
                 "subagents" => layer.subagents = Some(boolean(file, &path, value)?),
                 "redactSecrets" => layer.redact_secrets = Some(boolean(file, &path, value)?),
+                "consult" => layer.consult = Some(boolean(file, &path, value)?),
+                "maxNoteChars" => {
+                    layer.max_note_chars = Some(whole(file, &path, value, 1, 1_000_000)? as usize)
+                }
+                "requestTimeoutSecs" => {
+                    layer.request_timeout_secs = Some(whole(file, &path, value, 1, 86_400)?)
+                }
+                "maxConcurrentReviews" => {
+                    layer.max_concurrent_reviews =
+                        Some(whole(file, &path, value, 1, 4096)? as usize)
+                }
                 "syncBacklog" => layer.sync_backlog = Some(sync_backlog(file, value)?),
                 "policy" => {
                     layer.policy = Some(parse_word(
@@ -472,7 +511,8 @@ mod tests {
              advisor:\n  enabled: false\n  syncBacklog: 3\n  subagents: true\n  policy: reconfirm\n\
              \x20 transcript: full\n  immuneTurns: 0\n  maxNotesPerUpdate: 4\n  maxOutputTokens: 8000\n\
              \x20 compaction:\n    thresholdTokens: 90000\n  contextPromotion: openrouter/big/model\n\
-             \x20 redactSecrets: false\n\
+             \x20 redactSecrets: false\n  maxNoteChars: 500\n  requestTimeoutSecs: 60\n\
+             \x20 maxConcurrentReviews: 4\n  consult: false\n\
              theme: dark\nhooks: [a, b]\n",
         )
         .unwrap();
@@ -492,6 +532,10 @@ mod tests {
                 compact_threshold_tokens: Some(90_000),
                 context_promotion: Some("openrouter/big/model".into()),
                 redact_secrets: Some(false),
+                max_note_chars: Some(500),
+                request_timeout_secs: Some(60),
+                max_concurrent_reviews: Some(4),
+                consult: Some(false),
             }
         );
         let mut settings = AdvisorSettings::default();
@@ -508,6 +552,10 @@ mod tests {
             settings.context_promotion.as_deref(),
             Some("openrouter/big/model")
         );
+        assert_eq!(settings.max_note_chars, 500);
+        assert_eq!(settings.request_timeout, std::time::Duration::from_secs(60));
+        assert_eq!(settings.max_concurrent_reviews, 4);
+        assert!(!settings.consult);
     }
 
     #[test]
