@@ -479,6 +479,7 @@ mod tests {
     fn f2_three_strikes_then_count_resets() {
         let mut p = FailurePolicy::new(3, Duration::from_secs(1));
         let err = ModelError::Retryable {
+            usage: None,
             message: "500".into(),
             retry_after: None,
         };
@@ -495,6 +496,7 @@ mod tests {
     fn f1_retry_after_is_honoured_and_f3_permanent_pauses() {
         let mut p = FailurePolicy::new(3, Duration::from_secs(1));
         let err = ModelError::Retryable {
+            usage: None,
             message: "429".into(),
             retry_after: Some(Duration::from_secs(7)),
         };

@@ -674,7 +674,7 @@ async fn run_review_with_maintenance(
                 .await;
         }
         match err {
-            ModelError::ContextOverflow { message } if attempt == 1 => {
+            ModelError::ContextOverflow { message, .. } if attempt == 1 => {
                 let threshold = job.threshold();
                 let span =
                     tracing::info_span!("context_maintenance", trigger = "overflow", threshold);
@@ -874,6 +874,7 @@ async fn run_review(
             StopReason::MaxTokens | StopReason::ContextOverflow
         ) {
             return Err(ModelError::ContextOverflow {
+                usage: None,
                 message: format!("the model stopped with {:?}", response.stop),
             });
         }

@@ -183,6 +183,10 @@ pub struct Usage {
     pub cache_write: u64,
     /// Cost in dollars.
     pub cost: f64,
+    /// True when the provider reported no usage and these figures are estimated
+    /// (characters / 4 of what was sent and received, G4).
+    #[serde(default)]
+    pub estimated: bool,
 }
 
 impl Usage {
@@ -193,6 +197,7 @@ impl Usage {
         self.cache_read += other.cache_read;
         self.cache_write += other.cache_write;
         self.cost += other.cost;
+        self.estimated |= other.estimated;
     }
 
     /// The whole prompt as the provider saw it: input + cache read + cache write.
@@ -254,12 +259,16 @@ pub enum ModelError {
         message: String,
         /// The delay the server asked for (`Retry-After`), if any.
         retry_after: Option<Duration>,
+        /// What the failed call used before it failed (reported or estimated, G4), if anything.
+        usage: Option<Usage>,
     },
     /// The request did not fit the model's context window (G5's reactive path).
     #[error("context window exceeded: {message}")]
     ContextOverflow {
         /// What the provider said.
         message: String,
+        /// What the overflowing call used (reported or estimated, G4), if anything.
+        usage: Option<Usage>,
     },
     /// Retrying cannot fix it: 401/403, unknown model, quota (F3).
     #[error("model call failed permanently: {message}")]

@@ -303,6 +303,7 @@ impl AnthropicStream {
                 let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
                 let Some((block, _)) = self.blocks.get_mut(&index) else {
                     return Err(ModelError::Retryable {
+                        usage: None,
                         message: format!("stream delta for unknown content block {index}"),
                         retry_after: None,
                     });
@@ -355,6 +356,7 @@ impl AnthropicStream {
 impl StreamDecoder for AnthropicStream {
     fn on_event(&mut self, event: SseEvent) -> Result<(), ModelError> {
         let data: Value = serde_json::from_str(&event.data).map_err(|e| ModelError::Retryable {
+            usage: None,
             message: format!("malformed stream event: {e}"),
             retry_after: None,
         })?;
@@ -374,6 +376,7 @@ impl StreamDecoder for AnthropicStream {
     fn finish(self) -> Result<ModelResponse, ModelError> {
         if !self.done {
             return Err(ModelError::Retryable {
+                usage: None,
                 message: "the stream ended before message_stop".into(),
                 retry_after: None,
             });
@@ -385,6 +388,7 @@ impl StreamDecoder for AnthropicStream {
             Some("refusal") => StopReason::Refusal,
             Some("model_context_window_exceeded") => {
                 return Err(ModelError::ContextOverflow {
+                    usage: None,
                     message: "stop_reason model_context_window_exceeded".into(),
                 })
             }

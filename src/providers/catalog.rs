@@ -262,6 +262,7 @@ mod tests {
             cache_write: 3.75,
         };
         let u = Usage {
+            estimated: false,
             input: 1_000,
             output: 2_000,
             cache_read: 10_000,

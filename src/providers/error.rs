@@ -172,7 +172,10 @@ pub fn excerpt(text: &str) -> String {
 pub fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -> ModelError {
     let message = format!("HTTP {status}: {}", excerpt(body));
     if matches!(status, 400 | 413 | 422) && mentions_context_overflow(body) {
-        return ModelError::ContextOverflow { message };
+        return ModelError::ContextOverflow {
+            usage: None,
+            message,
+        };
     }
     if matches!(status, 401..=404) || mentions_quota(body) {
         return ModelError::Permanent { message };
@@ -181,6 +184,7 @@ pub fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -
         return ModelError::Permanent { message };
     }
     ModelError::Retryable {
+        usage: None,
         message,
         retry_after,
     }
@@ -192,7 +196,10 @@ pub fn classify_stream_error(kind: &str, message: &str) -> ModelError {
     let text = format!("stream error {kind}: {}", excerpt(message));
     let both = format!("{kind} {message}");
     if mentions_context_overflow(&both) {
-        return ModelError::ContextOverflow { message: text };
+        return ModelError::ContextOverflow {
+            usage: None,
+            message: text,
+        };
     }
     let permanent_kinds = [
         "authentication_error",
@@ -208,6 +215,7 @@ pub fn classify_stream_error(kind: &str, message: &str) -> ModelError {
         return ModelError::Permanent { message: text };
     }
     ModelError::Retryable {
+        usage: None,
         message: text,
         retry_after: None,
     }

@@ -67,6 +67,7 @@ fn header_map(pairs: &[(String, String)], sensitive: &[&str]) -> HeaderMap {
 
 fn idle_error(what: &str, idle: Duration) -> ModelError {
     ModelError::Retryable {
+        usage: None,
         message: format!("{what}: nothing received for {} s", idle.as_secs_f64()),
         retry_after: None,
     }
@@ -104,6 +105,7 @@ async fn run_stream<D: StreamDecoder>(
         Err(_) => return Err(idle_error("no response", idle)),
         Ok(Err(e)) => {
             return Err(ModelError::Retryable {
+                usage: None,
                 message: format!("request failed: {}", describe_transport(&e)),
                 retry_after: None,
             })
@@ -129,6 +131,7 @@ async fn run_stream<D: StreamDecoder>(
             None => break,
             Some(Err(e)) => {
                 return Err(ModelError::Retryable {
+                    usage: None,
                     message: format!("stream interrupted: {}", describe_transport(&e)),
                     retry_after: None,
                 })

@@ -269,6 +269,7 @@ impl OpenAiStream {
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             if reason == "error" {
                 return Err(ModelError::Retryable {
+                    usage: None,
                     message: "the provider ended the stream with finish_reason \"error\"".into(),
                     retry_after: None,
                 });
@@ -406,6 +407,7 @@ impl OpenAiStream {
             .max(n(u.get("prompt_cache_hit_tokens")));
         let written = n(details.and_then(|d| d.get("cache_write_tokens")));
         let usage = Usage {
+            estimated: false,
             input: prompt.saturating_sub(cached + written),
             output: n(u.get("completion_tokens")),
             cache_read: cached,
@@ -472,6 +474,7 @@ impl StreamDecoder for OpenAiStream {
             return Ok(());
         }
         let chunk: Value = serde_json::from_str(data).map_err(|e| ModelError::Retryable {
+            usage: None,
             message: format!("malformed stream chunk: {e}"),
             retry_after: None,
         })?;
@@ -485,6 +488,7 @@ impl StreamDecoder for OpenAiStream {
     fn finish(self) -> Result<ModelResponse, ModelError> {
         let Some(reason) = self.finish.clone() else {
             return Err(ModelError::Retryable {
+                usage: None,
                 message: "the stream ended before the model finished".into(),
                 retry_after: None,
             });
@@ -623,6 +627,7 @@ mod tests {
         assert_eq!(
             r.usage,
             Usage {
+                estimated: false,
                 input: 300,
                 output: 50,
                 cache_read: 600,

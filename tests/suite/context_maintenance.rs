@@ -37,6 +37,7 @@ fn usage(input: u64, output: u64, cost: f64) -> Usage {
 
 fn overflow() -> ScriptedReply {
     ScriptedReply::Fail(ModelError::ContextOverflow {
+        usage: None,
         message: "prompt is too long".into(),
     })
 }
@@ -292,6 +293,7 @@ async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_stil
     let model = ScriptedModel::new([
         ScriptedReply::text("").with_usage(usage(90_000, 10, 0.0)),
         ScriptedReply::Fail(ModelError::Retryable {
+            usage: None,
             message: "503 service unavailable".into(),
             retry_after: None,
         }),

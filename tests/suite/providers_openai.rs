@@ -272,6 +272,7 @@ async fn g4_openrouter_reported_cost_is_used() {
     assert_eq!(
         r.usage,
         Usage {
+            estimated: false,
             input: 100,
             output: 10,
             cache_read: 900,
@@ -298,6 +299,7 @@ async fn m4_openai_retry_after_is_parsed() {
     assert_eq!(
         e,
         ModelError::Retryable {
+            usage: None,
             message: e.to_string().replace("model call failed (retryable): ", ""),
             retry_after: Some(Duration::from_secs(7))
         }

@@ -701,6 +701,7 @@ async fn g4_streamed_usage_reaches_lifetime_totals_identically_in_both_dialects(
             .iter()
             .map(|t| {
                 prices.cost(&Usage {
+                    estimated: false,
                     input: t.input,
                     output: t.output,
                     cache_read: t.cache_read,
@@ -857,6 +858,7 @@ async fn replay(dialect: Dialect, path: &Path) -> Replay {
                         };
                         cached_tokens = prompt_tokens;
                         streamed.add(&Usage {
+                            estimated: false,
                             input: tokens.input,
                             output: tokens.output,
                             cache_read: tokens.cache_read,

@@ -253,6 +253,7 @@ async fn f2_three_failures_drop_the_backlog_and_the_next_review_hears_of_the_gap
     tokio::time::pause();
     let err = || {
         ScriptedReply::Fail(ModelError::Retryable {
+            usage: None,
             message: "HTTP 500".into(),
             retry_after: None,
         })
@@ -283,6 +284,7 @@ async fn f2_three_failures_drop_the_backlog_and_the_next_review_hears_of_the_gap
 async fn f1_retry_waits_for_retry_after_in_virtual_time() {
     tokio::time::pause();
     let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
+        usage: None,
         message: "429".into(),
         retry_after: Some(Duration::from_secs(20)),
     })]);
@@ -498,6 +500,7 @@ async fn g3_tool_rounds_are_bounded() {
 #[actix::test]
 async fn g4_lifetime_usage_survives_a_reset() {
     let usage = advisor::model::Usage {
+        estimated: false,
         input: 100,
         output: 10,
         cache_read: 5,
@@ -773,6 +776,7 @@ async fn s2_f4_the_primary_never_waits_on_a_failing_or_paused_advisor() {
     let model = ScriptedModel::new([
         // Turn one fails with a long retry pending: the advisor is failing.
         ScriptedReply::Fail(ModelError::Retryable {
+            usage: None,
             message: "HTTP 503".into(),
             retry_after: Some(Duration::from_secs(600)),
         }),
