@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use advisor::prompts::SessionPrompts;
 use advisor::render::TranscriptView;
-use advisor::session::{read_session, SessionDriver};
+use advisor::session::{read_session_arg, ReadLimits, SessionDriver, STDIN_NAME};
 use clap::Args;
 
 use super::CliError;
@@ -14,7 +14,7 @@ use super::CliError;
 /// Arguments of `advisor render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// The pi / oh-my-pi session file (JSON lines).
+    /// The pi / oh-my-pi session file (JSON lines), or `-` for standard input.
     pub session: PathBuf,
     /// How deltas are rendered.
     #[arg(long, default_value = "compact", value_parser = parse_view)]
@@ -28,12 +28,15 @@ fn parse_view(s: &str) -> Result<TranscriptView, String> {
 /// Runs `advisor render`: `{"turn":N,"prompt":"…"}` per non-blank delta on standard output;
 /// skipped malformed lines are reported on standard error with their line numbers.
 pub fn run(args: RenderArgs) -> Result<(), CliError> {
-    let branch = read_session(&args.session).map_err(|e| CliError::new(e.to_string()))?;
+    let branch = read_session_arg(&args.session, &ReadLimits::default())
+        .map_err(|e| CliError::new(e.to_string()))?;
+    let name = if args.session.as_os_str() == "-" {
+        STDIN_NAME.to_string()
+    } else {
+        args.session.display().to_string()
+    };
     for (line, reason) in &branch.diagnostics.malformed {
-        eprintln!(
-            "advisor: {}:{line}: skipped malformed line: {reason}",
-            args.session.display()
-        );
+        eprintln!("advisor: {name}:{line}: skipped malformed line: {reason}");
     }
     let prompts = SessionPrompts::new(SessionDriver::new(branch), args.transcript);
     let stdout = std::io::stdout();

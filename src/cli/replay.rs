@@ -45,7 +45,7 @@ use advisor::providers::{
 };
 use advisor::render::TranscriptView;
 use advisor::replay::{delivery_lines, Replay, ReplayEvent, ReplayOptions, ReplayOutcome};
-use advisor::session::{read_session, SessionDriver};
+use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
 use advisor::settings::{
     load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
 };
@@ -119,7 +119,8 @@ fn parse_sync(s: &str) -> Result<SyncBacklog, String> {
 pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let lookup = |name: &str| std::env::var(name).ok();
     let env = SettingsEnv::from_lookup(&lookup);
-    let branch = read_session(&args.session).map_err(|e| CliError::new(e.to_string()))?;
+    let branch = read_session_arg(&args.session, &ReadLimits::default())
+        .map_err(|e| CliError::new(e.to_string()))?;
     for (line, reason) in &branch.diagnostics.malformed {
         eprintln!(
             "advisor: {}:{line}: skipped malformed line: {reason}",

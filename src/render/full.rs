@@ -1,8 +1,7 @@
 //! The full view (SPEC §3, compat with pi-omplike-advisor): one section per message, nothing
-//! truncated; tool arguments as an indented tree, tool results with their bodies.
-//!
-//! SPEC §3 names no section for developer messages; they get a `#### Developer` section
-//! built like the user's, so that nothing the primary was told is hidden from the advisor.
+//! truncated; tool arguments as an indented tree, tool results with their bodies. User and
+//! developer messages get `#### User` / `#### Developer` sections, each attached image shown
+//! as `[image]` so the advisor knows one was there.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -47,7 +46,7 @@ pub(super) fn render(delta: &[Arc<TranscriptMessage>]) -> String {
 }
 
 fn push_user(out: &mut String, heading: &str, content: &Content) -> bool {
-    if content_is_blank(content, false) {
+    if content_is_blank(content, true) {
         return false;
     }
     out.push_str(heading);
@@ -55,7 +54,7 @@ fn push_user(out: &mut String, heading: &str, content: &Content) -> bool {
         Content::Text(s) => out.push_str(s.trim()),
         Content::Blocks(_) => {
             let start = out.len();
-            push_joined(out, content, "\n", false);
+            push_joined(out, content, "\n", true);
             trim_tail_in_place(out, start);
         }
     }

@@ -15,6 +15,9 @@
 //! - a compaction closes any pending turn, then replaces the transcript with the summary (as
 //!   [`TranscriptMessage::CompactionSummary`]) plus the kept messages, and yields [`HostStep::Compacted`]
 //!   (the host sends `Rewrite { kind: Compaction }`);
+//! - an oh-my-pi reset boundary (`/clear`) closes any pending turn, then empties the
+//!   transcript and yields [`HostStep::Compacted`] too: for the advisor it is the same
+//!   rewrite (R1), a transcript replaced by a shorter one (here, by nothing);
 //! - the end of the file closes the pending turn and yields [`HostStep::RunEnded`].
 
 use std::sync::Arc;
@@ -37,7 +40,8 @@ pub enum HostStep {
         /// user prompts again).
         terminal: bool,
     },
-    /// The host compacted its transcript (`Rewrite { kind: Compaction }`).
+    /// The host replaced its transcript by a shorter one (`Rewrite`, R1): a compaction
+    /// (summary plus kept messages), or an oh-my-pi reset boundary (empty).
     Compacted,
     /// The primary went idle (`RunState { running: false }`).
     RunEnded,
@@ -52,6 +56,7 @@ enum Item {
         summary: Arc<TranscriptMessage>,
         first_kept: usize,
     },
+    ResetBoundary,
 }
 
 /// Replays a [`SessionBranch`] as a sequence of [`HostStep`]s over a shared [`Transcript`].
@@ -86,6 +91,7 @@ impl SessionDriver {
                     )),
                     first_kept,
                 },
+                BranchEntry::ResetBoundary => Item::ResetBoundary,
             })
             .collect();
         Self {
@@ -152,7 +158,7 @@ impl SessionDriver {
         messages.push(summary);
         messages.extend(kept.iter().filter_map(|item| match item {
             Item::Message(m) => Some(Arc::clone(m)),
-            Item::Compaction { .. } => None,
+            Item::Compaction { .. } | Item::ResetBoundary => None,
         }));
         // The host awaits each step before asking for the next one, so the runtime never
         // reads the transcript between these two calls.
@@ -189,6 +195,14 @@ impl Iterator for SessionDriver {
                         return Some(self.end_turn(terminal));
                     }
                     self.compact(summary, first_kept);
+                    self.position += 1;
+                    return Some(HostStep::Compacted);
+                }
+                Item::ResetBoundary => {
+                    if let Some(terminal) = self.pending_turn.take() {
+                        return Some(self.end_turn(terminal));
+                    }
+                    self.transcript.replace(std::iter::empty());
                     self.position += 1;
                     return Some(HostStep::Compacted);
                 }
@@ -438,5 +452,47 @@ mod tests {
         let mut d = driver(Vec::new());
         assert!(d.is_empty());
         assert_eq!(d.next(), None);
+    }
+
+    #[test]
+    fn issue10_17_reset_boundary_closes_the_turn_and_empties_the_transcript() {
+        let got = lengths(vec![
+            user("old"),                  // 0
+            assistant("toolUse", &["c"]), // 1
+            result("c"),                  // 2
+            BranchEntry::ResetBoundary,   // 3
+            user("new"),                  // 4
+            assistant("stop", &[]),       // 5
+        ]);
+        assert_eq!(
+            got,
+            [
+                (HostStep::RunStarted, 1),
+                (turn(1, false), 3),
+                (HostStep::Compacted, 0),
+                (HostStep::RunEnded, 0),
+                (HostStep::RunStarted, 1),
+                (turn(2, true), 2),
+                (HostStep::RunEnded, 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn issue10_17_a_compaction_after_a_reset_keeps_no_reset_entry() {
+        let mut d = driver(vec![
+            user("a"),                  // 0
+            BranchEntry::ResetBoundary, // 1
+            user("b"),                  // 2
+            compaction(0),              // 3
+        ]);
+        let t = d.transcript();
+        let steps: Vec<HostStep> = d.by_ref().collect();
+        assert_eq!(
+            steps.iter().filter(|s| **s == HostStep::Compacted).count(),
+            2
+        );
+        let roles: Vec<String> = t.snapshot().iter().map(|m| m.role().to_string()).collect();
+        assert_eq!(roles, ["compactionSummary", "user", "user"]);
     }
 }

@@ -28,6 +28,9 @@
 //!   lines left out — with the header as entry 0. (pi's 1→2 migration resolves it exactly
 //!   so: `entries[firstKeptEntryIndex]` over a list that starts with the header.) In the
 //!   recorded fixture the two indices land on user prompts, which confirms the reading.
+//! - `reset_boundary` (oh-my-pi's `/clear`): the primary's context starts afresh, empty,
+//!   after it; read as [`BranchEntry::ResetBoundary`], which the driver replays as a
+//!   rewrite (R1) that empties the transcript, as oh-my-pi rebuilds its context.
 //! - `model_change`, `thinking_level_change`, `custom` (extension state, not a message),
 //!   `label`, `session_info`, oh-my-pi's `mode_change`, `ttsr_injection`, `model_usage`,
 //!   `title_change`, … and any unknown type: skipped, counted per type in
@@ -41,18 +44,31 @@
 //! to the root. Version 3 only renamed the `hookMessage` role. Entries off that path are
 //! counted in [`Diagnostics::off_branch`] and never parsed beyond their ids.
 //!
+//! When the parents on the way up from the last entry loop (`e3 → e4 → e3`), the loop is
+//! reported in [`Diagnostics::malformed`] at its first line, naming all its lines, and the
+//! current branch is that of the latest entry whose way up reaches a root. When no entry's
+//! does (the loop spans the file), the branch is the way up from the last entry as far as
+//! the first entry met twice, as oh-my-pi reads it.
+//!
 //! # Bad input
 //!
 //! A line that is not JSON, is truncated, has no `type` (or, from version 2, no `id`), or
 //! whose fields have the wrong shape is recorded in [`Diagnostics::malformed`] with its
-//! 1-based line number and skipped; reading goes on. Only an unreadable file, an empty one,
-//! or one without a header in its first lines is an error ([`SessionError`]).
+//! 1-based line number and skipped; reading goes on. So is a line longer than
+//! [`ReadLimits::max_line_bytes`] (64 MiB by default), which is read in chunks and
+//! discarded up to the next newline, never buffered whole. A UTF-8 byte-order mark at the
+//! start of the file is accepted. Only an unreadable file, a path that is not a regular
+//! file (a directory, FIFO or device: checked before the open, which cannot block, and
+//! again on the opened file), an empty file, or one without a header in its first lines is
+//! an error ([`SessionError`]). Standard input (`-` on the command line) is spooled to an
+//! unlinked temporary file first, since a tree is read in two passes.
 
 mod driver;
 mod reader;
 
 pub use driver::{HostStep, SessionDriver};
 pub use reader::{
-    read_session, read_session_from, BranchEntry, Diagnostics, SessionBranch, SessionError,
-    SessionHeader, NEWEST_VERSION,
+    read_session, read_session_arg, read_session_from, read_session_from_with, read_session_stdin,
+    read_session_with, BranchEntry, Diagnostics, ReadLimits, SessionBranch, SessionError,
+    SessionHeader, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_STDIN_BYTES, NEWEST_VERSION, STDIN_NAME,
 };

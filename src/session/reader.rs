@@ -10,8 +10,8 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
@@ -29,6 +29,41 @@ const NONE: u32 = u32::MAX;
 
 /// The newest session format this reader knows; newer files are read as this version.
 pub const NEWEST_VERSION: u32 = 3;
+
+/// Default cap on one line of a session file (64 MiB); see [`ReadLimits::max_line_bytes`].
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
+/// Default cap on what is read from standard input (4 GiB); see
+/// [`ReadLimits::max_stdin_bytes`].
+pub const DEFAULT_MAX_STDIN_BYTES: u64 = 4 << 30;
+
+/// The name standard input goes by in errors and diagnostics.
+pub const STDIN_NAME: &str = "standard input";
+
+/// A UTF-8 byte-order mark, accepted (and dropped) at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Size caps applied while a session is read, before anything is buffered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// A line longer than this many bytes (its line break not counted) is never buffered:
+    /// it is read in chunks and discarded up to the next newline, and reported in
+    /// [`Diagnostics::malformed`] with its line number.
+    pub max_line_bytes: usize,
+    /// Standard input longer than this is an error ([`SessionError::StdinTooLarge`]); it
+    /// is spooled to an unlinked temporary file, lines longer than `max_line_bytes` cut
+    /// short on the way.
+    pub max_stdin_bytes: u64,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_stdin_bytes: DEFAULT_MAX_STDIN_BYTES,
+        }
+    }
+}
 
 /// Failure to read a session file at all. A bad line is never one of these: it is recorded
 /// in [`Diagnostics::malformed`] and skipped.
@@ -54,6 +89,22 @@ pub enum SessionError {
     NotASession {
         /// The file.
         path: PathBuf,
+    },
+    /// The path names a directory, a FIFO, a device or a socket: only regular files (and
+    /// standard input, `-`) are read as sessions.
+    #[error(
+        "{} is not a regular file (sessions are read from regular files, or `-` for standard input)",
+        path.display()
+    )]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Standard input held more than [`ReadLimits::max_stdin_bytes`].
+    #[error("standard input holds more than {limit} bytes")]
+    StdinTooLarge {
+        /// The cap.
+        limit: u64,
     },
 }
 
@@ -121,6 +172,9 @@ pub enum BranchEntry {
         /// The context size the primary reported before compacting, when recorded.
         tokens_before: Option<u64>,
     },
+    /// oh-my-pi's `reset_boundary` (its `/clear`): the primary's context starts afresh
+    /// after it, empty; the messages before it are no longer sent.
+    ResetBoundary,
 }
 
 /// The current branch of a session file, from the root to the last entry.
@@ -140,7 +194,7 @@ impl SessionBranch {
     pub fn messages(&self) -> impl Iterator<Item = &TranscriptMessage> {
         self.entries.iter().filter_map(|e| match e {
             BranchEntry::Message(m) => Some(m),
-            BranchEntry::Compaction { .. } => None,
+            BranchEntry::Compaction { .. } | BranchEntry::ResetBoundary => None,
         })
     }
 
@@ -153,26 +207,62 @@ impl SessionBranch {
     }
 }
 
-/// Reads the current branch of the session file at `path` (SPEC L1).
+/// Reads the current branch of the session file at `path` (SPEC L1), with the default
+/// [`ReadLimits`].
 pub fn read_session(path: &Path) -> Result<SessionBranch, SessionError> {
-    let file = File::open(path).map_err(|source| SessionError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    read_session_from(BufReader::with_capacity(1 << 16, file), path)
+    read_session_with(path, &ReadLimits::default())
 }
 
-/// Reads the current branch from any seekable buffered source; `path` only names it in
-/// errors. Version 2/3 files are read twice (a skim, then the branch), hence `Seek`.
+/// Reads the current branch of the session file at `path` under `limits`. Only a regular
+/// file is opened: the path is checked before the open, the open does not wait (a FIFO
+/// put in its place meanwhile cannot block it), and the opened file is checked again.
+pub fn read_session_with(path: &Path, limits: &ReadLimits) -> Result<SessionBranch, SessionError> {
+    let file = open_regular(path)?;
+    read_session_from_with(BufReader::with_capacity(1 << 16, file), path, limits)
+}
+
+/// Reads a session named on a command line: `-` is standard input
+/// ([`read_session_stdin`]), anything else a regular file ([`read_session_with`]).
+pub fn read_session_arg(arg: &Path, limits: &ReadLimits) -> Result<SessionBranch, SessionError> {
+    if arg == Path::new("-") {
+        read_session_stdin(limits)
+    } else {
+        read_session_with(arg, limits)
+    }
+}
+
+/// Reads a session from standard input. A tree (version 2/3) is read in two passes, so
+/// the input is first spooled to an unlinked temporary file (never to memory); lines
+/// longer than [`ReadLimits::max_line_bytes`] are cut short on the way (and then reported
+/// as too long), and more than [`ReadLimits::max_stdin_bytes`] in all is an error.
+pub fn read_session_stdin(limits: &ReadLimits) -> Result<SessionBranch, SessionError> {
+    let name = Path::new(STDIN_NAME);
+    let spooled = spool(io::stdin().lock(), limits, name)?;
+    read_session_from_with(BufReader::with_capacity(1 << 16, spooled), name, limits)
+}
+
+/// Reads the current branch from any seekable buffered source with the default
+/// [`ReadLimits`]; `path` only names it in errors.
 pub fn read_session_from<R: BufRead + Seek>(
     reader: R,
     path: &Path,
+) -> Result<SessionBranch, SessionError> {
+    read_session_from_with(reader, path, &ReadLimits::default())
+}
+
+/// Reads the current branch from any seekable buffered source under `limits`; `path` only
+/// names it in errors. Version 2/3 files are read twice (a skim, then the branch), hence
+/// `Seek`.
+pub fn read_session_from_with<R: BufRead + Seek>(
+    reader: R,
+    path: &Path,
+    limits: &ReadLimits,
 ) -> Result<SessionBranch, SessionError> {
     let io_err = |source: io::Error| SessionError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let mut lines = Lines::new(reader);
+    let mut lines = Lines::new(reader, limits.max_line_bytes);
     let mut diagnostics = Diagnostics::default();
     let header = read_header(&mut lines, path).map_err(|e| match e {
         HeaderError::Io(source) => io_err(source),
@@ -183,11 +273,14 @@ pub fn read_session_from<R: BufRead + Seek>(
         read_linear(&mut lines, &mut diagnostics).map_err(io_err)?
     } else {
         let index = skim_tree(&mut lines, &mut diagnostics).map_err(io_err)?;
-        let path_lines = index.current_branch();
-        diagnostics.off_branch = index.entry_count().saturating_sub(path_lines.len());
+        let branch = index.current_branch();
+        if let Some(cycle) = &branch.cycle {
+            report_cycle(cycle, &mut diagnostics);
+        }
+        diagnostics.off_branch = index.entry_count().saturating_sub(branch.lines.len());
         drop(index);
         lines.rewind(header_line).map_err(io_err)?;
-        read_branch(&mut lines, &path_lines, &mut diagnostics).map_err(io_err)?
+        read_branch(&mut lines, &branch.lines, &mut diagnostics).map_err(io_err)?
     };
     diagnostics.malformed.sort_by_key(|(line, _)| *line);
     let branch = SessionBranch {
@@ -206,37 +299,252 @@ pub fn read_session_from<R: BufRead + Seek>(
     Ok(branch)
 }
 
-/// A line iterator over a byte source that reuses one buffer and counts line numbers.
+/// Opens `path` for reading if, and only if, it is a regular file.
+fn open_regular(path: &Path) -> Result<File, SessionError> {
+    let io_err = |source: io::Error| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let not_a_file = || SessionError::NotAFile {
+        path: path.to_path_buf(),
+    };
+    if !std::fs::metadata(path).map_err(io_err)?.is_file() {
+        return Err(not_a_file());
+    }
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        // Opening a FIFO for reading waits for a writer; without waiting it returns at
+        // once, and the check below turns it away. Reads of a regular file ignore the flag.
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(io_err)?;
+    if !file.metadata().map_err(io_err)?.is_file() {
+        return Err(not_a_file());
+    }
+    Ok(file)
+}
+
+/// Copies `input` to an unlinked temporary file, cutting every line at
+/// `max_line_bytes + 1` bytes (still too long, so still reported) and failing past
+/// `max_stdin_bytes`; returns the file, rewound.
+fn spool<R: Read>(mut input: R, limits: &ReadLimits, name: &Path) -> Result<File, SessionError> {
+    let io_err = |source: io::Error| SessionError::Io {
+        path: name.to_path_buf(),
+        source,
+    };
+    let mut file = spool_file().map_err(io_err)?;
+    let mut out = BufWriter::with_capacity(1 << 16, &mut file);
+    let mut chunk = vec![0u8; 1 << 16];
+    let (mut total, mut line_len) = (0u64, 0usize);
+    let room = limits.max_line_bytes.saturating_add(1);
+    loop {
+        let n = match input.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(e)),
+        };
+        total = total.saturating_add(n as u64);
+        if total > limits.max_stdin_bytes {
+            return Err(SessionError::StdinTooLarge {
+                limit: limits.max_stdin_bytes,
+            });
+        }
+        for (i, part) in chunk[..n].split(|b| *b == b'\n').enumerate() {
+            if i > 0 {
+                out.write_all(b"\n").map_err(io_err)?;
+                line_len = 0;
+            }
+            let keep = part.len().min(room - line_len);
+            out.write_all(&part[..keep]).map_err(io_err)?;
+            line_len += keep;
+        }
+    }
+    out.flush().map_err(io_err)?;
+    drop(out);
+    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    Ok(file)
+}
+
+/// A new temporary file only this process can reach: created exclusively, then unlinked.
+fn spool_file() -> io::Result<File> {
+    let dir = std::env::temp_dir();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    for attempt in 0..16u32 {
+        let path = dir.join(format!(
+            "advisor-stdin-{}-{stamp}-{attempt}.jsonl",
+            std::process::id()
+        ));
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        match options.open(&path) {
+            Ok(file) => {
+                // The open handle keeps the data; nothing is left behind on any exit.
+                let _ = std::fs::remove_file(&path);
+                return Ok(file);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free temporary file name to spool standard input",
+    ))
+}
+
+/// Records the parentId loop met on the way from the last entry: one malformed-line report
+/// at the loop's first line, naming every line of the loop (the first ten of a long one).
+fn report_cycle(cycle: &Cycle, diagnostics: &mut Diagnostics) {
+    let Some(&first) = cycle.lines.first() else {
+        return;
+    };
+    const SHOWN: usize = 10;
+    let mut chain: Vec<String> = cycle
+        .lines
+        .iter()
+        .take(SHOWN)
+        .map(|line| format!("line {line}"))
+        .collect();
+    if cycle.lines.len() > SHOWN {
+        chain.push(format!("… ({} entries)", cycle.lines.len()));
+    }
+    chain.push(format!("line {first}"));
+    tracing::debug!(lines = ?cycle.lines, "session entries form a parentId loop");
+    let outcome = if cycle.spans_file {
+        "no entry has a well-formed branch: read from the last entry up to the loop"
+    } else {
+        "the loop is skipped and the latest well-formed branch read"
+    };
+    diagnostics.malformed.push((
+        first,
+        format!("parentId loop: {}; {outcome}", chain.join(" → ")),
+    ));
+}
+
+/// One line as [`Lines`] returns it.
+enum Line<'a> {
+    /// The line, trimmed (never blank).
+    Text(&'a [u8]),
+    /// The line was longer than the cap: it was discarded unread.
+    TooLong,
+}
+
+/// A line iterator over a byte source that reuses one buffer, counts line numbers and never
+/// buffers a line longer than its cap.
 struct Lines<R> {
     reader: R,
     buf: Vec<u8>,
     /// 1-based number of the line last returned (0 before the first).
     number: usize,
+    /// Longest line buffered, in bytes (line break excluded).
+    max_line: usize,
 }
 
+/// A buffer grown past this by one long line is given back before the next line.
+const KEEP_BUFFER: usize = 1 << 20;
+
 impl<R: BufRead + Seek> Lines<R> {
-    fn new(reader: R) -> Self {
+    fn new(reader: R, max_line: usize) -> Self {
         Self {
             reader,
             buf: Vec::with_capacity(4096),
             number: 0,
+            max_line,
         }
     }
 
-    /// The next non-blank line, trimmed, with its 1-based number; `None` at the end.
-    fn next_line(&mut self) -> io::Result<Option<(usize, &[u8])>> {
+    /// Reads the next raw line into `buf` (line break excluded) in chunks; a line that
+    /// outgrows the cap is dropped and the rest of it skipped up to the next newline.
+    /// `None` at the end of the input, else whether the line fit.
+    fn read_raw(&mut self) -> io::Result<Option<bool>> {
+        self.buf.clear();
+        if self.buf.capacity() > KEEP_BUFFER {
+            self.buf.shrink_to(4096);
+        }
+        let (mut any, mut fits) = (false, true);
         loop {
-            self.buf.clear();
-            if self.reader.read_until(b'\n', &mut self.buf)? == 0 {
-                return Ok(None);
+            let available = match self.reader.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                break;
             }
-            self.number += 1;
-            let start = self.buf.iter().position(|b| !b.is_ascii_whitespace());
-            let end = self.buf.iter().rposition(|b| !b.is_ascii_whitespace());
-            if let (Some(start), Some(end)) = (start, end) {
-                return Ok(Some((self.number, &self.buf[start..=end])));
+            any = true;
+            let newline = available.iter().position(|b| *b == b'\n');
+            let part = &available[..newline.unwrap_or(available.len())];
+            if fits {
+                let needed = self.buf.len() + part.len();
+                if needed > self.max_line {
+                    fits = false;
+                    self.buf.clear();
+                } else {
+                    if needed > self.buf.capacity() {
+                        // Grow by doubling, but never past the cap.
+                        let target = needed.max(self.buf.capacity() * 2).min(self.max_line);
+                        self.buf.reserve_exact(target - self.buf.len());
+                    }
+                    self.buf.extend_from_slice(part);
+                }
+            }
+            let used = newline.map_or(available.len(), |i| i + 1);
+            self.reader.consume(used);
+            if newline.is_some() {
+                break;
             }
         }
+        if !any {
+            return Ok(None);
+        }
+        self.number += 1;
+        Ok(Some(fits))
+    }
+
+    /// The next non-blank line (trimmed) or too-long line, with its 1-based number; `None`
+    /// at the end. A byte-order mark opening the first line is dropped.
+    fn next_line(&mut self) -> io::Result<Option<(usize, Line<'_>)>> {
+        loop {
+            let Some(fits) = self.read_raw()? else {
+                return Ok(None);
+            };
+            if !fits {
+                return Ok(Some((self.number, Line::TooLong)));
+            }
+            let from = if self.number == 1 && self.buf.starts_with(BOM) {
+                BOM.len()
+            } else {
+                0
+            };
+            let text = &self.buf[from..];
+            let start = text.iter().position(|b| !b.is_ascii_whitespace());
+            let end = text.iter().rposition(|b| !b.is_ascii_whitespace());
+            if let (Some(start), Some(end)) = (start, end) {
+                return Ok(Some((
+                    self.number,
+                    Line::Text(&self.buf[from + start..=from + end]),
+                )));
+            }
+        }
+    }
+
+    /// The reason recorded for a line longer than the cap.
+    fn too_long(&self) -> String {
+        format!(
+            "line longer than {} bytes, skipped without being read",
+            self.max_line
+        )
     }
 
     /// Goes back to the start and skips the first `lines` lines.
@@ -244,11 +552,9 @@ impl<R: BufRead + Seek> Lines<R> {
         self.reader.seek(SeekFrom::Start(0))?;
         self.number = 0;
         for _ in 0..lines {
-            self.buf.clear();
-            if self.reader.read_until(b'\n', &mut self.buf)? == 0 {
+            if self.read_raw()?.is_none() {
                 break;
             }
-            self.number += 1;
         }
         Ok(())
     }
@@ -267,10 +573,11 @@ fn read_header<R: BufRead + Seek>(
     let mut title_slot: Option<String> = None;
     let mut seen = 0usize;
     while seen < HEADER_SEARCH_LINES {
-        let Some((_, bytes)) = lines.next_line().map_err(HeaderError::Io)? else {
+        let Some((_, line)) = lines.next_line().map_err(HeaderError::Io)? else {
             break;
         };
         seen += 1;
+        let Line::Text(bytes) = line else { break };
         let value: Value = match serde_json::from_slice(bytes) {
             Ok(v) => v,
             Err(_) => break,
@@ -358,6 +665,7 @@ enum KeptTarget {
 /// An entry parsed but not yet placed in the branch.
 enum Pending {
     Message(TranscriptMessage),
+    ResetBoundary,
     Compaction {
         summary: String,
         target: KeptTarget,
@@ -407,6 +715,7 @@ fn interpret(
             },
             tokens_before: raw.tokens_before,
         },
+        "reset_boundary" => Pending::ResetBoundary,
         other => {
             diagnostics.skip(other);
             return Ok(None);
@@ -484,6 +793,7 @@ impl BranchBuilder {
         let own = self.entries.len();
         let entry = match pending {
             Pending::Message(m) => BranchEntry::Message(m),
+            Pending::ResetBoundary => BranchEntry::ResetBoundary,
             Pending::Compaction {
                 summary,
                 tokens_before,
@@ -514,7 +824,14 @@ fn read_linear<R: BufRead + Seek>(
     // Version 1 compactions count entries as pi loaded them: every line that is valid JSON,
     // the header being entry 0.
     let mut ordinal = 0usize;
-    while let Some((line, bytes)) = lines.next_line()? {
+    while let Some((line, text)) = lines.next_line()? {
+        let Line::Text(bytes) = text else {
+            // Most likely a message with a huge body, which pi did load and count.
+            ordinal += 1;
+            let reason = lines.too_long();
+            diagnostics.malformed.push((line, reason));
+            continue;
+        };
         let parsed = match serde_json::from_slice::<RawEntry>(bytes) {
             Ok(raw) => {
                 ordinal += 1;
@@ -607,27 +924,138 @@ impl TreeIndex {
         self.nodes.len()
     }
 
-    /// Line numbers of the path from the root to the last entry, in path order.
-    fn current_branch(&self) -> Vec<usize> {
-        let mut path = Vec::new();
-        let Some(mut current) = self.nodes.len().checked_sub(1) else {
-            return path;
-        };
-        // A well-formed file has no cycles; the step bound guards against one that does.
-        for _ in 0..self.nodes.len() {
-            let Some(&(line, parent)) = self.nodes.get(current) else {
-                break;
-            };
-            path.push(line);
-            let next = self.owner.get(parent as usize).copied().unwrap_or(NONE);
-            if next == NONE {
-                break;
+    /// The entry `node`'s parent points at, if it is in the file.
+    fn parent_of(&self, node: usize) -> Option<usize> {
+        let &(_, parent) = self.nodes.get(node)?;
+        let next = *self.owner.get(parent as usize)?;
+        (next != NONE).then_some(next as usize)
+    }
+
+    fn line_of(&self, node: usize) -> usize {
+        self.nodes.get(node).map_or(0, |&(line, _)| line)
+    }
+
+    /// Follows parents from `start` and marks every entry walked as reaching a root
+    /// (`Ok`) or a loop (`Err`, with the loop's entries when this walk closed it). Each
+    /// entry is walked once over all calls sharing `state`.
+    fn resolve(&self, start: usize, state: &mut [Reach]) -> Result<(), Option<Vec<usize>>> {
+        let mut walk = Vec::new();
+        let mut current = start;
+        let outcome = loop {
+            match state.get(current).copied().unwrap_or(Reach::Root) {
+                Reach::Root => break Ok(()),
+                Reach::Loop => break Err(None),
+                Reach::Walking => {
+                    let at = walk.iter().position(|&n| n == current).unwrap_or(0);
+                    break Err(Some(walk[at..].to_vec()));
+                }
+                Reach::Unknown => {}
             }
-            current = next as usize;
+            state[current] = Reach::Walking;
+            walk.push(current);
+            match self.parent_of(current) {
+                Some(parent) => current = parent,
+                None => break Ok(()),
+            }
+        };
+        let mark = if outcome.is_ok() {
+            Reach::Root
+        } else {
+            Reach::Loop
+        };
+        for node in walk {
+            state[node] = mark;
+        }
+        outcome
+    }
+
+    /// Line numbers of the path from the root to `end`, in path order; a walk that meets
+    /// an entry twice stops there.
+    fn path_to(&self, end: usize) -> Vec<usize> {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut path = Vec::new();
+        let mut current = Some(end);
+        while let Some(node) = current {
+            match seen.get_mut(node) {
+                Some(s) if !*s => *s = true,
+                _ => break,
+            }
+            path.push(self.line_of(node));
+            current = self.parent_of(node);
         }
         path.reverse();
         path
     }
+
+    /// The current branch: the path from the last entry to the root. When parents loop on
+    /// that way up, the loop is returned too, and the branch is the path of the latest entry
+    /// whose way up is well formed — or, when there is none (the loop spans the file), the
+    /// way up from the last entry as far as the first entry met twice.
+    fn current_branch(&self) -> BranchLines {
+        let Some(last) = self.nodes.len().checked_sub(1) else {
+            return BranchLines::default();
+        };
+        let mut state = vec![Reach::Unknown; self.nodes.len()];
+        let cycle = match self.resolve(last, &mut state) {
+            Ok(()) => {
+                return BranchLines {
+                    lines: self.path_to(last),
+                    cycle: None,
+                }
+            }
+            Err(cycle) => cycle.unwrap_or_default(),
+        };
+        let mut cycle: Vec<usize> = cycle.into_iter().map(|n| self.line_of(n)).collect();
+        // Name the loop from its first line in the file, still following parents.
+        if let Some(first) = cycle
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, l)| **l)
+            .map(|(i, _)| i)
+        {
+            cycle.rotate_left(first);
+        }
+        let end = (0..last)
+            .rev()
+            .find(|&c| self.resolve(c, &mut state).is_ok());
+        BranchLines {
+            lines: self.path_to(end.unwrap_or(last)),
+            cycle: Some(Cycle {
+                lines: cycle,
+                spans_file: end.is_none(),
+            }),
+        }
+    }
+}
+
+/// How an entry's way up the tree ends, while [`TreeIndex::current_branch`] finds out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    Unknown,
+    /// On the walk in progress.
+    Walking,
+    /// At a root (or a parent not in the file).
+    Root,
+    /// In a parentId loop, or at one.
+    Loop,
+}
+
+/// The branch a tree's index chose.
+#[derive(Default)]
+struct BranchLines {
+    /// Line numbers from the root to the branch's last entry.
+    lines: Vec<usize>,
+    /// The parentId loop met on the way up from the file's last entry.
+    cycle: Option<Cycle>,
+}
+
+/// A parentId loop.
+struct Cycle {
+    /// Its entries' line numbers, from its first line in the file, each followed by its
+    /// parent.
+    lines: Vec<usize>,
+    /// No entry of the file has a well-formed way up.
+    spans_file: bool,
 }
 
 /// First pass over a version 2/3 file: ids and parents only.
@@ -636,7 +1064,12 @@ fn skim_tree<R: BufRead + Seek>(
     diagnostics: &mut Diagnostics,
 ) -> io::Result<TreeIndex> {
     let mut index = TreeIndex::default();
-    while let Some((line, bytes)) = lines.next_line()? {
+    while let Some((line, text)) = lines.next_line()? {
+        let Line::Text(bytes) = text else {
+            let reason = lines.too_long();
+            diagnostics.malformed.push((line, reason));
+            continue;
+        };
         let skim = match serde_json::from_slice::<Skim<'_>>(bytes) {
             Ok(s) => s,
             Err(e) => {
@@ -678,18 +1111,18 @@ fn read_branch<R: BufRead + Seek>(
     let mut ids: FxHashMap<String, usize> = FxHashMap::default();
     let mut next = wanted.iter().peekable();
     while let Some(&&(want_line, pos)) = next.peek() {
-        let Some((line, bytes)) = lines.next_line()? else {
+        let Some((line, text)) = lines.next_line()? else {
             break;
         };
         if line < want_line {
             continue;
         }
         next.next();
-        if line > want_line {
+        let (Line::Text(bytes), false) = (text, line > want_line) else {
             // The file changed between the passes; stop rather than misplace entries.
             tracing::warn!(line, "session file changed while it was read");
             break;
-        }
+        };
         let Some((mut raw, kind)) = parse_entry(line, bytes, diagnostics) else {
             continue;
         };
@@ -769,8 +1202,33 @@ mod tests {
                 }
                 BranchEntry::Message(m) => m.role().to_string(),
                 BranchEntry::Compaction { first_kept, .. } => format!("compaction>{first_kept}"),
+                BranchEntry::ResetBoundary => "reset".to_string(),
             })
             .collect()
+    }
+
+    fn read_capped(text: &[u8], max_line_bytes: usize) -> SessionBranch {
+        let limits = ReadLimits {
+            max_line_bytes,
+            ..ReadLimits::default()
+        };
+        read_session_from_with(Cursor::new(text.to_vec()), Path::new("t.jsonl"), &limits)
+            .expect("a session")
+    }
+
+    /// A reader that hands out at most `step` bytes per call, as a pipe does.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.data.len().min(self.step).min(out.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
     }
 
     #[test]
@@ -1077,5 +1535,212 @@ mod tests {
         ]);
         assert_eq!(b.header.version, NEWEST_VERSION);
         assert_eq!(texts(&b), ["b"]);
+    }
+
+    #[test]
+    fn issue10_1_a_line_over_the_cap_is_skipped_with_its_number_in_every_format() {
+        let long = format!("\"{}\"", "x".repeat(5_000));
+        for version in [None, Some(3)] {
+            let (id1, id2, id3) = if version.is_some() {
+                (Some("1"), Some("2"), Some("3"))
+            } else {
+                (None, None, None)
+            };
+            let big = msg(id2, id1, json!({"role":"user","content":long}));
+            let text = format!(
+                "{}\n{}\n{}\n{}\n",
+                header(version),
+                msg(id1, None, user("a")),
+                big,
+                msg(id3, id1, user("b")),
+            );
+            let b = read_capped(text.as_bytes(), 1024);
+            assert_eq!(texts(&b), ["a", "b"], "version {version:?}");
+            assert_eq!(
+                b.diagnostics.malformed,
+                [(
+                    3,
+                    "line longer than 1024 bytes, skipped without being read".to_string()
+                )],
+                "version {version:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn issue10_1_a_line_exactly_at_the_cap_is_read() {
+        let line = msg(None, None, user(&format!("fits{}", " ".repeat(100)))).to_string();
+        let text = format!("{}\n{line}\n", header(None));
+        let b = read_capped(text.as_bytes(), line.len());
+        assert_eq!(texts(&b), [format!("fits{}", " ".repeat(100))]);
+        let b = read_capped(text.as_bytes(), line.len() - 1);
+        assert!(texts(&b).is_empty());
+        assert_eq!(b.diagnostics.malformed.len(), 1);
+    }
+
+    #[test]
+    fn issue10_1_an_endless_line_is_discarded_in_chunks_not_buffered() {
+        // A source with no newline at all (`/dev/zero` through a pipe): the line buffer
+        // never grows past the cap while the reader skips it.
+        let header = format!("{}\n", header(None));
+        let zeros = vec![0u8; 4 << 20];
+        let source = Cursor::new([header.as_bytes(), &zeros].concat());
+        let mut lines = Lines::new(BufReader::with_capacity(4096, source), 1000);
+        assert!(matches!(lines.next_line(), Ok(Some((1, Line::Text(_))))));
+        assert!(matches!(lines.next_line(), Ok(Some((2, Line::TooLong)))));
+        assert!(lines.buf.capacity() <= 4096, "{}", lines.buf.capacity());
+        assert!(matches!(lines.next_line(), Ok(None)));
+    }
+
+    #[test]
+    fn issue10_1_a_header_over_the_cap_is_not_a_session() {
+        let text = format!("{}\n", header(Some(3)));
+        let limits = ReadLimits {
+            max_line_bytes: 10,
+            ..ReadLimits::default()
+        };
+        let err = read_session_from_with(Cursor::new(text.into_bytes()), Path::new("h"), &limits)
+            .expect_err("an error");
+        assert!(matches!(err, SessionError::NotASession { .. }), "{err}");
+    }
+
+    #[test]
+    fn issue10_1_stdin_spool_cuts_long_lines_and_keeps_the_rest() {
+        let long = "y".repeat(300);
+        let input = format!(
+            "{}\n{}\n{long}\n{}",
+            header(Some(3)),
+            msg(Some("1"), None, user("a")),
+            msg(Some("2"), Some("1"), user("b")),
+        );
+        let limits = ReadLimits {
+            max_line_bytes: 200,
+            ..ReadLimits::default()
+        };
+        let trickle = Trickle {
+            data: input.as_bytes(),
+            step: 7,
+        };
+        let mut file = spool(trickle, &limits, Path::new(STDIN_NAME)).expect("spooled");
+        let mut spooled = String::new();
+        file.read_to_string(&mut spooled).expect("readable");
+        let lines: Vec<&str> = spooled.split('\n').collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[2].len(), 201, "cut one byte past the cap");
+        assert_eq!(lines[3], msg(Some("2"), Some("1"), user("b")).to_string());
+        file.seek(SeekFrom::Start(0)).expect("seekable");
+        let b = read_session_from_with(BufReader::new(file), Path::new(STDIN_NAME), &limits)
+            .expect("a session");
+        assert_eq!(texts(&b), ["a", "b"]);
+        assert_eq!(b.diagnostics.malformed.len(), 1);
+        assert_eq!(b.diagnostics.malformed[0].0, 3);
+    }
+
+    #[test]
+    fn issue10_1_stdin_past_its_cap_is_an_error() {
+        let limits = ReadLimits {
+            max_line_bytes: 100,
+            max_stdin_bytes: 1000,
+        };
+        let endless = io::repeat(0);
+        let err = spool(endless, &limits, Path::new(STDIN_NAME)).expect_err("an error");
+        assert_eq!(err.to_string(), "standard input holds more than 1000 bytes");
+    }
+
+    #[test]
+    fn issue10_1_only_regular_files_are_opened() {
+        let dir = std::env::temp_dir();
+        let err = read_session(&dir).expect_err("a directory is refused");
+        assert!(matches!(err, SessionError::NotAFile { .. }), "{err}");
+        assert!(err.to_string().contains("is not a regular file"), "{err}");
+        #[cfg(unix)]
+        {
+            let err = read_session(Path::new("/dev/zero")).expect_err("a device is refused");
+            assert_eq!(
+                err.to_string(),
+                "/dev/zero is not a regular file (sessions are read from regular files, or `-` for standard input)"
+            );
+        }
+    }
+
+    #[test]
+    fn issue10_14_a_parent_loop_after_a_clean_branch_is_reported_and_the_clean_branch_read() {
+        // Lines: 1 header, 2 e1, 3 e2 → e1, 4 e3 → e4, 5 e4 → e3.
+        let b = read(&[
+            header(Some(3)),
+            msg(Some("e1"), None, user("one")),
+            msg(Some("e2"), Some("e1"), user("two")),
+            msg(Some("e3"), Some("e4"), user("looped a")),
+            msg(Some("e4"), Some("e3"), user("looped b")),
+        ]);
+        assert_eq!(texts(&b), ["one", "two"]);
+        assert_eq!(b.diagnostics.off_branch, 2);
+        assert_eq!(
+            b.diagnostics.malformed,
+            [(
+                4,
+                "parentId loop: line 4 → line 5 → line 4; the loop is skipped and the latest \
+                 well-formed branch read"
+                    .to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn issue10_14_entries_hanging_below_a_loop_are_not_well_formed_either() {
+        // e5's way up runs into the loop e3 ↔ e4: the branch falls back to e2's.
+        let b = read(&[
+            header(Some(3)),
+            msg(Some("e1"), None, user("one")),
+            msg(Some("e2"), Some("e1"), user("two")),
+            msg(Some("e3"), Some("e4"), user("x")),
+            msg(Some("e4"), Some("e3"), user("y")),
+            msg(Some("e5"), Some("e4"), user("z")),
+        ]);
+        assert_eq!(texts(&b), ["one", "two"]);
+        assert_eq!(b.diagnostics.malformed.len(), 1);
+        assert!(b.diagnostics.malformed[0]
+            .1
+            .starts_with("parentId loop: line 4 → line 5 → line 4;"));
+    }
+
+    #[test]
+    fn issue10_15_a_byte_order_mark_opens_a_session_file() {
+        let text = format!(
+            "\u{feff}{}\n{}\n",
+            header(Some(3)),
+            msg(Some("1"), None, user("a"))
+        );
+        let b = read_text(&text);
+        assert_eq!(b.header.version, 3);
+        assert_eq!(texts(&b), ["a"]);
+        assert!(b.diagnostics.malformed.is_empty());
+        // Also before oh-my-pi's title slot, and in a version 1 file.
+        let text = format!(
+            "\u{feff}{}\n{}\n{}\n",
+            json!({"type":"title","v":1,"title":"T","pad":" "}),
+            header(None),
+            msg(None, None, user("b"))
+        );
+        let b = read_text(&text);
+        assert_eq!(b.header.title.as_deref(), Some("T"));
+        assert_eq!(texts(&b), ["b"]);
+    }
+
+    #[test]
+    fn issue10_17_reset_boundary_is_an_entry_of_the_branch_not_a_skipped_type() {
+        let b = read(&[
+            header(Some(3)),
+            msg(Some("1"), None, user("before")),
+            json!({"type":"reset_boundary","id":"2","parentId":"1","timestamp":"t"}),
+            msg(Some("3"), Some("2"), user("after")),
+        ]);
+        assert_eq!(texts(&b), ["before", "reset", "after"]);
+        assert!(
+            b.diagnostics.skipped.is_empty(),
+            "{:?}",
+            b.diagnostics.skipped
+        );
+        assert_eq!(b.messages().count(), 2);
     }
 }

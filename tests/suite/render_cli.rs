@@ -120,3 +120,205 @@ fn l5_missing_file_is_one_clear_line_and_nonzero_exit() {
     assert!(stderr.contains("/nonexistent/session.jsonl"));
     assert!(out.stdout.is_empty());
 }
+
+/// What `advisor ARGS` printed, with `input` on its standard input; fails the test when
+/// the command has not finished within ten seconds (and kills it, by its id).
+fn run_bounded(args: &[&std::ffi::OsStr], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("advisor starts");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("a stdin pipe");
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || {
+        // The command may exit without reading: a broken pipe is fine.
+        let _ = stdin.write_all(&input);
+    });
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(10)) {
+        Ok(output) => {
+            let _ = feeder.join();
+            output.expect("advisor ran")
+        }
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("advisor {args:?} did not finish within 10 s");
+        }
+    }
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+/// Standard output as JSON rows, and standard error, of a finished run.
+fn rows_of(out: &std::process::Output) -> (Vec<serde_json::Value>, String) {
+    let stdout = String::from_utf8(out.stdout.clone()).expect("utf-8 output");
+    let rows = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("invalid JSON line {l:?}: {e}")))
+        .collect();
+    (rows, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn assert_one_error_line(out: &std::process::Output, expected: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert_eq!(stderr.trim(), expected);
+    assert!(out.stdout.is_empty());
+}
+
+const NOT_A_FILE: &str =
+    "is not a regular file (sessions are read from regular files, or `-` for standard input)";
+
+#[test]
+fn issue10_1_render_dev_zero_is_one_clear_error_at_once() {
+    let out = run_bounded(&[os("render"), os("/dev/zero")], b"");
+    assert_one_error_line(&out, &format!("advisor: /dev/zero {NOT_A_FILE}"));
+}
+
+#[test]
+fn issue10_1_replay_opens_sessions_the_same_way() {
+    let out = run_bounded(&[os("replay"), os("/dev/zero")], b"");
+    assert_one_error_line(&out, &format!("advisor: /dev/zero {NOT_A_FILE}"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_bounded(&[os("replay"), dir.path().as_os_str()], b"");
+    assert_one_error_line(
+        &out,
+        &format!("advisor: {} {NOT_A_FILE}", dir.path().display()),
+    );
+}
+
+#[test]
+fn issue10_6_a_fifo_session_does_not_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("session.jsonl");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo failed");
+    // Nobody ever writes to the FIFO: opening it for reading would wait forever.
+    let out = run_bounded(&[os("render"), fifo.as_os_str()], b"");
+    assert_one_error_line(&out, &format!("advisor: {} {NOT_A_FILE}", fifo.display()));
+}
+
+/// A version 3 session with an abandoned branch: one turn on the current branch.
+const TREE: &str = concat!(
+    r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/tmp"}"#,
+    "\n",
+    r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"fix it"}}"#,
+    "\n",
+    r#"{"type":"message","id":"b","parentId":"a","message":{"role":"assistant","content":[{"type":"text","text":"abandoned"}],"stopReason":"stop"}}"#,
+    "\n",
+    r#"{"type":"message","id":"c","parentId":"a","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop"}}"#,
+    "\n",
+);
+
+#[test]
+fn issue10_1_render_dash_reads_standard_input() {
+    let out = run_bounded(&[os("render"), os("-")], TREE.as_bytes());
+    let (rows, stderr) = rows_of(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        rows,
+        [
+            serde_json::json!({"turn":1,"prompt":"### Session update\n\n**user**:\nfix it\n\n**agent**:\ndone\n"})
+        ]
+    );
+    // Diagnostics name standard input, not `-`.
+    let broken = format!("{TREE}{{oops\n");
+    let out = run_bounded(&[os("render"), os("-")], broken.as_bytes());
+    let (_, stderr) = rows_of(&out);
+    assert!(
+        stderr.contains("advisor: standard input:5: skipped malformed line: invalid JSON"),
+        "{stderr}"
+    );
+    let out = run_bounded(&[os("render"), os("-")], b"");
+    assert_one_error_line(&out, "advisor: standard input is empty");
+}
+
+fn write_session(dir: &tempfile::TempDir, lines: &[&str]) -> std::path::PathBuf {
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn issue10_14_a_parent_loop_is_reported_and_the_well_formed_branch_rendered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_session(
+        &dir,
+        &[
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/tmp"}"#,
+            r#"{"type":"message","id":"e1","parentId":null,"message":{"role":"user","content":"one"}}"#,
+            r#"{"type":"message","id":"e2","parentId":"e1","message":{"role":"assistant","content":[{"type":"text","text":"two"}],"stopReason":"stop"}}"#,
+            r#"{"type":"message","id":"e3","parentId":"e4","message":{"role":"user","content":"three"}}"#,
+            r#"{"type":"message","id":"e4","parentId":"e3","message":{"role":"assistant","content":[{"type":"text","text":"four"}],"stopReason":"stop"}}"#,
+        ],
+    );
+    let out = run_bounded(&[os("render"), path.as_os_str()], b"");
+    let (rows, stderr) = rows_of(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("changed while it was read"), "{stderr}");
+    assert!(
+        stderr.contains(":4: skipped malformed line: parentId loop: line 4 → line 5 → line 4;"),
+        "{stderr}"
+    );
+    assert_eq!(
+        rows,
+        [
+            serde_json::json!({"turn":1,"prompt":"### Session update\n\n**user**:\none\n\n**agent**:\ntwo\n"})
+        ]
+    );
+}
+
+#[test]
+fn issue10_15_a_byte_order_mark_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bom.jsonl");
+    std::fs::write(&path, format!("\u{feff}{TREE}")).unwrap();
+    let out = run_bounded(&[os("render"), path.as_os_str()], b"");
+    let (rows, stderr) = rows_of(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(rows.len(), 1, "{stderr}");
+    assert_eq!(rows[0]["turn"], 1);
+}
+
+#[test]
+fn issue10_17_reset_boundary_resets_the_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_session(
+        &dir,
+        &[
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/tmp"}"#,
+            r#"{"type":"message","id":"e1","parentId":null,"message":{"role":"user","content":"first"}}"#,
+            r#"{"type":"message","id":"e2","parentId":"e1","message":{"role":"assistant","content":[{"type":"text","text":"answer"}],"stopReason":"stop"}}"#,
+            r#"{"type":"message","id":"e3","parentId":"e2","message":{"role":"user","content":"never answered"}}"#,
+            r#"{"type":"reset_boundary","id":"e4","parentId":"e3","timestamp":"2026-01-01T00:01:00Z"}"#,
+            r#"{"type":"message","id":"e5","parentId":"e4","message":{"role":"user","content":"fresh start"}}"#,
+            r#"{"type":"message","id":"e6","parentId":"e5","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop"}}"#,
+        ],
+    );
+    let out = run_bounded(&[os("render"), path.as_os_str()], b"");
+    let (rows, stderr) = rows_of(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        rows,
+        [
+            serde_json::json!({"turn":1,"prompt":"### Session update\n\n**user**:\nfirst\n\n**agent**:\nanswer\n"}),
+            // After `/clear` the primary's context holds only what follows it.
+            serde_json::json!({"turn":2,"prompt":"### Session update\n\n**user**:\nfresh start\n\n**agent**:\ndone\n"}),
+        ]
+    );
+}

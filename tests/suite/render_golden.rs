@@ -423,12 +423,30 @@ fn full_user_thinking_and_text() {
 
 #[test]
 fn full_user_blocks_joined_and_blank_skipped() {
+    // SPEC §3 full: blocks joined by `\n`, each image as `[image]`, trimmed.
     let m = msg(json!({"role": "user", "content": [
         {"type": "text", "text": " one"}, {"type": "image", "data": "AA"}, {"type": "text", "text": "two "}
     ]}));
-    assert_eq!(full(&[m, user("  ")]), "#### User\n\none\ntwo");
+    assert_eq!(full(&[m, user("  ")]), "#### User\n\none\n[image]\ntwo");
     let empty_assistant = assistant(json!([{"type": "redactedThinking"}]));
     assert_eq!(full(&[empty_assistant]), "");
+}
+
+#[test]
+fn issue10_16_full_view_shows_images_of_user_and_developer_messages() {
+    let image = json!({"type": "image", "data": "AAAA", "mimeType": "image/png"});
+    let only_image = msg(json!({"role": "user", "content": [image]}));
+    assert_eq!(full(&[only_image]), "#### User\n\n[image]");
+    let dev = msg(json!({"role": "developer", "content": [
+        {"type": "text", "text": "Match this mock-up:"}, image, image
+    ]}));
+    assert_eq!(
+        full(&[dev, user("go")]),
+        "#### Developer\n\nMatch this mock-up:\n[image]\n[image]\n\n#### User\n\ngo"
+    );
+    // A block of an unknown type still shows nothing.
+    let unknown = msg(json!({"role": "user", "content": [{"type": "hologram"}]}));
+    assert_eq!(full(&[unknown]), "");
 }
 
 #[test]

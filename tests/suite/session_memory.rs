@@ -1,38 +1,61 @@
-//! A large session with a long abandoned branch is read in bounded memory (SPEC L1).
+//! Large sessions are read in bounded memory (SPEC L1; issue 10 item 1).
 //!
-//! This test binary installs a counting allocator so that the reader's peak heap use can be
-//! measured; it holds only this test so that nothing else allocates meanwhile.
+//! The integration tests share one binary, so the counting allocator it installs counts
+//! per thread: each test measures the heap its own thread holds, whatever other tests
+//! allocate meanwhile.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::io::{BufWriter, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use advisor::session::{read_session, BranchEntry};
+use advisor::session::{read_session, read_session_with, BranchEntry, ReadLimits};
 
-/// The system allocator, counting live bytes and the high-water mark.
+/// The system allocator, counting the calling thread's live bytes and high-water mark.
 struct Counting;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    // `const` thread locals of a `Copy` type need no lazy initialisation and no destructor,
+    // so using them inside the allocator cannot recurse into it.
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn count(delta: isize) {
+    let _ = LIVE.try_with(|live| {
+        let now = live.get() + delta;
+        live.set(now);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+    });
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = System.alloc(layout);
         if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
+            count(layout.size() as isize);
         }
         p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         System.dealloc(ptr, layout);
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        count(-(layout.size() as isize));
     }
 }
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
+
+/// Runs `f` and returns its result with the peak and the retained heap growth (bytes) of
+/// this thread while it ran.
+fn measure<T>(f: impl FnOnce() -> T) -> (T, usize, usize) {
+    let before = LIVE.with(Cell::get);
+    PEAK.with(|p| p.set(before));
+    let out = f();
+    let peak = PEAK.with(Cell::get) - before;
+    let kept = LIVE.with(Cell::get) - before;
+    (out, peak.max(0) as usize, kept.max(0) as usize)
+}
 
 const LINES: usize = 50_000;
 const MAIN_BRANCH: usize = 1_000;
@@ -88,11 +111,7 @@ fn l1_a_50000_line_session_is_read_holding_only_its_current_branch() {
     let path = dir.path().join("big.jsonl");
     let size = write_session(&path).expect("written");
 
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let branch = read_session(&path).expect("reads");
-    let peak = PEAK.load(Ordering::Relaxed) - before;
-    let kept = LIVE.load(Ordering::Relaxed) - before;
+    let (branch, peak, kept) = measure(|| read_session(&path).expect("reads"));
 
     assert_eq!(branch.entries.len(), MAIN_BRANCH + 1);
     assert_eq!(branch.diagnostics.off_branch, LINES - MAIN_BRANCH - 1);
@@ -113,4 +132,52 @@ fn l1_a_50000_line_session_is_read_holding_only_its_current_branch() {
         peak < 8_000_000,
         "peak heap {peak} bytes for a {size}-byte file"
     );
+}
+
+#[test]
+fn issue10_1_a_line_over_the_cap_is_skipped_without_being_buffered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("long-line.jsonl");
+    let mut out = BufWriter::new(std::fs::File::create(&path).expect("created"));
+    writeln!(
+        out,
+        r#"{{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00Z","cwd":"/w"}}"#
+    )
+    .expect("written");
+    // An 8 MB message line, then a garbage line of 8 MB, then a normal one.
+    let bulk = "x".repeat(8_000_000);
+    writeln!(
+        out,
+        r#"{{"type":"message","id":"a","parentId":null,"message":{{"role":"user","content":"{bulk}"}}}}"#
+    )
+    .expect("written");
+    writeln!(out, "{bulk}").expect("written");
+    writeln!(
+        out,
+        r#"{{"type":"message","id":"b","parentId":null,"message":{{"role":"user","content":"short"}}}}"#
+    )
+    .expect("written");
+    out.flush().expect("flushed");
+    drop(out);
+    drop(bulk);
+
+    let limits = ReadLimits {
+        max_line_bytes: 1 << 20,
+        ..ReadLimits::default()
+    };
+    let (branch, peak, _) = measure(|| read_session_with(&path, &limits).expect("reads"));
+    let lines: Vec<usize> = branch
+        .diagnostics
+        .malformed
+        .iter()
+        .map(|(l, _)| *l)
+        .collect();
+    assert_eq!(lines, [2, 3], "{:?}", branch.diagnostics.malformed);
+    assert_eq!(branch.entries.len(), 1);
+    eprintln!(
+        "16 MB of over-long lines: peak heap {:.2} MB",
+        peak as f64 / 1e6
+    );
+    // The 1 MiB cap bounds the line buffer; nothing near a whole line is ever held.
+    assert!(peak < 2_500_000, "peak heap {peak} bytes");
 }

@@ -28,6 +28,7 @@ fn describe(entry: &BranchEntry) -> String {
         }
         BranchEntry::Message(m) => m.role().to_string(),
         BranchEntry::Compaction { first_kept, .. } => format!("compaction>{first_kept}"),
+        BranchEntry::ResetBoundary => "reset".to_string(),
     }
 }
 
