@@ -15,9 +15,9 @@ pub struct TurnPrompt {
     pub prompt: String,
 }
 
-/// Iterates over the non-blank prompts of a session. A compaction resets the cursor, so
-/// the next turn sends the whole compacted transcript (R1); with no model there is no
-/// window, so that replay is not bounded.
+/// Iterates over the non-blank prompts of a session. A compaction, or an oh-my-pi reset
+/// boundary (`/clear`), resets the cursor, so the next turn sends the whole rewritten
+/// transcript (R1); with no model there is no window, so that replay is not bounded.
 pub struct SessionPrompts {
     driver: SessionDriver,
     cursor: FeedCursor,

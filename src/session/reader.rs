@@ -489,7 +489,8 @@ impl<R: BufRead + Seek> Lines<R> {
                 let needed = self.buf.len() + part.len();
                 if needed > self.max_line {
                     fits = false;
-                    self.buf.clear();
+                    // Give the memory back at once: the rest of the line is only skipped.
+                    self.buf = Vec::new();
                 } else {
                     if needed > self.buf.capacity() {
                         // Grow by doubling, but never past the cap.
@@ -541,10 +542,7 @@ impl<R: BufRead + Seek> Lines<R> {
 
     /// The reason recorded for a line longer than the cap.
     fn too_long(&self) -> String {
-        format!(
-            "line longer than {} bytes, skipped without being read",
-            self.max_line
-        )
+        format!("line longer than {} bytes, discarded unread", self.max_line)
     }
 
     /// Goes back to the start and skips the first `lines` lines.
@@ -1560,7 +1558,7 @@ mod tests {
                 b.diagnostics.malformed,
                 [(
                     3,
-                    "line longer than 1024 bytes, skipped without being read".to_string()
+                    "line longer than 1024 bytes, discarded unread".to_string()
                 )],
                 "version {version:?}"
             );

@@ -248,10 +248,22 @@ fn issue10_1_render_dash_reads_standard_input() {
     assert_one_error_line(&out, "advisor: standard input is empty");
 }
 
-fn write_session(dir: &tempfile::TempDir, lines: &[&str]) -> std::path::PathBuf {
+/// Writes a version 3 session of `entries` (after its header) and returns its path.
+fn write_session(dir: &tempfile::TempDir, entries: &[String]) -> std::path::PathBuf {
     let path = dir.path().join("s.jsonl");
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/tmp"}"#;
+    std::fs::write(&path, format!("{header}\n{}\n", entries.join("\n"))).unwrap();
     path
+}
+
+/// A `message` entry: a user prompt, or (`agent`) a finished assistant reply.
+fn entry(id: &str, parent: Option<&str>, agent: bool, text: &str) -> String {
+    let message = if agent {
+        serde_json::json!({"role":"assistant","content":[{"type":"text","text":text}],"stopReason":"stop"})
+    } else {
+        serde_json::json!({"role":"user","content":text})
+    };
+    serde_json::json!({"type":"message","id":id,"parentId":parent,"message":message}).to_string()
 }
 
 #[test]
@@ -260,11 +272,10 @@ fn issue10_14_a_parent_loop_is_reported_and_the_well_formed_branch_rendered() {
     let path = write_session(
         &dir,
         &[
-            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/tmp"}"#,
-            r#"{"type":"message","id":"e1","parentId":null,"message":{"role":"user","content":"one"}}"#,
-            r#"{"type":"message","id":"e2","parentId":"e1","message":{"role":"assistant","content":[{"type":"text","text":"two"}],"stopReason":"stop"}}"#,
-            r#"{"type":"message","id":"e3","parentId":"e4","message":{"role":"user","content":"three"}}"#,
-            r#"{"type":"message","id":"e4","parentId":"e3","message":{"role":"assistant","content":[{"type":"text","text":"four"}],"stopReason":"stop"}}"#,
+            entry("e1", None, false, "one"),
+            entry("e2", Some("e1"), true, "two"),
+            entry("e3", Some("e4"), false, "three"),
+            entry("e4", Some("e3"), true, "four"),
         ],
     );
     let out = run_bounded(&[os("render"), path.as_os_str()], b"");
@@ -301,13 +312,13 @@ fn issue10_17_reset_boundary_resets_the_cursor() {
     let path = write_session(
         &dir,
         &[
-            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00Z","cwd":"/tmp"}"#,
-            r#"{"type":"message","id":"e1","parentId":null,"message":{"role":"user","content":"first"}}"#,
-            r#"{"type":"message","id":"e2","parentId":"e1","message":{"role":"assistant","content":[{"type":"text","text":"answer"}],"stopReason":"stop"}}"#,
-            r#"{"type":"message","id":"e3","parentId":"e2","message":{"role":"user","content":"never answered"}}"#,
-            r#"{"type":"reset_boundary","id":"e4","parentId":"e3","timestamp":"2026-01-01T00:01:00Z"}"#,
-            r#"{"type":"message","id":"e5","parentId":"e4","message":{"role":"user","content":"fresh start"}}"#,
-            r#"{"type":"message","id":"e6","parentId":"e5","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop"}}"#,
+            entry("e1", None, false, "first"),
+            entry("e2", Some("e1"), true, "answer"),
+            entry("e3", Some("e2"), false, "never answered"),
+            r#"{"type":"reset_boundary","id":"e4","parentId":"e3","timestamp":"2026-01-01T00:01:00Z"}"#
+                .to_string(),
+            entry("e5", Some("e4"), false, "fresh start"),
+            entry("e6", Some("e5"), true, "done"),
         ],
     );
     let out = run_bounded(&[os("render"), path.as_os_str()], b"");
