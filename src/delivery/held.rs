@@ -17,6 +17,8 @@ pub struct HeldNote {
     pub confirmed: bool,
     pub(super) key: String,
     held_in: u64,
+    /// Whether it took a place in its review's note budget (D8; blockers do not).
+    counted: bool,
     listed_in: Option<u64>,
     reraised_in: Option<u64>,
     /// How the note stood before review `.0` first raised it again, so a discarded
@@ -36,6 +38,11 @@ impl HeldNote {
     /// The severity the note is routed with when it goes out.
     pub(super) fn severity(&self) -> Severity {
         self.advisory.effective_severity()
+    }
+
+    /// Whether it took a place in its review's note budget (D8).
+    pub(super) fn counted(&self) -> bool {
+        self.counted
     }
 }
 
@@ -65,13 +72,15 @@ impl HeldNotes {
         self.notes.len()
     }
 
-    /// Holds `advisory` (dedupe key `key`), raised by review `review` (D4).
-    pub(super) fn hold(&mut self, advisory: Advisory, key: String, review: u64) {
+    /// Holds `advisory` (dedupe key `key`), raised by review `review` (D4); `counted` when
+    /// it took a place in the review's note budget.
+    pub(super) fn hold(&mut self, advisory: Advisory, key: String, review: u64, counted: bool) {
         self.notes.push(HeldNote {
             advisory,
             confirmed: false,
             key,
             held_in: review,
+            counted,
             listed_in: None,
             reraised_in: None,
             before_reraise: None,
@@ -262,7 +271,8 @@ mod tests {
         let mut r = reconfirm();
         r.raise(0, 1, adv("held before", Some(Severity::Blocker)));
         r.held_preamble(0, 2);
-        // Review 2's first attempt holds a phantom and fills the budget (2 notes).
+        // Review 2's first attempt holds two phantoms; the concern takes a place in the
+        // budget (2 notes), the blocker takes none.
         assert_eq!(
             r.raise(0, 2, adv("phantom one", Some(Severity::Concern))).0,
             RaiseOutcome::Held

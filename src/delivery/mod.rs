@@ -3,12 +3,14 @@
 //! and forwards the host events.
 //!
 //! - [`router`]: routing and the outbox (D1–D3, D6–D8), the router's state;
+//! - `budget`: the note budget per session update a review covers (D8);
 //! - [`held`]: the notes the `reconfirm` policy holds, and their preamble (D9);
 //! - [`catch_up`]: terminal turns and the catch-up block (D4, D5);
 //! - [`outcome`]: outcome accounting and the tool's answers (D10);
-//! - [`note`]: note normalisation for the emission guard (D8);
+//! - [`note`]: note normalisation and the length cap of the emission guard (D8, D10);
 //! - [`texts`]: the model- and user-facing texts, data files in `config/prompts/`.
 
+mod budget;
 pub mod catch_up;
 pub mod held;
 pub mod note;
@@ -21,9 +23,9 @@ pub use catch_up::{
     TERMINAL_CATCH_UP,
 };
 pub use held::HeldNote;
-pub use note::{is_content_free, normalize_note};
+pub use note::{exceeds_chars, is_content_free, normalize_note};
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
-pub use router::RouterState;
+pub use router::{RouterState, DEFAULT_MAX_NOTE_CHARS};
 
 /// The `context` attribute of advice delivered under `reconfirm` (D4): by the time it
 /// arrives the agent has moved on.

@@ -16,8 +16,11 @@ pub enum DropReason {
     Duplicate,
     /// "lgtm", "looks good", "all clear", "done" and the like (D8).
     ContentFree,
-    /// More than `maxNotesPerUpdate` notes in one review (D8).
+    /// Over the review's note budget (`maxNotesPerUpdate` per update it covered) and ranked
+    /// no higher than the notes kept, or displaced by a higher-ranked one (D8).
     OverBudget,
+    /// Longer than `maxNoteChars`; refused with a tool error asking for a shorter note.
+    TooLong,
     /// Raised by a review of an epoch that a reset ended (R1).
     StaleEpoch,
     /// The advisor was disabled or disposed.
@@ -30,12 +33,25 @@ pub enum DropReason {
 }
 
 impl DropReason {
+    /// Every reason, in the order status lists them.
+    pub const ALL: [DropReason; 8] = [
+        DropReason::Duplicate,
+        DropReason::ContentFree,
+        DropReason::OverBudget,
+        DropReason::TooLong,
+        DropReason::StaleEpoch,
+        DropReason::Disabled,
+        DropReason::Recanted,
+        DropReason::Discarded,
+    ];
+
     /// The camelCase name used in status output.
     pub fn as_str(self) -> &'static str {
         match self {
             DropReason::Duplicate => "duplicate",
             DropReason::ContentFree => "contentFree",
             DropReason::OverBudget => "overBudget",
+            DropReason::TooLong => "tooLong",
             DropReason::StaleEpoch => "staleEpoch",
             DropReason::Disabled => "disabled",
             DropReason::Recanted => "recanted",
@@ -55,20 +71,36 @@ pub enum RaiseOutcome {
     Reconfirmed,
     /// Dropped, with the reason.
     Dropped(DropReason),
+    /// Refused for its length: longer than `max_chars` characters; counted as dropped
+    /// `tooLong`, and answered with a tool error asking for a shorter note.
+    TooLong {
+        /// The cap (`advisor.maxNoteChars`).
+        max_chars: usize,
+    },
 }
 
 impl RaiseOutcome {
     /// The tool result text the advisor model reads (D8).
     pub fn tool_text(&self, max_notes: usize) -> String {
-        let key = match self {
-            RaiseOutcome::Recorded | RaiseOutcome::Reconfirmed => "recorded",
-            RaiseOutcome::Held => "held",
-            RaiseOutcome::Dropped(reason) => reason.as_str(),
+        let (key, max_chars) = match self {
+            RaiseOutcome::Recorded | RaiseOutcome::Reconfirmed => ("recorded", 0),
+            RaiseOutcome::Held => ("held", 0),
+            RaiseOutcome::Dropped(reason) => (reason.as_str(), 0),
+            RaiseOutcome::TooLong { max_chars } => (DropReason::TooLong.as_str(), *max_chars),
         };
         fill(
             TOOL_RESULTS.get(key),
-            &[("max_notes", &max_notes.to_string())],
+            &[
+                ("max_notes", &max_notes.to_string()),
+                ("max_chars", &max_chars.to_string()),
+            ],
         )
+    }
+
+    /// Whether the model should see the answer as a tool error: a refused note it is asked
+    /// to shorten (D10 `tooLong`). Every other outcome is an ordinary result.
+    pub fn is_error(&self) -> bool {
+        matches!(self, RaiseOutcome::TooLong { .. })
     }
 }
 
@@ -107,6 +139,19 @@ impl DeliveryCounts {
         self.dropped.values().sum()
     }
 
+    /// The drops by reason, e.g. `duplicate 2, tooLong 1`, in [`DropReason::ALL`] order;
+    /// empty when nothing was dropped.
+    pub fn dropped_summary(&self) -> String {
+        DropReason::ALL
+            .iter()
+            .filter_map(|r| {
+                let n = self.dropped.get(r).copied().unwrap_or(0);
+                (n > 0).then(|| format!("{} {n}", r.as_str()))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Every advisory raised so far: delivered + held + reconfirmed + dropped + pending.
     pub fn raised(&self) -> u64 {
         self.delivered() + self.held + self.reconfirmed + self.dropped_total() + self.pending
@@ -136,16 +181,7 @@ mod tests {
 
     #[test]
     fn d8_every_outcome_has_its_tool_text() {
-        let reasons = [
-            DropReason::Duplicate,
-            DropReason::ContentFree,
-            DropReason::OverBudget,
-            DropReason::StaleEpoch,
-            DropReason::Disabled,
-            DropReason::Recanted,
-            DropReason::Discarded,
-        ];
-        for reason in reasons {
+        for reason in DropReason::ALL {
             let text = RaiseOutcome::Dropped(reason).tool_text(3);
             assert_ne!(text, reason.as_str(), "{reason:?} has no line in its file");
             assert!(!text.contains('{'), "{text}");
@@ -160,5 +196,26 @@ mod tests {
             RaiseOutcome::Dropped(DropReason::OverBudget).tool_text(3),
             "Advice ignored: at most 3 notes per update. Finish the review."
         );
+    }
+
+    #[test]
+    fn d10_too_long_is_a_tool_error_naming_the_cap_and_asking_for_a_shorter_note() {
+        let outcome = RaiseOutcome::TooLong { max_chars: 2000 };
+        assert!(outcome.is_error());
+        let text = outcome.tool_text(4);
+        assert!(text.contains("2000 characters"), "{text}");
+        assert!(text.contains("shorter note"), "{text}");
+        assert!(!RaiseOutcome::Dropped(DropReason::OverBudget).is_error());
+        assert!(!RaiseOutcome::Recorded.is_error());
+    }
+
+    #[test]
+    fn c3_dropped_summary_lists_the_reasons_in_a_fixed_order() {
+        let mut c = DeliveryCounts::default();
+        assert_eq!(c.dropped_summary(), "");
+        c.drop(DropReason::TooLong, 1);
+        c.drop(DropReason::Duplicate, 2);
+        c.drop(DropReason::Recanted, 0);
+        assert_eq!(c.dropped_summary(), "duplicate 2, tooLong 1");
     }
 }

@@ -6,31 +6,45 @@
 
 use std::collections::HashMap;
 
+use super::budget::{NoteBudget, ReviewId};
 use super::catch_up::{best_effort_notice, CatchUp, CatchUpEnd, CatchUpPlan, HeldRelease};
 use super::held::{HeldNote, HeldNotes, Reraised};
-use super::note::{is_content_free, normalize_note};
+use super::note::{exceeds_chars, is_content_free, normalize_note};
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 use super::texts::{EARLIER_STEP, FINAL_ANSWER};
 use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
 use crate::domain::host::{HostEvent, StepAdvice};
 use crate::settings::DeliveryPolicy;
 
+/// The note cap when none is configured (`advisor.maxNoteChars`, K1).
+pub const DEFAULT_MAX_NOTE_CHARS: usize = 2000;
+
+/// A nit (or an immune concern) waiting in the aside queue for the next step boundary.
+#[derive(Debug, Clone)]
+struct QueuedAside {
+    advisory: Advisory,
+    /// The dedupe key.
+    key: String,
+    /// The review that raised it; `None` for a held note released by a catch-up block.
+    raised_by: Option<ReviewId>,
+}
+
 /// The router's state: outbox, aside queue, held notes, latch, immunity, dedupe memory and
 /// counters.
 #[derive(Debug)]
 pub struct RouterState {
     policy: DeliveryPolicy,
-    max_notes_per_update: usize,
+    budget: NoteBudget,
+    max_note_chars: usize,
     immune_turns: u32,
     epoch: u64,
     running: bool,
     suppressed: bool,
     enabled: bool,
-    asides: Vec<Advisory>,
+    asides: Vec<QueuedAside>,
     steers: Vec<Delivery>,
     held: HeldNotes,
     delivered_rank: HashMap<String, u8>,
-    review_budget: (u64, usize),
     immune_left: u32,
     last_turn_terminal: bool,
     catch_up: CatchUp,
@@ -38,12 +52,14 @@ pub struct RouterState {
 }
 
 impl RouterState {
-    /// A router for `policy`, allowing `max_notes_per_update` notes per review, with the
-    /// default 3 immune turns (D7).
+    /// A router for `policy`, allowing `max_notes_per_update` non-blocker notes per session
+    /// update a review covers (D8), with the default 3 immune turns (D7) and the default
+    /// note cap.
     pub fn new(policy: DeliveryPolicy, max_notes_per_update: usize) -> Self {
         Self {
             policy,
-            max_notes_per_update,
+            budget: NoteBudget::new(max_notes_per_update),
+            max_note_chars: DEFAULT_MAX_NOTE_CHARS,
             immune_turns: 3,
             epoch: 0,
             running: false,
@@ -53,7 +69,6 @@ impl RouterState {
             steers: Vec::new(),
             held: HeldNotes::default(),
             delivered_rank: HashMap::new(),
-            review_budget: (u64::MAX, 0),
             immune_left: 0,
             last_turn_terminal: false,
             catch_up: CatchUp::new(),
@@ -68,6 +83,17 @@ impl RouterState {
         self
     }
 
+    /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
+    pub fn with_max_note_chars(mut self, max_chars: usize) -> Self {
+        self.max_note_chars = max_chars;
+        self
+    }
+
+    /// The note cap in characters.
+    pub fn max_note_chars(&self) -> usize {
+        self.max_note_chars
+    }
+
     /// The delivery policy in force.
     pub fn policy(&self) -> DeliveryPolicy {
         self.policy
@@ -78,9 +104,9 @@ impl RouterState {
         &self.counts
     }
 
-    /// The notes-per-review bound (D8).
+    /// The notes-per-update bound (D8).
     pub fn max_notes_per_update(&self) -> usize {
-        self.max_notes_per_update
+        self.budget.per_update()
     }
 
     /// The configured number of immune turns (D7).
@@ -122,8 +148,23 @@ impl RouterState {
         }
     }
 
+    /// Review `review` of `epoch` starts and covers `updates` session updates (its batch,
+    /// G2): its note budget is `updates` × `maxNotesPerUpdate` (D8). A review the router is
+    /// not told about covers one update.
+    pub fn review_started(&mut self, epoch: u64, review: u64, updates: usize) {
+        if epoch == self.epoch {
+            self.budget.start((epoch, review), updates);
+        }
+    }
+
     /// Routes one advisory raised by review `review` of `epoch`. Returns what the advisor is
     /// told and the events for the host.
+    ///
+    /// The guard, in order: disabled, stale epoch, too long (checked on the raw note before
+    /// anything copies or normalises it), content-free, a held note raised again (D9), a
+    /// duplicate, then the budget (D8): blockers are never counted; a note over budget
+    /// displaces the newest lower-ranked nit of the same review that the host has not
+    /// taken yet, or is dropped itself.
     pub fn raise(
         &mut self,
         epoch: u64,
@@ -135,6 +176,19 @@ impl RouterState {
         }
         if epoch != self.epoch {
             return (self.drop_note(DropReason::StaleEpoch), Vec::new());
+        }
+        if exceeds_chars(&advisory.note, self.max_note_chars) {
+            self.count_drop(DropReason::TooLong, 1);
+            tracing::info!(
+                reason = DropReason::TooLong.as_str(),
+                bytes = advisory.note.len(),
+                max_chars = self.max_note_chars,
+                "advisory refused"
+            );
+            let outcome = RaiseOutcome::TooLong {
+                max_chars: self.max_note_chars,
+            };
+            return (outcome, Vec::new());
         }
         if is_content_free(&advisory.note) {
             return (self.drop_note(DropReason::ContentFree), Vec::new());
@@ -151,26 +205,51 @@ impl RouterState {
         {
             return (self.drop_note(DropReason::Duplicate), Vec::new());
         }
-        if self.review_budget.0 != review {
-            self.review_budget = (review, 0);
-        }
-        if self.review_budget.1 >= self.max_notes_per_update {
+        let id = (epoch, review);
+        let counted = severity != Severity::Blocker;
+        if counted && !self.budget.take(id) && !self.displace_lower(id, severity) {
             return (self.drop_note(DropReason::OverBudget), Vec::new());
         }
-        self.review_budget.1 += 1;
         if self.policy == DeliveryPolicy::Reconfirm && severity.interrupts() {
             // D4: held on first emission; not recorded as delivered (D8).
             tracing::info!(
                 severity = severity.as_str(),
                 "advisory held for reconfirmation"
             );
-            self.held.hold(advisory, key, review);
+            self.held.hold(advisory, key, review, counted);
             self.counts.held += 1;
             return (RaiseOutcome::Held, Vec::new());
         }
-        self.delivered_rank.insert(key, severity.rank());
-        let events = self.route(advisory);
+        self.delivered_rank.insert(key.clone(), severity.rank());
+        let events = self.route(advisory, key, Some(id));
         (RaiseOutcome::Recorded, events)
+    }
+
+    /// D8 over budget: drops the newest note of review `id` still in the aside queue that
+    /// ranks below `severity`, so the higher-ranked note takes its place. False when there is
+    /// none (the host took them, or nothing ranks lower).
+    fn displace_lower(&mut self, id: ReviewId, severity: Severity) -> bool {
+        let Some(index) = self
+            .asides
+            .iter()
+            .rposition(|q| q.raised_by == Some(id) && q.advisory.effective_severity() < severity)
+        else {
+            return false;
+        };
+        let displaced = self.asides.remove(index);
+        let rank = displaced.advisory.effective_severity().rank();
+        // It never reached the primary: a later repeat is not a duplicate of it.
+        if self.delivered_rank.get(&displaced.key) == Some(&rank) {
+            self.delivered_rank.remove(&displaced.key);
+        }
+        self.counts.pending -= 1;
+        self.count_drop(DropReason::OverBudget, 1);
+        tracing::info!(
+            reason = DropReason::OverBudget.as_str(),
+            displaced_by = severity.as_str(),
+            "queued advisory displaced by a higher-ranked one"
+        );
+        true
     }
 
     /// A note matching a held one (D9): reconfirmed by a later review, a duplicate within
@@ -198,7 +277,23 @@ impl RouterState {
         delivery
     }
 
-    fn route(&mut self, advisory: Advisory) -> Vec<HostEvent> {
+    /// The channel a concern or blocker takes now (D3, D6).
+    fn interrupt_channel(&self) -> Channel {
+        if self.suppressed {
+            Channel::Card
+        } else if self.running {
+            Channel::Steer
+        } else {
+            Channel::Wake
+        }
+    }
+
+    fn route(
+        &mut self,
+        advisory: Advisory,
+        key: String,
+        raised_by: Option<ReviewId>,
+    ) -> Vec<HostEvent> {
         let severity = advisory.effective_severity();
         let immune_concern = severity == Severity::Concern && self.immune();
         if !severity.interrupts() || immune_concern {
@@ -207,17 +302,15 @@ impl RouterState {
                 immune = immune_concern,
                 "advisory queued as aside"
             );
-            self.asides.push(advisory);
+            self.asides.push(QueuedAside {
+                advisory,
+                key,
+                raised_by,
+            });
             self.counts.pending += 1;
             return Vec::new();
         }
-        let channel = if self.suppressed {
-            Channel::Card
-        } else if self.running {
-            Channel::Steer
-        } else {
-            Channel::Wake
-        };
+        let channel = self.interrupt_channel();
         let card = self.build(channel, vec![advisory]);
         tracing::info!(
             severity = severity.as_str(),
@@ -241,13 +334,39 @@ impl RouterState {
         }
     }
 
+    /// What the router still holds back from the primary, as it would be delivered now: the
+    /// queued nits as one aside, the steering cards in the outbox, then each held note
+    /// (D9) on its own. Takes nothing; for a host with no next step boundary to come (the
+    /// end of a replay, L2).
+    pub fn undelivered(&self) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        if !self.asides.is_empty() {
+            let notes = self.asides.iter().map(|q| q.advisory.clone()).collect();
+            out.push(self.build(Channel::Aside, notes));
+        }
+        out.extend(self.steers.iter().cloned());
+        for held in self.held.as_slice() {
+            let severity = held.severity();
+            let channel = if severity == Severity::Concern && self.immune() {
+                Channel::Aside
+            } else {
+                self.interrupt_channel()
+            };
+            out.push(self.build(channel, vec![held.advisory.clone()]));
+        }
+        out
+    }
+
     /// The host is about to call its model: all queued nits as one aside message, plus the
     /// steering cards in the outbox (D3).
     pub fn step_boundary(&mut self) -> StepAdvice {
         let aside = if self.asides.is_empty() {
             None
         } else {
-            let notes = std::mem::take(&mut self.asides);
+            let notes: Vec<Advisory> = std::mem::take(&mut self.asides)
+                .into_iter()
+                .map(|q| q.advisory)
+                .collect();
             let n = notes.len() as u64;
             self.counts.pending -= n;
             self.delivered(Channel::Aside, n);
@@ -364,9 +483,9 @@ impl RouterState {
         for note in out {
             self.counts.held -= 1;
             let rank = note.severity().rank();
-            let slot = self.delivered_rank.entry(note.key).or_default();
+            let slot = self.delivered_rank.entry(note.key.clone()).or_default();
             *slot = (*slot).max(rank);
-            events.extend(self.route(note.advisory));
+            events.extend(self.route(note.advisory, note.key, None));
         }
         events
     }
@@ -406,14 +525,14 @@ impl RouterState {
         if epoch != self.epoch {
             return 0;
         }
-        let dropped = self.held.discard(review).len();
+        let discarded = self.held.discard(review);
+        let dropped = discarded.len();
         if dropped > 0 {
             tracing::info!(dropped, review, "holds of a discarded attempt rolled back");
             self.counts.held -= dropped as u64;
             self.count_drop(DropReason::Discarded, dropped as u64);
-            if self.review_budget.0 == review {
-                self.review_budget.1 = self.review_budget.1.saturating_sub(dropped);
-            }
+            let counted = discarded.iter().filter(|h| h.counted()).count();
+            self.budget.give_back((epoch, review), counted);
         }
         dropped
     }
@@ -424,7 +543,7 @@ impl RouterState {
     pub fn reset(&mut self, epoch: u64) {
         self.epoch = epoch;
         self.delivered_rank.clear();
-        self.review_budget = (u64::MAX, 0);
+        self.budget.reset();
         self.drop_held(DropReason::StaleEpoch);
         self.catch_up.reset();
     }
@@ -453,7 +572,7 @@ impl RouterState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delivery::testing::{adv, router};
+    use crate::delivery::testing::{adv, reconfirm, router};
     use proptest::prelude::*;
 
     #[test]
@@ -673,6 +792,233 @@ mod tests {
         r.raise(0, 1, adv("one", Some(Severity::Concern)));
         let (_, events) = r.raise(0, 2, adv("two", Some(Severity::Concern)));
         assert!(matches!(&events[..], [HostEvent::Wake { .. }]));
+    }
+
+    #[test]
+    fn d10_a_note_over_the_cap_is_refused_and_counted_too_long() {
+        let mut r = router().with_max_note_chars(2000);
+        r.run_state(true);
+        let huge = "x".repeat(100_000);
+        let (outcome, events) = r.raise(0, 1, adv(&huge, Some(Severity::Blocker)));
+        assert_eq!(outcome, RaiseOutcome::TooLong { max_chars: 2000 });
+        assert!(outcome.is_error());
+        assert!(events.is_empty());
+        assert!(r.step_boundary().is_empty(), "the primary gets nothing");
+        assert_eq!(r.counts().dropped.get(&DropReason::TooLong), Some(&1));
+        assert_eq!(r.counts().raised(), 1);
+        // At the cap exactly, in characters (not bytes), a note passes.
+        let at_cap = "é".repeat(2000);
+        assert_eq!(r.raise(0, 1, adv(&at_cap, None)).0, RaiseOutcome::Recorded);
+        // A refused note is not remembered: the shorter retry is no duplicate.
+        let retry = &huge[..100];
+        assert_eq!(r.raise(0, 1, adv(retry, None)).0, RaiseOutcome::Recorded);
+    }
+
+    #[test]
+    fn d8_a_review_of_k_updates_allows_k_times_the_budget() {
+        let mut r = router();
+        r.run_state(true);
+        r.review_started(0, 1, 3);
+        let outcomes: Vec<RaiseOutcome> = (0..7)
+            .map(|i| r.raise(0, 1, adv(&format!("nit {i}"), None)).0)
+            .collect();
+        assert_eq!(
+            outcomes
+                .iter()
+                .filter(|o| **o == RaiseOutcome::Recorded)
+                .count(),
+            6
+        );
+        assert_eq!(outcomes[6], RaiseOutcome::Dropped(DropReason::OverBudget));
+        // The next review, of one update, has 2 places again.
+        r.review_started(0, 2, 1);
+        assert_eq!(r.raise(0, 2, adv("a", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(r.raise(0, 2, adv("b", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(
+            r.raise(0, 2, adv("c", None)).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        // A start announced for another epoch changes nothing.
+        r.review_started(5, 3, 10);
+        assert_eq!(r.raise(0, 3, adv("d", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(r.raise(0, 3, adv("e", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(
+            r.raise(0, 3, adv("f", None)).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+    }
+
+    #[test]
+    fn d8_blockers_are_never_counted_and_never_dropped_for_budget() {
+        let mut r = router();
+        r.run_state(true);
+        for i in 0..5 {
+            let (outcome, events) =
+                r.raise(0, 1, adv(&format!("blocker {i}"), Some(Severity::Blocker)));
+            assert_eq!(outcome, RaiseOutcome::Recorded);
+            assert_eq!(events, vec![HostEvent::SteerReady]);
+        }
+        // The blockers took no place: the review still has its 2.
+        assert_eq!(r.raise(0, 1, adv("nit a", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(
+            r.raise(0, 1, adv("concern b", Some(Severity::Concern))).0,
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            r.raise(0, 1, adv("blocker late", Some(Severity::Blocker)))
+                .0,
+            RaiseOutcome::Recorded
+        );
+        let step = r.step_boundary();
+        assert_eq!(step.steers.len(), 7);
+        assert_eq!(step.aside.map(|a| a.notes.len()), Some(1));
+    }
+
+    #[test]
+    fn d8_a_concern_over_budget_displaces_the_newest_nit_the_host_has_not_taken() {
+        let mut r = router();
+        r.run_state(true);
+        r.raise(0, 1, adv("nit a", None));
+        r.raise(0, 1, adv("nit b", Some(Severity::Nit)));
+        let (outcome, events) = r.raise(0, 1, adv("concern c", Some(Severity::Concern)));
+        assert_eq!(outcome, RaiseOutcome::Recorded);
+        assert_eq!(events, vec![HostEvent::SteerReady]);
+        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&1));
+        assert_eq!(r.counts().pending, 2);
+        let step = r.step_boundary();
+        let aside: Vec<String> = step
+            .aside
+            .unwrap()
+            .notes
+            .into_iter()
+            .map(|a| a.note)
+            .collect();
+        assert_eq!(aside, vec!["nit a"]);
+        assert_eq!(step.steers[0].notes[0].note, "concern c");
+        assert_eq!(r.counts().raised(), 3);
+        // The displaced nit never reached the primary: raised again later, it is no duplicate.
+        assert_eq!(r.raise(0, 2, adv("nit b", None)).0, RaiseOutcome::Recorded);
+    }
+
+    #[test]
+    fn d8_a_note_ranking_no_higher_than_what_it_would_displace_is_dropped() {
+        // No immune turns (D7): every concern steers.
+        let mut r = router().with_immune_turns(0);
+        r.run_state(true);
+        // Concerns cannot displace concerns.
+        r.raise(0, 1, adv("c1", Some(Severity::Concern)));
+        r.raise(0, 1, adv("c2", Some(Severity::Concern)));
+        assert_eq!(
+            r.raise(0, 1, adv("c3", Some(Severity::Concern))).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        // Nits cannot displace nits.
+        r.raise(0, 2, adv("n1", None));
+        r.raise(0, 2, adv("n2", None));
+        assert_eq!(
+            r.raise(0, 2, adv("n3", None)).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        // Nits the host already took cannot be displaced.
+        r.step_boundary();
+        assert_eq!(
+            r.raise(0, 2, adv("c4", Some(Severity::Concern))).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        // Nor can the nits of another review.
+        r.raise(0, 3, adv("n4", None));
+        r.raise(0, 3, adv("n5", None));
+        r.review_started(0, 4, 1);
+        r.raise(0, 4, adv("c5", Some(Severity::Concern)));
+        r.raise(0, 4, adv("c6", Some(Severity::Concern)));
+        assert_eq!(
+            r.raise(0, 4, adv("c7", Some(Severity::Concern))).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        assert_eq!(r.step_boundary().aside.unwrap().notes.len(), 2);
+        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&4));
+    }
+
+    #[test]
+    fn d8_issue_10_stress_blockers_survive_sixty_turns_of_notes_that_nits_do_not() {
+        // Sixty turns, one review each, every review over budget: three nits, a concern
+        // and, every tenth turn, a blocker last.
+        // No immune turns (D7): every concern steers.
+        let mut r = RouterState::new(DeliveryPolicy::Interrupt, 2).with_immune_turns(0);
+        r.run_state(true);
+        let mut blockers = 0;
+        for turn in 1..=60u64 {
+            r.review_started(0, turn, 1);
+            for i in 0..3 {
+                r.raise(0, turn, adv(&format!("turn {turn} nit {i}"), None));
+            }
+            r.raise(
+                0,
+                turn,
+                adv(&format!("turn {turn} concern"), Some(Severity::Concern)),
+            );
+            if turn % 10 == 0 {
+                blockers += 1;
+                let (outcome, _) = r.raise(
+                    0,
+                    turn,
+                    adv(&format!("turn {turn} blocker"), Some(Severity::Blocker)),
+                );
+                assert_eq!(outcome, RaiseOutcome::Recorded, "turn {turn}");
+            }
+            r.step_boundary();
+            r.turn_ended(false, true);
+        }
+        let c = r.counts();
+        // Per turn: one nit and the concern kept (the concern displaced the second nit),
+        // the third nit dropped; every blocker delivered.
+        assert_eq!(c.aside, 60);
+        assert_eq!(c.steer, 60 + blockers);
+        assert_eq!(c.dropped.get(&DropReason::OverBudget), Some(&120));
+        assert_eq!(c.raised(), 60 * 4 + blockers);
+    }
+
+    #[test]
+    fn l2_undelivered_lists_queued_nits_outbox_steers_and_held_notes_without_taking_them() {
+        let mut r = router();
+        r.run_state(true);
+        assert!(r.undelivered().is_empty());
+        r.raise(0, 1, adv("nit a", None));
+        r.raise(0, 1, adv("nit b", None));
+        r.raise(0, 2, adv("stop", Some(Severity::Blocker)));
+        let pending = r.undelivered();
+        assert_eq!(pending.len(), 2);
+        assert_eq!(
+            (pending[0].channel, pending[0].notes.len()),
+            (Channel::Aside, 2)
+        );
+        assert_eq!(pending[1].channel, Channel::Steer);
+        assert_eq!(r.counts().pending, 3, "nothing taken");
+        let mut h = reconfirm();
+        h.run_state(false);
+        h.raise(0, 1, adv("held one", Some(Severity::Concern)));
+        let pending = h.undelivered();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].channel, Channel::Wake);
+        assert!(pending[0]
+            .content
+            .contains("context=\"raised about an earlier step\""));
+        assert_eq!(h.held().len(), 1, "still held");
+    }
+
+    #[test]
+    fn d8_d4_under_reconfirm_a_held_concern_over_budget_displaces_a_queued_nit() {
+        let mut r = reconfirm();
+        r.run_state(true);
+        r.raise(0, 1, adv("nit a", None));
+        r.raise(0, 1, adv("nit b", None));
+        assert_eq!(
+            r.raise(0, 1, adv("concern c", Some(Severity::Concern))).0,
+            RaiseOutcome::Held
+        );
+        assert_eq!(r.step_boundary().aside.unwrap().notes.len(), 1);
+        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&1));
+        assert_eq!(r.counts().held, 1);
     }
 
     proptest! {
