@@ -160,8 +160,8 @@ impl RouterState {
     /// Routes one advisory raised by review `review` of `epoch`. Returns what the advisor is
     /// told and the events for the host.
     ///
-    /// The guard, in order: disabled, stale epoch, too long (checked on the raw note before
-    /// anything copies or normalises it), content-free, a held note raised again (D9), a
+    /// The guard, in order: disabled, stale epoch, too long (a bounded count on the raw
+    /// note, before it is normalised or stored), content-free, a held note raised again (D9), a
     /// duplicate, then the budget (D8): blockers are never counted; a note over budget
     /// displaces the newest lower-ranked nit of the same review that the host has not
     /// taken yet, or is dropped itself.
