@@ -151,6 +151,24 @@ impl AdvisorHandle {
             .map_err(|_| HandleError::Stopped)
     }
 
+    /// Waits until the advisor has nothing left to review (L2's end of a replay); see
+    /// [`crate::messages::host::AwaitDrain`] for how it ends. Unbounded: wrap it in a timeout.
+    pub async fn await_drain(&self) -> Result<crate::messages::review::BacklogWait, HandleError> {
+        self.supervisor
+            .send(crate::messages::host::AwaitDrain)
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
+    /// What the advisor still holds back from the primary, as it would be delivered now:
+    /// queued nits, outbox steers, held notes (L2). Takes nothing.
+    pub async fn undelivered(&self) -> Result<Vec<crate::domain::advice::Delivery>, HandleError> {
+        self.supervisor
+            .send(crate::messages::delivery::GetUndelivered)
+            .await
+            .map_err(|_| HandleError::Stopped)
+    }
+
     /// Stops all work and wakes all waiters (R2); a runtime started with
     /// [`AdvisorHandle::spawn`] also stops its thread.
     pub async fn dispose(&self) -> Result<(), HandleError> {

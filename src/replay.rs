@@ -12,9 +12,11 @@
 //!
 //! Host events the runtime sends between steps (`Wake`, `Card`, `Notice`) are reported with
 //! the number of the last turn end; `SteerReady` is not (the steer itself is reported when
-//! the next step boundary takes it). At the end of the file the replay waits, bounded by
-//! [`ReplayOptions::drain_timeout`], for the advisor's backlog to drain, then reports the
-//! final status.
+//! the next step boundary takes it). At the end of the file the replay awaits, bounded by
+//! [`ReplayOptions::drain_timeout`], the advisor's drain (it does not poll), reports what the
+//! advisor still holds back — nits queued for a next run that will never come, and under
+//! `reconfirm` the notes still held — as [`ReplayEvent::Pending`], then the final status.
+//! Nothing the advisor said is left unreported.
 //!
 //! Delivered advice is not appended to the replayed transcript: the recorded session
 //! already holds what the primary did next, and the feed drops advisor messages anyway (X2).
@@ -29,6 +31,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::domain::advice::{Channel, Delivery, Severity};
 use crate::domain::host::{HostEvent, RewriteKind};
 use crate::handle::{AdvisorHandle, HandleError};
+use crate::messages::review::BacklogWait;
 use crate::session::{HostStep, SessionDriver};
 use crate::status::AdvisorStatus;
 
@@ -37,15 +40,16 @@ use crate::status::AdvisorStatus;
 pub struct ReplayOptions {
     /// The longest wait for the advisor to drain its backlog at the end of the file.
     pub drain_timeout: Duration,
-    /// How often that wait checks the backlog.
-    pub drain_poll: Duration,
+    /// While the advisor is failing (a retry pending, F1) the drain cannot be awaited until
+    /// the retry starts; the wait looks again after this long.
+    pub failure_recheck: Duration,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
         Self {
             drain_timeout: Duration::from_secs(120),
-            drain_poll: Duration::from_millis(50),
+            failure_recheck: Duration::from_secs(1),
         }
     }
 }
@@ -72,6 +76,8 @@ pub struct ReplayOutcome {
     pub compactions: usize,
     /// Whether the advisor's backlog drained before the end-of-file wait ran out.
     pub drained: bool,
+    /// Notes the primary never received, reported as [`ReplayEvent::Pending`] at the end.
+    pub pending: usize,
     /// Time from the first host call to the final status.
     pub elapsed: Duration,
     /// The advisor's status at the end (C3).
@@ -91,6 +97,15 @@ pub enum ReplayEvent {
         /// What the primary would receive.
         delivery: Delivery,
     },
+    /// Advice the primary never received: at the end of the file, what the advisor still
+    /// held back — nits queued for a next run, outbox steers, notes held under `reconfirm`
+    /// — as it would be delivered (L2).
+    Pending {
+        /// `TurnEnd`s sent in all.
+        turn: usize,
+        /// What the primary would receive; its channel is the one it was queued for.
+        delivery: Delivery,
+    },
     /// A line for the user (warnings, failures, pauses).
     Notice {
         /// `TurnEnd`s sent before it.
@@ -102,13 +117,53 @@ pub enum ReplayEvent {
     Finished(Box<ReplayOutcome>),
 }
 
+/// How a printed note reached the primary, or `pending` for one it never received (L2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LineChannel {
+    /// Folded in at a step boundary.
+    Aside,
+    /// A steering card taken at a step boundary.
+    Steer,
+    /// Started a turn of the idle primary.
+    Wake,
+    /// Appended visibly, no turn.
+    Card,
+    /// Still queued or held when the replay ended.
+    Pending,
+}
+
+impl LineChannel {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineChannel::Aside => "aside",
+            LineChannel::Steer => "steer",
+            LineChannel::Wake => "wake",
+            LineChannel::Card => "card",
+            LineChannel::Pending => "pending",
+        }
+    }
+}
+
+impl From<Channel> for LineChannel {
+    fn from(channel: Channel) -> Self {
+        match channel {
+            Channel::Aside => LineChannel::Aside,
+            Channel::Steer => LineChannel::Steer,
+            Channel::Wake => LineChannel::Wake,
+            Channel::Card => LineChannel::Card,
+        }
+    }
+}
+
 /// One note of a delivery, flattened for line-oriented output (`advisor replay --json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeliveryLine {
     /// `TurnEnd`s sent before the delivery.
     pub turn: usize,
-    /// How it reached the primary.
-    pub channel: Channel,
+    /// How it reached the primary, or `pending`.
+    pub channel: LineChannel,
     /// The severity the advisor gave, `null` when it gave none.
     pub severity: Option<Severity>,
     /// The note as the advisor wrote it.
@@ -120,12 +175,21 @@ pub struct DeliveryLine {
 /// One line per note of `delivery`; the notes of a batched aside each get a line with the
 /// same `content` (L2).
 pub fn delivery_lines(turn: usize, delivery: &Delivery) -> Vec<DeliveryLine> {
+    lines(turn, delivery.channel.into(), delivery)
+}
+
+/// One line per note of a delivery the primary never received, with channel `pending` (L2).
+pub fn pending_lines(turn: usize, delivery: &Delivery) -> Vec<DeliveryLine> {
+    lines(turn, LineChannel::Pending, delivery)
+}
+
+fn lines(turn: usize, channel: LineChannel, delivery: &Delivery) -> Vec<DeliveryLine> {
     delivery
         .notes
         .iter()
         .map(|advisory| DeliveryLine {
             turn,
-            channel: delivery.channel,
+            channel,
             severity: advisory.severity,
             note: advisory.note.clone(),
             content: delivery.content.clone(),
@@ -209,13 +273,21 @@ impl Replay {
             sink(ReplayEvent::Progress(self.progress()));
         }
         let drained = self.drain(&mut sink).await?;
+        let turn = self.driver.turns();
+        self.forward_events(turn, &mut sink);
+        let mut pending = 0;
+        for delivery in self.handle.undelivered().await? {
+            pending += delivery.notes.len();
+            sink(ReplayEvent::Pending { turn, delivery });
+        }
         let status = self.handle.status().await?;
-        self.forward_events(self.driver.turns(), &mut sink);
+        self.forward_events(turn, &mut sink);
         let outcome = ReplayOutcome {
-            turns: self.driver.turns(),
+            turns: turn,
             runs,
             compactions,
             drained,
+            pending,
             elapsed: started.elapsed(),
             status,
         };
@@ -240,35 +312,70 @@ impl Replay {
         }
     }
 
-    /// Waits until the advisor's backlog is empty, or the drain timeout passes, reporting
-    /// the host events that arrive meanwhile. True when it drained.
+    /// Awaits the advisor's drain, or the drain timeout, reporting the host events that
+    /// arrive meanwhile. True when it drained. While the advisor is failing a retry is
+    /// pending and there is nothing to await until it starts: the wait looks again after
+    /// [`ReplayOptions::failure_recheck`]. A paused advisor (F3) will not drain.
     async fn drain(&mut self, sink: &mut impl FnMut(ReplayEvent)) -> Result<bool, ReplayError> {
         let deadline = tokio::time::Instant::now() + self.options.drain_timeout;
         let turn = self.driver.turns();
         loop {
-            let status = self.handle.status().await?;
-            if status.agent.backlog == 0 {
-                return Ok(true);
+            let handle = self.handle.clone();
+            let ended = self
+                .forward_until(turn, deadline, handle.await_drain(), sink)
+                .await;
+            match ended {
+                None => return Ok(false),
+                Some(ended) => match ended? {
+                    BacklogWait::Drained => return Ok(true),
+                    // A reset or a restart woke the wait; what is left is awaited afresh.
+                    BacklogWait::Released => {}
+                    BacklogWait::Failing => {
+                        let status = self.handle.status().await?;
+                        if status.agent.backlog == 0 {
+                            return Ok(true);
+                        }
+                        if status.paused.is_some() {
+                            return Ok(false);
+                        }
+                        let recheck = tokio::time::Instant::now() + self.options.failure_recheck;
+                        let pause = tokio::time::sleep_until(recheck.min(deadline));
+                        if self
+                            .forward_until(turn, deadline, pause, sink)
+                            .await
+                            .is_none()
+                        {
+                            return Ok(false);
+                        }
+                    }
+                },
             }
-            if status.paused.is_some() {
-                // F3: a paused advisor will not drain; its status says why.
-                return Ok(false);
-            }
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                return Ok(false);
-            }
-            let tick = (now + self.options.drain_poll).min(deadline);
+        }
+    }
+
+    /// Runs `fut` to its end, reporting the host events that arrive meanwhile; `None` when
+    /// `deadline` comes first.
+    async fn forward_until<T>(
+        &mut self,
+        turn: usize,
+        deadline: tokio::time::Instant,
+        fut: impl std::future::Future<Output = T>,
+        sink: &mut impl FnMut(ReplayEvent),
+    ) -> Option<T> {
+        tokio::pin!(fut);
+        let mut open = true;
+        loop {
             tokio::select! {
-                event = self.events.recv() => match event {
+                out = &mut fut => return Some(out),
+                event = self.events.recv(), if open => match event {
                     Some(event) => {
                         if let Some(e) = replay_event(turn, event) {
                             sink(e);
                         }
                     }
-                    None => tokio::time::sleep_until(tick).await,
+                    None => open = false,
                 },
-                _ = tokio::time::sleep_until(tick) => {}
+                _ = tokio::time::sleep_until(deadline) => return None,
             }
         }
     }
@@ -325,6 +432,22 @@ mod tests {
             .map(String::as_str)
             .collect();
         assert_eq!(keys, ["turn", "channel", "severity", "note", "content"]);
+    }
+
+    #[test]
+    fn l2_pending_lines_have_channel_pending_and_the_content_it_would_have_had() {
+        let delivery = Delivery::new(
+            Channel::Aside,
+            vec![Advisory::new("left over", Some(Severity::Nit))],
+            None,
+        );
+        let lines = pending_lines(12, &delivery);
+        assert_eq!(lines.len(), 1);
+        let line = serde_json::to_value(&lines[0]).unwrap();
+        assert_eq!(line["channel"], "pending");
+        assert_eq!(line["turn"], 12);
+        assert_eq!(line["content"], delivery.content.as_str());
+        assert_eq!(delivery_lines(12, &delivery)[0].channel, LineChannel::Aside);
     }
 
     #[test]

@@ -93,6 +93,11 @@ impl AdvisorStatus {
             d.dropped_total(),
             d.pending
         ));
+        let dropped = d.dropped_summary();
+        if !dropped.is_empty() {
+            // D10: why notes were dropped (tooLong, overBudget, duplicate…).
+            out.push_str(&format!("dropped: {dropped}\n"));
+        }
         if !self.held_notes.is_empty() || self.policy == DeliveryPolicy::Reconfirm {
             out.push_str(&format!("held notes: {}\n", self.held_notes.len()));
             for note in &self.held_notes {

@@ -185,6 +185,7 @@ impl AdvisorAgent {
             compact_threshold_tokens: settings.compact_threshold_tokens,
             epoch,
             review,
+            updates: batch.turns,
             held_preamble: self.setup.held_preamble.clone(),
             discard_attempt: self.setup.discard_attempt.clone(),
             notices: self.setup.notices.clone(),
@@ -474,6 +475,8 @@ struct ReviewJob {
     compact_threshold_tokens: Option<u64>,
     epoch: u64,
     review: u64,
+    /// The session updates the review covers (G2), for its note budget (D8).
+    updates: usize,
     held_preamble: Option<Recipient<GetHeldPreamble>>,
     discard_attempt: Option<Recipient<DiscardAttempt>>,
     notices: Option<Recipient<NoticeRaised>>,
@@ -610,6 +613,7 @@ async fn run_review_with_maintenance(
             .send(GetHeldPreamble {
                 epoch: job.epoch,
                 review: job.review,
+                updates: job.updates,
             })
             .await
             .unwrap_or_default(),

@@ -4,10 +4,11 @@
 use actix::{Actor, Context, Handler, Recipient, Supervised};
 
 use crate::delivery::RouterState;
+use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
-    RaiseAdvice, ResetDelivery, ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
+    GetUndelivered, RaiseAdvice, ResetDelivery, ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
 };
 use crate::messages::host::{Interrupt, RunState, StepBoundary, UserPrompt};
 use crate::settings::DeliveryPolicy;
@@ -33,6 +34,12 @@ impl DeliveryRouter {
         }
     }
 
+    /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
+    pub fn with_max_note_chars(mut self, max_chars: usize) -> Self {
+        self.state = self.state.with_max_note_chars(max_chars);
+        self
+    }
+
     fn emit(&self, events: Vec<HostEvent>) {
         for event in events {
             self.host.do_send(event);
@@ -47,7 +54,8 @@ impl Actor for DeliveryRouter {
 impl Supervised for DeliveryRouter {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         self.state = RouterState::new(self.state.policy(), self.state.max_notes_per_update())
-            .with_immune_turns(self.state.immune_turns());
+            .with_immune_turns(self.state.immune_turns())
+            .with_max_note_chars(self.state.max_note_chars());
     }
 }
 
@@ -155,6 +163,8 @@ impl Handler<GetHeldPreamble> for DeliveryRouter {
     type Result = String;
 
     fn handle(&mut self, msg: GetHeldPreamble, _ctx: &mut Context<Self>) -> String {
+        self.state
+            .review_started(msg.epoch, msg.review, msg.updates);
         self.state.held_preamble(msg.epoch, msg.review)
     }
 }
@@ -178,5 +188,13 @@ impl Handler<DiscardAttempt> for DeliveryRouter {
         );
         let _entered = span.enter();
         self.state.discard_attempt(msg.epoch, msg.review)
+    }
+}
+
+impl Handler<GetUndelivered> for DeliveryRouter {
+    type Result = Vec<Delivery>;
+
+    fn handle(&mut self, _msg: GetUndelivered, _ctx: &mut Context<Self>) -> Vec<Delivery> {
+        self.state.undelivered()
     }
 }

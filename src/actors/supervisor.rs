@@ -192,9 +192,11 @@ impl Supervisor {
         let policy = self.config.settings.policy;
         let max_notes = self.config.settings.max_notes_per_update;
         let immune_turns = self.config.settings.immune_turns;
+        let max_chars = self.config.settings.max_note_chars;
         let host = self.host.clone();
         let router = actix::Supervisor::start(move |_| {
             DeliveryRouter::new(policy, max_notes, immune_turns, host)
+                .with_max_note_chars(max_chars)
         });
         self.router = Some(router.clone());
         router
@@ -669,6 +671,40 @@ impl Handler<Dispose> for Supervisor {
                 let _ = audit.send(FlushAudit).await;
             }
         })
+    }
+}
+
+impl Handler<crate::messages::host::AwaitDrain> for Supervisor {
+    type Result = ResponseFuture<BacklogWait>;
+
+    fn handle(
+        &mut self,
+        _msg: crate::messages::host::AwaitDrain,
+        _ctx: &mut Context<Self>,
+    ) -> Self::Result {
+        let agent = self.children.as_ref().filter(|_| self.enabled);
+        let Some(agent) = agent.map(|c| c.agent.clone()) else {
+            return Box::pin(async { BacklogWait::Drained });
+        };
+        Box::pin(async move {
+            agent
+                .send(AwaitBacklog { threshold: 1 })
+                .await
+                .unwrap_or(BacklogWait::Released)
+        })
+    }
+}
+
+impl Handler<crate::messages::delivery::GetUndelivered> for Supervisor {
+    type Result = ResponseFuture<Vec<crate::domain::advice::Delivery>>;
+
+    fn handle(
+        &mut self,
+        msg: crate::messages::delivery::GetUndelivered,
+        _ctx: &mut Context<Self>,
+    ) -> Self::Result {
+        let router = self.router();
+        Box::pin(async move { router.send(msg).await.unwrap_or_default() })
     }
 }
 

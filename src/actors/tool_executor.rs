@@ -85,7 +85,7 @@ impl Handler<ExecuteTool> for ToolExecutor {
                     {
                         Ok(outcome) => ToolOutput {
                             text: outcome.tool_text(max_notes),
-                            is_error: false,
+                            is_error: outcome.is_error(),
                         },
                         Err(_) => error_output(ToolError::Failed(
                             "advice could not be delivered: the router is restarting".into(),

@@ -4,9 +4,10 @@
 //! Output contract:
 //! - text mode: each delivery as `── turn N · CHANNEL ──` followed by the advisory XML the
 //!   primary would receive; notices on standard error; a progress bar on standard error
-//!   when it is a terminal; the final status (C3) at the end;
+//!   when it is a terminal; at the end, what the primary never received (queued nits, held
+//!   notes) as `── turn N · pending ──` blocks, then the final status (C3);
 //! - `--json`: one JSON object per line on standard output:
-//!   `{"turn":N,"channel":"aside|steer|wake|card","severity":"nit"|…|null,"note":…,"content":…}`
+//!   `{"turn":N,"channel":"aside|steer|wake|card|pending","severity":"nit"|…|null,"note":…,"content":…}`
 //!   per note (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
 //!   and a last `{"status":{…}}` line;
 //! - exit 0 when the replay ran to the end (a failing advisor shows in the status); exit 1
@@ -44,7 +45,9 @@ use advisor::providers::{
     advisor_role_from_modes, build_client, ApiKind, Catalog, ModelSpec, ProviderError,
 };
 use advisor::render::TranscriptView;
-use advisor::replay::{delivery_lines, Replay, ReplayEvent, ReplayOptions, ReplayOutcome};
+use advisor::replay::{
+    delivery_lines, pending_lines, LineChannel, Replay, ReplayEvent, ReplayOptions, ReplayOutcome,
+};
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
 use advisor::settings::{
     load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
@@ -346,6 +349,10 @@ impl Printer {
                 let text = self.delivery_text(turn, &delivery);
                 self.bar.suspend(|| out(&text));
             }
+            ReplayEvent::Pending { turn, delivery } => {
+                let text = self.pending_text(turn, &delivery);
+                self.bar.suspend(|| out(&text));
+            }
             ReplayEvent::Notice { text, .. } => self.notice(&text),
             ReplayEvent::Finished(outcome) => {
                 self.bar.finish_and_clear();
@@ -355,8 +362,21 @@ impl Printer {
     }
 
     fn delivery_text(&self, turn: usize, delivery: &Delivery) -> String {
+        self.lines_text(turn, delivery.channel.into(), delivery)
+    }
+
+    /// A delivery the primary never received (L2): channel `pending`.
+    fn pending_text(&self, turn: usize, delivery: &Delivery) -> String {
+        self.lines_text(turn, LineChannel::Pending, delivery)
+    }
+
+    fn lines_text(&self, turn: usize, channel: LineChannel, delivery: &Delivery) -> String {
         if self.json {
-            delivery_lines(turn, delivery)
+            let lines = match channel {
+                LineChannel::Pending => pending_lines(turn, delivery),
+                _ => delivery_lines(turn, delivery),
+            };
+            lines
                 .iter()
                 .filter_map(|line| serde_json::to_string(line).ok())
                 .collect::<Vec<_>>()
@@ -364,7 +384,7 @@ impl Printer {
         } else {
             format!(
                 "── turn {turn} · {} ──\n{}\n",
-                delivery.channel.as_str(),
+                channel.as_str(),
                 delivery.content
             )
         }
@@ -379,8 +399,15 @@ impl Printer {
         } else {
             " (the advisor had not drained when the wait ended)"
         };
+        let pending = match outcome.pending {
+            0 => String::new(),
+            n => format!(
+                "; {n} note{} never delivered",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
         format!(
-            "replayed {} turns in {} runs, {} compactions, in {:.1}s{drained}\n\n{}",
+            "replayed {} turns in {} runs, {} compactions, in {:.1}s{drained}{pending}\n\n{}",
             outcome.turns,
             outcome.runs,
             outcome.compactions,
@@ -588,6 +615,43 @@ mod tests {
         assert_eq!(lines[0]["content"], lines[1]["content"]);
         assert!(lines[0]["severity"].is_null());
         assert_eq!(lines[1]["severity"], "nit");
+    }
+
+    #[test]
+    fn l2_pending_notes_print_with_channel_pending_in_text_and_json() {
+        let d = Delivery::new(
+            Channel::Aside,
+            vec![
+                Advisory::new("one", None),
+                Advisory::new("two", Some(Severity::Nit)),
+            ],
+            None,
+        );
+        let text = Printer {
+            json: false,
+            bar: ProgressBar::hidden(),
+        }
+        .pending_text(9, &d);
+        assert!(
+            text.starts_with("── turn 9 · pending ──\n<advisory"),
+            "{text}"
+        );
+        let json = Printer {
+            json: true,
+            bar: ProgressBar::hidden(),
+        }
+        .pending_text(9, &d);
+        let lines: Vec<serde_json::Value> = json
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        for line in &lines {
+            assert_eq!(line["turn"], 9);
+            assert_eq!(line["channel"], "pending");
+            assert_eq!(line["content"], d.content);
+        }
+        assert_eq!(lines[1]["note"], "two");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use actix::Message as ActixMessage;
 
 use crate::delivery::{CatchUpEnd, CatchUpPlan, DeliveryCounts, RaiseOutcome};
-use crate::domain::advice::Advisory;
+use crate::domain::advice::{Advisory, Delivery};
 
 /// The advisor called `advise` (mid-review, G3).
 #[derive(Debug, Clone, ActixMessage)]
@@ -54,8 +54,8 @@ pub struct CatchUpFinished {
     pub end: CatchUpEnd,
 }
 
-/// Asks for the held-notes preamble of a review about to start (agent → router, D9);
-/// empty when nothing is held.
+/// A review is about to start (agent → router): sets its note budget (D8) and asks for
+/// its held-notes preamble (D9), empty when nothing is held.
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "String")]
 pub struct GetHeldPreamble {
@@ -63,6 +63,9 @@ pub struct GetHeldPreamble {
     pub epoch: u64,
     /// The review's number.
     pub review: u64,
+    /// The session updates (turns) the review covers, its batch (G2): the review may raise
+    /// `updates` × `maxNotesPerUpdate` non-blocker notes (D8).
+    pub updates: usize,
 }
 
 /// A review succeeded (agent → router): held notes it did not raise again are dropped (D9).
@@ -89,6 +92,12 @@ pub struct DiscardAttempt {
     /// The attempt's number within the review, from 1 (for tracing).
     pub attempt: u32,
 }
+
+/// Asks for what the router still holds back from the primary, as it would be delivered
+/// now: queued nits, outbox steers, held notes (L2's end of a replay). Takes nothing.
+#[derive(Debug, Clone, Copy, Default, ActixMessage)]
+#[rtype(result = "Vec<Delivery>")]
+pub struct GetUndelivered;
 
 /// Asks for the router's counters and latch.
 #[derive(Debug, Clone, Copy, ActixMessage)]

@@ -73,3 +73,11 @@ pub struct GetDump {
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
 pub struct Dispose;
+
+/// Waits for the advisor to drain its backlog: resolves `Drained` once nothing is left to
+/// review (at once when no advisor runs), `Failing` at once while a retry is pending or the
+/// advisor is paused (S2), `Released` on abort, reset or dispose. No time bound: that is
+/// the caller's (L2's end-of-file wait).
+#[derive(Debug, Clone, Copy, Default, ActixMessage)]
+#[rtype(result = "crate::messages::review::BacklogWait")]
+pub struct AwaitDrain;

@@ -184,7 +184,8 @@ pub struct AdvisorSettings {
     pub transcript: TranscriptView,
     /// `advisor.immuneTurns` (D7).
     pub immune_turns: u32,
-    /// `advisor.maxNotesPerUpdate` (D8).
+    /// `advisor.maxNotesPerUpdate` (D8): non-blocker notes per session update a review
+    /// covers (a review of k coalesced updates may raise k times as many; default 4).
     pub max_notes_per_update: usize,
     /// Bound on tool rounds per review (G3).
     pub max_tool_rounds: usize,
@@ -229,7 +230,7 @@ impl Default for AdvisorSettings {
             policy: DeliveryPolicy::Interrupt,
             transcript: TranscriptView::Compact,
             immune_turns: 3,
-            max_notes_per_update: 2,
+            max_notes_per_update: 4,
             max_tool_rounds: 8,
             max_output_tokens: 4096,
             sync_wait_cap: Duration::from_secs(30),

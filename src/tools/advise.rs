@@ -2,6 +2,7 @@
 
 use serde_json::{json, Value};
 
+use crate::delivery::texts::TOOL_RESULTS;
 use crate::domain::advice::{Advisory, Severity};
 use crate::model::ToolSchema;
 use crate::tools::ToolError;
@@ -40,22 +41,19 @@ produces broken output. Omitting severity means nit."
     }
 }
 
+/// An argument error the model reads, its text from the tool-results file (T7).
+fn invalid(key: &'static str) -> ToolError {
+    ToolError::InvalidArguments(TOOL_RESULTS.get(key).to_string())
+}
+
 /// Parses the tool's arguments into an advisory; bad input is a tool error the model sees.
 pub fn parse(args: &Value) -> Result<Advisory, ToolError> {
-    let obj = args
-        .as_object()
-        .ok_or_else(|| ToolError::InvalidArguments("advise takes an object with `note`".into()))?;
+    let obj = args.as_object().ok_or_else(|| invalid("notAnObject"))?;
     let note = match obj.get("note") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(Value::String(_)) => {
-            return Err(ToolError::InvalidArguments("`note` is empty".into()));
-        }
-        Some(_) => {
-            return Err(ToolError::InvalidArguments(
-                "`note` must be a string".into(),
-            ))
-        }
-        None => return Err(ToolError::InvalidArguments("`note` is required".into())),
+        Some(Value::String(_)) => return Err(invalid("noteEmpty")),
+        Some(_) => return Err(invalid("noteNotAString")),
+        None => return Err(invalid("noteMissing")),
     };
     let severity = match obj.get("severity") {
         None | Some(Value::Null) => None,
@@ -63,11 +61,7 @@ pub fn parse(args: &Value) -> Result<Advisory, ToolError> {
             s.parse::<Severity>()
                 .map_err(|e| ToolError::InvalidArguments(e.to_string()))?,
         ),
-        Some(_) => {
-            return Err(ToolError::InvalidArguments(
-                "`severity` must be one of nit, concern, blocker".into(),
-            ))
-        }
+        Some(_) => return Err(invalid("severityNotAString")),
     };
     Ok(Advisory::new(note, severity))
 }
@@ -89,5 +83,15 @@ mod tests {
         assert!(err.to_string().contains("nit, concern or blocker"), "{err}");
         assert!(parse(&json!({})).is_err());
         assert!(parse(&json!({"note": 5})).is_err());
+    }
+
+    #[test]
+    fn t7_bad_arguments_are_answered_with_the_texts_of_the_data_file() {
+        let text = |args: Value| parse(&args).unwrap_err().to_string();
+        assert!(text(json!([])).contains("advise takes an object with `note`"));
+        assert!(text(json!({"note": "  "})).contains("`note` is empty"));
+        assert!(text(json!({"note": 5})).contains("`note` must be a string"));
+        assert!(text(json!({})).contains("`note` is required"));
+        assert!(text(json!({"note": "x", "severity": 2})).contains("one of nit, concern, blocker"));
     }
 }

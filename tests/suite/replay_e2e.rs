@@ -465,3 +465,132 @@ async fn g7_l2_audit_flag_writes_the_advisors_transcript_as_json_lines() {
         .as_str()
         .is_some_and(|t| t.contains("### Session update"))));
 }
+
+/// The first two turns of the example session (both call tools, so neither is terminal),
+/// written to `dir`.
+fn two_turn_session(dir: &Path) -> PathBuf {
+    let example = std::fs::read_to_string(manifest_path("examples/sessions/median-fix.jsonl"))
+        .expect("the example session");
+    let prefix: Vec<&str> = example.lines().take(7).collect();
+    let path = dir.join("two-turns.jsonl");
+    std::fs::write(&path, prefix.join("\n") + "\n").expect("write the session");
+    let plan = plan(&path);
+    assert_eq!((plan.turns, plan.prompts.len()), (2, 2));
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn l2_d9_reconfirm_a_note_still_held_at_the_end_is_printed_with_channel_pending() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = two_turn_session(dir.path());
+    let note = "The fix reads sorted[mid + 1]; the lower middle is sorted[mid - 1].";
+    let server = SseServer::start([silent(), advise(note, Some("concern")), silent()])
+        .await
+        .expect("bind");
+
+    let run = replay(&path, &server, &["--json", "--policy", "reconfirm"]).await;
+    assert!(run.ok, "stderr: {}", run.stderr);
+    let lines = json_lines(&run.stdout);
+    let (status, rest) = lines.split_last().expect("output");
+    // Held on turn 2 (D4), never reconfirmed: no review came after it. L2 prints it anyway.
+    let notes: Vec<&Value> = rest.iter().filter(|l| l.get("channel").is_some()).collect();
+    assert_eq!(notes.len(), 1, "stdout:\n{}", run.stdout);
+    let line = notes[0];
+    assert_eq!(line["turn"], 2);
+    assert_eq!(line["channel"], "pending");
+    assert_eq!(line["severity"], "concern");
+    assert_eq!(line["note"], note);
+    let content = line["content"].as_str().expect("content");
+    assert!(
+        content.contains("context=\"raised about an earlier step\""),
+        "{content}"
+    );
+    let s = &status["status"];
+    assert_eq!(s["deliveries"]["held"], 1, "{s}");
+    assert_eq!(s["heldNotes"][0]["note"], note);
+    assert_eq!(server.request_count(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn l2_a_nit_raised_after_the_last_step_boundary_is_reported_pending_after_the_awaited_drain()
+{
+    use crate::support::runtime::GatedModel;
+    use advisor::model::scripted::ScriptedReply;
+    use advisor::replay::{Replay, ReplayEvent, ReplayOptions};
+    use advisor::settings::SyncBacklog;
+    use advisor::{AdvisorHandle, RuntimeConfig};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = two_turn_session(dir.path());
+    let driver = SessionDriver::new(read_session(&path).expect("a session"));
+    let note = "Name the test after the even-length case it covers.";
+    // Every answer waits until the replay has made its last host call: the nit can only
+    // arrive after the last step boundary, while the replay awaits the drain.
+    let (model, _arrivals, gate) = GatedModel::new(
+        vec![
+            ScriptedReply::advise("a", note, Some("nit")),
+            ScriptedReply::text(""),
+            ScriptedReply::text(""),
+        ],
+        true,
+    );
+    let gate = gate.expect("gated");
+    let mut config = RuntimeConfig::new(
+        "replay-e2e",
+        dir.path().to_path_buf(),
+        Some(Arc::new(model)),
+    );
+    config.settings.sync_backlog = SyncBacklog::Off;
+    let (handle, events) = AdvisorHandle::spawn(config).await.expect("runtime");
+    let options = ReplayOptions {
+        drain_timeout: Duration::from_secs(60),
+        ..ReplayOptions::default()
+    };
+    let mut seen = Vec::new();
+    let mut released = false;
+    let outcome = Replay::new(driver, handle.clone(), events)
+        .with_options(options)
+        .run(|event| {
+            if let ReplayEvent::Progress(p) = &event {
+                if p.entries_done == p.entries_total && !released {
+                    released = true;
+                    gate.add_permits(3);
+                }
+            }
+            seen.push(event);
+        })
+        .await
+        .expect("the replay runs");
+    handle.dispose().await.expect("dispose");
+
+    assert!(released, "the permits were granted at the end of the file");
+    assert!(outcome.drained, "the drain was awaited to its end");
+    assert_eq!(outcome.pending, 1);
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(e, ReplayEvent::Delivery { .. })),
+        "no step boundary came after the nit"
+    );
+    let pending: Vec<(usize, &str)> = seen
+        .iter()
+        .filter_map(|e| match e {
+            ReplayEvent::Pending { turn, delivery } => {
+                assert_eq!(delivery.channel, advisor::domain::advice::Channel::Aside);
+                Some((*turn, delivery.notes[0].note.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pending, [(2, note)]);
+    let last_two: Vec<bool> = seen[seen.len() - 2..]
+        .iter()
+        .map(|e| matches!(e, ReplayEvent::Pending { .. }))
+        .collect();
+    assert_eq!(last_two, [true, false], "pending, then the final status");
+    assert!(matches!(seen.last(), Some(ReplayEvent::Finished(_))));
+    assert_eq!(outcome.status.deliveries.pending, 1);
+    assert_eq!(outcome.status.agent.backlog, 0);
+}

@@ -1,0 +1,99 @@
+//! The note budget of the emission guard (D8): at most `maxNotesPerUpdate` non-blocker notes
+//! per session update a review covered, so a review that coalesced k updates (G2) allows k ×
+//! the budget. Blockers are exempt: never counted. Which note gives way when a review is
+//! over budget is the router's decision (the highest-ranked notes win); this is the count.
+
+/// A review, as the router tells reviews apart: its epoch and its number.
+pub(super) type ReviewId = (u64, u64);
+
+/// The budget of the review in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct NoteBudget {
+    per_update: usize,
+    review: Option<ReviewId>,
+    allowed: usize,
+    used: usize,
+}
+
+impl NoteBudget {
+    /// A budget of `per_update` notes per session update.
+    pub(super) fn new(per_update: usize) -> Self {
+        Self {
+            per_update,
+            review: None,
+            allowed: 0,
+            used: 0,
+        }
+    }
+
+    /// The notes allowed per update.
+    pub(super) fn per_update(&self) -> usize {
+        self.per_update
+    }
+
+    /// Review `review` starts and covers `updates` session updates (at least one).
+    pub(super) fn start(&mut self, review: ReviewId, updates: usize) {
+        self.review = Some(review);
+        self.allowed = self.per_update.saturating_mul(updates.max(1));
+        self.used = 0;
+    }
+
+    /// Takes a place for a note of `review`: false when its budget is used up. A review the
+    /// router was not told about covers one update.
+    pub(super) fn take(&mut self, review: ReviewId) -> bool {
+        if self.review != Some(review) {
+            self.start(review, 1);
+        }
+        if self.used >= self.allowed {
+            return false;
+        }
+        self.used += 1;
+        true
+    }
+
+    /// Gives `n` places back to `review` (its notes were rolled back, G5).
+    pub(super) fn give_back(&mut self, review: ReviewId, n: usize) {
+        if self.review == Some(review) {
+            self.used = self.used.saturating_sub(n);
+        }
+    }
+
+    /// Forgets the review in progress (reset, R1).
+    pub(super) fn reset(&mut self) {
+        self.review = None;
+        self.allowed = 0;
+        self.used = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn d8_a_review_of_k_updates_allows_k_times_the_budget() {
+        let mut b = NoteBudget::new(2);
+        b.start((0, 1), 3);
+        assert_eq!((0..7).filter(|_| b.take((0, 1))).count(), 6);
+        // An unannounced review covers one update.
+        assert_eq!((0..7).filter(|_| b.take((0, 2))).count(), 2);
+        // Zero updates still count as one.
+        b.start((0, 3), 0);
+        assert_eq!((0..7).filter(|_| b.take((0, 3))).count(), 2);
+    }
+
+    #[test]
+    fn d8_reviews_are_told_apart_by_epoch_and_places_given_back_are_reusable() {
+        let mut b = NoteBudget::new(1);
+        assert!(b.take((0, 1)));
+        assert!(!b.take((0, 1)));
+        assert!(
+            b.take((1, 1)),
+            "the same number in a new epoch is another review"
+        );
+        b.give_back((0, 1), 1);
+        assert!(!b.take((1, 1)), "given back to another review: no effect");
+        b.give_back((1, 1), 1);
+        assert!(b.take((1, 1)));
+    }
+}

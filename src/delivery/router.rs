@@ -1,0 +1,1039 @@
+//! Routing and the outbox (D1–D3, D6–D8): what happens to each advisory the advisor raises,
+//! the aside queue and the steering cards the host has not taken yet, the user-interrupt
+//! latch, immune turns and the emission guard. Under `reconfirm` it holds concerns and
+//! blockers ([`super::held`]) and runs the catch-up block ([`super::catch_up`]). Pure
+//! logic; the DeliveryRouter actor wraps it and forwards the host events.
+
+use std::collections::HashMap;
+
+use super::budget::{NoteBudget, ReviewId};
+use super::catch_up::{best_effort_notice, CatchUp, CatchUpEnd, CatchUpPlan, HeldRelease};
+use super::held::{HeldNote, HeldNotes, Reraised};
+use super::note::{exceeds_chars, is_content_free, normalize_note};
+use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
+use super::texts::{EARLIER_STEP, FINAL_ANSWER};
+use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
+use crate::domain::host::{HostEvent, StepAdvice};
+use crate::settings::DeliveryPolicy;
+
+/// The note cap when none is configured (`advisor.maxNoteChars`, K1).
+pub const DEFAULT_MAX_NOTE_CHARS: usize = 2000;
+
+/// A nit (or an immune concern) waiting in the aside queue for the next step boundary.
+#[derive(Debug, Clone)]
+struct QueuedAside {
+    advisory: Advisory,
+    /// The dedupe key.
+    key: String,
+    /// The review that raised it; `None` for a held note released by a catch-up block.
+    raised_by: Option<ReviewId>,
+}
+
+/// The router's state: outbox, aside queue, held notes, latch, immunity, dedupe memory and
+/// counters.
+#[derive(Debug)]
+pub struct RouterState {
+    policy: DeliveryPolicy,
+    budget: NoteBudget,
+    max_note_chars: usize,
+    immune_turns: u32,
+    epoch: u64,
+    running: bool,
+    suppressed: bool,
+    enabled: bool,
+    asides: Vec<QueuedAside>,
+    steers: Vec<Delivery>,
+    held: HeldNotes,
+    delivered_rank: HashMap<String, u8>,
+    immune_left: u32,
+    last_turn_terminal: bool,
+    catch_up: CatchUp,
+    counts: DeliveryCounts,
+}
+
+impl RouterState {
+    /// A router for `policy`, allowing `max_notes_per_update` non-blocker notes per session
+    /// update a review covers (D8), with the default 3 immune turns (D7) and the default
+    /// note cap.
+    pub fn new(policy: DeliveryPolicy, max_notes_per_update: usize) -> Self {
+        Self {
+            policy,
+            budget: NoteBudget::new(max_notes_per_update),
+            max_note_chars: DEFAULT_MAX_NOTE_CHARS,
+            immune_turns: 3,
+            epoch: 0,
+            running: false,
+            suppressed: false,
+            enabled: true,
+            asides: Vec::new(),
+            steers: Vec::new(),
+            held: HeldNotes::default(),
+            delivered_rank: HashMap::new(),
+            immune_left: 0,
+            last_turn_terminal: false,
+            catch_up: CatchUp::new(),
+            counts: DeliveryCounts::default(),
+        }
+    }
+
+    /// The same router with `turns` immune turns after an interrupting delivery (D7);
+    /// 0 turns immunity off.
+    pub fn with_immune_turns(mut self, turns: u32) -> Self {
+        self.immune_turns = turns;
+        self
+    }
+
+    /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
+    pub fn with_max_note_chars(mut self, max_chars: usize) -> Self {
+        self.max_note_chars = max_chars;
+        self
+    }
+
+    /// The note cap in characters.
+    pub fn max_note_chars(&self) -> usize {
+        self.max_note_chars
+    }
+
+    /// The delivery policy in force.
+    pub fn policy(&self) -> DeliveryPolicy {
+        self.policy
+    }
+
+    /// The counters (D10).
+    pub fn counts(&self) -> &DeliveryCounts {
+        &self.counts
+    }
+
+    /// The notes-per-update bound (D8).
+    pub fn max_notes_per_update(&self) -> usize {
+        self.budget.per_update()
+    }
+
+    /// The configured number of immune turns (D7).
+    pub fn immune_turns(&self) -> u32 {
+        self.immune_turns
+    }
+
+    /// Whether concerns go out as asides now (D7).
+    pub fn immune(&self) -> bool {
+        self.immune_left > 0
+    }
+
+    /// Whether the user-interrupt latch is set (D6).
+    pub fn suppressed(&self) -> bool {
+        self.suppressed
+    }
+
+    /// The notes held now, oldest first (D9).
+    pub fn held(&self) -> &[HeldNote] {
+        self.held.as_slice()
+    }
+
+    fn drop_note(&mut self, reason: DropReason) -> RaiseOutcome {
+        self.count_drop(reason, 1);
+        tracing::info!(reason = reason.as_str(), "advisory dropped");
+        RaiseOutcome::Dropped(reason)
+    }
+
+    fn count_drop(&mut self, reason: DropReason, n: u64) {
+        self.counts.drop(reason, n);
+    }
+
+    /// Counts a delivery; a steer or wake makes the next turns immune (D7).
+    fn delivered(&mut self, channel: Channel, n: u64) {
+        self.counts.deliver(channel, n);
+        if n > 0 && matches!(channel, Channel::Steer | Channel::Wake) && self.immune_turns > 0 {
+            // The turn in progress plus the next `immune_turns` turn ends.
+            self.immune_left = self.immune_turns + 1;
+        }
+    }
+
+    /// Review `review` of `epoch` starts and covers `updates` session updates (its batch,
+    /// G2): its note budget is `updates` × `maxNotesPerUpdate` (D8). A review the router is
+    /// not told about covers one update.
+    pub fn review_started(&mut self, epoch: u64, review: u64, updates: usize) {
+        if epoch == self.epoch {
+            self.budget.start((epoch, review), updates);
+        }
+    }
+
+    /// Routes one advisory raised by review `review` of `epoch`. Returns what the advisor is
+    /// told and the events for the host.
+    ///
+    /// The guard, in order: disabled, stale epoch, too long (a bounded count on the raw
+    /// note, before it is normalised or stored), content-free, a held note raised again (D9), a
+    /// duplicate, then the budget (D8): blockers are never counted; a note over budget
+    /// displaces the newest lower-ranked nit of the same review that the host has not
+    /// taken yet, or is dropped itself.
+    pub fn raise(
+        &mut self,
+        epoch: u64,
+        review: u64,
+        advisory: Advisory,
+    ) -> (RaiseOutcome, Vec<HostEvent>) {
+        if !self.enabled {
+            return (self.drop_note(DropReason::Disabled), Vec::new());
+        }
+        if epoch != self.epoch {
+            return (self.drop_note(DropReason::StaleEpoch), Vec::new());
+        }
+        if exceeds_chars(&advisory.note, self.max_note_chars) {
+            self.count_drop(DropReason::TooLong, 1);
+            tracing::info!(
+                reason = DropReason::TooLong.as_str(),
+                bytes = advisory.note.len(),
+                max_chars = self.max_note_chars,
+                "advisory refused"
+            );
+            let outcome = RaiseOutcome::TooLong {
+                max_chars: self.max_note_chars,
+            };
+            return (outcome, Vec::new());
+        }
+        if is_content_free(&advisory.note) {
+            return (self.drop_note(DropReason::ContentFree), Vec::new());
+        }
+        let key = normalize_note(&advisory.note);
+        let severity = advisory.effective_severity();
+        if let Some(outcome) = self.reraise(&key, review, severity) {
+            return (outcome, Vec::new());
+        }
+        if self
+            .delivered_rank
+            .get(&key)
+            .is_some_and(|&r| r >= severity.rank())
+        {
+            return (self.drop_note(DropReason::Duplicate), Vec::new());
+        }
+        let id = (epoch, review);
+        let counted = severity != Severity::Blocker;
+        if counted && !self.budget.take(id) && !self.displace_lower(id, severity) {
+            return (self.drop_note(DropReason::OverBudget), Vec::new());
+        }
+        if self.policy == DeliveryPolicy::Reconfirm && severity.interrupts() {
+            // D4: held on first emission; not recorded as delivered (D8).
+            tracing::info!(
+                severity = severity.as_str(),
+                "advisory held for reconfirmation"
+            );
+            self.held.hold(advisory, key, review, counted);
+            self.counts.held += 1;
+            return (RaiseOutcome::Held, Vec::new());
+        }
+        self.delivered_rank.insert(key.clone(), severity.rank());
+        let events = self.route(advisory, key, Some(id));
+        (RaiseOutcome::Recorded, events)
+    }
+
+    /// D8 over budget: drops the newest note of review `id` still in the aside queue that
+    /// ranks below `severity`, so the higher-ranked note takes its place. False when there is
+    /// none (the host took them, or nothing ranks lower).
+    fn displace_lower(&mut self, id: ReviewId, severity: Severity) -> bool {
+        let Some(index) = self
+            .asides
+            .iter()
+            .rposition(|q| q.raised_by == Some(id) && q.advisory.effective_severity() < severity)
+        else {
+            return false;
+        };
+        let displaced = self.asides.remove(index);
+        let rank = displaced.advisory.effective_severity().rank();
+        // It never reached the primary: a later repeat is not a duplicate of it.
+        if self.delivered_rank.get(&displaced.key) == Some(&rank) {
+            self.delivered_rank.remove(&displaced.key);
+        }
+        self.counts.pending -= 1;
+        self.count_drop(DropReason::OverBudget, 1);
+        tracing::info!(
+            reason = DropReason::OverBudget.as_str(),
+            displaced_by = severity.as_str(),
+            "queued advisory displaced by a higher-ranked one"
+        );
+        true
+    }
+
+    /// A note matching a held one (D9): reconfirmed by a later review, a duplicate within
+    /// the review that held it.
+    fn reraise(&mut self, key: &str, review: u64, severity: Severity) -> Option<RaiseOutcome> {
+        match self.held.reraise(key, review, severity)? {
+            Reraised::Duplicate => Some(self.drop_note(DropReason::Duplicate)),
+            Reraised::Reconfirmed => {
+                self.counts.reconfirmed += 1;
+                Some(RaiseOutcome::Reconfirmed)
+            }
+        }
+    }
+
+    /// The `context` attribute and the final-answer note for a delivery now (D4).
+    fn build(&self, channel: Channel, notes: Vec<Advisory>) -> Delivery {
+        if self.policy != DeliveryPolicy::Reconfirm {
+            return Delivery::new(channel, notes, None);
+        }
+        let mut delivery = Delivery::new(channel, notes, Some(EARLIER_STEP));
+        if self.last_turn_terminal {
+            delivery.content.push_str("\n\n");
+            delivery.content.push_str(FINAL_ANSWER);
+        }
+        delivery
+    }
+
+    /// The channel a concern or blocker takes now (D3, D6).
+    fn interrupt_channel(&self) -> Channel {
+        if self.suppressed {
+            Channel::Card
+        } else if self.running {
+            Channel::Steer
+        } else {
+            Channel::Wake
+        }
+    }
+
+    fn route(
+        &mut self,
+        advisory: Advisory,
+        key: String,
+        raised_by: Option<ReviewId>,
+    ) -> Vec<HostEvent> {
+        let severity = advisory.effective_severity();
+        let immune_concern = severity == Severity::Concern && self.immune();
+        if !severity.interrupts() || immune_concern {
+            tracing::info!(
+                severity = severity.as_str(),
+                immune = immune_concern,
+                "advisory queued as aside"
+            );
+            self.asides.push(QueuedAside {
+                advisory,
+                key,
+                raised_by,
+            });
+            self.counts.pending += 1;
+            return Vec::new();
+        }
+        let channel = self.interrupt_channel();
+        let card = self.build(channel, vec![advisory]);
+        tracing::info!(
+            severity = severity.as_str(),
+            channel = channel.as_str(),
+            "advisory routed"
+        );
+        match channel {
+            Channel::Steer => {
+                self.steers.push(card);
+                self.counts.pending += 1;
+                vec![HostEvent::SteerReady]
+            }
+            Channel::Card => {
+                self.delivered(Channel::Card, 1);
+                vec![HostEvent::Card { card }]
+            }
+            _ => {
+                self.delivered(Channel::Wake, 1);
+                vec![HostEvent::Wake { card }]
+            }
+        }
+    }
+
+    /// What the router still holds back from the primary, as it would be delivered now: the
+    /// queued nits as one aside, the steering cards in the outbox, then each held note
+    /// (D9) on its own. Takes nothing; for a host with no next step boundary to come (the
+    /// end of a replay, L2).
+    pub fn undelivered(&self) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        if !self.asides.is_empty() {
+            let notes = self.asides.iter().map(|q| q.advisory.clone()).collect();
+            out.push(self.build(Channel::Aside, notes));
+        }
+        out.extend(self.steers.iter().cloned());
+        for held in self.held.as_slice() {
+            let severity = held.severity();
+            let channel = if severity == Severity::Concern && self.immune() {
+                Channel::Aside
+            } else {
+                self.interrupt_channel()
+            };
+            out.push(self.build(channel, vec![held.advisory.clone()]));
+        }
+        out
+    }
+
+    /// The host is about to call its model: all queued nits as one aside message, plus the
+    /// steering cards in the outbox (D3).
+    pub fn step_boundary(&mut self) -> StepAdvice {
+        let aside = if self.asides.is_empty() {
+            None
+        } else {
+            let notes: Vec<Advisory> = std::mem::take(&mut self.asides)
+                .into_iter()
+                .map(|q| q.advisory)
+                .collect();
+            let n = notes.len() as u64;
+            self.counts.pending -= n;
+            self.delivered(Channel::Aside, n);
+            Some(self.build(Channel::Aside, notes))
+        };
+        let steers = std::mem::take(&mut self.steers);
+        let n = steers.len() as u64;
+        self.counts.pending -= n;
+        self.delivered(Channel::Steer, n);
+        StepAdvice { aside, steers }
+    }
+
+    /// The primary started or went idle. Going idle turns outbox steers into wakes (or
+    /// cards while the latch is set, A5); queued nits wait for the next run. A new run
+    /// starts with no terminal turn behind it (D4).
+    pub fn run_state(&mut self, running: bool) -> Vec<HostEvent> {
+        self.running = running;
+        if running {
+            self.last_turn_terminal = false;
+            return Vec::new();
+        }
+        let channel = if self.suppressed {
+            Channel::Card
+        } else {
+            Channel::Wake
+        };
+        self.flush_steers(channel)
+    }
+
+    fn flush_steers(&mut self, channel: Channel) -> Vec<HostEvent> {
+        let steers = std::mem::take(&mut self.steers);
+        let n = steers.len() as u64;
+        self.counts.pending -= n;
+        self.delivered(channel, n);
+        steers
+            .into_iter()
+            .map(|mut card| {
+                card.channel = channel;
+                match channel {
+                    Channel::Wake => HostEvent::Wake { card },
+                    _ => HostEvent::Card { card },
+                }
+            })
+            .collect()
+    }
+
+    /// The host aborted the run (D6): a user interrupt latches suppression and turns outbox
+    /// steers into visible cards; another interrupt keeps auto-resume. Held notes stay held
+    /// (D5).
+    pub fn interrupt(&mut self, by_user: bool) -> Vec<HostEvent> {
+        if !by_user {
+            return Vec::new();
+        }
+        self.suppressed = true;
+        self.flush_steers(Channel::Card)
+    }
+
+    /// A user prompt clears the latch (D6).
+    pub fn user_prompt(&mut self) {
+        self.suppressed = false;
+    }
+
+    /// A primary turn ended (`terminal` when it was the final answer): one immune turn is
+    /// used up (D7), and under `reconfirm` the turn end may have to wait for the advisor to
+    /// catch up (D5). `can_wait` is false when no advisor runs to wait for.
+    pub fn turn_ended(&mut self, terminal: bool, can_wait: bool) -> Option<CatchUpPlan> {
+        self.last_turn_terminal = terminal;
+        self.immune_left = self.immune_left.saturating_sub(1);
+        if self.policy != DeliveryPolicy::Reconfirm || !self.enabled || !can_wait {
+            return None;
+        }
+        let plan = self.catch_up.plan(terminal, self.held.len());
+        if let Some(plan) = &plan {
+            tracing::info!(
+                timeout_s = plan.timeout.as_secs(),
+                terminal,
+                held = plan.held,
+                "catch-up block"
+            );
+        }
+        plan
+    }
+
+    /// A catch-up block ended (D5): delivers the held notes its end allows, one message per
+    /// note, on the channel the run state calls for.
+    pub fn catch_up_finished(&mut self, plan: &CatchUpPlan, end: CatchUpEnd) -> Vec<HostEvent> {
+        let release = self.catch_up.finish(plan, end);
+        tracing::info!(
+            ?end,
+            ?release,
+            held = self.held.len(),
+            "catch-up block ended"
+        );
+        match release {
+            HeldRelease::Keep => Vec::new(),
+            HeldRelease::Confirmed => self.release_held(|h| h.confirmed),
+            HeldRelease::All { best_effort } => {
+                let count = self.held.len();
+                let mut events = Vec::new();
+                if best_effort && count > 0 {
+                    events.push(HostEvent::Notice {
+                        text: best_effort_notice(count),
+                    });
+                }
+                events.extend(self.release_held(|_| true));
+                events
+            }
+        }
+    }
+
+    fn release_held(&mut self, pick: impl Fn(&HeldNote) -> bool) -> Vec<HostEvent> {
+        let out = self.held.take(pick);
+        let mut events = Vec::new();
+        for note in out {
+            self.counts.held -= 1;
+            let rank = note.severity().rank();
+            let slot = self.delivered_rank.entry(note.key.clone()).or_default();
+            *slot = (*slot).max(rank);
+            events.extend(self.route(note.advisory, note.key, None));
+        }
+        events
+    }
+
+    /// The held-notes preamble of review `review` (D9), empty when nothing is held. The
+    /// notes listed are the ones this review must raise again to keep.
+    pub fn held_preamble(&mut self, epoch: u64, review: u64) -> String {
+        if epoch != self.epoch {
+            return String::new();
+        }
+        self.held.preamble(review)
+    }
+
+    /// Review `review` of `epoch` succeeded (D9): held notes it was shown and did not raise
+    /// again are dropped (`recanted`). A failed review prunes nothing.
+    pub fn review_succeeded(&mut self, epoch: u64, review: u64) {
+        if epoch != self.epoch {
+            return;
+        }
+        let dropped = self.held.prune(review) as u64;
+        if dropped > 0 {
+            tracing::info!(dropped, "held advisories recanted");
+            self.counts.held -= dropped;
+            self.count_drop(DropReason::Recanted, dropped);
+        }
+    }
+
+    /// An attempt of review `review` of `epoch` was thrown away before the review is tried
+    /// again (G5: its context overflowed; F1: it failed). The attempts of one review run one
+    /// after another and the agent reports a discarded one before the next starts, so
+    /// everything the review changed so far is the discarded attempt's: the notes it held
+    /// are dropped (`discarded`) and free their place in the review's note budget, and the
+    /// held notes it raised again lose that reconfirmation (and any escalation). Advice it
+    /// delivered cannot be recalled; its dedupe memory stays, so a replay does not repeat
+    /// it. Returns how many holds were rolled back.
+    pub fn discard_attempt(&mut self, epoch: u64, review: u64) -> usize {
+        if epoch != self.epoch {
+            return 0;
+        }
+        let discarded = self.held.discard(review);
+        let dropped = discarded.len();
+        if dropped > 0 {
+            tracing::info!(dropped, review, "holds of a discarded attempt rolled back");
+            self.counts.held -= dropped as u64;
+            self.count_drop(DropReason::Discarded, dropped as u64);
+            let counted = discarded.iter().filter(|h| h.counted()).count();
+            self.budget.give_back((epoch, review), counted);
+        }
+        dropped
+    }
+
+    /// A reset (R1): a new epoch; the dedupe memory, the held notes and the catch-up streak
+    /// of the old one are forgotten. Advice already accepted stays in the outbox: it was
+    /// raised before the rewrite.
+    pub fn reset(&mut self, epoch: u64) {
+        self.epoch = epoch;
+        self.delivered_rank.clear();
+        self.budget.reset();
+        self.drop_held(DropReason::StaleEpoch);
+        self.catch_up.reset();
+    }
+
+    fn drop_held(&mut self, reason: DropReason) {
+        let n = self.held.clear() as u64;
+        self.counts.held -= n;
+        self.count_drop(reason, n);
+    }
+
+    /// Enables or disables delivery; disabling drops what is queued and held (reason
+    /// `disabled`).
+    pub fn set_enabled(&mut self, enabled: bool) {
+        self.enabled = enabled;
+        if !enabled {
+            let n = (self.asides.len() + self.steers.len()) as u64;
+            self.asides.clear();
+            self.steers.clear();
+            self.counts.pending -= n;
+            self.count_drop(DropReason::Disabled, n);
+            self.drop_held(DropReason::Disabled);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delivery::testing::{adv, reconfirm, router};
+    use proptest::prelude::*;
+
+    #[test]
+    fn d1_omitted_severity_is_routed_as_a_nit_but_keeps_no_attribute() {
+        let mut r = router();
+        r.run_state(true);
+        let (_, events) = r.raise(0, 1, adv("prefer a slice here", None));
+        assert!(events.is_empty(), "a nit neither steers nor wakes");
+        let aside = r.step_boundary().aside.expect("queued as an aside");
+        assert_eq!(aside.notes[0].severity, None);
+        assert!(
+            aside.content.starts_with("<advisory guidance="),
+            "{}",
+            aside.content
+        );
+    }
+
+    #[test]
+    fn d3_two_nits_in_one_step_become_one_message() {
+        let mut r = router();
+        r.run_state(true);
+        assert_eq!(
+            r.raise(0, 1, adv("rename x", Some(Severity::Nit))).0,
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            r.raise(0, 1, adv("drop the clone", None)).0,
+            RaiseOutcome::Recorded
+        );
+        let step = r.step_boundary();
+        let aside = step.aside.expect("one aside");
+        assert_eq!(aside.notes.len(), 2);
+        assert_eq!(aside.content.matches("<advisory").count(), 2);
+        assert!(aside.content.contains("</advisory>\n<advisory"));
+        assert!(step.steers.is_empty());
+        assert!(r.step_boundary().is_empty());
+        assert_eq!(r.counts().aside, 2);
+    }
+
+    #[test]
+    fn d3_nits_never_wake_an_idle_primary() {
+        let mut r = router();
+        let (_, events) = r.raise(0, 1, adv("tidy", None));
+        assert!(events.is_empty());
+        assert!(r.run_state(false).is_empty());
+        assert_eq!(r.counts().pending, 1);
+    }
+
+    #[test]
+    fn d3_concern_steers_while_running_and_wakes_while_idle() {
+        let mut r = router();
+        r.run_state(true);
+        let (_, events) = r.raise(0, 1, adv("wrong file", Some(Severity::Concern)));
+        assert_eq!(events, vec![HostEvent::SteerReady]);
+        let step = r.step_boundary();
+        assert_eq!(step.steers.len(), 1);
+        assert_eq!(step.steers[0].channel, Channel::Steer);
+        r.run_state(false);
+        let (_, events) = r.raise(0, 2, adv("tests never ran", Some(Severity::Blocker)));
+        match &events[..] {
+            [HostEvent::Wake { card }] => assert!(card.content.contains("severity=\"blocker\"")),
+            other => panic!("expected a wake, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a5_outbox_steer_becomes_a_wake_when_the_primary_goes_idle() {
+        let mut r = router();
+        r.run_state(true);
+        r.raise(0, 1, adv("stop", Some(Severity::Concern)));
+        let events = r.run_state(false);
+        assert!(matches!(&events[..], [HostEvent::Wake { card }] if card.channel == Channel::Wake));
+        assert_eq!(r.counts().wake, 1);
+        assert_eq!(r.counts().pending, 0);
+    }
+
+    #[test]
+    fn d6_user_interrupt_turns_outbox_steers_into_cards_until_user_prompt() {
+        let mut r = router();
+        r.run_state(true);
+        r.raise(0, 1, adv("steer me", Some(Severity::Concern)));
+        let events = r.interrupt(true);
+        assert!(matches!(&events[..], [HostEvent::Card { card }] if card.channel == Channel::Card));
+        assert!(r.step_boundary().steers.is_empty());
+        r.run_state(false);
+        let (_, events) = r.raise(0, 2, adv("another", Some(Severity::Blocker)));
+        assert!(
+            matches!(&events[..], [HostEvent::Card { .. }]),
+            "suppressed: no wake"
+        );
+        r.user_prompt();
+        let (_, events) = r.raise(0, 3, adv("third", Some(Severity::Blocker)));
+        assert!(matches!(&events[..], [HostEvent::Wake { .. }]));
+    }
+
+    #[test]
+    fn d6_non_user_interrupt_keeps_auto_resume() {
+        let mut r = router();
+        r.run_state(true);
+        r.raise(0, 1, adv("steer me", Some(Severity::Concern)));
+        assert!(r.interrupt(false).is_empty());
+        assert!(matches!(&r.run_state(false)[..], [HostEvent::Wake { .. }]));
+    }
+
+    #[test]
+    fn d8_repeats_dropped_escalation_passes() {
+        let mut r = router();
+        r.run_state(true);
+        assert_eq!(
+            r.raise(0, 1, adv("check  the\tnull case", None)).0,
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            r.raise(0, 2, adv("check the null case", None)).0,
+            RaiseOutcome::Dropped(DropReason::Duplicate)
+        );
+        assert_eq!(
+            r.raise(0, 3, adv("check the null case", Some(Severity::Concern)))
+                .0,
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            r.raise(0, 4, adv("check the null case", Some(Severity::Nit)))
+                .0,
+            RaiseOutcome::Dropped(DropReason::Duplicate)
+        );
+        assert_eq!(
+            RaiseOutcome::Dropped(DropReason::Duplicate).tool_text(2),
+            "Duplicate advice ignored."
+        );
+    }
+
+    #[test]
+    fn d8_content_free_and_over_budget_are_dropped() {
+        let mut r = router();
+        assert_eq!(
+            r.raise(0, 1, adv("LGTM!", None)).0,
+            RaiseOutcome::Dropped(DropReason::ContentFree)
+        );
+        assert_eq!(r.raise(0, 1, adv("one", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(r.raise(0, 1, adv("two", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(
+            r.raise(0, 1, adv("three", None)).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        assert_eq!(r.raise(0, 2, adv("three", None)).0, RaiseOutcome::Recorded);
+    }
+
+    #[test]
+    fn r1_stale_epoch_advice_is_dropped() {
+        let mut r = router();
+        r.reset(1);
+        assert_eq!(
+            r.raise(0, 1, adv("old", Some(Severity::Blocker))).0,
+            RaiseOutcome::Dropped(DropReason::StaleEpoch)
+        );
+        assert_eq!(r.raise(1, 2, adv("new", None)).0, RaiseOutcome::Recorded);
+    }
+
+    #[test]
+    fn d10_every_advisory_is_counted_exactly_once() {
+        let mut r = router();
+        r.run_state(true);
+        let notes = [
+            ("a", Some(Severity::Nit)),
+            ("a", Some(Severity::Nit)),
+            ("lgtm", None),
+            ("b", Some(Severity::Concern)),
+            ("c", Some(Severity::Blocker)),
+        ];
+        for (i, (n, s)) in notes.iter().enumerate() {
+            r.raise(0, i as u64, adv(n, *s));
+        }
+        r.step_boundary();
+        let c = r.counts();
+        assert_eq!(c.raised(), notes.len() as u64);
+        assert_eq!(c.pending, 0);
+        assert_eq!((c.aside, c.steer, c.dropped_total()), (1, 2, 2));
+    }
+
+    #[test]
+    fn d7_concerns_are_asides_during_immune_turns_blockers_still_interrupt() {
+        let mut r = router().with_immune_turns(2);
+        r.run_state(true);
+        r.raise(0, 1, adv("first concern", Some(Severity::Concern)));
+        assert_eq!(r.step_boundary().steers.len(), 1);
+        assert!(r.immune());
+        for review in 2..=4 {
+            if review > 2 {
+                r.turn_ended(false, true);
+            }
+            let (_, events) = r.raise(
+                0,
+                review,
+                adv(&format!("concern {review}"), Some(Severity::Concern)),
+            );
+            assert!(events.is_empty(), "review {review}: an aside");
+        }
+        let (_, events) = r.raise(0, 5, adv("a blocker", Some(Severity::Blocker)));
+        assert_eq!(events, vec![HostEvent::SteerReady]);
+        let step = r.step_boundary();
+        assert_eq!(step.aside.unwrap().notes.len(), 3);
+        assert_eq!(step.steers.len(), 1);
+        // Immunity restarted by the blocker's steer; it lapses after three more turn ends.
+        for _ in 0..3 {
+            r.turn_ended(false, true);
+        }
+        assert!(!r.immune());
+        let (_, events) = r.raise(0, 6, adv("late concern", Some(Severity::Concern)));
+        assert_eq!(events, vec![HostEvent::SteerReady]);
+    }
+
+    #[test]
+    fn d7_zero_immune_turns_turns_immunity_off() {
+        let mut r = router().with_immune_turns(0);
+        r.run_state(false);
+        r.raise(0, 1, adv("one", Some(Severity::Concern)));
+        let (_, events) = r.raise(0, 2, adv("two", Some(Severity::Concern)));
+        assert!(matches!(&events[..], [HostEvent::Wake { .. }]));
+    }
+
+    #[test]
+    fn d10_a_note_over_the_cap_is_refused_and_counted_too_long() {
+        let mut r = router().with_max_note_chars(2000);
+        r.run_state(true);
+        let huge = "x".repeat(100_000);
+        let (outcome, events) = r.raise(0, 1, adv(&huge, Some(Severity::Blocker)));
+        assert_eq!(outcome, RaiseOutcome::TooLong { max_chars: 2000 });
+        assert!(outcome.is_error());
+        assert!(events.is_empty());
+        assert!(r.step_boundary().is_empty(), "the primary gets nothing");
+        assert_eq!(r.counts().dropped.get(&DropReason::TooLong), Some(&1));
+        assert_eq!(r.counts().raised(), 1);
+        // At the cap exactly, in characters (not bytes), a note passes.
+        let at_cap = "é".repeat(2000);
+        assert_eq!(r.raise(0, 1, adv(&at_cap, None)).0, RaiseOutcome::Recorded);
+        // A refused note is not remembered: the shorter retry is no duplicate.
+        let retry = &huge[..100];
+        assert_eq!(r.raise(0, 1, adv(retry, None)).0, RaiseOutcome::Recorded);
+    }
+
+    #[test]
+    fn d8_a_review_of_k_updates_allows_k_times_the_budget() {
+        let mut r = router();
+        r.run_state(true);
+        r.review_started(0, 1, 3);
+        let outcomes: Vec<RaiseOutcome> = (0..7)
+            .map(|i| r.raise(0, 1, adv(&format!("nit {i}"), None)).0)
+            .collect();
+        assert_eq!(
+            outcomes
+                .iter()
+                .filter(|o| **o == RaiseOutcome::Recorded)
+                .count(),
+            6
+        );
+        assert_eq!(outcomes[6], RaiseOutcome::Dropped(DropReason::OverBudget));
+        // The next review, of one update, has 2 places again.
+        r.review_started(0, 2, 1);
+        assert_eq!(r.raise(0, 2, adv("a", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(r.raise(0, 2, adv("b", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(
+            r.raise(0, 2, adv("c", None)).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        // A start announced for another epoch changes nothing.
+        r.review_started(5, 3, 10);
+        assert_eq!(r.raise(0, 3, adv("d", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(r.raise(0, 3, adv("e", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(
+            r.raise(0, 3, adv("f", None)).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+    }
+
+    #[test]
+    fn d8_blockers_are_never_counted_and_never_dropped_for_budget() {
+        let mut r = router();
+        r.run_state(true);
+        for i in 0..5 {
+            let (outcome, events) =
+                r.raise(0, 1, adv(&format!("blocker {i}"), Some(Severity::Blocker)));
+            assert_eq!(outcome, RaiseOutcome::Recorded);
+            assert_eq!(events, vec![HostEvent::SteerReady]);
+        }
+        // The blockers took no place: the review still has its 2.
+        assert_eq!(r.raise(0, 1, adv("nit a", None)).0, RaiseOutcome::Recorded);
+        assert_eq!(
+            r.raise(0, 1, adv("concern b", Some(Severity::Concern))).0,
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            r.raise(0, 1, adv("blocker late", Some(Severity::Blocker)))
+                .0,
+            RaiseOutcome::Recorded
+        );
+        let step = r.step_boundary();
+        assert_eq!(step.steers.len(), 7);
+        assert_eq!(step.aside.map(|a| a.notes.len()), Some(1));
+    }
+
+    #[test]
+    fn d8_a_concern_over_budget_displaces_the_newest_nit_the_host_has_not_taken() {
+        let mut r = router();
+        r.run_state(true);
+        r.raise(0, 1, adv("nit a", None));
+        r.raise(0, 1, adv("nit b", Some(Severity::Nit)));
+        let (outcome, events) = r.raise(0, 1, adv("concern c", Some(Severity::Concern)));
+        assert_eq!(outcome, RaiseOutcome::Recorded);
+        assert_eq!(events, vec![HostEvent::SteerReady]);
+        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&1));
+        assert_eq!(r.counts().pending, 2);
+        let step = r.step_boundary();
+        let aside: Vec<String> = step
+            .aside
+            .unwrap()
+            .notes
+            .into_iter()
+            .map(|a| a.note)
+            .collect();
+        assert_eq!(aside, vec!["nit a"]);
+        assert_eq!(step.steers[0].notes[0].note, "concern c");
+        assert_eq!(r.counts().raised(), 3);
+        // The displaced nit never reached the primary: raised again later, it is no duplicate.
+        assert_eq!(r.raise(0, 2, adv("nit b", None)).0, RaiseOutcome::Recorded);
+    }
+
+    #[test]
+    fn d8_a_note_ranking_no_higher_than_what_it_would_displace_is_dropped() {
+        // No immune turns (D7): every concern steers.
+        let mut r = router().with_immune_turns(0);
+        r.run_state(true);
+        // Concerns cannot displace concerns.
+        r.raise(0, 1, adv("c1", Some(Severity::Concern)));
+        r.raise(0, 1, adv("c2", Some(Severity::Concern)));
+        assert_eq!(
+            r.raise(0, 1, adv("c3", Some(Severity::Concern))).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        // Nits cannot displace nits.
+        r.raise(0, 2, adv("n1", None));
+        r.raise(0, 2, adv("n2", None));
+        assert_eq!(
+            r.raise(0, 2, adv("n3", None)).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        // Nits the host already took cannot be displaced.
+        r.step_boundary();
+        assert_eq!(
+            r.raise(0, 2, adv("c4", Some(Severity::Concern))).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        // Nor can the nits of another review.
+        r.raise(0, 3, adv("n4", None));
+        r.raise(0, 3, adv("n5", None));
+        r.review_started(0, 4, 1);
+        r.raise(0, 4, adv("c5", Some(Severity::Concern)));
+        r.raise(0, 4, adv("c6", Some(Severity::Concern)));
+        assert_eq!(
+            r.raise(0, 4, adv("c7", Some(Severity::Concern))).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        assert_eq!(r.step_boundary().aside.unwrap().notes.len(), 2);
+        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&4));
+    }
+
+    #[test]
+    fn d8_issue_10_stress_blockers_survive_sixty_turns_of_notes_that_nits_do_not() {
+        // Sixty turns, one review each, every review over budget: three nits, a concern
+        // and, every tenth turn, a blocker last.
+        // No immune turns (D7): every concern steers.
+        let mut r = RouterState::new(DeliveryPolicy::Interrupt, 2).with_immune_turns(0);
+        r.run_state(true);
+        let mut blockers = 0;
+        for turn in 1..=60u64 {
+            r.review_started(0, turn, 1);
+            for i in 0..3 {
+                r.raise(0, turn, adv(&format!("turn {turn} nit {i}"), None));
+            }
+            r.raise(
+                0,
+                turn,
+                adv(&format!("turn {turn} concern"), Some(Severity::Concern)),
+            );
+            if turn % 10 == 0 {
+                blockers += 1;
+                let (outcome, _) = r.raise(
+                    0,
+                    turn,
+                    adv(&format!("turn {turn} blocker"), Some(Severity::Blocker)),
+                );
+                assert_eq!(outcome, RaiseOutcome::Recorded, "turn {turn}");
+            }
+            r.step_boundary();
+            r.turn_ended(false, true);
+        }
+        let c = r.counts();
+        // Per turn: one nit and the concern kept (the concern displaced the second nit),
+        // the third nit dropped; every blocker delivered.
+        assert_eq!(c.aside, 60);
+        assert_eq!(c.steer, 60 + blockers);
+        assert_eq!(c.dropped.get(&DropReason::OverBudget), Some(&120));
+        assert_eq!(c.raised(), 60 * 4 + blockers);
+    }
+
+    #[test]
+    fn l2_undelivered_lists_queued_nits_outbox_steers_and_held_notes_without_taking_them() {
+        let mut r = router();
+        r.run_state(true);
+        assert!(r.undelivered().is_empty());
+        r.raise(0, 1, adv("nit a", None));
+        r.raise(0, 1, adv("nit b", None));
+        r.raise(0, 2, adv("stop", Some(Severity::Blocker)));
+        let pending = r.undelivered();
+        assert_eq!(pending.len(), 2);
+        assert_eq!(
+            (pending[0].channel, pending[0].notes.len()),
+            (Channel::Aside, 2)
+        );
+        assert_eq!(pending[1].channel, Channel::Steer);
+        assert_eq!(r.counts().pending, 3, "nothing taken");
+        let mut h = reconfirm();
+        h.run_state(false);
+        h.raise(0, 1, adv("held one", Some(Severity::Concern)));
+        let pending = h.undelivered();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].channel, Channel::Wake);
+        assert!(pending[0]
+            .content
+            .contains("context=\"raised about an earlier step\""));
+        assert_eq!(h.held().len(), 1, "still held");
+    }
+
+    #[test]
+    fn d8_d4_under_reconfirm_a_held_concern_over_budget_displaces_a_queued_nit() {
+        let mut r = reconfirm();
+        r.run_state(true);
+        r.raise(0, 1, adv("nit a", None));
+        r.raise(0, 1, adv("nit b", None));
+        assert_eq!(
+            r.raise(0, 1, adv("concern c", Some(Severity::Concern))).0,
+            RaiseOutcome::Held
+        );
+        assert_eq!(r.step_boundary().aside.unwrap().notes.len(), 1);
+        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&1));
+        assert_eq!(r.counts().held, 1);
+    }
+
+    proptest! {
+        #[test]
+        fn d2_no_note_can_break_the_advisory_element(note in ".*", sev in 0u8..4) {
+            let severity = match sev { 0 => None, 1 => Some(Severity::Nit), 2 => Some(Severity::Concern), _ => Some(Severity::Blocker) };
+            let xml = Advisory::new(note.clone(), severity).to_xml(None);
+            prop_assert_eq!(xml.matches('<').count(), 2);
+            prop_assert_eq!(xml.matches('>').count(), 2);
+            prop_assert!(xml.starts_with("<advisory"));
+            prop_assert!(xml.ends_with("\n</advisory>"));
+            let body_start = xml.find(">\n").map(|i| i + 2).unwrap_or(0);
+            let body = &xml[body_start..xml.len() - "\n</advisory>".len()];
+            let unescaped = body.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
+            prop_assert_eq!(unescaped, note);
+        }
+    }
+}
