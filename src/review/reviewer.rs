@@ -561,3 +561,6 @@ fn overhead_tokens(system: &str, tools: &[ToolSchema]) -> u64 {
     let schemas = serde_json::to_string(tools).map_or(0, |s| s.len());
     ((system.len() + schemas) / 4) as u64
 }
+
+#[cfg(test)]
+mod tests;
