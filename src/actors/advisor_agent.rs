@@ -3,11 +3,11 @@
 //!
 //! The [`ReviewState`] holds the backlog, the failure state and the policy deciding what a
 //! failure means (F1–F3); the [`Reviewer`] runs one batch or question against the model and
-//! reaches the other actors through [`ReviewPort`], implemented here over recipients. One
-//! review runs at a time, as a future spawned on the actor's context; the context is moved
-//! into it and back when it ends, so the actor never blocks. The actor runs the retry and
-//! pause timers and reports failures, dropped backlogs and pauses to the supervisor, which
-//! only counts and tells the user.
+//! reaches the other actors through [`crate::review::ReviewPort`], implemented over
+//! recipients in [`crate::actors::agent_port`]. One review runs at a time, as a future
+//! spawned on the actor's context; the context is moved into it and back when it ends, so
+//! the actor never blocks. The actor runs the retry and pause timers and reports failures,
+//! dropped backlogs and pauses to the supervisor, which only counts and tells the user.
 
 use std::sync::Arc;
 use std::time::SystemTime;
