@@ -14,7 +14,6 @@ use crate::actors::audit_log::AuditLog;
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::wiring::{start_children, test_advice, wait_after_turn, AgentReports, Children};
 use crate::command::{parse_command, AdvisorCommand};
-use crate::config::RuntimeConfig;
 use crate::delivery::turn_was_terminal;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
@@ -29,6 +28,9 @@ use crate::messages::review::{
 };
 use crate::messages::tools::ClearToolSession;
 use crate::status::AdvisorStatus;
+
+/// Moved to [`crate::config`]; re-exported so the old paths keep working.
+pub use crate::config::{RuntimeConfig, BUILTIN_PROMPT};
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it.
 pub struct Supervisor {
