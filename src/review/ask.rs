@@ -9,6 +9,10 @@ use super::texts;
 /// How long an ask lets pending reviews go first before it takes the next free slot (G8).
 pub const ASK_DRAIN_WAIT: Duration = Duration::from_secs(30);
 
+/// The longest question accepted, in characters; a longer one is refused before it is
+/// queued.
+pub const MAX_QUESTION_CHARS: usize = 8_000;
+
 /// Why an ask gave no answer. Every path ends in one of these; an ask never hangs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AskError {
@@ -21,6 +25,9 @@ pub enum AskError {
     /// `ADVISOR_NO_REVIEW`: no model calls are made.
     #[error("the advisor makes no model calls (ADVISOR_NO_REVIEW)")]
     NoReview,
+    /// The question is empty or longer than [`MAX_QUESTION_CHARS`].
+    #[error("the question must be 1 to {MAX_QUESTION_CHARS} characters, it has {0}")]
+    BadQuestion(usize),
     /// The advisor is paused (F3).
     #[error("the advisor is paused: {0}")]
     Paused(String),
@@ -46,6 +53,15 @@ pub fn ask_time_limit(request_timeout: Duration) -> Duration {
     ASK_DRAIN_WAIT + request_timeout
 }
 
+/// Checks a question's size before anything is buffered for it.
+pub fn check_question(question: &str) -> Result<(), AskError> {
+    let chars = question.trim().chars().count();
+    if chars == 0 || chars > MAX_QUESTION_CHARS {
+        return Err(AskError::BadQuestion(chars));
+    }
+    Ok(())
+}
+
 /// The user message the question becomes in the advisor's context.
 pub fn ask_prompt(question: &str) -> String {
     texts::fill(texts::ASK, &[("question", question.trim())])
@@ -69,6 +85,12 @@ mod tests {
         assert_eq!(
             ask_time_limit(Duration::from_secs(300)),
             Duration::from_secs(330)
+        );
+        assert_eq!(check_question("  "), Err(AskError::BadQuestion(0)));
+        assert_eq!(check_question(&"é".repeat(MAX_QUESTION_CHARS)), Ok(()));
+        assert_eq!(
+            check_question(&"é".repeat(MAX_QUESTION_CHARS + 1)),
+            Err(AskError::BadQuestion(MAX_QUESTION_CHARS + 1))
         );
         assert_eq!(
             AskError::TimedOut(330).to_string(),

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::ask::{AskError, ASK_DRAIN_WAIT};
+use super::ask::{check_question, AskError, ASK_DRAIN_WAIT};
 use super::failure::{timed_pause_reason, FailureAction, FailurePolicy};
 use super::queue::{Batch, ReviewQueue};
 use crate::model::ModelError;
@@ -309,14 +309,17 @@ impl ReviewState {
         Err(rx)
     }
 
-    /// Queues a question (G8), unless the advisor is paused or failing: then the error
-    /// comes back at once with the reply unused.
+    /// Queues a question (G8), unless it is empty or too long or the advisor is paused or
+    /// failing: then the error comes back at once with the reply unused.
     pub fn queue_ask(
         &mut self,
         question: String,
         reply: AskReply,
         now: Instant,
     ) -> Result<(), (AskError, AskReply)> {
+        if let Err(err) = check_question(&question) {
+            return Err((err, reply));
+        }
         if let Some(pause) = &self.paused {
             return Err((AskError::Paused(pause.reason.clone()), reply));
         }
@@ -564,6 +567,11 @@ mod tests {
             Err((AskError::Failing, _))
         ));
         s.retry_due();
+        let (tx, _rx) = oneshot::channel();
+        assert!(matches!(
+            s.queue_ask(" \n".into(), tx, now),
+            Err((AskError::BadQuestion(0), _))
+        ));
         let (tx, mut queued) = oneshot::channel();
         s.queue_ask("q".into(), tx, now).expect("queued");
         s.next_work(now);
