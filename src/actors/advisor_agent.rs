@@ -21,18 +21,17 @@ use tracing::Instrument;
 use crate::actors::agent_port::{AgentLinks, AgentPort};
 use crate::messages::delivery::ReviewSucceeded;
 use crate::messages::review::{
-    AdvisorPaused, AgentStatus, AskAdvisor, AwaitBacklog, BacklogDropped, BacklogWait, DumpContext,
+    AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, DumpContext,
     GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
     ReviewFailed,
 };
 use crate::model::ModelError;
 use crate::render::dump::{advisor_dump, DumpHeader};
-use crate::review::ask::ask_time_limit;
 use crate::review::failure::RESUMED_NOTICE;
-use crate::review::state::{AskReply, PendingAsk};
+use crate::review::state::PendingAsk;
 use crate::review::{
-    AdvisorContext, AskError, FailurePolicy, FailureStep, ReviewEngine, ReviewRun, ReviewState,
-    ReviewTotals, Reviewer, Work,
+    AdvisorContext, FailurePolicy, FailureStep, ReviewEngine, ReviewRun, ReviewState, ReviewTotals,
+    Reviewer, Work,
 };
 use crate::settings::AdvisorSettings;
 
@@ -157,36 +156,6 @@ impl AdvisorAgent {
                 Err(err) => self.failed(err, ctx),
             }
         }
-        self.maybe_start(ctx);
-    }
-
-    fn ask_done(
-        &mut self,
-        mut run: ReviewRun,
-        reply: AskReply,
-        epoch: u64,
-        ctx: &mut Context<Self>,
-    ) {
-        let answer = if !self.absorb(&mut run, epoch, true) {
-            Err(AskError::Released)
-        } else {
-            match run.result {
-                Ok(()) => {
-                    self.state.ask_succeeded();
-                    if run.answer.is_empty() {
-                        Err(AskError::NoAnswer)
-                    } else {
-                        Ok(run.answer)
-                    }
-                }
-                Err(err) => {
-                    let text = err.to_string();
-                    self.failed(err, ctx);
-                    Err(AskError::Model(text))
-                }
-            }
-        };
-        let _ = reply.send(answer);
         self.maybe_start(ctx);
     }
 
@@ -320,33 +289,6 @@ impl Handler<ResumeReviews> for AdvisorAgent {
     }
 }
 
-impl Handler<AskAdvisor> for AdvisorAgent {
-    type Result = ResponseFuture<Result<String, AskError>>;
-
-    fn handle(&mut self, msg: AskAdvisor, ctx: &mut Context<Self>) -> Self::Result {
-        let refused = |err| -> Self::Result { Box::pin(async move { Err(err) }) };
-        if !self.settings.consult {
-            return refused(AskError::Disabled);
-        }
-        if self.settings.no_review {
-            return refused(AskError::NoReview);
-        }
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if let Err((err, _)) = self.state.queue_ask(msg.question, tx, Instant::now()) {
-            return refused(err);
-        }
-        self.maybe_start(ctx);
-        let limit = ask_time_limit(self.settings.request_timeout);
-        Box::pin(async move {
-            match tokio::time::timeout(limit, rx).await {
-                Ok(Ok(answer)) => answer,
-                Ok(Err(_)) => Err(AskError::Released),
-                Err(_) => Err(AskError::TimedOut(limit.as_secs())),
-            }
-        })
-    }
-}
-
 impl Handler<GetAgentStatus> for AdvisorAgent {
     type Result = actix::MessageResult<GetAgentStatus>;
 
@@ -367,3 +309,5 @@ impl Handler<DumpContext> for AdvisorAgent {
         self.dump(msg.raw)
     }
 }
+
+mod ask;

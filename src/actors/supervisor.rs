@@ -1,33 +1,26 @@
 //! Supervisor: owns the other actors, routes the host protocol and resets on rewrites
 //! (R1, R2). The agent decides what a failure means (F1–F3); the supervisor counts the
-//! failures for status and tells the user about dropped backlogs and pauses.
-
-use std::future::Future;
+//! failures for status and tells the user about dropped backlogs and pauses
+//! (`supervisor/reports.rs`); the `/advisor` commands are in `supervisor/commands.rs`.
 
 use actix::{
     Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, Recipient, ResponseActFuture,
     ResponseFuture, WrapFuture,
 };
-use futures_util::FutureExt;
 
 use crate::actors::audit_log::AuditLog;
 use crate::actors::delivery_router::DeliveryRouter;
-use crate::actors::wiring::{start_children, test_advice, wait_after_turn, AgentReports, Children};
-use crate::command::{parse_command, AdvisorCommand};
+use crate::actors::wiring::{start_children, wait_after_turn, AgentReports, Children};
 use crate::delivery::turn_was_terminal;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
-use crate::messages::delivery::{GetDeliveryStatus, ResetDelivery, SetDeliveryEnabled, TurnEnded};
+use crate::messages::delivery::{ResetDelivery, SetDeliveryEnabled, TurnEnded};
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::host::{
-    Dispose, GetDump, GetStatus, Interrupt, Rewrite, RunCommand, RunState, StepBoundary, TurnEnd,
-    UserPrompt,
+    Dispose, Interrupt, Rewrite, RunState, StepBoundary, TurnEnd, UserPrompt,
 };
-use crate::messages::review::{
-    DumpContext, FlushAudit, GetAgentStatus, ReleaseWaiters, ResetAdvisor, ResumeReviews,
-};
+use crate::messages::review::{FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews};
 use crate::messages::tools::ClearToolSession;
-use crate::status::AdvisorStatus;
 
 /// Moved to [`crate::config`]; re-exported so the old paths keep working.
 pub use crate::config::{RuntimeConfig, BUILTIN_PROMPT};
@@ -157,46 +150,6 @@ impl Supervisor {
         "advisor: on".to_string()
     }
 
-    /// The status (C3): the supervisor's part now, the router's and the agent's asked for.
-    fn status(&mut self) -> impl Future<Output = AdvisorStatus> + 'static {
-        let router = self.router();
-        let agent = self.children.as_ref().map(|c| c.agent.clone());
-        let model = self.config.model.as_ref();
-        let mut status = AdvisorStatus {
-            enabled: self.enabled,
-            model: model.map(|m| m.info().id),
-            thinking: model.map(|m| m.thinking().as_str().to_string()),
-            policy: self.config.settings.policy,
-            failures: self.failure_count,
-            ..AdvisorStatus::default()
-        };
-        async move {
-            if let Ok(delivery) = router.send(GetDeliveryStatus).await {
-                status.add_delivery(delivery);
-            }
-            if let Some(agent) = agent {
-                if let Ok(a) = agent.send(GetAgentStatus).await {
-                    status.add_agent(a);
-                }
-            }
-            status
-        }
-    }
-
-    /// The advisor's transcript (C4).
-    fn dump(&self, raw: bool) -> impl Future<Output = String> + 'static {
-        let agent = self.children.as_ref().map(|c| c.agent.clone());
-        async move {
-            match agent {
-                Some(agent) => agent
-                    .send(DumpContext { raw })
-                    .await
-                    .unwrap_or_else(|_| "advisor: unavailable".into()),
-                None => "(the advisor is not running)\n".to_string(),
-            }
-        }
-    }
-
     fn disable(&mut self) -> String {
         self.enabled = false;
         self.stop_children();
@@ -310,53 +263,6 @@ impl Handler<Rewrite> for Supervisor {
     }
 }
 
-impl Handler<RunCommand> for Supervisor {
-    type Result = ResponseActFuture<Self, String>;
-
-    fn handle(&mut self, msg: RunCommand, ctx: &mut Context<Self>) -> Self::Result {
-        let reply = match parse_command(&msg.line) {
-            Ok(AdvisorCommand::Toggle) => {
-                if self.enabled {
-                    self.disable()
-                } else {
-                    self.enable(ctx)
-                }
-            }
-            Ok(AdvisorCommand::On) => self.enable(ctx),
-            Ok(AdvisorCommand::Off) => self.disable(),
-            Ok(AdvisorCommand::Test(advisory)) => {
-                let fut = test_advice(self.router(), self.epoch, advisory);
-                return Box::pin(fut.into_actor(self));
-            }
-            Ok(AdvisorCommand::Status) => {
-                let fut = self.status().map(|s| s.render());
-                return Box::pin(fut.into_actor(self));
-            }
-            Ok(AdvisorCommand::Dump { raw }) => {
-                return Box::pin(self.dump(raw).into_actor(self));
-            }
-            Err(usage) => usage,
-        };
-        Box::pin(actix::fut::ready(reply))
-    }
-}
-
-impl Handler<GetStatus> for Supervisor {
-    type Result = ResponseFuture<AdvisorStatus>;
-
-    fn handle(&mut self, _msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.status())
-    }
-}
-
-impl Handler<GetDump> for Supervisor {
-    type Result = ResponseFuture<String>;
-
-    fn handle(&mut self, msg: GetDump, _ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.dump(msg.raw))
-    }
-}
-
 impl Handler<Dispose> for Supervisor {
     type Result = ResponseFuture<()>;
 
@@ -372,6 +278,7 @@ impl Handler<Dispose> for Supervisor {
     }
 }
 
+mod commands;
 mod reports;
 #[cfg(test)]
 mod tests;
