@@ -6,13 +6,16 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::oneshot;
 
 use crate::actors::event_forwarder::EventForwarder;
-use crate::actors::supervisor::{RuntimeConfig, Supervisor};
+use crate::actors::supervisor::Supervisor;
+use crate::config::RuntimeConfig;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
 use crate::messages::host::{
     Dispose, GetDump, GetStatus, Interrupt, Rewrite, RunCommand, RunState, StepBoundary, TurnEnd,
     UserPrompt,
 };
+use crate::messages::review::AskAdvisor;
+use crate::review::AskError;
 use crate::status::AdvisorStatus;
 
 /// Failures of the handle itself (the runtime is gone).
@@ -24,6 +27,9 @@ pub enum HandleError {
     /// The runtime thread could not be started.
     #[error("could not start the advisor runtime: {0}")]
     Spawn(String),
+    /// A question to the advisor got no answer (G8).
+    #[error("the advisor could not answer: {0}")]
+    Ask(AskError),
 }
 
 /// The host's handle on a running advisor. Cheap to clone; every call goes through the
@@ -167,6 +173,21 @@ impl AdvisorHandle {
             .send(crate::messages::delivery::GetUndelivered)
             .await
             .map_err(|_| HandleError::Stopped)
+    }
+
+    /// Asks the advisor a question on the primary's behalf (G8). The advisor answers from
+    /// its own context once the pending backlog is reviewed (or 30 s passed), may use its
+    /// read-only tools, cannot raise advice meanwhile, and keeps the question and answer in
+    /// its context. Fails at once while it is paused or failing or when `advisor.consult` is
+    /// off, and after a total time limit at the latest.
+    pub async fn ask(&self, question: &str) -> Result<String, HandleError> {
+        self.supervisor
+            .send(AskAdvisor {
+                question: question.to_string(),
+            })
+            .await
+            .map_err(|_| HandleError::Stopped)?
+            .map_err(HandleError::Ask)
     }
 
     /// Stops all work and wakes all waiters (R2); a runtime started with

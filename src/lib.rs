@@ -37,6 +37,7 @@
 
 pub mod actors;
 pub mod command;
+pub mod config;
 pub mod delivery;
 pub mod domain;
 pub mod feed;
@@ -55,5 +56,5 @@ pub mod status;
 pub mod tools;
 pub mod watchdog;
 
-pub use actors::supervisor::RuntimeConfig;
+pub use config::RuntimeConfig;
 pub use handle::{AdvisorHandle, HandleError};

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::delivery::DeliveryCounts;
 use crate::domain::advice::Advisory;
+use crate::messages::delivery::DeliveryStatus;
 use crate::messages::review::AgentStatus;
 use crate::settings::DeliveryPolicy;
 
@@ -34,9 +35,33 @@ pub struct AdvisorStatus {
     pub held_notes: Vec<Advisory>,
     /// The agent's backlog, context and lifetime usage.
     pub agent: AgentStatus,
+    /// Whether some of the lifetime usage is estimated (characters / 4) because a provider
+    /// reported none or a failed call's usage was guessed (G4).
+    #[serde(default)]
+    pub usage_estimated: bool,
 }
 
 impl AdvisorStatus {
+    /// Takes in the router's part: counters, latch, held notes.
+    pub fn add_delivery(&mut self, delivery: DeliveryStatus) {
+        self.deliveries = delivery.counts;
+        self.suppressed = delivery.suppressed;
+        self.held_notes = delivery.held;
+    }
+
+    /// Takes in the agent's part. The agent knows the model it calls now (G5 promotion),
+    /// and holds the pause and the failure count its policy decides by (F1–F3).
+    pub fn add_agent(&mut self, agent: AgentStatus) {
+        if agent.model.is_some() {
+            self.model = agent.model.clone();
+            self.thinking = agent.thinking.clone();
+        }
+        self.paused = agent.paused.clone();
+        self.consecutive_failures = agent.consecutive_failures;
+        self.usage_estimated = agent.lifetime.estimated;
+        self.agent = agent;
+    }
+
     /// Human-readable multi-line rendering (C3).
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -69,11 +94,23 @@ impl AdvisorStatus {
             a.compactions, a.reprimes, a.promotions
         ));
         let u = &a.lifetime;
+        let estimated = if self.usage_estimated || u.estimated {
+            " (estimated)"
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "lifetime tokens: input {}, output {}, cache read {}, cache write {}\n",
+            "lifetime tokens{estimated}: input {}, output {}, cache read {}, cache write {}\n",
             u.input, u.output, u.cache_read, u.cache_write
         ));
-        out.push_str(&format!("lifetime cost: ${:.4}\n", u.cost));
+        out.push_str(&format!("lifetime cost{estimated}: ${:.4}\n", u.cost));
+        if a.consults > 0 {
+            let c = &a.consult_usage;
+            out.push_str(&format!(
+                "consults: {} (input {}, output {} tokens, ${:.4})\n",
+                a.consults, c.input, c.output, c.cost
+            ));
+        }
         out.push_str(&format!(
             "failures: {} ({} consecutive), turns skipped: {}\n",
             self.failures, self.consecutive_failures, a.dropped_turns

@@ -1,6 +1,7 @@
 //! The runtime's actors, one per file.
 
 pub mod advisor_agent;
+pub mod agent_port;
 pub mod audit_log;
 pub mod delivery_router;
 pub mod event_forwarder;
@@ -8,3 +9,4 @@ pub mod supervisor;
 pub mod tool_executor;
 pub mod transcript_feed;
 pub mod watchdog_loader;
+pub mod wiring;

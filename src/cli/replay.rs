@@ -189,6 +189,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     config.audit_path = args.audit.clone();
     config.settings = settings;
     config.system_prompt_override = loaded.system_prompt_override;
+    config.hold_wait_through_retries = true;
     config.watchdog = (!args.no_watchdog).then_some(watchdog);
     let options = ReplayOptions {
         drain_timeout: Duration::from_secs(args.drain_timeout),

@@ -1,12 +1,13 @@
-//! Messages of the AdvisorAgent (G2–G5) and its reports to the Supervisor (F1–F3).
+//! Messages of the AdvisorAgent (G2–G5, G8) and its reports to the Supervisor (F1–F3).
 
-use std::time::Duration;
+use std::time::SystemTime;
 
 use actix::Message as ActixMessage;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ChatMessage, ModelError, Usage};
-use crate::review::MaintenanceKind;
+use crate::model::{ModelClient, ModelError, Usage};
+use crate::review::{AdvisorContext, ReviewState, ReviewTotals};
+pub use crate::review::{AskError, AuditEvent, BacklogWait};
 
 /// Queues one rendered delta (one turn) for review.
 #[derive(Debug, Clone, ActixMessage)]
@@ -28,18 +29,6 @@ pub struct AwaitBacklog {
     pub threshold: usize,
 }
 
-/// How a backlog wait ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BacklogWait {
-    /// The backlog fell below the threshold.
-    Drained,
-    /// The advisor is failing (a retry pending, or the backlog dropped after repeated
-    /// failures) or paused (S2).
-    Failing,
-    /// Waiters were released: abort, reset, dispose or a restart.
-    Released,
-}
-
 /// Wakes every backlog waiter (abort, reset, dispose).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
@@ -54,35 +43,53 @@ pub struct ResetAdvisor {
     pub epoch: u64,
 }
 
-/// A review ended (agent → supervisor).
+/// A review or ask failed (agent → supervisor, for status): counted in `failures` (C3).
+/// What the failure does to the backlog the agent decided itself (F1–F3).
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
-pub struct ReviewFinished {
+pub struct ReviewFailed {
     /// The epoch it ran in.
     pub epoch: u64,
-    /// Success, or the classified failure.
-    pub result: Result<(), ModelError>,
+    /// The classified failure.
+    pub error: ModelError,
 }
 
-/// Retry the failed batch after this delay (F1).
-#[derive(Debug, Clone, Copy, ActixMessage)]
-#[rtype(result = "()")]
-pub struct RetryReview {
-    /// How long to wait first.
-    pub after: Duration,
-}
-
-/// Drops the backlog after three strikes (F2); answers how many turns were dropped.
-#[derive(Debug, Clone, Copy, ActixMessage)]
-#[rtype(result = "usize")]
-pub struct DropBacklog;
-
-/// Pauses (F3) or resumes reviews.
+/// The agent dropped its backlog after repeated failures (agent → supervisor, F2); the
+/// supervisor tells the user.
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
-pub struct SetPaused {
-    /// `Some(reason)` pauses, `None` resumes.
-    pub reason: Option<String>,
+pub struct BacklogDropped {
+    /// The epoch.
+    pub epoch: u64,
+    /// Turns dropped.
+    pub turns: usize,
+    /// The last failure.
+    pub error: String,
+}
+
+/// The agent paused (agent → supervisor, F3); the supervisor tells the user.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct AdvisorPaused {
+    /// The epoch.
+    pub epoch: u64,
+    /// The status line's reason.
+    pub reason: String,
+    /// When it resumes by itself (a long `Retry-After`); `None` waits for the user.
+    pub resume_at: Option<SystemTime>,
+}
+
+/// Resumes a paused or failing advisor now (`/advisor on`, F3).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct ResumeReviews;
+
+/// Asks the advisor a question (G8); answers the text, or why there is none.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "Result<String, AskError>")]
+pub struct AskAdvisor {
+    /// The question.
+    pub question: String,
 }
 
 /// A line for the user from the agent, which has no host recipient of its own (agent →
@@ -143,6 +150,47 @@ pub struct AgentStatus {
     pub paused: Option<String>,
     /// Whether a retry is pending after a failure.
     pub failing: bool,
+    /// Consecutive failures now (F2).
+    #[serde(default)]
+    pub consecutive_failures: u32,
+    /// Questions the model was asked (G8).
+    #[serde(default)]
+    pub consults: u64,
+    /// Their usage (part of `lifetime`).
+    #[serde(default)]
+    pub consult_usage: Usage,
+}
+
+impl AgentStatus {
+    /// The status of an agent with this review `state`, `totals`, `context` and `model`.
+    pub fn of(
+        state: &ReviewState,
+        totals: &ReviewTotals,
+        context: &AdvisorContext,
+        model: &dyn ModelClient,
+    ) -> Self {
+        let info = model.info();
+        let m = &totals.maintenance;
+        Self {
+            backlog: state.backlog(),
+            context_tokens: context.estimate_with(""),
+            context_window: info.context_window,
+            lifetime: totals.lifetime,
+            model_calls: totals.model_calls,
+            reviews: totals.reviews,
+            dropped_turns: state.dropped_turns(),
+            reprimes: m.reprimes,
+            compactions: m.compactions,
+            promotions: m.promotions,
+            model: Some(info.id),
+            thinking: Some(model.thinking().as_str().to_string()),
+            paused: state.paused().map(str::to_string),
+            failing: state.failing(),
+            consecutive_failures: state.consecutive_failures(),
+            consults: totals.consults,
+            consult_usage: totals.consult_usage,
+        }
+    }
 }
 
 /// One line of the advisor's audit transcript (G7): something that happened to its context,
@@ -160,41 +208,6 @@ pub struct AppendAudit {
     /// What happened.
     #[serde(flatten)]
     pub event: AuditEvent,
-}
-
-/// What an [`AppendAudit`] records.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-pub enum AuditEvent {
-    /// A message was appended to the advisor's context.
-    Message {
-        /// The message.
-        message: ChatMessage,
-    },
-    /// Context maintenance ran (G5).
-    #[serde(rename_all = "camelCase")]
-    Maintenance {
-        /// Which step.
-        kind: MaintenanceKind,
-        /// `threshold` (proactive) or `overflow` (reactive).
-        trigger: String,
-        /// The model in use afterwards.
-        model: String,
-        /// Messages in the context afterwards.
-        messages: usize,
-        /// The summary that opens the compacted context (compaction only).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        summary: Option<String>,
-    },
-    /// A review attempt was thrown away: the messages it appended since its update are no
-    /// longer in the context (G5 overflow, F1 failure).
-    #[serde(rename_all = "camelCase")]
-    AttemptDiscarded {
-        /// The attempt's number within the review.
-        attempt: u32,
-        /// Why.
-        error: String,
-    },
 }
 
 /// Resolves once every audit entry received so far is written (or failed); used before

@@ -6,6 +6,7 @@
 //! diffs). Both are pure functions of the delta, so they are tested without any actor.
 
 mod compact;
+pub mod dump;
 mod full;
 
 use std::fmt;

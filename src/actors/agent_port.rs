@@ -1,0 +1,134 @@
+//! The AdvisorAgent's links to the other actors, and the [`ReviewPort`] a review reaches
+//! them through.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use actix::Recipient;
+use serde_json::Value;
+
+use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewSucceeded};
+use crate::messages::review::{
+    AdvisorPaused, AppendAudit, BacklogDropped, NoticeRaised, ReviewFailed,
+};
+use crate::messages::tools::{ClearToolSession, ExecuteTool};
+use crate::messages::watchdog::GetWatchdogPrompt;
+use crate::review::reviewer::WatchdogBlocks;
+use crate::review::{AuditEvent, ReviewPort, ToolReply};
+
+/// Where the agent's reviews and reports go.
+pub struct AgentLinks {
+    /// Where tool calls go (the ToolExecutor).
+    pub executor: Recipient<ExecuteTool>,
+    /// Where the tool session is cleared on compaction and re-prime (T3).
+    pub tool_session: Recipient<ClearToolSession>,
+    /// The watchdog loader, when watchdog files are in use.
+    pub watchdog: Option<Recipient<GetWatchdogPrompt>>,
+    /// Failed reviews and asks, for status (the Supervisor).
+    pub failed: Recipient<ReviewFailed>,
+    /// Dropped backlogs (F2), told to the user (the Supervisor).
+    pub dropped: Recipient<BacklogDropped>,
+    /// Pauses (F3), told to the user (the Supervisor).
+    pub paused: Recipient<AdvisorPaused>,
+    /// Other lines for the user (the Supervisor, which forwards them to the host).
+    pub notices: Recipient<NoticeRaised>,
+    /// Where each review asks for the held-notes preamble (the DeliveryRouter, D9).
+    pub held_preamble: Option<Recipient<GetHeldPreamble>>,
+    /// Where successful reviews are reported so unconfirmed held notes are dropped (D9).
+    pub review_succeeded: Option<Recipient<ReviewSucceeded>>,
+    /// Where discarded attempts are reported so their holds are rolled back (G5).
+    pub discard_attempt: Option<Recipient<DiscardAttempt>>,
+    /// Where the advisor's transcript is recorded, when the host gave an audit path (G7).
+    pub audit: Option<Recipient<AppendAudit>>,
+}
+
+/// The [`ReviewPort`] of one review, over the agent's recipients.
+pub(crate) struct AgentPort {
+    /// The agent's links.
+    pub links: Arc<AgentLinks>,
+    /// The review's epoch.
+    pub epoch: u64,
+    /// The review's number.
+    pub review: u64,
+    /// The session updates the review covers (G2), for its note budget (D8).
+    pub updates: usize,
+}
+
+impl ReviewPort for AgentPort {
+    async fn execute_tool(&self, name: &str, arguments: Value) -> Option<ToolReply> {
+        let call = ExecuteTool {
+            epoch: self.epoch,
+            review: self.review,
+            name: name.to_string(),
+            arguments,
+        };
+        let out = self.links.executor.send(call).await.ok()?;
+        Some(ToolReply {
+            text: out.text,
+            is_error: out.is_error,
+        })
+    }
+
+    async fn held_preamble(&self) -> String {
+        let Some(router) = &self.links.held_preamble else {
+            return String::new();
+        };
+        let ask = GetHeldPreamble {
+            epoch: self.epoch,
+            review: self.review,
+            updates: self.updates,
+        };
+        router.send(ask).await.unwrap_or_default()
+    }
+
+    async fn discard_attempt(&self, attempt: u32) {
+        if let Some(router) = &self.links.discard_attempt {
+            let discard = DiscardAttempt {
+                epoch: self.epoch,
+                review: self.review,
+                attempt,
+            };
+            let _ = router.send(discard).await;
+        }
+    }
+
+    async fn watchdog(&self) -> Option<WatchdogBlocks> {
+        let prompt = self
+            .links
+            .watchdog
+            .as_ref()?
+            .send(GetWatchdogPrompt)
+            .await
+            .ok()?;
+        Some(WatchdogBlocks {
+            joined: prompt.joined(),
+            warnings: prompt.warnings,
+        })
+    }
+
+    fn clear_tool_session(&self) {
+        self.links.tool_session.do_send(ClearToolSession);
+    }
+
+    fn audits(&self) -> bool {
+        self.links.audit.is_some()
+    }
+
+    fn audit(&self, event: AuditEvent) {
+        if let Some(log) = &self.links.audit {
+            let at_ms = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            log.do_send(AppendAudit {
+                epoch: self.epoch,
+                review: self.review,
+                at_ms,
+                event,
+            });
+        }
+    }
+
+    fn notice(&self, text: String) {
+        self.links.notices.do_send(NoticeRaised { text });
+    }
+}

@@ -1,0 +1,171 @@
+//! How the supervisor's children are started and linked (the feed, the agent, the tool
+//! executor and the watchdog loader of one advisor run), and how a turn end waits on them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Addr, Recipient};
+
+use crate::actors::advisor_agent::{AdvisorAgent, AgentSetup};
+use crate::actors::agent_port::AgentLinks;
+use crate::actors::delivery_router::DeliveryRouter;
+use crate::actors::tool_executor::ToolExecutor;
+use crate::actors::transcript_feed::TranscriptFeed;
+use crate::actors::watchdog_loader::WatchdogLoader;
+use crate::config::RuntimeConfig;
+use crate::delivery::{CatchUpEnd, CatchUpPlan};
+use crate::domain::advice::Advisory;
+use crate::domain::transcript::Transcript;
+use crate::feed::FeedCursor;
+use crate::messages::delivery::{CatchUpFinished, RaiseAdvice};
+use crate::messages::feed::SeedCursor;
+use crate::messages::review::{
+    AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, NoticeRaised,
+    ReviewFailed,
+};
+use crate::model::ModelClient;
+use crate::review::{ReviewEngine, ReviewLimits};
+use crate::tools::ToolSession;
+
+/// The running children of one advisor run.
+pub struct Children {
+    /// The transcript feed.
+    pub feed: Addr<TranscriptFeed>,
+    /// The agent.
+    pub agent: Addr<AdvisorAgent>,
+    /// The tool executor.
+    pub executor: Addr<ToolExecutor>,
+}
+
+/// Where the agent reports to (the supervisor).
+pub struct AgentReports {
+    /// Failed reviews and asks.
+    pub failed: Recipient<ReviewFailed>,
+    /// Dropped backlogs (F2).
+    pub dropped: Recipient<BacklogDropped>,
+    /// Pauses (F3).
+    pub paused: Recipient<AdvisorPaused>,
+    /// Lines for the user.
+    pub notices: Recipient<NoticeRaised>,
+}
+
+/// Starts feed, agent and executor for `model` in `epoch`, linked to `router`, `audit` and
+/// `reports`; the feed's cursor is seeded at `seed`'s given length (X4).
+pub fn start_children(
+    config: &RuntimeConfig,
+    model: Arc<dyn ModelClient>,
+    router: &Addr<DeliveryRouter>,
+    audit: Option<Recipient<AppendAudit>>,
+    reports: AgentReports,
+    epoch: u64,
+    seed: Option<(Transcript, usize)>,
+) -> Children {
+    let settings = config.settings.clone();
+    let session = Arc::new(ToolSession::for_primary(
+        &config.primary_session_id,
+        config.workspace_root.clone(),
+    ));
+    let registry = config.tools.clone();
+    let raise: Recipient<RaiseAdvice> = router.clone().recipient();
+    let max_notes = settings.max_notes_per_update;
+    // X5: the advisor's own tool results leave the process too; redact them like deltas.
+    let redactor = if settings.redact_secrets {
+        crate::redact::Redactor::new()
+            .map_err(
+                |e| tracing::error!(error = %e, "secret redaction unavailable for tool results"),
+            )
+            .ok()
+    } else {
+        None
+    };
+    let executor = actix::Supervisor::start(move |_| {
+        ToolExecutor::new(registry, session, raise, max_notes).with_redactor(redactor.clone())
+    });
+    let engine = ReviewEngine {
+        model: Arc::clone(&model),
+        promotion: config.promotion_model.clone(),
+        tools: config.tools.schemas_with_advise().into(),
+        base_prompt: config.base_prompt().into(),
+        limits: ReviewLimits::from_settings(&settings),
+    };
+    let links = AgentLinks {
+        executor: executor.clone().recipient(),
+        tool_session: executor.clone().recipient(),
+        watchdog: config
+            .watchdog
+            .clone()
+            .map(|cfg| WatchdogLoader::new(cfg).start().recipient()),
+        failed: reports.failed,
+        dropped: reports.dropped,
+        paused: reports.paused,
+        notices: reports.notices,
+        held_preamble: Some(router.clone().recipient()),
+        review_succeeded: Some(router.clone().recipient()),
+        discard_attempt: Some(router.clone().recipient()),
+        audit,
+    };
+    let setup = AgentSetup {
+        engine,
+        links,
+        settings: settings.clone(),
+        hold_wait_through_retries: config.hold_wait_through_retries,
+        epoch,
+    };
+    let agent = actix::Supervisor::start(move |_| AdvisorAgent::new(setup));
+    // R1: a replay after reset is bounded to about half the window (4 chars a token).
+    let budget = (model.info().context_window as usize).saturating_mul(2);
+    let cursor =
+        FeedCursor::new(settings.transcript, Some(budget)).with_redaction(settings.redact_secrets);
+    let agent_rcpt = agent.clone().recipient();
+    let feed = actix::Supervisor::start(move |_| TranscriptFeed::new(cursor, agent_rcpt));
+    if let Some((transcript, len)) = seed {
+        feed.do_send(SeedCursor { transcript, len });
+    }
+    Children {
+        feed,
+        agent,
+        executor,
+    }
+}
+
+/// The wait a turn end makes: the catch-up block when the router planned one (D5), else
+/// the syncBacklog wait (S1) up to its cap.
+pub async fn wait_after_turn(
+    agent: Addr<AdvisorAgent>,
+    router: Addr<DeliveryRouter>,
+    plan: Option<CatchUpPlan>,
+    threshold: Option<usize>,
+    cap: Duration,
+) {
+    if let Some(plan) = plan {
+        let waited =
+            tokio::time::timeout(plan.timeout, agent.send(AwaitBacklog { threshold: 1 })).await;
+        let end = match waited {
+            Err(_) => CatchUpEnd::TimedOut,
+            Ok(Ok(BacklogWait::Drained)) => CatchUpEnd::Settled,
+            Ok(Ok(BacklogWait::Failing)) => CatchUpEnd::Failed,
+            Ok(Ok(BacklogWait::Released)) | Ok(Err(_)) => CatchUpEnd::Aborted,
+        };
+        // Awaited, so what it delivers is there at the next step boundary.
+        let _ = router.send(CatchUpFinished { plan, end }).await;
+    } else if let Some(threshold) = threshold {
+        let waited = tokio::time::timeout(cap, agent.send(AwaitBacklog { threshold }));
+        if waited.await.is_err() {
+            tracing::info!("syncBacklog wait hit its cap; the primary goes on");
+        }
+    }
+}
+
+/// `/advisor test` (C2): raises `advisory` through the normal delivery path and answers
+/// what the router made of it.
+pub async fn test_advice(router: Addr<DeliveryRouter>, epoch: u64, advisory: Advisory) -> String {
+    let raise = RaiseAdvice {
+        epoch,
+        review: u64::MAX - 1,
+        advisory,
+    };
+    match router.send(raise).await {
+        Ok(outcome) => format!("advisor test: {}", outcome.tool_text(usize::MAX)),
+        Err(_) => "advisor test: the router is restarting".to_string(),
+    }
+}

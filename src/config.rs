@@ -1,0 +1,149 @@
+//! What the runtime is started with: [`RuntimeConfig`], the built-in advisor prompt and the
+//! assembly of the base system prompt (G1).
+//!
+//! The host loads settings once and passes a `RuntimeConfig` to [`crate::AdvisorHandle`];
+//! nothing here reads files or the environment.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::domain::transcript::Transcript;
+use crate::model::ModelClient;
+use crate::settings::AdvisorSettings;
+use crate::tools::ToolRegistry;
+use crate::watchdog::WatchdogConfig;
+
+/// The built-in advisor system prompt (G1), a data file in `config/`.
+pub const BUILTIN_PROMPT: &str = include_str!("../config/advisor-prompt.md");
+
+/// Everything the runtime is started with; loaded once by the host and passed in.
+pub struct RuntimeConfig {
+    /// The primary session's id; the advisor's tool session is `<id>-advisor` (T1).
+    pub primary_session_id: String,
+    /// The workspace root the tools are confined to (T2), named in the prompt (G1).
+    pub workspace_root: PathBuf,
+    /// Settings (K1).
+    pub settings: AdvisorSettings,
+    /// The advisor model; `None` when no model is assigned (K2).
+    pub model: Option<Arc<dyn ModelClient>>,
+    /// The client for `advisor.contextPromotion` (built by the host from
+    /// [`AdvisorSettings::context_promotion`]): when the context fills up and this model's
+    /// window is larger, the advisor switches to it for the rest of the session (G5).
+    pub promotion_model: Option<Arc<dyn ModelClient>>,
+    /// The workspace tools (normally [`ToolRegistry::workspace`]).
+    pub tools: ToolRegistry,
+    /// Watchdog discovery settings; `None` disables WATCHDOG.md files.
+    pub watchdog: Option<WatchdogConfig>,
+    /// A replacement for the built-in prompt (`<agentDir>/system-prompts/advisor.md`, G1).
+    pub system_prompt_override: Option<String>,
+    /// The transcript as it stands when the advisor starts: the cursor is seeded at its end
+    /// so a resumed session is not replayed (X4).
+    pub initial_transcript: Option<Transcript>,
+    /// Where the advisor's own transcript is appended as JSON lines (G7), e.g.
+    /// `<session dir>/<session name>__advisor.jsonl`; `None` keeps no audit file.
+    pub audit_path: Option<PathBuf>,
+    /// Whether the syncBacklog wait (S1) holds while a retry is pending (F1): the waiter is
+    /// released only when the backlog drains, is dropped (F2) or the advisor pauses (F3).
+    /// Off in a live host, where S2 lets the primary go on at once; a replay turns it on so a
+    /// transient error costs one retry, not the separation of the following turns.
+    pub hold_wait_through_retries: bool,
+}
+
+impl RuntimeConfig {
+    /// A configuration with default settings, the workspace tools and no watchdog.
+    pub fn new(
+        primary_session_id: impl Into<String>,
+        workspace_root: impl Into<PathBuf>,
+        model: Option<Arc<dyn ModelClient>>,
+    ) -> Self {
+        Self {
+            primary_session_id: primary_session_id.into(),
+            workspace_root: workspace_root.into(),
+            settings: AdvisorSettings::default(),
+            model,
+            promotion_model: None,
+            tools: ToolRegistry::workspace(),
+            watchdog: None,
+            system_prompt_override: None,
+            initial_transcript: None,
+            audit_path: None,
+            hold_wait_through_retries: false,
+        }
+    }
+
+    /// The configuration of a subagent's own advisor (W7), or `None` when
+    /// `advisor.subagents` is off (the default: only the main session has an advisor).
+    ///
+    /// The subagent's advisor shares the model, tools, settings and workspace root, gets
+    /// its own tool session (`<subagent-id>-advisor`, T1), and reruns WATCHDOG.md discovery
+    /// from the subagent's working directory. It starts with no transcript and no audit
+    /// file; the host sets those if it wants them.
+    pub fn for_subagent(
+        &self,
+        subagent_session_id: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+    ) -> Option<Self> {
+        if !self.settings.subagents {
+            return None;
+        }
+        let cwd = cwd.into();
+        Some(Self {
+            primary_session_id: subagent_session_id.into(),
+            workspace_root: self.workspace_root.clone(),
+            settings: self.settings.clone(),
+            model: self.model.clone(),
+            promotion_model: self.promotion_model.clone(),
+            tools: self.tools.clone(),
+            watchdog: self.watchdog.as_ref().map(|w| w.with_cwd(cwd)),
+            system_prompt_override: self.system_prompt_override.clone(),
+            initial_transcript: None,
+            audit_path: None,
+            hold_wait_through_retries: self.hold_wait_through_retries,
+        })
+    }
+
+    /// The base system prompt: the built-in one (or the override) plus the workspace root.
+    pub fn base_prompt(&self) -> String {
+        base_prompt(
+            self.system_prompt_override.as_deref(),
+            &self.workspace_root.display().to_string(),
+        )
+    }
+}
+
+/// The base system prompt (G1): `override_prompt` when the user has one, else
+/// [`BUILTIN_PROMPT`], followed by the line naming the workspace root.
+pub fn base_prompt(override_prompt: Option<&str>, workspace_root: &str) -> String {
+    let prompt = override_prompt.unwrap_or(BUILTIN_PROMPT).trim_end();
+    format!("{prompt}\n\nThe workspace root is `{workspace_root}`; tool paths are relative to it.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g1_base_prompt_is_the_builtin_or_the_override_then_the_workspace_root() {
+        let builtin = base_prompt(None, "/work/repo");
+        assert!(builtin.starts_with(BUILTIN_PROMPT.trim_end()));
+        assert!(builtin
+            .ends_with("\n\nThe workspace root is `/work/repo`; tool paths are relative to it."));
+        let custom = base_prompt(Some("Review like a hawk.\n\n"), "/w");
+        assert_eq!(
+            custom,
+            "Review like a hawk.\n\nThe workspace root is `/w`; tool paths are relative to it."
+        );
+    }
+
+    #[test]
+    fn w7_subagent_config_exists_only_when_enabled_and_keeps_the_replay_flag() {
+        let mut config = RuntimeConfig::new("main", "/w", None);
+        assert!(config.for_subagent("sub", "/w/sub").is_none());
+        config.settings.subagents = true;
+        config.hold_wait_through_retries = true;
+        let sub = config.for_subagent("sub", "/w/sub").expect("enabled");
+        assert_eq!(sub.primary_session_id, "sub");
+        assert!(sub.hold_wait_through_retries);
+        assert!(sub.audit_path.is_none() && sub.initial_transcript.is_none());
+    }
+}

@@ -1,0 +1,100 @@
+//! Consulting the advisor (G8): the host asks a question on the primary's behalf and the
+//! advisor answers from its own context, after the pending backlog (or 30 s), without the
+//! `advise` tool.
+
+use std::time::Duration;
+
+use super::texts;
+
+/// How long an ask lets pending reviews go first before it takes the next free slot (G8).
+pub const ASK_DRAIN_WAIT: Duration = Duration::from_secs(30);
+
+/// The longest question accepted, in characters; a longer one is refused before it is
+/// queued.
+pub const MAX_QUESTION_CHARS: usize = 8_000;
+
+/// Why an ask gave no answer. Every path ends in one of these; an ask never hangs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    /// `advisor.consult: false`.
+    #[error("consulting the advisor is turned off (advisor.consult: false)")]
+    Disabled,
+    /// The advisor is off or has no model (K2).
+    #[error("the advisor is not running")]
+    NotRunning,
+    /// `ADVISOR_NO_REVIEW`: no model calls are made.
+    #[error("the advisor makes no model calls (ADVISOR_NO_REVIEW)")]
+    NoReview,
+    /// The question is empty or longer than [`MAX_QUESTION_CHARS`].
+    #[error("the question must be 1 to {MAX_QUESTION_CHARS} characters, it has {0}")]
+    BadQuestion(usize),
+    /// The advisor is paused (F3).
+    #[error("the advisor is paused: {0}")]
+    Paused(String),
+    /// A retry of a failed review is pending (F1).
+    #[error("the advisor is failing (a retry is pending); ask again later")]
+    Failing,
+    /// The model call of the ask failed (F1–F3 apply to it like to a review).
+    #[error("the advisor's model call failed: {0}")]
+    Model(String),
+    /// The model answered with no text.
+    #[error("the advisor gave no answer")]
+    NoAnswer,
+    /// The total time limit passed.
+    #[error("the advisor did not answer within {0} s")]
+    TimedOut(u64),
+    /// A reset, an abort of the runtime or dispose came first.
+    #[error("the advisor was reset or stopped before it answered")]
+    Released,
+}
+
+/// The total time limit of an ask: the drain wait plus one request timeout of the model.
+pub fn ask_time_limit(request_timeout: Duration) -> Duration {
+    ASK_DRAIN_WAIT + request_timeout
+}
+
+/// Checks a question's size before anything is buffered for it.
+pub fn check_question(question: &str) -> Result<(), AskError> {
+    let chars = question.trim().chars().count();
+    if chars == 0 || chars > MAX_QUESTION_CHARS {
+        return Err(AskError::BadQuestion(chars));
+    }
+    Ok(())
+}
+
+/// The user message the question becomes in the advisor's context.
+pub fn ask_prompt(question: &str) -> String {
+    texts::fill(texts::ASK, &[("question", question.trim())])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g8_the_question_is_framed_and_bounded() {
+        let prompt = ask_prompt("  Is the cache invalidated on rename?\n");
+        assert!(
+            prompt.starts_with("### Question from the agent"),
+            "{prompt}"
+        );
+        assert!(
+            prompt.ends_with("\n\nIs the cache invalidated on rename?"),
+            "{prompt}"
+        );
+        assert_eq!(
+            ask_time_limit(Duration::from_secs(300)),
+            Duration::from_secs(330)
+        );
+        assert_eq!(check_question("  "), Err(AskError::BadQuestion(0)));
+        assert_eq!(check_question(&"é".repeat(MAX_QUESTION_CHARS)), Ok(()));
+        assert_eq!(
+            check_question(&"é".repeat(MAX_QUESTION_CHARS + 1)),
+            Err(AskError::BadQuestion(MAX_QUESTION_CHARS + 1))
+        );
+        assert_eq!(
+            AskError::TimedOut(330).to_string(),
+            "the advisor did not answer within 330 s"
+        );
+    }
+}

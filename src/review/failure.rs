@@ -1,0 +1,273 @@
+//! The failure policy (F1–F3): what a failed review means for the backlog.
+//!
+//! A retryable failure is retried after the provider's `Retry-After` or the default delay;
+//! a wait the server asks for that is longer than [`LONG_WAIT`] pauses the advisor until
+//! then instead (F3), and it resumes by itself when the time is up.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::model::{ModelError, Usage};
+
+/// A `Retry-After` longer than this pauses the advisor instead of holding a retry (F3).
+pub const LONG_WAIT: Duration = Duration::from_secs(5 * 60);
+
+/// What to do after a failed review (F1–F3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureAction {
+    /// Put the batch back and retry after this delay.
+    Retry(Duration),
+    /// Third strike: drop the backlog, warn, let the primary go on (F2).
+    DropBacklog,
+    /// Retrying cannot fix it: pause with this reason (F3).
+    Pause(String),
+    /// The server asked for a wait longer than [`LONG_WAIT`]: pause with this reason and
+    /// resume by itself after `wait` (F3).
+    PauseFor {
+        /// What the provider said.
+        reason: String,
+        /// The wait the provider asked for.
+        wait: Duration,
+    },
+}
+
+/// Counts consecutive failures and decides what each one means (F1–F3).
+#[derive(Debug, Clone)]
+pub struct FailurePolicy {
+    consecutive: u32,
+    limit: u32,
+    default_delay: Duration,
+}
+
+impl FailurePolicy {
+    /// A policy dropping the backlog after `limit` consecutive failures, retrying after
+    /// `default_delay` when the provider gave no `Retry-After`.
+    pub fn new(limit: u32, default_delay: Duration) -> Self {
+        Self {
+            consecutive: 0,
+            limit: limit.max(1),
+            default_delay,
+        }
+    }
+
+    /// Consecutive failures so far.
+    pub fn consecutive(&self) -> u32 {
+        self.consecutive
+    }
+
+    /// A review succeeded: the count starts over.
+    pub fn succeeded(&mut self) {
+        self.consecutive = 0;
+    }
+
+    /// A review failed with `error`: what to do.
+    pub fn failed(&mut self, error: &ModelError) -> FailureAction {
+        match error {
+            ModelError::Permanent { message } => {
+                self.consecutive = 0;
+                return FailureAction::Pause(message.clone());
+            }
+            ModelError::Retryable {
+                message,
+                retry_after: Some(wait),
+                ..
+            } if *wait > LONG_WAIT => {
+                self.consecutive = 0;
+                return FailureAction::PauseFor {
+                    reason: message.clone(),
+                    wait: *wait,
+                };
+            }
+            _ => {}
+        }
+        self.consecutive += 1;
+        if self.consecutive >= self.limit {
+            self.consecutive = 0;
+            return FailureAction::DropBacklog;
+        }
+        let delay = match error {
+            ModelError::Retryable {
+                retry_after: Some(d),
+                ..
+            } => *d,
+            _ => self.default_delay,
+        };
+        FailureAction::Retry(delay)
+    }
+}
+
+/// What a failed model call used before it failed, when the provider or the client could
+/// tell (G4): it counts toward the lifetime totals like any response's usage.
+pub fn failed_call_usage(error: &ModelError) -> Option<Usage> {
+    match error {
+        ModelError::Retryable { usage, .. } | ModelError::ContextOverflow { usage, .. } => *usage,
+        ModelError::Permanent { .. } => None,
+    }
+}
+
+/// The status line's reason for a pause until `resume_at` (F3 after a long `Retry-After`).
+pub fn timed_pause_reason(reason: &str, resume_at: SystemTime) -> String {
+    format!(
+        "{reason} (the provider asked to wait until {})",
+        utc_time(resume_at)
+    )
+}
+
+/// The notice of a pause (F3): why, and how it ends — by itself when `timed` (the reason
+/// says when), or by the user.
+pub fn pause_notice(reason: &str, timed: bool) -> String {
+    if timed {
+        format!("advisor: paused: {reason}. It resumes by itself then; /advisor on resumes it now.")
+    } else {
+        format!(
+            "advisor: paused: {reason}. Fix the model settings, then run /advisor on to resume."
+        )
+    }
+}
+
+/// The notice of a pause's end when its time is up.
+pub const RESUMED_NOTICE: &str = "advisor: resumed: the provider's wait is over";
+
+/// The notice of a dropped backlog (F2).
+pub fn dropped_notice(limit: u32, error: &str, turns: usize) -> String {
+    format!(
+        "advisor: {limit} consecutive model failures ({error}); skipped {turns} turn{} of review",
+        if turns == 1 { "" } else { "s" }
+    )
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn utc_time(at: SystemTime) -> String {
+    let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_date(days);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01.
+fn civil_date(days: u64) -> (u64, u64, u64) {
+    // Count in 400-year eras from 0000-03-01, where leap days fall at the end of a year.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f2_three_strikes_then_count_resets() {
+        let mut p = FailurePolicy::new(3, Duration::from_secs(1));
+        let err = ModelError::Retryable {
+            usage: None,
+            message: "500".into(),
+            retry_after: None,
+        };
+        assert_eq!(p.failed(&err), FailureAction::Retry(Duration::from_secs(1)));
+        assert_eq!(p.failed(&err), FailureAction::Retry(Duration::from_secs(1)));
+        assert_eq!(p.failed(&err), FailureAction::DropBacklog);
+        assert_eq!(p.consecutive(), 0);
+        assert_eq!(p.failed(&err), FailureAction::Retry(Duration::from_secs(1)));
+        p.succeeded();
+        assert_eq!(p.consecutive(), 0);
+    }
+
+    #[test]
+    fn f1_retry_after_is_honoured_and_f3_permanent_pauses() {
+        let mut p = FailurePolicy::new(3, Duration::from_secs(1));
+        let err = ModelError::Retryable {
+            usage: None,
+            message: "429".into(),
+            retry_after: Some(Duration::from_secs(7)),
+        };
+        assert_eq!(p.failed(&err), FailureAction::Retry(Duration::from_secs(7)));
+        let err = ModelError::Permanent {
+            message: "401 unauthorized".into(),
+        };
+        assert_eq!(
+            p.failed(&err),
+            FailureAction::Pause("401 unauthorized".into())
+        );
+    }
+
+    #[test]
+    fn issue10_7_a_retry_after_over_five_minutes_pauses_for_that_long() {
+        let mut p = FailurePolicy::new(3, Duration::from_secs(1));
+        let at_limit = ModelError::Retryable {
+            usage: None,
+            message: "429".into(),
+            retry_after: Some(LONG_WAIT),
+        };
+        assert_eq!(p.failed(&at_limit), FailureAction::Retry(LONG_WAIT));
+        let long = ModelError::Retryable {
+            usage: None,
+            message: "HTTP 429".into(),
+            retry_after: Some(Duration::from_secs(100_000)),
+        };
+        assert_eq!(
+            p.failed(&long),
+            FailureAction::PauseFor {
+                reason: "HTTP 429".into(),
+                wait: Duration::from_secs(100_000)
+            }
+        );
+        assert_eq!(p.consecutive(), 0, "a pause is not a strike");
+    }
+
+    #[test]
+    fn f3_notices_say_how_the_pause_ends() {
+        let at = UNIX_EPOCH + Duration::from_secs(1_764_592_496);
+        assert_eq!(utc_time(at), "2025-12-01 12:34:56 UTC");
+        assert_eq!(utc_time(UNIX_EPOCH), "1970-01-01 00:00:00 UTC");
+        assert_eq!(
+            utc_time(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29 00:00:00 UTC"
+        );
+        let reason = timed_pause_reason("HTTP 429", at);
+        assert_eq!(
+            reason,
+            "HTTP 429 (the provider asked to wait until 2025-12-01 12:34:56 UTC)"
+        );
+        assert!(pause_notice(&reason, true).contains("It resumes by itself then"));
+        assert!(pause_notice("HTTP 401", false).contains("run /advisor on to resume"));
+        assert_eq!(
+            dropped_notice(3, "HTTP 500", 1),
+            "advisor: 3 consecutive model failures (HTTP 500); skipped 1 turn of review"
+        );
+    }
+
+    #[test]
+    fn g4_a_failed_call_s_usage_is_what_its_error_carries() {
+        let usage = Usage {
+            input: 10,
+            estimated: true,
+            ..Usage::default()
+        };
+        let err = ModelError::ContextOverflow {
+            message: "too long".into(),
+            usage: Some(usage),
+        };
+        assert_eq!(failed_call_usage(&err), Some(usage));
+        let err = ModelError::Permanent {
+            message: "401".into(),
+        };
+        assert_eq!(failed_call_usage(&err), None);
+    }
+}

@@ -1,0 +1,65 @@
+//! The review engine (SPEC §4, §5): plain code the AdvisorAgent wraps.
+//!
+//! - [`queue`]: the deltas waiting for review and their coalescing into batches (G2);
+//! - [`failure`]: the failure policy (F1–F3) and its notices;
+//! - [`state`]: the queue, the failing and paused flags, backlog waiters and questions,
+//!   with the policy deciding what a failure does to them (S1, S2, G8);
+//! - [`context`]: the advisor's context, its estimate and the compaction cut (G5);
+//! - [`reviewer`]: the [`Reviewer`] running one batch against a model: tool loop (G3),
+//!   maintenance (G5), usage (G4), talking outward through [`ReviewPort`];
+//! - [`ask`]: consulting the advisor (G8);
+//! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
+//! - [`texts`]: the model-facing texts, data files under `config/prompts/`.
+
+pub mod ask;
+pub mod audit;
+pub mod context;
+pub mod failure;
+pub mod queue;
+pub mod reviewer;
+pub mod state;
+pub mod texts;
+
+pub use ask::AskError;
+pub use audit::AuditEvent;
+pub use context::{
+    compaction_cut, context_threshold, keep_budget, needs_maintenance, render_for_summary,
+    summary_message, AdvisorContext, MaintenanceCounts, MaintenanceKind, COMPACTION_KEEP_TOKENS,
+};
+pub use failure::{FailureAction, FailurePolicy};
+pub use queue::{Batch, ReviewQueue};
+pub use reviewer::{ReviewEngine, ReviewLimits, ReviewPort, ReviewRun, Reviewer, ToolReply};
+pub use state::{BacklogWait, FailureStep, ReviewState, Work};
+pub use texts::{SUMMARY_HEADING, SUMMARY_INSTRUCTION};
+
+use crate::model::Usage;
+
+/// What the reviews of one advisor added up to (G4, C3); survives resets and re-primes.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReviewTotals {
+    /// Usage of every model call, reviews, summaries and asks (G4).
+    pub lifetime: Usage,
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Reviews completed.
+    pub reviews: u64,
+    /// Maintenance events (G5).
+    pub maintenance: MaintenanceCounts,
+    /// Questions the model was asked (G8), answered or failed.
+    pub consults: u64,
+    /// Usage of the asks, answered or not (part of `lifetime`).
+    pub consult_usage: Usage,
+}
+
+impl ReviewTotals {
+    /// Counts what a run spent; `ask` when it answered a question.
+    pub fn add_run(&mut self, run: &ReviewRun, ask: bool) {
+        self.lifetime.add(&run.usage);
+        self.model_calls += run.calls;
+        self.maintenance.add(&run.maintenance);
+        if ask {
+            self.consults += 1;
+            self.consult_usage.add(&run.usage);
+        }
+    }
+}

@@ -1,0 +1,566 @@
+//! The [`Reviewer`]: runs one batch (or one question, G8) against a [`ModelClient`].
+//!
+//! A review is: the system prompt (base prompt + watchdog blocks, G1), the held-notes
+//! preamble (D9), context maintenance when the estimate passes the threshold (G5: promote,
+//! compact, re-prime), then the tool loop (G3) until the model answers without tool calls.
+//! An attempt that overflows the context or the output bound is discarded and the batch is
+//! replayed once into a fresh context (G5's reactive path); a second overflow, like any
+//! other error, is the review's failure (F1). Every model call's usage is counted, a failed
+//! call's too when its error carries one (G4).
+//!
+//! The reviewer talks outward only through [`ReviewPort`]; the AdvisorAgent implements it
+//! over its recipients, the unit tests with a recording stub.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::audit::AuditEvent;
+use super::context::{
+    compaction_cut, context_threshold, keep_budget, needs_maintenance, render_for_summary,
+    summary_message, AdvisorContext, MaintenanceCounts, MaintenanceKind,
+};
+use super::failure::failed_call_usage;
+use super::{ask, texts};
+use crate::model::{
+    AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, ModelResponse, StopReason,
+    ToolSchema, Usage,
+};
+use crate::settings::AdvisorSettings;
+use crate::tools::advise;
+
+/// What a tool call answered, as the model sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolReply {
+    /// The text.
+    pub text: String,
+    /// Whether the tool failed.
+    pub is_error: bool,
+}
+
+/// The watchdog part of this review's system prompt (W5) and the warnings to show (W3).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WatchdogBlocks {
+    /// The blocks joined by a blank line; empty when there are none.
+    pub joined: String,
+    /// Warnings about unreadable files, each reported once.
+    pub warnings: Vec<String>,
+}
+
+/// How a review reaches the rest of the runtime. One port serves one review (it knows the
+/// epoch and the review number).
+pub trait ReviewPort {
+    /// Runs a tool call (a workspace tool, or `advise`, which raises the advice at once,
+    /// G3); `None` when the executor could not be reached.
+    fn execute_tool(&self, name: &str, arguments: Value)
+        -> impl Future<Output = Option<ToolReply>>;
+    /// The held notes this review must raise again to keep (D9); empty when none.
+    fn held_preamble(&self) -> impl Future<Output = String>;
+    /// Attempt `attempt` was thrown away: roll back what it held (G5). Resolves when done.
+    fn discard_attempt(&self, attempt: u32) -> impl Future<Output = ()>;
+    /// The watchdog blocks for this review, `None` when watchdog files are off.
+    fn watchdog(&self) -> impl Future<Output = Option<WatchdogBlocks>>;
+    /// The tool session forgets what was read (compaction, re-prime, T3).
+    fn clear_tool_session(&self);
+    /// Whether audit events are recorded (G7); when not, none are built.
+    fn audits(&self) -> bool;
+    /// Records an audit event (G7).
+    fn audit(&self, event: AuditEvent);
+    /// A line for the user.
+    fn notice(&self, text: String);
+}
+
+/// The review limits from the settings (G3, G5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReviewLimits {
+    /// Tool rounds per review (G3).
+    pub max_tool_rounds: usize,
+    /// Output bound per call.
+    pub max_output_tokens: u32,
+    /// Context threshold in percent of the window (G5).
+    pub compact_at_percent: u8,
+    /// Absolute context threshold, when set (G5).
+    pub compact_threshold_tokens: Option<u64>,
+}
+
+impl ReviewLimits {
+    /// The limits `settings` give.
+    pub fn from_settings(settings: &AdvisorSettings) -> Self {
+        Self {
+            max_tool_rounds: settings.max_tool_rounds,
+            max_output_tokens: settings.max_output_tokens,
+            compact_at_percent: settings.compact_at_percent,
+            compact_threshold_tokens: settings.compact_threshold_tokens,
+        }
+    }
+}
+
+/// What every review of a session shares: the models, the tools, the base prompt and the
+/// limits. Cheap to clone.
+#[derive(Clone)]
+pub struct ReviewEngine {
+    /// The advisor model.
+    pub model: Arc<dyn ModelClient>,
+    /// The larger-window model to promote to (G5), if any.
+    pub promotion: Option<Arc<dyn ModelClient>>,
+    /// The tools offered in a review (workspace tools + `advise`).
+    pub tools: Arc<[ToolSchema]>,
+    /// The base system prompt (G1).
+    pub base_prompt: Arc<str>,
+    /// The limits.
+    pub limits: ReviewLimits,
+}
+
+impl ReviewEngine {
+    /// Keeps `model` for every later review (a promotion, G5); promotion is then done.
+    pub fn promote(&mut self, model: Arc<dyn ModelClient>) {
+        self.model = model;
+        self.promotion = None;
+    }
+}
+
+/// What one review (or ask) hands back.
+pub struct ReviewRun {
+    /// The context after the review.
+    pub context: AdvisorContext,
+    /// Usage of every call made, failed ones included when known (G4).
+    pub usage: Usage,
+    /// Model calls made.
+    pub calls: u64,
+    /// The system prompt used.
+    pub system: String,
+    /// Success, or the failure (F1).
+    pub result: Result<(), ModelError>,
+    /// The text of the model's last answer (an ask's answer).
+    pub answer: String,
+    /// Maintenance events of this review (G5).
+    pub maintenance: MaintenanceCounts,
+    /// The model the review promoted to (G5).
+    pub promoted: Option<Arc<dyn ModelClient>>,
+}
+
+/// Why a compaction's summary call gave no usable summary; maintenance re-primes instead.
+#[derive(Debug, thiserror::Error)]
+enum SummaryError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("the summary call stopped with {0:?}")]
+    Stopped(StopReason),
+    #[error("the summary call answered with no text")]
+    Empty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Review,
+    Ask,
+}
+
+/// Runs one review or ask; see the module docs.
+pub struct Reviewer<P> {
+    engine: ReviewEngine,
+    port: P,
+    mode: Mode,
+    run: ReviewRun,
+}
+
+impl<P: ReviewPort> Reviewer<P> {
+    /// A reviewer of `context` with `engine`'s models and tools, talking through `port`.
+    pub fn new(engine: ReviewEngine, port: P, context: AdvisorContext) -> Self {
+        Self {
+            engine,
+            port,
+            mode: Mode::Review,
+            run: ReviewRun {
+                context,
+                usage: Usage::default(),
+                calls: 0,
+                system: String::new(),
+                result: Ok(()),
+                answer: String::new(),
+                maintenance: MaintenanceCounts::default(),
+                promoted: None,
+            },
+        }
+    }
+
+    /// Reviews `prompt` (a batch of deltas, G2).
+    pub async fn review(mut self, prompt: String) -> ReviewRun {
+        self.run.system = self.system_prompt().await;
+        let preamble = self.port.held_preamble().await;
+        let prompt = if preamble.is_empty() {
+            prompt
+        } else {
+            format!("{preamble}\n\n{prompt}")
+        };
+        self.maintain_if_needed(&prompt).await;
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let err = match self.attempt(&prompt, attempt).await {
+                Ok(()) => return self.run,
+                Err(err) => err,
+            };
+            self.port.discard_attempt(attempt).await;
+            match err {
+                ModelError::ContextOverflow { message, .. } if attempt == 1 => {
+                    let threshold = self.threshold();
+                    let span =
+                        tracing::info_span!("context_maintenance", trigger = "overflow", threshold);
+                    let _entered = span.enter();
+                    tracing::info!(%message, "the review overflowed the context: replaying the batch once into a fresh context");
+                    self.finish_maintenance(&prompt, MaintenanceKind::Reprime, "overflow");
+                }
+                err => {
+                    self.run.result = Err(err);
+                    return self.run;
+                }
+            }
+        }
+    }
+
+    /// Answers `question` (G8): the same context and read-only tools, no `advise`, one
+    /// attempt. The question and the answer stay in the context.
+    pub async fn ask(mut self, question: &str) -> ReviewRun {
+        self.mode = Mode::Ask;
+        self.run.system = self.system_prompt().await;
+        let prompt = ask::ask_prompt(question);
+        self.maintain_if_needed(&prompt).await;
+        if let Err(err) = self.attempt(&prompt, 1).await {
+            self.run.result = Err(err);
+        }
+        self.run
+    }
+
+    /// The base prompt plus the watchdog blocks (G1, W5); warnings go to the user (W3).
+    async fn system_prompt(&self) -> String {
+        let base = self.engine.base_prompt.to_string();
+        let Some(watchdog) = self.port.watchdog().await else {
+            return base;
+        };
+        for text in watchdog.warnings {
+            self.port.notice(text);
+        }
+        if watchdog.joined.is_empty() {
+            base
+        } else {
+            format!("{base}\n\n{}", watchdog.joined)
+        }
+    }
+
+    /// One attempt: on failure its messages are taken out of the context again and the
+    /// discard is audited.
+    async fn attempt(&mut self, prompt: &str, attempt: u32) -> Result<(), ModelError> {
+        let start = self.run.context.messages.len();
+        let outcome = self.tool_loop(prompt).await;
+        if let Err(err) = &outcome {
+            self.run.context.truncate(start);
+            self.audit(AuditEvent::AttemptDiscarded {
+                attempt,
+                error: err.to_string(),
+            });
+        }
+        outcome
+    }
+
+    /// The tools this run offers: no `advise` while answering a question (G8).
+    fn offered_tools(&self) -> Vec<ToolSchema> {
+        self.engine
+            .tools
+            .iter()
+            .filter(|t| self.mode == Mode::Review || t.name != advise::NAME)
+            .cloned()
+            .collect()
+    }
+
+    /// G3: the model until it answers without tool calls, at most `max_tool_rounds` rounds
+    /// of tools; the last allowed round's results tell it to finish.
+    async fn tool_loop(&mut self, prompt: &str) -> Result<(), ModelError> {
+        self.append(ChatMessage::User {
+            text: prompt.to_string(),
+        });
+        let tools = self.offered_tools();
+        let max_rounds = self.engine.limits.max_tool_rounds;
+        for round in 0..=max_rounds {
+            let request = ModelRequest {
+                system: self.run.system.clone(),
+                messages: self.run.context.messages.clone(),
+                tools: tools.clone(),
+                max_tokens: self.max_tokens(),
+                thinking: self.engine.model.thinking(),
+            };
+            let covered = self.run.context.messages.len();
+            let span =
+                tracing::info_span!("model_call", model = %self.engine.model.info().id, round);
+            let response = self.call(request, span).await?;
+            self.run.context.record_usage(&response.usage, covered);
+            if matches!(
+                response.stop,
+                StopReason::MaxTokens | StopReason::ContextOverflow
+            ) {
+                return Err(ModelError::ContextOverflow {
+                    usage: None,
+                    message: format!("the model stopped with {:?}", response.stop),
+                });
+            }
+            let calls: Vec<(String, String, Value)> = response
+                .tool_calls()
+                .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
+                .collect();
+            self.run.answer = answer_text(&response.parts);
+            self.append(ChatMessage::Assistant {
+                parts: response.parts,
+            });
+            if calls.is_empty() {
+                return Ok(());
+            }
+            let last_round = round == max_rounds;
+            let count = calls.len();
+            for (i, (call_id, name, arguments)) in calls.into_iter().enumerate() {
+                let mut reply = self.run_tool(&name, arguments, last_round).await;
+                if round + 1 == max_rounds && i + 1 == count {
+                    reply.text.push_str("\n\n");
+                    reply.text.push_str(texts::FINISH_NOW);
+                }
+                self.append(ChatMessage::ToolResult {
+                    call_id,
+                    name,
+                    text: reply.text,
+                    is_error: reply.is_error,
+                });
+            }
+            if last_round {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    async fn run_tool(&self, name: &str, arguments: Value, budget_used: bool) -> ToolReply {
+        let refused = |text: &str| ToolReply {
+            text: text.to_string(),
+            is_error: true,
+        };
+        if budget_used {
+            return refused(texts::TOOL_NOT_RUN);
+        }
+        if self.mode == Mode::Ask && name == advise::NAME {
+            return refused(texts::ASK_NO_ADVISE);
+        }
+        match self.port.execute_tool(name, arguments).await {
+            Some(reply) => reply,
+            None => refused(texts::EXECUTOR_RESTARTING),
+        }
+    }
+
+    /// One model call; its usage counts (G4), a failed call's too when its error says.
+    async fn call(
+        &mut self,
+        request: ModelRequest,
+        span: tracing::Span,
+    ) -> Result<ModelResponse, ModelError> {
+        let result = self.engine.model.complete(request).instrument(span).await;
+        self.run.calls += 1;
+        match &result {
+            Ok(response) => self.run.usage.add(&response.usage),
+            Err(err) => {
+                if let Some(usage) = failed_call_usage(err) {
+                    self.run.usage.add(&usage);
+                }
+            }
+        }
+        result
+    }
+
+    /// G5 steps 1–3 before the update when the estimate with it passes the threshold.
+    async fn maintain_if_needed(&mut self, prompt: &str) {
+        let threshold = self.threshold();
+        if !needs_maintenance(&self.run.context, prompt, threshold) {
+            return;
+        }
+        let span = tracing::info_span!(
+            "context_maintenance",
+            trigger = "threshold",
+            estimate = self.run.context.estimate_with(prompt),
+            threshold
+        );
+        self.maintain(prompt).instrument(span).await;
+    }
+
+    /// Promote when a larger-window model is configured and that brings the estimate under
+    /// the new threshold; else compact, else re-prime.
+    async fn maintain(&mut self, prompt: &str) {
+        if let Some(candidate) = self.engine.promotion.take() {
+            let (from, to) = (self.engine.model.info(), candidate.info());
+            if to.context_window > from.context_window {
+                tracing::info!(
+                    from = %from.id,
+                    to = %to.id,
+                    window = to.context_window,
+                    "context maintenance: promoted to the larger-window model"
+                );
+                self.engine.model = Arc::clone(&candidate);
+                self.run.promoted = Some(candidate);
+                self.run.maintenance.record(MaintenanceKind::Promotion);
+                self.audit_maintenance(MaintenanceKind::Promotion, "threshold");
+                if !needs_maintenance(&self.run.context, prompt, self.threshold()) {
+                    return;
+                }
+            } else {
+                tracing::debug!(
+                    promotion = %to.id,
+                    "the promotion model's window is not larger: not promoting"
+                );
+            }
+        }
+        let kind = self.compact(prompt).await;
+        self.finish_maintenance(prompt, kind, "threshold");
+    }
+
+    /// G5 step 2: summarise the older history and keep the recent part verbatim when that
+    /// leaves room for `prompt`; a re-prime otherwise (nothing to summarise, the summary
+    /// call failed, or the result is still too large).
+    async fn compact(&mut self, prompt: &str) -> MaintenanceKind {
+        let threshold = self.threshold();
+        let Some(cut) = compaction_cut(&self.run.context.messages, keep_budget(threshold)) else {
+            tracing::info!("the whole history fits the verbatim budget: nothing to summarise");
+            return MaintenanceKind::Reprime;
+        };
+        let summary = match self.summarise(cut).await {
+            Ok(summary) => summary,
+            Err(err) => {
+                tracing::warn!(error = %err, "compaction failed: re-priming instead");
+                return MaintenanceKind::Reprime;
+            }
+        };
+        let overhead = overhead_tokens(&self.run.system, &self.engine.tools);
+        self.run
+            .context
+            .compact(cut, summary_message(&summary), overhead);
+        let estimate = self.run.context.estimate_with(prompt);
+        if estimate <= threshold {
+            MaintenanceKind::Compaction
+        } else {
+            tracing::info!(
+                estimate,
+                threshold,
+                "the compacted context is still too large"
+            );
+            MaintenanceKind::Reprime
+        }
+    }
+
+    /// The summary call: the messages before `cut` rendered as text, the summarisation
+    /// instruction as the system prompt, no tools. Its usage counts (G4).
+    async fn summarise(&mut self, cut: usize) -> Result<String, SummaryError> {
+        let older = &self.run.context.messages[..cut];
+        let request = ModelRequest {
+            system: texts::SUMMARY_INSTRUCTION.to_string(),
+            messages: vec![ChatMessage::User {
+                text: render_for_summary(older),
+            }],
+            tools: Vec::new(),
+            max_tokens: self.max_tokens(),
+            thinking: self.engine.model.thinking(),
+        };
+        let span = tracing::info_span!("summary_call", model = %self.engine.model.info().id, messages = cut);
+        let response = self.call(request, span).await?;
+        if response.stop == StopReason::ContextOverflow {
+            return Err(SummaryError::Stopped(response.stop));
+        }
+        let text = answer_text(&response.parts);
+        if text.is_empty() {
+            return Err(SummaryError::Empty);
+        }
+        Ok(text)
+    }
+
+    /// Ends a maintenance event: a re-prime clears the history; either way the tool session
+    /// forgets what it read (T3) and the event is counted and audited.
+    fn finish_maintenance(&mut self, prompt: &str, kind: MaintenanceKind, trigger: &str) {
+        if kind == MaintenanceKind::Reprime {
+            self.run.context.clear();
+        }
+        self.run.maintenance.record(kind);
+        self.audit_maintenance(kind, trigger);
+        self.port.clear_tool_session();
+        tracing::info!(
+            kind = kind.as_str(),
+            messages = self.run.context.messages.len(),
+            estimate = self.run.context.estimate_with(prompt),
+            "context maintenance done"
+        );
+    }
+
+    fn audit(&self, event: AuditEvent) {
+        if self.port.audits() {
+            self.port.audit(event);
+        }
+    }
+
+    /// Appends `message` to the context, recording it in the audit log (G7).
+    fn append(&mut self, message: ChatMessage) {
+        if self.port.audits() {
+            self.port.audit(AuditEvent::Message {
+                message: message.clone(),
+            });
+        }
+        self.run.context.messages.push(message);
+    }
+
+    fn audit_maintenance(&self, kind: MaintenanceKind, trigger: &str) {
+        if !self.port.audits() {
+            return;
+        }
+        let summary = match (kind, self.run.context.messages.first()) {
+            (MaintenanceKind::Compaction, Some(ChatMessage::User { text })) => Some(text.clone()),
+            _ => None,
+        };
+        self.port.audit(AuditEvent::Maintenance {
+            kind,
+            trigger: trigger.to_string(),
+            model: self.engine.model.info().id,
+            messages: self.run.context.messages.len(),
+            summary,
+        });
+    }
+
+    /// The output bound of the current model's calls.
+    fn max_tokens(&self) -> u32 {
+        let model_max = u32::try_from(self.engine.model.info().max_output).unwrap_or(u32::MAX);
+        self.engine.limits.max_output_tokens.min(model_max).max(1)
+    }
+
+    /// The context threshold for the current model's window (G5).
+    fn threshold(&self) -> u64 {
+        context_threshold(
+            self.engine.model.info().context_window,
+            self.engine.limits.compact_at_percent,
+            self.engine.limits.compact_threshold_tokens,
+        )
+    }
+}
+
+/// The visible text of an answer: its non-empty text parts, trimmed, a blank line apart.
+fn answer_text(parts: &[AssistantPart]) -> String {
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match p {
+            AssistantPart::Text { text } if !text.trim().is_empty() => Some(text.trim()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n\n")
+}
+
+/// Tokens the system prompt and tool schemas take (characters / 4), for the estimate of a
+/// context no provider has measured yet.
+fn overhead_tokens(system: &str, tools: &[ToolSchema]) -> u64 {
+    let schemas = serde_json::to_string(tools).map_or(0, |s| s.len());
+    ((system.len() + schemas) / 4) as u64
+}
+
+#[cfg(test)]
+mod tests;

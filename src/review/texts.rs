@@ -1,0 +1,81 @@
+//! The texts the review engine shows the advisor model, kept as data files under
+//! `config/prompts/` (`review-*.md`) so they can be read and edited as prose.
+//!
+//! Each file is included at build time; the trailing newline an editor leaves is trimmed.
+//! Placeholders are `{name}`, filled by [`fill`].
+
+/// The note opening the first review after F2 dropped turns; `{turns}` is "1 turn" or
+/// "N turns".
+pub const MISSED_TURNS: &str =
+    include_str!("../../config/prompts/review-missed-turns.md").trim_ascii_end();
+
+/// Appended to the last tool result of the last allowed tool round (G3): finish now.
+pub const FINISH_NOW: &str =
+    include_str!("../../config/prompts/review-finish-now.md").trim_ascii_end();
+
+/// The tool result of a call made after the tool budget was used up (G3).
+pub const TOOL_NOT_RUN: &str =
+    include_str!("../../config/prompts/review-tool-not-run.md").trim_ascii_end();
+
+/// The tool result when the tool executor could not be reached (it is restarting, F5).
+pub const EXECUTOR_RESTARTING: &str =
+    include_str!("../../config/prompts/review-executor-restarting.md").trim_ascii_end();
+
+/// The system prompt of the summary call a compaction makes (G5).
+pub const SUMMARY_INSTRUCTION: &str =
+    include_str!("../../config/prompts/review-summary.md").trim_ascii_end();
+
+/// The heading of the message that opens a compacted context; the summary follows it.
+pub const SUMMARY_HEADING: &str =
+    include_str!("../../config/prompts/review-summary-heading.md").trim_ascii_end();
+
+/// The line under [`SUMMARY_HEADING`] that tells the advisor what the summary stands for.
+pub const SUMMARY_INTRO: &str =
+    include_str!("../../config/prompts/review-summary-intro.md").trim_ascii_end();
+
+/// The user message an ask (G8) becomes; `{question}` is the question.
+pub const ASK: &str = include_str!("../../config/prompts/review-ask.md").trim_ascii_end();
+
+/// The tool result of an `advise` call made while answering a question (G8).
+pub const ASK_NO_ADVISE: &str =
+    include_str!("../../config/prompts/review-ask-no-advise.md").trim_ascii_end();
+
+/// Replaces each `{name}` of `template` by its value.
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = template.to_string();
+    for (name, value) in values {
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    out
+}
+
+/// "1 turn" or "N turns".
+pub fn turns(n: usize) -> String {
+    format!("{n} turn{}", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_are_trimmed_and_placeholders_fill() {
+        for text in [
+            MISSED_TURNS,
+            FINISH_NOW,
+            TOOL_NOT_RUN,
+            EXECUTOR_RESTARTING,
+            SUMMARY_INSTRUCTION,
+            SUMMARY_HEADING,
+            SUMMARY_INTRO,
+            ASK,
+            ASK_NO_ADVISE,
+        ] {
+            assert!(!text.is_empty() && text.trim_end() == text, "{text:?}");
+        }
+        assert_eq!(fill("a {x} b {x}", &[("x", "y")]), "a y b y");
+        assert_eq!(turns(1), "1 turn");
+        assert_eq!(turns(2), "2 turns");
+        assert!(fill(MISSED_TURNS, &[("turns", &turns(3))]).contains("skipped 3 turns of"));
+    }
+}

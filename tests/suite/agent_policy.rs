@@ -1,0 +1,284 @@
+//! Mailbox tests of the agent's failure policy and accounting through the handle: a long
+//! `Retry-After` pauses and resumes by itself (F3, issue 10 item 7), a replay's wait holds
+//! through retries (S1, issue 10 item 9), failed calls' usage counts and estimated totals
+//! are marked (G4, C3, issue 10 items 10/11/18), a request timeout is a counted failure
+//! (F1, issue 10 item 5).
+
+use crate::support::runtime as support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use advisor::domain::host::HostEvent;
+use advisor::domain::transcript::{Transcript, TranscriptMessage};
+use advisor::model::scripted::{ScriptedModel, ScriptedReply};
+use advisor::model::{ModelClient, ModelError, Usage};
+use advisor::settings::SyncBacklog;
+use advisor::{AdvisorHandle, RuntimeConfig};
+use support::*;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+fn start(
+    model: Arc<dyn ModelClient>,
+    tune: impl FnOnce(&mut RuntimeConfig),
+) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
+    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
+    cfg.settings.sync_backlog = SyncBacklog::Below(1);
+    tune(&mut cfg);
+    let (rec, rx) = recorder();
+    (AdvisorHandle::start(cfg, rec.recipient()), rx)
+}
+
+fn server_error() -> ScriptedReply {
+    ScriptedReply::Fail(ModelError::Retryable {
+        usage: None,
+        message: "HTTP 500".into(),
+        retry_after: None,
+    })
+}
+
+async fn notice(rx: &mut UnboundedReceiver<HostEvent>) -> String {
+    match next_event(rx).await {
+        HostEvent::Notice { text } => text,
+        other => panic!("expected a notice, got {other:?}"),
+    }
+}
+
+#[actix::test]
+async fn issue10_7_f3_a_retry_after_of_100000_s_pauses_says_until_when_and_resumes_by_itself() {
+    tokio::time::pause();
+    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
+        usage: None,
+        message: "HTTP 429: rate limited".into(),
+        retry_after: Some(Duration::from_secs(100_000)),
+    })]);
+    let (h, mut rx) = start(Arc::new(model.clone()), |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    let started = tokio::time::Instant::now();
+    h.turn_end(&t).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1), "S2: no wait");
+
+    let text = notice(&mut rx).await;
+    assert!(text.starts_with("advisor: paused: HTTP 429"), "{text}");
+    assert!(
+        text.contains("wait until 20") && text.contains(" UTC"),
+        "{text}"
+    );
+    assert!(text.contains("resumes by itself"), "{text}");
+    let status = h.status().await.unwrap();
+    let reason = status.paused.clone().expect("paused");
+    assert!(
+        reason.contains("the provider asked to wait until"),
+        "{reason}"
+    );
+    assert!(status.render().contains(&format!("paused: {reason}")));
+    assert_eq!(status.failures, 1);
+
+    // Paused: a new turn is queued, not reviewed, and the primary does not wait.
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(99_990)).await;
+    assert_eq!(model.request_count(), 1, "no call before the wait is over");
+    assert_eq!(h.status().await.unwrap().agent.backlog, 2);
+
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(
+        notice(&mut rx).await,
+        "advisor: resumed: the provider's wait is over"
+    );
+    // A turn with nothing new waits for the drain (S1): the resumed review has run.
+    h.turn_end(&t).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert_eq!(model.request_count(), 2);
+    assert_eq!((status.agent.backlog, status.agent.reviews), (0, 1));
+    assert!(status.paused.is_none());
+    let prompt = last_user_text(&model.requests()[1]);
+    assert!(
+        prompt.contains("turn one") && prompt.contains("turn two"),
+        "{prompt}"
+    );
+}
+
+#[actix::test]
+async fn issue10_7_a_retry_after_of_five_minutes_is_still_a_retry() {
+    tokio::time::pause();
+    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
+        usage: None,
+        message: "HTTP 429".into(),
+        retry_after: Some(Duration::from_secs(300)),
+    })]);
+    let (h, mut rx) = start(Arc::new(model.clone()), |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert!(status.paused.is_none() && status.agent.failing);
+    tokio::time::sleep(Duration::from_secs(301)).await;
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(model.request_count(), 2, "retried after the server's delay");
+    assert!(drain(&mut rx).is_empty(), "no pause notice");
+}
+
+/// The requests' last update texts.
+fn updates(model: &ScriptedModel) -> Vec<String> {
+    model.requests().iter().map(last_user_text).collect()
+}
+
+#[actix::test]
+async fn issue10_9_s1_with_the_replay_flag_a_500_costs_one_retry_and_turns_stay_separate() {
+    tokio::time::pause();
+    let model = ScriptedModel::new([server_error()]);
+    let (h, _rx) = start(Arc::new(model.clone()), |cfg| {
+        cfg.hold_wait_through_retries = true;
+    });
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    let started = tokio::time::Instant::now();
+    h.turn_end(&t).await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the wait held through the 1 s retry delay"
+    );
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    let texts = updates(&model);
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(texts[0].contains("turn one") && texts[1].contains("turn one"));
+    assert!(
+        texts[2].contains("turn two") && !texts[2].contains("turn one"),
+        "turn two is reviewed on its own: {}",
+        texts[2]
+    );
+    let status = h.status().await.unwrap();
+    assert_eq!((status.failures, status.agent.reviews), (1, 2));
+}
+
+#[actix::test]
+async fn issue10_9_s2_without_the_flag_a_live_host_goes_on_and_the_turns_are_merged() {
+    tokio::time::pause();
+    let model = ScriptedModel::new([server_error()]);
+    let (h, _rx) = start(Arc::new(model.clone()), |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    let started = tokio::time::Instant::now();
+    h.turn_end(&t).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "S2: released at once"
+    );
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    h.turn_end(&t).await.unwrap();
+    let texts = updates(&model);
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[1].contains("turn one") && texts[1].contains("turn two"));
+}
+
+#[actix::test]
+async fn issue10_9_f3_a_held_wait_still_ends_at_once_when_the_advisor_pauses() {
+    tokio::time::pause();
+    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
+        message: "HTTP 401".into(),
+    })]);
+    let (h, _rx) = start(Arc::new(model), |cfg| cfg.hold_wait_through_retries = true);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    let started = tokio::time::Instant::now();
+    h.turn_end(&t).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(h.status().await.unwrap().paused.is_some());
+}
+
+#[actix::test]
+async fn issue10_10_g4_c3_a_failed_call_s_usage_counts_and_estimated_totals_are_marked() {
+    tokio::time::pause();
+    let guessed = Usage {
+        input: 1_000,
+        output: 20,
+        estimated: true,
+        ..Usage::default()
+    };
+    let reported = Usage {
+        input: 500,
+        output: 10,
+        cost: 0.01,
+        ..Usage::default()
+    };
+    let model = ScriptedModel::new([
+        ScriptedReply::Fail(ModelError::Retryable {
+            usage: Some(guessed),
+            message: "stream ended early".into(),
+            retry_after: None,
+        }),
+        ScriptedReply::text("").with_usage(reported),
+    ]);
+    let (h, _rx) = start(Arc::new(model.clone()), |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    h.turn_end(&t).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert_eq!(model.request_count(), 2);
+    let lifetime = status.agent.lifetime;
+    assert_eq!((lifetime.input, lifetime.output), (1_500, 30));
+    assert!(status.usage_estimated && lifetime.estimated);
+    let text = status.render();
+    assert!(
+        text.contains("lifetime tokens (estimated): input 1500, output 30"),
+        "{text}"
+    );
+    assert!(
+        text.contains("lifetime cost (estimated): $0.0100"),
+        "{text}"
+    );
+}
+
+#[actix::test]
+async fn g4_c3_reported_usage_is_not_marked_estimated() {
+    let usage = Usage {
+        input: 100,
+        output: 5,
+        ..Usage::default()
+    };
+    let model = ScriptedModel::new([ScriptedReply::text("").with_usage(usage)]);
+    let (h, _rx) = start(Arc::new(model), |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert!(!status.usage_estimated);
+    assert!(status
+        .render()
+        .contains("lifetime tokens: input 100, output 5"));
+}
+
+#[actix::test]
+async fn issue10_5_f1_a_request_timeout_is_a_counted_failure_in_status() {
+    tokio::time::pause();
+    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
+        usage: None,
+        message: "the model call took longer than 300 s (advisor.requestTimeoutSecs)".into(),
+        retry_after: None,
+    })]);
+    let (h, _rx) = start(Arc::new(model), |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert_eq!(
+        (
+            status.failures,
+            status.consecutive_failures,
+            status.agent.failing
+        ),
+        (1, 1, true)
+    );
+    assert!(status.render().contains("failures: 1 (1 consecutive)"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    h.turn_end(&t).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert_eq!(
+        (
+            status.failures,
+            status.consecutive_failures,
+            status.agent.reviews
+        ),
+        (1, 0, 1),
+        "retried and reviewed; the count of failures stays"
+    );
+}
