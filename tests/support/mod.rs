@@ -5,3 +5,4 @@
 pub mod fixtures;
 pub mod runtime;
 pub mod sse_server;
+pub mod virtual_clock;
