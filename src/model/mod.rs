@@ -178,7 +178,13 @@ impl ModelRequest {
             .iter()
             .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
             .sum();
-        self.system.len() + self.messages.iter().map(ChatMessage::char_len).sum::<usize>() + tools
+        self.system.len()
+            + self
+                .messages
+                .iter()
+                .map(ChatMessage::char_len)
+                .sum::<usize>()
+            + tools
     }
 }
 

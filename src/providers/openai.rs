@@ -432,11 +432,7 @@ impl OpenAiStream {
             .filter_map(Value::as_str)
             .map(str::len)
             .sum();
-        let calls: usize = self
-            .calls
-            .iter()
-            .map(|c| c.name.len() + c.args.len())
-            .sum();
+        let calls: usize = self.calls.iter().map(|c| c.name.len() + c.args.len()).sum();
         self.text.len() + reasoning.max(details) + calls
     }
 
@@ -759,12 +755,16 @@ mod tests {
 
     #[test]
     fn issue10_10_no_usage_or_zero_usage_is_estimated_never_zero() {
-        let text = delta(json!({"content": "y".repeat(80), "reasoning": "z".repeat(20),
-            "reasoning_content": "z".repeat(20)}));
+        let text = delta(
+            json!({"content": "y".repeat(80), "reasoning": "z".repeat(20),
+            "reasoning_content": "z".repeat(20)}),
+        );
         for tail in [
             vec![],
             vec![json!({"choices": [], "usage": null})],
-            vec![json!({"choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})],
+            vec![
+                json!({"choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}),
+            ],
         ] {
             let mut chunks = vec![text.clone(), finish("stop")];
             chunks.extend(tail);
@@ -787,7 +787,12 @@ mod tests {
         assert_eq!(s.reply_bytes(), 200 + 4 + 2);
         let r = s.cut(51);
         assert_eq!(r.stop, StopReason::MaxTokens);
-        assert_eq!(r.parts, vec![AssistantPart::Text { text: "\u{e9}".repeat(25) }]);
+        assert_eq!(
+            r.parts,
+            vec![AssistantPart::Text {
+                text: "\u{e9}".repeat(25)
+            }]
+        );
         assert!(r.usage.estimated);
     }
 

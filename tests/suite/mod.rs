@@ -3,6 +3,7 @@
 mod context_maintenance;
 mod providers_anthropic;
 mod providers_common;
+mod providers_limits;
 mod providers_openai;
 mod providers_runtime;
 mod reconfirm;

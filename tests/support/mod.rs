@@ -6,3 +6,4 @@ pub mod fixtures;
 pub mod runtime;
 pub mod sse_server;
 pub mod virtual_clock;
+pub mod wire;
