@@ -25,7 +25,7 @@ use serde_json::{json, Map, Value};
 
 use super::catalog::Prices;
 use super::error::classify_stream_error;
-use super::http::{cut_text, StreamDecoder, Transport};
+use super::http::{cut_text, Outgoing, StreamDecoder, Transport};
 use super::sse::SseEvent;
 use super::{priced, ProviderConfig};
 use crate::model::{
@@ -53,17 +53,15 @@ pub(crate) async fn send(
         .map(|key| ("x-api-key", key.clone()));
     let fixed = [("anthropic-version", ANTHROPIC_VERSION)];
     let decoder = AnthropicStream::new(config.prices, request.char_len());
-    transport
-        .send(
-            "anthropic-messages",
-            "messages",
-            &fixed,
-            auth,
-            &body,
-            config.output_bound(request.max_tokens),
-            decoder,
-        )
-        .await
+    let outgoing = Outgoing {
+        api: "anthropic-messages",
+        path: "messages",
+        fixed: &fixed,
+        auth,
+        body: &body,
+        output_bound: config.output_bound(request.max_tokens),
+    };
+    transport.send(outgoing, decoder).await
 }
 
 /// The thinking budget for a level under an output bound, or `None` for no thinking.

@@ -141,11 +141,12 @@ impl Limits {
         tokio::time::timeout_at(end, fut).await.map_err(|_| which)
     }
 
+    /// The retryable failure for `expired`; `what` names the wait for an idle timeout.
     fn error(&self, what: &str, expired: Expired) -> ModelError {
         let message = match expired {
             Expired::Idle => format!("{what}: nothing received for {} s", self.idle.as_secs_f64()),
             Expired::Total => format!(
-                "{what}: the model call passed its total limit of {} s (advisor.requestTimeoutSecs)",
+                "the model call passed its total limit of {} s (advisor.requestTimeoutSecs)",
                 self.total.as_secs_f64()
             ),
         };
@@ -286,6 +287,22 @@ async fn read_error_body(response: reqwest::Response, limits: &Limits) -> String
     String::from_utf8_lossy(&body).into_owned()
 }
 
+/// One request as a dialect prepared it.
+pub(crate) struct Outgoing<'a> {
+    /// The dialect's name, for the tracing span.
+    pub api: &'static str,
+    /// The endpoint path under the base URL.
+    pub path: &'a str,
+    /// Headers the dialect always sends.
+    pub fixed: &'a [(&'a str, &'a str)],
+    /// The auth header, if a key is configured (marked sensitive).
+    pub auth: Option<(&'static str, String)>,
+    /// The JSON body.
+    pub body: &'a serde_json::Value,
+    /// The request's output bound in tokens (sets the reply cap).
+    pub output_bound: u32,
+}
+
 /// A configured endpoint: the configuration plus its HTTP client. Both dialect clients
 /// wrap one in an `Arc`.
 #[derive(Debug)]
@@ -296,26 +313,30 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    /// An endpoint for `config` (connect timeout set, no total timeout).
+    /// An endpoint for `config` (the HTTP client has the connect timeout; the idle timeout
+    /// and the total limit apply per call).
     pub fn new(config: super::ProviderConfig) -> Result<Self, super::ProviderError> {
         let http = config.http_client()?;
         Ok(Self { config, http })
     }
 
-    /// Posts `body` to `path` with the content type, `fixed` headers, the configured
-    /// extra headers and `auth` (marked sensitive), inside a tracing span naming the
-    /// dialect and the model (never the key), and decodes the stream, its reply capped by
-    /// `output_bound` ([`reply_cap`]).
+    /// Posts the request's body to its path with the content type, its fixed headers, the
+    /// configured extra headers and its auth header (marked sensitive), inside a tracing
+    /// span naming the dialect and the model (never the key), and decodes the stream, its
+    /// reply capped by the request's output bound ([`reply_cap`]).
     pub async fn send<D: StreamDecoder>(
         &self,
-        api: &'static str,
-        path: &str,
-        fixed: &[(&str, &str)],
-        auth: Option<(&'static str, String)>,
-        body: &serde_json::Value,
-        output_bound: u32,
+        request: Outgoing<'_>,
         decoder: D,
     ) -> Result<ModelResponse, ModelError> {
+        let Outgoing {
+            api,
+            path,
+            fixed,
+            auth,
+            body,
+            output_bound,
+        } = request;
         let config = &self.config;
         let span = tracing::info_span!("model_request", api, model = %config.info.id);
         async {

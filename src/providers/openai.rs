@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 
 use super::catalog::Prices;
 use super::error::classify_stream_error;
-use super::http::{cut_text, StreamDecoder, Transport};
+use super::http::{cut_text, Outgoing, StreamDecoder, Transport};
 use super::sse::SseEvent;
 use super::{priced, ProviderConfig};
 use crate::model::{
@@ -63,17 +63,15 @@ pub(crate) async fn send(
         .as_ref()
         .map(|key| ("authorization", format!("Bearer {key}")));
     let decoder = OpenAiStream::new(config.prices, request.char_len());
-    transport
-        .send(
-            "openai-completions",
-            "chat/completions",
-            &[],
-            auth,
-            &body,
-            config.output_bound(request.max_tokens),
-            decoder,
-        )
-        .await
+    let outgoing = Outgoing {
+        api: "openai-completions",
+        path: "chat/completions",
+        fixed: &[],
+        auth,
+        body: &body,
+        output_bound: config.output_bound(request.max_tokens),
+    };
+    transport.send(outgoing, decoder).await
 }
 
 /// The JSON body of one request (deterministic: same request, same bytes).
