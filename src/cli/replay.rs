@@ -158,6 +158,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         base_url: args.base_url.clone(),
         api: args.api,
         max_output_tokens: Some(settings.max_output_tokens),
+        request_timeout: Some(settings.request_timeout),
         ..ModelSpec::default()
     };
     let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;

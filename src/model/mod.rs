@@ -169,6 +169,30 @@ pub struct ModelRequest {
     pub thinking: ThinkingLevel,
 }
 
+impl ModelRequest {
+    /// A rough size in characters of everything the request sends: the system prompt, the
+    /// messages and the tool schemas (for the characters / 4 estimate of G4).
+    pub fn char_len(&self) -> usize {
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum();
+        self.system.len()
+            + self
+                .messages
+                .iter()
+                .map(ChatMessage::char_len)
+                .sum::<usize>()
+            + tools
+    }
+}
+
+/// Tokens estimated from characters: characters / 4, rounded up (G4, G5).
+pub fn estimate_tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4)
+}
+
 /// Token usage of one response, normalised across providers (G4).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -190,6 +214,17 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// The estimate for a call whose provider reported no usage (G4): characters / 4 of
+    /// what was sent (input) and received (output), no cost, marked estimated.
+    pub fn estimate(sent_chars: usize, received_chars: usize) -> Self {
+        Self {
+            input: estimate_tokens(sent_chars),
+            output: estimate_tokens(received_chars),
+            estimated: true,
+            ..Self::default()
+        }
+    }
+
     /// Adds another usage to this one.
     pub fn add(&mut self, other: &Usage) {
         self.input += other.input;
@@ -276,6 +311,29 @@ pub enum ModelError {
         /// What happened.
         message: String,
     },
+}
+
+impl ModelError {
+    /// What the failed call used, when the error carries it.
+    pub fn usage(&self) -> Option<&Usage> {
+        match self {
+            ModelError::Retryable { usage, .. } | ModelError::ContextOverflow { usage, .. } => {
+                usage.as_ref()
+            }
+            ModelError::Permanent { .. } => None,
+        }
+    }
+
+    /// The same error carrying `used` when it carries no usage yet (a permanent error
+    /// carries none).
+    pub fn with_usage(mut self, used: Usage) -> Self {
+        if let ModelError::Retryable { usage, .. } | ModelError::ContextOverflow { usage, .. } =
+            &mut self
+        {
+            usage.get_or_insert(used);
+        }
+        self
+    }
 }
 
 /// Static facts about a model (M3).

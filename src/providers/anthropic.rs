@@ -13,6 +13,11 @@
 //!   exceed the budget); below 1024 thinking is left off. No temperature is ever sent;
 //! - thinking blocks come back with their signature (or as redacted data) and are sent
 //!   back unchanged; reasoning from another dialect (no signature) is not sent.
+//!
+//! Stream rules: the end marker is `message_stop`; a stream that ends before it is a
+//! retryable failure, whatever it completed (F1). `stop_reason:
+//! model_context_window_exceeded` is a context overflow (G5 reactive) carrying the call's
+//! usage. Usage the stream did not report is estimated and marked (G4).
 
 use std::collections::BTreeMap;
 
@@ -20,12 +25,12 @@ use serde_json::{json, Map, Value};
 
 use super::catalog::Prices;
 use super::error::classify_stream_error;
-use super::http::{StreamDecoder, Transport};
+use super::http::{cut_text, Outgoing, StreamDecoder, Transport};
 use super::sse::SseEvent;
 use super::{priced, ProviderConfig};
 use crate::model::{
-    AssistantPart, ChatMessage, ModelError, ModelRequest, ModelResponse, StopReason, ThinkingLevel,
-    ToolSchema, Usage,
+    estimate_tokens, AssistantPart, ChatMessage, ModelError, ModelRequest, ModelResponse,
+    StopReason, ThinkingLevel, ToolSchema, Usage,
 };
 
 /// The API version header value.
@@ -47,17 +52,16 @@ pub(crate) async fn send(
         .as_ref()
         .map(|key| ("x-api-key", key.clone()));
     let fixed = [("anthropic-version", ANTHROPIC_VERSION)];
-    let decoder = AnthropicStream::new(config.prices);
-    transport
-        .send(
-            "anthropic-messages",
-            "messages",
-            &fixed,
-            auth,
-            &body,
-            decoder,
-        )
-        .await
+    let decoder = AnthropicStream::new(config.prices, request.char_len());
+    let outgoing = Outgoing {
+        api: "anthropic-messages",
+        path: "messages",
+        fixed: &fixed,
+        auth,
+        body: &body,
+        output_bound: config.output_bound(request.max_tokens),
+    };
+    transport.send(outgoing, decoder).await
 }
 
 /// The thinking budget for a level under an output bound, or `None` for no thinking.
@@ -237,31 +241,73 @@ enum Block {
 #[derive(Debug)]
 pub struct AnthropicStream {
     prices: Prices,
+    /// Characters of the request, for the usage estimate.
+    sent_chars: usize,
+    /// Reply bytes appended so far (the reply cap).
+    received: usize,
     blocks: BTreeMap<u64, (Block, bool)>,
     usage: Usage,
+    /// The stream reported input usage (`message_start`).
+    input_reported: bool,
+    /// The stream reported the final output count (`message_delta`).
+    output_reported: bool,
     stop_reason: Option<String>,
     done: bool,
 }
 
 impl AnthropicStream {
-    /// A fresh stream state; `prices` price the usage.
-    pub fn new(prices: Prices) -> Self {
+    /// A fresh stream state; `prices` price the usage; `sent_chars` is the size of the
+    /// request, for the estimate of what the stream does not report.
+    pub fn new(prices: Prices, sent_chars: usize) -> Self {
         Self {
             prices,
+            sent_chars,
+            received: 0,
             blocks: BTreeMap::new(),
             usage: Usage::default(),
+            input_reported: false,
+            output_reported: false,
             stop_reason: None,
             done: false,
         }
     }
 
-    fn take_usage(&mut self, u: &Value) {
+    /// Characters of the reply assembled so far, for the estimate.
+    fn received_chars(&self) -> usize {
+        self.blocks
+            .values()
+            .map(|(block, _)| match block {
+                Block::Text(t) | Block::Redacted(t) => t.len(),
+                Block::Thinking { text, .. } => text.len(),
+                Block::ToolUse { name, json, .. } => name.len() + json.len(),
+                Block::Other => 0,
+            })
+            .sum()
+    }
+
+    /// The usage so far: what the stream reported, the rest estimated (and then marked).
+    fn usage_so_far(&self) -> Usage {
+        let mut usage = self.usage;
+        if !self.input_reported {
+            usage = Usage::estimate(self.sent_chars, 0);
+            usage.output = self.usage.output;
+        }
+        if !self.output_reported {
+            usage.output = usage.output.max(estimate_tokens(self.received_chars()));
+            usage.estimated = true;
+        }
+        priced(usage, None, &self.prices)
+    }
+
+    fn take_usage(&mut self, u: &Value, last: bool) {
         let get = |k: &str| u.get(k).and_then(Value::as_u64);
         if let Some(n) = get("input_tokens") {
             self.usage.input = n;
+            self.input_reported = true;
         }
         if let Some(n) = get("output_tokens") {
             self.usage.output = n;
+            self.output_reported |= last;
         }
         if let Some(n) = get("cache_read_input_tokens") {
             self.usage.cache_read = n;
@@ -276,12 +322,17 @@ impl AnthropicStream {
         match kind {
             "message_start" => {
                 if let Some(u) = data.get("message").and_then(|m| m.get("usage")) {
-                    self.take_usage(u);
+                    self.take_usage(u, false);
                 }
             }
             "content_block_start" => {
                 let b = data.get("content_block").cloned().unwrap_or(Value::Null);
                 let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                self.received += ["text", "thinking", "signature", "data", "name"]
+                    .iter()
+                    .filter_map(|k| b.get(*k).and_then(Value::as_str))
+                    .map(str::len)
+                    .sum::<usize>();
                 let block = match b.get("type").and_then(Value::as_str) {
                     Some("text") => Block::Text(s("text")),
                     Some("thinking") => Block::Thinking {
@@ -301,6 +352,10 @@ impl AnthropicStream {
             "content_block_delta" => {
                 let d = data.get("delta").cloned().unwrap_or(Value::Null);
                 let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+                self.received += ["text", "thinking", "signature", "partial_json"]
+                    .iter()
+                    .map(|k| s(k).len())
+                    .sum::<usize>();
                 let Some((block, _)) = self.blocks.get_mut(&index) else {
                     return Err(ModelError::Retryable {
                         usage: None,
@@ -336,7 +391,7 @@ impl AnthropicStream {
                     self.stop_reason = Some(r.to_string());
                 }
                 if let Some(u) = data.get("usage") {
-                    self.take_usage(u);
+                    self.take_usage(u, true);
                 }
             }
             "message_stop" => self.done = true,
@@ -373,14 +428,43 @@ impl StreamDecoder for AnthropicStream {
         self.done
     }
 
+    fn reply_bytes(&self) -> usize {
+        self.received
+    }
+
+    fn partial_usage(&self) -> Usage {
+        self.usage_so_far()
+    }
+
+    fn cut(self, cap: usize) -> ModelResponse {
+        let usage = self.usage_so_far();
+        let mut room = cap;
+        let mut parts = Vec::new();
+        for (block, _) in self.blocks.into_values() {
+            if let Block::Text(mut text) = block {
+                cut_text(&mut text, room);
+                room -= text.len();
+                if !text.is_empty() {
+                    parts.push(AssistantPart::Text { text });
+                }
+            }
+        }
+        ModelResponse {
+            parts,
+            usage,
+            stop: StopReason::MaxTokens,
+        }
+    }
+
     fn finish(self) -> Result<ModelResponse, ModelError> {
         if !self.done {
             return Err(ModelError::Retryable {
-                usage: None,
+                usage: Some(self.usage_so_far()),
                 message: "the stream ended before message_stop".into(),
                 retry_after: None,
             });
         }
+        let usage = self.usage_so_far();
         let stop = match self.stop_reason.as_deref() {
             None | Some("end_turn") | Some("stop_sequence") => StopReason::EndTurn,
             Some("tool_use") => StopReason::ToolUse,
@@ -388,13 +472,12 @@ impl StreamDecoder for AnthropicStream {
             Some("refusal") => StopReason::Refusal,
             Some("model_context_window_exceeded") => {
                 return Err(ModelError::ContextOverflow {
-                    usage: None,
+                    usage: Some(usage),
                     message: "stop_reason model_context_window_exceeded".into(),
                 })
             }
             Some(other) => StopReason::Other(other.to_string()),
         };
-        let usage = priced(self.usage, None, &self.prices);
         let mut parts = Vec::new();
         for (block, complete) in self.blocks.into_values() {
             match block {

@@ -2,7 +2,7 @@
 //! HTTP and stream failures into [`ModelError`] (M4, F1, F3, G5).
 
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use regex::Regex;
 
@@ -61,61 +61,29 @@ pub enum ProviderError {
     Http(String),
 }
 
+/// The longest `Retry-After` taken as given (30 days): a guard against overflow, not a
+/// policy. Whether a long wait pauses the advisor is the agent's decision.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30 * 86_400);
+
 /// Parses a `Retry-After` value: delay seconds (decimals accepted) or an HTTP-date
-/// (IMF-fixdate, e.g. `Wed, 21 Oct 2015 07:28:00 GMT`) relative to `now`. A date in the
-/// past gives a zero delay.
+/// relative to `now`. A date in the past gives a zero delay; anything longer than
+/// [`MAX_RETRY_AFTER`] is cut to it.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
         if secs.is_finite() && secs >= 0.0 {
-            return Some(Duration::from_secs_f64(secs.min(86_400.0)));
+            return Some(Duration::from_secs_f64(
+                secs.min(MAX_RETRY_AFTER.as_secs_f64()),
+            ));
         }
         return None;
     }
-    let when = parse_http_date(value)?;
-    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
-pub fn parse_http_date(value: &str) -> Option<SystemTime> {
-    let parts: Vec<&str> = value.split_whitespace().collect();
-    let [_, day, month, year, time, zone] = parts.as_slice() else {
-        return None;
-    };
-    if *zone != "GMT" && *zone != "UTC" {
-        return None;
-    }
-    let day: u32 = day.parse().ok()?;
-    let year: i64 = year.parse().ok()?;
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let month = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(month))? as u32 + 1;
-    let hms: Vec<u64> = time
-        .split(':')
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
-    let [h, m, s] = hms.as_slice() else {
-        return None;
-    };
-    if !(1..=31).contains(&day) || *h > 23 || *m > 59 || *s > 60 {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let secs = days.checked_mul(86_400)? + (*h * 3600 + *m * 60 + *s) as i64;
-    let secs = u64::try_from(secs).ok()?;
-    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(now)
+            .unwrap_or(Duration::ZERO)
+            .min(MAX_RETRY_AFTER),
+    )
 }
 
 /// Whether a provider's error text says the prompt did not fit the context window.
@@ -237,6 +205,11 @@ pub fn describe_transport(err: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
+
+    fn date(text: &str) -> SystemTime {
+        httpdate::parse_http_date(text).unwrap()
+    }
 
     #[test]
     fn m4_retry_after_seconds() {
@@ -248,11 +221,34 @@ mod tests {
         );
         assert_eq!(parse_retry_after("-3", now), None);
         assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("inf", now), None);
+    }
+
+    #[test]
+    fn issue10_7_retry_after_100000_is_passed_through_uncapped() {
+        assert_eq!(
+            parse_retry_after("100000", UNIX_EPOCH),
+            Some(Duration::from_secs(100_000))
+        );
+        // Only an absurd value is cut, to the 30-day overflow guard.
+        assert_eq!(
+            parse_retry_after("1e300", UNIX_EPOCH),
+            Some(MAX_RETRY_AFTER)
+        );
+        let now = date("Wed, 21 Oct 2015 07:28:00 GMT");
+        assert_eq!(
+            parse_retry_after("Fri, 23 Oct 2015 07:28:00 GMT", now),
+            Some(Duration::from_secs(2 * 86_400))
+        );
+        assert_eq!(
+            parse_retry_after("Sat, 21 Oct 2045 07:28:00 GMT", now),
+            Some(MAX_RETRY_AFTER)
+        );
     }
 
     #[test]
     fn m4_retry_after_http_date() {
-        let now = parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        let now = date("Wed, 21 Oct 2015 07:28:00 GMT");
         assert_eq!(
             parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
             Some(Duration::from_secs(30))
@@ -261,20 +257,15 @@ mod tests {
             parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now),
             Some(Duration::ZERO)
         );
-        let secs = now.duration_since(UNIX_EPOCH).unwrap().as_secs();
-        assert_eq!(secs, 1_445_412_480);
-    }
-
-    #[test]
-    fn m4_http_date_known_epochs() {
-        let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
-        assert_eq!(t.duration_since(UNIX_EPOCH).unwrap().as_secs(), 784_111_777);
-        let t = parse_http_date("Thu, 29 Feb 2024 00:00:00 GMT").unwrap();
+        // The obsolete formats HTTP still allows are read too.
         assert_eq!(
-            t.duration_since(UNIX_EPOCH).unwrap().as_secs(),
-            1_709_164_800
+            parse_retry_after("Wednesday, 21-Oct-15 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
         );
-        assert!(parse_http_date("Thu, 29 Foo 2024 00:00:00 GMT").is_none());
+        assert_eq!(
+            parse_retry_after("Thu, 29 Foo 2024 00:00:00 GMT", now),
+            None
+        );
     }
 
     #[test]

@@ -1,34 +1,69 @@
 //! The streaming HTTP call both dialects share: POST a JSON body, classify a failed status,
-//! then feed the SSE stream to a dialect's decoder, with an idle timeout on every read
-//! (never a total timeout, M4).
+//! then feed the SSE stream to a dialect's decoder, with an idle timeout on every read and
+//! a total limit on the whole call (M4, `advisor.requestTimeoutSecs`).
+//!
+//! What a model sends is capped before it is buffered: the SSE event being assembled (see
+//! [`SseParser::limit`]) and the reply accumulated by the decoder ([`reply_cap`]). Past
+//! either cap the call ends as an output-limit stop ([`StopReason::MaxTokens`], G5
+//! reactive) with the text cut.
 
 use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::error::{classify_status, describe_transport, parse_retry_after};
+use super::error::{classify_status, describe_transport, parse_retry_after, MAX_RETRY_AFTER};
 use super::sse::{SseEvent, SseParser};
-use crate::model::{ModelError, ModelResponse};
+use crate::model::{ModelError, ModelResponse, Usage};
 
 /// Most bytes of an error body kept for classification and messages.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// Reply bytes allowed per output token: generous (English averages about 4 bytes a token,
+/// reasoning may arrive twice under two field names), so only a runaway reply reaches it.
+const REPLY_BYTES_PER_TOKEN: usize = 32;
+
+/// The smallest reply cap, whatever the output bound.
+const MIN_REPLY_CAP: usize = 64 * 1024;
+
+/// The most reply bytes (text, reasoning, tool-call arguments) one call may accumulate
+/// under an output bound of `output_tokens`: a generous multiple of the bound.
+pub fn reply_cap(output_tokens: u32) -> usize {
+    (output_tokens as usize)
+        .saturating_mul(REPLY_BYTES_PER_TOKEN)
+        .max(MIN_REPLY_CAP)
+}
+
+/// The cap on one SSE event under a reply cap: room for the whole reply in one event with
+/// every character JSON-escaped, plus the envelope.
+pub fn event_cap(reply_cap: usize) -> usize {
+    reply_cap.saturating_mul(6).saturating_add(64 * 1024)
+}
 
 /// A dialect's stream state: fed one SSE event at a time, then asked for the answer.
 pub(crate) trait StreamDecoder {
     /// Takes one event; an error ends the call.
     fn on_event(&mut self, event: SseEvent) -> Result<(), ModelError>;
-    /// Whether the final event was seen (reading stops there).
+    /// Whether the dialect's end marker was seen (reading stops there).
     fn is_done(&self) -> bool;
-    /// The assembled answer once the body ended; a stream that ended without its final
-    /// event is a retryable failure.
+    /// Bytes of reply accumulated so far (text, reasoning, tool calls).
+    fn reply_bytes(&self) -> usize;
+    /// What the call used so far: the figures the stream reported, the rest estimated
+    /// (characters / 4, G4) and then marked estimated.
+    fn partial_usage(&self) -> Usage;
+    /// The assembled answer once the end marker was seen; a stream that ended before it
+    /// is a retryable failure carrying [`StreamDecoder::partial_usage`] (F1).
     fn finish(self) -> Result<ModelResponse, ModelError>;
+    /// Ends the call early because the reply passed its cap: an output-limit stop whose
+    /// visible text is cut to at most `cap` bytes; tool calls and reasoning are dropped.
+    fn cut(self, cap: usize) -> ModelResponse;
 }
 
 /// One prepared request.
 struct StreamCall<'a> {
-    /// The shared HTTP client (connect timeout set, no total timeout).
+    /// The shared HTTP client (connect timeout set, no total timeout of its own).
     pub client: &'a reqwest::Client,
     /// Full endpoint URL.
     pub url: String,
@@ -38,6 +73,10 @@ struct StreamCall<'a> {
     pub body: Vec<u8>,
     /// Longest wait for the response head and for each body chunk.
     pub idle: Duration,
+    /// Longest the whole call may take.
+    pub total: Duration,
+    /// Most reply bytes accumulated before the call is cut.
+    pub reply_cap: usize,
 }
 
 /// Builds a header map from name/value pairs; `sensitive` names are marked so that they
@@ -65,15 +104,62 @@ fn header_map(pairs: &[(String, String)], sensitive: &[&str]) -> HeaderMap {
     map
 }
 
-fn idle_error(what: &str, idle: Duration) -> ModelError {
-    ModelError::Retryable {
-        usage: None,
-        message: format!("{what}: nothing received for {} s", idle.as_secs_f64()),
-        retry_after: None,
+/// Which limit a wait ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expired {
+    /// Nothing arrived for the idle timeout.
+    Idle,
+    /// The call's total limit passed.
+    Total,
+}
+
+/// The clock of one call: the idle timeout per wait and the deadline of the whole call.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    idle: Duration,
+    total: Duration,
+    deadline: Instant,
+}
+
+impl Limits {
+    fn start(idle: Duration, total: Duration) -> Self {
+        Self {
+            idle,
+            total,
+            deadline: Instant::now() + total,
+        }
+    }
+
+    /// Awaits `fut` for at most the idle timeout and never past the deadline.
+    async fn wait<F: std::future::Future>(&self, fut: F) -> Result<F::Output, Expired> {
+        let idle_end = Instant::now() + self.idle;
+        let (end, which) = if idle_end < self.deadline {
+            (idle_end, Expired::Idle)
+        } else {
+            (self.deadline, Expired::Total)
+        };
+        tokio::time::timeout_at(end, fut).await.map_err(|_| which)
+    }
+
+    /// The retryable failure for `expired`; `what` names the wait for an idle timeout.
+    fn error(&self, what: &str, expired: Expired) -> ModelError {
+        let message = match expired {
+            Expired::Idle => format!("{what}: nothing received for {} s", self.idle.as_secs_f64()),
+            Expired::Total => format!(
+                "the model call passed its total limit of {} s (advisor.requestTimeoutSecs)",
+                self.total.as_secs_f64()
+            ),
+        };
+        ModelError::Retryable {
+            usage: None,
+            message,
+            retry_after: None,
+        }
     }
 }
 
-/// The delay a failed answer asks for: `retry-after-ms` (OpenAI) or `Retry-After`.
+/// The delay a failed answer asks for: `retry-after-ms` (OpenAI) or `Retry-After`, as
+/// given (only an absurd value is cut, to [`MAX_RETRY_AFTER`]).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     if let Some(ms) = headers
         .get("retry-after-ms")
@@ -81,7 +167,9 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|ms| ms.is_finite() && *ms >= 0.0)
     {
-        return Some(Duration::from_secs_f64(ms.min(86_400_000.0) / 1000.0));
+        return Some(Duration::from_secs_f64(
+            (ms / 1000.0).min(MAX_RETRY_AFTER.as_secs_f64()),
+        ));
     }
     headers
         .get(reqwest::header::RETRY_AFTER)
@@ -89,20 +177,21 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .and_then(|v| parse_retry_after(v, SystemTime::now()))
 }
 
-/// Sends the request and drives `decoder` over the answer.
+/// Sends the request and drives `decoder` over the answer. Every failure after the
+/// answer's head arrived carries what the call used so far.
 async fn run_stream<D: StreamDecoder>(
     call: StreamCall<'_>,
     mut decoder: D,
 ) -> Result<ModelResponse, ModelError> {
-    let idle = call.idle;
+    let limits = Limits::start(call.idle, call.total);
     let send = call
         .client
         .post(&call.url)
         .headers(call.headers)
         .body(call.body)
         .send();
-    let response = match tokio::time::timeout(idle, send).await {
-        Err(_) => return Err(idle_error("no response", idle)),
+    let response = match limits.wait(send).await {
+        Err(expired) => return Err(limits.error("no response", expired)),
         Ok(Err(e)) => {
             return Err(ModelError::Retryable {
                 usage: None,
@@ -117,53 +206,101 @@ async fn run_stream<D: StreamDecoder>(
         response.bytes_stream()
     } else {
         let delay = retry_after(response.headers());
-        let body = read_error_body(response, idle).await;
+        let body = read_error_body(response, &limits).await;
         tracing::debug!(status = status.as_u16(), "model request failed");
         return Err(classify_status(status.as_u16(), delay, &body));
     };
-    let mut parser = SseParser::new();
+    let mut parser = SseParser::with_limit(event_cap(call.reply_cap));
     loop {
-        let next = match tokio::time::timeout(idle, stream.next()).await {
-            Err(_) => return Err(idle_error("stream stalled", idle)),
+        let next = match limits.wait(stream.next()).await {
+            Err(expired) => {
+                let err = limits.error("stream stalled", expired);
+                return Err(err.with_usage(decoder.partial_usage()));
+            }
             Ok(n) => n,
         };
         match next {
             None => break,
             Some(Err(e)) => {
-                return Err(ModelError::Retryable {
+                let err = ModelError::Retryable {
                     usage: None,
                     message: format!("stream interrupted: {}", describe_transport(&e)),
                     retry_after: None,
-                })
+                };
+                return Err(err.with_usage(decoder.partial_usage()));
             }
             Some(Ok(bytes)) => {
                 for event in parser.feed(&bytes) {
-                    decoder.on_event(event)?;
+                    if let Err(err) = decoder.on_event(event) {
+                        return Err(err.with_usage(decoder.partial_usage()));
+                    }
                     if decoder.is_done() {
                         return decoder.finish();
                     }
+                    if decoder.reply_bytes() > call.reply_cap {
+                        tracing::warn!(cap = call.reply_cap, "model reply passed its cap: cut");
+                        return Ok(decoder.cut(call.reply_cap));
+                    }
+                }
+                if parser.overflowed() {
+                    tracing::warn!(
+                        cap = parser.limit(),
+                        "model stream event passed its cap: cut"
+                    );
+                    return Ok(decoder.cut(call.reply_cap));
                 }
             }
         }
     }
     if let Some(event) = parser.finish() {
-        decoder.on_event(event)?;
+        if let Err(err) = decoder.on_event(event) {
+            return Err(err.with_usage(decoder.partial_usage()));
+        }
     }
     decoder.finish()
 }
 
-/// Reads an error body, bounded in size and by the idle timeout; whatever arrived is kept.
-async fn read_error_body(response: reqwest::Response, idle: Duration) -> String {
+/// `text` cut to at most `max` bytes, at a character boundary.
+pub(crate) fn cut_text(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+}
+
+/// Reads an error body, bounded in size, by the idle timeout and by the call's deadline;
+/// whatever arrived is kept.
+async fn read_error_body(response: reqwest::Response, limits: &Limits) -> String {
     let mut stream = response.bytes_stream();
     let mut body = Vec::new();
     while body.len() < ERROR_BODY_LIMIT {
-        match tokio::time::timeout(idle, stream.next()).await {
+        match limits.wait(stream.next()).await {
             Ok(Some(Ok(bytes))) => body.extend_from_slice(&bytes),
             _ => break,
         }
     }
     body.truncate(ERROR_BODY_LIMIT);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// One request as a dialect prepared it.
+pub(crate) struct Outgoing<'a> {
+    /// The dialect's name, for the tracing span.
+    pub api: &'static str,
+    /// The endpoint path under the base URL.
+    pub path: &'a str,
+    /// Headers the dialect always sends.
+    pub fixed: &'a [(&'a str, &'a str)],
+    /// The auth header, if a key is configured (marked sensitive).
+    pub auth: Option<(&'static str, String)>,
+    /// The JSON body.
+    pub body: &'a serde_json::Value,
+    /// The request's output bound in tokens (sets the reply cap).
+    pub output_bound: u32,
 }
 
 /// A configured endpoint: the configuration plus its HTTP client. Both dialect clients
@@ -176,24 +313,30 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    /// An endpoint for `config` (connect timeout set, no total timeout).
+    /// An endpoint for `config` (the HTTP client has the connect timeout; the idle timeout
+    /// and the total limit apply per call).
     pub fn new(config: super::ProviderConfig) -> Result<Self, super::ProviderError> {
         let http = config.http_client()?;
         Ok(Self { config, http })
     }
 
-    /// Posts `body` to `path` with the content type, `fixed` headers, the configured
-    /// extra headers and `auth` (marked sensitive), inside a tracing span naming the
-    /// dialect and the model (never the key), and decodes the stream.
+    /// Posts the request's body to its path with the content type, its fixed headers, the
+    /// configured extra headers and its auth header (marked sensitive), inside a tracing
+    /// span naming the dialect and the model (never the key), and decodes the stream, its
+    /// reply capped by the request's output bound ([`reply_cap`]).
     pub async fn send<D: StreamDecoder>(
         &self,
-        api: &'static str,
-        path: &str,
-        fixed: &[(&str, &str)],
-        auth: Option<(&'static str, String)>,
-        body: &serde_json::Value,
+        request: Outgoing<'_>,
         decoder: D,
     ) -> Result<ModelResponse, ModelError> {
+        let Outgoing {
+            api,
+            path,
+            fixed,
+            auth,
+            body,
+            output_bound,
+        } = request;
         let config = &self.config;
         let span = tracing::info_span!("model_request", api, model = %config.info.id);
         async {
@@ -211,11 +354,14 @@ impl Transport {
                 headers: header_map(&pairs, &sensitive),
                 body: serde_json::to_vec(body).unwrap_or_default(),
                 idle: config.idle_timeout,
+                total: config.request_timeout,
+                reply_cap: reply_cap(output_bound),
             };
             let result = run_stream(call, decoder).await;
             match &result {
                 Ok(r) => tracing::debug!(
                     stop = ?r.stop,
+                    estimated = r.usage.estimated,
                     input = r.usage.input,
                     cache_read = r.usage.cache_read,
                     output = r.usage.output,

@@ -19,6 +19,7 @@ mod http;
 pub mod openai;
 pub mod resolve;
 pub mod sse;
+#[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
 use std::fmt;
@@ -28,6 +29,7 @@ use std::time::Duration;
 
 pub use catalog::{Catalog, CatalogEntry, Prices};
 pub use error::ProviderError;
+pub use http::{event_cap, reply_cap};
 pub use resolve::{advisor_role_from_modes, resolve_role, ResolvedRole};
 
 use crate::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel, Usage};
@@ -38,6 +40,8 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 4096;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Default idle-read timeout: the longest silence tolerated between two body chunks.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(180);
+/// Default total limit of one model call (`advisor.requestTimeoutSecs`).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The wire dialect a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -99,8 +103,11 @@ pub struct ProviderConfig {
     pub max_output_tokens: u32,
     /// Connect timeout.
     pub connect_timeout: Duration,
-    /// Idle-read timeout (per chunk; there is no total timeout).
+    /// Idle-read timeout (per chunk).
     pub idle_timeout: Duration,
+    /// Total limit of one call, from sending the request to the end of the stream
+    /// (`advisor.requestTimeoutSecs`); passing it is a retryable failure (F1).
+    pub request_timeout: Duration,
     /// Catalog facts (id = `provider/model`).
     pub info: ModelInfo,
     /// Catalog prices, used when the provider reports no cost.
@@ -109,7 +116,7 @@ pub struct ProviderConfig {
 
 impl ProviderConfig {
     /// A configuration with defaults: no key, no extra headers, `medium` thinking, a 4096
-    /// output cap, the default timeouts and the unknown-model catalog facts.
+    /// output cap, the default timeouts and limit and the unknown-model catalog facts.
     pub fn new(api: ApiKind, provider: &str, base_url: &str, model_id: &str) -> Self {
         let resolved = Catalog::empty().resolve(&format!("{provider}/{model_id}"), false);
         Self {
@@ -123,6 +130,7 @@ impl ProviderConfig {
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             info: resolved.info,
             prices: resolved.prices,
         }
@@ -178,6 +186,7 @@ impl fmt::Debug for ProviderConfig {
             .field("max_output_tokens", &self.max_output_tokens)
             .field("connect_timeout", &self.connect_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("request_timeout", &self.request_timeout)
             .field("info", &self.info)
             .field("prices", &self.prices)
             .finish()
@@ -204,6 +213,8 @@ pub struct ModelSpec {
     pub connect_timeout: Option<Duration>,
     /// Idle-read timeout override.
     pub idle_timeout: Option<Duration>,
+    /// Total limit per call (`advisor.requestTimeoutSecs`; default 300 s).
+    pub request_timeout: Option<Duration>,
 }
 
 impl ModelSpec {
@@ -234,6 +245,7 @@ impl fmt::Debug for ModelSpec {
             )
             .field("connect_timeout", &self.connect_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("request_timeout", &self.request_timeout)
             .finish()
     }
 }
@@ -354,6 +366,10 @@ pub fn resolve_config(
             .unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
         connect_timeout: spec.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
         idle_timeout: spec.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
+        request_timeout: spec
+            .request_timeout
+            .filter(|d| !d.is_zero())
+            .unwrap_or(DEFAULT_REQUEST_TIMEOUT),
         info: facts.info,
         prices: facts.prices,
     })
@@ -367,7 +383,8 @@ pub struct StreamingClient {
 }
 
 impl StreamingClient {
-    /// A client for `config` (its HTTP client has a connect timeout and no total timeout).
+    /// A client for `config` (its HTTP client has a connect timeout; each call has the
+    /// configured idle timeout and total limit).
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
         Ok(Self {
             transport: Arc::new(http::Transport::new(config)?),

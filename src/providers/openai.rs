@@ -12,12 +12,16 @@
 //! - reasoning that came back (`reasoning`, `reasoning_content`, `reasoning_details`) is
 //!   kept per field in [`AssistantPart::Thinking::details`] and sent back under the same
 //!   field names on the next request.
+//!
+//! Stream rules: the stream's end marker is `data: [DONE]`; a stream that ends before it is
+//! a retryable failure even when `finish_reason` came (F1). A server that streams no usage
+//! (or only zeros) gets an estimate, marked as such (G4).
 
 use serde_json::{json, Map, Value};
 
 use super::catalog::Prices;
 use super::error::classify_stream_error;
-use super::http::{StreamDecoder, Transport};
+use super::http::{cut_text, Outgoing, StreamDecoder, Transport};
 use super::sse::SseEvent;
 use super::{priced, ProviderConfig};
 use crate::model::{
@@ -58,17 +62,16 @@ pub(crate) async fn send(
         .api_key
         .as_ref()
         .map(|key| ("authorization", format!("Bearer {key}")));
-    let decoder = OpenAiStream::new(config.prices);
-    transport
-        .send(
-            "openai-completions",
-            "chat/completions",
-            &[],
-            auth,
-            &body,
-            decoder,
-        )
-        .await
+    let decoder = OpenAiStream::new(config.prices, request.char_len());
+    let outgoing = Outgoing {
+        api: "openai-completions",
+        path: "chat/completions",
+        fixed: &[],
+        auth,
+        body: &body,
+        output_bound: config.output_bound(request.max_tokens),
+    };
+    transport.send(outgoing, decoder).await
 }
 
 /// The JSON body of one request (deterministic: same request, same bytes).
@@ -210,6 +213,10 @@ struct PartialCall {
 #[derive(Debug)]
 pub struct OpenAiStream {
     prices: Prices,
+    /// Characters of the request, for the usage estimate.
+    sent_chars: usize,
+    /// Reply bytes appended so far, every field counted (the reply cap).
+    received: usize,
     text: String,
     /// `reasoning` / `reasoning_content` text, per field, in arrival order.
     reasoning_text: Map<String, Value>,
@@ -222,10 +229,13 @@ pub struct OpenAiStream {
 }
 
 impl OpenAiStream {
-    /// A fresh stream state; `prices` price the usage when the server reports no cost.
-    pub fn new(prices: Prices) -> Self {
+    /// A fresh stream state; `prices` price the usage when the server reports no cost;
+    /// `sent_chars` is the size of the request, for the estimate when it reports no usage.
+    pub fn new(prices: Prices, sent_chars: usize) -> Self {
         Self {
             prices,
+            sent_chars,
+            received: 0,
             text: String::new(),
             reasoning_text: Map::new(),
             reasoning_details: Vec::new(),
@@ -253,7 +263,7 @@ impl OpenAiStream {
                 .unwrap_or_else(|| err.to_string());
             return Err(classify_stream_error(&kind, &message));
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+        if let Some(usage) = chunk.get("usage").filter(|u| reports_tokens(u)) {
             self.usage = Some(usage.clone());
         }
         let Some(choice) = chunk
@@ -281,6 +291,7 @@ impl OpenAiStream {
 
     fn on_delta(&mut self, delta: &Value) {
         if let Some(t) = delta.get("content").and_then(Value::as_str) {
+            self.received += t.len();
             self.text.push_str(t);
         }
         for field in REASONING_TEXT_FIELDS {
@@ -288,6 +299,7 @@ impl OpenAiStream {
                 if t.is_empty() {
                     continue;
                 }
+                self.received += t.len();
                 let slot = self
                     .reasoning_text
                     .entry(field.to_string())
@@ -313,6 +325,11 @@ impl OpenAiStream {
         let Value::Object(new) = item else {
             return;
         };
+        self.received += new
+            .values()
+            .filter_map(Value::as_str)
+            .map(str::len)
+            .sum::<usize>();
         let same_slot = |old: &Value| {
             new.get("index").is_some()
                 && old.get("index") == new.get("index")
@@ -394,11 +411,34 @@ impl OpenAiStream {
         if let Some(a) = args {
             call.args.push_str(a);
         }
+        self.received += name.map_or(0, str::len) + args.map_or(0, str::len);
     }
 
+    /// Characters of the reply as assembled (reasoning counted once), for the estimate.
+    fn received_chars(&self) -> usize {
+        let reasoning = self
+            .reasoning_text
+            .values()
+            .filter_map(Value::as_str)
+            .map(str::len)
+            .max()
+            .unwrap_or(0);
+        let details: usize = self
+            .reasoning_details
+            .iter()
+            .filter_map(|d| d.get("text").or_else(|| d.get("summary")))
+            .filter_map(Value::as_str)
+            .map(str::len)
+            .sum();
+        let calls: usize = self.calls.iter().map(|c| c.name.len() + c.args.len()).sum();
+        self.text.len() + reasoning.max(details) + calls
+    }
+
+    /// The usage the server reported, or the estimate when it reported none (G4).
     fn normalised_usage(&self) -> Usage {
         let Some(u) = &self.usage else {
-            return priced(Usage::default(), None, &self.prices);
+            let estimate = Usage::estimate(self.sent_chars, self.received_chars());
+            return priced(estimate, None, &self.prices);
         };
         let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
         let details = u.get("prompt_tokens_details");
@@ -454,6 +494,14 @@ impl OpenAiStream {
     }
 }
 
+/// Whether a `usage` object reports any tokens (some servers send `null`, an empty object or
+/// zeros when they count nothing; those are estimated instead, G4).
+fn reports_tokens(usage: &Value) -> bool {
+    ["prompt_tokens", "completion_tokens", "total_tokens"]
+        .iter()
+        .any(|k| usage.get(*k).and_then(Value::as_u64).is_some_and(|n| n > 0))
+}
+
 /// Parses assembled tool-call arguments: `{}` for none, the object when it parses, else the
 /// raw text (the tool answers it as invalid input, T7).
 fn parse_arguments(raw: &str) -> Value {
@@ -485,13 +533,40 @@ impl StreamDecoder for OpenAiStream {
         self.done
     }
 
+    fn reply_bytes(&self) -> usize {
+        self.received
+    }
+
+    fn partial_usage(&self) -> Usage {
+        self.normalised_usage()
+    }
+
+    fn cut(mut self, cap: usize) -> ModelResponse {
+        let usage = self.normalised_usage();
+        cut_text(&mut self.text, cap);
+        let parts = if self.text.is_empty() {
+            Vec::new()
+        } else {
+            vec![AssistantPart::Text { text: self.text }]
+        };
+        ModelResponse {
+            parts,
+            usage,
+            stop: StopReason::MaxTokens,
+        }
+    }
+
     fn finish(self) -> Result<ModelResponse, ModelError> {
+        let truncated = |what: &str| ModelError::Retryable {
+            usage: Some(self.normalised_usage()),
+            message: format!("the stream ended {what}"),
+            retry_after: None,
+        };
+        if !self.done {
+            return Err(truncated("before data: [DONE]"));
+        }
         let Some(reason) = self.finish.clone() else {
-            return Err(ModelError::Retryable {
-                usage: None,
-                message: "the stream ended before the model finished".into(),
-                retry_after: None,
-            });
+            return Err(truncated("before the model finished"));
         };
         let usage = self.normalised_usage();
         let mut parts = Vec::new();
@@ -546,14 +621,29 @@ impl StreamDecoder for OpenAiStream {
 mod tests {
     use super::*;
 
-    fn feed(chunks: &[Value]) -> Result<ModelResponse, ModelError> {
-        let mut s = OpenAiStream::new(Prices::default());
+    fn stream(chunks: &[Value]) -> Result<OpenAiStream, ModelError> {
+        let mut s = OpenAiStream::new(Prices::default(), 400);
         for c in chunks {
             s.on_event(SseEvent {
                 event: None,
                 data: c.to_string(),
             })?;
         }
+        Ok(s)
+    }
+
+    fn done(s: &mut OpenAiStream) {
+        s.on_event(SseEvent {
+            event: None,
+            data: "[DONE]".into(),
+        })
+        .unwrap();
+    }
+
+    /// The chunks, then `[DONE]`.
+    fn feed(chunks: &[Value]) -> Result<ModelResponse, ModelError> {
+        let mut s = stream(chunks)?;
+        done(&mut s);
         s.finish()
     }
 
@@ -643,6 +733,65 @@ mod tests {
             feed(&[delta(json!({"content": "par"}))]),
             Err(ModelError::Retryable { .. })
         ));
+    }
+
+    #[test]
+    fn issue10_11_finish_reason_without_done_is_a_failure_with_estimated_usage() {
+        let s = stream(&[delta(json!({"content": "x".repeat(40)})), finish("stop")]).unwrap();
+        match s.finish() {
+            Err(ModelError::Retryable {
+                usage: Some(u),
+                message,
+                ..
+            }) => {
+                assert!(message.contains("[DONE]"), "{message}");
+                assert_eq!((u.input, u.output, u.estimated), (100, 10, true));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn issue10_10_no_usage_or_zero_usage_is_estimated_never_zero() {
+        let text = delta(
+            json!({"content": "y".repeat(80), "reasoning": "z".repeat(20),
+            "reasoning_content": "z".repeat(20)}),
+        );
+        for tail in [
+            vec![],
+            vec![json!({"choices": [], "usage": null})],
+            vec![
+                json!({"choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}),
+            ],
+        ] {
+            let mut chunks = vec![text.clone(), finish("stop")];
+            chunks.extend(tail);
+            let r = feed(&chunks).unwrap();
+            // 400 characters sent, 80 + 20 received (reasoning counted once).
+            assert_eq!(
+                (r.usage.input, r.usage.output, r.usage.estimated),
+                (100, 25, true)
+            );
+        }
+    }
+
+    #[test]
+    fn issue10_2_cut_keeps_at_most_the_cap_and_no_tool_calls() {
+        let s = stream(&[
+            delta(json!({"content": "\u{e9}".repeat(100)})),
+            delta(json!({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "read", "arguments": "{}"}}]})),
+        ])
+        .unwrap();
+        assert_eq!(s.reply_bytes(), 200 + 4 + 2);
+        let r = s.cut(51);
+        assert_eq!(r.stop, StopReason::MaxTokens);
+        assert_eq!(
+            r.parts,
+            vec![AssistantPart::Text {
+                text: "\u{e9}".repeat(25)
+            }]
+        );
+        assert!(r.usage.estimated);
     }
 
     #[test]

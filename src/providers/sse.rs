@@ -5,6 +5,13 @@
 //! with a `\n` that starts the next one). Lines starting with `:` are comments (OpenRouter's
 //! `: OPENROUTER PROCESSING` keep-alives). Several `data:` lines of one event are joined
 //! with `\n`. A blank line ends an event; an event with no data is skipped.
+//!
+//! The bytes of the event being assembled (its unterminated line plus its `data:` lines)
+//! are capped: past [`SseParser::limit`] the parser stops, drops what it buffered and
+//! reports [`SseParser::overflowed`], so a line that never ends is never buffered whole.
+
+/// The default cap on the bytes of one event being assembled (1 MiB).
+pub const DEFAULT_EVENT_LIMIT: usize = 1 << 20;
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -16,7 +23,7 @@ pub struct SseEvent {
 }
 
 /// The parser's state between chunks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
     /// Bytes of the current, unterminated line.
     line: Vec<u8>,
@@ -26,24 +33,57 @@ pub struct SseParser {
     event: Option<String>,
     /// `data:` lines of the event being assembled.
     data: Vec<String>,
-    /// Comment lines seen so far.
-    comments: usize,
+    /// Bytes held in `data`.
+    data_bytes: usize,
+    /// Most bytes the event being assembled may hold.
+    limit: usize,
+    /// The limit was passed: everything after it is ignored.
+    overflowed: bool,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::with_limit(DEFAULT_EVENT_LIMIT)
+    }
 }
 
 impl SseParser {
-    /// A parser with no buffered input.
+    /// A parser with no buffered input and the default event cap.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// How many comment lines were seen (keep-alives).
-    pub fn comments(&self) -> usize {
-        self.comments
+    /// A parser whose event being assembled may hold at most `limit` bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        Self {
+            line: Vec::new(),
+            skip_lf: false,
+            event: None,
+            data: Vec::new(),
+            data_bytes: 0,
+            limit: limit.max(1),
+            overflowed: false,
+        }
     }
 
-    /// Feeds a chunk of bytes and returns the events it completed, in order.
+    /// The cap on the bytes of one event being assembled.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Whether an event passed the cap; the parser then dispatches nothing more.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// Feeds a chunk of bytes and returns the events it completed, in order. Once an event
+    /// passes the cap, the events completed before it are returned and the rest of the
+    /// input (this chunk and every later one) is ignored.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         let mut out = Vec::new();
+        if self.overflowed {
+            return out;
+        }
         for &b in chunk {
             if self.skip_lf {
                 self.skip_lf = false;
@@ -57,16 +97,33 @@ impl SseParser {
                     self.end_line(&mut out);
                     self.skip_lf = true;
                 }
-                _ => self.line.push(b),
+                _ => {
+                    if self.line.len() + self.data_bytes >= self.limit {
+                        self.overflow();
+                        return out;
+                    }
+                    self.line.push(b);
+                }
             }
         }
         out
+    }
+
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.line = Vec::new();
+        self.data = Vec::new();
+        self.data_bytes = 0;
+        self.event = None;
     }
 
     /// Ends the stream: an event whose lines were all terminated but which lacked the final
     /// blank line is still dispatched (some servers close right after `data: [DONE]\n`);
     /// an unterminated last line is dropped as truncated.
     pub fn finish(&mut self) -> Option<SseEvent> {
+        if self.overflowed {
+            return None;
+        }
         self.line.clear();
         self.take_event()
     }
@@ -81,7 +138,6 @@ impl SseParser {
         }
         let text = String::from_utf8_lossy(&line);
         if text.starts_with(':') {
-            self.comments += 1;
             return;
         }
         let (field, value) = match text.find(':') {
@@ -92,7 +148,10 @@ impl SseParser {
             None => (&text[..], ""),
         };
         match field {
-            "data" => self.data.push(value.to_string()),
+            "data" => {
+                self.data_bytes += value.len() + 1;
+                self.data.push(value.to_string());
+            }
             "event" => self.event = Some(value.to_string()),
             // `id` and `retry` do not matter for one-shot model streams.
             _ => {}
@@ -104,6 +163,7 @@ impl SseParser {
         if self.data.is_empty() {
             return None;
         }
+        self.data_bytes = 0;
         let data = std::mem::take(&mut self.data).join("\n");
         Some(SseEvent { event, data })
     }
@@ -137,11 +197,40 @@ mod tests {
     }
 
     #[test]
-    fn m2_comment_lines_are_skipped_and_counted() {
+    fn m2_comment_lines_are_skipped() {
         let mut p = SseParser::new();
         let got = p.feed(b": OPENROUTER PROCESSING\n\n: again\ndata: x\n\n");
         assert_eq!(got, vec![ev(None, "x")]);
-        assert_eq!(p.comments(), 2);
+    }
+
+    #[test]
+    fn issue10_2_a_line_without_newline_is_capped_not_buffered_whole() {
+        let mut p = SseParser::with_limit(1024);
+        let mut got = p.feed(b"data: first\n\ndata: ");
+        for _ in 0..1000 {
+            got.extend(p.feed(&[b'x'; 4096]));
+        }
+        assert_eq!(got, vec![ev(None, "first")]);
+        assert!(p.overflowed());
+        assert!(p.feed(b"\n\ndata: later\n\n").is_empty());
+        assert_eq!(p.finish(), None);
+    }
+
+    #[test]
+    fn issue10_2_many_data_lines_of_one_event_count_towards_the_cap() {
+        let mut p = SseParser::with_limit(100);
+        let mut got = Vec::new();
+        for _ in 0..50 {
+            got.extend(p.feed(b"data: 0123456789\n"));
+        }
+        assert!(got.is_empty());
+        assert!(p.overflowed());
+        let mut p = SseParser::with_limit(100);
+        for _ in 0..50 {
+            got.extend(p.feed(b"data: 0123456789\n\n"));
+        }
+        assert_eq!(got.len(), 50, "events under the cap pass");
+        assert!(!p.overflowed());
     }
 
     #[test]

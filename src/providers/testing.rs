@@ -7,10 +7,18 @@
 //! body chunk is written and flushed on its own, so the client sees the same fragmentation.
 //! A [`BodyPart::Cut`] closes the socket without the final chunk (a truncated stream);
 //! a [`BodyPart::Stall`] keeps the connection open and silent until the server is dropped.
+//! Faults for the limits of M4 and G5: [`BodyPart::Pause`] waits between parts,
+//! [`BodyPart::Repeat`] streams a huge body without holding it, and [`BodyPart::Drip`]
+//! sends one byte at a time forever. Waits use tokio's clock, so a paused test clock
+//! drives them in virtual time. The server counts the body bytes it managed to write per
+//! answer ([`SseServer::body_bytes_sent`]), which shows where a client stopped reading.
+//!
+//! Only built for tests, benches and examples (`cfg(test)` or the `test-support` feature).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -27,6 +35,23 @@ pub enum BodyPart {
     Cut,
     /// Send nothing more and keep the connection open (until the server is dropped).
     Stall,
+    /// Wait this long (tokio time) before the next part.
+    Pause(Duration),
+    /// Write these bytes as `times` chunks in a row (a huge body never held whole).
+    Repeat {
+        /// One chunk.
+        bytes: Vec<u8>,
+        /// How many times it is sent.
+        times: usize,
+    },
+    /// Send these bytes one per chunk, waiting `every` before each, cycling through them
+    /// until the client goes away (a slow drip that never ends).
+    Drip {
+        /// The bytes, in order, repeated.
+        bytes: Vec<u8>,
+        /// The wait before each byte.
+        every: Duration,
+    },
 }
 
 /// One scripted answer.
@@ -83,6 +108,12 @@ impl ScriptedResponse {
         self
     }
 
+    /// The same answer with `part` appended.
+    pub fn then(mut self, part: BodyPart) -> Self {
+        self.body.push(part);
+        self
+    }
+
     /// The same answer stalling after its first `chunks` chunks.
     pub fn stall_after(mut self, chunks: usize) -> Self {
         self.body.truncate(chunks);
@@ -131,6 +162,8 @@ impl RecordedRequest {
 struct State {
     responses: VecDeque<ScriptedResponse>,
     requests: Vec<RecordedRequest>,
+    /// Body bytes written, per answer, in request order.
+    sent: Vec<u64>,
     tasks: Vec<AbortHandle>,
 }
 
@@ -184,6 +217,12 @@ impl SseServer {
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.state.lock().requests.clone()
+    }
+
+    /// The body bytes written (payload only, without the chunk framing) for each answer,
+    /// in request order; an answer still being written shows its count so far.
+    pub fn body_bytes_sent(&self) -> Vec<u64> {
+        self.state.lock().sent.clone()
     }
 
     /// How many requests were received.
@@ -276,12 +315,14 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
     let Some(request) = read_request(&mut socket).await? else {
         return Ok(());
     };
-    let response = {
+    let (response, slot) = {
         let mut s = state.lock();
         s.requests.push(request);
-        s.responses.pop_front()
-    }
-    .unwrap_or_else(|| ScriptedResponse::json(500, r#"{"error":"no scripted response left"}"#));
+        s.sent.push(0);
+        (s.responses.pop_front(), s.sent.len() - 1)
+    };
+    let response = response
+        .unwrap_or_else(|| ScriptedResponse::json(500, r#"{"error":"no scripted response left"}"#));
     let mut head = format!(
         "HTTP/1.1 {} {}\r\n",
         response.status,
@@ -293,19 +334,14 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
     head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
     socket.write_all(head.as_bytes()).await?;
     socket.flush().await?;
+    let mut out = ChunkWriter {
+        socket: &mut socket,
+        state: &state,
+        slot,
+    };
     for part in response.body {
         match part {
-            BodyPart::Chunk(bytes) => {
-                if bytes.is_empty() {
-                    continue;
-                }
-                socket
-                    .write_all(format!("{:x}\r\n", bytes.len()).as_bytes())
-                    .await?;
-                socket.write_all(&bytes).await?;
-                socket.write_all(b"\r\n").await?;
-                socket.flush().await?;
-            }
+            BodyPart::Chunk(bytes) => out.chunk(&bytes).await?,
             BodyPart::Cut => {
                 // Abrupt close: no terminating chunk.
                 return Ok(());
@@ -313,11 +349,51 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
             BodyPart::Stall => {
                 std::future::pending::<()>().await;
             }
+            BodyPart::Pause(d) => tokio::time::sleep(d).await,
+            BodyPart::Repeat { bytes, times } => {
+                for _ in 0..times {
+                    out.chunk(&bytes).await?;
+                }
+            }
+            BodyPart::Drip { bytes, every } => {
+                if bytes.is_empty() {
+                    continue;
+                }
+                for b in bytes.iter().cycle() {
+                    tokio::time::sleep(every).await;
+                    out.chunk(std::slice::from_ref(b)).await?;
+                }
+            }
         }
     }
     socket.write_all(b"0\r\n\r\n").await?;
     socket.flush().await?;
     socket.shutdown().await
+}
+
+/// Writes HTTP chunks and counts their payload in the server's state.
+struct ChunkWriter<'a> {
+    socket: &'a mut TcpStream,
+    state: &'a Mutex<State>,
+    slot: usize,
+}
+
+impl ChunkWriter<'_> {
+    async fn chunk(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.socket
+            .write_all(format!("{:x}\r\n", bytes.len()).as_bytes())
+            .await?;
+        self.socket.write_all(bytes).await?;
+        self.socket.write_all(b"\r\n").await?;
+        self.socket.flush().await?;
+        if let Some(n) = self.state.lock().sent.get_mut(self.slot) {
+            *n += bytes.len() as u64;
+        }
+        Ok(())
+    }
 }
 
 /// How many leading bytes `a` and `b` share.

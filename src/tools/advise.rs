@@ -1,44 +1,52 @@
 //! The `advise` tool (T6): the advisor's only way to speak to the primary.
 
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::delivery::texts::TOOL_RESULTS;
 use crate::domain::advice::{Advisory, Severity};
 use crate::model::ToolSchema;
+use crate::tools::args::schema_of;
 use crate::tools::ToolError;
 
 /// The tool's name.
 pub const NAME: &str = "advise";
 
+const DESCRIPTION: &str = "Send one piece of advice to the coding agent. The note must be \
+concrete, terse and actionable: what is wrong or risky and what to do instead. Call it at most \
+once per session update, and only when it matters; stay silent when the agent is on track. \
+Severity: `nit` for cleanup or a low-risk edge case (delivered at the agent's next step, no \
+interruption); `concern` for a material risk, a likely wrong direction, a missing constraint or \
+a hallucinated API (the agent is interrupted and decides); `blocker` when continuing clearly \
+wastes the turn or produces broken output. Omitting severity means nit.";
+
+/// Arguments of `advise`, as the model sees them (the schema is derived from this struct;
+/// [`parse`] reads them with messages of its own).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct AdviseArgs {
+    /// The advice: one concrete, terse, actionable point.
+    note: String,
+    /// How strongly the agent should react; omit for nit.
+    severity: Option<SeverityArg>,
+}
+
+/// The severities the model may name (no doc comments on the variants: with them the
+/// schema would be a `oneOf` of single-value enums instead of one plain `enum`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum SeverityArg {
+    Nit,
+    Concern,
+    Blocker,
+}
+
 /// The schema the model sees.
 pub fn schema() -> ToolSchema {
-    ToolSchema {
-        name: NAME.to_string(),
-        description: "Send one piece of advice to the coding agent. The note must be concrete, \
-terse and actionable: what is wrong or risky and what to do instead. Call it at most once per \
-session update, and only when it matters; stay silent when the agent is on track. Severity: \
-`nit` for cleanup or a low-risk edge case (delivered at the agent's next step, no interruption); \
-`concern` for a material risk, a likely wrong direction, a missing constraint or a hallucinated \
-API (the agent is interrupted and decides); `blocker` when continuing clearly wastes the turn or \
-produces broken output. Omitting severity means nit."
-            .to_string(),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "note": {
-                    "type": "string",
-                    "description": "The advice: one concrete, terse, actionable point."
-                },
-                "severity": {
-                    "type": "string",
-                    "enum": ["nit", "concern", "blocker"],
-                    "description": "How strongly the agent should react; omit for nit."
-                }
-            },
-            "required": ["note"],
-            "additionalProperties": false
-        }),
-    }
+    schema_of::<AdviseArgs>(NAME, DESCRIPTION)
 }
 
 /// An argument error the model reads, its text from the tool-results file (T7).
@@ -69,6 +77,32 @@ pub fn parse(args: &Value) -> Result<Advisory, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn issue9_5_advise_schema_is_derived_and_says_what_it_said() {
+        let s = schema();
+        assert_eq!(s.name, "advise");
+        assert!(s.description.starts_with("Send one piece of advice"));
+        assert!(s.description.contains("Omitting severity means nit."));
+        let p = &s.parameters;
+        assert_eq!(p["type"], json!("object"));
+        assert_eq!(p["required"], json!(["note"]));
+        assert_eq!(p["additionalProperties"], json!(false));
+        assert_eq!(p["properties"]["note"]["type"], json!("string"));
+        assert_eq!(
+            p["properties"]["note"]["description"],
+            json!("The advice: one concrete, terse, actionable point.")
+        );
+        let severity = &p["properties"]["severity"];
+        assert_eq!(severity["enum"], json!(["nit", "concern", "blocker"]));
+        assert_eq!(
+            severity["description"],
+            json!("How strongly the agent should react; omit for nit.")
+        );
+        assert!(!p.to_string().contains("$ref"), "{p}");
+        assert!(!p.to_string().contains("definitions"), "{p}");
+    }
 
     #[test]
     fn t6_parses_note_and_severity() {

@@ -10,12 +10,14 @@
 //! at most 1 ms of virtual time: socket exchanges take a few virtual milliseconds, and a
 //! 20 s `Retry-After` still takes 20 s of virtual time (about 20,000 quick idle turns of
 //! the runtime). It also notes the virtual instant at which the server saw each request.
+//! It lives in `tests/support/virtual_clock.rs`.
 
 use crate::support::fixtures;
 use fixtures::pi_fixture;
 
 use crate::support::runtime as support;
 use crate::support::sse_server;
+use crate::support::virtual_clock::VirtualClock;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,7 +38,6 @@ use serde_json::{json, Value};
 use sse_server::{fragments, sse_event, start, RecordedRequest, ScriptedResponse, SseServer};
 use support::{drain, next_event, recorder};
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::time::Instant;
 
 // ---------------------------------------------------------------------------------------
 // Dialects
@@ -353,52 +354,6 @@ fn runtime(
     tweak(&mut cfg);
     let (rec, rx) = recorder();
     (AdvisorHandle::start(cfg, rec.recipient()), rx)
-}
-
-const TICK: Duration = Duration::from_millis(1);
-
-/// Paces a paused clock in 1 ms steps and notes when the server sees each request (see the
-/// module comment).
-struct VirtualClock {
-    arrivals: tokio::sync::watch::Receiver<Vec<Instant>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl VirtualClock {
-    fn start(server: Arc<SseServer>) -> Self {
-        let (tx, arrivals) = tokio::sync::watch::channel(Vec::new());
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(TICK).await;
-                let count = server.request_count();
-                tx.send_if_modified(|seen| {
-                    let grew = seen.len() < count;
-                    while seen.len() < count {
-                        seen.push(Instant::now());
-                    }
-                    grew
-                });
-            }
-        });
-        Self { arrivals, task }
-    }
-
-    /// The virtual instant (to the tick) at which request `i` had reached the server;
-    /// waits for the tick that sees it.
-    async fn arrival(&self, i: usize) -> Instant {
-        let mut rx = self.arrivals.clone();
-        let seen = rx
-            .wait_for(|seen| seen.len() > i)
-            .await
-            .expect("the clock runs until dropped");
-        seen[i]
-    }
-}
-
-impl Drop for VirtualClock {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 // ---------------------------------------------------------------------------------------

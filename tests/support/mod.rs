@@ -5,3 +5,5 @@
 pub mod fixtures;
 pub mod runtime;
 pub mod sse_server;
+pub mod virtual_clock;
+pub mod wire;

@@ -1,0 +1,327 @@
+//! Provider faults through the whole runtime (issue 10): the host handle drives the actors,
+//! the advisor model is a real HTTP client pointed at the in-process server, and the server
+//! misbehaves on the first attempt of a review — a slow drip, a hang, a stream cut before
+//! its end marker, an error event, a huge reply, no usage. Each test checks what the user
+//! would see: the call ends within its limit (virtual time), nothing unbounded is read
+//! (bytes the server managed to write), status counts the failure truthfully (F1), the
+//! retry's advice is delivered exactly once (D10), and lifetime usage is never 0 (G4).
+//!
+//! Virtual time over real sockets is paced by [`VirtualClock`] (see its module).
+
+use crate::support::runtime::{drain, next_event, recorder};
+use crate::support::sse_server;
+use crate::support::virtual_clock::VirtualClock;
+use crate::support::wire::{Dialect, DIALECTS, REPORTED_INPUT};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use advisor::domain::advice::{Channel, Severity};
+use advisor::domain::host::HostEvent;
+use advisor::domain::transcript::{Transcript, TranscriptMessage};
+use advisor::providers::{build_client, reply_cap, Catalog};
+use advisor::settings::SyncBacklog;
+use advisor::status::AdvisorStatus;
+use advisor::{AdvisorHandle, RuntimeConfig};
+use serde_json::json;
+use sse_server::{start, BodyPart, ScriptedResponse, SseServer};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::time::Instant;
+
+/// The idle timeout of the clients here.
+const IDLE: Duration = Duration::from_secs(20);
+/// The total limit per call of the clients here (`advisor.requestTimeoutSecs`).
+const TOTAL: Duration = Duration::from_secs(60);
+/// The retry delay after a failure (F1 default).
+const RETRY: Duration = Duration::from_secs(1);
+/// The note the retry raises.
+const NOTE: &str = "the retry loop never sleeps between attempts";
+/// Body bytes the server may have written when a client stopped reading early: the
+/// client's caps plus what the loopback socket buffers hold.
+const WRITTEN_AT_MOST: u64 = 24 << 20;
+
+/// The runtime on a client for `dialect`, with `syncBacklog: 1`, the primary idle (so a
+/// blocker wakes it) and a paced virtual clock.
+struct Rig {
+    server: Arc<SseServer>,
+    clock: VirtualClock,
+    handle: AdvisorHandle,
+    events: UnboundedReceiver<HostEvent>,
+    began: Instant,
+}
+
+async fn rig(dialect: Dialect, responses: Vec<ScriptedResponse>) -> Rig {
+    let server = Arc::new(start(responses).await);
+    let clock = VirtualClock::start(Arc::clone(&server));
+    let spec = dialect.spec(&server, IDLE, TOTAL);
+    let client = build_client(&spec, &Catalog::builtin().expect("catalog"), &|_| None)
+        .expect("a client for the test server");
+    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(client));
+    cfg.settings.sync_backlog = SyncBacklog::Below(1);
+    cfg.settings.request_timeout = TOTAL;
+    let (rec, events) = recorder();
+    let handle = AdvisorHandle::start(cfg, rec.recipient());
+    handle.run_state(false).await.expect("runtime");
+    Rig {
+        server,
+        clock,
+        handle,
+        events,
+        began: Instant::now(),
+    }
+}
+
+/// The retry's answers: an `advise` blocker, then silence.
+fn advice(dialect: Dialect) -> Vec<ScriptedResponse> {
+    let args = json!({"note": NOTE, "severity": "blocker"});
+    vec![
+        ScriptedResponse::sse(&dialect.advise_answer("call_1", &args)),
+        ScriptedResponse::sse(&dialect.answer("")),
+    ]
+}
+
+/// What one faulty review came to.
+struct Outcome {
+    /// Virtual time from the faulty request to the retry's request.
+    gap: Duration,
+    /// Virtual time the whole review took.
+    took: Duration,
+    status: AdvisorStatus,
+}
+
+impl Rig {
+    /// One primary turn whose review meets the scripted fault and is then retried:
+    /// waits for the request the retry sends (number `retry`), then for the drain (S1),
+    /// and checks that the retry's blocker woke the primary exactly once.
+    async fn review(mut self, dialect: Dialect, retry: usize) -> (Outcome, Arc<SseServer>) {
+        let t = Transcript::from_messages([TranscriptMessage::user("add retries to the fetcher")]);
+        // S2: the primary never waits long on a failing advisor.
+        self.handle.turn_end(&t).await.expect("runtime");
+        let first = self.clock.arrival(0).await;
+        let again = tokio::time::timeout(Duration::from_secs(600), self.clock.arrival(retry))
+            .await
+            .unwrap_or_else(|_| panic!("{dialect:?}: no retry within 600 s"));
+        self.handle.turn_end(&t).await.expect("runtime");
+        match next_event(&mut self.events).await {
+            HostEvent::Wake { card } => {
+                assert_eq!(card.channel, Channel::Wake, "{dialect:?}");
+                assert_eq!(card.notes[0].note, NOTE, "{dialect:?}");
+                assert_eq!(card.notes[0].severity, Some(Severity::Blocker));
+            }
+            other => panic!("{dialect:?}: expected the retry's wake, got {other:?}"),
+        }
+        assert!(
+            drain(&mut self.events).is_empty(),
+            "{dialect:?}: the failed attempt raised nothing"
+        );
+        let status = self.handle.status().await.expect("runtime");
+        let outcome = Outcome {
+            gap: again - first,
+            took: self.began.elapsed(),
+            status,
+        };
+        (outcome, self.server)
+    }
+}
+
+/// The checks every fault shares: one failure counted and recovered, one review, nothing
+/// left, the advice delivered once (D10), lifetime usage at least what the retry reported
+/// (G4: the failed call's usage comes on top once the agent counts it).
+fn assert_recovered(dialect: Dialect, o: &Outcome, failures: u64) {
+    let s = &o.status;
+    assert_eq!(
+        (
+            s.failures,
+            s.consecutive_failures,
+            s.agent.reviews,
+            s.agent.backlog
+        ),
+        (failures, 0, 1, 0),
+        "{dialect:?}: failures, consecutive, reviews, backlog"
+    );
+    assert!(!s.agent.failing && s.paused.is_none(), "{dialect:?}");
+    assert_eq!(
+        s.deliveries.delivered(),
+        1,
+        "{dialect:?}: {:?}",
+        s.deliveries
+    );
+    assert_eq!(s.deliveries.wake, 1, "{dialect:?}");
+    assert_eq!(s.deliveries.dropped_total(), 0, "{dialect:?}");
+    assert!(
+        s.agent.lifetime.input >= 2 * REPORTED_INPUT && s.agent.lifetime.cost > 0.0,
+        "{dialect:?}: {:?}",
+        s.agent.lifetime
+    );
+}
+
+#[actix::test]
+async fn faults_issue10_5_a_slow_drip_fails_at_the_total_limit_and_the_retry_advises() {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        // One byte every 3 s: the idle timeout (20 s) never fires.
+        let drip = ScriptedResponse::sse(&[dialect.head(true), dialect.text("Looking")].concat())
+            .then(BodyPart::Drip {
+                bytes: b": still thinking\n\n".to_vec(),
+                every: Duration::from_secs(3),
+            });
+        let mut responses = vec![drip];
+        responses.extend(advice(dialect));
+        let (o, server) = rig(dialect, responses).await.review(dialect, 1).await;
+        assert!(
+            o.gap >= TOTAL + RETRY && o.gap < TOTAL + RETRY + Duration::from_secs(1),
+            "{dialect:?}: the retry came {:?} after the dripping request",
+            o.gap
+        );
+        assert!(
+            o.took < TOTAL + Duration::from_secs(5),
+            "{dialect:?}: {:?}",
+            o.took
+        );
+        assert_recovered(dialect, &o, 1);
+        assert_eq!(server.request_count(), 3, "{dialect:?}");
+    }
+}
+
+#[actix::test]
+async fn faults_m4_a_hang_after_the_head_fails_at_the_idle_timeout() {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        let hang = ScriptedResponse::sse(&dialect.head(true)).then(BodyPart::Stall);
+        let mut responses = vec![hang];
+        responses.extend(advice(dialect));
+        let (o, _server) = rig(dialect, responses).await.review(dialect, 1).await;
+        assert!(
+            o.gap >= IDLE + RETRY && o.gap < IDLE + RETRY + Duration::from_secs(1),
+            "{dialect:?}: {:?}",
+            o.gap
+        );
+        assert_recovered(dialect, &o, 1);
+    }
+}
+
+#[actix::test]
+async fn faults_issue10_11_a_stream_cut_before_its_end_marker_fails_in_both_dialects() {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        // OpenAI: everything but usage and [DONE]. Anthropic: a complete advise call, then
+        // nothing: its advice must not reach the primary (the attempt failed). The body
+        // ends cleanly (its HTTP framing is complete), so only the missing end marker
+        // tells that the stream was truncated.
+        let cut = match dialect {
+            Dialect::OpenAi => [
+                dialect.head(true),
+                dialect.text("Looks fine."),
+                dialect.stop(false, true),
+            ]
+            .concat(),
+            Dialect::Anthropic => [
+                dialect.head(true),
+                dialect.advise(
+                    "call_0",
+                    &json!({"note": "a half-streamed note", "severity": "blocker"}),
+                ),
+            ]
+            .concat(),
+        };
+        let mut responses = vec![ScriptedResponse::sse(&cut)];
+        responses.extend(advice(dialect));
+        let (o, _server) = rig(dialect, responses).await.review(dialect, 1).await;
+        assert!(
+            o.gap >= RETRY && o.gap < RETRY + Duration::from_secs(1),
+            "{dialect:?}: {:?}",
+            o.gap
+        );
+        assert_recovered(dialect, &o, 1);
+    }
+}
+
+#[actix::test]
+async fn faults_f1_an_error_event_in_the_stream_fails_and_is_retried() {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        let error = match dialect {
+            Dialect::OpenAi => {
+                "data: {\"error\":{\"message\":\"upstream overloaded\",\"code\":502}}\n\n"
+            }
+            Dialect::Anthropic => {
+                "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+            }
+        };
+        let body = [dialect.head(true), dialect.text("Check"), error.to_string()].concat();
+        let mut responses = vec![ScriptedResponse::sse(&body)];
+        responses.extend(advice(dialect));
+        let (o, _server) = rig(dialect, responses).await.review(dialect, 1).await;
+        assert!(
+            o.gap < RETRY + Duration::from_secs(1),
+            "{dialect:?}: {:?}",
+            o.gap
+        );
+        assert_recovered(dialect, &o, 1);
+    }
+}
+
+#[actix::test]
+async fn faults_issue10_2_a_huge_reply_is_cut_replayed_once_then_counted_as_a_failure() {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        // 50 MB of text, twice: the first is a length stop (G5 reactive: fresh context,
+        // replay once), the second a failure (F1); the retry then advises.
+        let huge = ScriptedResponse::sse(&dialect.head(true))
+            .then(BodyPart::Repeat {
+                bytes: dialect.text(&"z".repeat(8192)).into_bytes(),
+                times: 6400,
+            })
+            .then(BodyPart::Chunk(
+                [dialect.stop(false, true), dialect.end(true)]
+                    .concat()
+                    .into_bytes(),
+            ));
+        let mut responses = vec![huge.clone(), huge];
+        responses.extend(advice(dialect));
+        let (o, server) = rig(dialect, responses).await.review(dialect, 2).await;
+        assert_recovered(dialect, &o, 1);
+        assert!(
+            o.status.agent.reprimes >= 1,
+            "{dialect:?}: replayed into a fresh context"
+        );
+        let written = server.body_bytes_sent();
+        assert!(
+            written[..2].iter().all(|n| *n < WRITTEN_AT_MOST),
+            "{dialect:?}: {written:?}"
+        );
+        // The advisor's context holds the batch and the retry, not the huge reply.
+        let context = o.status.agent.context_tokens;
+        assert!(
+            context < (reply_cap(4096) / 4) as u64,
+            "{dialect:?}: {context} tokens in context"
+        );
+    }
+}
+
+#[actix::test]
+async fn faults_issue10_10_a_server_that_streams_no_usage_shows_estimated_totals() {
+    tokio::time::pause();
+    let dialect = Dialect::OpenAi;
+    let silent = [
+        dialect.head(false),
+        dialect.text(&"w".repeat(400)),
+        dialect.stop(false, true),
+        dialect.end(false),
+    ]
+    .concat();
+    let mut rig = rig(dialect, vec![ScriptedResponse::sse(&silent)]).await;
+    let t = Transcript::from_messages([TranscriptMessage::user("bump the version")]);
+    rig.handle.turn_end(&t).await.expect("runtime");
+    let status = rig.handle.status().await.expect("runtime");
+    assert_eq!(
+        (status.agent.reviews, status.failures),
+        (1, 0),
+        "the answer is accepted"
+    );
+    let lifetime = status.agent.lifetime;
+    assert!(lifetime.estimated, "{lifetime:?}");
+    assert!(lifetime.input > 0 && lifetime.output >= 100, "{lifetime:?}");
+    assert!(lifetime.cost > 0.0, "{lifetime:?}");
+    assert!(drain(&mut rig.events).is_empty());
+}
