@@ -34,6 +34,10 @@ pub struct AdvisorStatus {
     pub held_notes: Vec<Advisory>,
     /// The agent's backlog, context and lifetime usage.
     pub agent: AgentStatus,
+    /// The provider's calls across every session of the process (A6), when the session
+    /// runs on a shared runtime and has called the provider.
+    #[serde(default)]
+    pub provider_calls: Option<crate::model::limit::CallCounts>,
 }
 
 impl AdvisorStatus {
@@ -80,6 +84,12 @@ impl AdvisorStatus {
         ));
         if let Some(reason) = &self.paused {
             out.push_str(&format!("paused: {reason}\n"));
+        }
+        if let Some(c) = &self.provider_calls {
+            out.push_str(&format!(
+                "provider {}: {} of {} calls in flight, {} waiting (all sessions)\n",
+                c.provider, c.in_flight, c.limit, c.waiting
+            ));
         }
         let d = &self.deliveries;
         out.push_str(&format!(

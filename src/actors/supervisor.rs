@@ -19,7 +19,6 @@ use crate::command::{parse_command, AdvisorCommand};
 use crate::delivery::{turn_was_terminal, CatchUpEnd};
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
-use crate::feed::FeedCursor;
 use crate::messages::delivery::{
     CatchUpFinished, GetDeliveryStatus, RaiseAdvice, ResetDelivery, SetDeliveryEnabled, TurnEnded,
 };
@@ -69,6 +68,9 @@ pub struct RuntimeConfig {
     /// Where the advisor's own transcript is appended as JSON lines (G7), e.g.
     /// `<session dir>/<session name>__advisor.jsonl`; `None` keeps no audit file.
     pub audit_path: Option<PathBuf>,
+    /// What the sessions of the process share (A6), set by
+    /// [`crate::runtime::AdvisorRuntime::open`]; `None` builds everything for this session.
+    pub shared: Option<Arc<crate::runtime::SharedResources>>,
 }
 
 impl RuntimeConfig {
@@ -89,6 +91,7 @@ impl RuntimeConfig {
             system_prompt_override: None,
             initial_transcript: None,
             audit_path: None,
+            shared: None,
         }
     }
 
@@ -119,6 +122,7 @@ impl RuntimeConfig {
             system_prompt_override: self.system_prompt_override.clone(),
             initial_transcript: None,
             audit_path: None,
+            shared: self.shared.clone(),
         })
     }
 
@@ -225,22 +229,17 @@ impl Supervisor {
         let router_rcpt: Recipient<RaiseAdvice> = router.clone().recipient();
         let max_notes = settings.max_notes_per_update;
         // X5: the advisor's own tool results leave the process too; redact them like deltas.
-        let redactor = if settings.redact_secrets {
-            crate::redact::Redactor::new()
-                .map_err(|e| tracing::error!(error = %e, "secret redaction unavailable for tool results"))
-                .ok()
-        } else {
-            None
-        };
+        let redactor = self.config.redactor();
         let executor = actix::Supervisor::start(move |_| {
             ToolExecutor::new(registry, session, router_rcpt, max_notes)
                 .with_redactor(redactor.clone())
         });
-        let watchdog = self
-            .config
-            .watchdog
-            .clone()
-            .map(|cfg| WatchdogLoader::new(cfg).start().recipient());
+        let watchdog = self.config.watchdog.clone().map(|cfg| {
+            WatchdogLoader::new(cfg)
+                .with_cache(self.config.watchdog_cache())
+                .start()
+                .recipient()
+        });
         let tools = self.config.tools.schemas_with_advise();
         let base_prompt = self.config.base_prompt();
         let supervisor = ctx.address().recipient();
@@ -281,8 +280,7 @@ impl Supervisor {
             .map(|m| m.info().context_window)
             .unwrap_or(128_000);
         let budget = (window as usize).saturating_mul(2);
-        let cursor = FeedCursor::new(settings.transcript, Some(budget))
-            .with_redaction(settings.redact_secrets);
+        let cursor = self.config.feed_cursor(settings.transcript, Some(budget));
         let agent_rcpt = agent.clone().recipient();
         let feed = actix::Supervisor::start(move |_| TranscriptFeed::new(cursor, agent_rcpt));
         if let Some((transcript, len)) = seed {
@@ -614,6 +612,7 @@ impl Handler<GetStatus> for Supervisor {
             failures: self.failure_count,
             consecutive_failures: self.failures.consecutive(),
             paused: self.paused.clone(),
+            provider_calls: self.config.provider_calls(),
             ..AdvisorStatus::default()
         };
         Box::pin(

@@ -182,6 +182,12 @@ impl Transport {
         Ok(Self { config, http })
     }
 
+    /// An endpoint for `config` over a given HTTP client (one connection pool shared by
+    /// many sessions, A6).
+    pub fn with_http(config: super::ProviderConfig, http: reqwest::Client) -> Self {
+        Self { config, http }
+    }
+
     /// Posts `body` to `path` with the content type, `fixed` headers, the configured
     /// extra headers and `auth` (marked sensitive), inside a tracing span naming the
     /// dialect and the model (never the key), and decodes the stream.
