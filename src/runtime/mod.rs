@@ -44,13 +44,14 @@ pub mod watchdog_cache;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use actix::{Actor, ActorContext, Arbiter, ArbiterHandle, Context, Handler};
+use actix::{Actor, ActorContext, Addr, Arbiter, ArbiterHandle, Context, Handler};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use crate::actors::event_forwarder::EventForwarder;
 use crate::actors::supervisor::Supervisor;
 use crate::domain::host::HostEvent;
 use crate::handle::{AdvisorHandle, HandleError};
+use crate::messages::host::Dispose;
 use crate::model::limit::CallCounts;
 use crate::RuntimeConfig;
 
@@ -117,8 +118,9 @@ impl std::fmt::Debug for AdvisorRuntime {
 }
 
 /// A session's claim on its arbiter; released once, at dispose or when the last handle
-/// clone is dropped.
+/// clone is dropped (which closes the session as `dispose` would).
 pub(crate) struct SessionLease {
+    supervisor: Addr<Supervisor>,
     sessions: Arc<AtomicUsize>,
     released: AtomicBool,
     runtime: Arc<Inner>,
@@ -142,6 +144,12 @@ impl SessionLease {
 
 impl Drop for SessionLease {
     fn drop(&mut self) {
+        if !self.released.load(Ordering::Acquire) {
+            // The host let go of the session without disposing it: close it anyway, so
+            // nothing it held outlives its last handle.
+            self.supervisor.do_send(Dispose);
+            self.supervisor.do_send(CloseSession);
+        }
         self.release();
     }
 }
@@ -225,6 +233,7 @@ impl AdvisorRuntime {
         let supervisor =
             Supervisor::start_in_arbiter(&worker.arbiter, move |_| Supervisor::new(config, host));
         let lease = SessionLease {
+            supervisor: supervisor.clone(),
             sessions: Arc::clone(&worker.sessions),
             released: AtomicBool::new(false),
             runtime: Arc::clone(&self.inner),

@@ -426,3 +426,19 @@ async fn a6_spawn_opens_on_the_default_runtime_and_dispose_closes_the_session() 
     drop(h);
     closed(&mut events).await;
 }
+
+#[tokio::test]
+async fn a6_dropping_the_last_handle_closes_the_session() {
+    let rt = runtime(1, None);
+    let model: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));
+    let (h, mut events) = rt.open(config("d", model.clone(), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let clone = h.clone();
+    drop(h);
+    assert_eq!(rt.sessions(), 1, "a clone still holds it");
+    drop(clone);
+    assert_eq!(rt.sessions(), 0);
+    closed(&mut events).await;
+    assert_eq!(Arc::strong_count(&model), 1);
+}
