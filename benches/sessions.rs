@@ -151,7 +151,11 @@ fn answer(body: &Value, stats: &ServerStats) -> String {
     let usage = sse(
         json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105}}),
     );
-    let advise = !after_tool && stats.reviews.fetch_add(1, Ordering::SeqCst) % 5 == 0;
+    let advise = !after_tool
+        && stats
+            .reviews
+            .fetch_add(1, Ordering::SeqCst)
+            .is_multiple_of(5);
     let first = if advise {
         let n = stats.advises.fetch_add(1, Ordering::SeqCst);
         let args = json!({"note": format!("Check case {n} of the parser."), "severity": "nit"});

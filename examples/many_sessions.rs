@@ -63,7 +63,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 async fn serve_session(runtime: &AdvisorRuntime, i: usize) -> Result<usize, advisor::HandleError> {
     // Every third review raises a nit; the others stay silent.
     let replies = (0..TURNS).map(|turn| {
-        if turn % 3 == 0 {
+        if turn.is_multiple_of(3) {
             ScriptedReply::advise(
                 &format!("{i}-{turn}"),
                 &format!("Session {i}: add a test for step {turn}."),
