@@ -267,6 +267,34 @@ async fn idle(runtime: &AdvisorRuntime, sessions: usize, base_url: &str) {
     );
 }
 
+/// Opens and closes `sessions` sessions `rounds` times and prints RSS after each round: a
+/// session that leaked would make it grow round after round (freed memory stays with the
+/// allocator, so the first round's peak is the plateau).
+async fn churn(runtime: &AdvisorRuntime, sessions: usize, rounds: usize, base_url: &str) {
+    let model = runtime
+        .shared()
+        .build_client(&spec(base_url), &|_| None)
+        .expect("client");
+    let mut after = Vec::new();
+    for _ in 0..rounds {
+        let open: Vec<_> = (0..sessions)
+            .map(|i| runtime.open(config(i, model.clone())))
+            .collect();
+        for (h, _) in &open {
+            h.dispose().await.expect("dispose");
+        }
+        for (h, e) in open {
+            drop(h);
+            closed(e).await;
+        }
+        after.push(format!("{:.1}", rss() as f64 / 1e6));
+    }
+    println!(
+        "  churn: {rounds} more rounds of {sessions} open + close, RSS after each (MB): {}",
+        after.join(", ")
+    );
+}
+
 struct LoadFigures {
     seconds: f64,
     latencies: Vec<Duration>,
@@ -280,19 +308,28 @@ struct LoadFigures {
     threads: usize,
 }
 
+/// Drives every session through [`TURNS`] turns. With `pace`, each session ends a turn
+/// every `pace` (start times spread evenly over one `pace`), like agents whose turns take
+/// time; without, every session goes as fast as it can (a saturation run).
 async fn drive(
     handles: Vec<(AdvisorHandle, UnboundedReceiver<HostEvent>)>,
     stats: &Arc<ServerStats>,
+    pace: Option<Duration>,
 ) -> LoadFigures {
     let started = Instant::now();
+    let count = handles.len().max(1) as u32;
     let mut tasks = Vec::new();
-    for (handle, events) in &handles {
+    for (i, (handle, _events)) in handles.iter().enumerate() {
         let handle = handle.clone();
-        let _ = events;
+        let offset = pace.map(|p| p * i as u32 / count);
         tasks.push(tokio::spawn(async move {
             let transcript = Transcript::from_messages([TranscriptMessage::user("Fix the parser")]);
             let mut latencies = Vec::with_capacity(TURNS);
             for turn in 0..TURNS {
+                if let (Some(pace), Some(offset)) = (pace, offset) {
+                    let at = started + offset + pace * turn as u32;
+                    tokio::time::sleep_until(at.into()).await;
+                }
                 transcript.push(TranscriptMessage::user(format!("step {turn}: keep going")));
                 let t = Instant::now();
                 handle.turn_end(&transcript).await.expect("turn_end");
@@ -357,10 +394,14 @@ async fn drive(
     figures
 }
 
-fn report(name: &str, sessions: usize, f: &mut LoadFigures) {
+fn report(name: &str, sessions: usize, pace: Option<Duration>, f: &mut LoadFigures) {
     f.latencies.sort_unstable();
     let turns = f.latencies.len();
-    println!("{name}: {sessions} sessions x {TURNS} turns, syncBacklog off");
+    let how = match pace {
+        Some(p) => format!("one turn per {} ms per session", p.as_millis()),
+        None => "as fast as possible".to_string(),
+    };
+    println!("{name}: {sessions} sessions x {TURNS} turns, syncBacklog off, {how}");
     println!(
         "  {turns} turns in {:.2} s until all reviewed: {:.0} turns/s; {} reviews",
         f.seconds,
@@ -399,48 +440,56 @@ async fn main() {
         threads()
     );
     idle(&runtime, idle_sessions, &base_url).await;
+    churn(&runtime, idle_sessions, 3, &base_url).await;
 
-    // Shared runtime under load.
-    stats.reset();
-    let model = runtime
-        .shared()
-        .build_client(&spec(&base_url), &|_| None)
-        .expect("client");
-    let handles: Vec<_> = (0..load_sessions)
-        .map(|i| runtime.open(config(i, model.clone())))
-        .collect();
-    let mut shared = drive(handles, &stats).await;
-    report("shared runtime", load_sessions, &mut shared);
+    let pace = Duration::from_millis(env_count("SESSIONS_PACE_MS", 500) as u64);
+    let mut figures = Vec::new();
+    for pace in [None, Some(pace)] {
+        // Shared runtime under load.
+        stats.reset();
+        let model = runtime
+            .shared()
+            .build_client(&spec(&base_url), &|_| None)
+            .expect("client");
+        let handles: Vec<_> = (0..load_sessions)
+            .map(|i| runtime.open(config(i, model.clone())))
+            .collect();
+        let mut shared = drive(handles, &stats, pace).await;
+        report("shared runtime", load_sessions, pace, &mut shared);
 
-    // Baseline: a thread, a system and an HTTP client per session.
-    stats.reset();
-    let mut handles = Vec::with_capacity(load_sessions);
-    for i in 0..load_sessions {
-        let own = resolve_config(
-            &spec(&base_url),
-            &advisor::providers::Catalog::empty(),
-            &|_| None,
-        )
-        .and_then(client_for)
-        .expect("client");
-        handles.push(
-            AdvisorHandle::spawn_dedicated(config(i, own))
-                .await
-                .expect("spawn"),
+        // Baseline: a thread, a system and an HTTP client per session.
+        stats.reset();
+        let mut handles = Vec::with_capacity(load_sessions);
+        for i in 0..load_sessions {
+            let own = resolve_config(
+                &spec(&base_url),
+                &advisor::providers::Catalog::empty(),
+                &|_| None,
+            )
+            .and_then(client_for)
+            .expect("client");
+            handles.push(
+                AdvisorHandle::spawn_dedicated(config(i, own))
+                    .await
+                    .expect("spawn"),
+            );
+        }
+        let mut dedicated = drive(handles, &stats, pace).await;
+        report(
+            "dedicated threads (baseline)",
+            load_sessions,
+            pace,
+            &mut dedicated,
+        );
+        figures.push((shared, dedicated));
+    }
+    let p99 = |f: &LoadFigures| ms(percentile(&f.latencies, 0.99));
+    let rate = |f: &LoadFigures| f.latencies.len() as f64 / f.seconds;
+    for (name, (shared, dedicated)) in ["as fast as possible", "paced"].iter().zip(&figures) {
+        println!(
+            "ratio shared / dedicated ({name}): turns/s x{:.2}, turn_end p99 x{:.2}",
+            rate(shared) / rate(dedicated),
+            p99(shared) / p99(dedicated).max(1e-9)
         );
     }
-    let mut dedicated = drive(handles, &stats).await;
-    report(
-        "dedicated threads (baseline)",
-        load_sessions,
-        &mut dedicated,
-    );
-
-    let p99 = |f: &LoadFigures| ms(percentile(&f.latencies, 0.99));
-    println!(
-        "ratio shared / dedicated: turns/s x{:.2}, turn_end p99 x{:.2}",
-        (shared.latencies.len() as f64 / shared.seconds)
-            / (dedicated.latencies.len() as f64 / dedicated.seconds),
-        p99(&shared) / p99(&dedicated).max(1e-9)
-    );
 }
