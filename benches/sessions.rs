@@ -434,7 +434,12 @@ async fn main() {
     let stats = Arc::new(ServerStats::default());
     tokio::spawn(serve_forever(listener, Arc::clone(&stats)));
 
-    let runtime = AdvisorRuntime::new(RuntimeOptions::default()).expect("runtime");
+    let defaults = RuntimeOptions::default();
+    let runtime = AdvisorRuntime::new(RuntimeOptions {
+        call_threads: env_count("SESSIONS_CALL_THREADS", defaults.call_threads),
+        ..defaults
+    })
+    .expect("runtime");
     println!(
         "threads: {threads_at_start} at start (host runtime), {} with the shared runtime",
         threads()

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::{ModelClient, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel};
+use super::{ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel};
 
 /// A snapshot of one provider's limit (C3: in-flight calls and queue length).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,12 +139,26 @@ impl Drop for CallSlot {
 pub struct LimitedModel {
     inner: Arc<dyn ModelClient>,
     limit: Arc<CallLimit>,
+    runs_on: Option<tokio::runtime::Handle>,
 }
 
 impl LimitedModel {
     /// `inner`, limited by `limit`.
     pub fn new(inner: Arc<dyn ModelClient>, limit: Arc<CallLimit>) -> Self {
-        Self { inner, limit }
+        Self {
+            inner,
+            limit,
+            runs_on: None,
+        }
+    }
+
+    /// Runs each call (the HTTP exchange and the stream decoding) as a task of `runtime`
+    /// instead of on the caller's thread, so the threads carrying the sessions' actors do
+    /// only actor work. A call whose caller gives up is aborted; a call that panics comes
+    /// back as a retryable error.
+    pub fn running_on(mut self, runtime: Option<tokio::runtime::Handle>) -> Self {
+        self.runs_on = runtime;
+        self
     }
 
     /// The limit the calls go through.
@@ -157,9 +171,21 @@ impl ModelClient for LimitedModel {
     fn complete(&self, request: ModelRequest) -> ModelFuture {
         let inner = Arc::clone(&self.inner);
         let limit = Arc::clone(&self.limit);
+        let runs_on = self.runs_on.clone();
         Box::pin(async move {
             let _slot = limit.acquire().await;
-            inner.complete(request).await
+            let Some(runtime) = runs_on else {
+                return inner.complete(request).await;
+            };
+            let call = AbortOnDrop(runtime.spawn(inner.complete(request)));
+            match call.await {
+                Ok(answer) => answer,
+                Err(e) => Err(ModelError::Retryable {
+                    message: format!("the model call ended abnormally: {e}"),
+                    retry_after: None,
+                    usage: None,
+                }),
+            }
         })
     }
 
@@ -169,6 +195,26 @@ impl ModelClient for LimitedModel {
 
     fn thinking(&self) -> ThinkingLevel {
         self.inner.thinking()
+    }
+}
+
+/// A spawned call that is aborted when its caller stops waiting for it.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -280,6 +326,42 @@ mod tests {
         assert_eq!(limit.counts().in_flight, 1);
         drop(again);
         assert_eq!(limit.counts().in_flight, 0);
+    }
+
+    struct Boom;
+
+    impl ModelClient for Boom {
+        fn complete(&self, _request: ModelRequest) -> ModelFuture {
+            Box::pin(async { panic!("the client blew up") })
+        }
+        fn info(&self) -> ModelInfo {
+            ModelInfo {
+                id: "test/boom".into(),
+                context_window: 1000,
+                max_output: 100,
+                reasoning: false,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a6_a_call_that_panics_on_the_call_pool_comes_back_as_a_retryable_error() {
+        let pool = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let limit = Arc::new(CallLimit::new("test", 1));
+        let model = LimitedModel::new(Arc::new(Boom), limit.clone())
+            .running_on(Some(pool.handle().clone()));
+        let err = model.complete(request()).await.unwrap_err();
+        assert!(
+            matches!(&err, ModelError::Retryable { message, .. } if message.contains("abnormally")),
+            "{err:?}"
+        );
+        // The slot came back: the next call gets one at once.
+        assert_eq!(limit.counts().in_flight, 0);
+        assert!(model.complete(request()).await.is_err());
+        pool.shutdown_background();
     }
 
     #[test]

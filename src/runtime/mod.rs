@@ -5,7 +5,9 @@
 //! arbiters (one thread each, about one per core) and the [`SharedResources`] every
 //! session uses: the compiled secret patterns, the model catalog, one HTTP client per
 //! provider endpoint, one limit on concurrent model calls per provider
-//! (`advisor.maxConcurrentReviews`) and the WATCHDOG.md results per directory.
+//! (`advisor.maxConcurrentReviews`) and the WATCHDOG.md results per directory. Model calls
+//! run on a small pool of their own ([`RuntimeOptions::call_threads`]), so the arbiters do
+//! only actor work and a panicking model client cannot take an arbiter's task with it.
 //! [`AdvisorRuntime::open`] places a session's actors on the least loaded arbiter and
 //! starts no thread; [`AdvisorHandle::dispose`] frees everything the session held.
 //!
@@ -66,13 +68,19 @@ pub struct RuntimeOptions {
     /// Concurrent model calls per provider across all sessions; `None` takes
     /// `advisor.maxConcurrentReviews` of the first session calling the provider (default 16).
     pub max_concurrent_reviews: Option<usize>,
+    /// Threads of the pool the model calls run on (HTTP, TLS, stream decoding), so the
+    /// arbiters do only actor work; 0 runs the calls on the arbiters. Default: half a
+    /// thread per core, at least 1.
+    pub call_threads: usize,
 }
 
 impl Default for RuntimeOptions {
     fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Self {
-            arbiters: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            arbiters: cores,
             max_concurrent_reviews: None,
+            call_threads: (cores / 2).max(1),
         }
     }
 }
@@ -91,12 +99,18 @@ struct Inner {
     next: AtomicUsize,
     /// Kept so the arbiters' threads are not detached before the system stops them.
     _arbiters: Vec<Arbiter>,
+    /// The pool model calls run on, if any.
+    calls: Option<tokio::runtime::Runtime>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         // Stops every arbiter of the pool, then the system thread.
         self.system.stop();
+        if let Some(calls) = self.calls.take() {
+            // Safe from inside an async context, unlike dropping the runtime.
+            calls.shutdown_background();
+        }
     }
 }
 
@@ -189,6 +203,19 @@ impl AdvisorRuntime {
         let (system, own, extra) = ready_rx
             .recv()
             .map_err(|_| HandleError::Spawn("the runtime thread ended early".into()))?;
+        let calls = match options.call_threads {
+            0 => None,
+            n => Some(
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(n)
+                    .thread_name("advisor-calls")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| HandleError::Spawn(e.to_string()))?,
+            ),
+        };
+        let shared = SharedResources::new(options.max_concurrent_reviews)
+            .with_calls_on(calls.as_ref().map(|rt| rt.handle().clone()));
         let workers = std::iter::once(own)
             .chain(extra.iter().map(Arbiter::handle))
             .map(|arbiter| Worker {
@@ -199,10 +226,11 @@ impl AdvisorRuntime {
         Ok(Self {
             inner: Arc::new(Inner {
                 workers,
-                shared: Arc::new(SharedResources::new(options.max_concurrent_reviews)),
+                shared: Arc::new(shared),
                 system,
                 next: AtomicUsize::new(0),
                 _arbiters: extra,
+                calls,
             }),
         })
     }
@@ -267,6 +295,14 @@ impl AdvisorRuntime {
     /// The arbiters of the pool.
     pub fn arbiters(&self) -> usize {
         self.inner.workers.len()
+    }
+
+    /// Threads of the pool model calls run on (0: they run on the arbiters).
+    pub fn call_threads(&self) -> usize {
+        self.inner
+            .calls
+            .as_ref()
+            .map_or(0, |rt| rt.metrics().num_workers())
     }
 
     /// Every provider's model calls: in flight, waiting, limit, peak (C3).

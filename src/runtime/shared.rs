@@ -32,6 +32,8 @@ pub struct SharedResources {
     limits: Mutex<HashMap<String, Arc<CallLimit>>>,
     max_concurrent_reviews: Option<usize>,
     watchdog: Arc<WatchdogCache>,
+    /// Where model calls run (a runtime of their own), `None` = on the caller's thread.
+    calls_on: Option<tokio::runtime::Handle>,
 }
 
 impl SharedResources {
@@ -61,7 +63,15 @@ impl SharedResources {
             limits: Mutex::new(HashMap::new()),
             max_concurrent_reviews,
             watchdog: Arc::new(WatchdogCache::new()),
+            calls_on: None,
         }
+    }
+
+    /// Runs every limited model call as a task of `runtime` (see
+    /// [`LimitedModel::running_on`]); the shared runtime sets its call pool here.
+    pub fn with_calls_on(mut self, runtime: Option<tokio::runtime::Handle>) -> Self {
+        self.calls_on = runtime;
+        self
     }
 
     /// The compiled secret patterns, `None` if they failed to compile (logged).
@@ -125,7 +135,7 @@ impl SharedResources {
     /// `model` behind its provider's call limit.
     pub fn limited(&self, model: Arc<dyn ModelClient>, fallback: usize) -> Arc<dyn ModelClient> {
         let limit = self.limit_for(provider_of(&model.info().id), fallback);
-        Arc::new(LimitedModel::new(model, limit))
+        Arc::new(LimitedModel::new(model, limit).running_on(self.calls_on.clone()))
     }
 
     /// The counts of the provider `model_id` belongs to, if a session called it.

@@ -25,6 +25,7 @@ fn runtime(arbiters: usize, limit: Option<usize>) -> AdvisorRuntime {
     AdvisorRuntime::new(RuntimeOptions {
         arbiters,
         max_concurrent_reviews: limit,
+        ..RuntimeOptions::default()
     })
     .expect("runtime starts")
 }
@@ -133,7 +134,19 @@ impl ModelClient for PanicsOnce {
 
 #[tokio::test]
 async fn f5_a_panic_in_one_session_leaves_the_others_on_its_arbiter_untouched() {
-    let rt = runtime(1, None);
+    // Model calls on the arbiter itself, and on the runtime's call pool.
+    for call_threads in [0, 1] {
+        let rt = AdvisorRuntime::new(RuntimeOptions {
+            arbiters: 1,
+            call_threads,
+            ..RuntimeOptions::default()
+        })
+        .unwrap();
+        panic_in_one_session(&rt).await;
+    }
+}
+
+async fn panic_in_one_session(rt: &AdvisorRuntime) {
     let broken = Arc::new(PanicsOnce {
         fired: AtomicBool::new(false),
         script: ScriptedModel::new([]),
