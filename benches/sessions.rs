@@ -316,6 +316,9 @@ async fn drive(
     stats: &Arc<ServerStats>,
     pace: Option<Duration>,
 ) -> LoadFigures {
+    // Every session up and answering first, so the figures are turns, not start-up.
+    let ready = futures_util::future::join_all(handles.iter().map(|(h, _)| h.status())).await;
+    assert!(ready.iter().all(Result::is_ok), "every session answers");
     let started = Instant::now();
     let count = handles.len().max(1) as u32;
     let mut tasks = Vec::new();
