@@ -47,6 +47,9 @@ pub struct RuntimeConfig {
     /// Off in a live host, where S2 lets the primary go on at once; a replay turns it on so a
     /// transient error costs one retry, not the separation of the following turns.
     pub hold_wait_through_retries: bool,
+    /// What the sessions of the process share (A6), set by
+    /// [`crate::runtime::AdvisorRuntime::open`]; `None` builds everything for this session.
+    pub shared: Option<Arc<crate::runtime::SharedResources>>,
 }
 
 impl RuntimeConfig {
@@ -68,6 +71,7 @@ impl RuntimeConfig {
             initial_transcript: None,
             audit_path: None,
             hold_wait_through_retries: false,
+            shared: None,
         }
     }
 
@@ -99,6 +103,7 @@ impl RuntimeConfig {
             initial_transcript: None,
             audit_path: None,
             hold_wait_through_retries: self.hold_wait_through_retries,
+            shared: self.shared.clone(),
         })
     }
 

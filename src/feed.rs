@@ -59,6 +59,23 @@ impl FeedCursor {
         }
     }
 
+    /// A cursor at the start of the transcript that redacts with `redactor` (X5), an
+    /// already compiled one shared with other sessions (A6); `None` sends deltas
+    /// unredacted. Nothing is compiled here.
+    pub fn with_redactor(
+        view: TranscriptView,
+        replay_budget: Option<usize>,
+        redactor: Option<Redactor>,
+    ) -> Self {
+        Self {
+            seen: 0,
+            last: None,
+            view,
+            replay_budget,
+            redactor,
+        }
+    }
+
     /// Turns secret redaction (X5) on or off; the patterns are compiled once, when it is
     /// turned on.
     pub fn with_redaction(mut self, on: bool) -> Self {

@@ -38,6 +38,8 @@ pub enum HandleError {
 pub struct AdvisorHandle {
     supervisor: Addr<Supervisor>,
     system: Option<actix::System>,
+    /// The session's place on a shared runtime (A6), when it was opened on one.
+    lease: Option<std::sync::Arc<crate::runtime::SessionLease>>,
 }
 
 impl AdvisorHandle {
@@ -47,12 +49,36 @@ impl AdvisorHandle {
         Self {
             supervisor: Supervisor::new(config, host).start(),
             system: None,
+            lease: None,
         }
     }
 
-    /// Starts the runtime on a dedicated actix thread, for hosts that are plain tokio
-    /// programs (`#[tokio::main]`). Host events arrive on the returned receiver.
+    /// A handle on a session opened on a shared runtime.
+    pub(crate) fn opened(
+        supervisor: Addr<Supervisor>,
+        lease: crate::runtime::SessionLease,
+    ) -> Self {
+        Self {
+            supervisor,
+            system: None,
+            lease: Some(std::sync::Arc::new(lease)),
+        }
+    }
+
+    /// Opens the session on the process's default shared runtime
+    /// ([`crate::runtime::AdvisorRuntime::global`], created on first use), for hosts that
+    /// are plain tokio programs (`#[tokio::main]`): no thread is started per session (A6).
+    /// Host events arrive on the returned receiver.
     pub async fn spawn(
+        config: RuntimeConfig,
+    ) -> Result<(Self, UnboundedReceiver<HostEvent>), HandleError> {
+        Ok(crate::runtime::AdvisorRuntime::global()?.open(config))
+    }
+
+    /// Starts the session on a thread and actix system of its own, as `spawn` did before
+    /// the shared runtime (A6). It costs a thread per session; it is kept for hosts that
+    /// want a session isolated and as the baseline of the `sessions` bench.
+    pub async fn spawn_dedicated(
         config: RuntimeConfig,
     ) -> Result<(Self, UnboundedReceiver<HostEvent>), HandleError> {
         let (events_tx, events_rx) = unbounded_channel();
@@ -76,6 +102,7 @@ impl AdvisorHandle {
             Self {
                 supervisor,
                 system: Some(system),
+                lease: None,
             },
             events_rx,
         ))
@@ -190,8 +217,10 @@ impl AdvisorHandle {
             .map_err(HandleError::Ask)
     }
 
-    /// Stops all work and wakes all waiters (R2); a runtime started with
-    /// [`AdvisorHandle::spawn`] also stops its thread.
+    /// Stops all work and wakes all waiters (R2). A session opened on a shared runtime
+    /// ([`AdvisorHandle::spawn`], [`crate::runtime::AdvisorRuntime::open`]) is then closed
+    /// and frees everything it held; one started with [`AdvisorHandle::spawn_dedicated`]
+    /// also stops its thread.
     pub async fn dispose(&self) -> Result<(), HandleError> {
         let result = self
             .supervisor
@@ -201,6 +230,19 @@ impl AdvisorHandle {
         if let Some(system) = &self.system {
             system.stop();
         }
+        if let Some(lease) = &self.lease {
+            let _ = self.supervisor.send(crate::runtime::CloseSession).await;
+            lease.release();
+        }
         result
+    }
+
+    /// The model calls of every provider across the sessions of this handle's shared
+    /// runtime: in flight, waiting, limit (A6, C3). Empty for a session not opened on one.
+    pub fn provider_calls(&self) -> Vec<crate::model::limit::CallCounts> {
+        self.lease
+            .as_ref()
+            .map(|lease| lease.runtime().calls())
+            .unwrap_or_default()
     }
 }

@@ -50,6 +50,7 @@ pub mod redact;
 pub mod render;
 pub mod replay;
 pub mod review;
+pub mod runtime;
 pub mod session;
 pub mod settings;
 pub mod status;

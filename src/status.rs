@@ -39,6 +39,10 @@ pub struct AdvisorStatus {
     /// reported none or a failed call's usage was guessed (G4).
     #[serde(default)]
     pub usage_estimated: bool,
+    /// The provider's calls across every session of the process (A6), when the session
+    /// runs on a shared runtime and has called the provider.
+    #[serde(default)]
+    pub provider_calls: Option<crate::model::limit::CallCounts>,
 }
 
 impl AdvisorStatus {
@@ -117,6 +121,12 @@ impl AdvisorStatus {
         ));
         if let Some(reason) = &self.paused {
             out.push_str(&format!("paused: {reason}\n"));
+        }
+        if let Some(c) = &self.provider_calls {
+            out.push_str(&format!(
+                "provider {}: {} of {} calls in flight, {} waiting (all sessions)\n",
+                c.provider, c.in_flight, c.limit, c.waiting
+            ));
         }
         let d = &self.deliveries;
         out.push_str(&format!(

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use crate::messages::watchdog::{GetWatchdogPrompt, WatchdogPrompt};
+use crate::runtime::watchdog_cache::{CachedRefresh, WatchdogCache};
 use crate::watchdog::{refresh, Loaded, Refresh, WatchdogConfig};
 
 /// Asks the loader how much work it has done; for status lines and tests.
@@ -35,6 +36,8 @@ pub struct WatchdogLoader {
     config: Arc<WatchdogConfig>,
     cached: Option<Arc<Loaded>>,
     stats: WatchdogStats,
+    /// The process-wide results (A6); `None` loads for this loader alone.
+    shared: Option<Arc<WatchdogCache>>,
 }
 
 impl WatchdogLoader {
@@ -44,6 +47,40 @@ impl WatchdogLoader {
             config: Arc::new(config),
             cached: None,
             stats: WatchdogStats::default(),
+            shared: None,
+        }
+    }
+
+    /// Takes its results from `cache`, shared with the other sessions of the process
+    /// (A6), instead of loading on its own.
+    pub fn with_cache(mut self, cache: Option<Arc<WatchdogCache>>) -> Self {
+        self.shared = cache;
+        self
+    }
+
+    /// Folds an answer of the shared cache into the actor's state (A6): a load read now
+    /// counts as this loader's load; another session's current result is adopted unread.
+    fn settle_shared(
+        &mut self,
+        outcome: Result<CachedRefresh, tokio::task::JoinError>,
+    ) -> WatchdogPrompt {
+        match outcome {
+            Ok(CachedRefresh::Loaded(loaded)) => {
+                self.stats.loads += 1;
+                self.stats.files_read += loaded.files_read as u64;
+                self.stats.requests += 1;
+                let prompt = loaded.prompt.clone();
+                self.cached = Some(loaded);
+                prompt
+            }
+            Ok(CachedRefresh::Shared(loaded)) => {
+                self.stats.requests += 1;
+                let prompt = loaded.prompt.clone();
+                self.cached = Some(loaded);
+                prompt
+            }
+            Ok(CachedRefresh::Unchanged) => self.settle(Ok(Refresh::Unchanged)),
+            Err(err) => self.settle(Err(err)),
         }
     }
 
@@ -96,6 +133,15 @@ impl Handler<GetWatchdogPrompt> for WatchdogLoader {
     fn handle(&mut self, _msg: GetWatchdogPrompt, _ctx: &mut Self::Context) -> Self::Result {
         let config = Arc::clone(&self.config);
         let previous = self.cached.clone();
+        if let Some(cache) = self.shared.clone() {
+            let check =
+                tokio::task::spawn_blocking(move || cache.refresh(&config, previous.as_ref()));
+            return Box::pin(
+                check
+                    .into_actor(self)
+                    .map(|outcome, actor, _ctx| actor.settle_shared(outcome)),
+            );
+        }
         let check = tokio::task::spawn_blocking(move || {
             refresh(&config, previous.as_ref().map(|loaded| &loaded.fingerprint))
         });

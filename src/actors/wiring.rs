@@ -16,7 +16,6 @@ use crate::config::RuntimeConfig;
 use crate::delivery::{CatchUpEnd, CatchUpPlan};
 use crate::domain::advice::Advisory;
 use crate::domain::transcript::Transcript;
-use crate::feed::FeedCursor;
 use crate::messages::delivery::{CatchUpFinished, RaiseAdvice};
 use crate::messages::feed::SeedCursor;
 use crate::messages::review::{
@@ -69,15 +68,7 @@ pub fn start_children(
     let raise: Recipient<RaiseAdvice> = router.clone().recipient();
     let max_notes = settings.max_notes_per_update;
     // X5: the advisor's own tool results leave the process too; redact them like deltas.
-    let redactor = if settings.redact_secrets {
-        crate::redact::Redactor::new()
-            .map_err(
-                |e| tracing::error!(error = %e, "secret redaction unavailable for tool results"),
-            )
-            .ok()
-    } else {
-        None
-    };
+    let redactor = config.redactor();
     let executor = actix::Supervisor::start(move |_| {
         ToolExecutor::new(registry, session, raise, max_notes).with_redactor(redactor.clone())
     });
@@ -91,10 +82,12 @@ pub fn start_children(
     let links = AgentLinks {
         executor: executor.clone().recipient(),
         tool_session: executor.clone().recipient(),
-        watchdog: config
-            .watchdog
-            .clone()
-            .map(|cfg| WatchdogLoader::new(cfg).start().recipient()),
+        watchdog: config.watchdog.clone().map(|cfg| {
+            WatchdogLoader::new(cfg)
+                .with_cache(config.watchdog_cache())
+                .start()
+                .recipient()
+        }),
         failed: reports.failed,
         dropped: reports.dropped,
         paused: reports.paused,
@@ -114,8 +107,7 @@ pub fn start_children(
     let agent = actix::Supervisor::start(move |_| AdvisorAgent::new(setup));
     // R1: a replay after reset is bounded to about half the window (4 chars a token).
     let budget = (model.info().context_window as usize).saturating_mul(2);
-    let cursor =
-        FeedCursor::new(settings.transcript, Some(budget)).with_redaction(settings.redact_secrets);
+    let cursor = config.feed_cursor(settings.transcript, Some(budget));
     let agent_rcpt = agent.clone().recipient();
     let feed = actix::Supervisor::start(move |_| TranscriptFeed::new(cursor, agent_rcpt));
     if let Some((transcript, len)) = seed {

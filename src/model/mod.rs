@@ -6,6 +6,7 @@
 //! The HTTP providers live in [`crate::providers`]; tests drive the agent with
 //! [`scripted::ScriptedModel`].
 
+pub mod limit;
 pub mod scripted;
 
 use std::future::Future;

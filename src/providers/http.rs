@@ -320,6 +320,12 @@ impl Transport {
         Ok(Self { config, http })
     }
 
+    /// An endpoint for `config` over a given HTTP client (one connection pool shared by
+    /// many sessions, A6).
+    pub fn with_http(config: super::ProviderConfig, http: reqwest::Client) -> Self {
+        Self { config, http }
+    }
+
     /// Posts the request's body to its path with the content type, its fixed headers, the
     /// configured extra headers and its auth header (marked sensitive), inside a tracing
     /// span naming the dialect and the model (never the key), and decodes the stream, its

@@ -395,6 +395,14 @@ impl StreamingClient {
     pub fn config(&self) -> &ProviderConfig {
         &self.transport.config
     }
+
+    /// A client for `config` that sends over `http`, an HTTP client (and its connection
+    /// pool) shared with other sessions (A6).
+    pub fn with_http(config: ProviderConfig, http: reqwest::Client) -> Self {
+        Self {
+            transport: Arc::new(http::Transport::with_http(config, http)),
+        }
+    }
 }
 
 impl ModelClient for StreamingClient {

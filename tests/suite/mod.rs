@@ -20,6 +20,7 @@ mod session_driver;
 mod session_memory;
 mod session_reader;
 mod settings_cli;
+mod shared_runtime;
 mod tools_cli;
 mod tools_workspace;
 mod watchdog_cli;

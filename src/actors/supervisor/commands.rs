@@ -27,6 +27,7 @@ impl Supervisor {
             thinking: model.map(|m| m.thinking().as_str().to_string()),
             policy: self.config.settings.policy,
             failures: self.failure_count,
+            provider_calls: self.config.provider_calls(),
             ..AdvisorStatus::default()
         };
         async move {

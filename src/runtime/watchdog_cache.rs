@@ -1,0 +1,190 @@
+//! WATCHDOG.md results shared by every session of a process (SPEC A6, W8).
+//!
+//! Discovery and expansion ([`crate::watchdog::load`]) are done once per place (working
+//! directory, agent directory, home); every loader asking for the same place gets the same
+//! result for as long as its W8 fingerprint (the modification times of every discovered and
+//! imported file, and the candidate list) is current. Two sessions in one repository thus
+//! read its files once; an edit is seen by both at their next review.
+//!
+//! Every method here touches the filesystem: call it on tokio's blocking pool.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::watchdog::{load, Loaded, WatchdogConfig};
+
+/// Places remembered at most; past this the cache starts afresh (the entries being loaded
+/// right now are unaffected). It bounds memory in a process that sees many directories.
+const MAX_PLACES: usize = 4096;
+
+/// The answer of [`WatchdogCache::refresh`].
+#[derive(Debug, Clone)]
+pub enum CachedRefresh {
+    /// The caller's previous result is still current.
+    Unchanged,
+    /// Files were read for this call (first use of the place, or something changed).
+    Loaded(Arc<Loaded>),
+    /// Another session's current result; nothing was read for this call.
+    Shared(Arc<Loaded>),
+}
+
+/// Counters of a [`WatchdogCache`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WatchdogCacheStats {
+    /// Full loads done (discovery plus reads).
+    pub loads: u64,
+    /// Files read over all loads.
+    pub files_read: u64,
+    /// Answers served from another session's load.
+    pub shared: u64,
+}
+
+type Place = (PathBuf, Option<PathBuf>, Option<PathBuf>);
+type Slot = Arc<Mutex<Option<Arc<Loaded>>>>;
+
+/// The process-wide WATCHDOG.md cache, keyed by place.
+#[derive(Debug, Default)]
+pub struct WatchdogCache {
+    places: Mutex<HashMap<Place, Slot>>,
+    loads: AtomicU64,
+    files_read: AtomicU64,
+    shared: AtomicU64,
+}
+
+impl WatchdogCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The current blocks for `config`; `previous` is what the caller holds from its last
+    /// call. Loads when the place is new or its fingerprint is stale (W8); concurrent
+    /// callers for one place wait for a single load. Blocking.
+    pub fn refresh(
+        &self,
+        config: &WatchdogConfig,
+        previous: Option<&Arc<Loaded>>,
+    ) -> CachedRefresh {
+        let slot = self.slot(config);
+        let mut entry = slot.lock();
+        if let Some(current) = entry.as_ref() {
+            if current.fingerprint.is_current(config) {
+                if previous.is_some_and(|p| Arc::ptr_eq(p, current)) {
+                    return CachedRefresh::Unchanged;
+                }
+                self.shared.fetch_add(1, Ordering::Relaxed);
+                return CachedRefresh::Shared(Arc::clone(current));
+            }
+        }
+        let loaded = Arc::new(load(config));
+        self.loads.fetch_add(1, Ordering::Relaxed);
+        self.files_read
+            .fetch_add(loaded.files_read as u64, Ordering::Relaxed);
+        *entry = Some(Arc::clone(&loaded));
+        CachedRefresh::Loaded(loaded)
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> WatchdogCacheStats {
+        WatchdogCacheStats {
+            loads: self.loads.load(Ordering::Relaxed),
+            files_read: self.files_read.load(Ordering::Relaxed),
+            shared: self.shared.load(Ordering::Relaxed),
+        }
+    }
+
+    fn slot(&self, config: &WatchdogConfig) -> Slot {
+        let key = (
+            config.cwd.clone(),
+            config.agent_dir.clone(),
+            config.home.clone(),
+        );
+        let mut places = self.places.lock();
+        if places.len() >= MAX_PLACES && !places.contains_key(&key) {
+            places.clear();
+        }
+        Arc::clone(places.entry(key).or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn place() -> (tempfile::TempDir, WatchdogConfig) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        fs::create_dir_all(repo.join(".git")).unwrap();
+        fs::write(repo.join("WATCHDOG.md"), "watch the migrations @notes.md").unwrap();
+        fs::write(repo.join("notes.md"), "and the lockfile").unwrap();
+        let config = WatchdogConfig {
+            cwd: repo,
+            agent_dir: Some(dir.path().join("agent")),
+            home: Some(dir.path().to_path_buf()),
+        };
+        (dir, config)
+    }
+
+    #[test]
+    fn a6_two_sessions_in_one_repository_read_its_files_once() {
+        let (_dir, config) = place();
+        let cache = WatchdogCache::new();
+        let CachedRefresh::Loaded(first) = cache.refresh(&config, None) else {
+            panic!("the first session loads");
+        };
+        assert_eq!(first.prompt.blocks.len(), 1);
+        assert!(first.prompt.blocks[0].contains("and the lockfile"));
+        let CachedRefresh::Shared(second) = cache.refresh(&config, None) else {
+            panic!("the second session shares the first one's load");
+        };
+        assert!(Arc::ptr_eq(&first, &second));
+        assert!(matches!(
+            cache.refresh(&config, Some(&first)),
+            CachedRefresh::Unchanged
+        ));
+        let stats = cache.stats();
+        assert_eq!((stats.loads, stats.files_read, stats.shared), (1, 2, 1));
+    }
+
+    #[test]
+    fn w8_an_edited_import_reloads_once_for_every_session() {
+        let (_dir, config) = place();
+        let cache = WatchdogCache::new();
+        let CachedRefresh::Loaded(before) = cache.refresh(&config, None) else {
+            panic!("first load");
+        };
+        // A different length changes the fingerprint even within one mtime tick.
+        fs::write(config.cwd.join("notes.md"), "and the generated client code").unwrap();
+        let CachedRefresh::Loaded(after) = cache.refresh(&config, Some(&before)) else {
+            panic!("the edit is seen");
+        };
+        assert!(after.prompt.blocks[0].contains("generated client code"));
+        // The other session, still holding the old result, gets the new one unread.
+        let CachedRefresh::Shared(other) = cache.refresh(&config, Some(&before)) else {
+            panic!("the other session shares the reload");
+        };
+        assert!(Arc::ptr_eq(&after, &other));
+        assert_eq!(cache.stats().loads, 2);
+    }
+
+    #[test]
+    fn a6_different_places_are_kept_apart() {
+        let (_dir, config) = place();
+        let (_dir2, other) = place();
+        let cache = WatchdogCache::new();
+        assert!(matches!(
+            cache.refresh(&config, None),
+            CachedRefresh::Loaded(_)
+        ));
+        assert!(matches!(
+            cache.refresh(&other, None),
+            CachedRefresh::Loaded(_)
+        ));
+        assert_eq!(cache.stats().loads, 2);
+    }
+}

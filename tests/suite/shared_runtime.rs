@@ -1,0 +1,457 @@
+//! Many sessions, one process (SPEC A6): sessions on a shared runtime stay apart, share
+//! what does not depend on the session, go through one FIFO call limit per provider, and
+//! free everything when disposed.
+
+use crate::support::runtime as support;
+
+use std::fs;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use advisor::domain::host::{HostEvent, RewriteKind};
+use advisor::domain::transcript::{Transcript, TranscriptMessage};
+use advisor::model::limit::{CallLimit, LimitedModel};
+use advisor::model::scripted::{ScriptedModel, ScriptedReply};
+use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
+use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
+use advisor::settings::{DeliveryPolicy, SyncBacklog};
+use advisor::watchdog::WatchdogConfig;
+use advisor::{AdvisorHandle, RuntimeConfig};
+use support::*;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+fn runtime(arbiters: usize, limit: Option<usize>) -> AdvisorRuntime {
+    AdvisorRuntime::new(RuntimeOptions {
+        arbiters,
+        max_concurrent_reviews: limit,
+        ..RuntimeOptions::default()
+    })
+    .expect("runtime starts")
+}
+
+fn config(id: &str, model: Arc<dyn ModelClient>, sync: SyncBacklog) -> RuntimeConfig {
+    let mut cfg = RuntimeConfig::new(id, std::env::temp_dir(), Some(model));
+    cfg.settings.sync_backlog = sync;
+    cfg
+}
+
+fn notes(advice: &advisor::domain::host::StepAdvice) -> Vec<String> {
+    advice
+        .aside
+        .iter()
+        .flat_map(|a| a.notes.iter().map(|n| n.note.clone()))
+        .collect()
+}
+
+/// Waits until every actor holding the session's host events is gone: the channel closes
+/// only when the supervisor, the router and every child holding a router link dropped.
+async fn closed(events: &mut UnboundedReceiver<HostEvent>) {
+    let end = tokio::time::timeout(Duration::from_secs(60), async {
+        while events.recv().await.is_some() {}
+    });
+    end.await.expect("the session's actors are gone");
+}
+
+#[tokio::test]
+async fn a6_two_sessions_on_one_arbiter_do_not_see_each_others_advice_resets_or_settings() {
+    let rt = runtime(1, None);
+    let model_a = ScriptedModel::new([
+        ScriptedReply::advise("a1", "Session A: check the migration.", Some("nit")),
+        ScriptedReply::text(""),
+    ]);
+    let model_b = ScriptedModel::new([
+        ScriptedReply::advise("b1", "Session B: the test is skipped.", Some("nit")),
+        ScriptedReply::text(""),
+    ]);
+    let (a, _ea) = rt.open(config(
+        "a",
+        Arc::new(model_a.clone()),
+        SyncBacklog::Below(1),
+    ));
+    let mut cfg_b = config("b", Arc::new(model_b.clone()), SyncBacklog::Below(1));
+    cfg_b.settings.policy = DeliveryPolicy::Reconfirm;
+    let (b, _eb) = rt.open(cfg_b);
+    assert_eq!(rt.load(), vec![2], "both sessions share the one arbiter");
+
+    let ta = Transcript::from_messages([TranscriptMessage::user("session A first turn")]);
+    let tb = Transcript::from_messages([TranscriptMessage::user("session B first turn")]);
+    a.turn_end(&ta).await.unwrap();
+    b.turn_end(&tb).await.unwrap();
+    assert_eq!(
+        notes(&a.step_boundary().await.unwrap()),
+        ["Session A: check the migration."]
+    );
+    // B runs `reconfirm`: its nit goes out at once, tagged; A's never reaches it.
+    assert_eq!(
+        notes(&b.step_boundary().await.unwrap()),
+        ["Session B: the test is skipped."]
+    );
+    assert_eq!(a.status().await.unwrap().policy, DeliveryPolicy::Interrupt);
+    assert_eq!(b.status().await.unwrap().policy, DeliveryPolicy::Reconfirm);
+
+    // A reset of A replays A's whole transcript; B's next review sees only its delta.
+    a.rewrite(RewriteKind::Compaction).await.unwrap();
+    ta.push(TranscriptMessage::user("session A second turn"));
+    tb.push(TranscriptMessage::user("session B second turn"));
+    a.turn_end(&ta).await.unwrap();
+    b.turn_end(&tb).await.unwrap();
+    let last_a = last_user_text(model_a.requests().last().unwrap());
+    let last_b = last_user_text(model_b.requests().last().unwrap());
+    assert!(last_a.contains("session A first turn") && last_a.contains("second turn"));
+    assert!(last_b.contains("session B second turn") && !last_b.contains("first turn"));
+    for request in model_a.requests() {
+        assert!(!format!("{request:?}").contains("session B"));
+    }
+    a.dispose().await.unwrap();
+    // B keeps working after A is closed.
+    assert_eq!(b.status().await.unwrap().agent.reviews, 2);
+    b.dispose().await.unwrap();
+    assert_eq!(rt.sessions(), 0);
+}
+
+/// Panics on its first call, then answers from the script.
+struct PanicsOnce {
+    fired: AtomicBool,
+    script: ScriptedModel,
+}
+
+impl ModelClient for PanicsOnce {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        let first = !self.fired.swap(true, Ordering::SeqCst);
+        let answer = self.script.complete(request);
+        Box::pin(async move {
+            if first {
+                panic!("the model client blew up");
+            }
+            answer.await
+        })
+    }
+    fn info(&self) -> ModelInfo {
+        self.script.info()
+    }
+}
+
+#[tokio::test]
+async fn f5_a_panic_in_one_session_leaves_the_others_on_its_arbiter_untouched() {
+    // Model calls on the arbiter itself, and on the runtime's call pool.
+    for call_threads in [0, 1] {
+        let rt = AdvisorRuntime::new(RuntimeOptions {
+            arbiters: 1,
+            call_threads,
+            ..RuntimeOptions::default()
+        })
+        .unwrap();
+        panic_in_one_session(&rt).await;
+    }
+}
+
+async fn panic_in_one_session(rt: &AdvisorRuntime) {
+    let broken = Arc::new(PanicsOnce {
+        fired: AtomicBool::new(false),
+        script: ScriptedModel::new([]),
+    });
+    let (a, _ea) = rt.open(config("a", broken, SyncBacklog::Off));
+    let healthy = ScriptedModel::new([
+        ScriptedReply::advise("b1", "Still here.", Some("nit")),
+        ScriptedReply::text(""),
+    ]);
+    let (b, _eb) = rt.open(config(
+        "b",
+        Arc::new(healthy.clone()),
+        SyncBacklog::Below(1),
+    ));
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    a.turn_end(&t).await.unwrap();
+    // A's handle keeps answering after the panic inside its review.
+    assert!(a.status().await.is_ok());
+    b.turn_end(&t).await.unwrap();
+    assert_eq!(notes(&b.step_boundary().await.unwrap()), ["Still here."]);
+    assert_eq!(b.status().await.unwrap().agent.reviews, 1);
+    a.dispose().await.unwrap();
+    b.dispose().await.unwrap();
+}
+
+/// Counts the calls that run at once; each waits for the test to release it.
+#[derive(Clone)]
+struct Counting {
+    gated: GatedModel,
+    now: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl ModelClient for Counting {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        let (now, most) = (self.now.clone(), self.most.clone());
+        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+        most.fetch_max(n, Ordering::SeqCst);
+        let answer = self.gated.complete(request);
+        Box::pin(async move {
+            let out = answer.await;
+            now.fetch_sub(1, Ordering::SeqCst);
+            out
+        })
+    }
+    fn info(&self) -> ModelInfo {
+        self.gated.info()
+    }
+}
+
+#[tokio::test]
+async fn a6_the_call_limit_holds_across_all_sessions_of_the_runtime() {
+    let rt = runtime(2, Some(3));
+    let (gated, mut arrivals, gate) = GatedModel::new(Vec::new(), true);
+    let gate = gate.unwrap();
+    let model = Counting {
+        gated,
+        now: Arc::new(AtomicUsize::new(0)),
+        most: Arc::new(AtomicUsize::new(0)),
+    };
+    let sessions: Vec<_> = (0..20)
+        .map(|i| {
+            rt.open(config(
+                &format!("s{i}"),
+                Arc::new(model.clone()),
+                SyncBacklog::Below(1),
+            ))
+        })
+        .collect();
+    let mut turns = Vec::new();
+    for (handle, _) in &sessions {
+        let handle = handle.clone();
+        turns.push(tokio::spawn(async move {
+            let t = Transcript::from_messages([TranscriptMessage::user("one turn")]);
+            handle.turn_end(&t).await.unwrap();
+        }));
+    }
+    // Three calls reach the model; the others queue for a slot.
+    for _ in 0..3 {
+        next_request(&mut arrivals).await;
+    }
+    let calls = &rt.calls()[0];
+    assert_eq!(
+        (calls.provider.as_str(), calls.limit, calls.in_flight),
+        ("scripted", 3, 3)
+    );
+    // Then one more arrives for every call let through.
+    for _ in 3..20 {
+        gate.add_permits(1);
+        next_request(&mut arrivals).await;
+    }
+    gate.add_permits(3);
+    for turn in turns {
+        turn.await.unwrap();
+    }
+    assert_eq!(
+        model.most.load(Ordering::SeqCst),
+        3,
+        "never more than the limit"
+    );
+    let calls = &rt.calls()[0];
+    assert_eq!((calls.in_flight, calls.waiting, calls.peak), (0, 0, 3));
+    assert_eq!(calls.started, 20);
+    let (handle, _) = &sessions[0];
+    let status = handle.status().await.unwrap();
+    assert_eq!(status.agent.reviews, 1);
+    let shown = status
+        .provider_calls
+        .clone()
+        .expect("C3 shows the provider's calls");
+    assert_eq!((shown.limit, shown.in_flight, shown.waiting), (3, 0, 0));
+    assert!(status
+        .render()
+        .contains("provider scripted: 0 of 3 calls in flight, 0 waiting"));
+    for (handle, _) in &sessions {
+        handle.dispose().await.unwrap();
+    }
+}
+
+/// Answers after `delay` of (virtual) time.
+#[derive(Clone)]
+struct Slow {
+    delay: Duration,
+    script: ScriptedModel,
+}
+
+impl ModelClient for Slow {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        let delay = self.delay;
+        let answer = self.script.complete(request);
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            answer.await
+        })
+    }
+    fn info(&self) -> ModelInfo {
+        self.script.info()
+    }
+}
+
+#[actix::test]
+async fn a6_a_busy_session_does_not_delay_another_sessions_review_beyond_its_turn_in_line() {
+    tokio::time::pause();
+    // One slot for both sessions, one second per call.
+    let limit = Arc::new(CallLimit::new("scripted", 1));
+    let slow = |script: &ScriptedModel| -> Arc<dyn ModelClient> {
+        Arc::new(LimitedModel::new(
+            Arc::new(Slow {
+                delay: Duration::from_secs(1),
+                script: script.clone(),
+            }),
+            limit.clone(),
+        ))
+    };
+    let busy_script = ScriptedModel::new([]);
+    let quiet_script = ScriptedModel::new([]);
+    let (rec_a, _ra) = recorder();
+    let (rec_b, _rb) = recorder();
+    let busy = AdvisorHandle::start(
+        config("busy", slow(&busy_script), SyncBacklog::Off),
+        rec_a.recipient(),
+    );
+    let quiet = AdvisorHandle::start(
+        config("quiet", slow(&quiet_script), SyncBacklog::Below(1)),
+        rec_b.recipient(),
+    );
+    let t = Transcript::from_messages([TranscriptMessage::user("busy turn 0")]);
+    busy.turn_end(&t).await.unwrap();
+    for i in 1..100 {
+        t.push(TranscriptMessage::user(format!("busy turn {i}")));
+        busy.turn_end(&t).await.unwrap();
+    }
+    assert_eq!(busy.status().await.unwrap().agent.backlog, 100);
+    let started = tokio::time::Instant::now();
+    let q = Transcript::from_messages([TranscriptMessage::user("quiet turn")]);
+    quiet.turn_end(&q).await.unwrap();
+    // In line behind at most the busy session's one running call: its other 99 turns wait
+    // as one coalesced review, queued after the quiet one.
+    // (Virtual time; the timer's 1 ms ticks add a little to each second.)
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_millis(2100), "waited {waited:?}");
+    assert_eq!(quiet.status().await.unwrap().agent.reviews, 1);
+    assert_eq!(quiet_script.request_count(), 1);
+    // The busy session is served too, and all of its turns are reviewed.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let status = busy.status().await.unwrap();
+    assert_eq!(status.agent.backlog, 0);
+    assert!(busy_script.request_count() <= 3, "coalesced reviews");
+    assert_eq!(limit.counts().peak, 1);
+}
+
+#[tokio::test]
+async fn a6_open_and_dispose_frees_everything_the_sessions_held() {
+    // 1,000 sessions keep the debug-build test quick; the bench measures 10,000 and RSS.
+    const SESSIONS: usize = 1000;
+    let rt = runtime(2, None);
+    let model: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));
+    let mut sessions = Vec::with_capacity(SESSIONS);
+    for i in 0..SESSIONS {
+        sessions.push(rt.open(config(&format!("s{i}"), model.clone(), SyncBacklog::Off)));
+    }
+    assert_eq!(rt.sessions(), SESSIONS);
+    assert_eq!(rt.load(), vec![SESSIONS / 2; 2], "placed evenly");
+    let t = Transcript::from_messages([TranscriptMessage::user("a turn")]);
+    for (handle, _) in sessions.iter().take(50) {
+        handle.turn_end(&t).await.unwrap();
+    }
+    for (handle, _) in &sessions {
+        handle.dispose().await.unwrap();
+    }
+    assert_eq!(rt.sessions(), 0);
+    for (handle, mut events) in sessions {
+        drop(handle);
+        closed(&mut events).await;
+    }
+    // Nothing of any session still holds the model: every config and agent is gone.
+    assert_eq!(Arc::strong_count(&model), 1);
+}
+
+#[tokio::test]
+async fn a6_sessions_in_one_repository_share_one_watchdog_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::write(repo.join("WATCHDOG.md"), "Never touch the vendored SDK.").unwrap();
+    let rt = runtime(2, None);
+    let mut scripts = Vec::new();
+    let mut handles = Vec::new();
+    for i in 0..3 {
+        let script = ScriptedModel::new([]);
+        let mut cfg = config(
+            &format!("w{i}"),
+            Arc::new(script.clone()),
+            SyncBacklog::Below(1),
+        );
+        cfg.watchdog = Some(WatchdogConfig {
+            cwd: repo.clone(),
+            agent_dir: Some(dir.path().join("agent")),
+            home: Some(dir.path().to_path_buf()),
+        });
+        scripts.push(script);
+        handles.push(rt.open(cfg));
+    }
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    for (handle, _) in &handles {
+        handle.turn_end(&t).await.unwrap();
+    }
+    for script in &scripts {
+        let system = &script.requests()[0].system;
+        assert!(system.contains("Never touch the vendored SDK."), "{system}");
+    }
+    let stats = rt.shared().watchdog_cache().stats();
+    assert_eq!((stats.loads, stats.files_read, stats.shared), (1, 1, 2));
+    for (handle, _) in &handles {
+        handle.dispose().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn x5_sessions_on_the_shared_runtime_redact_with_the_shared_patterns() {
+    let rt = runtime(1, None);
+    let script = ScriptedModel::new([]);
+    let (h, _e) = rt.open(config("x", Arc::new(script.clone()), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([TranscriptMessage::user(
+        "export OPENAI_API_KEY=sk-proj-Xf93kLm2Qp8Zr7Tt4Vb1Nc6Hd0Jw5Ys",
+    )]);
+    h.turn_end(&t).await.unwrap();
+    let sent = last_user_text(&script.requests()[0]);
+    assert!(sent.contains("[redacted:"), "{sent}");
+    assert!(!sent.contains("Xf93kLm2Qp8Zr7Tt4Vb1Nc6Hd0Jw5Ys"));
+    h.dispose().await.unwrap();
+}
+
+#[tokio::test]
+async fn a6_spawn_opens_on_the_default_runtime_and_dispose_closes_the_session() {
+    let script = ScriptedModel::new([ScriptedReply::advise("1", "Via spawn.", Some("nit"))]);
+    let (h, mut events) =
+        AdvisorHandle::spawn(config("sp", Arc::new(script), SyncBacklog::Below(1)))
+            .await
+            .unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(notes(&h.step_boundary().await.unwrap()), ["Via spawn."]);
+    assert!(
+        !h.provider_calls().is_empty(),
+        "it runs behind the call limits"
+    );
+    h.dispose().await.unwrap();
+    assert!(h.status().await.is_err(), "a disposed session is closed");
+    drop(h);
+    closed(&mut events).await;
+}
+
+#[tokio::test]
+async fn a6_dropping_the_last_handle_closes_the_session() {
+    let rt = runtime(1, None);
+    let model: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));
+    let (h, mut events) = rt.open(config("d", model.clone(), SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let clone = h.clone();
+    drop(h);
+    assert_eq!(rt.sessions(), 1, "a clone still holds it");
+    drop(clone);
+    assert_eq!(rt.sessions(), 0);
+    closed(&mut events).await;
+    assert_eq!(Arc::strong_count(&model), 1);
+}
