@@ -156,6 +156,12 @@ async fn run(name: &str, model: Option<Value>, no_review: bool) {
         status["result"]["agent"]["reviews"],
         status["result"]["agent"]["modelCalls"],
     );
+    if let Some(cpu) = child.id().and_then(cpu_seconds) {
+        println!(
+            "  server CPU {cpu:.2} s ({:.0}% of one core over the run)",
+            cpu * 100.0 / elapsed.as_secs_f64()
+        );
+    }
     report(name, "turnEnd", turn_end);
     report(name, "stepBoundary", step);
     drop(pipe.stdin);
@@ -165,6 +171,17 @@ async fn run(name: &str, model: Option<Value>, no_review: bool) {
         "  exit after EOF in {:.0} ms ({code})",
         t.elapsed().as_secs_f64() * 1e3
     );
+}
+
+/// User plus system CPU time of a process so far, from `/proc/PID/stat` (Linux; ticks at
+/// the usual 100 Hz).
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
 
 #[tokio::main]
