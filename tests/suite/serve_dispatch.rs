@@ -430,9 +430,9 @@ async fn v3_a_turn_end_waiting_on_sync_backlog_delays_no_other_call() {
     .await;
     let r = c.reply(&waiting).await;
     assert_eq!(r["result"], json!({}));
-    // Replies came out of order: the held call's reply is the last one seen.
-    let last = c.seen.iter().rev().find(|v| v.get("id").is_some()).unwrap();
-    assert_eq!(last["id"], waiting);
+    // Replies came out of order: calls sent after the held one were answered before it.
+    let position = |id: &Value| c.seen.iter().position(|v| &v["id"] == id).unwrap();
+    assert!(position(&waiting) > position(&json!(waiting.as_u64().unwrap() + 1)));
     // R2: closing a session answers at once and releases its own waiting turnEnd.
     open(&mut c, "c", dir.path(), json!({"syncBacklog": 1})).await;
     let held = c
@@ -616,4 +616,68 @@ async fn v1_shutdown_answers_then_the_server_ends() {
     assert_eq!(c.call("shutdown", json!({})).await, json!({}));
     c.read_to_end().await;
     assert_eq!(server.await.unwrap(), ServeEnd::Shutdown);
+}
+
+#[actix::test]
+async fn k1_w1_g1_agent_dir_param_names_where_the_user_files_are_read() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let agent = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    // Not the hidden temporary directory itself: project files there are ignored (W2).
+    let cwd = root.path().join("project");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(
+        agent.path().join("config.yml"),
+        "advisor:\n  policy: reconfirm\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agent.path().join("WATCHDOG.md"),
+        "Never touch the migrations folder.\n",
+    )
+    .unwrap();
+    std::fs::write(cwd.join("WATCHDOG.md"), "Keep the public API stable.\n").unwrap();
+    let mut params = open_params("s1", &cwd, json!({"syncBacklog": 1}));
+    params["agentDir"] = json!(agent.path());
+    let s = c.call("session/open", params).await;
+    assert_eq!(s["policy"], "reconfirm");
+    // The first review (awaited: syncBacklog 1) builds the prompt with both watchdog
+    // files (W1, W5).
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": [user("go")]}),
+    )
+    .await;
+    let dump = c
+        .call(
+            "session/command",
+            json!({"sessionId": "s1", "line": "/advisor dump raw"}),
+        )
+        .await;
+    let text = dump["text"].as_str().unwrap();
+    assert!(
+        text.contains("Never touch the migrations folder."),
+        "{text}"
+    );
+    assert!(text.contains("Keep the public API stable."), "{text}");
+}
+
+#[actix::test]
+async fn v2_opening_an_open_id_replaces_that_session() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({})).await;
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": [user("one")]}),
+    )
+    .await;
+    let s = open(&mut c, "s1", dir.path(), json!({"policy": "reconfirm"})).await;
+    assert_eq!(s["policy"], "reconfirm");
+    // A fresh session: its first base is null again.
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": null, "leaf": "b", "messages": [user("two")]}),
+    )
+    .await;
 }
