@@ -681,3 +681,30 @@ async fn v2_opening_an_open_id_replaces_that_session() {
     )
     .await;
 }
+
+#[actix::test]
+async fn k2_v2_a_files_model_that_cannot_be_built_is_a_notice_and_a_broken_file_is_32000() {
+    let (mut c, _server) = start_with(None, 1 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".omp")).unwrap();
+    std::fs::write(
+        dir.path().join(".omp/config.yml"),
+        "modelRoles:\n  advisor: openrouter/some-model\n",
+    )
+    .unwrap();
+    let s = open(&mut c, "s1", dir.path(), json!({})).await;
+    assert_eq!(s["model"], Value::Null);
+    let n = c.notification("session/notice").await;
+    let text = n["params"]["text"].as_str().unwrap();
+    assert!(text.contains("OPENROUTER_API_KEY"), "{text}");
+    std::fs::write(dir.path().join(".omp/config.yml"), "advisor: [unclosed\n").unwrap();
+    let e = c
+        .call_err("session/open", open_params("s2", dir.path(), json!({})))
+        .await;
+    assert_eq!(e["code"], -32000);
+    assert!(e["message"].as_str().unwrap().contains("config.yml"), "{e}");
+    let e = c
+        .call_err("session/status", json!({"sessionId": "s2"}))
+        .await;
+    assert_eq!(e["code"], -32602, "a failed open leaves no session");
+}
