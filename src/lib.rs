@@ -51,6 +51,7 @@ pub mod render;
 pub mod replay;
 pub mod review;
 pub mod runtime;
+pub mod serve;
 pub mod session;
 pub mod settings;
 pub mod status;
