@@ -1,6 +1,7 @@
 //! Every integration test, one module per area; they link into one binary (`tests/all.rs`).
 
 mod context_maintenance;
+mod pi_e2e;
 mod providers_anthropic;
 mod providers_common;
 mod providers_openai;
