@@ -49,6 +49,7 @@ pub mod redact;
 pub mod render;
 pub mod replay;
 pub mod review;
+pub mod serve;
 pub mod session;
 pub mod settings;
 pub mod status;

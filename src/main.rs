@@ -29,6 +29,26 @@ fn init_tracing(cli: &cli::Cli) {
         "warn"
     };
     let filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new("warn"));
+    // `advisor serve --log FILE`: its standard output is the protocol, so logs may go to a
+    // file instead of standard error (V1).
+    if let cli::Command::Serve(args) = &cli.command {
+        if let Some(path) = &args.log {
+            match cli::serve::open_log(path) {
+                Ok(file) => {
+                    let _ = tracing_subscriber::fmt()
+                        .with_env_filter(filter)
+                        .with_writer(std::sync::Mutex::new(file))
+                        .with_ansi(false)
+                        .try_init();
+                }
+                Err(err) => {
+                    eprintln!("advisor: {err}");
+                    std::process::exit(1);
+                }
+            }
+            return;
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -2,6 +2,7 @@
 
 pub mod render;
 pub mod replay;
+pub mod serve;
 pub mod tool;
 pub mod watchdog;
 
@@ -31,6 +32,8 @@ pub enum Command {
     Tool(tool::ToolArgs),
     /// Print the watchdog blocks that would go into the system prompt (L4).
     Watchdog(watchdog::WatchdogArgs),
+    /// Serve advisor sessions to another process over JSON-RPC on stdin/stdout (V1–V4).
+    Serve(serve::ServeArgs),
 }
 
 /// A CLI failure: printed as one line on standard error, exit code 1 (L5).
@@ -52,5 +55,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Replay(args) => replay::run(args),
         Command::Tool(args) => tool::run(args),
         Command::Watchdog(args) => watchdog::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }

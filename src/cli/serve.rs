@@ -1,0 +1,77 @@
+//! `advisor serve` (V1–V4): JSON-RPC 2.0 over standard input and output for an agent in
+//! another process (pi, through `integrations/pi/`). The protocol lives in
+//! `advisor::serve`; this file reads the flags and the environment, starts the actix system
+//! every session's actors run in, and exits 0 when the input ends or `shutdown` is called.
+//!
+//! Sessions that name no model get `--model` (with `--base-url` and `--api`), else
+//! `ADVISOR_MODEL`, else `modelRoles.advisor` of their K1 files, else modes.json (M1).
+//! Provider keys come from the environment (`OPENROUTER_API_KEY`, …).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use advisor::providers::{ApiKind, Catalog};
+use advisor::serve::open::ServeDefaults;
+use advisor::serve::{serve, ServeOptions};
+use advisor::settings::SettingsEnv;
+use clap::Args;
+
+use super::CliError;
+
+/// Arguments of `advisor serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Write logs to this file (appended) instead of standard error.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// The advisor model for sessions that name none, `provider/model-id[:thinking]`.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider's base URL for those sessions, e.g. `http://127.0.0.1:8080/v1`.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// The wire dialect for those sessions: openai-completions or anthropic-messages.
+    #[arg(long, value_parser = parse_api)]
+    pub api: Option<ApiKind>,
+}
+
+fn parse_api(s: &str) -> Result<ApiKind, String> {
+    s.parse::<ApiKind>().map_err(|e| e.to_string())
+}
+
+/// Opens (appends to) the `--log` file.
+pub fn open_log(path: &Path) -> Result<File, CliError> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| CliError::new(format!("cannot open the log file {}: {e}", path.display())))
+}
+
+/// Runs `advisor serve` until end of input or `shutdown`, then exits the process with 0.
+pub fn run(args: ServeArgs) -> Result<(), CliError> {
+    let lookup = |name: &str| std::env::var(name).ok();
+    let env = SettingsEnv::from_lookup(&lookup);
+    let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
+    let mut defaults = ServeDefaults::new(Arc::new(catalog));
+    defaults.model = args.model.clone();
+    defaults.base_url = args.base_url.clone();
+    defaults.api = args.api;
+    defaults.env = env;
+    defaults.keys = Arc::new(|name: &str| std::env::var(name).ok());
+    let system = actix::System::new();
+    let end = system.block_on(async move {
+        serve(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            ServeOptions::new(defaults),
+        )
+        .await
+    });
+    tracing::debug!(?end, "serve: done");
+    // The blocking read of standard input may still be parked in the runtime's thread pool
+    // (after `shutdown`); dropping the runtime would wait for it. Everything is written and
+    // flushed by now, so leave at once.
+    std::process::exit(0)
+}

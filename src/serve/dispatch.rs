@@ -1,0 +1,313 @@
+//! The method table of `advisor serve` (V2) and the session table. Each call is one async
+//! function of the params; the I/O loop runs each in its own task (V3).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use tokio::sync::{Notify, RwLock};
+
+use super::open::{parse_messages, prepare, OpenParams, ServeDefaults};
+use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION};
+use super::session::{delivery_json, start_runtime, Outbox, Session, TranscriptLog};
+use crate::domain::host::RewriteKind;
+use crate::handle::HandleError;
+use crate::status::AdvisorStatus;
+
+/// How long disposing every session may take at the end (V1: exit within 2 s).
+pub const DISPOSE_TIMEOUT: Duration = Duration::from_millis(700);
+
+/// A session of the table: still opening, open, or failed to open.
+#[derive(Clone)]
+enum SlotState {
+    Opening,
+    Open(Arc<Session>),
+    Failed,
+}
+
+/// The table entry of one session id. It is in the table from the moment `session/open`
+/// is read, write-locked until the session has started, so calls sent right behind the
+/// open (before its reply) wait for it, in the order they came (the lock is fair), instead
+/// of finding no session.
+type Slot = Arc<RwLock<SlotState>>;
+
+/// The server's state: the defaults, the open sessions, the outbox to the client.
+pub struct Dispatcher {
+    defaults: ServeDefaults,
+    sessions: Mutex<HashMap<String, Slot>>,
+    out: Outbox,
+    shutdown: Notify,
+    shutting_down: Mutex<bool>,
+}
+
+impl Dispatcher {
+    /// A dispatcher writing notifications to `out`.
+    pub fn new(defaults: ServeDefaults, out: Outbox) -> Self {
+        Self {
+            defaults,
+            sessions: Mutex::new(HashMap::new()),
+            out,
+            shutdown: Notify::new(),
+            shutting_down: Mutex::new(false),
+        }
+    }
+
+    /// Runs one call (V2). Unknown methods are -32601; `session/ask` (G8) is not served yet.
+    pub async fn call(&self, method: &str, params: Params) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => Ok(initialize()),
+            "session/open" => self.open(params).await,
+            "session/turnEnd" => self.turn_end(params).await,
+            "session/stepBoundary" => self.step_boundary(params).await,
+            "session/runState" => {
+                let (s, p) = self.session(&params).await?;
+                s.handle
+                    .run_state(p.boolean("running")?)
+                    .await
+                    .map_err(gone)?;
+                Ok(json!({}))
+            }
+            "session/interrupt" => {
+                let (s, p) = self.session(&params).await?;
+                s.handle
+                    .interrupt(p.boolean("byUser")?)
+                    .await
+                    .map_err(gone)?;
+                Ok(json!({}))
+            }
+            "session/userPrompt" => {
+                let (s, _) = self.session(&params).await?;
+                s.handle.user_prompt().await.map_err(gone)?;
+                Ok(json!({}))
+            }
+            "session/rewrite" => self.rewrite(params).await,
+            "session/command" => {
+                let (s, p) = self.session(&params).await?;
+                let line = match p.get("line") {
+                    Some(Value::String(line)) => line.clone(),
+                    _ => p.string("line")?,
+                };
+                let text = s.handle.command(&line).await.map_err(gone)?;
+                Ok(json!({ "text": text }))
+            }
+            "session/status" => {
+                let (s, _) = self.session(&params).await?;
+                let status = s.handle.status().await.map_err(gone)?;
+                Ok(status_json(&status))
+            }
+            "session/close" => self.close(params).await,
+            "shutdown" => {
+                self.dispose_all().await;
+                self.shutdown.notify_one();
+                Ok(json!({}))
+            }
+            other => Err(RpcError::method_not_found(other)),
+        }
+    }
+
+    /// Resolves once `shutdown` was called.
+    pub async fn shutdown_requested(&self) {
+        self.shutdown.notified().await
+    }
+
+    /// How many sessions are open.
+    pub fn session_count(&self) -> usize {
+        self.sessions.lock().len()
+    }
+
+    /// Disposes every session (audits flushed, R2, G7), all at once, bounded by
+    /// [`DISPOSE_TIMEOUT`]. Later opens are refused.
+    pub async fn dispose_all(&self) {
+        *self.shutting_down.lock() = true;
+        let slots: Vec<Slot> = self.sessions.lock().drain().map(|(_, s)| s).collect();
+        let all = futures_util::future::join_all(slots.into_iter().map(|slot| async move {
+            if let Some(session) = settled(&slot).await {
+                let _ = session.handle.dispose().await;
+            }
+        }));
+        if tokio::time::timeout(DISPOSE_TIMEOUT, all).await.is_err() {
+            tracing::warn!("serve: disposing the sessions took too long; exiting anyway");
+        }
+    }
+
+    async fn session(&self, params: &Params) -> Result<(Arc<Session>, Params), RpcError> {
+        let id = params.string("sessionId")?;
+        let not_open = || params.invalid("sessionId", format!("`{id}` is not an open session"));
+        let slot = self
+            .sessions
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(not_open)?;
+        let session = settled(&slot).await.ok_or_else(not_open)?;
+        Ok((session, params.clone()))
+    }
+
+    async fn open(&self, mut params: Params) -> Result<Value, RpcError> {
+        let mut open = OpenParams::parse(&mut params)?;
+        let session_id = open.session_id.clone();
+        // In the table before the first await: calls behind this one wait for it (V3).
+        let slot: Slot = Arc::new(RwLock::new(SlotState::Opening));
+        let mut opening = Arc::clone(&slot)
+            .try_write_owned()
+            .map_err(|_| RpcError::internal("a new session slot was locked"))?;
+        let previous = self
+            .sessions
+            .lock()
+            .insert(session_id.clone(), Arc::clone(&slot));
+        let opened = self.start_session(&mut open).await;
+        *opening = match &opened {
+            Ok(session) => SlotState::Open(Arc::clone(session)),
+            Err(_) => {
+                let mut table = self.sessions.lock();
+                if table
+                    .get(&session_id)
+                    .is_some_and(|s| Arc::ptr_eq(s, &slot))
+                {
+                    table.remove(&session_id);
+                }
+                SlotState::Failed
+            }
+        };
+        drop(opening);
+        // Opening an id that is open replaces that session (a host reloading).
+        if let Some(previous) = previous {
+            if let Some(old) = settled(&previous).await {
+                let _ = old.handle.dispose().await;
+            }
+        }
+        let session = opened?;
+        let status = session.handle.status().await.map_err(gone)?;
+        Ok(status_json(&status))
+    }
+
+    async fn start_session(&self, open: &mut OpenParams) -> Result<Arc<Session>, RpcError> {
+        let session_id = open.session_id.clone();
+        let messages = std::mem::take(&mut open.messages);
+        let leaf = open.leaf.clone();
+        let defaults = self.defaults.clone();
+        let params = open.clone();
+        let prepared = tokio::task::spawn_blocking(move || prepare(params, &defaults))
+            .await
+            .map_err(RpcError::internal)??;
+        if *self.shutting_down.lock() {
+            return Err(RpcError::internal("the server is shutting down"));
+        }
+        for notice in &prepared.notices {
+            let _ = self.out.send(notification_line(
+                "session/notice",
+                json!({ "sessionId": session_id, "text": notice }),
+            ));
+        }
+        let log = TranscriptLog::new(messages, leaf);
+        let mut config = prepared.config;
+        // X4: the cursor starts at the end of what the host already has.
+        config.initial_transcript =
+            (!log.transcript().is_empty()).then(|| log.transcript().clone());
+        let handle = start_runtime(config, &session_id, self.out.clone());
+        Ok(Arc::new(Session { handle, log }))
+    }
+
+    async fn turn_end(&self, params: Params) -> Result<Value, RpcError> {
+        let (s, mut p) = self.session(&params).await?;
+        let base = p.opt_string("base")?;
+        let leaf = p.string("leaf")?;
+        let messages = match p.take("messages") {
+            Some(v) => parse_messages(v, "messages")?,
+            None => return Err(p.invalid("messages", "is missing")),
+        };
+        s.log.append(base.as_deref(), leaf, messages)?;
+        s.handle.turn_end(s.log.transcript()).await.map_err(gone)?;
+        Ok(json!({}))
+    }
+
+    async fn step_boundary(&self, params: Params) -> Result<Value, RpcError> {
+        let (s, _) = self.session(&params).await?;
+        let advice = s.handle.step_boundary().await.map_err(gone)?;
+        let deliveries: Vec<Value> = advice.deliveries().map(delivery_json).collect();
+        Ok(json!({ "deliveries": deliveries }))
+    }
+
+    async fn rewrite(&self, params: Params) -> Result<Value, RpcError> {
+        let (s, mut p) = self.session(&params).await?;
+        let kind_name = p.string("kind")?;
+        let kind = rewrite_kind(&kind_name).ok_or_else(|| {
+            p.invalid(
+                "kind",
+                format!(
+                    "`{kind_name}` is not one of compaction, switch, new, resume, fork, tree, \
+                     rewind, prune"
+                ),
+            )
+        })?;
+        let leaf = p.opt_string("leaf")?;
+        let messages = match p.take("messages") {
+            Some(v) => parse_messages(v, "messages")?,
+            None => return Err(p.invalid("messages", "is missing")),
+        };
+        s.log.replace(leaf, messages);
+        s.handle.rewrite(kind).await.map_err(gone)?;
+        Ok(json!({}))
+    }
+
+    async fn close(&self, params: Params) -> Result<Value, RpcError> {
+        let (session, _) = self.session(&params).await?;
+        let id = params.string("sessionId")?;
+        {
+            let mut table = self.sessions.lock();
+            let same = table.get(&id).is_some_and(|slot| {
+                matches!(slot.try_read().as_deref(), Ok(SlotState::Open(s)) if Arc::ptr_eq(s, &session))
+            });
+            if same {
+                table.remove(&id);
+            }
+        }
+        let _ = session.handle.dispose().await;
+        Ok(json!({}))
+    }
+}
+
+/// `initialize`'s result.
+fn initialize() -> Value {
+    json!({
+        "serverInfo": { "name": "advisor", "version": env!("CARGO_PKG_VERSION") },
+        "protocolVersion": PROTOCOL_VERSION,
+    })
+}
+
+/// The status (C3) as JSON, with its rendering as `text`.
+pub fn status_json(status: &AdvisorStatus) -> Value {
+    let mut v = serde_json::to_value(status).unwrap_or_else(|_| json!({}));
+    if let Value::Object(map) = &mut v {
+        map.insert("text".into(), Value::String(status.render()));
+    }
+    v
+}
+
+/// The rewrite kinds of V2.
+pub fn rewrite_kind(name: &str) -> Option<RewriteKind> {
+    Some(match name {
+        "compaction" => RewriteKind::Compaction,
+        "switch" | "resume" => RewriteKind::SessionSwitch,
+        "new" => RewriteKind::NewSession,
+        "fork" => RewriteKind::Branch,
+        "tree" => RewriteKind::TreeNavigation,
+        "rewind" => RewriteKind::Rewind,
+        "prune" => RewriteKind::Prune,
+        _ => return None,
+    })
+}
+
+/// The session of a slot once it has finished opening; `None` when the open failed.
+async fn settled(slot: &Slot) -> Option<Arc<Session>> {
+    match &*slot.read().await {
+        SlotState::Open(session) => Some(Arc::clone(session)),
+        SlotState::Opening | SlotState::Failed => None,
+    }
+}
+
+fn gone(e: HandleError) -> RpcError {
+    RpcError::internal(e)
+}

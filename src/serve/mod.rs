@@ -1,0 +1,200 @@
+//! `advisor serve` (SPEC §13, V1–V4): the advisor runtime for other processes, as JSON-RPC
+//! 2.0 over a byte stream (standard input and output), one JSON object per LF-terminated
+//! line, many sessions per process.
+//!
+//! - [`lines`]: the bounded LF splitter (64 MiB per line, refused without buffering it);
+//! - [`protocol`]: framing, error codes, typed params;
+//! - [`open`]: a session's settings and model from its params and files;
+//! - [`session`]: one session's transcript, cursor check and notifications;
+//! - [`dispatch`]: the method table.
+//!
+//! [`serve`] is the I/O edge: it reads lines, runs each request in its own task (replies
+//! may come out of order, V3), and writes every reply and notification through one writer
+//! task. It must run inside an actix system: each session's actors start in it.
+
+pub mod dispatch;
+pub mod lines;
+pub mod open;
+pub mod protocol;
+pub mod session;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, Notify};
+
+use dispatch::Dispatcher;
+use lines::{InputLine, LineReader, MAX_LINE_BYTES};
+use open::ServeDefaults;
+use protocol::{parse_line, response_line, Incoming, RpcError};
+
+/// At the end of input, how long calls already read may run on before the sessions are
+/// disposed (a client that writes its requests and closes the pipe gets its answers).
+const GRACE_TIMEOUT: Duration = Duration::from_millis(700);
+/// How long the end may wait for replies still in flight to be written (after disposal
+/// woke their waiters).
+const DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Options of one [`serve`] run.
+pub struct ServeOptions {
+    /// Session defaults (model flags, environment, keys, catalog).
+    pub defaults: ServeDefaults,
+    /// The line cap (V4: [`MAX_LINE_BYTES`]).
+    pub max_line_bytes: usize,
+}
+
+impl ServeOptions {
+    /// Options with the V4 line cap.
+    pub fn new(defaults: ServeDefaults) -> Self {
+        Self {
+            defaults,
+            max_line_bytes: MAX_LINE_BYTES,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServeEnd {
+    /// The input reached its end.
+    EndOfInput,
+    /// A `shutdown` request.
+    Shutdown,
+}
+
+/// Serves requests from `input`, writing replies and notifications to `output`, until the
+/// input ends or `shutdown` is called; then disposes every session (audits flushed) and
+/// returns, within about 2 s (V1). Must be called inside an actix system.
+pub async fn serve<R, W>(input: R, output: W, options: ServeOptions) -> ServeEnd
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + 'static,
+{
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
+    let writer = actix::spawn(write_lines(output, out_rx));
+    let dispatcher = Arc::new(Dispatcher::new(options.defaults, out_tx.clone()));
+    let inflight = Arc::new(Inflight::default());
+    let mut reader = LineReader::new(input, options.max_line_bytes);
+    let end = loop {
+        let line = tokio::select! {
+            line = reader.next() => line,
+            _ = dispatcher.shutdown_requested() => break ServeEnd::Shutdown,
+        };
+        let Some(line) = line else {
+            break ServeEnd::EndOfInput;
+        };
+        let bytes = match line {
+            InputLine::Line(bytes) => bytes,
+            InputLine::TooLong { bytes } => {
+                tracing::warn!("serve: refused a line of {bytes} bytes");
+                let error = RpcError::invalid_request(format!(
+                    "line longer than {} bytes",
+                    options.max_line_bytes
+                ));
+                let _ = out_tx.send(response_line(&serde_json::Value::Null, Err(error)));
+                continue;
+            }
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match parse_line(&bytes) {
+            Incoming::Invalid { id, error } => {
+                tracing::debug!(code = error.code, "serve: bad input line");
+                let _ = out_tx.send(response_line(&id, Err(error)));
+            }
+            Incoming::Request { id, method, params } => {
+                let (dispatcher, out, guard) =
+                    (Arc::clone(&dispatcher), out_tx.clone(), inflight.enter());
+                actix::spawn(async move {
+                    let result = dispatcher.call(&method, params).await;
+                    if let Err(e) = &result {
+                        tracing::debug!(%method, code = e.code, "serve: call failed: {}", e.message);
+                    }
+                    let _ = out.send(response_line(&id, result));
+                    drop(guard);
+                });
+            }
+            Incoming::Notification { method, params } => {
+                let (dispatcher, guard) = (Arc::clone(&dispatcher), inflight.enter());
+                actix::spawn(async move {
+                    if let Err(e) = dispatcher.call(&method, params).await {
+                        tracing::debug!(%method, "serve: notification failed: {}", e.message);
+                    }
+                    drop(guard);
+                });
+            }
+        }
+    };
+    // V1: let the calls already read finish (bounded), dispose every session (audits
+    // flushed; waiters wake and their replies go out), all within 2 s.
+    if end == ServeEnd::EndOfInput {
+        let _ = tokio::time::timeout(GRACE_TIMEOUT, inflight.idle()).await;
+    }
+    dispatcher.dispose_all().await;
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, inflight.idle()).await;
+    drop(dispatcher);
+    drop(out_tx);
+    // Session actors may still hold an outbox clone; don't wait on them past the drain.
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, writer).await;
+    end
+}
+
+/// The one writer: each line plus LF, flushed whenever the queue runs dry.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut rx: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(line) = rx.recv().await {
+        let mut batch = line.into_bytes();
+        batch.push(b'\n');
+        while let Ok(more) = rx.try_recv() {
+            batch.extend_from_slice(more.as_bytes());
+            batch.push(b'\n');
+            if batch.len() > 1 << 20 {
+                break;
+            }
+        }
+        if output.write_all(&batch).await.is_err() || output.flush().await.is_err() {
+            tracing::warn!("serve: the output is closed");
+            return;
+        }
+    }
+    let _ = output.flush().await;
+}
+
+/// Counts calls in flight, so the end can wait for their replies.
+#[derive(Default)]
+struct Inflight {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+struct InflightGuard(Arc<Inflight>);
+
+impl Inflight {
+    fn enter(self: &Arc<Self>) -> InflightGuard {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        InflightGuard(Arc::clone(self))
+    }
+
+    async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}

@@ -1,0 +1,582 @@
+//! `session/open` (V2): from the params and the files a session's cwd leads to, the
+//! runtime configuration — settings (K1 files, then the params' `advisor:` keys, then the
+//! environment), the model (a role string, M1, or a resolved endpoint object), the prompt
+//! override (G1), WATCHDOG.md discovery from the cwd (W1) and the audit file (G7).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::protocol::{kind, Params, RpcError, SESSION_ERROR};
+use crate::domain::transcript::TranscriptMessage;
+use crate::model::{ModelClient, ThinkingLevel};
+use crate::providers::resolve::{advisor_role_from_modes_text, modes_candidates};
+use crate::providers::{
+    advisor_role_from_modes, build_client, client_for, ApiKind, Catalog, ModelSpec, Prices,
+    ProviderConfig, ProviderError,
+};
+use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
+use crate::RuntimeConfig;
+
+/// A key lookup for provider keys (`OPENROUTER_API_KEY`, …), read by the program's edge.
+pub type KeyLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// What the server applies to sessions that name less themselves.
+#[derive(Clone)]
+pub struct ServeDefaults {
+    /// `--model`: the role for sessions whose `session/open` names no model.
+    pub model: Option<String>,
+    /// `--base-url`, for roles that do not come from the params.
+    pub base_url: Option<String>,
+    /// `--api`, likewise.
+    pub api: Option<ApiKind>,
+    /// The environment's settings (K1: `ADVISOR_MODEL`, `ADVISOR_NO_REVIEW`, agent dir…).
+    pub env: SettingsEnv,
+    /// Provider keys.
+    pub keys: KeyLookup,
+    /// The model catalog, read once for every session (A6).
+    pub catalog: Arc<Catalog>,
+    /// A model every session uses instead of resolving one (tests, benchmarks, embedders).
+    pub fixed_model: Option<Arc<dyn ModelClient>>,
+}
+
+impl ServeDefaults {
+    /// Defaults with no flags, an empty environment, no keys and the built-in catalog.
+    pub fn new(catalog: Arc<Catalog>) -> Self {
+        Self {
+            model: None,
+            base_url: None,
+            api: None,
+            env: SettingsEnv::default(),
+            keys: Arc::new(|_| None),
+            catalog,
+            fixed_model: None,
+        }
+    }
+}
+
+/// The model a session names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelParam {
+    /// `provider/id[:thinking]`, resolved through the catalog (M1).
+    Role(String),
+    /// An endpoint the host resolved itself.
+    Endpoint(Endpoint),
+}
+
+/// A resolved endpoint: `{id, baseUrl, api, apiKey?, contextWindow?, maxTokens?, thinking?,
+/// cost?}`, plus `provider?`, `headers?` and `reasoning?` when the host has them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// The model id sent on the wire.
+    pub id: String,
+    /// The provider's name (selects provider-specific request fields; default `custom`).
+    pub provider: String,
+    /// Base URL.
+    pub base_url: String,
+    /// Wire dialect.
+    pub api: ApiKind,
+    /// The key, if any.
+    pub api_key: Option<String>,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+    /// Context window in tokens.
+    pub context_window: Option<u64>,
+    /// Maximum output tokens of the model.
+    pub max_tokens: Option<u64>,
+    /// Reasoning level.
+    pub thinking: Option<ThinkingLevel>,
+    /// Whether the model reasons.
+    pub reasoning: Option<bool>,
+    /// Prices per million tokens (pi's `cost` object: input, output, cacheRead, cacheWrite).
+    pub cost: Option<Prices>,
+}
+
+/// The parsed params of `session/open`.
+#[derive(Debug, Clone)]
+pub struct OpenParams {
+    /// The session id.
+    pub session_id: String,
+    /// Workspace root; where settings and WATCHDOG.md are found.
+    pub cwd: PathBuf,
+    /// The agent directory, over the environment's.
+    pub agent_dir: Option<PathBuf>,
+    /// The host's session file: the audit file goes beside it (G7).
+    pub session_file: Option<PathBuf>,
+    /// The model, if named.
+    pub model: Option<ModelParam>,
+    /// The `advisor:` keys, as a settings layer.
+    pub settings: SettingsLayer,
+    /// Unknown keys in `settings` (shown as notices).
+    pub settings_warnings: Vec<String>,
+    /// The transcript so far (seeded, X4).
+    pub messages: Vec<TranscriptMessage>,
+    /// The id of the newest entry of `messages`, when the host names it.
+    pub leaf: Option<String>,
+}
+
+/// Where the settings of the params are said to come from, in messages.
+const PARAMS_SOURCE: &str = "session/open settings";
+
+impl OpenParams {
+    /// Reads the params (nothing on disk yet); failures are -32602 naming the field.
+    pub fn parse(params: &mut Params) -> Result<Self, RpcError> {
+        let session_id = params.string("sessionId")?;
+        let cwd = PathBuf::from(params.string("cwd")?);
+        let agent_dir = params.opt_string("agentDir")?.map(PathBuf::from);
+        let session_file = params.opt_string("sessionFile")?.map(PathBuf::from);
+        let leaf = params.opt_string("leaf")?;
+        let model = match params.take("model") {
+            None => None,
+            Some(Value::String(role)) if role.trim().is_empty() => None,
+            Some(Value::String(role)) => Some(ModelParam::Role(role)),
+            Some(Value::Object(obj)) => Some(ModelParam::Endpoint(parse_endpoint(&obj)?)),
+            Some(other) => {
+                return Err(RpcError::invalid_params(
+                    "model",
+                    format!(
+                        "must be a role string or an endpoint object, not {}",
+                        kind(&other)
+                    ),
+                ))
+            }
+        };
+        let (settings, settings_warnings) = match params.take("settings") {
+            None => (SettingsLayer::default(), Vec::new()),
+            Some(Value::Object(obj)) => settings_layer(obj)?,
+            Some(other) => {
+                return Err(RpcError::invalid_params(
+                    "settings",
+                    format!("must be an object, not {}", kind(&other)),
+                ))
+            }
+        };
+        let messages = match params.take("messages") {
+            None => Vec::new(),
+            Some(value) => parse_messages(value, "messages")?,
+        };
+        Ok(Self {
+            session_id,
+            cwd,
+            agent_dir,
+            session_file,
+            model,
+            settings,
+            settings_warnings,
+            messages,
+            leaf,
+        })
+    }
+}
+
+/// Transcript messages (SPEC §2 shapes); an entry that is not an object is -32602 naming it.
+pub fn parse_messages(value: Value, field: &str) -> Result<Vec<TranscriptMessage>, RpcError> {
+    let Value::Array(items) = value else {
+        return Err(RpcError::invalid_params(
+            field,
+            format!("must be an array of messages, not {}", kind(&value)),
+        ));
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            serde_json::from_value(item)
+                .map_err(|e| RpcError::invalid_params(&format!("{field}[{i}]"), e))
+        })
+        .collect()
+}
+
+/// The params' `advisor:` keys through the settings-file parser (JSON is YAML), so the
+/// keys, values and errors are exactly K1's.
+fn settings_layer(obj: Map<String, Value>) -> Result<(SettingsLayer, Vec<String>), RpcError> {
+    let text = json!({ "advisor": Value::Object(obj) }).to_string();
+    let (layer, warnings) = SettingsLayer::parse(Path::new(PARAMS_SOURCE), &text)
+        .map_err(|e| RpcError::invalid_params("settings", format!("is not valid: {e}")))?;
+    Ok((layer, warnings.iter().map(ToString::to_string).collect()))
+}
+
+fn parse_endpoint(obj: &Map<String, Value>) -> Result<Endpoint, RpcError> {
+    let p = Params::nested(obj.clone(), "model");
+    let id = p.string("id")?;
+    let base_url = p.string("baseUrl")?;
+    let api_name = p.string("api")?;
+    let api = api_name.parse::<ApiKind>().map_err(|_| {
+        p.invalid(
+            "api",
+            format!("`{api_name}` is not supported (openai-completions, anthropic-messages)"),
+        )
+    })?;
+    let api_key = p.opt_string("apiKey")?.filter(|k| !k.trim().is_empty());
+    let provider = p
+        .opt_string("provider")?
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "custom".to_string());
+    let count = |name: &str| -> Result<Option<u64>, RpcError> {
+        match p.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .filter(|n| *n > 0)
+                .map(Some)
+                .ok_or_else(|| p.invalid(name, "must be a positive integer")),
+        }
+    };
+    let context_window = count("contextWindow")?;
+    let max_tokens = count("maxTokens")?;
+    let thinking = match p.opt_string("thinking")? {
+        None => None,
+        Some(level) => Some(ThinkingLevel::parse(level.trim()).ok_or_else(|| {
+            p.invalid(
+                "thinking",
+                "must be one of off, minimal, low, medium, high, xhigh",
+            )
+        })?),
+    };
+    let reasoning = match p.get("reasoning") {
+        None => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err(p.invalid("reasoning", "must be a boolean")),
+    };
+    let cost = match p.get("cost") {
+        None => None,
+        Some(v) => Some(
+            serde_json::from_value::<Prices>(v.clone())
+                .map_err(|e| p.invalid("cost", format!("is not a price object: {e}")))?,
+        ),
+    };
+    let headers = match p.get("headers") {
+        None => Vec::new(),
+        Some(Value::Object(h)) => h
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(p.invalid(&format!("headers.{k}"), "must be a string")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(p.invalid("headers", "must be an object of strings")),
+    };
+    Ok(Endpoint {
+        id,
+        provider,
+        base_url,
+        api,
+        api_key,
+        headers,
+        context_window,
+        max_tokens,
+        thinking,
+        reasoning,
+        cost,
+    })
+}
+
+/// The provider configuration of an endpoint: the catalog's facts for `provider/id` when it
+/// knows the model, overridden by what the endpoint says; output capped by
+/// `advisor.maxOutputTokens`.
+pub fn endpoint_config(ep: &Endpoint, catalog: &Catalog, max_output_tokens: u32) -> ProviderConfig {
+    let mut config = ProviderConfig::new(ep.api, &ep.provider, &ep.base_url, &ep.id);
+    let facts = catalog.resolve(&format!("{}/{}", ep.provider, ep.id), false);
+    config.info = facts.info;
+    config.prices = facts.prices;
+    if let Some(window) = ep.context_window {
+        config.info.context_window = window;
+    }
+    if let Some(max) = ep.max_tokens {
+        config.info.max_output = max;
+    }
+    if let Some(reasoning) = ep.reasoning {
+        config.info.reasoning = reasoning;
+    }
+    if let Some(cost) = ep.cost {
+        config.prices = cost;
+    }
+    if let Some(thinking) = ep.thinking {
+        config.thinking = thinking;
+    }
+    config.api_key = ep.api_key.clone();
+    config.headers = ep.headers.clone();
+    config.max_output_tokens = max_output_tokens.max(1);
+    config
+}
+
+/// A session's settings: the files, then the params' keys, then the environment. The
+/// session is enabled unless the params, or the files when the params do not say, set
+/// `enabled: false` in so many words (V2: the host owns on/off).
+pub fn session_settings(
+    loaded: &LoadedSettings,
+    params: &SettingsLayer,
+    env: &SettingsEnv,
+) -> AdvisorSettings {
+    let mut settings = loaded.settings.clone();
+    params.apply_to(&mut settings);
+    settings.enabled = match params.enabled {
+        Some(on) => on,
+        None => loaded.disabled_by.is_none(),
+    };
+    settings.with_env(env)
+}
+
+/// The audit file beside a session file (G7): `<dir>/<stem>__advisor.jsonl`.
+pub fn audit_path(session_file: &Path) -> PathBuf {
+    let stem = session_file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".to_string());
+    session_file.with_file_name(format!("{stem}__advisor.jsonl"))
+}
+
+/// A session ready to start, and the lines to tell its client.
+pub struct PreparedSession {
+    /// The runtime configuration.
+    pub config: RuntimeConfig,
+    /// Warnings for `session/notice` (unknown keys, a model that could not be built).
+    pub notices: Vec<String>,
+}
+
+/// Reads the session's files and builds its configuration. Blocking (files): run it off the
+/// actor thread. A bad settings file is -32000; a model named in the params that cannot be
+/// built is -32602 naming `model`; one from the files or defaults that cannot be built leaves
+/// the session without a model, with a notice (K2).
+pub fn prepare(open: OpenParams, defaults: &ServeDefaults) -> Result<PreparedSession, RpcError> {
+    if !open.cwd.is_dir() {
+        return Err(RpcError::invalid_params(
+            "cwd",
+            format!("`{}` is not a directory", open.cwd.display()),
+        ));
+    }
+    let cwd = std::fs::canonicalize(&open.cwd).unwrap_or_else(|_| open.cwd.clone());
+    let mut env = defaults.env.clone();
+    if let Some(dir) = &open.agent_dir {
+        env.agent_dir = Some(dir.display().to_string());
+    }
+    let watchdog = env.watchdog_config(&cwd);
+    let agent_dir = watchdog.agent_dir.clone();
+    let loaded = load_settings(agent_dir.as_deref(), &cwd)
+        .map_err(|e| RpcError::new(SESSION_ERROR, format!("settings: {e}")))?;
+    let mut notices: Vec<String> = loaded
+        .warnings
+        .iter()
+        .map(|w| format!("advisor: {w}"))
+        .chain(
+            open.settings_warnings
+                .iter()
+                .map(|w| format!("advisor: {w}")),
+        )
+        .collect();
+    let settings = session_settings(&loaded, &open.settings, &env);
+    let model = match (&defaults.fixed_model, &open.model) {
+        (Some(fixed), _) => Some(Arc::clone(fixed)),
+        (None, Some(ModelParam::Endpoint(ep))) => Some(
+            client_for(endpoint_config(
+                ep,
+                &defaults.catalog,
+                settings.max_output_tokens,
+            ))
+            .map_err(|e| RpcError::invalid_params("model", e))?,
+        ),
+        (None, Some(ModelParam::Role(role))) => {
+            let spec = ModelSpec {
+                role: Some(role.clone()),
+                max_output_tokens: Some(settings.max_output_tokens),
+                ..ModelSpec::default()
+            };
+            Some(
+                build_client(&spec, &defaults.catalog, &*defaults.keys)
+                    .map_err(|e| RpcError::invalid_params("model", e))?,
+            )
+        }
+        (None, None) => {
+            let role = default_role(defaults, &env, &loaded, &cwd, agent_dir.as_deref());
+            let spec = ModelSpec {
+                role: role.clone().unwrap_or(None),
+                base_url: defaults.base_url.clone(),
+                api: defaults.api,
+                max_output_tokens: Some(settings.max_output_tokens),
+                ..ModelSpec::default()
+            };
+            match role.and_then(|_| build_client(&spec, &defaults.catalog, &*defaults.keys)) {
+                Ok(client) => Some(client),
+                Err(ProviderError::NoModel) => None,
+                Err(e) => {
+                    notices.push(format!("advisor: no advisor model: {e}"));
+                    None
+                }
+            }
+        }
+    };
+    let promotion_model = match (&settings.context_promotion, &model) {
+        (Some(role), Some(_)) if defaults.fixed_model.is_none() => {
+            let spec = ModelSpec {
+                role: Some(role.clone()),
+                base_url: defaults.base_url.clone(),
+                api: defaults.api,
+                max_output_tokens: Some(settings.max_output_tokens),
+                ..ModelSpec::default()
+            };
+            match build_client(&spec, &defaults.catalog, &*defaults.keys) {
+                Ok(client) => Some(client),
+                Err(e) => {
+                    notices.push(format!("advisor: context promotion to {role} is off: {e}"));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let mut config = RuntimeConfig::new(open.session_id, cwd, model);
+    config.promotion_model = promotion_model;
+    config.settings = settings;
+    config.system_prompt_override = loaded.system_prompt_override;
+    config.watchdog = Some(watchdog);
+    config.audit_path = open.session_file.as_deref().map(audit_path);
+    config.initial_transcript = None;
+    Ok(PreparedSession { config, notices })
+}
+
+/// The role for a session that names no model (M1): `--model`, else `ADVISOR_MODEL`, else
+/// `modelRoles.advisor` from the files, else `modes.advisor` from modes.json.
+fn default_role(
+    defaults: &ServeDefaults,
+    env: &SettingsEnv,
+    loaded: &LoadedSettings,
+    cwd: &Path,
+    agent_dir: Option<&Path>,
+) -> Result<Option<String>, ProviderError> {
+    if let Some(role) = defaults
+        .model
+        .clone()
+        .or_else(|| env.model.clone())
+        .or_else(|| loaded.advisor_role.clone())
+    {
+        return Ok(Some(role));
+    }
+    if let Some(dir) = agent_dir {
+        return advisor_role_from_modes(cwd, dir);
+    }
+    let [project, _] = modes_candidates(cwd, cwd);
+    match std::fs::read_to_string(&project) {
+        Ok(text) => advisor_role_from_modes_text(&project.display().to_string(), &text),
+        Err(_) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::{DeliveryPolicy, SyncBacklog};
+
+    fn params(v: Value) -> Params {
+        Params::new(v.as_object().cloned().unwrap())
+    }
+
+    #[test]
+    fn v2_open_params_read_a_role_or_an_endpoint_and_name_bad_fields() {
+        let mut p = params(json!({"sessionId": "s", "cwd": "/tmp", "model": "openrouter/x:high"}));
+        let open = OpenParams::parse(&mut p).unwrap();
+        assert_eq!(
+            open.model,
+            Some(ModelParam::Role("openrouter/x:high".into()))
+        );
+        let mut p = params(json!({"sessionId": "s", "cwd": "/tmp", "model": {
+            "id": "m", "baseUrl": "http://h/v1", "api": "openai-completions", "apiKey": "k",
+            "contextWindow": 1000, "maxTokens": 50, "thinking": "low",
+            "cost": {"input": 1.0, "output": 2.0, "cacheRead": 0.5, "cacheWrite": 0}}}));
+        let Some(ModelParam::Endpoint(ep)) = OpenParams::parse(&mut p).unwrap().model else {
+            panic!("an endpoint")
+        };
+        let cfg = endpoint_config(&ep, &Catalog::empty(), 4096);
+        assert_eq!(cfg.base_url, "http://h/v1");
+        assert_eq!(cfg.model_id, "m");
+        assert_eq!(cfg.api_key.as_deref(), Some("k"));
+        assert_eq!(cfg.info.context_window, 1000);
+        assert_eq!(cfg.info.max_output, 50);
+        assert_eq!(cfg.thinking, ThinkingLevel::Low);
+        assert_eq!(cfg.prices.cache_read, 0.5);
+        for (bad, field) in [
+            (json!({"cwd": "/"}), "sessionId"),
+            (json!({"sessionId": "s"}), "cwd"),
+            (json!({"sessionId": "s", "cwd": 3}), "cwd"),
+            (json!({"sessionId": "s", "cwd": "/", "model": 5}), "model"),
+            (
+                json!({"sessionId": "s", "cwd": "/", "model": {"id": "m", "api": "openai-completions"}}),
+                "model.baseUrl",
+            ),
+            (
+                json!({"sessionId": "s", "cwd": "/", "model": {"id": "m", "baseUrl": "u", "api": "google"}}),
+                "model.api",
+            ),
+            (
+                json!({"sessionId": "s", "cwd": "/", "model": {"id": "m", "baseUrl": "u", "api": "openai-completions", "contextWindow": "big"}}),
+                "model.contextWindow",
+            ),
+            (
+                json!({"sessionId": "s", "cwd": "/", "settings": {"policy": "loud"}}),
+                "settings",
+            ),
+            (
+                json!({"sessionId": "s", "cwd": "/", "settings": []}),
+                "settings",
+            ),
+            (
+                json!({"sessionId": "s", "cwd": "/", "messages": [{"role": "user", "content": "a"}, 7]}),
+                "messages[1]",
+            ),
+        ] {
+            let e = OpenParams::parse(&mut params(bad.clone())).unwrap_err();
+            assert_eq!(e.data, Some(json!({"field": field})), "{bad} → {e:?}");
+        }
+    }
+
+    #[test]
+    fn v2_k1_params_settings_layer_over_the_files_and_enabled_is_the_hosts() {
+        let mut p = params(json!({"sessionId": "s", "cwd": "/", "settings": {
+            "syncBacklog": "off", "policy": "reconfirm", "immuneTurns": 1, "polcy": "x"}}));
+        let open = OpenParams::parse(&mut p).unwrap();
+        assert_eq!(open.settings_warnings.len(), 1);
+        assert!(
+            open.settings_warnings[0].contains("advisor.polcy"),
+            "{:?}",
+            open.settings_warnings
+        );
+        let files = LoadedSettings {
+            settings: AdvisorSettings {
+                sync_backlog: SyncBacklog::Below(3),
+                immune_turns: 7,
+                enabled: false,
+                ..AdvisorSettings::default()
+            },
+            ..LoadedSettings::default()
+        };
+        let env = SettingsEnv::default();
+        let s = session_settings(&files, &open.settings, &env);
+        assert_eq!(s.sync_backlog, SyncBacklog::Off);
+        assert_eq!(s.policy, DeliveryPolicy::Reconfirm);
+        assert_eq!(s.immune_turns, 1);
+        assert!(s.enabled, "no file said enabled: false in so many words");
+        let disabled = LoadedSettings {
+            disabled_by: Some(PathBuf::from("/x/.omp/config.yml")),
+            ..files.clone()
+        };
+        assert!(!session_settings(&disabled, &open.settings, &env).enabled);
+        let on = SettingsLayer {
+            enabled: Some(true),
+            ..SettingsLayer::default()
+        };
+        assert!(session_settings(&disabled, &on, &env).enabled);
+        let off = SettingsLayer {
+            enabled: Some(false),
+            ..SettingsLayer::default()
+        };
+        assert!(!session_settings(&files, &off, &env).enabled);
+    }
+
+    #[test]
+    fn g7_audit_file_sits_beside_the_session_file() {
+        assert_eq!(
+            audit_path(Path::new("/s/2026-01-01_abc.jsonl")),
+            PathBuf::from("/s/2026-01-01_abc__advisor.jsonl")
+        );
+    }
+}
