@@ -238,6 +238,7 @@ async function resolveModel(role: string, ctx: ExtensionContext): Promise<Json> 
 	if (!model) return role;
 	const endpoint: { [key: string]: Json } = {
 		id: model.id,
+		provider: model.provider,
 		baseUrl: model.baseUrl,
 		api: model.api,
 	};
@@ -246,14 +247,15 @@ async function resolveModel(role: string, ctx: ExtensionContext): Promise<Json> 
 		if (auth.ok) {
 			if (auth.apiKey) endpoint.apiKey = auth.apiKey;
 			if (auth.baseUrl) endpoint.baseUrl = auth.baseUrl;
+			if (auth.headers && Object.keys(auth.headers).length > 0) endpoint.headers = auth.headers as Json;
 		}
 	} catch {
 		// No stored key: a local server needs none.
 	}
 	if (typeof model.contextWindow === "number") endpoint.contextWindow = model.contextWindow;
 	if (typeof model.maxTokens === "number") endpoint.maxTokens = model.maxTokens;
+	if (typeof model.reasoning === "boolean") endpoint.reasoning = model.reasoning;
 	if (thinking) endpoint.thinking = thinking;
-	else if (!model.reasoning) endpoint.thinking = "off";
 	if (model.cost) endpoint.cost = model.cost as unknown as Json;
 	return endpoint;
 }

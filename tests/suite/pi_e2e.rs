@@ -762,11 +762,11 @@ fn v5_d3_advice_reaches_the_next_request_is_saved_and_a_concern_steers_while_run
         &primary_srv,
         &advisor_srv,
         ENABLED_SYNC,
-        "CUE-NIT: the parser ignores empty lines\n",
+        "the parser ignores empty lines\n",
     );
     let mut pi = setup.start(tools, true, &[]);
     let mark = pi.len();
-    pi.prompt_settled("Read the notes. [read:notes.txt] [say:cue-concern]");
+    pi.prompt_settled("Read the notes. CUE-NIT [read:notes.txt] [say:cue-concern]");
 
     let requests = primary_requests(&primary_srv);
     assert_eq!(
@@ -815,9 +815,13 @@ fn v5_d3_advice_reaches_the_next_request_is_saved_and_a_concern_steers_while_run
         Some("Bearer advisor-secret")
     );
     assert_eq!(review.body["model"], "advisor-model");
-    // The delta carried the tool result, not pi's saved system prompt.
+    // The delta carried the turn, not pi's saved system prompt.
     let first_review = request_text(&reviews(&advisor_srv)[0]);
-    assert!(first_review.contains("the parser ignores empty lines"));
+    assert!(first_review.contains("read(notes.txt)"), "{first_review}");
+    assert!(
+        !first_review.contains("running inside pi"),
+        "{first_review}"
+    );
 
     let status = pi.advisor_command("status");
     assert!(
@@ -869,11 +873,11 @@ fn v5_d6_after_a_user_abort_a_concern_is_a_card_and_nothing_resumes() {
         &primary_srv,
         &advisor_srv,
         ENABLED_ASYNC,
-        "CUE-LATE-CONCERN: the cache is never invalidated\n",
+        "the cache is never invalidated\n",
     );
     let mut pi = setup.start(tools, true, &[]);
     let mark = pi.len();
-    pi.call(json!({"type": "prompt", "message": "Read, then think long. [read:notes.txt] [slow]"}));
+    pi.call(json!({"type": "prompt", "message": "Read, then think long. CUE-LATE-CONCERN [read:notes.txt] [slow]"}));
     // The second model call stalls; the user aborts it.
     eventually("the stalled second call", || {
         primary_srv.bodies().len() >= 2
@@ -916,16 +920,17 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     let rt = runtime();
     let primary_srv = ModelServer::start(&rt, Arc::new(primary));
     let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
-    let setup = Setup::new(
-        &primary_srv,
-        &advisor_srv,
-        ENABLED_SYNC,
-        "OLD-NOTES-MARKER\n",
+    // Enough text that pi finds something to summarise (it estimates tokens from characters).
+    let notes = format!(
+        "OLD-NOTES-MARKER\n{}",
+        "a line of filler text\n".repeat(200)
     );
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, &notes);
     let mut pi = setup.start(tools, true, &[]);
     pi.prompt_settled("First run. [read:notes.txt] [say:FIRST-RUN-MARKER]");
+    pi.prompt_settled("Between. [read:notes.txt] [say:BETWEEN-MARKER]");
     let before = reviews(&advisor_srv).len();
-    assert!(before >= 2, "both turns were reviewed");
+    assert_eq!(before, 4, "every turn was reviewed");
 
     pi.call(json!({"type": "compact"}));
     pi.prompt_settled("Second run. [say:SECOND-RUN-MARKER]");
@@ -954,8 +959,9 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     for old in [
         "SUMMARY-MARKER",
         "FIRST-RUN-MARKER",
+        "BETWEEN-MARKER",
         "SECOND-RUN-MARKER",
-        "OLD-NOTES-MARKER",
+        "read(notes.txt)",
     ] {
         assert!(
             !text.contains(old),
