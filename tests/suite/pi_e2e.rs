@@ -376,6 +376,8 @@ fn advisor(body: &Value) -> Reply {
 #[derive(Default)]
 struct Stream {
     events: Vec<Value>,
+    /// When each event was read (for the overhead measurement).
+    times: Vec<Instant>,
     closed: bool,
 }
 
@@ -503,7 +505,9 @@ impl Setup {
                 while let Some(i) = pending.iter().position(|&b| b == b'\n') {
                     let line: Vec<u8> = pending.drain(..=i).collect();
                     if let Ok(v) = serde_json::from_slice::<Value>(&line) {
-                        lock.lock().events.push(v);
+                        let mut s = lock.lock();
+                        s.events.push(v);
+                        s.times.push(Instant::now());
                     }
                 }
                 cv.notify_all();
@@ -743,6 +747,7 @@ fn agent_starts(events: &[Value]) -> usize {
 }
 
 const ENABLED_SYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: 1\n";
+const UNNAMED_ASYNC: &str = "advisor:\n  enabled: true\n  syncBacklog: off\n";
 const ENABLED_ASYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n";
 
 // ---------------------------------------------------------------------------------------------
@@ -839,8 +844,13 @@ fn v5_d3_a_blocker_while_idle_wakes_pi() {
     let rt = runtime();
     let primary_srv = ModelServer::start(&rt, Arc::new(primary));
     let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
-    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_ASYNC, "plain notes\n");
-    let mut pi = setup.start(tools, true, &[]);
+    // The advisor model named by ADVISOR_MODEL alone (V5), resolved through pi's registry.
+    let setup = Setup::new(&primary_srv, &advisor_srv, UNNAMED_ASYNC, "plain notes\n");
+    let mut pi = setup.start(
+        tools,
+        true,
+        &[("ADVISOR_MODEL", "advisorprov/advisor-model")],
+    );
     let mark = pi.len();
     pi.prompt_settled("Answer right away. [say:cue-late-blocker]");
     assert_eq!(primary_requests(&primary_srv).len(), 1);
@@ -872,9 +882,13 @@ fn v5_d6_after_a_user_abort_a_concern_is_a_card_and_nothing_resumes() {
     let setup = Setup::new(
         &primary_srv,
         &advisor_srv,
-        ENABLED_ASYNC,
+        UNNAMED_ASYNC,
         "the cache is never invalidated\n",
     );
+    // The advisor model named only by pi's modes.json (M1, V5).
+    let modes =
+        json!({"modes": {"advisor": {"provider": "advisorprov", "modelId": "advisor-model"}}});
+    std::fs::write(setup.agent.join("modes.json"), modes.to_string()).expect("modes.json");
     let mut pi = setup.start(tools, true, &[]);
     let mark = pi.len();
     pi.call(json!({"type": "prompt", "message": "Read, then think long. CUE-LATE-CONCERN [read:notes.txt] [slow]"}));
@@ -1062,4 +1076,92 @@ fn v5_on_off_persist_across_restarts_and_pi_exiting_ends_the_child() {
     assert!(serve_children(pi.pid()).is_empty());
     assert_eq!(advisor_srv.bodies().len(), reviewed);
     pi.quit();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement (not a timed test: run it on purpose and read the figures)
+//
+//   cargo test --test all suite::pi_e2e::measure_turn_end_overhead -- --ignored --nocapture
+
+/// The `p`-th percentile (0–100) of sorted `xs`, nearest rank.
+fn percentile(xs: &[f64], p: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * xs.len() as f64).ceil() as usize;
+    xs[rank.clamp(1, xs.len()) - 1]
+}
+
+/// For each turn of the last run: ms from the turn's last message (`message_end`) to its
+/// `turn_end` event, as read off the RPC stream — the extension's `turn_end` handler runs in
+/// between (pi emits the RPC event after the handlers).
+fn turn_end_gaps(pi: &Pi, from: usize) -> Vec<f64> {
+    let s = pi.stream.0.lock();
+    let mut gaps = Vec::new();
+    let mut last_end = None;
+    for i in from..s.events.len() {
+        match s.events[i]["type"].as_str() {
+            Some("message_end") => last_end = Some(s.times[i]),
+            Some("turn_end") => {
+                if let Some(t) = last_end.take() {
+                    gaps.push(s.times[i].duration_since(t).as_secs_f64() * 1000.0);
+                }
+            }
+            _ => {}
+        }
+    }
+    gaps
+}
+
+#[test]
+#[ignore = "a measurement: run with --ignored --nocapture"]
+fn measure_turn_end_overhead() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_ASYNC, "short notes\n");
+    let reads = vec!["notes.txt"; 50].join(",");
+    let prompt = format!("Read it fifty times. [read:{reads}] [say:done]");
+    let timings = setup.agent.join("turn-end-ms.txt");
+    let mut report = String::new();
+    for (label, extension) in [("without the extension", false), ("with the advisor", true)] {
+        let env = [("ADVISOR_PI_TIMINGS", timings.to_str().unwrap_or_default())];
+        let mut pi = setup.start(tools, extension, &env);
+        // One warm-up run, then the measured one.
+        pi.prompt_settled("Warm up. [read:notes.txt] [say:warm]");
+        let _ = std::fs::remove_file(&timings);
+        let mark = pi.len();
+        pi.prompt_settled(&prompt);
+        let mut gaps = turn_end_gaps(&pi, mark);
+        gaps.sort_by(f64::total_cmp);
+        report.push_str(&format!(
+            "{label}: {} turns; message_end→turn_end on the RPC stream p50 {:.2} ms, p99 {:.2} ms\n",
+            gaps.len(),
+            percentile(&gaps, 50.0),
+            percentile(&gaps, 99.0)
+        ));
+        if extension {
+            let mut inside: Vec<f64> = std::fs::read_to_string(&timings)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect();
+            inside.sort_by(f64::total_cmp);
+            report.push_str(&format!(
+                "  turn_end handler (performance.now() inside the extension): {} calls, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms\n",
+                inside.len(),
+                percentile(&inside, 50.0),
+                percentile(&inside, 99.0),
+                inside.last().copied().unwrap_or(f64::NAN)
+            ));
+            report.push_str(&format!(
+                "  advisor reviews made: {}\n",
+                reviews(&advisor_srv).len()
+            ));
+        }
+        pi.quit();
+    }
+    eprintln!("{report}");
+    let _ = std::fs::write(cache_dir().join("turn-end-overhead.txt"), &report);
 }
