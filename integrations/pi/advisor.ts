@@ -765,7 +765,8 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 	pi.on("before_agent_start", async (event, ctx) => {
 		b.ctx = ctx;
 		if (!b.sessionId) return;
-		if ((event as any).messageType !== "custom") await quiet(call("session/userPrompt", {}, ctx.signal));
+		// A wake starts a run with messageType "custom": that is not the user's prompt (D6).
+		if (event.messageType === "user") await quiet(call("session/userPrompt", {}, ctx.signal));
 		await setRunning(true, ctx.signal);
 		// The run's first step boundary: advice queued while idle (nits) goes with the prompt.
 		const cards = await takeDeliveries(ctx.signal);

@@ -331,8 +331,9 @@ fn primary(body: &Value) -> Reply {
 }
 
 /// The advisor: reviews the newest session update it is sent. `CUE-NIT` / `CUE-CONCERN` /
-/// `CUE-BLOCKER` there call `advise` at once; `CUE-LATE-CONCERN` / `CUE-LATE-BLOCKER` do so
-/// after 1.5 s (so pi has gone idle or been aborted meanwhile). Anything else, and the call
+/// `CUE-BLOCKER` there call `advise` at once; `CUE-LATE-NIT` / `CUE-LATE-CONCERN` /
+/// `CUE-LATE-BLOCKER` do so after 1.5 s (so pi has gone idle or been aborted meanwhile);
+/// `CUE-STALL` answers only after a minute. Anything else, and the call
 /// after an `advise` result, is answered with an empty text (silence).
 fn advisor(body: &Value) -> Reply {
     let msgs = messages(body);
@@ -348,6 +349,8 @@ fn advisor(body: &Value) -> Reply {
     }
     let text = message_text(last);
     let cues = [
+        ("CUE-STALL", "blocker", 60_000),
+        ("CUE-LATE-NIT", "nit", 1500),
         ("CUE-LATE-CONCERN", "concern", 1500),
         ("CUE-LATE-BLOCKER", "blocker", 1500),
         ("CUE-NIT", "nit", 0),
@@ -923,6 +926,68 @@ fn v5_d6_after_a_user_abort_a_concern_is_a_card_and_nothing_resumes() {
     assert_eq!(requests.len(), 3);
     assert!(request_text(&requests[2]).contains(concern));
     pi.quit();
+}
+
+/// A5: a nit raised while pi is idle wakes nothing and rides the next prompt's first request
+/// (handed over from `before_agent_start`).
+#[test]
+fn v5_a5_a_nit_raised_while_idle_goes_with_the_next_prompt() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_ASYNC, "notes\n");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.prompt_settled("Quick answer. [say:cue-late-nit]");
+    // The advisor's call after `advise` returned means the nit was recorded.
+    eventually("the nit recorded", || advisor_srv.bodies().len() >= 2);
+    assert_eq!(
+        agent_starts(&pi.events_since(mark)),
+        1,
+        "a nit wakes nothing"
+    );
+    assert_eq!(primary_requests(&primary_srv).len(), 1);
+    pi.prompt_settled("Next. [say:next]");
+    let requests = primary_requests(&primary_srv);
+    assert_eq!(requests.len(), 2);
+    let text = request_text(&requests[1]);
+    assert!(
+        text.contains("nit note raised on CUE-LATE-NIT"),
+        "the next prompt's first request carries the nit: {text}"
+    );
+    let file = pi.state()["sessionFile"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let saved = advisor_entries(&file);
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    pi.quit();
+}
+
+/// PI-BRIDGE pitfall 1 / S1: a `turn_end` waiting on syncBacklog is cut short by the user's
+/// abort (the wait is raced against pi's signal), so `abort` answers long before the advisor.
+#[test]
+fn v5_s1_abort_cuts_the_sync_backlog_wait_short() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "notes\n");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "Read. CUE-STALL [read:notes.txt] [say:x]"}));
+    // The review of turn 1 stalls for a minute: turn_end is waiting on it.
+    eventually("the stalled review", || advisor_srv.bodies().len() == 1);
+    // `call` gives up after 30 s: an abort stuck behind the minute-long review fails here.
+    pi.call(json!({"type": "abort"}));
+    let (_, settled) = pi.wait_from(mark, "agent_settled", |v| v["type"] == "agent_settled");
+    assert_eq!(settled["aborted"], true);
+    assert_eq!(
+        primary_requests(&primary_srv).len(),
+        1,
+        "no model call after the abort"
+    );
 }
 
 /// (d) compaction and `new_session` reset the advisor (R1): after `compact` the next review is
