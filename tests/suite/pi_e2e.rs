@@ -551,7 +551,18 @@ impl Pi {
 
     /// Waits for the first event at or after index `from` matching `pred`.
     fn wait_from(&self, from: usize, what: &str, pred: impl Fn(&Value) -> bool) -> (usize, Value) {
-        let deadline = Instant::now() + WAIT;
+        self.wait_within(from, what, WAIT, pred)
+    }
+
+    /// Like `wait_from`, giving up after `limit`.
+    fn wait_within(
+        &self,
+        from: usize,
+        what: &str,
+        limit: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> (usize, Value) {
+        let deadline = Instant::now() + limit;
         let (lock, cv) = &*self.stream;
         let mut s = lock.lock();
         loop {
@@ -979,9 +990,16 @@ fn v5_s1_abort_cuts_the_sync_backlog_wait_short() {
     pi.call(json!({"type": "prompt", "message": "Read. CUE-STALL [read:notes.txt] [say:x]"}));
     // The review of turn 1 stalls for a minute: turn_end is waiting on it.
     eventually("the stalled review", || advisor_srv.bodies().len() == 1);
-    // `call` gives up after 30 s: an abort stuck behind the minute-long review fails here.
-    pi.call(json!({"type": "abort"}));
-    let (_, settled) = pi.wait_from(mark, "agent_settled", |v| v["type"] == "agent_settled");
+    // Without the race, abort would wait for the handler, held by the server's 30 s limit.
+    let quick = Duration::from_secs(10);
+    let before_abort = pi.len();
+    pi.send(&json!({"type": "abort", "id": "abort-1"}));
+    pi.wait_within(before_abort, "the reply to abort", quick, |v| {
+        v["type"] == "response" && v["id"] == "abort-1"
+    });
+    let (_, settled) = pi.wait_within(mark, "agent_settled", quick, |v| {
+        v["type"] == "agent_settled"
+    });
     assert_eq!(settled["aborted"], true);
     assert_eq!(
         primary_requests(&primary_srv).len(),
