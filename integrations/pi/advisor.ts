@@ -372,9 +372,11 @@ class AdvisorChild {
 	start(): void {
 		let proc: ChildProcessWithoutNullStreams;
 		try {
-			proc = spawn(this.bin, ["serve"], { stdio: ["pipe", "pipe", "pipe"] });
+			const log = process.env.ADVISOR_SERVE_LOG;
+			const args = log ? ["serve", "--log", log] : ["serve"];
+			proc = spawn(this.bin, args, { stdio: ["pipe", "pipe", "pipe"] });
 		} catch (e) {
-			this.die(`could not start ${this.bin}: ${(e as Error).message}`);
+			this.die(`could not start ${this.bin} (${(e as Error).message})`);
 			return;
 		}
 		this.proc = proc;
@@ -385,11 +387,11 @@ class AdvisorChild {
 			this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
 		});
 		proc.stdin.on("error", () => {});
-		proc.on("error", (e) => this.die(`could not run ${this.bin}: ${e.message}`));
+		proc.on("error", (e) => this.die(`could not start ${this.bin} (${e.message})`));
 		proc.on("exit", (code, signal) => {
-			const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
+			const how = signal ? `killed by ${signal}` : `exit code ${code}`;
 			const tail = this.stderrTail.trim().split("\n").at(-1);
-			this.die(tail ? `${how} (${tail})` : how);
+			this.die(`the advisor process stopped (${how}${tail ? `: ${tail}` : ""})`);
 		});
 		// pi's own lifetime decides; the child follows it through stdin's end of file.
 		proc.unref();
@@ -541,7 +543,7 @@ function childFor(): AdvisorChild | undefined {
 		b.sessionId = undefined;
 		if (!b.deathShown) {
 			b.deathShown = true;
-			notify(`advisor: the advisor process stopped (${reason}); pi goes on without an advisor`, "warning");
+			notify(`advisor: ${reason}; pi goes on without an advisor`, "warning");
 		}
 	};
 	child.start();
@@ -612,7 +614,8 @@ async function openSession(ctx: ExtensionContext, forceEnabled: boolean): Promis
 		b.cursor = leaf;
 		return statusText(status);
 	} catch (e) {
-		notify(`advisor: could not open a session: ${(e as Error).message}`, "warning");
+		// A dead child has said so already (once).
+		if (child.dead === undefined) notify(`advisor: could not open a session: ${(e as Error).message}`, "warning");
 		return undefined;
 	}
 }
