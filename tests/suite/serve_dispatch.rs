@@ -1,0 +1,605 @@
+//! `advisor serve` in process (V1–V4, X4, R1, D3, D6, C1–C3, G7, K1, K2): the server runs on
+//! duplex pipes inside the test's actix system with a scripted model, and the tests read
+//! what a client sees — replies, notifications and status text.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use advisor::model::scripted::{ScriptedModel, ScriptedReply};
+use advisor::model::ModelClient;
+use advisor::providers::Catalog;
+use advisor::serve::open::ServeDefaults;
+use advisor::serve::{serve, ServeEnd, ServeOptions};
+use serde_json::{json, Value};
+use tokio::io::DuplexStream;
+use tokio::task::JoinHandle;
+
+use super::serve_client::{assistant, open_params, user, RpcClient};
+use crate::support::runtime::{last_user_text, next_request, GatedModel};
+
+type Client = RpcClient<DuplexStream, DuplexStream>;
+
+/// Starts a server on duplex pipes; every session uses `model` when given.
+fn start_with(
+    model: Option<Arc<dyn ModelClient>>,
+    max_line_bytes: usize,
+) -> (Client, JoinHandle<ServeEnd>) {
+    let (client_w, server_r) = tokio::io::duplex(1 << 16);
+    let (server_w, client_r) = tokio::io::duplex(1 << 16);
+    let mut defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
+    defaults.fixed_model = model;
+    let options = ServeOptions {
+        defaults,
+        max_line_bytes,
+    };
+    let server = actix::spawn(serve(server_r, server_w, options));
+    (RpcClient::new(client_w, client_r), server)
+}
+
+fn start(model: ScriptedModel) -> (Client, JoinHandle<ServeEnd>) {
+    start_with(Some(Arc::new(model)), advisor::serve::lines::MAX_LINE_BYTES)
+}
+
+async fn open(client: &mut Client, session: &str, cwd: &Path, settings: Value) -> Value {
+    client
+        .call("session/open", open_params(session, cwd, settings))
+        .await
+}
+
+#[actix::test]
+async fn v2_initialize_reports_the_server_and_protocol_version() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let r = c
+        .call(
+            "initialize",
+            json!({"clientInfo": {"name": "test", "version": "1"}}),
+        )
+        .await;
+    assert_eq!(r["serverInfo"]["name"], "advisor");
+    assert_eq!(r["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(r["protocolVersion"], 1);
+}
+
+#[actix::test]
+async fn v2_d3_turn_end_then_step_boundary_hands_over_the_reviewed_nit() {
+    let model = ScriptedModel::new([ScriptedReply::advise(
+        "1",
+        "Run the parser tests first.",
+        Some("nit"),
+    )]);
+    let (mut c, _server) = start(model.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let status = open(&mut c, "s1", dir.path(), json!({"syncBacklog": 1})).await;
+    assert_eq!(status["enabled"], true);
+    assert!(
+        status["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("advisor: enabled\n"),
+        "{status}"
+    );
+    c.call(
+        "session/runState",
+        json!({"sessionId": "s1", "running": true}),
+    )
+    .await;
+    let r = c
+        .call(
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": null, "leaf": "e2",
+                "messages": [user("Fix the null check in the parser"), assistant("Done, I edited parse().")]}),
+        )
+        .await;
+    assert_eq!(r, json!({}));
+    let prompt = last_user_text(&model.requests()[0]);
+    assert!(
+        prompt.contains("Fix the null check in the parser"),
+        "{prompt}"
+    );
+    let r = c
+        .call("session/stepBoundary", json!({"sessionId": "s1"}))
+        .await;
+    let deliveries = r["deliveries"].as_array().unwrap();
+    assert_eq!(deliveries.len(), 1, "{r}");
+    assert_eq!(deliveries[0]["channel"], "aside");
+    assert_eq!(
+        deliveries[0]["notes"],
+        json!([{"severity": "nit", "note": "Run the parser tests first."}])
+    );
+    assert!(deliveries[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("<advisory severity=\"nit\""));
+    let r = c
+        .call("session/stepBoundary", json!({"sessionId": "s1"}))
+        .await;
+    assert_eq!(r, json!({"deliveries": []}), "taken once");
+}
+
+#[actix::test]
+async fn v2_d3_d6_steer_ready_wake_and_card_notifications_carry_the_session_and_card() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({})).await;
+    let sid = json!({"sessionId": "s1"});
+    // Running: a concern becomes a steering card, announced by steerReady (D3).
+    c.call(
+        "session/runState",
+        json!({"sessionId": "s1", "running": true}),
+    )
+    .await;
+    let said = c
+        .call(
+            "session/command",
+            json!({"sessionId": "s1", "line": "/advisor test concern Check the callers"}),
+        )
+        .await;
+    assert_eq!(said["text"], "advisor test: Recorded.");
+    let n = c.notification("session/steerReady").await;
+    assert_eq!(n["params"], sid);
+    let r = c.call("session/stepBoundary", sid.clone()).await;
+    assert_eq!(r["deliveries"][0]["channel"], "steer");
+    assert_eq!(r["deliveries"][0]["notes"][0]["note"], "Check the callers");
+    // Idle: a blocker wakes the primary (D3).
+    c.call(
+        "session/runState",
+        json!({"sessionId": "s1", "running": false}),
+    )
+    .await;
+    c.call(
+        "session/command",
+        json!({"sessionId": "s1", "line": "test blocker Stop deleting files"}),
+    )
+    .await;
+    let n = c.notification("session/wake").await;
+    assert_eq!(n["params"]["sessionId"], "s1");
+    assert_eq!(n["params"]["card"]["channel"], "wake");
+    assert_eq!(
+        n["params"]["card"]["notes"],
+        json!([{"severity": "blocker", "note": "Stop deleting files"}])
+    );
+    assert!(n["params"]["card"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Stop deleting files"));
+    // (A fresh session: C2's test notes share one review's budget, see the report.)
+    open(&mut c, "s2", dir.path(), json!({})).await;
+    // After the user's interrupt, a blocker is a card: visible, no turn (D6).
+    c.call(
+        "session/interrupt",
+        json!({"sessionId": "s2", "byUser": true}),
+    )
+    .await;
+    c.call(
+        "session/command",
+        json!({"sessionId": "s2", "line": "test blocker Mind the lock order"}),
+    )
+    .await;
+    let n = c.notification("session/card").await;
+    assert_eq!(n["params"]["card"]["channel"], "card");
+    assert_eq!(
+        n["params"]["card"]["notes"][0]["note"],
+        "Mind the lock order"
+    );
+    // A user prompt clears the latch: the next blocker wakes again.
+    c.call("session/userPrompt", json!({"sessionId": "s2"}))
+        .await;
+    c.call(
+        "session/command",
+        json!({"sessionId": "s2", "line": "test blocker Another thing"}),
+    )
+    .await;
+    let n = c.notification("session/wake").await;
+    assert_eq!(n["params"]["card"]["notes"][0]["note"], "Another thing");
+}
+
+#[actix::test]
+async fn v2_k1_unknown_settings_key_is_a_notice_and_a_bad_value_names_the_field() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({"polcy": "reconfirm"})).await;
+    let n = c.notification("session/notice").await;
+    assert_eq!(n["params"]["sessionId"], "s1");
+    let text = n["params"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("advisor.polcy") && text.contains("advisor.policy"),
+        "{text}"
+    );
+    let e = c
+        .call_err(
+            "session/open",
+            open_params("s2", dir.path(), json!({"policy": "loud"})),
+        )
+        .await;
+    assert_eq!(e["code"], -32602);
+    assert_eq!(e["data"]["field"], "settings");
+    assert!(e["message"].as_str().unwrap().contains("interrupt"), "{e}");
+}
+
+#[actix::test]
+async fn v2_k1_enabled_unless_params_or_files_say_false_in_so_many_words() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".omp")).unwrap();
+    // A file with an advisor block but no `enabled` key: on (the host owns on/off).
+    std::fs::write(
+        dir.path().join(".omp/config.yml"),
+        "advisor:\n  policy: reconfirm\n",
+    )
+    .unwrap();
+    let s = open(&mut c, "a", dir.path(), json!({})).await;
+    assert_eq!(
+        (s["enabled"].clone(), s["policy"].clone()),
+        (json!(true), json!("reconfirm"))
+    );
+    std::fs::write(
+        dir.path().join(".omp/config.yml"),
+        "advisor:\n  enabled: false\n",
+    )
+    .unwrap();
+    let s = open(&mut c, "b", dir.path(), json!({})).await;
+    assert_eq!(s["enabled"], false);
+    assert!(
+        s["text"].as_str().unwrap().starts_with("advisor: disabled"),
+        "{s}"
+    );
+    let s = open(&mut c, "c", dir.path(), json!({"enabled": true})).await;
+    assert_eq!(s["enabled"], true, "the params win over the file");
+    let other = tempfile::tempdir().unwrap();
+    let s = open(&mut c, "d", other.path(), json!({"enabled": false})).await;
+    assert_eq!(s["enabled"], false);
+}
+
+#[actix::test]
+async fn k2_a_session_with_no_resolvable_model_opens_and_says_so() {
+    let (mut c, _server) = start_with(None, 1 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(&mut c, "s1", dir.path(), json!({})).await;
+    assert_eq!(s["model"], Value::Null);
+    assert!(
+        s["text"]
+            .as_str()
+            .unwrap()
+            .contains("enabled, but no advisor model is assigned"),
+        "{s}"
+    );
+    let r = c
+        .call(
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": [user("hi")]}),
+        )
+        .await;
+    assert_eq!(r, json!({}));
+}
+
+#[actix::test]
+async fn v2_r1_base_mismatch_is_32010_with_expected_and_rewrite_recovers() {
+    let model = ScriptedModel::new([]);
+    let (mut c, _server) = start(model.clone());
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({"syncBacklog": 1})).await;
+    let turn = |base: Value, leaf: &str, text: &str| json!({"sessionId": "s1", "base": base, "leaf": leaf, "messages": [user(text)]});
+    c.call("session/turnEnd", turn(Value::Null, "a", "first turn"))
+        .await;
+    let e = c
+        .call_err("session/turnEnd", turn(json!("zz"), "b", "lost turn"))
+        .await;
+    assert_eq!(e["code"], -32010);
+    assert_eq!(e["data"], json!({"expected": "a"}));
+    let e = c
+        .call_err("session/turnEnd", turn(Value::Null, "b", "lost turn"))
+        .await;
+    assert_eq!(e["data"], json!({"expected": "a"}));
+    let r = c
+        .call(
+            "session/rewrite",
+            json!({"sessionId": "s1", "kind": "compaction", "leaf": "c",
+                "messages": [{"role": "compactionSummary", "summary": "They fixed the parser."}, user("kept message")]}),
+        )
+        .await;
+    assert_eq!(r, json!({}));
+    c.call(
+        "session/turnEnd",
+        turn(json!("c"), "d", "after the compaction"),
+    )
+    .await;
+    let prompt = last_user_text(model.requests().last().unwrap());
+    // R1: the next review sees the whole current branch, not the lost turn.
+    assert!(
+        prompt.contains("[compaction] They fixed the parser."),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("kept message") && prompt.contains("after the compaction"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("lost turn"), "{prompt}");
+    let e = c
+        .call_err(
+            "session/rewrite",
+            json!({"sessionId": "s1", "kind": "teleport", "leaf": "x", "messages": []}),
+        )
+        .await;
+    assert_eq!(
+        (e["code"].clone(), e["data"]["field"].clone()),
+        (json!(-32602), json!("kind"))
+    );
+}
+
+#[actix::test]
+async fn x4_open_with_messages_is_seeded_so_the_old_conversation_is_not_replayed() {
+    let model = ScriptedModel::new([]);
+    let (mut c, _server) = start(model.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let mut params = open_params("s1", dir.path(), json!({"syncBacklog": 1}));
+    params["messages"] = json!([user("an old request"), assistant("an old answer")]);
+    params["leaf"] = json!("L");
+    c.call("session/open", params).await;
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": "L", "leaf": "M", "messages": [user("a new request")]}),
+    )
+    .await;
+    let prompt = last_user_text(&model.requests()[0]);
+    assert!(prompt.contains("a new request"), "{prompt}");
+    assert!(!prompt.contains("an old request"), "{prompt}");
+}
+
+#[actix::test]
+async fn c1_c3_v2_command_status_and_close() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({})).await;
+    let r = c
+        .call(
+            "session/command",
+            json!({"sessionId": "s1", "line": "/advisor status"}),
+        )
+        .await;
+    let text = r["text"].as_str().unwrap();
+    assert!(
+        text.contains("advisor: enabled") && text.contains("backlog: 0"),
+        "{text}"
+    );
+    let r = c
+        .call(
+            "session/command",
+            json!({"sessionId": "s1", "line": "/advisor frobnicate"}),
+        )
+        .await;
+    assert!(r["text"].as_str().unwrap().contains("usage"), "{r}");
+    let r = c
+        .call(
+            "session/command",
+            json!({"sessionId": "s1", "line": "/advisor off"}),
+        )
+        .await;
+    assert!(!r["text"].as_str().unwrap().is_empty());
+    let s = c.call("session/status", json!({"sessionId": "s1"})).await;
+    assert_eq!(s["enabled"], false);
+    assert!(
+        s["text"].as_str().unwrap().starts_with("advisor: disabled"),
+        "{s}"
+    );
+    assert_eq!(
+        c.call("session/close", json!({"sessionId": "s1"})).await,
+        json!({})
+    );
+    let e = c
+        .call_err("session/status", json!({"sessionId": "s1"}))
+        .await;
+    assert_eq!(e["code"], -32602);
+    assert_eq!(e["data"]["field"], "sessionId");
+}
+
+#[actix::test]
+async fn v3_a_turn_end_waiting_on_sync_backlog_delays_no_other_call() {
+    let (model, mut arrivals, gate) = GatedModel::new(Vec::new(), true);
+    let gate = gate.unwrap();
+    let (mut c, _server) = start_with(Some(Arc::new(model)), 1 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "a", dir.path(), json!({"syncBacklog": 1})).await;
+    open(&mut c, "b", dir.path(), json!({"syncBacklog": "off"})).await;
+    let waiting = c
+        .request(
+            "session/turnEnd",
+            json!({"sessionId": "a", "base": null, "leaf": "1", "messages": [user("slow review")]}),
+        )
+        .await;
+    next_request(&mut arrivals).await;
+    // The review of session a is held; everything else still answers.
+    c.call("session/stepBoundary", json!({"sessionId": "a"}))
+        .await;
+    let s = c.call("session/status", json!({"sessionId": "a"})).await;
+    assert_eq!(s["agent"]["backlog"], 1);
+    c.call("session/status", json!({"sessionId": "b"})).await;
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "b", "base": null, "leaf": "1", "messages": [user("other session")]}),
+    )
+    .await;
+    assert!(
+        c.reply_now(&waiting).is_none(),
+        "still waiting on the backlog"
+    );
+    // S1: an interrupt of its own session releases the wait, the review still held.
+    c.call(
+        "session/interrupt",
+        json!({"sessionId": "a", "byUser": false}),
+    )
+    .await;
+    let r = c.reply(&waiting).await;
+    assert_eq!(r["result"], json!({}));
+    gate.add_permits(8);
+    // Replies came out of order: the held call's reply is the last one seen.
+    let last = c.seen.iter().rev().find(|v| v.get("id").is_some()).unwrap();
+    assert_eq!(last["id"], waiting);
+}
+
+#[actix::test]
+async fn v3_calls_pipelined_behind_an_open_wait_for_it_in_order() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    let opened = c
+        .request("session/open", open_params("s1", dir.path(), json!({})))
+        .await;
+    let first = c
+        .request(
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": [user("1")]}),
+        )
+        .await;
+    let second = c
+        .request(
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": "a", "leaf": "b", "messages": [user("2")]}),
+        )
+        .await;
+    assert_eq!(c.reply(&opened).await["result"]["enabled"], true);
+    assert_eq!(c.reply(&first).await["result"], json!({}));
+    assert_eq!(c.reply(&second).await["result"], json!({}));
+}
+
+#[actix::test]
+async fn v4_every_error_code_and_the_server_reads_on() {
+    let (mut c, _server) = start_with(Some(Arc::new(ScriptedModel::new([]))), 1024);
+    let dir = tempfile::tempdir().unwrap();
+    // Not JSON: -32700 with a null id, then the next line on the same pipe is served.
+    c.send_raw(b"this is not json\n").await;
+    let e = c.null_id_reply().await;
+    assert_eq!(e["error"]["code"], -32700);
+    c.call("initialize", json!({})).await;
+    // Wrong shapes: -32600.
+    for line in [
+        "[1, 2]",
+        r#""text""#,
+        r#"{"jsonrpc":"2.0","id":true,"method":"initialize"}"#,
+        r#"{"id":1,"method":"initialize"}"#,
+    ] {
+        c.send_raw(format!("{line}\n").as_bytes()).await;
+        let id = serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|v| v.get("id").filter(|i| i.is_number()).cloned())
+            .unwrap_or(Value::Null);
+        let e = c.reply(&id).await;
+        assert_eq!(e["error"]["code"], -32600, "{line} → {e}");
+    }
+    // A line over the cap: -32600, not buffered, and the next line is read.
+    let mut long = vec![b'x'; 5000];
+    long.push(b'\n');
+    c.send_raw(&long).await;
+    let e = c.null_id_reply().await;
+    assert_eq!(e["error"]["code"], -32600);
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 1024"),
+        "{e}"
+    );
+    c.call("initialize", json!({})).await;
+    // Unknown methods, consult included for now: -32601.
+    assert_eq!(
+        c.call_err("session/frobnicate", json!({})).await["code"],
+        -32601
+    );
+    assert_eq!(
+        c.call_err(
+            "session/ask",
+            json!({"sessionId": "s1", "question": "why?"})
+        )
+        .await["code"],
+        -32601
+    );
+    // Missing, mistyped, unknown session: -32602 naming the field.
+    open(&mut c, "s1", dir.path(), json!({})).await;
+    for (method, params, field) in [
+        ("session/open", json!({"cwd": "/"}), "sessionId"),
+        (
+            "session/open",
+            json!({"sessionId": "x", "cwd": dir.path().join("missing")}),
+            "cwd",
+        ),
+        (
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": null, "messages": []}),
+            "leaf",
+        ),
+        (
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": 5, "leaf": "a", "messages": []}),
+            "base",
+        ),
+        (
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": {}}),
+            "messages",
+        ),
+        (
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": ["x"]}),
+            "messages[0]",
+        ),
+        (
+            "session/runState",
+            json!({"sessionId": "s1", "running": "yes"}),
+            "running",
+        ),
+        ("session/interrupt", json!({"sessionId": "s1"}), "byUser"),
+        ("session/command", json!({"sessionId": "s1"}), "line"),
+        ("session/status", json!({"sessionId": "nope"}), "sessionId"),
+        ("session/stepBoundary", json!({"sessionId": 7}), "sessionId"),
+        ("session/stepBoundary", json!({}), "sessionId"),
+    ] {
+        let e = c.call_err(method, params.clone()).await;
+        assert_eq!(e["code"], -32602, "{method} {params} → {e}");
+        assert_eq!(e["data"]["field"], field, "{method} {params} → {e}");
+        assert!(e["message"].as_str().unwrap().contains(field), "{e}");
+    }
+    // A notification is run but never answered.
+    c.notify(
+        "session/runState",
+        json!({"sessionId": "s1", "running": true}),
+    )
+    .await;
+    c.call("session/status", json!({"sessionId": "s1"})).await;
+    assert!(c
+        .seen
+        .iter()
+        .all(|v| v.get("id").is_some() || v.get("method").is_some()));
+}
+
+#[actix::test]
+async fn v1_g7_end_of_input_disposes_every_session_with_its_audit_flushed() {
+    let model = ScriptedModel::new([ScriptedReply::advise(
+        "1",
+        "Check the error path.",
+        Some("concern"),
+    )]);
+    let (mut c, server) = start(model);
+    let dir = tempfile::tempdir().unwrap();
+    let session_file = dir.path().join("2026_abc.jsonl");
+    let mut params = open_params("s1", dir.path(), json!({"syncBacklog": 1}));
+    params["sessionFile"] = json!(session_file);
+    c.call("session/open", params).await;
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": [user("refactor it")]}),
+    )
+    .await;
+    c.close_input();
+    c.read_to_end().await;
+    assert_eq!(server.await.unwrap(), ServeEnd::EndOfInput);
+    let audit = std::fs::read_to_string(dir.path().join("2026_abc__advisor.jsonl")).unwrap();
+    assert!(audit.contains("Check the error path."), "{audit}");
+}
+
+#[actix::test]
+async fn v1_shutdown_answers_then_the_server_ends() {
+    let (mut c, server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({})).await;
+    assert_eq!(c.call("shutdown", json!({})).await, json!({}));
+    c.read_to_end().await;
+    assert_eq!(server.await.unwrap(), ServeEnd::Shutdown);
+}
