@@ -842,11 +842,24 @@ fn v5_d3_advice_reaches_the_next_request_is_saved_and_a_concern_steers_while_run
         "{first_review}"
     );
 
+    // X2: the advisor never reviews its own advice (the custom messages are left out).
+    for review in reviews(&advisor_srv) {
+        let update = messages(&review)
+            .last()
+            .map(message_text)
+            .unwrap_or_default();
+        assert!(!update.contains("<advisory"), "{update}");
+    }
+
     let status = pi.advisor_command("status");
     assert!(
         status.contains("advisor-model"),
         "/advisor status names the model: {status}"
     );
+    let dump = pi.advisor_command("dump");
+    assert!(dump.contains("Session update"), "/advisor dump: {dump}");
+    let usage = pi.advisor_command("frobnicate");
+    assert!(usage.starts_with("usage: /advisor"), "{usage}");
     pi.quit();
 }
 
@@ -1008,9 +1021,9 @@ fn v5_s1_abort_cuts_the_sync_backlog_wait_short() {
     );
 }
 
-/// (d) compaction and `new_session` reset the advisor (R1): after `compact` the next review is
-/// a fresh context holding the bounded replay (the summary and the new turn); after
-/// `new_session` it holds nothing of the old session.
+/// (d) compaction, `new_session` and `fork` reset the advisor (R1): after `compact` the next
+/// review is a fresh context holding the bounded replay (the summary and the new turn); after
+/// `new_session` it holds nothing of the old session; after a fork, the branch kept.
 #[test]
 fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     let Some(tools) = tools() else { return };
@@ -1065,6 +1078,34 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
             "nothing old after new_session ({old}): {text}"
         );
     }
+
+    // A fork from the fourth prompt: the advisor starts over on the branch before it.
+    pi.prompt_settled("Fourth run. [say:FOURTH-RUN-MARKER]");
+    let forks = pi.call(json!({"type": "get_fork_messages"}));
+    let entry = forks["data"]["messages"]
+        .as_array()
+        .and_then(|m| {
+            m.iter()
+                .find(|x| x["text"].as_str().is_some_and(|t| t.contains("Fourth run")))
+        })
+        .map(|x| x["entryId"].clone())
+        .expect("the fourth prompt can be forked from");
+    pi.call(json!({"type": "fork", "entryId": entry}));
+    pi.prompt_settled("Fifth run. [say:FIFTH-RUN-MARKER]");
+    let after_fork = reviews(&advisor_srv);
+    assert_eq!(after_fork.len(), before + 4);
+    let forked = &after_fork[before + 3];
+    let users = messages(forked)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, 1, "a fresh advisor context after the fork");
+    let text = request_text(forked);
+    assert!(
+        text.contains("THIRD-RUN-MARKER") && text.contains("FIFTH-RUN-MARKER"),
+        "the replay holds the forked branch and the new turn: {text}"
+    );
+    assert!(!text.contains("FOURTH-RUN-MARKER"), "{text}");
     pi.quit();
 }
 
