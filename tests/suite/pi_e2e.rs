@@ -480,7 +480,6 @@ impl Setup {
             .env("PI_TELEMETRY", "0")
             .env("ADVISOR_BIN", env!("CARGO_BIN_EXE_advisor"))
             .env_remove("ADVISOR_MODEL")
-            .env_remove("CI")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -937,6 +936,12 @@ fn v5_d6_after_a_user_abort_a_concern_is_a_card_and_nothing_resumes() {
             .iter()
             .any(|e| e.to_string().contains(concern))
     });
+    // A wake would have started a run by now (sendMessage starts it at once).
+    assert_eq!(
+        pi.state()["isStreaming"],
+        false,
+        "no auto-resume after a user abort"
+    );
     let after_abort = pi.events_since(settled + 1);
     assert_eq!(
         agent_starts(&after_abort),
