@@ -103,10 +103,26 @@ fn install() -> Option<PiTools> {
 // ---------------------------------------------------------------------------------------------
 // A scripted OpenAI-compatible server that answers each request by what it contains
 
-/// One answer: an SSE body, sent after `delay`.
+/// One answer: an SSE body (or, with a status other than 200, a JSON error), sent after
+/// `delay`.
 struct Reply {
     delay: Duration,
     sse: String,
+    status: u16,
+}
+
+impl Reply {
+    fn now(sse: String) -> Self {
+        Self::after(Duration::ZERO, sse)
+    }
+
+    fn after(delay: Duration, sse: String) -> Self {
+        Self {
+            delay,
+            sse,
+            status: 200,
+        }
+    }
 }
 
 type Responder = dyn Fn(&Value) -> Reply + Send + Sync;
@@ -203,8 +219,13 @@ async fn answer(
     let reply = responder(&body);
     log.lock().push(Received { headers, body });
     tokio::time::sleep(reply.delay).await;
+    let (status, kind) = match reply.status {
+        200 => ("200 OK", "text/event-stream"),
+        401 => ("401 Unauthorized", "application/json"),
+        _ => ("500 Internal Server Error", "application/json"),
+    };
     let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         reply.sse.len()
     );
     socket.write_all(head.as_bytes()).await?;
@@ -284,10 +305,7 @@ fn is_advisory(message: &Value) -> bool {
 /// that steered or woke pi) is answered `noted`. A request without tools (pi's compaction
 /// summary) is answered `SUMMARY-MARKER`.
 fn primary(body: &Value) -> Reply {
-    let quick = |sse| Reply {
-        delay: Duration::ZERO,
-        sse,
-    };
+    let quick = Reply::now;
     if body["tools"].as_array().is_none_or(Vec::is_empty) {
         return quick(text_sse("SUMMARY-MARKER: the user asked for reads."));
     }
@@ -322,10 +340,10 @@ fn primary(body: &Value) -> Reply {
             Duration::ZERO
         };
         let say = cue("say").unwrap_or_default();
-        return Reply {
+        return Reply::after(
             delay,
-            sse: text_sse(&format!("finished; {}", say.to_uppercase())),
-        };
+            text_sse(&format!("finished; {}", say.to_uppercase())),
+        );
     }
     quick(text_sse("noted"))
 }
@@ -333,14 +351,11 @@ fn primary(body: &Value) -> Reply {
 /// The advisor: reviews the newest session update it is sent. `CUE-NIT` / `CUE-CONCERN` /
 /// `CUE-BLOCKER` there call `advise` at once; `CUE-LATE-NIT` / `CUE-LATE-CONCERN` /
 /// `CUE-LATE-BLOCKER` do so after 1.5 s (so pi has gone idle or been aborted meanwhile);
-/// `CUE-STALL` answers only after a minute. Anything else, and the call
-/// after an `advise` result, is answered with an empty text (silence).
+/// `CUE-STALL` answers only after a minute; `CUE-DENIED` is refused with a 401. Anything
+/// else, and the call after an `advise` result, is answered with an empty text (silence).
 fn advisor(body: &Value) -> Reply {
     let msgs = messages(body);
-    let quick = |sse| Reply {
-        delay: Duration::ZERO,
-        sse,
-    };
+    let quick = Reply::now;
     let Some(last) = msgs.last() else {
         return quick(text_sse(""));
     };
@@ -348,6 +363,14 @@ fn advisor(body: &Value) -> Reply {
         return quick(text_sse(""));
     }
     let text = message_text(last);
+    if text.contains("CUE-DENIED") {
+        return Reply {
+            delay: Duration::ZERO,
+            sse: json!({"error": {"message": "invalid api key", "type": "invalid_request_error"}})
+                .to_string(),
+            status: 401,
+        };
+    }
     let cues = [
         ("CUE-STALL", "blocker", 60_000),
         ("CUE-LATE-NIT", "nit", 1500),
@@ -360,14 +383,9 @@ fn advisor(body: &Value) -> Reply {
     for (cue, severity, ms) in cues {
         if text.contains(cue) {
             let note = format!("{severity} note raised on {cue}");
-            return Reply {
-                delay: Duration::from_millis(ms),
-                sse: tool_sse(
-                    "call_advise",
-                    "advise",
-                    json!({"severity": severity, "note": note}),
-                ),
-            };
+            let args = json!({"severity": severity, "note": note});
+            let sse = tool_sse("call_advise", "advise", args);
+            return Reply::after(Duration::from_millis(ms), sse);
         }
     }
     quick(text_sse(""))
@@ -1111,6 +1129,43 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
         "the replay holds the forked branch and the new turn: {text}"
     );
     assert!(!text.contains("FOURTH-RUN-MARKER"), "{text}");
+    pi.quit();
+}
+
+/// F3 through pi: a refused key pauses the advisor, and the server's notice reaches the user
+/// through `ctx.ui.notify`; pi is not held up.
+#[test]
+fn v5_f3_a_server_notice_reaches_the_user() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "notes\n");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.prompt_settled("Go. CUE-DENIED [read:notes.txt] [say:done]");
+    assert_eq!(
+        primary_requests(&primary_srv).len(),
+        2,
+        "pi was not held up"
+    );
+    let ours = [
+        "advisor: on",
+        "advisor: off",
+        "pi goes on without",
+        "usage:",
+    ];
+    let (_, notice) = pi.wait_from(mark, "the server's notice", |v| {
+        is_notify(v)
+            && v["message"]
+                .as_str()
+                .is_some_and(|m| !ours.iter().any(|o| m.contains(o)))
+    });
+    let text = notice["message"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("401") || text.to_lowercase().contains("paus"),
+        "{text}"
+    );
     pi.quit();
 }
 
