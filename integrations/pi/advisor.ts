@@ -698,9 +698,20 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 	const line = args.trim();
 	const verb = (line.split(/\s+/)[0] ?? "").toLowerCase();
 	const agentDir = agentDirOf();
+	const forward = async (canonical: string): Promise<string> => {
+		const child = b.child;
+		if (!b.sessionId || !child) return "advisor: off";
+		try {
+			const reply = await race(child.request("session/command", { sessionId: b.sessionId, line: canonical }), undefined, REQUEST_TIMEOUT_MS);
+			return reply === undefined ? "advisor: no answer" : statusText(reply);
+		} catch (e) {
+			return `advisor: ${(e as Error).message}`;
+		}
+	};
 	const on = async (): Promise<string> => {
 		writeEnabledState(agentDir, true);
-		if (b.sessionId) return "advisor: on";
+		// Already open: the server's `on` resumes a paused advisor (F3).
+		if (b.sessionId) return forward("on");
 		if (!childFor()) return `advisor: unavailable (${b.child?.dead ?? "not started"})`;
 		return (await openSession(ctx, true)) === undefined ? "advisor: on, but the session could not be opened" : "advisor: on";
 	};
@@ -726,13 +737,7 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 				const why = dead ? `unavailable (${dead})` : "off (/advisor on turns it on)";
 				return `advisor: ${why}; model ${named ? `${named.role} (from ${named.from})` : "not assigned"}`;
 			}
-			const canonical = [verb, ...line.split(/\s+/).slice(1)].join(" ");
-			try {
-				const reply = await race(b.child!.request("session/command", { sessionId: b.sessionId, line: canonical }), undefined, REQUEST_TIMEOUT_MS);
-				return reply === undefined ? "advisor: no answer" : statusText(reply);
-			} catch (e) {
-				return `advisor: ${(e as Error).message}`;
-			}
+			return forward([verb, ...line.split(/\s+/).slice(1)].join(" "));
 		}
 		default:
 			return USAGE;

@@ -1133,7 +1133,7 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
 }
 
 /// F3 through pi: a refused key pauses the advisor, and the server's notice reaches the user
-/// through `ctx.ui.notify`; pi is not held up.
+/// through `ctx.ui.notify`; pi is not held up; `/advisor on` resumes it.
 #[test]
 fn v5_f3_a_server_notice_reaches_the_user() {
     let Some(tools) = tools() else { return };
@@ -1165,6 +1165,15 @@ fn v5_f3_a_server_notice_reaches_the_user() {
     assert!(
         text.contains("401") || text.to_lowercase().contains("paus"),
         "{text}"
+    );
+    // `/advisor on` resumes the paused advisor: the next turn is reviewed again.
+    let reviewed = reviews(&advisor_srv).len();
+    pi.advisor_command("on");
+    pi.prompt_settled("Again. [say:again]");
+    assert_eq!(
+        reviews(&advisor_srv).len(),
+        reviewed + 1,
+        "reviewing again after /advisor on"
     );
     pi.quit();
 }
