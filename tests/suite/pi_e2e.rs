@@ -1178,6 +1178,43 @@ fn v5_f3_a_server_notice_reaches_the_user() {
     pi.quit();
 }
 
+/// K1 + V5: a project's `.omp/config.yml` (flow style here) overrides the agent directory's
+/// `advisor.enabled`; the extension's own state file (`/advisor on`) wins over both.
+#[test]
+fn v5_k1_the_project_file_overrides_and_the_state_file_wins() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "notes\n");
+    std::fs::create_dir_all(setup.work.join(".omp")).expect("mkdir .omp");
+    std::fs::write(
+        setup.work.join(".omp/config.yml"),
+        "advisor: {enabled: false}  # this project: no advisor\n",
+    )
+    .expect("project config");
+    let mut pi = setup.start(tools, true, &[]);
+    pi.prompt_settled("One. [say:one]");
+    assert_eq!(
+        advisor_srv.bodies().len(),
+        0,
+        "the project file turned it off"
+    );
+    let status = pi.advisor_command("status");
+    assert!(status.contains("off"), "{status}");
+    pi.advisor_command("on");
+    pi.quit();
+
+    let mut pi = setup.start(tools, true, &[]);
+    pi.prompt_settled("Two. [say:two]");
+    assert_eq!(
+        reviews(&advisor_srv).len(),
+        1,
+        "the state file wins over the project file"
+    );
+    pi.quit();
+}
+
 /// (e) killing the advisor child leaves pi working; one notice says so.
 #[test]
 fn v5_a_dead_advisor_child_leaves_pi_working_with_one_notice() {
