@@ -12,6 +12,7 @@ mod render_cli;
 mod render_golden;
 mod replay_e2e;
 mod runtime_pipeline;
+mod serve_binary;
 mod serve_client;
 mod serve_dispatch;
 mod session_driver;
