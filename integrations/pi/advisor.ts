@@ -44,6 +44,9 @@ const STDERR_TAIL_BYTES = 4096;
 const CUSTOM_TYPE = "advisor";
 const OWN_TYPES = new Set(["advisor", "advisory"]);
 const STATE_FILE = "advisor-extension.json";
+const EXTENSION_VERSION = "0.1.0";
+/** The `advisor serve` protocol this extension speaks (V2 `initialize`). */
+const PROTOCOL_VERSION = 1;
 const USAGE = "usage: /advisor [toggle|on|off|status|dump [raw]|test <nit|concern|blocker> <note>]";
 
 // ---------------------------------------------------------------------------------------------
@@ -548,7 +551,14 @@ function childFor(): AdvisorChild | undefined {
 	};
 	child.start();
 	if (child.dead !== undefined) return undefined;
-	child.request("initialize", { clientInfo: { name: "pi-advisor", version: "0.1.0" } }).catch(() => {});
+	child
+		.request("initialize", { clientInfo: { name: "pi-advisor", version: EXTENSION_VERSION } })
+		.then((info) => {
+			if (info?.protocolVersion !== PROTOCOL_VERSION) {
+				notify(`advisor: ${b.child?.bin} speaks protocol ${info?.protocolVersion}, this extension ${PROTOCOL_VERSION}`, "warning");
+			}
+		})
+		.catch(() => {});
 	return child;
 }
 

@@ -877,6 +877,15 @@ fn v5_d3_advice_reaches_the_next_request_is_saved_and_a_concern_steers_while_run
     assert!(dump.contains("Session update"), "/advisor dump: {dump}");
     let usage = pi.advisor_command("frobnicate");
     assert!(usage.starts_with("usage: /advisor"), "{usage}");
+    let warnings: Vec<Value> = pi
+        .events_since(0)
+        .into_iter()
+        .filter(|v| is_notify(v) && v["notifyType"] != "info")
+        .collect();
+    assert!(
+        warnings.is_empty(),
+        "no warnings on a healthy setup: {warnings:?}"
+    );
     pi.quit();
 }
 
