@@ -137,7 +137,7 @@ function unquote(value: string): string {
  * The scalar at `section.key` of a block-style YAML mapping (`section:` at column 0, `key:`
  * indented beneath it), or `undefined`. Enough for `advisor.enabled` and `modelRoles.advisor`.
  */
-export function yamlScalar(text: string, section: string, key: string): string | undefined {
+function yamlScalar(text: string, section: string, key: string): string | undefined {
 	let inSection = false;
 	let found: string | undefined;
 	for (const raw of text.split(/\r?\n/)) {
