@@ -1321,6 +1321,9 @@ fn v5_on_off_persist_across_restarts_and_pi_exiting_ends_the_child() {
 // Measurement (not a timed test: run it on purpose and read the figures)
 //
 //   cargo test --test all suite::pi_e2e::measure_turn_end_overhead -- --ignored --nocapture
+//
+// `PI_MEASURE_ADVISOR_BIN=target/release/advisor` measures a release build of the server
+// instead of the debug binary under test.
 
 /// The `p`-th percentile (0–100) of sorted `xs`, nearest rank.
 fn percentile(xs: &[f64], p: f64) -> f64 {
@@ -1364,8 +1367,14 @@ fn measure_turn_end_overhead() {
     let prompt = format!("Read it fifty times. [read:{reads}] [say:done]");
     let timings = setup.agent.join("turn-end-ms.txt");
     let mut report = String::new();
+    let bin = std::env::var("PI_MEASURE_ADVISOR_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_advisor").to_string());
+    report.push_str(&format!("advisor serve: {bin}\n"));
     for (label, extension) in [("without the extension", false), ("with the advisor", true)] {
-        let env = [("ADVISOR_PI_TIMINGS", timings.to_str().unwrap_or_default())];
+        let env = [
+            ("ADVISOR_PI_TIMINGS", timings.to_str().unwrap_or_default()),
+            ("ADVISOR_BIN", bin.as_str()),
+        ];
         let mut pi = setup.start(tools, extension, &env);
         // One warm-up run, then the measured one.
         pi.prompt_settled("Warm up. [read:notes.txt] [say:warm]");
