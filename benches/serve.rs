@@ -24,20 +24,19 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 
 const PAIRS: usize = 10_000;
 
+/// A review answer with no text and no tool call, sent at once.
 fn silent_reply() -> ScriptedResponse {
-    let body = [
-        sse_event(
-            None,
-            r#"{"id":"b","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"stop"}]}"#,
-        ),
-        sse_event(
-            None,
-            r#"{"id":"b","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":100,"completion_tokens":1,"total_tokens":101}}"#,
-        ),
+    let event = |v: Value| sse_event(None, &v.to_string());
+    let choice =
+        json!({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": "stop"});
+    let usage = json!({"prompt_tokens": 100, "completion_tokens": 1, "total_tokens": 101});
+    let text = [
+        event(json!({"id": "s", "object": "chat.completion.chunk", "choices": [choice]})),
+        event(json!({"id": "s", "object": "chat.completion.chunk", "choices": [], "usage": usage})),
         "data: [DONE]\n\n".to_string(),
     ]
     .concat();
-    ScriptedResponse::sse(&body)
+    ScriptedResponse::sse(&text)
 }
 
 struct Pipe {
@@ -113,9 +112,9 @@ async fn run(name: &str, model: Option<Value>, no_review: bool) {
         next_id: 0,
     };
     // With no review the endpoint is never called.
-    let model = model.unwrap_or_else(|| {
-        json!({"id": "none", "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions"})
-    });
+    let model = model.unwrap_or_else(
+        || json!({"id": "none", "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions"}),
+    );
     pipe.call(
         "session/open",
         json!({"sessionId": "bench", "cwd": cwd.path(), "model": model,
@@ -157,6 +156,12 @@ async fn run(name: &str, model: Option<Value>, no_review: bool) {
         status["result"]["agent"]["reviews"],
         status["result"]["agent"]["modelCalls"],
     );
+    if let Some(cpu) = child.id().and_then(cpu_seconds) {
+        println!(
+            "  server CPU {cpu:.2} s ({:.0}% of one core over the run)",
+            cpu * 100.0 / elapsed.as_secs_f64()
+        );
+    }
     report(name, "turnEnd", turn_end);
     report(name, "stepBoundary", step);
     drop(pipe.stdin);
@@ -166,6 +171,17 @@ async fn run(name: &str, model: Option<Value>, no_review: bool) {
         "  exit after EOF in {:.0} ms ({code})",
         t.elapsed().as_secs_f64() * 1e3
     );
+}
+
+/// User plus system CPU time of a process so far, from `/proc/PID/stat` (Linux; ticks at
+/// the usual 100 Hz).
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
 
 #[tokio::main]

@@ -311,3 +311,41 @@ async fn settled(slot: &Slot) -> Option<Arc<Session>> {
 fn gone(e: HandleError) -> RpcError {
     RpcError::internal(e)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v2_every_rewrite_kind_maps_and_others_are_refused() {
+        let kinds = [
+            ("compaction", RewriteKind::Compaction),
+            ("switch", RewriteKind::SessionSwitch),
+            ("resume", RewriteKind::SessionSwitch),
+            ("new", RewriteKind::NewSession),
+            ("fork", RewriteKind::Branch),
+            ("tree", RewriteKind::TreeNavigation),
+            ("rewind", RewriteKind::Rewind),
+            ("prune", RewriteKind::Prune),
+        ];
+        for (name, kind) in kinds {
+            assert_eq!(rewrite_kind(name), Some(kind), "{name}");
+        }
+        assert_eq!(rewrite_kind("detected"), None);
+        assert_eq!(rewrite_kind("Compaction"), None);
+    }
+
+    #[test]
+    fn c3_status_json_carries_the_fields_and_the_rendering() {
+        let status = AdvisorStatus {
+            enabled: true,
+            model: Some("p/m".into()),
+            ..AdvisorStatus::default()
+        };
+        let v = status_json(&status);
+        assert_eq!(v["enabled"], true);
+        assert_eq!(v["model"], "p/m");
+        assert_eq!(v["text"], status.render());
+        assert!(v["agent"].is_object());
+    }
+}

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, Notify, Semaphore};
 
 use dispatch::Dispatcher;
 use lines::{InputLine, LineReader, MAX_LINE_BYTES};
@@ -36,6 +36,10 @@ const GRACE_TIMEOUT: Duration = Duration::from_millis(700);
 /// How long the end may wait for replies still in flight to be written (after disposal
 /// woke their waiters).
 const DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Calls in flight at once; the reader waits for one to finish before reading on (a bound
+/// on what a flooding client can make the server hold).
+pub const MAX_INFLIGHT: usize = 4096;
 
 /// Options of one [`serve`] run.
 pub struct ServeOptions {
@@ -76,6 +80,7 @@ where
     let writer = actix::spawn(write_lines(output, out_rx));
     let dispatcher = Arc::new(Dispatcher::new(options.defaults, out_tx.clone()));
     let inflight = Arc::new(Inflight::default());
+    let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
     let mut reader = LineReader::new(input, options.max_line_bytes);
     let end = loop {
         let line = tokio::select! {
@@ -106,6 +111,9 @@ where
                 let _ = out_tx.send(response_line(&id, Err(error)));
             }
             Incoming::Request { id, method, params } => {
+                let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+                    break ServeEnd::EndOfInput;
+                };
                 let (dispatcher, out, guard) =
                     (Arc::clone(&dispatcher), out_tx.clone(), inflight.enter());
                 actix::spawn(async move {
@@ -114,16 +122,19 @@ where
                         tracing::debug!(%method, code = e.code, "serve: call failed: {}", e.message);
                     }
                     let _ = out.send(response_line(&id, result));
-                    drop(guard);
+                    drop((guard, permit));
                 });
             }
             Incoming::Notification { method, params } => {
+                let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+                    break ServeEnd::EndOfInput;
+                };
                 let (dispatcher, guard) = (Arc::clone(&dispatcher), inflight.enter());
                 actix::spawn(async move {
                     if let Err(e) = dispatcher.call(&method, params).await {
                         tracing::debug!(%method, "serve: notification failed: {}", e.message);
                     }
-                    drop(guard);
+                    drop((guard, permit));
                 });
             }
         }

@@ -430,10 +430,24 @@ async fn v3_a_turn_end_waiting_on_sync_backlog_delays_no_other_call() {
     .await;
     let r = c.reply(&waiting).await;
     assert_eq!(r["result"], json!({}));
-    gate.add_permits(8);
     // Replies came out of order: the held call's reply is the last one seen.
     let last = c.seen.iter().rev().find(|v| v.get("id").is_some()).unwrap();
     assert_eq!(last["id"], waiting);
+    // R2: closing a session answers at once and releases its own waiting turnEnd.
+    open(&mut c, "c", dir.path(), json!({"syncBacklog": 1})).await;
+    let held = c
+        .request(
+            "session/turnEnd",
+            json!({"sessionId": "c", "base": null, "leaf": "1", "messages": [user("held review")]}),
+        )
+        .await;
+    next_request(&mut arrivals).await;
+    assert_eq!(
+        c.call("session/close", json!({"sessionId": "c"})).await,
+        json!({})
+    );
+    assert_eq!(c.reply(&held).await["result"], json!({}));
+    gate.add_permits(8);
 }
 
 #[actix::test]
