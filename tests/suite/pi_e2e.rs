@@ -1,0 +1,1415 @@
+//! pi end to end (SPEC V5, issue 12 part 3): the real pi (pinned, installed from npm by
+//! `scripts/pi-e2e-setup.sh` into `target/pi-e2e`, Node 22 included) runs in RPC mode with
+//! `integrations/pi/advisor.ts`, which starts the `advisor serve` under test. Two in-process
+//! OpenAI-compatible servers answer by the text they are sent: one plays the primary (tool
+//! calls, then text, as the user's prompt asks), the other the advisor (advises on cues found
+//! in the session update it reviews). The tests assert what a pi user would see: the model
+//! requests pi makes, the session file, the notices and replies on the RPC stream.
+//!
+//! Without `npm` the tests skip with a message, except under CI (`CI` set), where they fail.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+
+// ---------------------------------------------------------------------------------------------
+// Installing pi (once per test binary; the script itself is idempotent and cached)
+
+struct PiTools {
+    node_bin: PathBuf,
+    pi: PathBuf,
+}
+
+static TOOLS: OnceLock<Option<PiTools>> = OnceLock::new();
+
+fn manifest(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// The cache beside the binary under test: `target/pi-e2e`.
+fn cache_dir() -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_advisor"));
+    bin.parent()
+        .and_then(Path::parent)
+        .map(|t| t.join("pi-e2e"))
+        .unwrap_or_else(|| manifest("target/pi-e2e"))
+}
+
+fn tools() -> Option<&'static PiTools> {
+    TOOLS.get_or_init(install).as_ref()
+}
+
+fn install() -> Option<PiTools> {
+    let ci = std::env::var_os("CI").is_some();
+    let npm = Command::new("npm")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !npm {
+        assert!(
+            !ci,
+            "npm is needed for the pi end-to-end tests (required in CI)"
+        );
+        eprintln!("skipping the pi end-to-end tests: npm not found on PATH");
+        return None;
+    }
+    let mut child = Command::new("bash")
+        .arg(manifest("scripts/pi-e2e-setup.sh"))
+        .arg(cache_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run scripts/pi-e2e-setup.sh");
+    let deadline = Instant::now() + Duration::from_secs(900);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the setup script") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("scripts/pi-e2e-setup.sh took longer than 15 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    child.stdout.take().map(|mut s| s.read_to_string(&mut out));
+    child.stderr.take().map(|mut s| s.read_to_string(&mut err));
+    assert!(status.success(), "pi setup failed: {status}\n{err}");
+    let field = |name: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| panic!("setup printed no {name}: {out}"))
+    };
+    Some(PiTools {
+        node_bin: field("node_bin"),
+        pi: field("pi_bin").join("pi"),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// A scripted OpenAI-compatible server that answers each request by what it contains
+
+/// One answer: an SSE body (or, with a status other than 200, a JSON error), sent after
+/// `delay`.
+struct Reply {
+    delay: Duration,
+    sse: String,
+    status: u16,
+}
+
+impl Reply {
+    fn now(sse: String) -> Self {
+        Self::after(Duration::ZERO, sse)
+    }
+
+    fn after(delay: Duration, sse: String) -> Self {
+        Self {
+            delay,
+            sse,
+            status: 200,
+        }
+    }
+}
+
+type Responder = dyn Fn(&Value) -> Reply + Send + Sync;
+
+/// A request as received: its headers (names lower-cased) and JSON body.
+#[derive(Clone)]
+struct Received {
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+struct ModelServer {
+    addr: SocketAddr,
+    requests: Arc<Mutex<Vec<Received>>>,
+}
+
+impl ModelServer {
+    fn start(rt: &Runtime, responder: Arc<Responder>) -> Self {
+        let listener = rt
+            .block_on(TcpListener::bind(("127.0.0.1", 0)))
+            .expect("bind the scripted model server");
+        let addr = listener.local_addr().expect("local address");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&requests);
+        rt.spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (log, responder) = (Arc::clone(&log), Arc::clone(&responder));
+                tokio::spawn(async move {
+                    let _ = answer(socket, log, responder).await;
+                });
+            }
+        });
+        Self { addr, requests }
+    }
+
+    fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The chat requests received so far (the body of each).
+    fn bodies(&self) -> Vec<Value> {
+        self.requests
+            .lock()
+            .iter()
+            .map(|r| r.body.clone())
+            .collect()
+    }
+
+    fn received(&self) -> Vec<Received> {
+        self.requests.lock().clone()
+    }
+}
+
+async fn answer(
+    mut socket: TcpStream,
+    log: Arc<Mutex<Vec<Received>>>,
+    responder: Arc<Responder>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 16384];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        if buf.len() > 1 << 20 {
+            return Ok(());
+        }
+        let n = socket.read(&mut tmp).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let headers: HashMap<String, String> = head
+        .split("\r\n")
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length && body.len() < 64 << 20 {
+        let n = socket.read(&mut tmp).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&tmp[..n]);
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let reply = responder(&body);
+    log.lock().push(Received { headers, body });
+    tokio::time::sleep(reply.delay).await;
+    let (status, kind) = match reply.status {
+        200 => ("200 OK", "text/event-stream"),
+        401 => ("401 Unauthorized", "application/json"),
+        _ => ("500 Internal Server Error", "application/json"),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        reply.sse.len()
+    );
+    socket.write_all(head.as_bytes()).await?;
+    socket.write_all(reply.sse.as_bytes()).await?;
+    socket.flush().await?;
+    socket.shutdown().await
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let data = json!({"id": "gen", "object": "chat.completion.chunk", "created": 0,
+        "model": "scripted", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {data}\n\n")
+}
+
+fn finished(mut parts: Vec<String>) -> String {
+    let usage = json!({"id": "gen", "object": "chat.completion.chunk", "created": 0,
+        "model": "scripted", "choices": [],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105}});
+    parts.push(format!("data: {usage}\n\n"));
+    parts.push("data: [DONE]\n\n".into());
+    parts.concat()
+}
+
+fn text_sse(text: &str) -> String {
+    finished(vec![
+        chunk(json!({"role": "assistant", "content": text}), None),
+        chunk(json!({}), Some("stop")),
+    ])
+}
+
+fn tool_sse(id: &str, name: &str, args: Value) -> String {
+    finished(vec![
+        chunk(
+            json!({"role": "assistant", "tool_calls": [{"index": 0, "id": id, "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+    ])
+}
+
+/// Every string inside a message's content, joined.
+fn message_text(message: &Value) -> String {
+    fn collect(v: &Value, out: &mut String) {
+        match v {
+            Value::String(s) => {
+                out.push_str(s);
+                out.push('\n');
+            }
+            Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
+            Value::Object(o) => o.values().for_each(|x| collect(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    collect(&message["content"], &mut out);
+    out
+}
+
+fn messages(body: &Value) -> Vec<Value> {
+    body["messages"].as_array().cloned().unwrap_or_default()
+}
+
+/// The whole conversation of a request as text (for "does it carry X" checks).
+fn request_text(body: &Value) -> String {
+    messages(body).iter().map(message_text).collect()
+}
+
+fn is_advisory(message: &Value) -> bool {
+    message["role"] == "user" && message_text(message).contains("<advisory")
+}
+
+/// The primary: the last user prompt that is not an advisory is a plan. `[read:a,b]` reads
+/// those files in turn (one tool call per turn), `[say:x]` ends with the text `finished; X`
+/// (upper-cased, so a cue in the prompt only fires once the primary has said it),
+/// `[slow]` stalls the answer after the reads; anything after the final answer (an advisory
+/// that steered or woke pi) is answered `noted`. A request without tools (pi's compaction
+/// summary) is answered `SUMMARY-MARKER`.
+fn primary(body: &Value) -> Reply {
+    let quick = Reply::now;
+    if body["tools"].as_array().is_none_or(Vec::is_empty) {
+        return quick(text_sse("SUMMARY-MARKER: the user asked for reads."));
+    }
+    let msgs = messages(body);
+    let Some(at) = msgs
+        .iter()
+        .rposition(|m| m["role"] == "user" && !is_advisory(m))
+    else {
+        return quick(text_sse("noted"));
+    };
+    let prompt = message_text(&msgs[at]);
+    let done = msgs[at..]
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count();
+    let cue = |name: &str| {
+        let start = prompt.find(&format!("[{name}:"))? + name.len() + 2;
+        let end = prompt[start..].find(']')? + start;
+        Some(prompt[start..end].to_string())
+    };
+    let reads: Vec<String> = cue("read")
+        .map(|r| r.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
+    if done < reads.len() {
+        let args = json!({"path": reads[done]});
+        return quick(tool_sse(&format!("call_{done}"), "read", args));
+    }
+    if done == reads.len() {
+        let delay = if prompt.contains("[slow]") {
+            Duration::from_secs(30)
+        } else {
+            Duration::ZERO
+        };
+        let say = cue("say").unwrap_or_default();
+        return Reply::after(
+            delay,
+            text_sse(&format!("finished; {}", say.to_uppercase())),
+        );
+    }
+    quick(text_sse("noted"))
+}
+
+/// The advisor: reviews the newest session update it is sent. `CUE-NIT` / `CUE-CONCERN` /
+/// `CUE-BLOCKER` there call `advise` at once; `CUE-LATE-NIT` / `CUE-LATE-CONCERN` /
+/// `CUE-LATE-BLOCKER` do so after 1.5 s (so pi has gone idle or been aborted meanwhile);
+/// `CUE-STALL` answers only after a minute; `CUE-DENIED` is refused with a 401. Anything
+/// else, and the call after an `advise` result, is answered with an empty text (silence).
+fn advisor(body: &Value) -> Reply {
+    let msgs = messages(body);
+    let quick = Reply::now;
+    let Some(last) = msgs.last() else {
+        return quick(text_sse(""));
+    };
+    if last["role"] != "user" {
+        return quick(text_sse(""));
+    }
+    let text = message_text(last);
+    if text.contains("CUE-DENIED") {
+        return Reply {
+            delay: Duration::ZERO,
+            sse: json!({"error": {"message": "invalid api key", "type": "invalid_request_error"}})
+                .to_string(),
+            status: 401,
+        };
+    }
+    let cues = [
+        ("CUE-STALL", "blocker", 60_000),
+        ("CUE-LATE-NIT", "nit", 1500),
+        ("CUE-LATE-CONCERN", "concern", 1500),
+        ("CUE-LATE-BLOCKER", "blocker", 1500),
+        ("CUE-NIT", "nit", 0),
+        ("CUE-CONCERN", "concern", 0),
+        ("CUE-BLOCKER", "blocker", 0),
+    ];
+    for (cue, severity, ms) in cues {
+        if text.contains(cue) {
+            let note = format!("{severity} note raised on {cue}");
+            let args = json!({"severity": severity, "note": note});
+            let sse = tool_sse("call_advise", "advise", args);
+            return Reply::after(Duration::from_millis(ms), sse);
+        }
+    }
+    quick(text_sse(""))
+}
+
+// ---------------------------------------------------------------------------------------------
+// One pi process in RPC mode, with its own home, agent directory, sessions and workspace
+
+#[derive(Default)]
+struct Stream {
+    events: Vec<Value>,
+    /// When each event was read (for the overhead measurement).
+    times: Vec<Instant>,
+    closed: bool,
+}
+
+struct Pi {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stream: Arc<(Mutex<Stream>, Condvar)>,
+    stderr: Arc<Mutex<String>>,
+    next_id: u64,
+}
+
+/// The directories of one scenario, kept across pi restarts.
+struct Setup {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    agent: PathBuf,
+    sessions: PathBuf,
+    work: PathBuf,
+}
+
+impl Setup {
+    /// An agent directory whose models.json names the primary (`scripted/scripted-model`) and
+    /// the advisor (`advisorprov/advisor-model`, key `advisor-secret`), `config.yml` holding
+    /// `config` (K1), and a workspace with `notes.txt` holding `notes`.
+    fn new(primary: &ModelServer, advisor: &ModelServer, config: &str, notes: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().to_path_buf();
+        let (home, agent, sessions, work) = (
+            root.join("home"),
+            root.join("agent"),
+            root.join("sessions"),
+            root.join("work"),
+        );
+        for d in [&home, &agent, &sessions, &work] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        let model = |id: &str| {
+            json!({"id": id, "name": id, "reasoning": false, "input": ["text"],
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                "contextWindow": 128000, "maxTokens": 4096})
+        };
+        let models = json!({"providers": {
+            "scripted": {"baseUrl": primary.base_url(), "api": "openai-completions",
+                "apiKey": "primary-secret", "models": [model("scripted-model")]},
+            "advisorprov": {"baseUrl": advisor.base_url(), "api": "openai-completions",
+                "apiKey": "advisor-secret", "models": [model("advisor-model")]},
+        }});
+        std::fs::write(agent.join("models.json"), models.to_string()).expect("models.json");
+        std::fs::write(
+            agent.join("settings.json"),
+            json!({"compaction": {"keepRecentTokens": 50}}).to_string(),
+        )
+        .expect("settings.json");
+        std::fs::write(agent.join("config.yml"), config).expect("config.yml");
+        std::fs::write(work.join("notes.txt"), notes).expect("notes.txt");
+        Self {
+            _dir: dir,
+            home,
+            agent,
+            sessions,
+            work,
+        }
+    }
+
+    /// Starts pi with the extension (or without it) and waits until RPC answers.
+    fn start(&self, tools: &PiTools, extension: bool, env: &[(&str, &str)]) -> Pi {
+        let path = format!(
+            "{}:{}",
+            tools.node_bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = Command::new(&tools.pi);
+        cmd.args([
+            "--mode",
+            "rpc",
+            "--provider",
+            "scripted",
+            "--model",
+            "scripted-model",
+            "--no-extensions",
+            "--no-skills",
+            "--no-context-files",
+            "--no-prompt-templates",
+            "--offline",
+            "--session-dir",
+        ])
+        .arg(&self.sessions);
+        if extension {
+            cmd.arg("-e").arg(manifest("integrations/pi/advisor.ts"));
+        }
+        cmd.current_dir(&self.work)
+            .env("PATH", path)
+            .env("HOME", &self.home)
+            .env("PI_CODING_AGENT_DIR", &self.agent)
+            .env("PI_OFFLINE", "1")
+            .env("PI_SKIP_VERSION_CHECK", "1")
+            .env("PI_TELEMETRY", "0")
+            .env("ADVISOR_BIN", env!("CARGO_BIN_EXE_advisor"))
+            .env_remove("ADVISOR_MODEL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start pi");
+        let stream = Arc::new((Mutex::new(Stream::default()), Condvar::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut out = child.stdout.take().expect("pi stdout");
+        let reader = Arc::clone(&stream);
+        std::thread::spawn(move || {
+            let mut pending = Vec::new();
+            let mut buf = [0u8; 65536];
+            loop {
+                let n = out.read(&mut buf).unwrap_or(0);
+                let (lock, cv) = &*reader;
+                if n == 0 {
+                    lock.lock().closed = true;
+                    cv.notify_all();
+                    return;
+                }
+                pending.extend_from_slice(&buf[..n]);
+                // Split on LF only (RPC framing; U+2028 inside strings is not a break).
+                while let Some(i) = pending.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=i).collect();
+                    if let Ok(v) = serde_json::from_slice::<Value>(&line) {
+                        let mut s = lock.lock();
+                        s.events.push(v);
+                        s.times.push(Instant::now());
+                    }
+                }
+                cv.notify_all();
+            }
+        });
+        let mut err = child.stderr.take().expect("pi stderr");
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut pi = Pi {
+            child,
+            stdin,
+            stream,
+            stderr,
+            next_id: 0,
+        };
+        pi.call(json!({"type": "get_state"}));
+        pi
+    }
+}
+
+const WAIT: Duration = Duration::from_secs(30);
+
+impl Pi {
+    fn send(&mut self, command: &Value) {
+        let stdin = self.stdin.as_mut().expect("pi stdin open");
+        writeln!(stdin, "{command}").expect("write to pi");
+        stdin.flush().expect("flush pi stdin");
+    }
+
+    /// Waits for the first event at or after index `from` matching `pred`.
+    fn wait_from(&self, from: usize, what: &str, pred: impl Fn(&Value) -> bool) -> (usize, Value) {
+        self.wait_within(from, what, WAIT, pred)
+    }
+
+    /// Like `wait_from`, giving up after `limit`.
+    fn wait_within(
+        &self,
+        from: usize,
+        what: &str,
+        limit: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> (usize, Value) {
+        let deadline = Instant::now() + limit;
+        let (lock, cv) = &*self.stream;
+        let mut s = lock.lock();
+        loop {
+            if let Some((i, v)) = s
+                .events
+                .iter()
+                .enumerate()
+                .skip(from)
+                .find(|(_, v)| pred(v))
+            {
+                return (i, v.clone());
+            }
+            assert!(
+                !s.closed && Instant::now() < deadline,
+                "pi never sent {what}; events: {}\nstderr: {}",
+                tail(&s.events),
+                self.stderr.lock()
+            );
+            cv.wait_until(&mut s, deadline);
+        }
+    }
+
+    /// Sends an RPC command and returns its response.
+    fn call(&mut self, mut command: Value) -> Value {
+        self.next_id += 1;
+        let id = format!("t{}", self.next_id);
+        command["id"] = json!(id);
+        let mark = self.len();
+        self.send(&command);
+        let (_, reply) = self.wait_from(mark, &format!("a reply to {command}"), |v| {
+            v["type"] == "response" && v["id"] == id.as_str()
+        });
+        assert_eq!(reply["success"], true, "{command} failed: {reply}");
+        reply
+    }
+
+    fn len(&self) -> usize {
+        self.stream.0.lock().events.len()
+    }
+
+    fn events_since(&self, from: usize) -> Vec<Value> {
+        self.stream.0.lock().events[from..].to_vec()
+    }
+
+    /// Prompts and waits until pi has settled.
+    fn prompt_settled(&mut self, text: &str) -> Value {
+        let mark = self.len();
+        self.call(json!({"type": "prompt", "message": text}));
+        let (_, v) = self.wait_from(mark, "agent_settled", |v| v["type"] == "agent_settled");
+        v
+    }
+
+    /// `/advisor ARGS` and the text it showed (the notify that followed).
+    fn advisor_command(&mut self, args: &str) -> String {
+        let mark = self.len();
+        let reply = self.call(json!({"type": "prompt", "message": format!("/advisor {args}")}));
+        assert_eq!(reply["data"]["disposition"], "handled", "{reply}");
+        let (_, note) = self.wait_from(mark, "the command's notice", is_notify);
+        note["message"].as_str().unwrap_or_default().to_string()
+    }
+
+    fn notices_since(&self, from: usize) -> Vec<String> {
+        self.events_since(from)
+            .iter()
+            .filter(|v| is_notify(v))
+            .map(|v| v["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    fn state(&mut self) -> Value {
+        self.call(json!({"type": "get_state"}))["data"].clone()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Closes pi's input and waits for it to exit.
+    fn quit(mut self) {
+        self.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Pi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn is_notify(v: &Value) -> bool {
+    v["type"] == "extension_ui_request" && v["method"] == "notify"
+}
+
+fn tail(events: &[Value]) -> String {
+    let start = events.len().saturating_sub(12);
+    events[start..]
+        .iter()
+        .map(|v| {
+            let s = v.to_string();
+            s.chars().take(300).collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Waits until `cond` holds (bounded), for effects outside pi's event stream.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The `advisor serve` children of process `parent` (Linux /proc).
+fn serve_children(parent: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let after = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
+            let mut fields = after.split_whitespace();
+            let state = fields.next().unwrap_or("");
+            let ppid: u32 = fields.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            ppid == parent && state != "Z" && cmd.split(|&b| b == 0).any(|a| a == b"serve")
+        })
+        .collect()
+}
+
+/// True while process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(") ")
+                .is_some_and(|(_, r)| !r.starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// The session file's entries (JSON lines).
+fn session_entries(path: &str) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn advisor_entries(path: &str) -> Vec<Value> {
+    session_entries(path)
+        .into_iter()
+        .filter(|e| e["type"] == "custom_message" && e["customType"] == "advisor")
+        .collect()
+}
+
+/// The primary's chat requests (the scripted server also sees nothing else from pi).
+fn primary_requests(server: &ModelServer) -> Vec<Value> {
+    server.bodies()
+}
+
+/// The advisor's review requests: those whose last message is a session update.
+fn reviews(server: &ModelServer) -> Vec<Value> {
+    server
+        .bodies()
+        .into_iter()
+        .filter(|b| {
+            messages(b)
+                .last()
+                .is_some_and(|m| m["role"] == "user" && message_text(m).contains("Session update"))
+        })
+        .collect()
+}
+
+fn agent_starts(events: &[Value]) -> usize {
+    events.iter().filter(|v| v["type"] == "agent_start").count()
+}
+
+const ENABLED_SYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: 1\n";
+const UNNAMED_ASYNC: &str = "advisor:\n  enabled: true\n  syncBacklog: off\n";
+const ENABLED_ASYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n";
+
+// ---------------------------------------------------------------------------------------------
+// The scenarios
+
+/// (a) + (b) running steer + (c): a nit raised on turn 1 reaches turn 2's request and is saved
+/// as a `custom_message` with `customType: "advisor"`; a concern raised on the terminal turn
+/// steers at its `turn_end` (one more model call in the same run); `/advisor status` answers
+/// over RPC; the advisor model came from pi's registry with pi's stored key.
+#[test]
+fn v5_d3_advice_reaches_the_next_request_is_saved_and_a_concern_steers_while_running() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(
+        &primary_srv,
+        &advisor_srv,
+        ENABLED_SYNC,
+        "the parser ignores empty lines\n",
+    );
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.prompt_settled("Read the notes. CUE-NIT [read:notes.txt] [say:cue-concern]");
+
+    let requests = primary_requests(&primary_srv);
+    assert_eq!(
+        requests.len(),
+        3,
+        "tool turn, final answer, and one more call for the steer"
+    );
+    let nit = "nit note raised on CUE-NIT";
+    let concern = "concern note raised on CUE-CONCERN";
+    assert!(!request_text(&requests[0]).contains("<advisory"));
+    let second = request_text(&requests[1]);
+    assert!(
+        second.contains(nit) && second.contains("severity=\"nit\""),
+        "turn 2's request carries turn 1's nit: {second}"
+    );
+    assert!(!second.contains(concern));
+    let third = request_text(&requests[2]);
+    assert!(
+        third.contains(concern) && third.contains("severity=\"concern\""),
+        "the steer reaches the next call: {third}"
+    );
+    assert_eq!(
+        agent_starts(&pi.events_since(mark)),
+        1,
+        "the steer runs inside the same run"
+    );
+
+    let file = pi.state()["sessionFile"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let saved = advisor_entries(&file);
+    assert_eq!(
+        saved.len(),
+        2,
+        "both advisories are in the session file: {saved:?}"
+    );
+    assert!(saved[0]["content"].to_string().contains(nit));
+    assert!(saved[1]["content"].to_string().contains(concern));
+    assert_eq!(saved[0]["display"], true);
+
+    // The advisor's endpoint came from pi's models.json, with pi's key for it.
+    let review = advisor_srv.received().into_iter().next().expect("a review");
+    assert_eq!(
+        review.headers.get("authorization").map(String::as_str),
+        Some("Bearer advisor-secret")
+    );
+    assert_eq!(review.body["model"], "advisor-model");
+    // The delta carried the turn, not pi's saved system prompt.
+    let first_review = request_text(&reviews(&advisor_srv)[0]);
+    assert!(first_review.contains("read(notes.txt)"), "{first_review}");
+    assert!(
+        !first_review.contains("running inside pi"),
+        "{first_review}"
+    );
+
+    // X2: the advisor never reviews its own advice (the custom messages are left out).
+    for review in reviews(&advisor_srv) {
+        let update = messages(&review)
+            .last()
+            .map(message_text)
+            .unwrap_or_default();
+        assert!(!update.contains("<advisory"), "{update}");
+    }
+
+    let status = pi.advisor_command("status");
+    assert!(
+        status.contains("advisor-model"),
+        "/advisor status names the model: {status}"
+    );
+    let dump = pi.advisor_command("dump");
+    assert!(dump.contains("Session update"), "/advisor dump: {dump}");
+    let usage = pi.advisor_command("frobnicate");
+    assert!(usage.starts_with("usage: /advisor"), "{usage}");
+    let warnings: Vec<Value> = pi
+        .events_since(0)
+        .into_iter()
+        .filter(|v| is_notify(v) && v["notifyType"] != "info")
+        .collect();
+    assert!(
+        warnings.is_empty(),
+        "no warnings on a healthy setup: {warnings:?}"
+    );
+    pi.quit();
+}
+
+/// (b) idle wake: a blocker raised after the run went idle starts a new run carrying it
+/// (interrupt policy, D3).
+#[test]
+fn v5_d3_a_blocker_while_idle_wakes_pi() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    // The advisor model named by ADVISOR_MODEL alone (V5), resolved through pi's registry.
+    let setup = Setup::new(&primary_srv, &advisor_srv, UNNAMED_ASYNC, "plain notes\n");
+    let mut pi = setup.start(
+        tools,
+        true,
+        &[("ADVISOR_MODEL", "advisorprov/advisor-model")],
+    );
+    let mark = pi.len();
+    pi.prompt_settled("Answer right away. [say:cue-late-blocker]");
+    assert_eq!(primary_requests(&primary_srv).len(), 1);
+    // The blocker arrives ~1.5 s later, while pi is idle: it wakes pi.
+    let (woke, _) = pi.wait_from(mark, "a second run", |v| v["type"] == "agent_start");
+    let (woke, _) = pi.wait_from(woke + 1, "a second run", |v| v["type"] == "agent_start");
+    pi.wait_from(woke, "the woken run settling", |v| {
+        v["type"] == "agent_settled"
+    });
+    let requests = primary_requests(&primary_srv);
+    assert_eq!(requests.len(), 2);
+    let text = request_text(&requests[1]);
+    assert!(
+        text.contains("blocker note raised on CUE-LATE-BLOCKER")
+            && text.contains("severity=\"blocker\""),
+        "the woken run's request carries the blocker: {text}"
+    );
+    pi.quit();
+}
+
+/// (b) user abort (D6): a concern raised after the user aborted becomes a card — visible in the
+/// session, no new run — and the next prompt's request carries it.
+#[test]
+fn v5_d6_after_a_user_abort_a_concern_is_a_card_and_nothing_resumes() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(
+        &primary_srv,
+        &advisor_srv,
+        UNNAMED_ASYNC,
+        "the cache is never invalidated\n",
+    );
+    // The advisor model named only by pi's modes.json (M1, V5).
+    let modes =
+        json!({"modes": {"advisor": {"provider": "advisorprov", "modelId": "advisor-model"}}});
+    std::fs::write(setup.agent.join("modes.json"), modes.to_string()).expect("modes.json");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "Read, then think long. CUE-LATE-CONCERN [read:notes.txt] [slow]"}));
+    // The second model call stalls; the user aborts it.
+    eventually("the stalled second call", || {
+        primary_srv.bodies().len() >= 2
+    });
+    pi.call(json!({"type": "abort"}));
+    let (settled, v) = pi.wait_from(mark, "agent_settled", |v| v["type"] == "agent_settled");
+    assert_eq!(v["aborted"], true);
+    // The concern (raised 1.5 s after turn 1) arrives while suppressed: a card.
+    let concern = "concern note raised on CUE-LATE-CONCERN";
+    let file = pi.state()["sessionFile"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    eventually("the card in the session file", || {
+        advisor_entries(&file)
+            .iter()
+            .any(|e| e.to_string().contains(concern))
+    });
+    // A wake would have started a run by now (sendMessage starts it at once).
+    assert_eq!(
+        pi.state()["isStreaming"],
+        false,
+        "no auto-resume after a user abort"
+    );
+    let after_abort = pi.events_since(settled + 1);
+    assert_eq!(
+        agent_starts(&after_abort),
+        0,
+        "no auto-resume after a user abort"
+    );
+    assert_eq!(primary_requests(&primary_srv).len(), 2);
+    // The next prompt carries the card to the model.
+    pi.prompt_settled("Go on. [say:resumed]");
+    let requests = primary_requests(&primary_srv);
+    assert_eq!(requests.len(), 3);
+    assert!(request_text(&requests[2]).contains(concern));
+    pi.quit();
+}
+
+/// A5: a nit raised while pi is idle wakes nothing and rides the next prompt's first request
+/// (handed over from `before_agent_start`).
+#[test]
+fn v5_a5_a_nit_raised_while_idle_goes_with_the_next_prompt() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_ASYNC, "notes\n");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.prompt_settled("Quick answer. [say:cue-late-nit]");
+    // The advisor's call after `advise` returned means the nit was recorded.
+    eventually("the nit recorded", || advisor_srv.bodies().len() >= 2);
+    assert_eq!(
+        agent_starts(&pi.events_since(mark)),
+        1,
+        "a nit wakes nothing"
+    );
+    assert_eq!(primary_requests(&primary_srv).len(), 1);
+    pi.prompt_settled("Next. [say:next]");
+    let requests = primary_requests(&primary_srv);
+    assert_eq!(requests.len(), 2);
+    let text = request_text(&requests[1]);
+    assert!(
+        text.contains("nit note raised on CUE-LATE-NIT"),
+        "the next prompt's first request carries the nit: {text}"
+    );
+    let file = pi.state()["sessionFile"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let saved = advisor_entries(&file);
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    pi.quit();
+}
+
+/// PI-BRIDGE pitfall 1 / S1: a `turn_end` waiting on syncBacklog is cut short by the user's
+/// abort (the wait is raced against pi's signal), so `abort` answers long before the advisor.
+#[test]
+fn v5_s1_abort_cuts_the_sync_backlog_wait_short() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "notes\n");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "Read. CUE-STALL [read:notes.txt] [say:x]"}));
+    // The review of turn 1 stalls for a minute: turn_end is waiting on it.
+    eventually("the stalled review", || advisor_srv.bodies().len() == 1);
+    // Without the race, abort would wait for the handler, held by the server's 30 s limit.
+    let quick = Duration::from_secs(10);
+    let before_abort = pi.len();
+    pi.send(&json!({"type": "abort", "id": "abort-1"}));
+    pi.wait_within(before_abort, "the reply to abort", quick, |v| {
+        v["type"] == "response" && v["id"] == "abort-1"
+    });
+    let (_, settled) = pi.wait_within(mark, "agent_settled", quick, |v| {
+        v["type"] == "agent_settled"
+    });
+    assert_eq!(settled["aborted"], true);
+    assert_eq!(
+        primary_requests(&primary_srv).len(),
+        1,
+        "no model call after the abort"
+    );
+}
+
+/// (d) compaction, `new_session` and `fork` reset the advisor (R1): after `compact` the next
+/// review is a fresh context holding the bounded replay (the summary and the new turn); after
+/// `new_session` it holds nothing of the old session; after a fork, the branch kept.
+#[test]
+fn v5_r1_compaction_and_new_session_reset_the_advisor() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    // Enough text that pi finds something to summarise (it estimates tokens from characters).
+    let notes = format!(
+        "OLD-NOTES-MARKER\n{}",
+        "a line of filler text\n".repeat(200)
+    );
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, &notes);
+    let mut pi = setup.start(tools, true, &[]);
+    pi.prompt_settled("First run. [read:notes.txt] [say:FIRST-RUN-MARKER]");
+    pi.prompt_settled("Between. [read:notes.txt] [say:BETWEEN-MARKER]");
+    let before = reviews(&advisor_srv).len();
+    assert_eq!(before, 4, "every turn was reviewed");
+
+    pi.call(json!({"type": "compact"}));
+    pi.prompt_settled("Second run. [say:SECOND-RUN-MARKER]");
+    let after_compact = reviews(&advisor_srv);
+    assert_eq!(after_compact.len(), before + 1);
+    let replay = &after_compact[before];
+    let users = messages(replay)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, 1, "a fresh advisor context after compaction");
+    let text = request_text(replay);
+    assert!(
+        text.contains("SUMMARY-MARKER"),
+        "the replay holds the summary: {text}"
+    );
+    assert!(text.contains("SECOND-RUN-MARKER"));
+
+    pi.call(json!({"type": "new_session"}));
+    pi.prompt_settled("Third run. [say:THIRD-RUN-MARKER]");
+    let after_new = reviews(&advisor_srv);
+    assert_eq!(after_new.len(), before + 2);
+    let fresh = &after_new[before + 1];
+    let text = request_text(fresh);
+    assert!(text.contains("THIRD-RUN-MARKER"));
+    for old in [
+        "SUMMARY-MARKER",
+        "FIRST-RUN-MARKER",
+        "BETWEEN-MARKER",
+        "SECOND-RUN-MARKER",
+        "read(notes.txt)",
+    ] {
+        assert!(
+            !text.contains(old),
+            "nothing old after new_session ({old}): {text}"
+        );
+    }
+
+    // A fork from the fourth prompt: the advisor starts over on the branch before it.
+    pi.prompt_settled("Fourth run. [say:FOURTH-RUN-MARKER]");
+    let forks = pi.call(json!({"type": "get_fork_messages"}));
+    let entry = forks["data"]["messages"]
+        .as_array()
+        .and_then(|m| {
+            m.iter()
+                .find(|x| x["text"].as_str().is_some_and(|t| t.contains("Fourth run")))
+        })
+        .map(|x| x["entryId"].clone())
+        .expect("the fourth prompt can be forked from");
+    pi.call(json!({"type": "fork", "entryId": entry}));
+    pi.prompt_settled("Fifth run. [say:FIFTH-RUN-MARKER]");
+    let after_fork = reviews(&advisor_srv);
+    assert_eq!(after_fork.len(), before + 4);
+    let forked = &after_fork[before + 3];
+    let users = messages(forked)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, 1, "a fresh advisor context after the fork");
+    let text = request_text(forked);
+    assert!(
+        text.contains("THIRD-RUN-MARKER") && text.contains("FIFTH-RUN-MARKER"),
+        "the replay holds the forked branch and the new turn: {text}"
+    );
+    assert!(!text.contains("FOURTH-RUN-MARKER"), "{text}");
+    pi.quit();
+}
+
+/// F3 through pi: a refused key pauses the advisor, and the server's notice reaches the user
+/// through `ctx.ui.notify`; pi is not held up; `/advisor on` resumes it.
+#[test]
+fn v5_f3_a_server_notice_reaches_the_user() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "notes\n");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.prompt_settled("Go. CUE-DENIED [read:notes.txt] [say:done]");
+    assert_eq!(
+        primary_requests(&primary_srv).len(),
+        2,
+        "pi was not held up"
+    );
+    let ours = [
+        "advisor: on",
+        "advisor: off",
+        "pi goes on without",
+        "usage:",
+    ];
+    let (_, notice) = pi.wait_from(mark, "the server's notice", |v| {
+        is_notify(v)
+            && v["message"]
+                .as_str()
+                .is_some_and(|m| !ours.iter().any(|o| m.contains(o)))
+    });
+    let text = notice["message"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("401") || text.to_lowercase().contains("paus"),
+        "{text}"
+    );
+    // `/advisor on` resumes the paused advisor: the next turn is reviewed again.
+    let reviewed = reviews(&advisor_srv).len();
+    pi.advisor_command("on");
+    pi.prompt_settled("Again. [say:again]");
+    assert_eq!(
+        reviews(&advisor_srv).len(),
+        reviewed + 1,
+        "reviewing again after /advisor on"
+    );
+    pi.quit();
+}
+
+/// K1 + V5: a project's `.omp/config.yml` (flow style here) overrides the agent directory's
+/// `advisor.enabled`; the extension's own state file (`/advisor on`) wins over both.
+#[test]
+fn v5_k1_the_project_file_overrides_and_the_state_file_wins() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "notes\n");
+    std::fs::create_dir_all(setup.work.join(".omp")).expect("mkdir .omp");
+    std::fs::write(
+        setup.work.join(".omp/config.yml"),
+        "advisor: {enabled: false}  # this project: no advisor\n",
+    )
+    .expect("project config");
+    let mut pi = setup.start(tools, true, &[]);
+    pi.prompt_settled("One. [say:one]");
+    assert_eq!(
+        advisor_srv.bodies().len(),
+        0,
+        "the project file turned it off"
+    );
+    let status = pi.advisor_command("status");
+    assert!(status.contains("off"), "{status}");
+    pi.advisor_command("on");
+    pi.quit();
+
+    let mut pi = setup.start(tools, true, &[]);
+    pi.prompt_settled("Two. [say:two]");
+    assert_eq!(
+        reviews(&advisor_srv).len(),
+        1,
+        "the state file wins over the project file"
+    );
+    pi.quit();
+}
+
+/// (e) killing the advisor child leaves pi working; one notice says so.
+#[test]
+fn v5_a_dead_advisor_child_leaves_pi_working_with_one_notice() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "CUE-NIT: x\n");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    eventually("advisor serve started", || {
+        !serve_children(pi.pid()).is_empty()
+    });
+    let child = serve_children(pi.pid())[0];
+    Command::new("kill")
+        .args(["-9", &child.to_string()])
+        .status()
+        .expect("kill");
+    pi.wait_from(mark, "the notice of the dead advisor", |v| {
+        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
+    });
+    pi.prompt_settled("Still there? [read:notes.txt] [say:alive]");
+    pi.prompt_settled("And again. [say:alive-again]");
+    let requests = primary_requests(&primary_srv);
+    assert_eq!(requests.len(), 3, "pi answered both prompts");
+    assert!(!requests
+        .iter()
+        .any(|r| request_text(r).contains("<advisory")));
+    let notices: Vec<String> = pi
+        .notices_since(mark)
+        .into_iter()
+        .filter(|n| n.contains("stopped"))
+        .collect();
+    assert_eq!(notices.len(), 1, "one notice: {notices:?}");
+    let status = pi.advisor_command("status");
+    assert!(status.contains("unavailable"), "{status}");
+    pi.quit();
+}
+
+/// (f) + V5 on/off: off until turned on; `/advisor on` persists across a restart (it wins over
+/// the K1 files); pi exiting — even by SIGKILL — ends the child; `/advisor off` persists too.
+#[test]
+fn v5_on_off_persist_across_restarts_and_pi_exiting_ends_the_child() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let config = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  syncBacklog: 1\n";
+    let setup = Setup::new(&primary_srv, &advisor_srv, config, "CUE-NIT: y\n");
+
+    // Fresh setup, nothing enabled: no child, no reviews.
+    let mut pi = setup.start(tools, true, &[]);
+    pi.prompt_settled("One. [say:one]");
+    assert!(serve_children(pi.pid()).is_empty());
+    assert_eq!(advisor_srv.bodies().len(), 0);
+    let on = pi.advisor_command("ON");
+    assert!(on.contains("on"), "{on}");
+    eventually("advisor serve started", || {
+        !serve_children(pi.pid()).is_empty()
+    });
+    let child = serve_children(pi.pid())[0];
+    Command::new("kill")
+        .args(["-9", &pi.pid().to_string()])
+        .status()
+        .expect("kill pi");
+    eventually("the child to end with pi", || !alive(child));
+    drop(pi);
+
+    // The state file turned it on for the next pi.
+    let mut pi = setup.start(tools, true, &[]);
+    eventually("advisor serve started", || {
+        !serve_children(pi.pid()).is_empty()
+    });
+    pi.prompt_settled("Two. [read:notes.txt] [say:two]");
+    assert!(
+        !reviews(&advisor_srv).is_empty(),
+        "the turned-on advisor reviewed"
+    );
+    let off = pi.advisor_command("off");
+    assert!(off.contains("off"), "{off}");
+    let child = serve_children(pi.pid())[0];
+    pi.quit();
+    eventually("the child to end when pi quits", || !alive(child));
+
+    // Off persists.
+    let reviewed = advisor_srv.bodies().len();
+    let mut pi = setup.start(tools, true, &[]);
+    pi.prompt_settled("Three. [say:three]");
+    assert!(serve_children(pi.pid()).is_empty());
+    assert_eq!(advisor_srv.bodies().len(), reviewed);
+    pi.quit();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement (not a timed test: run it on purpose and read the figures)
+//
+//   cargo test --test all suite::pi_e2e::measure_turn_end_overhead -- --ignored --nocapture
+//
+// `PI_MEASURE_ADVISOR_BIN=target/release/advisor` measures a release build of the server
+// instead of the debug binary under test.
+
+/// The `p`-th percentile (0–100) of sorted `xs`, nearest rank.
+fn percentile(xs: &[f64], p: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * xs.len() as f64).ceil() as usize;
+    xs[rank.clamp(1, xs.len()) - 1]
+}
+
+/// For each turn of the last run: ms from the turn's last message (`message_end`) to its
+/// `turn_end` event, as read off the RPC stream — the extension's `turn_end` handler runs in
+/// between (pi emits the RPC event after the handlers).
+fn turn_end_gaps(pi: &Pi, from: usize) -> Vec<f64> {
+    let s = pi.stream.0.lock();
+    let mut gaps = Vec::new();
+    let mut last_end = None;
+    for i in from..s.events.len() {
+        match s.events[i]["type"].as_str() {
+            Some("message_end") => last_end = Some(s.times[i]),
+            Some("turn_end") => {
+                if let Some(t) = last_end.take() {
+                    gaps.push(s.times[i].duration_since(t).as_secs_f64() * 1000.0);
+                }
+            }
+            _ => {}
+        }
+    }
+    gaps
+}
+
+#[test]
+#[ignore = "a measurement: run with --ignored --nocapture"]
+fn measure_turn_end_overhead() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_ASYNC, "short notes\n");
+    let reads = vec!["notes.txt"; 50].join(",");
+    let prompt = format!("Read it fifty times. [read:{reads}] [say:done]");
+    let timings = setup.agent.join("turn-end-ms.txt");
+    let mut report = String::new();
+    let bin = std::env::var("PI_MEASURE_ADVISOR_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_advisor").to_string());
+    report.push_str(&format!("advisor serve: {bin}\n"));
+    for (label, extension) in [("without the extension", false), ("with the advisor", true)] {
+        let env = [
+            ("ADVISOR_PI_TIMINGS", timings.to_str().unwrap_or_default()),
+            ("ADVISOR_BIN", bin.as_str()),
+        ];
+        let mut pi = setup.start(tools, extension, &env);
+        // One warm-up run, then the measured one.
+        pi.prompt_settled("Warm up. [read:notes.txt] [say:warm]");
+        let _ = std::fs::remove_file(&timings);
+        let mark = pi.len();
+        pi.prompt_settled(&prompt);
+        let mut gaps = turn_end_gaps(&pi, mark);
+        gaps.sort_by(f64::total_cmp);
+        report.push_str(&format!(
+            "{label}: {} turns; message_end→turn_end on the RPC stream p50 {:.2} ms, p99 {:.2} ms\n",
+            gaps.len(),
+            percentile(&gaps, 50.0),
+            percentile(&gaps, 99.0)
+        ));
+        if extension {
+            let mut inside: Vec<f64> = std::fs::read_to_string(&timings)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect();
+            inside.sort_by(f64::total_cmp);
+            report.push_str(&format!(
+                "  turn_end handler (performance.now() inside the extension): {} calls, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms\n",
+                inside.len(),
+                percentile(&inside, 50.0),
+                percentile(&inside, 99.0),
+                inside.last().copied().unwrap_or(f64::NAN)
+            ));
+            report.push_str(&format!(
+                "  advisor reviews made: {}\n",
+                reviews(&advisor_srv).len()
+            ));
+        }
+        pi.quit();
+    }
+    eprintln!("{report}");
+    let _ = std::fs::write(cache_dir().join("turn-end-overhead.txt"), &report);
+}
