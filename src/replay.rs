@@ -10,6 +10,13 @@
 //! | [`HostStep::Compacted`] | `Rewrite { kind: Compaction }` (R1) |
 //! | [`HostStep::RunEnded`] | `RunState { running: false }` |
 //!
+//! Questions given with [`Replay::with_asks`] are put to the advisor (G8) right after the
+//! step boundary of their turn, after that turn's advice is reported, one at a time in the
+//! order given; the replay awaits each answer (the ask is bounded by its own time limit)
+//! and reports it, or the error, as [`ReplayEvent::Answered`] before it goes on. An ask
+//! whose turn never comes (the file has fewer turns) is reported as
+//! [`ReplayEvent::AskNotReached`] at the end, before the final status.
+//!
 //! Host events the runtime sends between steps (`Wake`, `Card`, `Notice`) are reported with
 //! the number of the last turn end; `SteerReady` is not (the steer itself is reported when
 //! the next step boundary takes it). At the end of the file the replay awaits, bounded by
@@ -23,6 +30,7 @@
 //!
 //! The replay prints nothing: everything goes to the caller's sink as a [`ReplayEvent`].
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +40,7 @@ use crate::domain::advice::{Channel, Delivery, Severity};
 use crate::domain::host::{HostEvent, RewriteKind};
 use crate::handle::{AdvisorHandle, HandleError};
 use crate::messages::review::BacklogWait;
+use crate::review::ask::check_question;
 use crate::session::{HostStep, SessionDriver};
 use crate::status::AdvisorStatus;
 
@@ -78,6 +87,8 @@ pub struct ReplayOutcome {
     pub drained: bool,
     /// Notes the primary never received, reported as [`ReplayEvent::Pending`] at the end.
     pub pending: usize,
+    /// Questions never asked because their turn never came ([`ReplayEvent::AskNotReached`]).
+    pub asks_not_reached: usize,
     /// Time from the first host call to the final status.
     pub elapsed: Duration,
     /// The advisor's status at the end (C3).
@@ -113,8 +124,118 @@ pub enum ReplayEvent {
         /// The text.
         text: String,
     },
+    /// A question was put to the advisor after the step boundary of `turn` (G8).
+    Answered {
+        /// The turn after whose step boundary it was asked.
+        turn: usize,
+        /// The question as given.
+        question: String,
+        /// The advisor's answer, or why there is none.
+        answer: Result<String, HandleError>,
+    },
+    /// A question whose turn never came: the session has fewer turns (reported at the end).
+    AskNotReached {
+        /// The turn it was meant for.
+        turn: usize,
+        /// The question as given.
+        question: String,
+    },
     /// The replay is over.
     Finished(Box<ReplayOutcome>),
+}
+
+/// A question to put to the advisor during a replay: after the step boundary of `turn`
+/// (`advisor replay --ask TURN:QUESTION`, G8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayAsk {
+    /// The turn after whose step boundary it is asked, counting `TurnEnd`s from 1.
+    pub turn: usize,
+    /// The question.
+    pub question: String,
+}
+
+/// Why a `TURN:QUESTION` argument is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayAskError {
+    /// No `:` between the turn and the question.
+    #[error("`{0}` is not TURN:QUESTION (e.g. 3:why was the test skipped?)")]
+    NoColon(String),
+    /// The part before the colon is not a whole number.
+    #[error("`{0}` is not a turn number (turns count from 1)")]
+    BadTurn(String),
+    /// Turn 0: turns count from 1.
+    #[error("turn 0 does not exist (turns count from 1)")]
+    TurnZero,
+    /// The question is empty or too long for the advisor (G8).
+    #[error("the question of turn {turn}: {reason}")]
+    BadQuestion {
+        /// The turn it was for.
+        turn: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl std::str::FromStr for ReplayAsk {
+    type Err = ReplayAskError;
+
+    /// Parses `TURN:QUESTION`; the question is everything after the first colon and must
+    /// pass the advisor's own size check.
+    fn from_str(arg: &str) -> Result<Self, Self::Err> {
+        let (turn, question) = arg
+            .split_once(':')
+            .ok_or_else(|| ReplayAskError::NoColon(arg.to_string()))?;
+        let turn_text = turn.trim();
+        if turn_text.is_empty() || !turn_text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(ReplayAskError::BadTurn(turn_text.to_string()));
+        }
+        let turn: usize = turn_text
+            .parse()
+            .map_err(|_| ReplayAskError::BadTurn(turn_text.to_string()))?;
+        if turn == 0 {
+            return Err(ReplayAskError::TurnZero);
+        }
+        check_question(question).map_err(|e| ReplayAskError::BadQuestion {
+            turn,
+            reason: e.to_string(),
+        })?;
+        Ok(Self {
+            turn,
+            question: question.to_string(),
+        })
+    }
+}
+
+/// The `--json` line of an ask: `{"turn":N,"ask":…,"answer":…}`, or `"error"` in place of
+/// `"answer"` when the ask failed (G8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskLine {
+    /// The turn after whose step boundary it was asked.
+    pub turn: usize,
+    /// The question.
+    pub ask: String,
+    /// The advisor's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Why there is no answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl AskLine {
+    /// The line for the answer (or error) to `question` asked at `turn`.
+    pub fn new(turn: usize, question: &str, answer: &Result<String, HandleError>) -> Self {
+        let (answer, error) = match answer {
+            Ok(text) => (Some(text.clone()), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        Self {
+            turn,
+            ask: question.to_string(),
+            answer,
+            error,
+        }
+    }
 }
 
 /// How a printed note reached the primary, or `pending` for one it never received (L2).
@@ -211,6 +332,7 @@ pub struct Replay {
     handle: AdvisorHandle,
     events: UnboundedReceiver<HostEvent>,
     options: ReplayOptions,
+    asks: VecDeque<ReplayAsk>,
 }
 
 impl Replay {
@@ -226,7 +348,17 @@ impl Replay {
             handle,
             events,
             options: ReplayOptions::default(),
+            asks: VecDeque::new(),
         }
+    }
+
+    /// The same replay, asking these questions along the way (module docs); asks for the
+    /// same turn keep their order.
+    pub fn with_asks(mut self, asks: impl IntoIterator<Item = ReplayAsk>) -> Self {
+        let mut asks: Vec<ReplayAsk> = asks.into_iter().collect();
+        asks.sort_by_key(|a| a.turn);
+        self.asks = asks.into();
+        self
     }
 
     /// The same replay with other options.
@@ -262,6 +394,7 @@ impl Replay {
                             delivery: delivery.clone(),
                         });
                     }
+                    self.ask_at(turn, &mut sink).await?;
                 }
                 HostStep::Compacted => {
                     compactions += 1;
@@ -275,6 +408,13 @@ impl Replay {
         let drained = self.drain(&mut sink).await?;
         let turn = self.driver.turns();
         self.forward_events(turn, &mut sink);
+        let asks_not_reached = self.asks.len();
+        for ask in self.asks.drain(..) {
+            sink(ReplayEvent::AskNotReached {
+                turn: ask.turn,
+                question: ask.question,
+            });
+        }
         let mut pending = 0;
         for delivery in self.handle.undelivered().await? {
             pending += delivery.notes.len();
@@ -288,6 +428,7 @@ impl Replay {
             compactions,
             drained,
             pending,
+            asks_not_reached,
             elapsed: started.elapsed(),
             status,
         };
@@ -301,6 +442,39 @@ impl Replay {
             entries_total: self.driver.len(),
             turns: self.driver.turns(),
         }
+    }
+
+    /// Puts the questions meant for `turn` to the advisor, one after the other, reporting
+    /// each answer or error and the host events that arrive meanwhile. An ask that failed
+    /// is reported and the replay goes on; only a stopped runtime ends it.
+    async fn ask_at(
+        &mut self,
+        turn: usize,
+        sink: &mut impl FnMut(ReplayEvent),
+    ) -> Result<(), ReplayError> {
+        while self.asks.front().is_some_and(|a| a.turn <= turn) {
+            let Some(ask) = self.asks.pop_front() else {
+                break;
+            };
+            let handle = self.handle.clone();
+            let question = ask.question.clone();
+            let asking = async move { handle.ask(&question).await };
+            // The ask is bounded by its own time limit (G8), so no deadline here.
+            let answer = match self.forward_until(turn, None, asking, sink).await {
+                Some(answer) => answer,
+                None => Err(HandleError::Stopped),
+            };
+            if matches!(answer, Err(HandleError::Stopped)) {
+                return Err(ReplayError::Runtime(HandleError::Stopped));
+            }
+            self.forward_events(turn, sink);
+            sink(ReplayEvent::Answered {
+                turn,
+                question: ask.question,
+                answer,
+            });
+        }
+        Ok(())
     }
 
     /// Reports the host events already received, attributed to `turn`.
@@ -322,7 +496,7 @@ impl Replay {
         loop {
             let handle = self.handle.clone();
             let ended = self
-                .forward_until(turn, deadline, handle.await_drain(), sink)
+                .forward_until(turn, Some(deadline), handle.await_drain(), sink)
                 .await;
             match ended {
                 None => return Ok(false),
@@ -341,7 +515,7 @@ impl Replay {
                         let recheck = tokio::time::Instant::now() + self.options.failure_recheck;
                         let pause = tokio::time::sleep_until(recheck.min(deadline));
                         if self
-                            .forward_until(turn, deadline, pause, sink)
+                            .forward_until(turn, Some(deadline), pause, sink)
                             .await
                             .is_none()
                         {
@@ -354,11 +528,11 @@ impl Replay {
     }
 
     /// Runs `fut` to its end, reporting the host events that arrive meanwhile; `None` when
-    /// `deadline` comes first.
+    /// `deadline` comes first (never without one).
     async fn forward_until<T>(
         &mut self,
         turn: usize,
-        deadline: tokio::time::Instant,
+        deadline: Option<tokio::time::Instant>,
         fut: impl std::future::Future<Output = T>,
         sink: &mut impl FnMut(ReplayEvent),
     ) -> Option<T> {
@@ -375,7 +549,8 @@ impl Replay {
                     }
                     None => open = false,
                 },
-                _ = tokio::time::sleep_until(deadline) => return None,
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)),
+                    if deadline.is_some() => return None,
             }
         }
     }
@@ -477,5 +652,45 @@ mod tests {
             })
         );
         assert_eq!(replay_event(1, HostEvent::SteerReady), None);
+    }
+
+    #[test]
+    fn g8_l5_ask_arguments_parse_turn_and_question_or_name_what_is_wrong() {
+        let ask: ReplayAsk = "3:Is: the cache keyed by path?".parse().unwrap();
+        assert_eq!(ask.turn, 3);
+        assert_eq!(ask.question, "Is: the cache keyed by path?");
+        assert_eq!(" 12 :why".parse::<ReplayAsk>().unwrap().turn, 12);
+        let err = |arg: &str| arg.parse::<ReplayAsk>().unwrap_err();
+        assert_eq!(err("why"), ReplayAskError::NoColon("why".into()));
+        assert_eq!(err("x:why"), ReplayAskError::BadTurn("x".into()));
+        assert_eq!(err("-1:why"), ReplayAskError::BadTurn("-1".into()));
+        assert_eq!(err("+1:why"), ReplayAskError::BadTurn("+1".into()));
+        assert_eq!(err(":why"), ReplayAskError::BadTurn(String::new()));
+        assert_eq!(err("0:why"), ReplayAskError::TurnZero);
+        assert!(matches!(
+            err("2:  "),
+            ReplayAskError::BadQuestion { turn: 2, .. }
+        ));
+        let long = format!(
+            "2:{}",
+            "q".repeat(crate::review::ask::MAX_QUESTION_CHARS + 1)
+        );
+        assert!(err(&long).to_string().contains("8000"), "{}", err(&long));
+        assert!(err("why").to_string().contains("TURN:QUESTION"));
+    }
+
+    #[test]
+    fn g8_ask_lines_carry_the_answer_or_the_error_never_both() {
+        let ok = serde_json::to_value(AskLine::new(4, "why?", &Ok("because".into()))).unwrap();
+        assert_eq!(
+            ok,
+            serde_json::json!({"turn": 4, "ask": "why?", "answer": "because"})
+        );
+        let error = HandleError::Ask(crate::review::AskError::Disabled);
+        let line = serde_json::to_value(AskLine::new(4, "why?", &Err(error.clone()))).unwrap();
+        assert_eq!(
+            line,
+            serde_json::json!({"turn": 4, "ask": "why?", "error": error.to_string()})
+        );
     }
 }

@@ -10,9 +10,17 @@
 //!   `{"turn":N,"channel":"aside|steer|wake|card|pending","severity":"nit"|…|null,"note":…,"content":…}`
 //!   per note (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
 //!   and a last `{"status":{…}}` line;
+//! - `--ask TURN:QUESTION` (repeatable, G8): the question is put to the advisor right after
+//!   that turn's step boundary, and its answer follows that turn's deliveries: text mode a
+//!   `── turn N · ask ──` block with `Q: …` and `A: …` (or `error: …`), `--json` a
+//!   `{"turn":N,"ask":…,"answer":…}` line (`"error"` in place of `"answer"` when the ask
+//!   failed); a failed ask does not stop the replay. An ask for a turn the session never
+//!   reaches is one line on standard error at the end (in both modes) and does not change
+//!   the exit code; a malformed `--ask` is an error before anything runs;
 //! - exit 0 when the replay ran to the end (a failing advisor shows in the status); exit 1
 //!   with one line on standard error for unusable input (missing file, not a session file,
-//!   a bad settings file, the advisor disabled by the settings, no model configured).
+//!   a bad settings file, the advisor disabled by the settings, no model configured, a
+//!   malformed `--ask`).
 //!
 //! Settings (K1), in order, each over the one before: the defaults; `<agentDir>/config.yml`;
 //! `<root>/.omp/config.yml`, where root is the replay's workspace root (`--root`, else the
@@ -46,13 +54,14 @@ use advisor::providers::{
 };
 use advisor::render::TranscriptView;
 use advisor::replay::{
-    delivery_lines, pending_lines, LineChannel, Replay, ReplayEvent, ReplayOptions, ReplayOutcome,
+    delivery_lines, pending_lines, AskLine, LineChannel, Replay, ReplayAsk, ReplayEvent,
+    ReplayOptions, ReplayOutcome,
 };
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
 use advisor::settings::{
     load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
 };
-use advisor::{AdvisorHandle, RuntimeConfig};
+use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -100,6 +109,10 @@ pub struct ReplayArgs {
     /// Longest wait, in seconds, for the advisor to drain at the end of the file.
     #[arg(long, default_value_t = 120)]
     pub drain_timeout: u64,
+    /// Ask the advisor QUESTION right after the step boundary of turn TURN (counted from 1)
+    /// and print its answer (G8); repeatable.
+    #[arg(long, value_name = "TURN:QUESTION")]
+    pub ask: Vec<String>,
 }
 
 fn parse_api(s: &str) -> Result<ApiKind, String> {
@@ -120,6 +133,7 @@ fn parse_sync(s: &str) -> Result<SyncBacklog, String> {
 
 /// Runs `advisor replay`.
 pub fn run(args: ReplayArgs) -> Result<(), CliError> {
+    let asks = parse_asks(&args.ask)?;
     let lookup = |name: &str| std::env::var(name).ok();
     let env = SettingsEnv::from_lookup(&lookup);
     let branch = read_session_arg(&args.session, &ReadLimits::default())
@@ -207,11 +221,23 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::new(e.to_string()))?;
         let result = Replay::new(driver, handle.clone(), events)
             .with_options(options)
+            .with_asks(asks)
             .run(|event| printer.event(event))
             .await;
         let _ = handle.dispose().await;
         result.map(|_| ()).map_err(|e| CliError::new(e.to_string()))
     })
+}
+
+/// The `--ask` arguments, checked before anything runs: a malformed one is one error line
+/// (L5). Parsed here rather than by clap so the error stays on one line.
+fn parse_asks(args: &[String]) -> Result<Vec<ReplayAsk>, CliError> {
+    args.iter()
+        .map(|arg| {
+            arg.parse::<ReplayAsk>()
+                .map_err(|e| CliError::new(format!("--ask: {e}")))
+        })
+        .collect()
 }
 
 /// The replay's settings: what the files and the environment say, replay's own
@@ -356,6 +382,18 @@ impl Printer {
                 self.bar.suspend(|| out(&text));
             }
             ReplayEvent::Notice { text, .. } => self.notice(&text),
+            ReplayEvent::Answered {
+                turn,
+                question,
+                answer,
+            } => {
+                let text = self.answer_text(turn, &question, &answer);
+                self.bar.suspend(|| out(&text));
+            }
+            ReplayEvent::AskNotReached { turn, question } => {
+                let text = not_reached_text(turn, &question);
+                self.bar.suspend(|| eprintln!("{text}"));
+            }
             ReplayEvent::Finished(outcome) => {
                 self.bar.finish_and_clear();
                 out(&self.finish_text(&outcome));
@@ -392,6 +430,24 @@ impl Printer {
         }
     }
 
+    /// An ask's answer or error (G8): one JSON line, or a `── turn N · ask ──` block.
+    fn answer_text(
+        &self,
+        turn: usize,
+        question: &str,
+        answer: &Result<String, HandleError>,
+    ) -> String {
+        if self.json {
+            return serde_json::to_string(&AskLine::new(turn, question, answer))
+                .unwrap_or_default();
+        }
+        let reply = match answer {
+            Ok(text) => format!("A: {}", text.trim_end()),
+            Err(e) => format!("error: {e}"),
+        };
+        format!("── turn {turn} · ask ──\nQ: {}\n{reply}\n", question.trim())
+    }
+
     fn finish_text(&self, outcome: &ReplayOutcome) -> String {
         if self.json {
             return json!({ "status": outcome.status }).to_string();
@@ -417,6 +473,14 @@ impl Printer {
             outcome.status.render().trim_end()
         )
     }
+}
+
+/// The standard-error line for an ask whose turn never came.
+fn not_reached_text(turn: usize, question: &str) -> String {
+    format!(
+        "advisor: --ask {turn}:{} was never asked: the session ended before turn {turn}",
+        question.trim()
+    )
 }
 
 /// Writes one block to standard output; a closed pipe is not an error worth reporting.
@@ -662,5 +726,40 @@ mod tests {
         for word in ["OPENROUTER_API_KEY", "--model", "--base-url"] {
             assert!(text.contains(word), "{text}");
         }
+    }
+
+    #[test]
+    fn g8_l5_a_malformed_ask_is_one_line_naming_the_flag() {
+        let ok = parse_asks(&["2:why?".into(), "1:what?".into()]).unwrap();
+        assert_eq!((ok[0].turn, ok[1].turn), (2, 1));
+        for bad in ["why", "x:why", "0:why", "3: "] {
+            let err = parse_asks(&["1:fine".into(), bad.into()])
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("--ask: "), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+
+    #[test]
+    fn g8_text_ask_block_names_turn_question_and_answer_or_error() {
+        let text = Printer {
+            json: false,
+            bar: ProgressBar::hidden(),
+        };
+        assert_eq!(
+            text.answer_text(3, " why? ", &Ok("Because.\n".into())),
+            "── turn 3 · ask ──\nQ: why?\nA: Because.\n"
+        );
+        let failed = Err(HandleError::Ask(advisor::review::AskError::Disabled));
+        let block = text.answer_text(3, "why?", &failed);
+        assert!(
+            block.ends_with("error: the advisor could not answer: consulting the advisor is turned off (advisor.consult: false)\n"),
+            "{block}"
+        );
+        assert_eq!(
+            not_reached_text(9, "why?"),
+            "advisor: --ask 9:why? was never asked: the session ended before turn 9"
+        );
     }
 }

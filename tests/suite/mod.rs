@@ -15,6 +15,7 @@ mod reconfirm;
 mod redact;
 mod render_cli;
 mod render_golden;
+mod replay_ask;
 mod replay_e2e;
 mod runtime_pipeline;
 mod serve_binary;

@@ -13,11 +13,11 @@ use serde_json::{json, Value};
 
 /// Prompt tokens each scripted answer reports: small, so the advisor's context never passes
 /// its re-prime threshold and every fresh context in the request stream comes from a reset.
-const PROMPT_TOKENS: u64 = 100;
-const COMPLETION_TOKENS: u64 = 7;
+pub(super) const PROMPT_TOKENS: u64 = 100;
+pub(super) const COMPLETION_TOKENS: u64 = 7;
 const COST: f64 = 0.0005;
 
-fn manifest_path(relative: &str) -> PathBuf {
+pub(super) fn manifest_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
@@ -34,7 +34,7 @@ fn fixture(name: &str) -> Option<PathBuf> {
     }
 }
 
-fn chunk(delta: Value, finish: Option<&str>) -> String {
+pub(super) fn chunk(delta: Value, finish: Option<&str>) -> String {
     sse_event(
         None,
         &json!({"id": "gen", "object": "chat.completion.chunk", "model": "test",
@@ -43,7 +43,7 @@ fn chunk(delta: Value, finish: Option<&str>) -> String {
     )
 }
 
-fn finish(mut body: Vec<String>) -> ScriptedResponse {
+pub(super) fn finish(mut body: Vec<String>) -> ScriptedResponse {
     body.push(sse_event(
         None,
         &json!({"id": "gen", "object": "chat.completion.chunk", "choices": [],
@@ -56,7 +56,7 @@ fn finish(mut body: Vec<String>) -> ScriptedResponse {
 }
 
 /// An answer with no text and no tool call: the advisor stays silent.
-fn silent() -> ScriptedResponse {
+pub(super) fn silent() -> ScriptedResponse {
     finish(vec![
         chunk(json!({"role": "assistant", "content": ""}), None),
         chunk(json!({}), Some("stop")),
@@ -64,7 +64,7 @@ fn silent() -> ScriptedResponse {
 }
 
 /// An answer calling `advise` once.
-fn advise(note: &str, severity: Option<&str>) -> ScriptedResponse {
+pub(super) fn advise(note: &str, severity: Option<&str>) -> ScriptedResponse {
     let mut args = json!({ "note": note });
     if let Some(s) = severity {
         args["severity"] = json!(s);
@@ -81,13 +81,13 @@ fn advise(note: &str, severity: Option<&str>) -> ScriptedResponse {
 
 /// What the runtime will send for each turn of a session: the turns with a non-blank delta,
 /// in order, with the prompt, and whether a compaction reset came just before.
-struct Plan {
-    prompts: Vec<(usize, String, bool)>,
-    turns: usize,
-    compactions: usize,
+pub(super) struct Plan {
+    pub(super) prompts: Vec<(usize, String, bool)>,
+    pub(super) turns: usize,
+    pub(super) compactions: usize,
 }
 
-fn plan(path: &Path) -> Plan {
+pub(super) fn plan(path: &Path) -> Plan {
     let mut driver = SessionDriver::new(read_session(path).expect("a session file"));
     let transcript = driver.transcript();
     // The runtime bounds the replay after a reset to twice the window in characters; the
@@ -118,7 +118,10 @@ fn plan(path: &Path) -> Plan {
 
 /// The scripted answers, in request order: per reviewed turn one silent answer, or an
 /// `advise` call followed by a silent answer when `advice` names that turn.
-fn script(plan: &Plan, advice: &BTreeMap<usize, (&str, Option<&str>)>) -> Vec<ScriptedResponse> {
+pub(super) fn script(
+    plan: &Plan,
+    advice: &BTreeMap<usize, (&str, Option<&str>)>,
+) -> Vec<ScriptedResponse> {
     let mut out = Vec::new();
     for (turn, _, _) in &plan.prompts {
         if let Some((note, severity)) = advice.get(turn) {
@@ -129,21 +132,31 @@ fn script(plan: &Plan, advice: &BTreeMap<usize, (&str, Option<&str>)>) -> Vec<Sc
     out
 }
 
-struct Run {
-    ok: bool,
-    stdout: String,
-    stderr: String,
+pub(super) struct Run {
+    pub(super) ok: bool,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
 }
 
 async fn replay(session: &Path, server: &SseServer, extra: &[&str]) -> Run {
     let root = tempfile::tempdir().expect("a temporary root");
+    replay_in(root.path(), session, server, extra).await
+}
+
+/// [`replay`] with the workspace root `root` (where `.omp/config.yml` is read).
+pub(super) async fn replay_in(
+    root: &Path,
+    session: &Path,
+    server: &SseServer,
+    extra: &[&str],
+) -> Run {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
         .arg("replay")
         .arg(session)
         .args(["--model", "local/test", "--api", "openai-completions"])
         .args(["--base-url", &server.base_url()])
         .arg("--root")
-        .arg(root.path())
+        .arg(root)
         .args(extra)
         .env_remove("ADVISOR_MODEL")
         .env_remove("ADVISOR_NO_REVIEW")
@@ -158,7 +171,7 @@ async fn replay(session: &Path, server: &SseServer, extra: &[&str]) -> Run {
     }
 }
 
-fn json_lines(stdout: &str) -> Vec<Value> {
+pub(super) fn json_lines(stdout: &str) -> Vec<Value> {
     stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
@@ -166,7 +179,7 @@ fn json_lines(stdout: &str) -> Vec<Value> {
 }
 
 /// The last user message of a request body.
-fn last_user_text(body: &Value) -> String {
+pub(super) fn last_user_text(body: &Value) -> String {
     body["messages"]
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
