@@ -35,6 +35,8 @@ pub struct Supervisor {
     enabled: bool,
     epoch: u64,
     failure_count: u64,
+    /// `/advisor test` injections so far (C2): each is its own update for the note budget.
+    tests_injected: u64,
     last_transcript: Option<Transcript>,
     initial_len: Option<usize>,
 }
@@ -55,6 +57,7 @@ impl Supervisor {
             enabled,
             epoch: 0,
             failure_count: 0,
+            tests_injected: 0,
             last_transcript,
             initial_len,
         }

@@ -150,10 +150,17 @@ pub async fn wait_after_turn(
 
 /// `/advisor test` (C2): raises `advisory` through the normal delivery path and answers
 /// what the router made of it.
-pub async fn test_advice(router: Addr<DeliveryRouter>, epoch: u64, advisory: Advisory) -> String {
+pub async fn test_advice(
+    router: Addr<DeliveryRouter>,
+    epoch: u64,
+    nth: u64,
+    advisory: Advisory,
+) -> String {
+    // Each injection counts as its own update (C2, D8): review ids from the top of the range,
+    // far from the agent's, so a user's checks are never budgeted as one review.
     let raise = RaiseAdvice {
         epoch,
-        review: u64::MAX - 1,
+        review: u64::MAX - nth,
         advisory,
     };
     match router.send(raise).await {

@@ -541,6 +541,28 @@ async fn k2_enabled_without_a_model_reports_it_and_does_not_crash() {
 }
 
 #[actix::test]
+async fn c2_d8_each_test_injection_is_its_own_update_so_none_is_dropped_for_budget() {
+    let (rec, _rx) = recorder();
+    let mut cfg = RuntimeConfig::new("p", std::env::temp_dir(), None);
+    cfg.settings.max_notes_per_update = 1;
+    let h = AdvisorHandle::start(cfg, rec.recipient());
+    for n in 0..3 {
+        let reply = h
+            .command(&format!("/advisor test nit note number {n}"))
+            .await
+            .unwrap();
+        assert!(reply.contains("Recorded."), "{reply}");
+    }
+    let aside = h.step_boundary().await.unwrap().aside.unwrap();
+    let notes: Vec<_> = aside.notes.iter().map(|n| n.note.as_str()).collect();
+    assert_eq!(
+        notes,
+        ["note number 0", "note number 1", "note number 2"],
+        "a user's checks of the delivery path are not budgeted as one review"
+    );
+}
+
+#[actix::test]
 async fn c4_dump_shows_the_advisor_transcript_and_raw_adds_the_system_prompt() {
     let model = ScriptedModel::new([ScriptedReply::text("nothing to add")]);
     let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));

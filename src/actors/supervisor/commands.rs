@@ -73,7 +73,8 @@ impl Handler<RunCommand> for Supervisor {
             Ok(AdvisorCommand::On) => self.enable(ctx),
             Ok(AdvisorCommand::Off) => self.disable(),
             Ok(AdvisorCommand::Test(advisory)) => {
-                let fut = test_advice(self.router(), self.epoch, advisory);
+                self.tests_injected += 1;
+                let fut = test_advice(self.router(), self.epoch, self.tests_injected, advisory);
                 return Box::pin(fut.into_actor(self));
             }
             Ok(AdvisorCommand::Status) => {
