@@ -11,7 +11,8 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use crate::messages::watchdog::{GetWatchdogPrompt, WatchdogPrompt};
-use crate::watchdog::{refresh, Loaded, Refresh, WatchdogConfig};
+use crate::redact::Redactor;
+use crate::watchdog::{refresh_with, Loaded, Refresh, WatchdogConfig};
 
 /// Asks the loader how much work it has done; for status lines and tests.
 #[derive(Debug, Clone, Copy, Message)]
@@ -33,18 +34,37 @@ pub struct WatchdogStats {
 #[derive(Debug)]
 pub struct WatchdogLoader {
     config: Arc<WatchdogConfig>,
+    redactor: Option<Redactor>,
+    redactor_error: Option<String>,
     cached: Option<Arc<Loaded>>,
     stats: WatchdogStats,
 }
 
 impl WatchdogLoader {
-    /// A loader for `config`. Cheap: nothing is read until the first request.
+    /// A loader for `config`, redacting secrets from the blocks (X5). Nothing is read until
+    /// the first request.
     pub fn new(config: WatchdogConfig) -> Self {
+        let (redactor, redactor_error) = match Redactor::new() {
+            Ok(redactor) => (Some(redactor), None),
+            Err(err) => (None, Some(format!("watchdog: blocks not redacted: {err}"))),
+        };
         Self {
             config: Arc::new(config),
+            redactor,
+            redactor_error,
             cached: None,
             stats: WatchdogStats::default(),
         }
+    }
+
+    /// Turns secret redaction of the blocks on (the default) or off
+    /// (`advisor.redactSecrets: false`).
+    pub fn with_redaction(mut self, on: bool) -> Self {
+        if !on {
+            self.redactor = None;
+            self.redactor_error = None;
+        }
+        self
     }
 
     /// Folds the outcome of one background check into the actor's state and picks the
@@ -56,7 +76,8 @@ impl WatchdogLoader {
             Ok(Refresh::Rebuilt(loaded)) => {
                 self.stats.loads += 1;
                 self.stats.files_read += loaded.files_read as u64;
-                let prompt = loaded.prompt.clone();
+                let mut prompt = loaded.prompt.clone();
+                prompt.warnings.extend(self.redactor_error.take());
                 self.cached = Some(Arc::new(loaded));
                 prompt
             }
@@ -96,8 +117,13 @@ impl Handler<GetWatchdogPrompt> for WatchdogLoader {
     fn handle(&mut self, _msg: GetWatchdogPrompt, _ctx: &mut Self::Context) -> Self::Result {
         let config = Arc::clone(&self.config);
         let previous = self.cached.clone();
+        let redactor = self.redactor.clone();
         let check = tokio::task::spawn_blocking(move || {
-            refresh(&config, previous.as_ref().map(|loaded| &loaded.fingerprint))
+            refresh_with(
+                &config,
+                previous.as_ref().map(|loaded| &loaded.fingerprint),
+                redactor.as_ref(),
+            )
         });
         Box::pin(
             check

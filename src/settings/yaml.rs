@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde_norway::{Mapping, Value};
 
+use super::depth::{too_deep, MAX_YAML_DEPTH};
 use super::{AdvisorSettings, DeliveryPolicy, SettingsError, SyncBacklog};
+use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::render::TranscriptView;
 
 /// The keys of the `advisor:` block, as written in the file.
@@ -121,11 +123,19 @@ pub struct SettingsLayer {
 }
 
 impl SettingsLayer {
-    /// Parses the text of the settings file `file` (named in errors and warnings).
+    /// Parses the text of the settings file `file` (named in errors and warnings). A
+    /// document nested deeper than [`MAX_YAML_DEPTH`] levels is refused before it is parsed.
+    /// Values and keys quoted in errors and warnings are cut to about 200 characters.
     pub fn parse(file: &Path, text: &str) -> Result<(Self, Vec<SettingsWarning>), SettingsError> {
+        if let Some(line) = too_deep(text) {
+            return Err(SettingsError::NotYaml {
+                file: file.to_path_buf(),
+                message: format!("nested more than {MAX_YAML_DEPTH} levels deep (line {line})"),
+            });
+        }
         let value: Value = serde_norway::from_str(text).map_err(|e| SettingsError::NotYaml {
             file: file.to_path_buf(),
-            message: e.to_string(),
+            message: clip(&e.to_string(), SHOWN_CHARS).into_owned(),
         })?;
         let mut parser = Parser {
             file,
@@ -440,18 +450,18 @@ fn whole(file: &Path, key: &str, value: &Value, min: u64, max: u64) -> Result<u6
 /// A key as text: strings as they are, other scalars as YAML would print them.
 fn key_text(key: &Value) -> String {
     match key {
-        Value::String(s) => s.clone(),
+        Value::String(s) => clip(s, SHOWN_CHARS).into_owned(),
         other => shown(other),
     }
 }
 
-/// A value as the user wrote it, for error messages.
+/// A value as the user wrote it, for error messages, cut to about 200 characters.
 fn shown(value: &Value) -> String {
     match value {
         Value::Null => "null".to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => clip(s, SHOWN_CHARS).into_owned(),
         other => kind(other).to_string(),
     }
 }
@@ -711,6 +721,35 @@ mod tests {
                 "{text:?}: {message}"
             );
         }
+    }
+
+    #[test]
+    fn issue10_8_deep_nesting_is_refused_before_parsing_naming_the_file() {
+        for text in [
+            "[".repeat(100_000),
+            format!("advisor:\n  policy: {}", "{a: ".repeat(100_000)),
+        ] {
+            let message = error(&text);
+            assert!(
+                message.starts_with("/agent/config.yml is not a valid settings file: nested more than 64 levels deep (line "),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn issue10_4_values_and_keys_in_notices_are_cut_to_about_200_characters() {
+        let long = "x".repeat(10_000);
+        let message = error(&format!("advisor:\n  policy: {long}\n"));
+        assert!(message.len() < 400, "{message}");
+        assert!(
+            message.contains(&format!("`{}…`", "x".repeat(200))),
+            "{message}"
+        );
+        let key = "k".repeat(1000);
+        let (_, warnings) = parse(&format!("advisor:\n  {key}: 1\n")).unwrap();
+        let line = warnings[0].to_string();
+        assert!(line.len() < 400 && line.contains("…"), "{line}");
     }
 
     #[test]
