@@ -62,7 +62,7 @@ impl Scan {
         let mut at = 0;
         if self.quote.is_none() && self.flow == 0 {
             let rest = &line[indent..];
-            if rest.is_empty() || rest[0] == b'#' || rest[0] == b'\t' {
+            if rest.iter().all(u8::is_ascii_whitespace) || rest[0] == b'#' {
                 return false;
             }
             at = indent;
@@ -204,6 +204,9 @@ mod tests {
         // The top level counts as one block level, so the 64th line passes the limit.
         let spread = "[\n".repeat(70);
         assert_eq!(too_deep(&spread), Some(MAX_YAML_DEPTH));
+        // Tabs are blanks, not a way around the count.
+        assert_eq!(too_deep(&format!("\t{}", "[".repeat(100))), Some(1));
+        assert_eq!(too_deep(&format!("a:\t{}", "{".repeat(100))), Some(1));
     }
 
     #[test]

@@ -298,7 +298,11 @@ fn check_inside_project(
     let Some(within) = within else {
         return Err(ReadError::Missing);
     };
-    canonical_inside(&candidate.path, &within).map(|_| ())
+    match canonical_inside(&candidate.path, &within) {
+        Ok(_) => Ok(()),
+        Err(ReadError::Outside { root }) => Err(ReadError::LeadsOut { root }),
+        Err(err) => Err(err),
+    }
 }
 
 /// The canonical form of `path` when it lies inside `root` (canonical already); a path

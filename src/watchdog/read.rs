@@ -36,6 +36,13 @@ pub enum ReadError {
         /// The directory imports must stay in.
         root: PathBuf,
     },
+    /// A project WATCHDOG file that is a symlink leading out of its project (skipped with a
+    /// warning, W6 security).
+    #[error("it is a symlink leading outside {}", clip(&.root.display().to_string(), SHOWN_CHARS))]
+    LeadsOut {
+        /// The directory it must stay in.
+        root: PathBuf,
+    },
     /// The load already used its whole size budget (left literal; the load warns once).
     #[error("the watchdog size limit is used up")]
     OverBudget,

@@ -537,7 +537,19 @@ fn issue10_12_a_project_watchdog_symlink_leading_out_is_skipped_with_a_warning()
     );
     let warnings = &loaded.prompt.warnings;
     assert_eq!(warnings.len(), 2, "{warnings:#?}");
-    assert!(warnings[0].contains(".omp/WATCHDOG.md") && warnings[0].contains("inside"));
+    assert_eq!(
+        warnings[0],
+        format!(
+            "watchdog: skipped {}: it is a symlink leading outside {}",
+            tree.path("home/repo/.omp/WATCHDOG.md").display(),
+            tree.path("home/repo").canonicalize().unwrap().display()
+        )
+    );
+    assert!(
+        warnings[1].contains("home/repo/WATCHDOG.md"),
+        "{}",
+        warnings[1]
+    );
 }
 
 #[test]
