@@ -47,6 +47,7 @@ pub mod model;
 pub mod prompts;
 pub mod providers;
 pub mod redact;
+pub mod regular_file;
 pub mod render;
 pub mod replay;
 pub mod review;

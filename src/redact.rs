@@ -32,6 +32,12 @@ pub enum SecretKind {
     /// The value assigned to an environment-style name ending in `_KEY`, `_TOKEN`,
     /// `_SECRET` or `PASSWORD`.
     EnvSecret,
+    /// The value of a lower-case key ending in `password`, `passwd` or `secret` in YAML,
+    /// `.env`, INI or TOML text (`password: …`, `db_password=…`, `client-secret = "…"`).
+    ConfigSecret,
+    /// The password of credentials inside a URL (`https://user:pass@host`); the user name
+    /// stays.
+    UrlPassword,
     /// An AWS secret access key (`aws_secret_access_key = …`).
     AwsSecretKey,
     /// The token of an `Authorization: Bearer …` header or a `Bearer <token>` mention.
@@ -64,6 +70,8 @@ impl SecretKind {
         match self {
             SecretKind::PrivateKey => "private-key",
             SecretKind::EnvSecret => "env-secret",
+            SecretKind::ConfigSecret => "config-secret",
+            SecretKind::UrlPassword => "url-password",
             SecretKind::AwsSecretKey => "aws-secret-key",
             SecretKind::BearerToken => "bearer-token",
             SecretKind::BasicAuth => "basic-auth",
@@ -130,13 +138,24 @@ enum Check {
     /// An environment-style assignment: the value must not be a reference, a placeholder,
     /// a mask, an identifier or too short, and the name must not be a well-known non-secret.
     Env,
+    /// A URL's password: anything but a reference (`${PASS}`, `{password}`, `<pass>`) or a
+    /// mask (`***`).
+    Url,
 }
 
 struct Rule {
     kind: SecretKind,
     regex: Regex,
     check: Check,
+    /// The prefilter ([`Compiled::any`]) that clears text of this rule.
+    group: usize,
 }
+
+/// The rules whose patterns go into the second prefilter: their leading literals are
+/// common words (`password`, `secret`, `://`), and one alternation of every rule with so
+/// many literals loses the engine's fast literal search (measured: the no-secret path
+/// became several times slower), so they are cleared by a small alternation of their own.
+const SECOND_GROUP: &[SecretKind] = &[SecretKind::ConfigSecret, SecretKind::UrlPassword];
 
 /// A line break inside a private key block: real whitespace or a JSON-escaped `\n`/`\r`.
 const PEM_SEP: &str = r"(?:[ \t\r\n]|\\[nr])";
@@ -155,9 +174,22 @@ fn rule_sources() -> Vec<(SecretKind, String, Check)> {
     // the rest of the (upper-case) name is read backwards in `env_name`. The value is
     // either quoted (`q`, may hold spaces) or a bare run of characters (`v`).
     let env = r#"(?P<n>_KEY|_TOKEN|_SECRET|PASSWORD)(?-u:\b)\\?["']?[ \t]*(?::=|[:=])[ \t]*(?:\\?["'](?P<q>[^"'\\\r\n…]+)|(?P<v>[^\s"'`\\,;(){}<>\[\]…]+))"#;
+    // Credentials in a URL: `scheme://user:password@host`, the user possibly empty, both
+    // made of the characters a URL's user part may hold (RFC 3986), so the classes stay
+    // small and ASCII.
+    let url = r"://[A-Za-z0-9._~%!$&'()*+,;=\-]*:(?P<v>[A-Za-z0-9._~%!$&'()*+,;=:\-]+)@";
+    // Lower-case keys (`password: …` in YAML, `db_password=…`): the same shape, anchored on
+    // the key's last word, which must end there (`secrets:`, `password_hash:` are other
+    // keys).
+    let config = env.replace(
+        "(?P<n>_KEY|_TOKEN|_SECRET|PASSWORD)",
+        "(?P<n>password|passwd|secret)",
+    );
     vec![
         (SecretKind::PrivateKey, pem, Check::None),
         (SecretKind::EnvSecret, env.to_string(), Check::Env),
+        (SecretKind::ConfigSecret, config, Check::Env),
+        (SecretKind::UrlPassword, url.to_string(), Check::Url),
         (
             SecretKind::AwsSecretKey,
             r#"(?i:aws_secret_access_key)\\?["']?[ \t]*(?::=|[:=])[ \t]*\\?["']?(?P<v>(?P<b>[A-Za-z0-9/+=]{20,}))"#.to_string(),
@@ -222,10 +254,11 @@ fn rule_sources() -> Vec<(SecretKind, String, Check)> {
 }
 
 struct Compiled {
-    /// All rule patterns as one alternation: the single pass that clears secret-free text.
-    /// Every alternative starts with (or, for names, is anchored on) a literal, so the
-    /// engine skips between literal hits instead of running an automaton over every byte.
-    any: Regex,
+    /// The rule patterns as two alternations (see [`SECOND_GROUP`]): the passes that clear
+    /// secret-free text. Every alternative starts with (or, for names, is anchored on) a
+    /// literal, so the engine skips between literal hits instead of running an automaton
+    /// over every byte.
+    any: [Regex; 2],
     rules: Vec<Rule>,
 }
 
@@ -254,17 +287,27 @@ impl Redactor {
     /// Compiles the built-in patterns.
     pub fn new() -> Result<Self, RedactError> {
         let sources = rule_sources();
-        let alternation = sources
-            .iter()
-            .map(|(_, pattern, _)| format!("(?:{})", unnamed(pattern)))
-            .collect::<Vec<_>>()
-            .join("|");
-        let any = Regex::new(&alternation).map_err(RedactError::Combined)?;
+        let group_of = |kind: &SecretKind| usize::from(SECOND_GROUP.contains(kind));
+        let [first, second] = [0, 1].map(|group| {
+            let alternation = sources
+                .iter()
+                .filter(|(kind, _, _)| group_of(kind) == group)
+                .map(|(_, pattern, _)| format!("(?:{})", unnamed(pattern)))
+                .collect::<Vec<_>>()
+                .join("|");
+            Regex::new(&alternation).map_err(RedactError::Combined)
+        });
+        let any = [first?, second?];
         let rules = sources
             .into_iter()
             .map(|(kind, pattern, check)| {
                 Regex::new(&pattern)
-                    .map(|regex| Rule { kind, regex, check })
+                    .map(|regex| Rule {
+                        kind,
+                        regex,
+                        check,
+                        group: group_of(&kind),
+                    })
                     .map_err(|source| RedactError::Pattern { kind, source })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -291,20 +334,18 @@ impl Redactor {
     /// The secrets in `text`, in order and non-overlapping: what one pass of
     /// [`Redactor::redact`] replaces.
     pub fn find(&self, text: &str) -> Vec<Redaction> {
-        if !self.inner.any.is_match(text) {
+        let hit = self.inner.any.each_ref().map(|any| any.is_match(text));
+        if !hit.contains(&true) {
             return Vec::new();
         }
         let mut candidates: Vec<(Redaction, usize)> = Vec::new();
         for (index, rule) in self.inner.rules.iter().enumerate() {
+            if !hit[rule.group] {
+                continue;
+            }
             for caps in rule.regex.captures_iter(text) {
-                if let Some(range) = accept(rule, &caps, text) {
-                    candidates.push((
-                        Redaction {
-                            kind: rule.kind,
-                            range,
-                        },
-                        index,
-                    ));
+                if let Some((kind, range)) = accept(rule, &caps, text) {
+                    candidates.push((Redaction { kind, range }, index));
                 }
             }
         }
@@ -329,39 +370,89 @@ impl Redactor {
     }
 }
 
-/// The byte range to replace when `caps` passes its rule's check.
-fn accept(rule: &Rule, caps: &Captures<'_>, text: &str) -> Option<Range<usize>> {
+/// The kind and byte range to replace when `caps` passes its rule's check.
+fn accept(rule: &Rule, caps: &Captures<'_>, text: &str) -> Option<(SecretKind, Range<usize>)> {
     let value = caps.name("v").or_else(|| caps.name("q"))?;
+    let mut kind = rule.kind;
     let ok = match rule.check {
         Check::None => true,
         Check::Random => caps.name("b").is_some_and(|b| looks_random(b.as_str())),
-        Check::Env => caps
-            .name("n")
-            .and_then(|suffix| env_name(text, suffix.range()))
-            .is_some_and(|name| {
-                plausible_env_secret(name, value.as_str(), caps.name("q").is_some())
-            }),
+        Check::Env => {
+            let suffix = caps.name("n")?;
+            // A lower-case suffix is a configuration key (`db_password: …`).
+            let name = if suffix
+                .as_str()
+                .starts_with(|c: char| c.is_ascii_lowercase())
+            {
+                kind = SecretKind::ConfigSecret;
+                config_name(text, suffix.range()).map(str::to_ascii_uppercase)
+            } else {
+                env_name(text, suffix.range()).map(str::to_string)
+            };
+            let quoted = caps.name("q").is_some();
+            // A bare value right before `(` is a call (`hashlib.sha256(…)`), not a secret.
+            let call = !quoted && text.as_bytes().get(value.end()) == Some(&b'(');
+            !call && name.is_some_and(|name| plausible_env_secret(&name, value.as_str(), quoted))
+        }
+        Check::Url => plausible_url_password(value.as_str()),
     };
-    (ok && !value.as_str().starts_with(PLACEHOLDER_OPEN)).then(|| value.range())
+    (ok && !value.as_str().starts_with(PLACEHOLDER_OPEN)).then(|| (kind, value.range()))
 }
 
 /// The whole environment-style name that ends with the suffix at `suffix`: the run of
 /// upper-case letters, digits and underscores before it, which must start a word (a
 /// lower-case letter before it makes it an identifier such as `myAPI_KEY`, not a name).
 fn env_name(text: &str, suffix: Range<usize>) -> Option<&str> {
+    name_ending_at(
+        text,
+        suffix,
+        |b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_',
+        |b| b.is_ascii_alphanumeric() || b == b'_',
+    )
+}
+
+/// The whole lower-case key that ends with the word at `suffix`: the run of lower-case
+/// letters, digits, `_` and `-` before it, which must start a word (an upper-case letter or
+/// a digit before it makes it part of something else, such as `DB_password`).
+fn config_name(text: &str, suffix: Range<usize>) -> Option<&str> {
+    name_ending_at(
+        text,
+        suffix,
+        |b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-',
+        |b| b.is_ascii_alphanumeric(),
+    )
+}
+
+/// The run of `part` bytes before `suffix`, with the suffix; `None` when the byte before the
+/// run `joins` it to something longer.
+fn name_ending_at(
+    text: &str,
+    suffix: Range<usize>,
+    part: impl Fn(u8) -> bool,
+    joins: impl Fn(u8) -> bool,
+) -> Option<&str> {
     let before = text.get(..suffix.start)?;
-    let start = before
-        .bytes()
-        .rposition(|b| !(b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'))
-        .map_or(0, |i| i + 1);
+    let start = before.bytes().rposition(|b| !part(b)).map_or(0, |i| i + 1);
     if before
         .as_bytes()
         .get(start.wrapping_sub(1))
-        .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .is_some_and(|b| joins(*b))
     {
         return None;
     }
     text.get(start..suffix.end)
+}
+
+/// Whether the password part of a URL holds a value rather than a reference or a mask.
+fn plausible_url_password(value: &str) -> bool {
+    if value.starts_with(['$', '{', '<']) || (value.starts_with('%') && value.ends_with('%')) {
+        return false;
+    }
+    let mut chars = value.chars();
+    match chars.next() {
+        Some(first) => first.is_ascii_alphanumeric() || !chars.all(|c| c == first),
+        None => false,
+    }
 }
 
 /// `pattern` with its named groups made non-capturing (names may repeat across rules, so
@@ -565,6 +656,32 @@ mod tests {
         let mine = at("I_KEY=v; P").start + 1;
         assert_eq!(env_name(text, mine..mine + 4), None);
         assert_eq!(env_name(text, at("PASSWORD")), Some("PASSWORD"));
+    }
+
+    #[test]
+    fn issue10_13_config_name_reads_a_lower_case_key_back_from_its_last_word() {
+        let text = "db_password: x; --password=x; DB_password: x; my-client-secret: x";
+        let at = |needle: &str| {
+            let start = text.find(needle).unwrap_or_default();
+            start..start + needle.len()
+        };
+        let first = at("password");
+        assert_eq!(config_name(text, first), Some("db_password"));
+        let flag = text.find("--password").unwrap_or_default() + 2;
+        assert_eq!(config_name(text, flag..flag + 8), Some("--password"));
+        let mixed = text.find("B_password").unwrap_or_default() + 2;
+        assert_eq!(config_name(text, mixed..mixed + 8), None);
+        assert_eq!(config_name(text, at("secret")), Some("my-client-secret"));
+    }
+
+    #[test]
+    fn issue10_13_url_passwords_exclude_references_and_masks() {
+        for value in ["pass", "x", "s3cr3t%40x", "a*b"] {
+            assert!(plausible_url_password(value), "{value}");
+        }
+        for value in ["$PASS", "%PASS%", "***", "----", ""] {
+            assert!(!plausible_url_password(value), "{value}");
+        }
     }
 
     #[test]

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use crate::messages::watchdog::{GetWatchdogPrompt, WatchdogPrompt};
+use crate::redact::Redactor;
 use crate::runtime::watchdog_cache::{CachedRefresh, WatchdogCache};
-use crate::watchdog::{refresh, Loaded, Refresh, WatchdogConfig};
+use crate::watchdog::{refresh_with, Loaded, Refresh, WatchdogConfig};
 
 /// Asks the loader how much work it has done; for status lines and tests.
 #[derive(Debug, Clone, Copy, Message)]
@@ -34,6 +35,10 @@ pub struct WatchdogStats {
 #[derive(Debug)]
 pub struct WatchdogLoader {
     config: Arc<WatchdogConfig>,
+    redactor: Option<Redactor>,
+    /// The patterns are still to be compiled, on first use (no redactor was handed in).
+    compile_redactor: bool,
+    redactor_error: Option<String>,
     cached: Option<Arc<Loaded>>,
     stats: WatchdogStats,
     /// The process-wide results (A6); `None` loads for this loader alone.
@@ -41,10 +46,14 @@ pub struct WatchdogLoader {
 }
 
 impl WatchdogLoader {
-    /// A loader for `config`. Cheap: nothing is read until the first request.
+    /// A loader for `config`, redacting secrets from the blocks (X5). Nothing is read or
+    /// compiled until the first request.
     pub fn new(config: WatchdogConfig) -> Self {
         Self {
             config: Arc::new(config),
+            redactor: None,
+            compile_redactor: true,
+            redactor_error: None,
             cached: None,
             stats: WatchdogStats::default(),
             shared: None,
@@ -84,6 +93,38 @@ impl WatchdogLoader {
         }
     }
 
+    /// Turns secret redaction of the blocks on (the default) or off
+    /// (`advisor.redactSecrets: false`).
+    pub fn with_redaction(mut self, on: bool) -> Self {
+        if !on {
+            self.redactor = None;
+            self.compile_redactor = false;
+            self.redactor_error = None;
+        }
+        self
+    }
+
+    /// Redacts with `redactor` (compiled once for the process, A6), or not at all when
+    /// `None` (`advisor.redactSecrets: false`).
+    pub fn with_redactor(mut self, redactor: Option<Redactor>) -> Self {
+        self.redactor = redactor;
+        self.compile_redactor = false;
+        self
+    }
+
+    /// The redactor, compiled on first use when none was handed in.
+    fn redactor(&mut self) -> Option<Redactor> {
+        if std::mem::take(&mut self.compile_redactor) {
+            match Redactor::new() {
+                Ok(redactor) => self.redactor = Some(redactor),
+                Err(err) => {
+                    self.redactor_error = Some(format!("watchdog: blocks not redacted: {err}"))
+                }
+            }
+        }
+        self.redactor.clone()
+    }
+
     /// Folds the outcome of one background check into the actor's state and picks the
     /// answer. An unchanged tree answers the cached blocks without repeating warnings;
     /// a failed check keeps the previous blocks and reports the failure as a warning.
@@ -93,7 +134,8 @@ impl WatchdogLoader {
             Ok(Refresh::Rebuilt(loaded)) => {
                 self.stats.loads += 1;
                 self.stats.files_read += loaded.files_read as u64;
-                let prompt = loaded.prompt.clone();
+                let mut prompt = loaded.prompt.clone();
+                prompt.warnings.extend(self.redactor_error.take());
                 self.cached = Some(Arc::new(loaded));
                 prompt
             }
@@ -133,9 +175,11 @@ impl Handler<GetWatchdogPrompt> for WatchdogLoader {
     fn handle(&mut self, _msg: GetWatchdogPrompt, _ctx: &mut Self::Context) -> Self::Result {
         let config = Arc::clone(&self.config);
         let previous = self.cached.clone();
+        let redactor = self.redactor();
         if let Some(cache) = self.shared.clone() {
-            let check =
-                tokio::task::spawn_blocking(move || cache.refresh(&config, previous.as_ref()));
+            let check = tokio::task::spawn_blocking(move || {
+                cache.refresh(&config, previous.as_ref(), redactor.as_ref())
+            });
             return Box::pin(
                 check
                     .into_actor(self)
@@ -143,7 +187,11 @@ impl Handler<GetWatchdogPrompt> for WatchdogLoader {
             );
         }
         let check = tokio::task::spawn_blocking(move || {
-            refresh(&config, previous.as_ref().map(|loaded| &loaded.fingerprint))
+            refresh_with(
+                &config,
+                previous.as_ref().map(|loaded| &loaded.fingerprint),
+                redactor.as_ref(),
+            )
         });
         Box::pin(
             check

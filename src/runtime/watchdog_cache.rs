@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::watchdog::{load, Loaded, WatchdogConfig};
+use crate::redact::Redactor;
+use crate::watchdog::{load_with, Loaded, WatchdogConfig};
 
 /// Places remembered at most; past this the cache starts afresh (the entries being loaded
 /// right now are unaffected). It bounds memory in a process that sees many directories.
@@ -43,7 +44,8 @@ pub struct WatchdogCacheStats {
     pub shared: u64,
 }
 
-type Place = (PathBuf, Option<PathBuf>, Option<PathBuf>);
+/// Working directory, agent directory, home, and whether the blocks are redacted (X5).
+type Place = (PathBuf, Option<PathBuf>, Option<PathBuf>, bool);
 type Slot = Arc<Mutex<Option<Arc<Loaded>>>>;
 
 /// The process-wide WATCHDOG.md cache, keyed by place.
@@ -62,14 +64,16 @@ impl WatchdogCache {
     }
 
     /// The current blocks for `config`; `previous` is what the caller holds from its last
-    /// call. Loads when the place is new or its fingerprint is stale (W8); concurrent
+    /// call; `redactor` redacts the blocks (X5), and redacted and unredacted results are
+    /// kept apart. Loads when the place is new or its fingerprint is stale (W8); concurrent
     /// callers for one place wait for a single load. Blocking.
     pub fn refresh(
         &self,
         config: &WatchdogConfig,
         previous: Option<&Arc<Loaded>>,
+        redactor: Option<&Redactor>,
     ) -> CachedRefresh {
-        let slot = self.slot(config);
+        let slot = self.slot(config, redactor.is_some());
         let mut entry = slot.lock();
         if let Some(current) = entry.as_ref() {
             if current.fingerprint.is_current(config) {
@@ -80,7 +84,7 @@ impl WatchdogCache {
                 return CachedRefresh::Shared(Arc::clone(current));
             }
         }
-        let loaded = Arc::new(load(config));
+        let loaded = Arc::new(load_with(config, redactor));
         self.loads.fetch_add(1, Ordering::Relaxed);
         self.files_read
             .fetch_add(loaded.files_read as u64, Ordering::Relaxed);
@@ -97,11 +101,12 @@ impl WatchdogCache {
         }
     }
 
-    fn slot(&self, config: &WatchdogConfig) -> Slot {
+    fn slot(&self, config: &WatchdogConfig, redacted: bool) -> Slot {
         let key = (
             config.cwd.clone(),
             config.agent_dir.clone(),
             config.home.clone(),
+            redacted,
         );
         let mut places = self.places.lock();
         if places.len() >= MAX_PLACES && !places.contains_key(&key) {
@@ -134,17 +139,17 @@ mod tests {
     fn a6_two_sessions_in_one_repository_read_its_files_once() {
         let (_dir, config) = place();
         let cache = WatchdogCache::new();
-        let CachedRefresh::Loaded(first) = cache.refresh(&config, None) else {
+        let CachedRefresh::Loaded(first) = cache.refresh(&config, None, None) else {
             panic!("the first session loads");
         };
         assert_eq!(first.prompt.blocks.len(), 1);
         assert!(first.prompt.blocks[0].contains("and the lockfile"));
-        let CachedRefresh::Shared(second) = cache.refresh(&config, None) else {
+        let CachedRefresh::Shared(second) = cache.refresh(&config, None, None) else {
             panic!("the second session shares the first one's load");
         };
         assert!(Arc::ptr_eq(&first, &second));
         assert!(matches!(
-            cache.refresh(&config, Some(&first)),
+            cache.refresh(&config, Some(&first), None),
             CachedRefresh::Unchanged
         ));
         let stats = cache.stats();
@@ -155,17 +160,17 @@ mod tests {
     fn w8_an_edited_import_reloads_once_for_every_session() {
         let (_dir, config) = place();
         let cache = WatchdogCache::new();
-        let CachedRefresh::Loaded(before) = cache.refresh(&config, None) else {
+        let CachedRefresh::Loaded(before) = cache.refresh(&config, None, None) else {
             panic!("first load");
         };
         // A different length changes the fingerprint even within one mtime tick.
         fs::write(config.cwd.join("notes.md"), "and the generated client code").unwrap();
-        let CachedRefresh::Loaded(after) = cache.refresh(&config, Some(&before)) else {
+        let CachedRefresh::Loaded(after) = cache.refresh(&config, Some(&before), None) else {
             panic!("the edit is seen");
         };
         assert!(after.prompt.blocks[0].contains("generated client code"));
         // The other session, still holding the old result, gets the new one unread.
-        let CachedRefresh::Shared(other) = cache.refresh(&config, Some(&before)) else {
+        let CachedRefresh::Shared(other) = cache.refresh(&config, Some(&before), None) else {
             panic!("the other session shares the reload");
         };
         assert!(Arc::ptr_eq(&after, &other));
@@ -178,13 +183,43 @@ mod tests {
         let (_dir2, other) = place();
         let cache = WatchdogCache::new();
         assert!(matches!(
-            cache.refresh(&config, None),
+            cache.refresh(&config, None, None),
             CachedRefresh::Loaded(_)
         ));
         assert!(matches!(
-            cache.refresh(&other, None),
+            cache.refresh(&other, None, None),
             CachedRefresh::Loaded(_)
         ));
         assert_eq!(cache.stats().loads, 2);
+    }
+
+    #[test]
+    fn x5_redacted_and_unredacted_blocks_are_cached_apart() {
+        let (_dir, config) = place();
+        fs::write(
+            config.cwd.join("notes.md"),
+            "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+        )
+        .unwrap();
+        let cache = WatchdogCache::new();
+        let redactor = Redactor::new().unwrap();
+        let CachedRefresh::Loaded(redacted) = cache.refresh(&config, None, Some(&redactor)) else {
+            panic!("a redacting session loads");
+        };
+        assert!(
+            !redacted.prompt.blocks[0].contains("sk-proj-abcdefghijklmnop"),
+            "{:?}",
+            redacted.prompt.blocks
+        );
+        // A session with `advisor.redactSecrets: false` does not get the redacted result,
+        // and a redacting one never gets the raw one.
+        let CachedRefresh::Loaded(raw) = cache.refresh(&config, None, None) else {
+            panic!("an unredacted session loads on its own");
+        };
+        assert!(raw.prompt.blocks[0].contains("sk-proj-abcdefghijklmnop"));
+        assert!(matches!(
+            cache.refresh(&config, None, Some(&redactor)),
+            CachedRefresh::Shared(shared) if Arc::ptr_eq(&shared, &redacted)
+        ));
     }
 }

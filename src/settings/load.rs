@@ -4,12 +4,17 @@
 use std::path::{Path, PathBuf};
 
 use super::{AdvisorSettings, SettingsError, SettingsLayer, SettingsWarning};
+use crate::regular_file::{read_text_capped, FileError};
 
 /// The settings file's name, in the agent directory and in a project's `.omp/`.
 pub const CONFIG_FILE: &str = "config.yml";
 
 /// The prompt override, relative to the agent directory (G1).
 pub const PROMPT_OVERRIDE_FILE: &str = "system-prompts/advisor.md";
+
+/// The largest settings file (or prompt override) that is read: 1 MiB. A longer one is an
+/// error naming the file; no more than this (plus one byte) is ever read.
+pub const MAX_SETTINGS_BYTES: usize = 1 << 20;
 
 /// Everything the files say, layered over the defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,27 +129,30 @@ pub fn load_settings(
     Ok(loaded)
 }
 
-/// A file's text, `None` when it does not exist (or is not a regular file).
+/// A file's text, `None` when it does not exist (or is a directory). Anything else that is
+/// not a regular file (a FIFO, a device) is an error at once, never a wait; so is a file
+/// over [`MAX_SETTINGS_BYTES`], of which no more than the cap is read.
 fn read_optional(file: &Path) -> Result<Option<String>, SettingsError> {
-    match std::fs::read(file) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| SettingsError::Read {
-                file: file.to_path_buf(),
-                message: "not valid UTF-8".to_string(),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(_) if file.is_dir() => Ok(None),
-        Err(e) => Err(SettingsError::Read {
+    let error = |message: String| SettingsError::Read {
+        file: file.to_path_buf(),
+        message,
+    };
+    match read_text_capped(file, MAX_SETTINGS_BYTES) {
+        Ok(read) if read.truncated => Err(SettingsError::TooLarge {
             file: file.to_path_buf(),
-            message: e.to_string(),
+            limit: "1 MiB",
         }),
+        Ok(read) => Ok(Some(read.content)),
+        Err(FileError::Missing) => Ok(None),
+        Err(err) if err.is_directory() => Ok(None),
+        Err(err) => Err(error(err.to_string())),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::regular_file::testing::mkfifo;
     use crate::settings::{DeliveryPolicy, SyncBacklog};
     use std::fs;
 
@@ -257,6 +265,81 @@ mod tests {
             message.contains(&file.display().to_string()) && message.contains("UTF-8"),
             "{message}"
         );
+    }
+
+    /// Runs `f` on its own thread and fails (instead of hanging) when it takes over 20 s.
+    fn within_seconds<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .expect("finished without waiting on the file")
+    }
+
+    #[test]
+    fn issue10_4_a_settings_file_over_1_mib_is_an_error_naming_the_file() {
+        let d = dirs();
+        let file = d.agent.join(CONFIG_FILE);
+        let mut text = String::from("advisor:\n  policy: reconfirm\n");
+        while text.len() <= MAX_SETTINGS_BYTES {
+            text.push_str("# a comment line that pads the file past the cap\n");
+        }
+        write(&file, &text);
+        let message = load_settings(Some(&d.agent), &d.project)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            message,
+            format!(
+                "{} is larger than the 1 MiB limit for settings files",
+                file.display()
+            )
+        );
+        text.truncate(MAX_SETTINGS_BYTES - 100);
+        write(&file, &text);
+        let loaded = load_settings(Some(&d.agent), &d.project).unwrap();
+        assert_eq!(loaded.settings.policy, DeliveryPolicy::Reconfirm);
+    }
+
+    #[test]
+    fn issue10_4_a_settings_symlink_to_dev_zero_is_an_error_not_a_read() {
+        let d = dirs();
+        let file = d.project.join(".omp").join(CONFIG_FILE);
+        std::os::unix::fs::symlink("/dev/zero", &file).unwrap();
+        let message = load_settings(Some(&d.agent), &d.project)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            message,
+            format!(
+                "cannot read {}: not a regular file (a character device)",
+                file.display()
+            )
+        );
+    }
+
+    #[test]
+    fn issue10_6_a_fifo_as_either_config_or_the_prompt_override_is_an_error_not_a_wait() {
+        for which in ["agent", "project", "prompt"] {
+            let d = dirs();
+            let file = match which {
+                "agent" => d.agent.join(CONFIG_FILE),
+                "project" => d.project.join(".omp").join(CONFIG_FILE),
+                _ => prompt_override_path(&d.agent),
+            };
+            mkfifo(&file);
+            let (agent, project) = (d.agent.clone(), d.project.clone());
+            let result = within_seconds(move || load_settings(Some(&agent), &project));
+            assert_eq!(
+                result.unwrap_err().to_string(),
+                format!(
+                    "cannot read {}: not a regular file (a FIFO)",
+                    file.display()
+                ),
+                "{which}"
+            );
+        }
     }
 
     #[test]

@@ -11,14 +11,16 @@
 //! - [`SettingsEnv`] carries the environment variables the settings depend on, read by the
 //!   program at its edge and handed over as values.
 
+mod depth;
 mod env;
 mod load;
 mod yaml;
 
+pub use depth::MAX_YAML_DEPTH;
 pub use env::{env_flag, SettingsEnv};
 pub use load::{
     config_files, load_config_files, load_settings, prompt_override_path, read_prompt_override,
-    LoadedSettings, CONFIG_FILE, PROMPT_OVERRIDE_FILE,
+    LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
 };
 pub use yaml::{SettingsLayer, SettingsWarning};
 
@@ -157,6 +159,14 @@ pub enum SettingsError {
         file: PathBuf,
         /// Why.
         message: String,
+    },
+    /// A settings file is larger than the cap; nothing past the cap was read.
+    #[error("{} is larger than the {limit} limit for settings files", file.display())]
+    TooLarge {
+        /// The file.
+        file: PathBuf,
+        /// The cap, for the message.
+        limit: &'static str,
     },
     /// A settings file is not YAML, or not a mapping at its top level.
     #[error("{} is not a valid settings file: {message}", file.display())]

@@ -8,36 +8,25 @@
 //! with its full path. A key with an empty value (`policy:` alone, YAML null) counts as not
 //! set. A value of the wrong kind or outside the allowed set is an error naming the key, the
 //! file and the allowed values.
+//!
+//! The keys are the fields of [`SettingsLayer`], derived with serde: each field's
+//! `deserialize_with` function checks its value and names the allowed values,
+//! `serde_path_to_error` supplies the key's path for errors, `serde_ignored` reports the
+//! keys no field took, and the field list (read from the derived code) gives the
+//! suggestions.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use serde_norway::{Mapping, Value};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_norway::Value;
 
+use super::depth::{too_deep, MAX_YAML_DEPTH};
 use super::{AdvisorSettings, DeliveryPolicy, SettingsError, SyncBacklog};
+use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::render::TranscriptView;
-
-/// The keys of the `advisor:` block, as written in the file.
-const ADVISOR_KEYS: &[&str] = &[
-    "enabled",
-    "syncBacklog",
-    "subagents",
-    "policy",
-    "transcript",
-    "immuneTurns",
-    "maxNotesPerUpdate",
-    "maxOutputTokens",
-    "compaction",
-    "contextPromotion",
-    "redactSecrets",
-    "maxNoteChars",
-    "requestTimeoutSecs",
-    "maxConcurrentReviews",
-    "consult",
-];
-
-/// The keys of the `advisor.compaction:` block.
-const COMPACTION_KEYS: &[&str] = &["thresholdTokens"];
 
 const ROLE_ALLOWED: &str = "a model role such as provider/model-id[:thinking]";
 
@@ -84,57 +73,105 @@ impl fmt::Display for SettingsWarning {
 }
 
 /// What one settings file sets; `None` leaves the key to the layer below (or the default).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The fields are the keys of the `advisor:` block (camelCase in the file), plus the model
+/// role from `modelRoles.advisor`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub struct SettingsLayer {
     /// `modelRoles.advisor`.
+    #[serde(skip)]
     pub advisor_role: Option<String>,
     /// `advisor.enabled`.
+    #[serde(deserialize_with = "flag")]
     pub enabled: Option<bool>,
     /// `advisor.syncBacklog`.
+    #[serde(deserialize_with = "sync_backlog")]
     pub sync_backlog: Option<SyncBacklog>,
     /// `advisor.subagents`.
+    #[serde(deserialize_with = "flag")]
     pub subagents: Option<bool>,
     /// `advisor.policy`.
+    #[serde(deserialize_with = "policy")]
     pub policy: Option<DeliveryPolicy>,
     /// `advisor.transcript`.
+    #[serde(deserialize_with = "transcript")]
     pub transcript: Option<TranscriptView>,
     /// `advisor.immuneTurns`.
+    #[serde(deserialize_with = "whole::<_, _, 0, U32_MAX>")]
     pub immune_turns: Option<u32>,
     /// `advisor.maxNotesPerUpdate`.
+    #[serde(deserialize_with = "whole::<_, _, 1, U32_MAX>")]
     pub max_notes_per_update: Option<usize>,
     /// `advisor.maxOutputTokens`.
+    #[serde(deserialize_with = "whole::<_, _, 1, U32_MAX>")]
     pub max_output_tokens: Option<u32>,
     /// `advisor.compaction.thresholdTokens`.
+    #[serde(rename = "compaction", deserialize_with = "compaction")]
     pub compact_threshold_tokens: Option<u64>,
     /// `advisor.contextPromotion`.
+    #[serde(deserialize_with = "role")]
     pub context_promotion: Option<String>,
     /// `advisor.redactSecrets`.
+    #[serde(deserialize_with = "flag")]
     pub redact_secrets: Option<bool>,
     /// `advisor.maxNoteChars`.
+    #[serde(deserialize_with = "whole::<_, _, 1, 1_000_000>")]
     pub max_note_chars: Option<usize>,
     /// `advisor.requestTimeoutSecs`.
+    #[serde(deserialize_with = "whole::<_, _, 1, 86_400>")]
     pub request_timeout_secs: Option<u64>,
     /// `advisor.maxConcurrentReviews`.
+    #[serde(deserialize_with = "whole::<_, _, 1, 4096>")]
     pub max_concurrent_reviews: Option<usize>,
     /// `advisor.consult`.
+    #[serde(deserialize_with = "flag")]
     pub consult: Option<bool>,
 }
 
+/// The file as the advisor reads it; every other top-level key is the agent's.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Document {
+    #[serde(rename = "modelRoles", deserialize_with = "model_roles")]
+    model_roles: Option<Roles>,
+    #[serde(deserialize_with = "advisor_block")]
+    advisor: Option<SettingsLayer>,
+}
+
+/// `modelRoles:`; the agent's other roles are ignored.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Roles {
+    #[serde(deserialize_with = "role")]
+    advisor: Option<String>,
+}
+
+/// `advisor.compaction:`.
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Compaction {
+    #[serde(deserialize_with = "whole::<_, _, 1, { u64::MAX }>")]
+    threshold_tokens: Option<u64>,
+}
+
 impl SettingsLayer {
-    /// Parses the text of the settings file `file` (named in errors and warnings).
+    /// Parses the text of the settings file `file` (named in errors and warnings). A
+    /// document nested deeper than [`MAX_YAML_DEPTH`] levels is refused before it is parsed.
+    /// Values and keys quoted in errors and warnings are cut to about 200 characters.
     pub fn parse(file: &Path, text: &str) -> Result<(Self, Vec<SettingsWarning>), SettingsError> {
+        if let Some(line) = too_deep(text) {
+            return Err(SettingsError::NotYaml {
+                file: file.to_path_buf(),
+                message: format!("nested more than {MAX_YAML_DEPTH} levels deep (line {line})"),
+            });
+        }
         let value: Value = serde_norway::from_str(text).map_err(|e| SettingsError::NotYaml {
             file: file.to_path_buf(),
-            message: e.to_string(),
+            message: clip(&e.to_string(), SHOWN_CHARS).into_owned(),
         })?;
-        let mut parser = Parser {
-            file,
-            layer: Self::default(),
-            warnings: Vec::new(),
-        };
         match &value {
-            Value::Null => {}
-            Value::Mapping(top) => parser.top(top)?,
+            Value::Null => return Ok((Self::default(), Vec::new())),
+            Value::Mapping(_) => {}
             other => {
                 return Err(SettingsError::NotYaml {
                     file: file.to_path_buf(),
@@ -145,7 +182,20 @@ impl SettingsLayer {
                 })
             }
         }
-        Ok((parser.layer, parser.warnings))
+        let mut ignored = Vec::new();
+        let document: Document = serde_path_to_error::deserialize(
+            serde_ignored::Deserializer::new(value, &mut |path: serde_ignored::Path<'_>| {
+                ignored.push(keys_of(&path))
+            }),
+        )
+        .map_err(|err| invalid_in(file, &err))?;
+        let warnings = ignored
+            .iter()
+            .filter_map(|keys| unknown_key(file, keys))
+            .collect();
+        let mut layer = document.advisor.unwrap_or_default();
+        layer.advisor_role = document.model_roles.and_then(|roles| roles.advisor);
+        Ok((layer, warnings))
     }
 
     /// This layer over `base`: every key this layer sets wins, the rest comes from `base`.
@@ -223,237 +273,383 @@ impl SettingsLayer {
     }
 }
 
-struct Parser<'a> {
-    file: &'a Path,
-    layer: SettingsLayer,
-    warnings: Vec<SettingsWarning>,
-}
-
-impl Parser<'_> {
-    fn top(&mut self, top: &Mapping) -> Result<(), SettingsError> {
-        for (key, value) in top {
-            match key.as_str() {
-                Some("modelRoles") => self.model_roles(value)?,
-                Some("advisor") => self.advisor(value)?,
-                // The rest of the file belongs to the agent.
-                _ => {}
+/// The map keys along an ignored value's path (`["advisor", "polcy"]`).
+fn keys_of(path: &serde_ignored::Path<'_>) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut at = path;
+    loop {
+        at = match at {
+            serde_ignored::Path::Root => break,
+            serde_ignored::Path::Map { parent, key } => {
+                keys.push(key.clone());
+                parent
             }
-        }
-        Ok(())
-    }
-
-    fn model_roles(&mut self, value: &Value) -> Result<(), SettingsError> {
-        let roles = match value {
-            Value::Null => return Ok(()),
-            Value::Mapping(roles) => roles,
-            other => return Err(self.invalid("modelRoles", other, "a mapping of role names")),
+            serde_ignored::Path::Seq { parent, .. }
+            | serde_ignored::Path::Some { parent }
+            | serde_ignored::Path::NewtypeStruct { parent }
+            | serde_ignored::Path::NewtypeVariant { parent } => parent,
         };
-        for (key, value) in roles {
-            let Some(name) = key.as_str() else { continue };
-            if name == "advisor" {
-                self.layer.advisor_role = self.role("modelRoles.advisor", value)?;
-            } else if looks_like(name, "advisor") {
-                self.unknown(format!("modelRoles.{name}"), Some("modelRoles.advisor"));
-            }
-        }
-        Ok(())
     }
-
-    fn advisor(&mut self, value: &Value) -> Result<(), SettingsError> {
-        let block = match value {
-            Value::Null => return Ok(()),
-            Value::Mapping(block) => block,
-            other => return Err(self.invalid("advisor", other, "a mapping of advisor settings")),
-        };
-        for (key, value) in block {
-            let name = key_text(key);
-            let path = format!("advisor.{name}");
-            if value.is_null() {
-                if !ADVISOR_KEYS.contains(&name.as_str()) {
-                    self.unknown_near(&path, &name, ADVISOR_KEYS, "advisor.");
-                }
-                continue;
-            }
-            let file = self.file;
-            let layer = &mut self.layer;
-            match name.as_str() {
-                "enabled" => layer.enabled = Some(boolean(file, &path, value)?),
-                "subagents" => layer.subagents = Some(boolean(file, &path, value)?),
-                "redactSecrets" => layer.redact_secrets = Some(boolean(file, &path, value)?),
-                "consult" => layer.consult = Some(boolean(file, &path, value)?),
-                "maxNoteChars" => {
-                    layer.max_note_chars = Some(whole(file, &path, value, 1, 1_000_000)? as usize)
-                }
-                "requestTimeoutSecs" => {
-                    layer.request_timeout_secs = Some(whole(file, &path, value, 1, 86_400)?)
-                }
-                "maxConcurrentReviews" => {
-                    layer.max_concurrent_reviews =
-                        Some(whole(file, &path, value, 1, 4096)? as usize)
-                }
-                "syncBacklog" => layer.sync_backlog = Some(sync_backlog(file, value)?),
-                "policy" => {
-                    layer.policy = Some(parse_word(
-                        file,
-                        &path,
-                        value,
-                        "interrupt, reconfirm",
-                        |s| s.parse::<DeliveryPolicy>().ok(),
-                    )?)
-                }
-                "transcript" => {
-                    layer.transcript = Some(parse_word(file, &path, value, "compact, full", |s| {
-                        s.parse::<TranscriptView>().ok()
-                    })?)
-                }
-                "immuneTurns" => {
-                    layer.immune_turns = Some(whole(file, &path, value, 0, u32::MAX.into())? as u32)
-                }
-                "maxNotesPerUpdate" => {
-                    layer.max_notes_per_update =
-                        Some(whole(file, &path, value, 1, u32::MAX.into())? as usize)
-                }
-                "maxOutputTokens" => {
-                    layer.max_output_tokens =
-                        Some(whole(file, &path, value, 1, u32::MAX.into())? as u32)
-                }
-                "contextPromotion" => {
-                    self.layer.context_promotion = self.role(&path, value)?;
-                }
-                "compaction" => self.compaction(value)?,
-                _ => self.unknown_near(&path, &name, ADVISOR_KEYS, "advisor."),
-            }
-        }
-        Ok(())
-    }
-
-    fn compaction(&mut self, value: &Value) -> Result<(), SettingsError> {
-        let block = match value {
-            Value::Mapping(block) => block,
-            other => {
-                return Err(self.invalid(
-                    "advisor.compaction",
-                    other,
-                    "a mapping with thresholdTokens",
-                ))
-            }
-        };
-        for (key, value) in block {
-            let name = key_text(key);
-            let path = format!("advisor.compaction.{name}");
-            match name.as_str() {
-                "thresholdTokens" if value.is_null() => {}
-                "thresholdTokens" => {
-                    self.layer.compact_threshold_tokens =
-                        Some(whole(self.file, &path, value, 1, u64::MAX)?)
-                }
-                _ => self.unknown_near(&path, &name, COMPACTION_KEYS, "advisor.compaction."),
-            }
-        }
-        Ok(())
-    }
-
-    /// A model role string; blank or null means not set.
-    fn role(&self, key: &str, value: &Value) -> Result<Option<String>, SettingsError> {
-        match value {
-            Value::Null => Ok(None),
-            Value::String(s) if s.trim().is_empty() => Ok(None),
-            Value::String(s) => Ok(Some(s.trim().to_string())),
-            other => Err(self.invalid(key, other, ROLE_ALLOWED)),
-        }
-    }
-
-    fn invalid(&self, key: &str, value: &Value, allowed: &str) -> SettingsError {
-        invalid(self.file, key, value, allowed)
-    }
-
-    fn unknown(&mut self, key: String, suggestion: Option<&str>) {
-        self.warnings.push(SettingsWarning::UnknownKey {
-            file: self.file.to_path_buf(),
-            key,
-            suggestion: suggestion.map(str::to_string),
-        });
-    }
-
-    fn unknown_near(&mut self, path: &str, name: &str, known: &[&str], prefix: &str) {
-        let suggestion = known
-            .iter()
-            .find(|k| looks_like(name, k))
-            .map(|k| format!("{prefix}{k}"));
-        self.unknown(path.to_string(), suggestion.as_deref());
-    }
+    keys.reverse();
+    keys
 }
 
-fn invalid(file: &Path, key: &str, value: &Value, allowed: &str) -> SettingsError {
-    SettingsError::InvalidInFile {
-        file: file.to_path_buf(),
-        key: key.to_string(),
-        value: shown(value),
-        allowed: allowed.to_string(),
-    }
-}
-
-fn boolean(file: &Path, key: &str, value: &Value) -> Result<bool, SettingsError> {
-    value
-        .as_bool()
-        .ok_or_else(|| invalid(file, key, value, "true, false"))
-}
-
-fn sync_backlog(file: &Path, value: &Value) -> Result<SyncBacklog, SettingsError> {
-    let text = match value {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(false) => "off".to_string(),
-        _ => String::new(),
+/// The warning for a key no field took: every one under `advisor:`, and a role under
+/// `modelRoles:` that looks like a misspelt `advisor`; the rest belongs to the agent.
+fn unknown_key(file: &Path, keys: &[String]) -> Option<SettingsWarning> {
+    let suggestion = match keys {
+        [top, name] if top == "modelRoles" => {
+            if !looks_like(name, "advisor") {
+                return None;
+            }
+            Some("modelRoles.advisor".to_string())
+        }
+        [top, name] if top == "advisor" => {
+            near(name, fields_of::<SettingsLayer>()).map(|k| format!("advisor.{k}"))
+        }
+        [top, block, name] if top == "advisor" && block == "compaction" => {
+            near(name, fields_of::<Compaction>()).map(|k| format!("advisor.compaction.{k}"))
+        }
+        _ => return None,
     };
-    text.parse::<SyncBacklog>()
-        .map_err(|_| invalid(file, "advisor.syncBacklog", value, "off, 1, 3, 5"))
+    let key = keys
+        .iter()
+        .map(|k| clip(k, SHOWN_CHARS).into_owned())
+        .collect::<Vec<_>>()
+        .join(".");
+    Some(SettingsWarning::UnknownKey {
+        file: file.to_path_buf(),
+        key,
+        suggestion,
+    })
 }
 
-fn parse_word<T>(
-    file: &Path,
-    key: &str,
-    value: &Value,
-    allowed: &str,
-    parse: impl Fn(&str) -> Option<T>,
-) -> Result<T, SettingsError> {
-    value
-        .as_str()
-        .and_then(|s| parse(&s.trim().to_ascii_lowercase()))
-        .ok_or_else(|| invalid(file, key, value, allowed))
+/// The first known key `name` resembles.
+fn near(name: &str, known: &[&str]) -> Option<String> {
+    known
+        .iter()
+        .find(|k| looks_like(name, k))
+        .map(|k| (*k).to_string())
 }
 
-fn whole(file: &Path, key: &str, value: &Value, min: u64, max: u64) -> Result<u64, SettingsError> {
-    value
-        .as_u64()
-        .filter(|n| (min..=max).contains(n))
-        .ok_or_else(|| {
-            let allowed = if max == u64::from(u32::MAX) || max == u64::MAX {
-                format!("a whole number, {min} or more")
-            } else {
-                format!("a whole number from {min} to {max}")
-            };
-            invalid(file, key, value, &allowed)
+/// The keys of a derived struct, as the file spells them: what serde's derived code hands
+/// to `deserialize_struct`.
+fn fields_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    struct Fields<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> Deserializer<'de> for Fields<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("fields only"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("fields only"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Fields(&mut fields));
+    fields
+}
+
+/// Separates the shown value from the allowed values inside a serde error message, so the
+/// error can be rebuilt with the key's path around it.
+const PARTS: char = '\u{1f}';
+
+/// The error for a value a field refused; the message carries the shown value and the
+/// allowed values.
+fn refused<E: de::Error>(shown: &str, allowed: &str) -> E {
+    E::custom(format_args!("{shown}{PARTS}{allowed}"))
+}
+
+/// The settings error for a refused value, with its key's path and the file.
+fn invalid_in(file: &Path, err: &serde_path_to_error::Error<serde_norway::Error>) -> SettingsError {
+    let message = err.inner().to_string();
+    let key = err
+        .path()
+        .iter()
+        .filter_map(|segment| match segment {
+            serde_path_to_error::Segment::Map { key } => Some(clip(key, SHOWN_CHARS).into_owned()),
+            _ => None,
         })
-}
-
-/// A key as text: strings as they are, other scalars as YAML would print them.
-fn key_text(key: &Value) -> String {
-    match key {
-        Value::String(s) => s.clone(),
-        other => shown(other),
+        .collect::<Vec<_>>()
+        .join(".");
+    match message.split_once(PARTS) {
+        Some((value, allowed)) => SettingsError::InvalidInFile {
+            file: file.to_path_buf(),
+            key,
+            value: value.to_string(),
+            allowed: allowed.to_string(),
+        },
+        // Not a refusal of ours (a key that is not text, say): the parser's words, at the
+        // key's path.
+        None => SettingsError::NotYaml {
+            file: file.to_path_buf(),
+            message: clip(&format!("{key}: {message}"), SHOWN_CHARS).into_owned(),
+        },
     }
 }
 
-/// A value as the user wrote it, for error messages.
-fn shown(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.clone(),
-        other => kind(other).to_string(),
+/// One scalar as the file gave it, or the kind of a collection.
+enum Scalar {
+    Null,
+    Bool(bool),
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+    Text(String),
+    Collection(&'static str),
+}
+
+impl Scalar {
+    /// As the user wrote it, for messages, cut to about 200 characters.
+    fn shown(&self) -> String {
+        match self {
+            Scalar::Null => "null".to_string(),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Unsigned(n) => n.to_string(),
+            Scalar::Signed(n) => n.to_string(),
+            Scalar::Float(x) => x.to_string(),
+            Scalar::Text(s) => clip(s, SHOWN_CHARS).into_owned(),
+            Scalar::Collection(kind) => (*kind).to_string(),
+        }
     }
+}
+
+/// Reads one value of a field: null is "not set" (`None`); anything else goes to `check`,
+/// which gives the setting or `None` for a refused value (then an error naming `allowed`).
+struct FieldVisitor<T, F> {
+    allowed: &'static str,
+    check: F,
+    out: PhantomData<T>,
+}
+
+impl<T, F: FnOnce(&Scalar) -> Option<T>> FieldVisitor<T, F> {
+    fn take<E: de::Error>(self, scalar: Scalar) -> Result<Option<T>, E> {
+        if matches!(scalar, Scalar::Null) {
+            return Ok(None);
+        }
+        match (self.check)(&scalar) {
+            Some(value) => Ok(Some(value)),
+            None => Err(refused(&scalar.shown(), self.allowed)),
+        }
+    }
+}
+
+impl<'de, T, F: FnOnce(&Scalar) -> Option<T>> Visitor<'de> for FieldVisitor<T, F> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.allowed)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.take(Scalar::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.take(Scalar::Null)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        self.take(Scalar::Bool(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        self.take(Scalar::Unsigned(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        self.take(Scalar::Signed(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        self.take(Scalar::Float(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        self.take(Scalar::Text(v.to_string()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<Self::Value, A::Error> {
+        self.take(Scalar::Collection("a list"))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, _map: A) -> Result<Self::Value, A::Error> {
+        self.take(Scalar::Collection("a mapping"))
+    }
+}
+
+fn field<'de, D, T>(
+    d: D,
+    allowed: &'static str,
+    check: impl FnOnce(&Scalar) -> Option<T>,
+) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    d.deserialize_any(FieldVisitor {
+        allowed,
+        check,
+        out: PhantomData,
+    })
+}
+
+fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    field(d, "true, false", |v| match v {
+        Scalar::Bool(b) => Some(*b),
+        _ => None,
+    })
+}
+
+fn sync_backlog<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SyncBacklog>, D::Error> {
+    field(d, "off, 1, 3, 5", |v| {
+        let text = match v {
+            Scalar::Text(s) => s.clone(),
+            Scalar::Unsigned(_) | Scalar::Signed(_) | Scalar::Float(_) => v.shown(),
+            Scalar::Bool(false) => "off".to_string(),
+            _ => return None,
+        };
+        text.parse().ok()
+    })
+}
+
+fn word<'de, D, T: std::str::FromStr>(d: D, allowed: &'static str) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    field(d, allowed, |v| match v {
+        Scalar::Text(s) => s.trim().to_ascii_lowercase().parse().ok(),
+        _ => None,
+    })
+}
+
+fn policy<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DeliveryPolicy>, D::Error> {
+    word(d, "interrupt, reconfirm")
+}
+
+fn transcript<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TranscriptView>, D::Error> {
+    word(d, "compact, full")
+}
+
+const U32_MAX: u64 = u32::MAX as u64;
+
+/// A whole number from `MIN` to `MAX`.
+fn whole<'de, D, T, const MIN: u64, const MAX: u64>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<u64>,
+{
+    let allowed: &'static str = match (MIN, MAX) {
+        (0, U32_MAX) => "a whole number, 0 or more",
+        (1, U32_MAX) | (1, u64::MAX) => "a whole number, 1 or more",
+        (1, 1_000_000) => "a whole number from 1 to 1000000",
+        (1, 86_400) => "a whole number from 1 to 86400",
+        (1, 4096) => "a whole number from 1 to 4096",
+        _ => "a whole number",
+    };
+    field(d, allowed, |v| match v {
+        Scalar::Unsigned(n) if (MIN..=MAX).contains(n) => T::try_from(*n).ok(),
+        _ => None,
+    })
+}
+
+/// A model role string; blank or null means not set.
+fn role<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let role = field(d, ROLE_ALLOWED, |v| match v {
+        Scalar::Text(s) => Some(s.trim().to_string()),
+        _ => None,
+    })?;
+    Ok(role.filter(|r| !r.is_empty()))
+}
+
+/// Reads a block (a mapping of keys) into `T`; null is "not set"; anything else is an
+/// error naming `allowed`.
+struct BlockVisitor<T> {
+    allowed: &'static str,
+    out: PhantomData<T>,
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for BlockVisitor<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.allowed)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Err(refused(&v.to_string(), self.allowed))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Err(refused(&v.to_string(), self.allowed))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Err(refused(&v.to_string(), self.allowed))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Err(refused(&v.to_string(), self.allowed))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Err(refused(&clip(v, SHOWN_CHARS), self.allowed))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<Self::Value, A::Error> {
+        Err(refused("a list", self.allowed))
+    }
+}
+
+fn block<'de, D, T>(d: D, allowed: &'static str) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    d.deserialize_any(BlockVisitor {
+        allowed,
+        out: PhantomData,
+    })
+}
+
+fn model_roles<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Roles>, D::Error> {
+    block(d, "a mapping of role names")
+}
+
+fn advisor_block<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SettingsLayer>, D::Error> {
+    block(d, "a mapping of advisor settings")
+}
+
+fn compaction<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let block: Option<Compaction> = block(d, "a mapping with thresholdTokens")?;
+    Ok(block.and_then(|b| b.threshold_tokens))
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -471,25 +667,8 @@ fn kind(value: &Value) -> &'static str {
 /// Whether `name` is probably a misspelling of `known`: equal ignoring case, or at most two
 /// single-character edits apart (for names of five characters or more).
 fn looks_like(name: &str, known: &str) -> bool {
-    let a: Vec<char> = name.to_lowercase().chars().collect();
-    let b: Vec<char> = known.to_lowercase().chars().collect();
-    if a == b {
-        return true;
-    }
-    a.len() >= 5 && edit_distance(&a, &b) <= 2
-}
-
-fn edit_distance(a: &[char], b: &[char]) -> usize {
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != cb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
-    }
-    previous[b.len()]
+    let (a, b) = (name.to_lowercase(), known.to_lowercase());
+    a == b || (a.chars().count() >= 5 && strsim::levenshtein(&a, &b) <= 2)
 }
 
 #[cfg(test)]
@@ -714,6 +893,35 @@ mod tests {
     }
 
     #[test]
+    fn issue10_8_deep_nesting_is_refused_before_parsing_naming_the_file() {
+        for text in [
+            "[".repeat(100_000),
+            format!("advisor:\n  policy: {}", "{a: ".repeat(100_000)),
+        ] {
+            let message = error(&text);
+            assert!(
+                message.starts_with("/agent/config.yml is not a valid settings file: nested more than 64 levels deep (line "),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn issue10_4_values_and_keys_in_notices_are_cut_to_about_200_characters() {
+        let long = "x".repeat(10_000);
+        let message = error(&format!("advisor:\n  policy: {long}\n"));
+        assert!(message.len() < 400, "{message}");
+        assert!(
+            message.contains(&format!("`{}…`", "x".repeat(200))),
+            "{message}"
+        );
+        let key = "k".repeat(1000);
+        let (_, warnings) = parse(&format!("advisor:\n  {key}: 1\n")).unwrap();
+        let line = warnings[0].to_string();
+        assert!(line.len() < 400 && line.contains("…"), "{line}");
+    }
+
+    #[test]
     fn k1_a_later_layer_wins_key_by_key() {
         let (agent, _) = parse(
             "modelRoles:\n  advisor: a/one\nadvisor:\n  policy: reconfirm\n  immuneTurns: 5\n",
@@ -725,6 +933,40 @@ mod tests {
         assert_eq!(merged.policy, Some(DeliveryPolicy::Reconfirm));
         assert_eq!(merged.immune_turns, Some(1));
         assert_eq!(merged.enabled, Some(false));
+    }
+
+    #[test]
+    fn k1_suggestions_come_from_the_derived_keys() {
+        assert!(fields_of::<SettingsLayer>().contains(&"maxConcurrentReviews"));
+        assert!(!fields_of::<SettingsLayer>().contains(&"advisorRole"));
+        let (_, warnings) = parse(
+            "advisor:\n  maxNoteChar: 5\n  compaction:\n    thresholdToken: 5\n  requestTimeout: 1\n",
+        )
+        .unwrap();
+        let suggestions: Vec<Option<String>> = warnings
+            .into_iter()
+            .map(|w| match w {
+                SettingsWarning::UnknownKey { suggestion, .. } => suggestion,
+                SettingsWarning::BlankPrompt { .. } => None,
+            })
+            .collect();
+        assert_eq!(
+            suggestions,
+            [
+                Some("advisor.maxNoteChars".to_string()),
+                Some("advisor.compaction.thresholdTokens".to_string()),
+                None,
+            ]
+        );
+    }
+
+    #[test]
+    fn k1_a_key_that_is_not_text_is_an_error_at_its_path() {
+        let message = error("advisor:\n  1: true\n");
+        assert!(
+            message.starts_with("/agent/config.yml is not a valid settings file: advisor: "),
+            "{message}"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::paths::{expand_tilde, normalize_lexically};
 use super::read::ReadError;
+use crate::regular_file::{clip, SHOWN_CHARS};
 
 /// Content at this import depth is inlined without expanding its own imports (W6).
 pub const MAX_IMPORT_DEPTH: usize = 5;
@@ -33,9 +34,25 @@ pub fn expand_imports(
     home: Option<&Path>,
     read: &mut dyn FnMut(&Path) -> Result<String, ReadError>,
 ) -> Expansion {
+    expand_imports_within(text, file, home, None, read)
+}
+
+/// [`expand_imports`] for a file whose imports must stay inside `scope` when it is given:
+/// a project file, which may come from a cloned repository (W6 security). There, absolute
+/// and `~` imports, and relative ones that lead out of `scope`, stay literal with a
+/// warning. `read` is where symlinks leading out are caught (it answers
+/// [`ReadError::Outside`]); this function looks at paths only.
+pub fn expand_imports_within(
+    text: &str,
+    file: &Path,
+    home: Option<&Path>,
+    scope: Option<&Path>,
+    read: &mut dyn FnMut(&Path) -> Result<String, ReadError>,
+) -> Expansion {
     let file = normalize_lexically(file);
     let mut expander = Expander {
         home,
+        scope: scope.map(normalize_lexically),
         visited: HashSet::from([file.clone()]),
         read,
         warnings: Vec::new(),
@@ -51,6 +68,7 @@ pub fn expand_imports(
 /// The state of one expansion.
 struct Expander<'a> {
     home: Option<&'a Path>,
+    scope: Option<PathBuf>,
     visited: HashSet<PathBuf>,
     read: &'a mut dyn FnMut(&Path) -> Result<String, ReadError>,
     warnings: Vec<String>,
@@ -115,6 +133,17 @@ impl Expander<'_> {
 
     /// Resolves and reads one import; `None` leaves the token literal.
     fn import(&mut self, token: &str, dir: &Path, depth: usize) -> Option<String> {
+        if let Some(root) = &self.scope {
+            let anchored = token.starts_with(['/', '~']);
+            if anchored || !normalize_lexically(&dir.join(token)).starts_with(root) {
+                let err = ReadError::Outside { root: root.clone() };
+                self.warnings.push(format!(
+                    "watchdog: import @{} left as is: {err}",
+                    clip(token, SHOWN_CHARS)
+                ));
+                return None;
+            }
+        }
         let path = expand_tilde(token, self.home)?;
         let path = normalize_lexically(&dir.join(path));
         if self.visited.contains(&path) {
@@ -126,11 +155,11 @@ impl Expander<'_> {
                 let base = path.parent().unwrap_or(Path::new(""));
                 Some(self.expand(&text, base, depth + 1))
             }
-            Err(ReadError::Missing | ReadError::NotAFile) => None,
+            Err(ReadError::Missing | ReadError::NotAFile | ReadError::OverBudget) => None,
             Err(err) => {
                 self.warnings.push(format!(
                     "watchdog: import {} left as is: {err}",
-                    path.display()
+                    clip(&path.display().to_string(), SHOWN_CHARS)
                 ));
                 None
             }
@@ -340,6 +369,56 @@ mod tests {
         assert_eq!(out.warnings.len(), 1);
         assert!(out.warnings[0].contains("/p/bin.md"));
         assert!(out.warnings[0].contains("UTF-8"));
+    }
+
+    fn expand_in_project(files: &[(&str, &str)], text: &str) -> Expansion {
+        let map: HashMap<PathBuf, String> = files
+            .iter()
+            .map(|(path, content)| (PathBuf::from(path), (*content).to_owned()))
+            .collect();
+        let mut read = |path: &Path| map.get(path).cloned().ok_or(ReadError::Missing);
+        expand_imports_within(
+            text,
+            Path::new("/p/sub/WATCHDOG.md"),
+            Some(Path::new("/home/u")),
+            Some(Path::new("/p")),
+            &mut read,
+        )
+    }
+
+    #[test]
+    fn issue10_12_project_imports_stay_inside_the_root() {
+        let files = [
+            ("/p/sub/a.md", "A @../b.md"),
+            ("/p/b.md", "B"),
+            ("/etc/shadow", "root:secret"),
+            ("/proc/self/environ", "KEY=v"),
+            ("/home/u/notes.md", "N"),
+            ("/outside.md", "O"),
+        ];
+        let out = expand_in_project(
+            &files,
+            "@a.md @/etc/shadow @/proc/self/environ @~/notes.md @../../outside.md @/p/b.md",
+        );
+        assert_eq!(
+            out.text,
+            "A B @/etc/shadow @/proc/self/environ @~/notes.md @../../outside.md @/p/b.md"
+        );
+        assert_eq!(out.warnings.len(), 5, "{:?}", out.warnings);
+        assert_eq!(
+            out.warnings[0],
+            "watchdog: import @/etc/shadow left as is: a project WATCHDOG file may only \
+             import files inside /p"
+        );
+        assert!(out.warnings[3].contains("@../../outside.md"));
+    }
+
+    #[test]
+    fn issue10_4_long_import_paths_are_cut_in_warnings() {
+        let token = "x".repeat(5000);
+        let out = expand_in_project(&[], &format!("@/{token}"));
+        assert_eq!(out.warnings.len(), 1);
+        assert!(out.warnings[0].len() < 400, "{}", out.warnings[0]);
     }
 
     #[test]

@@ -15,8 +15,12 @@
 //! `tokio::task::spawn_blocking`.
 //!
 //! Decisions where the rules leave room:
-//! - A candidate that exists but is not a regular file (a directory named `WATCHDOG.md`)
-//!   is skipped silently, like a missing one.
+//! - A candidate that is a directory (named `WATCHDOG.md`) is skipped silently, like a
+//!   missing one; a FIFO, a device or a socket is skipped with a warning, and an import of
+//!   one stays literal with a warning. Such a file is never opened for a wait.
+//! - A project file (found by the walk) that is a symlink leading out of its project root
+//!   is skipped with a warning, like an import leading out (W6 security): a cloned
+//!   repository's `WATCHDOG.md -> /proc/self/environ` is the same leak as an `@` import.
 //! - A file that is not valid UTF-8 is unreadable: a top-level WATCHDOG file is skipped with
 //!   a warning, an imported one leaves its `@path` text in place, also with a warning. No
 //!   lossy decoding: replacement characters in a prompt help nobody.
@@ -35,11 +39,13 @@ use std::path::{Path, PathBuf};
 
 pub use discovery::{candidates, walk_dirs, Candidate, CandidateKind};
 pub use fingerprint::{stamp, Fingerprint, Stamp};
-pub use imports::{expand_imports, Expansion, MAX_IMPORT_DEPTH};
+pub use imports::{expand_imports, expand_imports_within, Expansion, MAX_IMPORT_DEPTH};
 pub use paths::{expand_tilde, normalize_lexically};
-pub use read::{read_text, ReadError};
+pub use read::{read_text, ReadError, MAX_FILE_BYTES, MAX_TOTAL_BYTES};
 
 use crate::messages::watchdog::WatchdogPrompt;
+use crate::redact::Redactor;
+use crate::regular_file::{clip, SHOWN_CHARS};
 
 /// The file name looked for at every level and in the agent directory.
 pub const WATCHDOG_FILE: &str = "WATCHDOG.md";
@@ -112,35 +118,86 @@ pub struct Loaded {
     pub files_read: usize,
 }
 
-/// Discovers, reads and expands every WATCHDOG file for `config`. Blocking.
+/// Discovers, reads and expands every WATCHDOG file for `config`, with secret redaction
+/// (X5) on. Blocking.
 pub fn load(config: &WatchdogConfig) -> Loaded {
+    match Redactor::new() {
+        Ok(redactor) => load_with(config, Some(&redactor)),
+        Err(err) => {
+            let mut loaded = load_with(config, None);
+            loaded
+                .prompt
+                .warnings
+                .push(format!("watchdog: blocks not redacted: {err}"));
+            loaded
+        }
+    }
+}
+
+/// [`load`] with a given redactor (`None`: redaction off, `advisor.redactSecrets: false`).
+///
+/// Project files (those found by the walk) import only from inside their project root
+/// ([`project_root`]); one that is itself a symlink leading out of its project is skipped
+/// with a warning. Each file is used up to [`MAX_FILE_BYTES`], all of them up to
+/// [`MAX_TOTAL_BYTES`]; what is cut is said in a warning. Blocking.
+pub fn load_with(config: &WatchdogConfig, redactor: Option<&Redactor>) -> Loaded {
     let found = candidates(config);
+    let root = project_root(&config.cwd, config.home.as_deref());
+    let canonical_root = std::fs::canonicalize(&root).ok();
     let mut fingerprint = Fingerprint::default();
     let mut blocks = Vec::new();
     let mut warnings = Vec::new();
-    let mut files_read = 0;
+    let mut budget = Budget::default();
     for candidate in &found {
         fingerprint.push_candidate(&candidate.path);
-        let text = match read_text(&candidate.path) {
+        let project = candidate.kind != CandidateKind::User;
+        if project {
+            if let Err(err) = check_inside_project(candidate, &root, canonical_root.as_deref()) {
+                if !matches!(err, ReadError::Missing) {
+                    warnings.push(unreadable_warning(&candidate.path, &err));
+                }
+                continue;
+            }
+        }
+        let text = match budget.read(&candidate.path, &mut warnings) {
             Ok(text) => text,
-            Err(ReadError::Missing | ReadError::NotAFile) => continue,
+            Err(ReadError::Missing | ReadError::NotAFile | ReadError::OverBudget) => continue,
             Err(err) => {
                 warnings.push(unreadable_warning(&candidate.path, &err));
                 continue;
             }
         };
-        files_read += 1;
+        let mut import_warnings = Vec::new();
         let mut reader = |path: &Path| {
             fingerprint.push_import(path);
-            let result = read_text(path);
-            if result.is_ok() {
-                files_read += 1;
-            }
-            result
+            let path = match (project, canonical_root.as_deref()) {
+                (true, Some(inside)) => canonical_inside(path, inside)?,
+                (true, None) => return Err(ReadError::Outside { root: root.clone() }),
+                (false, _) => path.to_path_buf(),
+            };
+            budget.read(&path, &mut import_warnings)
         };
-        let expansion = expand_imports(&text, &candidate.path, config.home.as_deref(), &mut reader);
+        let scope = project.then_some(root.as_path());
+        let expansion = expand_imports_within(
+            &text,
+            &candidate.path,
+            config.home.as_deref(),
+            scope,
+            &mut reader,
+        );
+        warnings.extend(import_warnings);
         warnings.extend(expansion.warnings);
-        blocks.push(attention_block(&expansion.text));
+        let content = match redactor {
+            Some(redactor) => redactor.redact(&expansion.text).into_owned(),
+            None => expansion.text,
+        };
+        blocks.push(attention_block(&content));
+    }
+    if budget.cut {
+        warnings.push(format!(
+            "watchdog: the watchdog files pass {} in all; the rest is left out",
+            size_text(MAX_TOTAL_BYTES)
+        ));
     }
     for warning in &warnings {
         tracing::warn!(target: "advisor::watchdog", "{warning}");
@@ -148,13 +205,128 @@ pub fn load(config: &WatchdogConfig) -> Loaded {
     tracing::debug!(
         target: "advisor::watchdog",
         blocks = blocks.len(),
-        files_read,
+        files_read = budget.files,
         "watchdog files loaded"
     );
     Loaded {
         prompt: WatchdogPrompt { blocks, warnings },
         fingerprint,
-        files_read,
+        files_read: budget.files,
+    }
+}
+
+/// The directory a project file's imports must stay in (W6 security): the git repository
+/// root when the working directory is inside one, else the working directory itself.
+/// Blocking (looks for `.git`).
+pub fn project_root(cwd: &Path, home: Option<&Path>) -> PathBuf {
+    let walked = walk_dirs(cwd, home);
+    let start = walked.first().cloned().unwrap_or_else(|| cwd.to_path_buf());
+    match walked.last() {
+        Some(last) if last.join(".git").symlink_metadata().is_ok() => last.clone(),
+        _ => start,
+    }
+}
+
+/// What the files of one load may still use: the total cap, counted down.
+struct Budget {
+    left: usize,
+    cut: bool,
+    files: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            left: MAX_TOTAL_BYTES,
+            cut: false,
+            files: 0,
+        }
+    }
+}
+
+impl Budget {
+    /// Reads one file within the caps; a cut file adds a warning.
+    fn read(&mut self, path: &Path, warnings: &mut Vec<String>) -> Result<String, ReadError> {
+        if self.left == 0 {
+            self.cut = true;
+            return Err(ReadError::OverBudget);
+        }
+        let read = read_text(path, MAX_FILE_BYTES)?;
+        self.files += 1;
+        let mut text = read.content;
+        if read.truncated {
+            warnings.push(format!(
+                "watchdog: {} is over {}; only its first {} are used",
+                clip(&path.display().to_string(), SHOWN_CHARS),
+                size_text(MAX_FILE_BYTES),
+                size_text(MAX_FILE_BYTES),
+            ));
+        }
+        if text.len() > self.left {
+            let mut end = self.left;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            self.cut = true;
+        }
+        self.left -= text.len();
+        Ok(text)
+    }
+}
+
+/// A project candidate must really live in its project: its canonical path (symlinks
+/// resolved) inside the canonical project root, or, for a file above the working
+/// directory outside any repository, inside the directory where the walk found it.
+fn check_inside_project(
+    candidate: &Candidate,
+    root: &Path,
+    canonical_root: Option<&Path>,
+) -> Result<(), ReadError> {
+    let owner = match candidate.kind {
+        CandidateKind::ProjectOmp => candidate.path.parent().and_then(Path::parent),
+        _ => candidate.path.parent(),
+    };
+    let Some(owner) = owner else {
+        return Ok(());
+    };
+    let within = if owner.starts_with(root) {
+        canonical_root.map(Path::to_path_buf)
+    } else {
+        std::fs::canonicalize(owner).ok()
+    };
+    let Some(within) = within else {
+        return Err(ReadError::Missing);
+    };
+    match canonical_inside(&candidate.path, &within) {
+        Ok(_) => Ok(()),
+        Err(ReadError::Outside { root }) => Err(ReadError::LeadsOut { root }),
+        Err(err) => Err(err),
+    }
+}
+
+/// The canonical form of `path` when it lies inside `root` (canonical already); a path
+/// whose symlinks lead out is [`ReadError::Outside`].
+fn canonical_inside(path: &Path, root: &Path) -> Result<PathBuf, ReadError> {
+    let canonical = std::fs::canonicalize(path).map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => ReadError::Missing,
+        _ => ReadError::Io(err),
+    })?;
+    if canonical.starts_with(root) {
+        Ok(canonical)
+    } else {
+        Err(ReadError::Outside {
+            root: root.to_path_buf(),
+        })
+    }
+}
+
+/// A byte count as the caps are written: `256 KiB`, `1 MiB`.
+fn size_text(bytes: usize) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
     }
 }
 
@@ -177,9 +349,24 @@ pub fn refresh(config: &WatchdogConfig, previous: Option<&Fingerprint>) -> Refre
     }
 }
 
+/// [`refresh`] with a given redactor (`None`: redaction off); see [`load_with`].
+pub fn refresh_with(
+    config: &WatchdogConfig,
+    previous: Option<&Fingerprint>,
+    redactor: Option<&Redactor>,
+) -> Refresh {
+    match previous {
+        Some(fingerprint) if fingerprint.is_current(config) => Refresh::Unchanged,
+        _ => Refresh::Rebuilt(load_with(config, redactor)),
+    }
+}
+
 /// The warning for a file that exists but cannot be used.
 fn unreadable_warning(path: &Path, err: &ReadError) -> String {
-    format!("watchdog: skipped {}: {err}", path.display())
+    format!(
+        "watchdog: skipped {}: {err}",
+        clip(&path.display().to_string(), SHOWN_CHARS)
+    )
 }
 
 #[cfg(test)]

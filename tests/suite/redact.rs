@@ -281,6 +281,104 @@ fn x5_ordinary_code_and_references_stay_intact() {
     }
 }
 
+#[test]
+fn issue10_13_lower_case_password_and_secret_keys_are_redacted() {
+    let cases = [
+        (
+            "password: hunter2hunter2",
+            "password: [redacted:config-secret]",
+        ),
+        (
+            "  password: 'c0rrect-h0rse'",
+            "  password: '[redacted:config-secret]'",
+        ),
+        ("secret: a8f3k2m9x7q1", "secret: [redacted:config-secret]"),
+        (
+            "db_password=s3cr3tvalue",
+            "db_password=[redacted:config-secret]",
+        ),
+        (
+            "client_secret = \"Zk29fj3kLq\"",
+            "client_secret = \"[redacted:config-secret]\"",
+        ),
+        (
+            "client-secret: Zk29fj3kLq",
+            "client-secret: [redacted:config-secret]",
+        ),
+        ("passwd=t0ps3cr3t!", "passwd=[redacted:config-secret]"),
+        (
+            "mysql --password=hunter2hunter2 db",
+            "mysql --password=[redacted:config-secret] db",
+        ),
+        (
+            r#"{"password": "correct horse battery"}"#,
+            r#"{"password": "[redacted:config-secret]"}"#,
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(redact(text), expected, "{text}");
+    }
+}
+
+#[test]
+fn issue10_13_credentials_inside_urls_lose_their_password_and_keep_the_user() {
+    let cases = [
+        (
+            "https://user:pass@host",
+            "https://user:[redacted:url-password]@host",
+        ),
+        (
+            "git clone https://bot:ghx9Qk2mZ@git.example.org/r.git",
+            "git clone https://bot:[redacted:url-password]@git.example.org/r.git",
+        ),
+        (
+            "DATABASE_URL=postgres://app:s3cr3t%40x@db:5432/app",
+            "DATABASE_URL=postgres://app:[redacted:url-password]@db:5432/app",
+        ),
+        (
+            "redis://:hunter2@cache:6379",
+            "redis://:[redacted:url-password]@cache:6379",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(redact(text), expected, "{text}");
+    }
+}
+
+#[test]
+fn issue10_13_near_misses_of_the_new_rules_stay_intact() {
+    let keep = [
+        "password: String,",
+        "pub password: Option<String>,",
+        "secret: &'a str",
+        "password: z.string().min(8)",
+        "password = get_password_from_vault()",
+        "password = hashlib.sha256(raw).hexdigest()",
+        "self.password = password",
+        "password: ${DB_PASSWORD}",
+        "password: \"{{ vault_db_password }}\"",
+        "password: <your-password>",
+        "password: ********",
+        "secrets: manager",
+        "password_hash: argon2id",
+        "secret_name: prod-db",
+        "aws_secret_access_key: ${AWS}",
+        "userPassword: hunter2hunter2",
+        "the password is not stored; the secret stays local",
+        "postgres://${DB_USER}:${DB_PASS}@db/app",
+        "f\"postgresql://{user}:{password}@{host}\"",
+        "https://user:***@host",
+        "git@github.com:org/repo.git",
+        "ssh://git@host:22/repo",
+        "see https://example.com/a:b@c is a path, http://host:8080/x",
+        "https://user:[redacted:url-password]@host",
+    ];
+    let r = redactor();
+    for text in keep {
+        assert_eq!(r.redact(text), text);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Properties
 // ---------------------------------------------------------------------------------------
@@ -309,6 +407,9 @@ const TRIGGERS: &[&str] = &[
     "_token",
     "_secret",
     "password",
+    "passwd",
+    "secret",
+    "://",
 ];
 
 fn has_trigger(text: &str) -> bool {
@@ -537,6 +638,22 @@ fn x5_recorded_session_has_no_false_positives() {
         let (found, prompts) = fixture_redactions(&path, view);
         assert!(prompts > 400);
         assert!(found.is_empty(), "{view}: {found:#?}");
+    }
+}
+
+/// Issue 10 item 13: the new rules (lower-case keys, URL credentials) find nothing in
+/// either recorded session, which hold no credentials.
+#[test]
+fn issue10_13_both_recorded_sessions_have_no_false_positives() {
+    for name in ["before-compaction.jsonl", "large-session.jsonl"] {
+        let Some(path) = pi_fixture(name) else {
+            return;
+        };
+        for view in [TranscriptView::Compact, TranscriptView::Full] {
+            let (found, prompts) = fixture_redactions(&path, view);
+            assert!(prompts > 10, "{name}");
+            assert!(found.is_empty(), "{name} {view}: {found:#?}");
+        }
     }
 }
 

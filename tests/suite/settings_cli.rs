@@ -111,7 +111,12 @@ impl Workspace {
         for (name, value) in env {
             command.env(name, value);
         }
-        let out = command.output().await.expect("the advisor binary runs");
+        command.kill_on_drop(true);
+        // A wait on a file (a FIFO) fails the test instead of hanging it (issue 10 item 6).
+        let out = tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
+            .await
+            .expect("the advisor finished without waiting on a file")
+            .expect("the advisor binary runs");
         Run {
             ok: out.status.success(),
             stdout: String::from_utf8(out.stdout).expect("utf-8 output"),
@@ -422,4 +427,101 @@ async fn k1_advisor_debug_traces_to_stderr_and_keeps_stdout_clean() {
     );
     // Every line of standard output is still one JSON object.
     assert!(run.json_lines().last().expect("status")["status"].is_object());
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 10: files that are too large, too deep, or not files at all
+// ---------------------------------------------------------------------------------------
+
+fn mkfifo(path: &Path) {
+    fs::create_dir_all(path.parent().expect("a parent")).expect("dirs");
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_6_a_fifo_as_either_config_is_one_error_line_not_a_wait() {
+    for agent_side in [true, false] {
+        let ws = Workspace::new();
+        let config = if agent_side {
+            ws.agent.join("config.yml")
+        } else {
+            ws.root.join(".omp/config.yml")
+        };
+        mkfifo(&config);
+        let run = ws.replay(&["--model", "local/x"], &[]).await;
+        assert!(!run.ok);
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+        assert_eq!(
+            run.stderr.trim_end(),
+            format!(
+                "advisor: cannot read {}: not a regular file (a FIFO)",
+                config.display()
+            )
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_6_a_fifo_audit_path_is_one_notice_and_the_replay_goes_on() {
+    let ws = Workspace::new();
+    let audit = ws.root.join("audit.jsonl");
+    mkfifo(&audit);
+    let server = server().await;
+    let audit_arg = audit.display().to_string();
+    let run = ws
+        .replay_with_model(&server, &["--audit", &audit_arg])
+        .await;
+    let notices: Vec<String> = run
+        .notices()
+        .into_iter()
+        .filter(|n| n.contains("audit log"))
+        .collect();
+    assert_eq!(
+        notices,
+        [format!(
+            "advisor: could not write the audit log ({}: not a regular file (a FIFO)); \
+             reviews go on",
+            audit.display()
+        )]
+    );
+    assert!(run.status().is_object());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_4_a_config_over_1_mib_is_one_error_line_naming_the_file() {
+    let ws = Workspace::new();
+    let line = "# padding, padding, padding, padding, padding, padding, padding\n";
+    ws.project_config(&format!(
+        "modelRoles:\n  advisor: local/x\n{}",
+        line.repeat((1 << 20) / line.len() + 1)
+    ));
+    let run = ws.replay(&[], &[]).await;
+    assert!(!run.ok);
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!(
+            "advisor: {} is larger than the 1 MiB limit for settings files",
+            ws.root.join(".omp/config.yml").display()
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_8_a_deeply_nested_config_is_one_error_line_naming_the_file() {
+    let ws = Workspace::new();
+    ws.agent_config(&format!("advisor: {}", "[".repeat(100_000)));
+    let run = ws.replay(&["--model", "local/x"], &[]).await;
+    assert!(!run.ok);
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!(
+            "advisor: {} is not a valid settings file: nested more than 64 levels deep \
+             (line 1)",
+            ws.agent.join("config.yml").display()
+        )
+    );
 }

@@ -245,9 +245,14 @@ fn w3_non_utf8_file_is_skipped_with_a_warning() {
 #[test]
 fn w3_symlinked_watchdog_file_is_followed() {
     let tree = Tree::new();
-    let target = tree.write("shared/rules.md", "shared rules");
+    let target = tree.write("home/shared/rules.md", "shared rules");
     std::os::unix::fs::symlink(&target, tree.path("home/WATCHDOG.md")).unwrap();
     assert_eq!(tree.contents("home"), ["shared rules"]);
+    // The user's own file may point anywhere.
+    let outside = tree.write("elsewhere/mine.md", "my rules");
+    tree.mkdir("home/.omp/agent");
+    std::os::unix::fs::symlink(&outside, tree.path("home/.omp/agent/WATCHDOG.md")).unwrap();
+    assert_eq!(tree.contents("home"), ["my rules", "shared rules"]);
 }
 
 #[test]
@@ -260,11 +265,13 @@ fn w6_imports_resolve_inline_relative_and_from_home() {
     tree.write("home/repo/sub/local.md", "local");
     tree.write(
         "home/repo/sub/WATCHDOG.md",
-        "Read @../docs/style.md, @local.md and @~/notes.md.",
+        "Read @../docs/style.md and @local.md.",
     );
+    // `~` imports are the user file's (a project file's stay literal, issue 10 item 12).
+    tree.write("home/.omp/agent/WATCHDOG.md", "Mine: @~/notes.md.");
     assert_eq!(
         tree.contents("home/repo/sub"),
-        ["Read style: calm, local and home notes."]
+        ["Mine: home notes.", "Read style: calm and local."]
     );
 }
 
@@ -400,4 +407,237 @@ fn w7_subagent_discovers_from_its_own_directory() {
     let sub_blocks = load(&sub).prompt.blocks;
     assert_eq!(sub_blocks.len(), 2);
     assert_eq!(unwrap_block(&sub_blocks[1]), "pkg");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 10: secrets, sizes and special files
+// ---------------------------------------------------------------------------------------
+
+fn mkfifo(path: &Path) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success());
+}
+
+/// Loads on its own thread and fails (instead of hanging) when that takes over 20 s.
+fn load_within_seconds(config: WatchdogConfig) -> advisor::watchdog::Loaded {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(load(&config));
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("the load finished without waiting on a file")
+}
+
+#[test]
+fn issue10_12_project_imports_resolve_only_inside_the_repository_root() {
+    let tree = Tree::new();
+    git_init(&tree.mkdir("home/repo"));
+    tree.write("home/notes.md", "home notes");
+    let outside = tree.write("home/outside.md", "outside");
+    tree.write("home/repo/docs/in.md", "inside");
+    std::os::unix::fs::symlink(&outside, tree.path("home/repo/docs/link.md")).unwrap();
+    std::os::unix::fs::symlink(tree.path("home"), tree.path("home/repo/up")).unwrap();
+    tree.write(
+        "home/repo/sub/WATCHDOG.md",
+        "@../docs/in.md @/proc/self/environ @/etc/passwd @~/notes.md @../../outside.md \
+         @../docs/link.md @../up/notes.md",
+    );
+    let loaded = load(&tree.config("home/repo/sub"));
+    let blocks: Vec<String> = loaded
+        .prompt
+        .blocks
+        .iter()
+        .map(|b| unwrap_block(b))
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            "inside @/proc/self/environ @/etc/passwd @~/notes.md @../../outside.md \
+          @../docs/link.md @../up/notes.md"
+        ]
+    );
+    let root = tree.path("home/repo").canonicalize().unwrap();
+    let warnings = &loaded.prompt.warnings;
+    assert_eq!(warnings.len(), 6, "{warnings:#?}");
+    assert_eq!(
+        warnings[0],
+        format!(
+            "watchdog: import @/proc/self/environ left as is: a project WATCHDOG file may only \
+             import files inside {}",
+            tree.path("home/repo").display()
+        )
+    );
+    assert!(
+        warnings[4].contains("docs/link.md")
+            && warnings[4].ends_with(&format!("inside {}", root.display())),
+        "{}",
+        warnings[4]
+    );
+}
+
+#[test]
+fn issue10_12_without_a_repository_imports_stay_inside_the_working_directory() {
+    let tree = Tree::new();
+    tree.write("home/secret.md", "secret");
+    tree.write("home/proj/part.md", "part");
+    tree.write("home/proj/WATCHDOG.md", "@part.md @../secret.md");
+    let loaded = load(&tree.config("home/proj"));
+    assert_eq!(unwrap_block(&loaded.prompt.blocks[0]), "part @../secret.md");
+    assert_eq!(
+        loaded.prompt.warnings.len(),
+        1,
+        "{:?}",
+        loaded.prompt.warnings
+    );
+}
+
+#[test]
+fn issue10_12_the_user_file_imports_from_anywhere() {
+    let tree = Tree::new();
+    git_init(&tree.mkdir("home/repo"));
+    let elsewhere = tree.write("elsewhere/rules.md", "absolute rules");
+    tree.write("home/notes.md", "home notes");
+    tree.write(
+        "home/.omp/agent/WATCHDOG.md",
+        &format!(
+            "@~/notes.md @{} @../../../elsewhere/rules.md",
+            elsewhere.display()
+        ),
+    );
+    let loaded = load(&tree.config("home/repo"));
+    assert_eq!(
+        unwrap_block(&loaded.prompt.blocks[0]),
+        "home notes absolute rules @../../../elsewhere/rules.md"
+    );
+    assert!(
+        loaded.prompt.warnings.is_empty(),
+        "{:?}",
+        loaded.prompt.warnings
+    );
+}
+
+#[test]
+fn issue10_12_a_project_watchdog_symlink_leading_out_is_skipped_with_a_warning() {
+    let tree = Tree::new();
+    git_init(&tree.mkdir("home/repo"));
+    let target = tree.write("home/private.md", "private");
+    std::os::unix::fs::symlink(&target, tree.path("home/repo/WATCHDOG.md")).unwrap();
+    tree.mkdir("home/repo/.omp");
+    std::os::unix::fs::symlink(
+        "/proc/self/environ",
+        tree.path("home/repo/.omp/WATCHDOG.md"),
+    )
+    .unwrap();
+    let loaded = load(&tree.config("home/repo"));
+    assert!(
+        loaded.prompt.blocks.is_empty(),
+        "{:?}",
+        loaded.prompt.blocks
+    );
+    let warnings = &loaded.prompt.warnings;
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    assert_eq!(
+        warnings[0],
+        format!(
+            "watchdog: skipped {}: it is a symlink leading outside {}",
+            tree.path("home/repo/.omp/WATCHDOG.md").display(),
+            tree.path("home/repo").canonicalize().unwrap().display()
+        )
+    );
+    assert!(
+        warnings[1].contains("home/repo/WATCHDOG.md"),
+        "{}",
+        warnings[1]
+    );
+}
+
+#[test]
+fn issue10_12_watchdog_blocks_pass_through_secret_redaction() {
+    let tree = Tree::new();
+    let key = format!("sk-proj-{}", "aZ3kQ9mX2pL7rT5vB8nC1dF4".repeat(2));
+    tree.write("home/part.md", &format!("export OPENAI_API_KEY={key}\n"));
+    tree.write("home/WATCHDOG.md", "Check this:\n@part.md");
+    let block = tree.contents("home").remove(0);
+    assert_eq!(
+        block,
+        "Check this:\nexport OPENAI_API_KEY=[redacted:env-secret]\n"
+    );
+    let unredacted = advisor::watchdog::load_with(&tree.config("home"), None);
+    assert!(unwrap_block(&unredacted.prompt.blocks[0]).contains(&key));
+}
+
+#[test]
+fn issue10_4_watchdog_content_is_cut_at_256_kib_a_file_and_1_mib_in_all() {
+    let tree = Tree::new();
+    // 200 MB, sparse: only the first 256 KiB are ever read.
+    let huge = tree.path("home/.omp/agent/WATCHDOG.md");
+    fs::create_dir_all(huge.parent().unwrap()).unwrap();
+    fs::File::create(&huge).unwrap().set_len(200 << 20).unwrap();
+    let loaded = load(&tree.config("home"));
+    assert_eq!(unwrap_block(&loaded.prompt.blocks[0]).len(), 256 * 1024);
+    assert_eq!(
+        loaded.prompt.warnings,
+        [format!(
+            "watchdog: {} is over 256 KiB; only its first 256 KiB are used",
+            huge.display()
+        )]
+    );
+
+    fs::write(&huge, "user rules").unwrap();
+    git_init(&tree.mkdir("home/a"));
+    let chunk = "r".repeat(200 * 1024);
+    for level in ["home/a", "home/a/b", "home/a/b/c", "home/a/b/c/d"] {
+        tree.write(
+            &format!("{level}/WATCHDOG.md"),
+            &format!("@part.md {chunk}"),
+        );
+        tree.write(&format!("{level}/part.md"), &chunk);
+    }
+    let loaded = load(&tree.config("home/a/b/c/d"));
+    let total: usize = loaded
+        .prompt
+        .blocks
+        .iter()
+        .map(|b| unwrap_block(b).len())
+        .sum();
+    assert!(total <= 1 << 20, "{total}");
+    assert!(
+        total > (1 << 20) - 64,
+        "the budget is used up to the cap: {total}"
+    );
+    assert_eq!(
+        loaded.prompt.warnings,
+        ["watchdog: the watchdog files pass 1 MiB in all; the rest is left out"]
+    );
+}
+
+#[test]
+fn issue10_6_a_fifo_watchdog_file_or_import_is_one_warning_never_a_wait() {
+    let tree = Tree::new();
+    let fifo = tree.path("home/WATCHDOG.md");
+    mkfifo(&fifo);
+    let loaded = load_within_seconds(tree.config("home"));
+    assert!(loaded.prompt.blocks.is_empty());
+    assert_eq!(
+        loaded.prompt.warnings,
+        [format!(
+            "watchdog: skipped {}: not a regular file (a FIFO)",
+            fifo.display()
+        )]
+    );
+
+    fs::remove_file(&fifo).unwrap();
+    tree.write("home/WATCHDOG.md", "see @pipe.md");
+    let pipe = tree.path("home/pipe.md");
+    mkfifo(&pipe);
+    let loaded = load_within_seconds(tree.config("home"));
+    assert_eq!(unwrap_block(&loaded.prompt.blocks[0]), "see @pipe.md");
+    assert_eq!(
+        loaded.prompt.warnings,
+        [format!(
+            "watchdog: import {} left as is: not a regular file (a FIFO)",
+            pipe.display()
+        )]
+    );
 }
