@@ -49,7 +49,7 @@ pub struct RuntimeConfig {
     pub hold_wait_through_retries: bool,
     /// What the sessions of the process share (A6), set by
     /// [`crate::runtime::AdvisorRuntime::open`]; `None` builds everything for this session.
-    pub shared: Option<Arc<crate::runtime::SharedResources>>,
+    pub shared: Option<Arc<crate::shared::SharedResources>>,
 }
 
 impl RuntimeConfig {

@@ -15,7 +15,8 @@ use crate::messages::host::{
     UserPrompt,
 };
 use crate::messages::review::AskAdvisor;
-use crate::review::AskError;
+pub use crate::review::ask::MAX_QUESTION_CHARS;
+pub use crate::review::{AskError, BacklogWait};
 use crate::status::AdvisorStatus;
 
 /// Failures of the handle itself (the runtime is gone).
@@ -184,9 +185,11 @@ impl AdvisorHandle {
             .map_err(|_| HandleError::Stopped)
     }
 
-    /// Waits until the advisor has nothing left to review (L2's end of a replay); see
-    /// [`crate::messages::host::AwaitDrain`] for how it ends. Unbounded: wrap it in a timeout.
-    pub async fn await_drain(&self) -> Result<crate::messages::review::BacklogWait, HandleError> {
+    /// Waits until the advisor has nothing left to review (L2's end of a replay): resolves
+    /// `Drained` once nothing is left to review (at once when no advisor runs), `Failing` at
+    /// once while a retry is pending or the advisor is paused (S2), `Released` on abort,
+    /// reset or dispose. Unbounded: wrap it in a timeout.
+    pub async fn await_drain(&self) -> Result<BacklogWait, HandleError> {
         self.supervisor
             .send(crate::messages::host::AwaitDrain)
             .await

@@ -5,8 +5,7 @@
 //! workspace with read-only tools (`read`, `search`, `find`), and may send short advice back
 //! (a `nit`, a `concern` or a `blocker`) that the primary weighs but need not obey.
 //!
-//! The runtime is a set of actix actors (see [`actors`]) behind one handle,
-//! [`AdvisorHandle`]. A host hands it the transcript after every turn and asks for advice
+//! The runtime is a set of actix actors behind one handle, [`AdvisorHandle`]. A host hands it the transcript after every turn and asks for advice
 //! at every step boundary:
 //!
 //! ```
@@ -32,25 +31,61 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # What a host uses
+//!
+//! The names a host needs are re-exported here: [`AdvisorHandle`] (the A4 calls),
+//! [`AdvisorRuntime`] with [`RuntimeOptions`] (many sessions in one process, A6),
+//! [`RuntimeConfig`] (what a session starts with), the transcript types [`Transcript`] and
+//! [`TranscriptMessage`], what comes back ([`StepAdvice`], [`HostEvent`], [`AdvisorStatus`]),
+//! the model seam ([`ModelClient`], built for a provider by [`build_client`]) and the
+//! settings ([`AdvisorSettings`], [`SettingsEnv`], [`load_settings`]). A host that serves
+//! another process rather than embedding uses [`serve`]; one that replays a recorded
+//! session uses [`session`] and [`replay`].
+//!
+//! # Layout
+//!
+//! Public modules, from the bottom up (a module imports only from those above it in this
+//! list, never from one below):
+//!
+//! - [`domain`]: the transcript, advisories and deliveries, host events: plain data.
+//! - [`redact`]: secret redaction of deltas and tool results (X5).
+//! - [`settings`]: the `advisor.*` settings, their files and environment (K1).
+//! - [`model`]: the model seam (`ModelClient`, requests, usage, the call limit) and a
+//!   scripted model for tests.
+//! - [`providers`]: the two wire formats over reqwest, the model catalog, role resolution.
+//! - [`render`]: the compact and full transcript views (§3) and the context dump (C4).
+//! - [`tools`]: the read-only workspace tools and `advise` (§9).
+//! - [`watchdog`]: WATCHDOG.md discovery and expansion (§8).
+//! - [`session`]: session-file reading and the host-driving sequence (L1).
+//! - [`feed`]: the transcript cursor that turns a turn end into a delta (X1–X4).
+//! - [`prompts`]: per-turn prompts of a recorded session, as `advisor render` prints them (L3).
+//! - [`status`]: the advisor's status (C3).
+//! - [`config`]: [`RuntimeConfig`] and base-prompt assembly (G1).
+//! - [`handle`]: [`AdvisorHandle`], the host's side of one session (A3, A4).
+//! - [`runtime`]: [`AdvisorRuntime`], the arbiter pool and shared resources (A6).
+//! - [`replay`]: replaying a recorded session through a handle (L2).
+//! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
+//!
+//! Internal modules (not part of the API): `texts` and `regular_file` (data-file text
+//! tables, bounded regular-file reads) at the bottom; `review` (the review engine: queue,
+//! failure policy, context maintenance, the `Reviewer` loop), `delivery` (routing,
+//! reconfirm, outcome accounting) and `command` (`/advisor`) as plain logic; `shared`
+//! (resources every session of a process uses); `messages` (the actix message types) and
+//! `actors` (thin actor shells over the logic, one per file) on top of them.
 
 #![warn(missing_docs)]
 
-pub mod actors;
-pub mod command;
 pub mod config;
-pub mod delivery;
 pub mod domain;
 pub mod feed;
 pub mod handle;
-pub mod messages;
 pub mod model;
 pub mod prompts;
 pub mod providers;
 pub mod redact;
-pub mod regular_file;
 pub mod render;
 pub mod replay;
-pub mod review;
 pub mod runtime;
 pub mod serve;
 pub mod session;
@@ -59,5 +94,21 @@ pub mod status;
 pub mod tools;
 pub mod watchdog;
 
+pub(crate) mod actors;
+pub(crate) mod command;
+pub(crate) mod delivery;
+pub(crate) mod messages;
+pub(crate) mod regular_file;
+pub(crate) mod review;
+pub(crate) mod shared;
+pub(crate) mod texts;
+
 pub use config::RuntimeConfig;
+pub use domain::host::{HostEvent, RewriteKind, StepAdvice};
+pub use domain::transcript::{Transcript, TranscriptMessage};
 pub use handle::{AdvisorHandle, HandleError};
+pub use model::ModelClient;
+pub use providers::build_client;
+pub use runtime::{AdvisorRuntime, RuntimeOptions};
+pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
+pub use status::AdvisorStatus;

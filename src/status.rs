@@ -2,10 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::DeliveryCounts;
+pub use crate::delivery::{DeliveryCounts, DeliveryStatus, DropReason};
 use crate::domain::advice::Advisory;
-use crate::messages::delivery::DeliveryStatus;
-use crate::messages::review::AgentStatus;
+pub use crate::review::AgentStatus;
 use crate::settings::DeliveryPolicy;
 
 /// What `/advisor status` reports.

@@ -169,10 +169,7 @@ impl AdvisorAgent {
     fn failed(&mut self, error: ModelError, ctx: &mut Context<Self>) {
         tracing::warn!(%error, "review failed");
         let epoch = self.epoch;
-        self.links.failed.do_send(ReviewFailed {
-            epoch,
-            error: error.clone(),
-        });
+        self.links.failed.do_send(ReviewFailed { epoch });
         let step = self.state.failed(&error, SystemTime::now());
         match step {
             FailureStep::Retry(after) => {

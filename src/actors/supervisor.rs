@@ -23,7 +23,7 @@ use crate::messages::review::{FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeRe
 use crate::messages::tools::ClearToolSession;
 
 /// Moved to [`crate::config`]; re-exported so the old paths keep working.
-pub use crate::config::{RuntimeConfig, BUILTIN_PROMPT};
+pub use crate::config::RuntimeConfig;
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it.
 pub struct Supervisor {

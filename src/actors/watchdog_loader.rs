@@ -12,7 +12,7 @@ use actix::prelude::*;
 
 use crate::messages::watchdog::{GetWatchdogPrompt, WatchdogPrompt};
 use crate::redact::Redactor;
-use crate::runtime::watchdog_cache::{CachedRefresh, WatchdogCache};
+use crate::shared::watchdog_cache::{CachedRefresh, WatchdogCache};
 use crate::watchdog::{refresh_with, Loaded, Refresh, WatchdogConfig};
 
 /// Asks the loader how much work it has done; for status lines and tests.
@@ -91,17 +91,6 @@ impl WatchdogLoader {
             Ok(CachedRefresh::Unchanged) => self.settle(Ok(Refresh::Unchanged)),
             Err(err) => self.settle(Err(err)),
         }
-    }
-
-    /// Turns secret redaction of the blocks on (the default) or off
-    /// (`advisor.redactSecrets: false`).
-    pub fn with_redaction(mut self, on: bool) -> Self {
-        if !on {
-            self.redactor = None;
-            self.compile_redactor = false;
-            self.redactor_error = None;
-        }
-        self
     }
 
     /// Redacts with `redactor` (compiled once for the process, A6), or not at all when
@@ -208,3 +197,6 @@ impl Handler<GetWatchdogStats> for WatchdogLoader {
         MessageResult(self.stats)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -67,10 +67,13 @@ pub fn start_children(
     let registry = config.tools.clone();
     let raise: Recipient<RaiseAdvice> = router.clone().recipient();
     let max_notes = settings.max_notes_per_update;
-    // X5: the advisor's own tool results leave the process too; redact them like deltas.
+    // X5: the advisor's own tool results leave the process too; redact them like deltas,
+    // and the WATCHDOG.md blocks with them (W6).
     let redactor = config.redactor();
+    let executor_redactor = redactor.clone();
     let executor = actix::Supervisor::start(move |_| {
-        ToolExecutor::new(registry, session, raise, max_notes).with_redactor(redactor.clone())
+        ToolExecutor::new(registry, session, raise, max_notes)
+            .with_redactor(executor_redactor.clone())
     });
     let engine = ReviewEngine {
         model: Arc::clone(&model),
@@ -85,6 +88,7 @@ pub fn start_children(
         watchdog: config.watchdog.clone().map(|cfg| {
             WatchdogLoader::new(cfg)
                 .with_cache(config.watchdog_cache())
+                .with_redactor(redactor.clone())
                 .start()
                 .recipient()
         }),

@@ -751,7 +751,7 @@ mod tests {
             text.answer_text(3, " why? ", &Ok("Because.\n".into())),
             "── turn 3 · ask ──\nQ: why?\nA: Because.\n"
         );
-        let failed = Err(HandleError::Ask(advisor::review::AskError::Disabled));
+        let failed = Err(HandleError::Ask(advisor::handle::AskError::Disabled));
         let block = text.answer_text(3, "why?", &failed);
         assert!(
             block.ends_with("error: the advisor could not answer: consulting the advisor is turned off (advisor.consult: false)\n"),

@@ -108,6 +108,7 @@ impl CatchUp {
     }
 
     /// Consecutive non-terminal blocks that ended without the advisor settling.
+    #[cfg(test)]
     pub fn streak(&self) -> usize {
         self.streak
     }
@@ -162,9 +163,11 @@ impl CatchUp {
 
 #[cfg(test)]
 mod tests {
+    use super::HeldRelease;
     use super::*;
     use crate::delivery::testing::{adv, reconfirm, router};
-    use crate::delivery::{CatchUpEnd, HeldRelease, RaiseOutcome, FINAL_ANSWER_NOTE};
+    use crate::delivery::texts::FINAL_ANSWER as FINAL_ANSWER_NOTE;
+    use crate::delivery::{CatchUpEnd, RaiseOutcome};
     use crate::domain::advice::Severity;
     use crate::domain::host::HostEvent;
 

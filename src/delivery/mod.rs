@@ -18,24 +18,23 @@ pub mod outcome;
 pub mod router;
 pub(crate) mod texts;
 
-pub use catch_up::{
-    turn_was_terminal, CatchUp, CatchUpEnd, CatchUpPlan, HeldRelease, CATCH_UP_BACKOFF,
-    TERMINAL_CATCH_UP,
-};
-pub use held::HeldNote;
-pub use note::{exceeds_chars, is_content_free, normalize_note};
+pub use catch_up::{turn_was_terminal, CatchUpEnd, CatchUpPlan};
+pub use note::normalize_note;
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
-pub use router::{RouterState, DEFAULT_MAX_NOTE_CHARS};
+pub use router::RouterState;
 
-/// The `context` attribute of advice delivered under `reconfirm` (D4): by the time it
-/// arrives the agent has moved on.
-pub const EARLIER_STEP_CONTEXT: &str = texts::EARLIER_STEP;
+use crate::domain::advice::Advisory;
 
-/// Appended to advice delivered under `reconfirm` right after a terminal turn (D4).
-pub const FINAL_ANSWER_NOTE: &str = texts::FINAL_ANSWER;
-
-/// The heading of the held-notes preamble of a review prompt (D9).
-pub const HELD_HEADING: &str = "### Held advisories — reconfirm";
+/// The router's part of the status (C3).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeliveryStatus {
+    /// Outcome counters (D10).
+    pub counts: DeliveryCounts,
+    /// Whether the user-interrupt latch is set (D6).
+    pub suppressed: bool,
+    /// The notes held now, oldest first (D9).
+    pub held: Vec<Advisory>,
+}
 
 #[cfg(test)]
 pub(crate) mod testing {
@@ -58,13 +57,5 @@ pub(crate) mod testing {
     /// An advisory.
     pub(crate) fn adv(note: &str, sev: Option<Severity>) -> Advisory {
         Advisory::new(note, sev)
-    }
-
-    #[test]
-    fn d9_the_heading_constant_is_the_preamble_files_first_line() {
-        assert_eq!(
-            super::texts::HELD_PREAMBLE.lines().next(),
-            Some(super::HELD_HEADING)
-        );
     }
 }

@@ -5,8 +5,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::texts::{fill, TOOL_RESULTS};
+use super::texts::fill;
 use crate::domain::advice::Channel;
+use crate::tools::advise::TOOL_RESULTS;
 
 /// Why an advisory was dropped (D10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -2,13 +2,10 @@
 //! `config/prompts/` and compiled in: the `advise` tool's answers, the held-notes preamble
 //! (D9), the final-answer note (D4) and the catch-up notices (D5).
 //!
-//! A table file holds one `key: text` per line; lines starting with `#` are comments.
-//! `{name}` placeholders are filled by [`fill`].
+//! The `advise` tool's answers live beside the tool ([`crate::tools::advise`]); the table
+//! format and [`fill`] are in [`crate::texts`].
 
-/// The `advise` tool's answers and argument errors (D8, D9, D10, T6, T7).
-pub(crate) const TOOL_RESULTS: Table = Table(include_str!(
-    "../../config/prompts/delivery-tool-results.txt"
-));
+pub(crate) use crate::texts::{fill, plural, Table};
 
 /// The catch-up block's lines for the user (D5).
 pub(crate) const NOTICES: Table = Table(include_str!("../../config/prompts/delivery-notices.txt"));
@@ -25,84 +22,15 @@ pub(crate) const FINAL_ANSWER: &str =
 pub(crate) const EARLIER_STEP: &str =
     include_str!("../../config/prompts/delivery-earlier-step.txt").trim_ascii_end();
 
-/// A `key: text` table compiled in from a data file.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Table(&'static str);
-
-impl Table {
-    /// The text for `key`; the key itself when the table has no such line (the tests check
-    /// that every key in use is there).
-    pub(crate) fn get(&self, key: &'static str) -> &'static str {
-        self.lookup(key).unwrap_or(key)
-    }
-
-    fn lookup(&self, key: &str) -> Option<&'static str> {
-        self.0
-            .lines()
-            .filter(|line| !line.starts_with('#'))
-            .find_map(|line| {
-                let (k, text) = line.split_once(':')?;
-                (k == key).then(|| text.trim())
-            })
-    }
-}
-
-/// `template` with each `{name}` of `vars` replaced by its value.
-pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
-    let mut out = template.to_string();
-    for (name, value) in vars {
-        out = out.replace(&format!("{{{name}}}"), value);
-    }
-    out
-}
-
-/// The plural ending of "note" for `n` notes.
-pub(crate) fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tables_skip_comments_and_trim_the_text() {
-        let t = Table("# key: no\nkey:  the text \nother: x: y\n");
-        assert_eq!(t.get("key"), "the text");
-        assert_eq!(t.get("other"), "x: y");
-        assert_eq!(t.get("missing"), "missing");
-    }
 
     #[test]
     fn every_notice_key_is_in_its_file() {
         for key in ["catchUpTerminal", "catchUpHeld", "bestEffort"] {
             assert!(NOTICES.lookup(key).is_some(), "{key}");
         }
-    }
-
-    #[test]
-    fn every_advise_argument_error_key_is_in_its_file() {
-        for key in [
-            "notAnObject",
-            "noteEmpty",
-            "noteNotAString",
-            "noteMissing",
-            "severityNotAString",
-        ] {
-            assert!(TOOL_RESULTS.lookup(key).is_some(), "{key}");
-        }
-    }
-
-    #[test]
-    fn fill_replaces_every_placeholder() {
-        assert_eq!(
-            fill("{a} and {b}, {a}", &[("a", "1"), ("b", "2")]),
-            "1 and 2, 1"
-        );
     }
 
     #[test]

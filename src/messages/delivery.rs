@@ -2,7 +2,8 @@
 
 use actix::Message as ActixMessage;
 
-use crate::delivery::{CatchUpEnd, CatchUpPlan, DeliveryCounts, RaiseOutcome};
+pub use crate::delivery::DeliveryStatus;
+use crate::delivery::{CatchUpEnd, CatchUpPlan, RaiseOutcome};
 use crate::domain::advice::{Advisory, Delivery};
 
 /// The advisor called `advise` (mid-review, G3).
@@ -103,14 +104,3 @@ pub struct GetUndelivered;
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "DeliveryStatus")]
 pub struct GetDeliveryStatus;
-
-/// The router's part of the status.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeliveryStatus {
-    /// Outcome counters (D10).
-    pub counts: DeliveryCounts,
-    /// Whether the user-interrupt latch is set (D6).
-    pub suppressed: bool,
-    /// The notes held now, oldest first (D9).
-    pub held: Vec<Advisory>,
-}

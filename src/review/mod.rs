@@ -18,19 +18,16 @@ pub mod failure;
 pub mod queue;
 pub mod reviewer;
 pub mod state;
+pub mod status;
 pub mod texts;
 
 pub use ask::AskError;
 pub use audit::AuditEvent;
-pub use context::{
-    compaction_cut, context_threshold, keep_budget, needs_maintenance, render_for_summary,
-    summary_message, AdvisorContext, MaintenanceCounts, MaintenanceKind, COMPACTION_KEEP_TOKENS,
-};
-pub use failure::{FailureAction, FailurePolicy};
-pub use queue::{Batch, ReviewQueue};
+pub use context::{AdvisorContext, MaintenanceCounts};
+pub use failure::FailurePolicy;
 pub use reviewer::{ReviewEngine, ReviewLimits, ReviewPort, ReviewRun, Reviewer, ToolReply};
 pub use state::{BacklogWait, FailureStep, ReviewState, Work};
-pub use texts::{SUMMARY_HEADING, SUMMARY_INSTRUCTION};
+pub use status::AgentStatus;
 
 use crate::model::Usage;
 

@@ -38,16 +38,6 @@ impl ReviewQueue {
         self.pending.len() + self.in_flight.as_ref().map_or(0, |b| b.turns)
     }
 
-    /// Whether a batch is under review.
-    pub fn in_flight(&self) -> bool {
-        self.in_flight.is_some()
-    }
-
-    /// Turns dropped since the last successful review (F2).
-    pub fn missed_turns(&self) -> usize {
-        self.missed_turns
-    }
-
     /// Takes every pending delta as one batch, when none is in flight (coalescing, G2).
     pub fn take_batch(&mut self) -> Option<Batch> {
         if self.in_flight.is_some() || self.pending.is_empty() {

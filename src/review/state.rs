@@ -148,6 +148,7 @@ impl ReviewState {
     }
 
     /// Questions waiting for an answer.
+    #[cfg(test)]
     pub fn pending_asks(&self) -> usize {
         self.asks.len()
     }

@@ -40,14 +40,7 @@ pub const ASK: &str = include_str!("../../config/prompts/review-ask.md").trim_as
 pub const ASK_NO_ADVISE: &str =
     include_str!("../../config/prompts/review-ask-no-advise.md").trim_ascii_end();
 
-/// Replaces each `{name}` of `template` by its value.
-pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    let mut out = template.to_string();
-    for (name, value) in values {
-        out = out.replace(&format!("{{{name}}}"), value);
-    }
-    out
-}
+pub(crate) use crate::texts::fill;
 
 /// "1 turn" or "N turns".
 pub fn turns(n: usize) -> String {

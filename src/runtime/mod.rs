@@ -40,9 +40,6 @@
 //! # }
 //! ```
 
-pub mod shared;
-pub mod watchdog_cache;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -57,8 +54,8 @@ use crate::messages::host::Dispose;
 use crate::model::limit::CallCounts;
 use crate::RuntimeConfig;
 
-pub use shared::{SharedResources, DEFAULT_MAX_CONCURRENT_REVIEWS};
-pub use watchdog_cache::{CachedRefresh, WatchdogCache, WatchdogCacheStats};
+pub use crate::shared::watchdog_cache::{CachedRefresh, WatchdogCache, WatchdogCacheStats};
+pub use crate::shared::{SharedResources, DEFAULT_MAX_CONCURRENT_REVIEWS};
 
 /// How a runtime is built.
 #[derive(Debug, Clone)]

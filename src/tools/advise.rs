@@ -4,11 +4,17 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::delivery::texts::TOOL_RESULTS;
 use crate::domain::advice::{Advisory, Severity};
 use crate::model::ToolSchema;
+use crate::texts::Table;
 use crate::tools::args::schema_of;
 use crate::tools::ToolError;
+
+/// The `advise` tool's answers and argument errors (D8, D9, D10, T6, T7); delivery fills
+/// the outcome answers.
+pub(crate) const TOOL_RESULTS: Table = Table(include_str!(
+    "../../config/prompts/delivery-tool-results.txt"
+));
 
 /// The tool's name.
 pub const NAME: &str = "advise";
@@ -78,6 +84,19 @@ pub fn parse(args: &Value) -> Result<Advisory, ToolError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_advise_argument_error_key_is_in_its_file() {
+        for key in [
+            "notAnObject",
+            "noteEmpty",
+            "noteNotAString",
+            "noteMissing",
+            "severityNotAString",
+        ] {
+            assert!(TOOL_RESULTS.lookup(key).is_some(), "{key}");
+        }
+    }
 
     #[test]
     fn issue9_5_advise_schema_is_derived_and_says_what_it_said() {

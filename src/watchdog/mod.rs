@@ -37,13 +37,13 @@ mod read;
 
 use std::path::{Path, PathBuf};
 
+pub use crate::regular_file::Capped;
 pub use discovery::{candidates, walk_dirs, Candidate, CandidateKind};
 pub use fingerprint::{stamp, Fingerprint, Stamp};
 pub use imports::{expand_imports, expand_imports_within, Expansion, MAX_IMPORT_DEPTH};
 pub use paths::{expand_tilde, normalize_lexically};
 pub use read::{read_text, ReadError, MAX_FILE_BYTES, MAX_TOTAL_BYTES};
 
-use crate::messages::watchdog::WatchdogPrompt;
 use crate::redact::Redactor;
 use crate::regular_file::{clip, SHOWN_CHARS};
 
@@ -52,6 +52,22 @@ pub const WATCHDOG_FILE: &str = "WATCHDOG.md";
 
 /// The agent directory used when `PI_CODING_AGENT_DIR` is not set, relative to home.
 pub const DEFAULT_AGENT_DIR: &str = ".omp/agent";
+
+/// The watchdog part of the system prompt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WatchdogPrompt {
+    /// One `Especially pay attention to:` block per file, in prompt order (W4, W5).
+    pub blocks: Vec<String>,
+    /// Warnings about unreadable files (W3), each reported once per change.
+    pub warnings: Vec<String>,
+}
+
+impl WatchdogPrompt {
+    /// The blocks joined by a blank line, as they go into the system prompt.
+    pub fn joined(&self) -> String {
+        self.blocks.join("\n\n")
+    }
+}
 
 /// Where to look for WATCHDOG.md files.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
+use advisor::handle::AskError;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelClient, ModelError, ModelRequest, Usage};
-use advisor::review::AskError;
 use advisor::settings::SyncBacklog;
 use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
 use serde_json::json;

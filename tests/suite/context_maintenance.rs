@@ -7,7 +7,6 @@ use crate::support::runtime as support;
 
 use std::sync::Arc;
 
-use advisor::delivery::DropReason;
 use advisor::domain::advice::Severity;
 use advisor::domain::host::HostEvent;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
@@ -15,13 +14,20 @@ use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{
     ChatMessage, ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest, Usage,
 };
-use advisor::review::{SUMMARY_HEADING, SUMMARY_INSTRUCTION};
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
 use advisor::status::AdvisorStatus;
+use advisor::status::DropReason;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use serde_json::json;
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// The system prompt of a compaction's summary call, as the engine compiles it in (G5).
+const SUMMARY_INSTRUCTION: &str =
+    include_str!("../../config/prompts/review-summary.md").trim_ascii_end();
+/// The heading that opens a compacted context (G5).
+const SUMMARY_HEADING: &str =
+    include_str!("../../config/prompts/review-summary-heading.md").trim_ascii_end();
 
 const BLOCKER: &str = "The migration drops the email column the user asked to keep.";
 const PHANTOM: &str = "The retry loop sleeps while holding the lock.";

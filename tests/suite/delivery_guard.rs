@@ -6,14 +6,14 @@ use crate::support::runtime as support;
 
 use std::sync::Arc;
 
-use advisor::delivery::DropReason;
 use advisor::domain::advice::Channel;
 use advisor::domain::host::HostEvent;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
-use advisor::messages::review::BacklogWait;
+use advisor::handle::BacklogWait;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelClient, ModelRequest};
 use advisor::settings::SyncBacklog;
+use advisor::status::DropReason;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use serde_json::json;
 use support::*;

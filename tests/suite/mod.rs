@@ -30,4 +30,3 @@ mod tools_cli;
 mod tools_workspace;
 mod watchdog_cli;
 mod watchdog_discovery;
-mod watchdog_loader;

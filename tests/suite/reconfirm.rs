@@ -6,7 +6,6 @@ use crate::support::runtime as support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use advisor::delivery::{DropReason, FINAL_ANSWER_NOTE};
 use advisor::domain::advice::{Channel, Severity};
 use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{
@@ -15,10 +14,15 @@ use advisor::domain::transcript::{
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, Usage};
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
+use advisor::status::DropReason;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
+
+/// Appended to advice delivered right after a terminal turn under `reconfirm` (D4).
+const FINAL_ANSWER_NOTE: &str =
+    include_str!("../../config/prompts/delivery-final-answer.md").trim_ascii_end();
 
 const BLOCKER: &str = "The migration drops the email column the user asked to keep.";
 const CONCERN: &str = "The loop never terminates on empty input.";

@@ -358,7 +358,7 @@ async fn r1_reset_discards_the_in_flight_reviews_advice() {
         status
             .deliveries
             .dropped
-            .get(&advisor::delivery::DropReason::StaleEpoch),
+            .get(&advisor::status::DropReason::StaleEpoch),
         Some(&1)
     );
 }

@@ -1,6 +1,8 @@
 //! What the sessions of one process share (SPEC A6): built once, handed to every session
 //! through [`RuntimeConfig::shared`](crate::RuntimeConfig).
 
+pub mod watchdog_cache;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +17,8 @@ use crate::providers::{
 };
 use crate::redact::Redactor;
 use crate::render::TranscriptView;
-use crate::runtime::watchdog_cache::WatchdogCache;
 use crate::RuntimeConfig;
+use watchdog_cache::WatchdogCache;
 
 /// The default of `advisor.maxConcurrentReviews`.
 pub const DEFAULT_MAX_CONCURRENT_REVIEWS: usize = 16;

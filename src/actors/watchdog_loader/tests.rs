@@ -1,13 +1,13 @@
-//! The WatchdogLoader actor through its mailbox (SPEC §8, W7, W8).
+//! Tests of the WatchdogLoader actor through its mailbox (SPEC §8, W7, W8).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::{GetWatchdogStats, WatchdogLoader};
+use crate::messages::watchdog::GetWatchdogPrompt;
+use crate::watchdog::WatchdogConfig;
 use actix::Actor;
-use advisor::actors::watchdog_loader::{GetWatchdogStats, WatchdogLoader};
-use advisor::messages::watchdog::GetWatchdogPrompt;
-use advisor::watchdog::WatchdogConfig;
 
 fn write(path: &Path, content: &str) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();

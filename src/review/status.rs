@@ -1,0 +1,86 @@
+//! The review engine's part of the advisor's status (C3): its backlog, context, usage and
+//! failure state, read off the engine's state.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ModelClient, Usage};
+use crate::review::{AdvisorContext, ReviewState, ReviewTotals};
+
+/// The agent's part of the status (C3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentStatus {
+    /// Turns not yet reviewed or dropped.
+    pub backlog: usize,
+    /// Estimated context tokens.
+    pub context_tokens: u64,
+    /// The model's window.
+    pub context_window: u64,
+    /// Lifetime usage (survives resets and re-primes, G4).
+    pub lifetime: Usage,
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Reviews completed.
+    pub reviews: u64,
+    /// Turns dropped after repeated failures (F2).
+    pub dropped_turns: u64,
+    /// Context re-primes (G5).
+    pub reprimes: u64,
+    /// Context compactions: a model-written summary replaced the older history (G5).
+    #[serde(default)]
+    pub compactions: u64,
+    /// Promotions to the larger-window model (G5).
+    #[serde(default)]
+    pub promotions: u64,
+    /// The model the agent calls now (the promoted one after a promotion).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Its thinking level.
+    #[serde(default)]
+    pub thinking: Option<String>,
+    /// Why reviews are paused, if they are.
+    pub paused: Option<String>,
+    /// Whether a retry is pending after a failure.
+    pub failing: bool,
+    /// Consecutive failures now (F2).
+    #[serde(default)]
+    pub consecutive_failures: u32,
+    /// Questions the model was asked (G8).
+    #[serde(default)]
+    pub consults: u64,
+    /// Their usage (part of `lifetime`).
+    #[serde(default)]
+    pub consult_usage: Usage,
+}
+
+impl AgentStatus {
+    /// The status of an agent with this review `state`, `totals`, `context` and `model`.
+    pub(crate) fn of(
+        state: &ReviewState,
+        totals: &ReviewTotals,
+        context: &AdvisorContext,
+        model: &dyn ModelClient,
+    ) -> Self {
+        let info = model.info();
+        let m = &totals.maintenance;
+        Self {
+            backlog: state.backlog(),
+            context_tokens: context.estimate_with(""),
+            context_window: info.context_window,
+            lifetime: totals.lifetime,
+            model_calls: totals.model_calls,
+            reviews: totals.reviews,
+            dropped_turns: state.dropped_turns(),
+            reprimes: m.reprimes,
+            compactions: m.compactions,
+            promotions: m.promotions,
+            model: Some(info.id),
+            thinking: Some(model.thinking().as_str().to_string()),
+            paused: state.paused().map(str::to_string),
+            failing: state.failing(),
+            consecutive_failures: state.consecutive_failures(),
+            consults: totals.consults,
+            consult_usage: totals.consult_usage,
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Text tables compiled in from the data files under `config/prompts/`, and the small
+//! helpers that fill them. Every model- or user-facing sentence lives in such a file; the
+//! modules that speak (the `advise` tool, delivery, the review engine) include their own.
+//!
+//! A table file holds one `key: text` per line; lines starting with `#` are comments.
+//! `{name}` placeholders are filled by [`fill`].
+
+/// A `key: text` table compiled in from a data file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Table(pub(crate) &'static str);
+
+impl Table {
+    /// The text for `key`; the key itself when the table has no such line (the tests check
+    /// that every key in use is there).
+    pub(crate) fn get(&self, key: &'static str) -> &'static str {
+        self.lookup(key).unwrap_or(key)
+    }
+
+    pub(crate) fn lookup(&self, key: &str) -> Option<&'static str> {
+        self.0
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .find_map(|line| {
+                let (k, text) = line.split_once(':')?;
+                (k == key).then(|| text.trim())
+            })
+    }
+}
+
+/// `template` with each `{name}` of `vars` replaced by its value.
+pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = template.to_string();
+    for (name, value) in vars {
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    out
+}
+
+/// The plural ending of "note" for `n` notes.
+pub(crate) fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_skip_comments_and_trim_the_text() {
+        let t = Table("# key: no\nkey:  the text \nother: x: y\n");
+        assert_eq!(t.get("key"), "the text");
+        assert_eq!(t.get("other"), "x: y");
+        assert_eq!(t.get("missing"), "missing");
+    }
+
+    #[test]
+    fn fill_replaces_every_placeholder() {
+        assert_eq!(
+            fill("{a} and {b}, {a}", &[("a", "1"), ("b", "2")]),
+            "1 and 2, 1"
+        );
+        assert_eq!(plural(1), "");
+        assert_eq!(plural(2), "s");
+    }
+}
