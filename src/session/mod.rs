@@ -64,7 +64,9 @@
 //! unlinked temporary file first, since a tree is read in two passes.
 
 mod driver;
+mod input;
 mod reader;
+mod tree;
 
 pub use driver::{HostStep, SessionDriver};
 pub use reader::{

@@ -8,16 +8,16 @@
 //!
 //! See the [module documentation](super) for the formats themselves.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Seek};
 use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::input::{open_regular, spool, Line, Lines};
+use super::tree::{report_cycle, skim_tree};
 use crate::domain::transcript::{BranchSummaryMessage, Content, CustomMessage, TranscriptMessage};
 
 /// How many non-blank lines may precede the `session` header (oh-my-pi's title slot, or
@@ -25,7 +25,7 @@ use crate::domain::transcript::{BranchSummaryMessage, Content, CustomMessage, Tr
 const HEADER_SEARCH_LINES: usize = 4;
 
 /// Sentinel for "no symbol / no entry" in the compact tree index.
-const NONE: u32 = u32::MAX;
+pub(super) const NONE: u32 = u32::MAX;
 
 /// The newest session format this reader knows; newer files are read as this version.
 pub const NEWEST_VERSION: u32 = 3;
@@ -39,9 +39,6 @@ pub const DEFAULT_MAX_STDIN_BYTES: u64 = 4 << 30;
 
 /// The name standard input goes by in errors and diagnostics.
 pub const STDIN_NAME: &str = "standard input";
-
-/// A UTF-8 byte-order mark, accepted (and dropped) at the start of a file.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Size caps applied while a session is read, before anything is buffered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,265 +296,6 @@ pub fn read_session_from_with<R: BufRead + Seek>(
     Ok(branch)
 }
 
-/// Opens `path` for reading if, and only if, it is a regular file.
-fn open_regular(path: &Path) -> Result<File, SessionError> {
-    let io_err = |source: io::Error| SessionError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let not_a_file = || SessionError::NotAFile {
-        path: path.to_path_buf(),
-    };
-    if !std::fs::metadata(path).map_err(io_err)?.is_file() {
-        return Err(not_a_file());
-    }
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        // Opening a FIFO for reading waits for a writer; without waiting it returns at
-        // once, and the check below turns it away. Reads of a regular file ignore the flag.
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(io_err)?;
-    if !file.metadata().map_err(io_err)?.is_file() {
-        return Err(not_a_file());
-    }
-    Ok(file)
-}
-
-/// Copies `input` to an unlinked temporary file, cutting every line at
-/// `max_line_bytes + 1` bytes (still too long, so still reported) and failing past
-/// `max_stdin_bytes`; returns the file, rewound.
-fn spool<R: Read>(mut input: R, limits: &ReadLimits, name: &Path) -> Result<File, SessionError> {
-    let io_err = |source: io::Error| SessionError::Io {
-        path: name.to_path_buf(),
-        source,
-    };
-    let mut file = spool_file().map_err(io_err)?;
-    let mut out = BufWriter::with_capacity(1 << 16, &mut file);
-    let mut chunk = vec![0u8; 1 << 16];
-    let (mut total, mut line_len) = (0u64, 0usize);
-    let room = limits.max_line_bytes.saturating_add(1);
-    loop {
-        let n = match input.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
-        };
-        total = total.saturating_add(n as u64);
-        if total > limits.max_stdin_bytes {
-            return Err(SessionError::StdinTooLarge {
-                limit: limits.max_stdin_bytes,
-            });
-        }
-        for (i, part) in chunk[..n].split(|b| *b == b'\n').enumerate() {
-            if i > 0 {
-                out.write_all(b"\n").map_err(io_err)?;
-                line_len = 0;
-            }
-            let keep = part.len().min(room - line_len);
-            out.write_all(&part[..keep]).map_err(io_err)?;
-            line_len += keep;
-        }
-    }
-    out.flush().map_err(io_err)?;
-    drop(out);
-    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-    Ok(file)
-}
-
-/// A new temporary file only this process can reach: created exclusively, then unlinked.
-fn spool_file() -> io::Result<File> {
-    let dir = std::env::temp_dir();
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    for attempt in 0..16u32 {
-        let path = dir.join(format!(
-            "advisor-stdin-{}-{stamp}-{attempt}.jsonl",
-            std::process::id()
-        ));
-        let mut options = OpenOptions::new();
-        options.read(true).write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        match options.open(&path) {
-            Ok(file) => {
-                // The open handle keeps the data; nothing is left behind on any exit.
-                let _ = std::fs::remove_file(&path);
-                return Ok(file);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        "no free temporary file name to spool standard input",
-    ))
-}
-
-/// Records the parentId loop met on the way from the last entry: one malformed-line report
-/// at the loop's first line, naming every line of the loop (the first ten of a long one).
-fn report_cycle(cycle: &Cycle, diagnostics: &mut Diagnostics) {
-    let Some(&first) = cycle.lines.first() else {
-        return;
-    };
-    const SHOWN: usize = 10;
-    let mut chain: Vec<String> = cycle
-        .lines
-        .iter()
-        .take(SHOWN)
-        .map(|line| format!("line {line}"))
-        .collect();
-    if cycle.lines.len() > SHOWN {
-        chain.push(format!("… ({} entries)", cycle.lines.len()));
-    }
-    chain.push(format!("line {first}"));
-    tracing::debug!(lines = ?cycle.lines, "session entries form a parentId loop");
-    let outcome = if cycle.spans_file {
-        "no entry has a well-formed branch: read from the last entry up to the loop"
-    } else {
-        "the loop is skipped and the latest well-formed branch read"
-    };
-    diagnostics.malformed.push((
-        first,
-        format!("parentId loop: {}; {outcome}", chain.join(" → ")),
-    ));
-}
-
-/// One line as [`Lines`] returns it.
-enum Line<'a> {
-    /// The line, trimmed (never blank).
-    Text(&'a [u8]),
-    /// The line was longer than the cap: it was discarded unread.
-    TooLong,
-}
-
-/// A line iterator over a byte source that reuses one buffer, counts line numbers and never
-/// buffers a line longer than its cap.
-struct Lines<R> {
-    reader: R,
-    buf: Vec<u8>,
-    /// 1-based number of the line last returned (0 before the first).
-    number: usize,
-    /// Longest line buffered, in bytes (line break excluded).
-    max_line: usize,
-}
-
-/// A buffer grown past this by one long line is given back before the next line.
-const KEEP_BUFFER: usize = 1 << 20;
-
-impl<R: BufRead + Seek> Lines<R> {
-    fn new(reader: R, max_line: usize) -> Self {
-        Self {
-            reader,
-            buf: Vec::with_capacity(4096),
-            number: 0,
-            max_line,
-        }
-    }
-
-    /// Reads the next raw line into `buf` (line break excluded) in chunks; a line that
-    /// outgrows the cap is dropped and the rest of it skipped up to the next newline.
-    /// `None` at the end of the input, else whether the line fit.
-    fn read_raw(&mut self) -> io::Result<Option<bool>> {
-        self.buf.clear();
-        if self.buf.capacity() > KEEP_BUFFER {
-            self.buf.shrink_to(4096);
-        }
-        let (mut any, mut fits) = (false, true);
-        loop {
-            let available = match self.reader.fill_buf() {
-                Ok(bytes) => bytes,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if available.is_empty() {
-                break;
-            }
-            any = true;
-            let newline = available.iter().position(|b| *b == b'\n');
-            let part = &available[..newline.unwrap_or(available.len())];
-            if fits {
-                let needed = self.buf.len() + part.len();
-                if needed > self.max_line {
-                    fits = false;
-                    // Give the memory back at once: the rest of the line is only skipped.
-                    self.buf = Vec::new();
-                } else {
-                    if needed > self.buf.capacity() {
-                        // Grow by doubling, but never past the cap.
-                        let target = needed.max(self.buf.capacity() * 2).min(self.max_line);
-                        self.buf.reserve_exact(target - self.buf.len());
-                    }
-                    self.buf.extend_from_slice(part);
-                }
-            }
-            let used = newline.map_or(available.len(), |i| i + 1);
-            self.reader.consume(used);
-            if newline.is_some() {
-                break;
-            }
-        }
-        if !any {
-            return Ok(None);
-        }
-        self.number += 1;
-        Ok(Some(fits))
-    }
-
-    /// The next non-blank line (trimmed) or too-long line, with its 1-based number; `None`
-    /// at the end. A byte-order mark opening the first line is dropped.
-    fn next_line(&mut self) -> io::Result<Option<(usize, Line<'_>)>> {
-        loop {
-            let Some(fits) = self.read_raw()? else {
-                return Ok(None);
-            };
-            if !fits {
-                return Ok(Some((self.number, Line::TooLong)));
-            }
-            let from = if self.number == 1 && self.buf.starts_with(BOM) {
-                BOM.len()
-            } else {
-                0
-            };
-            let text = &self.buf[from..];
-            let start = text.iter().position(|b| !b.is_ascii_whitespace());
-            let end = text.iter().rposition(|b| !b.is_ascii_whitespace());
-            if let (Some(start), Some(end)) = (start, end) {
-                return Ok(Some((
-                    self.number,
-                    Line::Text(&self.buf[from + start..=from + end]),
-                )));
-            }
-        }
-    }
-
-    /// The reason recorded for a line longer than the cap.
-    fn too_long(&self) -> String {
-        format!("line longer than {} bytes, discarded unread", self.max_line)
-    }
-
-    /// Goes back to the start and skips the first `lines` lines.
-    fn rewind(&mut self, lines: usize) -> io::Result<()> {
-        self.reader.seek(SeekFrom::Start(0))?;
-        self.number = 0;
-        for _ in 0..lines {
-            if self.read_raw()?.is_none() {
-                break;
-            }
-        }
-        Ok(())
-    }
-}
-
 enum HeaderError {
     Io(io::Error),
     Session(SessionError),
@@ -761,7 +499,7 @@ fn parse_entry(
     }
 }
 
-fn describe_json_error(e: &serde_json::Error) -> String {
+pub(super) fn describe_json_error(e: &serde_json::Error) -> String {
     match e.classify() {
         serde_json::error::Category::Eof => format!("truncated JSON (column {})", e.column()),
         serde_json::error::Category::Syntax | serde_json::error::Category::Io => {
@@ -875,222 +613,6 @@ fn read_linear<R: BufRead + Seek>(
     Ok(builder.entries)
 }
 
-/// The first-pass view of one line: its type, id and parent, borrowed from the line.
-#[derive(Deserialize)]
-struct Skim<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(rename = "parentId", borrow, default)]
-    parent_id: Option<Cow<'a, str>>,
-}
-
-/// The tree of a version 2/3 file, as compact as possible: ids interned to symbols, one
-/// small node per entry.
-#[derive(Default)]
-struct TreeIndex {
-    symbols: FxHashMap<Box<str>, u32>,
-    /// Symbol → index of the (last) entry carrying that id, or `NONE`.
-    owner: Vec<u32>,
-    /// Per entry: its line number and its parent's symbol (`NONE` for a root).
-    nodes: Vec<(usize, u32)>,
-}
-
-impl TreeIndex {
-    fn intern(&mut self, id: &str) -> u32 {
-        if let Some(&s) = self.symbols.get(id) {
-            return s;
-        }
-        let s = u32::try_from(self.owner.len()).unwrap_or(NONE);
-        self.symbols.insert(id.into(), s);
-        self.owner.push(NONE);
-        s
-    }
-
-    fn add(&mut self, line: usize, id: &str, parent: Option<&str>) {
-        let own = self.intern(id);
-        let parent = parent.map_or(NONE, |p| self.intern(p));
-        let index = u32::try_from(self.nodes.len()).unwrap_or(NONE);
-        if let Some(slot) = self.owner.get_mut(own as usize) {
-            *slot = index;
-        }
-        self.nodes.push((line, parent));
-    }
-
-    fn entry_count(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// The entry `node`'s parent points at, if it is in the file.
-    fn parent_of(&self, node: usize) -> Option<usize> {
-        let &(_, parent) = self.nodes.get(node)?;
-        let next = *self.owner.get(parent as usize)?;
-        (next != NONE).then_some(next as usize)
-    }
-
-    fn line_of(&self, node: usize) -> usize {
-        self.nodes.get(node).map_or(0, |&(line, _)| line)
-    }
-
-    /// Follows parents from `start` and marks every entry walked as reaching a root
-    /// (`Ok`) or a loop (`Err`, with the loop's entries when this walk closed it). Each
-    /// entry is walked once over all calls sharing `state`.
-    fn resolve(&self, start: usize, state: &mut [Reach]) -> Result<(), Option<Vec<usize>>> {
-        let mut walk = Vec::new();
-        let mut current = start;
-        let outcome = loop {
-            match state.get(current).copied().unwrap_or(Reach::Root) {
-                Reach::Root => break Ok(()),
-                Reach::Loop => break Err(None),
-                Reach::Walking => {
-                    let at = walk.iter().position(|&n| n == current).unwrap_or(0);
-                    break Err(Some(walk[at..].to_vec()));
-                }
-                Reach::Unknown => {}
-            }
-            state[current] = Reach::Walking;
-            walk.push(current);
-            match self.parent_of(current) {
-                Some(parent) => current = parent,
-                None => break Ok(()),
-            }
-        };
-        let mark = if outcome.is_ok() {
-            Reach::Root
-        } else {
-            Reach::Loop
-        };
-        for node in walk {
-            state[node] = mark;
-        }
-        outcome
-    }
-
-    /// Line numbers of the path from the root to `end`, in path order; a walk that meets
-    /// an entry twice stops there.
-    fn path_to(&self, end: usize) -> Vec<usize> {
-        let mut seen = vec![false; self.nodes.len()];
-        let mut path = Vec::new();
-        let mut current = Some(end);
-        while let Some(node) = current {
-            match seen.get_mut(node) {
-                Some(s) if !*s => *s = true,
-                _ => break,
-            }
-            path.push(self.line_of(node));
-            current = self.parent_of(node);
-        }
-        path.reverse();
-        path
-    }
-
-    /// The current branch: the path from the last entry to the root. When parents loop on
-    /// that way up, the loop is returned too, and the branch is the path of the latest entry
-    /// whose way up is well formed — or, when there is none (the loop spans the file), the
-    /// way up from the last entry as far as the first entry met twice.
-    fn current_branch(&self) -> BranchLines {
-        let Some(last) = self.nodes.len().checked_sub(1) else {
-            return BranchLines::default();
-        };
-        let mut state = vec![Reach::Unknown; self.nodes.len()];
-        let cycle = match self.resolve(last, &mut state) {
-            Ok(()) => {
-                return BranchLines {
-                    lines: self.path_to(last),
-                    cycle: None,
-                }
-            }
-            Err(cycle) => cycle.unwrap_or_default(),
-        };
-        let mut cycle: Vec<usize> = cycle.into_iter().map(|n| self.line_of(n)).collect();
-        // Name the loop from its first line in the file, still following parents.
-        if let Some(first) = cycle
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, l)| **l)
-            .map(|(i, _)| i)
-        {
-            cycle.rotate_left(first);
-        }
-        let end = (0..last)
-            .rev()
-            .find(|&c| self.resolve(c, &mut state).is_ok());
-        BranchLines {
-            lines: self.path_to(end.unwrap_or(last)),
-            cycle: Some(Cycle {
-                lines: cycle,
-                spans_file: end.is_none(),
-            }),
-        }
-    }
-}
-
-/// How an entry's way up the tree ends, while [`TreeIndex::current_branch`] finds out.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Reach {
-    Unknown,
-    /// On the walk in progress.
-    Walking,
-    /// At a root (or a parent not in the file).
-    Root,
-    /// In a parentId loop, or at one.
-    Loop,
-}
-
-/// The branch a tree's index chose.
-#[derive(Default)]
-struct BranchLines {
-    /// Line numbers from the root to the branch's last entry.
-    lines: Vec<usize>,
-    /// The parentId loop met on the way up from the file's last entry.
-    cycle: Option<Cycle>,
-}
-
-/// A parentId loop.
-struct Cycle {
-    /// Its entries' line numbers, from its first line in the file, each followed by its
-    /// parent.
-    lines: Vec<usize>,
-    /// No entry of the file has a well-formed way up.
-    spans_file: bool,
-}
-
-/// First pass over a version 2/3 file: ids and parents only.
-fn skim_tree<R: BufRead + Seek>(
-    lines: &mut Lines<R>,
-    diagnostics: &mut Diagnostics,
-) -> io::Result<TreeIndex> {
-    let mut index = TreeIndex::default();
-    while let Some((line, text)) = lines.next_line()? {
-        let Line::Text(bytes) = text else {
-            let reason = lines.too_long();
-            diagnostics.malformed.push((line, reason));
-            continue;
-        };
-        let skim = match serde_json::from_slice::<Skim<'_>>(bytes) {
-            Ok(s) => s,
-            Err(e) => {
-                diagnostics.malformed.push((line, describe_json_error(&e)));
-                continue;
-            }
-        };
-        if skim.kind.is_none() {
-            diagnostics
-                .malformed
-                .push((line, "entry has no \"type\"".to_string()));
-            continue;
-        }
-        match skim.id {
-            Some(id) => index.add(line, &id, skim.parent_id.as_deref()),
-            None => diagnostics
-                .malformed
-                .push((line, "entry has no \"id\"".to_string())),
-        }
-    }
-    Ok(index)
-}
-
 /// Second pass over a version 2/3 file: parses the lines on the branch.
 fn read_branch<R: BufRead + Seek>(
     lines: &mut Lines<R>,
@@ -1156,7 +678,7 @@ fn read_branch<R: BufRead + Seek>(
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::io::Cursor;
+    use std::io::{Cursor, Read, SeekFrom};
 
     fn read(lines: &[Value]) -> SessionBranch {
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
@@ -1586,7 +1108,11 @@ mod tests {
         let mut lines = Lines::new(BufReader::with_capacity(4096, source), 1000);
         assert!(matches!(lines.next_line(), Ok(Some((1, Line::Text(_))))));
         assert!(matches!(lines.next_line(), Ok(Some((2, Line::TooLong)))));
-        assert!(lines.buf.capacity() <= 4096, "{}", lines.buf.capacity());
+        assert!(
+            lines.buffer_capacity() <= 4096,
+            "{}",
+            lines.buffer_capacity()
+        );
         assert!(matches!(lines.next_line(), Ok(None)));
     }
 

@@ -653,6 +653,40 @@ async fn w5_g1_watchdog_blocks_reach_the_system_prompt_and_reload_between_review
 }
 
 #[actix::test]
+async fn x5_w6_watchdog_blocks_are_redacted_exactly_when_redact_secrets_is_on() {
+    let secret = format!("sk-or-v1-{}", "0a1b2c3d4e5f6789".repeat(4));
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("home/project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::write(
+        project.join("WATCHDOG.md"),
+        format!("The key {secret} is test-only."),
+    )
+    .unwrap();
+    for redact in [true, false] {
+        let model = ScriptedModel::new([]);
+        let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
+        cfg.settings.redact_secrets = redact;
+        cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
+            cwd: project.clone(),
+            agent_dir: None,
+            home: Some(dir.path().join("home")),
+        });
+        let (h, _rx) = start(cfg);
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+        h.turn_end(&t).await.unwrap();
+        let system = &model.requests()[0].system;
+        assert!(system.contains("is test-only."), "{system}");
+        assert_eq!(
+            system.contains(&secret),
+            !redact,
+            "redactSecrets {redact}: {system}"
+        );
+        h.dispose().await.unwrap();
+    }
+}
+
+#[actix::test]
 async fn t1_tool_list_is_exactly_read_search_find_advise_and_tools_run_in_the_workspace() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta\n").unwrap();

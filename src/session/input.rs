@@ -1,0 +1,252 @@
+//! Getting at a session file's lines (SPEC L1, L5): opening only regular files (a FIFO is
+//! turned away, never waited on), spooling standard input to an unlinked temporary file so
+//! it can be read twice, and a line iterator that never buffers a line over its cap.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use super::reader::{ReadLimits, SessionError};
+
+/// A UTF-8 byte-order mark, accepted (and dropped) at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Opens `path` for reading if, and only if, it is a regular file.
+pub(super) fn open_regular(path: &Path) -> Result<File, SessionError> {
+    let io_err = |source: io::Error| SessionError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let not_a_file = || SessionError::NotAFile {
+        path: path.to_path_buf(),
+    };
+    if !std::fs::metadata(path).map_err(io_err)?.is_file() {
+        return Err(not_a_file());
+    }
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        // Opening a FIFO for reading waits for a writer; without waiting it returns at
+        // once, and the check below turns it away. Reads of a regular file ignore the flag.
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(io_err)?;
+    if !file.metadata().map_err(io_err)?.is_file() {
+        return Err(not_a_file());
+    }
+    Ok(file)
+}
+
+/// Copies `input` to an unlinked temporary file, cutting every line at
+/// `max_line_bytes + 1` bytes (still too long, so still reported) and failing past
+/// `max_stdin_bytes`; returns the file, rewound.
+pub(super) fn spool<R: Read>(
+    mut input: R,
+    limits: &ReadLimits,
+    name: &Path,
+) -> Result<File, SessionError> {
+    let io_err = |source: io::Error| SessionError::Io {
+        path: name.to_path_buf(),
+        source,
+    };
+    let mut file = spool_file().map_err(io_err)?;
+    let mut out = BufWriter::with_capacity(1 << 16, &mut file);
+    let mut chunk = vec![0u8; 1 << 16];
+    let (mut total, mut line_len) = (0u64, 0usize);
+    let room = limits.max_line_bytes.saturating_add(1);
+    loop {
+        let n = match input.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(e)),
+        };
+        total = total.saturating_add(n as u64);
+        if total > limits.max_stdin_bytes {
+            return Err(SessionError::StdinTooLarge {
+                limit: limits.max_stdin_bytes,
+            });
+        }
+        for (i, part) in chunk[..n].split(|b| *b == b'\n').enumerate() {
+            if i > 0 {
+                out.write_all(b"\n").map_err(io_err)?;
+                line_len = 0;
+            }
+            let keep = part.len().min(room - line_len);
+            out.write_all(&part[..keep]).map_err(io_err)?;
+            line_len += keep;
+        }
+    }
+    out.flush().map_err(io_err)?;
+    drop(out);
+    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    Ok(file)
+}
+
+/// A new temporary file only this process can reach: created exclusively, then unlinked.
+fn spool_file() -> io::Result<File> {
+    let dir = std::env::temp_dir();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    for attempt in 0..16u32 {
+        let path = dir.join(format!(
+            "advisor-stdin-{}-{stamp}-{attempt}.jsonl",
+            std::process::id()
+        ));
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        match options.open(&path) {
+            Ok(file) => {
+                // The open handle keeps the data; nothing is left behind on any exit.
+                let _ = std::fs::remove_file(&path);
+                return Ok(file);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free temporary file name to spool standard input",
+    ))
+}
+
+/// One line as [`Lines`] returns it.
+pub(super) enum Line<'a> {
+    /// The line, trimmed (never blank).
+    Text(&'a [u8]),
+    /// The line was longer than the cap: it was discarded unread.
+    TooLong,
+}
+
+/// A line iterator over a byte source that reuses one buffer, counts line numbers and never
+/// buffers a line longer than its cap.
+pub(super) struct Lines<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// 1-based number of the line last returned (0 before the first).
+    pub(super) number: usize,
+    /// Longest line buffered, in bytes (line break excluded).
+    max_line: usize,
+}
+
+/// A buffer grown past this by one long line is given back before the next line.
+const KEEP_BUFFER: usize = 1 << 20;
+
+impl<R: BufRead + Seek> Lines<R> {
+    pub(super) fn new(reader: R, max_line: usize) -> Self {
+        Self {
+            reader,
+            buf: Vec::with_capacity(4096),
+            number: 0,
+            max_line,
+        }
+    }
+
+    /// Reads the next raw line into `buf` (line break excluded) in chunks; a line that
+    /// outgrows the cap is dropped and the rest of it skipped up to the next newline.
+    /// `None` at the end of the input, else whether the line fit.
+    fn read_raw(&mut self) -> io::Result<Option<bool>> {
+        self.buf.clear();
+        if self.buf.capacity() > KEEP_BUFFER {
+            self.buf.shrink_to(4096);
+        }
+        let (mut any, mut fits) = (false, true);
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                break;
+            }
+            any = true;
+            let newline = available.iter().position(|b| *b == b'\n');
+            let part = &available[..newline.unwrap_or(available.len())];
+            if fits {
+                let needed = self.buf.len() + part.len();
+                if needed > self.max_line {
+                    fits = false;
+                    // Give the memory back at once: the rest of the line is only skipped.
+                    self.buf = Vec::new();
+                } else {
+                    if needed > self.buf.capacity() {
+                        // Grow by doubling, but never past the cap.
+                        let target = needed.max(self.buf.capacity() * 2).min(self.max_line);
+                        self.buf.reserve_exact(target - self.buf.len());
+                    }
+                    self.buf.extend_from_slice(part);
+                }
+            }
+            let used = newline.map_or(available.len(), |i| i + 1);
+            self.reader.consume(used);
+            if newline.is_some() {
+                break;
+            }
+        }
+        if !any {
+            return Ok(None);
+        }
+        self.number += 1;
+        Ok(Some(fits))
+    }
+
+    /// The next non-blank line (trimmed) or too-long line, with its 1-based number; `None`
+    /// at the end. A byte-order mark opening the first line is dropped.
+    pub(super) fn next_line(&mut self) -> io::Result<Option<(usize, Line<'_>)>> {
+        loop {
+            let Some(fits) = self.read_raw()? else {
+                return Ok(None);
+            };
+            if !fits {
+                return Ok(Some((self.number, Line::TooLong)));
+            }
+            let from = if self.number == 1 && self.buf.starts_with(BOM) {
+                BOM.len()
+            } else {
+                0
+            };
+            let text = &self.buf[from..];
+            let start = text.iter().position(|b| !b.is_ascii_whitespace());
+            let end = text.iter().rposition(|b| !b.is_ascii_whitespace());
+            if let (Some(start), Some(end)) = (start, end) {
+                return Ok(Some((
+                    self.number,
+                    Line::Text(&self.buf[from + start..=from + end]),
+                )));
+            }
+        }
+    }
+
+    /// The reason recorded for a line longer than the cap.
+    /// The line buffer's capacity, for the tests of the cap.
+    #[cfg(test)]
+    pub(super) fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    pub(super) fn too_long(&self) -> String {
+        format!("line longer than {} bytes, discarded unread", self.max_line)
+    }
+
+    /// Goes back to the start and skips the first `lines` lines.
+    pub(super) fn rewind(&mut self, lines: usize) -> io::Result<()> {
+        self.reader.seek(SeekFrom::Start(0))?;
+        self.number = 0;
+        for _ in 0..lines {
+            if self.read_raw()?.is_none() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
