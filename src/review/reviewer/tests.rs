@@ -95,6 +95,7 @@ fn engine(model: &ScriptedModel) -> ReviewEngine {
             max_output_tokens: 4096,
             compact_at_percent: 80,
             compact_threshold_tokens: None,
+            max_note_chars: 2000,
         },
     }
 }
