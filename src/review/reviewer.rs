@@ -144,6 +144,34 @@ pub struct ReviewRun {
     pub promoted: Option<Arc<dyn ModelClient>>,
 }
 
+impl ReviewRun {
+    /// The run of a review (or ask) whose future panicked (F5): what it held, the context
+    /// included, is lost, so the agent goes on with a fresh context, and the batch fails as a
+    /// retryable error (F1), retried and, if it keeps panicking, dropped by three strikes
+    /// (F2). `payload` is what the panic carried.
+    pub fn panicked(payload: &(dyn std::any::Any + Send)) -> Self {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string());
+        Self {
+            context: AdvisorContext::new(),
+            usage: Usage::default(),
+            calls: 0,
+            system: String::new(),
+            result: Err(ModelError::Retryable {
+                message: format!("the review ended abnormally: {what}"),
+                retry_after: None,
+                usage: None,
+            }),
+            answer: String::new(),
+            maintenance: MaintenanceCounts::default(),
+            promoted: None,
+        }
+    }
+}
+
 /// Why a compaction's summary call gave no usable summary; maintenance re-primes instead.
 #[derive(Debug, thiserror::Error)]
 enum SummaryError {
