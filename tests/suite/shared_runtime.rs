@@ -147,11 +147,22 @@ async fn f5_a_panic_in_one_session_leaves_the_others_on_its_arbiter_untouched() 
 }
 
 async fn panic_in_one_session(rt: &AdvisorRuntime) {
+    // The panicking call takes the script's first answer; A's later reviews get the rest.
+    let script = ScriptedModel::new([
+        ScriptedReply::text(""),
+        ScriptedReply::advise(
+            "a1",
+            "Session A is back: check the migration.",
+            Some("concern"),
+        ),
+        ScriptedReply::text(""),
+    ]);
     let broken = Arc::new(PanicsOnce {
         fired: AtomicBool::new(false),
-        script: ScriptedModel::new([]),
+        script: script.clone(),
     });
-    let (a, _ea) = rt.open(config("a", broken, SyncBacklog::Off));
+    let (a, mut ea) = rt.open(config("a", broken, SyncBacklog::Off));
+    a.run_state(false).await.unwrap();
     let healthy = ScriptedModel::new([
         ScriptedReply::advise("b1", "Still here.", Some("nit")),
         ScriptedReply::text(""),
@@ -168,6 +179,32 @@ async fn panic_in_one_session(rt: &AdvisorRuntime) {
     b.turn_end(&t).await.unwrap();
     assert_eq!(notes(&b.step_boundary().await.unwrap()), ["Still here."]);
     assert_eq!(b.status().await.unwrap().agent.reviews, 1);
+
+    // A recovers: its next turn is reviewed and its concern wakes the idle primary.
+    t.push(TranscriptMessage::user("A's second turn"));
+    a.turn_end(&t).await.unwrap();
+    let card = loop {
+        match next_event(&mut ea).await {
+            HostEvent::Wake { card } => break card,
+            HostEvent::Notice { .. } => continue,
+            other => panic!("expected A's wake, got {other:?}"),
+        }
+    };
+    assert_eq!(
+        card.notes[0].note,
+        "Session A is back: check the migration."
+    );
+    let requests = script.requests();
+    assert!(
+        last_user_text(&requests[1]).contains("A's second turn"),
+        "the restarted session reviewed the new turn"
+    );
+    assert!(a.status().await.unwrap().agent.reviews >= 1);
+    // B saw nothing of A.
+    assert!(healthy
+        .requests()
+        .iter()
+        .all(|r| !format!("{r:?}").contains("A's second turn")));
     a.dispose().await.unwrap();
     b.dispose().await.unwrap();
 }
