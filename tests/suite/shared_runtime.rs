@@ -468,7 +468,8 @@ async fn a6_s1_waiting_for_a_call_slot_is_not_a_failure_and_holds_the_sync_wait_
 
 #[tokio::test]
 async fn a6_open_and_dispose_frees_everything_the_sessions_held() {
-    // 1,000 sessions keep the debug-build test quick; the bench measures 10,000 and RSS.
+    // 1,000 sessions keep the debug-build test quick; tests/memory.rs opens and disposes
+    // 10,000 and counts the heap, and the sessions bench measures RSS.
     const SESSIONS: usize = 1000;
     let rt = runtime(2, None);
     let model: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));
