@@ -15,6 +15,7 @@ use std::time::SystemTime;
 use actix::{
     Actor, ActorFutureExt, AsyncContext, Context, Handler, ResponseFuture, Supervised, WrapFuture,
 };
+use futures_util::FutureExt;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -110,7 +111,7 @@ impl AdvisorAgent {
         match work {
             Work::Review { batch, prompt } => {
                 let span = tracing::info_span!("review", review, epoch, turns = batch.turns);
-                let fut = reviewer.review(prompt).instrument(span).into_actor(self);
+                let fut = contained(reviewer.review(prompt).instrument(span)).into_actor(self);
                 ctx.spawn(fut.map(move |run, act, ctx| act.review_done(run, epoch, review, ctx)));
             }
             Work::Ask(PendingAsk {
@@ -118,7 +119,7 @@ impl AdvisorAgent {
             }) => {
                 let span = tracing::info_span!("ask", review, epoch);
                 let fut = async move { reviewer.ask(&question).await };
-                let fut = fut.instrument(span).into_actor(self);
+                let fut = contained(fut.instrument(span)).into_actor(self);
                 ctx.spawn(fut.map(move |run, act, ctx| act.ask_done(run, reply, epoch, ctx)));
             }
         }
@@ -229,6 +230,18 @@ impl AdvisorAgent {
         });
         advisor_dump(&self.context.messages, header)
     }
+}
+
+/// A review's future with its panics caught (F5): a model client or a tool that panics
+/// while the review runs on this actor's thread would otherwise take the actor's task with
+/// it, and the session would never review again. A panic ends the run as a failure with a
+/// fresh context ([`ReviewRun::panicked`]).
+fn contained(
+    review: impl std::future::Future<Output = ReviewRun>,
+) -> impl std::future::Future<Output = ReviewRun> {
+    std::panic::AssertUnwindSafe(review)
+        .catch_unwind()
+        .map(|outcome| outcome.unwrap_or_else(|payload| ReviewRun::panicked(payload.as_ref())))
 }
 
 impl Actor for AdvisorAgent {

@@ -48,9 +48,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use advisor::domain::advice::Delivery;
-use advisor::providers::resolve::{advisor_role_from_modes_text, modes_candidates};
+use advisor::providers::resolve::modes_candidates;
 use advisor::providers::{
-    advisor_role_from_modes, build_client, ApiKind, Catalog, ModelSpec, ProviderError,
+    advisor_role_from_modes, advisor_role_from_modes_file, build_client, ApiKind, Catalog,
+    ModelSpec, ProviderError,
 };
 use advisor::render::TranscriptView;
 use advisor::replay::{
@@ -278,14 +279,7 @@ fn modes_role(root: &Path, agent_dir: Option<&Path>) -> Result<Option<String>, P
         return advisor_role_from_modes(root, dir);
     }
     let [project, _] = modes_candidates(root, root);
-    match std::fs::read_to_string(&project) {
-        Ok(text) => advisor_role_from_modes_text(&project.display().to_string(), &text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ProviderError::Modes {
-            path: project.display().to_string(),
-            message: e.to_string(),
-        }),
-    }
+    advisor_role_from_modes_file(&project)
 }
 
 /// K2: the files disable the advisor and no `--model` asks for this run anyway.

@@ -9,9 +9,14 @@ use serde::{Deserialize, Serialize};
 
 use super::error::ProviderError;
 use crate::model::{ModelInfo, Usage};
+use crate::regular_file::read_text_capped;
 
 /// The built-in catalog file.
 const BUILTIN: &str = include_str!("../../config/models.json");
+
+/// The largest catalog file that is read: 4 MiB, room for thousands of models. A longer
+/// one is an error naming the file; no more than the cap (plus one byte) is ever read.
+pub const MAX_CATALOG_BYTES: usize = 4 << 20;
 
 /// Window given to a model the catalog does not know (M3).
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
@@ -132,14 +137,23 @@ impl Catalog {
         })
     }
 
-    /// Reads a catalog file that replaces the built-in one. Blocking: call it while loading
-    /// configuration, never on an actor thread.
+    /// Reads a catalog file that replaces the built-in one. Only a regular file is read, and
+    /// at most [`MAX_CATALOG_BYTES`] of it: a FIFO or a device is an error at once, never a
+    /// wait, and so is a longer file (issue 10, items 4 and 6). Blocking: call it while
+    /// loading configuration, never on an actor thread.
     pub fn load(path: &Path) -> Result<Self, ProviderError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ProviderError::Catalog {
-            source_name: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Self::from_json(&path.display().to_string(), &text)
+        let name = path.display().to_string();
+        let error = |message: String| ProviderError::Catalog {
+            source_name: name.clone(),
+            message,
+        };
+        let read = read_text_capped(path, MAX_CATALOG_BYTES).map_err(|e| error(e.to_string()))?;
+        if read.truncated {
+            return Err(error(
+                "larger than the 4 MiB limit for a model catalog".to_string(),
+            ));
+        }
+        Self::from_json(&name, &read.content)
     }
 
     /// An empty catalog (every model unknown).
@@ -277,5 +291,39 @@ mod tests {
     fn m3_bad_catalog_text_is_an_error_naming_the_source() {
         let e = Catalog::from_json("mine.json", "{").unwrap_err();
         assert!(e.to_string().starts_with("model catalog mine.json:"));
+    }
+
+    #[test]
+    fn issue10_6_a_catalog_file_that_is_a_fifo_or_too_large_is_an_error_not_a_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("models.json");
+        crate::regular_file::testing::mkfifo(&fifo);
+        let e = Catalog::load(&fifo).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "model catalog {}: not a regular file (a FIFO)",
+                fifo.display()
+            )
+        );
+        let big = dir.path().join("big.json");
+        // Sparse: four gigabytes of which no more than the cap is read.
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(4 << 30)
+            .unwrap();
+        let e = Catalog::load(&big).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "model catalog {}: larger than the 4 MiB limit for a model catalog",
+                big.display()
+            )
+        );
+        std::fs::write(&big, BUILTIN).unwrap();
+        assert_eq!(
+            Catalog::load(&big).unwrap().ids().count(),
+            Catalog::builtin().unwrap().ids().count()
+        );
     }
 }

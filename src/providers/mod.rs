@@ -30,7 +30,9 @@ use std::time::Duration;
 pub use catalog::{Catalog, CatalogEntry, Prices};
 pub use error::ProviderError;
 pub use http::{event_cap, reply_cap};
-pub use resolve::{advisor_role_from_modes, resolve_role, ResolvedRole};
+pub use resolve::{
+    advisor_role_from_modes, advisor_role_from_modes_file, resolve_role, ResolvedRole,
+};
 
 use crate::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel, Usage};
 

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use super::catalog::Catalog;
 use super::error::ProviderError;
 use crate::model::ThinkingLevel;
+use crate::regular_file::{read_text_capped, FileError};
 
 /// A resolved model role.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,25 +120,41 @@ pub fn modes_candidates(cwd: &Path, agent_dir: &Path) -> [PathBuf; 2] {
     ]
 }
 
+/// The largest `modes.json` that is read: 1 MiB, as for settings files. A longer one is an
+/// error naming the file; no more than the cap (plus one byte) is ever read.
+pub const MAX_MODES_BYTES: usize = 1 << 20;
+
+/// The role of `modes.advisor` in the `modes.json` at `path` (M1); `None` when the file does
+/// not exist or has no such entry. Only a regular file is read, and at most
+/// [`MAX_MODES_BYTES`] of it: a FIFO, a device or a directory is an error at once, never a
+/// wait, and so is a file over the cap (issue 10, items 4 and 6). Blocking: call it while
+/// loading configuration, never on an actor thread.
+pub fn advisor_role_from_modes_file(path: &Path) -> Result<Option<String>, ProviderError> {
+    let name = path.display().to_string();
+    let error = |message: String| ProviderError::Modes {
+        path: name.clone(),
+        message,
+    };
+    match read_text_capped(path, MAX_MODES_BYTES) {
+        Ok(read) if read.truncated => Err(error(
+            "larger than the 1 MiB limit for modes.json".to_string(),
+        )),
+        Ok(read) => advisor_role_from_modes_text(&name, &read.content),
+        Err(FileError::Missing) => Ok(None),
+        Err(err) => Err(error(err.to_string())),
+    }
+}
+
 /// The advisor role from the first `modes.json` that has a `modes.advisor` entry (M1,
-/// compat with pi-omplike). Missing files are skipped. Blocking: call it while loading
+/// compat with pi-omplike). Missing files are skipped; anything else that cannot be read is
+/// an error (see [`advisor_role_from_modes_file`]). Blocking: call it while loading
 /// configuration, never on an actor thread.
 pub fn advisor_role_from_modes(
     cwd: &Path,
     agent_dir: &Path,
 ) -> Result<Option<String>, ProviderError> {
     for path in modes_candidates(cwd, agent_dir) {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                return Err(ProviderError::Modes {
-                    path: path.display().to_string(),
-                    message: e.to_string(),
-                })
-            }
-        };
-        if let Some(role) = advisor_role_from_modes_text(&path.display().to_string(), &text)? {
+        if let Some(role) = advisor_role_from_modes_file(&path)? {
             return Ok(Some(role));
         }
     }
@@ -266,6 +283,44 @@ mod tests {
         assert_eq!(
             advisor_role_from_modes(cwd.path(), agent.path()).unwrap(),
             Some("openrouter/z-ai/glm-5.2".to_string())
+        );
+    }
+
+    #[test]
+    fn issue10_6_modes_json_that_is_a_fifo_a_device_or_too_large_is_an_error_not_a_wait() {
+        use crate::regular_file::testing::mkfifo;
+        let cwd = tempfile::tempdir().unwrap();
+        let agent = tempfile::tempdir().unwrap();
+        let project = cwd.path().join(".pi/modes.json");
+        mkfifo(&project);
+        let err = advisor_role_from_modes(cwd.path(), agent.path()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{}: not a regular file (a FIFO)", project.display())
+        );
+        std::fs::remove_file(&project).unwrap();
+        let device = agent.path().join("modes.json");
+        std::os::unix::fs::symlink("/dev/zero", &device).unwrap();
+        let err = advisor_role_from_modes(cwd.path(), agent.path()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: not a regular file (a character device)",
+                device.display()
+            )
+        );
+        // Sparse: four gigabytes of which no more than the cap is read.
+        std::fs::File::create(&project)
+            .unwrap()
+            .set_len(4 << 30)
+            .unwrap();
+        let err = advisor_role_from_modes_file(&project).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: larger than the 1 MiB limit for modes.json",
+                project.display()
+            )
         );
     }
 }

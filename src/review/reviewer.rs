@@ -83,6 +83,8 @@ pub struct ReviewLimits {
     pub compact_at_percent: u8,
     /// Absolute context threshold, when set (G5).
     pub compact_threshold_tokens: Option<u64>,
+    /// Notes longer than this are refused (D10 `tooLong`) and kept cut in the context.
+    pub max_note_chars: usize,
 }
 
 impl ReviewLimits {
@@ -93,6 +95,7 @@ impl ReviewLimits {
             max_output_tokens: settings.max_output_tokens,
             compact_at_percent: settings.compact_at_percent,
             compact_threshold_tokens: settings.compact_threshold_tokens,
+            max_note_chars: settings.max_note_chars,
         }
     }
 }
@@ -139,6 +142,34 @@ pub struct ReviewRun {
     pub maintenance: MaintenanceCounts,
     /// The model the review promoted to (G5).
     pub promoted: Option<Arc<dyn ModelClient>>,
+}
+
+impl ReviewRun {
+    /// The run of a review (or ask) whose future panicked (F5): what it held, the context
+    /// included, is lost, so the agent goes on with a fresh context, and the batch fails as a
+    /// retryable error (F1), retried and, if it keeps panicking, dropped by three strikes
+    /// (F2). `payload` is what the panic carried.
+    pub fn panicked(payload: &(dyn std::any::Any + Send)) -> Self {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string());
+        Self {
+            context: AdvisorContext::new(),
+            usage: Usage::default(),
+            calls: 0,
+            system: String::new(),
+            result: Err(ModelError::Retryable {
+                message: format!("the review ended abnormally: {what}"),
+                retry_after: None,
+                usage: None,
+            }),
+            answer: String::new(),
+            maintenance: MaintenanceCounts::default(),
+            promoted: None,
+        }
+    }
 }
 
 /// Why a compaction's summary call gave no usable summary; maintenance re-primes instead.
@@ -310,9 +341,8 @@ impl<P: ReviewPort> Reviewer<P> {
                 .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
                 .collect();
             self.run.answer = answer_text(&response.parts);
-            self.append(ChatMessage::Assistant {
-                parts: response.parts,
-            });
+            let parts = kept_parts(response.parts, self.engine.limits.max_note_chars);
+            self.append(ChatMessage::Assistant { parts });
             if calls.is_empty() {
                 return Ok(());
             }
@@ -553,6 +583,30 @@ fn answer_text(parts: &[AssistantPart]) -> String {
         })
         .collect();
     texts.join("\n\n")
+}
+
+/// An answer's parts as the context keeps them: an `advise` call whose note is over the
+/// cap is kept with the note cut (the call itself runs with the whole note and is refused).
+fn kept_parts(parts: Vec<AssistantPart>, max_note_chars: usize) -> Vec<AssistantPart> {
+    parts
+        .into_iter()
+        .map(|part| match part {
+            AssistantPart::ToolCall {
+                id,
+                name,
+                arguments,
+            } if name == advise::NAME => {
+                let arguments =
+                    advise::kept_arguments(&arguments, max_note_chars).unwrap_or(arguments);
+                AssistantPart::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                }
+            }
+            other => other,
+        })
+        .collect()
 }
 
 /// Tokens the system prompt and tool schemas take (characters / 4), for the estimate of a

@@ -4,9 +4,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::delivery::note::exceeds_chars;
 use crate::domain::advice::{Advisory, Severity};
 use crate::model::ToolSchema;
-use crate::texts::Table;
+use crate::texts::{fill, Table};
 use crate::tools::args::schema_of;
 use crate::tools::ToolError;
 
@@ -80,6 +81,33 @@ pub fn parse(args: &Value) -> Result<Advisory, ToolError> {
     Ok(Advisory::new(note, severity))
 }
 
+/// How many characters of a refused note the advisor's context keeps at most.
+const KEPT_NOTE_CHARS: usize = 200;
+
+/// The arguments of an `advise` call as the advisor's context keeps them. A note longer
+/// than `max_chars` characters is refused (D10 `tooLong`), so only its first characters
+/// (at most 200) are kept, with a marker saying how much was left out: the refused text
+/// never rides the advisor's later requests whole (issue 10 item 3). `None` when the
+/// arguments are kept as they are.
+pub(crate) fn kept_arguments(arguments: &Value, max_chars: usize) -> Option<Value> {
+    let note = arguments.get("note")?.as_str()?;
+    if !exceeds_chars(note, max_chars) {
+        return None;
+    }
+    let keep = max_chars.min(KEPT_NOTE_CHARS);
+    let at = note
+        .char_indices()
+        .nth(keep)
+        .map_or(note.len(), |(at, _)| at);
+    let marker = fill(
+        TOOL_RESULTS.get("noteCut"),
+        &[("cut", &note[at..].chars().count().to_string())],
+    );
+    let mut kept = arguments.clone();
+    kept["note"] = Value::String(format!("{}{marker}", &note[..at]));
+    Some(kept)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +121,7 @@ mod tests {
             "noteNotAString",
             "noteMissing",
             "severityNotAString",
+            "noteCut",
         ] {
             assert!(TOOL_RESULTS.lookup(key).is_some(), "{key}");
         }
@@ -146,5 +175,31 @@ mod tests {
         assert!(text(json!({"note": 5})).contains("`note` must be a string"));
         assert!(text(json!({})).contains("`note` is required"));
         assert!(text(json!({"note": "x", "severity": 2})).contains("one of nit, concern, blocker"));
+    }
+
+    #[test]
+    fn issue10_3_a_refused_note_is_kept_cut_with_a_marker() {
+        let note = "é".repeat(5000);
+        let args = json!({"note": note, "severity": "blocker"});
+        let kept = kept_arguments(&args, 2000).expect("cut");
+        assert_eq!(kept["severity"], json!("blocker"));
+        let kept_note = kept["note"].as_str().unwrap();
+        assert!(kept_note.starts_with(&"é".repeat(200)), "{kept_note}");
+        assert!(!kept_note.starts_with(&"é".repeat(201)), "{kept_note}");
+        assert!(
+            kept_note
+                .ends_with("… [4800 more characters not kept: this note was refused as too long]"),
+            "{kept_note}"
+        );
+        // A note within the cap, or arguments without a note, are kept as they are.
+        assert_eq!(
+            kept_arguments(&json!({"note": "é".repeat(2000)}), 2000),
+            None
+        );
+        assert_eq!(kept_arguments(&json!({"note": 5}), 2000), None);
+        assert_eq!(kept_arguments(&json!([]), 2000), None);
+        // A cap under 200 keeps no more than the cap.
+        let kept = kept_arguments(&json!({"note": "abcdef"}), 3).expect("cut");
+        assert!(kept["note"].as_str().unwrap().starts_with("abc… [3 more"));
     }
 }

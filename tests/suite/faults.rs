@@ -1,10 +1,12 @@
 //! Provider faults through the whole runtime (issue 10): the host handle drives the actors,
 //! the advisor model is a real HTTP client pointed at the in-process server, and the server
 //! misbehaves on the first attempt of a review — a slow drip, a hang, a stream cut before
-//! its end marker, an error event, a huge reply, no usage. Each test checks what the user
-//! would see: the call ends within its limit (virtual time), nothing unbounded is read
-//! (bytes the server managed to write), status counts the failure truthfully (F1), the
-//! retry's advice is delivered exactly once (D10), and lifetime usage is never 0 (G4).
+//! its end marker, an error event, a huge reply, a huge `advise` note, a 429 asking for a
+//! 100,000 s wait, no usage. Each test checks what the user would see: the call ends within
+//! its limit (virtual time), nothing unbounded is read (bytes the server managed to write)
+//! or kept (the refused note), status counts the failure or the pause truthfully (F1, F3),
+//! the advice is delivered exactly once or dropped with its reason (D10), and lifetime
+//! usage is never 0 (G4).
 //!
 //! Virtual time over real sockets is paced by [`VirtualClock`] (see its module).
 
@@ -21,7 +23,7 @@ use advisor::domain::host::HostEvent;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::providers::{build_client, reply_cap, Catalog};
 use advisor::settings::SyncBacklog;
-use advisor::status::AdvisorStatus;
+use advisor::status::{AdvisorStatus, DropReason};
 use advisor::{AdvisorHandle, RuntimeConfig};
 use serde_json::json;
 use sse_server::{start, BodyPart, ScriptedResponse, SseServer};
@@ -324,4 +326,198 @@ async fn faults_issue10_10_a_server_that_streams_no_usage_shows_estimated_totals
     assert!(lifetime.input > 0 && lifetime.output >= 100, "{lifetime:?}");
     assert!(lifetime.cost > 0.0, "{lifetime:?}");
     assert!(drain(&mut rig.events).is_empty());
+}
+
+/// The text of every tool result a request carries, with Anthropic's error flag (OpenAI's
+/// wire format has none: `None`).
+fn tool_results(body: &serde_json::Value) -> Vec<(String, Option<bool>)> {
+    let messages = body["messages"].as_array().expect("messages");
+    let mut out = Vec::new();
+    for message in messages {
+        if message["role"] == "tool" {
+            let text = message["content"].as_str().expect("tool text");
+            out.push((text.to_string(), None));
+        }
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let text = match &block["content"] {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                out.push((text, Some(block["is_error"] == json!(true))));
+            }
+        }
+    }
+    out
+}
+
+#[actix::test]
+async fn faults_issue10_3_d10_a_huge_note_is_refused_with_a_tool_error_and_counted_too_long() {
+    tokio::time::pause();
+    let huge = "The loop never terminates on empty input. ".repeat(2500);
+    assert!(huge.len() > 100_000);
+    for dialect in DIALECTS {
+        let args = json!({"note": huge, "severity": "blocker"});
+        let responses = vec![
+            ScriptedResponse::sse(&dialect.advise_answer("call_1", &args)),
+            ScriptedResponse::sse(&dialect.answer("")),
+            ScriptedResponse::sse(&dialect.answer("")),
+        ];
+        let mut rig = rig(dialect, responses).await;
+        let t = Transcript::from_messages([TranscriptMessage::user("add retries to the fetcher")]);
+        // S1: the turn end returns once the review (note, tool error, answer) is done.
+        rig.handle.turn_end(&t).await.expect("runtime");
+        assert!(
+            drain(&mut rig.events).is_empty(),
+            "{dialect:?}: the primary receives nothing"
+        );
+        assert!(rig
+            .handle
+            .step_boundary()
+            .await
+            .expect("runtime")
+            .is_empty());
+        let s = rig.handle.status().await.expect("runtime");
+        assert_eq!(
+            (s.failures, s.agent.reviews, s.agent.backlog),
+            (0, 1, 0),
+            "{dialect:?}: a refused note is not a failure"
+        );
+        assert_eq!(s.deliveries.delivered(), 0, "{dialect:?}");
+        assert_eq!(
+            s.deliveries.dropped.get(&DropReason::TooLong),
+            Some(&1),
+            "{dialect:?}: {:?}",
+            s.deliveries
+        );
+        assert_eq!(s.deliveries.dropped_total(), 1, "{dialect:?}");
+        assert!(s.render().contains("dropped: tooLong 1\n"), "{dialect:?}");
+
+        // The model reads a tool error asking for a shorter note, which does not echo it.
+        let requests = rig.server.requests();
+        assert_eq!(requests.len(), 2, "{dialect:?}");
+        let results = tool_results(&requests[1].json());
+        assert_eq!(results.len(), 1, "{dialect:?}: {results:?}");
+        let (text, is_error) = &results[0];
+        assert!(text.contains("longer than 2000 characters"), "{text}");
+        assert!(text.contains("shorter note") && text.len() < 500, "{text}");
+        if dialect == Dialect::Anthropic {
+            assert_eq!(*is_error, Some(true), "an Anthropic tool error is flagged");
+        }
+        // The request carrying the error keeps the model's call with its note cut.
+        let body = String::from_utf8_lossy(&requests[1].body).into_owned();
+        assert!(
+            body.len() < huge.len() / 4 && body.contains("more characters not kept"),
+            "{dialect:?}: the tool error's request is {} bytes",
+            body.len()
+        );
+
+        // Bounded: the refused note does not ride the advisor's later requests whole.
+        t.push(TranscriptMessage::user("and log each attempt"));
+        rig.handle.turn_end(&t).await.expect("runtime");
+        let requests = rig.server.requests();
+        assert_eq!(requests.len(), 3, "{dialect:?}");
+        let later = requests[2].body.len();
+        assert!(
+            later < huge.len() / 4,
+            "{dialect:?}: the next review's request is {later} bytes"
+        );
+    }
+}
+
+#[actix::test]
+async fn faults_issue10_7_f3_a_429_asking_for_100000_s_pauses_and_resumes_by_itself() {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        let mut responses = vec![dialect.rate_limited().with_header("retry-after", "100000")];
+        responses.extend(advice(dialect));
+        let Rig {
+            server,
+            clock,
+            handle,
+            mut events,
+            ..
+        } = rig(dialect, responses).await;
+        let t = Transcript::from_messages([TranscriptMessage::user("add retries to the fetcher")]);
+        let started = Instant::now();
+        handle.turn_end(&t).await.expect("runtime");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{dialect:?}: S2, the primary does not wait on a paused advisor"
+        );
+        let first = clock.arrival(0).await;
+        match next_event(&mut events).await {
+            HostEvent::Notice { text } => {
+                assert!(text.starts_with("advisor: paused: HTTP 429"), "{text}");
+                assert!(
+                    text.contains("wait until 20") && text.contains(" UTC"),
+                    "{dialect:?}: the notice says when: {text}"
+                );
+                assert!(text.contains("resumes by itself"), "{text}");
+            }
+            other => panic!("{dialect:?}: expected the pause notice, got {other:?}"),
+        }
+        let s = handle.status().await.expect("runtime");
+        let reason = s.paused.clone().expect("paused");
+        assert!(reason.contains("wait until"), "{dialect:?}: {reason}");
+        assert!(s.render().contains(&format!("paused: {reason}")));
+        assert_eq!(s.failures, 1, "{dialect:?}");
+
+        // Paused: a new turn is queued, nothing reaches the server until the wait is over.
+        // No call is in flight, so the pacing stops and virtual time jumps to the timers.
+        t.push(TranscriptMessage::user("and log each attempt"));
+        handle.turn_end(&t).await.expect("runtime");
+        drop(clock);
+        tokio::time::sleep_until(first + Duration::from_secs(99_990)).await;
+        assert_eq!(
+            server.request_count(),
+            1,
+            "{dialect:?}: no call while paused"
+        );
+        let s = handle.status().await.expect("runtime");
+        assert!(s.paused.is_some(), "{dialect:?}");
+        assert_eq!(s.agent.backlog, 2, "{dialect:?}: both turns kept");
+        assert!(drain(&mut events).is_empty(), "{dialect:?}");
+
+        // Calls go out again: pace the clock for the sockets.
+        let clock = VirtualClock::start(Arc::clone(&server));
+        match next_event(&mut events).await {
+            HostEvent::Notice { text } => {
+                assert_eq!(text, "advisor: resumed: the provider's wait is over")
+            }
+            other => panic!("{dialect:?}: expected the resume notice, got {other:?}"),
+        }
+        let resumed = clock.arrival(1).await;
+        assert!(
+            resumed >= first + Duration::from_secs(100_000)
+                && resumed < first + Duration::from_secs(100_002),
+            "{dialect:?}: resumed {:?} after the 429",
+            resumed - first
+        );
+        match next_event(&mut events).await {
+            HostEvent::Wake { card } => assert_eq!(card.notes[0].note, NOTE, "{dialect:?}"),
+            other => panic!("{dialect:?}: expected the resumed review's wake, got {other:?}"),
+        }
+        // A turn with nothing new waits for the drain (S1).
+        handle.turn_end(&t).await.expect("runtime");
+        let s = handle.status().await.expect("runtime");
+        assert!(s.paused.is_none(), "{dialect:?}");
+        assert_eq!(
+            (
+                s.failures,
+                s.consecutive_failures,
+                s.agent.reviews,
+                s.agent.backlog
+            ),
+            (1, 0, 1, 0),
+            "{dialect:?}: failures, consecutive, reviews, backlog"
+        );
+        assert_eq!(s.deliveries.wake, 1, "{dialect:?}");
+        assert_eq!(server.request_count(), 3, "{dialect:?}");
+        let prompt = String::from_utf8_lossy(&server.requests()[1].body).into_owned();
+        assert!(
+            prompt.contains("add retries") && prompt.contains("log each attempt"),
+            "{dialect:?}: the resumed review covers both turns"
+        );
+    }
 }

@@ -525,3 +525,44 @@ async fn issue10_8_a_deeply_nested_config_is_one_error_line_naming_the_file() {
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_6_m1_a_fifo_as_either_modes_json_is_one_error_line_not_a_wait() {
+    for project_side in [true, false] {
+        let ws = Workspace::new();
+        let modes = if project_side {
+            ws.root.join(".pi/modes.json")
+        } else {
+            ws.agent.join("modes.json")
+        };
+        mkfifo(&modes);
+        // No --model and no modelRoles.advisor: the role is looked up in modes.json (M1).
+        let run = ws.replay(&[], &[]).await;
+        assert!(!run.ok);
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+        assert_eq!(
+            run.stderr.trim_end(),
+            format!("advisor: {}: not a regular file (a FIFO)", modes.display())
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue10_4_m1_a_modes_json_over_1_mib_is_one_error_line_naming_the_file() {
+    let ws = Workspace::new();
+    let modes = ws.root.join(".pi/modes.json");
+    fs::create_dir_all(modes.parent().expect("a parent")).expect("dirs");
+    // Sparse: four gigabytes, of which the advisor may read no more than the cap.
+    fs::File::create(&modes)
+        .and_then(|file| file.set_len(4 << 30))
+        .expect("a sparse file");
+    let run = ws.replay(&[], &[]).await;
+    assert!(!run.ok);
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!(
+            "advisor: {}: larger than the 1 MiB limit for modes.json",
+            modes.display()
+        )
+    );
+}

@@ -3,6 +3,9 @@
 //! free everything when disposed.
 
 use crate::support::runtime as support;
+use crate::support::sse_server::{self, ScriptedResponse};
+use crate::support::virtual_clock::VirtualClock;
+use crate::support::wire::Dialect;
 
 use std::fs;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -14,10 +17,12 @@ use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::limit::{CallLimit, LimitedModel};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
+use advisor::providers::{build_client, Catalog};
 use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
 use advisor::watchdog::WatchdogConfig;
 use advisor::{AdvisorHandle, RuntimeConfig};
+use serde_json::json;
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -147,11 +152,22 @@ async fn f5_a_panic_in_one_session_leaves_the_others_on_its_arbiter_untouched() 
 }
 
 async fn panic_in_one_session(rt: &AdvisorRuntime) {
+    // The panicking call takes the script's first answer; A's later reviews get the rest.
+    let script = ScriptedModel::new([
+        ScriptedReply::text(""),
+        ScriptedReply::advise(
+            "a1",
+            "Session A is back: check the migration.",
+            Some("concern"),
+        ),
+        ScriptedReply::text(""),
+    ]);
     let broken = Arc::new(PanicsOnce {
         fired: AtomicBool::new(false),
-        script: ScriptedModel::new([]),
+        script: script.clone(),
     });
-    let (a, _ea) = rt.open(config("a", broken, SyncBacklog::Off));
+    let (a, mut ea) = rt.open(config("a", broken, SyncBacklog::Off));
+    a.run_state(false).await.unwrap();
     let healthy = ScriptedModel::new([
         ScriptedReply::advise("b1", "Still here.", Some("nit")),
         ScriptedReply::text(""),
@@ -168,6 +184,32 @@ async fn panic_in_one_session(rt: &AdvisorRuntime) {
     b.turn_end(&t).await.unwrap();
     assert_eq!(notes(&b.step_boundary().await.unwrap()), ["Still here."]);
     assert_eq!(b.status().await.unwrap().agent.reviews, 1);
+
+    // A recovers: its next turn is reviewed and its concern wakes the idle primary.
+    t.push(TranscriptMessage::user("A's second turn"));
+    a.turn_end(&t).await.unwrap();
+    let card = loop {
+        match next_event(&mut ea).await {
+            HostEvent::Wake { card } => break card,
+            HostEvent::Notice { .. } => continue,
+            other => panic!("expected A's wake, got {other:?}"),
+        }
+    };
+    assert_eq!(
+        card.notes[0].note,
+        "Session A is back: check the migration."
+    );
+    let requests = script.requests();
+    assert!(
+        last_user_text(&requests[1]).contains("A's second turn"),
+        "the restarted session reviewed the new turn"
+    );
+    assert!(a.status().await.unwrap().agent.reviews >= 1);
+    // B saw nothing of A.
+    assert!(healthy
+        .requests()
+        .iter()
+        .all(|r| !format!("{r:?}").contains("A's second turn")));
     a.dispose().await.unwrap();
     b.dispose().await.unwrap();
 }
@@ -338,9 +380,96 @@ async fn a6_a_busy_session_does_not_delay_another_sessions_review_beyond_its_tur
     assert_eq!(limit.counts().peak, 1);
 }
 
+#[actix::test]
+async fn a6_s1_waiting_for_a_call_slot_is_not_a_failure_and_holds_the_sync_wait_like_a_slow_model()
+{
+    tokio::time::pause();
+    const IDLE: Duration = Duration::from_secs(20);
+    const TOTAL: Duration = Duration::from_secs(60);
+    const NOTE: &str = "The fetcher retries without a delay.";
+    let dialect = Dialect::OpenAi;
+    let server = Arc::new(
+        sse_server::start(vec![
+            ScriptedResponse::sse(
+                &dialect.advise_answer("call_1", &json!({"note": NOTE, "severity": "concern"})),
+            ),
+            ScriptedResponse::sse(&dialect.answer("")),
+        ])
+        .await,
+    );
+    // A real client with a 20 s idle timeout and a 60 s total limit, behind a limit of one
+    // call (`advisor.maxConcurrentReviews: 1`).
+    let spec = dialect.spec(&server, IDLE, TOTAL);
+    let client = build_client(&spec, &Catalog::builtin().unwrap(), &|_| None).unwrap();
+    let limit = Arc::new(CallLimit::new("openrouter", 1));
+    let model = Arc::new(LimitedModel::new(client, limit.clone()));
+    let mut cfg = config("waiting", model, SyncBacklog::Below(1));
+    cfg.settings.request_timeout = TOTAL;
+    cfg.settings.max_concurrent_reviews = 1;
+    let (rec, mut events) = recorder();
+    let handle = AdvisorHandle::start(cfg, rec.recipient());
+    handle.run_state(false).await.unwrap();
+
+    // Another session's call holds the only slot for 200 s, far past both timeouts.
+    let held = limit.acquire().await;
+    let t = Transcript::from_messages([TranscriptMessage::user("add retries to the fetcher")]);
+    let started = tokio::time::Instant::now();
+    handle.turn_end(&t).await.unwrap();
+    // S1: the turn end waits its 30 s cap, as for a slow model; a failing advisor would
+    // have released it at once (S2).
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(30) && waited < Duration::from_secs(31),
+        "waited {waited:?}"
+    );
+    let counts = limit.counts();
+    assert_eq!(
+        (counts.in_flight, counts.waiting),
+        (1, 1),
+        "the review is in line"
+    );
+    tokio::time::sleep_until(started + Duration::from_secs(200)).await;
+    let status = handle.status().await.unwrap();
+    assert_eq!(
+        (status.failures, status.consecutive_failures),
+        (0, 0),
+        "200 s in line is no failure"
+    );
+    assert!(!status.agent.failing && status.paused.is_none());
+    assert_eq!(server.request_count(), 0, "nothing sent without a slot");
+    assert!(drain(&mut events).is_empty(), "no notice either");
+
+    // The slot comes free: the queued review runs and its concern wakes the primary.
+    let clock = VirtualClock::start(Arc::clone(&server));
+    drop(held);
+    match next_event(&mut events).await {
+        HostEvent::Wake { card } => assert_eq!(card.notes[0].note, NOTE),
+        other => panic!("expected the queued review's wake, got {other:?}"),
+    }
+    // A turn with nothing new waits for the drain (S1).
+    handle.turn_end(&t).await.unwrap();
+    let status = handle.status().await.unwrap();
+    assert_eq!(
+        (
+            status.failures,
+            status.consecutive_failures,
+            status.agent.reviews,
+            status.agent.backlog
+        ),
+        (0, 0, 1, 0),
+        "failures, consecutive, reviews, backlog"
+    );
+    assert_eq!(status.deliveries.wake, 1);
+    assert_eq!(server.request_count(), 2);
+    assert!(clock.arrival(0).await >= started + Duration::from_secs(200));
+    assert_eq!(limit.counts().peak, 1);
+    handle.dispose().await.unwrap();
+}
+
 #[tokio::test]
 async fn a6_open_and_dispose_frees_everything_the_sessions_held() {
-    // 1,000 sessions keep the debug-build test quick; the bench measures 10,000 and RSS.
+    // 1,000 sessions keep the debug-build test quick; tests/memory.rs opens and disposes
+    // 10,000 and counts the heap, and the sessions bench measures RSS.
     const SESSIONS: usize = 1000;
     let rt = runtime(2, None);
     let model: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));

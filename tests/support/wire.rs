@@ -7,7 +7,7 @@ use std::time::Duration;
 use advisor::providers::{ApiKind, ModelSpec};
 use serde_json::{json, Value};
 
-use super::sse_server::{sse_event, SseServer};
+use super::sse_server::{sse_event, ScriptedResponse, SseServer};
 
 /// The two wire dialects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,5 +214,16 @@ data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text
             self.end(true),
         ]
         .concat()
+    }
+
+    /// The dialect's `429 Too Many Requests` answer (without `Retry-After`).
+    pub fn rate_limited(self) -> ScriptedResponse {
+        let body = match self {
+            Dialect::OpenAi => r#"{"error":{"message":"Rate limit exceeded","code":429}}"#,
+            Dialect::Anthropic => {
+                r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#
+            }
+        };
+        ScriptedResponse::json(429, body)
     }
 }

@@ -95,6 +95,7 @@ fn engine(model: &ScriptedModel) -> ReviewEngine {
             max_output_tokens: 4096,
             compact_at_percent: 80,
             compact_threshold_tokens: None,
+            max_note_chars: 2000,
         },
     }
 }
@@ -476,4 +477,28 @@ fn g8_a_failed_ask_is_one_attempt_and_leaves_the_context_as_it_was() {
         port.log.borrow().discarded.is_empty(),
         "an ask holds nothing"
     );
+}
+
+#[test]
+fn f5_a_panicked_run_is_a_retryable_failure_with_a_fresh_context() {
+    let payload: Box<dyn std::any::Any + Send> = Box::new("the model client blew up");
+    let run = ReviewRun::panicked(payload.as_ref());
+    match &run.result {
+        Err(ModelError::Retryable {
+            message,
+            retry_after: None,
+            ..
+        }) => assert_eq!(
+            message,
+            "the review ended abnormally: the model client blew up"
+        ),
+        other => panic!("expected a retryable failure, got {other:?}"),
+    }
+    assert!(run.context.messages.is_empty());
+    let payload: Box<dyn std::any::Any + Send> = Box::new(String::from("index out of range"));
+    let run = ReviewRun::panicked(payload.as_ref());
+    assert!(format!("{:?}", run.result).contains("index out of range"));
+    let payload: Box<dyn std::any::Any + Send> = Box::new(7_u8);
+    let run = ReviewRun::panicked(payload.as_ref());
+    assert!(format!("{:?}", run.result).contains("abnormally: a panic"));
 }
