@@ -11,9 +11,10 @@ use tokio::sync::{Notify, RwLock};
 
 use super::open::{parse_messages, prepare, OpenParams, ServeDefaults};
 use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION};
-use super::session::{delivery_json, start_runtime, Outbox, Session, TranscriptLog};
+use super::session::{delivery_json, open_on, Outbox, Session, TranscriptLog};
 use crate::domain::host::RewriteKind;
 use crate::handle::HandleError;
+use crate::runtime::AdvisorRuntime;
 use crate::status::AdvisorStatus;
 
 /// How long disposing every session may take at the end (V1: exit within 2 s).
@@ -33,9 +34,11 @@ enum SlotState {
 /// of finding no session.
 type Slot = Arc<RwLock<SlotState>>;
 
-/// The server's state: the defaults, the open sessions, the outbox to the client.
+/// The server's state: the defaults, the shared runtime the sessions run on (A6), the open
+/// sessions, the outbox to the client.
 pub struct Dispatcher {
     defaults: ServeDefaults,
+    runtime: AdvisorRuntime,
     sessions: Mutex<HashMap<String, Slot>>,
     out: Outbox,
     shutdown: Notify,
@@ -43,10 +46,11 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// A dispatcher writing notifications to `out`.
-    pub fn new(defaults: ServeDefaults, out: Outbox) -> Self {
+    /// A dispatcher opening its sessions on `runtime` and writing notifications to `out`.
+    pub fn new(defaults: ServeDefaults, runtime: AdvisorRuntime, out: Outbox) -> Self {
         Self {
             defaults,
+            runtime,
             sessions: Mutex::new(HashMap::new()),
             out,
             shutdown: Notify::new(),
@@ -188,8 +192,9 @@ impl Dispatcher {
         let messages = std::mem::take(&mut open.messages);
         let leaf = open.leaf.clone();
         let defaults = self.defaults.clone();
+        let shared = Arc::clone(self.runtime.shared());
         let params = open.clone();
-        let prepared = tokio::task::spawn_blocking(move || prepare(params, &defaults))
+        let prepared = tokio::task::spawn_blocking(move || prepare(params, &defaults, &shared))
             .await
             .map_err(RpcError::internal)??;
         if *self.shutting_down.lock() {
@@ -206,7 +211,7 @@ impl Dispatcher {
         // X4: the cursor starts at the end of what the host already has.
         config.initial_transcript =
             (!log.transcript().is_empty()).then(|| log.transcript().clone());
-        let handle = start_runtime(config, &session_id, self.out.clone());
+        let handle = open_on(&self.runtime, config, &session_id, self.out.clone());
         Ok(Arc::new(Session { handle, log }))
     }
 

@@ -21,6 +21,7 @@ mod runtime_pipeline;
 mod serve_binary;
 mod serve_client;
 mod serve_dispatch;
+mod serve_shared;
 mod session_driver;
 mod session_memory;
 mod session_reader;

@@ -286,6 +286,33 @@ async fn v1_g7_binary_exits_0_within_2s_of_eof_with_the_audit_flushed() {
 }
 
 #[tokio::test]
+async fn issue10_6_binary_log_path_that_is_a_fifo_is_one_error_line_not_a_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("serve.log");
+    super::serve_shared::mkfifo(&fifo);
+    let fifo_arg = fifo.to_str().unwrap().to_string();
+    let mut s = spawn(&["--log", &fifo_arg], &[]);
+    let (code, _) = exit_within(&mut s.child, Duration::from_secs(5)).await;
+    assert_eq!(code.code(), Some(1));
+    let mut stderr = String::new();
+    use tokio::io::AsyncReadExt;
+    s.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .await
+        .unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "advisor: cannot use the log file {}: not a regular file (a FIFO)\n",
+            fifo.display()
+        )
+    );
+}
+
+#[tokio::test]
 async fn v1_binary_shutdown_answers_and_exits_0_with_its_input_still_open() {
     let mut s = spawn(&[], &[]);
     let cwd = tempfile::tempdir().unwrap();

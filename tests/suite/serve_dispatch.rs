@@ -8,6 +8,7 @@ use std::sync::Arc;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::ModelClient;
 use advisor::providers::Catalog;
+use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
 use advisor::serve::open::ServeDefaults;
 use advisor::serve::{serve, ServeEnd, ServeOptions};
 use serde_json::{json, Value};
@@ -17,10 +18,10 @@ use tokio::task::JoinHandle;
 use super::serve_client::{assistant, open_params, user, RpcClient};
 use crate::support::runtime::{last_user_text, next_request, GatedModel};
 
-type Client = RpcClient<DuplexStream, DuplexStream>;
+pub(super) type Client = RpcClient<DuplexStream, DuplexStream>;
 
 /// Starts a server on duplex pipes; every session uses `model` when given.
-fn start_with(
+pub(super) fn start_with(
     model: Option<Arc<dyn ModelClient>>,
     max_line_bytes: usize,
 ) -> (Client, JoinHandle<ServeEnd>) {
@@ -29,18 +30,29 @@ fn start_with(
     let mut defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
     defaults.fixed_model = model;
     let options = ServeOptions {
-        defaults,
         max_line_bytes,
+        ..ServeOptions::new(defaults, serve_runtime())
     };
     let server = actix::spawn(serve(server_r, server_w, options));
     (RpcClient::new(client_w, client_r), server)
 }
 
-fn start(model: ScriptedModel) -> (Client, JoinHandle<ServeEnd>) {
+/// A small shared runtime for one test's server (A6): two arbiters, one call thread, the
+/// per-provider limit from the first session's `advisor.maxConcurrentReviews`.
+fn serve_runtime() -> AdvisorRuntime {
+    AdvisorRuntime::new(RuntimeOptions {
+        arbiters: 2,
+        max_concurrent_reviews: None,
+        call_threads: 1,
+    })
+    .expect("the shared runtime starts")
+}
+
+pub(super) fn start(model: ScriptedModel) -> (Client, JoinHandle<ServeEnd>) {
     start_with(Some(Arc::new(model)), advisor::serve::lines::MAX_LINE_BYTES)
 }
 
-async fn open(client: &mut Client, session: &str, cwd: &Path, settings: Value) -> Value {
+pub(super) async fn open(client: &mut Client, session: &str, cwd: &Path, settings: Value) -> Value {
     client
         .call("session/open", open_params(session, cwd, settings))
         .await
@@ -446,7 +458,8 @@ async fn v3_a_turn_end_waiting_on_sync_backlog_delays_no_other_call() {
         c.call("session/close", json!({"sessionId": "c"})).await,
         json!({})
     );
-    assert_eq!(c.reply(&held).await["result"], json!({}));
+    let r = c.reply(&held).await;
+    assert_eq!(r["result"], json!({}), "{r}");
     gate.add_permits(8);
 }
 
