@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use tokio::sync::{Notify, RwLock};
 
 use super::open::{parse_messages, prepare, OpenParams, ServeDefaults};
-use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION};
+use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION, SESSION_ERROR};
 use super::session::{delivery_json, open_on, Outbox, Session, TranscriptLog};
 use crate::domain::host::RewriteKind;
-use crate::handle::HandleError;
+use crate::handle::{AskError, HandleError, MAX_QUESTION_CHARS};
 use crate::runtime::AdvisorRuntime;
 use crate::status::AdvisorStatus;
 
@@ -58,7 +58,7 @@ impl Dispatcher {
         }
     }
 
-    /// Runs one call (V2). Unknown methods are -32601; `session/ask` (G8) is not served yet.
+    /// Runs one call (V2). Unknown methods are -32601.
     pub async fn call(&self, method: &str, params: Params) -> Result<Value, RpcError> {
         match method {
             "initialize" => Ok(initialize()),
@@ -96,6 +96,7 @@ impl Dispatcher {
                 let text = s.handle.command(&line).await.map_err(gone)?;
                 Ok(json!({ "text": text }))
             }
+            "session/ask" => self.ask(params).await,
             "session/status" => {
                 let (s, _) = self.session(&params).await?;
                 let status = s.handle.status().await.map_err(gone)?;
@@ -257,6 +258,24 @@ impl Dispatcher {
         Ok(json!({}))
     }
 
+    /// `session/ask` (G8): the advisor's answer to the primary's question. It runs in its
+    /// own task like every call (V3), so other calls on the pipe go on while it waits its
+    /// turn behind the reviews; the handle bounds it (the drain wait plus one request
+    /// timeout) and refuses it at once while the advisor is paused or failing.
+    async fn ask(&self, params: Params) -> Result<Value, RpcError> {
+        let (s, p) = self.session(&params).await?;
+        let question = p.string("question")?;
+        match s.handle.ask(&question).await {
+            Ok(answer) => Ok(json!({ "answer": answer })),
+            Err(HandleError::Ask(AskError::BadQuestion(chars))) => Err(p.invalid(
+                "question",
+                format!("must be 1 to {MAX_QUESTION_CHARS} characters, it has {chars}"),
+            )),
+            Err(HandleError::Ask(e)) => Err(ask_error(&e)),
+            Err(e) => Err(gone(e)),
+        }
+    }
+
     async fn close(&self, params: Params) -> Result<Value, RpcError> {
         let (session, _) = self.session(&params).await?;
         let id = params.string("sessionId")?;
@@ -310,6 +329,28 @@ async fn settled(slot: &Slot) -> Option<Arc<Session>> {
     match &*slot.read().await {
         SlotState::Open(session) => Some(Arc::clone(session)),
         SlotState::Opening | SlotState::Failed => None,
+    }
+}
+
+/// An ask the advisor could not answer: -32000 with the reason as `data {reason}` (one of
+/// `disabled`, `notRunning`, `noReview`, `paused`, `failing`, `model`, `noAnswer`,
+/// `timedOut`, `released`) and the handle's sentence as the message.
+pub fn ask_error(e: &AskError) -> RpcError {
+    let reason = match e {
+        AskError::Disabled => "disabled",
+        AskError::NotRunning => "notRunning",
+        AskError::NoReview => "noReview",
+        AskError::BadQuestion(_) => "badQuestion",
+        AskError::Paused(_) => "paused",
+        AskError::Failing => "failing",
+        AskError::Model(_) => "model",
+        AskError::NoAnswer => "noAnswer",
+        AskError::TimedOut(_) => "timedOut",
+        AskError::Released => "released",
+    };
+    RpcError {
+        data: Some(json!({ "reason": reason })),
+        ..RpcError::new(SESSION_ERROR, HandleError::Ask(e.clone()).to_string())
     }
 }
 

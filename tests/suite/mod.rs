@@ -18,6 +18,7 @@ mod render_golden;
 mod replay_ask;
 mod replay_e2e;
 mod runtime_pipeline;
+mod serve_ask;
 mod serve_binary;
 mod serve_client;
 mod serve_dispatch;

@@ -525,20 +525,23 @@ async fn v4_every_error_code_and_the_server_reads_on() {
         "{e}"
     );
     c.call("initialize", json!({})).await;
-    // Unknown methods, consult included for now: -32601.
+    // Unknown methods: -32601.
     assert_eq!(
         c.call_err("session/frobnicate", json!({})).await["code"],
         -32601
     );
-    assert_eq!(
-        c.call_err(
-            "session/ask",
-            json!({"sessionId": "s1", "question": "why?"})
-        )
-        .await["code"],
-        -32601
-    );
     // Missing, mistyped, unknown session: -32602 naming the field.
+    let e = c
+        .call_err(
+            "session/ask",
+            json!({"sessionId": "s1", "question": "why?"}),
+        )
+        .await;
+    assert_eq!(
+        (e["code"].clone(), e["data"]["field"].clone()),
+        (json!(-32602), json!("sessionId")),
+        "session/ask is served: an unknown session is named"
+    );
     open(&mut c, "s1", dir.path(), json!({})).await;
     for (method, params, field) in [
         ("session/open", json!({"cwd": "/"}), "sessionId"),
@@ -574,6 +577,17 @@ async fn v4_every_error_code_and_the_server_reads_on() {
         ),
         ("session/interrupt", json!({"sessionId": "s1"}), "byUser"),
         ("session/command", json!({"sessionId": "s1"}), "line"),
+        ("session/ask", json!({"sessionId": "s1"}), "question"),
+        (
+            "session/ask",
+            json!({"sessionId": "s1", "question": ["why?"]}),
+            "question",
+        ),
+        (
+            "session/ask",
+            json!({"sessionId": "s1", "question": "  "}),
+            "question",
+        ),
         ("session/status", json!({"sessionId": "nope"}), "sessionId"),
         ("session/stepBoundary", json!({"sessionId": 7}), "sessionId"),
         ("session/stepBoundary", json!({}), "sessionId"),

@@ -1,11 +1,13 @@
-//! `advisor serve` on the shared runtime (A6) and its bounds (issue 10 item 6): every
+//! `advisor serve` on the shared runtime (A6) and its bounds (issue 10 items 5 and 6): every
 //! session of one server goes through one call limit per provider, which status shows (C3);
-//! a modes.json that is a FIFO is a notice, never a wait.
+//! a session's `advisor.requestTimeoutSecs` bounds its model calls; a modes.json that is a
+//! FIFO is a notice, never a wait.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use advisor::providers::testing::{BodyPart, ScriptedResponse, SseServer};
 use advisor::serve::lines::MAX_LINE_BYTES;
 use serde_json::{json, Value};
 
@@ -81,6 +83,49 @@ async fn a6_c3_sessions_of_one_server_share_the_providers_call_limit_and_status_
         "{status}"
     );
     assert_eq!(status["agent"]["reviews"], 1);
+}
+
+#[actix::test]
+async fn issue10_5_m4_a_sessions_request_timeout_bounds_its_model_calls() {
+    // The advisor's server sends headers, then an SSE comment byte every 50 ms for ever:
+    // never idle long enough for the idle timeout, so only the total limit can end the call.
+    let drip = ScriptedResponse::sse_chunks(Vec::<Vec<u8>>::new()).then(BodyPart::Drip {
+        bytes: b":\n".to_vec(),
+        every: Duration::from_millis(50),
+    });
+    let server = SseServer::start([drip]).await.expect("bind");
+    let (mut c, _server) = start_with(None, MAX_LINE_BYTES);
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint =
+        json!({"id": "slow-model", "baseUrl": server.base_url(), "api": "openai-completions"});
+    c.call(
+        "session/open",
+        json!({"sessionId": "s", "cwd": dir.path(), "model": endpoint,
+            "settings": {"requestTimeoutSecs": 1}}),
+    )
+    .await;
+    let started = Instant::now();
+    let e = c
+        .call_err(
+            "session/ask",
+            json!({"sessionId": "s", "question": "Is the plan sound?"}),
+        )
+        .await;
+    let waited = started.elapsed();
+    assert_eq!(server.request_count(), 1);
+    assert_eq!(e["code"], -32000, "{e}");
+    assert_eq!(e["data"], json!({"reason": "model"}), "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("total limit of 1 s (advisor.requestTimeoutSecs)"),
+        "{message}"
+    );
+    assert!(
+        waited >= Duration::from_secs(1) && waited < Duration::from_secs(20),
+        "the session's 1 s limit, not the default 300 s: {waited:?}"
+    );
+    let status = c.call("session/status", json!({"sessionId": "s"})).await;
+    assert_eq!(status["failures"], 1, "{status}");
 }
 
 #[actix::test]
