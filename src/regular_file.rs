@@ -130,6 +130,14 @@ pub fn read_text_capped(path: &Path, cap: usize) -> Result<Capped<String>, FileE
 /// Appends `bytes` to the file at `path`, creating it when missing. An existing path must
 /// be a regular file; a FIFO is refused, never waited on.
 pub fn append_regular(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    let mut file = open_append(path)?;
+    file.write_all(bytes).map_err(FileError::Io)?;
+    file.flush().map_err(FileError::Io)
+}
+
+/// Opens the file at `path` for appending, creating it when missing. An existing path must
+/// be a regular file; a FIFO is refused, never waited on.
+pub fn open_append(path: &Path) -> Result<File, FileError> {
     match std::fs::metadata(path) {
         Ok(metadata) => check_regular(&metadata)?,
         Err(err) if err.kind() == ErrorKind::NotFound => {}
@@ -138,10 +146,9 @@ pub fn append_regular(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
     let mut options = OpenOptions::new();
     options.create(true).append(true);
     non_blocking(&mut options);
-    let mut file = options.open(path).map_err(FileError::Io)?;
+    let file = options.open(path).map_err(FileError::Io)?;
     check_regular(&file.metadata().map_err(FileError::Io)?)?;
-    file.write_all(bytes).map_err(FileError::Io)?;
-    file.flush().map_err(FileError::Io)
+    Ok(file)
 }
 
 /// `text` cut to about `max` characters for a message, with `…` marking the cut.

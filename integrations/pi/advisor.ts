@@ -10,9 +10,8 @@
  *
  * Layout, top to bottom: plain helpers (limits, settings files, model resolution, transcript
  * mapping), the child process (`AdvisorChild`, one per pi process, kept on `globalThis`), the
- * per-process bridge state (`Bridge`), and the extension factory that wires pi's hooks to it.
- * A tool for the primary (e.g. `ask_advisor`, G8) is one more `pi.registerTool` in the factory
- * calling `bridge.call("session/ask", …)`.
+ * per-process bridge state (`Bridge`), the `ask_advisor` tool (G8), and the extension factory
+ * that wires pi's hooks to it.
  */
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -21,6 +20,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
 
 // ---------------------------------------------------------------------------------------------
 // Limits (everything from outside has a size cap and a time limit)
@@ -35,6 +35,14 @@ const TURN_END_TIMEOUT_MS = 35_000;
 const REQUEST_TIMEOUT_MS = 10_000;
 /** Opening a session may build a model client and read WATCHDOG.md files. */
 const OPEN_TIMEOUT_MS = 20_000;
+/** `session/ask` waits for the pending reviews (30 s at most) and one model call
+ * (`advisor.requestTimeoutSecs`, 300 s unless the settings say otherwise); the server ends it
+ * then, and this is the backstop on top (G8). */
+const ASK_DRAIN_SECS = 30;
+const DEFAULT_REQUEST_TIMEOUT_SECS = 300;
+const ASK_SLACK_MS = 5_000;
+/** The longest question `session/ask` takes (characters). */
+const MAX_QUESTION_CHARS = 8000;
 /** The longest parent walk for one delta (an entry tree deeper than this is treated as moved). */
 const MAX_WALK = 1_000_000;
 /** How much of the child's standard error is kept to explain its death. */
@@ -755,6 +763,92 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// `ask_advisor` (G8): the primary asks the advisor, which has reviewed every turn, a question.
+// The tool is always offered (a stable tool list keeps pi's prompt prefix); when consulting is
+// off (`advisor.consult: false`) or there is no advisor, a call answers with an error that says
+// so, and the primary goes on.
+
+const ASK_TOOL = "ask_advisor";
+const ASK_DESCRIPTION =
+	"Ask your advisor a question and get its answer. The advisor is a second model that has " +
+	"reviewed every turn of this session so far (your messages, tool calls and their results) and " +
+	"can read the workspace; it answers from that context, after the reviews still pending. " +
+	"Asking costs a pause of seconds to minutes, so ask when a second opinion is worth it: before " +
+	"an irreversible step (deleting or overwriting files, a migration, a force push, a release), " +
+	"when you are stuck on a failure you cannot explain, or when you are unsure which of two " +
+	"approaches fits. Ask one concrete question and say what you are about to do. Not for routine steps.";
+
+/** The total time `ask_advisor` waits: the server's own bound plus slack. */
+function askTimeoutMs(cwd: string, agentDir: string): number {
+	const configured = Number(k1Scalar(cwd, agentDir, "advisor", "requestTimeoutSecs"));
+	const request = Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_REQUEST_TIMEOUT_SECS;
+	return (ASK_DRAIN_SECS + request) * 1000 + ASK_SLACK_MS;
+}
+
+interface AskDetails {
+	question: string;
+	error?: string;
+}
+
+/** A tool result: the advisor's answer, or an error text the primary can act on. */
+function askResult(question: string, text: string, error: boolean) {
+	const details: AskDetails = error ? { question, error: text } : { question };
+	return { content: [{ type: "text" as const, text }], details, isError: error };
+}
+
+/** Runs one `ask_advisor` call: `session/ask`, raced against the tool's abort signal and bounded. */
+async function askAdvisor(rawQuestion: unknown, signal: AbortSignal | undefined, ctx: ExtensionContext) {
+	const question = typeof rawQuestion === "string" ? rawQuestion.trim() : "";
+	if (!question) return askResult("", `${ASK_TOOL}: the question is empty`, true);
+	if (question.length > MAX_QUESTION_CHARS) {
+		return askResult(question.slice(0, 200), `${ASK_TOOL}: the question is longer than ${MAX_QUESTION_CHARS} characters; ask a shorter one`, true);
+	}
+	const b = bridge();
+	const child = b.child;
+	if (!b.sessionId || !child || child.dead !== undefined) {
+		const why = child?.dead !== undefined ? `unavailable (${child.dead})` : "off";
+		return askResult(question, `${ASK_TOOL}: the advisor is ${why}; go on without it`, true);
+	}
+	try {
+		const reply = await race(
+			child.request("session/ask", { sessionId: b.sessionId, question }),
+			signal,
+			askTimeoutMs(ctx.cwd, agentDirOf()),
+		);
+		if (reply === undefined) {
+			const why = signal?.aborted ? "the call was cancelled" : "the advisor did not answer in time";
+			return askResult(question, `${ASK_TOOL}: ${why}`, true);
+		}
+		const answer = typeof reply?.answer === "string" ? reply.answer : "";
+		if (!answer.trim()) return askResult(question, `${ASK_TOOL}: the advisor gave no answer`, true);
+		return askResult(question, answer, false);
+	} catch (e) {
+		// A JSON-RPC error (paused, failing, consulting off, …) or the child's death.
+		return askResult(question, `${ASK_TOOL}: ${(e as Error).message}`, true);
+	}
+}
+
+function registerAskTool(pi: ExtensionAPI): void {
+	pi.registerTool({
+		name: ASK_TOOL,
+		label: "Ask the advisor",
+		description: ASK_DESCRIPTION,
+		promptSnippet: "Ask your advisor, which has reviewed every turn, for a second opinion",
+		promptGuidelines: [
+			`Use ${ASK_TOOL} before an irreversible step, when stuck on a failure you cannot explain, or when unsure between approaches; not for routine steps.`,
+		],
+		parameters: Type.Object({
+			question: Type.String({
+				description: "One concrete question, with what you are about to do or what you are weighing",
+			}),
+		}),
+		async execute(_toolCallId, params, signal, _onUpdate, ctx) {
+			return askAdvisor((params as { question?: unknown })?.question, signal, ctx);
+		},
+	});
+}
+
+// ---------------------------------------------------------------------------------------------
 // The extension factory: runs once per session runtime; the bridge lives on globalThis.
 
 export default function advisorExtension(pi: ExtensionAPI): void {
@@ -831,6 +925,8 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 	pi.on("session_tree", async (event, ctx) => {
 		await rewrite("tree", ctx, event.newLeafId ?? null);
 	});
+
+	registerAskTool(pi);
 
 	pi.registerCommand("advisor", {
 		description: "The advisor: toggle | on | off | status | dump [raw] | test <severity> <note>",

@@ -4,8 +4,8 @@
 //! (`supervisor/reports.rs`); the `/advisor` commands are in `supervisor/commands.rs`.
 
 use actix::{
-    Actor, ActorFutureExt, Addr, AsyncContext, Context, Handler, Recipient, ResponseActFuture,
-    ResponseFuture, WrapFuture,
+    Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Handler, Recipient,
+    ResponseActFuture, ResponseFuture, WrapFuture,
 };
 
 use crate::actors::audit_log::AuditLog;
@@ -39,6 +39,10 @@ pub struct Supervisor {
     tests_injected: u64,
     last_transcript: Option<Transcript>,
     initial_len: Option<usize>,
+    /// `TurnEnd` calls still waiting (S1); a close lets them answer first (R2).
+    turn_waits: usize,
+    /// A close was asked for while turn ends were waiting: stop when the last one answers.
+    closing: bool,
 }
 
 impl Supervisor {
@@ -60,6 +64,18 @@ impl Supervisor {
             tests_injected: 0,
             last_transcript,
             initial_len,
+            turn_waits: 0,
+            closing: false,
+        }
+    }
+
+    /// Stops the supervisor once no `TurnEnd` is waiting any more, so a close right after
+    /// `Dispose` (which released the waits) answers them instead of dropping their replies
+    /// (R2: dispose wakes every waiter).
+    pub(crate) fn close(&mut self, ctx: &mut Context<Self>) {
+        self.closing = true;
+        if self.turn_waits == 0 {
+            ctx.stop();
         }
     }
 
@@ -211,6 +227,7 @@ impl Handler<TurnEnd> for Supervisor {
             let plan = plan.await.ok().flatten();
             (plan, outcome)
         };
+        self.turn_waits += 1;
         Box::pin(
             observe
                 .into_actor(self)
@@ -219,6 +236,12 @@ impl Handler<TurnEnd> for Supervisor {
                         act.reset(RewriteKind::Detected);
                     }
                     wait_after_turn(agent, router, plan, threshold, cap).into_actor(act)
+                })
+                .map(|(), act, ctx| {
+                    act.turn_waits -= 1;
+                    if act.closing && act.turn_waits == 0 {
+                        ctx.stop();
+                    }
                 }),
         )
     }

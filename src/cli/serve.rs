@@ -1,7 +1,8 @@
 //! `advisor serve` (V1–V4): JSON-RPC 2.0 over standard input and output for an agent in
 //! another process (pi, through `integrations/pi/`). The protocol lives in
-//! `advisor::serve`; this file reads the flags and the environment, starts the actix system
-//! every session's actors run in, and exits 0 when the input ends or `shutdown` is called.
+//! `advisor::serve`; this file reads the flags and the environment, starts the shared runtime
+//! every session's actors run on (A6) and the actix system the I/O runs in, and exits 0 when
+//! the input ends or `shutdown` is called.
 //!
 //! Sessions that name no model get `--model` (with `--base-url` and `--api`), else
 //! `ADVISOR_MODEL`, else `modelRoles.advisor` of their K1 files, else modes.json (M1).
@@ -12,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use advisor::providers::{ApiKind, Catalog};
+use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
 use advisor::serve::open::ServeDefaults;
 use advisor::serve::{serve, ServeOptions};
 use advisor::settings::SettingsEnv;
@@ -40,13 +42,10 @@ fn parse_api(s: &str) -> Result<ApiKind, String> {
     s.parse::<ApiKind>().map_err(|e| e.to_string())
 }
 
-/// Opens (appends to) the `--log` file.
+/// Opens (appends to) the `--log` file; a path that is not a regular file (a FIFO, a
+/// directory) is one error, never a wait (issue 10 item 6).
 pub fn open_log(path: &Path) -> Result<File, CliError> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| CliError::new(format!("cannot open the log file {}: {e}", path.display())))
+    advisor::serve::open_log(path).map_err(|e| CliError::new(e.to_string()))
 }
 
 /// Runs `advisor serve` until end of input or `shutdown`, then exits the process with 0.
@@ -60,12 +59,16 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     defaults.api = args.api;
     defaults.env = env;
     defaults.keys = Arc::new(|name: &str| std::env::var(name).ok());
+    // A6: one shared runtime carries every session (a thread per core, one HTTP client per
+    // provider, the per-provider limit); the I/O runs in this thread's actix system.
+    let runtime =
+        AdvisorRuntime::new(RuntimeOptions::default()).map_err(|e| CliError::new(e.to_string()))?;
     let system = actix::System::new();
     let end = system.block_on(async move {
         serve(
             tokio::io::stdin(),
             tokio::io::stdout(),
-            ServeOptions::new(defaults),
+            ServeOptions::new(defaults, runtime),
         )
         .await
     });

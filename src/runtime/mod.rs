@@ -43,7 +43,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use actix::{Actor, ActorContext, Addr, Arbiter, ArbiterHandle, Context, Handler};
+use actix::{Actor, Addr, Arbiter, ArbiterHandle, Context, Handler};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use crate::actors::event_forwarder::EventForwarder;
@@ -175,7 +175,7 @@ impl Handler<CloseSession> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, _msg: CloseSession, ctx: &mut Context<Self>) {
-        ctx.stop();
+        self.close(ctx);
     }
 }
 

@@ -10,10 +10,11 @@ use serde_json::{json, Value};
 use tokio::sync::{Notify, RwLock};
 
 use super::open::{parse_messages, prepare, OpenParams, ServeDefaults};
-use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION};
-use super::session::{delivery_json, start_runtime, Outbox, Session, TranscriptLog};
+use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION, SESSION_ERROR};
+use super::session::{delivery_json, open_on, Outbox, Session, TranscriptLog};
 use crate::domain::host::RewriteKind;
-use crate::handle::HandleError;
+use crate::handle::{AskError, HandleError, MAX_QUESTION_CHARS};
+use crate::runtime::AdvisorRuntime;
 use crate::status::AdvisorStatus;
 
 /// How long disposing every session may take at the end (V1: exit within 2 s).
@@ -33,9 +34,11 @@ enum SlotState {
 /// of finding no session.
 type Slot = Arc<RwLock<SlotState>>;
 
-/// The server's state: the defaults, the open sessions, the outbox to the client.
+/// The server's state: the defaults, the shared runtime the sessions run on (A6), the open
+/// sessions, the outbox to the client.
 pub struct Dispatcher {
     defaults: ServeDefaults,
+    runtime: AdvisorRuntime,
     sessions: Mutex<HashMap<String, Slot>>,
     out: Outbox,
     shutdown: Notify,
@@ -43,10 +46,11 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// A dispatcher writing notifications to `out`.
-    pub fn new(defaults: ServeDefaults, out: Outbox) -> Self {
+    /// A dispatcher opening its sessions on `runtime` and writing notifications to `out`.
+    pub fn new(defaults: ServeDefaults, runtime: AdvisorRuntime, out: Outbox) -> Self {
         Self {
             defaults,
+            runtime,
             sessions: Mutex::new(HashMap::new()),
             out,
             shutdown: Notify::new(),
@@ -54,7 +58,7 @@ impl Dispatcher {
         }
     }
 
-    /// Runs one call (V2). Unknown methods are -32601; `session/ask` (G8) is not served yet.
+    /// Runs one call (V2). Unknown methods are -32601.
     pub async fn call(&self, method: &str, params: Params) -> Result<Value, RpcError> {
         match method {
             "initialize" => Ok(initialize()),
@@ -92,6 +96,7 @@ impl Dispatcher {
                 let text = s.handle.command(&line).await.map_err(gone)?;
                 Ok(json!({ "text": text }))
             }
+            "session/ask" => self.ask(params).await,
             "session/status" => {
                 let (s, _) = self.session(&params).await?;
                 let status = s.handle.status().await.map_err(gone)?;
@@ -188,8 +193,9 @@ impl Dispatcher {
         let messages = std::mem::take(&mut open.messages);
         let leaf = open.leaf.clone();
         let defaults = self.defaults.clone();
+        let shared = Arc::clone(self.runtime.shared());
         let params = open.clone();
-        let prepared = tokio::task::spawn_blocking(move || prepare(params, &defaults))
+        let prepared = tokio::task::spawn_blocking(move || prepare(params, &defaults, &shared))
             .await
             .map_err(RpcError::internal)??;
         if *self.shutting_down.lock() {
@@ -206,7 +212,7 @@ impl Dispatcher {
         // X4: the cursor starts at the end of what the host already has.
         config.initial_transcript =
             (!log.transcript().is_empty()).then(|| log.transcript().clone());
-        let handle = start_runtime(config, &session_id, self.out.clone());
+        let handle = open_on(&self.runtime, config, &session_id, self.out.clone());
         Ok(Arc::new(Session { handle, log }))
     }
 
@@ -250,6 +256,24 @@ impl Dispatcher {
         s.log.replace(leaf, messages);
         s.handle.rewrite(kind).await.map_err(gone)?;
         Ok(json!({}))
+    }
+
+    /// `session/ask` (G8): the advisor's answer to the primary's question. It runs in its
+    /// own task like every call (V3), so other calls on the pipe go on while it waits its
+    /// turn behind the reviews; the handle bounds it (the drain wait plus one request
+    /// timeout) and refuses it at once while the advisor is paused or failing.
+    async fn ask(&self, params: Params) -> Result<Value, RpcError> {
+        let (s, p) = self.session(&params).await?;
+        let question = p.string("question")?;
+        match s.handle.ask(&question).await {
+            Ok(answer) => Ok(json!({ "answer": answer })),
+            Err(HandleError::Ask(AskError::BadQuestion(chars))) => Err(p.invalid(
+                "question",
+                format!("must be 1 to {MAX_QUESTION_CHARS} characters, it has {chars}"),
+            )),
+            Err(HandleError::Ask(e)) => Err(ask_error(&e)),
+            Err(e) => Err(gone(e)),
+        }
     }
 
     async fn close(&self, params: Params) -> Result<Value, RpcError> {
@@ -305,6 +329,28 @@ async fn settled(slot: &Slot) -> Option<Arc<Session>> {
     match &*slot.read().await {
         SlotState::Open(session) => Some(Arc::clone(session)),
         SlotState::Opening | SlotState::Failed => None,
+    }
+}
+
+/// An ask the advisor could not answer: -32000 with the reason as `data {reason}` (one of
+/// `disabled`, `notRunning`, `noReview`, `paused`, `failing`, `model`, `noAnswer`,
+/// `timedOut`, `released`) and the handle's sentence as the message.
+pub fn ask_error(e: &AskError) -> RpcError {
+    let reason = match e {
+        AskError::Disabled => "disabled",
+        AskError::NotRunning => "notRunning",
+        AskError::NoReview => "noReview",
+        AskError::BadQuestion(_) => "badQuestion",
+        AskError::Paused(_) => "paused",
+        AskError::Failing => "failing",
+        AskError::Model(_) => "model",
+        AskError::NoAnswer => "noAnswer",
+        AskError::TimedOut(_) => "timedOut",
+        AskError::Released => "released",
+    };
+    RpcError {
+        data: Some(json!({ "reason": reason })),
+        ..RpcError::new(SESSION_ERROR, HandleError::Ask(e.clone()).to_string())
     }
 }
 

@@ -10,7 +10,8 @@
 //!
 //! [`serve`] is the I/O edge: it reads lines, runs each request in its own task (replies
 //! may come out of order, V3), and writes every reply and notification through one writer
-//! task. It must run inside an actix system: each session's actors start in it.
+//! task. It must run inside an actix system (the I/O tasks run there); the sessions' actors
+//! run on the shared runtime of [`ServeOptions::runtime`] (A6).
 
 pub mod dispatch;
 pub mod lines;
@@ -18,6 +19,8 @@ pub mod open;
 pub mod protocol;
 pub mod session;
 
+use std::fs::File;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +28,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Notify, Semaphore};
 
+use crate::regular_file::open_append;
+use crate::runtime::AdvisorRuntime;
 use dispatch::Dispatcher;
 use lines::{InputLine, LineReader, MAX_LINE_BYTES};
 use open::ServeDefaults;
@@ -47,16 +52,41 @@ pub struct ServeOptions {
     pub defaults: ServeDefaults,
     /// The line cap (V4: [`MAX_LINE_BYTES`]).
     pub max_line_bytes: usize,
+    /// The shared runtime every session of the run is opened on (A6): its arbiters carry
+    /// the sessions' actors, and its resources (HTTP clients, redaction patterns, WATCHDOG.md
+    /// cache, the per-provider limit `advisor.maxConcurrentReviews`) serve them all.
+    pub runtime: AdvisorRuntime,
 }
 
 impl ServeOptions {
     /// Options with the V4 line cap.
-    pub fn new(defaults: ServeDefaults) -> Self {
+    pub fn new(defaults: ServeDefaults, runtime: AdvisorRuntime) -> Self {
         Self {
             defaults,
             max_line_bytes: MAX_LINE_BYTES,
+            runtime,
         }
     }
+}
+
+/// The `--log` file could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot use the log file {path}: {reason}")]
+pub struct LogFileError {
+    /// The path, as given.
+    pub path: String,
+    /// Why: not a regular file (a FIFO, a directory, …), or the system's error.
+    pub reason: String,
+}
+
+/// Opens the `--log` file of `advisor serve` for appending, creating it when missing (V1).
+/// An existing path must be a regular file: a FIFO or a device is refused at once, never
+/// waited on.
+pub fn open_log(path: &Path) -> Result<File, LogFileError> {
+    open_append(path).map_err(|e| LogFileError {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// How a run ended.
@@ -78,7 +108,11 @@ where
 {
     let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
     let writer = actix::spawn(write_lines(output, out_rx));
-    let dispatcher = Arc::new(Dispatcher::new(options.defaults, out_tx.clone()));
+    let dispatcher = Arc::new(Dispatcher::new(
+        options.defaults,
+        options.runtime,
+        out_tx.clone(),
+    ));
     let inflight = Arc::new(Inflight::default());
     let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
     let mut reader = LineReader::new(input, options.max_line_bytes);

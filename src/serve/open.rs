@@ -13,9 +13,10 @@ use crate::domain::transcript::TranscriptMessage;
 use crate::model::{ModelClient, ThinkingLevel};
 use crate::providers::resolve::{advisor_role_from_modes_text, modes_candidates};
 use crate::providers::{
-    advisor_role_from_modes, build_client, client_for, ApiKind, Catalog, ModelSpec, Prices,
-    ProviderConfig, ProviderError,
+    resolve_config, ApiKind, Catalog, ModelSpec, Prices, ProviderConfig, ProviderError,
 };
+use crate::regular_file::{read_text_capped, Capped, FileError};
+use crate::runtime::SharedResources;
 use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
 use crate::RuntimeConfig;
 
@@ -336,10 +337,17 @@ pub struct PreparedSession {
 }
 
 /// Reads the session's files and builds its configuration. Blocking (files): run it off the
-/// actor thread. A bad settings file is -32000; a model named in the params that cannot be
-/// built is -32602 naming `model`; one from the files or defaults that cannot be built leaves
-/// the session without a model, with a notice (K2).
-pub fn prepare(open: OpenParams, defaults: &ServeDefaults) -> Result<PreparedSession, RpcError> {
+/// actor thread. Models are built over the HTTP clients of `shared` (one per endpoint for
+/// every session of the process, A6) with the session's `advisor.requestTimeoutSecs` and
+/// `advisor.maxOutputTokens`. A bad settings file is -32000; a model named in the params that
+/// cannot be built is -32602 naming `model`; one from the files or defaults that cannot be
+/// built (a modes.json that is not a regular file, say) leaves the session without a model,
+/// with a notice (K2).
+pub fn prepare(
+    open: OpenParams,
+    defaults: &ServeDefaults,
+    shared: &SharedResources,
+) -> Result<PreparedSession, RpcError> {
     if !open.cwd.is_dir() {
         return Err(RpcError::invalid_params(
             "cwd",
@@ -368,35 +376,19 @@ pub fn prepare(open: OpenParams, defaults: &ServeDefaults) -> Result<PreparedSes
     let settings = session_settings(&loaded, &open.settings, &env);
     let model = match (&defaults.fixed_model, &open.model) {
         (Some(fixed), _) => Some(Arc::clone(fixed)),
-        (None, Some(ModelParam::Endpoint(ep))) => Some(
-            client_for(endpoint_config(
-                ep,
-                &defaults.catalog,
-                settings.max_output_tokens,
-            ))
-            .map_err(|e| RpcError::invalid_params("model", e))?,
+        (None, Some(param)) => Some(
+            model_config(param, defaults, &settings)
+                .and_then(|config| shared.client_for(config))
+                .map_err(|e| RpcError::invalid_params("model", e))?,
         ),
-        (None, Some(ModelParam::Role(role))) => {
-            let spec = ModelSpec {
-                role: Some(role.clone()),
-                max_output_tokens: Some(settings.max_output_tokens),
-                ..ModelSpec::default()
-            };
-            Some(
-                build_client(&spec, &defaults.catalog, &*defaults.keys)
-                    .map_err(|e| RpcError::invalid_params("model", e))?,
-            )
-        }
         (None, None) => {
-            let role = default_role(defaults, &env, &loaded, &cwd, agent_dir.as_deref());
-            let spec = ModelSpec {
-                role: role.clone().unwrap_or(None),
-                base_url: defaults.base_url.clone(),
-                api: defaults.api,
-                max_output_tokens: Some(settings.max_output_tokens),
-                ..ModelSpec::default()
-            };
-            match role.and_then(|_| build_client(&spec, &defaults.catalog, &*defaults.keys)) {
+            let built = default_role(defaults, &env, &loaded, &cwd, agent_dir.as_deref()).and_then(
+                |role| {
+                    let spec = default_spec(role, defaults, &settings);
+                    shared.client_for(resolve_config(&spec, &defaults.catalog, &*defaults.keys)?)
+                },
+            );
+            match built {
                 Ok(client) => Some(client),
                 Err(ProviderError::NoModel) => None,
                 Err(e) => {
@@ -408,14 +400,10 @@ pub fn prepare(open: OpenParams, defaults: &ServeDefaults) -> Result<PreparedSes
     };
     let promotion_model = match (&settings.context_promotion, &model) {
         (Some(role), Some(_)) if defaults.fixed_model.is_none() => {
-            let spec = ModelSpec {
-                role: Some(role.clone()),
-                base_url: defaults.base_url.clone(),
-                api: defaults.api,
-                max_output_tokens: Some(settings.max_output_tokens),
-                ..ModelSpec::default()
-            };
-            match build_client(&spec, &defaults.catalog, &*defaults.keys) {
+            let spec = default_spec(Some(role.clone()), defaults, &settings);
+            match resolve_config(&spec, &defaults.catalog, &*defaults.keys)
+                .and_then(|config| shared.client_for(config))
+            {
                 Ok(client) => Some(client),
                 Err(e) => {
                     notices.push(format!("advisor: context promotion to {role} is off: {e}"));
@@ -435,8 +423,54 @@ pub fn prepare(open: OpenParams, defaults: &ServeDefaults) -> Result<PreparedSes
     Ok(PreparedSession { config, notices })
 }
 
+/// The provider configuration of a model the params name, with the session's
+/// `advisor.maxOutputTokens` and `advisor.requestTimeoutSecs` (M4).
+pub fn model_config(
+    param: &ModelParam,
+    defaults: &ServeDefaults,
+    settings: &AdvisorSettings,
+) -> Result<ProviderConfig, ProviderError> {
+    match param {
+        ModelParam::Endpoint(ep) => {
+            let mut config = endpoint_config(ep, &defaults.catalog, settings.max_output_tokens);
+            config.request_timeout = settings.request_timeout;
+            Ok(config)
+        }
+        ModelParam::Role(role) => {
+            let spec = ModelSpec {
+                role: Some(role.clone()),
+                max_output_tokens: Some(settings.max_output_tokens),
+                request_timeout: Some(settings.request_timeout),
+                ..ModelSpec::default()
+            };
+            resolve_config(&spec, &defaults.catalog, &*defaults.keys)
+        }
+    }
+}
+
+/// The spec of a role that does not come from the params: the server's `--base-url` and
+/// `--api` apply, with the session's output cap and request timeout.
+fn default_spec(
+    role: Option<String>,
+    defaults: &ServeDefaults,
+    settings: &AdvisorSettings,
+) -> ModelSpec {
+    ModelSpec {
+        role,
+        base_url: defaults.base_url.clone(),
+        api: defaults.api,
+        max_output_tokens: Some(settings.max_output_tokens),
+        request_timeout: Some(settings.request_timeout),
+        ..ModelSpec::default()
+    }
+}
+
+/// The largest modes.json read (as the settings files).
+pub const MAX_MODES_BYTES: usize = 1024 * 1024;
+
 /// The role for a session that names no model (M1): `--model`, else `ADVISOR_MODEL`, else
-/// `modelRoles.advisor` from the files, else `modes.advisor` from modes.json.
+/// `modelRoles.advisor` from the files, else `modes.advisor` from the first modes.json that
+/// has one (`<cwd>/.pi/modes.json`, then `<agentDir>/modes.json`).
 fn default_role(
     defaults: &ServeDefaults,
     env: &SettingsEnv,
@@ -452,13 +486,36 @@ fn default_role(
     {
         return Ok(Some(role));
     }
-    if let Some(dir) = agent_dir {
-        return advisor_role_from_modes(cwd, dir);
+    let [project, user] = modes_candidates(cwd, agent_dir.unwrap_or(cwd));
+    let candidates = match agent_dir {
+        Some(_) => vec![project, user],
+        None => vec![project],
+    };
+    for path in candidates {
+        if let Some(text) = read_modes(&path)? {
+            if let Some(role) = advisor_role_from_modes_text(&path.display().to_string(), &text)? {
+                return Ok(Some(role));
+            }
+        }
     }
-    let [project, _] = modes_candidates(cwd, cwd);
-    match std::fs::read_to_string(&project) {
-        Ok(text) => advisor_role_from_modes_text(&project.display().to_string(), &text),
-        Err(_) => Ok(None),
+    Ok(None)
+}
+
+/// A modes.json's text, `None` when there is none. Only a regular file is read, at most
+/// [`MAX_MODES_BYTES`]: a FIFO, a device or a larger file is an error naming the file,
+/// never a wait.
+fn read_modes(path: &Path) -> Result<Option<String>, ProviderError> {
+    let error = |message: String| ProviderError::Modes {
+        path: path.display().to_string(),
+        message,
+    };
+    match read_text_capped(path, MAX_MODES_BYTES) {
+        Ok(Capped {
+            truncated: true, ..
+        }) => Err(error(format!("larger than {MAX_MODES_BYTES} bytes"))),
+        Ok(Capped { content, .. }) => Ok(Some(content)),
+        Err(FileError::Missing) => Ok(None),
+        Err(e) => Err(error(e.to_string())),
     }
 }
 
@@ -570,6 +627,72 @@ mod tests {
             ..SettingsLayer::default()
         };
         assert!(!session_settings(&files, &off, &env).enabled);
+    }
+
+    #[test]
+    fn issue10_5_m4_the_sessions_request_timeout_reaches_the_model_it_names() {
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let settings = AdvisorSettings {
+            request_timeout: std::time::Duration::from_secs(7),
+            max_output_tokens: 900,
+            ..AdvisorSettings::default()
+        };
+        let ep = ModelParam::Endpoint(Endpoint {
+            id: "m".into(),
+            provider: "custom".into(),
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api: ApiKind::OpenAiCompletions,
+            api_key: None,
+            headers: Vec::new(),
+            context_window: None,
+            max_tokens: None,
+            thinking: None,
+            reasoning: None,
+            cost: None,
+        });
+        let role = ModelParam::Role("ollama/qwen3:low".into());
+        for param in [ep, role] {
+            let config = model_config(&param, &defaults, &settings).unwrap();
+            assert_eq!(config.request_timeout.as_secs(), 7, "{param:?}");
+            assert_eq!(config.max_output_tokens, 900, "{param:?}");
+        }
+    }
+
+    #[test]
+    fn a6_sessions_calling_one_endpoint_share_its_http_client() {
+        let shared = SharedResources::new(None);
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let dir = tempfile::tempdir().unwrap();
+        let open = |id: &str, port: u16| {
+            let mut p = params(json!({"sessionId": id, "cwd": dir.path(), "model": {
+                "id": "m", "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+                "api": "openai-completions"}}));
+            OpenParams::parse(&mut p).unwrap()
+        };
+        for (id, port) in [("a", 9), ("b", 9), ("c", 10)] {
+            let prepared = prepare(open(id, port), &defaults, &shared).unwrap();
+            assert!(prepared.config.model.is_some());
+        }
+        assert_eq!(shared.http_clients(), 2, "one client per endpoint");
+    }
+
+    #[test]
+    fn issue10_6_m1_modes_json_is_read_capped_and_a_fifo_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("modes.json");
+        assert_eq!(read_modes(&path).unwrap(), None, "no file: no role");
+        std::fs::write(&path, "{}").unwrap();
+        assert_eq!(read_modes(&path).unwrap().as_deref(), Some("{}"));
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(MAX_MODES_BYTES as u64 + 1)
+            .unwrap();
+        let e = read_modes(&path).unwrap_err().to_string();
+        assert!(e.contains("larger than 1048576 bytes"), "{e}");
+        std::fs::remove_file(&path).unwrap();
+        crate::regular_file::testing::mkfifo(&path);
+        let e = read_modes(&path).unwrap_err().to_string();
+        assert!(e.contains("modes.json: not a regular file (a FIFO)"), "{e}");
     }
 
     #[test]

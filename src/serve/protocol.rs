@@ -16,7 +16,8 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// The server failed while handling a valid request.
 pub const INTERNAL_ERROR: i64 = -32603;
-/// A session could not be opened from its files (a bad settings file, say).
+/// A session could not do what was asked: open from its files (a bad settings file, say),
+/// or answer `session/ask` (paused, failing, consulting off, the model call failed, G8).
 pub const SESSION_ERROR: i64 = -32000;
 /// `session/turnEnd` with a `base` that is not the last `leaf` seen (V2).
 pub const BASE_MISMATCH: i64 = -32010;

@@ -1,8 +1,7 @@
 //! One served session: its runtime handle, the transcript the server keeps from the
-//! messages the host appends (V2), the last `leaf` seen, and the thin actor that turns the
+//! messages the host appends (V2), the last `leaf` seen, and the task that turns the
 //! runtime's host events into notifications.
 
-use actix::{Actor, Context, Handler};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
@@ -12,6 +11,7 @@ use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::{Transcript, TranscriptMessage};
 use crate::handle::AdvisorHandle;
+use crate::runtime::AdvisorRuntime;
 use crate::RuntimeConfig;
 
 /// Where lines for the client go: the one writer task reads the other end (V1).
@@ -96,16 +96,27 @@ pub struct Session {
     pub log: TranscriptLog,
 }
 
-/// Starts a session's runtime. This is the one place that would become
-/// `runtime.open(config)` once the shared runtime of A6 exists: today every session's actors
-/// run in the serve process's one actix system (the caller's), and no thread is started.
-pub fn start_runtime(config: RuntimeConfig, session_id: &str, out: Outbox) -> AdvisorHandle {
-    let events = SessionEvents {
-        session_id: session_id.to_string(),
-        out,
-    }
-    .start();
-    AdvisorHandle::start(config, events.recipient())
+/// Opens a session on the serve process's shared runtime (A6): its actors go to the least
+/// loaded arbiter of the pool, its models through the providers' call limits, and a task
+/// hands its host events to the writer as notifications, in the order raised, until the
+/// session is closed. Starts no thread.
+pub fn open_on(
+    runtime: &AdvisorRuntime,
+    config: RuntimeConfig,
+    session_id: &str,
+    out: Outbox,
+) -> AdvisorHandle {
+    let (handle, mut events) = runtime.open(config);
+    let session_id = session_id.to_string();
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            // A writer that is gone means the server is ending; the event has nobody to go to.
+            if out.send(event_line(&session_id, &event)).is_err() {
+                return;
+            }
+        }
+    });
+    handle
 }
 
 /// A card or delivery as the client sees it: `{channel, content, notes: [{severity, note}]}`
@@ -141,25 +152,6 @@ pub fn event_line(session_id: &str, event: &HostEvent) -> String {
         HostEvent::SteerReady => {
             notification_line("session/steerReady", json!({ "sessionId": session_id }))
         }
-    }
-}
-
-/// Hands one session's host events to the writer as notifications, in the order raised.
-struct SessionEvents {
-    session_id: String,
-    out: Outbox,
-}
-
-impl Actor for SessionEvents {
-    type Context = Context<Self>;
-}
-
-impl Handler<HostEvent> for SessionEvents {
-    type Result = ();
-
-    fn handle(&mut self, msg: HostEvent, _ctx: &mut Context<Self>) {
-        // A writer that is gone means the server is ending; the event has nobody to go to.
-        let _ = self.out.send(event_line(&self.session_id, &msg));
     }
 }
 

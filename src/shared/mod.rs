@@ -116,9 +116,23 @@ impl SharedResources {
         spec: &ModelSpec,
         key_lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Arc<dyn ModelClient>, ProviderError> {
-        let config = resolve_config(spec, &self.catalog, key_lookup)?;
+        self.client_for(resolve_config(spec, &self.catalog, key_lookup)?)
+    }
+
+    /// A streaming client for a resolved `config` over the shared HTTP client of its
+    /// endpoint (the runtime's counterpart of [`crate::providers::client_for`]).
+    pub fn client_for(
+        &self,
+        config: ProviderConfig,
+    ) -> Result<Arc<dyn ModelClient>, ProviderError> {
         let http = self.http_client(&config)?;
         Ok(Arc::new(StreamingClient::with_http(config, http)))
+    }
+
+    /// How many HTTP clients were built: one per endpoint (base URL and connect timeout),
+    /// however many sessions call it.
+    pub fn http_clients(&self) -> usize {
+        self.http.lock().len()
     }
 
     /// The call limit of `provider`, created on first use with the runtime's limit, else

@@ -299,7 +299,8 @@ fn is_advisory(message: &Value) -> bool {
 }
 
 /// The primary: the last user prompt that is not an advisory is a plan. `[read:a,b]` reads
-/// those files in turn (one tool call per turn), `[say:x]` ends with the text `finished; X`
+/// those files in turn (one tool call per turn), `[ask:q]` then calls `ask_advisor` with the
+/// question `q` (G8), `[say:x]` ends with the text `finished; X`
 /// (upper-cased, so a cue in the prompt only fires once the primary has said it),
 /// `[slow]` stalls the answer after the reads; anything after the final answer (an advisory
 /// that steered or woke pi) is answered `noted`. A request without tools (pi's compaction
@@ -329,11 +330,17 @@ fn primary(body: &Value) -> Reply {
     let reads: Vec<String> = cue("read")
         .map(|r| r.split(',').map(str::to_string).collect())
         .unwrap_or_default();
+    let ask = cue("ask");
+    let steps = reads.len() + usize::from(ask.is_some());
     if done < reads.len() {
         let args = json!({"path": reads[done]});
         return quick(tool_sse(&format!("call_{done}"), "read", args));
     }
-    if done == reads.len() {
+    if let Some(question) = ask.filter(|_| done < steps) {
+        let args = json!({"question": question});
+        return quick(tool_sse("call_ask", "ask_advisor", args));
+    }
+    if done == steps {
         let delay = if prompt.contains("[slow]") {
             Duration::from_secs(30)
         } else {
@@ -348,7 +355,12 @@ fn primary(body: &Value) -> Reply {
     quick(text_sse("noted"))
 }
 
-/// The advisor: reviews the newest session update it is sent. `CUE-NIT` / `CUE-CONCERN` /
+/// What the scripted advisor answers a question with (G8).
+const ASK_ANSWER: &str = "ANSWER-MARKER: keep a copy of notes.txt before you overwrite it.";
+
+/// The advisor: answers a question from the agent (an ask, G8) with [`ASK_ANSWER`] (after a
+/// minute when the question holds `CUE-SLOW-ANSWER`); else
+/// reviews the newest session update it is sent. `CUE-NIT` / `CUE-CONCERN` /
 /// `CUE-BLOCKER` there call `advise` at once; `CUE-LATE-NIT` / `CUE-LATE-CONCERN` /
 /// `CUE-LATE-BLOCKER` do so after 1.5 s (so pi has gone idle or been aborted meanwhile);
 /// `CUE-STALL` answers only after a minute; `CUE-DENIED` is refused with a 401. Anything
@@ -363,6 +375,14 @@ fn advisor(body: &Value) -> Reply {
         return quick(text_sse(""));
     }
     let text = message_text(last);
+    if text.contains("Question from the agent") {
+        let delay = if text.contains("CUE-SLOW-ANSWER") {
+            Duration::from_secs(60)
+        } else {
+            Duration::ZERO
+        };
+        return Reply::after(delay, text_sse(ASK_ANSWER));
+    }
     if text.contains("CUE-DENIED") {
         return Reply {
             delay: Duration::ZERO,
@@ -1314,6 +1334,201 @@ fn v5_on_off_persist_across_restarts_and_pi_exiting_ends_the_child() {
     pi.prompt_settled("Three. [say:three]");
     assert!(serve_children(pi.pid()).is_empty());
     assert_eq!(advisor_srv.bodies().len(), reviewed);
+    pi.quit();
+}
+
+/// One scenario's world: the scripted primary and advisor servers, running on `_rt`, and the
+/// directories of a setup with `config` (K1) and `notes`.
+struct World {
+    primary: ModelServer,
+    advisor: ModelServer,
+    setup: Setup,
+    _rt: Runtime,
+}
+
+fn world(config: &str, notes: &str) -> World {
+    let rt = runtime();
+    let primary = ModelServer::start(&rt, Arc::new(primary));
+    let advisor = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary, &advisor, config, notes);
+    World {
+        primary,
+        advisor,
+        setup,
+        _rt: rt,
+    }
+}
+
+/// The tool results for `tool` in a session file, as (text, isError).
+fn tool_results_in(file: &str, tool: &str) -> Vec<(String, bool)> {
+    session_entries(file)
+        .into_iter()
+        .filter(|e| {
+            e["type"] == "message"
+                && e["message"]["role"] == "toolResult"
+                && e["message"]["toolName"] == tool
+        })
+        .map(|e| {
+            let text = message_text(&e["message"]);
+            (text, e["message"]["isError"] == true)
+        })
+        .collect()
+}
+
+/// The messages of a request answering tool calls (OpenAI `role: "tool"`), as text.
+fn tool_messages(body: &Value) -> Vec<String> {
+    messages(body)
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(message_text)
+        .collect()
+}
+
+/// G8 (issue 13): the primary calls `ask_advisor`; the advisor's request carries the question
+/// after the turns it reviewed and offers no `advise`; the answer is the tool result the
+/// primary's next request carries and the session file keeps.
+#[test]
+fn v5_g8_the_primary_asks_its_advisor_with_the_ask_advisor_tool() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "the deploy script reads notes.txt\n");
+    let (primary_srv, advisor_srv) = (&w.primary, &w.advisor);
+    let mut pi = w.setup.start(tools, true, &[]);
+    let question = "I am about to overwrite notes.txt. Is that safe?";
+    pi.prompt_settled(&format!(
+        "Read the notes, then check before overwriting. [read:notes.txt] [ask:{question}] [say:asked]"
+    ));
+
+    let requests = primary_requests(primary_srv);
+    assert_eq!(requests.len(), 3, "read, ask, final answer");
+    let offered: Vec<&Value> = requests[0]["tools"]
+        .as_array()
+        .map(|t| t.iter().collect())
+        .unwrap_or_default();
+    let tool = offered
+        .iter()
+        .find(|t| t["function"]["name"] == "ask_advisor")
+        .expect("the primary is offered ask_advisor");
+    let description = tool["function"]["description"].as_str().unwrap_or_default();
+    for when in ["irreversible", "stuck", "unsure"] {
+        assert!(description.contains(when), "{description}");
+    }
+    assert_eq!(
+        tool["function"]["parameters"]["required"],
+        json!(["question"]),
+        "{tool}"
+    );
+
+    // The advisor answered from its context: the reviewed turn first, then the question
+    // (which stays in its context for the reviews after it).
+    let asks: Vec<Value> = advisor_srv
+        .bodies()
+        .into_iter()
+        .filter(|b| {
+            messages(b)
+                .last()
+                .is_some_and(|m| message_text(m).contains("Question from the agent"))
+        })
+        .collect();
+    assert_eq!(asks.len(), 1, "one ask reached the advisor");
+    let msgs = messages(&asks[0]);
+    let (last, before) = msgs.split_last().expect("messages");
+    assert!(message_text(last).contains(question), "{last}");
+    assert!(
+        before
+            .iter()
+            .any(|m| message_text(m).contains("read(notes.txt)")),
+        "the question comes after the reviewed turn: {before:?}"
+    );
+    let advisor_tools = asks[0]["tools"].to_string();
+    assert!(
+        !advisor_tools.contains("\"advise\""),
+        "no advise while answering: {advisor_tools}"
+    );
+
+    // The primary got the answer as the tool result: in its next request and in the file.
+    let results = tool_messages(&requests[2]);
+    assert!(
+        results.iter().any(|r| r.contains(ASK_ANSWER)),
+        "the answer reaches the primary's next request: {results:?}"
+    );
+    let file = pi.state()["sessionFile"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let saved = tool_results_in(&file, "ask_advisor");
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert!(
+        saved[0].0.contains(ASK_ANSWER) && !saved[0].1,
+        "saved as the tool's result: {saved:?}"
+    );
+    let status = pi.advisor_command("status");
+    assert!(status.contains("consults: 1"), "{status}");
+    pi.quit();
+}
+
+/// G8 with `advisor.consult: false`: the tool stays offered and answers, as an error, that
+/// consulting is off; no question reaches the advisor and the primary goes on.
+#[test]
+fn v5_g8_with_consult_off_ask_advisor_says_so_and_the_run_goes_on() {
+    let Some(tools) = tools() else { return };
+    let w = world(&format!("{ENABLED_SYNC}  consult: false\n"), "notes\n");
+    let (primary_srv, advisor_srv) = (&w.primary, &w.advisor);
+    let mut pi = w.setup.start(tools, true, &[]);
+    pi.prompt_settled("Check first. [ask:Should I delete the build dir?] [say:went on]");
+    let requests = primary_requests(primary_srv);
+    assert_eq!(requests.len(), 2, "ask, then the final answer");
+    let results = tool_messages(&requests[1]);
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("consulting the advisor is turned off (advisor.consult: false)")),
+        "{results:?}"
+    );
+    let file = pi.state()["sessionFile"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let saved = tool_results_in(&file, "ask_advisor");
+    assert_eq!(saved.len(), 1);
+    assert!(saved[0].1, "saved as an error result: {saved:?}");
+    assert!(
+        advisor_srv
+            .bodies()
+            .iter()
+            .all(|b| !request_text(b).contains("Question from the agent")),
+        "no question reached the advisor"
+    );
+    pi.quit();
+}
+
+/// G8: a user abort ends an `ask_advisor` call that is still waiting for the advisor at once
+/// (the wait is raced against the tool's abort signal), and pi settles.
+#[test]
+fn v5_g8_an_abort_ends_a_waiting_ask_advisor_call_at_once() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_ASYNC, "notes\n");
+    let (primary_srv, advisor_srv) = (&w.primary, &w.advisor);
+    let mut pi = w.setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "Ask first. [ask:CUE-SLOW-ANSWER is this safe?] [say:never]"}));
+    eventually("the question at the advisor", || {
+        advisor_srv
+            .bodies()
+            .iter()
+            .any(|b| request_text(b).contains("CUE-SLOW-ANSWER is this safe?"))
+    });
+    let aborted = Instant::now();
+    pi.call(json!({"type": "abort"}));
+    let (_, settled) = pi.wait_within(mark, "agent_settled", Duration::from_secs(10), |v| {
+        v["type"] == "agent_settled"
+    });
+    assert_eq!(settled["aborted"], true);
+    assert!(
+        aborted.elapsed() < Duration::from_secs(5),
+        "the abort did not wait for the advisor: {:?}",
+        aborted.elapsed()
+    );
+    assert_eq!(primary_requests(primary_srv).len(), 1);
     pi.quit();
 }
 

@@ -94,6 +94,14 @@ fn silent() -> ScriptedResponse {
     ])
 }
 
+/// An answer that is only `text`.
+fn text(text: &str) -> ScriptedResponse {
+    finished(vec![
+        chunk(json!({"role": "assistant", "content": text}), None),
+        chunk(json!({}), Some("stop")),
+    ])
+}
+
 /// The endpoint object a host with its own model registry sends (V2).
 fn endpoint(server: &SseServer) -> Value {
     json!({"id": "test-model", "baseUrl": server.base_url(), "api": "openai-completions",
@@ -221,13 +229,17 @@ async fn v4_binary_garbage_u2028_and_an_oversized_line_then_valid_requests_on_on
     let e = c.null_id_reply().await;
     assert_eq!(e["error"]["code"], -32600, "{e}");
     assert!(c.reply_now(&json!(99)).is_none());
-    assert_eq!(
-        c.call_err(
+    // session/ask is served: this session is off, so there is nobody to answer (G8).
+    let e = c
+        .call_err(
             "session/ask",
-            json!({"sessionId": "s\u{2028}1", "question": "?"})
+            json!({"sessionId": "s\u{2028}1", "question": "?"}),
         )
-        .await["code"],
-        -32601
+        .await;
+    assert_eq!(
+        (e["code"].clone(), e["data"].clone()),
+        (json!(-32000), json!({"reason": "notRunning"})),
+        "{e}"
     );
     #[cfg(target_os = "linux")]
     if let Some(pid) = s.child.id() {
@@ -283,6 +295,85 @@ async fn v1_g7_binary_exits_0_within_2s_of_eof_with_the_audit_flushed() {
     let audit = std::fs::read_to_string(cwd.path().join("sessions/abc__advisor.jsonl")).unwrap();
     assert!(audit.contains("Check the exit code."), "{audit}");
     assert!(audit.contains("delete the build dir"), "{audit}");
+}
+
+#[tokio::test]
+async fn g8_v2_binary_session_ask_answers_from_the_reviewed_turn() {
+    let server = SseServer::start([silent(), text("Run the migration on a copy first.")])
+        .await
+        .unwrap();
+    let mut s = spawn(&[], &[]);
+    let cwd = tempfile::tempdir().unwrap();
+    let c = &mut s.client;
+    c.call(
+        "session/open",
+        open_with(
+            "s1",
+            cwd.path(),
+            endpoint(&server),
+            json!({"syncBacklog": 1}),
+        ),
+    )
+    .await;
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": null, "leaf": "e1",
+            "messages": [user("Write the users-table migration"), assistant("Wrote 0042_users.sql.")]}),
+    )
+    .await;
+    let r = c
+        .call(
+            "session/ask",
+            json!({"sessionId": "s1", "question": "Safe to run it on production now?"}),
+        )
+        .await;
+    assert_eq!(r, json!({"answer": "Run the migration on a copy first."}));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let ask = requests[1].json();
+    let sent = ask["messages"].to_string();
+    let turn = sent
+        .find("Write the users-table migration")
+        .expect("the turn");
+    let question = sent
+        .find("Safe to run it on production now?")
+        .expect("the question");
+    assert!(
+        turn < question,
+        "the question comes after the reviewed turn"
+    );
+    let tools = ask["tools"].to_string();
+    assert!(!tools.contains("\"advise\""), "{tools}");
+    c.close_input();
+    let (code, _) = exit_within(&mut s.child, Duration::from_secs(2)).await;
+    assert!(code.success());
+}
+
+#[tokio::test]
+async fn issue10_6_binary_log_path_that_is_a_fifo_is_one_error_line_not_a_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("serve.log");
+    super::serve_shared::mkfifo(&fifo);
+    let fifo_arg = fifo.to_str().unwrap().to_string();
+    let mut s = spawn(&["--log", &fifo_arg], &[]);
+    let (code, _) = exit_within(&mut s.child, Duration::from_secs(5)).await;
+    assert_eq!(code.code(), Some(1));
+    let mut stderr = String::new();
+    use tokio::io::AsyncReadExt;
+    s.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .await
+        .unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "advisor: cannot use the log file {}: not a regular file (a FIFO)\n",
+            fifo.display()
+        )
+    );
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::ModelClient;
 use advisor::providers::Catalog;
+use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
 use advisor::serve::open::ServeDefaults;
 use advisor::serve::{serve, ServeEnd, ServeOptions};
 use serde_json::{json, Value};
@@ -17,10 +18,10 @@ use tokio::task::JoinHandle;
 use super::serve_client::{assistant, open_params, user, RpcClient};
 use crate::support::runtime::{last_user_text, next_request, GatedModel};
 
-type Client = RpcClient<DuplexStream, DuplexStream>;
+pub(super) type Client = RpcClient<DuplexStream, DuplexStream>;
 
 /// Starts a server on duplex pipes; every session uses `model` when given.
-fn start_with(
+pub(super) fn start_with(
     model: Option<Arc<dyn ModelClient>>,
     max_line_bytes: usize,
 ) -> (Client, JoinHandle<ServeEnd>) {
@@ -29,18 +30,29 @@ fn start_with(
     let mut defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
     defaults.fixed_model = model;
     let options = ServeOptions {
-        defaults,
         max_line_bytes,
+        ..ServeOptions::new(defaults, serve_runtime())
     };
     let server = actix::spawn(serve(server_r, server_w, options));
     (RpcClient::new(client_w, client_r), server)
 }
 
-fn start(model: ScriptedModel) -> (Client, JoinHandle<ServeEnd>) {
+/// A small shared runtime for one test's server (A6): two arbiters, one call thread, the
+/// per-provider limit from the first session's `advisor.maxConcurrentReviews`.
+fn serve_runtime() -> AdvisorRuntime {
+    AdvisorRuntime::new(RuntimeOptions {
+        arbiters: 2,
+        max_concurrent_reviews: None,
+        call_threads: 1,
+    })
+    .expect("the shared runtime starts")
+}
+
+pub(super) fn start(model: ScriptedModel) -> (Client, JoinHandle<ServeEnd>) {
     start_with(Some(Arc::new(model)), advisor::serve::lines::MAX_LINE_BYTES)
 }
 
-async fn open(client: &mut Client, session: &str, cwd: &Path, settings: Value) -> Value {
+pub(super) async fn open(client: &mut Client, session: &str, cwd: &Path, settings: Value) -> Value {
     client
         .call("session/open", open_params(session, cwd, settings))
         .await
@@ -446,7 +458,8 @@ async fn v3_a_turn_end_waiting_on_sync_backlog_delays_no_other_call() {
         c.call("session/close", json!({"sessionId": "c"})).await,
         json!({})
     );
-    assert_eq!(c.reply(&held).await["result"], json!({}));
+    let r = c.reply(&held).await;
+    assert_eq!(r["result"], json!({}), "{r}");
     gate.add_permits(8);
 }
 
@@ -512,20 +525,23 @@ async fn v4_every_error_code_and_the_server_reads_on() {
         "{e}"
     );
     c.call("initialize", json!({})).await;
-    // Unknown methods, consult included for now: -32601.
+    // Unknown methods: -32601.
     assert_eq!(
         c.call_err("session/frobnicate", json!({})).await["code"],
         -32601
     );
-    assert_eq!(
-        c.call_err(
-            "session/ask",
-            json!({"sessionId": "s1", "question": "why?"})
-        )
-        .await["code"],
-        -32601
-    );
     // Missing, mistyped, unknown session: -32602 naming the field.
+    let e = c
+        .call_err(
+            "session/ask",
+            json!({"sessionId": "s1", "question": "why?"}),
+        )
+        .await;
+    assert_eq!(
+        (e["code"].clone(), e["data"]["field"].clone()),
+        (json!(-32602), json!("sessionId")),
+        "session/ask is served: an unknown session is named"
+    );
     open(&mut c, "s1", dir.path(), json!({})).await;
     for (method, params, field) in [
         ("session/open", json!({"cwd": "/"}), "sessionId"),
@@ -561,6 +577,17 @@ async fn v4_every_error_code_and_the_server_reads_on() {
         ),
         ("session/interrupt", json!({"sessionId": "s1"}), "byUser"),
         ("session/command", json!({"sessionId": "s1"}), "line"),
+        ("session/ask", json!({"sessionId": "s1"}), "question"),
+        (
+            "session/ask",
+            json!({"sessionId": "s1", "question": ["why?"]}),
+            "question",
+        ),
+        (
+            "session/ask",
+            json!({"sessionId": "s1", "question": "  "}),
+            "question",
+        ),
         ("session/status", json!({"sessionId": "nope"}), "sessionId"),
         ("session/stepBoundary", json!({"sessionId": 7}), "sessionId"),
         ("session/stepBoundary", json!({}), "sessionId"),

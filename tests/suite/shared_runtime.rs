@@ -8,7 +8,7 @@ use crate::support::virtual_clock::VirtualClock;
 use crate::support::wire::Dialect;
 
 use std::fs;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -214,41 +214,12 @@ async fn panic_in_one_session(rt: &AdvisorRuntime) {
     b.dispose().await.unwrap();
 }
 
-/// Counts the calls that run at once; each waits for the test to release it.
-#[derive(Clone)]
-struct Counting {
-    gated: GatedModel,
-    now: Arc<AtomicUsize>,
-    most: Arc<AtomicUsize>,
-}
-
-impl ModelClient for Counting {
-    fn complete(&self, request: ModelRequest) -> ModelFuture {
-        let (now, most) = (self.now.clone(), self.most.clone());
-        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
-        most.fetch_max(n, Ordering::SeqCst);
-        let answer = self.gated.complete(request);
-        Box::pin(async move {
-            let out = answer.await;
-            now.fetch_sub(1, Ordering::SeqCst);
-            out
-        })
-    }
-    fn info(&self) -> ModelInfo {
-        self.gated.info()
-    }
-}
-
 #[tokio::test]
 async fn a6_the_call_limit_holds_across_all_sessions_of_the_runtime() {
     let rt = runtime(2, Some(3));
     let (gated, mut arrivals, gate) = GatedModel::new(Vec::new(), true);
     let gate = gate.unwrap();
-    let model = Counting {
-        gated,
-        now: Arc::new(AtomicUsize::new(0)),
-        most: Arc::new(AtomicUsize::new(0)),
-    };
+    let model = Counting::new(gated);
     let sessions: Vec<_> = (0..20)
         .map(|i| {
             rt.open(config(
@@ -284,11 +255,7 @@ async fn a6_the_call_limit_holds_across_all_sessions_of_the_runtime() {
     for turn in turns {
         turn.await.unwrap();
     }
-    assert_eq!(
-        model.most.load(Ordering::SeqCst),
-        3,
-        "never more than the limit"
-    );
+    assert_eq!(model.most(), 3, "never more than the limit");
     let calls = &rt.calls()[0];
     assert_eq!((calls.in_flight, calls.waiting, calls.peak), (0, 0, 3));
     assert_eq!(calls.started, 20);
@@ -464,6 +431,32 @@ async fn a6_s1_waiting_for_a_call_slot_is_not_a_failure_and_holds_the_sync_wait_
     assert!(clock.arrival(0).await >= started + Duration::from_secs(200));
     assert_eq!(limit.counts().peak, 1);
     handle.dispose().await.unwrap();
+}
+
+#[tokio::test]
+async fn a6_r2_dispose_answers_a_turn_end_still_waiting_before_the_session_closes() {
+    let rt = runtime(1, None);
+    let (gated, mut arrivals, gate) = GatedModel::new(Vec::new(), true);
+    let (handle, mut events) = rt.open(config("s", Arc::new(gated), SyncBacklog::Below(1)));
+    let waiting = {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            let t = Transcript::from_messages([TranscriptMessage::user("held review")]);
+            handle.turn_end(&t).await
+        })
+    };
+    // The review is held by the model: the turn end waits on the backlog (S1).
+    next_request(&mut arrivals).await;
+    handle.dispose().await.unwrap();
+    assert_eq!(
+        waiting.await.unwrap(),
+        Ok(()),
+        "dispose releases the wait; the close does not drop its answer"
+    );
+    // The held model call ends; then nothing of the session is left.
+    gate.expect("gated").add_permits(1);
+    closed(&mut events).await;
+    assert_eq!(rt.sessions(), 0);
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -101,6 +102,47 @@ impl ModelClient for GatedModel {
 
     fn info(&self) -> ModelInfo {
         self.script.info()
+    }
+}
+
+/// Counts the calls that run at once; each waits for the gated model's permit.
+#[derive(Clone)]
+pub struct Counting {
+    pub gated: GatedModel,
+    now: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl Counting {
+    /// Counts the calls `gated` answers.
+    pub fn new(gated: GatedModel) -> Self {
+        Self {
+            gated,
+            now: Arc::new(AtomicUsize::new(0)),
+            most: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// The most calls that ever ran at once.
+    pub fn most(&self) -> usize {
+        self.most.load(Ordering::SeqCst)
+    }
+}
+
+impl ModelClient for Counting {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        let (now, most) = (self.now.clone(), self.most.clone());
+        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+        most.fetch_max(n, Ordering::SeqCst);
+        let answer = self.gated.complete(request);
+        Box::pin(async move {
+            let out = answer.await;
+            now.fetch_sub(1, Ordering::SeqCst);
+            out
+        })
+    }
+    fn info(&self) -> ModelInfo {
+        self.gated.info()
     }
 }
 
