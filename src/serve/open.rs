@@ -11,11 +11,10 @@ use serde_json::{json, Map, Value};
 use super::protocol::{kind, Params, RpcError, SESSION_ERROR};
 use crate::domain::transcript::TranscriptMessage;
 use crate::model::{ModelClient, ThinkingLevel};
-use crate::providers::resolve::{advisor_role_from_modes_text, modes_candidates};
+use crate::providers::resolve::{advisor_role_from_modes_file, modes_candidates};
 use crate::providers::{
     resolve_config, ApiKind, Catalog, ModelSpec, Prices, ProviderConfig, ProviderError,
 };
-use crate::regular_file::{read_text_capped, Capped, FileError};
 use crate::runtime::SharedResources;
 use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
 use crate::RuntimeConfig;
@@ -465,9 +464,6 @@ fn default_spec(
     }
 }
 
-/// The largest modes.json read (as the settings files).
-pub const MAX_MODES_BYTES: usize = 1024 * 1024;
-
 /// The role for a session that names no model (M1): `--model`, else `ADVISOR_MODEL`, else
 /// `modelRoles.advisor` from the files, else `modes.advisor` from the first modes.json that
 /// has one (`<cwd>/.pi/modes.json`, then `<agentDir>/modes.json`).
@@ -492,31 +488,11 @@ fn default_role(
         None => vec![project],
     };
     for path in candidates {
-        if let Some(text) = read_modes(&path)? {
-            if let Some(role) = advisor_role_from_modes_text(&path.display().to_string(), &text)? {
-                return Ok(Some(role));
-            }
+        if let Some(role) = advisor_role_from_modes_file(&path)? {
+            return Ok(Some(role));
         }
     }
     Ok(None)
-}
-
-/// A modes.json's text, `None` when there is none. Only a regular file is read, at most
-/// [`MAX_MODES_BYTES`]: a FIFO, a device or a larger file is an error naming the file,
-/// never a wait.
-fn read_modes(path: &Path) -> Result<Option<String>, ProviderError> {
-    let error = |message: String| ProviderError::Modes {
-        path: path.display().to_string(),
-        message,
-    };
-    match read_text_capped(path, MAX_MODES_BYTES) {
-        Ok(Capped {
-            truncated: true, ..
-        }) => Err(error(format!("larger than {MAX_MODES_BYTES} bytes"))),
-        Ok(Capped { content, .. }) => Ok(Some(content)),
-        Err(FileError::Missing) => Ok(None),
-        Err(e) => Err(error(e.to_string())),
-    }
 }
 
 #[cfg(test)]
@@ -674,25 +650,6 @@ mod tests {
             assert!(prepared.config.model.is_some());
         }
         assert_eq!(shared.http_clients(), 2, "one client per endpoint");
-    }
-
-    #[test]
-    fn issue10_6_m1_modes_json_is_read_capped_and_a_fifo_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("modes.json");
-        assert_eq!(read_modes(&path).unwrap(), None, "no file: no role");
-        std::fs::write(&path, "{}").unwrap();
-        assert_eq!(read_modes(&path).unwrap().as_deref(), Some("{}"));
-        std::fs::File::create(&path)
-            .unwrap()
-            .set_len(MAX_MODES_BYTES as u64 + 1)
-            .unwrap();
-        let e = read_modes(&path).unwrap_err().to_string();
-        assert!(e.contains("larger than 1048576 bytes"), "{e}");
-        std::fs::remove_file(&path).unwrap();
-        crate::regular_file::testing::mkfifo(&path);
-        let e = read_modes(&path).unwrap_err().to_string();
-        assert!(e.contains("modes.json: not a regular file (a FIFO)"), "{e}");
     }
 
     #[test]
