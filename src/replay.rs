@@ -38,8 +38,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::domain::advice::{Channel, Delivery, Severity};
 use crate::domain::host::{HostEvent, RewriteKind};
-use crate::handle::{AdvisorHandle, HandleError};
-use crate::messages::review::BacklogWait;
+use crate::handle::{AdvisorHandle, BacklogWait, HandleError};
 use crate::review::ask::check_question;
 use crate::session::{HostStep, SessionDriver};
 use crate::status::AdvisorStatus;

@@ -3,7 +3,8 @@
 //! modules that speak (the `advise` tool, delivery, the review engine) include their own.
 //!
 //! A table file holds one `key: text` per line; lines starting with `#` are comments.
-//! `{name}` placeholders are filled by [`fill`].
+//! `{name}` placeholders are filled by [`fill`]; [`exceeds_chars`] measures a text against a
+//! character cap without walking a long one to its end.
 
 /// A `key: text` table compiled in from a data file.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +46,13 @@ pub(crate) fn plural(n: usize) -> &'static str {
     }
 }
 
+/// True when `note` has more than `max_chars` characters. Costs O(1) for a note whose byte
+/// length is within the cap, and at most `max_chars` steps otherwise: a 50 MB note is never
+/// walked to its end, copied or normalised.
+pub fn exceeds_chars(note: &str, max_chars: usize) -> bool {
+    note.len() > max_chars && note.chars().nth(max_chars).is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +73,16 @@ mod tests {
         );
         assert_eq!(plural(1), "");
         assert_eq!(plural(2), "s");
+    }
+
+    #[test]
+    fn d10_the_length_cap_counts_characters_not_bytes() {
+        assert!(!exceeds_chars("abc", 3));
+        assert!(exceeds_chars("abcd", 3));
+        // Three characters, six bytes: within a cap of three.
+        assert!(!exceeds_chars("äöü", 3));
+        assert!(exceeds_chars("äöüx", 3));
+        assert!(!exceeds_chars("", 0));
+        assert!(exceeds_chars(&"x".repeat(100_000), 2000));
     }
 }

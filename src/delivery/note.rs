@@ -28,27 +28,9 @@ pub fn is_content_free(note: &str) -> bool {
     )
 }
 
-/// True when `note` has more than `max_chars` characters. Costs O(1) for a note whose byte
-/// length is within the cap, and at most `max_chars` steps otherwise: a 50 MB note is never
-/// walked to its end, copied or normalised.
-pub fn exceeds_chars(note: &str, max_chars: usize) -> bool {
-    note.len() > max_chars && note.chars().nth(max_chars).is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn d10_the_length_cap_counts_characters_not_bytes() {
-        assert!(!exceeds_chars("abc", 3));
-        assert!(exceeds_chars("abcd", 3));
-        // Three characters, six bytes: within a cap of three.
-        assert!(!exceeds_chars("äöü", 3));
-        assert!(exceeds_chars("äöüx", 3));
-        assert!(!exceeds_chars("", 0));
-        assert!(exceeds_chars(&"x".repeat(100_000), 2000));
-    }
 
     #[test]
     fn d8_normalisation_is_nfkc_with_whitespace_collapsed() {

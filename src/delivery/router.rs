@@ -9,12 +9,13 @@ use std::collections::HashMap;
 use super::budget::{NoteBudget, ReviewId};
 use super::catch_up::{best_effort_notice, CatchUp, CatchUpEnd, CatchUpPlan, HeldRelease};
 use super::held::{HeldNote, HeldNotes, Reraised};
-use super::note::{exceeds_chars, is_content_free, normalize_note};
+use super::note::{is_content_free, normalize_note};
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 use super::texts::{EARLIER_STEP, FINAL_ANSWER};
 use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
 use crate::domain::host::{HostEvent, StepAdvice};
 use crate::settings::DeliveryPolicy;
+use crate::texts::exceeds_chars;
 
 /// The note cap when none is configured (`advisor.maxNoteChars`, K1).
 pub const DEFAULT_MAX_NOTE_CHARS: usize = 2000;

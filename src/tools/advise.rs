@@ -4,9 +4,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::delivery::note::exceeds_chars;
 use crate::domain::advice::{Advisory, Severity};
 use crate::model::ToolSchema;
+use crate::texts::exceeds_chars;
 use crate::texts::{fill, Table};
 use crate::tools::args::schema_of;
 use crate::tools::ToolError;
