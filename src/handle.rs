@@ -1,6 +1,10 @@
 //! The host handle (SPEC A3): one type that starts the actors and offers the A4 calls,
 //! hiding actix addresses.
 
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use actix::{Actor, Addr, Recipient};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::oneshot;
@@ -11,12 +15,13 @@ use crate::config::RuntimeConfig;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
 use crate::messages::host::{
-    Dispose, GetDump, GetStatus, Interrupt, Rewrite, RunCommand, RunState, StepBoundary, TurnEnd,
-    UserPrompt,
+    CloseSession, DisposeSession, GetDump, GetStatus, PrimaryTurnEnded, RunCommand, RunInterrupted,
+    RunStateChanged, TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::AskAdvisor;
 pub use crate::review::ask::MAX_QUESTION_CHARS;
 pub use crate::review::{AskError, BacklogWait};
+use crate::shared::SharedResources;
 use crate::status::AdvisorStatus;
 
 /// Failures of the handle itself (the runtime is gone).
@@ -40,7 +45,7 @@ pub struct AdvisorHandle {
     supervisor: Addr<Supervisor>,
     system: Option<actix::System>,
     /// The session's place on a shared runtime (A6), when it was opened on one.
-    lease: Option<std::sync::Arc<crate::runtime::SessionLease>>,
+    lease: Option<Arc<SessionLease>>,
 }
 
 impl AdvisorHandle {
@@ -55,25 +60,12 @@ impl AdvisorHandle {
     }
 
     /// A handle on a session opened on a shared runtime.
-    pub(crate) fn opened(
-        supervisor: Addr<Supervisor>,
-        lease: crate::runtime::SessionLease,
-    ) -> Self {
+    pub(crate) fn opened(supervisor: Addr<Supervisor>, lease: SessionLease) -> Self {
         Self {
             supervisor,
             system: None,
-            lease: Some(std::sync::Arc::new(lease)),
+            lease: Some(Arc::new(lease)),
         }
-    }
-
-    /// Opens the session on the process's default shared runtime
-    /// ([`crate::runtime::AdvisorRuntime::global`], created on first use), for hosts that
-    /// are plain tokio programs (`#[tokio::main]`): no thread is started per session (A6).
-    /// Host events arrive on the returned receiver.
-    pub async fn spawn(
-        config: RuntimeConfig,
-    ) -> Result<(Self, UnboundedReceiver<HostEvent>), HandleError> {
-        Ok(crate::runtime::AdvisorRuntime::global()?.open(config))
     }
 
     /// Starts the session on a thread and actix system of its own, as `spawn` did before
@@ -112,7 +104,7 @@ impl AdvisorHandle {
     /// A primary turn finished (A4). Resolves after the syncBacklog wait (S1).
     pub async fn turn_end(&self, transcript: &Transcript) -> Result<(), HandleError> {
         self.supervisor
-            .send(TurnEnd {
+            .send(PrimaryTurnEnded {
                 transcript: transcript.clone(),
             })
             .await
@@ -122,7 +114,7 @@ impl AdvisorHandle {
     /// The host is about to call its model: the advice to fold in now (D3).
     pub async fn step_boundary(&self) -> Result<StepAdvice, HandleError> {
         self.supervisor
-            .send(StepBoundary)
+            .send(TakeStepAdvice)
             .await
             .map_err(|_| HandleError::Stopped)
     }
@@ -130,7 +122,7 @@ impl AdvisorHandle {
     /// The primary started (`true`) or went idle (`false`).
     pub async fn run_state(&self, running: bool) -> Result<(), HandleError> {
         self.supervisor
-            .send(RunState { running })
+            .send(RunStateChanged { running })
             .await
             .map_err(|_| HandleError::Stopped)
     }
@@ -138,7 +130,7 @@ impl AdvisorHandle {
     /// The host aborted the run (D6).
     pub async fn interrupt(&self, by_user: bool) -> Result<(), HandleError> {
         self.supervisor
-            .send(Interrupt { by_user })
+            .send(RunInterrupted { by_user })
             .await
             .map_err(|_| HandleError::Stopped)
     }
@@ -146,7 +138,7 @@ impl AdvisorHandle {
     /// A user-initiated prompt (D6).
     pub async fn user_prompt(&self) -> Result<(), HandleError> {
         self.supervisor
-            .send(UserPrompt)
+            .send(UserPrompted)
             .await
             .map_err(|_| HandleError::Stopped)
     }
@@ -154,7 +146,7 @@ impl AdvisorHandle {
     /// The host replaced its transcript (R1).
     pub async fn rewrite(&self, kind: RewriteKind) -> Result<(), HandleError> {
         self.supervisor
-            .send(Rewrite { kind })
+            .send(TranscriptRewritten { kind })
             .await
             .map_err(|_| HandleError::Stopped)
     }
@@ -227,14 +219,14 @@ impl AdvisorHandle {
     pub async fn dispose(&self) -> Result<(), HandleError> {
         let result = self
             .supervisor
-            .send(Dispose)
+            .send(DisposeSession)
             .await
             .map_err(|_| HandleError::Stopped);
         if let Some(system) = &self.system {
             system.stop();
         }
         if let Some(lease) = &self.lease {
-            let _ = self.supervisor.send(crate::runtime::CloseSession).await;
+            let _ = self.supervisor.send(CloseSession).await;
             lease.release();
         }
         result
@@ -245,7 +237,57 @@ impl AdvisorHandle {
     pub fn provider_calls(&self) -> Vec<crate::model::limit::CallCounts> {
         self.lease
             .as_ref()
-            .map(|lease| lease.runtime().calls())
+            .map(|lease| lease.shared.calls())
             .unwrap_or_default()
+    }
+}
+
+/// A session's claim on its arbiter of a shared runtime (A6); released once, at dispose or
+/// when the last handle clone is dropped (which closes the session as `dispose` would).
+pub(crate) struct SessionLease {
+    supervisor: Addr<Supervisor>,
+    /// The open-session count of the session's arbiter.
+    sessions: Arc<AtomicUsize>,
+    released: AtomicBool,
+    /// The runtime's shared resources, for the providers' call counts (C3).
+    shared: Arc<SharedResources>,
+    /// Keeps the runtime's threads alive while the session is open.
+    _runtime: Arc<dyn Any + Send + Sync>,
+}
+
+impl SessionLease {
+    /// A lease on one place of an arbiter whose count is `sessions` (already counted).
+    pub(crate) fn new(
+        supervisor: Addr<Supervisor>,
+        sessions: Arc<AtomicUsize>,
+        shared: Arc<SharedResources>,
+        runtime: Arc<dyn Any + Send + Sync>,
+    ) -> Self {
+        Self {
+            supervisor,
+            sessions,
+            released: AtomicBool::new(false),
+            shared,
+            _runtime: runtime,
+        }
+    }
+
+    /// Gives the session's place on its arbiter back.
+    fn release(&self) {
+        if !self.released.swap(true, Ordering::AcqRel) {
+            self.sessions.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for SessionLease {
+    fn drop(&mut self) {
+        if !self.released.load(Ordering::Acquire) {
+            // The host let go of the session without disposing it: close it anyway, so
+            // nothing it held outlives its last handle.
+            self.supervisor.do_send(DisposeSession);
+            self.supervisor.do_send(CloseSession);
+        }
+        self.release();
     }
 }

@@ -45,34 +45,39 @@
 //!
 //! # Layout
 //!
-//! Public modules, from the bottom up (a module imports only from those above it in this
-//! list, never from one below):
+//! Modules from the bottom up: a module imports only from those above it in this list,
+//! never from one below (`tests/suite/layering.rs` checks it). Internal modules, marked
+//! *(internal)*, are not part of the API.
 //!
+//! - `texts` *(internal)*: the model-facing text tables compiled in from `config/prompts/`.
+//! - `regular_file` *(internal)*: bounded reads of regular files only (no FIFOs, no devices).
 //! - [`domain`]: the transcript, advisories and deliveries, host events: plain data.
-//! - [`redact`]: secret redaction of deltas and tool results (X5).
-//! - [`settings`]: the `advisor.*` settings, their files and environment (K1).
 //! - [`model`]: the model seam (`ModelClient`, requests, usage, the call limit) and a
 //!   scripted model for tests.
-//! - [`providers`]: the two wire formats over reqwest, the model catalog, role resolution.
-//! - [`render`]: the compact and full transcript views (§3) and the context dump (C4).
-//! - [`tools`]: the read-only workspace tools and `advise` (§9).
+//! - [`redact`]: secret redaction of deltas and tool results (X5).
 //! - [`watchdog`]: WATCHDOG.md discovery and expansion (§8).
+//! - [`render`]: the compact and full transcript views (§3) and the context dump (C4).
+//! - [`settings`]: the `advisor.*` settings, their files and environment (K1).
+//! - [`providers`]: the two wire formats over reqwest, the model catalog, role resolution.
+//! - [`tools`]: the read-only workspace tools and `advise` (§9).
 //! - [`session`]: session-file reading and the host-driving sequence (L1).
 //! - [`feed`]: the transcript cursor that turns a turn end into a delta (X1–X4).
 //! - [`prompts`]: per-turn prompts of a recorded session, as `advisor render` prints them (L3).
+//! - `review` *(internal)*: the review engine: queue and coalescing (G2), failure policy
+//!   (F1–F3), context maintenance (G5), the `Reviewer` tool loop, consult (G8).
+//! - `delivery` *(internal)*: routing and the outbox (D1–D3, D6–D8), reconfirm and catch-up
+//!   (D4, D5, D9), outcome accounting (D10).
+//! - `command` *(internal)*: the `/advisor` commands (C1–C4).
 //! - [`status`]: the advisor's status (C3).
+//! - `shared` *(internal)*: what every session of a process shares (HTTP clients, redactor,
+//!   catalog, call limits, WATCHDOG.md cache).
 //! - [`config`]: [`RuntimeConfig`] and base-prompt assembly (G1).
+//! - `messages` *(internal)*: the actix message types, grouped by concern.
+//! - `actors` *(internal)*: thin actor shells over the logic, one per file.
 //! - [`handle`]: [`AdvisorHandle`], the host's side of one session (A3, A4).
 //! - [`runtime`]: [`AdvisorRuntime`], the arbiter pool and shared resources (A6).
 //! - [`replay`]: replaying a recorded session through a handle (L2).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
-//!
-//! Internal modules (not part of the API): `texts` and `regular_file` (data-file text
-//! tables, bounded regular-file reads) at the bottom; `review` (the review engine: queue,
-//! failure policy, context maintenance, the `Reviewer` loop), `delivery` (routing,
-//! reconfirm, outcome accounting) and `command` (`/advisor`) as plain logic; `shared`
-//! (resources every session of a process uses); `messages` (the actix message types) and
-//! `actors` (thin actor shells over the logic, one per file) on top of them.
 
 #![warn(missing_docs)]
 

@@ -10,7 +10,7 @@ use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
     GetUndelivered, RaiseAdvice, ResetDelivery, ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
 };
-use crate::messages::host::{Interrupt, RunState, StepBoundary, UserPrompt};
+use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
 use crate::settings::DeliveryPolicy;
 
 /// The router actor: a thin shell over [`RouterState`] that forwards host events.
@@ -69,36 +69,36 @@ impl Handler<RaiseAdvice> for DeliveryRouter {
     }
 }
 
-impl Handler<StepBoundary> for DeliveryRouter {
-    type Result = actix::MessageResult<StepBoundary>;
+impl Handler<TakeStepAdvice> for DeliveryRouter {
+    type Result = actix::MessageResult<TakeStepAdvice>;
 
-    fn handle(&mut self, _msg: StepBoundary, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _msg: TakeStepAdvice, _ctx: &mut Context<Self>) -> Self::Result {
         actix::MessageResult(self.state.step_boundary())
     }
 }
 
-impl Handler<RunState> for DeliveryRouter {
+impl Handler<RunStateChanged> for DeliveryRouter {
     type Result = ();
 
-    fn handle(&mut self, msg: RunState, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: RunStateChanged, _ctx: &mut Context<Self>) {
         let events = self.state.run_state(msg.running);
         self.emit(events);
     }
 }
 
-impl Handler<Interrupt> for DeliveryRouter {
+impl Handler<RunInterrupted> for DeliveryRouter {
     type Result = ();
 
-    fn handle(&mut self, msg: Interrupt, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: RunInterrupted, _ctx: &mut Context<Self>) {
         let events = self.state.interrupt(msg.by_user);
         self.emit(events);
     }
 }
 
-impl Handler<UserPrompt> for DeliveryRouter {
+impl Handler<UserPrompted> for DeliveryRouter {
     type Result = ();
 
-    fn handle(&mut self, _msg: UserPrompt, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, _msg: UserPrompted, _ctx: &mut Context<Self>) {
         self.state.user_prompt();
     }
 }

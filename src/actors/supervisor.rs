@@ -17,13 +17,13 @@ use crate::domain::transcript::Transcript;
 use crate::messages::delivery::{ResetDelivery, SetDeliveryEnabled, TurnEnded};
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::host::{
-    Dispose, Interrupt, Rewrite, RunState, StepBoundary, TurnEnd, UserPrompt,
+    CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
+    TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::{FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews};
 use crate::messages::tools::ClearToolSession;
 
-/// Moved to [`crate::config`]; re-exported so the old paths keep working.
-pub use crate::config::RuntimeConfig;
+use crate::config::RuntimeConfig;
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it.
 pub struct Supervisor {
@@ -39,7 +39,7 @@ pub struct Supervisor {
     tests_injected: u64,
     last_transcript: Option<Transcript>,
     initial_len: Option<usize>,
-    /// `TurnEnd` calls still waiting (S1); a close lets them answer first (R2).
+    /// `PrimaryTurnEnded` calls still waiting (S1); a close lets them answer first (R2).
     turn_waits: usize,
     /// A close was asked for while turn ends were waiting: stop when the last one answers.
     closing: bool,
@@ -69,8 +69,8 @@ impl Supervisor {
         }
     }
 
-    /// Stops the supervisor once no `TurnEnd` is waiting any more, so a close right after
-    /// `Dispose` (which released the waits) answers them instead of dropping their replies
+    /// Stops the supervisor once no `PrimaryTurnEnded` is waiting any more, so a close right after
+    /// `DisposeSession` (which released the waits) answers them instead of dropping their replies
     /// (R2: dispose wakes every waiter).
     pub(crate) fn close(&mut self, ctx: &mut Context<Self>) {
         self.closing = true;
@@ -191,10 +191,10 @@ impl Actor for Supervisor {
     }
 }
 
-impl Handler<TurnEnd> for Supervisor {
+impl Handler<PrimaryTurnEnded> for Supervisor {
     type Result = ResponseActFuture<Self, ()>;
 
-    fn handle(&mut self, msg: TurnEnd, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: PrimaryTurnEnded, _ctx: &mut Context<Self>) -> Self::Result {
         self.last_transcript = Some(msg.transcript.clone());
         // D4: O(1), the last message only.
         let terminal = turn_was_terminal(&msg.transcript);
@@ -247,27 +247,27 @@ impl Handler<TurnEnd> for Supervisor {
     }
 }
 
-impl Handler<StepBoundary> for Supervisor {
+impl Handler<TakeStepAdvice> for Supervisor {
     type Result = ResponseFuture<StepAdvice>;
 
-    fn handle(&mut self, msg: StepBoundary, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: TakeStepAdvice, _ctx: &mut Context<Self>) -> Self::Result {
         let router = self.router();
         Box::pin(async move { router.send(msg).await.unwrap_or_default() })
     }
 }
 
-impl Handler<RunState> for Supervisor {
+impl Handler<RunStateChanged> for Supervisor {
     type Result = ();
 
-    fn handle(&mut self, msg: RunState, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: RunStateChanged, _ctx: &mut Context<Self>) {
         self.router().do_send(msg);
     }
 }
 
-impl Handler<Interrupt> for Supervisor {
+impl Handler<RunInterrupted> for Supervisor {
     type Result = ();
 
-    fn handle(&mut self, msg: Interrupt, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: RunInterrupted, _ctx: &mut Context<Self>) {
         self.router().do_send(msg);
         if let Some(children) = &self.children {
             children.agent.do_send(ReleaseWaiters);
@@ -275,26 +275,26 @@ impl Handler<Interrupt> for Supervisor {
     }
 }
 
-impl Handler<UserPrompt> for Supervisor {
+impl Handler<UserPrompted> for Supervisor {
     type Result = ();
 
-    fn handle(&mut self, msg: UserPrompt, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: UserPrompted, _ctx: &mut Context<Self>) {
         self.router().do_send(msg);
     }
 }
 
-impl Handler<Rewrite> for Supervisor {
+impl Handler<TranscriptRewritten> for Supervisor {
     type Result = ();
 
-    fn handle(&mut self, msg: Rewrite, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: TranscriptRewritten, _ctx: &mut Context<Self>) {
         self.reset(msg.kind);
     }
 }
 
-impl Handler<Dispose> for Supervisor {
+impl Handler<DisposeSession> for Supervisor {
     type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, _msg: Dispose, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _msg: DisposeSession, _ctx: &mut Context<Self>) -> Self::Result {
         self.disable();
         // G7: the audit file is complete when dispose returns.
         let audit = self.audit.clone();
@@ -310,3 +310,11 @@ mod commands;
 mod reports;
 #[cfg(test)]
 mod tests;
+
+impl Handler<CloseSession> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: CloseSession, ctx: &mut Context<Self>) {
+        self.close(ctx);
+    }
+}

@@ -88,7 +88,7 @@ impl Handler<ExecuteTool> for ToolExecutor {
                             is_error: outcome.is_error(),
                         },
                         Err(_) => error_output(ToolError::Failed(
-                            "advice could not be delivered: the router is restarting".into(),
+                            advise::TOOL_RESULTS.get("routerRestarting").into(),
                         )),
                     }
                 }

@@ -9,7 +9,7 @@ use actix::Message as ActixMessage;
 /// Resolves after the syncBacklog wait (S1).
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
-pub struct TurnEnd {
+pub struct PrimaryTurnEnded {
     /// The transcript as it stands after the turn and its tool results.
     pub transcript: Transcript,
 }
@@ -17,12 +17,12 @@ pub struct TurnEnd {
 /// The host is about to call its model: returns the advice to fold in now.
 #[derive(Debug, Clone, Copy, Default, ActixMessage)]
 #[rtype(result = "StepAdvice")]
-pub struct StepBoundary;
+pub struct TakeStepAdvice;
 
 /// The primary started (`running: true`) or went idle.
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
-pub struct RunState {
+pub struct RunStateChanged {
     /// Whether the primary is running.
     pub running: bool,
 }
@@ -30,7 +30,7 @@ pub struct RunState {
 /// The host aborted the run; `by_user` latches auto-resume suppression (D6).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
-pub struct Interrupt {
+pub struct RunInterrupted {
     /// Whether the user did it.
     pub by_user: bool,
 }
@@ -38,12 +38,12 @@ pub struct Interrupt {
 /// A user-initiated prompt; clears the interrupt latch (D6).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
-pub struct UserPrompt;
+pub struct UserPrompted;
 
 /// The host replaced its transcript: reset the advisor (R1).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
-pub struct Rewrite {
+pub struct TranscriptRewritten {
     /// What kind of rewrite.
     pub kind: crate::domain::host::RewriteKind,
 }
@@ -72,7 +72,7 @@ pub struct GetDump {
 /// Stops all work and wakes all waiters (R2).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
-pub struct Dispose;
+pub struct DisposeSession;
 
 /// Waits for the advisor to drain its backlog: resolves `Drained` once nothing is left to
 /// review (at once when no advisor runs), `Failing` at once while a retry is pending or the
@@ -81,3 +81,9 @@ pub struct Dispose;
 #[derive(Debug, Clone, Copy, Default, ActixMessage)]
 #[rtype(result = "crate::messages::review::BacklogWait")]
 pub struct AwaitDrain;
+
+/// Stops a session's supervisor after [`DisposeSession`], so nothing of the session stays
+/// in memory even while the host still holds handle clones (A6: closing frees everything).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct CloseSession;

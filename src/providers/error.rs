@@ -1,10 +1,7 @@
 //! Provider errors: configuration failures ([`ProviderError`]) and the classification of
 //! HTTP and stream failures into [`ModelError`] (M4, F1, F3, G5).
 
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
-
-use regex::Regex;
 
 use crate::model::ModelError;
 
@@ -88,15 +85,23 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 
 /// Whether a provider's error text says the prompt did not fit the context window.
 pub fn mentions_context_overflow(text: &str) -> bool {
-    static RE: OnceLock<Option<Regex>> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(
-            r"(?i)context[_ ]length|context[_ ]window|context size|prompt is too long|maximum context|too many (input )?tokens|exceed_context|input is too long|prompt too long|reduce the length",
-        )
-        .ok()
-    })
-    .as_ref()
-    .is_some_and(|re| re.is_match(text))
+    const PHRASES: [&str; 13] = [
+        "context_length",
+        "context length",
+        "context_window",
+        "context window",
+        "context size",
+        "maximum context",
+        "prompt is too long",
+        "prompt too long",
+        "input is too long",
+        "too many tokens",
+        "too many input tokens",
+        "exceed_context",
+        "reduce the length",
+    ];
+    let t = text.to_ascii_lowercase();
+    PHRASES.iter().any(|p| t.contains(p))
 }
 
 /// Whether an error text says the account is out of quota or credits.

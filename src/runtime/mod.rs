@@ -40,17 +40,16 @@
 //! # }
 //! ```
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use actix::{Actor, Addr, Arbiter, ArbiterHandle, Context, Handler};
+use actix::{Actor, Arbiter, ArbiterHandle};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use crate::actors::event_forwarder::EventForwarder;
 use crate::actors::supervisor::Supervisor;
 use crate::domain::host::HostEvent;
-use crate::handle::{AdvisorHandle, HandleError};
-use crate::messages::host::Dispose;
+use crate::handle::{AdvisorHandle, HandleError, SessionLease};
 use crate::model::limit::CallCounts;
 use crate::RuntimeConfig;
 
@@ -125,57 +124,6 @@ impl std::fmt::Debug for AdvisorRuntime {
             .field("arbiters", &self.inner.workers.len())
             .field("sessions", &self.sessions())
             .finish()
-    }
-}
-
-/// A session's claim on its arbiter; released once, at dispose or when the last handle
-/// clone is dropped (which closes the session as `dispose` would).
-pub(crate) struct SessionLease {
-    supervisor: Addr<Supervisor>,
-    sessions: Arc<AtomicUsize>,
-    released: AtomicBool,
-    runtime: Arc<Inner>,
-}
-
-impl SessionLease {
-    /// Gives the session's place on its arbiter back.
-    pub(crate) fn release(&self) {
-        if !self.released.swap(true, Ordering::AcqRel) {
-            self.sessions.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    /// The runtime the session was opened on.
-    pub(crate) fn runtime(&self) -> AdvisorRuntime {
-        AdvisorRuntime {
-            inner: Arc::clone(&self.runtime),
-        }
-    }
-}
-
-impl Drop for SessionLease {
-    fn drop(&mut self) {
-        if !self.released.load(Ordering::Acquire) {
-            // The host let go of the session without disposing it: close it anyway, so
-            // nothing it held outlives its last handle.
-            self.supervisor.do_send(Dispose);
-            self.supervisor.do_send(CloseSession);
-        }
-        self.release();
-    }
-}
-
-/// Stops a session's supervisor after `Dispose`, so nothing of the session stays in
-/// memory even while the host still holds handle clones (A6: closing frees everything).
-#[derive(Debug, actix::Message)]
-#[rtype(result = "()")]
-pub(crate) struct CloseSession;
-
-impl Handler<CloseSession> for Supervisor {
-    type Result = ();
-
-    fn handle(&mut self, _msg: CloseSession, ctx: &mut Context<Self>) {
-        self.close(ctx);
     }
 }
 
@@ -257,12 +205,12 @@ impl AdvisorRuntime {
         let host = forwarder.recipient();
         let supervisor =
             Supervisor::start_in_arbiter(&worker.arbiter, move |_| Supervisor::new(config, host));
-        let lease = SessionLease {
-            supervisor: supervisor.clone(),
-            sessions: Arc::clone(&worker.sessions),
-            released: AtomicBool::new(false),
-            runtime: Arc::clone(&self.inner),
-        };
+        let lease = SessionLease::new(
+            supervisor.clone(),
+            Arc::clone(&worker.sessions),
+            Arc::clone(&self.inner.shared),
+            Arc::clone(&self.inner) as Arc<dyn std::any::Any + Send + Sync>,
+        );
         (AdvisorHandle::opened(supervisor, lease), events_rx)
     }
 
@@ -322,5 +270,17 @@ impl AdvisorRuntime {
             }
         }
         best
+    }
+}
+
+impl AdvisorHandle {
+    /// Opens the session on the process's default shared runtime
+    /// ([`AdvisorRuntime::global`], created on first use), for hosts that are plain tokio
+    /// programs (`#[tokio::main]`): no thread is started per session (A6). Host events
+    /// arrive on the returned receiver.
+    pub async fn spawn(
+        config: RuntimeConfig,
+    ) -> Result<(Self, UnboundedReceiver<HostEvent>), HandleError> {
+        Ok(AdvisorRuntime::global()?.open(config))
     }
 }

@@ -122,6 +122,7 @@ mod tests {
             "noteMissing",
             "severityNotAString",
             "noteCut",
+            "routerRestarting",
         ] {
             assert!(TOOL_RESULTS.lookup(key).is_some(), "{key}");
         }

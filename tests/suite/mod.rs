@@ -5,6 +5,7 @@ mod consult;
 mod context_maintenance;
 mod delivery_guard;
 mod faults;
+mod layering;
 mod pi_e2e;
 mod providers_anthropic;
 mod providers_common;

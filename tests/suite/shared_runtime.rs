@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
+use advisor::handle::BacklogWait;
 use advisor::model::limit::{CallLimit, LimitedModel};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
@@ -204,6 +205,8 @@ async fn panic_in_one_session(rt: &AdvisorRuntime) {
         last_user_text(&requests[1]).contains("A's second turn"),
         "the restarted session reviewed the new turn"
     );
+    // The wake is raised inside the review; the review counts once it has finished.
+    assert_eq!(a.await_drain().await.unwrap(), BacklogWait::Drained);
     assert!(a.status().await.unwrap().agent.reviews >= 1);
     // B saw nothing of A.
     assert!(healthy
