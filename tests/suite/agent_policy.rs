@@ -12,22 +12,10 @@ use std::time::Duration;
 use advisor::domain::host::HostEvent;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
-use advisor::model::{ModelClient, ModelError, Usage};
+use advisor::model::{ModelError, Usage};
 use advisor::settings::SyncBacklog;
-use advisor::{AdvisorHandle, RuntimeConfig};
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;
-
-fn start(
-    model: Arc<dyn ModelClient>,
-    tune: impl FnOnce(&mut RuntimeConfig),
-) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
-    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
-    cfg.settings.sync_backlog = SyncBacklog::Below(1);
-    tune(&mut cfg);
-    let (rec, rx) = recorder();
-    (AdvisorHandle::start(cfg, rec.recipient()), rx)
-}
 
 fn server_error() -> ScriptedReply {
     ScriptedReply::Fail(ModelError::Retryable {
@@ -52,7 +40,7 @@ async fn issue10_7_f3_a_retry_after_of_100000_s_pauses_says_until_when_and_resum
         message: "HTTP 429: rate limited".into(),
         retry_after: Some(Duration::from_secs(100_000)),
     })]);
-    let (h, mut rx) = start(Arc::new(model.clone()), |_| {});
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
     let started = tokio::time::Instant::now();
     h.turn_end(&t).await.unwrap();
@@ -107,7 +95,7 @@ async fn issue10_7_a_retry_after_of_five_minutes_is_still_a_retry() {
         message: "HTTP 429".into(),
         retry_after: Some(Duration::from_secs(300)),
     })]);
-    let (h, mut rx) = start(Arc::new(model.clone()), |_| {});
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let status = h.status().await.unwrap();
@@ -127,7 +115,7 @@ fn updates(model: &ScriptedModel) -> Vec<String> {
 async fn issue10_9_s1_with_the_replay_flag_a_500_costs_one_retry_and_turns_stay_separate() {
     tokio::time::pause();
     let model = ScriptedModel::new([server_error()]);
-    let (h, _rx) = start(Arc::new(model.clone()), |cfg| {
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.hold_wait_through_retries = true;
     });
     let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
@@ -155,7 +143,7 @@ async fn issue10_9_s1_with_the_replay_flag_a_500_costs_one_retry_and_turns_stay_
 async fn issue10_9_s2_without_the_flag_a_live_host_goes_on_and_the_turns_are_merged() {
     tokio::time::pause();
     let model = ScriptedModel::new([server_error()]);
-    let (h, _rx) = start(Arc::new(model.clone()), |_| {});
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
     let started = tokio::time::Instant::now();
     h.turn_end(&t).await.unwrap();
@@ -178,7 +166,9 @@ async fn issue10_9_f3_a_held_wait_still_ends_at_once_when_the_advisor_pauses() {
     let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
         message: "HTTP 401".into(),
     })]);
-    let (h, _rx) = start(Arc::new(model), |cfg| cfg.hold_wait_through_retries = true);
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |cfg| {
+        cfg.hold_wait_through_retries = true
+    });
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let started = tokio::time::Instant::now();
     h.turn_end(&t).await.unwrap();
@@ -209,7 +199,7 @@ async fn issue10_10_g4_c3_a_failed_call_s_usage_counts_and_estimated_totals_are_
         }),
         ScriptedReply::text("").with_usage(reported),
     ]);
-    let (h, _rx) = start(Arc::new(model.clone()), |_| {});
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -238,7 +228,7 @@ async fn g4_c3_reported_usage_is_not_marked_estimated() {
         ..Usage::default()
     };
     let model = ScriptedModel::new([ScriptedReply::text("").with_usage(usage)]);
-    let (h, _rx) = start(Arc::new(model), |_| {});
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let status = h.status().await.unwrap();
@@ -256,7 +246,7 @@ async fn issue10_5_f1_a_request_timeout_is_a_counted_failure_in_status() {
         message: "the model call took longer than 300 s (advisor.requestTimeoutSecs)".into(),
         retry_after: None,
     })]);
-    let (h, _rx) = start(Arc::new(model), |_| {});
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let status = h.status().await.unwrap();

@@ -8,26 +8,15 @@ use crate::support::runtime as support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use advisor::domain::host::{HostEvent, RewriteKind};
+use advisor::domain::host::RewriteKind;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::handle::AskError;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
-use advisor::model::{ChatMessage, ModelClient, ModelError, ModelRequest, Usage};
+use advisor::model::{ChatMessage, ModelError, ModelRequest, Usage};
 use advisor::settings::SyncBacklog;
-use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
+use advisor::{HandleError, RuntimeConfig};
 use serde_json::json;
 use support::*;
-use tokio::sync::mpsc::UnboundedReceiver;
-
-fn start(
-    model: Arc<dyn ModelClient>,
-    tune: impl FnOnce(&mut RuntimeConfig),
-) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
-    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
-    tune(&mut cfg);
-    let (rec, rx) = recorder();
-    (AdvisorHandle::start(cfg, rec.recipient()), rx)
-}
 
 fn tool_names(request: &ModelRequest) -> Vec<&str> {
     request.tools.iter().map(|t| t.name.as_str()).collect()
@@ -54,7 +43,7 @@ async fn g8_an_ask_during_a_review_waits_for_it_and_sees_its_delta() {
         true,
     );
     let gate = gate.expect("gated");
-    let (h, _rx) = start(Arc::new(model.clone()), |_| {});
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("rename parse to parse_all")]);
     h.turn_end(&t).await.unwrap();
     let review = next_request(&mut arrivals).await;
@@ -114,7 +103,7 @@ async fn g8_an_ask_may_read_but_an_advise_call_is_refused_and_raises_nothing() {
         ScriptedReply::tool_call("r", "read", json!({"path": "notes.txt"})),
         ScriptedReply::text("Keyed by path, so a rename misses."),
     ]);
-    let (h, mut rx) = start(Arc::new(model.clone()), |cfg| {
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |cfg| {
         cfg.workspace_root = dir.path().to_path_buf();
     });
     let answer = h.ask("Does a rename invalidate the cache?").await.unwrap();
@@ -140,7 +129,7 @@ async fn g8_while_paused_or_failing_an_ask_fails_at_once() {
         message: "HTTP 503".into(),
         retry_after: Some(Duration::from_secs(60)),
     })]);
-    let (h, _rx) = start(Arc::new(model.clone()), |_| {});
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let _ = h.status().await.unwrap();
@@ -153,7 +142,7 @@ async fn g8_while_paused_or_failing_an_ask_fails_at_once() {
     let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
         message: "HTTP 401: invalid key".into(),
     })]);
-    let (h, _rx) = start(Arc::new(model.clone()), |_| {});
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |_| {});
     h.turn_end(&t).await.unwrap();
     let _ = h.status().await.unwrap();
     match h.ask("anything?").await {
@@ -167,7 +156,7 @@ async fn g8_while_paused_or_failing_an_ask_fails_at_once() {
 #[actix::test]
 async fn g8_r1_an_ask_after_a_reset_knows_nothing_of_before() {
     let model = ScriptedModel::new([]);
-    let (h, _rx) = start(Arc::new(model.clone()), |cfg| {
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |cfg| {
         cfg.settings.sync_backlog = SyncBacklog::Below(1);
     });
     let t = Transcript::from_messages([TranscriptMessage::user("the secret plan")]);
@@ -183,7 +172,9 @@ async fn g8_r1_an_ask_after_a_reset_knows_nothing_of_before() {
 #[actix::test]
 async fn g8_k1_consult_off_makes_ask_an_error_and_no_model_means_not_running() {
     let model = ScriptedModel::new([]);
-    let (h, _rx) = start(Arc::new(model.clone()), |cfg| cfg.settings.consult = false);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |cfg| {
+        cfg.settings.consult = false
+    });
     assert_eq!(
         h.ask("hello?").await,
         Err(HandleError::Ask(AskError::Disabled))
@@ -192,8 +183,7 @@ async fn g8_k1_consult_off_makes_ask_an_error_and_no_model_means_not_running() {
 
     let mut cfg = RuntimeConfig::new("p", std::env::temp_dir(), None);
     cfg.settings.consult = true;
-    let (rec, _rx) = recorder();
-    let h = AdvisorHandle::start(cfg, rec.recipient());
+    let (h, _rx) = start(cfg);
     assert_eq!(
         h.ask("hello?").await,
         Err(HandleError::Ask(AskError::NotRunning))
@@ -217,7 +207,7 @@ async fn g8_g4_c3_asks_are_counted_with_their_tokens_and_a_failed_ask_follows_f1
             retry_after: None,
         }),
     ]);
-    let (h, _rx) = start(Arc::new(model.clone()), |_| {});
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |_| {});
     assert_eq!(h.ask("ok?").await.unwrap(), "Fine.");
     match h.ask("again?").await {
         Err(HandleError::Ask(AskError::Model(text))) => assert!(text.contains("HTTP 500")),
@@ -248,7 +238,7 @@ async fn g8_g4_c3_asks_are_counted_with_their_tokens_and_a_failed_ask_follows_f1
 async fn g8_an_ask_that_never_gets_an_answer_times_out_instead_of_hanging() {
     tokio::time::pause();
     let (model, mut arrivals, _gate) = GatedModel::new(vec![], true);
-    let (h, _rx) = start(Arc::new(model), |cfg| {
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Off, |cfg| {
         cfg.settings.request_timeout = Duration::from_secs(60);
     });
     let asking = {
@@ -271,7 +261,9 @@ async fn g8_g7_the_question_and_answer_are_audit_lines() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s__advisor.jsonl");
     let model = ScriptedModel::new([ScriptedReply::text("Because of the lock.")]);
-    let (h, _rx) = start(Arc::new(model), |cfg| cfg.audit_path = Some(path.clone()));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Off, |cfg| {
+        cfg.audit_path = Some(path.clone())
+    });
     h.ask("Why is it slow?").await.unwrap();
     h.dispose().await.unwrap();
     let text = std::fs::read_to_string(&path).unwrap();

@@ -17,7 +17,7 @@ use advisor::model::{
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
 use advisor::status::AdvisorStatus;
 use advisor::status::DropReason;
-use advisor::{AdvisorHandle, RuntimeConfig};
+use advisor::AdvisorHandle;
 use serde_json::json;
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -46,24 +46,6 @@ fn overflow() -> ScriptedReply {
         usage: None,
         message: "prompt is too long".into(),
     })
-}
-
-/// A runtime on `model` that waits for each review (`syncBacklog: 1`).
-fn start_with(
-    model: Arc<dyn ModelClient>,
-    policy: DeliveryPolicy,
-    tune: impl FnOnce(&mut RuntimeConfig),
-) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
-    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
-    cfg.settings.sync_backlog = SyncBacklog::Below(1);
-    cfg.settings.policy = policy;
-    tune(&mut cfg);
-    let (rec, rx) = recorder();
-    (AdvisorHandle::start(cfg, rec.recipient()), rx)
-}
-
-fn start(model: Arc<dyn ModelClient>) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
-    start_with(model, DeliveryPolicy::Interrupt, |_| {})
 }
 
 /// A user message of about `tokens` tokens (4 characters each) that says `label`.
@@ -149,7 +131,7 @@ async fn g5_at_90_percent_of_a_100k_window_with_threshold_80_one_reprime_and_usa
         ScriptedReply::text("").with_usage(usage(500, 10, 0.01)),
     ])
     .with_context_window(100_000);
-    let (h, _rx) = start(Arc::new(model.clone()));
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     turns(
         &h,
         [
@@ -189,7 +171,7 @@ async fn g5_at_60_percent_with_threshold_95_nothing_is_maintained() {
         ScriptedReply::text(""),
     ])
     .with_context_window(100_000);
-    let (h, _rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.settings.compact_at_percent = 95
     });
     turns(
@@ -232,7 +214,7 @@ async fn g5_t3_compaction_summarises_the_older_history_keeps_recent_reviews_and_
         ScriptedReply::text("").with_usage(usage(7_100, 5, 0.05)),
     ])
     .with_context_window(100_000);
-    let (h, _rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.workspace_root = dir.path().to_path_buf();
     });
     turns(
@@ -307,7 +289,7 @@ async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_stil
         ScriptedReply::text(""),
     ])
     .with_context_window(100_000);
-    let (h, _rx) = start(Arc::new(model.clone()));
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     turns(
         &h,
         [
@@ -343,7 +325,7 @@ async fn g5_g2_a_delta_arriving_while_maintenance_runs_waits_for_the_next_batch(
         true,
     );
     let gate = gate.unwrap();
-    let (h, _rx) = start_with(Arc::new(model), DeliveryPolicy::Interrupt, |cfg| {
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |cfg| {
         cfg.settings.sync_backlog = SyncBacklog::Off;
     });
     let t = Transcript::from_messages([big_update("first update", 25_000)]);
@@ -408,7 +390,7 @@ async fn g5_promotion_switches_to_the_larger_window_model_for_the_rest_of_the_se
             ScriptedReply::text(""),
         ],
     );
-    let (h, _rx) = start_with(Arc::new(base.clone()), DeliveryPolicy::Interrupt, |cfg| {
+    let (h, _rx) = runtime(Arc::new(base.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.promotion_model = Some(Arc::new(large.clone()));
     });
     turns(
@@ -452,7 +434,7 @@ async fn g5_a_promotion_model_with_no_larger_window_is_not_used() {
         ],
     );
     let small = Named::new("scripted/small", 64_000, vec![]);
-    let (h, _rx) = start_with(Arc::new(base.clone()), DeliveryPolicy::Interrupt, |cfg| {
+    let (h, _rx) = runtime(Arc::new(base.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.promotion_model = Some(Arc::new(small.clone()));
     });
     turns(
@@ -489,7 +471,9 @@ async fn held_after_a_large_first_review(
     ];
     script.extend(then);
     let model = ScriptedModel::new(script);
-    let (h, rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Reconfirm, |_| {});
+    let (h, rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.settings.policy = DeliveryPolicy::Reconfirm
+    });
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([big_update("first update", 25_000)]);
     h.turn_end(&t).await.unwrap();
@@ -609,7 +593,9 @@ async fn g5_d9_a_phantom_hold_of_the_overflowed_attempt_is_rolled_back_an_earlie
         ScriptedReply::advise("c", BLOCKER, Some("blocker")),
         ScriptedReply::text(""),
     ]);
-    let (h, mut rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Reconfirm, |_| {});
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.settings.policy = DeliveryPolicy::Reconfirm
+    });
     h.run_state(true).await.unwrap();
     turns(
         &h,
@@ -669,7 +655,7 @@ async fn w3_an_unreadable_watchdog_file_is_one_notice_and_the_review_goes_on() {
     std::fs::create_dir_all(project.join(".git")).unwrap();
     std::fs::write(project.join("WATCHDOG.md"), b"\xff\xfe not text").unwrap();
     let model = ScriptedModel::new([]);
-    let (h, mut rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
             cwd: project.clone(),
             agent_dir: None,
@@ -712,7 +698,7 @@ async fn g7_every_context_message_and_maintenance_event_is_an_audit_line() {
         ScriptedReply::text(""),
     ])
     .with_context_window(100_000);
-    let (h, _rx) = start_with(Arc::new(model), DeliveryPolicy::Interrupt, |cfg| {
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |cfg| {
         cfg.audit_path = Some(path.clone());
     });
     turns(
@@ -784,7 +770,7 @@ async fn g7_a_compaction_line_carries_the_summary() {
         ScriptedReply::text("- The agent fixes the parser."),
     ])
     .with_context_window(100_000);
-    let (h, _rx) = start_with(Arc::new(model), DeliveryPolicy::Interrupt, |cfg| {
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |cfg| {
         cfg.audit_path = Some(path.clone());
     });
     turns(
@@ -817,7 +803,7 @@ async fn g7_an_unwritable_audit_file_is_one_warning_and_reviews_go_on() {
         ScriptedReply::advise("a", NIT, Some("nit")),
         ScriptedReply::text(""),
     ]);
-    let (h, mut rx) = start_with(Arc::new(model.clone()), DeliveryPolicy::Interrupt, |cfg| {
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.audit_path = Some(path.clone());
     });
     turns(

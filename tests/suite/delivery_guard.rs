@@ -11,24 +11,11 @@ use advisor::domain::host::HostEvent;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::handle::BacklogWait;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
-use advisor::model::{ChatMessage, ModelClient, ModelRequest};
+use advisor::model::{ChatMessage, ModelRequest};
 use advisor::settings::SyncBacklog;
 use advisor::status::DropReason;
-use advisor::{AdvisorHandle, RuntimeConfig};
 use serde_json::json;
 use support::*;
-use tokio::sync::mpsc::UnboundedReceiver;
-
-fn start(cfg: RuntimeConfig) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
-    let (rec, rx) = recorder();
-    (AdvisorHandle::start(cfg, rec.recipient()), rx)
-}
-
-fn config(model: Arc<dyn ModelClient>, sync: SyncBacklog) -> RuntimeConfig {
-    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
-    cfg.settings.sync_backlog = sync;
-    cfg
-}
 
 /// The tool results of a request with their error flags, in order.
 fn tool_results_with_flags(request: &ModelRequest) -> Vec<(String, bool)> {
@@ -50,7 +37,7 @@ async fn d10_a_100_kb_note_is_refused_with_a_tool_error_and_counted_too_long() {
         ScriptedReply::advise("a", &huge, Some("blocker")),
         ScriptedReply::text(""),
     ]);
-    let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
@@ -112,10 +99,10 @@ async fn d8_g2_a_review_of_two_coalesced_updates_gets_twice_the_budget_and_block
         true,
     );
     let gate = gate.expect("gated");
-    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Off);
-    cfg.settings.max_notes_per_update = 2;
-    cfg.settings.immune_turns = 0;
-    let (h, mut rx) = start(cfg);
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |cfg| {
+        cfg.settings.max_notes_per_update = 2;
+        cfg.settings.immune_turns = 0;
+    });
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();

@@ -10,7 +10,7 @@
 //!
 //! Virtual time over real sockets is paced by [`VirtualClock`] (see its module).
 
-use crate::support::runtime::{drain, next_event, recorder};
+use crate::support::runtime::{drain, next_event, runtime};
 use crate::support::sse_server;
 use crate::support::virtual_clock::VirtualClock;
 use crate::support::wire::{Dialect, DIALECTS, REPORTED_INPUT};
@@ -24,7 +24,7 @@ use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::providers::{build_client, reply_cap, Catalog};
 use advisor::settings::SyncBacklog;
 use advisor::status::{AdvisorStatus, DropReason};
-use advisor::{AdvisorHandle, RuntimeConfig};
+use advisor::AdvisorHandle;
 use serde_json::json;
 use sse_server::{start, BodyPart, ScriptedResponse, SseServer};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -58,11 +58,9 @@ async fn rig(dialect: Dialect, responses: Vec<ScriptedResponse>) -> Rig {
     let spec = dialect.spec(&server, IDLE, TOTAL);
     let client = build_client(&spec, &Catalog::builtin().expect("catalog"), &|_| None)
         .expect("a client for the test server");
-    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(client));
-    cfg.settings.sync_backlog = SyncBacklog::Below(1);
-    cfg.settings.request_timeout = TOTAL;
-    let (rec, events) = recorder();
-    let handle = AdvisorHandle::start(cfg, rec.recipient());
+    let (handle, events) = runtime(client, SyncBacklog::Below(1), |cfg| {
+        cfg.settings.request_timeout = TOTAL
+    });
     handle.run_state(false).await.expect("runtime");
     Rig {
         server,

@@ -36,7 +36,7 @@ use advisor::settings::SyncBacklog;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use serde_json::{json, Value};
 use sse_server::{fragments, sse_event, start, RecordedRequest, ScriptedResponse, SseServer};
-use support::{drain, next_event, recorder};
+use support::{drain, next_event};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 // ---------------------------------------------------------------------------------------
@@ -345,15 +345,7 @@ fn runtime(
     dialect: Dialect,
     tweak: impl FnOnce(&mut RuntimeConfig),
 ) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
-    let mut cfg = RuntimeConfig::new(
-        "primary-1",
-        std::env::temp_dir(),
-        Some(client(server, dialect)),
-    );
-    cfg.settings.sync_backlog = SyncBacklog::Below(1);
-    tweak(&mut cfg);
-    let (rec, rx) = recorder();
-    (AdvisorHandle::start(cfg, rec.recipient()), rx)
+    support::runtime(client(server, dialect), SyncBacklog::Below(1), tweak)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -28,25 +28,14 @@ const BLOCKER: &str = "The migration drops the email column the user asked to ke
 const CONCERN: &str = "The loop never terminates on empty input.";
 const EARLIER: &str = "context=\"raised about an earlier step\"";
 
-fn config(model: Arc<dyn ModelClient>, policy: DeliveryPolicy, sync: SyncBacklog) -> RuntimeConfig {
-    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
-    cfg.settings.policy = policy;
-    cfg.settings.sync_backlog = sync;
-    cfg
-}
-
-fn start(cfg: RuntimeConfig) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
-    let (rec, rx) = recorder();
-    (AdvisorHandle::start(cfg, rec.recipient()), rx)
-}
-
 /// A reconfirm runtime whose first turn waits for its review (`syncBacklog: 1`).
 fn reconfirm(model: Arc<dyn ModelClient>) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
-    start(config(
-        model,
-        DeliveryPolicy::Reconfirm,
-        SyncBacklog::Below(1),
-    ))
+    runtime(model, SyncBacklog::Below(1), reconfirming)
+}
+
+/// Sets `advisor.policy: reconfirm`.
+fn reconfirming(cfg: &mut RuntimeConfig) {
+    cfg.settings.policy = DeliveryPolicy::Reconfirm;
 }
 
 /// The primary's final answer: an assistant message with no tool calls (a terminal turn).
@@ -217,11 +206,7 @@ async fn r1_d9_review_orphaned_by_a_reset_holds_nothing() {
         true,
     );
     let gate = gate.unwrap();
-    let (h, mut rx) = start(config(
-        Arc::new(model),
-        DeliveryPolicy::Reconfirm,
-        SyncBacklog::Off,
-    ));
+    let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Off, reconfirming);
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     next_request(&mut arrivals).await;
@@ -316,11 +301,7 @@ async fn g6_held_notes_survive_context_maintenance() {
 async fn d5_non_terminal_turn_with_nothing_held_does_not_wait() {
     tokio::time::pause();
     let (model, mut arrivals, _gate) = GatedModel::new(vec![], true);
-    let (h, mut rx) = start(config(
-        Arc::new(model),
-        DeliveryPolicy::Reconfirm,
-        SyncBacklog::Off,
-    ));
+    let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Off, reconfirming);
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let started = Instant::now();
     h.turn_end(&t).await.unwrap();
@@ -333,11 +314,7 @@ async fn d5_non_terminal_turn_with_nothing_held_does_not_wait() {
 async fn d5_terminal_turn_waits_even_with_nothing_held() {
     tokio::time::pause();
     let (model, _arrivals, _gate) = GatedModel::new(vec![], true);
-    let (h, mut rx) = start(config(
-        Arc::new(model),
-        DeliveryPolicy::Reconfirm,
-        SyncBacklog::Off,
-    ));
+    let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Off, reconfirming);
     let t = Transcript::from_messages([TranscriptMessage::user("go"), final_answer("Done.")]);
     let started = Instant::now();
     h.turn_end(&t).await.unwrap();
@@ -505,11 +482,7 @@ async fn d7_concern_is_an_aside_during_immune_turns_blocker_still_interrupts() {
         ),
         ScriptedReply::text(""),
     ]);
-    let (h, mut rx) = start(config(
-        Arc::new(model),
-        DeliveryPolicy::Interrupt,
-        SyncBacklog::Below(1),
-    ));
+    let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("turn 1")]);
     h.turn_end(&t).await.unwrap();
@@ -541,13 +514,9 @@ async fn d7_immunity_lapses_after_the_configured_turns() {
         ScriptedReply::advise("b", "The retry ignores Retry-After.", Some("concern")),
         ScriptedReply::text(""),
     ]);
-    let mut cfg = config(
-        Arc::new(model),
-        DeliveryPolicy::Interrupt,
-        SyncBacklog::Below(1),
-    );
-    cfg.settings.immune_turns = 1;
-    let (h, mut rx) = start(cfg);
+    let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |cfg| {
+        cfg.settings.immune_turns = 1
+    });
     h.run_state(false).await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("turn 1")]);
     h.turn_end(&t).await.unwrap();

@@ -657,7 +657,7 @@ fn issue10_13_both_recorded_sessions_have_no_false_positives() {
     }
 }
 
-/// `cargo test --test redact -- --ignored --nocapture` lists every redaction of the
+/// `cargo test --test all redact -- --ignored --nocapture` lists every redaction of the
 /// recorded session with its context, for eyeballing.
 #[test]
 #[ignore]

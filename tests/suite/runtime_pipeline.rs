@@ -10,32 +10,16 @@ use advisor::domain::advice::{Channel, Severity};
 use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
-use advisor::model::{ChatMessage, ModelClient, ModelError};
+use advisor::model::{ChatMessage, ModelError};
 use advisor::settings::SyncBacklog;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use serde_json::json;
 use support::*;
 
-fn config(model: Arc<dyn ModelClient>, sync: SyncBacklog) -> RuntimeConfig {
-    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
-    cfg.settings.sync_backlog = sync;
-    cfg
-}
-
-fn start(
-    cfg: RuntimeConfig,
-) -> (
-    AdvisorHandle,
-    tokio::sync::mpsc::UnboundedReceiver<HostEvent>,
-) {
-    let (rec, rx) = recorder();
-    (AdvisorHandle::start(cfg, rec.recipient()), rx)
-}
-
 #[actix::test]
 async fn x1_each_review_sees_only_the_delta_after_the_cursor() {
     let model = ScriptedModel::new([]);
-    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("please fix the parser")]);
     h.turn_end(&t).await.unwrap();
     t.push(TranscriptMessage::user("and add a test"));
@@ -53,7 +37,7 @@ async fn x1_each_review_sees_only_the_delta_after_the_cursor() {
 #[actix::test]
 async fn x2_advisor_messages_filtered_by_type_literal_text_kept() {
     let model = ScriptedModel::new([]);
-    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("start")]);
     h.turn_end(&t).await.unwrap();
     h.command("/advisor test nit injected advice words")
@@ -71,7 +55,7 @@ async fn x2_advisor_messages_filtered_by_type_literal_text_kept() {
 #[actix::test]
 async fn x1_r1_shrinking_transcript_resets_and_next_turn_sends_everything() {
     let model = ScriptedModel::new([]);
-    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([
         TranscriptMessage::user("one"),
         TranscriptMessage::user("two"),
@@ -96,10 +80,10 @@ async fn x1_r1_shrinking_transcript_resets_and_next_turn_sends_everything() {
 #[actix::test]
 async fn x4_resume_seeds_the_cursor_at_the_end() {
     let model = ScriptedModel::new([]);
-    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
     let t = Transcript::from_messages([TranscriptMessage::user("old conversation")]);
-    cfg.initial_transcript = Some(t.clone());
-    let (h, _rx) = start(cfg);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.initial_transcript = Some(t.clone())
+    });
     t.push(TranscriptMessage::user("new request"));
     h.turn_end(&t).await.unwrap();
     let text = last_user_text(&model.requests()[0]);
@@ -112,9 +96,9 @@ async fn x4_resume_seeds_the_cursor_at_the_end() {
 #[actix::test]
 async fn x4_c1_enabling_mid_session_seeds_at_the_end() {
     let model = ScriptedModel::new([]);
-    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
-    cfg.settings.enabled = false;
-    let (h, _rx) = start(cfg);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.settings.enabled = false
+    });
     let t = Transcript::from_messages([TranscriptMessage::user("before enabling")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(model.request_count(), 0, "disabled: no review");
@@ -132,7 +116,7 @@ async fn x4_c1_enabling_mid_session_seeds_at_the_end() {
 async fn g2_deltas_arriving_during_a_review_are_coalesced() {
     let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
     let gate = gate.unwrap();
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Off));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Off, |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
     h.turn_end(&t).await.unwrap();
     let first = next_request(&mut arrivals).await;
@@ -165,7 +149,7 @@ async fn d3_nits_batch_into_one_aside_and_never_wake_an_idle_primary() {
         ]),
         ScriptedReply::text(""),
     ]);
-    let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     h.run_state(false).await.unwrap();
@@ -194,7 +178,7 @@ async fn d3_concern_steers_while_running_and_blocker_wakes_while_idle() {
         ScriptedReply::advise("b", "tests were never run", Some("blocker")),
         ScriptedReply::text(""),
     ]);
-    let (h, mut rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
@@ -222,7 +206,7 @@ async fn d6_user_interrupt_turns_outbox_steers_into_cards_and_suppresses_wakes()
         ScriptedReply::advise("b", "still wrong", Some("blocker")),
         ScriptedReply::text(""),
     ]);
-    let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
@@ -259,7 +243,7 @@ async fn f2_three_failures_drop_the_backlog_and_the_next_review_hears_of_the_gap
         })
     };
     let model = ScriptedModel::new([err(), err(), err()]);
-    let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
     h.turn_end(&t).await.unwrap();
     match next_event(&mut rx).await {
@@ -288,7 +272,7 @@ async fn f1_retry_waits_for_retry_after_in_virtual_time() {
         message: "429".into(),
         retry_after: Some(Duration::from_secs(20)),
     })]);
-    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let started = tokio::time::Instant::now();
     // S2: the wait is released at once while the advisor is failing.
@@ -317,7 +301,7 @@ async fn f3_permanent_error_pauses_with_a_notice_and_does_not_block() {
     let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
         message: "HTTP 401: invalid key".into(),
     })]);
-    let (h, mut rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     match next_event(&mut rx).await {
@@ -345,7 +329,7 @@ async fn r1_reset_discards_the_in_flight_reviews_advice() {
         true,
     );
     let gate = gate.unwrap();
-    let (h, mut rx) = start(config(Arc::new(model), SyncBacklog::Off));
+    let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Off, |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     next_request(&mut arrivals).await;
@@ -367,7 +351,7 @@ async fn r1_reset_discards_the_in_flight_reviews_advice() {
 async fn s1_sync_one_waits_for_a_full_drain() {
     let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
     let gate = gate.unwrap();
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let h2 = h.clone();
     let t2 = t.clone();
@@ -383,7 +367,7 @@ async fn s1_sync_one_waits_for_a_full_drain() {
 async fn s1_sync_three_waits_only_at_backlog_three() {
     let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
     let gate = gate.unwrap();
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(3)));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(3), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("one")]);
     h.turn_end(&t).await.unwrap(); // backlog 1: no wait
     next_request(&mut arrivals).await;
@@ -404,7 +388,7 @@ async fn s1_sync_three_waits_only_at_backlog_three() {
 async fn s1_wait_is_capped_at_30_seconds_in_virtual_time() {
     tokio::time::pause();
     let (model, mut arrivals, _gate) = GatedModel::new(vec![], true);
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let started = tokio::time::Instant::now();
     h.turn_end(&t).await.unwrap();
@@ -420,7 +404,7 @@ async fn s1_wait_is_capped_at_30_seconds_in_virtual_time() {
 async fn s1_user_abort_releases_the_wait() {
     tokio::time::pause();
     let (model, mut arrivals, _gate) = GatedModel::new(vec![], true);
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     let h2 = h.clone();
     let started = tokio::time::Instant::now();
@@ -447,7 +431,7 @@ async fn d10_every_advisory_ends_delivered_held_or_dropped() {
         ScriptedReply::advise("4", "a nit", None),
         ScriptedReply::text(""),
     ]);
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
@@ -466,7 +450,7 @@ async fn t6_unknown_severity_is_a_tool_error_not_a_failed_review() {
         ScriptedReply::advise("a", "x", Some("urgent")),
         ScriptedReply::text(""),
     ]);
-    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let requests = model.requests();
@@ -482,9 +466,9 @@ async fn g3_tool_rounds_are_bounded() {
         .map(|i| ScriptedReply::tool_call(&format!("c{i}"), "nosuchtool", json!({})))
         .collect();
     let model = ScriptedModel::new(replies);
-    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
-    cfg.settings.max_tool_rounds = 3;
-    let (h, _rx) = start(cfg);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.settings.max_tool_rounds = 3
+    });
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(
@@ -511,7 +495,7 @@ async fn g4_lifetime_usage_survives_a_reset() {
         ScriptedReply::text("").with_usage(usage),
         ScriptedReply::text("").with_usage(usage),
     ]);
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     h.rewrite(RewriteKind::Compaction).await.unwrap();
@@ -524,9 +508,7 @@ async fn g4_lifetime_usage_survives_a_reset() {
 
 #[actix::test]
 async fn k2_enabled_without_a_model_reports_it_and_does_not_crash() {
-    let (rec, _rx) = recorder();
-    let cfg = RuntimeConfig::new("p", std::env::temp_dir(), None);
-    let h = AdvisorHandle::start(cfg, rec.recipient());
+    let (h, _rx) = start(RuntimeConfig::new("p", std::env::temp_dir(), None));
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let text = h.command("/advisor status").await.unwrap();
@@ -542,10 +524,9 @@ async fn k2_enabled_without_a_model_reports_it_and_does_not_crash() {
 
 #[actix::test]
 async fn c2_d8_each_test_injection_is_its_own_update_so_none_is_dropped_for_budget() {
-    let (rec, _rx) = recorder();
     let mut cfg = RuntimeConfig::new("p", std::env::temp_dir(), None);
     cfg.settings.max_notes_per_update = 1;
-    let h = AdvisorHandle::start(cfg, rec.recipient());
+    let (h, _rx) = start(cfg);
     for n in 0..3 {
         let reply = h
             .command(&format!("/advisor test nit note number {n}"))
@@ -565,7 +546,7 @@ async fn c2_d8_each_test_injection_is_its_own_update_so_none_is_dropped_for_budg
 #[actix::test]
 async fn c4_dump_shows_the_advisor_transcript_and_raw_adds_the_system_prompt() {
     let model = ScriptedModel::new([ScriptedReply::text("nothing to add")]);
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let dump = h.command("/advisor dump").await.unwrap();
@@ -581,7 +562,7 @@ async fn c4_dump_shows_the_advisor_transcript_and_raw_adds_the_system_prompt() {
 #[actix::test]
 async fn r2_dispose_stops_work_and_turn_end_returns() {
     let (model, _arrivals, _gate) = GatedModel::new(vec![], true);
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Off));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Off, |_| {});
     h.dispose().await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
@@ -600,7 +581,7 @@ fn a3_handle_works_from_a_plain_tokio_runtime() {
             "check the error path",
             Some("blocker"),
         )]);
-        let cfg = config(Arc::new(model), SyncBacklog::Below(1));
+        let cfg = config(Arc::new(model), SyncBacklog::Below(1), |_| {});
         let (h, mut events) = AdvisorHandle::spawn(cfg).await.unwrap();
         let t = Transcript::from_messages([TranscriptMessage::user("go")]);
         h.turn_end(&t).await.unwrap();
@@ -621,13 +602,13 @@ async fn w5_g1_watchdog_blocks_reach_the_system_prompt_and_reload_between_review
     let file = project.join("WATCHDOG.md");
     std::fs::write(&file, "Never touch the billing module.").unwrap();
     let model = ScriptedModel::new([]);
-    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
-    cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
-        cwd: project.clone(),
-        agent_dir: None,
-        home: Some(dir.path().join("home")),
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
+            cwd: project.clone(),
+            agent_dir: None,
+            home: Some(dir.path().join("home")),
+        })
     });
-    let (h, _rx) = start(cfg);
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let system = &model.requests()[0].system;
@@ -665,14 +646,14 @@ async fn x5_w6_watchdog_blocks_are_redacted_exactly_when_redact_secrets_is_on() 
     .unwrap();
     for redact in [true, false] {
         let model = ScriptedModel::new([]);
-        let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
-        cfg.settings.redact_secrets = redact;
-        cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
-            cwd: project.clone(),
-            agent_dir: None,
-            home: Some(dir.path().join("home")),
+        let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+            cfg.settings.redact_secrets = redact;
+            cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
+                cwd: project.clone(),
+                agent_dir: None,
+                home: Some(dir.path().join("home")),
+            });
         });
-        let (h, _rx) = start(cfg);
         let t = Transcript::from_messages([TranscriptMessage::user("go")]);
         h.turn_end(&t).await.unwrap();
         let system = &model.requests()[0].system;
@@ -694,9 +675,10 @@ async fn t1_tool_list_is_exactly_read_search_find_advise_and_tools_run_in_the_wo
         ScriptedReply::tool_call("r1", "read", json!({"path": "notes.txt"})),
         ScriptedReply::text(""),
     ]);
-    let mut cfg = RuntimeConfig::new("primary-9", dir.path(), Some(Arc::new(model.clone())));
-    cfg.settings.sync_backlog = SyncBacklog::Below(1);
-    let (h, _rx) = start(cfg);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.primary_session_id = "primary-9".into();
+        cfg.workspace_root = dir.path().into();
+    });
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let requests = model.requests();
@@ -734,10 +716,11 @@ async fn x5_tool_results_are_redacted_unless_turned_off() {
             ScriptedReply::tool_call("r1", "read", json!({"path": ".env"})),
             ScriptedReply::text(""),
         ]);
-        let mut cfg = RuntimeConfig::new("p", dir.path(), Some(Arc::new(model.clone())));
-        cfg.settings.sync_backlog = SyncBacklog::Below(1);
-        cfg.settings.redact_secrets = redact;
-        let (h, _rx) = start(cfg);
+        let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+            cfg.primary_session_id = "p".into();
+            cfg.workspace_root = dir.path().into();
+            cfg.settings.redact_secrets = redact;
+        });
         let t = Transcript::from_messages([TranscriptMessage::user("check the env file")]);
         h.turn_end(&t).await.unwrap();
         let result = model.requests()[1]
@@ -767,11 +750,12 @@ async fn w7_subagent_advisors_exist_only_when_enabled_and_rerun_discovery_for_th
     std::fs::write(project.join("WATCHDOG.md"), "Project rule.").unwrap();
     std::fs::write(sub.join("WATCHDOG.md"), "Worker rule.").unwrap();
     let model = ScriptedModel::new([]);
-    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1));
-    cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
-        cwd: project.clone(),
-        agent_dir: None,
-        home: Some(dir.path().join("home")),
+    let mut cfg = config(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.watchdog = Some(advisor::watchdog::WatchdogConfig {
+            cwd: project.clone(),
+            agent_dir: None,
+            home: Some(dir.path().join("home")),
+        })
     });
     assert!(cfg.for_subagent("sub-1", &sub).is_none(), "off by default");
     cfg.settings.subagents = true;
@@ -837,7 +821,7 @@ async fn s2_f4_the_primary_never_waits_on_a_failing_or_paused_advisor() {
             retry_after: Some(Duration::from_secs(600)),
         }),
     ]);
-    let (h, _rx) = start(config(Arc::new(model.clone()), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("one")]);
     let started = tokio::time::Instant::now();
     h.turn_end(&t).await.unwrap();
@@ -858,7 +842,7 @@ async fn s2_f4_the_primary_never_waits_on_a_failing_or_paused_advisor() {
     let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
         message: "HTTP 403".into(),
     })]);
-    let (h, _rx) = start(config(Arc::new(model), SyncBacklog::Below(1)));
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
     h.turn_end(&t).await.unwrap();
     let started = tokio::time::Instant::now();
     t.push(TranscriptMessage::user("three"));

@@ -36,10 +36,10 @@ fn runtime(arbiters: usize, limit: Option<usize>) -> AdvisorRuntime {
     .expect("runtime starts")
 }
 
-fn config(id: &str, model: Arc<dyn ModelClient>, sync: SyncBacklog) -> RuntimeConfig {
-    let mut cfg = RuntimeConfig::new(id, std::env::temp_dir(), Some(model));
-    cfg.settings.sync_backlog = sync;
-    cfg
+/// Names the session `id`: the sessions of a shared runtime each need their own.
+fn named(id: impl Into<String>) -> impl FnOnce(&mut RuntimeConfig) {
+    let id = id.into();
+    move |cfg| cfg.primary_session_id = id
 }
 
 fn notes(advice: &advisor::domain::host::StepAdvice) -> Vec<String> {
@@ -71,13 +71,18 @@ async fn a6_two_sessions_on_one_arbiter_do_not_see_each_others_advice_resets_or_
         ScriptedReply::text(""),
     ]);
     let (a, _ea) = rt.open(config(
-        "a",
         Arc::new(model_a.clone()),
         SyncBacklog::Below(1),
+        named("a"),
     ));
-    let mut cfg_b = config("b", Arc::new(model_b.clone()), SyncBacklog::Below(1));
-    cfg_b.settings.policy = DeliveryPolicy::Reconfirm;
-    let (b, _eb) = rt.open(cfg_b);
+    let (b, _eb) = rt.open(config(
+        Arc::new(model_b.clone()),
+        SyncBacklog::Below(1),
+        |cfg| {
+            cfg.primary_session_id = "b".into();
+            cfg.settings.policy = DeliveryPolicy::Reconfirm;
+        },
+    ));
     assert_eq!(rt.load(), vec![2], "both sessions share the one arbiter");
 
     let ta = Transcript::from_messages([TranscriptMessage::user("session A first turn")]);
@@ -167,16 +172,16 @@ async fn panic_in_one_session(rt: &AdvisorRuntime) {
         fired: AtomicBool::new(false),
         script: script.clone(),
     });
-    let (a, mut ea) = rt.open(config("a", broken, SyncBacklog::Off));
+    let (a, mut ea) = rt.open(config(broken, SyncBacklog::Off, named("a")));
     a.run_state(false).await.unwrap();
     let healthy = ScriptedModel::new([
         ScriptedReply::advise("b1", "Still here.", Some("nit")),
         ScriptedReply::text(""),
     ]);
     let (b, _eb) = rt.open(config(
-        "b",
         Arc::new(healthy.clone()),
         SyncBacklog::Below(1),
+        named("b"),
     ));
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     a.turn_end(&t).await.unwrap();
@@ -226,9 +231,9 @@ async fn a6_the_call_limit_holds_across_all_sessions_of_the_runtime() {
     let sessions: Vec<_> = (0..20)
         .map(|i| {
             rt.open(config(
-                &format!("s{i}"),
                 Arc::new(model.clone()),
                 SyncBacklog::Below(1),
+                named(format!("s{i}")),
             ))
         })
         .collect();
@@ -315,16 +320,8 @@ async fn a6_a_busy_session_does_not_delay_another_sessions_review_beyond_its_tur
     };
     let busy_script = ScriptedModel::new([]);
     let quiet_script = ScriptedModel::new([]);
-    let (rec_a, _ra) = recorder();
-    let (rec_b, _rb) = recorder();
-    let busy = AdvisorHandle::start(
-        config("busy", slow(&busy_script), SyncBacklog::Off),
-        rec_a.recipient(),
-    );
-    let quiet = AdvisorHandle::start(
-        config("quiet", slow(&quiet_script), SyncBacklog::Below(1)),
-        rec_b.recipient(),
-    );
+    let (busy, _ra) = support::runtime(slow(&busy_script), SyncBacklog::Off, named("busy"));
+    let (quiet, _rb) = support::runtime(slow(&quiet_script), SyncBacklog::Below(1), named("quiet"));
     let t = Transcript::from_messages([TranscriptMessage::user("busy turn 0")]);
     busy.turn_end(&t).await.unwrap();
     for i in 1..100 {
@@ -373,11 +370,11 @@ async fn a6_s1_waiting_for_a_call_slot_is_not_a_failure_and_holds_the_sync_wait_
     let client = build_client(&spec, &Catalog::builtin().unwrap(), &|_| None).unwrap();
     let limit = Arc::new(CallLimit::new("openrouter", 1));
     let model = Arc::new(LimitedModel::new(client, limit.clone()));
-    let mut cfg = config("waiting", model, SyncBacklog::Below(1));
-    cfg.settings.request_timeout = TOTAL;
-    cfg.settings.max_concurrent_reviews = 1;
-    let (rec, mut events) = recorder();
-    let handle = AdvisorHandle::start(cfg, rec.recipient());
+    let (handle, mut events) = support::runtime(model, SyncBacklog::Below(1), |cfg| {
+        cfg.primary_session_id = "waiting".into();
+        cfg.settings.request_timeout = TOTAL;
+        cfg.settings.max_concurrent_reviews = 1;
+    });
     handle.run_state(false).await.unwrap();
 
     // Another session's call holds the only slot for 200 s, far past both timeouts.
@@ -440,7 +437,7 @@ async fn a6_s1_waiting_for_a_call_slot_is_not_a_failure_and_holds_the_sync_wait_
 async fn a6_r2_dispose_answers_a_turn_end_still_waiting_before_the_session_closes() {
     let rt = runtime(1, None);
     let (gated, mut arrivals, gate) = GatedModel::new(Vec::new(), true);
-    let (handle, mut events) = rt.open(config("s", Arc::new(gated), SyncBacklog::Below(1)));
+    let (handle, mut events) = rt.open(config(Arc::new(gated), SyncBacklog::Below(1), named("s")));
     let waiting = {
         let handle = handle.clone();
         tokio::spawn(async move {
@@ -471,7 +468,11 @@ async fn a6_open_and_dispose_frees_everything_the_sessions_held() {
     let model: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));
     let mut sessions = Vec::with_capacity(SESSIONS);
     for i in 0..SESSIONS {
-        sessions.push(rt.open(config(&format!("s{i}"), model.clone(), SyncBacklog::Off)));
+        sessions.push(rt.open(config(
+            model.clone(),
+            SyncBacklog::Off,
+            named(format!("s{i}")),
+        )));
     }
     assert_eq!(rt.sessions(), SESSIONS);
     assert_eq!(rt.load(), vec![SESSIONS / 2; 2], "placed evenly");
@@ -502,15 +503,13 @@ async fn a6_sessions_in_one_repository_share_one_watchdog_load() {
     let mut handles = Vec::new();
     for i in 0..3 {
         let script = ScriptedModel::new([]);
-        let mut cfg = config(
-            &format!("w{i}"),
-            Arc::new(script.clone()),
-            SyncBacklog::Below(1),
-        );
-        cfg.watchdog = Some(WatchdogConfig {
-            cwd: repo.clone(),
-            agent_dir: Some(dir.path().join("agent")),
-            home: Some(dir.path().to_path_buf()),
+        let cfg = config(Arc::new(script.clone()), SyncBacklog::Below(1), |cfg| {
+            cfg.primary_session_id = format!("w{i}");
+            cfg.watchdog = Some(WatchdogConfig {
+                cwd: repo.clone(),
+                agent_dir: Some(dir.path().join("agent")),
+                home: Some(dir.path().to_path_buf()),
+            });
         });
         scripts.push(script);
         handles.push(rt.open(cfg));
@@ -534,7 +533,11 @@ async fn a6_sessions_in_one_repository_share_one_watchdog_load() {
 async fn x5_sessions_on_the_shared_runtime_redact_with_the_shared_patterns() {
     let rt = runtime(1, None);
     let script = ScriptedModel::new([]);
-    let (h, _e) = rt.open(config("x", Arc::new(script.clone()), SyncBacklog::Below(1)));
+    let (h, _e) = rt.open(config(
+        Arc::new(script.clone()),
+        SyncBacklog::Below(1),
+        named("x"),
+    ));
     let t = Transcript::from_messages([TranscriptMessage::user(
         "export OPENAI_API_KEY=sk-proj-Xf93kLm2Qp8Zr7Tt4Vb1Nc6Hd0Jw5Ys",
     )]);
@@ -549,7 +552,7 @@ async fn x5_sessions_on_the_shared_runtime_redact_with_the_shared_patterns() {
 async fn a6_spawn_opens_on_the_default_runtime_and_dispose_closes_the_session() {
     let script = ScriptedModel::new([ScriptedReply::advise("1", "Via spawn.", Some("nit"))]);
     let (h, mut events) =
-        AdvisorHandle::spawn(config("sp", Arc::new(script), SyncBacklog::Below(1)))
+        AdvisorHandle::spawn(config(Arc::new(script), SyncBacklog::Below(1), named("sp")))
             .await
             .unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
@@ -569,7 +572,7 @@ async fn a6_spawn_opens_on_the_default_runtime_and_dispose_closes_the_session() 
 async fn a6_dropping_the_last_handle_closes_the_session() {
     let rt = runtime(1, None);
     let model: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));
-    let (h, mut events) = rt.open(config("d", model.clone(), SyncBacklog::Below(1)));
+    let (h, mut events) = rt.open(config(model.clone(), SyncBacklog::Below(1), named("d")));
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let clone = h.clone();

@@ -1,5 +1,6 @@
-//! Shared helpers for the runtime's mailbox tests: a recorder actor for host events and a
-//! model whose answers can be held back until the test releases them.
+//! Shared helpers for the runtime's mailbox tests: the one builder that starts a session on
+//! a model ([`runtime`], over [`config`] and [`start`]), a recorder actor for host events and
+//! a model whose answers can be held back until the test releases them.
 
 #![allow(dead_code)]
 
@@ -11,7 +12,41 @@ use actix::{Actor, Context, Handler};
 use advisor::domain::host::HostEvent;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
+use advisor::settings::SyncBacklog;
+use advisor::{AdvisorHandle, RuntimeConfig};
 use tokio::sync::{mpsc, Semaphore};
+
+/// The configuration a mailbox test starts from: session `primary-1` on `model`, the temp
+/// dir as its workspace root, `sync` as `advisor.syncBacklog` (`Below(1)`: each `turn_end`
+/// returns after its review; `Off`: at once), the other settings at their defaults — then
+/// `tune` adjusts whatever the test needs (session id, policy, workspace root, …).
+pub fn config(
+    model: Arc<dyn ModelClient>,
+    sync: SyncBacklog,
+    tune: impl FnOnce(&mut RuntimeConfig),
+) -> RuntimeConfig {
+    let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
+    cfg.settings.sync_backlog = sync;
+    tune(&mut cfg);
+    cfg
+}
+
+/// Starts a handle on `cfg` in the current actix system; its host events arrive on the
+/// receiver.
+pub fn start(cfg: RuntimeConfig) -> (AdvisorHandle, mpsc::UnboundedReceiver<HostEvent>) {
+    let (rec, rx) = recorder();
+    (AdvisorHandle::start(cfg, rec.recipient()), rx)
+}
+
+/// Starts a handle on [`config`]`(model, sync, tune)`: the one way the mailbox tests start a
+/// session on a model.
+pub fn runtime(
+    model: Arc<dyn ModelClient>,
+    sync: SyncBacklog,
+    tune: impl FnOnce(&mut RuntimeConfig),
+) -> (AdvisorHandle, mpsc::UnboundedReceiver<HostEvent>) {
+    start(config(model, sync, tune))
+}
 
 /// Collects every host event the runtime sends.
 pub struct Recorder {
