@@ -427,6 +427,23 @@ fn report(name: &str, sessions: usize, pace: Option<Duration>, f: &mut LoadFigur
     );
 }
 
+/// The figures are only worth printing when the run was faithful: every turn reviewed,
+/// every advise the server sent accounted for (D10), and the shared runtime's call limit
+/// never exceeded (A6). A run that breaks one of these stops the bench.
+fn check(name: &str, f: &LoadFigures, limit: Option<usize>) {
+    assert_eq!(f.backlog, 0, "{name}: turns left unreviewed");
+    assert_eq!(f.dropped_turns, 0, "{name}: turns dropped");
+    assert_eq!(f.failures, 0, "{name}: failed reviews");
+    assert_eq!(f.accounted, f.advises, "{name}: D10 totals do not add up");
+    if let Some(limit) = limit {
+        assert!(
+            f.most <= limit,
+            "{name}: the server saw {} requests at once, over the limit {limit}",
+            f.most
+        );
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let idle_sessions = env_count("SESSIONS_IDLE", 10_000);
@@ -464,6 +481,7 @@ async fn main() {
             .collect();
         let mut shared = drive(handles, &stats, pace).await;
         report("shared runtime", load_sessions, pace, &mut shared);
+        check("shared runtime", &shared, Some(LIMIT));
 
         // Baseline: a thread, a system and an HTTP client per session.
         stats.reset();
@@ -489,6 +507,8 @@ async fn main() {
             pace,
             &mut dedicated,
         );
+        // Each dedicated session has a call limit of its own: no process-wide bound.
+        check("dedicated threads", &dedicated, None);
         figures.push((shared, dedicated));
     }
     let p99 = |f: &LoadFigures| ms(percentile(&f.latencies, 0.99));

@@ -212,6 +212,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         let epoch = self.epoch;
         let threshold = self.config.settings.sync_backlog.threshold();
         let cap = self.config.settings.sync_wait_cap;
+        let hold = self.config.hold_wait_through_retries;
         // Both enqueued now, in this order: the router hears of the turn end before the
         // review of its delta can raise anything (D4's terminal flag, D7's count).
         let plan = router.send(TurnEnded {
@@ -235,7 +236,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
                     if let Ok(TurnObserved::Rewrite) = outcome {
                         act.reset(RewriteKind::Detected);
                     }
-                    wait_after_turn(agent, router, plan, threshold, cap).into_actor(act)
+                    wait_after_turn(agent, router, plan, threshold, cap, hold).into_actor(act)
                 })
                 .map(|(), act, ctx| {
                     act.turn_waits -= 1;

@@ -19,8 +19,8 @@ use crate::domain::transcript::Transcript;
 use crate::messages::delivery::{CatchUpFinished, RaiseAdvice};
 use crate::messages::feed::SeedCursor;
 use crate::messages::review::{
-    AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, NoticeRaised,
-    ReviewFailed,
+    AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, GetAgentStatus,
+    NoticeRaised, ReviewFailed,
 };
 use crate::model::ModelClient;
 use crate::review::{ReviewEngine, ReviewLimits};
@@ -125,13 +125,15 @@ pub fn start_children(
 }
 
 /// The wait a turn end makes: the catch-up block when the router planned one (D5), else
-/// the syncBacklog wait (S1) up to its cap.
+/// the syncBacklog wait (S1) up to its cap, which `hold_through_retries` (a replay) extends
+/// while the advisor is retrying after a failure.
 pub async fn wait_after_turn(
     agent: Addr<AdvisorAgent>,
     router: Addr<DeliveryRouter>,
     plan: Option<CatchUpPlan>,
     threshold: Option<usize>,
     cap: Duration,
+    hold_through_retries: bool,
 ) {
     if let Some(plan) = plan {
         let waited =
@@ -145,11 +147,30 @@ pub async fn wait_after_turn(
         // Awaited, so what it delivers is there at the next step boundary.
         let _ = router.send(CatchUpFinished { plan, end }).await;
     } else if let Some(threshold) = threshold {
-        let waited = tokio::time::timeout(cap, agent.send(AwaitBacklog { threshold }));
-        if waited.await.is_err() {
+        let waited = agent.send(AwaitBacklog { threshold });
+        tokio::pin!(waited);
+        loop {
+            if tokio::time::timeout(cap, &mut waited).await.is_ok() {
+                break;
+            }
+            // A replay holds the wait through retries (issue 10.9c): while the advisor has
+            // failed and not yet succeeded, the cap does not end the wait; F1–F3 bound it
+            // (the retry succeeds, the backlog is dropped, or the advisor pauses).
+            if hold_through_retries && still_retrying(&agent).await {
+                continue;
+            }
             tracing::info!("syncBacklog wait hit its cap; the primary goes on");
+            break;
         }
     }
+}
+
+/// Whether the agent has failed since its last success (a retry pending or running).
+async fn still_retrying(agent: &Addr<AdvisorAgent>) -> bool {
+    agent
+        .send(GetAgentStatus)
+        .await
+        .is_ok_and(|s| s.paused.is_none() && (s.failing || s.consecutive_failures > 0))
 }
 
 /// `/advisor test` (C2): raises `advisory` through the normal delivery path and answers

@@ -140,6 +140,39 @@ async fn issue10_9_s1_with_the_replay_flag_a_500_costs_one_retry_and_turns_stay_
 }
 
 #[actix::test]
+async fn issue10_9_s1_with_the_replay_flag_a_retry_after_past_the_30_s_cap_still_holds_the_wait() {
+    tokio::time::pause();
+    // 60 s: longer than the syncBacklog cap (30 s), shorter than a pause (F3, 5 min).
+    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
+        usage: None,
+        message: "HTTP 429".into(),
+        retry_after: Some(Duration::from_secs(60)),
+    })]);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.hold_wait_through_retries = true;
+    });
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    let started = tokio::time::Instant::now();
+    h.turn_end(&t).await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(60),
+        "the wait held past its cap until the retry ran: {:?}",
+        started.elapsed()
+    );
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    let texts = updates(&model);
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(
+        texts[2].contains("turn two") && !texts[2].contains("turn one"),
+        "turn two is reviewed on its own: {}",
+        texts[2]
+    );
+    let status = h.status().await.unwrap();
+    assert_eq!((status.failures, status.agent.reviews), (1, 2));
+}
+
+#[actix::test]
 async fn issue10_9_s2_without_the_flag_a_live_host_goes_on_and_the_turns_are_merged() {
     tokio::time::pause();
     let model = ScriptedModel::new([server_error()]);
