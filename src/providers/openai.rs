@@ -15,7 +15,9 @@
 //!
 //! Stream rules: the stream's end marker is `data: [DONE]`; a stream that ends before it is
 //! a retryable failure even when `finish_reason` came (F1). A server that streams no usage
-//! (or only zeros) gets an estimate, marked as such (G4).
+//! (or only zeros) gets an estimate, marked as such (G4). `finish_reason`
+//! `model_context_window_exceeded` (passed through by proxies in front of Anthropic) is a
+//! context overflow carrying the call's usage (G5 reactive), as in the Anthropic dialect.
 
 use serde_json::{json, Map, Value};
 
@@ -569,6 +571,14 @@ impl StreamDecoder for OpenAiStream {
             return Err(truncated("before the model finished"));
         };
         let usage = self.normalised_usage();
+        // G5 reactive, as in the Anthropic dialect: a proxy passing Anthropic's stop reason
+        // through says the context did not fit; the call's usage still counts (G4).
+        if reason == "model_context_window_exceeded" {
+            return Err(ModelError::ContextOverflow {
+                usage: Some(usage),
+                message: "finish_reason model_context_window_exceeded".into(),
+            });
+        }
         let mut parts = Vec::new();
         parts.extend(self.thinking_part());
         if !self.text.is_empty() {

@@ -13,7 +13,7 @@
 use crate::support::runtime::{drain, next_event, runtime};
 use crate::support::sse_server;
 use crate::support::virtual_clock::VirtualClock;
-use crate::support::wire::{Dialect, DIALECTS, REPORTED_INPUT};
+use crate::support::wire::{Dialect, DIALECTS, REPORTED_INPUT, REPORTED_OUTPUT};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -517,5 +517,87 @@ async fn faults_issue10_7_f3_a_429_asking_for_100000_s_pauses_and_resumes_by_its
             prompt.contains("add retries") && prompt.contains("log each attempt"),
             "{dialect:?}: the resumed review covers both turns"
         );
+    }
+}
+
+/// An answer that ends because the context window was exceeded, in `dialect`'s words:
+/// Anthropic's `stop_reason`, or the same value as OpenAI's `finish_reason` (what a proxy
+/// in front of Anthropic passes through). Both report usage: input [`REPORTED_INPUT`],
+/// output [`REPORTED_OUTPUT`].
+fn context_window_exceeded(dialect: Dialect) -> ScriptedResponse {
+    let reason = "model_context_window_exceeded";
+    let stop = match dialect {
+        Dialect::OpenAi => sse_server::sse_event(
+            None,
+            &json!({"id": "c1", "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+            .to_string(),
+        ),
+        Dialect::Anthropic => [
+            sse_server::sse_event(
+                Some("content_block_stop"),
+                &json!({"type": "content_block_stop", "index": 0}).to_string(),
+            ),
+            sse_server::sse_event(
+                Some("message_delta"),
+                &json!({"type": "message_delta", "delta": {"stop_reason": reason,
+                    "stop_sequence": null}, "usage": {"output_tokens": REPORTED_OUTPUT}})
+                .to_string(),
+            ),
+        ]
+        .concat(),
+    };
+    ScriptedResponse::sse(
+        &[
+            dialect.head(true),
+            dialect.text("Reading the whole"),
+            stop,
+            dialect.end(true),
+        ]
+        .concat(),
+    )
+}
+
+#[actix::test]
+async fn faults_issue10_18_g4_c3_an_overflowing_call_s_usage_reaches_the_lifetime_totals() {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        let responses = vec![
+            context_window_exceeded(dialect),
+            ScriptedResponse::sse(&dialect.answer("")),
+        ];
+        let rig = rig(dialect, responses).await;
+        let t = Transcript::from_messages([TranscriptMessage::user("summarise the repository")]);
+        rig.handle.turn_end(&t).await.expect("runtime");
+        let s = rig.handle.status().await.expect("runtime");
+        // G5 reactive: the overflow re-primes and replays the batch once, which answers; it
+        // is no failure (F1).
+        assert_eq!(
+            (
+                s.agent.reviews,
+                s.failures,
+                s.agent.reprimes,
+                s.agent.backlog
+            ),
+            (1, 0, 1, 0),
+            "{dialect:?}: reviews, failures, re-primes, backlog"
+        );
+        assert_eq!(rig.server.request_count(), 2, "{dialect:?}");
+        // G4: both calls count, the overflowing one included, as reported (not estimated).
+        let lifetime = &s.agent.lifetime;
+        assert_eq!(
+            (lifetime.input, lifetime.output, lifetime.estimated),
+            (2 * REPORTED_INPUT, 2 * REPORTED_OUTPUT, false),
+            "{dialect:?}: {lifetime:?}"
+        );
+        assert!(!s.usage_estimated, "{dialect:?}");
+        // C3: what the user reads.
+        let text = s.render();
+        let line = format!(
+            "lifetime tokens: input {}, output {},",
+            2 * REPORTED_INPUT,
+            2 * REPORTED_OUTPUT
+        );
+        assert!(text.contains(&line), "{dialect:?}: {text}");
     }
 }

@@ -18,6 +18,7 @@ mod render_cli;
 mod render_golden;
 mod replay_ask;
 mod replay_e2e;
+mod replay_faults;
 mod runtime_pipeline;
 mod serve_ask;
 mod serve_binary;

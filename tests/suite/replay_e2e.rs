@@ -161,6 +161,8 @@ pub(super) async fn replay_in(
         .env_remove("ADVISOR_MODEL")
         .env_remove("ADVISOR_NO_REVIEW")
         .env_remove("ADVISOR_COMPACT_AT")
+        // A test that gives up on a hung replay (a timeout around this call) ends it too.
+        .kill_on_drop(true)
         .output()
         .await
         .expect("the advisor binary runs");
@@ -481,7 +483,7 @@ async fn g7_l2_audit_flag_writes_the_advisors_transcript_as_json_lines() {
 
 /// The first two turns of the example session (both call tools, so neither is terminal),
 /// written to `dir`.
-fn two_turn_session(dir: &Path) -> PathBuf {
+pub(super) fn two_turn_session(dir: &Path) -> PathBuf {
     let example = std::fs::read_to_string(manifest_path("examples/sessions/median-fix.jsonl"))
         .expect("the example session");
     let prefix: Vec<&str> = example.lines().take(7).collect();
