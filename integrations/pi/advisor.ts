@@ -603,8 +603,12 @@ function onNotification(method: string, params: any): void {
 	}
 }
 
-/** Opens the advisor session for the current pi session, seeded at its end (X4). */
-async function openSession(ctx: ExtensionContext, forceEnabled: boolean): Promise<string | undefined> {
+/**
+ * Opens the advisor session for the current pi session, seeded at its end (X4) — or, with
+ * `seed` false, empty, for a `session/rewrite` to fill (R1). The session file goes with it, so
+ * the audit sits beside it (G7).
+ */
+async function openSession(ctx: ExtensionContext, forceEnabled: boolean, seed = true): Promise<string | undefined> {
 	const b = bridge();
 	const child = childFor();
 	if (!child) return undefined;
@@ -612,12 +616,12 @@ async function openSession(ctx: ExtensionContext, forceEnabled: boolean): Promis
 	const sm = ctx.sessionManager;
 	const sessionId = sm.getSessionId();
 	const named = advisorRole(ctx.cwd, agentDir);
-	const leaf = sm.getLeafId() ?? null;
+	const leaf = seed ? (sm.getLeafId() ?? null) : null;
 	const params: Record<string, unknown> = {
 		sessionId,
 		cwd: ctx.cwd,
 		agentDir,
-		messages: branchMessages(ctx),
+		messages: seed ? branchMessages(ctx) : [],
 		leaf,
 	};
 	const file = sm.getSessionFile();
@@ -864,8 +868,13 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 			if (isEnabled(ctx.cwd, agentDirOf())) await openSession(ctx, readEnabledState(agentDirOf()) === true);
 			return;
 		}
-		// new / resume / fork replace the runtime: the advisor starts over on the new branch.
-		await rewrite(event.reason, ctx);
+		// new / resume / fork replace pi's session: a new id and session file. The advisor follows
+		// it — its audit goes beside the new file (G7), not on beside the first one — and starts
+		// over on the new branch with the bounded replay (R1): the old session is closed (its audit
+		// flushed), the new one opened empty and given the branch as a rewrite of that kind. It was
+		// on, so it stays on (V5).
+		await closeSession();
+		if ((await openSession(ctx, true, false)) !== undefined) await rewrite(event.reason, ctx);
 	});
 
 	pi.on("session_shutdown", async (event) => {

@@ -30,17 +30,29 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 
 use crate::regular_file::open_append;
 use crate::runtime::AdvisorRuntime;
-use dispatch::Dispatcher;
+use dispatch::{Dispatcher, DISPOSE_TIMEOUT};
 use lines::{InputLine, LineReader, MAX_LINE_BYTES};
 use open::ServeDefaults;
 use protocol::{parse_line, response_line, Incoming, RpcError};
 
+/// The whole end, from the end of input to the return of [`serve`], at worst: V1 asks for an
+/// exit within 2 s, and this leaves the process half a second for the rest (its start-up of
+/// the end, the runtime's teardown, a loaded machine).
+pub const SHUTDOWN_BUDGET: Duration = Duration::from_millis(1500);
 /// At the end of input, how long calls already read may run on before the sessions are
 /// disposed (a client that writes its requests and closes the pipe gets its answers).
-const GRACE_TIMEOUT: Duration = Duration::from_millis(700);
-/// How long the end may wait for replies still in flight to be written (after disposal
-/// woke their waiters).
+const GRACE_TIMEOUT: Duration = Duration::from_millis(400);
+/// How long the end may wait, after disposal woke every waiter, for the replies still in
+/// flight to be written and the writer to finish: one deadline for both.
 const DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
+/// The worst case of the end: grace, disposal (audits flushed), drain and writer.
+pub const SHUTDOWN_WORST_CASE: Duration = GRACE_TIMEOUT
+    .saturating_add(DISPOSE_TIMEOUT)
+    .saturating_add(DRAIN_TIMEOUT);
+const _: () = assert!(
+    SHUTDOWN_WORST_CASE.as_millis() <= SHUTDOWN_BUDGET.as_millis(),
+    "the end's timeouts must fit the shutdown budget (V1)"
+);
 
 /// Calls in flight at once; the reader waits for one to finish before reading on (a bound
 /// on what a flooding client can make the server hold).
@@ -100,7 +112,7 @@ pub enum ServeEnd {
 
 /// Serves requests from `input`, writing replies and notifications to `output`, until the
 /// input ends or `shutdown` is called; then disposes every session (audits flushed) and
-/// returns, within about 2 s (V1). Must be called inside an actix system.
+/// returns, within [`SHUTDOWN_BUDGET`] (V1: 2 s). Must be called inside an actix system.
 pub async fn serve<R, W>(input: R, output: W, options: ServeOptions) -> ServeEnd
 where
     R: AsyncRead + Unpin,
@@ -174,16 +186,17 @@ where
         }
     };
     // V1: let the calls already read finish (bounded), dispose every session (audits
-    // flushed; waiters wake and their replies go out), all within 2 s.
+    // flushed; waiters wake and their replies go out), all within SHUTDOWN_BUDGET.
     if end == ServeEnd::EndOfInput {
         let _ = tokio::time::timeout(GRACE_TIMEOUT, inflight.idle()).await;
     }
     dispatcher.dispose_all().await;
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, inflight.idle()).await;
+    let drained = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+    let _ = tokio::time::timeout_at(drained, inflight.idle()).await;
     drop(dispatcher);
     drop(out_tx);
     // Session actors may still hold an outbox clone; don't wait on them past the drain.
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, writer).await;
+    let _ = tokio::time::timeout_at(drained, writer).await;
     end
 }
 

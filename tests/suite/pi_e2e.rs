@@ -1089,7 +1089,13 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     );
     let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, &notes);
     let mut pi = setup.start(tools, true, &[]);
+    eventually("advisor serve started", || {
+        !serve_children(pi.pid()).is_empty()
+    });
+    let child = serve_children(pi.pid());
+    assert_eq!(child.len(), 1, "one advisor serve per pi: {child:?}");
     pi.prompt_settled("First run. [read:notes.txt] [say:FIRST-RUN-MARKER]");
+    let first_file = session_file(&mut pi);
     pi.prompt_settled("Between. [read:notes.txt] [say:BETWEEN-MARKER]");
     let before = reviews(&advisor_srv).len();
     assert_eq!(before, 4, "every turn was reviewed");
@@ -1113,6 +1119,14 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
 
     pi.call(json!({"type": "new_session"}));
     pi.prompt_settled("Third run. [say:THIRD-RUN-MARKER]");
+    // V5: still the one child, serving the new session too.
+    assert_eq!(
+        serve_children(pi.pid()),
+        child,
+        "one advisor serve after new_session"
+    );
+    let new_file = session_file(&mut pi);
+    assert_ne!(new_file, first_file, "new_session made a new session file");
     let after_new = reviews(&advisor_srv);
     assert_eq!(after_new.len(), before + 2);
     let fresh = &after_new[before + 1];
@@ -1144,6 +1158,16 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
         .expect("the fourth prompt can be forked from");
     pi.call(json!({"type": "fork", "entryId": entry}));
     pi.prompt_settled("Fifth run. [say:FIFTH-RUN-MARKER]");
+    assert_eq!(
+        serve_children(pi.pid()),
+        child,
+        "one advisor serve after the fork"
+    );
+    let fork_file = session_file(&mut pi);
+    assert!(
+        fork_file != new_file && fork_file != first_file,
+        "{fork_file}"
+    );
     let after_fork = reviews(&advisor_srv);
     assert_eq!(after_fork.len(), before + 4);
     let forked = &after_fork[before + 3];
@@ -1158,6 +1182,140 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
         "the replay holds the forked branch and the new turn: {text}"
     );
     assert!(!text.contains("FOURTH-RUN-MARKER"), "{text}");
+    pi.quit();
+    // G7: each session's advisor transcript sits beside that session's file — the audit
+    // followed new_session and the fork instead of going on beside the first file.
+    eventually("the advisor child to end with pi", || {
+        child.iter().all(|&pid| !alive(pid))
+    });
+    let (first, new, fork) = (
+        audit_text(&first_file),
+        audit_text(&new_file),
+        audit_text(&fork_file),
+    );
+    assert!(first.contains("FIRST-RUN-MARKER"), "{first}");
+    assert!(
+        !first.contains("THIRD-RUN-MARKER") && !first.contains("FIFTH-RUN-MARKER"),
+        "the first session's audit holds only its own reviews: {first}"
+    );
+    assert!(
+        new.contains("THIRD-RUN-MARKER"),
+        "beside the new session: {new}"
+    );
+    assert!(!new.contains("FIRST-RUN-MARKER"), "{new}");
+    assert!(!new.contains("FIFTH-RUN-MARKER"), "{new}");
+    assert!(fork.contains("FIFTH-RUN-MARKER"), "beside the fork: {fork}");
+}
+
+/// The session file pi is writing now (RPC `get_state`).
+fn session_file(pi: &mut Pi) -> String {
+    let file = pi.state()["sessionFile"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!file.is_empty(), "pi names its session file");
+    file
+}
+
+/// The advisor's audit beside `session_file` (G7: `<stem>__advisor.jsonl`), or "" when none.
+fn audit_text(session_file: &str) -> String {
+    let path = Path::new(session_file);
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    std::fs::read_to_string(path.with_file_name(format!("{stem}__advisor.jsonl")))
+        .unwrap_or_default()
+}
+
+/// C1 through pi: `/advisor toggle` (any case) turns a running advisor off — the user's next
+/// turn is not reviewed, status says off — and a bare `/advisor` turns it on again, with a
+/// fresh context seeded at the current end: the next review holds only the new turn.
+#[test]
+fn v5_c1_toggle_turns_the_advisor_off_and_on_again() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let (primary_srv, advisor_srv) = (&w.primary, &w.advisor);
+    let mut pi = w.setup.start(tools, true, &[]);
+    pi.prompt_settled("One. [say:one]");
+    assert_eq!(reviews(advisor_srv).len(), 1, "on at the start");
+
+    let off = pi.advisor_command("TOGGLE");
+    assert_eq!(off, "advisor: off");
+    let status = pi.advisor_command("status");
+    assert!(status.contains("off"), "{status}");
+    let mark = pi.len();
+    pi.prompt_settled("Two. CUE-BLOCKER [say:two]");
+    assert_eq!(
+        reviews(advisor_srv).len(),
+        1,
+        "toggled off: nothing reviewed"
+    );
+    assert_eq!(agent_starts(&pi.events_since(mark)), 1, "no advice woke pi");
+    let last = primary_requests(primary_srv);
+    assert!(!request_text(last.last().unwrap()).contains("<advisory"));
+
+    let on = pi.advisor_command("");
+    assert_eq!(on, "advisor: on");
+    let status = pi.advisor_command("status");
+    assert!(status.contains("advisor-model"), "{status}");
+    pi.prompt_settled("Three. [say:three]");
+    let after = reviews(advisor_srv);
+    assert_eq!(after.len(), 2, "toggled on: reviewing again");
+    let text = request_text(&after[1]);
+    assert!(text.contains("finished; THREE"), "{text}");
+    assert!(
+        !text.contains("finished; ONE") && !text.contains("finished; TWO"),
+        "a fresh context seeded at the end (C1, X4): {text}"
+    );
+    pi.quit();
+}
+
+/// C2 through pi: `/advisor test nit …` answers the user at once and the note goes the normal
+/// way of a nit raised while idle — with the next prompt, into the primary's first request,
+/// saved as an advisor `custom_message`; `/advisor test blocker …` while idle wakes pi (D3).
+#[test]
+fn v5_c2_advisor_test_injects_an_advisory_through_the_normal_delivery_path() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_ASYNC, "notes\n");
+    let primary_srv = &w.primary;
+    let mut pi = w.setup.start(tools, true, &[]);
+    pi.prompt_settled("One. [say:one]");
+
+    let reply = pi.advisor_command("test nit TEST-NIT-MARKER check the setup");
+    assert!(reply.starts_with("advisor test:"), "{reply}");
+    let mark = pi.len();
+    pi.prompt_settled("Next. [say:next]");
+    assert_eq!(agent_starts(&pi.events_since(mark)), 1);
+    let requests = primary_requests(primary_srv);
+    assert_eq!(requests.len(), 2);
+    let text = request_text(&requests[1]);
+    assert!(
+        text.contains("TEST-NIT-MARKER check the setup") && text.contains("severity=\"nit\""),
+        "the next prompt's first request carries the test nit: {text}"
+    );
+    let file = session_file(&mut pi);
+    let saved = advisor_entries(&file);
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert!(
+        saved[0].to_string().contains("TEST-NIT-MARKER"),
+        "{saved:?}"
+    );
+
+    let mark = pi.len();
+    let reply = pi.advisor_command("test blocker TEST-BLOCKER-MARKER stop now");
+    assert!(reply.starts_with("advisor test:"), "{reply}");
+    let (woke, _) = pi.wait_from(mark, "the woken run", |v| v["type"] == "agent_start");
+    pi.wait_from(woke, "the woken run settling", |v| {
+        v["type"] == "agent_settled"
+    });
+    let requests = primary_requests(primary_srv);
+    assert_eq!(requests.len(), 3, "the blocker started one run");
+    let text = request_text(&requests[2]);
+    assert!(
+        text.contains("TEST-BLOCKER-MARKER stop now") && text.contains("severity=\"blocker\""),
+        "the woken run's request carries the test blocker: {text}"
+    );
     pi.quit();
 }
 

@@ -113,6 +113,13 @@ fn open_with(session: &str, cwd: &Path, model: Value, settings: Value) -> Value 
     json!({"sessionId": session, "cwd": cwd, "model": model, "settings": settings})
 }
 
+/// `s1` with syncBacklog on and a session file, so its audit goes beside it (G7).
+fn synced_with_audit(session: &str, cwd: &Path, server: &SseServer, file: &Path) -> Value {
+    let mut params = open_with(session, cwd, endpoint(server), json!({"syncBacklog": 1}));
+    params["sessionFile"] = json!(file);
+    params
+}
+
 async fn exit_within(child: &mut Child, limit: Duration) -> (std::process::ExitStatus, Duration) {
     let started = Instant::now();
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
@@ -269,14 +276,11 @@ async fn v1_g7_binary_exits_0_within_2s_of_eof_with_the_audit_flushed() {
     let session_file = cwd.path().join("sessions").join("abc.jsonl");
     std::fs::create_dir_all(session_file.parent().unwrap()).unwrap();
     let c = &mut s.client;
-    let mut params = open_with(
-        "s1",
-        cwd.path(),
-        endpoint(&server),
-        json!({"syncBacklog": 1}),
-    );
-    params["sessionFile"] = json!(session_file);
-    c.call("session/open", params).await;
+    c.call(
+        "session/open",
+        synced_with_audit("s1", cwd.path(), &server, &session_file),
+    )
+    .await;
     c.call(
         "session/open",
         open_with("s2", cwd.path(), endpoint(&server), json!({})),
@@ -295,6 +299,52 @@ async fn v1_g7_binary_exits_0_within_2s_of_eof_with_the_audit_flushed() {
     let audit = std::fs::read_to_string(cwd.path().join("sessions/abc__advisor.jsonl")).unwrap();
     assert!(audit.contains("Check the exit code."), "{audit}");
     assert!(audit.contains("delete the build dir"), "{audit}");
+}
+
+/// V1's worst case in practice: at the end of input a `turnEnd` is still waiting on
+/// syncBacklog for a model that has stalled mid-answer, so the grace runs out. The server
+/// still exits 0 within its shutdown budget (1.5 s, half a second short of V1's 2 s), the
+/// waiting call is answered, and the audit is flushed (G7).
+#[tokio::test]
+async fn v1_g7_binary_eof_with_a_turn_end_stuck_on_a_stalled_model_exits_within_the_budget() {
+    let server = SseServer::start([advise("Never finished.", "blocker").stall_after(1)])
+        .await
+        .unwrap();
+    let mut s = spawn(&[], &[]);
+    let cwd = tempfile::tempdir().unwrap();
+    let session_file = cwd.path().join("stuck.jsonl");
+    let c = &mut s.client;
+    c.call(
+        "session/open",
+        synced_with_audit("s1", cwd.path(), &server, &session_file),
+    )
+    .await;
+    let waiting = c
+        .request(
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": null, "leaf": "a",
+                "messages": [user("drop the production table")]}),
+        )
+        .await;
+    // The review is under way (the model holds it): poll, there is no event to await.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.request_count() == 0 {
+        assert!(Instant::now() < deadline, "the review never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    c.close_input();
+    let (code, took) = exit_within(&mut s.child, advisor::serve::SHUTDOWN_BUDGET).await;
+    assert!(code.success(), "exit {code:?} after {took:?}");
+    c.read_to_end().await;
+    let reply = c
+        .reply_now(&waiting)
+        .expect("the waiting turnEnd was answered");
+    assert!(
+        reply.get("result").is_some() || reply.get("error").is_some(),
+        "{reply}"
+    );
+    let audit = std::fs::read_to_string(cwd.path().join("stuck__advisor.jsonl")).unwrap();
+    assert!(audit.contains("drop the production table"), "{audit}");
 }
 
 #[tokio::test]
