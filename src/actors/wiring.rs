@@ -24,7 +24,7 @@ use crate::messages::review::{
 };
 use crate::model::ModelClient;
 use crate::review::{ReviewEngine, ReviewLimits};
-use crate::tools::ToolSession;
+use crate::tools::{advise, ToolSession};
 
 /// The running children of one advisor run.
 pub struct Children {
@@ -190,6 +190,9 @@ pub async fn test_advice(
     };
     match router.send(raise).await {
         Ok(outcome) => format!("advisor test: {}", outcome.tool_text(usize::MAX)),
-        Err(_) => "advisor test: the router is restarting".to_string(),
+        Err(_) => format!(
+            "advisor test: {}",
+            advise::TOOL_RESULTS.get("routerRestarting")
+        ),
     }
 }
