@@ -32,14 +32,19 @@ async fn notice(rx: &mut UnboundedReceiver<HostEvent>) -> String {
     }
 }
 
+/// A model whose first call is refused with a 429 asking for `secs` of patience.
+fn rate_limited_once(secs: u64) -> ScriptedModel {
+    ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
+        usage: None,
+        message: "HTTP 429: rate limited".into(),
+        retry_after: Some(Duration::from_secs(secs)),
+    })])
+}
+
 #[actix::test]
 async fn issue10_7_f3_a_retry_after_of_100000_s_pauses_says_until_when_and_resumes_by_itself() {
     tokio::time::pause();
-    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
-        usage: None,
-        message: "HTTP 429: rate limited".into(),
-        retry_after: Some(Duration::from_secs(100_000)),
-    })]);
+    let model = rate_limited_once(100_000);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
     let started = tokio::time::Instant::now();
@@ -90,11 +95,7 @@ async fn issue10_7_f3_a_retry_after_of_100000_s_pauses_says_until_when_and_resum
 #[actix::test]
 async fn issue10_7_a_retry_after_of_five_minutes_is_still_a_retry() {
     tokio::time::pause();
-    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
-        usage: None,
-        message: "HTTP 429".into(),
-        retry_after: Some(Duration::from_secs(300)),
-    })]);
+    let model = rate_limited_once(300);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
@@ -143,11 +144,7 @@ async fn issue10_9_s1_with_the_replay_flag_a_500_costs_one_retry_and_turns_stay_
 async fn issue10_9_s1_with_the_replay_flag_a_retry_after_past_the_30_s_cap_still_holds_the_wait() {
     tokio::time::pause();
     // 60 s: longer than the syncBacklog cap (30 s), shorter than a pause (F3, 5 min).
-    let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
-        usage: None,
-        message: "HTTP 429".into(),
-        retry_after: Some(Duration::from_secs(60)),
-    })]);
+    let model = rate_limited_once(60);
     let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.hold_wait_through_retries = true;
     });
