@@ -15,7 +15,8 @@
 //!    A6), as the baseline.
 //!
 //! Run with `cargo bench --bench sessions`. `SESSIONS_IDLE` and `SESSIONS_LOAD` (numbers)
-//! scale the two workloads down for a quick look.
+//! scale the two workloads down for a quick look; `SESSIONS_BASELINE=0` leaves out the
+//! dedicated runs, so a profiler sees the shared runtime alone.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -468,6 +469,8 @@ async fn main() {
     churn(&runtime, idle_sessions, 3, &base_url).await;
 
     let pace = Duration::from_millis(env_count("SESSIONS_PACE_MS", 500) as u64);
+    // SESSIONS_BASELINE=0 runs the shared runtime alone (for profiling it).
+    let baseline = env_count("SESSIONS_BASELINE", 1) != 0;
     let mut figures = Vec::new();
     for pace in [None, Some(pace)] {
         // Shared runtime under load.
@@ -483,6 +486,9 @@ async fn main() {
         report("shared runtime", load_sessions, pace, &mut shared);
         check("shared runtime", &shared, Some(LIMIT));
 
+        if !baseline {
+            continue;
+        }
         // Baseline: a thread, a system and an HTTP client per session.
         stats.reset();
         let mut handles = Vec::with_capacity(load_sessions);
