@@ -165,12 +165,13 @@ pub async fn wait_after_turn(
     }
 }
 
-/// Whether the agent has failed since its last success (a retry pending or running).
+/// Whether the agent has failed since its last success and is not paused: a retry is
+/// pending or running (a pending retry counts as a consecutive failure too).
 async fn still_retrying(agent: &Addr<AdvisorAgent>) -> bool {
     agent
         .send(GetAgentStatus)
         .await
-        .is_ok_and(|s| s.paused.is_none() && (s.failing || s.consecutive_failures > 0))
+        .is_ok_and(|s| s.paused.is_none() && s.consecutive_failures > 0)
 }
 
 /// `/advisor test` (C2): raises `advisory` through the normal delivery path and answers

@@ -165,6 +165,8 @@ struct State {
     /// Body bytes written, per answer, in request order.
     sent: Vec<u64>,
     tasks: Vec<AbortHandle>,
+    /// The number of requests received, for [`SseServer::wait_for_requests`].
+    arrivals: tokio::sync::watch::Sender<usize>,
 }
 
 /// The server. Dropping it stops the accept loop and every open connection.
@@ -228,6 +230,14 @@ impl SseServer {
     /// How many requests were received.
     pub fn request_count(&self) -> usize {
         self.state.lock().requests.len()
+    }
+
+    /// Resolves once `n` requests have arrived (at once if they already have): an event
+    /// to await instead of polling [`SseServer::request_count`].
+    pub async fn wait_for_requests(&self, n: usize) {
+        let mut arrivals = self.state.lock().arrivals.subscribe();
+        // The sender lives in the server's state, so the wait ends with the server at worst.
+        let _ = arrivals.wait_for(|count| *count >= n).await;
     }
 }
 
@@ -319,6 +329,7 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
         let mut s = state.lock();
         s.requests.push(request);
         s.sent.push(0);
+        s.arrivals.send_replace(s.requests.len());
         (s.responses.pop_front(), s.sent.len() - 1)
     };
     let response = response

@@ -46,7 +46,7 @@ const GRACE_TIMEOUT: Duration = Duration::from_millis(400);
 /// flight to be written and the writer to finish: one deadline for both.
 const DRAIN_TIMEOUT: Duration = Duration::from_millis(300);
 /// The worst case of the end: grace, disposal (audits flushed), drain and writer.
-pub const SHUTDOWN_WORST_CASE: Duration = GRACE_TIMEOUT
+const SHUTDOWN_WORST_CASE: Duration = GRACE_TIMEOUT
     .saturating_add(DISPOSE_TIMEOUT)
     .saturating_add(DRAIN_TIMEOUT);
 const _: () = assert!(

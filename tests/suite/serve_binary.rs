@@ -326,12 +326,10 @@ async fn v1_g7_binary_eof_with_a_turn_end_stuck_on_a_stalled_model_exits_within_
                 "messages": [user("drop the production table")]}),
         )
         .await;
-    // The review is under way (the model holds it): poll, there is no event to await.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.request_count() == 0 {
-        assert!(Instant::now() < deadline, "the review never started");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    // The review is under way once the model (which then stalls) has its request.
+    tokio::time::timeout(Duration::from_secs(10), server.wait_for_requests(1))
+        .await
+        .expect("the review never started");
     c.close_input();
     let (code, took) = exit_within(&mut s.child, advisor::serve::SHUTDOWN_BUDGET).await;
     assert!(code.success(), "exit {code:?} after {took:?}");
