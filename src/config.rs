@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::domain::transcript::Transcript;
 use crate::model::ModelClient;
-use crate::settings::AdvisorSettings;
+use crate::settings::{AdvisorSettings, DeliveryPolicy, SyncBacklog};
 use crate::tools::ToolRegistry;
 use crate::watchdog::WatchdogConfig;
 
@@ -73,6 +73,15 @@ impl RuntimeConfig {
             hold_wait_through_retries: false,
             shared: None,
         }
+    }
+
+    /// Whether a turn end can ever make the host wait: only under a syncBacklog threshold
+    /// (S1) or the `reconfirm` policy's catch-up block (D5). Settings are fixed for a
+    /// session's life, so when this is false the handle hands the turn over without
+    /// waiting for an answer: the primary never waits on the advisor's mailboxes.
+    pub fn turn_end_may_wait(&self) -> bool {
+        self.settings.sync_backlog != SyncBacklog::Off
+            || self.settings.policy == DeliveryPolicy::Reconfirm
     }
 
     /// The configuration of a subagent's own advisor (W7), or `None` when

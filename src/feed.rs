@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::domain::transcript::{Transcript, TranscriptMessage};
+use crate::domain::transcript::{Transcript, TranscriptMark, TranscriptMessage};
 use crate::redact::Redactor;
 use crate::render::{render_delta, TranscriptView};
 
@@ -20,6 +20,10 @@ pub enum FeedOutcome {
     /// The transcript is shorter than the cursor or its seen prefix changed (X1): the caller
     /// resets the advisor (R1). The cursor is left at 0.
     Rewrite,
+    /// The host replaced the transcript after this turn ended, before the feed read it:
+    /// the turn's messages are gone. The cursor did not move; the host's own rewrite, or
+    /// the next turn end's prefix check, takes it from there.
+    Superseded,
 }
 
 /// The feed's cursor over the primary transcript.
@@ -119,19 +123,35 @@ impl FeedCursor {
     /// Takes a turn end: checks the seen prefix, renders the messages after the cursor
     /// (without the advisor's own messages, X2) and moves the cursor to the end (X1).
     pub fn observe(&mut self, transcript: &Transcript) -> FeedOutcome {
-        let len = transcript.len();
-        if len < self.seen || !self.prefix_unchanged(transcript) {
-            self.reset();
-            return FeedOutcome::Rewrite;
-        }
+        self.observe_at(&transcript.mark())
+    }
+
+    /// [`FeedCursor::observe`] of the transcript as it stood when `at` was taken: messages
+    /// the host appended since belong to the next turn end.
+    pub fn observe_at(&mut self, at: &TranscriptMark) -> FeedOutcome {
+        let read = at.read(|messages| {
+            let len = messages.len();
+            if len < self.seen || !self.prefix_unchanged(messages) {
+                return None;
+            }
+            let delta: Vec<Arc<TranscriptMessage>> = messages[self.seen..]
+                .iter()
+                .filter(|m| !m.is_advisor_message())
+                .cloned()
+                .collect();
+            Some((delta, messages.last().cloned()))
+        });
+        let (delta, last) = match read {
+            None => return FeedOutcome::Superseded,
+            Some(None) => {
+                self.reset();
+                return FeedOutcome::Rewrite;
+            }
+            Some(Some(step)) => step,
+        };
         let from_start = self.seen == 0;
-        let delta: Vec<Arc<TranscriptMessage>> = transcript
-            .tail(self.seen)
-            .into_iter()
-            .filter(|m| !m.is_advisor_message())
-            .collect();
-        self.seen = len;
-        self.last = len.checked_sub(1).and_then(|i| transcript.get(i));
+        self.seen = at.len();
+        self.last = last;
         let budget = if from_start { self.replay_budget } else { None };
         let rendered = render_bounded(self.view, &delta, budget);
         if rendered.trim().is_empty() {
@@ -144,10 +164,10 @@ impl FeedCursor {
         FeedOutcome::Delta(format!("{UPDATE_HEADING}{text}"))
     }
 
-    fn prefix_unchanged(&self, transcript: &Transcript) -> bool {
+    fn prefix_unchanged(&self, messages: &[Arc<TranscriptMessage>]) -> bool {
         match (&self.last, self.seen.checked_sub(1)) {
-            (Some(last), Some(i)) => match transcript.get(i) {
-                Some(now) => Arc::ptr_eq(last, &now) || **last == *now,
+            (Some(last), Some(i)) => match messages.get(i) {
+                Some(now) => Arc::ptr_eq(last, now) || **last == **now,
                 None => false,
             },
             _ => true,
@@ -334,5 +354,35 @@ mod tests {
         // Later deltas are not bounded.
         t.push(TranscriptMessage::user("y".repeat(3_000)));
         assert!(matches!(c.observe(&t), FeedOutcome::Delta(d) if d.len() > 3_000));
+    }
+
+    #[test]
+    fn x1_a_turn_is_read_as_it_stood_when_it_ended() {
+        let mut c = cursor();
+        let t = Transcript::from_messages([TranscriptMessage::user("first turn")]);
+        let first = t.mark();
+        t.push(TranscriptMessage::user("second turn"));
+        let second = t.mark();
+        assert!(matches!(c.observe_at(&first), FeedOutcome::Delta(d)
+            if d.contains("first turn") && !d.contains("second turn")));
+        assert_eq!(c.position(), 1);
+        assert!(matches!(c.observe_at(&second), FeedOutcome::Delta(d)
+            if d.contains("second turn") && !d.contains("first turn")));
+        assert_eq!(c.position(), 2);
+    }
+
+    #[test]
+    fn x1_r1_a_mark_replaced_before_it_was_read_is_superseded_and_moves_nothing() {
+        let mut c = cursor();
+        let t = Transcript::from_messages([TranscriptMessage::user("one")]);
+        assert!(matches!(c.observe(&t), FeedOutcome::Delta(_)));
+        t.push(TranscriptMessage::user("two"));
+        let stale = t.mark();
+        t.replace([TranscriptMessage::user("summary")]);
+        assert_eq!(c.observe_at(&stale), FeedOutcome::Superseded);
+        assert_eq!(c.position(), 1, "the cursor did not move");
+        // Unannounced, the replacement is still caught by the next turn's prefix check.
+        t.push(TranscriptMessage::user("three"));
+        assert_eq!(c.observe(&t), FeedOutcome::Rewrite);
     }
 }

@@ -5,6 +5,7 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use actix::dev::SendError;
 use actix::{Actor, Addr, Recipient};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio::sync::oneshot;
@@ -46,25 +47,35 @@ pub struct AdvisorHandle {
     system: Option<actix::System>,
     /// The session's place on a shared runtime (A6), when it was opened on one.
     lease: Option<Arc<SessionLease>>,
+    /// Whether a turn end can make the host wait (S1, D5); when not, `turn_end` does not
+    /// wait for the supervisor's answer.
+    turn_end_waits: bool,
 }
 
 impl AdvisorHandle {
     /// Starts the runtime inside the current actix system (for actix-web servers and
     /// `#[actix::main]` programs). Host events go to `host`.
     pub fn start(config: RuntimeConfig, host: Recipient<HostEvent>) -> Self {
+        let turn_end_waits = config.turn_end_may_wait();
         Self {
             supervisor: Supervisor::new(config, host).start(),
             system: None,
             lease: None,
+            turn_end_waits,
         }
     }
 
     /// A handle on a session opened on a shared runtime.
-    pub(crate) fn opened(supervisor: Addr<Supervisor>, lease: SessionLease) -> Self {
+    pub(crate) fn opened(
+        supervisor: Addr<Supervisor>,
+        lease: SessionLease,
+        turn_end_waits: bool,
+    ) -> Self {
         Self {
             supervisor,
             system: None,
             lease: Some(Arc::new(lease)),
+            turn_end_waits,
         }
     }
 
@@ -74,6 +85,7 @@ impl AdvisorHandle {
     pub async fn spawn_dedicated(
         config: RuntimeConfig,
     ) -> Result<(Self, UnboundedReceiver<HostEvent>), HandleError> {
+        let turn_end_waits = config.turn_end_may_wait();
         let (events_tx, events_rx) = unbounded_channel();
         let (ready_tx, ready_rx) = oneshot::channel();
         std::thread::Builder::new()
@@ -96,17 +108,37 @@ impl AdvisorHandle {
                 supervisor,
                 system: Some(system),
                 lease: None,
+                turn_end_waits,
             },
             events_rx,
         ))
     }
 
-    /// A primary turn finished (A4). Resolves after the syncBacklog wait (S1).
+    /// A primary turn finished (A4). Resolves after the syncBacklog wait (S1) or the
+    /// catch-up block (D5).
+    ///
+    /// When neither can happen (`syncBacklog: off` and a policy other than `reconfirm`,
+    /// the defaults) there is nothing to wait for: the turn is put in the session's mailbox
+    /// and the call returns at once, without waiting for the advisor's threads. Every
+    /// later call on the handle is answered after the turn has been observed (the
+    /// supervisor takes its mailbox in order and observes a turn before anything else), so
+    /// a `status` right after shows the turn's delta queued. Only a full mailbox makes the
+    /// call wait, for its turn in line.
     pub async fn turn_end(&self, transcript: &Transcript) -> Result<(), HandleError> {
+        let turn = PrimaryTurnEnded {
+            transcript: transcript.mark(),
+        };
+        let turn = if self.turn_end_waits {
+            turn
+        } else {
+            match self.supervisor.try_send(turn) {
+                Ok(()) => return Ok(()),
+                Err(SendError::Closed(_)) => return Err(HandleError::Stopped),
+                Err(SendError::Full(turn)) => turn,
+            }
+        };
         self.supervisor
-            .send(PrimaryTurnEnded {
-                transcript: transcript.clone(),
-            })
+            .send(turn)
             .await
             .map_err(|_| HandleError::Stopped)
     }

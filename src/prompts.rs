@@ -58,6 +58,8 @@ impl Iterator for SessionPrompts {
                         // A rewrite the host did not announce: the cursor is back at 0 and
                         // the next turn sends everything, as in the runtime.
                         FeedOutcome::Rewrite => {}
+                        // The driver's transcript is read as it stands: never superseded.
+                        FeedOutcome::Superseded => {}
                     }
                 }
                 HostStep::Compacted => self.cursor.reset(),

@@ -194,10 +194,10 @@ impl Actor for Supervisor {
 impl Handler<PrimaryTurnEnded> for Supervisor {
     type Result = ResponseActFuture<Self, ()>;
 
-    fn handle(&mut self, msg: PrimaryTurnEnded, _ctx: &mut Context<Self>) -> Self::Result {
-        self.last_transcript = Some(msg.transcript.clone());
+    fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
+        self.last_transcript = Some(msg.transcript.transcript().clone());
         // D4: O(1), the last message only.
-        let terminal = turn_was_terminal(&msg.transcript);
+        let terminal = turn_was_terminal(msg.transcript.last().as_deref());
         let router = self.router();
         let Some(children) = self.children.as_ref().filter(|_| self.enabled) else {
             // D7: immune turns count turn ends even with no advisor running.
@@ -223,27 +223,38 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             transcript: msg.transcript,
             epoch,
         });
-        let observe = async move {
-            let outcome = observed.await;
-            let plan = plan.await.ok().flatten();
-            (plan, outcome)
-        };
+        // The turn is observed before the supervisor takes its next message: a host that
+        // did not wait for this turn end (nothing to wait for, see `AdvisorHandle::turn_end`)
+        // still has its next turn end checked against this one's cursor and epoch, and a
+        // status query sees this turn's delta queued.
+        let (planned_tx, planned_rx) = tokio::sync::oneshot::channel();
+        ctx.wait(
+            async move {
+                let outcome = observed.await;
+                let plan = plan.await.ok().flatten();
+                (plan, outcome)
+            }
+            .into_actor(self)
+            .map(move |(plan, outcome), act, _ctx| {
+                if let Ok(TurnObserved::Rewrite) = outcome {
+                    act.reset(RewriteKind::Detected);
+                }
+                let _ = planned_tx.send(plan);
+            }),
+        );
         self.turn_waits += 1;
         Box::pin(
-            observe
-                .into_actor(self)
-                .then(move |(plan, outcome), act, _ctx| {
-                    if let Ok(TurnObserved::Rewrite) = outcome {
-                        act.reset(RewriteKind::Detected);
-                    }
-                    wait_after_turn(agent, router, plan, threshold, cap, hold).into_actor(act)
-                })
-                .map(|(), act, ctx| {
-                    act.turn_waits -= 1;
-                    if act.closing && act.turn_waits == 0 {
-                        ctx.stop();
-                    }
-                }),
+            async move {
+                let plan = planned_rx.await.ok().flatten();
+                wait_after_turn(agent, router, plan, threshold, cap, hold).await;
+            }
+            .into_actor(self)
+            .map(|(), act, ctx| {
+                act.turn_waits -= 1;
+                if act.closing && act.turn_waits == 0 {
+                    ctx.stop();
+                }
+            }),
         )
     }
 }

@@ -39,7 +39,7 @@ impl Handler<ObserveTurn> for TranscriptFeed {
     type Result = actix::MessageResult<ObserveTurn>;
 
     fn handle(&mut self, msg: ObserveTurn, _ctx: &mut Context<Self>) -> Self::Result {
-        let observed = match self.cursor.observe(&msg.transcript) {
+        let observed = match self.cursor.observe_at(&msg.transcript) {
             FeedOutcome::Delta(prompt) => {
                 self.advisor.do_send(QueueDelta {
                     epoch: msg.epoch,
@@ -49,6 +49,7 @@ impl Handler<ObserveTurn> for TranscriptFeed {
             }
             FeedOutcome::Blank => TurnObserved::Blank,
             FeedOutcome::Rewrite => TurnObserved::Rewrite,
+            FeedOutcome::Superseded => TurnObserved::Superseded,
         };
         actix::MessageResult(observed)
     }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::texts::{fill, plural, NOTICES};
-use crate::domain::transcript::{Transcript, TranscriptMessage};
+use crate::domain::transcript::TranscriptMessage;
 
 /// How long a terminal turn's catch-up block waits at most (D5).
 pub const TERMINAL_CATCH_UP: Duration = Duration::from_secs(120);
@@ -18,14 +18,11 @@ pub const CATCH_UP_BACKOFF: [Duration; 4] = [
     Duration::from_secs(120),
 ];
 
-/// True when the turn that just ended was terminal: the transcript ends with an assistant
-/// message that calls no tools (D4). Looks at the last message only, so it costs O(1)
-/// whatever the session's length.
-pub fn turn_was_terminal(transcript: &Transcript) -> bool {
-    let Some(last) = transcript.len().checked_sub(1) else {
-        return false;
-    };
-    matches!(transcript.get(last).as_deref(), Some(TranscriptMessage::Assistant(a)) if !a.has_tool_calls())
+/// True when the turn that just ended was terminal: the transcript's `last` message is an
+/// assistant message that calls no tools (D4). Looks at the last message only, so it costs
+/// O(1) whatever the session's length.
+pub fn turn_was_terminal(last: Option<&TranscriptMessage>) -> bool {
+    matches!(last, Some(TranscriptMessage::Assistant(a)) if !a.has_tool_calls())
 }
 
 /// A catch-up block the host's turn end should wait through (D5).
@@ -170,6 +167,7 @@ mod tests {
     use crate::delivery::{CatchUpEnd, RaiseOutcome};
     use crate::domain::advice::Severity;
     use crate::domain::host::HostEvent;
+    use crate::domain::transcript::Transcript;
 
     #[test]
     fn d5_catch_up_backoff_is_15_30_60_120_120_seconds() {
@@ -267,13 +265,14 @@ mod tests {
                 stop_reason: None,
             })
         };
-        assert!(!turn_was_terminal(&Transcript::new()));
+        let last = |t: &Transcript| t.mark().last();
+        assert!(!turn_was_terminal(last(&Transcript::new()).as_deref()));
         let t = Transcript::from_messages([TranscriptMessage::user("go"), answer(true)]);
-        assert!(!turn_was_terminal(&t));
+        assert!(!turn_was_terminal(last(&t).as_deref()));
         t.push(answer(false));
-        assert!(turn_was_terminal(&t));
+        assert!(turn_was_terminal(last(&t).as_deref()));
         t.push(TranscriptMessage::user("more"));
-        assert!(!turn_was_terminal(&t));
+        assert!(!turn_was_terminal(last(&t).as_deref()));
     }
 
     #[test]

@@ -402,7 +402,16 @@ impl<'de> Deserialize<'de> for AssistantBlock {
 /// or starts a new `Transcript`, and tells the advisor with a `Rewrite`.
 #[derive(Debug, Clone, Default)]
 pub struct Transcript {
-    messages: Arc<RwLock<Vec<Arc<TranscriptMessage>>>>,
+    content: Arc<RwLock<Messages>>,
+}
+
+/// What a [`Transcript`] holds: its messages and how many times they were replaced.
+#[derive(Debug, Default)]
+struct Messages {
+    /// Bumped by every [`Transcript::replace`], so a [`TranscriptMark`] can tell that the
+    /// messages it marked are gone.
+    generation: u64,
+    messages: Vec<Arc<TranscriptMessage>>,
 }
 
 impl Transcript {
@@ -420,44 +429,104 @@ impl Transcript {
 
     /// Appends one message.
     pub fn push(&self, message: TranscriptMessage) {
-        self.messages.write().push(Arc::new(message));
+        self.content.write().messages.push(Arc::new(message));
     }
 
     /// Appends an already shared message.
     pub fn push_shared(&self, message: Arc<TranscriptMessage>) {
-        self.messages.write().push(message);
+        self.content.write().messages.push(message);
     }
 
     /// Replaces the whole content (a host-side rewrite).
     pub fn replace(&self, messages: impl IntoIterator<Item = TranscriptMessage>) {
         let new: Vec<Arc<TranscriptMessage>> = messages.into_iter().map(Arc::new).collect();
-        *self.messages.write() = new;
+        let mut content = self.content.write();
+        content.messages = new;
+        content.generation += 1;
     }
 
     /// Number of messages.
     pub fn len(&self) -> usize {
-        self.messages.read().len()
+        self.content.read().messages.len()
     }
 
     /// True when there are no messages.
     pub fn is_empty(&self) -> bool {
-        self.messages.read().is_empty()
+        self.content.read().messages.is_empty()
     }
 
     /// The message at `index`, if any.
     pub fn get(&self, index: usize) -> Option<Arc<TranscriptMessage>> {
-        self.messages.read().get(index).cloned()
+        self.content.read().messages.get(index).cloned()
     }
 
     /// The messages from `start` to the end (O(returned length)).
     pub fn tail(&self, start: usize) -> Vec<Arc<TranscriptMessage>> {
-        let guard = self.messages.read();
-        guard.get(start..).map(<[_]>::to_vec).unwrap_or_default()
+        let guard = self.content.read();
+        guard
+            .messages
+            .get(start..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default()
     }
 
     /// A copy of every message handle.
     pub fn snapshot(&self) -> Vec<Arc<TranscriptMessage>> {
-        self.messages.read().clone()
+        self.content.read().messages.clone()
+    }
+
+    /// The transcript as it stands now, to be read later (O(1), nothing copied): what a turn
+    /// end hands over.
+    pub fn mark(&self) -> TranscriptMark {
+        let content = self.content.read();
+        TranscriptMark {
+            transcript: self.clone(),
+            len: content.messages.len(),
+            generation: content.generation,
+        }
+    }
+}
+
+/// A [`Transcript`] as it stood at one moment: its first `len` messages, before any later
+/// [`Transcript::replace`]. Taking one is O(1) and copies nothing; reading it later sees
+/// exactly those messages, even after the host has appended more, and nothing once the
+/// host has replaced the content (a rewrite the host announces on its own, R1).
+#[derive(Debug, Clone)]
+pub struct TranscriptMark {
+    transcript: Transcript,
+    len: usize,
+    generation: u64,
+}
+
+impl TranscriptMark {
+    /// The transcript the mark is on (live: it may have grown or been replaced since).
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// How many messages the transcript had when marked.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the transcript was empty when marked.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Runs `read` over the marked messages, or answers `None` when the content was
+    /// replaced since the mark was taken.
+    pub fn read<R>(&self, read: impl FnOnce(&[Arc<TranscriptMessage>]) -> R) -> Option<R> {
+        let content = self.transcript.content.read();
+        if content.generation != self.generation {
+            return None;
+        }
+        content.messages.get(..self.len).map(read)
+    }
+
+    /// The last marked message, if the mark is not empty and still current.
+    pub fn last(&self) -> Option<Arc<TranscriptMessage>> {
+        self.read(|messages| messages.last().cloned()).flatten()
     }
 }
 
@@ -550,5 +619,32 @@ mod tests {
         assert_eq!(t.len(), 3);
         assert_eq!(t.tail(2).len(), 1);
         assert_eq!(t.tail(5).len(), 0);
+    }
+
+    #[test]
+    fn a4_a_mark_reads_the_transcript_as_it_stood_and_nothing_once_replaced() {
+        let t = Transcript::from_messages([TranscriptMessage::user("one")]);
+        let mark = t.mark();
+        t.push(TranscriptMessage::user("two"));
+        assert_eq!(mark.len(), 1);
+        assert_eq!(
+            mark.read(<[_]>::len),
+            Some(1),
+            "later messages are not in it"
+        );
+        assert_eq!(
+            mark.last().as_deref(),
+            Some(&TranscriptMessage::user("one"))
+        );
+        assert_eq!(t.mark().len(), 2);
+        t.replace([TranscriptMessage::user("one"), TranscriptMessage::user("2")]);
+        assert_eq!(
+            mark.read(<[_]>::len),
+            None,
+            "replaced: the marked messages are gone"
+        );
+        assert_eq!(mark.last(), None);
+        assert_eq!(mark.transcript().len(), 2, "the transcript itself is live");
+        assert!(Transcript::new().mark().is_empty());
     }
 }

@@ -2,15 +2,15 @@
 
 use actix::Message as ActixMessage;
 
-use crate::domain::transcript::Transcript;
+use crate::domain::transcript::{Transcript, TranscriptMark};
 
 /// Takes a turn end: the feed computes the delta, queues it for the advisor, and answers
 /// what it found.
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "TurnObserved")]
 pub struct ObserveTurn {
-    /// The transcript after the turn.
-    pub transcript: Transcript,
+    /// The transcript as it stood after the turn.
+    pub transcript: TranscriptMark,
     /// The epoch the delta belongs to.
     pub epoch: u64,
 }
@@ -25,6 +25,9 @@ pub enum TurnObserved {
     Blank,
     /// The transcript shrank or its seen part changed: the caller resets (R1).
     Rewrite,
+    /// The host replaced the transcript before the feed read this turn: nothing was
+    /// queued and the cursor did not move (the host's rewrite follows).
+    Superseded,
 }
 
 /// Moves the cursor to the transcript's end without a delta (X4).

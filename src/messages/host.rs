@@ -2,16 +2,16 @@
 //! advisor. What it sends back ([`crate::domain::host::HostEvent`]) lives in the domain.
 
 use crate::domain::host::StepAdvice;
-use crate::domain::transcript::Transcript;
+use crate::domain::transcript::TranscriptMark;
 use actix::Message as ActixMessage;
 
-/// A primary turn finished; carries the whole current transcript (shared, not copied).
-/// Resolves after the syncBacklog wait (S1).
+/// A primary turn finished; carries the whole transcript as it stood then (shared, not
+/// copied). Resolves after the syncBacklog wait (S1).
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
 pub struct PrimaryTurnEnded {
-    /// The transcript as it stands after the turn and its tool results.
-    pub transcript: Transcript,
+    /// The transcript as it stood after the turn and its tool results.
+    pub transcript: TranscriptMark,
 }
 
 /// The host is about to call its model: returns the advice to fold in now.

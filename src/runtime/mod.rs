@@ -196,6 +196,7 @@ impl AdvisorRuntime {
     /// no thread and does not wait; host events arrive on the returned receiver.
     pub fn open(&self, config: RuntimeConfig) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
         let config = config.share(&self.inner.shared);
+        let turn_end_waits = config.turn_end_may_wait();
         let worker = self.pick();
         worker.sessions.fetch_add(1, Ordering::AcqRel);
         let (events_tx, events_rx) = unbounded_channel();
@@ -211,7 +212,10 @@ impl AdvisorRuntime {
             Arc::clone(&self.inner.shared),
             Arc::clone(&self.inner) as Arc<dyn std::any::Any + Send + Sync>,
         );
-        (AdvisorHandle::opened(supervisor, lease), events_rx)
+        (
+            AdvisorHandle::opened(supervisor, lease, turn_end_waits),
+            events_rx,
+        )
     }
 
     /// The resources the sessions share.

@@ -816,7 +816,9 @@ async fn replay(dialect: Dialect, path: &Path) -> Replay {
                         1
                     }
                     FeedOutcome::Blank => 0,
-                    FeedOutcome::Rewrite => panic!("turn {turn}: unannounced rewrite"),
+                    FeedOutcome::Rewrite | FeedOutcome::Superseded => {
+                        panic!("turn {turn}: unannounced rewrite")
+                    }
                 };
                 h.turn_end(&transcript).await.expect("runtime");
                 h.step_boundary().await.expect("runtime");

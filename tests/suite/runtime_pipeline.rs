@@ -853,3 +853,159 @@ async fn s2_f4_the_primary_never_waits_on_a_failing_or_paused_advisor() {
     );
     assert!(h.status().await.unwrap().paused.is_some());
 }
+
+/// A4/S1 (issue 11): with nothing a turn end could wait for (`syncBacklog: off`, a policy
+/// other than `reconfirm`), `turn_end` is answered on its first poll, before any actor of
+/// the session has run (the test system has one thread, so none could have). Each turn is
+/// still read as it stood when it ended: the host appending the next turn's message right
+/// away does not fold it into this turn's delta, and a status query sees both deltas.
+#[actix::test]
+async fn a4_s1_turn_end_does_not_wait_when_nothing_can_make_it_wait() {
+    use futures_util::FutureExt;
+    let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
+    let gate = gate.unwrap();
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Off, |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    assert_eq!(
+        h.turn_end(&t).now_or_never(),
+        Some(Ok(())),
+        "answered at once"
+    );
+    t.push(TranscriptMessage::user("turn two"));
+    assert_eq!(
+        h.turn_end(&t).now_or_never(),
+        Some(Ok(())),
+        "answered at once"
+    );
+    t.push(TranscriptMessage::user("turn three"));
+    assert_eq!(
+        h.status().await.unwrap().agent.backlog,
+        2,
+        "two deltas, read in order"
+    );
+    let first = last_user_text(&next_request(&mut arrivals).await);
+    assert!(first.contains("turn one"), "{first}");
+    assert!(
+        !first.contains("turn two"),
+        "the next turn's message: {first}"
+    );
+    gate.add_permits(1);
+    let second = last_user_text(&next_request(&mut arrivals).await);
+    assert!(second.contains("turn two"), "{second}");
+    assert!(!second.contains("turn three"), "not yet ended: {second}");
+    gate.add_permits(1);
+    assert_eq!(
+        h.await_drain().await.unwrap(),
+        advisor::handle::BacklogWait::Drained
+    );
+}
+
+/// S1, D5: when a turn end may have to wait, it waits for the runtime: under a syncBacklog
+/// threshold, and under `reconfirm` (its catch-up block) even with syncBacklog off.
+#[actix::test]
+async fn s1_d5_turn_end_waits_for_the_runtime_when_it_may_block() {
+    use futures_util::FutureExt;
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    let (h, _rx) = runtime(
+        Arc::new(ScriptedModel::new([])),
+        SyncBacklog::Below(1),
+        |_| {},
+    );
+    assert_eq!(h.turn_end(&t).now_or_never(), None, "syncBacklog 1 waits");
+    let (h, _rx) = runtime(Arc::new(ScriptedModel::new([])), SyncBacklog::Off, |cfg| {
+        cfg.settings.policy = advisor::settings::DeliveryPolicy::Reconfirm
+    });
+    assert_eq!(
+        h.turn_end(&t).now_or_never(),
+        None,
+        "reconfirm may block (D5)"
+    );
+    h.turn_end(&t).await.unwrap();
+}
+
+/// X1, R1: a turn end the runtime had not read yet when the host replaced the transcript
+/// and announced the rewrite is left alone (its messages are gone): it queues no review of
+/// the replaced content and causes no second reset; the next turn sends the new content
+/// from the start, once.
+#[actix::test]
+async fn x1_r1_a_turn_replaced_before_it_was_read_queues_nothing() {
+    use futures_util::FutureExt;
+    let model = ScriptedModel::new([]);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("before compaction")]);
+    assert_eq!(h.turn_end(&t).now_or_never(), Some(Ok(())));
+    t.replace([
+        TranscriptMessage::user("the summary"),
+        TranscriptMessage::user("kept message"),
+    ]);
+    h.rewrite(RewriteKind::Compaction).await.unwrap();
+    assert_eq!(
+        h.await_drain().await.unwrap(),
+        advisor::handle::BacklogWait::Drained
+    );
+    assert_eq!(
+        model.request_count(),
+        0,
+        "the superseded turn queued nothing"
+    );
+    t.push(TranscriptMessage::user("after compaction"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(
+        h.await_drain().await.unwrap(),
+        advisor::handle::BacklogWait::Drained
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    let text = last_user_text(&requests[0]);
+    assert!(
+        text.contains("the summary") && text.contains("after compaction"),
+        "{text}"
+    );
+    assert!(!text.contains("before compaction"), "{text}");
+}
+
+/// A4 (issue 11): a host that ends turns faster than the session reads them fills the
+/// session's bounded mailbox and then waits for its turn in line: nothing is lost, and
+/// every turn is reviewed in order.
+#[actix::test]
+async fn a4_a_full_mailbox_makes_turn_end_wait_and_loses_no_turn() {
+    let model = ScriptedModel::new([]);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |_| {});
+    let t = Transcript::new();
+    let mut waited_at = None;
+    for i in 0..100 {
+        t.push(TranscriptMessage::user(format!("turn number {i}")));
+        let turn_end = h.turn_end(&t);
+        tokio::pin!(turn_end);
+        match futures_util::poll!(&mut turn_end) {
+            std::task::Poll::Ready(done) => done.unwrap(),
+            std::task::Poll::Pending => {
+                turn_end.await.unwrap();
+                waited_at = Some(i);
+                break;
+            }
+        }
+    }
+    let last = waited_at.expect("the mailbox is bounded");
+    assert!(last >= 8, "a few turns fit before the host waits: {last}");
+    assert_eq!(
+        h.await_drain().await.unwrap(),
+        advisor::handle::BacklogWait::Drained
+    );
+    // Every turn's message reached a review, once and in order.
+    let reviewed: Vec<usize> = model
+        .requests()
+        .iter()
+        .map(last_user_text)
+        .flat_map(|text| {
+            text.split("turn number ")
+                .skip(1)
+                .map(|rest| {
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    digits.parse::<usize>().expect("a turn number")
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(reviewed, (0..=last).collect::<Vec<_>>());
+}
