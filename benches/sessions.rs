@@ -8,7 +8,7 @@
 //! 2. **shared**: 1,000 sessions × 10 turns, `syncBacklog: off`, against an in-process
 //!    OpenAI-compatible server (HTTP/1.1 keep-alive) that answers at once, with one
 //!    `advise` every fifth review: turns per second, `turn_end` latency p50 / p99 / max as
-//!    the host sees it, the most requests the server saw at once (the limit is 16), and
+//!    the host sees it (and that of the `step_boundary` each host makes right after), the most requests the server saw at once (the limit is 16), and
 //!    the D10 check (every advise the server sent is delivered, held or dropped).
 //! 3. **dedicated**: the same load through `AdvisorHandle::spawn_dedicated` (a thread and
 //!    an actix system per session, each with its own HTTP client, as `spawn` was before
@@ -299,6 +299,8 @@ async fn churn(runtime: &AdvisorRuntime, sessions: usize, rounds: usize, base_ur
 struct LoadFigures {
     seconds: f64,
     latencies: Vec<Duration>,
+    /// `step_boundary` latencies (the call right after each turn end).
+    steps: Vec<Duration>,
     most: usize,
     advises: u64,
     accounted: u64,
@@ -329,6 +331,7 @@ async fn drive(
         tasks.push(tokio::spawn(async move {
             let transcript = Transcript::from_messages([TranscriptMessage::user("Fix the parser")]);
             let mut latencies = Vec::with_capacity(TURNS);
+            let mut steps = Vec::with_capacity(TURNS);
             for turn in 0..TURNS {
                 if let (Some(pace), Some(offset)) = (pace, offset) {
                     let at = started + offset + pace * turn as u32;
@@ -338,15 +341,20 @@ async fn drive(
                 let t = Instant::now();
                 handle.turn_end(&transcript).await.expect("turn_end");
                 latencies.push(t.elapsed());
+                let t = Instant::now();
                 handle.step_boundary().await.expect("step boundary");
+                steps.push(t.elapsed());
                 tokio::task::yield_now().await;
             }
-            latencies
+            (latencies, steps)
         }));
     }
     let mut latencies = Vec::with_capacity(handles.len() * TURNS);
+    let mut steps = Vec::with_capacity(handles.len() * TURNS);
     for task in tasks {
-        latencies.extend(task.await.expect("host task"));
+        let (turn_ends, step_boundaries) = task.await.expect("host task");
+        latencies.extend(turn_ends);
+        steps.extend(step_boundaries);
     }
     // Until every turn is reviewed.
     let mut pending: Vec<&AdvisorHandle> = handles.iter().map(|(h, _)| h).collect();
@@ -368,6 +376,7 @@ async fn drive(
     let mut figures = LoadFigures {
         seconds,
         latencies,
+        steps,
         most: stats.most.load(Ordering::SeqCst),
         advises: stats.advises.load(Ordering::SeqCst),
         accounted: 0,
@@ -400,6 +409,7 @@ async fn drive(
 
 fn report(name: &str, sessions: usize, pace: Option<Duration>, f: &mut LoadFigures) {
     f.latencies.sort_unstable();
+    f.steps.sort_unstable();
     let turns = f.latencies.len();
     let how = match pace {
         Some(p) => format!("one turn per {} ms per session", p.as_millis()),
@@ -417,6 +427,12 @@ fn report(name: &str, sessions: usize, pace: Option<Duration>, f: &mut LoadFigur
         ms(percentile(&f.latencies, 0.50)),
         ms(percentile(&f.latencies, 0.99)),
         ms(*f.latencies.last().unwrap_or(&Duration::ZERO))
+    );
+    println!(
+        "  step_boundary latency: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        ms(percentile(&f.steps, 0.50)),
+        ms(percentile(&f.steps, 0.99)),
+        ms(*f.steps.last().unwrap_or(&Duration::ZERO))
     );
     println!(
         "  server: at most {} requests at once (limit {LIMIT}); threads during the run: {}",
@@ -517,13 +533,14 @@ async fn main() {
         check("dedicated threads", &dedicated, None);
         figures.push((shared, dedicated));
     }
-    let p99 = |f: &LoadFigures| ms(percentile(&f.latencies, 0.99));
+    let p99 = |l: &[Duration]| ms(percentile(l, 0.99));
     let rate = |f: &LoadFigures| f.latencies.len() as f64 / f.seconds;
     for (name, (shared, dedicated)) in ["as fast as possible", "paced"].iter().zip(&figures) {
         println!(
-            "ratio shared / dedicated ({name}): turns/s x{:.2}, turn_end p99 x{:.2}",
+            "ratio shared / dedicated ({name}): turns/s x{:.2}, turn_end p99 x{:.4}, step_boundary p99 x{:.3}",
             rate(shared) / rate(dedicated),
-            p99(shared) / p99(dedicated).max(1e-9)
+            p99(&shared.latencies) / p99(&dedicated.latencies).max(1e-9),
+            p99(&shared.steps) / p99(&dedicated.steps).max(1e-9)
         );
     }
 }
