@@ -50,6 +50,9 @@ pub struct AdvisorHandle {
     /// Whether a turn end can make the host wait (S1, D5); when not, `turn_end` does not
     /// wait for the supervisor's answer.
     turn_end_waits: bool,
+    /// Set (for every clone) once `dispose` has closed a session of its own thread or of a
+    /// shared runtime, so a turn end that does not wait still answers `Stopped` after it.
+    closed: Arc<AtomicBool>,
 }
 
 impl AdvisorHandle {
@@ -62,6 +65,7 @@ impl AdvisorHandle {
             system: None,
             lease: None,
             turn_end_waits,
+            closed: Arc::default(),
         }
     }
 
@@ -76,6 +80,7 @@ impl AdvisorHandle {
             system: None,
             lease: Some(Arc::new(lease)),
             turn_end_waits,
+            closed: Arc::default(),
         }
     }
 
@@ -109,6 +114,7 @@ impl AdvisorHandle {
                 system: Some(system),
                 lease: None,
                 turn_end_waits,
+                closed: Arc::default(),
             },
             events_rx,
         ))
@@ -130,6 +136,8 @@ impl AdvisorHandle {
         };
         let turn = if self.turn_end_waits {
             turn
+        } else if self.closed.load(Ordering::Acquire) {
+            return Err(HandleError::Stopped);
         } else {
             match self.supervisor.try_send(turn) {
                 Ok(()) => return Ok(()),
@@ -254,6 +262,9 @@ impl AdvisorHandle {
             .send(DisposeSession)
             .await
             .map_err(|_| HandleError::Stopped);
+        if self.system.is_some() || self.lease.is_some() {
+            self.closed.store(true, Ordering::Release);
+        }
         if let Some(system) = &self.system {
             system.stop();
         }

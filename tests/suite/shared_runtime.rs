@@ -15,6 +15,7 @@ use std::time::Duration;
 use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::handle::BacklogWait;
+use advisor::handle::HandleError;
 use advisor::model::limit::{CallLimit, LimitedModel};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
@@ -457,6 +458,28 @@ async fn a6_r2_dispose_answers_a_turn_end_still_waiting_before_the_session_close
     gate.expect("gated").add_permits(1);
     closed(&mut events).await;
     assert_eq!(rt.sessions(), 0);
+}
+
+/// A4, R2: a turn end that does not wait for the runtime (syncBacklog off) still tells the
+/// host, from every clone of the handle, that a disposed session is closed, on a shared
+/// runtime and on a dedicated thread alike.
+#[tokio::test]
+async fn a4_r2_a_turn_end_that_does_not_wait_says_a_disposed_session_is_closed() {
+    let rt = runtime(1, None);
+    let model: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));
+    let t = Transcript::from_messages([TranscriptMessage::user("a turn")]);
+    let (shared, _events) = rt.open(config(model.clone(), SyncBacklog::Off, named("open")));
+    let (dedicated, _dedicated_events) =
+        AdvisorHandle::spawn_dedicated(config(model, SyncBacklog::Off, named("own")))
+            .await
+            .unwrap();
+    for h in [shared, dedicated] {
+        let other = h.clone();
+        h.turn_end(&t).await.unwrap();
+        h.dispose().await.unwrap();
+        assert_eq!(other.turn_end(&t).await, Err(HandleError::Stopped));
+        assert_eq!(h.turn_end(&t).await, Err(HandleError::Stopped));
+    }
 }
 
 #[tokio::test]
