@@ -141,13 +141,14 @@ impl FeedCursor {
                 .collect();
             Some((delta, messages.last().cloned()))
         });
-        let (delta, last) = match read {
-            None => return FeedOutcome::Superseded,
-            Some(None) => {
-                self.reset();
-                return FeedOutcome::Rewrite;
-            }
-            Some(Some(step)) => step,
+        // No reading at all: the content was replaced since the mark was taken.
+        let Some(read) = read else {
+            return FeedOutcome::Superseded;
+        };
+        // A reading, but the seen prefix is not there any more (X1).
+        let Some((delta, last)) = read else {
+            self.reset();
+            return FeedOutcome::Rewrite;
         };
         let from_start = self.seen == 0;
         self.seen = at.len();
