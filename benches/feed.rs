@@ -1,8 +1,8 @@
 //! Issue 2's benchmark: rendering every delta of the shared 2.4 MB session through the
 //! feed, next to serde_json parsing the same file, in one run.
 //!
-//! Run with `cargo bench --bench feed`. The fixture lives outside the repository
-//! (`../shared/fixtures/pi-sessions/before-compaction.jsonl`); without it the benchmark
+//! Run with `cargo bench --bench feed`. The fixture is vendored in the repository
+//! (`tests/fixtures/pi-sessions/before-compaction.jsonl`); without it the benchmark
 //! says so and measures nothing.
 
 use std::hint::black_box;
@@ -15,13 +15,13 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 fn fixture() -> Option<PathBuf> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/pi-sessions/before-compaction.jsonl");
+        .join("tests/fixtures/pi-sessions/before-compaction.jsonl");
     path.exists().then_some(path)
 }
 
 fn feed_vs_parse(c: &mut Criterion) {
     let Some(path) = fixture() else {
-        eprintln!("fixture missing: ../shared/fixtures/pi-sessions/before-compaction.jsonl");
+        eprintln!("fixture missing: tests/fixtures/pi-sessions/before-compaction.jsonl");
         return;
     };
     let text = std::fs::read_to_string(&path).expect("fixture readable");

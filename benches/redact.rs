@@ -1,8 +1,8 @@
 //! SPEC X5's benchmark: redacting every prompt of the shared 2.4 MB session, next to
 //! producing those prompts (driver, cursor, renderer) without redaction, in one run.
 //!
-//! Run with `cargo bench --bench redact`. The fixture lives outside the repository
-//! (`../shared/fixtures/pi-sessions/before-compaction.jsonl`); without it the benchmark
+//! Run with `cargo bench --bench redact`. The fixture is vendored in the repository
+//! (`tests/fixtures/pi-sessions/before-compaction.jsonl`); without it the benchmark
 //! says so and measures nothing.
 
 use std::hint::black_box;
@@ -16,7 +16,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 fn fixture() -> Option<PathBuf> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/pi-sessions/before-compaction.jsonl");
+        .join("tests/fixtures/pi-sessions/before-compaction.jsonl");
     path.exists().then_some(path)
 }
 
@@ -30,7 +30,7 @@ fn plain_prompts(branch: SessionBranch, view: TranscriptView) -> Vec<String> {
 
 fn redact_vs_produce(c: &mut Criterion) {
     let Some(path) = fixture() else {
-        eprintln!("fixture missing: ../shared/fixtures/pi-sessions/before-compaction.jsonl");
+        eprintln!("fixture missing: tests/fixtures/pi-sessions/before-compaction.jsonl");
         return;
     };
     let branch = read_session(&path).expect("fixture parses");

@@ -26,7 +26,7 @@ use advisor::session::{read_session, SessionBranch, SessionDriver};
 use advisor::settings::SyncBacklog;
 use advisor::{AdvisorHandle, RuntimeConfig};
 
-const FIXTURE: &str = "../shared/fixtures/pi-sessions/before-compaction.jsonl";
+const FIXTURE: &str = "tests/fixtures/pi-sessions/before-compaction.jsonl";
 
 fn silent_reply() -> ScriptedResponse {
     let body = [

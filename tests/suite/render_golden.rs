@@ -602,21 +602,8 @@ fn full_other_messages_use_compact_one_liners() {
 // ---------------------------------------------------------------------------------------
 
 fn fixture(name: &str) -> Option<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/pi-sessions")
-        .join(name);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(err) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "fixture {} is required under CI: {err}",
-                path.display()
-            );
-            eprintln!("skipping: fixture {} not readable: {err}", path.display());
-            None
-        }
-    }
+    let path = crate::support::fixtures::pi_fixture(name)?;
+    Some(std::fs::read_to_string(&path).expect("vendored fixture readable"))
 }
 
 fn session_messages(text: &str) -> Vec<Arc<TranscriptMessage>> {

@@ -21,17 +21,9 @@ pub(super) fn manifest_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
-/// The recorded pi session, or `None` (skip) when it is missing outside CI.
+/// The vendored recorded pi session.
 fn fixture(name: &str) -> Option<PathBuf> {
-    let path = manifest_path("../shared/fixtures/pi-sessions").join(name);
-    if path.exists() {
-        Some(path)
-    } else if std::env::var_os("CI").is_some() {
-        panic!("fixture {} is missing (required in CI)", path.display());
-    } else {
-        eprintln!("skipping: fixture {} is missing", path.display());
-        None
-    }
+    crate::support::fixtures::pi_fixture(name)
 }
 
 pub(super) fn chunk(delta: Value, finish: Option<&str>) -> String {

@@ -1,23 +1,16 @@
-//! The shared pi session fixtures (`../shared/fixtures/pi-sessions/` beside the crate).
+//! The recorded pi sessions vendored under `tests/fixtures/pi-sessions/` (MIT, licence
+//! `LICENSE-pi-mono` beside them).
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
-/// The recorded pi session `name`, or `None` (the caller skips) when the shared fixtures are
-/// not checked out. Under CI (`CI` set) a missing fixture fails the test instead.
+/// The path of the vendored recorded pi session `name`. The files are part of the
+/// repository, so a missing one is a broken checkout and fails the test.
 pub fn pi_fixture(name: &str) -> Option<PathBuf> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/pi-sessions")
+        .join("tests/fixtures/pi-sessions")
         .join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "fixture {} is missing (required in CI)",
-        path.display()
-    );
-    eprintln!("skipping: fixture {} not found", path.display());
-    None
+    assert!(path.is_file(), "fixture {} is missing", path.display());
+    Some(path)
 }
