@@ -32,6 +32,9 @@
 //! # }
 //! ```
 //!
+//! The behaviour follows the numbered specification in `docs/SPEC.md` of the repository;
+//! rule ids cited in these docs (X1, D3, P1…) refer to it.
+//!
 //! # What a host uses
 //!
 //! The names a host needs are re-exported here: [`AdvisorHandle`] (the A4 calls),
