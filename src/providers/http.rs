@@ -7,6 +7,8 @@
 //! either cap the call ends as an output-limit stop ([`StopReason::MaxTokens`], G5
 //! reactive) with the text cut.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
@@ -303,13 +305,36 @@ pub(crate) struct Outgoing<'a> {
     pub output_bound: u32,
 }
 
-/// A configured endpoint: the configuration plus its HTTP client. Both dialect clients
-/// wrap one in an `Arc`.
+/// What an endpoint was found to refuse, learnt from its answers and kept for every later
+/// request to it (P10). One per base URL: the sessions of a process share it through
+/// [`crate::runtime::SharedResources`].
+#[derive(Debug, Default)]
+pub struct EndpointQuirks {
+    legacy_max_tokens: AtomicBool,
+}
+
+impl EndpointQuirks {
+    /// Whether the endpoint refused `max_completion_tokens`, so the output bound goes in
+    /// `max_tokens` (P10).
+    pub fn legacy_max_tokens(&self) -> bool {
+        self.legacy_max_tokens.load(Ordering::Relaxed)
+    }
+
+    /// Remembers that the endpoint refused `max_completion_tokens`.
+    pub fn note_legacy_max_tokens(&self) {
+        self.legacy_max_tokens.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A configured endpoint: the configuration, its HTTP client and what it was found to
+/// refuse. Both dialect clients wrap one in an `Arc`.
 #[derive(Debug)]
 pub(crate) struct Transport {
     /// The configuration.
     pub config: super::ProviderConfig,
     http: reqwest::Client,
+    /// What the endpoint refused so far (P10).
+    pub quirks: Arc<EndpointQuirks>,
 }
 
 impl Transport {
@@ -317,13 +342,22 @@ impl Transport {
     /// and the total limit apply per call).
     pub fn new(config: super::ProviderConfig) -> Result<Self, super::ProviderError> {
         let http = config.http_client()?;
-        Ok(Self { config, http })
+        Ok(Self::shared(config, http, Arc::default()))
     }
 
     /// An endpoint for `config` over a given HTTP client (one connection pool shared by
-    /// many sessions, A6).
-    pub fn with_http(config: super::ProviderConfig, http: reqwest::Client) -> Self {
-        Self { config, http }
+    /// many sessions, A6) and the endpoint's `quirks`, shared with the other clients of
+    /// the same base URL (P10).
+    pub fn shared(
+        config: super::ProviderConfig,
+        http: reqwest::Client,
+        quirks: Arc<EndpointQuirks>,
+    ) -> Self {
+        Self {
+            config,
+            http,
+            quirks,
+        }
     }
 
     /// Posts the request's body to its path with the content type, its fixed headers, the

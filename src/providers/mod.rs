@@ -29,7 +29,7 @@ use std::time::Duration;
 
 pub use catalog::{Catalog, CatalogEntry, Prices};
 pub use error::ProviderError;
-pub use http::{event_cap, reply_cap};
+pub use http::{event_cap, reply_cap, EndpointQuirks};
 pub use resolve::{
     advisor_role_from_modes, advisor_role_from_modes_file, resolve_role, ResolvedRole,
 };
@@ -401,8 +401,18 @@ impl StreamingClient {
     /// A client for `config` that sends over `http`, an HTTP client (and its connection
     /// pool) shared with other sessions (A6).
     pub fn with_http(config: ProviderConfig, http: reqwest::Client) -> Self {
+        Self::with_endpoint(config, http, Arc::default())
+    }
+
+    /// A client for `config` over a shared `http` client that also shares what its
+    /// endpoint was found to refuse (`quirks`, P10) with the other clients of that endpoint.
+    pub fn with_endpoint(
+        config: ProviderConfig,
+        http: reqwest::Client,
+        quirks: Arc<EndpointQuirks>,
+    ) -> Self {
         Self {
-            transport: Arc::new(http::Transport::with_http(config, http)),
+            transport: Arc::new(http::Transport::shared(config, http, quirks)),
         }
     }
 }

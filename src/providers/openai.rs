@@ -3,9 +3,11 @@
 //!
 //! Request choices:
 //! - `stream: true` with `stream_options.include_usage` so the last chunk carries usage;
-//! - the output bound goes in `max_completion_tokens` for OpenAI itself (its reasoning
-//!   models reject `max_tokens`) and in `max_tokens` everywhere else (what OpenRouter and
-//!   the local servers read);
+//! - the output bound goes in `max_completion_tokens` (OpenAI's reasoning models reject
+//!   `max_tokens`), and `store: false` asks the provider not to keep the exchange (P10); an
+//!   endpoint that answers 400 naming `max_completion_tokens` is asked again at once with
+//!   `max_tokens`, and every later request to that endpoint uses `max_tokens`
+//!   ([`super::EndpointQuirks`], shared by the sessions of a process);
 //! - for models the catalog marks as reasoning: `reasoning: {effort}` on OpenRouter,
 //!   `reasoning_effort` elsewhere (`xhigh` is sent as `high`); `off` sends nothing, leaving
 //!   the model's default, except on OpenAI where it asks for `minimal`;
@@ -58,8 +60,28 @@ pub(crate) async fn send(
     transport: &Transport,
     request: &ModelRequest,
 ) -> Result<ModelResponse, ModelError> {
+    let legacy = transport.quirks.legacy_max_tokens();
+    match send_once(transport, request, legacy).await {
+        Err(err) if !legacy && refuses_completion_tokens(&err) => {
+            // P10: remembered for the endpoint, so this costs one extra request per process.
+            tracing::info!(
+                base_url = %transport.config.base_url,
+                "the endpoint refuses max_completion_tokens: asking with max_tokens"
+            );
+            transport.quirks.note_legacy_max_tokens();
+            send_once(transport, request, true).await
+        }
+        other => other,
+    }
+}
+
+async fn send_once(
+    transport: &Transport,
+    request: &ModelRequest,
+    legacy_max_tokens: bool,
+) -> Result<ModelResponse, ModelError> {
     let config = &transport.config;
-    let body = request_body(config, request);
+    let body = body_for(config, request, legacy_max_tokens);
     let auth = config
         .api_key
         .as_ref()
@@ -76,18 +98,39 @@ pub(crate) async fn send(
     transport.send(outgoing, decoder).await
 }
 
-/// The JSON body of one request (deterministic: same request, same bytes).
+/// Whether a failed call is an endpoint's 400 refusing the `max_completion_tokens` field
+/// (OpenAI's own shape: `{"error": {"message": "Unsupported parameter:
+/// 'max_completion_tokens' …", "param": "max_completion_tokens", "code":
+/// "unsupported_parameter"}}`; older servers say "Unrecognized request argument").
+fn refuses_completion_tokens(err: &ModelError) -> bool {
+    let message = match err {
+        ModelError::Retryable { message, .. }
+        | ModelError::Permanent { message }
+        | ModelError::ContextOverflow { message, .. } => message,
+    };
+    message.starts_with("HTTP 400") && message.contains("max_completion_tokens")
+}
+
+/// The JSON body of one request (deterministic: same request, same bytes), with the output
+/// bound in `max_completion_tokens` (P10).
 pub fn request_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
+    body_for(config, request, false)
+}
+
+/// The JSON body with the output bound in `max_tokens` when `legacy_max_tokens`, else in
+/// `max_completion_tokens`.
+fn body_for(config: &ProviderConfig, request: &ModelRequest, legacy_max_tokens: bool) -> Value {
     let flavor = Flavor::of(config);
     let mut body = Map::new();
     body.insert("model".into(), json!(config.model_id));
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
+    body.insert("store".into(), json!(false));
     let bound = config.output_bound(request.max_tokens);
-    let bound_field = if flavor == Flavor::OpenAi {
-        "max_completion_tokens"
-    } else {
+    let bound_field = if legacy_max_tokens {
         "max_tokens"
+    } else {
+        "max_completion_tokens"
     };
     body.insert(bound_field.into(), json!(bound));
     if config.info.reasoning {
@@ -823,12 +866,20 @@ mod tests {
         };
         let b = request_body(&cfg, &req);
         assert_eq!(b["max_completion_tokens"], json!(4096));
+        assert_eq!(b["store"], json!(false));
         assert_eq!(b["reasoning_effort"], json!("high"));
         assert!(b.get("max_tokens").is_none());
         cfg.provider = "openrouter".into();
         let b = request_body(&cfg, &req);
-        assert_eq!(b["max_tokens"], json!(4096));
+        assert_eq!(
+            b["max_completion_tokens"],
+            json!(4096),
+            "P10: every endpoint"
+        );
         assert_eq!(b["reasoning"], json!({"effort": "high"}));
+        let b = body_for(&cfg, &req, true);
+        assert_eq!(b["max_tokens"], json!(4096));
+        assert!(b.get("max_completion_tokens").is_none());
         cfg.provider = "llamacpp".into();
         cfg.info.reasoning = false;
         let b = request_body(&cfg, &req);

@@ -13,7 +13,8 @@ use crate::feed::FeedCursor;
 use crate::model::limit::{provider_of, CallCounts, CallLimit, LimitedModel};
 use crate::model::ModelClient;
 use crate::providers::{
-    resolve_config, Catalog, ModelSpec, ProviderConfig, ProviderError, StreamingClient,
+    resolve_config, Catalog, EndpointQuirks, ModelSpec, ProviderConfig, ProviderError,
+    StreamingClient,
 };
 use crate::redact::Redactor;
 use crate::render::TranscriptView;
@@ -31,6 +32,7 @@ pub struct SharedResources {
     redactor: Option<Redactor>,
     catalog: Catalog,
     http: Mutex<HashMap<(String, Duration), reqwest::Client>>,
+    quirks: Mutex<HashMap<String, Arc<EndpointQuirks>>>,
     limits: Mutex<HashMap<String, Arc<CallLimit>>>,
     max_concurrent_reviews: Option<usize>,
     watchdog: Arc<WatchdogCache>,
@@ -62,6 +64,7 @@ impl SharedResources {
             redactor,
             catalog,
             http: Mutex::new(HashMap::new()),
+            quirks: Mutex::new(HashMap::new()),
             limits: Mutex::new(HashMap::new()),
             max_concurrent_reviews,
             watchdog: Arc::new(WatchdogCache::new()),
@@ -120,13 +123,23 @@ impl SharedResources {
     }
 
     /// A streaming client for a resolved `config` over the shared HTTP client of its
-    /// endpoint (the runtime's counterpart of [`crate::providers::client_for`]).
+    /// endpoint (the runtime's counterpart of [`crate::providers::client_for`]); what the
+    /// endpoint was found to refuse is shared too (P10).
     pub fn client_for(
         &self,
         config: ProviderConfig,
     ) -> Result<Arc<dyn ModelClient>, ProviderError> {
         let http = self.http_client(&config)?;
-        Ok(Arc::new(StreamingClient::with_http(config, http)))
+        let quirks = self.quirks_of(&config.base_url);
+        Ok(Arc::new(StreamingClient::with_endpoint(
+            config, http, quirks,
+        )))
+    }
+
+    /// What the endpoint at `base_url` was found to refuse (P10), created on first use.
+    pub fn quirks_of(&self, base_url: &str) -> Arc<EndpointQuirks> {
+        let key = base_url.trim_end_matches('/').to_string();
+        Arc::clone(self.quirks.lock().entry(key).or_default())
     }
 
     /// How many HTTP clients were built: one per endpoint (base URL and connect timeout),

@@ -84,7 +84,8 @@ async fn m2_openai_text_only_answer() {
     assert_eq!(b["model"], "z-ai/glm-5.2");
     assert_eq!(b["stream"], true);
     assert_eq!(b["stream_options"], json!({"include_usage": true}));
-    assert_eq!(b["max_tokens"], 4096);
+    assert_eq!(b["max_completion_tokens"], 4096);
+    assert_eq!(b["store"], false);
     assert_eq!(b["reasoning"], json!({"effort": "medium"}));
     assert_eq!(b["tools"][0]["function"]["name"], "read");
     assert_eq!(
@@ -530,4 +531,81 @@ async fn m2_local_server_needs_no_key() {
     let b = req.json();
     assert_eq!(b["model"], "qwen3-coder");
     assert!(b.get("reasoning_effort").is_none());
+}
+
+/// What OpenAI answers for a parameter the model does not take (here the one P10 sends).
+const UNSUPPORTED_MAX_COMPLETION_TOKENS: &str = r#"{
+  "error": {
+    "message": "Unsupported parameter: 'max_completion_tokens' is not supported with this model. Use 'max_tokens' instead.",
+    "type": "invalid_request_error",
+    "param": "max_completion_tokens",
+    "code": "unsupported_parameter"
+  }
+}"#;
+
+fn short_answer(text: &str) -> ScriptedResponse {
+    ScriptedResponse::sse(
+        &[
+            chunk(json!({"role": "assistant", "content": text}), None),
+            chunk(json!({}), Some("stop")),
+            usage_chunk(basic_usage()),
+            DONE.to_string(),
+        ]
+        .concat(),
+    )
+}
+
+#[tokio::test]
+async fn p10_an_endpoint_refusing_max_completion_tokens_is_asked_again_with_max_tokens_and_remembered(
+) {
+    let server = start(vec![
+        ScriptedResponse::json(400, UNSUPPORTED_MAX_COMPLETION_TOKENS),
+        short_answer("first"),
+        short_answer("second"),
+    ])
+    .await;
+    // Two sessions of one process: their clients share what the endpoint refused.
+    let shared = advisor::runtime::SharedResources::new(None);
+    let one = shared.client_for(config(&server)).unwrap();
+    let two = shared.client_for(config(&server)).unwrap();
+    let r = one.complete(request(vec![user("hi")])).await.unwrap();
+    assert_eq!(
+        r.parts,
+        vec![AssistantPart::Text {
+            text: "first".into()
+        }]
+    );
+    let r = two.complete(request(vec![user("hi")])).await.unwrap();
+    assert_eq!(
+        r.parts,
+        vec![AssistantPart::Text {
+            text: "second".into()
+        }]
+    );
+
+    let bodies: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(bodies.len(), 3, "one refused request, then one per call");
+    assert_eq!(bodies[0]["max_completion_tokens"], 4096);
+    assert_eq!(bodies[0]["store"], false);
+    assert!(bodies[0].get("max_tokens").is_none());
+    for b in &bodies[1..] {
+        assert_eq!(b["max_tokens"], 4096, "{b}");
+        assert!(b.get("max_completion_tokens").is_none(), "{b}");
+        assert_eq!(b["store"], false);
+    }
+}
+
+#[tokio::test]
+async fn p10_another_400_is_not_retried_with_max_tokens() {
+    let server = start(vec![ScriptedResponse::json(
+        400,
+        r#"{"error":{"message":"Invalid 'messages': empty","type":"invalid_request_error","param":"messages"}}"#,
+    )])
+    .await;
+    let err = client(&server)
+        .complete(request(vec![user("hi")]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ModelError::Retryable { .. }), "{err:?}");
+    assert_eq!(server.request_count(), 1);
 }
