@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::actors::agent_port::{AgentLinks, AgentPort};
 use crate::messages::delivery::ReviewSucceeded;
 use crate::messages::review::{
-    AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, DumpContext,
+    AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, DumpContext, EndHalt,
     GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
     ReviewFailed,
 };
@@ -182,11 +182,24 @@ impl AdvisorAgent {
                 });
             }
             FailureStep::Dropped { turns } => {
-                tracing::warn!(turns, %error, "advisor failed repeatedly; backlog dropped");
+                tracing::warn!(turns, %error, "advisor failed repeatedly; batch dropped");
                 self.links.dropped.do_send(BacklogDropped {
                     epoch,
                     turns,
                     error: error.to_string(),
+                });
+            }
+            FailureStep::Halted { turns, reason } => {
+                tracing::warn!(turns, %error, "advisor halted after repeated dropped batches");
+                self.links.dropped.do_send(BacklogDropped {
+                    epoch,
+                    turns,
+                    error: error.to_string(),
+                });
+                self.links.paused.do_send(AdvisorPaused {
+                    epoch,
+                    reason,
+                    resume_at: None,
                 });
             }
             FailureStep::Paused {
@@ -302,6 +315,16 @@ impl Handler<ResumeReviews> for AdvisorAgent {
     fn handle(&mut self, _msg: ResumeReviews, ctx: &mut Context<Self>) {
         self.state.resume();
         self.maybe_start(ctx);
+    }
+}
+
+impl Handler<EndHalt> for AdvisorAgent {
+    type Result = ();
+
+    fn handle(&mut self, _msg: EndHalt, ctx: &mut Context<Self>) {
+        if self.state.end_halt() {
+            self.maybe_start(ctx);
+        }
     }
 }
 

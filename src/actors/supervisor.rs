@@ -20,7 +20,7 @@ use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
     TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
-use crate::messages::review::{FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews};
+use crate::messages::review::{EndHalt, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews};
 use crate::messages::tools::ClearToolSession;
 
 use crate::config::RuntimeConfig;
@@ -140,6 +140,10 @@ impl Supervisor {
         self.router().do_send(ResetDelivery { epoch: self.epoch });
         if let Some(children) = &self.children {
             children.agent.do_send(ResetAdvisor { epoch: self.epoch });
+            if matches!(kind, RewriteKind::NewSession | RewriteKind::SessionSwitch) {
+                // P7: a halt lasts until /advisor on, new settings or a new session.
+                children.agent.do_send(EndHalt);
+            }
             children.feed.do_send(RewindCursor);
             children.executor.do_send(ClearToolSession);
         }

@@ -80,6 +80,11 @@ pub struct AdvisorPaused {
 #[rtype(result = "()")]
 pub struct ResumeReviews;
 
+/// A new session began: a halt after repeated dropped batches ends (P7); other pauses stay.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct EndHalt;
+
 /// Asks the advisor a question (G8); answers the text, or why there is none.
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "Result<String, AskError>")]

@@ -1,8 +1,10 @@
-//! The failure policy (F1–F3): what a failed review means for the backlog.
+//! The failure policy (F1–F3 as P7 amends them): what a failed review means for the backlog.
 //!
 //! A retryable failure is retried after the provider's `Retry-After` or the default delay;
 //! a wait the server asks for that is longer than [`LONG_WAIT`] pauses the advisor until
-//! then instead (F3), and it resumes by itself when the time is up.
+//! then instead (F3), and it resumes by itself when the time is up. The third failure in a
+//! row drops the batch in flight, not the pending turns (P7); the third batch dropped in a
+//! row halts the advisor: a pause only the user, a new session or new settings end.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -16,8 +18,10 @@ pub const LONG_WAIT: Duration = Duration::from_secs(5 * 60);
 pub enum FailureAction {
     /// Put the batch back and retry after this delay.
     Retry(Duration),
-    /// Third strike: drop the backlog, warn, let the primary go on (F2).
-    DropBacklog,
+    /// Third strike: drop the batch in flight, warn, let the primary go on (P7).
+    DropBatch,
+    /// The third batch dropped in a row: drop it and halt the advisor (P7).
+    Halt,
     /// Retrying cannot fix it: pause with this reason (F3).
     Pause(String),
     /// The server asked for a wait longer than [`LONG_WAIT`]: pause with this reason and
@@ -30,21 +34,28 @@ pub enum FailureAction {
     },
 }
 
-/// Counts consecutive failures and decides what each one means (F1–F3).
+/// Batches dropped in a row that halt the advisor (P7).
+pub const HALT_AFTER_DROPPED: u32 = 3;
+
+/// Counts consecutive failures and dropped batches and decides what each failure means
+/// (F1–F3, P7).
 #[derive(Debug, Clone)]
 pub struct FailurePolicy {
     consecutive: u32,
     limit: u32,
+    dropped_in_row: u32,
     default_delay: Duration,
 }
 
 impl FailurePolicy {
-    /// A policy dropping the backlog after `limit` consecutive failures, retrying after
+    /// A policy dropping the batch in flight after `limit` consecutive failures (halting
+    /// after [`HALT_AFTER_DROPPED`] dropped batches in a row), retrying after
     /// `default_delay` when the provider gave no `Retry-After`.
     pub fn new(limit: u32, default_delay: Duration) -> Self {
         Self {
             consecutive: 0,
             limit: limit.max(1),
+            dropped_in_row: 0,
             default_delay,
         }
     }
@@ -54,8 +65,20 @@ impl FailurePolicy {
         self.consecutive
     }
 
-    /// A review succeeded: the count starts over.
+    /// Batches dropped since the last success (P7).
+    pub fn dropped_in_row(&self) -> u32 {
+        self.dropped_in_row
+    }
+
+    /// A review succeeded: both counts start over.
     pub fn succeeded(&mut self) {
+        self.consecutive = 0;
+        self.dropped_in_row = 0;
+    }
+
+    /// A retry of the same batch that is not a strike (a switch to a backup model, P6):
+    /// the consecutive count starts over, the dropped batches stay counted.
+    pub fn retried_elsewhere(&mut self) {
         self.consecutive = 0;
     }
 
@@ -82,7 +105,12 @@ impl FailurePolicy {
         self.consecutive += 1;
         if self.consecutive >= self.limit {
             self.consecutive = 0;
-            return FailureAction::DropBacklog;
+            self.dropped_in_row += 1;
+            if self.dropped_in_row >= HALT_AFTER_DROPPED {
+                self.dropped_in_row = 0;
+                return FailureAction::Halt;
+            }
+            return FailureAction::DropBatch;
         }
         let delay = match error {
             ModelError::Retryable {
@@ -127,12 +155,18 @@ pub fn pause_notice(reason: &str, timed: bool) -> String {
 /// The notice of a pause's end when its time is up.
 pub const RESUMED_NOTICE: &str = "advisor: resumed: the provider's wait is over";
 
-/// The notice of a dropped backlog (F2).
+/// The notice of a dropped batch (P7).
 pub fn dropped_notice(limit: u32, error: &str, turns: usize) -> String {
     format!(
         "advisor: {limit} consecutive model failures ({error}); skipped {turns} turn{} of review",
         if turns == 1 { "" } else { "s" }
     )
+}
+
+/// The status line's reason for a halt (P7): the pause lasts until `/advisor on`, new
+/// settings or a new session.
+pub fn halt_reason(error: &str) -> String {
+    format!("halted after {HALT_AFTER_DROPPED} reviews in a row were dropped (last error: {error})")
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC`.
@@ -172,21 +206,55 @@ fn civil_date(days: u64) -> (u64, u64, u64) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn f2_three_strikes_then_count_resets() {
-        let mut p = FailurePolicy::new(3, Duration::from_secs(1));
-        let err = ModelError::Retryable {
+    fn server_error() -> ModelError {
+        ModelError::Retryable {
             usage: None,
             message: "500".into(),
             retry_after: None,
-        };
+        }
+    }
+
+    #[test]
+    fn p7_three_strikes_drop_the_batch_then_count_resets() {
+        let mut p = FailurePolicy::new(3, Duration::from_secs(1));
+        let err = server_error();
         assert_eq!(p.failed(&err), FailureAction::Retry(Duration::from_secs(1)));
         assert_eq!(p.failed(&err), FailureAction::Retry(Duration::from_secs(1)));
-        assert_eq!(p.failed(&err), FailureAction::DropBacklog);
-        assert_eq!(p.consecutive(), 0);
+        assert_eq!(p.failed(&err), FailureAction::DropBatch);
+        assert_eq!((p.consecutive(), p.dropped_in_row()), (0, 1));
         assert_eq!(p.failed(&err), FailureAction::Retry(Duration::from_secs(1)));
         p.succeeded();
-        assert_eq!(p.consecutive(), 0);
+        assert_eq!((p.consecutive(), p.dropped_in_row()), (0, 0));
+    }
+
+    #[test]
+    fn p7_the_third_dropped_batch_in_a_row_halts_and_a_success_in_between_starts_over() {
+        let mut p = FailurePolicy::new(3, Duration::from_secs(1));
+        let err = server_error();
+        let mut actions = Vec::new();
+        for _ in 0..9 {
+            actions.push(p.failed(&err));
+        }
+        let ends: Vec<&FailureAction> = actions.iter().skip(2).step_by(3).collect();
+        assert_eq!(
+            ends,
+            [
+                &FailureAction::DropBatch,
+                &FailureAction::DropBatch,
+                &FailureAction::Halt
+            ]
+        );
+        for _ in 0..5 {
+            p.failed(&err);
+        }
+        assert_eq!(p.dropped_in_row(), 1);
+        p.succeeded();
+        for _ in 0..6 {
+            p.failed(&err);
+        }
+        assert_eq!(p.dropped_in_row(), 2, "the success started the count over");
+        p.retried_elsewhere();
+        assert_eq!((p.consecutive(), p.dropped_in_row()), (0, 2));
     }
 
     #[test]

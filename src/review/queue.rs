@@ -83,11 +83,10 @@ impl ReviewQueue {
         }
     }
 
-    /// Drops the in-flight batch and everything pending (F2); returns how many turns.
-    pub fn drop_all(&mut self) -> usize {
-        let n = self.backlog();
-        self.pending.clear();
-        self.in_flight = None;
+    /// Drops the batch in flight, not the pending deltas (P7); returns how many turns, which
+    /// the next review is told it missed.
+    pub fn drop_in_flight(&mut self) -> usize {
+        let n = self.in_flight.take().map_or(0, |b| b.turns);
         self.missed_turns += n;
         n
     }
@@ -131,14 +130,14 @@ mod tests {
     }
 
     #[test]
-    fn f2_dropped_turns_are_announced_to_the_next_review() {
+    fn p7_a_dropped_batch_keeps_the_pending_turns_and_is_announced_to_the_next_review() {
         let mut q = ReviewQueue::new();
         q.push("a".into());
-        q.take_batch();
         q.push("b".into());
-        assert_eq!(q.drop_all(), 2);
-        assert_eq!(q.backlog(), 0);
+        q.take_batch();
         q.push("c".into());
+        assert_eq!(q.drop_in_flight(), 2);
+        assert_eq!(q.backlog(), 1, "the pending turn stays");
         let batch = q.take_batch().unwrap();
         let prompt = q.prompt_for(&batch);
         assert!(prompt.contains("skipped 2 turns"), "{prompt}");

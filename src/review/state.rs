@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::ask::{check_question, AskError, ASK_DRAIN_WAIT};
-use super::failure::{timed_pause_reason, FailureAction, FailurePolicy};
+use super::failure::{halt_reason, timed_pause_reason, FailureAction, FailurePolicy};
 use super::queue::{Batch, ReviewQueue};
 use crate::model::ModelError;
 
@@ -61,10 +61,18 @@ pub enum Work {
 pub enum FailureStep {
     /// The batch went back to the queue; call [`ReviewState::retry_due`] after this delay.
     Retry(Duration),
-    /// The backlog was dropped (F2).
+    /// The batch in flight was dropped; the pending turns stay (P7).
     Dropped {
         /// Turns dropped.
         turns: usize,
+    },
+    /// The batch in flight was dropped and the advisor halted: the third batch dropped in a
+    /// row (P7). A pause that only `/advisor on`, new settings or a new session end.
+    Halted {
+        /// Turns dropped.
+        turns: usize,
+        /// The status line's reason.
+        reason: String,
     },
     /// The advisor paused (F3).
     Paused {
@@ -82,6 +90,8 @@ pub enum FailureStep {
 struct Pause {
     reason: String,
     id: u64,
+    /// A halt after repeated dropped batches (P7), which a new session also ends.
+    halt: bool,
 }
 
 /// The advisor's review state; see the module docs.
@@ -212,34 +222,61 @@ impl ReviewState {
     /// decides (F1–F3) and the queue, the flags and the waiters follow.
     pub fn failed(&mut self, error: &ModelError, now: SystemTime) -> FailureStep {
         self.busy = false;
-        self.queue.finish_failed();
         let step = match self.policy.failed(error) {
             FailureAction::Retry(after) => {
+                self.queue.finish_failed();
                 self.failing = true;
                 FailureStep::Retry(after)
             }
-            FailureAction::DropBacklog => {
-                let turns = self.queue.drop_all();
-                self.dropped_turns += turns as u64;
-                self.failing = false;
+            FailureAction::DropBatch => {
+                let turns = self.drop_in_flight();
                 self.fail_all_waiters();
                 FailureStep::Dropped { turns }
             }
-            FailureAction::Pause(reason) => self.pause(reason, None),
+            FailureAction::Halt => {
+                let turns = self.drop_in_flight();
+                let reason = halt_reason(&error.to_string());
+                match self.pause(reason.clone(), None, true) {
+                    FailureStep::Paused { .. } => FailureStep::Halted { turns, reason },
+                    other => other,
+                }
+            }
+            FailureAction::Pause(reason) => {
+                self.queue.finish_failed();
+                self.pause(reason, None, false)
+            }
             FailureAction::PauseFor { reason, wait } => {
+                self.queue.finish_failed();
                 let reason = timed_pause_reason(&reason, now + wait);
-                self.pause(reason, Some(wait))
+                self.pause(reason, Some(wait), false)
             }
         };
         self.release_ready_waiters();
         step
     }
 
-    fn pause(&mut self, reason: String, resume_after: Option<Duration>) -> FailureStep {
+    /// The running review failed and is retried at once, not as a strike: its batch goes
+    /// back to the head of the queue (a switch to a backup model, P6).
+    pub fn retry_now(&mut self) {
+        self.busy = false;
+        self.queue.finish_failed();
+        self.policy.retried_elsewhere();
+    }
+
+    /// Drops the batch in flight (P7), counted in [`ReviewState::dropped_turns`].
+    fn drop_in_flight(&mut self) -> usize {
+        let turns = self.queue.drop_in_flight();
+        self.dropped_turns += turns as u64;
+        self.failing = false;
+        turns
+    }
+
+    fn pause(&mut self, reason: String, resume_after: Option<Duration>, halt: bool) -> FailureStep {
         self.pauses += 1;
         self.paused = Some(Pause {
             reason: reason.clone(),
             id: self.pauses,
+            halt,
         });
         self.fail_all_waiters();
         for ask in self.asks.drain(..) {
@@ -261,6 +298,17 @@ impl ReviewState {
     pub fn resume(&mut self) {
         self.paused = None;
         self.failing = false;
+    }
+
+    /// A new session began (P7): a halt ends; any other pause stays (only the user or its
+    /// timer ends it). Returns whether a halt ended.
+    pub fn end_halt(&mut self) -> bool {
+        if self.paused.as_ref().is_some_and(|p| p.halt) {
+            self.resume();
+            true
+        } else {
+            false
+        }
     }
 
     /// The time of pause `pause` is up; returns whether that pause was still on (a later
@@ -488,6 +536,74 @@ mod tests {
         assert_eq!(rx.try_recv(), Ok(BacklogWait::Failing));
         assert_eq!(s.paused(), Some("HTTP 401"));
         assert_eq!(s.backlog(), 1, "paused keeps the batch");
+    }
+
+    /// Fails the running review three times: one dropped batch (P7).
+    fn three_strikes(s: &mut ReviewState, now: Instant) -> FailureStep {
+        let mut step = None;
+        for _ in 0..3 {
+            s.next_work(now);
+            step = Some(s.failed(&server_error(), SystemTime::now()));
+            s.retry_due();
+        }
+        step.expect("three failures")
+    }
+
+    #[test]
+    fn p7_a_third_strike_drops_the_batch_in_flight_and_three_drops_halt_until_a_new_session() {
+        let now = Instant::now();
+        let mut s = state(false);
+        s.push("a".into());
+        s.next_work(now);
+        s.push("b".into());
+        s.failed(&server_error(), SystemTime::now());
+        s.retry_due();
+        // The retry coalesced "a" and "b"; "c" arrives while it runs and stays pending.
+        s.next_work(now);
+        s.push("c".into());
+        s.failed(&server_error(), SystemTime::now());
+        s.retry_due();
+        s.next_work(now);
+        s.push("d".into());
+        assert_eq!(
+            s.failed(&server_error(), SystemTime::now()),
+            FailureStep::Dropped { turns: 3 }
+        );
+        assert_eq!(s.backlog(), 1, "the pending turn is kept");
+        assert!(review_prompt(s.next_work(now)).contains("skipped 3 turns"));
+        s.failed(&server_error(), SystemTime::now());
+        s.retry_due();
+        s.next_work(now);
+        s.failed(&server_error(), SystemTime::now());
+        s.retry_due();
+        s.push("e".into());
+        s.next_work(now);
+        assert_eq!(
+            s.failed(&server_error(), SystemTime::now()),
+            FailureStep::Dropped { turns: 2 }
+        );
+        s.push("f".into());
+        let FailureStep::Halted { turns, reason } = three_strikes(&mut s, now) else {
+            panic!("the third dropped batch in a row halts");
+        };
+        assert_eq!(turns, 1);
+        assert!(reason.starts_with("halted after 3 reviews in a row were dropped (last error: model call failed (retryable): HTTP 500"), "{reason}");
+        assert_eq!(s.paused(), Some(reason.as_str()));
+        assert_eq!(s.dropped_turns(), 6);
+        s.push("g".into());
+        assert!(s.next_work(now).is_none(), "halted");
+        assert!(s.end_halt(), "a new session ends the halt");
+        assert!(review_prompt(s.next_work(now)).ends_with("g"));
+        // A pause that is not a halt outlives a new session.
+        s.failed(
+            &ModelError::Permanent {
+                message: "insufficient_quota".into(),
+            },
+            SystemTime::now(),
+        );
+        assert!(!s.end_halt());
+        assert_eq!(s.paused(), Some("insufficient_quota"));
+        assert_eq!(s.backlog(), 1, "a quota pause keeps the batch");
     }
 
     #[test]

@@ -232,36 +232,125 @@ async fn d6_user_interrupt_turns_outbox_steers_into_cards_and_suppresses_wakes()
     assert_eq!(model.request_count(), 4, "no extra model call");
 }
 
-#[actix::test]
-async fn f2_three_failures_drop_the_backlog_and_the_next_review_hears_of_the_gap() {
-    tokio::time::pause();
-    let err = || {
-        ScriptedReply::Fail(ModelError::Retryable {
-            usage: None,
-            message: "HTTP 500".into(),
-            retry_after: None,
-        })
-    };
-    let model = ScriptedModel::new([err(), err(), err()]);
-    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
-    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
-    h.turn_end(&t).await.unwrap();
-    match next_event(&mut rx).await {
-        HostEvent::Notice { text } => {
-            assert!(text.contains("3 consecutive model failures"), "{text}");
-            assert!(text.contains("skipped 1 turn"), "{text}");
-        }
+fn server_error() -> ScriptedReply {
+    ScriptedReply::Fail(ModelError::Retryable {
+        usage: None,
+        message: "HTTP 500".into(),
+        retry_after: None,
+    })
+}
+
+/// Waits for the next notice, skipping nothing else (a test that expects only notices).
+async fn next_notice(rx: &mut tokio::sync::mpsc::UnboundedReceiver<HostEvent>) -> String {
+    match next_event(rx).await {
+        HostEvent::Notice { text } => text,
         other => panic!("expected a notice, got {other:?}"),
     }
-    assert_eq!(model.request_count(), 3);
-    let status = h.status().await.unwrap();
-    assert_eq!(status.agent.backlog, 0);
-    assert_eq!(status.agent.dropped_turns, 1);
+}
+
+#[actix::test]
+async fn p7_three_failures_drop_the_batch_in_flight_the_pending_turn_is_reviewed_and_hears_of_the_gap(
+) {
+    tokio::time::pause();
+    let (model, mut arrivals, gate) =
+        GatedModel::new(vec![server_error(), server_error(), server_error()], true);
+    let gate = gate.expect("gated");
+    let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Off, |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    for _ in 0..2 {
+        next_request(&mut arrivals).await;
+        gate.add_permits(1);
+    }
+    // The third try of "turn one" is in flight when "turn two" arrives.
+    next_request(&mut arrivals).await;
     t.push(TranscriptMessage::user("turn two"));
     h.turn_end(&t).await.unwrap();
-    let text = last_user_text(&model.requests()[3]);
+    gate.add_permits(1);
+    let text = next_notice(&mut rx).await;
+    assert!(text.contains("3 consecutive model failures"), "{text}");
     assert!(text.contains("skipped 1 turn"), "{text}");
-    assert!(text.contains("turn two") && !text.contains("turn one"));
+    // P7: the pending turn was kept and is reviewed next, told of the gap.
+    let fourth = next_request(&mut arrivals).await;
+    let text = last_user_text(&fourth);
+    assert!(text.contains("skipped 1 turn"), "{text}");
+    assert!(
+        text.contains("turn two") && !text.contains("turn one"),
+        "{text}"
+    );
+    gate.add_permits(1);
+    h.await_drain().await.unwrap();
+    let status = h.status().await.unwrap();
+    assert_eq!(
+        (
+            status.agent.backlog,
+            status.agent.dropped_turns,
+            status.agent.reviews
+        ),
+        (0, 1, 1)
+    );
+    assert!(status.paused.is_none());
+}
+
+#[actix::test]
+async fn p7_three_dropped_batches_in_a_row_halt_until_advisor_on_or_a_new_session() {
+    tokio::time::pause();
+    let model = ScriptedModel::new((0..18).map(|_| server_error()));
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("turn 1")]);
+    for turn in 1..=3 {
+        if turn > 1 {
+            t.push(TranscriptMessage::user(&format!("turn {turn}")));
+        }
+        h.turn_end(&t).await.unwrap();
+        let text = next_notice(&mut rx).await;
+        assert!(text.contains("skipped 1 turn of review"), "{turn}: {text}");
+    }
+    let text = next_notice(&mut rx).await;
+    assert!(
+        text.starts_with("advisor: paused: halted after 3 reviews in a row were dropped"),
+        "{text}"
+    );
+    assert!(text.contains("/advisor on"), "{text}");
+    assert_eq!(model.request_count(), 9);
+    // Halted: a new turn is kept, nothing is sent.
+    t.push(TranscriptMessage::user("turn 4"));
+    h.turn_end(&t).await.unwrap();
+    let status = h.status().await.unwrap();
+    assert!(status.paused.as_deref().unwrap_or("").starts_with("halted"));
+    assert_eq!((status.agent.backlog, status.agent.dropped_turns), (1, 3));
+    assert!(status.render().contains("paused: halted after 3 reviews"));
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    assert_eq!(model.request_count(), 9, "no call while halted");
+    // /advisor on resumes; the next review hears of the three missed turns. It fails too.
+    h.command("/advisor on").await.unwrap();
+    let text = next_notice(&mut rx).await;
+    assert!(text.contains("skipped 1 turn of review"), "{text}");
+    let requests = model.requests();
+    let text = last_user_text(&requests[9]);
+    assert!(
+        text.contains("skipped 3 turns") && text.contains("turn 4"),
+        "{text}"
+    );
+    // Two more dropped batches halt again; a new session ends that halt.
+    for turn in 5..=6 {
+        t.push(TranscriptMessage::user(&format!("turn {turn}")));
+        h.turn_end(&t).await.unwrap();
+        next_notice(&mut rx).await;
+    }
+    assert!(next_notice(&mut rx).await.contains("halted"));
+    h.rewrite(RewriteKind::NewSession).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("a new session")]);
+    h.turn_end(&t).await.unwrap();
+    h.await_drain().await.unwrap();
+    let status = h.status().await.unwrap();
+    assert!(status.paused.is_none(), "{:?}", status.paused);
+    assert_eq!(
+        model.request_count(),
+        19,
+        "the new session's turn was reviewed"
+    );
+    assert_eq!(status.agent.reviews, 1);
 }
 
 #[actix::test]
