@@ -118,6 +118,10 @@ impl AdvisorStatus {
             "failures: {} ({} consecutive), turns skipped: {}\n",
             self.failures, self.consecutive_failures, a.dropped_turns
         ));
+        if a.quarantines > 0 {
+            // P5: turns withheld for unsafe directives.
+            out.push_str(&format!("quarantined reviews: {}\n", a.quarantines));
+        }
         if let Some(reason) = &self.paused {
             out.push_str(&format!("paused: {reason}\n"));
         }

@@ -24,11 +24,12 @@ use crate::messages::delivery::ReviewSucceeded;
 use crate::messages::review::{
     AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, DumpContext, EndHalt,
     GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
-    ReviewFailed,
+    ReviewFailed, ReviewQuarantined,
 };
 use crate::model::ModelError;
 use crate::render::dump::{advisor_dump, DumpHeader};
 use crate::review::failure::RESUMED_NOTICE;
+use crate::review::quarantine::{self, Hazard};
 use crate::review::state::PendingAsk;
 use crate::review::{
     AdvisorContext, FailurePolicy, FailureStep, ReviewEngine, ReviewRun, ReviewState, ReviewTotals,
@@ -61,6 +62,8 @@ pub struct AdvisorAgent {
     totals: ReviewTotals,
     review_seq: u64,
     last_system: String,
+    /// Reviews quarantined in a row (P5); a success starts over.
+    quarantine_streak: u32,
 }
 
 impl AdvisorAgent {
@@ -80,6 +83,7 @@ impl AdvisorAgent {
             totals: ReviewTotals::default(),
             review_seq: 0,
             last_system: String::new(),
+            quarantine_streak: 0,
         }
     }
 
@@ -152,7 +156,12 @@ impl AdvisorAgent {
     ) {
         if self.absorb(&mut run, epoch, false) {
             match run.result {
+                Ok(()) if run.quarantined.is_some() => {
+                    let hazards = run.quarantined.take().unwrap_or_default();
+                    self.quarantined(&hazards, epoch);
+                }
                 Ok(()) => {
+                    self.quarantine_streak = 0;
                     self.totals.reviews += 1;
                     // D9: before any waiter wakes, so a catch-up block's end sees the pruning.
                     if let Some(router) = &self.links.review_succeeded {
@@ -164,6 +173,27 @@ impl AdvisorAgent {
             }
         }
         self.maybe_start(ctx);
+    }
+
+    /// P5: the review's turn was withheld. The batch is gone with the advisor's context and
+    /// queue; the supervisor rewinds the feed and, the first time in a row, re-primes with
+    /// the current transcript (silently); the second time it tells the user and the next
+    /// turn end starts afresh.
+    fn quarantined(&mut self, hazards: &[Hazard], epoch: u64) {
+        self.totals.quarantines += 1;
+        self.quarantine_streak += 1;
+        let reprime = self.quarantine_streak < quarantine::NOTICE_AT;
+        if !reprime {
+            self.quarantine_streak = 0;
+        }
+        self.state.finished_stale();
+        self.state.reset();
+        self.context.clear();
+        self.links.quarantined.do_send(ReviewQuarantined {
+            epoch,
+            reprime,
+            labels: quarantine::labels(hazards),
+        });
     }
 
     /// Applies the failure policy (F1–F3) and reports what it decided.

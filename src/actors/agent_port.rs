@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewSucceeded};
 use crate::messages::review::{
-    AdvisorPaused, AppendAudit, BacklogDropped, NoticeRaised, ReviewFailed,
+    AdvisorPaused, AppendAudit, BacklogDropped, NoticeRaised, ReviewFailed, ReviewQuarantined,
 };
 use crate::messages::tools::{ClearToolSession, ExecuteTool};
 use crate::messages::watchdog::GetWatchdogPrompt;
@@ -30,6 +30,8 @@ pub struct AgentLinks {
     pub dropped: Recipient<BacklogDropped>,
     /// Pauses (F3), told to the user (the Supervisor).
     pub paused: Recipient<AdvisorPaused>,
+    /// Quarantined reviews (P5): the Supervisor rewinds the feed and re-primes.
+    pub quarantined: Recipient<ReviewQuarantined>,
     /// Other lines for the user (the Supervisor, which forwards them to the host).
     pub notices: Recipient<NoticeRaised>,
     /// Where each review asks for the held-notes preamble (the DeliveryRouter, D9).

@@ -117,6 +117,7 @@ impl Supervisor {
             failed: me.clone().recipient(),
             dropped: me.clone().recipient(),
             paused: me.clone().recipient(),
+            quarantined: me.clone().recipient(),
             notices: me.recipient(),
         };
         let (config, epoch) = (&self.config, self.epoch);

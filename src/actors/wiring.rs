@@ -20,9 +20,10 @@ use crate::messages::delivery::{CatchUpFinished, RaiseAdvice};
 use crate::messages::feed::SeedCursor;
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, GetAgentStatus,
-    NoticeRaised, ReviewFailed,
+    NoticeRaised, ReviewFailed, ReviewQuarantined,
 };
 use crate::model::ModelClient;
+use crate::review::quarantine::OutputGuard;
 use crate::review::{ReviewEngine, ReviewLimits};
 use crate::tools::{advise, ToolSession};
 
@@ -44,6 +45,8 @@ pub struct AgentReports {
     pub dropped: Recipient<BacklogDropped>,
     /// Pauses (F3).
     pub paused: Recipient<AdvisorPaused>,
+    /// Quarantined reviews (P5).
+    pub quarantined: Recipient<ReviewQuarantined>,
     /// Lines for the user.
     pub notices: Recipient<NoticeRaised>,
 }
@@ -81,6 +84,10 @@ pub fn start_children(
         tools: config.tools.schemas_with_advise().into(),
         base_prompt: config.base_prompt().into(),
         limits: ReviewLimits::from_settings(&settings),
+        guard: OutputGuard::new()
+            .map(Arc::new)
+            .map_err(|e| tracing::error!(error = %e, "output quarantine unavailable"))
+            .ok(),
     };
     let links = AgentLinks {
         executor: executor.clone().recipient(),
@@ -95,6 +102,7 @@ pub fn start_children(
         failed: reports.failed,
         dropped: reports.dropped,
         paused: reports.paused,
+        quarantined: reports.quarantined,
         notices: reports.notices,
         held_preamble: Some(router.clone().recipient()),
         review_succeeded: Some(router.clone().recipient()),

@@ -63,6 +63,20 @@ pub struct BacklogDropped {
     pub error: String,
 }
 
+/// The output quarantine withheld a review (agent → supervisor, P5); the agent has cleared
+/// its context and queue, the supervisor rewinds the feed.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct ReviewQuarantined {
+    /// The epoch.
+    pub epoch: u64,
+    /// The first in a row: re-prime with the current transcript, silently. Otherwise the
+    /// batch is dropped and the user told once.
+    pub reprime: bool,
+    /// The hazard classes that counted.
+    pub labels: String,
+}
+
 /// The agent paused (agent → supervisor, F3); the supervisor tells the user.
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]

@@ -37,6 +37,9 @@ pub enum AskError {
     /// The model call of the ask failed (F1–F3 apply to it like to a review).
     #[error("the advisor's model call failed: {0}")]
     Model(String),
+    /// The answer carried unsafe directives and was withheld (P5).
+    #[error("the advisor's answer was withheld for unsafe directives ({0})")]
+    Quarantined(String),
     /// The model answered with no text.
     #[error("the advisor gave no answer")]
     NoAnswer,

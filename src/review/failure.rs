@@ -163,6 +163,16 @@ pub fn dropped_notice(limit: u32, error: &str, turns: usize) -> String {
     )
 }
 
+/// The notice of a second quarantine in a row (P5): the notes were withheld, the batch
+/// dropped, and the advisor starts afresh.
+pub fn quarantine_notice(labels: &str) -> String {
+    format!(
+        "advisor: withheld a review twice in a row for unsafe directives ({labels}); \
+         its notes were not delivered and its turns were dropped; the advisor starts afresh at \
+         the next turn"
+    )
+}
+
 /// The status line's reason for a halt (P7): the pause lasts until `/advisor on`, new
 /// settings or a new session.
 pub fn halt_reason(error: &str) -> String {

@@ -7,6 +7,7 @@
 //! - [`context`]: the advisor's context, its estimate and the compaction cut (G5);
 //! - [`reviewer`]: the [`Reviewer`] running one batch against a model: tool loop (G3),
 //!   maintenance (G5), usage (G4), talking outward through [`ReviewPort`];
+//! - [`quarantine`]: the output quarantine of an advisor turn (P5);
 //! - [`ask`]: consulting the advisor (G8);
 //! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
 //! - [`texts`]: the model-facing texts, data files under `config/prompts/`.
@@ -15,6 +16,7 @@ pub mod ask;
 pub mod audit;
 pub mod context;
 pub mod failure;
+pub mod quarantine;
 pub mod queue;
 pub mod reviewer;
 pub mod state;
@@ -46,6 +48,8 @@ pub struct ReviewTotals {
     pub consults: u64,
     /// Usage of the asks, answered or not (part of `lifetime`).
     pub consult_usage: Usage,
+    /// Advisor turns withheld by the output quarantine (P5).
+    pub quarantines: u64,
 }
 
 impl ReviewTotals {

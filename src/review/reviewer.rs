@@ -23,6 +23,7 @@ use super::context::{
     summary_message, AdvisorContext, MaintenanceCounts, MaintenanceKind,
 };
 use super::failure::failed_call_usage;
+use super::quarantine::{labels, Hazard, OutputGuard};
 use super::{ask, texts};
 use crate::model::{
     AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, ModelResponse, StopReason,
@@ -114,6 +115,8 @@ pub struct ReviewEngine {
     pub base_prompt: Arc<str>,
     /// The limits.
     pub limits: ReviewLimits,
+    /// The output quarantine's patterns (P5); `None` when they failed to compile (logged).
+    pub guard: Option<Arc<OutputGuard>>,
 }
 
 impl ReviewEngine {
@@ -142,6 +145,9 @@ pub struct ReviewRun {
     pub maintenance: MaintenanceCounts,
     /// The model the review promoted to (G5).
     pub promoted: Option<Arc<dyn ModelClient>>,
+    /// The hazard classes for which the output quarantine withheld a turn (P5): none of
+    /// its tool calls ran and it is not in the context.
+    pub quarantined: Option<Vec<Hazard>>,
 }
 
 impl ReviewRun {
@@ -168,6 +174,7 @@ impl ReviewRun {
             answer: String::new(),
             maintenance: MaintenanceCounts::default(),
             promoted: None,
+            quarantined: None,
         }
     }
 }
@@ -213,6 +220,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 answer: String::new(),
                 maintenance: MaintenanceCounts::default(),
                 promoted: None,
+                quarantined: None,
             },
         }
     }
@@ -336,6 +344,14 @@ impl<P: ReviewPort> Reviewer<P> {
                     message: format!("the model stopped with {:?}", response.stop),
                 });
             }
+            if let Some(hazards) = self.quarantine(&response.parts) {
+                tracing::warn!(
+                    hazards = %labels(&hazards),
+                    "advisor output quarantined: nothing of the turn is dispatched"
+                );
+                self.run.quarantined = Some(hazards);
+                return Ok(());
+            }
             let calls: Vec<(String, String, Value)> = response
                 .tool_calls()
                 .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
@@ -366,6 +382,15 @@ impl<P: ReviewPort> Reviewer<P> {
             }
         }
         Ok(())
+    }
+
+    /// P5: the hazard classes for which this turn must be withheld, checked against what
+    /// the advisor was given (its context, the update included).
+    fn quarantine(&self, parts: &[AssistantPart]) -> Option<Vec<Hazard>> {
+        self.engine
+            .guard
+            .as_ref()?
+            .check(parts, &self.run.context.messages)
     }
 
     async fn run_tool(&self, name: &str, arguments: Value, budget_used: bool) -> ToolReply {

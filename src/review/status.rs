@@ -51,6 +51,9 @@ pub struct AgentStatus {
     /// Their usage (part of `lifetime`).
     #[serde(default)]
     pub consult_usage: Usage,
+    /// Advisor turns withheld by the output quarantine (P5).
+    #[serde(default)]
+    pub quarantines: u64,
 }
 
 impl AgentStatus {
@@ -81,6 +84,7 @@ impl AgentStatus {
             consecutive_failures: state.consecutive_failures(),
             consults: totals.consults,
             consult_usage: totals.consult_usage,
+            quarantines: totals.quarantines,
         }
     }
 }

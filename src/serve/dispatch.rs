@@ -334,7 +334,7 @@ async fn settled(slot: &Slot) -> Option<Arc<Session>> {
 
 /// An ask the advisor could not answer: -32000 with the reason as `data {reason}` (one of
 /// `disabled`, `notRunning`, `noReview`, `paused`, `failing`, `model`, `noAnswer`,
-/// `timedOut`, `released`) and the handle's sentence as the message.
+/// `timedOut`, `released`, `quarantined`) and the handle's sentence as the message.
 pub fn ask_error(e: &AskError) -> RpcError {
     let reason = match e {
         AskError::Disabled => "disabled",
@@ -344,6 +344,7 @@ pub fn ask_error(e: &AskError) -> RpcError {
         AskError::Paused(_) => "paused",
         AskError::Failing => "failing",
         AskError::Model(_) => "model",
+        AskError::Quarantined(_) => "quarantined",
         AskError::NoAnswer => "noAnswer",
         AskError::TimedOut(_) => "timedOut",
         AskError::Released => "released",

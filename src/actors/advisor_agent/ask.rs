@@ -24,6 +24,15 @@ impl AdvisorAgent {
             Err(AskError::Released)
         } else {
             match run.result {
+                Ok(()) if run.quarantined.is_some() => {
+                    // P5: the answer is withheld; the context keeps nothing of it.
+                    self.totals.quarantines += 1;
+                    self.state.ask_succeeded();
+                    let hazards = run.quarantined.take().unwrap_or_default();
+                    Err(AskError::Quarantined(crate::review::quarantine::labels(
+                        &hazards,
+                    )))
+                }
                 Ok(()) => {
                     self.state.ask_succeeded();
                     if run.answer.is_empty() {

@@ -5,10 +5,12 @@
 use actix::{Context, Handler, ResponseFuture};
 
 use super::Supervisor;
+use crate::messages::feed::{ObserveTurn, RewindCursor};
 use crate::messages::review::{
-    AdvisorPaused, AskAdvisor, BacklogDropped, NoticeRaised, ReviewFailed,
+    AdvisorPaused, AskAdvisor, BacklogDropped, NoticeRaised, ReviewFailed, ReviewQuarantined,
 };
-use crate::review::failure::{dropped_notice, pause_notice};
+use crate::messages::tools::ClearToolSession;
+use crate::review::failure::{dropped_notice, pause_notice, quarantine_notice};
 use crate::review::AskError;
 
 impl Handler<ReviewFailed> for Supervisor {
@@ -38,6 +40,32 @@ impl Handler<AdvisorPaused> for Supervisor {
     fn handle(&mut self, msg: AdvisorPaused, _ctx: &mut Context<Self>) {
         if msg.epoch == self.epoch {
             self.notice(pause_notice(&msg.reason, msg.resume_at.is_some()));
+        }
+    }
+}
+
+impl Handler<ReviewQuarantined> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReviewQuarantined, _ctx: &mut Context<Self>) {
+        if msg.epoch != self.epoch {
+            return;
+        }
+        let Some(children) = &self.children else {
+            return;
+        };
+        children.feed.do_send(RewindCursor);
+        children.executor.do_send(ClearToolSession);
+        if msg.reprime {
+            // P5: silently, the whole current transcript as one update (R1 bounds it).
+            if let Some(transcript) = &self.last_transcript {
+                children.feed.do_send(ObserveTurn {
+                    transcript: transcript.mark(),
+                    epoch: self.epoch,
+                });
+            }
+        } else {
+            self.notice(quarantine_notice(&msg.labels));
         }
     }
 }

@@ -97,6 +97,9 @@ fn engine(model: &ScriptedModel) -> ReviewEngine {
             compact_threshold_tokens: None,
             max_note_chars: 2000,
         },
+        guard: crate::review::quarantine::OutputGuard::new()
+            .ok()
+            .map(Arc::new),
     }
 }
 
