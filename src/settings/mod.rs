@@ -14,6 +14,7 @@
 mod depth;
 mod env;
 mod load;
+mod retry;
 mod yaml;
 
 pub use depth::MAX_YAML_DEPTH;
@@ -22,6 +23,7 @@ pub use load::{
     config_files, load_config_files, load_settings, prompt_override_path, read_prompt_override,
     LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
 };
+pub use retry::{FallbackRevert, RetryLayer, RetrySettings};
 pub use yaml::{SettingsLayer, SettingsWarning};
 
 use std::fmt;
@@ -229,6 +231,8 @@ pub struct AdvisorSettings {
     pub max_concurrent_reviews: usize,
     /// `advisor.consult` (G8): whether the host may ask the advisor questions.
     pub consult: bool,
+    /// The `retry:` block's backup-reviewer keys (P6).
+    pub retry: RetrySettings,
 }
 
 impl Default for AdvisorSettings {
@@ -255,6 +259,7 @@ impl Default for AdvisorSettings {
             request_timeout: Duration::from_secs(300),
             max_concurrent_reviews: 16,
             consult: true,
+            retry: RetrySettings::default(),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! One settings file (K1): oh-my-pi's `config.yml`, of which the advisor reads
-//! `modelRoles.advisor` and the `advisor:` block.
+//! `modelRoles.advisor`, the `advisor:` block and the backup-reviewer keys of `retry:` (P6).
 //!
 //! The file is shared with the agent, so other top-level keys are none of our business and
 //! are ignored silently, and so are the agent's other model roles (`modelRoles.default`,
@@ -15,6 +15,7 @@
 //! keys no field took, and the field list (read from the derived code) gives the
 //! suggestions.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
@@ -24,7 +25,9 @@ use serde::Deserialize;
 use serde_norway::Value;
 
 use super::depth::{too_deep, MAX_YAML_DEPTH};
-use super::{AdvisorSettings, DeliveryPolicy, SettingsError, SyncBacklog};
+use super::{
+    AdvisorSettings, DeliveryPolicy, FallbackRevert, RetryLayer, SettingsError, SyncBacklog,
+};
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::render::TranscriptView;
 
@@ -126,6 +129,9 @@ pub struct SettingsLayer {
     /// `advisor.consult`.
     #[serde(deserialize_with = "flag")]
     pub consult: Option<bool>,
+    /// The backup-reviewer keys of the top-level `retry:` block (P6).
+    #[serde(skip)]
+    pub retry: RetryLayer,
 }
 
 /// The file as the advisor reads it; every other top-level key is the agent's.
@@ -136,6 +142,8 @@ struct Document {
     model_roles: Option<Roles>,
     #[serde(deserialize_with = "advisor_block")]
     advisor: Option<SettingsLayer>,
+    #[serde(deserialize_with = "retry_block")]
+    retry: Option<RetryLayer>,
 }
 
 /// `modelRoles:`; the agent's other roles are ignored.
@@ -195,6 +203,7 @@ impl SettingsLayer {
             .collect();
         let mut layer = document.advisor.unwrap_or_default();
         layer.advisor_role = document.model_roles.and_then(|roles| roles.advisor);
+        layer.retry = document.retry.unwrap_or_default();
         Ok((layer, warnings))
     }
 
@@ -219,6 +228,7 @@ impl SettingsLayer {
             request_timeout_secs: self.request_timeout_secs.or(base.request_timeout_secs),
             max_concurrent_reviews: self.max_concurrent_reviews.or(base.max_concurrent_reviews),
             consult: self.consult.or(base.consult),
+            retry: self.retry.over(base.retry),
         }
     }
 
@@ -270,6 +280,7 @@ impl SettingsLayer {
         if let Some(v) = self.consult {
             settings.consult = v;
         }
+        self.retry.apply_to(&mut settings.retry);
     }
 }
 
@@ -306,6 +317,14 @@ fn unknown_key(file: &Path, keys: &[String]) -> Option<SettingsWarning> {
         }
         [top, name] if top == "advisor" => {
             near(name, fields_of::<SettingsLayer>()).map(|k| format!("advisor.{k}"))
+        }
+        // `retry:` is shared with the agent: only a near miss of one of our keys is reported.
+        [top, name] if top == "retry" => {
+            let known = near(name, fields_of::<RetryLayer>())?;
+            if known == *name {
+                return None;
+            }
+            Some(format!("retry.{known}"))
         }
         [top, block, name] if top == "advisor" && block == "compaction" => {
             near(name, fields_of::<Compaction>()).map(|k| format!("advisor.compaction.{k}"))
@@ -509,7 +528,7 @@ where
     })
 }
 
-fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+pub(super) fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
     field(d, "true, false", |v| match v {
         Scalar::Bool(b) => Some(*b),
         _ => None,
@@ -540,6 +559,57 @@ where
 
 fn policy<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DeliveryPolicy>, D::Error> {
     word(d, "interrupt, reconfirm")
+}
+
+pub(super) fn revert_policy<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<FallbackRevert>, D::Error> {
+    word(d, "cooldown-expiry, never")
+}
+
+const CHAINS_ALLOWED: &str =
+    "a mapping of model selectors (or advisor, default) to lists of provider/model-id[:thinking]";
+
+/// `retry.fallbackChains`: a mapping of keys to lists of model roles (a single role is a
+/// list of one); null is "not set".
+pub(super) fn chains<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<BTreeMap<String, Vec<String>>>, D::Error> {
+    let value = Option::<Value>::deserialize(d)?;
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let Value::Mapping(map) = value else {
+        return Err(refused(kind(&value), CHAINS_ALLOWED));
+    };
+    let mut chains = BTreeMap::new();
+    for (key, models) in map {
+        let Value::String(key) = key else {
+            return Err(refused(kind(&key), CHAINS_ALLOWED));
+        };
+        let models = match models {
+            Value::Null => continue,
+            Value::String(one) => vec![Value::String(one)],
+            Value::Sequence(list) => list,
+            other => return Err(refused(kind(&other), CHAINS_ALLOWED)),
+        };
+        let mut roles = Vec::with_capacity(models.len());
+        for model in models {
+            match model {
+                Value::String(role) if !role.trim().is_empty() => {
+                    roles.push(role.trim().to_string())
+                }
+                Value::String(_) => {}
+                other => return Err(refused(kind(&other), CHAINS_ALLOWED)),
+            }
+        }
+        chains.insert(key.trim().to_string(), roles);
+    }
+    Ok(Some(chains))
+}
+
+fn retry_block<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RetryLayer>, D::Error> {
+    block(d, "a mapping of retry settings")
 }
 
 fn transcript<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TranscriptView>, D::Error> {
@@ -715,6 +785,7 @@ mod tests {
                 request_timeout_secs: Some(60),
                 max_concurrent_reviews: Some(4),
                 consult: Some(false),
+                retry: RetryLayer::default(),
             }
         );
         let mut settings = AdvisorSettings::default();
@@ -735,6 +806,63 @@ mod tests {
         assert_eq!(settings.request_timeout, std::time::Duration::from_secs(60));
         assert_eq!(settings.max_concurrent_reviews, 4);
         assert!(!settings.consult);
+    }
+
+    #[test]
+    fn p6_the_retry_block_s_backup_keys_are_read_and_the_agent_s_retry_keys_ignored() {
+        let (layer, warnings) = parse(
+            "retry:\n  enabled: true\n  maxRetries: 4\n  modelFallback: false\n  \
+             fallbackRevertPolicy: never\n  fallbackChains:\n    advisor: [a/one, 'b/two:high']\n    \
+             anthropic/claude-sonnet-4-5: c/three\n  fallbackChain: {}\n",
+        )
+        .unwrap();
+        assert_eq!(layer.retry.model_fallback, Some(false));
+        assert_eq!(
+            layer.retry.fallback_revert_policy,
+            Some(FallbackRevert::Never)
+        );
+        let chains = layer.retry.fallback_chains.clone().expect("chains");
+        assert_eq!(chains["advisor"], ["a/one", "b/two:high"]);
+        assert_eq!(chains["anthropic/claude-sonnet-4-5"], ["c/three"]);
+        let lines: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            ["/agent/config.yml: unknown key `retry.fallbackChain` (ignored; did you mean `retry.fallbackChains`?)"]
+        );
+        let mut settings = AdvisorSettings::default();
+        layer.apply_to(&mut settings);
+        assert!(!settings.retry.model_fallback);
+        for (text, key, allowed) in [
+            (
+                "retry:\n  fallbackRevertPolicy: sometimes\n",
+                "retry.fallbackRevertPolicy",
+                "cooldown-expiry, never",
+            ),
+            (
+                "retry:\n  modelFallback: 1\n",
+                "retry.modelFallback",
+                "true, false",
+            ),
+            (
+                "retry:\n  fallbackChains: [a/b]\n",
+                "retry.fallbackChains",
+                "lists of provider/model-id",
+            ),
+            (
+                "retry:\n  fallbackChains:\n    advisor: [7]\n",
+                "retry.fallbackChains",
+                "lists of provider/model-id",
+            ),
+            ("retry: 3\n", "retry", "mapping"),
+        ] {
+            let message = error(text);
+            assert!(
+                message.contains(&format!(
+                    " for {key} in /agent/config.yml: allowed values are "
+                )) && message.contains(allowed),
+                "{text:?}: {message}"
+            );
+        }
     }
 
     #[test]
