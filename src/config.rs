@@ -30,6 +30,11 @@ pub struct RuntimeConfig {
     /// [`AdvisorSettings::context_promotion`]): when the context fills up and this model's
     /// window is larger, the advisor switches to it for the rest of the session (G5).
     pub promotion_model: Option<Arc<dyn ModelClient>>,
+    /// The backup models of `retry.fallbackChains`, in order (built by the host from
+    /// [`crate::settings::RetrySettings::chain_for`], only those it could build — a model
+    /// without a key is left out): a failing review is retried on the first of them that
+    /// is not cooling down (P6). Empty: no backup.
+    pub fallback_models: Vec<Arc<dyn ModelClient>>,
     /// The workspace tools (normally [`ToolRegistry::workspace`]).
     pub tools: ToolRegistry,
     /// Watchdog discovery settings; `None` disables WATCHDOG.md files.
@@ -65,6 +70,7 @@ impl RuntimeConfig {
             settings: AdvisorSettings::default(),
             model,
             promotion_model: None,
+            fallback_models: Vec::new(),
             tools: ToolRegistry::workspace(),
             watchdog: None,
             system_prompt_override: None,
@@ -106,6 +112,7 @@ impl RuntimeConfig {
             settings: self.settings.clone(),
             model: self.model.clone(),
             promotion_model: self.promotion_model.clone(),
+            fallback_models: self.fallback_models.clone(),
             tools: self.tools.clone(),
             watchdog: self.watchdog.as_ref().map(|w| w.with_cwd(cwd)),
             system_prompt_override: self.system_prompt_override.clone(),

@@ -118,6 +118,19 @@ impl AdvisorStatus {
             "failures: {} ({} consecutive), turns skipped: {}\n",
             self.failures, self.consecutive_failures, a.dropped_turns
         ));
+        if let Some(f) = &a.fallback {
+            // P6: which model reviews, and why.
+            out.push_str(&format!(
+                "fallback: reviewing with {} instead of {} ({})\n",
+                f.model, f.instead_of, f.reason
+            ));
+        }
+        if a.fallbacks > 0 {
+            out.push_str(&format!(
+                "fallbacks: {} switch(es) to a backup model\n",
+                a.fallbacks
+            ));
+        }
         if a.quarantines > 0 {
             // P5: turns withheld for unsafe directives.
             out.push_str(&format!("quarantined reviews: {}\n", a.quarantines));

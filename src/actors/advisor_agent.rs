@@ -29,6 +29,7 @@ use crate::messages::review::{
 use crate::model::ModelError;
 use crate::render::dump::{advisor_dump, DumpHeader};
 use crate::review::failure::RESUMED_NOTICE;
+use crate::review::fallback::{self, Fallback};
 use crate::review::quarantine::{self, Hazard};
 use crate::review::state::PendingAsk;
 use crate::review::{
@@ -49,6 +50,8 @@ pub struct AgentSetup {
     pub hold_wait_through_retries: bool,
     /// The epoch the agent starts in.
     pub epoch: u64,
+    /// The backup models (P6), used unless `retry.modelFallback` is off.
+    pub fallback_models: Vec<Arc<dyn crate::model::ModelClient>>,
 }
 
 /// The agent actor.
@@ -64,6 +67,8 @@ pub struct AdvisorAgent {
     last_system: String,
     /// Reviews quarantined in a row (P5); a success starts over.
     quarantine_streak: u32,
+    /// The backup reviewer (P6).
+    fallback: Fallback,
 }
 
 impl AdvisorAgent {
@@ -73,7 +78,18 @@ impl AdvisorAgent {
             setup.settings.max_consecutive_failures,
             setup.settings.retry_delay,
         );
+        let chain = if setup.settings.retry.model_fallback {
+            setup.fallback_models
+        } else {
+            Vec::new()
+        };
+        let fallback = Fallback::new(
+            Arc::clone(&setup.engine.model),
+            chain,
+            setup.settings.retry.revert,
+        );
         Self {
+            fallback,
             engine: setup.engine,
             links: Arc::new(setup.links),
             state: ReviewState::new(policy, setup.hold_wait_through_retries),
@@ -96,6 +112,14 @@ impl AdvisorAgent {
         let Some(work) = self.state.next_work(Instant::now()) else {
             return;
         };
+        if let Some(own) = self.fallback.revert_due(Instant::now()) {
+            // P6 cooldown-expiry: back on the advisor's own model before this review.
+            tracing::info!(model = %own.info().id, "the advisor's model cooled down: back on it");
+            self.links.notices.do_send(NoticeRaised {
+                text: fallback::revert_notice(&own.info().id),
+            });
+            self.engine.model = own;
+        }
         self.review_seq += 1;
         let (epoch, review) = (self.epoch, self.review_seq);
         // The session updates the review covers set its note budget (D8); an ask covers none.
@@ -136,6 +160,7 @@ impl AdvisorAgent {
         self.last_system = std::mem::take(&mut run.system);
         if let Some(model) = run.promoted.take() {
             // G5: the larger window is kept for the rest of the session, resets included.
+            self.fallback.own_model_changed(Arc::clone(&model));
             self.engine.promote(model);
         }
         if epoch != self.epoch {
@@ -201,6 +226,20 @@ impl AdvisorAgent {
         tracing::warn!(%error, "review failed");
         let epoch = self.epoch;
         self.links.failed.do_send(ReviewFailed { epoch });
+        if let Some(switch) = self
+            .fallback
+            .on_failure(&*self.engine.model, &error, Instant::now())
+        {
+            // P6: the same batch at once on the backup, the advisor's history kept.
+            let to = switch.model.info().id;
+            tracing::warn!(from = %switch.from, %to, "reviewing with a backup model");
+            self.links.notices.do_send(NoticeRaised {
+                text: fallback::switch_notice(&switch.from, &to, &switch.reason),
+            });
+            self.engine.model = switch.model;
+            self.state.retry_now();
+            return;
+        }
         let step = self.state.failed(&error, SystemTime::now());
         match step {
             FailureStep::Retry(after) => {
@@ -362,12 +401,15 @@ impl Handler<GetAgentStatus> for AdvisorAgent {
     type Result = actix::MessageResult<GetAgentStatus>;
 
     fn handle(&mut self, _msg: GetAgentStatus, _ctx: &mut Context<Self>) -> Self::Result {
-        actix::MessageResult(AgentStatus::of(
+        let mut status = AgentStatus::of(
             &self.state,
             &self.totals,
             &self.context,
             &*self.engine.model,
-        ))
+        );
+        status.fallback = self.fallback.status().cloned();
+        status.fallbacks = self.fallback.switches();
+        actix::MessageResult(status)
     }
 }
 

@@ -115,6 +115,7 @@ pub fn start_children(
         settings: settings.clone(),
         hold_wait_through_retries: config.hold_wait_through_retries,
         epoch,
+        fallback_models: config.fallback_models.clone(),
     };
     let agent = actix::Supervisor::start(move |_| AdvisorAgent::new(setup));
     // R1: a replay after reset is bounded to about half the window (4 chars a token).

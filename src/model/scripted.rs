@@ -113,6 +113,12 @@ impl ScriptedModel {
         self
     }
 
+    /// The same model reporting another id (`provider/model`), e.g. a backup model (P6).
+    pub fn with_id(mut self, id: &str) -> Self {
+        self.info.id = id.to_string();
+        self
+    }
+
     /// Appends replies to the script.
     pub fn push(&self, reply: ScriptedReply) {
         self.state.lock().replies.push_back(reply);

@@ -66,6 +66,7 @@ impl FailurePolicy {
     }
 
     /// Batches dropped since the last success (P7).
+    #[cfg(test)]
     pub fn dropped_in_row(&self) -> u32 {
         self.dropped_in_row
     }

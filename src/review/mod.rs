@@ -1,7 +1,8 @@
 //! The review engine (SPEC §4, §5): plain code the AdvisorAgent wraps.
 //!
 //! - [`queue`]: the deltas waiting for review and their coalescing into batches (G2);
-//! - [`failure`]: the failure policy (F1–F3) and its notices;
+//! - [`failure`]: the failure policy (F1–F3, P7) and its notices;
+//! - [`fallback`]: the backup reviewer, its cooldowns and revert (P6);
 //! - [`state`]: the queue, the failing and paused flags, backlog waiters and questions,
 //!   with the policy deciding what a failure does to them (S1, S2, G8);
 //! - [`context`]: the advisor's context, its estimate and the compaction cut (G5);
@@ -16,6 +17,7 @@ pub mod ask;
 pub mod audit;
 pub mod context;
 pub mod failure;
+pub mod fallback;
 pub mod quarantine;
 pub mod queue;
 pub mod reviewer;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ModelClient, Usage};
+use crate::review::fallback::FallbackStatus;
 use crate::review::{AdvisorContext, ReviewState, ReviewTotals};
 
 /// The agent's part of the status (C3).
@@ -54,6 +55,12 @@ pub struct AgentStatus {
     /// Advisor turns withheld by the output quarantine (P5).
     #[serde(default)]
     pub quarantines: u64,
+    /// The backup model in use instead of the advisor's own, and why (P6).
+    #[serde(default)]
+    pub fallback: Option<FallbackStatus>,
+    /// Switches to a backup model so far (P6).
+    #[serde(default)]
+    pub fallbacks: u64,
 }
 
 impl AgentStatus {
@@ -85,6 +92,8 @@ impl AgentStatus {
             consults: totals.consults,
             consult_usage: totals.consult_usage,
             quarantines: totals.quarantines,
+            fallback: None,
+            fallbacks: 0,
         }
     }
 }

@@ -229,6 +229,11 @@ impl RuntimeConfig {
         let fallback = self.settings.max_concurrent_reviews;
         self.model = self.model.map(|m| shared.limited(m, fallback));
         self.promotion_model = self.promotion_model.map(|m| shared.limited(m, fallback));
+        // A6: a backup's calls count against its own provider's limit (P6).
+        self.fallback_models = std::mem::take(&mut self.fallback_models)
+            .into_iter()
+            .map(|m| shared.limited(m, fallback))
+            .collect();
         self.shared = Some(Arc::clone(shared));
         self
     }
