@@ -48,6 +48,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use advisor::domain::advice::Delivery;
+use advisor::providers::fallback::build_fallbacks;
 use advisor::providers::resolve::modes_candidates;
 use advisor::providers::{
     advisor_role_from_modes, advisor_role_from_modes_file, build_client, ApiKind, Catalog,
@@ -200,8 +201,23 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         }
         None => None,
     };
+    // P6: the backups of `retry.fallbackChains`, reached at their providers' own endpoints.
+    let chain = settings.retry.chain_for(spec.role.as_deref());
+    let (fallback_models, lines) = build_fallbacks(chain, |role| {
+        let backup = ModelSpec {
+            role: Some(role.to_string()),
+            max_output_tokens: Some(settings.max_output_tokens),
+            request_timeout: Some(settings.request_timeout),
+            ..ModelSpec::default()
+        };
+        build_client(&backup, &catalog, &lookup)
+    });
+    for line in lines {
+        printer.notice(&line);
+    }
     let mut config = RuntimeConfig::new(session_id, root, Some(model));
     config.promotion_model = promotion_model;
+    config.fallback_models = fallback_models;
     config.audit_path = args.audit.clone();
     config.settings = settings;
     config.system_prompt_override = loaded.system_prompt_override;

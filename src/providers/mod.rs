@@ -15,6 +15,7 @@
 pub mod anthropic;
 pub mod catalog;
 pub mod error;
+pub mod fallback;
 mod http;
 pub mod openai;
 pub mod resolve;

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 use super::protocol::{kind, Params, RpcError, SESSION_ERROR};
 use crate::domain::transcript::TranscriptMessage;
 use crate::model::{ModelClient, ThinkingLevel};
+use crate::providers::fallback::build_fallbacks;
 use crate::providers::resolve::{advisor_role_from_modes_file, modes_candidates};
 use crate::providers::{
     resolve_config, ApiKind, Catalog, ModelSpec, Prices, ProviderConfig, ProviderError,
@@ -373,6 +374,11 @@ pub fn prepare(
         )
         .collect();
     let settings = session_settings(&loaded, &open.settings, &env);
+    // The advisor's model selector, for its backup chain (P6).
+    let mut selector = match &open.model {
+        Some(ModelParam::Role(role)) => Some(role.clone()),
+        _ => None,
+    };
     let model = match (&defaults.fixed_model, &open.model) {
         (Some(fixed), _) => Some(Arc::clone(fixed)),
         (None, Some(param)) => Some(
@@ -383,6 +389,7 @@ pub fn prepare(
         (None, None) => {
             let built = default_role(defaults, &env, &loaded, &cwd, agent_dir.as_deref()).and_then(
                 |role| {
+                    selector.clone_from(&role);
                     let spec = default_spec(role, defaults, &settings);
                     shared.client_for(resolve_config(&spec, &defaults.catalog, &*defaults.keys)?)
                 },
@@ -412,8 +419,20 @@ pub fn prepare(
         }
         _ => None,
     };
+    let fallback_models = if defaults.fixed_model.is_none() && model.is_some() {
+        let chain = settings.retry.chain_for(selector.as_deref());
+        let (models, lines) = build_fallbacks(chain, |role| {
+            let param = ModelParam::Role(role.to_string());
+            model_config(&param, defaults, &settings).and_then(|c| shared.client_for(c))
+        });
+        notices.extend(lines);
+        models
+    } else {
+        Vec::new()
+    };
     let mut config = RuntimeConfig::new(open.session_id, cwd, model);
     config.promotion_model = promotion_model;
+    config.fallback_models = fallback_models;
     config.settings = settings;
     config.system_prompt_override = loaded.system_prompt_override;
     config.watchdog = Some(watchdog);

@@ -601,3 +601,114 @@ async fn faults_issue10_18_g4_c3_an_overflowing_call_s_usage_reaches_the_lifetim
         assert!(text.contains(&line), "{dialect:?}: {text}");
     }
 }
+
+/// The other dialect, for a backup model on another provider.
+fn other(dialect: Dialect) -> Dialect {
+    match dialect {
+        Dialect::OpenAi => Dialect::Anthropic,
+        Dialect::Anthropic => Dialect::OpenAi,
+    }
+}
+
+/// The dialect's "overloaded" answer: 529 for Anthropic, 503 for OpenAI-compatible servers.
+fn overloaded(dialect: Dialect) -> ScriptedResponse {
+    match dialect {
+        Dialect::OpenAi => ScriptedResponse::json(
+            503,
+            r#"{"error":{"message":"The server is overloaded","code":503}}"#,
+        ),
+        Dialect::Anthropic => ScriptedResponse::json(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ),
+    }
+}
+
+#[actix::test]
+async fn faults_p6_an_overloaded_model_hands_the_batch_to_a_backup_on_another_provider_then_returns(
+) {
+    tokio::time::pause();
+    for dialect in DIALECTS {
+        let backup_dialect = other(dialect);
+        let own_server = Arc::new(
+            start(vec![
+                overloaded(dialect),
+                ScriptedResponse::sse(&dialect.answer("")),
+            ])
+            .await,
+        );
+        let backup_server = Arc::new(start(advice(backup_dialect)).await);
+        let own_clock = VirtualClock::start(Arc::clone(&own_server));
+        let backup_clock = VirtualClock::start(Arc::clone(&backup_server));
+        let catalog = Catalog::builtin().expect("catalog");
+        let own = build_client(&dialect.spec(&own_server, IDLE, TOTAL), &catalog, &|_| None)
+            .expect("own client");
+        let backup = build_client(
+            &backup_dialect.spec(&backup_server, IDLE, TOTAL),
+            &catalog,
+            &|_| None,
+        )
+        .expect("backup client");
+        let (own_id, backup_id) = (own.info().id, backup.info().id);
+        let (handle, mut events) = runtime(own, SyncBacklog::Below(1), |cfg| {
+            cfg.settings.request_timeout = TOTAL;
+            cfg.fallback_models = vec![backup];
+        });
+        handle.run_state(false).await.expect("runtime");
+        let t = Transcript::from_messages([TranscriptMessage::user("add retries to the fetcher")]);
+        handle.turn_end(&t).await.expect("runtime");
+        let failed_at = own_clock.arrival(0).await;
+        let retried_at = backup_clock.arrival(0).await;
+        assert!(
+            retried_at - failed_at < Duration::from_millis(100),
+            "{dialect:?}: the backup is asked at once, not after the retry delay: {:?}",
+            retried_at - failed_at
+        );
+        match next_event(&mut events).await {
+            HostEvent::Notice { text } => {
+                assert!(
+                    text.starts_with(&format!("advisor: {own_id} failed (")),
+                    "{text}"
+                );
+                assert!(
+                    text.contains(&format!("reviewing with {backup_id}")),
+                    "{text}"
+                );
+            }
+            other => panic!("{dialect:?}: expected the switch notice, got {other:?}"),
+        }
+        match next_event(&mut events).await {
+            HostEvent::Wake { card } => assert_eq!(card.notes[0].note, NOTE, "{dialect:?}"),
+            other => panic!("{dialect:?}: expected the backup's wake, got {other:?}"),
+        }
+        let body = String::from_utf8_lossy(&backup_server.requests()[0].body).into_owned();
+        assert!(
+            body.contains("add retries to the fetcher"),
+            "{dialect:?}: the same batch"
+        );
+        let s = handle.status().await.expect("runtime");
+        assert_eq!(s.model.as_deref(), Some(backup_id.as_str()), "{dialect:?}");
+        let f = s.agent.fallback.clone().expect("on the backup");
+        assert!(f.reason.contains("HTTP 5"), "{dialect:?}: {}", f.reason);
+        assert_eq!((s.failures, s.agent.reviews, s.agent.fallbacks), (1, 1, 1));
+        // Overloaded: 60 s of cooldown, then the next review is the own model's again.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        t.push(TranscriptMessage::user("and log each attempt"));
+        handle.turn_end(&t).await.expect("runtime");
+        match next_event(&mut events).await {
+            HostEvent::Notice { text } => {
+                assert_eq!(
+                    text,
+                    format!("advisor: back on {own_id}: its cooldown is over")
+                )
+            }
+            other => panic!("{dialect:?}: expected the revert notice, got {other:?}"),
+        }
+        assert_eq!(own_server.request_count(), 2, "{dialect:?}");
+        assert_eq!(backup_server.request_count(), 2, "{dialect:?}");
+        let s = handle.status().await.expect("runtime");
+        assert_eq!(s.model.as_deref(), Some(own_id.as_str()), "{dialect:?}");
+        assert!(s.agent.fallback.is_none(), "{dialect:?}");
+        assert_eq!(s.agent.reviews, 2, "{dialect:?}");
+    }
+}

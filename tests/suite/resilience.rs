@@ -186,3 +186,34 @@ async fn p6_model_fallback_false_keeps_the_failure_policy() {
     let s = h.status().await.unwrap();
     assert_eq!((s.failures, s.agent.reviews, s.agent.fallbacks), (1, 1, 0));
 }
+
+#[tokio::test]
+async fn p6_a6_a_backup_s_calls_go_through_its_own_provider_s_limit() {
+    let shared = Arc::new(advisor::runtime::SharedResources::new(Some(2)));
+    let own: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]).with_id("own/model"));
+    let backup: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]).with_id("backup/model"));
+    let mut cfg = advisor::RuntimeConfig::new("s", std::env::temp_dir(), Some(own));
+    cfg.fallback_models = vec![backup];
+    let cfg = cfg.share(&shared);
+    cfg.fallback_models[0]
+        .complete(advisor::model::ModelRequest {
+            system: String::new(),
+            messages: vec![],
+            tools: vec![],
+            max_tokens: 16,
+            thinking: advisor::model::ThinkingLevel::Off,
+        })
+        .await
+        .unwrap();
+    let calls = shared
+        .calls_of("backup/model")
+        .expect("the backup's provider is limited");
+    assert_eq!(
+        (calls.provider.as_str(), calls.limit, calls.started),
+        ("backup", 2, 1)
+    );
+    let own = shared
+        .calls_of("own/model")
+        .expect("the own model's provider is limited");
+    assert_eq!((own.provider.as_str(), own.started), ("own", 0));
+}
