@@ -672,6 +672,37 @@ mod tests {
     }
 
     #[test]
+    fn p6_a_session_gets_the_backups_of_its_chain_that_can_be_built() {
+        let shared = SharedResources::new(None);
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".omp")).unwrap();
+        std::fs::write(
+            dir.path().join(".omp/config.yml"),
+            "retry:\n  fallbackChains:\n    ollama/llama3: [ollama/qwen3:low, openai/gpt-5]\n",
+        )
+        .unwrap();
+        let mut p = params(json!({"sessionId": "a", "cwd": dir.path(),
+            "agentDir": dir.path().join("agent"), "model": "ollama/llama3:high"}));
+        let prepared = prepare(OpenParams::parse(&mut p).unwrap(), &defaults, &shared).unwrap();
+        let backups: Vec<String> = prepared
+            .config
+            .fallback_models
+            .iter()
+            .map(|m| m.info().id)
+            .collect();
+        assert_eq!(backups, ["ollama/qwen3"]);
+        assert!(
+            prepared
+                .notices
+                .iter()
+                .any(|n| n.starts_with("advisor: backup model openai/gpt-5 is off: no API key")),
+            "{:?}",
+            prepared.notices
+        );
+    }
+
+    #[test]
     fn g7_audit_file_sits_beside_the_session_file() {
         assert_eq!(
             audit_path(Path::new("/s/2026-01-01_abc.jsonl")),
