@@ -90,6 +90,22 @@ impl FailurePolicy {
                 self.consecutive = 0;
                 return FailureAction::Pause(message.clone());
             }
+            // P7: a usage limit pauses with the batch kept, until the provider's wait is over
+            // when it named one.
+            ModelError::Retryable {
+                message,
+                retry_after,
+                ..
+            } if is_usage_limit(message) => {
+                self.consecutive = 0;
+                return match retry_after {
+                    Some(wait) => FailureAction::PauseFor {
+                        reason: message.clone(),
+                        wait: *wait,
+                    },
+                    None => FailureAction::Pause(message.clone()),
+                };
+            }
             ModelError::Retryable {
                 message,
                 retry_after: Some(wait),
@@ -122,6 +138,15 @@ impl FailurePolicy {
         };
         FailureAction::Retry(delay)
     }
+}
+
+/// Whether a provider's error says a usage limit of the account was reached (P7); an
+/// exhausted quota is already a permanent error (M4).
+pub fn is_usage_limit(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    ["usage limit", "usage_limit", "usage-limit"]
+        .iter()
+        .any(|p| m.contains(p))
 }
 
 /// What a failed model call used before it failed, when the provider or the client could
@@ -284,6 +309,28 @@ mod tests {
             p.failed(&err),
             FailureAction::Pause("401 unauthorized".into())
         );
+    }
+
+    #[test]
+    fn p7_a_usage_limit_pauses_at_once_not_as_a_strike() {
+        let mut p = FailurePolicy::new(3, Duration::from_secs(1));
+        p.failed(&server_error());
+        let limit = |after: Option<u64>| ModelError::Retryable {
+            usage: None,
+            message: "HTTP 429: You have reached your usage limit for this period".into(),
+            retry_after: after.map(Duration::from_secs),
+        };
+        assert_eq!(
+            p.failed(&limit(None)),
+            FailureAction::Pause(
+                "HTTP 429: You have reached your usage limit for this period".into()
+            )
+        );
+        assert_eq!(p.consecutive(), 0);
+        assert!(matches!(
+            p.failed(&limit(Some(60))),
+            FailureAction::PauseFor { wait, .. } if wait == Duration::from_secs(60)
+        ));
     }
 
     #[test]

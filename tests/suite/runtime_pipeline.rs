@@ -300,7 +300,7 @@ async fn p7_three_dropped_batches_in_a_row_halt_until_advisor_on_or_a_new_sessio
     let t = Transcript::from_messages([TranscriptMessage::user("turn 1")]);
     for turn in 1..=3 {
         if turn > 1 {
-            t.push(TranscriptMessage::user(&format!("turn {turn}")));
+            t.push(TranscriptMessage::user(format!("turn {turn}")));
         }
         h.turn_end(&t).await.unwrap();
         let text = next_notice(&mut rx).await;
@@ -334,7 +334,7 @@ async fn p7_three_dropped_batches_in_a_row_halt_until_advisor_on_or_a_new_sessio
     );
     // Two more dropped batches halt again; a new session ends that halt.
     for turn in 5..=6 {
-        t.push(TranscriptMessage::user(&format!("turn {turn}")));
+        t.push(TranscriptMessage::user(format!("turn {turn}")));
         h.turn_end(&t).await.unwrap();
         next_notice(&mut rx).await;
     }
