@@ -395,4 +395,37 @@ mod tests {
         assert_eq!(v["text"], status.render());
         assert!(v["agent"].is_object());
     }
+
+    #[test]
+    fn p5_p6_status_json_counts_quarantines_and_names_the_backup_in_use() {
+        let mut status = AdvisorStatus {
+            enabled: true,
+            model: Some("b/backup".into()),
+            ..AdvisorStatus::default()
+        };
+        status.agent.quarantines = 2;
+        status.agent.fallbacks = 1;
+        status.agent.fallback = Some(crate::review::fallback::FallbackStatus {
+            model: "b/backup".into(),
+            instead_of: "a/own".into(),
+            reason: "HTTP 529: overloaded".into(),
+        });
+        let v = status_json(&status);
+        assert_eq!(v["agent"]["quarantines"], 2);
+        assert_eq!(v["agent"]["fallbacks"], 1);
+        assert_eq!(
+            v["agent"]["fallback"],
+            json!({"model": "b/backup", "insteadOf": "a/own", "reason": "HTTP 529: overloaded"})
+        );
+        let text = v["text"].as_str().unwrap();
+        assert!(text.contains("quarantined reviews: 2\n"), "{text}");
+        assert!(
+            text.contains(
+                "fallback: reviewing with b/backup instead of a/own (HTTP 529: overloaded)\n"
+            ),
+            "{text}"
+        );
+        status.agent.fallback = None;
+        assert_eq!(status_json(&status)["agent"]["fallback"], Value::Null);
+    }
 }
