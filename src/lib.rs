@@ -67,7 +67,8 @@
 //! - [`feed`]: the transcript cursor that turns a turn end into a delta (X1–X4).
 //! - [`prompts`]: per-turn prompts of a recorded session, as `advisor render` prints them (L3).
 //! - `review` *(internal)*: the review engine: queue and coalescing (G2), failure policy
-//!   (F1–F3), context maintenance (G5), the `Reviewer` tool loop, consult (G8).
+//!   (F1–F3, P7), the backup reviewer (P6), context maintenance (G5), the `Reviewer` tool
+//!   loop with its output quarantine (P5), consult (G8).
 //! - `delivery` *(internal)*: routing and the outbox (D1–D3, D6–D8), reconfirm and catch-up
 //!   (D4, D5, D9), outcome accounting (D10).
 //! - `command` *(internal)*: the `/advisor` commands (C1–C4).
