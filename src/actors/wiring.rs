@@ -23,7 +23,6 @@ use crate::messages::review::{
     NoticeRaised, ReviewFailed, ReviewQuarantined,
 };
 use crate::model::ModelClient;
-use crate::review::quarantine::OutputGuard;
 use crate::review::{ReviewEngine, ReviewLimits};
 use crate::tools::{advise, ToolSession};
 
@@ -84,10 +83,7 @@ pub fn start_children(
         tools: config.tools.schemas_with_advise().into(),
         base_prompt: config.base_prompt().into(),
         limits: ReviewLimits::from_settings(&settings),
-        guard: OutputGuard::new()
-            .map(Arc::new)
-            .map_err(|e| tracing::error!(error = %e, "output quarantine unavailable"))
-            .ok(),
+        guard: config.output_guard(),
     };
     let links = AgentLinks {
         executor: executor.clone().recipient(),

@@ -64,8 +64,13 @@ pub struct OutputGuard {
     flag: Regex,
     override_: Regex,
     denial: Regex,
+    user: Regex,
+    removed: Regex,
     account: Regex,
 }
+
+/// The most bytes between the parts of an account-deletion claim ("about 80 characters").
+const CLAIM_GAP: usize = 80;
 
 impl OutputGuard {
     /// Compiles the patterns.
@@ -80,7 +85,11 @@ impl OutputGuard {
             denial: Regex::new(
                 r"(?i)\bdeny\s+(?:this|it|the\s+request)\s+if\s+(?:asked|questioned)\b",
             )?,
-            account: Regex::new(r"(?is)\buser\b.{0,80}?\b(?:deleted|erased)\b.{0,80}?\baccount")?,
+            // Three small patterns and a distance check, rather than one pattern with two
+            // bounded gaps, which would compile to a large automaton for every session.
+            user: Regex::new(r"(?i)\buser\b")?,
+            removed: Regex::new(r"(?i)\b(?:deleted|erased)\b")?,
+            account: Regex::new(r"(?i)\baccount")?,
         })
     }
 
@@ -93,8 +102,25 @@ impl OutputGuard {
             }),
             Hazard::InstructionOverride => self.override_.is_match(text),
             Hazard::DenialInstruction => self.denial.is_match(text),
-            Hazard::AccountDeletion => self.account.is_match(text),
+            Hazard::AccountDeletion => self.deletion_claim(text),
         }
+    }
+
+    /// "user", then within [`CLAIM_GAP`] bytes "deleted" or "erased", then within as many
+    /// more "account".
+    fn deletion_claim(&self, text: &str) -> bool {
+        let near = |from: usize, to: usize| to >= from && to - from <= CLAIM_GAP;
+        let removed: Vec<(usize, usize)> = self
+            .removed
+            .find_iter(text)
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        let accounts: Vec<usize> = self.account.find_iter(text).map(|m| m.start()).collect();
+        self.user.find_iter(text).any(|u| {
+            removed
+                .iter()
+                .any(|&(start, end)| near(u.end(), start) && accounts.iter().any(|&a| near(end, a)))
+        })
     }
 
     /// Whether an option run holds a recursive and a force option, in any grouping.

@@ -18,6 +18,7 @@ use crate::providers::{
 };
 use crate::redact::Redactor;
 use crate::render::TranscriptView;
+use crate::review::quarantine::OutputGuard;
 use crate::RuntimeConfig;
 use watchdog_cache::WatchdogCache;
 
@@ -30,6 +31,7 @@ pub const DEFAULT_MAX_CONCURRENT_REVIEWS: usize = 16;
 #[derive(Debug)]
 pub struct SharedResources {
     redactor: Option<Redactor>,
+    output_guard: Option<Arc<OutputGuard>>,
     catalog: Catalog,
     http: Mutex<HashMap<(String, Duration), reqwest::Client>>,
     quirks: Mutex<HashMap<String, Arc<EndpointQuirks>>>,
@@ -62,6 +64,7 @@ impl SharedResources {
     ) -> Self {
         Self {
             redactor,
+            output_guard: compile_output_guard(),
             catalog,
             http: Mutex::new(HashMap::new()),
             quirks: Mutex::new(HashMap::new()),
@@ -82,6 +85,12 @@ impl SharedResources {
     /// The compiled secret patterns, `None` if they failed to compile (logged).
     pub fn redactor(&self) -> Option<Redactor> {
         self.redactor.clone()
+    }
+
+    /// The output quarantine's compiled patterns (P5), `None` if they failed to compile
+    /// (logged).
+    pub fn output_guard(&self) -> Option<Arc<OutputGuard>> {
+        self.output_guard.clone()
     }
 
     /// The model catalog.
@@ -183,6 +192,15 @@ impl SharedResources {
     }
 }
 
+/// Compiles the output quarantine's patterns (P5); a failure is logged and leaves the
+/// quarantine off.
+fn compile_output_guard() -> Option<Arc<OutputGuard>> {
+    OutputGuard::new()
+        .map(Arc::new)
+        .map_err(|e| tracing::error!(error = %e, "output quarantine unavailable"))
+        .ok()
+}
+
 /// How a session gets at the shared resources; without them (a config that was not opened
 /// on a runtime) everything is built for the session alone, as before A6.
 impl RuntimeConfig {
@@ -197,6 +215,15 @@ impl RuntimeConfig {
             None => Redactor::new()
                 .map_err(|e| tracing::error!(error = %e, "secret redaction unavailable"))
                 .ok(),
+        }
+    }
+
+    /// The output quarantine's patterns for this session (P5): the shared compiled ones, or
+    /// ones compiled now.
+    pub fn output_guard(&self) -> Option<Arc<OutputGuard>> {
+        match &self.shared {
+            Some(shared) => shared.output_guard(),
+            None => compile_output_guard(),
         }
     }
 
