@@ -596,7 +596,7 @@ async fn p10_an_endpoint_refusing_max_completion_tokens_is_asked_again_with_max_
 }
 
 #[tokio::test]
-async fn p10_another_400_is_not_retried_with_max_tokens() {
+async fn p10_another_400_is_not_asked_again_and_max_completion_tokens_stays() {
     let server = start(vec![ScriptedResponse::json(
         400,
         r#"{"error":{"message":"Invalid 'messages': empty","type":"invalid_request_error","param":"messages"}}"#,
@@ -607,5 +607,11 @@ async fn p10_another_400_is_not_retried_with_max_tokens() {
         .await
         .unwrap_err();
     assert!(matches!(err, ModelError::Retryable { .. }), "{err:?}");
-    assert_eq!(server.request_count(), 1);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "no second try for another refusal");
+    let b = requests[0].json();
+    assert_eq!(
+        (&b["max_completion_tokens"], &b["store"]),
+        (&json!(4096), &json!(false))
+    );
 }
