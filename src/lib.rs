@@ -62,6 +62,8 @@
 //! - [`render`]: the compact and full transcript views (§3) and the context dump (C4).
 //! - [`settings`]: the `advisor.*` settings, their files and environment (K1).
 //! - [`providers`]: the two wire formats over reqwest, the model catalog, role resolution.
+//! - [`roster`]: the roster of named advisors: `WATCHDOG.yml` discovery and resolution
+//!   (§15).
 //! - [`tools`]: the read-only workspace tools and `advise` (§9).
 //! - [`session`]: session-file reading and the host-driving sequence (L1).
 //! - [`feed`]: the transcript cursor that turns a turn end into a delta (X1–X4).
@@ -94,6 +96,7 @@ pub mod providers;
 pub mod redact;
 pub mod render;
 pub mod replay;
+pub mod roster;
 pub mod runtime;
 pub mod serve;
 pub mod session;

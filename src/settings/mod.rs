@@ -16,12 +16,13 @@ mod env;
 mod load;
 mod yaml;
 
-pub use depth::MAX_YAML_DEPTH;
+pub use depth::{too_deep, MAX_YAML_DEPTH};
 pub use env::{env_flag, SettingsEnv};
 pub use load::{
-    config_files, load_config_files, load_settings, prompt_override_path, read_prompt_override,
-    LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
+    config_files, load_config_files, load_settings, prompt_override_path, read_config_layers,
+    read_prompt_override, LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
 };
+pub(crate) use yaml::{kind as yaml_kind, looks_like};
 pub use yaml::{SettingsLayer, SettingsWarning};
 
 use std::fmt;

@@ -652,7 +652,8 @@ fn compaction<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> 
     Ok(block.and_then(|b| b.threshold_tokens))
 }
 
-fn kind(value: &Value) -> &'static str {
+/// What kind of YAML value `value` is, for messages ("a string", "a list").
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "nothing",
         Value::Bool(_) => "a boolean",
@@ -666,7 +667,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// Whether `name` is probably a misspelling of `known`: equal ignoring case, or at most two
 /// single-character edits apart (for names of five characters or more).
-fn looks_like(name: &str, known: &str) -> bool {
+pub(crate) fn looks_like(name: &str, known: &str) -> bool {
     let (a, b) = (name.to_lowercase(), known.to_lowercase());
     a == b || (a.chars().count() >= 5 && strsim::levenshtein(&a, &b) <= 2)
 }
