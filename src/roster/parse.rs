@@ -51,7 +51,8 @@ pub(crate) struct Entry {
     pub(crate) enabled: Option<bool>,
     /// `model`, trimmed; blank counts as not set.
     pub(crate) model: Option<String>,
-    /// `tools`, resolved (RO9).
+    /// `tools`, resolved (RO9); `None` when omitted or when every name was dropped (the
+    /// default set applies either way).
     pub(crate) tools: Option<Vec<RosterTool>>,
     /// `instructions`, when not blank.
     pub(crate) instructions: Option<String>,
@@ -224,7 +225,7 @@ fn parse_entry(
             "model" => text_field(value)
                 .map(|v| entry.model = v.map(|m| m.trim().to_string()).filter(|m| !m.is_empty())),
             "tools" => names_field(value).map(|names| {
-                entry.tools = names.map(|names| {
+                entry.tools = names.and_then(|names| {
                     let grant = resolve_grant(&names);
                     notes.extend(grant_warnings(
                         file,
@@ -232,7 +233,7 @@ fn parse_entry(
                         &grant.rejected,
                         grant.fell_back,
                     ));
-                    grant.tools
+                    (!grant.fell_back).then_some(grant.tools)
                 })
             }),
             "instructions" => text_field(value).map(|v| entry.instructions = v),
