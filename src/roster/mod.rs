@@ -3,7 +3,8 @@
 //! This is the configuration layer: [`load`] finds every `WATCHDOG.yml` / `WATCHDOG.yaml`
 //! where WATCHDOG.md is found (RO1), reads them with the same caps and confinement (RO3),
 //! checks each file and entry (RO4–RO6), merges them by slug (RO2, RO7) and resolves every
-//! field of every advisor, recording where each value came from ([`Source`]). Nothing here
+//! field of every advisor, recording where each value came from ([`Source`]); [`refresh`]
+//! re-reads only when a roster file or an import changed (RO21). Nothing here
 //! starts a reviewer: the runtime does not run named advisors yet, and `policy`,
 //! `maxSeverity` and `when` are checked and kept for it (RO15–RO17).
 //!
@@ -31,7 +32,7 @@ use crate::redact::Redactor;
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{AdvisorSettings, SettingsLayer, SettingsWarning};
 use crate::watchdog::{
-    candidates_named, read_text, size_text, Budget, Candidate, Confinement, ReadError,
+    candidates_named, read_text, size_text, Budget, Candidate, Confinement, Fingerprint, ReadError,
     WatchdogConfig, MAX_FILE_BYTES, MAX_TOTAL_BYTES,
 };
 use parse::{parse_file, Entry, ParsedFile};
@@ -336,12 +337,41 @@ pub struct Roster {
     pub advisors: Vec<RosterAdvisor>,
     /// Everything skipped, dropped, capped or refused, in load order.
     pub warnings: Vec<RosterWarning>,
+    /// What the load looked at, to tell later whether it is still current (RO21).
+    #[serde(skip)]
+    pub fingerprint: Fingerprint,
 }
 
 impl Roster {
     /// Whether there is no named advisor (RO12: today's unnamed advisor runs alone).
     pub fn is_empty(&self) -> bool {
         self.advisors.is_empty()
+    }
+}
+
+/// The outcome of [`refresh`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum RosterRefresh {
+    /// No roster file changed since the previous load; nothing was read.
+    Unchanged,
+    /// Something changed (or there was no previous load): a fresh load.
+    Rebuilt(Box<Roster>),
+}
+
+/// Reloads only when `previous` no longer matches the disk's metadata (RO21, as W8): a
+/// roster file or an import changed, appeared or disappeared. Blocking.
+pub fn refresh(
+    config: &WatchdogConfig,
+    settings: &RosterSettings,
+    catalog: &Catalog,
+    redactor: Option<&Redactor>,
+    previous: Option<&Fingerprint>,
+) -> RosterRefresh {
+    match previous {
+        Some(fingerprint) if fingerprint.is_current_named(config, &ROSTER_FILES) => {
+            RosterRefresh::Unchanged
+        }
+        _ => RosterRefresh::Rebuilt(Box::new(load(config, settings, catalog, redactor))),
     }
 }
 
@@ -403,7 +433,9 @@ pub fn load(
     let mut budget = Budget::default();
     let mut warnings = Vec::new();
     let mut files = Vec::new();
+    let mut fingerprint = Fingerprint::default();
     for candidate in candidates_named(config, &ROSTER_FILES) {
+        fingerprint.push_candidate(&candidate.path);
         let Some(text) = read_roster_file(&candidate, &confinement, &mut warnings) else {
             continue;
         };
@@ -416,7 +448,7 @@ pub fn load(
                 text?.trim(),
                 &candidate,
                 &mut budget,
-                &mut |_| {},
+                &mut |path| fingerprint.push_import(path),
                 &mut found,
             );
             warnings.extend(found.into_iter().map(|warning| {
@@ -451,7 +483,8 @@ pub fn load(
             ));
         }
     }
-    let roster = merge(files, settings, catalog, warnings);
+    let mut roster = merge(files, settings, catalog, warnings);
+    roster.fingerprint = fingerprint;
     for warning in &roster.warnings {
         tracing::warn!(target: "advisor::roster", "{warning}");
     }
@@ -570,6 +603,7 @@ fn merge(
         max_notes_per_update: top_notes,
         advisors,
         warnings,
+        fingerprint: Fingerprint::default(),
     }
 }
 

@@ -436,3 +436,49 @@ fn ro11_instructions_are_redacted_like_watchdog_blocks() {
     let text = roster.advisors[0].instructions.value.clone().unwrap();
     assert!(!text.contains("ghp_0123456789"), "{text}");
 }
+
+#[test]
+fn ro21_refresh_rereads_only_when_a_roster_file_or_import_changed() {
+    let tree = Tree::new();
+    let config = WatchdogConfig::from_env_values(tree.proj.clone(), None, Some(tree.home.clone()));
+    let settings = RosterSettings::default();
+    let fresh =
+        |previous: Option<&Fingerprint>| refresh(&config, &settings, &catalog(), None, previous);
+    let RosterRefresh::Rebuilt(empty) = fresh(None) else {
+        panic!("a first load always reads");
+    };
+    assert!(empty.is_empty());
+    assert_eq!(fresh(Some(&empty.fingerprint)), RosterRefresh::Unchanged);
+    tree.write("proj/rules.md", "v1");
+    tree.write(
+        "proj/.omp/WATCHDOG.yaml",
+        "advisors: [{name: A, instructions: \"@../rules.md\"}]\n",
+    );
+    let RosterRefresh::Rebuilt(added) = fresh(Some(&empty.fingerprint)) else {
+        panic!("a new roster file is noticed");
+    };
+    assert_eq!(added.advisors[0].instructions.value.as_deref(), Some("v1"));
+    assert_eq!(fresh(Some(&added.fingerprint)), RosterRefresh::Unchanged);
+    tree.write("proj/rules.md", "v2, longer");
+    let RosterRefresh::Rebuilt(changed) = fresh(Some(&added.fingerprint)) else {
+        panic!("a changed import is noticed");
+    };
+    assert_eq!(
+        changed.advisors[0].instructions.value.as_deref(),
+        Some("v2, longer")
+    );
+}
+
+#[test]
+fn ro8_from_values_takes_a_hosts_settings_in_code() {
+    let settings = AdvisorSettings {
+        max_notes_per_update: 7,
+        ..AdvisorSettings::default()
+    };
+    let from = RosterSettings::from_values(Some("  ".into()), &settings);
+    assert_eq!(from.advisor_role, None);
+    assert_eq!(
+        from.max_notes_per_update.unwrap().source.to_string(),
+        "setting advisor.maxNotesPerUpdate"
+    );
+}
