@@ -30,6 +30,14 @@ pub enum AuditEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
     },
+    /// Stale tool results were replaced by placeholders before a review (P4).
+    #[serde(rename_all = "camelCase")]
+    Eviction {
+        /// Results replaced.
+        evicted: u64,
+        /// Tokens saved.
+        tokens_saved: u64,
+    },
     /// A review attempt was thrown away: the messages it appended since its update are no
     /// longer in the context (G5 overflow, F1 failure).
     #[serde(rename_all = "camelCase")]

@@ -85,6 +85,8 @@ pub struct ReviewLimits {
     pub compact_threshold_tokens: Option<u64>,
     /// Notes longer than this are refused (D10 `tooLong`) and kept cut in the context.
     pub max_note_chars: usize,
+    /// Whether stale read/search/find results are evicted before each review (P4).
+    pub evict_stale_results: bool,
 }
 
 impl ReviewLimits {
@@ -96,6 +98,7 @@ impl ReviewLimits {
             compact_at_percent: settings.compact_at_percent,
             compact_threshold_tokens: settings.compact_threshold_tokens,
             max_note_chars: settings.max_note_chars,
+            evict_stale_results: settings.evict_stale_results,
         }
     }
 }
@@ -226,6 +229,7 @@ impl<P: ReviewPort> Reviewer<P> {
         } else {
             format!("{preamble}\n\n{prompt}")
         };
+        self.evict_stale_results();
         self.maintain_if_needed(&prompt).await;
         let mut attempt: u32 = 0;
         loop {
@@ -402,6 +406,27 @@ impl<P: ReviewPort> Reviewer<P> {
             }
         }
         result
+    }
+
+    /// P4: before the update goes in, stale results of earlier reviews give way to
+    /// placeholders when that pays; counted (C3) and audited (P9).
+    fn evict_stale_results(&mut self) {
+        if !self.engine.limits.evict_stale_results {
+            return;
+        }
+        let Some(eviction) = self.run.context.evict_stale_results() else {
+            return;
+        };
+        tracing::info!(
+            evicted = eviction.evicted,
+            tokens_saved = eviction.tokens_saved,
+            "stale tool results evicted"
+        );
+        self.run.maintenance.record_eviction(&eviction);
+        self.audit(AuditEvent::Eviction {
+            evicted: eviction.evicted,
+            tokens_saved: eviction.tokens_saved,
+        });
     }
 
     /// G5 steps 1–3 before the update when the estimate with it passes the threshold.

@@ -827,3 +827,82 @@ async fn g7_an_unwritable_audit_file_is_one_warning_and_reviews_go_on() {
     assert!(drain(&mut rx).is_empty(), "one warning, not one per line");
     assert!(!path.exists());
 }
+
+// ---------------------------------------------------------------------------------------
+// Stale-result eviction (P4)
+// ---------------------------------------------------------------------------------------
+
+/// Three reviews; the first reads a 400-line file. Returns the model's requests and the
+/// status after the third review.
+async fn three_reviews_after_a_big_read(evict: bool) -> (Vec<ModelRequest>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let body: String = (0..400)
+        .map(|i| format!("line {i:03} of the generated parser table, kept verbatim\n"))
+        .collect();
+    std::fs::write(dir.path().join("table.rs"), body).unwrap();
+    let model = ScriptedModel::new([
+        ScriptedReply::tool_call("r1", "read", json!({"path": "table.rs:1-400"})),
+        ScriptedReply::text("Looked fine."),
+        ScriptedReply::text(""),
+        ScriptedReply::text(""),
+    ]);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.workspace_root = dir.path().to_path_buf();
+        cfg.settings.evict_stale_results = evict;
+    });
+    turns(
+        &h,
+        [
+            TranscriptMessage::user("turn one"),
+            TranscriptMessage::user("turn two"),
+            TranscriptMessage::user("turn three"),
+        ],
+    )
+    .await;
+    let shown = h.command("/advisor status").await.unwrap();
+    h.dispose().await.unwrap();
+    (model.requests(), shown)
+}
+
+#[actix::test]
+async fn p4_a_stale_read_is_elided_before_a_later_review_and_counted_in_status() {
+    let (requests, shown) = three_reviews_after_a_big_read(true).await;
+    assert_eq!(requests.len(), 4);
+    let read = tool_results(&requests[1]);
+    assert!(
+        read[0].contains("line 399"),
+        "the read ran: {:.80}",
+        read[0]
+    );
+    // Review 2: the read belongs to the previous review, whose update is still the newest
+    // one, so it is sent as it was.
+    assert_eq!(tool_results(&requests[2]), read);
+    // Review 3: it is older than the previous review's update and gives way.
+    let tokens = (read[0].chars().count() as u64).div_ceil(4);
+    let placeholder = format!("[Stale result elided - {tokens} tokens]");
+    assert_eq!(tool_results(&requests[3]), [placeholder.clone()]);
+    // Nothing else changed: the updates and the answers are as they were.
+    assert_eq!(requests[3].messages.len(), requests[2].messages.len() + 2);
+    for (i, (now, then)) in requests[3]
+        .messages
+        .iter()
+        .zip(&requests[2].messages)
+        .enumerate()
+    {
+        assert_eq!(now == then, i != 2, "message {i}");
+    }
+    let saved = tokens - (placeholder.chars().count() as u64).div_ceil(4);
+    assert!(
+        shown.contains(&format!(
+            "stale results evicted: 1 ({saved} tokens saved)\n"
+        )),
+        "{shown}"
+    );
+}
+
+#[actix::test]
+async fn p4_with_evict_stale_results_off_the_read_stays() {
+    let (requests, shown) = three_reviews_after_a_big_read(false).await;
+    assert_eq!(tool_results(&requests[3]), tool_results(&requests[1]));
+    assert!(!shown.contains("evicted"), "{shown}");
+}

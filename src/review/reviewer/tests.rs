@@ -96,6 +96,7 @@ fn engine(model: &ScriptedModel) -> ReviewEngine {
             compact_at_percent: 80,
             compact_threshold_tokens: None,
             max_note_chars: 2000,
+            evict_stale_results: true,
         },
     }
 }
