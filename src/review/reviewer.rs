@@ -331,6 +331,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 tracing::info_span!("model_call", model = %self.engine.model.info().id, round);
             let response = self.call(request, span).await?;
             self.run.context.record_usage(&response.usage, covered);
+            let (usage, stop) = (response.usage, response.stop.clone());
             if matches!(
                 response.stop,
                 StopReason::MaxTokens | StopReason::ContextOverflow
@@ -346,7 +347,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 .collect();
             self.run.answer = answer_text(&response.parts);
             let parts = kept_parts(response.parts, self.engine.limits.max_note_chars);
-            self.append(ChatMessage::Assistant { parts });
+            self.append_reply(ChatMessage::Assistant { parts }, usage, stop);
             if calls.is_empty() {
                 return Ok(());
             }
@@ -402,6 +403,12 @@ impl<P: ReviewPort> Reviewer<P> {
             Err(err) => {
                 if let Some(usage) = failed_call_usage(err) {
                     self.run.usage.add(&usage);
+                    self.audit(AuditEvent::Spend {
+                        model: self.engine.model.info().id,
+                        usage,
+                        text: String::new(),
+                        error: Some(err.to_string()),
+                    });
                 }
             }
         }
@@ -522,6 +529,12 @@ impl<P: ReviewPort> Reviewer<P> {
         };
         let span = tracing::info_span!("summary_call", model = %self.engine.model.info().id, messages = cut);
         let response = self.call(request, span).await?;
+        self.audit(AuditEvent::Spend {
+            model: self.engine.model.info().id,
+            usage: response.usage,
+            text: answer_text(&response.parts),
+            error: None,
+        });
         if response.stop == StopReason::ContextOverflow {
             return Err(SummaryError::Stopped(response.stop));
         }
@@ -560,6 +573,19 @@ impl<P: ReviewPort> Reviewer<P> {
         if self.port.audits() {
             self.port.audit(AuditEvent::Message {
                 message: message.clone(),
+            });
+        }
+        self.run.context.messages.push(message);
+    }
+
+    /// Appends the model's answer, recording it with what the call cost (G4, P9).
+    fn append_reply(&mut self, message: ChatMessage, usage: Usage, stop: StopReason) {
+        if self.port.audits() {
+            self.port.audit(AuditEvent::Reply {
+                message: message.clone(),
+                model: self.engine.model.info().id,
+                usage,
+                stop,
             });
         }
         self.run.context.messages.push(message);
