@@ -468,9 +468,10 @@ async fn g7_l2_audit_flag_writes_the_advisors_transcript_as_json_lines() {
         plan.prompts.len(),
         "one session update per reviewed turn"
     );
-    assert!(lines.iter().any(|l| l["message"]["text"]
+    assert!(lines.iter().any(|l| l["message"]["content"][0]["text"]
         .as_str()
         .is_some_and(|t| t.contains("### Session update"))));
+    assert_eq!(lines[0]["type"], "session", "P9: a session file of version 3");
 }
 
 /// The first two turns of the example session (both call tools, so neither is terminal),
