@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::texts::{SUMMARY_HEADING, SUMMARY_INTRO};
+use super::texts::{fill, REMINDER, SUMMARY_HEADING, SUMMARY_INTRO};
 use crate::model::{AssistantPart, ChatMessage, Usage};
 
 /// The advisor's own conversation: append-only between maintenance events (M5), with the
@@ -16,6 +16,9 @@ pub struct AdvisorContext {
     last_prompt_tokens: u64,
     /// Number of messages that last report covered.
     covered: usize,
+    /// The date and working directory reminder of this context (P8), fixed when its first
+    /// request is built so the cached prefix stays the same; a fresh context gets a new one.
+    reminder: Option<String>,
 }
 
 impl AdvisorContext {
@@ -40,6 +43,25 @@ impl AdvisorContext {
         self.last_prompt_tokens + ((after + incoming.len()) / 4) as u64
     }
 
+    /// The messages of the next request (P8): the context with the reminder of today's
+    /// date and the working directory `cwd` prepended to its first user message. The
+    /// reminder is never stored in the context, so the system prompt and the messages stay
+    /// byte-stable (M5); it is made once per context, so a new day does not rewrite the
+    /// cached prefix.
+    pub fn request_messages(&mut self, today: &str, cwd: &str) -> Vec<ChatMessage> {
+        let reminder = self
+            .reminder
+            .get_or_insert_with(|| fill(REMINDER, &[("date", today), ("cwd", cwd)]));
+        let mut messages = self.messages.clone();
+        if let Some(ChatMessage::User { text }) = messages
+            .iter_mut()
+            .find(|m| matches!(m, ChatMessage::User { .. }))
+        {
+            *text = format!("{reminder}\n\n{text}");
+        }
+        messages
+    }
+
     /// Clears the history (re-prime, reset).
     pub fn clear(&mut self) {
         *self = Self::default();
@@ -57,6 +79,7 @@ impl AdvisorContext {
         self.messages.extend(kept);
         self.last_prompt_tokens = overhead_tokens;
         self.covered = 0;
+        self.reminder = None;
     }
 
     /// P4: replaces the stale results of the advisor's own `read`/`search`/`find` calls by

@@ -115,6 +115,8 @@ pub struct ReviewEngine {
     pub tools: Arc<[ToolSchema]>,
     /// The base system prompt (G1).
     pub base_prompt: Arc<str>,
+    /// The working directory named in each request's reminder (P8).
+    pub cwd: Arc<str>,
     /// The limits.
     pub limits: ReviewLimits,
 }
@@ -319,9 +321,10 @@ impl<P: ReviewPort> Reviewer<P> {
         let tools = self.offered_tools();
         let max_rounds = self.engine.limits.max_tool_rounds;
         for round in 0..=max_rounds {
+            let today = today();
             let request = ModelRequest {
                 system: self.run.system.clone(),
-                messages: self.run.context.messages.clone(),
+                messages: self.run.context.request_messages(&today, &self.engine.cwd),
                 tools: tools.clone(),
                 max_tokens: self.max_tokens(),
                 thinking: self.engine.model.thinking(),
@@ -622,6 +625,16 @@ impl<P: ReviewPort> Reviewer<P> {
             self.engine.limits.compact_threshold_tokens,
         )
     }
+}
+
+/// Today's date (UTC), `YYYY-MM-DD`, for the reminder (P8).
+fn today() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    let mut date = super::transcript_file::iso_time(ms);
+    date.truncate(10);
+    date
 }
 
 /// The visible text of an answer: its non-empty text parts, trimmed, a blank line apart.

@@ -18,6 +18,7 @@ use crate::providers::{
 use crate::runtime::SharedResources;
 use crate::session::advisor_file_path;
 use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
+use crate::watchdog::ContextFile;
 use crate::RuntimeConfig;
 
 /// A key lookup for provider keys (`OPENROUTER_API_KEY`, …), read by the program's edge.
@@ -115,6 +116,9 @@ pub struct OpenParams {
     pub messages: Vec<TranscriptMessage>,
     /// The id of the newest entry of `messages`, when the host names it.
     pub leaf: Option<String>,
+    /// The host's own instruction files (`contextFiles`: `[{path, content}]`), replacing
+    /// the discovery of AGENTS.md and the rest (P8).
+    pub context_files: Option<Vec<ContextFile>>,
 }
 
 /// Where the settings of the params are said to come from, in messages.
@@ -157,6 +161,17 @@ impl OpenParams {
             None => Vec::new(),
             Some(value) => parse_messages(value, "messages")?,
         };
+        let context_files = match params.take("contextFiles") {
+            None => None,
+            Some(value) => Some(serde_json::from_value::<Vec<ContextFile>>(value).map_err(
+                |e| {
+                    RpcError::invalid_params(
+                        "contextFiles",
+                        format!("must be a list of {{path, content}} objects: {e}"),
+                    )
+                },
+            )?),
+        };
         Ok(Self {
             session_id,
             cwd,
@@ -167,6 +182,7 @@ impl OpenParams {
             settings_warnings,
             messages,
             leaf,
+            context_files,
         })
     }
 }
@@ -425,6 +441,7 @@ pub fn prepare(
     config.settings = settings;
     config.system_prompt_override = loaded.system_prompt_override;
     config.watchdog = Some(watchdog);
+    config.context_files = open.context_files.map(Arc::from);
     config.audit_path = audit;
     config.initial_transcript = None;
     Ok(PreparedSession { config, notices })

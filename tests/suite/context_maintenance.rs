@@ -747,23 +747,41 @@ async fn p9_every_context_message_and_maintenance_event_is_a_session_file_entry(
         .as_str()
         .unwrap()
         .contains("turn one"));
-    assert_eq!((update["synthetic"].as_bool(), update["attribution"].as_str()), (Some(true), Some("agent")));
+    assert_eq!(
+        (
+            update["synthetic"].as_bool(),
+            update["attribution"].as_str()
+        ),
+        (Some(true), Some("agent"))
+    );
     let advise = &lines[2]["message"];
     assert_eq!(advise["content"][0]["name"], "advise");
-    assert_eq!((advise["provider"].as_str(), advise["model"].as_str()), (Some("scripted"), Some("test")));
+    assert_eq!(
+        (advise["provider"].as_str(), advise["model"].as_str()),
+        (Some("scripted"), Some("test"))
+    );
     assert_eq!(advise["usage"]["input"], 1_000);
     assert_eq!(advise["usage"]["cost"]["total"], 0.01);
     assert_eq!(lines[3]["message"]["content"][0]["text"], "Recorded.");
     let data = |i: usize| &lines[i]["data"];
-    assert_eq!((data(5)["kind"].as_str(), data(5)["trigger"].as_str()), (Some("reprime"), Some("threshold")));
+    assert_eq!(
+        (data(5)["kind"].as_str(), data(5)["trigger"].as_str()),
+        (Some("reprime"), Some("threshold"))
+    );
     assert!(data(7)["error"]
         .as_str()
         .unwrap()
         .contains("prompt is too long"));
-    assert_eq!((data(8)["kind"].as_str(), data(8)["trigger"].as_str()), (Some("reprime"), Some("overflow")));
+    assert_eq!(
+        (data(8)["kind"].as_str(), data(8)["trigger"].as_str()),
+        (Some("reprime"), Some("overflow"))
+    );
     assert_eq!(data(8)["model"], "scripted/test");
     assert_eq!(data(8)["messages"], 0);
-    assert_eq!((data(5)["review"].as_u64(), data(8)["epoch"].as_u64()), (Some(2), Some(0)));
+    assert_eq!(
+        (data(5)["review"].as_u64(), data(8)["epoch"].as_u64()),
+        (Some(2), Some(0))
+    );
 }
 
 #[actix::test]
@@ -775,14 +793,22 @@ async fn p9_a_resumed_session_goes_on_from_the_lifetime_in_its_transcript_file()
         let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |cfg| {
             cfg.audit_path = Some(path.clone());
         });
-        turns(&h, [TranscriptMessage::user(format!("turn of run {round}"))]).await;
+        turns(
+            &h,
+            [TranscriptMessage::user(format!("turn of run {round}"))],
+        )
+        .await;
         let lifetime = h.status().await.unwrap().agent.lifetime;
         assert_eq!(
             (lifetime.input, lifetime.output),
             (1_000 * round, 10 * round),
             "run {round}"
         );
-        assert!((lifetime.cost - expected).abs() < 1e-9, "run {round}: {}", lifetime.cost);
+        assert!(
+            (lifetime.cost - expected).abs() < 1e-9,
+            "run {round}: {}",
+            lifetime.cost
+        );
         h.dispose().await.unwrap();
     }
     let lines = audit_lines(&path);
@@ -831,7 +857,10 @@ async fn p9_a_compaction_is_a_custom_entry_with_the_summary_and_its_call_counts(
         .iter()
         .find(|l| l["message"]["usage"]["input"] == 30_000)
         .expect("the summary call's spend");
-    assert_eq!(call["message"]["content"][0]["text"], "- The agent fixes the parser.");
+    assert_eq!(
+        call["message"]["content"][0]["text"],
+        "- The agent fixes the parser."
+    );
 }
 
 #[actix::test]

@@ -471,7 +471,10 @@ async fn g7_l2_audit_flag_writes_the_advisors_transcript_as_json_lines() {
     assert!(lines.iter().any(|l| l["message"]["content"][0]["text"]
         .as_str()
         .is_some_and(|t| t.contains("### Session update"))));
-    assert_eq!(lines[0]["type"], "session", "P9: a session file of version 3");
+    assert_eq!(
+        lines[0]["type"], "session",
+        "P9: a session file of version 3"
+    );
 }
 
 /// The first two turns of the example session (both call tools, so neither is terminal),

@@ -90,6 +90,7 @@ fn engine(model: &ScriptedModel) -> ReviewEngine {
         promotion: None,
         tools: vec![read_schema(), advise::schema()].into(),
         base_prompt: "You review.".into(),
+        cwd: "/w".into(),
         limits: ReviewLimits {
             max_tool_rounds: 8,
             max_output_tokens: 4096,
