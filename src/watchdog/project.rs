@@ -295,6 +295,7 @@ mod tests {
         let (mut fp, mut warnings) = (Fingerprint::default(), Vec::new());
         let files = discover_context_files(&config, &mut fp, &mut warnings);
         assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(!fp.is_current(&config), "only the imports part is filled here");
         let got: Vec<(String, &str)> = files
             .iter()
             .map(|f| {
@@ -333,13 +334,13 @@ mod tests {
             block.ends_with("user rules\n</file>\n</project-context>"),
             "{block}"
         );
-        assert!(
-            fp.is_current(&config),
-            "the fingerprint covers what was read"
-        );
+        // W8: the load's fingerprint covers the instruction files too.
+        let loaded = super::super::load_with(&config, None);
+        assert_eq!(loaded.prompt.project_context, Some(block));
+        assert!(loaded.fingerprint.is_current(&config));
         write(&sub.join("AGENTS.md"), "new core rules");
         assert!(
-            !fp.is_current(&config),
+            !loaded.fingerprint.is_current(&config),
             "a new instruction file is a change"
         );
     }
@@ -377,7 +378,7 @@ mod tests {
             block
                 .matches(&fill(TEXTS.get("fileCut"), &[("limit", "32 KB")]))
                 .count(),
-            3
+            4
         );
         assert_eq!(
             block
