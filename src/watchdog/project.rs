@@ -295,7 +295,10 @@ mod tests {
         let (mut fp, mut warnings) = (Fingerprint::default(), Vec::new());
         let files = discover_context_files(&config, &mut fp, &mut warnings);
         assert!(warnings.is_empty(), "{warnings:?}");
-        assert!(!fp.is_current(&config), "only the imports part is filled here");
+        assert!(
+            !fp.is_current(&config),
+            "only the imports part is filled here"
+        );
         let got: Vec<(String, &str)> = files
             .iter()
             .map(|f| {

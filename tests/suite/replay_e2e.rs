@@ -178,6 +178,7 @@ pub(super) fn last_user_text(body: &Value) -> String {
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
         .and_then(|m| m["content"].as_str())
+        .map(crate::support::without_reminder)
         .unwrap_or_default()
         .to_string()
 }

@@ -98,7 +98,10 @@ fn p8_each_request_carries_the_reminder_on_its_first_user_message_the_context_no
         panic!("a user message first");
     };
     assert!(text.starts_with("<system-reminder>\nToday is 20"), "{text}");
-    assert!(text.contains("'/w'") && text.ends_with("</system-reminder>\n\nupdate"), "{text}");
+    assert!(
+        text.contains("'/w'") && text.ends_with("</system-reminder>\n\nupdate"),
+        "{text}"
+    );
     assert_eq!(run.context.messages[0], user("update"), "never stored");
     assert_eq!(sent(request), [user("update")]);
 }
