@@ -951,7 +951,10 @@ async fn p4_a_stale_read_is_elided_before_a_later_review_and_counted_in_status()
     // Review 3: it is older than the previous review's update and gives way.
     let tokens = (read[0].chars().count() as u64).div_ceil(4);
     let placeholder = format!("[Stale result elided - {tokens} tokens]");
-    assert_eq!(tool_results(&requests[3]), [placeholder.clone()]);
+    assert_eq!(
+        tool_results(&requests[3]),
+        std::slice::from_ref(&placeholder)
+    );
     // Nothing else changed: the updates and the answers are as they were.
     assert_eq!(requests[3].messages.len(), requests[2].messages.len() + 2);
     for (i, (now, then)) in requests[3]
