@@ -44,8 +44,11 @@ pub struct RuntimeConfig {
     /// The transcript as it stands when the advisor starts: the cursor is seeded at its end
     /// so a resumed session is not replayed (X4).
     pub initial_transcript: Option<Transcript>,
-    /// Where the advisor's own transcript is appended as JSON lines (G7), e.g.
-    /// `<session dir>/<session name>__advisor.jsonl`; `None` keeps no audit file.
+    /// Where the advisor's own transcript is kept, as an oh-my-pi session file (P9, G7):
+    /// for a session file `<dir>/<name>.jsonl`, `<dir>/<name>/__advisor.jsonl`
+    /// ([`crate::session::advisor_file_path`] derives and checks it). A file already there
+    /// is appended to and its recorded usage starts the lifetime totals. `None` keeps no
+    /// file.
     pub audit_path: Option<PathBuf>,
     /// Whether the syncBacklog wait (S1) holds while a retry is pending (F1): the waiter is
     /// released only when the backlog drains, is dropped (F2) or the advisor pauses (F3).
