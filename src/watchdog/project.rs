@@ -23,9 +23,10 @@ use std::path::{Path, PathBuf};
 use super::discovery::{walk_dirs, Candidate, CandidateKind};
 use super::imports::expand_imports_within;
 use super::read::{read_text, ReadError};
-use super::{canonical_inside, check_inside_project, project_root, unreadable_warning};
+use super::{canonical_inside, check_inside_project, project_root};
 use super::{Fingerprint, WatchdogConfig};
 use crate::redact::Redactor;
+use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::texts::{fill, Table};
 
 /// The texts around the files, a data file.
@@ -82,7 +83,7 @@ pub fn discover_context_files(
                     Ok(()) => {}
                     Err(ReadError::Missing) => continue,
                     Err(err) => {
-                        warnings.push(unreadable_warning(&candidate.path, &err));
+                        warnings.push(skipped(&candidate.path, &err));
                         continue;
                     }
                 }
@@ -121,7 +122,7 @@ fn read_one(
         Ok(read) => read.content,
         Err(ReadError::Missing | ReadError::NotAFile) => return None,
         Err(err) => {
-            warnings.push(unreadable_warning(path, &err));
+            warnings.push(skipped(path, &err));
             return None;
         }
     };
@@ -144,6 +145,14 @@ fn read_one(
         path: path.display().to_string(),
         content: expansion.text,
     })
+}
+
+/// The warning for an instruction file that exists but cannot be used.
+fn skipped(path: &Path, err: &ReadError) -> String {
+    format!(
+        "project instructions: skipped {}: {err}",
+        clip(&path.display().to_string(), SHOWN_CHARS)
+    )
 }
 
 /// The `<project-context>` block of `files` (P8), `None` when there are none: the line
@@ -365,6 +374,17 @@ mod tests {
         let files = discover_context_files(&config, &mut fp, &mut warnings);
         assert!(!files[0].content.contains("the secret"), "{:?}", files[0]);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
+        // A project file that is a symlink leading out is skipped, with a warning.
+        std::fs::remove_file(repo.join("AGENTS.md")).unwrap();
+        std::os::unix::fs::symlink(&secret, repo.join("AGENTS.md")).unwrap();
+        let (mut fp, mut warnings) = (Fingerprint::default(), Vec::new());
+        let files = discover_context_files(&config, &mut fp, &mut warnings);
+        assert!(files.is_empty(), "{files:?}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("project instructions: skipped "),
+            "{warnings:?}"
+        );
     }
 
     #[test]
