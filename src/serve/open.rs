@@ -678,6 +678,27 @@ mod tests {
     }
 
     #[test]
+    fn p8_context_files_param_replaces_discovery_and_a_bad_shape_names_the_field() {
+        let shared = SharedResources::new(None);
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = params(json!({"sessionId": "s", "cwd": dir.path(),
+            "contextFiles": [{"path": "/r/AGENTS.md", "content": "Keep it small."}]}));
+        let prepared = prepare(OpenParams::parse(&mut p).unwrap(), &defaults, &shared).unwrap();
+        let files = prepared.config.context_files.expect("the host's list");
+        assert_eq!(
+            &files[..],
+            [ContextFile {
+                path: "/r/AGENTS.md".into(),
+                content: "Keep it small.".into()
+            }]
+        );
+        let mut p = params(json!({"sessionId": "s", "cwd": dir.path(), "contextFiles": ["x"]}));
+        let err = OpenParams::parse(&mut p).unwrap_err();
+        assert!(format!("{err:?}").contains("contextFiles"), "{err:?}");
+    }
+
+    #[test]
     fn p9_the_transcript_file_is_in_the_session_artifacts_directory() {
         assert_eq!(
             audit_path(Path::new("/s/2026-01-01_abc.jsonl"), Path::new("/w")),
