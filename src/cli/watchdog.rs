@@ -68,11 +68,14 @@ pub fn run(args: WatchdogArgs) -> Result<(), CliError> {
         // Nothing sensible is left to do when standard error is gone.
         let _ = writeln!(stderr, "advisor: {warning}");
     }
-    if prompt.blocks.is_empty() {
+    // The project's instruction files and the child-repository hint too (P8): everything
+    // that follows the built-in prompt.
+    let joined = prompt.joined();
+    if joined.is_empty() {
         return Ok(());
     }
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", prompt.joined())
+    writeln!(stdout, "{joined}")
         .and_then(|()| stdout.flush())
         .map_err(|err| CliError::new(format!("cannot write to standard output: {err}")))
 }

@@ -9,6 +9,7 @@
 //!   maintenance (G5), usage (G4), talking outward through [`ReviewPort`];
 //! - [`ask`]: consulting the advisor (G8);
 //! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
+//! - [`transcript_file`]: the advisor's transcript file in oh-my-pi's session format (P9);
 //! - [`texts`]: the model-facing texts, data files under `config/prompts/`.
 
 pub mod ask;
@@ -20,6 +21,7 @@ pub mod reviewer;
 pub mod state;
 pub mod status;
 pub mod texts;
+pub mod transcript_file;
 
 pub use ask::AskError;
 pub use audit::AuditEvent;

@@ -230,6 +230,10 @@ pub struct AdvisorSettings {
     pub max_concurrent_reviews: usize,
     /// `advisor.consult` (G8): whether the host may ask the advisor questions.
     pub consult: bool,
+    /// `advisor.evictStaleResults` (P4): before each review, replace the advisor's own
+    /// stale read/search/find results by placeholders when that saves more than the
+    /// prompt cache loses.
+    pub evict_stale_results: bool,
 }
 
 impl Default for AdvisorSettings {
@@ -256,6 +260,7 @@ impl Default for AdvisorSettings {
             request_timeout: Duration::from_secs(300),
             max_concurrent_reviews: 16,
             consult: true,
+            evict_stale_results: true,
         }
     }
 }

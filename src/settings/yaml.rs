@@ -126,6 +126,9 @@ pub struct SettingsLayer {
     /// `advisor.consult`.
     #[serde(deserialize_with = "flag")]
     pub consult: Option<bool>,
+    /// `advisor.evictStaleResults`.
+    #[serde(deserialize_with = "flag")]
+    pub evict_stale_results: Option<bool>,
 }
 
 /// The file as the advisor reads it; every other top-level key is the agent's.
@@ -219,6 +222,7 @@ impl SettingsLayer {
             request_timeout_secs: self.request_timeout_secs.or(base.request_timeout_secs),
             max_concurrent_reviews: self.max_concurrent_reviews.or(base.max_concurrent_reviews),
             consult: self.consult.or(base.consult),
+            evict_stale_results: self.evict_stale_results.or(base.evict_stale_results),
         }
     }
 
@@ -269,6 +273,9 @@ impl SettingsLayer {
         }
         if let Some(v) = self.consult {
             settings.consult = v;
+        }
+        if let Some(v) = self.evict_stale_results {
+            settings.evict_stale_results = v;
         }
     }
 }
@@ -692,7 +699,7 @@ mod tests {
              \x20 transcript: full\n  immuneTurns: 0\n  maxNotesPerUpdate: 4\n  maxOutputTokens: 8000\n\
              \x20 compaction:\n    thresholdTokens: 90000\n  contextPromotion: openrouter/big/model\n\
              \x20 redactSecrets: false\n  maxNoteChars: 500\n  requestTimeoutSecs: 60\n\
-             \x20 maxConcurrentReviews: 4\n  consult: false\n\
+             \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n\
              theme: dark\nhooks: [a, b]\n",
         )
         .unwrap();
@@ -716,11 +723,16 @@ mod tests {
                 request_timeout_secs: Some(60),
                 max_concurrent_reviews: Some(4),
                 consult: Some(false),
+                evict_stale_results: Some(false),
             }
         );
         let mut settings = AdvisorSettings::default();
         layer.apply_to(&mut settings);
         assert!(!settings.enabled && settings.subagents && !settings.redact_secrets);
+        assert!(
+            !settings.evict_stale_results,
+            "P4: evictStaleResults is read"
+        );
         assert_eq!(settings.sync_backlog, SyncBacklog::Below(3));
         assert_eq!(settings.policy, DeliveryPolicy::Reconfirm);
         assert_eq!(settings.transcript, TranscriptView::Full);

@@ -33,6 +33,7 @@ mod discovery;
 mod fingerprint;
 mod imports;
 mod paths;
+pub mod project;
 mod read;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,7 @@ pub use discovery::{candidates, candidates_named, walk_dirs, Candidate, Candidat
 pub use fingerprint::{stamp, Fingerprint, Stamp};
 pub use imports::{expand_imports, expand_imports_within, Expansion, MAX_IMPORT_DEPTH};
 pub use paths::{expand_tilde, normalize_lexically};
+pub use project::{format_project_context, ContextFile};
 pub use read::{read_text, ReadError, MAX_FILE_BYTES, MAX_TOTAL_BYTES};
 
 use crate::redact::Redactor;
@@ -53,19 +55,33 @@ pub const WATCHDOG_FILE: &str = "WATCHDOG.md";
 /// The agent directory used when `PI_CODING_AGENT_DIR` is not set, relative to home.
 pub const DEFAULT_AGENT_DIR: &str = ".omp/agent";
 
-/// The watchdog part of the system prompt.
+/// The part of the system prompt after the built-in prompt: the project's instruction
+/// files (P8), the watchdog blocks (W5) and the single-child-repository hint (P8).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WatchdogPrompt {
     /// One `Especially pay attention to:` block per file, in prompt order (W4, W5).
     pub blocks: Vec<String>,
     /// Warnings about unreadable files (W3), each reported once per change.
     pub warnings: Vec<String>,
+    /// The `<project-context>` block, when the project has instruction files (P8).
+    pub project_context: Option<String>,
+    /// The attention block naming the one repository under a working directory that is
+    /// outside git (P8).
+    pub hint: Option<String>,
 }
 
 impl WatchdogPrompt {
-    /// The blocks joined by a blank line, as they go into the system prompt.
+    /// What goes into the system prompt after the built-in prompt, parts a blank line
+    /// apart: the project context, the watchdog blocks, the hint (P8, W5).
     pub fn joined(&self) -> String {
-        self.blocks.join("\n\n")
+        let parts: Vec<&str> = self
+            .project_context
+            .iter()
+            .chain(&self.blocks)
+            .chain(&self.hint)
+            .map(String::as_str)
+            .collect();
+        parts.join("\n\n")
     }
 }
 
@@ -193,6 +209,9 @@ pub fn load_with(config: &WatchdogConfig, redactor: Option<&Redactor>) -> Loaded
             size_text(MAX_TOTAL_BYTES)
         ));
     }
+    let files = project::discover_context_files(config, &mut fingerprint, &mut warnings);
+    let project_context = project::format_project_context(&files, redactor);
+    let hint = project::child_repository_hint(config, &mut fingerprint);
     for warning in &warnings {
         tracing::warn!(target: "advisor::watchdog", "{warning}");
     }
@@ -203,7 +222,12 @@ pub fn load_with(config: &WatchdogConfig, redactor: Option<&Redactor>) -> Loaded
         "watchdog files loaded"
     );
     Loaded {
-        prompt: WatchdogPrompt { blocks, warnings },
+        prompt: WatchdogPrompt {
+            blocks,
+            warnings,
+            project_context,
+            hint,
+        },
         fingerprint,
         files_read: budget.files,
     }
