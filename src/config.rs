@@ -11,7 +11,7 @@ use crate::domain::transcript::Transcript;
 use crate::model::ModelClient;
 use crate::settings::{AdvisorSettings, DeliveryPolicy, SyncBacklog};
 use crate::tools::ToolRegistry;
-use crate::watchdog::WatchdogConfig;
+use crate::watchdog::{ContextFile, WatchdogConfig};
 
 /// The built-in advisor system prompt (G1), a data file in `config/`.
 pub const BUILTIN_PROMPT: &str = include_str!("../config/advisor-prompt.md");
@@ -37,15 +37,23 @@ pub struct RuntimeConfig {
     pub fallback_models: Vec<Arc<dyn ModelClient>>,
     /// The workspace tools (normally [`ToolRegistry::workspace`]).
     pub tools: ToolRegistry,
-    /// Watchdog discovery settings; `None` disables WATCHDOG.md files.
+    /// Watchdog discovery settings; `None` disables WATCHDOG.md files, and with them the
+    /// project's instruction files (P8).
     pub watchdog: Option<WatchdogConfig>,
+    /// The project's instruction files as the host has them (P8), replacing the discovery
+    /// of `AGENTS.md`, `CLAUDE.md` and the rest from the working directory; `None`
+    /// discovers them.
+    pub context_files: Option<Arc<[ContextFile]>>,
     /// A replacement for the built-in prompt (`<agentDir>/system-prompts/advisor.md`, G1).
     pub system_prompt_override: Option<String>,
     /// The transcript as it stands when the advisor starts: the cursor is seeded at its end
     /// so a resumed session is not replayed (X4).
     pub initial_transcript: Option<Transcript>,
-    /// Where the advisor's own transcript is appended as JSON lines (G7), e.g.
-    /// `<session dir>/<session name>__advisor.jsonl`; `None` keeps no audit file.
+    /// Where the advisor's own transcript is kept, as an oh-my-pi session file (P9, G7):
+    /// for a session file `<dir>/<name>.jsonl`, `<dir>/<name>/__advisor.jsonl`
+    /// ([`crate::session::advisor_file_path`] derives and checks it). A file already there
+    /// is appended to and its recorded usage starts the lifetime totals. `None` keeps no
+    /// file.
     pub audit_path: Option<PathBuf>,
     /// Whether the syncBacklog wait (S1) holds while a retry is pending (F1): the waiter is
     /// released only when the backlog drains, is dropped (F2) or the advisor pauses (F3).
@@ -73,6 +81,7 @@ impl RuntimeConfig {
             fallback_models: Vec::new(),
             tools: ToolRegistry::workspace(),
             watchdog: None,
+            context_files: None,
             system_prompt_override: None,
             initial_transcript: None,
             audit_path: None,
@@ -115,6 +124,7 @@ impl RuntimeConfig {
             fallback_models: self.fallback_models.clone(),
             tools: self.tools.clone(),
             watchdog: self.watchdog.as_ref().map(|w| w.with_cwd(cwd)),
+            context_files: self.context_files.clone(),
             system_prompt_override: self.system_prompt_override.clone(),
             initial_transcript: None,
             audit_path: None,

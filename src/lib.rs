@@ -58,12 +58,16 @@
 //! - [`model`]: the model seam (`ModelClient`, requests, usage, the call limit) and a
 //!   scripted model for tests.
 //! - [`redact`]: secret redaction of deltas and tool results (X5).
-//! - [`watchdog`]: WATCHDOG.md discovery and expansion (§8).
+//! - [`watchdog`]: WATCHDOG.md discovery and expansion (§8), and the project's instruction
+//!   files and single-child-repository hint (P8).
 //! - [`render`]: the compact and full transcript views (§3) and the context dump (C4).
 //! - [`settings`]: the `advisor.*` settings, their files and environment (K1).
 //! - [`providers`]: the two wire formats over reqwest, the model catalog, role resolution.
+//! - [`roster`]: the roster of named advisors: `WATCHDOG.yml` discovery and resolution
+//!   (§15).
 //! - [`tools`]: the read-only workspace tools and `advise` (§9).
-//! - [`session`]: session-file reading and the host-driving sequence (L1).
+//! - [`session`]: session-file reading and the host-driving sequence (L1), and where the
+//!   advisor's transcript file of a session goes (P9).
 //! - [`feed`]: the transcript cursor that turns a turn end into a delta (X1–X4).
 //! - [`prompts`]: per-turn prompts of a recorded session, as `advisor render` prints them (L3).
 //! - `review` *(internal)*: the review engine: queue and coalescing (G2), failure policy
@@ -95,6 +99,7 @@ pub mod providers;
 pub mod redact;
 pub mod render;
 pub mod replay;
+pub mod roster;
 pub mod runtime;
 pub mod serve;
 pub mod session;

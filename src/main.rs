@@ -25,6 +25,9 @@ fn init_tracing(cli: &cli::Cli) {
     } else if matches!(cli.command, cli::Command::Watchdog(_)) {
         // `advisor watchdog` prints the loader's warnings itself; don't say them twice.
         "warn,advisor::watchdog=error"
+    } else if matches!(cli.command, cli::Command::Roster(_)) {
+        // So does `advisor roster`, on standard output with the roster.
+        "warn,advisor::roster=error"
     } else {
         "warn"
     };

@@ -26,6 +26,9 @@ pub enum FileError {
     /// Something other than a regular file: a directory, a FIFO, a device, a socket.
     #[error("not a regular file ({0})")]
     NotRegular(&'static str),
+    /// A symlink where a file is appended to; it is never followed.
+    #[error("a symlink (not followed)")]
+    Symlink,
     /// The bytes are not UTF-8.
     #[error("not valid UTF-8")]
     NotUtf8,
@@ -128,9 +131,23 @@ pub fn read_text_capped(path: &Path, cap: usize) -> Result<Capped<String>, FileE
 }
 
 /// Appends `bytes` to the file at `path`, creating it when missing. An existing path must
-/// be a regular file; a FIFO is refused, never waited on.
+/// be a regular file; a FIFO is refused, never waited on, and a symlink is refused, never
+/// followed (`O_NOFOLLOW`, so a link made after the check is refused too).
 pub fn append_regular(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
-    let mut file = open_append(path)?;
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_symlink() => return Err(FileError::Symlink),
+        Ok(metadata) => check_regular(&metadata)?,
+        Err(err) if err.kind() == ErrorKind::NotFound => {}
+        Err(err) => return Err(classify(err)),
+    }
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    no_follow(&mut options);
+    let mut file = options.open(path).map_err(|err| match err.raw_os_error() {
+        Some(libc::ELOOP) => FileError::Symlink,
+        _ => FileError::Io(err),
+    })?;
+    check_regular(&file.metadata().map_err(FileError::Io)?)?;
     file.write_all(bytes).map_err(FileError::Io)?;
     file.flush().map_err(FileError::Io)
 }
@@ -178,6 +195,15 @@ fn non_blocking(options: &mut OpenOptions) {
 
 #[cfg(not(unix))]
 fn non_blocking(_options: &mut OpenOptions) {}
+
+#[cfg(unix)]
+fn no_follow(options: &mut OpenOptions) {
+    use std::os::unix::fs::OpenOptionsExt;
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+}
+
+#[cfg(not(unix))]
+fn no_follow(_options: &mut OpenOptions) {}
 
 /// Folds "nothing there" errors into [`FileError::Missing`].
 fn classify(err: std::io::Error) -> FileError {
@@ -259,6 +285,18 @@ mod tests {
         append_regular(&file, b"a\n").unwrap();
         append_regular(&file, b"b\n").unwrap();
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "a\nb\n");
+    }
+
+    #[test]
+    fn v4_append_never_follows_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "kept").unwrap();
+        let link = dir.path().join("__advisor.jsonl");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = append_regular(&link, b"x").unwrap_err();
+        assert_eq!(err.to_string(), "a symlink (not followed)");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
     }
 
     #[test]

@@ -97,6 +97,12 @@ impl AdvisorStatus {
             "context maintenance: {} compaction(s), {} re-prime(s), {} promotion(s)\n",
             a.compactions, a.reprimes, a.promotions
         ));
+        if a.evictions > 0 {
+            out.push_str(&format!(
+                "stale results evicted: {} ({} tokens saved)\n",
+                a.evictions, a.evicted_tokens
+            ));
+        }
         let u = &a.lifetime;
         let estimated = if self.usage_estimated || u.estimated {
             " (estimated)"

@@ -1,12 +1,16 @@
-//! AuditLog: appends the advisor's own transcript to a JSON-lines file beside the session
-//! (G7), one [`AppendAudit`] a line.
+//! AuditLog: appends the advisor's own transcript to its file (P9, G7): a session file of
+//! oh-my-pi's version 3 in the session's artifacts directory, written by
+//! [`TranscriptWriter`].
 //!
-//! Entries are buffered and written by one append at a time on the blocking pool, so the
-//! actor's thread never blocks and lines keep their order. The path must be a regular file
-//! (or not exist yet): a FIFO or a device is refused at once, never waited on, so flushing
-//! and disposing cannot hang on it. A write that fails is reported to the user once, as a
-//! warning notice; the lines of that write are lost, later writes are still tried, and
-//! reviews never fail because of the audit file.
+//! On start the existing file is read once on the blocking pool (at most
+//! [`MAX_RESUME_BYTES`]; a symlink there is never followed): the chain of entries goes on
+//! from its last one, and its recorded usage is the lifetime a resumed session starts from
+//! ([`GetRestoredUsage`]). Entries received meanwhile wait. Entries are then buffered and
+//! written by one append at a time on the blocking pool, so the actor's thread never blocks
+//! and lines keep their order. The path must be a regular file (or not exist yet): a FIFO or
+//! a device is refused at once, never waited on, and a symlink is refused, never followed.
+//! A write that fails is reported to the user once, as a warning notice; the lines of that
+//! write are lost, later writes are still tried, and reviews never fail because of the file.
 
 use std::path::PathBuf;
 
@@ -14,8 +18,13 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Recipient, Wr
 use tokio::sync::oneshot;
 
 use crate::domain::host::HostEvent;
-use crate::messages::review::{AppendAudit, FlushAudit};
-use crate::regular_file::{append_regular, clip, FileError, SHOWN_CHARS};
+use crate::messages::review::{AppendAudit, FlushAudit, GetRestoredUsage};
+use crate::model::Usage;
+use crate::regular_file::{append_regular, clip, read_bytes_capped, FileError, SHOWN_CHARS};
+use crate::review::transcript_file::{fingerprint, Restored, TranscriptWriter};
+
+/// How much of an existing transcript file is read back on start (P9).
+pub const MAX_RESUME_BYTES: usize = 256 * 1024 * 1024;
 
 /// Why a write to the audit file failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,29 +48,59 @@ pub enum AuditError {
 /// The audit-log actor.
 pub struct AuditLog {
     path: PathBuf,
+    cwd: String,
     host: Recipient<HostEvent>,
+    /// `None` until the existing file has been read.
+    writer: Option<TranscriptWriter>,
+    restored: Usage,
+    queued: Vec<AppendAudit>,
     pending: String,
     writing: bool,
     warned: bool,
     flush_waiters: Vec<oneshot::Sender<()>>,
+    restore_waiters: Vec<oneshot::Sender<Usage>>,
 }
 
 impl AuditLog {
-    /// An audit log appending to `path`; a failed write sends one notice to `host`.
-    pub fn new(path: PathBuf, host: Recipient<HostEvent>) -> Self {
+    /// An audit log appending to `path` for a session working in `cwd`; a failed write
+    /// sends one notice to `host`.
+    pub fn new(path: PathBuf, cwd: impl Into<String>, host: Recipient<HostEvent>) -> Self {
         Self {
             path,
+            cwd: cwd.into(),
             host,
+            writer: None,
+            restored: Usage::default(),
+            queued: Vec::new(),
             pending: String::new(),
             writing: false,
             warned: false,
             flush_waiters: Vec::new(),
+            restore_waiters: Vec::new(),
         }
     }
 
-    /// Starts a write of everything buffered, unless one is running; answers the flush
-    /// waiters once nothing is left.
+    /// The existing file has been read: the writer goes on from it.
+    fn restored(&mut self, restored: Restored, ctx: &mut Context<Self>) {
+        let salt = fingerprint(&self.path.display().to_string());
+        self.writer = Some(TranscriptWriter::new(self.cwd.clone(), salt, &restored));
+        self.restored = restored.lifetime;
+        for waiter in self.restore_waiters.drain(..) {
+            let _ = waiter.send(restored.lifetime);
+        }
+        self.write_pending(ctx);
+    }
+
+    /// Starts a write of everything buffered, unless one is running or the file is still
+    /// being read; answers the flush waiters once nothing is left.
     fn write_pending(&mut self, ctx: &mut Context<Self>) {
+        let Some(writer) = &mut self.writer else {
+            return;
+        };
+        for entry in self.queued.drain(..) {
+            let lines = writer.lines(entry.epoch, entry.review, entry.at_ms, &entry.event);
+            self.pending.push_str(&lines);
+        }
         if self.writing {
             return;
         }
@@ -95,11 +134,42 @@ impl AuditLog {
     }
 }
 
-/// Appends `text` to the regular file at `path`, creating it when missing; on the blocking
-/// pool.
+/// What an existing transcript file holds (P9); nothing when there is none or it cannot be
+/// read (the first write then says why). On the blocking pool.
+async fn read_existing(path: PathBuf) -> Restored {
+    let read = tokio::task::spawn_blocking(move || {
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => return Restored::default(),
+            Err(_) => return Restored::default(),
+            Ok(_) => {}
+        }
+        match read_bytes_capped(&path, MAX_RESUME_BYTES) {
+            Ok(capped) => {
+                if capped.truncated {
+                    tracing::warn!(path = %path.display(), "advisor transcript larger than the resume cap; totals restored from its start");
+                }
+                Restored::read(&capped.content)
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "advisor transcript not read back");
+                Restored::default()
+            }
+        }
+    });
+    read.await.unwrap_or_default()
+}
+
+/// Appends `text` to the regular file at `path`, creating it and its directory (the
+/// session's artifacts directory, P9) when missing; on the blocking pool.
 async fn append(path: PathBuf, text: String) -> Result<(), AuditError> {
     let target = path.clone();
-    match tokio::task::spawn_blocking(move || append_regular(&target, text.as_bytes())).await {
+    let write = move || {
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir).map_err(FileError::Io)?;
+        }
+        append_regular(&target, text.as_bytes())
+    };
+    match tokio::task::spawn_blocking(write).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(source)) => Err(AuditError::Io { path, source }),
         Err(_) => Err(AuditError::Interrupted { path }),
@@ -108,19 +178,21 @@ async fn append(path: PathBuf, text: String) -> Result<(), AuditError> {
 
 impl Actor for AuditLog {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let read = read_existing(self.path.clone());
+        ctx.spawn(
+            read.into_actor(self)
+                .map(|restored, act, ctx| act.restored(restored, ctx)),
+        );
+    }
 }
 
 impl Handler<AppendAudit> for AuditLog {
     type Result = ();
 
     fn handle(&mut self, msg: AppendAudit, ctx: &mut Context<Self>) {
-        match serde_json::to_string(&msg) {
-            Ok(line) => {
-                self.pending.push_str(&line);
-                self.pending.push('\n');
-            }
-            Err(err) => tracing::warn!(error = %err, "audit entry not serialisable; skipped"),
-        }
+        self.queued.push(msg);
         self.write_pending(ctx);
     }
 }
@@ -135,6 +207,20 @@ impl Handler<FlushAudit> for AuditLog {
         Box::pin(async move {
             let _ = rx.await;
         })
+    }
+}
+
+impl Handler<GetRestoredUsage> for AuditLog {
+    type Result = actix::ResponseFuture<Usage>;
+
+    fn handle(&mut self, _msg: GetRestoredUsage, _ctx: &mut Context<Self>) -> Self::Result {
+        if self.writer.is_some() {
+            let usage = self.restored;
+            return Box::pin(async move { usage });
+        }
+        let (tx, rx) = oneshot::channel();
+        self.restore_waiters.push(tx);
+        Box::pin(async move { rx.await.unwrap_or_default() })
     }
 }
 
@@ -190,7 +276,7 @@ mod tests {
 
     async fn write_twice_and_flush(path: PathBuf) -> (Addr<HostRecorder>, Vec<String>) {
         let host = HostRecorder::default().start();
-        let audit = AuditLog::new(path, host.clone().recipient()).start();
+        let audit = AuditLog::new(path, "/w", host.clone().recipient()).start();
         audit.do_send(entry(1));
         audit.do_send(entry(2));
         audit.send(FlushAudit).await.unwrap();
@@ -201,11 +287,35 @@ mod tests {
     #[actix::test]
     async fn g7_entries_are_appended_one_line_each() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s__advisor.jsonl");
+        let path = dir.path().join("s/__advisor.jsonl");
         let (_, notices) = write_twice_and_flush(path.clone()).await;
         assert!(notices.is_empty(), "{notices:?}");
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 2, "{text}");
+        // P9: the header, then one entry each.
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(
+            text.starts_with("{\"type\":\"session\",\"version\":3"),
+            "{text}"
+        );
+    }
+
+    #[actix::test]
+    async fn v4_a_symlink_at_the_audit_path_is_one_notice_and_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, "kept\n").unwrap();
+        let path = dir.path().join("__advisor.jsonl");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let (_, notices) = write_twice_and_flush(path.clone()).await;
+        assert_eq!(
+            notices,
+            [format!(
+                "advisor: could not write the audit log ({}: a symlink (not followed)); \
+                 reviews go on",
+                path.display()
+            )]
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
     }
 
     #[test]

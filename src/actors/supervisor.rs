@@ -100,7 +100,8 @@ impl Supervisor {
     fn audit(&mut self) -> Option<Addr<AuditLog>> {
         if self.audit.is_none() {
             let path = self.config.audit_path.clone()?;
-            self.audit = Some(AuditLog::new(path, self.host.clone()).start());
+            let cwd = self.config.workspace_root.display().to_string();
+            self.audit = Some(AuditLog::new(path, cwd, self.host.clone()).start());
         }
         self.audit.clone()
     }

@@ -13,7 +13,9 @@ use actix::prelude::*;
 use crate::messages::watchdog::{GetWatchdogPrompt, WatchdogPrompt};
 use crate::redact::Redactor;
 use crate::shared::watchdog_cache::{CachedRefresh, WatchdogCache};
-use crate::watchdog::{refresh_with, Loaded, Refresh, WatchdogConfig};
+use crate::watchdog::{
+    format_project_context, refresh_with, ContextFile, Loaded, Refresh, WatchdogConfig,
+};
 
 /// Asks the loader how much work it has done; for status lines and tests.
 #[derive(Debug, Clone, Copy, Message)]
@@ -43,6 +45,10 @@ pub struct WatchdogLoader {
     stats: WatchdogStats,
     /// The process-wide results (A6); `None` loads for this loader alone.
     shared: Option<Arc<WatchdogCache>>,
+    /// The host's own instruction files, replacing discovery (P8).
+    context_files: Option<Arc<[ContextFile]>>,
+    /// Their `<project-context>` block, built on first use.
+    host_context: Option<Option<String>>,
 }
 
 impl WatchdogLoader {
@@ -57,7 +63,30 @@ impl WatchdogLoader {
             cached: None,
             stats: WatchdogStats::default(),
             shared: None,
+            context_files: None,
+            host_context: None,
         }
+    }
+
+    /// Uses the host's own instruction files instead of discovering them (P8); `None`
+    /// keeps discovery.
+    pub fn with_context_files(mut self, files: Option<Arc<[ContextFile]>>) -> Self {
+        self.context_files = files;
+        self
+    }
+
+    /// `prompt` with the host's instruction files in place of the discovered ones, when the
+    /// host gave some (P8). The block is bounded and redacted once.
+    fn with_host_context(&mut self, mut prompt: WatchdogPrompt) -> WatchdogPrompt {
+        let Some(files) = self.context_files.clone() else {
+            return prompt;
+        };
+        if self.host_context.is_none() {
+            let redactor = self.redactor();
+            self.host_context = Some(format_project_context(&files, redactor.as_ref()));
+        }
+        prompt.project_context = self.host_context.clone().flatten();
+        prompt
     }
 
     /// Takes its results from `cache`, shared with the other sessions of the process
@@ -128,27 +157,24 @@ impl WatchdogLoader {
                 self.cached = Some(Arc::new(loaded));
                 prompt
             }
-            Ok(Refresh::Unchanged) => WatchdogPrompt {
-                blocks: self.cached_blocks(),
-                warnings: Vec::new(),
-            },
+            Ok(Refresh::Unchanged) => self.cached_prompt(Vec::new()),
             Err(err) => {
                 let warning = format!("watchdog: reload failed: {err}");
                 tracing::warn!(target: "advisor::watchdog", "{warning}");
-                WatchdogPrompt {
-                    blocks: self.cached_blocks(),
-                    warnings: vec![warning],
-                }
+                self.cached_prompt(vec![warning])
             }
         }
     }
 
-    /// The blocks of the last successful load, if any.
-    fn cached_blocks(&self) -> Vec<String> {
-        self.cached
+    /// The prompt of the last successful load (empty when none), with `warnings`.
+    fn cached_prompt(&self, warnings: Vec<String>) -> WatchdogPrompt {
+        let mut prompt = self
+            .cached
             .as_ref()
-            .map(|loaded| loaded.prompt.blocks.clone())
-            .unwrap_or_default()
+            .map(|loaded| loaded.prompt.clone())
+            .unwrap_or_default();
+        prompt.warnings = warnings;
+        prompt
     }
 }
 
@@ -169,11 +195,10 @@ impl Handler<GetWatchdogPrompt> for WatchdogLoader {
             let check = tokio::task::spawn_blocking(move || {
                 cache.refresh(&config, previous.as_ref(), redactor.as_ref())
             });
-            return Box::pin(
-                check
-                    .into_actor(self)
-                    .map(|outcome, actor, _ctx| actor.settle_shared(outcome)),
-            );
+            return Box::pin(check.into_actor(self).map(|outcome, actor, _ctx| {
+                let prompt = actor.settle_shared(outcome);
+                actor.with_host_context(prompt)
+            }));
         }
         let check = tokio::task::spawn_blocking(move || {
             refresh_with(
@@ -182,11 +207,10 @@ impl Handler<GetWatchdogPrompt> for WatchdogLoader {
                 redactor.as_ref(),
             )
         });
-        Box::pin(
-            check
-                .into_actor(self)
-                .map(|outcome, actor, _ctx| actor.settle(outcome)),
-        )
+        Box::pin(check.into_actor(self).map(|outcome, actor, _ctx| {
+            let prompt = actor.settle(outcome);
+            actor.with_host_context(prompt)
+        }))
     }
 }
 

@@ -82,6 +82,7 @@ pub fn start_children(
         promotion: config.promotion_model.clone(),
         tools: config.tools.schemas_with_advise().into(),
         base_prompt: config.base_prompt().into(),
+        cwd: config.workspace_root.display().to_string().into(),
         limits: ReviewLimits::from_settings(&settings),
         guard: config.output_guard(),
     };
@@ -92,6 +93,7 @@ pub fn start_children(
             WatchdogLoader::new(cfg)
                 .with_cache(config.watchdog_cache())
                 .with_redactor(redactor.clone())
+                .with_context_files(config.context_files.clone())
                 .start()
                 .recipient()
         }),

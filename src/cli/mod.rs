@@ -2,6 +2,7 @@
 
 pub mod render;
 pub mod replay;
+pub mod roster;
 pub mod serve;
 pub mod tool;
 pub mod watchdog;
@@ -32,6 +33,9 @@ pub enum Command {
     Tool(tool::ToolArgs),
     /// Print the watchdog blocks that would go into the system prompt (L4).
     Watchdog(watchdog::WatchdogArgs),
+    /// Print the roster of named advisors resolved from WATCHDOG.yml files, with where
+    /// each value came from (§15; the runtime does not run named advisors yet).
+    Roster(roster::RosterArgs),
     /// Serve advisor sessions to another process over JSON-RPC on stdin/stdout (V1–V4).
     Serve(serve::ServeArgs),
 }
@@ -55,6 +59,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Replay(args) => replay::run(args),
         Command::Tool(args) => tool::run(args),
         Command::Watchdog(args) => watchdog::run(args),
+        Command::Roster(args) => roster::run(args),
         Command::Serve(args) => serve::run(args),
     }
 }

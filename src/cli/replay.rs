@@ -78,7 +78,7 @@ pub struct ReplayArgs {
     /// Print one JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Append the advisor's own transcript to this JSON-lines file (G7).
+    /// Append the advisor's own transcript to this file, as an oh-my-pi session file (P9).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
     /// The advisor model, `provider/model-id[:thinking]` (default: $ADVISOR_MODEL, then

@@ -151,3 +151,9 @@ pub struct AppendAudit {
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
 pub struct FlushAudit;
+
+/// Asks the audit log for the usage its file recorded before this session started (P9):
+/// the lifetime totals a resumed session goes on from. Answers once the file is read.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "crate::model::Usage")]
+pub struct GetRestoredUsage;

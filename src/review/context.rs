@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::texts::{SUMMARY_HEADING, SUMMARY_INTRO};
+use super::texts::{fill, REMINDER, SUMMARY_HEADING, SUMMARY_INTRO};
 use crate::model::{AssistantPart, ChatMessage, Usage};
 
 /// The advisor's own conversation: append-only between maintenance events (M5), with the
@@ -16,6 +16,9 @@ pub struct AdvisorContext {
     last_prompt_tokens: u64,
     /// Number of messages that last report covered.
     covered: usize,
+    /// The date and working directory reminder of this context (P8), fixed when its first
+    /// request is built so the cached prefix stays the same; a fresh context gets a new one.
+    reminder: Option<String>,
 }
 
 impl AdvisorContext {
@@ -40,6 +43,25 @@ impl AdvisorContext {
         self.last_prompt_tokens + ((after + incoming.len()) / 4) as u64
     }
 
+    /// The messages of the next request (P8): the context with the reminder of today's
+    /// date and the working directory `cwd` prepended to its first user message. The
+    /// reminder is never stored in the context, so the system prompt and the messages stay
+    /// byte-stable (M5); it is made once per context, so a new day does not rewrite the
+    /// cached prefix.
+    pub fn request_messages(&mut self, today: &str, cwd: &str) -> Vec<ChatMessage> {
+        let reminder = self
+            .reminder
+            .get_or_insert_with(|| fill(REMINDER, &[("date", today), ("cwd", cwd)]));
+        let mut messages = self.messages.clone();
+        if let Some(ChatMessage::User { text }) = messages
+            .iter_mut()
+            .find(|m| matches!(m, ChatMessage::User { .. }))
+        {
+            *text = format!("{reminder}\n\n{text}");
+        }
+        messages
+    }
+
     /// Clears the history (re-prime, reset).
     pub fn clear(&mut self) {
         *self = Self::default();
@@ -57,6 +79,28 @@ impl AdvisorContext {
         self.messages.extend(kept);
         self.last_prompt_tokens = overhead_tokens;
         self.covered = 0;
+        self.reminder = None;
+    }
+
+    /// P4: replaces the stale results of the advisor's own `read`/`search`/`find` calls by
+    /// placeholders when that pays (see [`plan_eviction`]); what was done, `None` when
+    /// nothing was worth evicting. The saved tokens come off the measured part of the
+    /// estimate (G5), since the next request no longer sends them.
+    pub fn evict_stale_results(&mut self) -> Option<Eviction> {
+        let plan = plan_eviction(&self.messages)?;
+        for &i in &plan.indices {
+            if let Some(ChatMessage::ToolResult { text, .. }) = self.messages.get_mut(i) {
+                *text = stale_placeholder(text_tokens(text));
+            }
+        }
+        let eviction = Eviction {
+            evicted: plan.indices.len() as u64,
+            tokens_saved: plan.tokens_saved,
+        };
+        if plan.cut < self.covered {
+            self.last_prompt_tokens = self.last_prompt_tokens.saturating_sub(plan.tokens_saved);
+        }
+        Some(eviction)
     }
 
     /// Rolls back to `len` messages (a failed review leaves no trace).
@@ -119,6 +163,105 @@ pub fn compaction_cut(messages: &[ChatMessage], keep_tokens: u64) -> Option<usiz
         }
     }
     (cut > 0).then_some(cut)
+}
+
+/// The tools whose results may go stale and be evicted (P4): the advisor's own reads and
+/// searches. `advise` answers, other tools' results, updates and notes are never touched.
+pub const EVICTABLE_TOOLS: [&str; 3] = ["read", "search", "find"];
+
+/// The smallest result worth evicting, in tokens (P4).
+pub const EVICT_MIN_TOKENS: u64 = 50;
+
+/// What replaces an evicted result (P4): the fixed wording oh-my-pi's advisor uses, so a
+/// transcript reads the same to tools that know it.
+pub fn stale_placeholder(tokens: u64) -> String {
+    format!("[Stale result elided - {tokens} tokens]")
+}
+
+/// Tokens of a text (characters / 4, rounded up).
+fn text_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// What one eviction did (P4), counted in the status (C3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Eviction {
+    /// Results replaced by a placeholder.
+    pub evicted: u64,
+    /// Tokens saved: the results' tokens minus their placeholders'.
+    pub tokens_saved: u64,
+}
+
+/// The eviction [`plan_eviction`] chose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvictionPlan {
+    /// The first message whose cached prefix the eviction invalidates.
+    pub cut: usize,
+    /// The tool results to replace, in order.
+    pub indices: Vec<usize>,
+    /// Tokens saved (results minus placeholders).
+    pub tokens_saved: u64,
+    /// The net gain that chose this cut (always positive).
+    pub gain: i64,
+}
+
+/// The boundary of P4: the last user message of the context, which before a review is the
+/// last message of the previous review's update (an update may be several user messages;
+/// all of them come before that review's tool calls). Results before it are stale.
+fn stale_boundary(messages: &[ChatMessage]) -> usize {
+    messages
+        .iter()
+        .rposition(|m| matches!(m, ChatMessage::User { .. }))
+        .unwrap_or(0)
+}
+
+/// The tokens a result would save and its placeholder's, when it may be evicted (P4): a
+/// `read`/`search`/`find` result of at least [`EVICT_MIN_TOKENS`] that is not a placeholder
+/// already.
+fn evictable(message: &ChatMessage) -> Option<(u64, u64)> {
+    let ChatMessage::ToolResult { name, text, .. } = message else {
+        return None;
+    };
+    let tokens = text_tokens(text);
+    if !EVICTABLE_TOOLS.contains(&name.as_str()) || tokens < EVICT_MIN_TOKENS {
+        return None;
+    }
+    let placeholder = text_tokens(&stale_placeholder(tokens));
+    Some((tokens, placeholder))
+}
+
+/// P4's cache-aware choice. Evicting a message invalidates the provider's prompt cache from
+/// it onward, so each candidate cut (an evictable result before the boundary, walking back)
+/// is scored: tokens saved by every eviction from the cut to the boundary, minus what must
+/// then be sent uncached after the cut (the other messages, the placeholders included). The
+/// cut with the largest positive gain wins; `None` when no cut gains.
+pub fn plan_eviction(messages: &[ChatMessage]) -> Option<EvictionPlan> {
+    let boundary = stale_boundary(messages);
+    let mut resent: u64 = messages[boundary..].iter().map(message_tokens).sum();
+    let (mut saved, mut placeholders) = (0u64, 0u64);
+    let mut best: Option<(usize, u64, i64)> = None;
+    for (i, message) in messages[..boundary].iter().enumerate().rev() {
+        let Some((tokens, placeholder)) = evictable(message) else {
+            resent += message_tokens(message);
+            continue;
+        };
+        saved += tokens.saturating_sub(placeholder);
+        placeholders += placeholder;
+        let gain = saved as i64 - (resent + placeholders) as i64;
+        if gain > best.map_or(0, |(_, _, g)| g) {
+            best = Some((i, saved, gain));
+        }
+    }
+    let (cut, tokens_saved, gain) = best?;
+    let indices = (cut..boundary)
+        .filter(|&i| evictable(&messages[i]).is_some())
+        .collect();
+    Some(EvictionPlan {
+        cut,
+        indices,
+        tokens_saved,
+        gain,
+    })
 }
 
 /// How many characters of one tool result the summary call is shown.
@@ -214,6 +357,12 @@ pub struct MaintenanceCounts {
     pub compactions: u64,
     /// Re-primes (the history was cleared).
     pub reprimes: u64,
+    /// Stale results replaced by a placeholder (P4).
+    #[serde(default)]
+    pub evictions: u64,
+    /// Tokens those evictions saved (P4).
+    #[serde(default)]
+    pub evicted_tokens: u64,
 }
 
 impl MaintenanceCounts {
@@ -226,11 +375,19 @@ impl MaintenanceCounts {
         }
     }
 
+    /// Counts one eviction (P4).
+    pub fn record_eviction(&mut self, eviction: &Eviction) {
+        self.evictions += eviction.evicted;
+        self.evicted_tokens += eviction.tokens_saved;
+    }
+
     /// Adds another set of counts.
     pub fn add(&mut self, other: &MaintenanceCounts) {
         self.promotions += other.promotions;
         self.compactions += other.compactions;
         self.reprimes += other.reprimes;
+        self.evictions += other.evictions;
+        self.evicted_tokens += other.evicted_tokens;
     }
 }
 
@@ -409,6 +566,135 @@ mod tests {
         );
     }
 
+    fn tool_result(name: &str, chars: usize) -> ChatMessage {
+        ChatMessage::ToolResult {
+            call_id: "c".into(),
+            name: name.into(),
+            text: "r".repeat(chars),
+            is_error: false,
+        }
+    }
+
+    fn result_text(message: &ChatMessage) -> &str {
+        match message {
+            ChatMessage::ToolResult { text, .. } => text,
+            other => panic!("expected a tool result, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn p4_a_big_read_of_an_earlier_review_becomes_a_placeholder() {
+        let mut c = AdvisorContext::new();
+        c.messages = vec![
+            user(400),
+            call("a"),
+            result("a", 40_000),
+            answer("ok"),
+            user(400),
+            answer(""),
+        ];
+        c.record_usage(
+            &Usage {
+                input: 10_300,
+                ..Usage::default()
+            },
+            6,
+        );
+        let before = c.estimate_with("");
+        let eviction = c.evict_stale_results().expect("it pays");
+        assert_eq!(
+            result_text(&c.messages[2]),
+            "[Stale result elided - 10000 tokens]"
+        );
+        assert_eq!(eviction.evicted, 1);
+        let placeholder = text_tokens("[Stale result elided - 10000 tokens]");
+        assert_eq!(eviction.tokens_saved, 10_000 - placeholder);
+        assert_eq!(c.estimate_with(""), before - eviction.tokens_saved);
+        assert_eq!(c.messages.len(), 6, "nothing else changes");
+        assert!(
+            c.evict_stale_results().is_none(),
+            "a placeholder is not evicted again"
+        );
+    }
+
+    #[test]
+    fn p4_results_of_the_latest_review_and_other_messages_are_never_touched() {
+        // The latest review: everything after its update (the last user message) stays.
+        let messages = vec![user(400), call("a"), result("a", 40_000), answer("ok")];
+        assert_eq!(plan_eviction(&messages), None);
+        // Small results, other tools, `advise` answers, updates and notes stay.
+        let messages = vec![
+            user(40_000),
+            tool_result("read", 196),
+            tool_result("advise", 40_000),
+            tool_result("bash", 40_000),
+            answer(&"n".repeat(40_000)),
+            user(40),
+        ];
+        assert_eq!(plan_eviction(&messages), None);
+        // 200 characters (50 tokens) is the smallest result that may go.
+        let messages = vec![user(4), tool_result("find", 200), user(4)];
+        let plan = plan_eviction(&messages).expect("50 tokens, tiny suffix");
+        assert_eq!(plan.indices, [1]);
+    }
+
+    #[test]
+    fn p4_no_positive_gain_no_eviction() {
+        // Saving 60 tokens would re-send a 1000-token update uncached.
+        let messages = vec![user(40), tool_result("read", 240), user(4_000)];
+        assert_eq!(plan_eviction(&messages), None);
+    }
+
+    #[test]
+    fn p4_the_cut_is_where_the_gain_is_largest() {
+        // An early small search, a large update after it, then a large read: evicting the
+        // search as well would re-send the large update uncached, so only the read goes.
+        let messages = vec![
+            user(40),
+            tool_result("search", 800),
+            user(8_000),
+            tool_result("read", 40_000),
+            answer("ok"),
+            user(40),
+            answer(""),
+        ];
+        let plan = plan_eviction(&messages).expect("the read pays");
+        assert_eq!((plan.cut, plan.indices.clone()), (3, vec![3]));
+        assert!(plan.gain > 0);
+        // Two big reads in a row: both go, from the earlier one.
+        let messages = vec![
+            user(40),
+            tool_result("search", 20_000),
+            tool_result("read", 40_000),
+            user(40),
+        ];
+        let plan = plan_eviction(&messages).expect("both pay");
+        assert_eq!((plan.cut, plan.indices), (1, vec![1, 2]));
+    }
+
+    #[test]
+    fn p4_an_update_of_several_user_messages_is_one_boundary() {
+        // The previous review's update in three parts (the expanded view): the boundary is
+        // its last part, and nothing between or after the parts is a candidate.
+        let messages = vec![
+            user(40),
+            tool_result("read", 40_000),
+            answer(""),
+            user(40),
+            user(40),
+            user(40),
+            answer(""),
+        ];
+        let plan = plan_eviction(&messages).expect("the read pays");
+        assert_eq!(plan.indices, [1]);
+        let mut c = AdvisorContext::new();
+        c.messages = messages.clone();
+        c.evict_stale_results();
+        for (i, (after, before)) in c.messages.iter().zip(&messages).enumerate() {
+            assert_eq!(after == before, i != 1, "only message 1 changes ({i})");
+        }
+    }
+
     #[test]
     fn c3_maintenance_counts_add_up() {
         let mut a = MaintenanceCounts::default();
@@ -418,5 +704,11 @@ mod tests {
         b.record(MaintenanceKind::Promotion);
         b.add(&a);
         assert_eq!((b.promotions, b.compactions, b.reprimes), (1, 1, 1));
+        a.record_eviction(&Eviction {
+            evicted: 2,
+            tokens_saved: 900,
+        });
+        b.add(&a);
+        assert_eq!((b.evictions, b.evicted_tokens), (2, 900));
     }
 }

@@ -11,6 +11,7 @@
 //! - [`quarantine`]: the output quarantine of an advisor turn (P5);
 //! - [`ask`]: consulting the advisor (G8);
 //! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
+//! - [`transcript_file`]: the advisor's transcript file in oh-my-pi's session format (P9);
 //! - [`texts`]: the model-facing texts, data files under `config/prompts/`.
 
 pub mod ask;
@@ -24,6 +25,7 @@ pub mod reviewer;
 pub mod state;
 pub mod status;
 pub mod texts;
+pub mod transcript_file;
 
 pub use ask::AskError;
 pub use audit::AuditEvent;

@@ -86,6 +86,8 @@ pub struct ReviewLimits {
     pub compact_threshold_tokens: Option<u64>,
     /// Notes longer than this are refused (D10 `tooLong`) and kept cut in the context.
     pub max_note_chars: usize,
+    /// Whether stale read/search/find results are evicted before each review (P4).
+    pub evict_stale_results: bool,
 }
 
 impl ReviewLimits {
@@ -97,6 +99,7 @@ impl ReviewLimits {
             compact_at_percent: settings.compact_at_percent,
             compact_threshold_tokens: settings.compact_threshold_tokens,
             max_note_chars: settings.max_note_chars,
+            evict_stale_results: settings.evict_stale_results,
         }
     }
 }
@@ -113,6 +116,8 @@ pub struct ReviewEngine {
     pub tools: Arc<[ToolSchema]>,
     /// The base system prompt (G1).
     pub base_prompt: Arc<str>,
+    /// The working directory named in each request's reminder (P8).
+    pub cwd: Arc<str>,
     /// The limits.
     pub limits: ReviewLimits,
     /// The output quarantine's patterns (P5); `None` when they failed to compile (logged).
@@ -234,6 +239,7 @@ impl<P: ReviewPort> Reviewer<P> {
         } else {
             format!("{preamble}\n\n{prompt}")
         };
+        self.evict_stale_results();
         self.maintain_if_needed(&prompt).await;
         let mut attempt: u32 = 0;
         loop {
@@ -323,9 +329,10 @@ impl<P: ReviewPort> Reviewer<P> {
         let tools = self.offered_tools();
         let max_rounds = self.engine.limits.max_tool_rounds;
         for round in 0..=max_rounds {
+            let today = today();
             let request = ModelRequest {
                 system: self.run.system.clone(),
-                messages: self.run.context.messages.clone(),
+                messages: self.run.context.request_messages(&today, &self.engine.cwd),
                 tools: tools.clone(),
                 max_tokens: self.max_tokens(),
                 thinking: self.engine.model.thinking(),
@@ -335,6 +342,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 tracing::info_span!("model_call", model = %self.engine.model.info().id, round);
             let response = self.call(request, span).await?;
             self.run.context.record_usage(&response.usage, covered);
+            let (usage, stop) = (response.usage, response.stop.clone());
             if matches!(
                 response.stop,
                 StopReason::MaxTokens | StopReason::ContextOverflow
@@ -358,7 +366,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 .collect();
             self.run.answer = answer_text(&response.parts);
             let parts = kept_parts(response.parts, self.engine.limits.max_note_chars);
-            self.append(ChatMessage::Assistant { parts });
+            self.append_reply(ChatMessage::Assistant { parts }, usage, stop);
             if calls.is_empty() {
                 return Ok(());
             }
@@ -423,10 +431,37 @@ impl<P: ReviewPort> Reviewer<P> {
             Err(err) => {
                 if let Some(usage) = failed_call_usage(err) {
                     self.run.usage.add(&usage);
+                    self.audit(AuditEvent::Spend {
+                        model: self.engine.model.info().id,
+                        usage,
+                        text: String::new(),
+                        error: Some(err.to_string()),
+                    });
                 }
             }
         }
         result
+    }
+
+    /// P4: before the update goes in, stale results of earlier reviews give way to
+    /// placeholders when that pays; counted (C3) and audited (P9).
+    fn evict_stale_results(&mut self) {
+        if !self.engine.limits.evict_stale_results {
+            return;
+        }
+        let Some(eviction) = self.run.context.evict_stale_results() else {
+            return;
+        };
+        tracing::info!(
+            evicted = eviction.evicted,
+            tokens_saved = eviction.tokens_saved,
+            "stale tool results evicted"
+        );
+        self.run.maintenance.record_eviction(&eviction);
+        self.audit(AuditEvent::Eviction {
+            evicted: eviction.evicted,
+            tokens_saved: eviction.tokens_saved,
+        });
     }
 
     /// G5 steps 1–3 before the update when the estimate with it passes the threshold.
@@ -522,6 +557,12 @@ impl<P: ReviewPort> Reviewer<P> {
         };
         let span = tracing::info_span!("summary_call", model = %self.engine.model.info().id, messages = cut);
         let response = self.call(request, span).await?;
+        self.audit(AuditEvent::Spend {
+            model: self.engine.model.info().id,
+            usage: response.usage,
+            text: answer_text(&response.parts),
+            error: None,
+        });
         if response.stop == StopReason::ContextOverflow {
             return Err(SummaryError::Stopped(response.stop));
         }
@@ -565,6 +606,19 @@ impl<P: ReviewPort> Reviewer<P> {
         self.run.context.messages.push(message);
     }
 
+    /// Appends the model's answer, recording it with what the call cost (G4, P9).
+    fn append_reply(&mut self, message: ChatMessage, usage: Usage, stop: StopReason) {
+        if self.port.audits() {
+            self.port.audit(AuditEvent::Reply {
+                message: message.clone(),
+                model: self.engine.model.info().id,
+                usage,
+                stop,
+            });
+        }
+        self.run.context.messages.push(message);
+    }
+
     fn audit_maintenance(&self, kind: MaintenanceKind, trigger: &str) {
         if !self.port.audits() {
             return;
@@ -596,6 +650,16 @@ impl<P: ReviewPort> Reviewer<P> {
             self.engine.limits.compact_threshold_tokens,
         )
     }
+}
+
+/// Today's date (UTC), `YYYY-MM-DD`, for the reminder (P8).
+fn today() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    let mut date = super::transcript_file::iso_time(ms);
+    date.truncate(10);
+    date
 }
 
 /// The visible text of an answer: its non-empty text parts, trimmed, a blank line apart.

@@ -33,6 +33,12 @@ pub struct AgentStatus {
     /// Promotions to the larger-window model (G5).
     #[serde(default)]
     pub promotions: u64,
+    /// Stale tool results evicted (P4).
+    #[serde(default)]
+    pub evictions: u64,
+    /// Tokens those evictions saved (P4).
+    #[serde(default)]
+    pub evicted_tokens: u64,
     /// The model the agent calls now (the promoted one after a promotion).
     #[serde(default)]
     pub model: Option<String>,
@@ -84,6 +90,8 @@ impl AgentStatus {
             reprimes: m.reprimes,
             compactions: m.compactions,
             promotions: m.promotions,
+            evictions: m.evictions,
+            evicted_tokens: m.evicted_tokens,
             model: Some(info.id),
             thinking: Some(model.thinking().as_str().to_string()),
             paused: state.paused().map(str::to_string),

@@ -21,6 +21,10 @@ pub const TOOL_NOT_RUN: &str =
 pub const EXECUTOR_RESTARTING: &str =
     include_str!("../../config/prompts/review-executor-restarting.md").trim_ascii_end();
 
+/// The date and working directory reminder prepended to the first user message of each
+/// request (P8); `{date}` is YYYY-MM-DD, `{cwd}` the working directory.
+pub const REMINDER: &str = include_str!("../../config/prompts/review-reminder.md").trim_ascii_end();
+
 /// The system prompt of the summary call a compaction makes (G5).
 pub const SUMMARY_INSTRUCTION: &str =
     include_str!("../../config/prompts/review-summary.md").trim_ascii_end();

@@ -17,7 +17,9 @@ use crate::providers::{
     resolve_config, ApiKind, Catalog, ModelSpec, Prices, ProviderConfig, ProviderError,
 };
 use crate::runtime::SharedResources;
+use crate::session::advisor_file_path;
 use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
+use crate::watchdog::ContextFile;
 use crate::RuntimeConfig;
 
 /// A key lookup for provider keys (`OPENROUTER_API_KEY`, …), read by the program's edge.
@@ -115,6 +117,9 @@ pub struct OpenParams {
     pub messages: Vec<TranscriptMessage>,
     /// The id of the newest entry of `messages`, when the host names it.
     pub leaf: Option<String>,
+    /// The host's own instruction files (`contextFiles`: `[{path, content}]`), replacing
+    /// the discovery of AGENTS.md and the rest (P8).
+    pub context_files: Option<Vec<ContextFile>>,
 }
 
 /// Where the settings of the params are said to come from, in messages.
@@ -157,6 +162,17 @@ impl OpenParams {
             None => Vec::new(),
             Some(value) => parse_messages(value, "messages")?,
         };
+        let context_files = match params.take("contextFiles") {
+            None => None,
+            Some(value) => Some(serde_json::from_value::<Vec<ContextFile>>(value).map_err(
+                |e| {
+                    RpcError::invalid_params(
+                        "contextFiles",
+                        format!("must be a list of {{path, content}} objects: {e}"),
+                    )
+                },
+            )?),
+        };
         Ok(Self {
             session_id,
             cwd,
@@ -167,6 +183,7 @@ impl OpenParams {
             settings_warnings,
             messages,
             leaf,
+            context_files,
         })
     }
 }
@@ -319,13 +336,12 @@ pub fn session_settings(
     settings.with_env(env)
 }
 
-/// The audit file beside a session file (G7): `<dir>/<stem>__advisor.jsonl`.
-pub fn audit_path(session_file: &Path) -> PathBuf {
-    let stem = session_file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "session".to_string());
-    session_file.with_file_name(format!("{stem}__advisor.jsonl"))
+/// The advisor transcript file of a session file given by a client (P9): derived and
+/// checked by [`advisor_file_path`], a relative path taken from the session's `cwd`. A path
+/// that is refused (V4, issue 18 item 12) keeps no file and is one notice.
+pub fn audit_path(session_file: &Path, cwd: &Path) -> Result<PathBuf, String> {
+    advisor_file_path(session_file, cwd)
+        .map_err(|e| format!("advisor: no advisor transcript file is kept: {e}"))
 }
 
 /// A session ready to start, and the lines to tell its client.
@@ -430,13 +446,22 @@ pub fn prepare(
     } else {
         Vec::new()
     };
+    let audit = match open.session_file.as_deref().map(|f| audit_path(f, &cwd)) {
+        Some(Ok(path)) => Some(path),
+        Some(Err(notice)) => {
+            notices.push(notice);
+            None
+        }
+        None => None,
+    };
     let mut config = RuntimeConfig::new(open.session_id, cwd, model);
     config.promotion_model = promotion_model;
     config.fallback_models = fallback_models;
     config.settings = settings;
     config.system_prompt_override = loaded.system_prompt_override;
     config.watchdog = Some(watchdog);
-    config.audit_path = open.session_file.as_deref().map(audit_path);
+    config.context_files = open.context_files.map(Arc::from);
+    config.audit_path = audit;
     config.initial_transcript = None;
     Ok(PreparedSession { config, notices })
 }
@@ -703,10 +728,76 @@ mod tests {
     }
 
     #[test]
-    fn g7_audit_file_sits_beside_the_session_file() {
+    fn p8_context_files_param_replaces_discovery_and_a_bad_shape_names_the_field() {
+        let shared = SharedResources::new(None);
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = params(json!({"sessionId": "s", "cwd": dir.path(),
+            "contextFiles": [{"path": "/r/AGENTS.md", "content": "Keep it small."}]}));
+        let prepared = prepare(OpenParams::parse(&mut p).unwrap(), &defaults, &shared).unwrap();
+        let files = prepared.config.context_files.expect("the host's list");
         assert_eq!(
-            audit_path(Path::new("/s/2026-01-01_abc.jsonl")),
-            PathBuf::from("/s/2026-01-01_abc__advisor.jsonl")
+            &files[..],
+            [ContextFile {
+                path: "/r/AGENTS.md".into(),
+                content: "Keep it small.".into()
+            }]
+        );
+        let mut p = params(json!({"sessionId": "s", "cwd": dir.path(), "contextFiles": ["x"]}));
+        let err = OpenParams::parse(&mut p).unwrap_err();
+        assert!(format!("{err:?}").contains("contextFiles"), "{err:?}");
+    }
+
+    #[test]
+    fn p9_the_transcript_file_is_in_the_session_artifacts_directory() {
+        assert_eq!(
+            audit_path(Path::new("/s/2026-01-01_abc.jsonl"), Path::new("/w")),
+            Ok(PathBuf::from("/s/2026-01-01_abc/__advisor.jsonl"))
+        );
+    }
+
+    #[test]
+    fn v4_bad_session_file_paths_are_one_notice_and_no_file() {
+        let shared = SharedResources::new(None);
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = std::fs::canonicalize(dir.path()).unwrap();
+        let open = |file: &str| {
+            let mut p = params(json!({"sessionId": "s", "cwd": cwd, "sessionFile": file}));
+            prepare(OpenParams::parse(&mut p).unwrap(), &defaults, &shared).unwrap()
+        };
+        for (file, why) in [
+            ("/", "`/` is not a regular session file path"),
+            (
+                "/dev/null",
+                "`/dev/null` is not a regular session file path",
+            ),
+            ("..", "`..` is not a regular session file path"),
+            (
+                "../x.jsonl",
+                "`../x.jsonl` is outside where a session file should be",
+            ),
+        ] {
+            let prepared = open(file);
+            assert_eq!(prepared.config.audit_path, None, "{file}");
+            let notices: Vec<_> = prepared
+                .notices
+                .iter()
+                .filter(|n| n.contains("transcript"))
+                .collect();
+            assert_eq!(
+                notices,
+                [&format!(
+                    "advisor: no advisor transcript file is kept: {why}"
+                )],
+                "{file}"
+            );
+        }
+        // Relative: from the session's cwd, not the server's.
+        let prepared = open("sessions/run.jsonl");
+        assert_eq!(
+            prepared.config.audit_path,
+            Some(cwd.join("sessions/run/__advisor.jsonl"))
         );
     }
 }

@@ -63,11 +63,13 @@
 //! an error ([`SessionError`]). Standard input (`-` on the command line) is spooled to an
 //! unlinked temporary file first, since a tree is read in two passes.
 
+pub mod advisor_file;
 mod driver;
 mod input;
 mod reader;
 mod tree;
 
+pub use advisor_file::{advisor_file_path, AdvisorFilePathError, ADVISOR_FILE_NAME};
 pub use driver::{HostStep, SessionDriver};
 pub use reader::{
     read_session, read_session_arg, read_session_from, read_session_from_with, read_session_stdin,

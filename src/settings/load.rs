@@ -72,11 +72,7 @@ pub fn config_files(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
 pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsError> {
     let mut merged = SettingsLayer::default();
     let mut loaded = LoadedSettings::default();
-    for file in files {
-        let Some(text) = read_optional(file)? else {
-            continue;
-        };
-        let (layer, warnings) = SettingsLayer::parse(file, &text)?;
+    for (file, layer, warnings) in read_config_layers(files)? {
         match layer.enabled {
             Some(false) => loaded.disabled_by = Some(file.clone()),
             Some(true) => loaded.disabled_by = None,
@@ -84,12 +80,29 @@ pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsEr
         }
         tracing::debug!(file = %file.display(), ?layer, "settings file read");
         merged = layer.over(merged);
-        loaded.files.push(file.clone());
         loaded.warnings.extend(warnings);
+        loaded.files.push(file);
     }
     merged.apply_to(&mut loaded.settings);
     loaded.advisor_role = merged.advisor_role;
     Ok(loaded)
+}
+
+/// Each existing settings file of `files` with what it says, in order, without layering
+/// them: for callers that need to know which file sets a key (`advisor roster`, §15).
+/// Missing files are left out; the errors are those of [`load_config_files`]. Blocking.
+pub fn read_config_layers(
+    files: &[PathBuf],
+) -> Result<Vec<(PathBuf, SettingsLayer, Vec<SettingsWarning>)>, SettingsError> {
+    let mut layers = Vec::with_capacity(files.len());
+    for file in files {
+        let Some(text) = read_optional(file)? else {
+            continue;
+        };
+        let (layer, warnings) = SettingsLayer::parse(file, &text)?;
+        layers.push((file.clone(), layer, warnings));
+    }
+    Ok(layers)
 }
 
 /// `<agentDir>/system-prompts/advisor.md`.

@@ -17,13 +17,14 @@ mod load;
 mod retry;
 mod yaml;
 
-pub use depth::MAX_YAML_DEPTH;
+pub use depth::{too_deep, MAX_YAML_DEPTH};
 pub use env::{env_flag, SettingsEnv};
 pub use load::{
-    config_files, load_config_files, load_settings, prompt_override_path, read_prompt_override,
-    LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
+    config_files, load_config_files, load_settings, prompt_override_path, read_config_layers,
+    read_prompt_override, LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
 };
 pub use retry::{FallbackRevert, RetryLayer, RetrySettings};
+pub(crate) use yaml::{kind as yaml_kind, looks_like};
 pub use yaml::{SettingsLayer, SettingsWarning};
 
 use std::fmt;
@@ -233,6 +234,10 @@ pub struct AdvisorSettings {
     pub consult: bool,
     /// The `retry:` block's backup-reviewer keys (P6).
     pub retry: RetrySettings,
+    /// `advisor.evictStaleResults` (P4): before each review, replace the advisor's own
+    /// stale read/search/find results by placeholders when that saves more than the
+    /// prompt cache loses.
+    pub evict_stale_results: bool,
 }
 
 impl Default for AdvisorSettings {
@@ -260,6 +265,7 @@ impl Default for AdvisorSettings {
             max_concurrent_reviews: 16,
             consult: true,
             retry: RetrySettings::default(),
+            evict_stale_results: true,
         }
     }
 }

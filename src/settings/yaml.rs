@@ -132,6 +132,9 @@ pub struct SettingsLayer {
     /// The backup-reviewer keys of the top-level `retry:` block (P6).
     #[serde(skip)]
     pub retry: RetryLayer,
+    /// `advisor.evictStaleResults`.
+    #[serde(deserialize_with = "flag")]
+    pub evict_stale_results: Option<bool>,
 }
 
 /// The file as the advisor reads it; every other top-level key is the agent's.
@@ -229,6 +232,7 @@ impl SettingsLayer {
             max_concurrent_reviews: self.max_concurrent_reviews.or(base.max_concurrent_reviews),
             consult: self.consult.or(base.consult),
             retry: self.retry.over(base.retry),
+            evict_stale_results: self.evict_stale_results.or(base.evict_stale_results),
         }
     }
 
@@ -281,6 +285,9 @@ impl SettingsLayer {
             settings.consult = v;
         }
         self.retry.apply_to(&mut settings.retry);
+        if let Some(v) = self.evict_stale_results {
+            settings.evict_stale_results = v;
+        }
     }
 }
 
@@ -722,7 +729,8 @@ fn compaction<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> 
     Ok(block.and_then(|b| b.threshold_tokens))
 }
 
-fn kind(value: &Value) -> &'static str {
+/// What kind of YAML value `value` is, for messages ("a string", "a list").
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "nothing",
         Value::Bool(_) => "a boolean",
@@ -736,7 +744,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// Whether `name` is probably a misspelling of `known`: equal ignoring case, or at most two
 /// single-character edits apart (for names of five characters or more).
-fn looks_like(name: &str, known: &str) -> bool {
+pub(crate) fn looks_like(name: &str, known: &str) -> bool {
     let (a, b) = (name.to_lowercase(), known.to_lowercase());
     a == b || (a.chars().count() >= 5 && strsim::levenshtein(&a, &b) <= 2)
 }
@@ -761,7 +769,7 @@ mod tests {
              \x20 transcript: full\n  immuneTurns: 0\n  maxNotesPerUpdate: 4\n  maxOutputTokens: 8000\n\
              \x20 compaction:\n    thresholdTokens: 90000\n  contextPromotion: openrouter/big/model\n\
              \x20 redactSecrets: false\n  maxNoteChars: 500\n  requestTimeoutSecs: 60\n\
-             \x20 maxConcurrentReviews: 4\n  consult: false\n\
+             \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n\
              theme: dark\nhooks: [a, b]\n",
         )
         .unwrap();
@@ -786,11 +794,16 @@ mod tests {
                 max_concurrent_reviews: Some(4),
                 consult: Some(false),
                 retry: RetryLayer::default(),
+                evict_stale_results: Some(false),
             }
         );
         let mut settings = AdvisorSettings::default();
         layer.apply_to(&mut settings);
         assert!(!settings.enabled && settings.subagents && !settings.redact_secrets);
+        assert!(
+            !settings.evict_stale_results,
+            "P4: evictStaleResults is read"
+        );
         assert_eq!(settings.sync_backlog, SyncBacklog::Below(3));
         assert_eq!(settings.policy, DeliveryPolicy::Reconfirm);
         assert_eq!(settings.transcript, TranscriptView::Full);

@@ -56,23 +56,35 @@ pub fn walk_dirs(cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
 /// before the plain file at each level. Hidden owners are left out (W2) and a path reached
 /// twice is listed once, at its first position. Blocking (see [`walk_dirs`]).
 pub fn candidates(config: &WatchdogConfig) -> Vec<Candidate> {
+    candidates_named(config, &[WATCHDOG_FILE])
+}
+
+/// [`candidates`] for other file names found the same way (the roster's `WATCHDOG.yml` and
+/// `WATCHDOG.yaml`, §15): the user files first (in the order of `names`), then at each level
+/// of the walk, farthest first, for each name in turn the `.omp` file before the plain one.
+/// Blocking (see [`walk_dirs`]).
+pub fn candidates_named(config: &WatchdogConfig, names: &[&str]) -> Vec<Candidate> {
     let mut out = Vec::new();
-    if let Some(user) = config.user_file() {
-        out.push(Candidate {
-            path: normalize_lexically(&absolute(&user)),
-            kind: CandidateKind::User,
-        });
+    if let Some(dir) = &config.agent_dir {
+        for name in names {
+            out.push(Candidate {
+                path: normalize_lexically(&absolute(&dir.join(name))),
+                kind: CandidateKind::User,
+            });
+        }
     }
     for dir in walk_dirs(&config.cwd, config.home.as_deref()).iter().rev() {
-        out.push(Candidate {
-            path: dir.join(OMP_DIR).join(WATCHDOG_FILE),
-            kind: CandidateKind::ProjectOmp,
-        });
-        if !is_hidden_owner(dir) {
+        for name in names {
             out.push(Candidate {
-                path: dir.join(WATCHDOG_FILE),
-                kind: CandidateKind::ProjectPlain,
+                path: dir.join(OMP_DIR).join(name),
+                kind: CandidateKind::ProjectOmp,
             });
+            if !is_hidden_owner(dir) {
+                out.push(Candidate {
+                    path: dir.join(name),
+                    kind: CandidateKind::ProjectPlain,
+                });
+            }
         }
     }
     let mut seen = HashSet::new();

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::discovery::candidates;
-use super::WatchdogConfig;
+use super::discovery::candidates_named;
+use super::{WatchdogConfig, WATCHDOG_FILE};
 
 /// What the metadata says about one path: enough to notice an edit without reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +52,13 @@ impl Fingerprint {
     /// candidate and import target unchanged in existence, size and modification time.
     /// Blocking; reads metadata only.
     pub fn is_current(&self, config: &WatchdogConfig) -> bool {
-        let now = candidates(config);
+        self.is_current_named(config, &[WATCHDOG_FILE])
+    }
+
+    /// [`Fingerprint::is_current`] for a load of other file names found the same way (the
+    /// roster's, §15 RO21). Blocking; reads metadata only.
+    pub fn is_current_named(&self, config: &WatchdogConfig, names: &[&str]) -> bool {
+        let now = candidates_named(config, names);
         now.len() == self.candidates.len()
             && now
                 .iter()

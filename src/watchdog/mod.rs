@@ -33,15 +33,17 @@ mod discovery;
 mod fingerprint;
 mod imports;
 mod paths;
+pub mod project;
 mod read;
 
 use std::path::{Path, PathBuf};
 
 pub use crate::regular_file::Capped;
-pub use discovery::{candidates, walk_dirs, Candidate, CandidateKind};
+pub use discovery::{candidates, candidates_named, walk_dirs, Candidate, CandidateKind};
 pub use fingerprint::{stamp, Fingerprint, Stamp};
 pub use imports::{expand_imports, expand_imports_within, Expansion, MAX_IMPORT_DEPTH};
 pub use paths::{expand_tilde, normalize_lexically};
+pub use project::{format_project_context, ContextFile};
 pub use read::{read_text, ReadError, MAX_FILE_BYTES, MAX_TOTAL_BYTES};
 
 use crate::redact::Redactor;
@@ -53,19 +55,33 @@ pub const WATCHDOG_FILE: &str = "WATCHDOG.md";
 /// The agent directory used when `PI_CODING_AGENT_DIR` is not set, relative to home.
 pub const DEFAULT_AGENT_DIR: &str = ".omp/agent";
 
-/// The watchdog part of the system prompt.
+/// The part of the system prompt after the built-in prompt: the project's instruction
+/// files (P8), the watchdog blocks (W5) and the single-child-repository hint (P8).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WatchdogPrompt {
     /// One `Especially pay attention to:` block per file, in prompt order (W4, W5).
     pub blocks: Vec<String>,
     /// Warnings about unreadable files (W3), each reported once per change.
     pub warnings: Vec<String>,
+    /// The `<project-context>` block, when the project has instruction files (P8).
+    pub project_context: Option<String>,
+    /// The attention block naming the one repository under a working directory that is
+    /// outside git (P8).
+    pub hint: Option<String>,
 }
 
 impl WatchdogPrompt {
-    /// The blocks joined by a blank line, as they go into the system prompt.
+    /// What goes into the system prompt after the built-in prompt, parts a blank line
+    /// apart: the project context, the watchdog blocks, the hint (P8, W5).
     pub fn joined(&self) -> String {
-        self.blocks.join("\n\n")
+        let parts: Vec<&str> = self
+            .project_context
+            .iter()
+            .chain(&self.blocks)
+            .chain(&self.hint)
+            .map(String::as_str)
+            .collect();
+        parts.join("\n\n")
     }
 }
 
@@ -158,22 +174,18 @@ pub fn load(config: &WatchdogConfig) -> Loaded {
 /// [`MAX_TOTAL_BYTES`]; what is cut is said in a warning. Blocking.
 pub fn load_with(config: &WatchdogConfig, redactor: Option<&Redactor>) -> Loaded {
     let found = candidates(config);
-    let root = project_root(&config.cwd, config.home.as_deref());
-    let canonical_root = std::fs::canonicalize(&root).ok();
+    let confinement = Confinement::new(config);
     let mut fingerprint = Fingerprint::default();
     let mut blocks = Vec::new();
     let mut warnings = Vec::new();
     let mut budget = Budget::default();
     for candidate in &found {
         fingerprint.push_candidate(&candidate.path);
-        let project = candidate.kind != CandidateKind::User;
-        if project {
-            if let Err(err) = check_inside_project(candidate, &root, canonical_root.as_deref()) {
-                if !matches!(err, ReadError::Missing) {
-                    warnings.push(unreadable_warning(&candidate.path, &err));
-                }
-                continue;
+        if let Err(err) = confinement.check(candidate) {
+            if !matches!(err, ReadError::Missing) {
+                warnings.push(unreadable_warning(&candidate.path, &err));
             }
+            continue;
         }
         let text = match budget.read(&candidate.path, &mut warnings) {
             Ok(text) => text,
@@ -183,29 +195,11 @@ pub fn load_with(config: &WatchdogConfig, redactor: Option<&Redactor>) -> Loaded
                 continue;
             }
         };
-        let mut import_warnings = Vec::new();
-        let mut reader = |path: &Path| {
-            fingerprint.push_import(path);
-            let path = match (project, canonical_root.as_deref()) {
-                (true, Some(inside)) => canonical_inside(path, inside)?,
-                (true, None) => return Err(ReadError::Outside { root: root.clone() }),
-                (false, _) => path.to_path_buf(),
-            };
-            budget.read(&path, &mut import_warnings)
-        };
-        let scope = project.then_some(root.as_path());
-        let expansion = expand_imports_within(
-            &text,
-            &candidate.path,
-            config.home.as_deref(),
-            scope,
-            &mut reader,
-        );
-        warnings.extend(import_warnings);
-        warnings.extend(expansion.warnings);
+        let mut seen = |path: &Path| fingerprint.push_import(path);
+        let expanded = confinement.expand(&text, candidate, &mut budget, &mut seen, &mut warnings);
         let content = match redactor {
-            Some(redactor) => redactor.redact(&expansion.text).into_owned(),
-            None => expansion.text,
+            Some(redactor) => redactor.redact(&expanded).into_owned(),
+            None => expanded,
         };
         blocks.push(attention_block(&content));
     }
@@ -215,6 +209,9 @@ pub fn load_with(config: &WatchdogConfig, redactor: Option<&Redactor>) -> Loaded
             size_text(MAX_TOTAL_BYTES)
         ));
     }
+    let files = project::discover_context_files(config, &mut fingerprint, &mut warnings);
+    let project_context = project::format_project_context(&files, redactor);
+    let hint = project::child_repository_hint(config, &mut fingerprint);
     for warning in &warnings {
         tracing::warn!(target: "advisor::watchdog", "{warning}");
     }
@@ -225,9 +222,87 @@ pub fn load_with(config: &WatchdogConfig, redactor: Option<&Redactor>) -> Loaded
         "watchdog files loaded"
     );
     Loaded {
-        prompt: WatchdogPrompt { blocks, warnings },
+        prompt: WatchdogPrompt {
+            blocks,
+            warnings,
+            project_context,
+            hint,
+        },
         fingerprint,
         files_read: budget.files,
+    }
+}
+
+/// Where the files of one load may come from and import from (W6 security): a project file
+/// (one found by the walk) must live inside its project and imports only from there; the
+/// user's own file may import from anywhere. Shared by WATCHDOG.md and the roster's
+/// WATCHDOG.yml (§15).
+pub(crate) struct Confinement {
+    root: PathBuf,
+    canonical_root: Option<PathBuf>,
+    home: Option<PathBuf>,
+}
+
+impl Confinement {
+    /// The confinement of the files discovered for `config`. Blocking (looks for `.git`
+    /// and resolves the root's symlinks).
+    pub(crate) fn new(config: &WatchdogConfig) -> Self {
+        let root = project_root(&config.cwd, config.home.as_deref());
+        let canonical_root = std::fs::canonicalize(&root).ok();
+        Self {
+            root,
+            canonical_root,
+            home: config.home.clone(),
+        }
+    }
+
+    /// Whether `candidate` may be read: a project file that is a symlink leading out of its
+    /// project is [`ReadError::LeadsOut`]; a missing one may answer [`ReadError::Missing`].
+    /// The user file always passes. Blocking.
+    pub(crate) fn check(&self, candidate: &Candidate) -> Result<(), ReadError> {
+        if candidate.kind == CandidateKind::User {
+            return Ok(());
+        }
+        check_inside_project(candidate, &self.root, self.canonical_root.as_deref())
+    }
+
+    /// Expands the `@` imports of `text`, the content of `candidate`, reading through
+    /// `budget`; a project file's imports stay inside its project. `seen` is told every
+    /// import path tried; warnings about imports left literal go to `warnings`. Blocking.
+    pub(crate) fn expand(
+        &self,
+        text: &str,
+        candidate: &Candidate,
+        budget: &mut Budget,
+        seen: &mut dyn FnMut(&Path),
+        warnings: &mut Vec<String>,
+    ) -> String {
+        let project = candidate.kind != CandidateKind::User;
+        let mut import_warnings = Vec::new();
+        let mut reader = |path: &Path| {
+            seen(path);
+            let path = match (project, self.canonical_root.as_deref()) {
+                (true, Some(inside)) => canonical_inside(path, inside)?,
+                (true, None) => {
+                    return Err(ReadError::Outside {
+                        root: self.root.clone(),
+                    })
+                }
+                (false, _) => path.to_path_buf(),
+            };
+            budget.read(&path, &mut import_warnings)
+        };
+        let scope = project.then_some(self.root.as_path());
+        let expansion = expand_imports_within(
+            text,
+            &candidate.path,
+            self.home.as_deref(),
+            scope,
+            &mut reader,
+        );
+        warnings.extend(import_warnings);
+        warnings.extend(expansion.warnings);
+        expansion.text
     }
 }
 
@@ -244,10 +319,12 @@ pub fn project_root(cwd: &Path, home: Option<&Path>) -> PathBuf {
 }
 
 /// What the files of one load may still use: the total cap, counted down.
-struct Budget {
+pub(crate) struct Budget {
     left: usize,
-    cut: bool,
-    files: usize,
+    /// Whether something was left out or cut for the total cap.
+    pub(crate) cut: bool,
+    /// How many files were read.
+    pub(crate) files: usize,
 }
 
 impl Default for Budget {
@@ -262,7 +339,11 @@ impl Default for Budget {
 
 impl Budget {
     /// Reads one file within the caps; a cut file adds a warning.
-    fn read(&mut self, path: &Path, warnings: &mut Vec<String>) -> Result<String, ReadError> {
+    pub(crate) fn read(
+        &mut self,
+        path: &Path,
+        warnings: &mut Vec<String>,
+    ) -> Result<String, ReadError> {
         if self.left == 0 {
             self.cut = true;
             return Err(ReadError::OverBudget);
@@ -338,7 +419,7 @@ fn canonical_inside(path: &Path, root: &Path) -> Result<PathBuf, ReadError> {
 }
 
 /// A byte count as the caps are written: `256 KiB`, `1 MiB`.
-fn size_text(bytes: usize) -> String {
+pub(crate) fn size_text(bytes: usize) -> String {
     if bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else {

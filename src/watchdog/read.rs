@@ -58,6 +58,8 @@ pub fn read_text(path: &Path, cap: usize) -> Result<Capped<String>, ReadError> {
         FileError::Missing => ReadError::Missing,
         err if err.is_directory() => ReadError::NotAFile,
         FileError::NotRegular(kind) => ReadError::Special(kind),
+        // Reads follow links; only appends refuse them.
+        FileError::Symlink => ReadError::Special("a symlink"),
         FileError::NotUtf8 => ReadError::NotUtf8,
         FileError::Io(err) => ReadError::Io(err),
     })

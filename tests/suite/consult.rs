@@ -271,13 +271,14 @@ async fn g8_g7_the_question_and_answer_are_audit_lines() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 2, "{text}");
-    assert!(lines[0]["message"]["text"]
+    // P9: the session header, then the question and the answer.
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[1]["message"]["content"][0]["text"]
         .as_str()
         .unwrap()
         .ends_with("Why is it slow?"));
     assert_eq!(
-        lines[1]["message"]["parts"][0]["text"],
+        lines[2]["message"]["content"][0]["text"],
         "Because of the lock."
     );
 }

@@ -69,7 +69,7 @@ async fn turns(
 
 fn user_text(message: &ChatMessage) -> &str {
     match message {
-        ChatMessage::User { text } => text,
+        ChatMessage::User { text } => crate::support::without_reminder(text),
         other => panic!("expected a user message, got {other:?}"),
     }
 }
@@ -552,7 +552,8 @@ async fn g5_d9_overflow_that_clears_after_a_fresh_context_succeeds_and_prunes_a_
     let replay = &requests[3];
     assert_eq!(replay.messages.len(), 1, "replayed into a fresh context");
     assert_eq!(
-        replay.messages[0], requests[2].messages[4],
+        user_text(&replay.messages[0]),
+        user_text(&requests[2].messages[4]),
         "the same batch, held-notes preamble included"
     );
     let status = h.status().await.unwrap();
@@ -688,11 +689,11 @@ fn audit_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
 }
 
 #[actix::test]
-async fn g7_every_context_message_and_maintenance_event_is_an_audit_line() {
+async fn p9_every_context_message_and_maintenance_event_is_a_session_file_entry() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("session-1__advisor.jsonl");
+    let path = dir.path().join("session-1/__advisor.jsonl");
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", NIT, Some("nit")),
+        ScriptedReply::advise("a", NIT, Some("nit")).with_usage(usage(1_000, 20, 0.01)),
         ScriptedReply::text("Nothing else.").with_usage(usage(90_000, 10, 0.0)),
         overflow(),
         ScriptedReply::text(""),
@@ -716,58 +717,118 @@ async fn g7_every_context_message_and_maintenance_event_is_an_audit_line() {
         .iter()
         .map(|l| match l["type"].as_str().unwrap() {
             "message" => format!("message:{}", l["message"]["role"].as_str().unwrap()),
-            "maintenance" => format!(
-                "maintenance:{}:{}",
-                l["kind"].as_str().unwrap(),
-                l["trigger"].as_str().unwrap()
-            ),
+            "custom" => format!("custom:{}", l["customType"].as_str().unwrap()),
             other => other.to_string(),
         })
         .collect();
     assert_eq!(
         kinds,
         [
+            "session",
             // Review 1: the update, the advise call, its result, the final answer.
             "message:user",
             "message:assistant",
             "message:toolResult",
             "message:assistant",
             // Review 2: re-primed before the batch, then an attempt that overflowed,
-            // re-primed again and replayed.
-            "maintenance:reprime:threshold",
+            // re-primed again and replayed (the update is not written twice).
+            "custom:advisor-maintenance",
             "message:user",
-            "attemptDiscarded",
-            "maintenance:reprime:overflow",
-            "message:user",
+            "custom:advisor-attempt-discarded",
+            "custom:advisor-maintenance",
             "message:assistant",
         ]
     );
-    assert!(lines.iter().all(|l| l["epoch"] == 0 && l["atMs"].is_u64()));
-    assert_eq!(
-        (lines[0]["review"].as_u64(), lines[9]["review"].as_u64()),
-        (Some(1), Some(2))
-    );
-    assert!(lines[0]["message"]["text"]
+    assert_eq!(lines[0]["version"], 3);
+    for pair in lines[1..].windows(2) {
+        assert_eq!(pair[1]["parentId"], pair[0]["id"], "one chain");
+    }
+    let update = &lines[1]["message"];
+    assert!(update["content"][0]["text"]
         .as_str()
         .unwrap()
         .contains("turn one"));
-    assert_eq!(lines[1]["message"]["parts"][0]["name"], "advise");
-    assert_eq!(lines[2]["message"]["text"], "Recorded.");
-    assert!(lines[6]["error"]
+    assert_eq!(
+        (
+            update["synthetic"].as_bool(),
+            update["attribution"].as_str()
+        ),
+        (Some(true), Some("agent"))
+    );
+    let advise = &lines[2]["message"];
+    assert_eq!(advise["content"][0]["name"], "advise");
+    assert_eq!(
+        (advise["provider"].as_str(), advise["model"].as_str()),
+        (Some("scripted"), Some("test"))
+    );
+    assert_eq!(advise["usage"]["input"], 1_000);
+    assert_eq!(advise["usage"]["cost"]["total"], 0.01);
+    assert_eq!(lines[3]["message"]["content"][0]["text"], "Recorded.");
+    let data = |i: usize| &lines[i]["data"];
+    assert_eq!(
+        (data(5)["kind"].as_str(), data(5)["trigger"].as_str()),
+        (Some("reprime"), Some("threshold"))
+    );
+    assert!(data(7)["error"]
         .as_str()
         .unwrap()
         .contains("prompt is too long"));
-    assert_eq!(lines[7]["model"], "scripted/test");
-    assert_eq!(lines[7]["messages"], 0);
+    assert_eq!(
+        (data(8)["kind"].as_str(), data(8)["trigger"].as_str()),
+        (Some("reprime"), Some("overflow"))
+    );
+    assert_eq!(data(8)["model"], "scripted/test");
+    assert_eq!(data(8)["messages"], 0);
+    assert_eq!(
+        (data(5)["review"].as_u64(), data(8)["epoch"].as_u64()),
+        (Some(2), Some(0))
+    );
 }
 
 #[actix::test]
-async fn g7_a_compaction_line_carries_the_summary() {
+async fn p9_a_resumed_session_goes_on_from_the_lifetime_in_its_transcript_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s/__advisor.jsonl");
+    for (round, expected) in [(1u64, 0.5), (2, 1.0)] {
+        let model = ScriptedModel::new([ScriptedReply::text("").with_usage(usage(1_000, 10, 0.5))]);
+        let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |cfg| {
+            cfg.audit_path = Some(path.clone());
+        });
+        turns(
+            &h,
+            [TranscriptMessage::user(format!("turn of run {round}"))],
+        )
+        .await;
+        let lifetime = h.status().await.unwrap().agent.lifetime;
+        assert_eq!(
+            (lifetime.input, lifetime.output),
+            (1_000 * round, 10 * round),
+            "run {round}"
+        );
+        assert!(
+            (lifetime.cost - expected).abs() < 1e-9,
+            "run {round}: {}",
+            lifetime.cost
+        );
+        h.dispose().await.unwrap();
+    }
+    let lines = audit_lines(&path);
+    assert_eq!(
+        lines.iter().filter(|l| l["type"] == "session").count(),
+        1,
+        "one header: the second run appends"
+    );
+    assert_eq!(lines.len(), 5);
+    assert_eq!(lines[3]["parentId"], lines[2]["id"], "the chain goes on");
+}
+
+#[actix::test]
+async fn p9_a_compaction_is_a_custom_entry_with_the_summary_and_its_call_counts() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");
     let model = ScriptedModel::new([
         ScriptedReply::text("").with_usage(usage(90_000, 10, 0.0)),
-        ScriptedReply::text("- The agent fixes the parser."),
+        ScriptedReply::text("- The agent fixes the parser.").with_usage(usage(30_000, 50, 0.2)),
     ])
     .with_context_window(100_000);
     let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |cfg| {
@@ -785,20 +846,30 @@ async fn g7_a_compaction_line_carries_the_summary() {
     let lines = audit_lines(&path);
     let compaction = lines
         .iter()
-        .find(|l| l["type"] == "maintenance")
-        .expect("a maintenance line");
-    assert_eq!(compaction["kind"], "compaction");
-    assert_eq!(compaction["messages"], 1);
-    let summary = compaction["summary"].as_str().unwrap();
+        .find(|l| l["customType"] == "advisor-maintenance")
+        .expect("a maintenance entry");
+    assert_eq!(compaction["data"]["kind"], "compaction");
+    assert_eq!(compaction["data"]["messages"], 1);
+    let summary = compaction["data"]["summary"].as_str().unwrap();
     assert!(
         summary.starts_with(SUMMARY_HEADING) && summary.ends_with("- The agent fixes the parser.")
+    );
+    let call = lines
+        .iter()
+        .find(|l| l["message"]["usage"]["input"] == 30_000)
+        .expect("the summary call's spend");
+    assert_eq!(
+        call["message"]["content"][0]["text"],
+        "- The agent fixes the parser."
     );
 }
 
 #[actix::test]
 async fn g7_an_unwritable_audit_file_is_one_warning_and_reviews_go_on() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("missing-dir/audit.jsonl");
+    // A regular file where the session's artifacts directory should be.
+    std::fs::write(dir.path().join("not-a-dir"), "").unwrap();
+    let path = dir.path().join("not-a-dir/audit.jsonl");
     let model = ScriptedModel::new([
         ScriptedReply::advise("a", NIT, Some("nit")),
         ScriptedReply::text(""),
@@ -826,4 +897,86 @@ async fn g7_an_unwritable_audit_file_is_one_warning_and_reviews_go_on() {
     }
     assert!(drain(&mut rx).is_empty(), "one warning, not one per line");
     assert!(!path.exists());
+}
+
+// ---------------------------------------------------------------------------------------
+// Stale-result eviction (P4)
+// ---------------------------------------------------------------------------------------
+
+/// Three reviews; the first reads a 400-line file. Returns the model's requests and the
+/// status after the third review.
+async fn three_reviews_after_a_big_read(evict: bool) -> (Vec<ModelRequest>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let body: String = (0..400)
+        .map(|i| format!("line {i:03} of the generated parser table, kept verbatim\n"))
+        .collect();
+    std::fs::write(dir.path().join("table.rs"), body).unwrap();
+    let model = ScriptedModel::new([
+        ScriptedReply::tool_call("r1", "read", json!({"path": "table.rs:1-400"})),
+        ScriptedReply::text("Looked fine."),
+        ScriptedReply::text(""),
+        ScriptedReply::text(""),
+    ]);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.workspace_root = dir.path().to_path_buf();
+        cfg.settings.evict_stale_results = evict;
+    });
+    turns(
+        &h,
+        [
+            TranscriptMessage::user("turn one"),
+            TranscriptMessage::user("turn two"),
+            TranscriptMessage::user("turn three"),
+        ],
+    )
+    .await;
+    let shown = h.command("/advisor status").await.unwrap();
+    h.dispose().await.unwrap();
+    (model.requests(), shown)
+}
+
+#[actix::test]
+async fn p4_a_stale_read_is_elided_before_a_later_review_and_counted_in_status() {
+    let (requests, shown) = three_reviews_after_a_big_read(true).await;
+    assert_eq!(requests.len(), 4);
+    let read = tool_results(&requests[1]);
+    assert!(
+        read[0].contains("line 399"),
+        "the read ran: {:.80}",
+        read[0]
+    );
+    // Review 2: the read belongs to the previous review, whose update is still the newest
+    // one, so it is sent as it was.
+    assert_eq!(tool_results(&requests[2]), read);
+    // Review 3: it is older than the previous review's update and gives way.
+    let tokens = (read[0].chars().count() as u64).div_ceil(4);
+    let placeholder = format!("[Stale result elided - {tokens} tokens]");
+    assert_eq!(
+        tool_results(&requests[3]),
+        std::slice::from_ref(&placeholder)
+    );
+    // Nothing else changed: the updates and the answers are as they were.
+    assert_eq!(requests[3].messages.len(), requests[2].messages.len() + 2);
+    for (i, (now, then)) in requests[3]
+        .messages
+        .iter()
+        .zip(&requests[2].messages)
+        .enumerate()
+    {
+        assert_eq!(now == then, i != 2, "message {i}");
+    }
+    let saved = tokens - (placeholder.chars().count() as u64).div_ceil(4);
+    assert!(
+        shown.contains(&format!(
+            "stale results evicted: 1 ({saved} tokens saved)\n"
+        )),
+        "{shown}"
+    );
+}
+
+#[actix::test]
+async fn p4_with_evict_stale_results_off_the_read_stays() {
+    let (requests, shown) = three_reviews_after_a_big_read(false).await;
+    assert_eq!(tool_results(&requests[3]), tool_results(&requests[1]));
+    assert!(!shown.contains("evicted"), "{shown}");
 }

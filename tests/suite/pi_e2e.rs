@@ -1217,15 +1217,11 @@ fn session_file(pi: &mut Pi) -> String {
     file
 }
 
-/// The advisor's audit beside `session_file` (G7: `<stem>__advisor.jsonl`), or "" when none.
+/// The advisor's transcript of `session_file` (P9: `<stem>/__advisor.jsonl`), or "" when
+/// none.
 fn audit_text(session_file: &str) -> String {
     let path = Path::new(session_file);
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or_default();
-    std::fs::read_to_string(path.with_file_name(format!("{stem}__advisor.jsonl")))
-        .unwrap_or_default()
+    std::fs::read_to_string(path.with_extension("").join("__advisor.jsonl")).unwrap_or_default()
 }
 
 /// C1 through pi: `/advisor toggle` (any case) turns a running advisor off — the user's next

@@ -40,7 +40,8 @@ fn user_texts(body: &Value) -> Vec<String> {
             messages
                 .iter()
                 .filter(|m| m["role"] == "user")
-                .filter_map(|m| m["content"].as_str().map(str::to_string))
+                .filter_map(|m| m["content"].as_str())
+                .map(|t| crate::support::without_reminder(t).to_string())
                 .collect()
         })
         .unwrap_or_default()

@@ -178,6 +178,7 @@ pub(super) fn last_user_text(body: &Value) -> String {
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
         .and_then(|m| m["content"].as_str())
+        .map(crate::support::without_reminder)
         .unwrap_or_default()
         .to_string()
 }
@@ -468,9 +469,13 @@ async fn g7_l2_audit_flag_writes_the_advisors_transcript_as_json_lines() {
         plan.prompts.len(),
         "one session update per reviewed turn"
     );
-    assert!(lines.iter().any(|l| l["message"]["text"]
+    assert!(lines.iter().any(|l| l["message"]["content"][0]["text"]
         .as_str()
         .is_some_and(|t| t.contains("### Session update"))));
+    assert_eq!(
+        lines[0]["type"], "session",
+        "P9: a session file of version 3"
+    );
 }
 
 /// The first two turns of the example session (both call tools, so neither is terminal),

@@ -296,7 +296,7 @@ async fn v1_g7_binary_exits_0_within_2s_of_eof_with_the_audit_flushed() {
     let (code, _) = exit_within(&mut s.child, Duration::from_secs(2)).await;
     assert!(code.success());
     assert!(started.elapsed() < Duration::from_secs(2));
-    let audit = std::fs::read_to_string(cwd.path().join("sessions/abc__advisor.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(cwd.path().join("sessions/abc/__advisor.jsonl")).unwrap();
     assert!(audit.contains("Check the exit code."), "{audit}");
     assert!(audit.contains("delete the build dir"), "{audit}");
 }
@@ -341,7 +341,7 @@ async fn v1_g7_binary_eof_with_a_turn_end_stuck_on_a_stalled_model_exits_within_
         reply.get("result").is_some() || reply.get("error").is_some(),
         "{reply}"
     );
-    let audit = std::fs::read_to_string(cwd.path().join("stuck__advisor.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(cwd.path().join("stuck/__advisor.jsonl")).unwrap();
     assert!(audit.contains("drop the production table"), "{audit}");
 }
 

@@ -631,7 +631,7 @@ async fn v1_g7_end_of_input_disposes_every_session_with_its_audit_flushed() {
     c.close_input();
     c.read_to_end().await;
     assert_eq!(server.await.unwrap(), ServeEnd::EndOfInput);
-    let audit = std::fs::read_to_string(dir.path().join("2026_abc__advisor.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(dir.path().join("2026_abc/__advisor.jsonl")).unwrap();
     assert!(audit.contains("Check the error path."), "{audit}");
 }
 

@@ -94,3 +94,26 @@ fn l5_missing_cwd_is_one_error_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("nowhere"));
 }
+
+#[test]
+fn p8_l4_prints_the_project_instructions_before_the_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    fs::create_dir_all(home.join("proj/.git")).unwrap();
+    fs::write(home.join("proj/AGENTS.md"), "Keep the public API stable.").unwrap();
+    fs::write(home.join("proj/WATCHDOG.md"), "project rules").unwrap();
+    let output = run(home, &["--cwd", "proj"], None);
+    assert!(output.status.success());
+    let text = stdout(&output);
+    let file = format!(
+        "<file path=\"{}\">\nKeep the public API stable.\n</file>\n</project-context>\n\n\
+         Especially pay attention to:\n<attention>\nproject rules\n</attention>\n",
+        home.join("proj/AGENTS.md").display()
+    );
+    assert!(text.starts_with("<project-context>\n"), "{text}");
+    assert!(text.ends_with(&file), "{text}");
+    // Only instruction files, no WATCHDOG.md: they are printed all the same.
+    fs::remove_file(home.join("proj/WATCHDOG.md")).unwrap();
+    let text = stdout(&run(home, &["--cwd", "proj"], None));
+    assert!(text.contains("Keep the public API stable."), "{text}");
+}

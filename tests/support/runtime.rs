@@ -196,7 +196,9 @@ pub fn last_user_text(request: &ModelRequest) -> String {
         .iter()
         .rev()
         .find_map(|m| match m {
-            advisor::model::ChatMessage::User { text } => Some(text.clone()),
+            advisor::model::ChatMessage::User { text } => {
+                Some(super::without_reminder(text).to_string())
+            }
             _ => None,
         })
         .unwrap_or_default()

@@ -12,7 +12,9 @@ use crate::command::{parse_command, AdvisorCommand};
 use crate::domain::advice::Delivery;
 use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered};
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
-use crate::messages::review::{AwaitBacklog, BacklogWait, DumpContext, GetAgentStatus};
+use crate::messages::review::{
+    AwaitBacklog, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage,
+};
 use crate::status::AdvisorStatus;
 
 impl Supervisor {
@@ -20,6 +22,7 @@ impl Supervisor {
     fn status(&mut self) -> impl Future<Output = AdvisorStatus> + 'static {
         let router = self.router();
         let agent = self.children.as_ref().map(|c| c.agent.clone());
+        let audit = self.audit.clone();
         let model = self.config.model.as_ref();
         let mut status = AdvisorStatus {
             enabled: self.enabled,
@@ -37,6 +40,12 @@ impl Supervisor {
             if let Some(agent) = agent {
                 if let Ok(a) = agent.send(GetAgentStatus).await {
                     status.add_agent(a);
+                }
+            }
+            if let Some(audit) = audit {
+                // P9: a resumed session's lifetime goes on from its transcript file.
+                if let Ok(restored) = audit.send(GetRestoredUsage).await {
+                    status.agent.lifetime.add(&restored);
                 }
             }
             status

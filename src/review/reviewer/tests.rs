@@ -76,6 +76,36 @@ impl ReviewPort for StubPort {
     }
 }
 
+/// What a request sent, without the date/cwd reminder on its first user message (P8).
+fn sent(request: &ModelRequest) -> Vec<ChatMessage> {
+    let mut messages = request.messages.clone();
+    if let Some(ChatMessage::User { text }) = messages.first_mut() {
+        if let Some((reminder, rest)) = text.split_once("</system-reminder>\n\n") {
+            assert!(reminder.starts_with("<system-reminder>\n"), "{reminder}");
+            *text = rest.to_string();
+        }
+    }
+    messages
+}
+
+#[test]
+fn p8_each_request_carries_the_reminder_on_its_first_user_message_the_context_not() {
+    let model = ScriptedModel::new([ScriptedReply::text("ok")]);
+    let port = StubPort::default();
+    let run = review(engine(&model), &port, AdvisorContext::new(), "update");
+    let request = &model.requests()[0];
+    let ChatMessage::User { text } = &request.messages[0] else {
+        panic!("a user message first");
+    };
+    assert!(text.starts_with("<system-reminder>\nToday is 20"), "{text}");
+    assert!(
+        text.contains("'/w'") && text.ends_with("</system-reminder>\n\nupdate"),
+        "{text}"
+    );
+    assert_eq!(run.context.messages[0], user("update"), "never stored");
+    assert_eq!(sent(request), [user("update")]);
+}
+
 fn read_schema() -> ToolSchema {
     ToolSchema {
         name: "read".into(),
@@ -90,12 +120,14 @@ fn engine(model: &ScriptedModel) -> ReviewEngine {
         promotion: None,
         tools: vec![read_schema(), advise::schema()].into(),
         base_prompt: "You review.".into(),
+        cwd: "/w".into(),
         limits: ReviewLimits {
             max_tool_rounds: 8,
             max_output_tokens: 4096,
             compact_at_percent: 80,
             compact_threshold_tokens: None,
             max_note_chars: 2000,
+            evict_stale_results: true,
         },
         guard: crate::review::quarantine::OutputGuard::new()
             .ok()
@@ -191,7 +223,7 @@ fn g3_tool_calls_go_through_the_port_and_the_review_ends_on_an_answer_without_to
     let audited = log
         .audits
         .iter()
-        .filter(|e| matches!(e, AuditEvent::Message { .. }))
+        .filter(|e| matches!(e, AuditEvent::Message { .. } | AuditEvent::Reply { .. }))
         .count();
     assert_eq!(audited, 6);
 }
@@ -246,7 +278,7 @@ fn g1_d9_the_system_prompt_gets_the_watchdog_blocks_and_the_update_the_held_prea
         "You review.\n\nEspecially pay attention to:\n- migrations"
     );
     assert_eq!(run.system, request.system);
-    assert_eq!(request.messages[0], user("[held notes]\n\nupdate"));
+    assert_eq!(sent(request)[0], user("[held notes]\n\nupdate"));
     assert_eq!(port.log.borrow().notices, ["WATCHDOG.md: unreadable"]);
 }
 
@@ -276,7 +308,7 @@ fn g5_an_overflow_is_discarded_and_the_batch_replayed_once_into_a_fresh_context(
         3,
         "first try on the old context"
     );
-    assert_eq!(requests[1].messages, [user("new update")], "replayed alone");
+    assert_eq!(sent(&requests[1]), [user("new update")], "replayed alone");
 }
 
 #[test]
@@ -365,7 +397,7 @@ fn g5_past_the_threshold_the_older_history_is_summarised_and_the_recent_review_k
     };
     assert!(text.contains("[update to the reviewer]\nxxxx") && !text.contains("second update"));
     assert_eq!(
-        requests[1].messages,
+        sent(&requests[1]),
         [
             summary_message("- the agent refactors the parser"),
             user("second update"),
@@ -394,7 +426,7 @@ fn g5_with_nothing_to_summarise_the_context_is_reprimed() {
     let run = review(engine(&model), &port, old, "next");
     assert_eq!(run.maintenance.reprimes, 1);
     assert_eq!(model.request_count(), 1, "no summary call");
-    assert_eq!(model.requests()[0].messages, [user("next")]);
+    assert_eq!(sent(&model.requests()[0]), [user("next")]);
 }
 
 #[test]

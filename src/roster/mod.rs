@@ -1,0 +1,686 @@
+//! The roster of named advisors: `WATCHDOG.yml` discovery and resolution (SPEC §15, RO1–RO17).
+//!
+//! This is the configuration layer: [`load`] finds every `WATCHDOG.yml` / `WATCHDOG.yaml`
+//! where WATCHDOG.md is found (RO1), reads them with the same caps and confinement (RO3),
+//! checks each file and entry (RO4–RO6), merges them by slug (RO2, RO7) and resolves every
+//! field of every advisor, recording where each value came from ([`Source`]); [`refresh`]
+//! re-reads only when a roster file or an import changed (RO21). Nothing here
+//! starts a reviewer: the runtime does not run named advisors yet, and `policy`,
+//! `maxSeverity` and `when` are checked and kept for it (RO15–RO17).
+//!
+//! All functions that touch the filesystem are blocking; call them at the program's edge
+//! or from the blocking pool.
+
+mod parse;
+mod tools;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde::Serialize;
+
+pub use parse::slugify;
+pub use tools::RosterTool;
+
+use crate::domain::advice::Severity;
+use crate::model::ThinkingLevel;
+use crate::providers::catalog::Catalog;
+use crate::providers::resolve::resolve_role;
+use crate::redact::Redactor;
+use crate::regular_file::{clip, SHOWN_CHARS};
+use crate::settings::{AdvisorSettings, SettingsLayer, SettingsWarning};
+use crate::watchdog::{
+    candidates_named, read_text, size_text, Budget, Candidate, Confinement, Fingerprint, ReadError,
+    WatchdogConfig, MAX_FILE_BYTES, MAX_TOTAL_BYTES,
+};
+use parse::{parse_file, Entry, ParsedFile};
+
+/// The roster file names, in the order they are looked for at each place (RO1).
+pub const ROSTER_FILES: [&str; 2] = ["WATCHDOG.yml", "WATCHDOG.yaml"];
+
+/// The largest `maxNotesPerUpdate` an advisor gets (RO10); a larger value is capped.
+pub const MAX_NOTES_PER_UPDATE: usize = 32;
+
+/// `maxNotesPerUpdate` when nothing sets it (RO10).
+pub const DEFAULT_NOTES_PER_UPDATE: usize = 4;
+
+/// Where a resolved value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Source {
+    /// Nothing set it: the rule's default.
+    Default,
+    /// The advisor's own entry in this roster file.
+    Entry {
+        /// The roster file.
+        file: PathBuf,
+    },
+    /// The top level of this roster file.
+    TopLevel {
+        /// The roster file.
+        file: PathBuf,
+    },
+    /// An advisor setting (K1).
+    Setting {
+        /// The key, e.g. `modelRoles.advisor`.
+        key: &'static str,
+        /// The settings file that sets it, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file: Option<PathBuf>,
+    },
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::Entry { file } => write!(f, "{}", file.display()),
+            Source::TopLevel { file } => write!(f, "top level of {}", file.display()),
+            Source::Setting { key, file: None } => write!(f, "setting {key}"),
+            Source::Setting {
+                key,
+                file: Some(file),
+            } => write!(f, "setting {key} in {}", file.display()),
+        }
+    }
+}
+
+/// A value with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sourced<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from.
+    pub source: Source,
+}
+
+impl<T> Sourced<T> {
+    /// `value` from `source`.
+    pub fn new(value: T, source: Source) -> Self {
+        Self { value, source }
+    }
+
+    /// `value` as the default.
+    pub fn default_value(value: T) -> Self {
+        Self::new(value, Source::Default)
+    }
+}
+
+/// Something about the roster files worth a line to the user; never an error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RosterWarning {
+    /// The roster file.
+    pub file: PathBuf,
+    /// The entry: `"Name"` (quoted) or `#N` (its position in the file's list) when it has
+    /// no usable name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advisor: Option<String>,
+    /// The key concerned, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// What is wrong and what was done about it.
+    pub message: String,
+}
+
+impl RosterWarning {
+    /// A warning about a file or one of its top-level keys.
+    fn file(file: &Path, field: Option<&str>, message: String) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            advisor: None,
+            field: field.map(str::to_string),
+            message,
+        }
+    }
+
+    /// A warning about one entry.
+    fn entry(file: &Path, label: &str, field: Option<&str>, message: String) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            advisor: Some(label.to_string()),
+            field: field.map(str::to_string),
+            message,
+        }
+    }
+}
+
+impl fmt::Display for RosterWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: ",
+            clip(&self.file.display().to_string(), SHOWN_CHARS)
+        )?;
+        if let Some(label) = &self.advisor {
+            write!(f, "advisor {label}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// An advisor's own delivery policy (RO15): the session policy values (P1, D3, D4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyChoice {
+    /// `defer` (P1).
+    Defer,
+    /// `interrupt` (D3).
+    Interrupt,
+    /// `reconfirm` (D4).
+    Reconfirm,
+}
+
+impl PolicyChoice {
+    /// The value as written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyChoice::Defer => "defer",
+            PolicyChoice::Interrupt => "interrupt",
+            PolicyChoice::Reconfirm => "reconfirm",
+        }
+    }
+}
+
+impl FromStr for PolicyChoice {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "defer" => Ok(Self::Defer),
+            "interrupt" => Ok(Self::Interrupt),
+            "reconfirm" => Ok(Self::Reconfirm),
+            _ => Err(()),
+        }
+    }
+}
+
+/// `when: { paths: [globs] }` (RO17): the paths whose touch makes an update this advisor's.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathFilter {
+    patterns: Vec<String>,
+    #[serde(skip)]
+    set: GlobSet,
+}
+
+impl PathFilter {
+    /// Compiles the globs (`*` and `?` stay within one path component, `**` crosses them);
+    /// the error names the first invalid one.
+    pub fn new(patterns: Vec<String>) -> Result<Self, String> {
+        let mut builder = GlobSetBuilder::new();
+        for (index, pattern) in patterns.iter().enumerate() {
+            let glob = GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|err| {
+                    format!(
+                        "`when.paths` item {} is not a valid glob: {}",
+                        index + 1,
+                        clip(&err.to_string(), SHOWN_CHARS)
+                    )
+                })?;
+            builder.add(glob);
+        }
+        let set = builder
+            .build()
+            .map_err(|err| format!("`when.paths` cannot be compiled: {err}"))?;
+        Ok(Self { patterns, set })
+    }
+
+    /// The globs as written.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    /// Whether `path` (relative to the workspace root) matches one of the globs.
+    pub fn matches(&self, path: &str) -> bool {
+        self.set.is_match(path)
+    }
+}
+
+impl PartialEq for PathFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns == other.patterns
+    }
+}
+
+/// The model an advisor uses (RO8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum ModelChoice {
+    /// A role string that resolves (M1).
+    Resolved {
+        /// The role string as written.
+        role: String,
+        /// The provider.
+        provider: String,
+        /// The model id at the provider.
+        model: String,
+        /// The reasoning effort.
+        thinking: ThinkingLevel,
+    },
+    /// No usable model: the advisor shows `no model` in status and the others run.
+    NoModel {
+        /// The role string that did not resolve, if there was one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for ModelChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelChoice::Resolved {
+                provider,
+                model,
+                thinking,
+                ..
+            } => write!(f, "{provider}/{model} (thinking {})", thinking.as_str()),
+            ModelChoice::NoModel { reason, .. } => write!(f, "no model: {reason}"),
+        }
+    }
+}
+
+/// One advisor of the roster, every field resolved with its source.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RosterAdvisor {
+    /// The slug (RO7): its id, and its part of file names and tool session ids.
+    pub slug: String,
+    /// `name` as written (trimmed).
+    pub name: String,
+    /// The roster file of the entry in effect.
+    pub file: PathBuf,
+    /// Less specific files whose entry of the same slug this one replaces (RO2).
+    pub overrides: Vec<PathBuf>,
+    /// `enabled` (default true; false: listed as paused, no actors built).
+    pub enabled: Sourced<bool>,
+    /// `model`, else `modelRoles.advisor` (RO8).
+    pub model: Sourced<ModelChoice>,
+    /// The granted tools (RO9).
+    pub tools: Sourced<Vec<RosterTool>>,
+    /// The entry's own `instructions`, imports expanded (RO11).
+    pub instructions: Sourced<Option<String>>,
+    /// `maxNotesPerUpdate` (RO10).
+    pub max_notes_per_update: Sourced<usize>,
+    /// `policy`; `None` is the session's policy (RO15).
+    pub policy: Sourced<Option<PolicyChoice>>,
+    /// `maxSeverity` (RO16); `blocker` caps nothing.
+    pub max_severity: Sourced<Severity>,
+    /// `when`; `None` reviews every update (RO17).
+    pub when: Sourced<Option<PathFilter>>,
+}
+
+/// The top-level `instructions` of all roster files, concatenated (RO6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SharedInstructions {
+    /// The texts, user file first, outermost to innermost, joined by a blank line.
+    pub text: String,
+    /// The files that gave them, in that order.
+    pub files: Vec<PathBuf>,
+}
+
+/// The resolved roster.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Roster {
+    /// The roster files read, in load order (skipped ones are not listed).
+    pub files: Vec<PathBuf>,
+    /// The shared instructions, if any file has some.
+    pub instructions: Option<SharedInstructions>,
+    /// The top-level `maxNotesPerUpdate` in effect (the most specific file's), if any.
+    pub max_notes_per_update: Option<Sourced<usize>>,
+    /// The advisors in roster order: the order each slug first appears.
+    pub advisors: Vec<RosterAdvisor>,
+    /// Everything skipped, dropped, capped or refused, in load order.
+    pub warnings: Vec<RosterWarning>,
+    /// What the load looked at, to tell later whether it is still current (RO21).
+    #[serde(skip)]
+    pub fingerprint: Fingerprint,
+}
+
+impl Roster {
+    /// Whether there is no named advisor (RO12: today's unnamed advisor runs alone).
+    pub fn is_empty(&self) -> bool {
+        self.advisors.is_empty()
+    }
+}
+
+/// The outcome of [`refresh`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum RosterRefresh {
+    /// No roster file changed since the previous load; nothing was read.
+    Unchanged,
+    /// Something changed (or there was no previous load): a fresh load.
+    Rebuilt(Box<Roster>),
+}
+
+/// Reloads only when `previous` no longer matches the disk's metadata (RO21, as W8): a
+/// roster file or an import changed, appeared or disappeared. Blocking.
+pub fn refresh(
+    config: &WatchdogConfig,
+    settings: &RosterSettings,
+    catalog: &Catalog,
+    redactor: Option<&Redactor>,
+    previous: Option<&Fingerprint>,
+) -> RosterRefresh {
+    match previous {
+        Some(fingerprint) if fingerprint.is_current_named(config, &ROSTER_FILES) => {
+            RosterRefresh::Unchanged
+        }
+        _ => RosterRefresh::Rebuilt(Box::new(load(config, settings, catalog, redactor))),
+    }
+}
+
+/// What the settings say that the roster falls back to (RO8, RO10).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RosterSettings {
+    /// `modelRoles.advisor`, when set.
+    pub advisor_role: Option<Sourced<String>>,
+    /// `advisor.maxNotesPerUpdate`, when set.
+    pub max_notes_per_update: Option<Sourced<usize>>,
+}
+
+impl RosterSettings {
+    /// From the settings files as [`crate::settings::read_config_layers`] gives them: the
+    /// last file that sets a key is its source.
+    pub fn from_layers(layers: &[(PathBuf, SettingsLayer, Vec<SettingsWarning>)]) -> Self {
+        let mut out = Self::default();
+        for (file, layer, _) in layers {
+            let source = |key| Source::Setting {
+                key,
+                file: Some(file.clone()),
+            };
+            if let Some(role) = &layer.advisor_role {
+                out.advisor_role = Some(Sourced::new(role.clone(), source("modelRoles.advisor")));
+            }
+            if let Some(notes) = layer.max_notes_per_update {
+                out.max_notes_per_update =
+                    Some(Sourced::new(notes, source("advisor.maxNotesPerUpdate")));
+            }
+        }
+        out
+    }
+
+    /// From settings a host built in code, with the model role it uses.
+    pub fn from_values(advisor_role: Option<String>, settings: &AdvisorSettings) -> Self {
+        let setting = |key| Source::Setting { key, file: None };
+        Self {
+            advisor_role: advisor_role
+                .filter(|role| !role.trim().is_empty())
+                .map(|role| Sourced::new(role, setting("modelRoles.advisor"))),
+            max_notes_per_update: Some(Sourced::new(
+                settings.max_notes_per_update,
+                setting("advisor.maxNotesPerUpdate"),
+            )),
+        }
+    }
+}
+
+/// Discovers, reads and resolves the roster for `config` (RO1–RO11): `redactor` (`None`:
+/// redaction off) passes over every instruction text, as over WATCHDOG.md blocks (X5).
+/// Blocking.
+pub fn load(
+    config: &WatchdogConfig,
+    settings: &RosterSettings,
+    catalog: &Catalog,
+    redactor: Option<&Redactor>,
+) -> Roster {
+    let confinement = Confinement::new(config);
+    let mut budget = Budget::default();
+    let mut warnings = Vec::new();
+    let mut files = Vec::new();
+    let mut fingerprint = Fingerprint::default();
+    for candidate in candidates_named(config, &ROSTER_FILES) {
+        fingerprint.push_candidate(&candidate.path);
+        let Some(text) = read_roster_file(&candidate, &confinement, &mut warnings) else {
+            continue;
+        };
+        let Some(mut parsed) = parse_file(&candidate.path, &text, &mut warnings) else {
+            continue;
+        };
+        let mut expand = |text: Option<String>, warnings: &mut Vec<RosterWarning>| {
+            let mut found = Vec::new();
+            let expanded = confinement.expand(
+                text?.trim(),
+                &candidate,
+                &mut budget,
+                &mut |path| fingerprint.push_import(path),
+                &mut found,
+            );
+            warnings.extend(found.into_iter().map(|warning| {
+                let message = warning
+                    .strip_prefix("watchdog: ")
+                    .unwrap_or(&warning)
+                    .to_string();
+                RosterWarning::file(&candidate.path, Some("instructions"), message)
+            }));
+            let expanded = match redactor {
+                Some(redactor) => redactor.redact(&expanded).into_owned(),
+                None => expanded,
+            };
+            let trimmed = expanded.trim();
+            (!trimmed.is_empty()).then(|| trimmed.to_string())
+        };
+        parsed.instructions = expand(parsed.instructions.take(), &mut warnings);
+        for entry in &mut parsed.entries {
+            entry.instructions = expand(entry.instructions.take(), &mut warnings);
+        }
+        files.push((candidate.path, parsed));
+    }
+    if budget.cut {
+        if let Some((file, _)) = files.last() {
+            warnings.push(RosterWarning::file(
+                file,
+                Some("instructions"),
+                format!(
+                    "the roster's imports pass {} in all; the rest is left out",
+                    size_text(MAX_TOTAL_BYTES)
+                ),
+            ));
+        }
+    }
+    let mut roster = merge(files, settings, catalog, warnings);
+    roster.fingerprint = fingerprint;
+    for warning in &roster.warnings {
+        tracing::warn!(target: "advisor::roster", "{warning}");
+    }
+    tracing::debug!(
+        target: "advisor::roster",
+        files = roster.files.len(),
+        advisors = roster.advisors.len(),
+        "roster loaded"
+    );
+    roster
+}
+
+/// Reads one roster file within the caps (RO3); `None` when it is missing or skipped (the
+/// reason in `warnings`, except for a missing file or a directory).
+fn read_roster_file(
+    candidate: &Candidate,
+    confinement: &Confinement,
+    warnings: &mut Vec<RosterWarning>,
+) -> Option<String> {
+    let skipped = |err: &ReadError| {
+        RosterWarning::file(&candidate.path, None, format!("{err}; file skipped"))
+    };
+    if let Err(err) = confinement.check(candidate) {
+        if !matches!(err, ReadError::Missing) {
+            warnings.push(skipped(&err));
+        }
+        return None;
+    }
+    match read_text(&candidate.path, MAX_FILE_BYTES) {
+        Ok(read) if read.truncated => {
+            warnings.push(RosterWarning::file(
+                &candidate.path,
+                None,
+                format!("over {}; file skipped", size_text(MAX_FILE_BYTES)),
+            ));
+            None
+        }
+        Ok(read) => Some(read.content),
+        Err(ReadError::Missing | ReadError::NotAFile) => None,
+        Err(err) => {
+            warnings.push(skipped(&err));
+            None
+        }
+    }
+}
+
+/// An entry with the file it came from and the files it replaced.
+struct Placed {
+    file: PathBuf,
+    entry: Entry,
+    overrides: Vec<PathBuf>,
+}
+
+/// Merges the parsed files, in load order, into the roster (RO2, RO6) and resolves every
+/// advisor's fields (RO8–RO11, RO15–RO17). Pure.
+fn merge(
+    files: Vec<(PathBuf, ParsedFile)>,
+    settings: &RosterSettings,
+    catalog: &Catalog,
+    mut warnings: Vec<RosterWarning>,
+) -> Roster {
+    let mut shared: Vec<(String, PathBuf)> = Vec::new();
+    let mut top_notes = None;
+    let mut placed: Vec<Placed> = Vec::new();
+    let mut paths = Vec::with_capacity(files.len());
+    for (file, parsed) in files {
+        if let Some(text) = parsed.instructions {
+            shared.push((text, file.clone()));
+        }
+        if let Some(notes) = parsed.max_notes_per_update {
+            top_notes = Some(Sourced::new(notes, Source::TopLevel { file: file.clone() }));
+        }
+        for entry in parsed.entries {
+            match placed.iter_mut().find(|p| p.entry.slug == entry.slug) {
+                Some(earlier) if earlier.file == file => {
+                    warnings.push(RosterWarning::entry(
+                        &file,
+                        &format!("\"{}\"", clip(&entry.name, SHOWN_CHARS)),
+                        Some("name"),
+                        format!(
+                            "a second entry with the slug `{}`; the later one is used",
+                            entry.slug
+                        ),
+                    ));
+                    earlier.entry = entry;
+                }
+                Some(earlier) => {
+                    let replaced = std::mem::replace(&mut earlier.file, file.clone());
+                    earlier.overrides.push(replaced);
+                    earlier.entry = entry;
+                }
+                None => placed.push(Placed {
+                    file: file.clone(),
+                    entry,
+                    overrides: Vec::new(),
+                }),
+            }
+        }
+        paths.push(file);
+    }
+    let instructions = (!shared.is_empty()).then(|| SharedInstructions {
+        text: shared
+            .iter()
+            .map(|(text, _)| text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        files: shared.into_iter().map(|(_, file)| file).collect(),
+    });
+    let advisors = placed
+        .into_iter()
+        .map(|placed| resolve(placed, top_notes.as_ref(), settings, catalog))
+        .collect();
+    Roster {
+        files: paths,
+        instructions,
+        max_notes_per_update: top_notes,
+        advisors,
+        warnings,
+        fingerprint: Fingerprint::default(),
+    }
+}
+
+/// Resolves one advisor's fields.
+fn resolve(
+    placed: Placed,
+    top_notes: Option<&Sourced<usize>>,
+    settings: &RosterSettings,
+    catalog: &Catalog,
+) -> RosterAdvisor {
+    let Placed {
+        file,
+        entry,
+        overrides,
+    } = placed;
+    let own = || Source::Entry { file: file.clone() };
+    let max_notes_per_update = match (entry.max_notes_per_update, top_notes) {
+        (Some(notes), _) => Sourced::new(notes, own()),
+        (None, Some(top)) => top.clone(),
+        (None, None) => match &settings.max_notes_per_update {
+            Some(setting) => Sourced::new(
+                setting.value.clamp(1, MAX_NOTES_PER_UPDATE),
+                setting.source.clone(),
+            ),
+            None => Sourced::default_value(DEFAULT_NOTES_PER_UPDATE),
+        },
+    };
+    let model = match (&entry.model, &settings.advisor_role) {
+        (Some(role), _) => Sourced::new(model_choice(role, catalog), own()),
+        (None, Some(role)) => Sourced::new(model_choice(&role.value, catalog), role.source.clone()),
+        (None, None) => Sourced::default_value(ModelChoice::NoModel {
+            role: None,
+            reason: "neither `model` nor modelRoles.advisor names one".to_string(),
+        }),
+    };
+    RosterAdvisor {
+        enabled: or_default(entry.enabled, true, own()),
+        model,
+        tools: or_default(entry.tools, RosterTool::DEFAULT_SET.to_vec(), own()),
+        instructions: or_default(entry.instructions.map(Some), None, own()),
+        max_notes_per_update,
+        policy: or_default(entry.policy.map(Some), None, own()),
+        max_severity: or_default(entry.max_severity, Severity::Blocker, own()),
+        when: or_default(entry.when.map(Some), None, own()),
+        slug: entry.slug,
+        name: entry.name,
+        file,
+        overrides,
+    }
+}
+
+/// The entry's `value` from `source`, else `default` as the default.
+fn or_default<T>(value: Option<T>, default: T, source: Source) -> Sourced<T> {
+    match value {
+        Some(value) => Sourced::new(value, source),
+        None => Sourced::default_value(default),
+    }
+}
+
+/// Resolves a role string (M1) into the advisor's model, or says why it cannot be used.
+fn model_choice(role: &str, catalog: &Catalog) -> ModelChoice {
+    match resolve_role(role, catalog) {
+        Ok(resolved) => ModelChoice::Resolved {
+            role: role.to_string(),
+            provider: resolved.provider,
+            model: resolved.model,
+            thinking: resolved.thinking,
+        },
+        Err(_) => ModelChoice::NoModel {
+            role: Some(role.to_string()),
+            reason: format!(
+                "`{}` is not provider/model-id[:thinking]",
+                clip(role, SHOWN_CHARS)
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,694 @@
+//! One roster file's text to what it says (RO4–RO13): the file-level checks (RO4), the
+//! top-level keys (RO6), and each entry checked on its own (RO5), so one malformed entry
+//! never costs the healthy ones.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use serde_norway::{Mapping, Value};
+
+use super::tools::{resolve_grant, Rejected, RosterTool};
+use super::{PathFilter, PolicyChoice, RosterWarning, MAX_NOTES_PER_UPDATE};
+use crate::domain::advice::Severity;
+use crate::regular_file::{clip, SHOWN_CHARS};
+use crate::settings::{looks_like, too_deep, yaml_kind, MAX_YAML_DEPTH};
+
+/// The keys of a roster file's top level.
+const TOP_KEYS: &[&str] = &["instructions", "maxNotesPerUpdate", "advisors"];
+
+/// The keys of one entry.
+const ENTRY_KEYS: &[&str] = &[
+    "name",
+    "enabled",
+    "model",
+    "tools",
+    "instructions",
+    "maxNotesPerUpdate",
+    "policy",
+    "maxSeverity",
+    "when",
+];
+
+/// What one file says, checked; `@` imports not yet expanded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ParsedFile {
+    /// The top-level `instructions`, when set and not blank.
+    pub(crate) instructions: Option<String>,
+    /// The top-level `maxNotesPerUpdate`.
+    pub(crate) max_notes_per_update: Option<usize>,
+    /// The healthy entries, in file order.
+    pub(crate) entries: Vec<Entry>,
+}
+
+/// One healthy entry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Entry {
+    /// `name`, trimmed.
+    pub(crate) name: String,
+    /// Its slug (RO7).
+    pub(crate) slug: String,
+    /// `enabled`.
+    pub(crate) enabled: Option<bool>,
+    /// `model`, trimmed; blank counts as not set.
+    pub(crate) model: Option<String>,
+    /// `tools`, resolved (RO9); `None` when omitted or when every name was dropped (the
+    /// default set applies either way).
+    pub(crate) tools: Option<Vec<RosterTool>>,
+    /// `instructions`, when not blank.
+    pub(crate) instructions: Option<String>,
+    /// `maxNotesPerUpdate`.
+    pub(crate) max_notes_per_update: Option<usize>,
+    /// `policy`.
+    pub(crate) policy: Option<PolicyChoice>,
+    /// `maxSeverity`.
+    pub(crate) max_severity: Option<Severity>,
+    /// `when`.
+    pub(crate) when: Option<PathFilter>,
+}
+
+/// The slug of an advisor name (RO7): lower case, every run of characters other than ASCII
+/// letters and digits one `-`, no `-` at either end; `advisor` when nothing is left.
+pub fn slugify(name: &str) -> String {
+    let mut slug = String::with_capacity(name.len());
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    while slug.ends_with('-') {
+        slug.pop();
+    }
+    if slug.is_empty() {
+        slug.push_str("advisor");
+    }
+    slug
+}
+
+/// Parses the text of the roster file `file` (RO4). `None` when the whole file is skipped
+/// (nested too deep, not YAML, not a mapping at the top); the reason is in `warnings`
+/// either way, with every key and entry problem of a file that is kept.
+pub(crate) fn parse_file(
+    file: &Path,
+    text: &str,
+    warnings: &mut Vec<RosterWarning>,
+) -> Option<ParsedFile> {
+    let skip =
+        |message: String| RosterWarning::file(file, None, format!("{message}; file skipped"));
+    if let Some(line) = too_deep(text) {
+        warnings.push(skip(format!(
+            "nested more than {MAX_YAML_DEPTH} levels deep (line {line})"
+        )));
+        return None;
+    }
+    let value: Value = match serde_norway::from_str(text) {
+        Ok(value) => value,
+        Err(err) => {
+            warnings.push(skip(format!(
+                "not valid YAML ({})",
+                clip(&err.to_string(), SHOWN_CHARS)
+            )));
+            return None;
+        }
+    };
+    let map = match value {
+        Value::Mapping(map) => map,
+        Value::Null => return Some(ParsedFile::default()),
+        other => {
+            warnings.push(skip(format!(
+                "expected a mapping at the top, found {}",
+                yaml_kind(&other)
+            )));
+            return None;
+        }
+    };
+    let mut parsed = ParsedFile::default();
+    for (key, value) in &map {
+        let Some(key) = key.as_str() else {
+            warnings.push(unknown_key(file, None, &key_text(key), TOP_KEYS));
+            continue;
+        };
+        let ignored =
+            |message: String| RosterWarning::file(file, Some(key), format!("{message}; ignored"));
+        match key {
+            "instructions" => match text_field(value) {
+                Ok(text) => parsed.instructions = text,
+                Err(problem) => warnings.push(ignored(format!("`{key}` {problem}"))),
+            },
+            "maxNotesPerUpdate" => match notes_field(value) {
+                Ok((notes, clamped)) => {
+                    parsed.max_notes_per_update = notes;
+                    warnings.extend(clamped.map(|raw| clamp_warning(file, None, raw)));
+                }
+                Err(problem) => warnings.push(ignored(format!("`{key}` {problem}"))),
+            },
+            "advisors" => match value {
+                Value::Null => {}
+                Value::Sequence(items) => {
+                    for (index, item) in items.iter().enumerate() {
+                        if let Some(entry) = parse_entry(file, index + 1, item, warnings) {
+                            parsed.entries.push(entry);
+                        }
+                    }
+                }
+                other => warnings.push(ignored(format!(
+                    "`advisors` must be a list, not {}",
+                    yaml_kind(other)
+                ))),
+            },
+            other => warnings.push(unknown_key(file, None, other, TOP_KEYS)),
+        }
+    }
+    Some(parsed)
+}
+
+/// Checks one entry (RO5); `None` (with a warning naming the entry and the field) when it is
+/// malformed.
+fn parse_entry(
+    file: &Path,
+    index: usize,
+    item: &Value,
+    warnings: &mut Vec<RosterWarning>,
+) -> Option<Entry> {
+    let position = format!("#{index}");
+    let Value::Mapping(map) = item else {
+        warnings.push(RosterWarning::entry(
+            file,
+            &position,
+            None,
+            format!(
+                "an entry must be a mapping of fields, not {}; entry skipped",
+                yaml_kind(item)
+            ),
+        ));
+        return None;
+    };
+    let name = match field(map, "name").map(text_field) {
+        Some(Ok(Some(name))) => name.trim().to_string(),
+        problem => {
+            let problem = match problem {
+                Some(Err(problem)) => problem,
+                _ => "is required".to_string(),
+            };
+            warnings.push(RosterWarning::entry(
+                file,
+                &position,
+                Some("name"),
+                format!("`name` {problem}; entry skipped"),
+            ));
+            return None;
+        }
+    };
+    let label = format!("\"{}\"", clip(&name, SHOWN_CHARS));
+    let mut entry = Entry {
+        slug: slugify(&name),
+        name,
+        enabled: None,
+        model: None,
+        tools: None,
+        instructions: None,
+        max_notes_per_update: None,
+        policy: None,
+        max_severity: None,
+        when: None,
+    };
+    let mut notes = Vec::new();
+    for (key, value) in map {
+        let Some(key) = key.as_str() else {
+            notes.push(unknown_key(file, Some(&label), &key_text(key), ENTRY_KEYS));
+            continue;
+        };
+        let checked = match key {
+            "name" => Ok(()),
+            "enabled" => flag_field(value).map(|v| entry.enabled = v),
+            "model" => text_field(value)
+                .map(|v| entry.model = v.map(|m| m.trim().to_string()).filter(|m| !m.is_empty())),
+            "tools" => names_field(value).map(|names| {
+                entry.tools = names.and_then(|names| {
+                    let grant = resolve_grant(&names);
+                    notes.extend(grant_warnings(
+                        file,
+                        &label,
+                        &grant.rejected,
+                        grant.fell_back,
+                    ));
+                    (!grant.fell_back).then_some(grant.tools)
+                })
+            }),
+            "instructions" => text_field(value).map(|v| entry.instructions = v),
+            "maxNotesPerUpdate" => notes_field(value).map(|(v, clamped)| {
+                entry.max_notes_per_update = v;
+                notes.extend(clamped.map(|raw| clamp_warning(file, Some(&label), raw)));
+            }),
+            "policy" => {
+                choice_field(value, "defer, interrupt, reconfirm").map(|v| entry.policy = v)
+            }
+            "maxSeverity" => {
+                choice_field(value, "nit, concern, blocker").map(|v| entry.max_severity = v)
+            }
+            "when" => when_field(value).map(|v| entry.when = v),
+            other => {
+                notes.push(unknown_key(file, Some(&label), other, ENTRY_KEYS));
+                Ok(())
+            }
+        };
+        if let Err(problem) = checked {
+            let named = if problem.starts_with('`') {
+                problem
+            } else {
+                format!("`{key}` {problem}")
+            };
+            warnings.push(RosterWarning::entry(
+                file,
+                &label,
+                Some(key),
+                format!("{named}; entry skipped"),
+            ));
+            return None;
+        }
+    }
+    warnings.extend(notes);
+    Some(entry)
+}
+
+/// The value under `key`, when the mapping has one.
+fn field<'a>(map: &'a Mapping, key: &str) -> Option<&'a Value> {
+    map.get(key)
+}
+
+/// Text, or nothing (YAML null, or blank text); anything else is a problem.
+fn text_field(value: &Value) -> Result<Option<String>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) if text.trim().is_empty() => Ok(None),
+        Value::String(text) => Ok(Some(text.clone())),
+        other => Err(format!("must be text, not {}", yaml_kind(other))),
+    }
+}
+
+/// `true` or `false`, or nothing.
+fn flag_field(value: &Value) -> Result<Option<bool>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Bool(flag) => Ok(Some(*flag)),
+        other => Err(format!("must be true or false, not {}", yaml_kind(other))),
+    }
+}
+
+/// A list of names, or nothing; an item that is not text is a problem.
+fn names_field(value: &Value) -> Result<Option<Vec<String>>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Sequence(items) => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| match item {
+                Value::String(name) => Ok(name.clone()),
+                other => Err(format!(
+                    "must be a list of tool names; item {} is {}",
+                    index + 1,
+                    yaml_kind(other)
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        other => Err(format!(
+            "must be a list of tool names, not {}",
+            yaml_kind(other)
+        )),
+    }
+}
+
+/// A whole number of at least 1 (RO10), or nothing; above [`MAX_NOTES_PER_UPDATE`] it is
+/// capped, and the second value is the number written, for a warning.
+fn notes_field(value: &Value) -> Result<(Option<usize>, Option<u64>), String> {
+    let allowed = || format!("must be a whole number from 1 to {MAX_NOTES_PER_UPDATE}");
+    match value {
+        Value::Null => Ok((None, None)),
+        Value::Number(number) => match number.as_u64() {
+            Some(0) | None => Err(format!("{}, not {number}", allowed())),
+            Some(n) if n > MAX_NOTES_PER_UPDATE as u64 => Ok((Some(MAX_NOTES_PER_UPDATE), Some(n))),
+            Some(n) => Ok((usize::try_from(n).ok(), None)),
+        },
+        other => Err(format!("{}, not {}", allowed(), yaml_kind(other))),
+    }
+}
+
+/// One of a fixed set of words (any case), or nothing.
+fn choice_field<T: FromStr>(value: &Value, allowed: &str) -> Result<Option<T>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) => text
+            .trim()
+            .to_ascii_lowercase()
+            .parse()
+            .map(Some)
+            .map_err(|_| {
+                format!(
+                    "must be one of {allowed}, not `{}`",
+                    clip(text, SHOWN_CHARS)
+                )
+            }),
+        other => Err(format!(
+            "must be one of {allowed}, not {}",
+            yaml_kind(other)
+        )),
+    }
+}
+
+/// `when: { paths: [globs] }` (RO17), or nothing.
+fn when_field(value: &Value) -> Result<Option<PathFilter>, String> {
+    let map = match value {
+        Value::Null => return Ok(None),
+        Value::Mapping(map) => map,
+        other => {
+            return Err(format!(
+                "must be a mapping such as {{ paths: [\"migrations/**\"] }}, not {}",
+                yaml_kind(other)
+            ))
+        }
+    };
+    let mut patterns = None;
+    for (key, value) in map {
+        match key.as_str() {
+            Some("paths") => match value {
+                Value::Sequence(items) => {
+                    let mut list = Vec::with_capacity(items.len());
+                    for (index, item) in items.iter().enumerate() {
+                        match item {
+                            Value::String(glob) => list.push(glob.clone()),
+                            other => {
+                                return Err(format!(
+                                    "`when.paths` must be a list of globs; item {} is {}",
+                                    index + 1,
+                                    yaml_kind(other)
+                                ))
+                            }
+                        }
+                    }
+                    patterns = Some(list);
+                }
+                other => {
+                    return Err(format!(
+                        "`when.paths` must be a list of globs, not {}",
+                        yaml_kind(other)
+                    ))
+                }
+            },
+            _ => {
+                return Err(format!(
+                    "`when.{}` is not a condition this advisor knows (only `paths`)",
+                    clip(&key_text(key), SHOWN_CHARS)
+                ))
+            }
+        }
+    }
+    let patterns = patterns.ok_or_else(|| "`when` needs `paths`".to_string())?;
+    if patterns.is_empty() {
+        return Err("`when.paths` lists no glob".to_string());
+    }
+    PathFilter::new(patterns).map(Some)
+}
+
+/// A key as it is written, for a warning about it.
+fn key_text(key: &Value) -> String {
+    match key {
+        Value::String(text) => text.clone(),
+        Value::Number(number) => number.to_string(),
+        Value::Bool(flag) => flag.to_string(),
+        other => yaml_kind(other).to_string(),
+    }
+}
+
+/// The warning for a key nobody reads, with a suggestion when it resembles a known one.
+fn unknown_key(file: &Path, label: Option<&str>, key: &str, known: &[&str]) -> RosterWarning {
+    let key = clip(key, SHOWN_CHARS);
+    let mut message = format!("unknown key `{key}` ignored");
+    if let Some(near) = known.iter().find(|k| looks_like(&key, k)) {
+        message.push_str(&format!(" (did you mean `{near}`?)"));
+    }
+    match label {
+        Some(label) => RosterWarning::entry(file, label, Some(&key), message),
+        None => RosterWarning::file(file, Some(&key), message),
+    }
+}
+
+/// The warning for a `maxNotesPerUpdate` above the cap.
+fn clamp_warning(file: &Path, label: Option<&str>, raw: u64) -> RosterWarning {
+    let message = format!(
+        "`maxNotesPerUpdate` {raw} is above {MAX_NOTES_PER_UPDATE}; {MAX_NOTES_PER_UPDATE} is used"
+    );
+    match label {
+        Some(label) => RosterWarning::entry(file, label, Some("maxNotesPerUpdate"), message),
+        None => RosterWarning::file(file, Some("maxNotesPerUpdate"), message),
+    }
+}
+
+/// The warnings of a tool grant (RO9).
+fn grant_warnings(
+    file: &Path,
+    label: &str,
+    rejected: &[Rejected],
+    fell_back: bool,
+) -> Vec<RosterWarning> {
+    let mut out: Vec<RosterWarning> = rejected
+        .iter()
+        .map(|rejected| {
+            let message = match rejected {
+                Rejected::Mutating(name) => format!(
+                    "tool `{}` refused: this advisor never mutates (it reads, searches and advises only)",
+                    clip(name, SHOWN_CHARS)
+                ),
+                Rejected::Unknown(name) => format!(
+                    "unknown tool `{}` dropped (the tools are read, search, find)",
+                    clip(name, SHOWN_CHARS)
+                ),
+            };
+            RosterWarning::entry(file, label, Some("tools"), message)
+        })
+        .collect();
+    if fell_back {
+        out.push(RosterWarning::entry(
+            file,
+            label,
+            Some("tools"),
+            "no tool left; the default set is used (read, search, find)".to_string(),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "/p/WATCHDOG.yml";
+
+    fn parse(text: &str) -> (Option<ParsedFile>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let parsed = parse_file(Path::new(FILE), text, &mut warnings);
+        (parsed, warnings.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn ro7_slugs() {
+        assert_eq!(slugify("Architecture"), "architecture");
+        assert_eq!(slugify("  Security & Secrets!! "), "security-secrets");
+        assert_eq!(slugify("DB--Migrations_v2"), "db-migrations-v2");
+        assert_eq!(slugify("Ünïcode Çheck"), "n-code-heck");
+        assert_eq!(slugify("!!!"), "advisor");
+    }
+
+    #[test]
+    fn ro4_invalid_yaml_and_non_mapping_skip_the_file() {
+        let (parsed, warnings) = parse("advisors: [\n");
+        assert!(parsed.is_none());
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].starts_with("/p/WATCHDOG.yml: not valid YAML (")
+                && warnings[0].ends_with("); file skipped"),
+            "{warnings:?}"
+        );
+        let (parsed, warnings) = parse("- name: a\n");
+        assert!(parsed.is_none());
+        assert_eq!(
+            warnings,
+            ["/p/WATCHDOG.yml: expected a mapping at the top, found a list; file skipped"]
+        );
+        let (parsed, warnings) = parse("");
+        assert_eq!(parsed, Some(ParsedFile::default()));
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn ro4_deep_nesting_is_refused_before_parsing() {
+        let text = format!("advisors: {}{}", "[".repeat(100), "]".repeat(100));
+        let (parsed, warnings) = parse(&text);
+        assert!(parsed.is_none());
+        assert_eq!(
+            warnings,
+            ["/p/WATCHDOG.yml: nested more than 64 levels deep (line 1); file skipped"]
+        );
+    }
+
+    #[test]
+    fn ro5_malformed_entry_is_skipped_naming_entry_and_field() {
+        let (parsed, warnings) = parse(
+            "advisors:\n  - name: Good\n  - name: Bad\n    enabled: sometimes\n  - model: x/y\n  - 7\n  - name: Also good\n",
+        );
+        let parsed = parsed.unwrap();
+        let names: Vec<_> = parsed.entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["Good", "Also good"]);
+        assert_eq!(
+            warnings,
+            [
+                "/p/WATCHDOG.yml: advisor \"Bad\": `enabled` must be true or false, not a string; entry skipped",
+                "/p/WATCHDOG.yml: advisor #3: `name` is required; entry skipped",
+                "/p/WATCHDOG.yml: advisor #4: an entry must be a mapping of fields, not a number; entry skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn ro5_each_field_is_checked() {
+        for (field, expected) in [
+            ("model: 5", "`model` must be text, not a number"),
+            (
+                "tools: read",
+                "`tools` must be a list of tool names, not a string",
+            ),
+            (
+                "tools: [read, 3]",
+                "`tools` must be a list of tool names; item 2 is a number",
+            ),
+            (
+                "instructions: [a]",
+                "`instructions` must be text, not a list",
+            ),
+            (
+                "maxNotesPerUpdate: 0",
+                "`maxNotesPerUpdate` must be a whole number from 1 to 32, not 0",
+            ),
+            (
+                "maxNotesPerUpdate: 2.5",
+                "`maxNotesPerUpdate` must be a whole number from 1 to 32, not 2.5",
+            ),
+            (
+                "policy: loud",
+                "`policy` must be one of defer, interrupt, reconfirm, not `loud`",
+            ),
+            (
+                "maxSeverity: fatal",
+                "`maxSeverity` must be one of nit, concern, blocker, not `fatal`",
+            ),
+            (
+                "when: src",
+                "`when` must be a mapping such as { paths: [\"migrations/**\"] }, not a string",
+            ),
+            (
+                "when: {files: [a]}",
+                "`when.files` is not a condition this advisor knows (only `paths`)",
+            ),
+            ("when: {paths: []}", "`when.paths` lists no glob"),
+            (
+                "when: {paths: [\"a[\"]}",
+                "`when.paths` item 1 is not a valid glob",
+            ),
+        ] {
+            let text = format!("advisors:\n  - name: A\n    {field}\n");
+            let (parsed, warnings) = parse(&text);
+            assert!(parsed.unwrap().entries.is_empty(), "{field}");
+            assert_eq!(warnings.len(), 1, "{field}: {warnings:?}");
+            assert!(warnings[0].contains(expected), "{field}: {}", warnings[0]);
+            assert!(warnings[0].ends_with("; entry skipped"), "{}", warnings[0]);
+        }
+    }
+
+    #[test]
+    fn ro5_a_name_that_is_not_text_skips_the_entry_by_position() {
+        let (parsed, warnings) = parse("advisors:\n  - name: [x]\n");
+        assert!(parsed.unwrap().entries.is_empty());
+        assert_eq!(
+            warnings,
+            ["/p/WATCHDOG.yml: advisor #1: `name` must be text, not a list; entry skipped"]
+        );
+    }
+
+    #[test]
+    fn ro6_top_level_keys_and_their_problems() {
+        let (parsed, warnings) = parse(
+            "instructions: |\n  Be brief.\nmaxNotesPerUpdate: 40\nadvisors:\ncolour: red\nadvisor: []\n",
+        );
+        let parsed = parsed.unwrap();
+        assert_eq!(parsed.instructions.as_deref(), Some("Be brief.\n"));
+        assert_eq!(parsed.max_notes_per_update, Some(32));
+        assert_eq!(
+            warnings,
+            [
+                "/p/WATCHDOG.yml: `maxNotesPerUpdate` 40 is above 32; 32 is used",
+                "/p/WATCHDOG.yml: unknown key `colour` ignored",
+                "/p/WATCHDOG.yml: unknown key `advisor` ignored (did you mean `advisors`?)",
+            ]
+        );
+        let (parsed, warnings) = parse("instructions: 3\nadvisors: {name: a}\n");
+        assert_eq!(parsed, Some(ParsedFile::default()));
+        assert_eq!(
+            warnings,
+            [
+                "/p/WATCHDOG.yml: `instructions` must be text, not a number; ignored",
+                "/p/WATCHDOG.yml: `advisors` must be a list, not a mapping; ignored",
+            ]
+        );
+    }
+
+    #[test]
+    fn ro8_to_ro17_fields_are_read() {
+        let (parsed, warnings) = parse(
+            "advisors:\n  - name: \" DB Migrations \"\n    enabled: false\n    model: \" openai/gpt-5:high \"\n    tools: [grep, glob]\n    instructions: Check locks.\n    maxNotesPerUpdate: 2\n    policy: Reconfirm\n    maxSeverity: concern\n    when:\n      paths: [\"migrations/**\", \"**/*.sql\"]\n",
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let entry = &parsed.unwrap().entries[0];
+        assert_eq!(entry.name, "DB Migrations");
+        assert_eq!(entry.slug, "db-migrations");
+        assert_eq!(entry.enabled, Some(false));
+        assert_eq!(entry.model.as_deref(), Some("openai/gpt-5:high"));
+        assert_eq!(
+            entry.tools,
+            Some(vec![RosterTool::Search, RosterTool::Find])
+        );
+        assert_eq!(entry.instructions.as_deref(), Some("Check locks."));
+        assert_eq!(entry.max_notes_per_update, Some(2));
+        assert_eq!(entry.policy, Some(PolicyChoice::Reconfirm));
+        assert_eq!(entry.max_severity, Some(Severity::Concern));
+        let when = entry.when.as_ref().unwrap();
+        assert_eq!(when.patterns(), ["migrations/**", "**/*.sql"]);
+    }
+
+    #[test]
+    fn ro5_unknown_entry_key_warns_and_keeps_the_entry() {
+        let (parsed, warnings) = parse("advisors:\n  - name: A\n    modle: x/y\n    blank:\n");
+        assert_eq!(parsed.unwrap().entries.len(), 1);
+        assert_eq!(
+            warnings,
+            [
+                "/p/WATCHDOG.yml: advisor \"A\": unknown key `modle` ignored (did you mean `model`?)",
+                "/p/WATCHDOG.yml: advisor \"A\": unknown key `blank` ignored",
+            ]
+        );
+    }
+
+    #[test]
+    fn ro5_empty_values_count_as_not_set() {
+        let (parsed, warnings) = parse(
+            "advisors:\n  - name: A\n    model: \"  \"\n    enabled:\n    tools:\n    instructions: \"\"\n    when:\n",
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let entry = &parsed.unwrap().entries[0];
+        assert_eq!(
+            (entry.model.as_ref(), entry.enabled, entry.tools.as_ref()),
+            (None, None, None)
+        );
+        assert!(entry.instructions.is_none() && entry.when.is_none());
+    }
+}

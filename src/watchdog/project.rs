@@ -1,0 +1,458 @@
+//! What the advisor knows of the project besides the transcript (P8): the instruction files
+//! the agent follows, as one `<project-context>` block, and the hint naming the one
+//! repository under a working directory that is outside git.
+//!
+//! The files, farthest directory first, the user's last:
+//! - in every directory of the upward walk ([`walk_dirs`]: the working directory up to the
+//!   repository root), `.omp/AGENTS.md`, then `AGENTS.md` (or, when there is none,
+//!   `CLAUDE.md`), then `.claude/CLAUDE.md` and `.github/copilot-instructions.md`;
+//! - the user's `<agentDir>/AGENTS.md`.
+//!
+//! A file whose content (imports expanded) is byte-identical to one already taken is left
+//! out. `@` imports are expanded as in WATCHDOG files (W6): a project file imports only from
+//! inside its project, and a project file that is a symlink leading out is skipped, with a
+//! warning. Each file is used up to [`MAX_CONTEXT_FILE_BYTES`] and all of them up to
+//! [`MAX_CONTEXT_TOTAL_BYTES`]; a cut is marked where it happens. The content is redacted
+//! (X5) like the watchdog blocks.
+//!
+//! A host may hand its own list of files instead ([`ContextFile`],
+//! [`format_project_context`]); it is bounded and redacted the same way.
+
+use std::path::{Path, PathBuf};
+
+use super::discovery::{walk_dirs, Candidate, CandidateKind};
+use super::imports::expand_imports_within;
+use super::read::{read_text, ReadError};
+use super::{canonical_inside, check_inside_project, project_root};
+use super::{Fingerprint, WatchdogConfig};
+use crate::redact::Redactor;
+use crate::regular_file::{clip, SHOWN_CHARS};
+use crate::texts::{fill, Table};
+
+/// The texts around the files, a data file.
+const TEXTS: Table = Table(include_str!("../../config/prompts/project-context.txt"));
+
+/// The most of one instruction file that goes into the prompt: 32 KiB.
+pub const MAX_CONTEXT_FILE_BYTES: usize = 32 * 1024;
+
+/// The most of all instruction files together: 128 KiB.
+pub const MAX_CONTEXT_TOTAL_BYTES: usize = 128 * 1024;
+
+/// One instruction file: where it is and what it says (imports already expanded).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ContextFile {
+    /// Its absolute path, shown to the advisor.
+    pub path: String,
+    /// Its content.
+    pub content: String,
+}
+
+/// The candidate instruction files of a project directory, in prompt order: each inner
+/// list is one slot, of which the first existing file is taken.
+fn directory_slots(dir: &Path) -> [Vec<(PathBuf, CandidateKind)>; 4] {
+    let nested =
+        |sub: &str, name: &str| vec![(dir.join(sub).join(name), CandidateKind::ProjectOmp)];
+    [
+        nested(".omp", "AGENTS.md"),
+        vec![
+            (dir.join("AGENTS.md"), CandidateKind::ProjectPlain),
+            (dir.join("CLAUDE.md"), CandidateKind::ProjectPlain),
+        ],
+        nested(".claude", "CLAUDE.md"),
+        nested(".github", "copilot-instructions.md"),
+    ]
+}
+
+/// Discovers and reads the instruction files for `config` (P8). Every path looked at goes
+/// into `fingerprint`, so a file that appears, changes or goes is seen at the next review
+/// (W8). Blocking.
+pub fn discover_context_files(
+    config: &WatchdogConfig,
+    fingerprint: &mut Fingerprint,
+    warnings: &mut Vec<String>,
+) -> Vec<ContextFile> {
+    let root = project_root(&config.cwd, config.home.as_deref());
+    let canonical_root = std::fs::canonicalize(&root).ok();
+    let mut files = Vec::new();
+    for dir in walk_dirs(&config.cwd, config.home.as_deref()).iter().rev() {
+        for slot in directory_slots(dir) {
+            for (path, kind) in slot {
+                fingerprint.push_import(&path);
+                let candidate = Candidate { path, kind };
+                match check_inside_project(&candidate, &root, canonical_root.as_deref()) {
+                    Ok(()) => {}
+                    Err(ReadError::Missing) => continue,
+                    Err(err) => {
+                        warnings.push(skipped(&candidate.path, &err));
+                        continue;
+                    }
+                }
+                if let Some(file) = read_one(
+                    &candidate.path,
+                    config,
+                    Some(&root),
+                    canonical_root.as_deref(),
+                    fingerprint,
+                    warnings,
+                ) {
+                    files.push(file);
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(user) = config.agent_dir.as_ref().map(|dir| dir.join("AGENTS.md")) {
+        fingerprint.push_import(&user);
+        files.extend(read_one(&user, config, None, None, fingerprint, warnings));
+    }
+    files
+}
+
+/// Reads one instruction file and expands its imports; `None` when it is missing or cannot
+/// be used (with a warning for the latter). `scope` confines a project file's imports.
+fn read_one(
+    path: &Path,
+    config: &WatchdogConfig,
+    scope: Option<&Path>,
+    canonical_root: Option<&Path>,
+    fingerprint: &mut Fingerprint,
+    warnings: &mut Vec<String>,
+) -> Option<ContextFile> {
+    let text = match read_text(path, MAX_CONTEXT_FILE_BYTES) {
+        Ok(read) => read.content,
+        Err(ReadError::Missing | ReadError::NotAFile) => return None,
+        Err(err) => {
+            warnings.push(skipped(path, &err));
+            return None;
+        }
+    };
+    let mut reader = |import: &Path| {
+        fingerprint.push_import(import);
+        let import = match (scope, canonical_root) {
+            (Some(_), Some(inside)) => canonical_inside(import, inside)?,
+            (Some(root), None) => {
+                return Err(ReadError::Outside {
+                    root: root.to_path_buf(),
+                })
+            }
+            (None, _) => import.to_path_buf(),
+        };
+        read_text(&import, MAX_CONTEXT_FILE_BYTES).map(|read| read.content)
+    };
+    let expansion = expand_imports_within(&text, path, config.home.as_deref(), scope, &mut reader);
+    warnings.extend(expansion.warnings);
+    Some(ContextFile {
+        path: path.display().to_string(),
+        content: expansion.text,
+    })
+}
+
+/// The warning for an instruction file that exists but cannot be used.
+fn skipped(path: &Path, err: &ReadError) -> String {
+    format!(
+        "project instructions: skipped {}: {err}",
+        clip(&path.display().to_string(), SHOWN_CHARS)
+    )
+}
+
+/// The `<project-context>` block of `files` (P8), `None` when there are none: the line
+/// saying they bind the agent, then one `<file path="…">` each. Byte-identical copies are
+/// left out; each file is cut at [`MAX_CONTEXT_FILE_BYTES`] and the whole at
+/// [`MAX_CONTEXT_TOTAL_BYTES`], with the cut marked; the content is redacted (X5) when a
+/// redactor is given.
+pub fn format_project_context(
+    files: &[ContextFile],
+    redactor: Option<&Redactor>,
+) -> Option<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut body = String::new();
+    let mut left = MAX_CONTEXT_TOTAL_BYTES;
+    for file in files {
+        if seen.contains(&file.content.as_str()) {
+            continue;
+        }
+        seen.push(&file.content);
+        if left == 0 {
+            body.push_str(&fill(TEXTS.get("totalCut"), &[("limit", "128 KB")]));
+            body.push('\n');
+            break;
+        }
+        let mut content = cut(&file.content, MAX_CONTEXT_FILE_BYTES);
+        let mut marker = (content.len() < file.content.len())
+            .then(|| fill(TEXTS.get("fileCut"), &[("limit", "32 KB")]));
+        if content.len() > left {
+            content = cut(content, left);
+            marker = Some(fill(TEXTS.get("totalCut"), &[("limit", "128 KB")]));
+        }
+        left -= content.len();
+        let content = match redactor {
+            Some(redactor) => redactor.redact(content).into_owned(),
+            None => content.to_string(),
+        };
+        body.push_str(&format!(
+            "<file path=\"{}\">\n",
+            escape_attribute(&file.path)
+        ));
+        body.push_str(content.trim_end_matches('\n'));
+        body.push('\n');
+        if let Some(marker) = marker {
+            body.push_str(&marker);
+            body.push('\n');
+        }
+        body.push_str("</file>\n");
+    }
+    if body.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "<project-context>\n{}\n{body}</project-context>",
+        TEXTS.get("intro")
+    ))
+}
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// A path as an attribute value: `&`, `"`, `<` and `>` escaped.
+fn escape_attribute(path: &str) -> String {
+    path.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The single-child-repository hint (P8): when the working directory is outside git and
+/// has exactly one direct child that is a git repository, an attention block naming it.
+/// The directory's own stamp goes into `fingerprint`, so a repository added beside it is
+/// seen. Blocking.
+pub fn child_repository_hint(
+    config: &WatchdogConfig,
+    fingerprint: &mut Fingerprint,
+) -> Option<String> {
+    let cwd = &config.cwd;
+    let inside_git = cwd
+        .ancestors()
+        .any(|dir| dir.join(".git").symlink_metadata().is_ok());
+    if inside_git {
+        return None;
+    }
+    fingerprint.push_import(cwd);
+    let mut repos = std::fs::read_dir(cwd)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|entry| entry.path())
+        .filter(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .take(2);
+    let repo = repos.next()?;
+    if repos.next().is_some() {
+        return None;
+    }
+    let text = fill(
+        TEXTS.get("childRepo"),
+        &[
+            ("cwd", &cwd.display().to_string()),
+            ("repo", &repo.display().to_string()),
+        ],
+    );
+    Some(super::attention_block(&text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(cwd: &Path, agent: &Path, home: &Path) -> WatchdogConfig {
+        WatchdogConfig {
+            cwd: cwd.to_path_buf(),
+            agent_dir: Some(agent.to_path_buf()),
+            home: Some(home.to_path_buf()),
+        }
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn p8_files_come_farthest_first_one_per_directory_and_the_users_last() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let repo = home.join("repo");
+        let sub = repo.join("crates/core");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(&sub).unwrap();
+        write(&repo.join("AGENTS.md"), "root agents");
+        write(&repo.join("CLAUDE.md"), "root claude (AGENTS.md wins)");
+        write(&repo.join(".github/copilot-instructions.md"), "copilot");
+        write(&repo.join(".omp/AGENTS.md"), "omp native");
+        write(&sub.join("CLAUDE.md"), "core claude @notes.md");
+        write(&sub.join("notes.md"), "imported notes");
+        write(&sub.join(".claude/CLAUDE.md"), "root agents");
+        write(&home.join("agent/AGENTS.md"), "user rules");
+        let config = config(&sub, &home.join("agent"), &home);
+        let (mut fp, mut warnings) = (Fingerprint::default(), Vec::new());
+        let files = discover_context_files(&config, &mut fp, &mut warnings);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(
+            !fp.is_current(&config),
+            "only the imports part is filled here"
+        );
+        let got: Vec<(String, &str)> = files
+            .iter()
+            .map(|f| {
+                let rel = Path::new(&f.path).strip_prefix(&home).unwrap();
+                (rel.display().to_string(), f.content.as_str())
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("repo/.omp/AGENTS.md".to_string(), "omp native"),
+                ("repo/AGENTS.md".to_string(), "root agents"),
+                (
+                    "repo/.github/copilot-instructions.md".to_string(),
+                    "copilot"
+                ),
+                (
+                    "repo/crates/core/CLAUDE.md".to_string(),
+                    "core claude imported notes"
+                ),
+                (
+                    "repo/crates/core/.claude/CLAUDE.md".to_string(),
+                    "root agents"
+                ),
+                ("agent/AGENTS.md".to_string(), "user rules"),
+            ]
+        );
+        // The byte-identical copy appears once, where it came first.
+        let block = format_project_context(&files, None).unwrap();
+        assert_eq!(block.matches("root agents").count(), 1, "{block}");
+        assert!(block.starts_with(&format!(
+            "<project-context>\n{}\n<file path=\"",
+            TEXTS.get("intro")
+        )));
+        assert!(
+            block.ends_with("user rules\n</file>\n</project-context>"),
+            "{block}"
+        );
+        // W8: the load's fingerprint covers the instruction files too.
+        let loaded = super::super::load_with(&config, None);
+        assert_eq!(loaded.prompt.project_context, Some(block));
+        assert!(loaded.fingerprint.is_current(&config));
+        write(&sub.join("AGENTS.md"), "new core rules");
+        assert!(
+            !loaded.fingerprint.is_current(&config),
+            "a new instruction file is a change"
+        );
+    }
+
+    #[test]
+    fn p8_w6_a_project_file_imports_only_from_inside_its_project() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let repo = home.join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let secret = tmp.path().join("secret.txt");
+        write(&secret, "the secret");
+        write(
+            &repo.join("AGENTS.md"),
+            &format!("see @{}", secret.display()),
+        );
+        let config = config(&repo, &home.join("agent"), &home);
+        let (mut fp, mut warnings) = (Fingerprint::default(), Vec::new());
+        let files = discover_context_files(&config, &mut fp, &mut warnings);
+        assert!(!files[0].content.contains("the secret"), "{:?}", files[0]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        // A project file that is a symlink leading out is skipped, with a warning.
+        std::fs::remove_file(repo.join("AGENTS.md")).unwrap();
+        std::os::unix::fs::symlink(&secret, repo.join("AGENTS.md")).unwrap();
+        let (mut fp, mut warnings) = (Fingerprint::default(), Vec::new());
+        let files = discover_context_files(&config, &mut fp, &mut warnings);
+        assert!(files.is_empty(), "{files:?}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("project instructions: skipped "),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn p8_files_are_cut_at_32_kb_and_128_kb_in_all_with_the_cut_marked_and_redacted() {
+        let big = |c: &str| c.repeat(40 * 1024);
+        let files: Vec<ContextFile> = (0..5)
+            .map(|i| ContextFile {
+                path: format!("/p/{i}/AGENTS.md"),
+                content: big(&i.to_string()),
+            })
+            .collect();
+        let block = format_project_context(&files, None).unwrap();
+        assert_eq!(
+            block
+                .matches(&fill(TEXTS.get("fileCut"), &[("limit", "32 KB")]))
+                .count(),
+            4
+        );
+        assert_eq!(
+            block
+                .matches(&fill(TEXTS.get("totalCut"), &[("limit", "128 KB")]))
+                .count(),
+            1
+        );
+        assert!(!block.contains("/p/4/"), "the fifth file is past the total");
+        let content: usize = (0..4)
+            .map(|i| block.matches(&i.to_string()[..]).count())
+            .sum();
+        assert!(content <= MAX_CONTEXT_TOTAL_BYTES + 64, "{content}");
+        let redactor = Redactor::new().unwrap();
+        let secret = [ContextFile {
+            path: "/p/\"q\"/AGENTS.md".into(),
+            content: "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345".into(),
+        }];
+        let block = format_project_context(&secret, Some(&redactor)).unwrap();
+        assert!(!block.contains("sk-proj-abcdefghijklmnop"), "{block}");
+        assert!(
+            block.contains("<file path=\"/p/&quot;q&quot;/AGENTS.md\">"),
+            "{block}"
+        );
+        assert_eq!(format_project_context(&[], None), None);
+    }
+
+    #[test]
+    fn p8_one_child_repository_of_a_directory_outside_git_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().join("work");
+        std::fs::create_dir_all(cwd.join("app/.git")).unwrap();
+        std::fs::create_dir_all(cwd.join("notes")).unwrap();
+        let config = config(&cwd, &tmp.path().join("agent"), tmp.path());
+        let mut fp = Fingerprint::default();
+        let hint = child_repository_hint(&config, &mut fp).expect("one child repository");
+        assert!(
+            hint.contains(&cwd.join("app").display().to_string()),
+            "{hint}"
+        );
+        assert!(hint.starts_with("Especially pay attention to:\n<attention>\n"));
+        std::fs::create_dir_all(cwd.join("lib/.git")).unwrap();
+        assert_eq!(
+            child_repository_hint(&config, &mut fp),
+            None,
+            "two: no hint"
+        );
+        let inside = config.with_cwd(cwd.join("app"));
+        assert_eq!(
+            child_repository_hint(&inside, &mut fp),
+            None,
+            "inside git: no hint"
+        );
+    }
+}
