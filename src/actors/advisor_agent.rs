@@ -261,7 +261,7 @@ impl Handler<QueueDelta> for AdvisorAgent {
 
     fn handle(&mut self, msg: QueueDelta, ctx: &mut Context<Self>) {
         if msg.epoch == self.epoch {
-            self.state.push(msg.prompt);
+            self.state.push_update(msg.update);
             self.maybe_start(ctx);
         }
     }

@@ -3,7 +3,7 @@
 
 use actix::{Actor, Context, Handler, Recipient, Supervised};
 
-use crate::feed::{FeedCursor, FeedOutcome};
+use crate::feed::{FeedCursor, FeedOutcome, Update};
 use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor, TurnObserved};
 use crate::messages::review::QueueDelta;
 
@@ -43,7 +43,14 @@ impl Handler<ObserveTurn> for TranscriptFeed {
             FeedOutcome::Delta(prompt) => {
                 self.advisor.do_send(QueueDelta {
                     epoch: msg.epoch,
-                    prompt,
+                    update: Update::Text(prompt),
+                });
+                TurnObserved::Queued
+            }
+            FeedOutcome::Turn(turn) => {
+                self.advisor.do_send(QueueDelta {
+                    epoch: msg.epoch,
+                    update: Update::Turn(turn),
                 });
                 TurnObserved::Queued
             }

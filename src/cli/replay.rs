@@ -93,7 +93,7 @@ pub struct ReplayArgs {
     /// Delivery policy: interrupt or reconfirm.
     #[arg(long, value_parser = parse_policy)]
     pub policy: Option<DeliveryPolicy>,
-    /// How deltas are rendered: compact or full.
+    /// How deltas are rendered: expanded (the default), compact or full.
     #[arg(long, value_parser = parse_view)]
     pub transcript: Option<TranscriptView>,
     /// How far each turn waits for the advisor: off, 1, 3 or 5 (replay default: 1).

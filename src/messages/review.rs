@@ -5,16 +5,19 @@ use std::time::SystemTime;
 use actix::Message as ActixMessage;
 use serde::Serialize;
 
+use crate::feed::Update;
+
 pub use crate::review::{AgentStatus, AskError, AuditEvent, BacklogWait};
 
-/// Queues one rendered delta (one turn) for review.
+/// Queues one turn's delta for review.
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
 pub struct QueueDelta {
     /// The epoch the delta was rendered in; stale ones are ignored.
     pub epoch: u64,
-    /// `### Session update\n\n` + the rendered delta.
-    pub prompt: String,
+    /// `### Session update\n\n` + the rendered delta (compact, full), or the turn's
+    /// messages, rendered with their batch (expanded).
+    pub update: Update,
 }
 
 /// Resolves once the backlog is below `threshold`, or at once while the advisor is failing

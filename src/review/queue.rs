@@ -4,22 +4,56 @@
 use std::collections::VecDeque;
 
 use super::texts;
+use crate::feed::{batch_parts, Update};
+use crate::render::ExpandedMemory;
 
 /// A batch of deltas reviewed together (G2).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     /// The deltas, oldest first.
-    pub deltas: Vec<String>,
+    pub deltas: Vec<Update>,
     /// Turns the batch covers (one per delta).
     pub turns: usize,
+}
+
+/// What one review sends the advisor: its user messages, in order. The compact and full
+/// views make one; the expanded view one per message of the batch (SPEC §3 Expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewPrompt {
+    /// The user messages, never empty.
+    pub parts: Vec<String>,
+}
+
+impl ReviewPrompt {
+    /// A prompt of one message.
+    pub fn single(text: String) -> Self {
+        Self { parts: vec![text] }
+    }
+
+    /// The parts joined by `\n`: the single-string form.
+    pub fn joined(&self) -> String {
+        self.parts.join("\n")
+    }
+
+    /// Puts `text` and a blank line before the first part.
+    pub fn prefix(&mut self, text: &str) {
+        match self.parts.first_mut() {
+            Some(first) => first.insert_str(0, &format!("{text}\n\n")),
+            None => self.parts.push(text.to_string()),
+        }
+    }
 }
 
 /// The queue of deltas waiting for review (G2) and the record of turns dropped by F2.
 #[derive(Debug, Default)]
 pub struct ReviewQueue {
-    pending: VecDeque<String>,
+    pending: VecDeque<Update>,
     in_flight: Option<Batch>,
     missed_turns: usize,
+    /// The expanded view's standing context already sent (kept across reviews).
+    memory: ExpandedMemory,
+    /// `memory` as the in-flight batch leaves it: kept when the review succeeds.
+    in_flight_memory: Option<ExpandedMemory>,
 }
 
 impl ReviewQueue {
@@ -29,8 +63,8 @@ impl ReviewQueue {
     }
 
     /// Queues one delta (one turn).
-    pub fn push(&mut self, delta: String) {
-        self.pending.push_back(delta);
+    pub fn push(&mut self, delta: impl Into<Update>) {
+        self.pending.push_back(delta.into());
     }
 
     /// Turns not yet reviewed or dropped, the in-flight batch included (G2).
@@ -43,7 +77,7 @@ impl ReviewQueue {
         if self.in_flight.is_some() || self.pending.is_empty() {
             return None;
         }
-        let deltas: Vec<String> = self.pending.drain(..).collect();
+        let deltas: Vec<Update> = self.pending.drain(..).collect();
         let batch = Batch {
             turns: deltas.len(),
             deltas,
@@ -53,29 +87,41 @@ impl ReviewQueue {
     }
 
     /// The review prompt of a batch: the missed-turns notice (F2) when turns were dropped,
-    /// then the deltas joined by a blank line.
-    pub fn prompt_for(&self, batch: &Batch) -> String {
-        let body = batch.deltas.join("\n\n");
-        if self.missed_turns == 0 {
-            body
-        } else {
+    /// then the deltas: rendered texts joined by a blank line, expanded turns one message
+    /// per part ([`batch_parts`]). The standing context it sends is remembered once the
+    /// review succeeds.
+    pub fn prompt_for(&mut self, batch: &Batch) -> ReviewPrompt {
+        let mut memory = self.memory.clone();
+        let mut parts = batch_parts(&batch.deltas, &mut memory);
+        self.in_flight_memory = Some(memory);
+        if parts.is_empty() {
+            parts.push(String::new());
+        }
+        let mut prompt = ReviewPrompt { parts };
+        if self.missed_turns > 0 {
             let note = texts::fill(
                 texts::MISSED_TURNS,
                 &[("turns", &texts::turns(self.missed_turns))],
             );
-            format!("{note}\n\n{body}")
+            prompt.prefix(&note);
         }
+        prompt
     }
 
     /// The in-flight batch was reviewed.
     pub fn finish_ok(&mut self) {
         self.in_flight = None;
         self.missed_turns = 0;
+        if let Some(memory) = self.in_flight_memory.take() {
+            self.memory = memory;
+        }
     }
 
     /// The in-flight batch failed: it goes back to the head of the queue, to be merged with
-    /// newer deltas on the next try (F1).
+    /// newer deltas on the next try (F1). What it would have sent of the standing context
+    /// is forgotten.
     pub fn finish_failed(&mut self) {
+        self.in_flight_memory = None;
         if let Some(batch) = self.in_flight.take() {
             for delta in batch.deltas.into_iter().rev() {
                 self.pending.push_front(delta);
@@ -88,15 +134,19 @@ impl ReviewQueue {
         let n = self.backlog();
         self.pending.clear();
         self.in_flight = None;
+        self.in_flight_memory = None;
         self.missed_turns += n;
         n
     }
 
-    /// Forgets everything (R1 reset): nothing is counted as missed.
+    /// Forgets everything (R1 reset): nothing is counted as missed, and the standing
+    /// context counts as never sent.
     pub fn clear(&mut self) {
         self.pending.clear();
         self.in_flight = None;
+        self.in_flight_memory = None;
         self.missed_turns = 0;
+        self.memory.clear();
     }
 }
 
@@ -107,45 +157,48 @@ mod tests {
     #[test]
     fn g2_pending_deltas_coalesce_into_one_batch() {
         let mut q = ReviewQueue::new();
-        q.push("a".into());
-        q.push("b".into());
+        q.push("a");
+        q.push("b");
         assert_eq!(q.backlog(), 2);
         let batch = q.take_batch().unwrap();
         assert_eq!(batch.turns, 2);
-        assert_eq!(q.prompt_for(&batch), "a\n\nb");
-        q.push("c".into());
+        assert_eq!(q.prompt_for(&batch).joined(), "a\n\nb");
+        q.push("c");
         assert!(q.take_batch().is_none(), "one batch at a time");
         assert_eq!(q.backlog(), 3, "in-flight turns count");
         q.finish_ok();
-        assert_eq!(q.take_batch().unwrap().deltas, vec!["c".to_string()]);
+        assert_eq!(q.take_batch().unwrap().deltas, vec![Update::from("c")]);
     }
 
     #[test]
     fn f1_failed_batch_returns_to_the_head_and_merges() {
         let mut q = ReviewQueue::new();
-        q.push("a".into());
+        q.push("a");
         q.take_batch();
-        q.push("b".into());
+        q.push("b");
         q.finish_failed();
-        assert_eq!(q.take_batch().unwrap().deltas, vec!["a", "b"]);
+        assert_eq!(
+            q.take_batch().unwrap().deltas,
+            vec![Update::from("a"), Update::from("b")]
+        );
     }
 
     #[test]
     fn f2_dropped_turns_are_announced_to_the_next_review() {
         let mut q = ReviewQueue::new();
-        q.push("a".into());
+        q.push("a");
         q.take_batch();
-        q.push("b".into());
+        q.push("b");
         assert_eq!(q.drop_all(), 2);
         assert_eq!(q.backlog(), 0);
-        q.push("c".into());
+        q.push("c");
         let batch = q.take_batch().unwrap();
-        let prompt = q.prompt_for(&batch);
+        let prompt = q.prompt_for(&batch).joined();
         assert!(prompt.contains("skipped 2 turns"), "{prompt}");
         assert!(prompt.ends_with("c"));
         q.finish_ok();
-        q.push("d".into());
+        q.push("d");
         let batch = q.take_batch().unwrap();
-        assert_eq!(q.prompt_for(&batch), "d");
+        assert_eq!(q.prompt_for(&batch).joined(), "d");
     }
 }

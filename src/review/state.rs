@@ -13,7 +13,8 @@ use tokio::time::Instant;
 
 use super::ask::{check_question, AskError, ASK_DRAIN_WAIT};
 use super::failure::{timed_pause_reason, FailureAction, FailurePolicy};
-use super::queue::{Batch, ReviewQueue};
+use super::queue::{Batch, ReviewPrompt, ReviewQueue};
+use crate::feed::Update;
 use crate::model::ModelError;
 
 /// How a backlog wait ended.
@@ -50,7 +51,7 @@ pub enum Work {
         /// The batch.
         batch: Batch,
         /// Its prompt (the missed-turns note included, F2).
-        prompt: String,
+        prompt: ReviewPrompt,
     },
     /// Answer a question (G8).
     Ask(PendingAsk),
@@ -117,9 +118,15 @@ impl ReviewState {
         }
     }
 
-    /// Queues one delta (one turn).
+    /// Queues one rendered delta (one turn).
+    #[cfg(test)]
     pub fn push(&mut self, delta: String) {
         self.queue.push(delta);
+    }
+
+    /// Queues one turn's update: a rendered delta or the expanded view's messages.
+    pub fn push_update(&mut self, update: Update) {
+        self.queue.push(update);
     }
 
     /// Turns not yet reviewed or dropped (G2).
@@ -168,10 +175,9 @@ impl ReviewState {
             None
         };
         let work = work.or_else(|| {
-            self.queue.take_batch().map(|batch| Work::Review {
-                prompt: self.queue.prompt_for(&batch),
-                batch,
-            })
+            let batch = self.queue.take_batch()?;
+            let prompt = self.queue.prompt_for(&batch);
+            Some(Work::Review { prompt, batch })
         })?;
         self.busy = true;
         Some(work)
@@ -388,7 +394,7 @@ mod tests {
 
     fn review_prompt(work: Option<Work>) -> String {
         match work {
-            Some(Work::Review { prompt, .. }) => prompt,
+            Some(Work::Review { prompt, .. }) => prompt.joined(),
             other => panic!("expected a review, got {other:?}"),
         }
     }

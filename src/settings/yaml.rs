@@ -543,7 +543,7 @@ fn policy<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DeliveryPolicy>, D::
 }
 
 fn transcript<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TranscriptView>, D::Error> {
-    word(d, "compact, full")
+    word(d, "expanded, compact, full")
 }
 
 const U32_MAX: u64 = u32::MAX as u64;
@@ -805,7 +805,7 @@ mod tests {
             (
                 "advisor:\n  transcript: short\n",
                 "advisor.transcript",
-                "compact, full",
+                "expanded, compact, full",
             ),
             (
                 "advisor:\n  enabled: maybe\n",

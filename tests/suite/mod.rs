@@ -16,6 +16,7 @@ mod reconfirm;
 mod redact;
 mod render_cli;
 mod render_golden;
+mod render_omp;
 mod replay_ask;
 mod replay_e2e;
 mod replay_faults;

@@ -30,7 +30,7 @@ fn l3_real_session_renders_valid_json_lines_matching_golden_prompts() {
     let Some(path) = pi_fixture("before-compaction.jsonl") else {
         return;
     };
-    let (rows, stderr, ok) = render(&path, &[]);
+    let (rows, stderr, ok) = render(&path, &["--transcript", "compact"]);
     assert!(ok, "{stderr}");
     assert_eq!(rows.len(), 465, "one line per non-blank TurnEnd delta");
     let prompt = |turn: u64| -> String {
@@ -98,7 +98,7 @@ fn l5_malformed_line_is_reported_with_its_number_and_skipped_unknown_role_kept()
         r#"{"type":"message","id":"d","parentId":"c","message":{"role":"assistant","content":[{"type":"sparkle"},{"type":"text","text":"done"}],"stopReason":"stop"}}"#,
     ];
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let (rows, stderr, ok) = render(&path, &[]);
+    let (rows, stderr, ok) = render(&path, &["--transcript", "compact"]);
     assert!(ok, "{stderr}");
     assert!(stderr.contains(":3:"), "line number reported: {stderr}");
     assert_eq!(rows.len(), 1);
@@ -227,7 +227,10 @@ const TREE: &str = concat!(
 
 #[test]
 fn issue10_1_render_dash_reads_standard_input() {
-    let out = run_bounded(&[os("render"), os("-")], TREE.as_bytes());
+    let out = run_bounded(
+        &[os("render"), os("--transcript"), os("compact"), os("-")],
+        TREE.as_bytes(),
+    );
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(
@@ -278,7 +281,15 @@ fn issue10_14_a_parent_loop_is_reported_and_the_well_formed_branch_rendered() {
             entry("e4", Some("e3"), true, "four"),
         ],
     );
-    let out = run_bounded(&[os("render"), path.as_os_str()], b"");
+    let out = run_bounded(
+        &[
+            os("render"),
+            os("--transcript"),
+            os("compact"),
+            path.as_os_str(),
+        ],
+        b"",
+    );
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("changed while it was read"), "{stderr}");
@@ -299,7 +310,15 @@ fn issue10_15_a_byte_order_mark_is_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bom.jsonl");
     std::fs::write(&path, format!("\u{feff}{TREE}")).unwrap();
-    let out = run_bounded(&[os("render"), path.as_os_str()], b"");
+    let out = run_bounded(
+        &[
+            os("render"),
+            os("--transcript"),
+            os("compact"),
+            path.as_os_str(),
+        ],
+        b"",
+    );
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(rows.len(), 1, "{stderr}");
@@ -321,7 +340,15 @@ fn issue10_17_reset_boundary_resets_the_cursor() {
             entry("e6", Some("e5"), true, "done"),
         ],
     );
-    let out = run_bounded(&[os("render"), path.as_os_str()], b"");
+    let out = run_bounded(
+        &[
+            os("render"),
+            os("--transcript"),
+            os("compact"),
+            path.as_os_str(),
+        ],
+        b"",
+    );
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(
