@@ -156,6 +156,14 @@ fn run_bounded(args: &[&std::ffi::OsStr], input: &[u8]) -> std::process::Output 
     }
 }
 
+/// `advisor render --transcript compact SESSION`, the view these tests' golden text is in.
+fn render_compact(session: &std::ffi::OsStr, input: &[u8]) -> std::process::Output {
+    run_bounded(
+        &[os("render"), os("--transcript"), os("compact"), session],
+        input,
+    )
+}
+
 fn os(s: &str) -> &std::ffi::OsStr {
     std::ffi::OsStr::new(s)
 }
@@ -227,10 +235,7 @@ const TREE: &str = concat!(
 
 #[test]
 fn issue10_1_render_dash_reads_standard_input() {
-    let out = run_bounded(
-        &[os("render"), os("--transcript"), os("compact"), os("-")],
-        TREE.as_bytes(),
-    );
+    let out = render_compact(os("-"), TREE.as_bytes());
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(
@@ -281,15 +286,7 @@ fn issue10_14_a_parent_loop_is_reported_and_the_well_formed_branch_rendered() {
             entry("e4", Some("e3"), true, "four"),
         ],
     );
-    let out = run_bounded(
-        &[
-            os("render"),
-            os("--transcript"),
-            os("compact"),
-            path.as_os_str(),
-        ],
-        b"",
-    );
+    let out = render_compact(path.as_os_str(), b"");
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("changed while it was read"), "{stderr}");
@@ -310,15 +307,7 @@ fn issue10_15_a_byte_order_mark_is_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bom.jsonl");
     std::fs::write(&path, format!("\u{feff}{TREE}")).unwrap();
-    let out = run_bounded(
-        &[
-            os("render"),
-            os("--transcript"),
-            os("compact"),
-            path.as_os_str(),
-        ],
-        b"",
-    );
+    let out = render_compact(path.as_os_str(), b"");
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(rows.len(), 1, "{stderr}");
@@ -340,15 +329,7 @@ fn issue10_17_reset_boundary_resets_the_cursor() {
             entry("e6", Some("e5"), true, "done"),
         ],
     );
-    let out = run_bounded(
-        &[
-            os("render"),
-            os("--transcript"),
-            os("compact"),
-            path.as_os_str(),
-        ],
-        b"",
-    );
+    let out = render_compact(path.as_os_str(), b"");
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(
