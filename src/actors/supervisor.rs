@@ -11,7 +11,7 @@ use actix::{
 use crate::actors::audit_log::AuditLog;
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::wiring::{start_children, wait_after_turn, AgentReports, Children};
-use crate::delivery::turn_was_terminal;
+use crate::delivery::{turn_was_answer, turn_was_terminal, turn_will_continue};
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
 use crate::messages::delivery::{ResetDelivery, SetDeliveryEnabled, TurnEnded};
@@ -197,12 +197,22 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
     fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
         self.last_transcript = Some(msg.transcript.transcript().clone());
         // D4: O(1), the last message only.
-        let terminal = turn_was_terminal(msg.transcript.last().as_deref());
+        let last = msg.transcript.last();
+        let terminal = turn_was_terminal(last.as_deref());
+        let answered = turn_was_answer(last.as_deref());
+        // P1: the host's word, else the turn's assistant message made a tool call.
+        let wip = msg.will_continue.unwrap_or_else(|| {
+            msg.transcript
+                .read(|messages| turn_will_continue(messages))
+                .unwrap_or(false)
+        });
         let router = self.router();
         let Some(children) = self.children.as_ref().filter(|_| self.enabled) else {
             // D7: immune turns count turn ends even with no advisor running.
             router.do_send(TurnEnded {
                 terminal,
+                answered,
+                wip,
                 can_wait: false,
             });
             return Box::pin(actix::fut::ready(()));
@@ -217,11 +227,14 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         // review of its delta can raise anything (D4's terminal flag, D7's count).
         let plan = router.send(TurnEnded {
             terminal,
+            answered,
+            wip,
             can_wait: true,
         });
         let observed = feed.send(ObserveTurn {
             transcript: msg.transcript,
             epoch,
+            wip,
         });
         // The turn is observed before the supervisor takes its next message: a host that
         // did not wait for this turn end (nothing to wait for, see `AdvisorHandle::turn_end`)

@@ -18,7 +18,9 @@ pub mod outcome;
 pub mod router;
 pub(crate) mod texts;
 
-pub use catch_up::{turn_was_terminal, CatchUpEnd, CatchUpPlan};
+pub use catch_up::{
+    turn_was_answer, turn_was_terminal, turn_will_continue, CatchUpEnd, CatchUpPlan,
+};
 pub use note::normalize_note;
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 pub use router::RouterState;

@@ -41,6 +41,11 @@ pub struct SetDeliveryEnabled {
 pub struct TurnEnded {
     /// The turn's last assistant message called no tools (D4).
     pub terminal: bool,
+    /// The turn ended a final answer: its last assistant message stopped, called no
+    /// tools and has text (P1's terminal answer).
+    pub answered: bool,
+    /// The turn is work in progress (P1); a turn end that is not is a final boundary.
+    pub wip: bool,
     /// An advisor runs that the turn end could wait for.
     pub can_wait: bool,
 }
@@ -67,6 +72,9 @@ pub struct GetHeldPreamble {
     /// The session updates (turns) the review covers, its batch (G2): the review may raise
     /// `updates` × `maxNotesPerUpdate` non-blocker notes (D8).
     pub updates: usize,
+    /// The batch is work in progress (P1): under `defer` the review's nits and concerns
+    /// wait for the next final boundary; a review of a final batch releases what waits.
+    pub wip: bool,
 }
 
 /// A review succeeded (agent → router): held notes it did not raise again are dropped (D9).
