@@ -24,6 +24,21 @@ pub struct RaiseAdvice {
 pub struct ResetDelivery {
     /// The new epoch.
     pub epoch: u64,
+    /// The reset moved to another branch (session switch, resume, new session, fork, tree
+    /// move, rewind): its replay starts no run until the next user prompt (issue 18 item
+    /// 5), and the guard is seeded from the branch ([`SeedGuard`]).
+    pub branch: bool,
+}
+
+/// Seeds the emission guard's memory from the advisories present in the branch the advisor
+/// now reviews (P3), sent with the first turn end after a branch change.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct SeedGuard {
+    /// The epoch the seed belongs to.
+    pub epoch: u64,
+    /// The branch's advisories, oldest first.
+    pub advisories: Vec<Advisory>,
 }
 
 /// Enables or disables delivery (C1, R2).
