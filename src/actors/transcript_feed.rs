@@ -39,11 +39,12 @@ impl Handler<ObserveTurn> for TranscriptFeed {
     type Result = actix::MessageResult<ObserveTurn>;
 
     fn handle(&mut self, msg: ObserveTurn, _ctx: &mut Context<Self>) -> Self::Result {
-        let observed = match self.cursor.observe_at(&msg.transcript) {
+        let observed = match self.cursor.observe_turn(&msg.transcript, Some(msg.wip)) {
             FeedOutcome::Delta(prompt) => {
                 self.advisor.do_send(QueueDelta {
                     epoch: msg.epoch,
                     update: Update::Text(prompt),
+                    wip: msg.wip,
                 });
                 TurnObserved::Queued
             }
@@ -51,6 +52,7 @@ impl Handler<ObserveTurn> for TranscriptFeed {
                 self.advisor.do_send(QueueDelta {
                     epoch: msg.epoch,
                     update: Update::Turn(turn),
+                    wip: msg.wip,
                 });
                 TurnObserved::Queued
             }

@@ -18,6 +18,9 @@ pub struct QueueDelta {
     /// `### Session update\n\n` + the rendered delta (compact, full), or the turn's
     /// messages, rendered with their batch (expanded).
     pub update: Update,
+    /// The turn is work in progress: the primary will call its model again (§3 Expanded,
+    /// P1). A batch is WIP when its last delta is ([`crate::review::queue::Batch::wip`]).
+    pub wip: bool,
 }
 
 /// Resolves once the backlog is below `threshold`, or at once while the advisor is failing

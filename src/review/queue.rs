@@ -14,6 +14,9 @@ pub struct Batch {
     pub deltas: Vec<Update>,
     /// Turns the batch covers (one per delta).
     pub turns: usize,
+    /// The batch is work in progress: its last delta's turn made tool calls and the primary
+    /// goes on (§3 Expanded's footer, P1's deferral).
+    pub wip: bool,
 }
 
 /// What one review sends the advisor: its user messages, in order. The compact and full
@@ -48,6 +51,8 @@ impl ReviewPrompt {
 #[derive(Debug, Default)]
 pub struct ReviewQueue {
     pending: VecDeque<Update>,
+    /// Whether the newest pending delta is WIP (a batch is WIP when its last delta is).
+    pending_wip: bool,
     in_flight: Option<Batch>,
     missed_turns: usize,
     /// The expanded view's standing context already sent (kept across reviews).
@@ -62,9 +67,16 @@ impl ReviewQueue {
         Self::default()
     }
 
-    /// Queues one delta (one turn).
+    /// Queues one delta (one turn) that is not WIP.
+    #[cfg(test)]
     pub fn push(&mut self, delta: impl Into<Update>) {
-        self.pending.push_back(delta.into());
+        self.push_turn(delta.into(), false);
+    }
+
+    /// Queues one delta (one turn); `wip` when the turn is work in progress (P1).
+    pub fn push_turn(&mut self, delta: Update, wip: bool) {
+        self.pending.push_back(delta);
+        self.pending_wip = wip;
     }
 
     /// Turns not yet reviewed or dropped, the in-flight batch included (G2).
@@ -81,6 +93,7 @@ impl ReviewQueue {
         let batch = Batch {
             turns: deltas.len(),
             deltas,
+            wip: std::mem::take(&mut self.pending_wip),
         };
         self.in_flight = Some(batch.clone());
         Some(batch)
@@ -123,6 +136,9 @@ impl ReviewQueue {
     pub fn finish_failed(&mut self) {
         self.in_flight_memory = None;
         if let Some(batch) = self.in_flight.take() {
+            if self.pending.is_empty() {
+                self.pending_wip = batch.wip;
+            }
             for delta in batch.deltas.into_iter().rev() {
                 self.pending.push_front(delta);
             }
@@ -133,6 +149,7 @@ impl ReviewQueue {
     pub fn drop_all(&mut self) -> usize {
         let n = self.backlog();
         self.pending.clear();
+        self.pending_wip = false;
         self.in_flight = None;
         self.in_flight_memory = None;
         self.missed_turns += n;
@@ -143,6 +160,7 @@ impl ReviewQueue {
     /// context counts as never sent.
     pub fn clear(&mut self) {
         self.pending.clear();
+        self.pending_wip = false;
         self.in_flight = None;
         self.in_flight_memory = None;
         self.missed_turns = 0;
@@ -168,6 +186,25 @@ mod tests {
         assert_eq!(q.backlog(), 3, "in-flight turns count");
         q.finish_ok();
         assert_eq!(q.take_batch().unwrap().deltas, vec![Update::from("c")]);
+    }
+
+    #[test]
+    fn p1_a_batch_is_wip_when_its_last_delta_is() {
+        let mut q = ReviewQueue::new();
+        q.push_turn("a".into(), false);
+        q.push_turn("b".into(), true);
+        assert!(q.take_batch().unwrap().wip);
+        q.finish_ok();
+        q.push_turn("c".into(), true);
+        q.push_turn("d".into(), false);
+        let batch = q.take_batch().unwrap();
+        assert!(!batch.wip, "the last turn was final");
+        // A failed batch keeps its flag unless newer turns came meanwhile.
+        q.finish_failed();
+        assert!(!q.take_batch().unwrap().wip);
+        q.push_turn("e".into(), true);
+        q.finish_failed();
+        assert!(q.take_batch().unwrap().wip, "the newer WIP turn is last");
     }
 
     #[test]

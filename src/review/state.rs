@@ -118,15 +118,16 @@ impl ReviewState {
         }
     }
 
-    /// Queues one rendered delta (one turn).
+    /// Queues one rendered delta (one turn) that is not WIP.
     #[cfg(test)]
     pub fn push(&mut self, delta: String) {
         self.queue.push(delta);
     }
 
-    /// Queues one turn's update: a rendered delta or the expanded view's messages.
-    pub fn push_update(&mut self, update: Update) {
-        self.queue.push(update);
+    /// Queues one turn's update (a rendered delta, or the expanded view's messages); `wip`
+    /// when the turn is work in progress (P1).
+    pub fn push_turn(&mut self, update: Update, wip: bool) {
+        self.queue.push_turn(update, wip);
     }
 
     /// Turns not yet reviewed or dropped (G2).
