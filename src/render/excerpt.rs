@@ -398,4 +398,70 @@ mod tests {
     fn expanded_indented_notice_is_45_bytes() {
         assert_eq!(INDENTED_CUT_NOTICE.len(), 45);
     }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// Bodies of short and long lines, some multi-byte, no `[` (so the marker is
+        /// unambiguous).
+        fn body() -> impl Strategy<Value = String> {
+            prop::collection::vec("[a-zé€ `]{0,40}|[x]{100,300}", 0..60).prop_map(|l| l.join("\n"))
+        }
+
+        proptest! {
+            #[test]
+            fn expanded_excerpt_is_whole_or_head_marker_tail_within_the_budget(
+                text in body(),
+                max_bytes in 8usize..600,
+                max_lines in 1usize..30,
+            ) {
+                let (out, cut) = excerpt(&text, max_bytes, max_lines);
+                let lines = text.split('\n').count();
+                if text.len() <= max_bytes && lines <= max_lines {
+                    prop_assert!(!cut);
+                }
+                if !cut {
+                    prop_assert_eq!(&out, &text);
+                    return Ok(());
+                }
+                let marker_at = out.find("\n[…").expect("a marker line");
+                let head = &out[..marker_at];
+                let rest = &out[marker_at + 1..];
+                let marker_end = rest.find("…]").expect("marker end") + "…]".len();
+                let marker = &rest[..marker_end];
+                prop_assert!(rest[marker_end..].starts_with('\n'));
+                let tail = &rest[marker_end + 1..];
+                prop_assert!(text.starts_with(head), "head is a prefix");
+                prop_assert!(text.ends_with(tail), "tail is a suffix");
+                prop_assert!(head.len() + tail.len() < text.len());
+                prop_assert!(head.len() <= max_bytes / 2);
+                prop_assert!(tail.len() <= max_bytes - max_bytes / 2);
+                let elided_bytes = text.len() - head.len() - tail.len();
+                if let Some(n) = marker.strip_prefix("[…").and_then(|m| m.strip_suffix("ln elided…]")) {
+                    let n: usize = n.parse().expect("a count");
+                    prop_assert!(n >= 2);
+                    let kept = head.split('\n').count() + tail.split('\n').count();
+                    prop_assert!(kept <= max_lines.max(2));
+                    prop_assert_eq!(n, lines - head.split('\n').count() - tail.split('\n').count());
+                } else {
+                    let n = marker
+                        .strip_prefix("[…")
+                        .and_then(|m| m.strip_suffix("B elided…]"))
+                        .expect("a byte marker");
+                    prop_assert_eq!(n.parse::<usize>().expect("a count"), elided_bytes);
+                }
+            }
+
+            #[test]
+            fn expanded_block_never_exceeds_its_budget_by_more_than_the_marker(
+                text in body(),
+                info in "text|diff|json",
+            ) {
+                let mut out = String::new();
+                push_block(&mut out, &text.repeat(20), &info, RESULT_MAX_LINES);
+                prop_assert!(out.len() <= BLOCK_MAX_BYTES + 32, "{}", out.len());
+            }
+        }
+    }
 }
