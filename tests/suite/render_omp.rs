@@ -218,3 +218,16 @@ fn expanded_r1_a_result_pruned_after_it_was_sent_differs_only_there() {
     let covered = assert_matches_omp_pruned("prune", &pruned);
     assert_cli_matches_pruned("prune", &covered, &pruned);
 }
+
+#[test]
+fn expanded_user_bang_commands_show_under_the_user_label_without_a_body() {
+    // The user ran `ls`, a failing `cat … && false` and `wc -l` themselves (oh-my-pi's RPC
+    // `bash`) before prompting: each is a line under `**user**:`, with its status.
+    let covered = assert_matches_omp("user_bash");
+    assert_cli_matches("user_bash", &covered);
+    let first = strings(&sent(&scenario_dir("user_bash"))[0]["parts"]);
+    assert_eq!(
+        first[1],
+        "→ user-bash! cat a.txt && false ⇒ error · exit 1 · 3 lines\n"
+    );
+}
