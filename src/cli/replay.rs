@@ -209,6 +209,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     config.watchdog = (!args.no_watchdog).then_some(watchdog);
     let options = ReplayOptions {
         drain_timeout: Duration::from_secs(args.drain_timeout),
+        merge_cut_turns: config.settings.transcript == TranscriptView::Expanded,
         ..ReplayOptions::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

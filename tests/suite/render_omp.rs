@@ -231,3 +231,61 @@ fn expanded_user_bang_commands_show_under_the_user_label_without_a_body() {
         "→ user-bash! cat a.txt && false ⇒ error · exit 1 · 3 lines\n"
     );
 }
+
+/// The user messages ending each request the advisor's model got, in order.
+fn sent_parts(server: &advisor::providers::testing::SseServer) -> Vec<Vec<String>> {
+    server
+        .requests()
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_slice(&r.body).expect("a JSON body");
+            let messages = body["messages"].as_array().cloned().unwrap_or_default();
+            let start = messages
+                .iter()
+                .rposition(|m| m["role"] != "user")
+                .map_or(0, |i| i + 1);
+            messages[start..]
+                .iter()
+                .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expanded_l2_a_replay_sends_what_omp_sent_and_merges_the_cut_turn() {
+    // Through the binary and the whole runtime (one review per turn, syncBacklog 1): the
+    // aborted run's tool turn sends no review of its own, and every review's user messages
+    // are what oh-my-pi 18.3.4 sent.
+    for name in ["abort", "long_output"] {
+        let dir = scenario_dir(name);
+        let reviews = sent(&dir);
+        let silent = crate::suite::replay_e2e::silent;
+        let server =
+            advisor::providers::testing::SseServer::start((0..reviews.len() + 2).map(|_| silent()))
+                .await
+                .expect("bind");
+        let root = tempfile::tempdir().expect("a temporary root");
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+            .arg("replay")
+            .arg(dir.join("session.jsonl"))
+            .args(["--model", "local/test", "--api", "openai-completions"])
+            .args(["--base-url", &server.base_url()])
+            .arg("--root")
+            .arg(root.path())
+            .args(["--transcript", "expanded", "--no-watchdog"])
+            .env_remove("ADVISOR_MODEL")
+            .env_remove("ADVISOR_NO_REVIEW")
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("the advisor binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs: Vec<Vec<String>> = reviews.iter().map(|r| strings(&r["parts"])).collect();
+        assert_eq!(sent_parts(&server), theirs, "{name}");
+    }
+}
