@@ -255,9 +255,11 @@ fn sent_parts(server: &advisor::providers::testing::SseServer) -> Vec<Vec<String
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expanded_l2_a_replay_sends_what_omp_sent_and_merges_the_cut_turn() {
     // Through the binary and the whole runtime (one review per turn, syncBacklog 1): the
-    // aborted run's tool turn sends no review of its own, and every review's user messages
-    // are what oh-my-pi 18.3.4 sent.
-    for name in ["abort", "long_output"] {
+    // aborted run's tool turn sends no review of its own, a compaction resets the advisor
+    // and the next review carries the kept transcript, and every review's user messages are
+    // what oh-my-pi 18.3.4 sent. (`coalesce` depends on the advisor's speed, `prune` on
+    // what was sent before the file changed: both are covered above.)
+    for name in ["abort", "long_output", "big_edit", "compaction", "user_bash"] {
         let dir = scenario_dir(name);
         let reviews = sent(&dir);
         let silent = crate::suite::replay_e2e::silent;
