@@ -229,7 +229,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         // P1: the host's word, else the turn's assistant message made a tool call.
         let wip = msg.will_continue.unwrap_or_else(|| {
             msg.transcript
-                .read(|messages| turn_will_continue(messages))
+                .read(turn_will_continue)
                 .unwrap_or(false)
         });
         let router = self.router();
@@ -238,7 +238,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             // branch change, O(branch).
             let advisories = msg
                 .transcript
-                .read(|messages| branch_advisories(messages))
+                .read(branch_advisories)
                 .unwrap_or_default();
             router.do_send(SeedGuard {
                 epoch: self.epoch,
