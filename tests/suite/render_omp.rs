@@ -259,7 +259,13 @@ async fn expanded_l2_a_replay_sends_what_omp_sent_and_merges_the_cut_turn() {
     // and the next review carries the kept transcript, and every review's user messages are
     // what oh-my-pi 18.3.4 sent. (`coalesce` depends on the advisor's speed, `prune` on
     // what was sent before the file changed: both are covered above.)
-    for name in ["abort", "long_output", "big_edit", "compaction", "user_bash"] {
+    for name in [
+        "abort",
+        "long_output",
+        "big_edit",
+        "compaction",
+        "user_bash",
+    ] {
         let dir = scenario_dir(name);
         let reviews = sent(&dir);
         let silent = crate::suite::replay_e2e::silent;
