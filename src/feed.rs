@@ -5,16 +5,120 @@ use std::sync::Arc;
 
 use crate::domain::transcript::{Transcript, TranscriptMark, TranscriptMessage};
 use crate::redact::Redactor;
-use crate::render::{render_delta, TranscriptView};
+use crate::render::{render_batch, render_delta, ExpandedMemory, TranscriptView};
 
 /// The heading that starts every queued delta (X3).
 pub const UPDATE_HEADING: &str = "### Session update\n\n";
 
+/// One turn's messages in the expanded view (SPEC §3 Expanded): they are rendered together
+/// with the other turns of their batch when the review starts, so that a coalesced batch
+/// gets one heading, one tool-result index and one run of role labels.
+#[derive(Debug, Clone)]
+pub struct TurnDelta {
+    /// The messages after the cursor, the advisor's own removed (X2).
+    pub messages: Vec<Arc<TranscriptMessage>>,
+    /// The turn will continue: the model is called again after its tool calls (WIP).
+    pub wip: bool,
+    /// Earlier messages left out to fit a bounded replay after a reset (R1).
+    pub omitted: usize,
+    /// Secret redaction applied to each rendered part (X5); `None` = off.
+    redactor: Option<Redactor>,
+}
+
+impl PartialEq for TurnDelta {
+    fn eq(&self, other: &Self) -> bool {
+        self.wip == other.wip
+            && self.omitted == other.omitted
+            && self.redactor.is_some() == other.redactor.is_some()
+            && self.messages.len() == other.messages.len()
+            && self
+                .messages
+                .iter()
+                .zip(&other.messages)
+                .all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
+    }
+}
+
+/// One turn's update as queued for review (G2).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update {
+    /// The compact or full rendering, heading included.
+    Text(String),
+    /// The expanded view's messages, rendered per batch.
+    Turn(TurnDelta),
+}
+
+impl From<String> for Update {
+    fn from(text: String) -> Self {
+        Update::Text(text)
+    }
+}
+
+impl From<&str> for Update {
+    fn from(text: &str) -> Self {
+        Update::Text(text.to_string())
+    }
+}
+
+/// The user messages a batch of updates is sent as (G2; SPEC §3 Expanded). Rendered texts
+/// (compact, full) are joined by a blank line into one message, as before; the turns of the
+/// expanded view are rendered as one list into one part per message, with one heading and,
+/// when the last turn will continue, the WIP footer. `memory` holds the standing context
+/// already sent and is updated; the caller keeps the update only if the review succeeds.
+pub fn batch_parts(updates: &[Update], memory: &mut ExpandedMemory) -> Vec<String> {
+    let texts: Vec<&str> = updates
+        .iter()
+        .filter_map(|u| match u {
+            Update::Text(t) => Some(t.as_str()),
+            Update::Turn(_) => None,
+        })
+        .collect();
+    let mut parts = Vec::new();
+    if !texts.is_empty() {
+        parts.push(texts.join("\n\n"));
+    }
+    let turns: Vec<&TurnDelta> = updates
+        .iter()
+        .filter_map(|u| match u {
+            Update::Turn(t) => Some(t),
+            Update::Text(_) => None,
+        })
+        .collect();
+    let Some(last) = turns.last() else {
+        return parts;
+    };
+    let messages: Vec<Arc<TranscriptMessage>> = turns
+        .iter()
+        .flat_map(|t| t.messages.iter().cloned())
+        .collect();
+    let omitted: usize = turns.iter().map(|t| t.omitted).sum();
+    let mut rendered = render_batch(&messages, last.wip, memory);
+    if omitted > 0 {
+        if let Some(first) = rendered.first_mut() {
+            first.insert_str(UPDATE_HEADING.len(), &omission_notice(omitted));
+        }
+    }
+    let redactor = turns.iter().find_map(|t| t.redactor.as_ref());
+    parts.extend(rendered.into_iter().map(|part| match redactor {
+        Some(r) => r.redact(&part).into_owned(),
+        None => part,
+    }));
+    parts
+}
+
+/// What a bounded replay puts before the kept messages (R1).
+fn omission_notice(omitted: usize) -> String {
+    format!("[{omitted} earlier messages of the session omitted to fit the advisor's context]\n\n")
+}
+
 /// What one turn end produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum FeedOutcome {
     /// A non-blank delta, ready to queue: `### Session update\n\n` + the rendering.
     Delta(String),
+    /// A non-blank delta of the expanded view: the turn's messages, rendered with the rest
+    /// of their batch.
+    Turn(TurnDelta),
     /// Nothing new worth reviewing (the cursor still moved to the end).
     Blank,
     /// The transcript is shorter than the cursor or its seen prefix changed (X1): the caller
@@ -129,6 +233,17 @@ impl FeedCursor {
     /// [`FeedCursor::observe`] of the transcript as it stood when `at` was taken: messages
     /// the host appended since belong to the next turn end.
     pub fn observe_at(&mut self, at: &TranscriptMark) -> FeedOutcome {
+        self.observe_turn(at, None)
+    }
+
+    /// [`FeedCursor::observe_at`] with the host's word on whether the turn will continue
+    /// (`will_continue`); without it the expanded view derives it from the messages: the
+    /// last assistant message made tool calls.
+    pub fn observe_turn(
+        &mut self,
+        at: &TranscriptMark,
+        will_continue: Option<bool>,
+    ) -> FeedOutcome {
         let read = at.read(|messages| {
             let len = messages.len();
             if len < self.seen || !self.prefix_unchanged(messages) {
@@ -154,6 +269,9 @@ impl FeedCursor {
         self.seen = at.len();
         self.last = last;
         let budget = if from_start { self.replay_budget } else { None };
+        if self.view == TranscriptView::Expanded {
+            return self.turn_delta(delta, budget, will_continue);
+        }
         let rendered = render_bounded(self.view, &delta, budget);
         if rendered.trim().is_empty() {
             return FeedOutcome::Blank;
@@ -165,14 +283,60 @@ impl FeedCursor {
         FeedOutcome::Delta(format!("{UPDATE_HEADING}{text}"))
     }
 
+    /// The expanded view's outcome: the messages (bounded after a reset), or blank when
+    /// none of them shows.
+    fn turn_delta(
+        &self,
+        delta: Vec<Arc<TranscriptMessage>>,
+        budget: Option<usize>,
+        will_continue: Option<bool>,
+    ) -> FeedOutcome {
+        let wip = will_continue.unwrap_or_else(|| continues(&delta));
+        let omitted = match budget {
+            Some(budget) => bounded_start(self.view, &delta, budget).map_or(0, |(start, _)| start),
+            None => 0,
+        };
+        let messages = if omitted > 0 {
+            delta[omitted..].to_vec()
+        } else {
+            delta
+        };
+        if render_delta(self.view, &messages).trim().is_empty() {
+            return FeedOutcome::Blank;
+        }
+        FeedOutcome::Turn(TurnDelta {
+            messages,
+            wip,
+            omitted,
+            redactor: self.redactor.clone(),
+        })
+    }
+
     fn prefix_unchanged(&self, messages: &[Arc<TranscriptMessage>]) -> bool {
         match (&self.last, self.seen.checked_sub(1)) {
             (Some(last), Some(i)) => match messages.get(i) {
-                Some(now) => Arc::ptr_eq(last, now) || **last == **now,
+                Some(now) => {
+                    Arc::ptr_eq(last, now)
+                        || **last == **now
+                        || (self.view == TranscriptView::Expanded && is_pruned(last, now))
+                }
                 None => false,
             },
             _ => true,
         }
+    }
+}
+
+/// True when `now` is `before`, a tool result already sent, whose content the host pruned
+/// in place (oh-my-pi's `[Superseded by a newer read of this file]`): the same call and
+/// tool. In the expanded view that is no rewrite: what was sent stays sent, and the cursor
+/// rebases onto the pruned copy (SPEC §3 Expanded, R1 amended).
+fn is_pruned(before: &TranscriptMessage, now: &TranscriptMessage) -> bool {
+    match (before, now) {
+        (TranscriptMessage::ToolResult(a), TranscriptMessage::ToolResult(b)) => {
+            a.tool_call_id == b.tool_call_id && a.tool_name == b.tool_name
+        }
+        _ => false,
     }
 }
 
@@ -195,12 +359,37 @@ pub fn render_bounded(
     delta: &[Arc<TranscriptMessage>],
     budget: Option<usize>,
 ) -> String {
-    let full = render_delta(view, delta);
     let Some(budget) = budget else {
-        return full;
+        return render_delta(view, delta);
     };
-    if full.len() <= budget || delta.len() <= 1 {
-        return full;
+    match bounded_start(view, delta, budget) {
+        Some((start, text)) => format!("{}{text}", omission_notice(start)),
+        None => render_delta(view, delta),
+    }
+}
+
+/// True when the delta's last assistant message made tool calls: the loop calls the model
+/// again (WIP, SPEC §3 Expanded).
+fn continues(delta: &[Arc<TranscriptMessage>]) -> bool {
+    delta
+        .iter()
+        .rev()
+        .find_map(|m| match m.as_ref() {
+            TranscriptMessage::Assistant(a) => Some(a.has_tool_calls()),
+            _ => None,
+        })
+        .unwrap_or(false)
+}
+
+/// Where a bounded rendering of `delta` starts and its text, or `None` when the whole
+/// rendering fits `budget`: the most recent messages that fit (R1's bounded replay).
+fn bounded_start(
+    view: TranscriptView,
+    delta: &[Arc<TranscriptMessage>],
+    budget: usize,
+) -> Option<(usize, String)> {
+    if delta.len() <= 1 || render_delta(view, delta).len() <= budget {
+        return None;
     }
     // Binary search for the earliest start whose rendering fits the budget.
     let (mut lo, mut hi) = (1usize, delta.len() - 1);
@@ -218,16 +407,13 @@ pub fn render_bounded(
             lo = mid + 1;
         }
     }
-    let (start, text) = match best {
+    Some(match best {
         Some(found) => found,
         None => {
             let last = delta.len() - 1;
             (last, render_delta(view, &delta[last..]))
         }
-    };
-    format!(
-        "[{start} earlier messages of the session omitted to fit the advisor's context]\n\n{text}"
-    )
+    })
 }
 
 #[cfg(test)]
@@ -295,6 +481,33 @@ mod tests {
         t.replace([TranscriptMessage::user("a")]);
         assert_eq!(c.observe(&t), FeedOutcome::Rewrite);
         assert_eq!(c.position(), 0);
+    }
+
+    #[test]
+    fn expanded_r1_a_pruned_result_already_sent_is_no_rewrite() {
+        let result = |text: &str| {
+            serde_json::from_value::<TranscriptMessage>(serde_json::json!({
+                "role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": text
+            }))
+            .unwrap()
+        };
+        let t = Transcript::from_messages([TranscriptMessage::user("go"), result("old body")]);
+        let mut expanded = FeedCursor::new(TranscriptView::Expanded, None);
+        let mut compact = cursor();
+        assert!(matches!(expanded.observe(&t), FeedOutcome::Turn(_)));
+        assert!(matches!(compact.observe(&t), FeedOutcome::Delta(_)));
+        t.replace([
+            TranscriptMessage::user("go"),
+            result("[Superseded by a newer read of this file]"),
+            TranscriptMessage::user("next"),
+        ]);
+        match expanded.observe(&t) {
+            FeedOutcome::Turn(turn) => assert_eq!(turn.messages.len(), 1),
+            other => panic!("expected the new message only, got {other:?}"),
+        }
+        assert_eq!(expanded.position(), 3);
+        // The compact view keeps its rule: a changed seen message is a rewrite.
+        assert_eq!(compact.observe(&t), FeedOutcome::Rewrite);
     }
 
     #[test]

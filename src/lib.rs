@@ -60,7 +60,8 @@
 //! - [`redact`]: secret redaction of deltas and tool results (X5).
 //! - [`watchdog`]: WATCHDOG.md discovery and expansion (§8), and the project's instruction
 //!   files and single-child-repository hint (P8).
-//! - [`render`]: the compact and full transcript views (§3) and the context dump (C4).
+//! - [`render`]: the expanded (default), compact and full transcript views (§3), their
+//!   head-and-tail excerpts, and the context dump (C4).
 //! - [`settings`]: the `advisor.*` settings, their files and environment (K1).
 //! - [`providers`]: the two wire formats over reqwest, the model catalog, role resolution.
 //! - [`roster`]: the roster of named advisors: `WATCHDOG.yml` discovery and resolution
@@ -68,7 +69,8 @@
 //! - [`tools`]: the read-only workspace tools and `advise` (§9).
 //! - [`session`]: session-file reading and the host-driving sequence (L1), and where the
 //!   advisor's transcript file of a session goes (P9).
-//! - [`feed`]: the transcript cursor that turns a turn end into a delta (X1–X4).
+//! - [`feed`]: the transcript cursor that turns a turn end into a delta (X1–X4), and the
+//!   user messages a batch of deltas is sent as (`batch_parts`, §3 Expanded).
 //! - [`prompts`]: per-turn prompts of a recorded session, as `advisor render` prints them (L3).
 //! - `review` *(internal)*: the review engine: queue and coalescing (G2), failure policy
 //!   (F1–F3, P7), the backup reviewer (P6), context maintenance (G5), the `Reviewer` tool
@@ -120,7 +122,7 @@ pub(crate) mod texts;
 pub use config::RuntimeConfig;
 pub use domain::host::{HostEvent, RewriteKind, StepAdvice};
 pub use domain::transcript::{Transcript, TranscriptMessage};
-pub use handle::{AdvisorHandle, HandleError};
+pub use handle::{AdvisorHandle, HandleError, TurnEndOptions};
 pub use model::ModelClient;
 pub use providers::build_client;
 pub use runtime::{AdvisorRuntime, RuntimeOptions};

@@ -6,7 +6,7 @@
 //! | step | host calls |
 //! |---|---|
 //! | [`HostStep::RunStarted`] | `RunState { running: true }` |
-//! | [`HostStep::TurnEnded`] | `TurnEnd` (returns after the syncBacklog wait, S1), then at once `StepBoundary`; what the boundary returns is reported with the turn's number |
+//! | [`HostStep::TurnEnded`] | `TurnEnd` (returns after the syncBacklog wait, S1), then at once `StepBoundary`; what the boundary returns is reported with the turn's number. With [`ReplayOptions::merge_cut_turns`] a turn cut by an abort sends neither: its messages go into the next turn's review |
 //! | [`HostStep::Compacted`] | `Rewrite { kind: Compaction }` (R1) |
 //! | [`HostStep::RunEnded`] | `RunState { running: false }` |
 //!
@@ -51,6 +51,10 @@ pub struct ReplayOptions {
     /// While the advisor is failing (a retry pending, F1) the drain cannot be awaited until
     /// the retry starts; the wait looks again after this long.
     pub failure_recheck: Duration,
+    /// A tool-calling turn that no completed reply follows before the next user message (a
+    /// run cut by an abort) sends no `TurnEnd` of its own: its messages go into the next
+    /// turn's review, as a live oh-my-pi does (SPEC §3 Expanded). On for the expanded view.
+    pub merge_cut_turns: bool,
 }
 
 impl Default for ReplayOptions {
@@ -58,6 +62,7 @@ impl Default for ReplayOptions {
         Self {
             drain_timeout: Duration::from_secs(120),
             failure_recheck: Duration::from_secs(1),
+            merge_cut_turns: false,
         }
     }
 }
@@ -381,6 +386,11 @@ impl Replay {
                 HostStep::RunStarted => {
                     runs += 1;
                     self.handle.run_state(true).await?;
+                }
+                HostStep::TurnEnded { turn, terminal }
+                    if self.options.merge_cut_turns && !terminal && self.driver.turn_was_cut() =>
+                {
+                    self.ask_at(turn, &mut sink).await?;
                 }
                 HostStep::TurnEnded { turn, .. } => {
                     self.handle.turn_end(&transcript).await?;

@@ -3,7 +3,7 @@
 
 use actix::{Actor, Context, Handler, Recipient, Supervised};
 
-use crate::feed::{FeedCursor, FeedOutcome};
+use crate::feed::{FeedCursor, FeedOutcome, Update};
 use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor, TurnObserved};
 use crate::messages::review::QueueDelta;
 
@@ -39,11 +39,20 @@ impl Handler<ObserveTurn> for TranscriptFeed {
     type Result = actix::MessageResult<ObserveTurn>;
 
     fn handle(&mut self, msg: ObserveTurn, _ctx: &mut Context<Self>) -> Self::Result {
-        let observed = match self.cursor.observe_at(&msg.transcript) {
+        let observed = match self.cursor.observe_turn(&msg.transcript, Some(msg.wip)) {
             FeedOutcome::Delta(prompt) => {
                 self.advisor.do_send(QueueDelta {
                     epoch: msg.epoch,
-                    prompt,
+                    update: Update::Text(prompt),
+                    wip: msg.wip,
+                });
+                TurnObserved::Queued
+            }
+            FeedOutcome::Turn(turn) => {
+                self.advisor.do_send(QueueDelta {
+                    epoch: msg.epoch,
+                    update: Update::Turn(turn),
+                    wip: msg.wip,
                 });
                 TurnObserved::Queued
             }

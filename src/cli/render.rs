@@ -1,5 +1,6 @@
-//! `advisor render SESSION [--transcript compact|full]` (L3): prints what the advisor would
-//! be sent for each turn, one JSON object per line, without a model.
+//! `advisor render SESSION [--transcript expanded|compact|full]` (L3): prints what the advisor
+//! would be sent for each turn, one JSON object per line, without a model. The expanded view
+//! (the default) adds `parts`, the user messages the review is sent as, and `wip`.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -17,7 +18,7 @@ pub struct RenderArgs {
     /// The pi / oh-my-pi session file (JSON lines), or `-` for standard input.
     pub session: PathBuf,
     /// How deltas are rendered.
-    #[arg(long, default_value = "compact", value_parser = parse_view)]
+    #[arg(long, default_value = "expanded", value_parser = parse_view)]
     pub transcript: TranscriptView,
 }
 
@@ -25,7 +26,8 @@ fn parse_view(s: &str) -> Result<TranscriptView, String> {
     s.parse::<TranscriptView>().map_err(|e| e.to_string())
 }
 
-/// Runs `advisor render`: `{"turn":N,"prompt":"…"}` per non-blank delta on standard output;
+/// Runs `advisor render`: `{"turn":N,"prompt":"…"}` per non-blank delta on standard output
+/// (the expanded view adds `"parts":[…]` and `"wip":bool`);
 /// skipped malformed lines are reported on standard error with their line numbers.
 pub fn run(args: RenderArgs) -> Result<(), CliError> {
     let branch = read_session_arg(&args.session, &ReadLimits::default())

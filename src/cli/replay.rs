@@ -94,7 +94,7 @@ pub struct ReplayArgs {
     /// Delivery policy: interrupt or reconfirm.
     #[arg(long, value_parser = parse_policy)]
     pub policy: Option<DeliveryPolicy>,
-    /// How deltas are rendered: compact or full.
+    /// How deltas are rendered: expanded (the default), compact or full.
     #[arg(long, value_parser = parse_view)]
     pub transcript: Option<TranscriptView>,
     /// How far each turn waits for the advisor: off, 1, 3 or 5 (replay default: 1).
@@ -225,6 +225,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     config.watchdog = (!args.no_watchdog).then_some(watchdog);
     let options = ReplayOptions {
         drain_timeout: Duration::from_secs(args.drain_timeout),
+        merge_cut_turns: config.settings.transcript == TranscriptView::Expanded,
         ..ReplayOptions::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

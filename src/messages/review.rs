@@ -5,16 +5,22 @@ use std::time::SystemTime;
 use actix::Message as ActixMessage;
 use serde::Serialize;
 
+use crate::feed::Update;
+
 pub use crate::review::{AgentStatus, AskError, AuditEvent, BacklogWait};
 
-/// Queues one rendered delta (one turn) for review.
+/// Queues one turn's delta for review.
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
 pub struct QueueDelta {
     /// The epoch the delta was rendered in; stale ones are ignored.
     pub epoch: u64,
-    /// `### Session update\n\n` + the rendered delta.
-    pub prompt: String,
+    /// `### Session update\n\n` + the rendered delta (compact, full), or the turn's
+    /// messages, rendered with their batch (expanded).
+    pub update: Update,
+    /// The turn is work in progress: the primary will call its model again (§3 Expanded,
+    /// P1). A batch is WIP when its last delta is ([`crate::review::queue::Batch::wip`]).
+    pub wip: bool,
 }
 
 /// Resolves once the backlog is below `threshold`, or at once while the advisor is failing

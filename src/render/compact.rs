@@ -13,7 +13,7 @@ use crate::domain::transcript::{
 };
 
 /// Argument keys whose value names what a tool call acts on, in order of preference.
-const ARG_KEYS: [&str; 14] = [
+pub(super) const ARG_KEYS: [&str; 14] = [
     "path",
     "file_path",
     "filePath",
@@ -36,16 +36,16 @@ const INTENT_KEY: &str = "_i";
 /// Maximum characters of an intent line.
 const INTENT_MAX: usize = 80;
 
-/// The role labels of the compact view.
+/// The role labels of the compact and expanded views.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Label {
+pub(super) enum Label {
     User,
     Developer,
     Agent,
 }
 
 impl Label {
-    fn text(self) -> &'static str {
+    pub(super) fn text(self) -> &'static str {
         match self {
             Label::User => "**user**:",
             Label::Developer => "**developer**:",
@@ -156,9 +156,7 @@ fn render_assistant(
             } => {
                 if let Some(intent) = arguments.get(INTENT_KEY).and_then(Value::as_str) {
                     if !intent.trim().is_empty() {
-                        out.push_str("// ");
-                        push_one_line(out, intent, INTENT_MAX);
-                        out.push('\n');
+                        push_intent_line(out, intent);
                     }
                 }
                 out.push_str("→ ");
@@ -230,16 +228,25 @@ fn compact_json_without_intent(args: &Map<String, Value>) -> String {
     json
 }
 
+/// Writes the intent line `// INTENT` (cut to 80 characters) and its newline.
+pub(super) fn push_intent_line(out: &mut String, intent: &str) {
+    out.push_str("// ");
+    push_one_line(out, intent, INTENT_MAX);
+    out.push('\n');
+}
+
 /// Writes `ok · N lines` or `error · N lines — FIRST` for a tool result.
 fn push_result_status(out: &mut String, result: &ToolResultMessage) {
     let (lines, first) = text_lines(&result.content);
-    out.push_str(if result.is_error {
-        "error · "
-    } else {
-        "ok · "
-    });
+    push_status(out, result.is_error, lines, first);
+}
+
+/// Writes `ok · N lines`, or `error · N lines — FIRST` (FIRST on one line; the dash left out
+/// when it is blank).
+pub(super) fn push_status(out: &mut String, is_error: bool, lines: usize, first: &str) {
+    out.push_str(if is_error { "error · " } else { "ok · " });
     push_line_count(out, lines);
-    if result.is_error {
+    if is_error {
         let mark = out.len();
         out.push_str(" — ");
         let before = out.len();
@@ -251,7 +258,7 @@ fn push_result_status(out: &mut String, result: &ToolResultMessage) {
 }
 
 /// Writes `N lines` (`1 line` singular).
-fn push_line_count(out: &mut String, n: usize) {
+pub(super) fn push_line_count(out: &mut String, n: usize) {
     let _ = write!(out, "{n} {}", if n == 1 { "line" } else { "lines" });
 }
 
@@ -321,7 +328,9 @@ pub(super) fn push_one_liner(out: &mut String, message: &TranscriptMessage) -> b
     }
 }
 
-fn push_execution(out: &mut String, tag: &str, e: &ExecutionMessage) -> bool {
+/// Writes `→ TAG CMD ⇒ STATUS · N lines` for an execution; false (nothing written) when it
+/// is excluded from context.
+pub(super) fn push_execution(out: &mut String, tag: &str, e: &ExecutionMessage) -> bool {
     if e.exclude_from_context {
         return false;
     }
@@ -360,7 +369,7 @@ fn first_line(s: &str) -> &str {
 }
 
 /// Number of `\n`-separated lines of `s`, 0 when empty.
-fn output_lines(s: &str) -> usize {
+pub(super) fn output_lines(s: &str) -> usize {
     if s.is_empty() {
         0
     } else {

@@ -1,13 +1,19 @@
 //! Transcript renderers (SPEC §3).
 //!
-//! A rendered delta is what the advisor reads about the primary's latest turn(s). Two views
-//! exist: [`TranscriptView::Compact`] (one line per tool call, results summarised, the
-//! default) and [`TranscriptView::Full`] (nothing truncated: argument trees, result bodies,
-//! diffs). Both are pure functions of the delta, so they are tested without any actor.
+//! A rendered delta is what the advisor reads about the primary's latest turn(s). Three
+//! views exist: [`TranscriptView::Expanded`] (the default: oh-my-pi 18.3's view, one part
+//! per message with intents, excerpted result bodies and diffs), [`TranscriptView::Compact`]
+//! (one line per tool call, results summarised) and [`TranscriptView::Full`] (nothing
+//! truncated: argument trees, result bodies, diffs). All are pure functions of the delta, so
+//! they are tested without any actor.
 
 mod compact;
 pub mod dump;
+pub mod excerpt;
+pub mod expanded;
 mod full;
+
+pub use expanded::{render_batch, ExpandedMemory};
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,8 +30,11 @@ use crate::domain::transcript::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TranscriptView {
-    /// One line per tool call with its status; result bodies are never shown (the default).
+    /// oh-my-pi 18.3's view (the default): each message of a review's batch is its own
+    /// part, with intents, thinking, excerpted result bodies, diffs and the WIP footer.
     #[default]
+    Expanded,
+    /// One line per tool call with its status; result bodies are never shown.
     Compact,
     /// Every message in full: thinking, argument trees and result bodies, untruncated.
     Full,
@@ -35,6 +44,7 @@ impl TranscriptView {
     /// The name used in settings and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
+            TranscriptView::Expanded => "expanded",
             TranscriptView::Compact => "compact",
             TranscriptView::Full => "full",
         }
@@ -47,9 +57,9 @@ impl fmt::Display for TranscriptView {
     }
 }
 
-/// A transcript view name that is neither `compact` nor `full`.
+/// A transcript view name that is not `expanded`, `compact` or `full`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown transcript view `{given}`: allowed values are `compact` and `full`")]
+#[error("unknown transcript view `{given}`: allowed values are `expanded`, `compact` and `full`")]
 pub struct ParseTranscriptViewError {
     /// The rejected input.
     pub given: String,
@@ -60,6 +70,7 @@ impl FromStr for TranscriptView {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
+            "expanded" => Ok(TranscriptView::Expanded),
             "compact" => Ok(TranscriptView::Compact),
             "full" => Ok(TranscriptView::Full),
             other => Err(ParseTranscriptViewError {
@@ -72,10 +83,15 @@ impl FromStr for TranscriptView {
 /// Renders the messages after the feed's cursor (advisor messages already removed, X2).
 ///
 /// Returns `""` when nothing is worth showing (X3: the caller then queues nothing). The
-/// compact view ends with exactly one `\n`; the full view ends with its last section. Tool
-/// statuses and orphan results are resolved within `delta` alone.
+/// compact view ends with exactly one `\n`; the full view ends with its last section; the
+/// expanded view is its parts joined by `\n`, as one batch with no heading, no footer and
+/// no standing context remembered. Tool statuses and orphan results are resolved within
+/// `delta` alone.
 pub fn render_delta(view: TranscriptView, delta: &[Arc<TranscriptMessage>]) -> String {
     match view {
+        TranscriptView::Expanded => {
+            expanded::render_parts(delta, &mut ExpandedMemory::default()).join("\n")
+        }
         TranscriptView::Compact => compact::render(delta),
         TranscriptView::Full => full::render(delta),
     }
@@ -201,12 +217,14 @@ mod tests {
 
     #[test]
     fn view_parses_and_names_allowed_values() {
+        assert_eq!("expanded".parse(), Ok(TranscriptView::Expanded));
         assert_eq!("compact".parse(), Ok(TranscriptView::Compact));
         assert_eq!("full".parse(), Ok(TranscriptView::Full));
         let err = "verbose".parse::<TranscriptView>().unwrap_err();
         let text = err.to_string();
         assert!(text.contains("verbose") && text.contains("compact") && text.contains("full"));
-        assert_eq!(TranscriptView::default(), TranscriptView::Compact);
+        assert!(text.contains("expanded"));
+        assert_eq!(TranscriptView::default(), TranscriptView::Expanded);
     }
 
     #[test]

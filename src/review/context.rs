@@ -146,8 +146,10 @@ fn message_tokens(message: &ChatMessage) -> u64 {
 
 /// Where a compaction cuts the history (G5): the messages before the returned index are
 /// summarised, the rest are kept verbatim. The kept part is the longest suffix of at most
-/// `keep_tokens` that starts at a user message; user messages only open a review, so a tool
-/// call is never separated from its result. When even the last review is larger than the
+/// `keep_tokens` that starts where a review starts: at a user message that does not follow
+/// another one, the summary of an earlier compaction aside (user messages only open a
+/// review, one or several of them: the expanded view sends one per transcript message), so a tool call is never separated from its result
+/// nor a review's update split. When even the last review is larger than the
 /// budget nothing is kept. `None` when there is nothing to summarise: the whole history
 /// fits the budget (or is empty), so compaction cannot make it smaller.
 pub fn compaction_cut(messages: &[ChatMessage], keep_tokens: u64) -> Option<usize> {
@@ -158,7 +160,12 @@ pub fn compaction_cut(messages: &[ChatMessage], keep_tokens: u64) -> Option<usiz
         if kept > keep_tokens {
             break;
         }
-        if matches!(message, ChatMessage::User { .. }) {
+        let opens_review = matches!(message, ChatMessage::User { .. })
+            && !matches!(
+                i.checked_sub(1).and_then(|p| messages.get(p)),
+                Some(ChatMessage::User { text }) if !text.starts_with(SUMMARY_HEADING)
+            );
+        if opens_review {
             cut = i;
         }
     }
@@ -470,6 +477,33 @@ mod tests {
         assert_eq!(keep_budget(160_000), 20_000);
         assert_eq!(keep_budget(80_000), 20_000);
         assert_eq!(keep_budget(8_000), 2_000);
+    }
+
+    #[test]
+    fn g5_compaction_cut_never_splits_the_parts_of_one_review() {
+        let user = |t: &str| ChatMessage::User { text: t.into() };
+        let answer = || ChatMessage::Assistant {
+            parts: vec![AssistantPart::Text { text: "ok".into() }],
+        };
+        // Review 1: two parts and an answer; review 2: three parts and an answer.
+        let messages = vec![
+            user(&"a".repeat(400)),
+            user(&"b".repeat(400)),
+            answer(),
+            user(&"c".repeat(400)),
+            user(&"d".repeat(40)),
+            user(&"e".repeat(40)),
+            answer(),
+        ];
+        // Room for the last two parts of review 2 only: they are not kept apart from its
+        // first part, so everything is summarised.
+        assert_eq!(compaction_cut(&messages, 30), Some(7));
+        // Room for review 2 whole: the cut is at its first part.
+        assert_eq!(compaction_cut(&messages, 150), Some(3));
+        // After a compaction, the first kept review still opens right after the summary.
+        let mut compacted = vec![summary_message("earlier")];
+        compacted.extend(messages[3..].iter().cloned());
+        assert_eq!(compaction_cut(&compacted, 150), Some(1));
     }
 
     #[test]

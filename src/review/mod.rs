@@ -31,6 +31,7 @@ pub use ask::AskError;
 pub use audit::AuditEvent;
 pub use context::{AdvisorContext, MaintenanceCounts};
 pub use failure::FailurePolicy;
+pub use queue::ReviewPrompt;
 pub use reviewer::{ReviewEngine, ReviewLimits, ReviewPort, ReviewRun, Reviewer, ToolReply};
 pub use state::{BacklogWait, FailureStep, ReviewState, Work};
 pub use status::AgentStatus;

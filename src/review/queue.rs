@@ -4,22 +4,61 @@
 use std::collections::VecDeque;
 
 use super::texts;
+use crate::feed::{batch_parts, Update};
+use crate::render::ExpandedMemory;
 
 /// A batch of deltas reviewed together (G2).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
     /// The deltas, oldest first.
-    pub deltas: Vec<String>,
+    pub deltas: Vec<Update>,
     /// Turns the batch covers (one per delta).
     pub turns: usize,
+    /// The batch is work in progress: its last delta's turn made tool calls and the primary
+    /// goes on (§3 Expanded's footer, P1's deferral).
+    pub wip: bool,
+}
+
+/// What one review sends the advisor: its user messages, in order. The compact and full
+/// views make one; the expanded view one per message of the batch (SPEC §3 Expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewPrompt {
+    /// The user messages, never empty.
+    pub parts: Vec<String>,
+}
+
+impl ReviewPrompt {
+    /// A prompt of one message.
+    pub fn single(text: String) -> Self {
+        Self { parts: vec![text] }
+    }
+
+    /// The parts joined by `\n`: the single-string form.
+    pub fn joined(&self) -> String {
+        self.parts.join("\n")
+    }
+
+    /// Puts `text` and a blank line before the first part.
+    pub fn prefix(&mut self, text: &str) {
+        match self.parts.first_mut() {
+            Some(first) => first.insert_str(0, &format!("{text}\n\n")),
+            None => self.parts.push(text.to_string()),
+        }
+    }
 }
 
 /// The queue of deltas waiting for review (G2) and the record of turns dropped by F2.
 #[derive(Debug, Default)]
 pub struct ReviewQueue {
-    pending: VecDeque<String>,
+    pending: VecDeque<Update>,
+    /// Whether the newest pending delta is WIP (a batch is WIP when its last delta is).
+    pending_wip: bool,
     in_flight: Option<Batch>,
     missed_turns: usize,
+    /// The expanded view's standing context already sent (kept across reviews).
+    memory: ExpandedMemory,
+    /// `memory` as the in-flight batch leaves it: kept when the review succeeds.
+    in_flight_memory: Option<ExpandedMemory>,
 }
 
 impl ReviewQueue {
@@ -28,9 +67,16 @@ impl ReviewQueue {
         Self::default()
     }
 
-    /// Queues one delta (one turn).
-    pub fn push(&mut self, delta: String) {
+    /// Queues one delta (one turn) that is not WIP.
+    #[cfg(test)]
+    pub fn push(&mut self, delta: impl Into<Update>) {
+        self.push_turn(delta.into(), false);
+    }
+
+    /// Queues one delta (one turn); `wip` when the turn is work in progress (P1).
+    pub fn push_turn(&mut self, delta: Update, wip: bool) {
         self.pending.push_back(delta);
+        self.pending_wip = wip;
     }
 
     /// Turns not yet reviewed or dropped, the in-flight batch included (G2).
@@ -43,40 +89,56 @@ impl ReviewQueue {
         if self.in_flight.is_some() || self.pending.is_empty() {
             return None;
         }
-        let deltas: Vec<String> = self.pending.drain(..).collect();
+        let deltas: Vec<Update> = self.pending.drain(..).collect();
         let batch = Batch {
             turns: deltas.len(),
             deltas,
+            wip: std::mem::take(&mut self.pending_wip),
         };
         self.in_flight = Some(batch.clone());
         Some(batch)
     }
 
     /// The review prompt of a batch: the missed-turns notice (F2) when turns were dropped,
-    /// then the deltas joined by a blank line.
-    pub fn prompt_for(&self, batch: &Batch) -> String {
-        let body = batch.deltas.join("\n\n");
-        if self.missed_turns == 0 {
-            body
-        } else {
+    /// then the deltas: rendered texts joined by a blank line, expanded turns one message
+    /// per part ([`batch_parts`]). The standing context it sends is remembered once the
+    /// review succeeds.
+    pub fn prompt_for(&mut self, batch: &Batch) -> ReviewPrompt {
+        let mut memory = self.memory.clone();
+        let mut parts = batch_parts(&batch.deltas, &mut memory);
+        self.in_flight_memory = Some(memory);
+        if parts.is_empty() {
+            parts.push(String::new());
+        }
+        let mut prompt = ReviewPrompt { parts };
+        if self.missed_turns > 0 {
             let note = texts::fill(
                 texts::MISSED_TURNS,
                 &[("turns", &texts::turns(self.missed_turns))],
             );
-            format!("{note}\n\n{body}")
+            prompt.prefix(&note);
         }
+        prompt
     }
 
     /// The in-flight batch was reviewed.
     pub fn finish_ok(&mut self) {
         self.in_flight = None;
         self.missed_turns = 0;
+        if let Some(memory) = self.in_flight_memory.take() {
+            self.memory = memory;
+        }
     }
 
     /// The in-flight batch failed: it goes back to the head of the queue, to be merged with
-    /// newer deltas on the next try (F1).
+    /// newer deltas on the next try (F1). What it would have sent of the standing context
+    /// is forgotten.
     pub fn finish_failed(&mut self) {
+        self.in_flight_memory = None;
         if let Some(batch) = self.in_flight.take() {
+            if self.pending.is_empty() {
+                self.pending_wip = batch.wip;
+            }
             for delta in batch.deltas.into_iter().rev() {
                 self.pending.push_front(delta);
             }
@@ -84,18 +146,24 @@ impl ReviewQueue {
     }
 
     /// Drops the batch in flight, not the pending deltas (P7); returns how many turns, which
-    /// the next review is told it missed.
+    /// the next review is told it missed. What it would have sent of the standing context is
+    /// forgotten.
     pub fn drop_in_flight(&mut self) -> usize {
         let n = self.in_flight.take().map_or(0, |b| b.turns);
+        self.in_flight_memory = None;
         self.missed_turns += n;
         n
     }
 
-    /// Forgets everything (R1 reset): nothing is counted as missed.
+    /// Forgets everything (R1 reset): nothing is counted as missed, and the standing
+    /// context counts as never sent.
     pub fn clear(&mut self) {
         self.pending.clear();
+        self.pending_wip = false;
         self.in_flight = None;
+        self.in_flight_memory = None;
         self.missed_turns = 0;
+        self.memory.clear();
     }
 }
 
@@ -106,45 +174,67 @@ mod tests {
     #[test]
     fn g2_pending_deltas_coalesce_into_one_batch() {
         let mut q = ReviewQueue::new();
-        q.push("a".into());
-        q.push("b".into());
+        q.push("a");
+        q.push("b");
         assert_eq!(q.backlog(), 2);
         let batch = q.take_batch().unwrap();
         assert_eq!(batch.turns, 2);
-        assert_eq!(q.prompt_for(&batch), "a\n\nb");
-        q.push("c".into());
+        assert_eq!(q.prompt_for(&batch).joined(), "a\n\nb");
+        q.push("c");
         assert!(q.take_batch().is_none(), "one batch at a time");
         assert_eq!(q.backlog(), 3, "in-flight turns count");
         q.finish_ok();
-        assert_eq!(q.take_batch().unwrap().deltas, vec!["c".to_string()]);
+        assert_eq!(q.take_batch().unwrap().deltas, vec![Update::from("c")]);
+    }
+
+    #[test]
+    fn p1_a_batch_is_wip_when_its_last_delta_is() {
+        let mut q = ReviewQueue::new();
+        q.push_turn("a".into(), false);
+        q.push_turn("b".into(), true);
+        assert!(q.take_batch().unwrap().wip);
+        q.finish_ok();
+        q.push_turn("c".into(), true);
+        q.push_turn("d".into(), false);
+        let batch = q.take_batch().unwrap();
+        assert!(!batch.wip, "the last turn was final");
+        // A failed batch keeps its flag unless newer turns came meanwhile.
+        q.finish_failed();
+        assert!(!q.take_batch().unwrap().wip);
+        q.push_turn("e".into(), true);
+        q.finish_failed();
+        assert!(q.take_batch().unwrap().wip, "the newer WIP turn is last");
     }
 
     #[test]
     fn f1_failed_batch_returns_to_the_head_and_merges() {
         let mut q = ReviewQueue::new();
-        q.push("a".into());
+        q.push("a");
         q.take_batch();
-        q.push("b".into());
+        q.push("b");
         q.finish_failed();
-        assert_eq!(q.take_batch().unwrap().deltas, vec!["a", "b"]);
+        assert_eq!(
+            q.take_batch().unwrap().deltas,
+            vec![Update::from("a"), Update::from("b")]
+        );
     }
 
     #[test]
     fn p7_a_dropped_batch_keeps_the_pending_turns_and_is_announced_to_the_next_review() {
         let mut q = ReviewQueue::new();
-        q.push("a".into());
-        q.push("b".into());
+        q.push("a");
+        q.push("b");
         q.take_batch();
-        q.push("c".into());
+        q.push("c");
         assert_eq!(q.drop_in_flight(), 2);
         assert_eq!(q.backlog(), 1, "the pending turn stays");
         let batch = q.take_batch().unwrap();
-        let prompt = q.prompt_for(&batch);
+        let prompt = q.prompt_for(&batch).joined();
         assert!(prompt.contains("skipped 2 turns"), "{prompt}");
         assert!(prompt.ends_with("c"));
         q.finish_ok();
-        q.push("d".into());
+        q.push("d");
         let batch = q.take_batch().unwrap();
-        assert_eq!(q.prompt_for(&batch), "d");
+        assert_eq!(q.prompt_for(&batch).joined(), "d");
     }
 }

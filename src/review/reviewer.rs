@@ -24,7 +24,7 @@ use super::context::{
 };
 use super::failure::failed_call_usage;
 use super::quarantine::{labels, Hazard, OutputGuard};
-use super::{ask, texts};
+use super::{ask, texts, ReviewPrompt};
 use crate::model::{
     AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, ModelResponse, StopReason,
     ToolSchema, Usage,
@@ -230,21 +230,22 @@ impl<P: ReviewPort> Reviewer<P> {
         }
     }
 
-    /// Reviews `prompt` (a batch of deltas, G2).
-    pub async fn review(mut self, prompt: String) -> ReviewRun {
+    /// Reviews `prompt` (a batch of deltas, G2), each of its parts one user message.
+    pub async fn review(mut self, mut prompt: ReviewPrompt) -> ReviewRun {
         self.run.system = self.system_prompt().await;
         let preamble = self.port.held_preamble().await;
-        let prompt = if preamble.is_empty() {
-            prompt
-        } else {
-            format!("{preamble}\n\n{prompt}")
-        };
+        if !preamble.is_empty() {
+            prompt.prefix(&preamble);
+        }
         self.evict_stale_results();
+        let text = prompt.joined();
+        let parts = prompt.parts;
+        let prompt = text;
         self.maintain_if_needed(&prompt).await;
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let err = match self.attempt(&prompt, attempt).await {
+            let err = match self.attempt(&parts, attempt).await {
                 Ok(()) => return self.run,
                 Err(err) => err,
             };
@@ -271,9 +272,9 @@ impl<P: ReviewPort> Reviewer<P> {
     pub async fn ask(mut self, question: &str) -> ReviewRun {
         self.mode = Mode::Ask;
         self.run.system = self.system_prompt().await;
-        let prompt = ask::ask_prompt(question);
-        self.maintain_if_needed(&prompt).await;
-        if let Err(err) = self.attempt(&prompt, 1).await {
+        let prompt = ReviewPrompt::single(ask::ask_prompt(question));
+        self.maintain_if_needed(&prompt.joined()).await;
+        if let Err(err) = self.attempt(&prompt.parts, 1).await {
             self.run.result = Err(err);
         }
         self.run
@@ -297,9 +298,9 @@ impl<P: ReviewPort> Reviewer<P> {
 
     /// One attempt: on failure its messages are taken out of the context again and the
     /// discard is audited.
-    async fn attempt(&mut self, prompt: &str, attempt: u32) -> Result<(), ModelError> {
+    async fn attempt(&mut self, parts: &[String], attempt: u32) -> Result<(), ModelError> {
         let start = self.run.context.messages.len();
-        let outcome = self.tool_loop(prompt).await;
+        let outcome = self.tool_loop(parts).await;
         if let Err(err) = &outcome {
             self.run.context.truncate(start);
             self.audit(AuditEvent::AttemptDiscarded {
@@ -321,11 +322,12 @@ impl<P: ReviewPort> Reviewer<P> {
     }
 
     /// G3: the model until it answers without tool calls, at most `max_tool_rounds` rounds
-    /// of tools; the last allowed round's results tell it to finish.
-    async fn tool_loop(&mut self, prompt: &str) -> Result<(), ModelError> {
-        self.append(ChatMessage::User {
-            text: prompt.to_string(),
-        });
+    /// of tools; the last allowed round's results tell it to finish. Each of `parts` is one
+    /// user message.
+    async fn tool_loop(&mut self, parts: &[String]) -> Result<(), ModelError> {
+        for part in parts {
+            self.append(ChatMessage::User { text: part.clone() });
+        }
         let tools = self.offered_tools();
         let max_rounds = self.engine.limits.max_tool_rounds;
         for round in 0..=max_rounds {

@@ -13,7 +13,8 @@ use tokio::time::Instant;
 
 use super::ask::{check_question, AskError, ASK_DRAIN_WAIT};
 use super::failure::{halt_reason, timed_pause_reason, FailureAction, FailurePolicy};
-use super::queue::{Batch, ReviewQueue};
+use super::queue::{Batch, ReviewPrompt, ReviewQueue};
+use crate::feed::Update;
 use crate::model::ModelError;
 
 /// How a backlog wait ended.
@@ -50,7 +51,7 @@ pub enum Work {
         /// The batch.
         batch: Batch,
         /// Its prompt (the missed-turns note included, F2).
-        prompt: String,
+        prompt: ReviewPrompt,
     },
     /// Answer a question (G8).
     Ask(PendingAsk),
@@ -127,9 +128,16 @@ impl ReviewState {
         }
     }
 
-    /// Queues one delta (one turn).
+    /// Queues one rendered delta (one turn) that is not WIP.
+    #[cfg(test)]
     pub fn push(&mut self, delta: String) {
         self.queue.push(delta);
+    }
+
+    /// Queues one turn's update (a rendered delta, or the expanded view's messages); `wip`
+    /// when the turn is work in progress (P1).
+    pub fn push_turn(&mut self, update: Update, wip: bool) {
+        self.queue.push_turn(update, wip);
     }
 
     /// Turns not yet reviewed or dropped (G2).
@@ -178,10 +186,9 @@ impl ReviewState {
             None
         };
         let work = work.or_else(|| {
-            self.queue.take_batch().map(|batch| Work::Review {
-                prompt: self.queue.prompt_for(&batch),
-                batch,
-            })
+            let batch = self.queue.take_batch()?;
+            let prompt = self.queue.prompt_for(&batch);
+            Some(Work::Review { prompt, batch })
         })?;
         self.busy = true;
         Some(work)
@@ -436,7 +443,7 @@ mod tests {
 
     fn review_prompt(work: Option<Work>) -> String {
         match work {
-            Some(Work::Review { prompt, .. }) => prompt,
+            Some(Work::Review { prompt, .. }) => prompt.joined(),
             other => panic!("expected a review, got {other:?}"),
         }
     }

@@ -142,6 +142,24 @@ impl SessionDriver {
         self.position
     }
 
+    /// After a non-terminal [`HostStep::TurnEnded`]: true when no completed assistant reply
+    /// follows before the next user message, compaction or reset boundary (or the end of
+    /// the file): the run was cut by an abort while its tools ran, and a live host makes no
+    /// review of that turn (SPEC §3 Expanded, "Turns cut by an abort").
+    pub fn turn_was_cut(&self) -> bool {
+        for item in self.items.iter().skip(self.position) {
+            match item {
+                Item::Message(m) => match m.as_ref() {
+                    TranscriptMessage::Assistant(a) if !a.is_aborted_or_error() => return false,
+                    TranscriptMessage::User(_) => return true,
+                    _ => {}
+                },
+                Item::Compaction { .. } | Item::ResetBoundary => return true,
+            }
+        }
+        true
+    }
+
     fn end_turn(&mut self, terminal: bool) -> HostStep {
         self.turns += 1;
         HostStep::TurnEnded {

@@ -247,7 +247,7 @@ impl Default for AdvisorSettings {
             sync_backlog: SyncBacklog::Off,
             subagents: false,
             policy: DeliveryPolicy::Interrupt,
-            transcript: TranscriptView::Compact,
+            transcript: TranscriptView::Expanded,
             immune_turns: 3,
             max_notes_per_update: 4,
             max_tool_rounds: 8,

@@ -620,7 +620,7 @@ fn retry_block<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RetryLayer>, D:
 }
 
 fn transcript<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TranscriptView>, D::Error> {
-    word(d, "compact, full")
+    word(d, "expanded, compact, full")
 }
 
 const U32_MAX: u64 = u32::MAX as u64;
@@ -946,7 +946,7 @@ mod tests {
             (
                 "advisor:\n  transcript: short\n",
                 "advisor.transcript",
-                "compact, full",
+                "expanded, compact, full",
             ),
             (
                 "advisor:\n  enabled: maybe\n",

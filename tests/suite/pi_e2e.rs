@@ -289,6 +289,24 @@ fn messages(body: &Value) -> Vec<Value> {
     body["messages"].as_array().cloned().unwrap_or_default()
 }
 
+/// True when a request carries no earlier review: only the system prompt and this review's
+/// user messages (the expanded view sends one per transcript message).
+fn is_fresh(body: &Value) -> bool {
+    messages(body)
+        .iter()
+        .all(|m| m["role"] == "user" || m["role"] == "system")
+}
+
+/// The text of the user messages that end a request, joined: the session update (the
+/// expanded view sends one user message per transcript message), or a question.
+fn update_text(msgs: &[Value]) -> String {
+    let start = msgs
+        .iter()
+        .rposition(|m| m["role"] != "user")
+        .map_or(0, |i| i + 1);
+    msgs[start..].iter().map(message_text).collect()
+}
+
 /// The whole conversation of a request as text (for "does it carry X" checks).
 fn request_text(body: &Value) -> String {
     messages(body).iter().map(message_text).collect()
@@ -374,7 +392,7 @@ fn advisor(body: &Value) -> Reply {
     if last["role"] != "user" {
         return quick(text_sse(""));
     }
-    let text = message_text(last);
+    let text = update_text(&msgs);
     if text.contains("Question from the agent") {
         let delay = if text.contains("CUE-SLOW-ANSWER") {
             Duration::from_secs(60)
@@ -786,9 +804,9 @@ fn reviews(server: &ModelServer) -> Vec<Value> {
         .bodies()
         .into_iter()
         .filter(|b| {
-            messages(b)
-                .last()
-                .is_some_and(|m| m["role"] == "user" && message_text(m).contains("Session update"))
+            let msgs = messages(b);
+            msgs.last().is_some_and(|m| m["role"] == "user")
+                && update_text(&msgs).contains("Session update")
         })
         .collect()
 }
@@ -881,10 +899,7 @@ fn v5_d3_advice_reaches_the_next_request_is_saved_and_a_concern_steers_while_run
 
     // X2: the advisor never reviews its own advice (the custom messages are left out).
     for review in reviews(&advisor_srv) {
-        let update = messages(&review)
-            .last()
-            .map(message_text)
-            .unwrap_or_default();
+        let update = update_text(&messages(&review));
         assert!(!update.contains("<advisory"), "{update}");
     }
 
@@ -1105,11 +1120,7 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     let after_compact = reviews(&advisor_srv);
     assert_eq!(after_compact.len(), before + 1);
     let replay = &after_compact[before];
-    let users = messages(replay)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .count();
-    assert_eq!(users, 1, "a fresh advisor context after compaction");
+    assert!(is_fresh(replay), "a fresh advisor context after compaction");
     let text = request_text(replay);
     assert!(
         text.contains("SUMMARY-MARKER"),
@@ -1171,11 +1182,7 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     let after_fork = reviews(&advisor_srv);
     assert_eq!(after_fork.len(), before + 4);
     let forked = &after_fork[before + 3];
-    let users = messages(forked)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .count();
-    assert_eq!(users, 1, "a fresh advisor context after the fork");
+    assert!(is_fresh(forked), "a fresh advisor context after the fork");
     let text = request_text(forked);
     assert!(
         text.contains("THIRD-RUN-MARKER") && text.contains("FIFTH-RUN-MARKER"),

@@ -761,7 +761,10 @@ struct Replay {
 /// maintenance event (start, reset, re-prime).
 async fn replay(dialect: Dialect, path: &Path) -> Replay {
     let server = start(Vec::new()).await;
-    let (h, _rx) = runtime(&server, dialect, |_| {});
+    // The compact view: the mirror below predicts its prompts.
+    let (h, _rx) = runtime(&server, dialect, |c| {
+        c.settings.transcript = TranscriptView::Compact
+    });
     let window = client(&server, dialect).info().context_window as usize;
     // A mirror of the runtime's feed: tells which turns queue a review and how big the
     // advisor's context is, so each answer can report realistic usage.
@@ -819,6 +822,7 @@ async fn replay(dialect: Dialect, path: &Path) -> Replay {
                     FeedOutcome::Rewrite | FeedOutcome::Superseded => {
                         panic!("turn {turn}: unannounced rewrite")
                     }
+                    FeedOutcome::Turn(_) => panic!("turn {turn}: the mirror renders compact"),
                 };
                 h.turn_end(&transcript).await.expect("runtime");
                 h.step_boundary().await.expect("runtime");

@@ -4,10 +4,10 @@
 //! source holds nothing a secret scanner would flag.
 
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
-use advisor::feed::{FeedCursor, FeedOutcome};
+use advisor::feed::{batch_parts, FeedCursor, FeedOutcome, Update};
 use advisor::prompts::SessionPrompts;
 use advisor::redact::{Redactor, SecretKind};
-use advisor::render::TranscriptView;
+use advisor::render::{ExpandedMemory, TranscriptView};
 use advisor::session::{read_session, SessionDriver};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -533,6 +533,9 @@ fn bash_call(command: &str) -> TranscriptMessage {
 fn delta(cursor: &mut FeedCursor, transcript: &Transcript) -> String {
     match cursor.observe(transcript) {
         FeedOutcome::Delta(d) => d,
+        FeedOutcome::Turn(turn) => {
+            batch_parts(&[Update::Turn(turn)], &mut ExpandedMemory::default()).join("\n")
+        }
         other => panic!("expected a delta, got {other:?}"),
     }
 }
@@ -556,7 +559,12 @@ fn x5_feed_redacts_a_tool_call_argument_by_default() {
     assert!(!rendered.contains(&openai_key()));
 
     let mut default = FeedCursor::default();
-    assert!(!delta(&mut default, &transcript).contains(&openai_key()));
+    let rendered = delta(&mut default, &transcript);
+    assert!(!rendered.contains(&openai_key()));
+    // The default is the expanded view: each part is redacted on its own.
+    assert!(
+        rendered.contains("→ bash(OPENAI_API_KEY=[redacted:env-secret] python run.py) ⇒ pending")
+    );
 }
 
 #[test]

@@ -30,7 +30,7 @@ fn l3_real_session_renders_valid_json_lines_matching_golden_prompts() {
     let Some(path) = pi_fixture("before-compaction.jsonl") else {
         return;
     };
-    let (rows, stderr, ok) = render(&path, &[]);
+    let (rows, stderr, ok) = render(&path, &["--transcript", "compact"]);
     assert!(ok, "{stderr}");
     assert_eq!(rows.len(), 465, "one line per non-blank TurnEnd delta");
     let prompt = |turn: u64| -> String {
@@ -98,7 +98,7 @@ fn l5_malformed_line_is_reported_with_its_number_and_skipped_unknown_role_kept()
         r#"{"type":"message","id":"d","parentId":"c","message":{"role":"assistant","content":[{"type":"sparkle"},{"type":"text","text":"done"}],"stopReason":"stop"}}"#,
     ];
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let (rows, stderr, ok) = render(&path, &[]);
+    let (rows, stderr, ok) = render(&path, &["--transcript", "compact"]);
     assert!(ok, "{stderr}");
     assert!(stderr.contains(":3:"), "line number reported: {stderr}");
     assert_eq!(rows.len(), 1);
@@ -154,6 +154,14 @@ fn run_bounded(args: &[&std::ffi::OsStr], input: &[u8]) -> std::process::Output 
             panic!("advisor {args:?} did not finish within 10 s");
         }
     }
+}
+
+/// `advisor render --transcript compact SESSION`, the view these tests' golden text is in.
+fn render_compact(session: &std::ffi::OsStr, input: &[u8]) -> std::process::Output {
+    run_bounded(
+        &[os("render"), os("--transcript"), os("compact"), session],
+        input,
+    )
 }
 
 fn os(s: &str) -> &std::ffi::OsStr {
@@ -227,7 +235,7 @@ const TREE: &str = concat!(
 
 #[test]
 fn issue10_1_render_dash_reads_standard_input() {
-    let out = run_bounded(&[os("render"), os("-")], TREE.as_bytes());
+    let out = render_compact(os("-"), TREE.as_bytes());
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(
@@ -278,7 +286,7 @@ fn issue10_14_a_parent_loop_is_reported_and_the_well_formed_branch_rendered() {
             entry("e4", Some("e3"), true, "four"),
         ],
     );
-    let out = run_bounded(&[os("render"), path.as_os_str()], b"");
+    let out = render_compact(path.as_os_str(), b"");
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("changed while it was read"), "{stderr}");
@@ -299,7 +307,7 @@ fn issue10_15_a_byte_order_mark_is_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bom.jsonl");
     std::fs::write(&path, format!("\u{feff}{TREE}")).unwrap();
-    let out = run_bounded(&[os("render"), path.as_os_str()], b"");
+    let out = render_compact(path.as_os_str(), b"");
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(rows.len(), 1, "{stderr}");
@@ -321,7 +329,7 @@ fn issue10_17_reset_boundary_resets_the_cursor() {
             entry("e6", Some("e5"), true, "done"),
         ],
     );
-    let out = run_bounded(&[os("render"), path.as_os_str()], b"");
+    let out = render_compact(path.as_os_str(), b"");
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(

@@ -149,6 +149,8 @@ pub(super) async fn replay_in(
         .args(["--base-url", &server.base_url()])
         .arg("--root")
         .arg(root)
+        // The compact view: `plan` predicts its prompts, one user message per review.
+        .args(["--transcript", "compact"])
         .args(extra)
         .env_remove("ADVISOR_MODEL")
         .env_remove("ADVISOR_NO_REVIEW")

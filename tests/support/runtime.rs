@@ -12,14 +12,16 @@ use actix::{Actor, Context, Handler};
 use advisor::domain::host::HostEvent;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
+use advisor::render::TranscriptView;
 use advisor::settings::SyncBacklog;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use tokio::sync::{mpsc, Semaphore};
 
 /// The configuration a mailbox test starts from: session `primary-1` on `model`, the temp
 /// dir as its workspace root, `sync` as `advisor.syncBacklog` (`Below(1)`: each `turn_end`
-/// returns after its review; `Off`: at once), the other settings at their defaults — then
-/// `tune` adjusts whatever the test needs (session id, policy, workspace root, …).
+/// returns after its review; `Off`: at once), the compact transcript view (one user message
+/// per review, which these tests read), the other settings at their defaults — then `tune`
+/// adjusts whatever the test needs (session id, policy, workspace root, the expanded view…).
 pub fn config(
     model: Arc<dyn ModelClient>,
     sync: SyncBacklog,
@@ -27,6 +29,7 @@ pub fn config(
 ) -> RuntimeConfig {
     let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
     cfg.settings.sync_backlog = sync;
+    cfg.settings.transcript = TranscriptView::Compact;
     tune(&mut cfg);
     cfg
 }
@@ -189,19 +192,22 @@ pub async fn next_request(rx: &mut mpsc::UnboundedReceiver<ModelRequest>) -> Mod
         .expect("model alive")
 }
 
-/// The text of the last user message of a request.
+/// The text of the user messages that end a request (one for the compact view).
 pub fn last_user_text(request: &ModelRequest) -> String {
-    request
+    // The expanded view sends a review as several user messages (one per transcript
+    // message): the text is the run of user messages that ends the request, joined by
+    // `\n` (the single-string form `advisor render` prints as `prompt`).
+    let texts: Vec<&str> = request
         .messages
         .iter()
         .rev()
-        .find_map(|m| match m {
-            advisor::model::ChatMessage::User { text } => {
-                Some(super::without_reminder(text).to_string())
-            }
+        .skip_while(|m| !matches!(m, advisor::model::ChatMessage::User { .. }))
+        .map_while(|m| match m {
+            advisor::model::ChatMessage::User { text } => Some(super::without_reminder(text)),
             _ => None,
         })
-        .unwrap_or_default()
+        .collect();
+    texts.into_iter().rev().collect::<Vec<_>>().join("\n")
 }
 
 /// The texts of every tool result in a request, in order.

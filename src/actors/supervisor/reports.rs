@@ -59,9 +59,14 @@ impl Handler<ReviewQuarantined> for Supervisor {
         if msg.reprime {
             // P5: silently, the whole current transcript as one update (R1 bounds it).
             if let Some(transcript) = &self.last_transcript {
+                let mark = transcript.mark();
+                let wip = mark
+                    .read(crate::delivery::turn_will_continue)
+                    .unwrap_or(false);
                 children.feed.do_send(ObserveTurn {
-                    transcript: transcript.mark(),
+                    transcript: mark,
                     epoch: self.epoch,
+                    wip,
                 });
             }
         } else {

@@ -142,7 +142,7 @@ fn review(
     prompt: &str,
 ) -> ReviewRun {
     Reviewer::new(engine, port.clone(), context)
-        .review(prompt.to_string())
+        .review(crate::review::ReviewPrompt::single(prompt.to_string()))
         .now_or_never()
         .expect("a scripted review completes at once")
 }
