@@ -33,7 +33,7 @@ use crate::runtime::AdvisorRuntime;
 use dispatch::{Dispatcher, DISPOSE_TIMEOUT};
 use lines::{InputLine, LineReader, MAX_LINE_BYTES};
 use open::ServeDefaults;
-use protocol::{parse_line, response_line, Incoming, RpcError};
+use protocol::{parse_line, response_line, Incoming, RequestId, RpcError};
 
 /// The whole end, from the end of input to the return of [`serve`], at worst: V1 asks for an
 /// exit within 2 s, and this leaves the process half a second for the rest (its start-up of
@@ -144,7 +144,7 @@ where
                     "line longer than {} bytes",
                     options.max_line_bytes
                 ));
-                let _ = out_tx.send(response_line(&serde_json::Value::Null, Err(error)));
+                let _ = out_tx.send(response_line(&RequestId::null(), Err(error)));
                 continue;
             }
         };

@@ -107,8 +107,43 @@ impl RpcError {
     }
 }
 
-/// A request id: a string or a number as the client sent it (echoed verbatim).
-pub type RequestId = Value;
+/// A request id exactly as the client wrote it (V4): a string, a number of any size (an
+/// integer past 64 bits is not rounded through a float), or null. Echoed verbatim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(String);
+
+impl RequestId {
+    /// The id `null` (a line whose id could not be read).
+    pub fn null() -> Self {
+        Self("null".to_string())
+    }
+
+    /// The id's JSON text, as it goes into a reply.
+    pub fn as_json(&self) -> &str {
+        &self.0
+    }
+
+    /// The id as a JSON value (a number past `f64`'s precision is rounded: for display and
+    /// tests, never for the reply).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// The id of a parsed request: its own text from `line` (serde_json's `Value` would
+    /// round an integer past 64 bits and re-escape a string); re-serialised only when the
+    /// line holds `id` twice (the last one counts, as for `Value`).
+    fn of(id: &Value, line: &[u8]) -> Self {
+        #[derive(serde::Deserialize)]
+        struct RawId<'a> {
+            #[serde(borrow)]
+            id: Option<&'a serde_json::value::RawValue>,
+        }
+        match serde_json::from_slice::<RawId<'_>>(line) {
+            Ok(RawId { id: Some(raw) }) => Self(raw.get().to_string()),
+            _ => Self(id.to_string()),
+        }
+    }
+}
 
 /// One parsed input line.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,29 +180,31 @@ pub fn parse_line(line: &[u8]) -> Incoming {
         Ok(v) => v,
         Err(e) => {
             return Incoming::Invalid {
-                id: Value::Null,
+                id: RequestId::null(),
                 error: RpcError::parse_error(e),
             }
         }
     };
     let Value::Object(mut obj) = value else {
         return Incoming::Invalid {
-            id: Value::Null,
+            id: RequestId::null(),
             error: RpcError::invalid_request("expected one JSON object per line"),
         };
     };
     let id = match obj.remove("id") {
         None => None,
-        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => Some(id),
+        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => {
+            Some(RequestId::of(&id, line))
+        }
         Some(_) => {
             return Incoming::Invalid {
-                id: Value::Null,
+                id: RequestId::null(),
                 error: RpcError::invalid_request("`id` must be a string, a number or null"),
             }
         }
     };
     let invalid = |error| Incoming::Invalid {
-        id: id.clone().unwrap_or(Value::Null),
+        id: id.clone().unwrap_or_else(RequestId::null),
         error,
     };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -194,13 +231,16 @@ pub fn parse_line(line: &[u8]) -> Incoming {
     }
 }
 
-/// The reply line to a request.
+/// The reply line to a request, its id written exactly as the client sent it.
 pub fn response_line(id: &RequestId, result: Result<Value, RpcError>) -> String {
-    let v = match result {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_value() }),
+    let (key, body) = match result {
+        Ok(result) => ("result", result),
+        Err(error) => ("error", error.to_value()),
     };
-    v.to_string()
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{},"{key}":{body}}}"#,
+        id.as_json()
+    )
 }
 
 /// A notification line from the server.
@@ -307,7 +347,7 @@ mod tests {
 
     fn error_of(line: &str) -> (Value, i64) {
         match parse_line(line.as_bytes()) {
-            Incoming::Invalid { id, error } => (id, error.code),
+            Incoming::Invalid { id, error } => (id.to_value(), error.code),
             other => panic!("{line} parsed as {other:?}"),
         }
     }
@@ -345,7 +385,7 @@ mod tests {
         let line = "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"method\":\"session/command\",\"params\":{\"line\":\"a\u{2028}b\"}}";
         match parse_line(line.as_bytes()) {
             Incoming::Request { id, method, params } => {
-                assert_eq!(id, json!("r1"));
+                assert_eq!(id.as_json(), r#""r1""#);
                 assert_eq!(method, "session/command");
                 assert_eq!(params.string("line").unwrap(), "a\u{2028}b");
             }
@@ -355,6 +395,33 @@ mod tests {
             parse_line(br#"{"jsonrpc":"2.0","method":"session/userPrompt"}"#),
             Incoming::Notification { .. }
         ));
+    }
+
+    #[test]
+    fn v4_ids_are_echoed_exactly_as_sent_even_past_64_bits() {
+        let cases = [
+            "123456789012345678901234567890",
+            "-98765432109876543210987654321",
+            "1.50",
+            "18446744073709551616",
+            "7",
+            r#""a\u00e9\"b""#,
+            "null",
+        ];
+        for id in cases {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize"}}"#);
+            let Incoming::Request { id: got, .. } = parse_line(line.as_bytes()) else {
+                panic!("{line} is a request");
+            };
+            let reply = response_line(&got, Ok(json!({})));
+            assert_eq!(reply, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+            // The same for an error reply to a bad request.
+            let bad = format!(r#"{{"jsonrpc":"1.0","id":{id},"method":"x"}}"#);
+            let Incoming::Invalid { id: got, .. } = parse_line(bad.as_bytes()) else {
+                panic!("{bad} is invalid");
+            };
+            assert_eq!(got.as_json(), id);
+        }
     }
 
     #[test]
@@ -382,9 +449,12 @@ mod tests {
 
     #[test]
     fn v2_replies_and_base_mismatch_look_as_specified() {
-        let ok = response_line(&json!(3), Ok(json!({})));
+        let ok = response_line(&RequestId("3".into()), Ok(json!({})));
         assert_eq!(ok, r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
-        let err = response_line(&json!("x"), Err(RpcError::base_mismatch(Some("ab"), None)));
+        let err = response_line(
+            &RequestId(r#""x""#.into()),
+            Err(RpcError::base_mismatch(Some("ab"), None)),
+        );
         let v: Value = serde_json::from_str(&err).unwrap();
         assert_eq!(v["error"]["code"], BASE_MISMATCH);
         assert_eq!(v["error"]["data"], json!({"expected": "ab"}));

@@ -735,3 +735,24 @@ async fn k2_v2_a_files_model_that_cannot_be_built_is_a_notice_and_a_broken_file_
         .await;
     assert_eq!(e["code"], -32602, "a failed open leaves no session");
 }
+
+#[actix::test]
+async fn c1_v2_an_empty_command_line_answers_the_usage_and_leaves_the_advisor_on() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({})).await;
+    for line in ["", "  "] {
+        let said = c
+            .call(
+                "session/command",
+                json!({"sessionId": "s1", "line": line}),
+            )
+            .await;
+        assert!(
+            said["text"].as_str().unwrap().starts_with("usage: /advisor"),
+            "{said}"
+        );
+    }
+    let status = c.call("session/status", json!({"sessionId": "s1"})).await;
+    assert_eq!(status["enabled"], true, "{status}");
+}
