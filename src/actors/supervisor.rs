@@ -20,7 +20,9 @@ use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
     TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
-use crate::messages::review::{FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews};
+use crate::messages::review::{
+    AskEnd, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews,
+};
 use crate::messages::tools::ClearToolSession;
 
 use crate::config::RuntimeConfig;
@@ -124,11 +126,12 @@ impl Supervisor {
         self.children = Some(children);
     }
 
-    fn stop_children(&mut self) {
+    fn stop_children(&mut self, cause: AskEnd) {
         if let Some(children) = self.children.take() {
             children.agent.do_send(ReleaseWaiters);
             children.agent.do_send(ResetAdvisor {
                 epoch: self.epoch + 1,
+                cause,
             });
         }
         self.epoch += 1;
@@ -139,7 +142,10 @@ impl Supervisor {
         tracing::info!(?kind, epoch = self.epoch, "advisor reset");
         self.router().do_send(ResetDelivery { epoch: self.epoch });
         if let Some(children) = &self.children {
-            children.agent.do_send(ResetAdvisor { epoch: self.epoch });
+            children.agent.do_send(ResetAdvisor {
+                epoch: self.epoch,
+                cause: AskEnd::Rewritten(kind),
+            });
             children.feed.do_send(RewindCursor);
             children.executor.do_send(ClearToolSession);
         }
@@ -157,7 +163,7 @@ impl Supervisor {
         }
         if !self.enabled || self.children.is_none() {
             self.enabled = true;
-            self.stop_children();
+            self.stop_children(AskEnd::TurnedOff);
             self.router().do_send(SetDeliveryEnabled { enabled: true });
             self.router().do_send(ResetDelivery { epoch: self.epoch });
             let seed = self.last_transcript.clone().map(|t| {
@@ -171,9 +177,9 @@ impl Supervisor {
         "advisor: on".to_string()
     }
 
-    fn disable(&mut self) -> String {
+    fn disable(&mut self, cause: AskEnd) -> String {
         self.enabled = false;
-        self.stop_children();
+        self.stop_children(cause);
         self.router().do_send(SetDeliveryEnabled { enabled: false });
         "advisor: off".to_string()
     }
@@ -307,7 +313,7 @@ impl Handler<DisposeSession> for Supervisor {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _msg: DisposeSession, _ctx: &mut Context<Self>) -> Self::Result {
-        self.disable();
+        self.disable(AskEnd::Disposed);
         // G7: the audit file is complete when dispose returns.
         let audit = self.audit.clone();
         Box::pin(async move {

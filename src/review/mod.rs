@@ -21,7 +21,7 @@ pub mod state;
 pub mod status;
 pub mod texts;
 
-pub use ask::AskError;
+pub use ask::{AskEnd, AskError};
 pub use audit::AuditEvent;
 pub use context::{AdvisorContext, MaintenanceCounts};
 pub use failure::FailurePolicy;

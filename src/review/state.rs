@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::ask::{check_question, AskError, ASK_DRAIN_WAIT};
+use super::ask::{check_question, AskEnd, AskError, ASK_DRAIN_WAIT};
 use super::failure::{timed_pause_reason, FailureAction, FailurePolicy};
 use super::queue::{Batch, ReviewQueue};
 use crate::model::ModelError;
@@ -275,21 +275,28 @@ impl ReviewState {
     }
 
     /// A reset (R1): the queue, the failing flag and the failure count start over, waiters
-    /// and questions are released. A pause stays (only the user or its timer ends it). A
-    /// review still running stays busy until it ends ([`ReviewState::finished_stale`]), so
-    /// two never run at once.
-    pub fn reset(&mut self) {
-        self.queue.clear();
-        self.failing = false;
-        self.policy.succeeded();
-        self.release_waiters();
-        self.asks.clear();
+    /// are released and queued questions answered with `cause`. A pause stays (only the
+    /// user or its timer ends it). A review still running stays busy until it ends
+    /// ([`ReviewState::finished_stale`]), so two never run at once.
+    pub fn reset(&mut self, cause: AskEnd) {
+        self.start_over();
+        for ask in self.asks.drain(..) {
+            let _ = ask.reply.send(Err(AskError::Ended(cause)));
+        }
     }
 
     /// The actor restarted (F5): a reset, and nothing runs any more.
     pub fn restarted(&mut self) {
-        self.reset();
+        self.start_over();
+        self.asks.clear();
         self.busy = false;
+    }
+
+    fn start_over(&mut self) {
+        self.queue.clear();
+        self.failing = false;
+        self.policy.succeeded();
+        self.release_waiters();
     }
 
     /// A turn end waits until the backlog is below `threshold` (S1): answered at once
@@ -603,9 +610,13 @@ mod tests {
         let mut wait = s.await_backlog(1).expect_err("waits");
         let (tx, mut ask) = oneshot::channel();
         s.queue_ask("q".into(), tx, now).expect("queued");
-        s.reset();
+        s.reset(AskEnd::TurnedOff);
         assert_eq!(wait.try_recv(), Err(TryRecvError::Closed), "released");
-        assert_eq!(ask.try_recv(), Err(TryRecvError::Closed), "released");
+        assert_eq!(
+            ask.try_recv(),
+            Ok(Err(AskError::Ended(AskEnd::TurnedOff))),
+            "answered with the cause"
+        );
         assert_eq!(s.backlog(), 0);
         assert_eq!(s.pending_asks(), 0);
         s.push("b".into());

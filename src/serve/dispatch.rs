@@ -13,9 +13,16 @@ use super::open::{parse_messages, prepare, OpenParams, ServeDefaults};
 use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION, SESSION_ERROR};
 use super::session::{delivery_json, open_on, Outbox, Session, TranscriptLog};
 use crate::domain::host::RewriteKind;
-use crate::handle::{AskError, HandleError, MAX_QUESTION_CHARS};
+use crate::handle::{AskEnd, AskError, HandleError, MAX_QUESTION_CHARS};
 use crate::runtime::AdvisorRuntime;
 use crate::status::AdvisorStatus;
+
+/// What an ask ended by `session/close` says (G8).
+const ENDED_BY_CLOSE: &str = "the session was closed (session/close)";
+/// What an ask ended by a `session/open` of the same id says.
+const ENDED_BY_REOPEN: &str = "the session was opened again (session/open with the same sessionId)";
+/// What an ask ended by `shutdown` or the end of input says.
+const ENDED_BY_SHUTDOWN: &str = "the server is shutting down";
 
 /// How long disposing every session may take at the end (V1: exit within 2 s).
 pub const DISPOSE_TIMEOUT: Duration = Duration::from_millis(700);
@@ -129,7 +136,7 @@ impl Dispatcher {
         let slots: Vec<Slot> = self.sessions.lock().drain().map(|(_, s)| s).collect();
         let all = futures_util::future::join_all(slots.into_iter().map(|slot| async move {
             if let Some(session) = settled(&slot).await {
-                let _ = session.handle.dispose().await;
+                session.dispose(ENDED_BY_SHUTDOWN).await;
             }
         }));
         if tokio::time::timeout(DISPOSE_TIMEOUT, all).await.is_err() {
@@ -180,7 +187,7 @@ impl Dispatcher {
         // Opening an id that is open replaces that session (a host reloading).
         if let Some(previous) = previous {
             if let Some(old) = settled(&previous).await {
-                let _ = old.handle.dispose().await;
+                old.dispose(ENDED_BY_REOPEN).await;
             }
         }
         let session = opened?;
@@ -213,7 +220,7 @@ impl Dispatcher {
         config.initial_transcript =
             (!log.transcript().is_empty()).then(|| log.transcript().clone());
         let handle = open_on(&self.runtime, config, &session_id, self.out.clone());
-        Ok(Arc::new(Session { handle, log }))
+        Ok(Arc::new(Session::new(handle, log)))
     }
 
     async fn turn_end(&self, params: Params) -> Result<Value, RpcError> {
@@ -271,6 +278,12 @@ impl Dispatcher {
                 "question",
                 format!("must be 1 to {MAX_QUESTION_CHARS} characters, it has {chars}"),
             )),
+            Err(HandleError::Ask(e @ AskError::Ended(AskEnd::Disposed))) => {
+                let why = s.ended_by.lock().unwrap_or(ENDED_BY_CLOSE);
+                let mut error = ask_error(&e);
+                error.message = format!("the advisor could not answer: the ask was ended: {why}");
+                Err(error)
+            }
             Err(HandleError::Ask(e)) => Err(ask_error(&e)),
             Err(e) => Err(gone(e)),
         }
@@ -288,7 +301,7 @@ impl Dispatcher {
                 table.remove(&id);
             }
         }
-        let _ = session.handle.dispose().await;
+        session.dispose(ENDED_BY_CLOSE).await;
         Ok(json!({}))
     }
 }
@@ -334,7 +347,8 @@ async fn settled(slot: &Slot) -> Option<Arc<Session>> {
 
 /// An ask the advisor could not answer: -32000 with the reason as `data {reason}` (one of
 /// `disabled`, `notRunning`, `noReview`, `paused`, `failing`, `model`, `noAnswer`,
-/// `timedOut`, `released`) and the handle's sentence as the message.
+/// `timedOut`, `released`, `ended`) and the handle's sentence as the message; an ended ask
+/// also names its `cause` (`rewritten`, `turnedOff`, `closed`).
 pub fn ask_error(e: &AskError) -> RpcError {
     let reason = match e {
         AskError::Disabled => "disabled",
@@ -347,9 +361,14 @@ pub fn ask_error(e: &AskError) -> RpcError {
         AskError::NoAnswer => "noAnswer",
         AskError::TimedOut(_) => "timedOut",
         AskError::Released => "released",
+        AskError::Ended(_) => "ended",
     };
+    let mut data = json!({ "reason": reason });
+    if let AskError::Ended(cause) = e {
+        data["cause"] = json!(cause.code());
+    }
     RpcError {
-        data: Some(json!({ "reason": reason })),
+        data: Some(data),
         ..RpcError::new(SESSION_ERROR, HandleError::Ask(e.clone()).to_string())
     }
 }

@@ -94,6 +94,25 @@ pub struct Session {
     pub handle: AdvisorHandle,
     /// The transcript and cursor.
     pub log: TranscriptLog,
+    /// Why the server disposed of it, once it did: what an ask it ended says (G8).
+    pub ended_by: Mutex<Option<&'static str>>,
+}
+
+impl Session {
+    /// A session of `handle` keeping `log`.
+    pub fn new(handle: AdvisorHandle, log: TranscriptLog) -> Self {
+        Self {
+            handle,
+            log,
+            ended_by: Mutex::new(None),
+        }
+    }
+
+    /// Disposes the session (R2), recording `why` for an ask it ends.
+    pub async fn dispose(&self, why: &'static str) {
+        self.ended_by.lock().get_or_insert(why);
+        let _ = self.handle.dispose().await;
+    }
 }
 
 /// Opens a session on the serve process's shared runtime (A6): its actors go to the least
