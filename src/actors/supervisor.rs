@@ -20,9 +20,7 @@ use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
     TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
-use crate::messages::review::{
-    AskEnd, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews,
-};
+use crate::messages::review::{AskEnd, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews};
 use crate::messages::tools::ClearToolSession;
 
 use crate::config::RuntimeConfig;

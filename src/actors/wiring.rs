@@ -81,6 +81,7 @@ pub fn start_children(
         tools: config.tools.schemas_with_advise().into(),
         base_prompt: config.base_prompt().into(),
         limits: ReviewLimits::from_settings(&settings),
+        redactor: redactor.clone(),
     };
     let links = AgentLinks {
         executor: executor.clone().recipient(),

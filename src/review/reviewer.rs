@@ -28,6 +28,7 @@ use crate::model::{
     AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, ModelResponse, StopReason,
     ToolSchema, Usage,
 };
+use crate::redact::Redactor;
 use crate::settings::AdvisorSettings;
 use crate::tools::advise;
 
@@ -114,6 +115,10 @@ pub struct ReviewEngine {
     pub base_prompt: Arc<str>,
     /// The limits.
     pub limits: ReviewLimits,
+    /// Redacts everything that enters the context or the system prompt (X5): the update
+    /// (deltas, replays, the held-note preamble), questions (G8), tool results, compaction
+    /// summaries and WATCHDOG.md blocks. `None` with `advisor.redactSecrets: false`.
+    pub redactor: Option<Redactor>,
 }
 
 impl ReviewEngine {
@@ -265,19 +270,31 @@ impl<P: ReviewPort> Reviewer<P> {
         self.run
     }
 
-    /// The base prompt plus the watchdog blocks (G1, W5); warnings go to the user (W3).
+    /// The base prompt plus the watchdog blocks (G1, W5), redacted (X5); warnings go to
+    /// the user (W3).
     async fn system_prompt(&self) -> String {
         let base = self.engine.base_prompt.to_string();
         let Some(watchdog) = self.port.watchdog().await else {
-            return base;
+            return self.redacted(base);
         };
         for text in watchdog.warnings {
             self.port.notice(text);
         }
         if watchdog.joined.is_empty() {
-            base
+            self.redacted(base)
         } else {
-            format!("{base}\n\n{}", watchdog.joined)
+            self.redacted(format!("{base}\n\n{}", watchdog.joined))
+        }
+    }
+
+    /// `text` with its secrets replaced (X5), when redaction is on.
+    fn redacted(&self, text: String) -> String {
+        match &self.engine.redactor {
+            Some(redactor) => match redactor.redact(&text) {
+                std::borrow::Cow::Borrowed(_) => text,
+                std::borrow::Cow::Owned(clean) => clean,
+            },
+            None => text,
         }
     }
 
@@ -309,9 +326,8 @@ impl<P: ReviewPort> Reviewer<P> {
     /// G3: the model until it answers without tool calls, at most `max_tool_rounds` rounds
     /// of tools; the last allowed round's results tell it to finish.
     async fn tool_loop(&mut self, prompt: &str) -> Result<(), ModelError> {
-        self.append(ChatMessage::User {
-            text: prompt.to_string(),
-        });
+        let text = self.redacted(prompt.to_string());
+        self.append(ChatMessage::User { text });
         let tools = self.offered_tools();
         let max_rounds = self.engine.limits.max_tool_rounds;
         for round in 0..=max_rounds {
@@ -354,10 +370,11 @@ impl<P: ReviewPort> Reviewer<P> {
                     reply.text.push_str("\n\n");
                     reply.text.push_str(texts::FINISH_NOW);
                 }
+                let text = self.redacted(reply.text);
                 self.append(ChatMessage::ToolResult {
                     call_id,
                     name,
-                    text: reply.text,
+                    text,
                     is_error: reply.is_error,
                 });
             }
@@ -459,7 +476,7 @@ impl<P: ReviewPort> Reviewer<P> {
             return MaintenanceKind::Reprime;
         };
         let summary = match self.summarise(cut).await {
-            Ok(summary) => summary,
+            Ok(summary) => self.redacted(summary),
             Err(err) => {
                 tracing::warn!(error = %err, "compaction failed: re-priming instead");
                 return MaintenanceKind::Reprime;

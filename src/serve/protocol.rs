@@ -414,7 +414,10 @@ mod tests {
                 panic!("{line} is a request");
             };
             let reply = response_line(&got, Ok(json!({})));
-            assert_eq!(reply, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+            assert_eq!(
+                reply,
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)
+            );
             // The same for an error reply to a bad request.
             let bad = format!(r#"{{"jsonrpc":"1.0","id":{id},"method":"x"}}"#);
             let Incoming::Invalid { id: got, .. } = parse_line(bad.as_bytes()) else {

@@ -171,9 +171,7 @@ impl Drop for DropSignal {
 
 impl advisor::model::ModelClient for StallingModel {
     fn complete(&self, request: advisor::model::ModelRequest) -> advisor::model::ModelFuture {
-        let n = self
-            .calls
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if n == 0 {
             return self.script.complete(request);
         }
@@ -199,7 +197,12 @@ async fn g8_r1_r2_an_ask_is_ended_at_once_by_close_reopen_rewrite_or_off_and_its
             "closed",
             "the session was closed (session/close)",
         ),
-        ("reopen", Value::Null, "closed", "the session was opened again"),
+        (
+            "reopen",
+            Value::Null,
+            "closed",
+            "the session was opened again",
+        ),
         (
             "session/rewrite",
             json!({"sessionId": "s1", "kind": "compaction", "leaf": "b",

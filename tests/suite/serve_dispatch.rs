@@ -743,13 +743,13 @@ async fn c1_v2_an_empty_command_line_answers_the_usage_and_leaves_the_advisor_on
     open(&mut c, "s1", dir.path(), json!({})).await;
     for line in ["", "  "] {
         let said = c
-            .call(
-                "session/command",
-                json!({"sessionId": "s1", "line": line}),
-            )
+            .call("session/command", json!({"sessionId": "s1", "line": line}))
             .await;
         assert!(
-            said["text"].as_str().unwrap().starts_with("usage: /advisor"),
+            said["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("usage: /advisor"),
             "{said}"
         );
     }
