@@ -209,10 +209,11 @@ impl Dispatcher {
             return Err(RpcError::internal("the server is shutting down"));
         }
         for notice in &prepared.notices {
-            let _ = self.out.send(notification_line(
+            let line = notification_line(
                 "session/notice",
                 json!({ "sessionId": session_id, "text": notice }),
-            ));
+            );
+            let _ = self.out.send(line).await;
         }
         let log = TranscriptLog::new(messages, leaf);
         let mut config = prepared.config;

@@ -58,6 +58,11 @@ const _: () = assert!(
 /// on what a flooding client can make the server hold).
 pub const MAX_INFLIGHT: usize = 4096;
 
+/// Lines (replies and notifications) waiting for the writer at most. While the queue is
+/// full — a client that does not read its replies — senders wait and the reader reads no
+/// more input until it drains (V4: backpressure instead of an unbounded pile of replies).
+pub const MAX_QUEUED_LINES: usize = 1024;
+
 /// Options of one [`serve`] run.
 pub struct ServeOptions {
     /// Session defaults (model flags, environment, keys, catalog).
@@ -118,7 +123,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + 'static,
 {
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
+    let (out_tx, out_rx) = mpsc::channel::<String>(MAX_QUEUED_LINES);
     let writer = actix::spawn(write_lines(output, out_rx));
     let dispatcher = Arc::new(Dispatcher::new(
         options.defaults,
@@ -129,6 +134,15 @@ where
     let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
     let mut reader = LineReader::new(input, options.max_line_bytes);
     let end = loop {
+        // Backpressure (V4): no more input while the outgoing queue is full.
+        let room = tokio::select! {
+            room = out_tx.reserve() => room,
+            _ = dispatcher.shutdown_requested() => break ServeEnd::Shutdown,
+        };
+        if room.is_err() {
+            break ServeEnd::EndOfInput;
+        }
+        drop(room);
         let line = tokio::select! {
             line = reader.next() => line,
             _ = dispatcher.shutdown_requested() => break ServeEnd::Shutdown,
@@ -144,7 +158,9 @@ where
                     "line longer than {} bytes",
                     options.max_line_bytes
                 ));
-                let _ = out_tx.send(response_line(&RequestId::null(), Err(error)));
+                let _ = out_tx
+                    .send(response_line(&RequestId::null(), Err(error)))
+                    .await;
                 continue;
             }
         };
@@ -154,7 +170,7 @@ where
         match parse_line(&bytes) {
             Incoming::Invalid { id, error } => {
                 tracing::debug!(code = error.code, "serve: bad input line");
-                let _ = out_tx.send(response_line(&id, Err(error)));
+                let _ = out_tx.send(response_line(&id, Err(error))).await;
             }
             Incoming::Request { id, method, params } => {
                 let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
@@ -167,7 +183,7 @@ where
                     if let Err(e) = &result {
                         tracing::debug!(%method, code = e.code, "serve: call failed: {}", e.message);
                     }
-                    let _ = out.send(response_line(&id, result));
+                    let _ = out.send(response_line(&id, result)).await;
                     drop((guard, permit));
                 });
             }
@@ -201,10 +217,7 @@ where
 }
 
 /// The one writer: each line plus LF, flushed whenever the queue runs dry.
-async fn write_lines<W: AsyncWrite + Unpin>(
-    mut output: W,
-    mut rx: mpsc::UnboundedReceiver<String>,
-) {
+async fn write_lines<W: AsyncWrite + Unpin>(mut output: W, mut rx: mpsc::Receiver<String>) {
     while let Some(line) = rx.recv().await {
         let mut batch = line.into_bytes();
         batch.push(b'\n');

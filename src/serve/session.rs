@@ -4,7 +4,7 @@
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
 use super::protocol::{notification_line, RpcError};
 use crate::domain::advice::Delivery;
@@ -14,8 +14,10 @@ use crate::handle::AdvisorHandle;
 use crate::runtime::AdvisorRuntime;
 use crate::RuntimeConfig;
 
-/// Where lines for the client go: the one writer task reads the other end (V1).
-pub type Outbox = UnboundedSender<String>;
+/// Where lines for the client go: the one writer task reads the other end (V1). Bounded
+/// ([`super::MAX_QUEUED_LINES`]): a sender waits while it is full, and the reader reads no
+/// input meanwhile (backpressure, V4).
+pub type Outbox = Sender<String>;
 
 /// What the server knows of the host's cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,7 +132,7 @@ pub fn open_on(
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             // A writer that is gone means the server is ending; the event has nobody to go to.
-            if out.send(event_line(&session_id, &event)).is_err() {
+            if out.send(event_line(&session_id, &event)).await.is_err() {
                 return;
             }
         }

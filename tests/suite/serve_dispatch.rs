@@ -39,7 +39,7 @@ pub(super) fn start_with(
 
 /// A small shared runtime for one test's server (A6): two arbiters, one call thread, the
 /// per-provider limit from the first session's `advisor.maxConcurrentReviews`.
-fn serve_runtime() -> AdvisorRuntime {
+pub(super) fn serve_runtime() -> AdvisorRuntime {
     AdvisorRuntime::new(RuntimeOptions {
         arbiters: 2,
         max_concurrent_reviews: None,
@@ -755,4 +755,51 @@ async fn c1_v2_an_empty_command_line_answers_the_usage_and_leaves_the_advisor_on
     }
     let status = c.call("session/status", json!({"sessionId": "s1"})).await;
     assert_eq!(status["enabled"], true, "{status}");
+}
+
+/// V4 backpressure (issue 18 item 10): a client that writes requests and never reads its
+/// replies stops the server from reading — its writes block once the bounded outgoing
+/// queue and the pipes are full — and when it reads at last, every request is answered.
+#[actix::test]
+async fn v4_a_client_that_never_reads_stops_the_server_reading_and_loses_no_reply() {
+    use advisor::serve::lines::{InputLine, LineReader};
+    use tokio::io::AsyncWriteExt;
+
+    tokio::time::pause();
+    let (mut client_w, server_r) = tokio::io::duplex(1 << 16);
+    let (server_w, client_r) = tokio::io::duplex(1 << 16);
+    let defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
+    let _server = actix::spawn(serve(
+        server_r,
+        server_w,
+        ServeOptions::new(defaults, serve_runtime()),
+    ));
+    const REQUESTS: usize = 50_000;
+    let mut writer = actix::spawn(async move {
+        for id in 0..REQUESTS {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize"}}"#);
+            client_w.write_all(line.as_bytes()).await.unwrap();
+            client_w.write_all(b"\n").await.unwrap();
+        }
+        client_w.shutdown().await.unwrap();
+    });
+    // Virtual time runs on only when nothing can move: the writer is stuck for good.
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_secs(60), &mut writer)
+            .await
+            .is_err(),
+        "the server read every request although nobody reads its replies"
+    );
+    let mut reader = LineReader::new(client_r, 1 << 20);
+    let mut seen = vec![false; REQUESTS];
+    for _ in 0..REQUESTS {
+        let Some(InputLine::Line(bytes)) = reader.next().await else {
+            panic!("a reply line");
+        };
+        let reply: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(reply["result"]["protocolVersion"], 1, "{reply}");
+        seen[reply["id"].as_u64().unwrap() as usize] = true;
+    }
+    writer.await.unwrap();
+    assert!(seen.iter().all(|s| *s), "every request answered once");
 }
