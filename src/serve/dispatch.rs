@@ -9,9 +9,9 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::{Notify, RwLock};
 
-use super::open::{parse_messages, prepare, OpenParams, ServeDefaults};
+use super::open::{parse_messages, prepare, OpenParams, ParsedMessages, ServeDefaults};
 use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION, SESSION_ERROR};
-use super::session::{delivery_json, open_on, Outbox, Session, TranscriptLog};
+use super::session::{delivery_json, open_on, HeldBudget, Outbox, Session, TranscriptLog};
 use crate::domain::host::RewriteKind;
 use crate::handle::{AskEnd, AskError, HandleError, MAX_QUESTION_CHARS};
 use crate::runtime::AdvisorRuntime;
@@ -50,11 +50,18 @@ pub struct Dispatcher {
     out: Outbox,
     shutdown: Notify,
     shutting_down: Mutex<bool>,
+    held: Arc<HeldBudget>,
 }
 
 impl Dispatcher {
-    /// A dispatcher opening its sessions on `runtime` and writing notifications to `out`.
-    pub fn new(defaults: ServeDefaults, runtime: AdvisorRuntime, out: Outbox) -> Self {
+    /// A dispatcher opening its sessions on `runtime` and writing notifications to `out`,
+    /// holding at most `max_held_bytes` of transcripts for them (V4, [`HeldBudget`]).
+    pub fn new(
+        defaults: ServeDefaults,
+        runtime: AdvisorRuntime,
+        out: Outbox,
+        max_held_bytes: usize,
+    ) -> Self {
         Self {
             defaults,
             runtime,
@@ -62,7 +69,13 @@ impl Dispatcher {
             out,
             shutdown: Notify::new(),
             shutting_down: Mutex::new(false),
+            held: Arc::new(HeldBudget::new(max_held_bytes)),
         }
+    }
+
+    /// The bytes of transcripts held for the sessions now (V4).
+    pub fn held_bytes(&self) -> usize {
+        self.held.used()
     }
 
     /// Runs one call (V2). Unknown methods are -32601.
@@ -215,7 +228,7 @@ impl Dispatcher {
             );
             let _ = self.out.send(line).await;
         }
-        let log = TranscriptLog::new(messages, leaf);
+        let log = TranscriptLog::new(messages, leaf, Arc::clone(&self.held))?;
         let mut config = prepared.config;
         // X4: the cursor starts at the end of what the host already has.
         config.initial_transcript =
@@ -228,10 +241,7 @@ impl Dispatcher {
         let (s, mut p) = self.session(&params).await?;
         let base = p.opt_string("base")?;
         let leaf = p.string("leaf")?;
-        let messages = match p.take("messages") {
-            Some(v) => parse_messages(v, "messages")?,
-            None => return Err(p.invalid("messages", "is missing")),
-        };
+        let messages = take_messages(&mut p)?;
         s.log.append(base.as_deref(), leaf, messages)?;
         s.handle.turn_end(s.log.transcript()).await.map_err(gone)?;
         Ok(json!({}))
@@ -257,11 +267,8 @@ impl Dispatcher {
             )
         })?;
         let leaf = p.opt_string("leaf")?;
-        let messages = match p.take("messages") {
-            Some(v) => parse_messages(v, "messages")?,
-            None => return Err(p.invalid("messages", "is missing")),
-        };
-        s.log.replace(leaf, messages);
+        let messages = take_messages(&mut p)?;
+        s.log.replace(leaf, messages)?;
         s.handle.rewrite(kind).await.map_err(gone)?;
         Ok(json!({}))
     }
@@ -304,6 +311,14 @@ impl Dispatcher {
         }
         session.dispose(ENDED_BY_CLOSE).await;
         Ok(json!({}))
+    }
+}
+
+/// The required `messages` param, parsed.
+fn take_messages(p: &mut Params) -> Result<ParsedMessages, RpcError> {
+    match p.take_messages() {
+        Some(param) => parse_messages(param, "messages"),
+        None => Err(p.invalid("messages", "is missing")),
     }
 }
 

@@ -69,6 +69,9 @@ pub struct ServeOptions {
     pub defaults: ServeDefaults,
     /// The line cap (V4: [`MAX_LINE_BYTES`]).
     pub max_line_bytes: usize,
+    /// The budget for the transcripts held for all sessions (V4:
+    /// [`session::DEFAULT_HELD_BYTES`]); a call that would pass it is refused.
+    pub max_held_bytes: usize,
     /// The shared runtime every session of the run is opened on (A6): its arbiters carry
     /// the sessions' actors, and its resources (HTTP clients, redaction patterns, WATCHDOG.md
     /// cache, the per-provider limit `advisor.maxConcurrentReviews`) serve them all.
@@ -76,11 +79,12 @@ pub struct ServeOptions {
 }
 
 impl ServeOptions {
-    /// Options with the V4 line cap.
+    /// Options with the V4 line cap and held-transcript budget.
     pub fn new(defaults: ServeDefaults, runtime: AdvisorRuntime) -> Self {
         Self {
             defaults,
             max_line_bytes: MAX_LINE_BYTES,
+            max_held_bytes: session::DEFAULT_HELD_BYTES,
             runtime,
         }
     }
@@ -129,6 +133,7 @@ where
         options.defaults,
         options.runtime,
         out_tx.clone(),
+        options.max_held_bytes,
     ));
     let inflight = Arc::new(Inflight::default());
     let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));

@@ -1,6 +1,9 @@
 //! JSON-RPC 2.0 framing of `advisor serve` (V1, V4): what a line is, error objects with the
 //! codes of V4, and typed access to named params that names the field on error.
 
+use std::collections::HashMap;
+
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 /// The protocol version `initialize` reports (V2).
@@ -128,21 +131,6 @@ impl RequestId {
     pub fn to_value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or(Value::Null)
     }
-
-    /// The id of a parsed request: its own text from `line` (serde_json's `Value` would
-    /// round an integer past 64 bits and re-escape a string); re-serialised only when the
-    /// line holds `id` twice (the last one counts, as for `Value`).
-    fn of(id: &Value, line: &[u8]) -> Self {
-        #[derive(serde::Deserialize)]
-        struct RawId<'a> {
-            #[serde(borrow)]
-            id: Option<&'a serde_json::value::RawValue>,
-        }
-        match serde_json::from_slice::<RawId<'_>>(line) {
-            Ok(RawId { id: Some(raw) }) => Self(raw.get().to_string()),
-            _ => Self(id.to_string()),
-        }
-    }
 }
 
 /// One parsed input line.
@@ -175,55 +163,70 @@ pub enum Incoming {
 
 /// Classifies one line (V4): not JSON → -32700; not a request object → -32600; params that
 /// are not an object → -32602.
+///
+/// The members are read raw first, so nothing is built for what is not needed: the id keeps
+/// its own text, and a `messages` param stays raw JSON text (V4: what a held message costs
+/// is its bytes plus a small constant, never a JSON tree of it).
 pub fn parse_line(line: &[u8]) -> Incoming {
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
-        Err(e) => {
-            return Incoming::Invalid {
+    let Ok(members) = serde_json::from_slice::<HashMap<String, &RawValue>>(line) else {
+        // Not an object of members: say what it is.
+        return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            Err(e) => Incoming::Invalid {
                 id: RequestId::null(),
                 error: RpcError::parse_error(e),
-            }
-        }
-    };
-    let Value::Object(mut obj) = value else {
-        return Incoming::Invalid {
-            id: RequestId::null(),
-            error: RpcError::invalid_request("expected one JSON object per line"),
+            },
+            Ok(_) => Incoming::Invalid {
+                id: RequestId::null(),
+                error: RpcError::invalid_request("expected one JSON object per line"),
+            },
         };
     };
-    let id = match obj.remove("id") {
+    let value_of = |name: &str| {
+        members
+            .get(name)
+            .map(|raw| serde_json::from_str::<Value>(raw.get()).unwrap_or(Value::Null))
+    };
+    let id = match members.get("id") {
         None => None,
-        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => {
-            Some(RequestId::of(&id, line))
-        }
-        Some(_) => {
-            return Incoming::Invalid {
-                id: RequestId::null(),
-                error: RpcError::invalid_request("`id` must be a string, a number or null"),
+        Some(raw) => match value_of("id") {
+            Some(Value::String(_) | Value::Number(_) | Value::Null) => {
+                Some(RequestId(raw.get().to_string()))
             }
-        }
+            _ => {
+                return Incoming::Invalid {
+                    id: RequestId::null(),
+                    error: RpcError::invalid_request("`id` must be a string, a number or null"),
+                }
+            }
+        },
     };
     let invalid = |error| Incoming::Invalid {
         id: id.clone().unwrap_or_else(RequestId::null),
         error,
     };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if value_of("jsonrpc").as_ref().and_then(Value::as_str) != Some("2.0") {
         return invalid(RpcError::invalid_request("`jsonrpc` must be \"2.0\""));
     }
-    let method = match obj.remove("method") {
+    let method = match value_of("method") {
         Some(Value::String(m)) => m,
         _ => return invalid(RpcError::invalid_request("`method` must be a string")),
     };
-    let params = match obj.remove("params") {
-        None | Some(Value::Null) => Params::default(),
-        Some(Value::Object(map)) => Params::new(map),
-        Some(Value::Array(_)) => {
-            return invalid(RpcError::invalid_params(
-                "params",
-                "must be an object of named params",
-            ))
-        }
-        Some(_) => return invalid(RpcError::invalid_request("`params` must be an object")),
+    let params = match members.get("params") {
+        None => Params::default(),
+        Some(raw) => match raw.get().trim_start().as_bytes().first() {
+            Some(b'{') => match Params::from_raw(raw) {
+                Some(params) => params,
+                None => return invalid(RpcError::invalid_request("`params` must be an object")),
+            },
+            Some(b'n') => Params::default(),
+            Some(b'[') => {
+                return invalid(RpcError::invalid_params(
+                    "params",
+                    "must be an object of named params",
+                ))
+            }
+            _ => return invalid(RpcError::invalid_request("`params` must be an object")),
+        },
     };
     match id {
         Some(id) => Incoming::Request { id, method, params },
@@ -250,10 +253,33 @@ pub fn notification_line(method: &str, params: Value) -> String {
 
 /// Named params with typed getters; each failure is a -32602 naming the field (with the
 /// path of an enclosing object, e.g. `model.baseUrl`).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Params {
     map: Map<String, Value>,
+    /// `messages` as sent, raw (see [`Params::take_messages`]).
+    messages: Option<Box<RawValue>>,
     prefix: String,
+}
+
+impl PartialEq for Params {
+    fn eq(&self, other: &Self) -> bool {
+        self.map == other.map
+            && self.prefix == other.prefix
+            && self.messages.as_ref().map(|m| m.get()) == other.messages.as_ref().map(|m| m.get())
+    }
+}
+
+/// The name of the param that carries transcript messages, kept raw.
+const MESSAGES: &str = "messages";
+
+/// A `messages` param: its raw JSON text as a client sent it, or a value (params built in
+/// code).
+#[derive(Debug)]
+pub enum MessagesParam {
+    /// The JSON text.
+    Raw(Box<RawValue>),
+    /// A value.
+    Value(Value),
 }
 
 impl Params {
@@ -261,15 +287,42 @@ impl Params {
     pub fn new(map: Map<String, Value>) -> Self {
         Self {
             map,
+            messages: None,
             prefix: String::new(),
         }
+    }
+
+    /// The params of a raw JSON object: every member parsed but `messages`, kept as its
+    /// text. `None` when `raw` is not an object.
+    fn from_raw(raw: &RawValue) -> Option<Self> {
+        let members = serde_json::from_str::<HashMap<String, &RawValue>>(raw.get()).ok()?;
+        let mut params = Self::default();
+        for (name, value) in members {
+            if name == MESSAGES {
+                params.messages = (value.get() != "null").then(|| value.to_owned());
+            } else {
+                let value = serde_json::from_str(value.get()).ok()?;
+                params.map.insert(name, value);
+            }
+        }
+        Some(params)
     }
 
     /// The fields of a nested object, named `prefix.field` in errors.
     pub fn nested(map: Map<String, Value>, prefix: &str) -> Self {
         Self {
             map,
+            messages: None,
             prefix: format!("{prefix}."),
+        }
+    }
+
+    /// Takes the `messages` param out, raw when it came in a line (absent or null →
+    /// `None`).
+    pub fn take_messages(&mut self) -> Option<MessagesParam> {
+        match self.messages.take() {
+            Some(raw) => Some(MessagesParam::Raw(raw)),
+            None => self.take(MESSAGES).map(MessagesParam::Value),
         }
     }
 
@@ -288,8 +341,14 @@ impl Params {
         self.map.get(field).filter(|v| !v.is_null())
     }
 
-    /// Takes the raw value out (absent or null → `None`).
+    /// Takes the raw value out (absent or null → `None`). `messages` is better taken with
+    /// [`Params::take_messages`], which builds no JSON tree of it.
     pub fn take(&mut self, field: &str) -> Option<Value> {
+        if field == MESSAGES {
+            if let Some(raw) = self.messages.take() {
+                return serde_json::from_str(raw.get()).ok();
+            }
+        }
         self.map.remove(field).filter(|v| !v.is_null())
     }
 

@@ -803,3 +803,68 @@ async fn v4_a_client_that_never_reads_stops_the_server_reading_and_loses_no_repl
     writer.await.unwrap();
     assert!(seen.iter().all(|s| *s), "every request answered once");
 }
+
+/// V4 (issue 18 item 9): the transcripts a server holds have a budget; the call that would
+/// pass it is refused with a clear -32000, nothing of what is held is lost, the server goes
+/// on serving, and closing a session gives its share back.
+#[actix::test]
+async fn v4_a_call_past_the_held_transcript_budget_is_refused_and_nothing_is_lost() {
+    let (client_w, server_r) = tokio::io::duplex(1 << 16);
+    let (server_w, client_r) = tokio::io::duplex(1 << 16);
+    let mut defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
+    defaults.fixed_model = Some(Arc::new(ScriptedModel::new([])));
+    let options = ServeOptions {
+        max_held_bytes: 8 * 1024,
+        ..ServeOptions::new(defaults, serve_runtime())
+    };
+    let _server = actix::spawn(serve(server_r, server_w, options));
+    let mut c = RpcClient::new(client_w, client_r);
+    let dir = tempfile::tempdir().unwrap();
+    let off = json!({"enabled": false});
+    open(&mut c, "s1", dir.path(), off.clone()).await;
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": [user("small")]}),
+    )
+    .await;
+    let many: Vec<Value> = (0..40).map(|i| user(&format!("message {i}"))).collect();
+    let e = c
+        .call_err(
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": "a", "leaf": "b", "messages": many}),
+        )
+        .await;
+    assert_eq!(e["code"], -32000, "{e}");
+    assert_eq!(e["data"]["reason"], "heldBudget", "{e}");
+    assert_eq!(e["data"]["budgetBytes"], 8 * 1024, "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("past its budget of 8 KiB for held transcripts")
+            && message.contains("nothing was appended"),
+        "{message}"
+    );
+    // Nothing appended: the leaf is still `a`; the server still serves.
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": "a", "leaf": "c", "messages": [user("next")]}),
+    )
+    .await;
+    // A rewrite past it keeps the old branch, too.
+    let e = c
+        .call_err(
+            "session/rewrite",
+            json!({"sessionId": "s1", "kind": "compaction", "leaf": "z", "messages": many}),
+        )
+        .await;
+    assert_eq!(e["data"]["reason"], "heldBudget", "{e}");
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": "c", "leaf": "d", "messages": []}),
+    )
+    .await;
+    // Closing gives the share back: the same messages fit a new session.
+    c.call("session/close", json!({"sessionId": "s1"})).await;
+    let mut params = open_params("s2", dir.path(), off);
+    params["messages"] = json!(many[..20]);
+    c.call("session/open", params).await;
+}
