@@ -89,7 +89,8 @@ struct Pause {
 pub struct ReviewState {
     queue: ReviewQueue,
     policy: FailurePolicy,
-    busy: bool,
+    /// When the running review or ask started; `None` while nothing runs.
+    busy_since: Option<Instant>,
     failing: bool,
     paused: Option<Pause>,
     pauses: u64,
@@ -106,7 +107,7 @@ impl ReviewState {
         Self {
             queue: ReviewQueue::new(),
             policy,
-            busy: false,
+            busy_since: None,
             failing: false,
             paused: None,
             pauses: 0,
@@ -147,6 +148,12 @@ impl ReviewState {
         self.dropped_turns
     }
 
+    /// How long the running review or ask has run at `now`; `None` while nothing runs.
+    pub fn running_for(&self, now: Instant) -> Option<Duration> {
+        self.busy_since
+            .map(|since| now.saturating_duration_since(since))
+    }
+
     /// Questions waiting for an answer.
     #[cfg(test)]
     pub fn pending_asks(&self) -> usize {
@@ -157,7 +164,7 @@ impl ReviewState {
     /// ask that has waited [`ASK_DRAIN_WAIT`], else the pending deltas as one batch, else an
     /// ask (G8: after the backlog is drained or 30 s pass). Marks the state busy.
     pub fn next_work(&mut self, now: Instant) -> Option<Work> {
-        if self.busy || self.failing || self.paused.is_some() {
+        if self.busy_since.is_some() || self.failing || self.paused.is_some() {
             return None;
         }
         self.asks.retain(|a| !a.reply.is_closed());
@@ -173,7 +180,7 @@ impl ReviewState {
                 batch,
             })
         })?;
-        self.busy = true;
+        self.busy_since = Some(now);
         Some(work)
     }
 
@@ -190,12 +197,12 @@ impl ReviewState {
 
     /// The running work belonged to an epoch that was reset meanwhile: nothing to record.
     pub fn finished_stale(&mut self) {
-        self.busy = false;
+        self.busy_since = None;
     }
 
     /// The running review succeeded.
     pub fn review_succeeded(&mut self) {
-        self.busy = false;
+        self.busy_since = None;
         self.queue.finish_ok();
         self.policy.succeeded();
         self.release_ready_waiters();
@@ -204,14 +211,14 @@ impl ReviewState {
     /// The running ask was answered: the model works, so the failure count starts over;
     /// the queue (and its missed-turns note, F2) is untouched.
     pub fn ask_succeeded(&mut self) {
-        self.busy = false;
+        self.busy_since = None;
         self.policy.succeeded();
     }
 
     /// The running review or ask failed with `error` at wall-clock time `now`: the policy
     /// decides (F1–F3) and the queue, the flags and the waiters follow.
     pub fn failed(&mut self, error: &ModelError, now: SystemTime) -> FailureStep {
-        self.busy = false;
+        self.busy_since = None;
         self.queue.finish_failed();
         let step = match self.policy.failed(error) {
             FailureAction::Retry(after) => {
@@ -289,7 +296,7 @@ impl ReviewState {
     pub fn restarted(&mut self) {
         self.start_over();
         self.asks.clear();
-        self.busy = false;
+        self.busy_since = None;
     }
 
     fn start_over(&mut self) {
