@@ -194,6 +194,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
             match build_client(&spec, &catalog, &lookup) {
                 Ok(client) => Some(client),
                 Err(e) => {
+                    let e = CliError::from(&e);
                     printer.notice(&format!("advisor: context promotion to {role} is off: {e}"));
                     None
                 }
@@ -320,7 +321,7 @@ fn model_error(error: ProviderError) -> CliError {
              OPENROUTER_API_KEY set, or --model local/NAME --base-url http://127.0.0.1:8080/v1 \
              for a local OpenAI-compatible server",
         ),
-        other => CliError::new(other.to_string()),
+        other => CliError::from(&other),
     }
 }
 

@@ -13,7 +13,7 @@ use crate::feed::FeedCursor;
 use crate::model::limit::{provider_of, CallCounts, CallLimit, LimitedModel};
 use crate::model::ModelClient;
 use crate::providers::{
-    resolve_config, Catalog, ModelSpec, ProviderConfig, ProviderError, StreamingClient,
+    resolve_config, Catalog, ErrorSource, ModelSpec, ProviderConfig, ProviderError, StreamingClient,
 };
 use crate::redact::Redactor;
 use crate::render::TranscriptView;
@@ -103,7 +103,7 @@ impl SharedResources {
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()
-            .map_err(|e| ProviderError::Http(e.to_string()))?;
+            .map_err(|e| ProviderError::Http(ErrorSource::new(e)))?;
         clients.insert(key, client.clone());
         Ok(client)
     }

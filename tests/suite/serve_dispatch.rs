@@ -868,3 +868,23 @@ async fn v4_a_call_past_the_held_transcript_budget_is_refused_and_nothing_is_los
     params["messages"] = json!(many[..20]);
     c.call("session/open", params).await;
 }
+
+/// M1, V4 (issue 18 item 4): a protocol client has no command line; the error for a model
+/// that cannot be reached speaks of what the client can set, never of `advisor` flags.
+#[actix::test]
+async fn m1_v4_serve_model_errors_tell_a_client_no_cli_flag() {
+    let (mut c, _server) = start_with(None, advisor::serve::lines::MAX_LINE_BYTES);
+    let dir = tempfile::tempdir().unwrap();
+    let mut params = open_params("s1", dir.path(), json!({}));
+    params["model"] = json!("advfake/no-such-model");
+    let e = c.call_err("session/open", params).await;
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("unknown provider `advfake`") && message.contains("base URL"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("--") && !message.contains("pass "),
+        "{message}"
+    );
+}
