@@ -654,7 +654,7 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
     let port = FilePort(stub.clone(), file);
 
     // Deltas come from the feed cursor as a session uses it.
-    let transcript = Transcript::from_messages([TranscriptMessage::user(&format!(
+    let transcript = Transcript::from_messages([TranscriptMessage::user(format!(
         "deploy with {}",
         secret("delta")
     ))]);
@@ -671,7 +671,7 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
         .ask(&question)
         .await;
     assert_eq!(run.answer, "No, rotate it.");
-    transcript.push(TranscriptMessage::user(&format!(
+    transcript.push(TranscriptMessage::user(format!(
         "then {}",
         secret("replay")
     )));
