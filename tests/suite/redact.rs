@@ -426,7 +426,11 @@ fn x5_plain_letter_rules_leave_code_alone() {
 #[test]
 fn x5_the_crate_source_has_no_false_positives() {
     let found = source_redactions();
-    let intended = ["src/redact.rs ", "src/shared/watchdog_cache.rs "];
+    let intended = [
+        "src/redact.rs ",
+        "src/shared/watchdog_cache.rs ",
+        "src/review/reviewer/tests.rs ",
+    ];
     let stray: Vec<&String> = found
         .iter()
         .filter(|line| !intended.iter().any(|file| line.contains(file)))
