@@ -27,19 +27,21 @@ pub enum AdvisorCommand {
 }
 
 /// Parses a command line, with or without the leading `/advisor`. Verbs are
-/// case-insensitive; anything else is answered with the usage line (`Err`).
+/// case-insensitive; anything else is answered with the usage line (`Err`). A bare
+/// `/advisor` toggles (C1), but an empty line is no command at all: it gets the usage.
 pub fn parse_command(line: &str) -> Result<AdvisorCommand, String> {
     let mut words = line.split_whitespace().peekable();
-    if words
+    let prefixed = words
         .peek()
-        .is_some_and(|w| w.eq_ignore_ascii_case("/advisor") || w.eq_ignore_ascii_case("advisor"))
-    {
+        .is_some_and(|w| w.eq_ignore_ascii_case("/advisor") || w.eq_ignore_ascii_case("advisor"));
+    if prefixed {
         words.next();
     }
     let verb = words.next().map(str::to_ascii_lowercase);
     let rest: Vec<&str> = words.collect();
     match (verb.as_deref(), rest.as_slice()) {
-        (None, []) | (Some("toggle"), []) => Ok(AdvisorCommand::Toggle),
+        (None, []) if prefixed => Ok(AdvisorCommand::Toggle),
+        (Some("toggle"), []) => Ok(AdvisorCommand::Toggle),
         (Some("on"), []) => Ok(AdvisorCommand::On),
         (Some("off"), []) => Ok(AdvisorCommand::Off),
         (Some("status"), []) => Ok(AdvisorCommand::Status),
@@ -72,6 +74,15 @@ mod tests {
             Ok(AdvisorCommand::Dump { raw: true })
         );
         assert_eq!(parse_command("/advisor frobnicate"), Err(USAGE.to_string()));
+    }
+
+    #[test]
+    fn c1_an_empty_line_is_answered_with_the_usage_not_a_toggle() {
+        for line in ["", "   ", "\t\n"] {
+            assert_eq!(parse_command(line), Err(USAGE.to_string()), "{line:?}");
+        }
+        assert_eq!(parse_command("  /advisor  "), Ok(AdvisorCommand::Toggle));
+        assert_eq!(parse_command("toggle"), Ok(AdvisorCommand::Toggle));
     }
 
     #[test]

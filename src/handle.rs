@@ -21,7 +21,7 @@ use crate::messages::host::{
 };
 use crate::messages::review::AskAdvisor;
 pub use crate::review::ask::MAX_QUESTION_CHARS;
-pub use crate::review::{AskError, BacklogWait};
+pub use crate::review::{AskEnd, AskError, BacklogWait};
 use crate::shared::SharedResources;
 use crate::status::AdvisorStatus;
 

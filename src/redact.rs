@@ -30,11 +30,14 @@ pub enum SecretKind {
     /// A PEM or PGP private key block (`-----BEGIN … PRIVATE KEY-----`).
     PrivateKey,
     /// The value assigned to an environment-style name ending in `_KEY`, `_TOKEN`,
-    /// `_SECRET` or `PASSWORD`.
+    /// `_SECRET`, `PASSWORD` or `_KEY_BASE`.
     EnvSecret,
-    /// The value of a lower-case key ending in `password`, `passwd` or `secret` in YAML,
-    /// `.env`, INI or TOML text (`password: …`, `db_password=…`, `client-secret = "…"`).
+    /// The value of a lower-case key ending in `password`, `passwd`, `secret`, `token`,
+    /// `api_key` or `apikey` in YAML, `.env`, INI or TOML text (`password: …`,
+    /// `db_password=…`, `client-secret = "…"`, `api_key: …`).
     ConfigSecret,
+    /// A password given on a command line: `curl -u user:pass`, `mysql -pPASS`.
+    CliPassword,
     /// The password of credentials inside a URL (`https://user:pass@host`); the user name
     /// stays.
     UrlPassword,
@@ -62,6 +65,14 @@ pub enum SecretKind {
     GoogleApiKey,
     /// An AWS access key id (`AKIA…`, `ASIA…`).
     AwsAccessKeyId,
+    /// A GitLab personal access token (`glpat-…`).
+    GitLabToken,
+    /// A Hugging Face token (`hf_…`).
+    HuggingFaceToken,
+    /// An npm access token (`npm_…`).
+    NpmToken,
+    /// A SendGrid API key (`SG.….…`).
+    SendGridKey,
 }
 
 impl SecretKind {
@@ -71,6 +82,7 @@ impl SecretKind {
             SecretKind::PrivateKey => "private-key",
             SecretKind::EnvSecret => "env-secret",
             SecretKind::ConfigSecret => "config-secret",
+            SecretKind::CliPassword => "cli-password",
             SecretKind::UrlPassword => "url-password",
             SecretKind::AwsSecretKey => "aws-secret-key",
             SecretKind::BearerToken => "bearer-token",
@@ -84,6 +96,10 @@ impl SecretKind {
             SecretKind::SlackToken => "slack-token",
             SecretKind::GoogleApiKey => "google-api-key",
             SecretKind::AwsAccessKeyId => "aws-access-key-id",
+            SecretKind::GitLabToken => "gitlab-token",
+            SecretKind::HuggingFaceToken => "huggingface-token",
+            SecretKind::NpmToken => "npm-token",
+            SecretKind::SendGridKey => "sendgrid-key",
         }
     }
 
@@ -155,7 +171,11 @@ struct Rule {
 /// common words (`password`, `secret`, `://`), and one alternation of every rule with so
 /// many literals loses the engine's fast literal search (measured: the no-secret path
 /// became several times slower), so they are cleared by a small alternation of their own.
-const SECOND_GROUP: &[SecretKind] = &[SecretKind::ConfigSecret, SecretKind::UrlPassword];
+const SECOND_GROUP: &[SecretKind] = &[
+    SecretKind::ConfigSecret,
+    SecretKind::UrlPassword,
+    SecretKind::CliPassword,
+];
 
 /// A line break inside a private key block: real whitespace or a JSON-escaped `\n`/`\r`.
 const PEM_SEP: &str = r"(?:[ \t\r\n]|\\[nr])";
@@ -173,7 +193,8 @@ fn rule_sources() -> Vec<(SecretKind, String, Check)> {
     // The pattern starts at the name's suffix, a literal the engine searches for quickly;
     // the rest of the (upper-case) name is read backwards in `env_name`. The value is
     // either quoted (`q`, may hold spaces) or a bare run of characters (`v`).
-    let env = r#"(?P<n>_KEY|_TOKEN|_SECRET|PASSWORD)(?-u:\b)\\?["']?[ \t]*(?::=|[:=])[ \t]*(?:\\?["'](?P<q>[^"'\\\r\n…]+)|(?P<v>[^\s"'`\\,;(){}<>\[\]…]+))"#;
+    // `op` is the assignment with its spacing: its shape tells code from configuration.
+    let env = r#"(?P<n>_KEY_BASE|_KEY|_TOKEN|_SECRET|PASSWORD)(?-u:\b)\\?["']?(?P<op>[ \t]*(?::=|[:=])[ \t]*)(?:\\?["'](?P<q>[^"'\\\r\n…]+)|(?P<v>[^\s"'`\\,;(){}<>\[\]…]+))"#;
     // Credentials in a URL: `scheme://user:password@host`, the user possibly empty, both
     // made of the characters a URL's user part may hold (RFC 3986), so the classes stay
     // small and ASCII.
@@ -182,14 +203,20 @@ fn rule_sources() -> Vec<(SecretKind, String, Check)> {
     // the key's last word, which must end there (`secrets:`, `password_hash:` are other
     // keys).
     let config = env.replace(
-        "(?P<n>_KEY|_TOKEN|_SECRET|PASSWORD)",
-        "(?P<n>password|passwd|secret)",
+        "(?P<n>_KEY_BASE|_KEY|_TOKEN|_SECRET|PASSWORD)",
+        "(?P<n>password|passwd|secret|token|api_key|apikey)",
     );
+    // Passwords on a command line: `curl -u user:pass` (the user stays) and the MySQL
+    // clients' `-pPASS` (a bare `-p` asks for it and holds nothing).
+    let curl = r#"(?-u:\b)curl(?-u:\b)[^\n|;&]*?[ \t](?:-u|--user)(?:[ \t]+|=)['"]?[^\s:'"`\[\]]*:(?P<v>[^\s'"`\[\]]+)"#;
+    let mysql = r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb)(?-u:\b)[^\n|;&]*?[ \t]-p(?P<v>[^\s'"`]+)"#;
     vec![
         (SecretKind::PrivateKey, pem, Check::None),
         (SecretKind::EnvSecret, env.to_string(), Check::Env),
         (SecretKind::ConfigSecret, config, Check::Env),
         (SecretKind::UrlPassword, url.to_string(), Check::Url),
+        (SecretKind::CliPassword, curl.to_string(), Check::Url),
+        (SecretKind::CliPassword, mysql.to_string(), Check::Url),
         (
             SecretKind::AwsSecretKey,
             r#"(?i:aws_secret_access_key)\\?["']?[ \t]*(?::=|[:=])[ \t]*\\?["']?(?P<v>(?P<b>[A-Za-z0-9/+=]{20,}))"#.to_string(),
@@ -249,6 +276,26 @@ fn rule_sources() -> Vec<(SecretKind, String, Check)> {
             SecretKind::AwsAccessKeyId,
             r"(?-u:\b)(?P<v>(?:AKIA|ASIA)[A-Z0-9]{16})(?-u:\b)".to_string(),
             Check::None,
+        ),
+        (
+            SecretKind::GitLabToken,
+            r"(?-u:\b)(?P<v>glpat-(?P<b>[A-Za-z0-9_\-]{20,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::HuggingFaceToken,
+            r"(?-u:\b)(?P<v>hf_(?P<b>[A-Za-z0-9]{30,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::NpmToken,
+            r"(?-u:\b)(?P<v>npm_(?P<b>[A-Za-z0-9]{36,}))".to_string(),
+            Check::Random,
+        ),
+        (
+            SecretKind::SendGridKey,
+            r"(?-u:\b)(?P<v>SG\.(?P<b>[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}))".to_string(),
+            Check::Random,
         ),
     ]
 }
@@ -389,10 +436,22 @@ fn accept(rule: &Rule, caps: &Captures<'_>, text: &str) -> Option<(SecretKind, R
             } else {
                 env_name(text, suffix.range()).map(str::to_string)
             };
-            let quoted = caps.name("q").is_some();
-            // A bare value right before `(` is a call (`hashlib.sha256(…)`), not a secret.
-            let call = !quoted && text.as_bytes().get(value.end()) == Some(&b'(');
-            !call && name.is_some_and(|name| plausible_env_secret(&name, value.as_str(), quoted))
+            let op = caps.name("op").map_or("=", |m| m.as_str());
+            let shape = ValueShape {
+                quoted: caps.name("q").is_some(),
+                colon: op.trim_start().starts_with(':') && !op.contains(":="),
+                tight: op == "=",
+                config_key: kind == SecretKind::ConfigSecret,
+                ends_line: ends_line(&text[value.end()..]),
+            };
+            // A bare value right before `(`, `<`, `{` or `[` is a call, a generic type or a
+            // literal of code (`hashlib.sha256(…)`, `OnceLock<String>`), not a secret.
+            let code = !shape.quoted
+                && matches!(
+                    text.as_bytes().get(value.end()),
+                    Some(b'(' | b'<' | b'{' | b'[')
+                );
+            !code && name.is_some_and(|name| plausible_env_secret(&name, value.as_str(), shape))
         }
         Check::Url => plausible_url_password(value.as_str()),
     };
@@ -560,8 +619,30 @@ const REFERENCE_MARKERS: &[&str] = &[
     "...",
 ];
 
-/// Whether `value`, assigned to `name`, should be redacted.
-fn plausible_env_secret(name: &str, value: &str, quoted: bool) -> bool {
+/// How a value is written after its name: what tells configuration from code.
+#[derive(Debug, Clone, Copy, Default)]
+struct ValueShape {
+    /// In quotes (then anything long enough counts).
+    quoted: bool,
+    /// After `:` (YAML, a type annotation) rather than `=`.
+    colon: bool,
+    /// `NAME=value` with no space: a shell or `.env` assignment, where a value is text.
+    tight: bool,
+    /// The name is a lower-case configuration key (`password`, `api_key`).
+    config_key: bool,
+    /// Nothing but blanks or a comment follows it on its line.
+    ends_line: bool,
+}
+
+/// Whether `rest` (what follows a value) ends the line: blanks, then the end of the text,
+/// a line break (real or JSON-escaped) or a `#` comment.
+fn ends_line(rest: &str) -> bool {
+    let rest = rest.trim_start_matches([' ', '\t']);
+    rest.is_empty() || rest.starts_with(['\n', '\r', '#']) || rest.starts_with("\\n")
+}
+
+/// Whether `value`, assigned to `name` in `shape`, should be redacted.
+fn plausible_env_secret(name: &str, value: &str, shape: ValueShape) -> bool {
     if NON_SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
         || NON_SECRET_NAME_ENDS.iter().any(|end| name.ends_with(end))
     {
@@ -589,12 +670,35 @@ fn plausible_env_secret(name: &str, value: &str, quoted: bool) -> bool {
             return false;
         }
     }
-    // A bare identifier, path or type (`compute_key`, `settings.api_key`,
-    // `CancellationToken::new`, `OTHER_API_KEY`, `None`) is code, not a secret.
+    if shape.quoted {
+        return true;
+    }
+    // Digits or other symbols: not a word or an identifier.
     let code_like = value
         .chars()
         .all(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '.' | ':'));
-    quoted || !code_like
+    if !code_like {
+        return true;
+    }
+    // Letters and `_ . :` only: a bare identifier, path or type (`compute_key`,
+    // `settings.api_key`, `CancellationToken::new`, `OTHER_API_KEY`, `None`) is code — but
+    // a passphrase is letters too (`CorrectHorseBatteryStaple`, `SG.abc.def`).
+    let upper = value.chars().any(|c| c.is_ascii_uppercase());
+    let lower = value.chars().any(|c| c.is_ascii_lowercase());
+    let constant = !lower; // `OTHER_API_KEY`, `NONE`
+    if constant {
+        return false;
+    }
+    let letters_only = value.chars().all(|c| c.is_ascii_alphabetic());
+    if letters_only && upper {
+        // Mixed case: a passphrase after `=`; after `:` a type name (`PASSWORD:
+        // PasswordHash,`) unless it ends the line of a lower-case configuration key (YAML
+        // `password: CorrectHorseBatteryStaple`).
+        return !shape.colon || (shape.config_key && shape.ends_line);
+    }
+    // `NAME=value` in a shell or `.env` file is text, not code, unless it reads as a
+    // lower-case path (`settings.api_key`).
+    shape.tight && !shape.config_key && upper
 }
 
 #[cfg(test)]
@@ -623,7 +727,8 @@ mod tests {
 
     #[test]
     fn x5_env_check_rejects_references_and_masks() {
-        assert!(plausible_env_secret("API_KEY", "a8f3k2m9x7", false));
+        let bare = ValueShape::default();
+        assert!(plausible_env_secret("API_KEY", "a8f3k2m9x7", bare));
         for value in [
             "${TOKEN}",
             "$TOKEN_VALUE",
@@ -634,14 +739,18 @@ mod tests {
             "short",
             "<your-key-here>",
         ] {
-            assert!(!plausible_env_secret("API_KEY", value, false), "{value}");
+            assert!(!plausible_env_secret("API_KEY", value, bare), "{value}");
         }
         assert!(!plausible_env_secret(
             "STRIPE_PUBLISHABLE_KEY",
             "pk_live_123456789",
-            false
+            bare
         ));
-        assert!(plausible_env_secret("PASSWORD", "correct horse", true));
+        let quoted = ValueShape {
+            quoted: true,
+            ..bare
+        };
+        assert!(plausible_env_secret("PASSWORD", "correct horse", quoted));
     }
 
     #[test]

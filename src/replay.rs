@@ -19,8 +19,13 @@
 //!
 //! Host events the runtime sends between steps (`Wake`, `Card`, `Notice`) are reported with
 //! the number of the last turn end; `SteerReady` is not (the steer itself is reported when
-//! the next step boundary takes it). At the end of the file the replay awaits, bounded by
-//! [`ReplayOptions::drain_timeout`], the advisor's drain (it does not poll), reports what the
+//! the next step boundary takes it). At the end of the file the replay awaits the advisor's
+//! drain (it does not poll) like oh-my-pi's print mode (P11): through retries, bounded by
+//! [`ReplayOptions::drain_timeout`] (600 s), or by [`ReplayOptions::drain_timeout_after_error`]
+//! (30 s) when the input ended in an error (its last message is an assistant message that
+//! stopped with `error`). When the wait ends with work outstanding it says so once
+//! ([`ReplayEvent::Outstanding`]: the turns never reviewed, the review still in flight and
+//! for how long). Then it reports what the
 //! advisor still holds back — nits queued for a next run that will never come, and under
 //! `reconfirm` the notes still held — as [`ReplayEvent::Pending`], then the final status.
 //! Nothing the advisor said is left unreported.
@@ -43,11 +48,35 @@ use crate::review::ask::check_question;
 use crate::session::{HostStep, SessionDriver};
 use crate::status::AdvisorStatus;
 
+/// The end-of-file drain's bound (P11, as oh-my-pi's print mode).
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(600);
+/// The drain's bound when the input ended in an error (P11).
+pub const DRAIN_TIMEOUT_AFTER_ERROR: Duration = Duration::from_secs(30);
+
+/// Work the advisor still had when the end-of-file drain ran out (P11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outstanding {
+    /// Turns never reviewed (the backlog, the batch in flight included).
+    pub unreviewed_turns: usize,
+    /// How long the review (or ask) still in flight had run, in seconds; `None` (absent in
+    /// JSON) when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_secs: Option<u64>,
+    /// How long the drain waited, in seconds.
+    pub waited_secs: u64,
+    /// Whether the input ended in an error (the shorter bound applied).
+    pub input_ended_in_error: bool,
+}
+
 /// Knobs of a replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayOptions {
-    /// The longest wait for the advisor to drain its backlog at the end of the file.
+    /// The longest wait for the advisor to drain its backlog at the end of the file (P11:
+    /// 600 s).
     pub drain_timeout: Duration,
+    /// The same when the input ended in an error (P11: 30 s).
+    pub drain_timeout_after_error: Duration,
     /// While the advisor is failing (a retry pending, F1) the drain cannot be awaited until
     /// the retry starts; the wait looks again after this long.
     pub failure_recheck: Duration,
@@ -60,7 +89,8 @@ pub struct ReplayOptions {
 impl Default for ReplayOptions {
     fn default() -> Self {
         Self {
-            drain_timeout: Duration::from_secs(120),
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            drain_timeout_after_error: DRAIN_TIMEOUT_AFTER_ERROR,
             failure_recheck: Duration::from_secs(1),
             merge_cut_turns: false,
         }
@@ -89,6 +119,8 @@ pub struct ReplayOutcome {
     pub compactions: usize,
     /// Whether the advisor's backlog drained before the end-of-file wait ran out.
     pub drained: bool,
+    /// What was left when it did not (P11); also reported as [`ReplayEvent::Outstanding`].
+    pub outstanding: Option<Outstanding>,
     /// Notes the primary never received, reported as [`ReplayEvent::Pending`] at the end.
     pub pending: usize,
     /// Questions never asked because their turn never came ([`ReplayEvent::AskNotReached`]).
@@ -144,8 +176,30 @@ pub enum ReplayEvent {
         /// The question as given.
         question: String,
     },
+    /// The end-of-file drain ran out with work outstanding (P11): reported once, before
+    /// the pending notes and the final status.
+    Outstanding(Outstanding),
     /// The replay is over.
     Finished(Box<ReplayOutcome>),
+}
+
+/// How the end-of-file drain ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DrainEnd {
+    Drained,
+    TimedOut,
+    /// The advisor is paused (F3): it will not drain.
+    Paused,
+}
+
+/// Whether the input ended in an error (P11): its last message is an assistant message
+/// that stopped with `error` (the primary's run failed).
+fn ended_in_error(last: &crate::domain::transcript::TranscriptMessage) -> bool {
+    matches!(
+        last,
+        crate::domain::transcript::TranscriptMessage::Assistant(a)
+            if a.stop_reason.as_deref() == Some("error")
+    )
 }
 
 /// A question to put to the advisor during a replay: after the step boundary of `turn`
@@ -414,9 +468,37 @@ impl Replay {
             self.forward_events(self.driver.turns(), &mut sink);
             sink(ReplayEvent::Progress(self.progress()));
         }
-        let drained = self.drain(&mut sink).await?;
+        let ended_in_error = transcript
+            .len()
+            .checked_sub(1)
+            .and_then(|i| transcript.get(i))
+            .is_some_and(|m| ended_in_error(&m));
+        let bound = if ended_in_error {
+            self.options.drain_timeout_after_error
+        } else {
+            self.options.drain_timeout
+        };
+        let drain_started = tokio::time::Instant::now();
+        let end = self.drain(bound, &mut sink).await?;
+        let drained = end == DrainEnd::Drained;
         let turn = self.driver.turns();
         self.forward_events(turn, &mut sink);
+        let mut outstanding = None;
+        // A paused advisor (F3) said why it stopped; a drain that ran out of time says what
+        // it left.
+        if end == DrainEnd::TimedOut {
+            let agent = self.handle.status().await?.agent;
+            let left = Outstanding {
+                unreviewed_turns: agent.backlog,
+                in_flight_secs: agent.running_secs,
+                waited_secs: drain_started.elapsed().as_secs(),
+                input_ended_in_error: ended_in_error,
+            };
+            if left.unreviewed_turns > 0 || left.in_flight_secs.is_some() {
+                sink(ReplayEvent::Outstanding(left));
+                outstanding = Some(left);
+            }
+        }
         let asks_not_reached = self.asks.len();
         for ask in self.asks.drain(..) {
             sink(ReplayEvent::AskNotReached {
@@ -436,6 +518,7 @@ impl Replay {
             runs,
             compactions,
             drained,
+            outstanding,
             pending,
             asks_not_reached,
             elapsed: started.elapsed(),
@@ -496,11 +579,15 @@ impl Replay {
     }
 
     /// Awaits the advisor's drain, or the drain timeout, reporting the host events that
-    /// arrive meanwhile. True when it drained. While the advisor is failing a retry is
+    /// arrive meanwhile, and says how it ended. While the advisor is failing a retry is
     /// pending and there is nothing to await until it starts: the wait looks again after
     /// [`ReplayOptions::failure_recheck`]. A paused advisor (F3) will not drain.
-    async fn drain(&mut self, sink: &mut impl FnMut(ReplayEvent)) -> Result<bool, ReplayError> {
-        let deadline = tokio::time::Instant::now() + self.options.drain_timeout;
+    async fn drain(
+        &mut self,
+        bound: Duration,
+        sink: &mut impl FnMut(ReplayEvent),
+    ) -> Result<DrainEnd, ReplayError> {
+        let deadline = tokio::time::Instant::now() + bound;
         let turn = self.driver.turns();
         loop {
             let handle = self.handle.clone();
@@ -508,18 +595,18 @@ impl Replay {
                 .forward_until(turn, Some(deadline), handle.await_drain(), sink)
                 .await;
             match ended {
-                None => return Ok(false),
+                None => return Ok(DrainEnd::TimedOut),
                 Some(ended) => match ended? {
-                    BacklogWait::Drained => return Ok(true),
+                    BacklogWait::Drained => return Ok(DrainEnd::Drained),
                     // A reset or a restart woke the wait; what is left is awaited afresh.
                     BacklogWait::Released => {}
                     BacklogWait::Failing => {
                         let status = self.handle.status().await?;
                         if status.agent.backlog == 0 {
-                            return Ok(true);
+                            return Ok(DrainEnd::Drained);
                         }
                         if status.paused.is_some() {
-                            return Ok(false);
+                            return Ok(DrainEnd::Paused);
                         }
                         let recheck = tokio::time::Instant::now() + self.options.failure_recheck;
                         let pause = tokio::time::sleep_until(recheck.min(deadline));
@@ -528,7 +615,7 @@ impl Replay {
                             .await
                             .is_none()
                         {
-                            return Ok(false);
+                            return Ok(DrainEnd::TimedOut);
                         }
                     }
                 },

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use actix::{
-    Actor, ActorFutureExt, AsyncContext, Context, Handler, ResponseFuture, Supervised, WrapFuture,
+    Actor, ActorFutureExt, AsyncContext, Context, Handler, ResponseFuture, SpawnHandle, Supervised,
+    WrapFuture,
 };
 use futures_util::FutureExt;
 use tokio::time::Instant;
@@ -31,10 +32,10 @@ use crate::render::dump::{advisor_dump, DumpHeader};
 use crate::review::failure::RESUMED_NOTICE;
 use crate::review::fallback::{self, Fallback};
 use crate::review::quarantine::{self, Hazard};
-use crate::review::state::PendingAsk;
+use crate::review::state::{AskReply, PendingAsk};
 use crate::review::{
-    AdvisorContext, FailurePolicy, FailureStep, ReviewEngine, ReviewRun, ReviewState, ReviewTotals,
-    Reviewer, Work,
+    AdvisorContext, AskError, FailurePolicy, FailureStep, ReviewEngine, ReviewRun, ReviewState,
+    ReviewTotals, Reviewer, Work,
 };
 use crate::settings::AdvisorSettings;
 
@@ -69,6 +70,15 @@ pub struct AdvisorAgent {
     quarantine_streak: u32,
     /// The backup reviewer (P6).
     fallback: Fallback,
+    /// The ask whose model call runs now: its future (cancelled when a reset, `/advisor
+    /// off` or dispose ends the ask, G8) and where its answer goes.
+    running_ask: Option<RunningAsk>,
+}
+
+/// An ask in flight.
+struct RunningAsk {
+    future: SpawnHandle,
+    reply: AskReply,
 }
 
 impl AdvisorAgent {
@@ -100,6 +110,7 @@ impl AdvisorAgent {
             review_seq: 0,
             last_system: String::new(),
             quarantine_streak: 0,
+            running_ask: None,
         }
     }
 
@@ -149,7 +160,8 @@ impl AdvisorAgent {
                 let span = tracing::info_span!("ask", review, epoch);
                 let fut = async move { reviewer.ask(&question).await };
                 let fut = contained(fut.instrument(span)).into_actor(self);
-                ctx.spawn(fut.map(move |run, act, ctx| act.ask_done(run, reply, epoch, ctx)));
+                let future = ctx.spawn(fut.map(move |run, act, ctx| act.ask_done(run, epoch, ctx)));
+                self.running_ask = Some(RunningAsk { future, reply });
             }
         }
     }
@@ -213,7 +225,7 @@ impl AdvisorAgent {
             self.quarantine_streak = 0;
         }
         self.state.finished_stale();
-        self.state.reset();
+        self.state.reset(crate::review::ask::AskEnd::Quarantined);
         self.context.clear();
         self.links.quarantined.do_send(ReviewQuarantined {
             epoch,
@@ -333,6 +345,8 @@ impl Actor for AdvisorAgent {
 
 impl Supervised for AdvisorAgent {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
+        // The asker hears `Released` when the reply is dropped.
+        self.running_ask = None;
         self.state.restarted();
         self.context.clear();
         self.epoch += 1;
@@ -372,10 +386,18 @@ impl Handler<ReleaseWaiters> for AdvisorAgent {
 impl Handler<ResetAdvisor> for AdvisorAgent {
     type Result = ();
 
-    fn handle(&mut self, msg: ResetAdvisor, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: ResetAdvisor, ctx: &mut Context<Self>) {
         self.epoch = msg.epoch;
-        self.state.reset();
+        self.state.reset(msg.cause);
         self.context.clear();
+        if let Some(ask) = self.running_ask.take() {
+            // G8: the ask ends now, not when its call does; dropping the future cancels the
+            // HTTP request. Its context went with it, and the reset clears it anyway.
+            ctx.cancel_future(ask.future);
+            let _ = ask.reply.send(Err(AskError::Ended(msg.cause)));
+            self.state.finished_stale();
+            self.maybe_start(ctx);
+        }
     }
 }
 

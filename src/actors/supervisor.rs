@@ -21,7 +21,9 @@ use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
     TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
-use crate::messages::review::{EndHalt, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews};
+use crate::messages::review::{
+    AskEnd, EndHalt, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews,
+};
 use crate::messages::tools::ClearToolSession;
 
 use crate::config::RuntimeConfig;
@@ -131,11 +133,12 @@ impl Supervisor {
         self.children = Some(children);
     }
 
-    fn stop_children(&mut self) {
+    fn stop_children(&mut self, cause: AskEnd) {
         if let Some(children) = self.children.take() {
             children.agent.do_send(ReleaseWaiters);
             children.agent.do_send(ResetAdvisor {
                 epoch: self.epoch + 1,
+                cause,
             });
         }
         self.epoch += 1;
@@ -151,7 +154,10 @@ impl Supervisor {
             branch,
         });
         if let Some(children) = &self.children {
-            children.agent.do_send(ResetAdvisor { epoch: self.epoch });
+            children.agent.do_send(ResetAdvisor {
+                epoch: self.epoch,
+                cause: AskEnd::Rewritten(kind),
+            });
             if matches!(kind, RewriteKind::NewSession | RewriteKind::SessionSwitch) {
                 // P7: a halt lasts until /advisor on, new settings or a new session.
                 children.agent.do_send(EndHalt);
@@ -173,7 +179,7 @@ impl Supervisor {
         }
         if !self.enabled || self.children.is_none() {
             self.enabled = true;
-            self.stop_children();
+            self.stop_children(AskEnd::TurnedOff);
             self.router().do_send(SetDeliveryEnabled { enabled: true });
             self.router().do_send(ResetDelivery {
                 epoch: self.epoch,
@@ -190,9 +196,9 @@ impl Supervisor {
         "advisor: on".to_string()
     }
 
-    fn disable(&mut self) -> String {
+    fn disable(&mut self, cause: AskEnd) -> String {
         self.enabled = false;
-        self.stop_children();
+        self.stop_children(cause);
         self.router().do_send(SetDeliveryEnabled { enabled: false });
         "advisor: off".to_string()
     }
@@ -359,7 +365,7 @@ impl Handler<DisposeSession> for Supervisor {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _msg: DisposeSession, _ctx: &mut Context<Self>) -> Self::Result {
-        self.disable();
+        self.disable(AskEnd::Disposed);
         // G7: the audit file is complete when dispose returns.
         let audit = self.audit.clone();
         Box::pin(async move {

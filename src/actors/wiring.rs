@@ -85,6 +85,7 @@ pub fn start_children(
         cwd: config.workspace_root.display().to_string().into(),
         limits: ReviewLimits::from_settings(&settings),
         guard: config.output_guard(),
+        redactor: redactor.clone(),
     };
     let links = AgentLinks {
         executor: executor.clone().recipient(),

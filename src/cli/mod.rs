@@ -52,6 +52,31 @@ impl CliError {
     }
 }
 
+impl From<&advisor::providers::ProviderError> for CliError {
+    /// The library's sentence (in terms of settings and environment), plus the flags that
+    /// fix it on this command line (issue 18 item 4: only the CLI speaks of flags).
+    fn from(error: &advisor::providers::ProviderError) -> Self {
+        use advisor::providers::ProviderError;
+        let hint = match error {
+            ProviderError::NoModel => {
+                Some("or pass --model provider/model-id (with --base-url for a local server)")
+            }
+            ProviderError::MissingKey { .. } => {
+                Some("or pass --model for another provider, or --base-url for a local server")
+            }
+            ProviderError::BadModelId(_) => Some("pass --model provider/model-id"),
+            ProviderError::UnknownProvider(_) => {
+                Some("pass --base-url (and --api openai-completions|anthropic-messages)")
+            }
+            _ => None,
+        };
+        match hint {
+            Some(hint) => Self(format!("{error}; {hint}")),
+            None => Self(error.to_string()),
+        }
+    }
+}
+
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
@@ -61,5 +86,32 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Watchdog(args) => watchdog::run(args),
         Command::Roster(args) => roster::run(args),
         Command::Serve(args) => serve::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn m1_the_cli_adds_its_flags_to_the_library_s_model_errors() {
+        use advisor::providers::ProviderError;
+        let cases = [
+            (ProviderError::NoModel, "--model"),
+            (
+                ProviderError::MissingKey {
+                    provider: "openrouter".into(),
+                    env_var: "OPENROUTER_API_KEY".into(),
+                },
+                "--base-url",
+            ),
+            (ProviderError::BadModelId("x".into()), "--model"),
+            (ProviderError::UnknownProvider("acme".into()), "--base-url"),
+        ];
+        for (error, flag) in cases {
+            let line = CliError::from(&error).to_string();
+            assert!(line.starts_with(&error.to_string()), "{line}");
+            assert!(line.contains(flag), "{line}");
+        }
     }
 }

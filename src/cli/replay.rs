@@ -56,8 +56,8 @@ use advisor::providers::{
 };
 use advisor::render::TranscriptView;
 use advisor::replay::{
-    delivery_lines, pending_lines, AskLine, LineChannel, Replay, ReplayAsk, ReplayEvent,
-    ReplayOptions, ReplayOutcome,
+    delivery_lines, pending_lines, AskLine, LineChannel, Outstanding, Replay, ReplayAsk,
+    ReplayEvent, ReplayOptions, ReplayOutcome,
 };
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
 use advisor::settings::{
@@ -108,9 +108,10 @@ pub struct ReplayArgs {
     /// Leave WATCHDOG.md files out of the advisor's system prompt.
     #[arg(long)]
     pub no_watchdog: bool,
-    /// Longest wait, in seconds, for the advisor to drain at the end of the file.
-    #[arg(long, default_value_t = 120)]
-    pub drain_timeout: u64,
+    /// Longest wait, in seconds, for the advisor to drain at the end of the file, through
+    /// retries (default: 600, or 30 when the session ended in an error; P11).
+    #[arg(long, value_name = "SECS")]
+    pub drain_timeout: Option<u64>,
     /// Ask the advisor QUESTION right after the step boundary of turn TURN (counted from 1)
     /// and print its answer (G8); repeatable.
     #[arg(long, value_name = "TURN:QUESTION")]
@@ -194,6 +195,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
             match build_client(&spec, &catalog, &lookup) {
                 Ok(client) => Some(client),
                 Err(e) => {
+                    let e = CliError::from(&e);
                     printer.notice(&format!("advisor: context promotion to {role} is off: {e}"));
                     None
                 }
@@ -224,9 +226,8 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     config.hold_wait_through_retries = true;
     config.watchdog = (!args.no_watchdog).then_some(watchdog);
     let options = ReplayOptions {
-        drain_timeout: Duration::from_secs(args.drain_timeout),
         merge_cut_turns: config.settings.transcript == TranscriptView::Expanded,
-        ..ReplayOptions::default()
+        ..drain_options(args.drain_timeout)
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -339,7 +340,7 @@ fn model_error(error: ProviderError) -> CliError {
              OPENROUTER_API_KEY set, or --model local/NAME --base-url http://127.0.0.1:8080/v1 \
              for a local OpenAI-compatible server",
         ),
-        other => CliError::new(other.to_string()),
+        other => CliError::from(&other),
     }
 }
 
@@ -401,6 +402,7 @@ impl Printer {
                 let text = self.answer_text(turn, &question, &answer);
                 self.bar.suspend(|| out(&text));
             }
+            ReplayEvent::Outstanding(left) => self.notice(&outstanding_text(&left)),
             ReplayEvent::AskNotReached { turn, question } => {
                 let text = not_reached_text(turn, &question);
                 self.bar.suspend(|| eprintln!("{text}"));
@@ -461,7 +463,11 @@ impl Printer {
 
     fn finish_text(&self, outcome: &ReplayOutcome) -> String {
         if self.json {
-            return json!({ "status": outcome.status }).to_string();
+            let mut line = json!({ "status": outcome.status });
+            if let Some(left) = &outcome.outstanding {
+                line["outstanding"] = json!(left);
+            }
+            return line.to_string();
         }
         let drained = if outcome.drained {
             ""
@@ -484,6 +490,40 @@ impl Printer {
             outcome.status.render().trim_end()
         )
     }
+}
+
+/// The replay's options: `--drain-timeout` bounds the drain whatever the input ended in;
+/// without it, P11's 600 s, or 30 s after an error.
+fn drain_options(drain_timeout: Option<u64>) -> ReplayOptions {
+    match drain_timeout {
+        Some(secs) => ReplayOptions {
+            drain_timeout: Duration::from_secs(secs),
+            drain_timeout_after_error: Duration::from_secs(secs),
+            ..ReplayOptions::default()
+        },
+        None => ReplayOptions::default(),
+    }
+}
+
+/// The one notice of a drain that ended with work outstanding (P11).
+fn outstanding_text(left: &Outstanding) -> String {
+    let turns = match left.unreviewed_turns {
+        1 => "1 turn was never reviewed".to_string(),
+        n => format!("{n} turns were never reviewed"),
+    };
+    let in_flight = match left.in_flight_secs {
+        Some(secs) => format!("a review was still in flight, for {secs} s"),
+        None => "no review was in flight".to_string(),
+    };
+    let why = if left.input_ended_in_error {
+        " (the session ended in an error, so the drain waits 30 s unless --drain-timeout says otherwise)"
+    } else {
+        ""
+    };
+    format!(
+        "advisor: the end-of-file drain ended after {} s with work outstanding: {turns}; {in_flight}{why}",
+        left.waited_secs
+    )
 }
 
 /// The standard-error line for an ask whose turn never came.

@@ -36,6 +36,10 @@ pub struct ServeArgs {
     /// The wire dialect for those sessions: openai-completions or anthropic-messages.
     #[arg(long, value_parser = parse_api)]
     pub api: Option<ApiKind>,
+    /// The most transcript data the process holds for all its sessions, in MiB: a call that
+    /// would pass it is refused with an error and nothing held is lost (V4).
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    pub max_held_mib: usize,
 }
 
 fn parse_api(s: &str) -> Result<ApiKind, String> {
@@ -68,7 +72,10 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         serve(
             tokio::io::stdin(),
             tokio::io::stdout(),
-            ServeOptions::new(defaults, runtime),
+            ServeOptions {
+                max_held_bytes: args.max_held_mib.saturating_mul(1 << 20),
+                ..ServeOptions::new(defaults, runtime)
+            },
         )
         .await
     });

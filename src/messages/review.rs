@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::feed::Update;
 
-pub use crate::review::{AgentStatus, AskError, AuditEvent, BacklogWait};
+pub use crate::review::{AgentStatus, AskEnd, AskError, AuditEvent, BacklogWait};
 
 /// Queues one turn's delta for review.
 #[derive(Debug, Clone, ActixMessage)]
@@ -39,12 +39,15 @@ pub struct AwaitBacklog {
 pub struct ReleaseWaiters;
 
 /// Starts a new epoch: drops the context, the backlog and the in-flight review's effects
-/// (R1). Usage already spent stays counted.
+/// (R1), and ends a question queued or running at once (its model call dropped, G8).
+/// Usage already spent stays counted.
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
 pub struct ResetAdvisor {
     /// The new epoch.
     pub epoch: u64,
+    /// Why: what a question queued or running is answered with (its model call cancelled).
+    pub cause: AskEnd,
 }
 
 /// A review or ask failed (agent → supervisor, for status): counted in `failures` (C3).

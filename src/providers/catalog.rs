@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::error::ProviderError;
+use super::error::{ErrorSource, ProviderError};
 use crate::model::{ModelInfo, Usage};
 use crate::regular_file::read_text_capped;
 
@@ -129,7 +129,7 @@ impl Catalog {
     pub fn from_json(source_name: &str, text: &str) -> Result<Self, ProviderError> {
         let file: CatalogFile = serde_json::from_str(text).map_err(|e| ProviderError::Catalog {
             source_name: source_name.to_string(),
-            message: e.to_string(),
+            source: ErrorSource::new(e),
         })?;
         Ok(Self {
             defaults: file.defaults,
@@ -143,15 +143,16 @@ impl Catalog {
     /// loading configuration, never on an actor thread.
     pub fn load(path: &Path) -> Result<Self, ProviderError> {
         let name = path.display().to_string();
-        let error = |message: String| ProviderError::Catalog {
+        let error = |source: ErrorSource| ProviderError::Catalog {
             source_name: name.clone(),
-            message,
+            source,
         };
-        let read = read_text_capped(path, MAX_CATALOG_BYTES).map_err(|e| error(e.to_string()))?;
+        let read =
+            read_text_capped(path, MAX_CATALOG_BYTES).map_err(|e| error(ErrorSource::new(e)))?;
         if read.truncated {
-            return Err(error(
-                "larger than the 4 MiB limit for a model catalog".to_string(),
-            ));
+            return Err(error(ErrorSource::message(
+                "larger than the 4 MiB limit for a model catalog",
+            )));
         }
         Self::from_json(&name, &read.content)
     }

@@ -5,19 +5,22 @@ use std::time::{Duration, SystemTime};
 
 use crate::model::ModelError;
 
-/// Why a model client could not be built from the configuration.
+/// Why a model client could not be built from the configuration. The messages speak to
+/// any caller — an embedding host, a protocol client, the CLI — in terms of settings and
+/// environment variables; naming command-line flags is the CLI's job (it adds them).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
     /// No advisor model is configured anywhere.
     #[error(
-        "no advisor model configured: set modelRoles.advisor or pass --model provider/model-id \
-         (with --base-url for a local server), and set OPENROUTER_API_KEY for openrouter models"
+        "no advisor model configured: name one as provider/model-id (modelRoles.advisor in \
+         the settings, or ADVISOR_MODEL; a local server also needs its base URL), and set \
+         OPENROUTER_API_KEY for openrouter models"
     )]
     NoModel,
     /// A hosted provider needs a key and none was found.
     #[error(
         "no API key for {provider}: set {env_var} (OPENROUTER_API_KEY for openrouter models), \
-         or pass --model for another provider or --base-url for a local server"
+         or choose another provider or a local server's base URL"
     )]
     MissingKey {
         /// The provider (`openrouter`, `openai`, `anthropic`).
@@ -26,24 +29,24 @@ pub enum ProviderError {
         env_var: String,
     },
     /// The model string has no `provider/` prefix.
-    #[error("model `{0}` is not of the form provider/model-id: pass --model provider/model-id")]
+    #[error("model `{0}` is not of the form provider/model-id")]
     BadModelId(String),
     /// The provider has no default endpoint and no base URL was given.
     #[error(
-        "unknown provider `{0}`: pass --base-url (and --api openai-completions|anthropic-messages) \
-         to use it"
+        "unknown provider `{0}`: it has no built-in endpoint, so using it needs its base URL \
+         and API (openai-completions or anthropic-messages)"
     )]
     UnknownProvider(String),
     /// An API kind that is neither dialect.
     #[error("unknown API `{0}`: expected openai-completions or anthropic-messages")]
     UnknownApi(String),
     /// The model catalog could not be read or parsed.
-    #[error("model catalog {source_name}: {message}")]
+    #[error("model catalog {source_name}: {source}")]
     Catalog {
         /// Where the catalog came from.
         source_name: String,
         /// What went wrong.
-        message: String,
+        source: ErrorSource,
     },
     /// A `modes.json` file could not be parsed.
     #[error("{path}: {message}")]
@@ -55,8 +58,48 @@ pub enum ProviderError {
     },
     /// The HTTP client could not be created.
     #[error("cannot create the HTTP client: {0}")]
-    Http(String),
+    Http(#[source] ErrorSource),
 }
+
+/// The underlying error of a [`ProviderError`], kept as its `source()`: shared, so the error
+/// stays `Clone`, and compared by its text.
+#[derive(Debug, Clone)]
+pub struct ErrorSource(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl ErrorSource {
+    /// Keeps `error`.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(error))
+    }
+
+    /// A cause that is only a sentence.
+    pub fn message(text: impl Into<String>) -> Self {
+        #[derive(Debug, thiserror::Error)]
+        #[error("{0}")]
+        struct Text(String);
+        Self::new(Text(text.into()))
+    }
+}
+
+impl std::fmt::Display for ErrorSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ErrorSource {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for ErrorSource {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for ErrorSource {}
 
 /// The longest `Retry-After` taken as given (30 days): a guard against overflow, not a
 /// policy. Whether a long wait pauses the advisor is the agent's decision.

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use catalog::{Catalog, CatalogEntry, Prices};
-pub use error::ProviderError;
+pub use error::{ErrorSource, ProviderError};
 pub use http::{event_cap, reply_cap, EndpointQuirks};
 pub use resolve::{
     advisor_role_from_modes, advisor_role_from_modes_file, resolve_role, ResolvedRole,
@@ -167,7 +167,7 @@ impl ProviderConfig {
         reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
             .build()
-            .map_err(|e| ProviderError::Http(e.to_string()))
+            .map_err(|e| ProviderError::Http(ErrorSource::new(e)))
     }
 }
 
@@ -494,13 +494,41 @@ mod tests {
     }
 
     #[test]
-    fn m1_no_model_error_names_key_and_flags() {
+    fn m1_no_model_error_names_the_settings_and_the_key_and_no_flag() {
         let err = resolve_config(&ModelSpec::default(), &Catalog::empty(), &no_keys).unwrap_err();
         let text = err.to_string();
-        for needle in ["OPENROUTER_API_KEY", "--model", "--base-url"] {
+        for needle in ["OPENROUTER_API_KEY", "modelRoles.advisor", "ADVISOR_MODEL"] {
             assert!(text.contains(needle), "{text}");
         }
+        assert!(!text.contains("--"), "only the CLI speaks of flags: {text}");
         assert!(!text.contains('\n'));
+    }
+
+    /// Issue 18 item 4: the library's errors reach embedders and `advisor serve`'s clients,
+    /// who have no command line; none of them tells to pass a flag, and the underlying
+    /// errors stay reachable as `source()`.
+    #[test]
+    fn m1_v4_library_errors_name_no_cli_flag_and_keep_their_source() {
+        let errors = [
+            ProviderError::NoModel,
+            ProviderError::MissingKey {
+                provider: "openrouter".into(),
+                env_var: "OPENROUTER_API_KEY".into(),
+            },
+            ProviderError::BadModelId("gpt".into()),
+            ProviderError::UnknownProvider("advfake".into()),
+            ProviderError::UnknownApi("grpc".into()),
+        ];
+        for error in errors {
+            let text = error.to_string();
+            assert!(!text.contains("--") && !text.contains("pass "), "{text}");
+        }
+        let broken = Catalog::from_json("test catalog", "{").unwrap_err();
+        let source = std::error::Error::source(&broken).expect("the JSON error is kept");
+        assert!(
+            broken.to_string().ends_with(&source.to_string()),
+            "{broken}"
+        );
     }
 
     #[test]
@@ -520,9 +548,8 @@ mod tests {
             }
         );
         let text = err.to_string();
-        for needle in ["OPENROUTER_API_KEY", "--model", "--base-url"] {
-            assert!(text.contains(needle), "{text}");
-        }
+        assert!(text.contains("OPENROUTER_API_KEY"), "{text}");
+        assert!(!text.contains("--"), "{text}");
     }
 
     #[test]
@@ -570,7 +597,8 @@ mod tests {
     fn m2_unknown_provider_without_base_url_is_an_error() {
         let err = resolve_config(&ModelSpec::role("acme/model"), &Catalog::empty(), &no_keys)
             .unwrap_err();
-        assert!(err.to_string().contains("--base-url"));
+        assert_eq!(err, ProviderError::UnknownProvider("acme".into()));
+        assert!(err.to_string().contains("base URL"), "{err}");
     }
 
     #[test]

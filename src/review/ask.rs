@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use super::texts;
+use crate::domain::host::RewriteKind;
 
 /// How long an ask lets pending reviews go first before it takes the next free slot (G8).
 pub const ASK_DRAIN_WAIT: Duration = Duration::from_secs(30);
@@ -49,6 +50,40 @@ pub enum AskError {
     /// A reset, an abort of the runtime or dispose came first.
     #[error("the advisor was reset or stopped before it answered")]
     Released,
+    /// The ask was ended before its answer, queued or with its model call running (the
+    /// call is cancelled): the cause says why.
+    #[error("the ask was ended: {0}")]
+    Ended(AskEnd),
+}
+
+/// What ended an ask before its answer (G8, R1, R2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AskEnd {
+    /// The host rewrote the transcript (R1): the advisor's context is gone.
+    #[error("the transcript was rewritten ({0:?})")]
+    Rewritten(RewriteKind),
+    /// `/advisor off`.
+    #[error("the advisor was turned off")]
+    TurnedOff,
+    /// The session was disposed (closed, replaced or shut down).
+    #[error("the session was closed")]
+    Disposed,
+    /// The advisor's output was quarantined (P5) and its context cleared.
+    #[error("the advisor's context was reset after a quarantined answer")]
+    Quarantined,
+}
+
+impl AskEnd {
+    /// The cause as one word for a protocol (`rewritten`, `turnedOff`, `closed`,
+    /// `quarantined`).
+    pub fn code(self) -> &'static str {
+        match self {
+            AskEnd::Rewritten(_) => "rewritten",
+            AskEnd::TurnedOff => "turnedOff",
+            AskEnd::Disposed => "closed",
+            AskEnd::Quarantined => "quarantined",
+        }
+    }
 }
 
 /// The total time limit of an ask: the drain wait plus one request timeout of the model.

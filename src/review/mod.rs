@@ -27,7 +27,7 @@ pub mod status;
 pub mod texts;
 pub mod transcript_file;
 
-pub use ask::AskError;
+pub use ask::{AskEnd, AskError};
 pub use audit::AuditEvent;
 pub use context::{AdvisorContext, MaintenanceCounts};
 pub use failure::FailurePolicy;

@@ -29,6 +29,7 @@ use crate::model::{
     AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, ModelResponse, StopReason,
     ToolSchema, Usage,
 };
+use crate::redact::Redactor;
 use crate::settings::AdvisorSettings;
 use crate::tools::advise;
 
@@ -122,6 +123,10 @@ pub struct ReviewEngine {
     pub limits: ReviewLimits,
     /// The output quarantine's patterns (P5); `None` when they failed to compile (logged).
     pub guard: Option<Arc<OutputGuard>>,
+    /// Redacts everything that enters the context or the system prompt (X5): the update
+    /// (deltas, replays, the held-note preamble), questions (G8), tool results, compaction
+    /// summaries and WATCHDOG.md blocks. `None` with `advisor.redactSecrets: false`.
+    pub redactor: Option<Redactor>,
 }
 
 impl ReviewEngine {
@@ -280,19 +285,31 @@ impl<P: ReviewPort> Reviewer<P> {
         self.run
     }
 
-    /// The base prompt plus the watchdog blocks (G1, W5); warnings go to the user (W3).
+    /// The base prompt plus the watchdog blocks (G1, W5), redacted (X5); warnings go to
+    /// the user (W3).
     async fn system_prompt(&self) -> String {
         let base = self.engine.base_prompt.to_string();
         let Some(watchdog) = self.port.watchdog().await else {
-            return base;
+            return self.redacted(base);
         };
         for text in watchdog.warnings {
             self.port.notice(text);
         }
         if watchdog.joined.is_empty() {
-            base
+            self.redacted(base)
         } else {
-            format!("{base}\n\n{}", watchdog.joined)
+            self.redacted(format!("{base}\n\n{}", watchdog.joined))
+        }
+    }
+
+    /// `text` with its secrets replaced (X5), when redaction is on.
+    fn redacted(&self, text: String) -> String {
+        match &self.engine.redactor {
+            Some(redactor) => match redactor.redact(&text) {
+                std::borrow::Cow::Borrowed(_) => text,
+                std::borrow::Cow::Owned(clean) => clean,
+            },
+            None => text,
         }
     }
 
@@ -326,7 +343,8 @@ impl<P: ReviewPort> Reviewer<P> {
     /// user message.
     async fn tool_loop(&mut self, parts: &[String]) -> Result<(), ModelError> {
         for part in parts {
-            self.append(ChatMessage::User { text: part.clone() });
+            let text = self.redacted(part.clone());
+            self.append(ChatMessage::User { text });
         }
         let tools = self.offered_tools();
         let max_rounds = self.engine.limits.max_tool_rounds;
@@ -380,10 +398,11 @@ impl<P: ReviewPort> Reviewer<P> {
                     reply.text.push_str("\n\n");
                     reply.text.push_str(texts::FINISH_NOW);
                 }
+                let text = self.redacted(reply.text);
                 self.append(ChatMessage::ToolResult {
                     call_id,
                     name,
-                    text: reply.text,
+                    text,
                     is_error: reply.is_error,
                 });
             }
@@ -521,7 +540,7 @@ impl<P: ReviewPort> Reviewer<P> {
             return MaintenanceKind::Reprime;
         };
         let summary = match self.summarise(cut).await {
-            Ok(summary) => summary,
+            Ok(summary) => self.redacted(summary),
             Err(err) => {
                 tracing::warn!(error = %err, "compaction failed: re-priming instead");
                 return MaintenanceKind::Reprime;

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::ask::{check_question, AskError, ASK_DRAIN_WAIT};
+use super::ask::{check_question, AskEnd, AskError, ASK_DRAIN_WAIT};
 use super::failure::{halt_reason, timed_pause_reason, FailureAction, FailurePolicy};
 use super::queue::{Batch, ReviewPrompt, ReviewQueue};
 use crate::feed::Update;
@@ -100,7 +100,8 @@ struct Pause {
 pub struct ReviewState {
     queue: ReviewQueue,
     policy: FailurePolicy,
-    busy: bool,
+    /// When the running review or ask started; `None` while nothing runs.
+    busy_since: Option<Instant>,
     failing: bool,
     paused: Option<Pause>,
     pauses: u64,
@@ -117,7 +118,7 @@ impl ReviewState {
         Self {
             queue: ReviewQueue::new(),
             policy,
-            busy: false,
+            busy_since: None,
             failing: false,
             paused: None,
             pauses: 0,
@@ -165,6 +166,12 @@ impl ReviewState {
         self.dropped_turns
     }
 
+    /// How long the running review or ask has run at `now`; `None` while nothing runs.
+    pub fn running_for(&self, now: Instant) -> Option<Duration> {
+        self.busy_since
+            .map(|since| now.saturating_duration_since(since))
+    }
+
     /// Questions waiting for an answer.
     #[cfg(test)]
     pub fn pending_asks(&self) -> usize {
@@ -175,7 +182,7 @@ impl ReviewState {
     /// ask that has waited [`ASK_DRAIN_WAIT`], else the pending deltas as one batch, else an
     /// ask (G8: after the backlog is drained or 30 s pass). Marks the state busy.
     pub fn next_work(&mut self, now: Instant) -> Option<Work> {
-        if self.busy || self.failing || self.paused.is_some() {
+        if self.busy_since.is_some() || self.failing || self.paused.is_some() {
             return None;
         }
         self.asks.retain(|a| !a.reply.is_closed());
@@ -190,7 +197,7 @@ impl ReviewState {
             let prompt = self.queue.prompt_for(&batch);
             Some(Work::Review { prompt, batch })
         })?;
-        self.busy = true;
+        self.busy_since = Some(now);
         Some(work)
     }
 
@@ -207,12 +214,12 @@ impl ReviewState {
 
     /// The running work belonged to an epoch that was reset meanwhile: nothing to record.
     pub fn finished_stale(&mut self) {
-        self.busy = false;
+        self.busy_since = None;
     }
 
     /// The running review succeeded.
     pub fn review_succeeded(&mut self) {
-        self.busy = false;
+        self.busy_since = None;
         self.queue.finish_ok();
         self.policy.succeeded();
         self.release_ready_waiters();
@@ -221,14 +228,14 @@ impl ReviewState {
     /// The running ask was answered: the model works, so the failure count starts over;
     /// the queue (and its missed-turns note, F2) is untouched.
     pub fn ask_succeeded(&mut self) {
-        self.busy = false;
+        self.busy_since = None;
         self.policy.succeeded();
     }
 
     /// The running review or ask failed with `error` at wall-clock time `now`: the policy
     /// decides (F1–F3) and the queue, the flags and the waiters follow.
     pub fn failed(&mut self, error: &ModelError, now: SystemTime) -> FailureStep {
-        self.busy = false;
+        self.busy_since = None;
         let step = match self.policy.failed(error) {
             FailureAction::Retry(after) => {
                 self.queue.finish_failed();
@@ -265,7 +272,7 @@ impl ReviewState {
     /// The running review failed and is retried at once, not as a strike: its batch goes
     /// back to the head of the queue (a switch to a backup model, P6).
     pub fn retry_now(&mut self) {
-        self.busy = false;
+        self.busy_since = None;
         self.queue.finish_failed();
         self.policy.retried_elsewhere();
     }
@@ -330,21 +337,28 @@ impl ReviewState {
     }
 
     /// A reset (R1): the queue, the failing flag and the failure count start over, waiters
-    /// and questions are released. A pause stays (only the user or its timer ends it). A
-    /// review still running stays busy until it ends ([`ReviewState::finished_stale`]), so
-    /// two never run at once.
-    pub fn reset(&mut self) {
-        self.queue.clear();
-        self.failing = false;
-        self.policy.succeeded();
-        self.release_waiters();
-        self.asks.clear();
+    /// are released and queued questions answered with `cause`. A pause stays (only the
+    /// user or its timer ends it). A review still running stays busy until it ends
+    /// ([`ReviewState::finished_stale`]), so two never run at once.
+    pub fn reset(&mut self, cause: AskEnd) {
+        self.start_over();
+        for ask in self.asks.drain(..) {
+            let _ = ask.reply.send(Err(AskError::Ended(cause)));
+        }
     }
 
     /// The actor restarted (F5): a reset, and nothing runs any more.
     pub fn restarted(&mut self) {
-        self.reset();
-        self.busy = false;
+        self.start_over();
+        self.asks.clear();
+        self.busy_since = None;
+    }
+
+    fn start_over(&mut self) {
+        self.queue.clear();
+        self.failing = false;
+        self.policy.succeeded();
+        self.release_waiters();
     }
 
     /// A turn end waits until the backlog is below `threshold` (S1): answered at once
@@ -726,9 +740,13 @@ mod tests {
         let mut wait = s.await_backlog(1).expect_err("waits");
         let (tx, mut ask) = oneshot::channel();
         s.queue_ask("q".into(), tx, now).expect("queued");
-        s.reset();
+        s.reset(AskEnd::TurnedOff);
         assert_eq!(wait.try_recv(), Err(TryRecvError::Closed), "released");
-        assert_eq!(ask.try_recv(), Err(TryRecvError::Closed), "released");
+        assert_eq!(
+            ask.try_recv(),
+            Ok(Err(AskError::Ended(AskEnd::TurnedOff))),
+            "answered with the cause"
+        );
         assert_eq!(s.backlog(), 0);
         assert_eq!(s.pending_asks(), 0);
         s.push("b".into());

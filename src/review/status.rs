@@ -13,6 +13,10 @@ use crate::review::{AdvisorContext, ReviewState, ReviewTotals};
 pub struct AgentStatus {
     /// Turns not yet reviewed or dropped.
     pub backlog: usize,
+    /// How long the review (or ask) running now has run, in whole seconds; absent while
+    /// none runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_secs: Option<u64>,
     /// Estimated context tokens.
     pub context_tokens: u64,
     /// The model's window.
@@ -81,6 +85,9 @@ impl AgentStatus {
         let m = &totals.maintenance;
         Self {
             backlog: state.backlog(),
+            running_secs: state
+                .running_for(tokio::time::Instant::now())
+                .map(|d| d.as_secs()),
             context_tokens: context.estimate_with(""),
             context_window: info.context_window,
             lifetime: totals.lifetime,

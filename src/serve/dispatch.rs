@@ -9,13 +9,20 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::{Notify, RwLock};
 
-use super::open::{parse_messages, prepare, OpenParams, ServeDefaults};
+use super::open::{parse_messages, prepare, OpenParams, ParsedMessages, ServeDefaults};
 use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION, SESSION_ERROR};
-use super::session::{delivery_json, open_on, Outbox, Session, TranscriptLog};
+use super::session::{delivery_json, open_on, HeldBudget, Outbox, Session, TranscriptLog};
 use crate::domain::host::RewriteKind;
-use crate::handle::{AskError, HandleError, TurnEndOptions, MAX_QUESTION_CHARS};
+use crate::handle::{AskEnd, AskError, HandleError, TurnEndOptions, MAX_QUESTION_CHARS};
 use crate::runtime::AdvisorRuntime;
 use crate::status::AdvisorStatus;
+
+/// What an ask ended by `session/close` says (G8).
+const ENDED_BY_CLOSE: &str = "the session was closed (session/close)";
+/// What an ask ended by a `session/open` of the same id says.
+const ENDED_BY_REOPEN: &str = "the session was opened again (session/open with the same sessionId)";
+/// What an ask ended by `shutdown` or the end of input says.
+const ENDED_BY_SHUTDOWN: &str = "the server is shutting down";
 
 /// How long disposing every session may take at the end (V1: exit within 2 s).
 pub const DISPOSE_TIMEOUT: Duration = Duration::from_millis(700);
@@ -43,11 +50,18 @@ pub struct Dispatcher {
     out: Outbox,
     shutdown: Notify,
     shutting_down: Mutex<bool>,
+    held: Arc<HeldBudget>,
 }
 
 impl Dispatcher {
-    /// A dispatcher opening its sessions on `runtime` and writing notifications to `out`.
-    pub fn new(defaults: ServeDefaults, runtime: AdvisorRuntime, out: Outbox) -> Self {
+    /// A dispatcher opening its sessions on `runtime` and writing notifications to `out`,
+    /// holding at most `max_held_bytes` of transcripts for them (V4, [`HeldBudget`]).
+    pub fn new(
+        defaults: ServeDefaults,
+        runtime: AdvisorRuntime,
+        out: Outbox,
+        max_held_bytes: usize,
+    ) -> Self {
         Self {
             defaults,
             runtime,
@@ -55,7 +69,13 @@ impl Dispatcher {
             out,
             shutdown: Notify::new(),
             shutting_down: Mutex::new(false),
+            held: Arc::new(HeldBudget::new(max_held_bytes)),
         }
+    }
+
+    /// The bytes of transcripts held for the sessions now (V4).
+    pub fn held_bytes(&self) -> usize {
+        self.held.used()
     }
 
     /// Runs one call (V2). Unknown methods are -32601.
@@ -129,7 +149,7 @@ impl Dispatcher {
         let slots: Vec<Slot> = self.sessions.lock().drain().map(|(_, s)| s).collect();
         let all = futures_util::future::join_all(slots.into_iter().map(|slot| async move {
             if let Some(session) = settled(&slot).await {
-                let _ = session.handle.dispose().await;
+                session.dispose(ENDED_BY_SHUTDOWN).await;
             }
         }));
         if tokio::time::timeout(DISPOSE_TIMEOUT, all).await.is_err() {
@@ -180,7 +200,7 @@ impl Dispatcher {
         // Opening an id that is open replaces that session (a host reloading).
         if let Some(previous) = previous {
             if let Some(old) = settled(&previous).await {
-                let _ = old.handle.dispose().await;
+                old.dispose(ENDED_BY_REOPEN).await;
             }
         }
         let session = opened?;
@@ -202,28 +222,26 @@ impl Dispatcher {
             return Err(RpcError::internal("the server is shutting down"));
         }
         for notice in &prepared.notices {
-            let _ = self.out.send(notification_line(
+            let line = notification_line(
                 "session/notice",
                 json!({ "sessionId": session_id, "text": notice }),
-            ));
+            );
+            let _ = self.out.send(line).await;
         }
-        let log = TranscriptLog::new(messages, leaf);
+        let log = TranscriptLog::new(messages, leaf, Arc::clone(&self.held))?;
         let mut config = prepared.config;
         // X4: the cursor starts at the end of what the host already has.
         config.initial_transcript =
             (!log.transcript().is_empty()).then(|| log.transcript().clone());
         let handle = open_on(&self.runtime, config, &session_id, self.out.clone());
-        Ok(Arc::new(Session { handle, log }))
+        Ok(Arc::new(Session::new(handle, log)))
     }
 
     async fn turn_end(&self, params: Params) -> Result<Value, RpcError> {
         let (s, mut p) = self.session(&params).await?;
         let base = p.opt_string("base")?;
         let leaf = p.string("leaf")?;
-        let messages = match p.take("messages") {
-            Some(v) => parse_messages(v, "messages")?,
-            None => return Err(p.invalid("messages", "is missing")),
-        };
+        let messages = take_messages(&mut p)?;
         let will_continue = p.opt_bool("willContinue")?;
         s.log.append(base.as_deref(), leaf, messages)?;
         let options = TurnEndOptions { will_continue };
@@ -254,11 +272,8 @@ impl Dispatcher {
             )
         })?;
         let leaf = p.opt_string("leaf")?;
-        let messages = match p.take("messages") {
-            Some(v) => parse_messages(v, "messages")?,
-            None => return Err(p.invalid("messages", "is missing")),
-        };
-        s.log.replace(leaf, messages);
+        let messages = take_messages(&mut p)?;
+        s.log.replace(leaf, messages)?;
         s.handle.rewrite(kind).await.map_err(gone)?;
         Ok(json!({}))
     }
@@ -276,6 +291,12 @@ impl Dispatcher {
                 "question",
                 format!("must be 1 to {MAX_QUESTION_CHARS} characters, it has {chars}"),
             )),
+            Err(HandleError::Ask(e @ AskError::Ended(AskEnd::Disposed))) => {
+                let why = s.ended_by.lock().unwrap_or(ENDED_BY_CLOSE);
+                let mut error = ask_error(&e);
+                error.message = format!("the advisor could not answer: the ask was ended: {why}");
+                Err(error)
+            }
             Err(HandleError::Ask(e)) => Err(ask_error(&e)),
             Err(e) => Err(gone(e)),
         }
@@ -293,8 +314,16 @@ impl Dispatcher {
                 table.remove(&id);
             }
         }
-        let _ = session.handle.dispose().await;
+        session.dispose(ENDED_BY_CLOSE).await;
         Ok(json!({}))
+    }
+}
+
+/// The required `messages` param, parsed.
+fn take_messages(p: &mut Params) -> Result<ParsedMessages, RpcError> {
+    match p.take_messages() {
+        Some(param) => parse_messages(param, "messages"),
+        None => Err(p.invalid("messages", "is missing")),
     }
 }
 
@@ -339,7 +368,8 @@ async fn settled(slot: &Slot) -> Option<Arc<Session>> {
 
 /// An ask the advisor could not answer: -32000 with the reason as `data {reason}` (one of
 /// `disabled`, `notRunning`, `noReview`, `paused`, `failing`, `model`, `noAnswer`,
-/// `timedOut`, `released`, `quarantined`) and the handle's sentence as the message.
+/// `timedOut`, `released`, `quarantined`, `ended`) and the handle's sentence as the
+/// message; an ended ask also names its `cause` (`rewritten`, `turnedOff`, `closed`).
 pub fn ask_error(e: &AskError) -> RpcError {
     let reason = match e {
         AskError::Disabled => "disabled",
@@ -353,9 +383,14 @@ pub fn ask_error(e: &AskError) -> RpcError {
         AskError::NoAnswer => "noAnswer",
         AskError::TimedOut(_) => "timedOut",
         AskError::Released => "released",
+        AskError::Ended(_) => "ended",
     };
+    let mut data = json!({ "reason": reason });
+    if let AskError::Ended(cause) = e {
+        data["cause"] = json!(cause.code());
+    }
     RpcError {
-        data: Some(json!({ "reason": reason })),
+        data: Some(data),
         ..RpcError::new(SESSION_ERROR, HandleError::Ask(e.clone()).to_string())
     }
 }

@@ -33,7 +33,7 @@ use crate::runtime::AdvisorRuntime;
 use dispatch::{Dispatcher, DISPOSE_TIMEOUT};
 use lines::{InputLine, LineReader, MAX_LINE_BYTES};
 use open::ServeDefaults;
-use protocol::{parse_line, response_line, Incoming, RpcError};
+use protocol::{parse_line, response_line, Incoming, RequestId, RpcError};
 
 /// The whole end, from the end of input to the return of [`serve`], at worst: V1 asks for an
 /// exit within 2 s, and this leaves the process half a second for the rest (its start-up of
@@ -58,12 +58,20 @@ const _: () = assert!(
 /// on what a flooding client can make the server hold).
 pub const MAX_INFLIGHT: usize = 4096;
 
+/// Lines (replies and notifications) waiting for the writer at most. While the queue is
+/// full — a client that does not read its replies — senders wait and the reader reads no
+/// more input until it drains (V4: backpressure instead of an unbounded pile of replies).
+pub const MAX_QUEUED_LINES: usize = 1024;
+
 /// Options of one [`serve`] run.
 pub struct ServeOptions {
     /// Session defaults (model flags, environment, keys, catalog).
     pub defaults: ServeDefaults,
     /// The line cap (V4: [`MAX_LINE_BYTES`]).
     pub max_line_bytes: usize,
+    /// The budget for the transcripts held for all sessions (V4:
+    /// [`session::DEFAULT_HELD_BYTES`]); a call that would pass it is refused.
+    pub max_held_bytes: usize,
     /// The shared runtime every session of the run is opened on (A6): its arbiters carry
     /// the sessions' actors, and its resources (HTTP clients, redaction patterns, WATCHDOG.md
     /// cache, the per-provider limit `advisor.maxConcurrentReviews`) serve them all.
@@ -71,11 +79,12 @@ pub struct ServeOptions {
 }
 
 impl ServeOptions {
-    /// Options with the V4 line cap.
+    /// Options with the V4 line cap and held-transcript budget.
     pub fn new(defaults: ServeDefaults, runtime: AdvisorRuntime) -> Self {
         Self {
             defaults,
             max_line_bytes: MAX_LINE_BYTES,
+            max_held_bytes: session::DEFAULT_HELD_BYTES,
             runtime,
         }
     }
@@ -118,17 +127,27 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + 'static,
 {
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<String>();
+    let (out_tx, out_rx) = mpsc::channel::<String>(MAX_QUEUED_LINES);
     let writer = actix::spawn(write_lines(output, out_rx));
     let dispatcher = Arc::new(Dispatcher::new(
         options.defaults,
         options.runtime,
         out_tx.clone(),
+        options.max_held_bytes,
     ));
     let inflight = Arc::new(Inflight::default());
     let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
     let mut reader = LineReader::new(input, options.max_line_bytes);
     let end = loop {
+        // Backpressure (V4): no more input while the outgoing queue is full.
+        let room = tokio::select! {
+            room = out_tx.reserve() => room,
+            _ = dispatcher.shutdown_requested() => break ServeEnd::Shutdown,
+        };
+        if room.is_err() {
+            break ServeEnd::EndOfInput;
+        }
+        drop(room);
         let line = tokio::select! {
             line = reader.next() => line,
             _ = dispatcher.shutdown_requested() => break ServeEnd::Shutdown,
@@ -144,7 +163,9 @@ where
                     "line longer than {} bytes",
                     options.max_line_bytes
                 ));
-                let _ = out_tx.send(response_line(&serde_json::Value::Null, Err(error)));
+                let _ = out_tx
+                    .send(response_line(&RequestId::null(), Err(error)))
+                    .await;
                 continue;
             }
         };
@@ -154,7 +175,7 @@ where
         match parse_line(&bytes) {
             Incoming::Invalid { id, error } => {
                 tracing::debug!(code = error.code, "serve: bad input line");
-                let _ = out_tx.send(response_line(&id, Err(error)));
+                let _ = out_tx.send(response_line(&id, Err(error))).await;
             }
             Incoming::Request { id, method, params } => {
                 let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
@@ -167,7 +188,7 @@ where
                     if let Err(e) = &result {
                         tracing::debug!(%method, code = e.code, "serve: call failed: {}", e.message);
                     }
-                    let _ = out.send(response_line(&id, result));
+                    let _ = out.send(response_line(&id, result)).await;
                     drop((guard, permit));
                 });
             }
@@ -201,10 +222,7 @@ where
 }
 
 /// The one writer: each line plus LF, flushed whenever the queue runs dry.
-async fn write_lines<W: AsyncWrite + Unpin>(
-    mut output: W,
-    mut rx: mpsc::UnboundedReceiver<String>,
-) {
+async fn write_lines<W: AsyncWrite + Unpin>(mut output: W, mut rx: mpsc::Receiver<String>) {
     while let Some(line) = rx.recv().await {
         let mut batch = line.into_bytes();
         batch.push(b'\n');

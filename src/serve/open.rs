@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::protocol::{kind, Params, RpcError, SESSION_ERROR};
+use super::protocol::{kind, MessagesParam, Params, RpcError, SESSION_ERROR};
 use crate::domain::transcript::TranscriptMessage;
 use crate::model::{ModelClient, ThinkingLevel};
 use crate::providers::fallback::build_fallbacks;
@@ -21,6 +21,7 @@ use crate::session::advisor_file_path;
 use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
 use crate::watchdog::ContextFile;
 use crate::RuntimeConfig;
+use serde_json::value::RawValue;
 
 /// A key lookup for provider keys (`OPENROUTER_API_KEY`, …), read by the program's edge.
 pub type KeyLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -114,7 +115,7 @@ pub struct OpenParams {
     /// Unknown keys in `settings` (shown as notices).
     pub settings_warnings: Vec<String>,
     /// The transcript so far (seeded, X4).
-    pub messages: Vec<TranscriptMessage>,
+    pub messages: ParsedMessages,
     /// The id of the newest entry of `messages`, when the host names it.
     pub leaf: Option<String>,
     /// The host's own instruction files (`contextFiles`: `[{path, content}]`), replacing
@@ -158,9 +159,9 @@ impl OpenParams {
                 ))
             }
         };
-        let messages = match params.take("messages") {
-            None => Vec::new(),
-            Some(value) => parse_messages(value, "messages")?,
+        let messages = match params.take_messages() {
+            None => ParsedMessages::default(),
+            Some(param) => parse_messages(param, "messages")?,
         };
         let context_files = match params.take("contextFiles") {
             None => None,
@@ -188,22 +189,56 @@ impl OpenParams {
     }
 }
 
+/// What a held message costs the serve process's budget for held transcripts besides its
+/// JSON bytes (V4): more than its shared slot in a transcript and its fixed-size part take
+/// (`v4_a_held_message_costs_at_most_a_small_constant_plus_its_bytes` checks it).
+pub const MESSAGE_OVERHEAD_BYTES: usize = 256;
+
+/// Messages of a call with what holding them costs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedMessages {
+    /// The messages.
+    pub messages: Vec<TranscriptMessage>,
+    /// Their JSON bytes plus [`MESSAGE_OVERHEAD_BYTES`] each.
+    pub cost: usize,
+}
+
 /// Transcript messages (SPEC §2 shapes); an entry that is not an object is -32602 naming it.
-pub fn parse_messages(value: Value, field: &str) -> Result<Vec<TranscriptMessage>, RpcError> {
-    let Value::Array(items) = value else {
-        return Err(RpcError::invalid_params(
+/// Raw JSON is read an entry at a time (no JSON tree of the whole array is built).
+pub fn parse_messages(param: MessagesParam, field: &str) -> Result<ParsedMessages, RpcError> {
+    let not_array = |value: &Value| {
+        RpcError::invalid_params(
             field,
-            format!("must be an array of messages, not {}", kind(&value)),
-        ));
+            format!("must be an array of messages, not {}", kind(value)),
+        )
     };
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| {
-            serde_json::from_value(item)
-                .map_err(|e| RpcError::invalid_params(&format!("{field}[{i}]"), e))
-        })
-        .collect()
+    let one = |i: usize, text: &str| {
+        serde_json::from_str::<TranscriptMessage>(text)
+            .map_err(|e| RpcError::invalid_params(&format!("{field}[{i}]"), e))
+    };
+    let mut parsed = ParsedMessages::default();
+    match param {
+        MessagesParam::Raw(raw) => {
+            let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(raw.get()) else {
+                let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                return Err(not_array(&value));
+            };
+            parsed.messages.reserve_exact(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                parsed.messages.push(one(i, item.get())?);
+                parsed.cost += item.get().len() + MESSAGE_OVERHEAD_BYTES;
+            }
+        }
+        MessagesParam::Value(Value::Array(items)) => {
+            for (i, item) in items.into_iter().enumerate() {
+                let text = item.to_string();
+                parsed.messages.push(one(i, &text)?);
+                parsed.cost += text.len() + MESSAGE_OVERHEAD_BYTES;
+            }
+        }
+        MessagesParam::Value(other) => return Err(not_array(&other)),
+    }
+    Ok(parsed)
 }
 
 /// The params' `advisor:` keys through the settings-file parser (JSON is YAML), so the
@@ -542,6 +577,30 @@ fn default_role(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v4_a_held_message_costs_at_most_a_small_constant_plus_its_bytes() {
+        use std::mem::size_of;
+        use std::sync::Arc;
+        // Its shared allocation (two counts and the message), its slot in the transcript,
+        // and an allocator's rounding; the rest of its heap is its own text, which its JSON
+        // bytes bound.
+        let fixed = 2 * size_of::<usize>()
+            + size_of::<TranscriptMessage>()
+            + size_of::<Arc<TranscriptMessage>>()
+            + 32;
+        assert!(
+            fixed <= MESSAGE_OVERHEAD_BYTES,
+            "a message's fixed part is {fixed} bytes"
+        );
+        let raw: Box<RawValue> = serde_json::from_str(
+            r#"[{"role":"user","content":""},{"role":"user","content":"hi"}]"#,
+        )
+        .unwrap();
+        let parsed = parse_messages(MessagesParam::Raw(raw), "messages").unwrap();
+        assert_eq!(parsed.messages.len(), 2);
+        assert_eq!(parsed.cost, 28 + 30 + 2 * MESSAGE_OVERHEAD_BYTES);
+    }
     use crate::settings::{DeliveryPolicy, SyncBacklog};
 
     fn params(v: Value) -> Params {

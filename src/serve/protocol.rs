@@ -1,6 +1,9 @@
 //! JSON-RPC 2.0 framing of `advisor serve` (V1, V4): what a line is, error objects with the
 //! codes of V4, and typed access to named params that names the field on error.
 
+use std::collections::HashMap;
+
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 /// The protocol version `initialize` reports (V2).
@@ -107,8 +110,28 @@ impl RpcError {
     }
 }
 
-/// A request id: a string or a number as the client sent it (echoed verbatim).
-pub type RequestId = Value;
+/// A request id exactly as the client wrote it (V4): a string, a number of any size (an
+/// integer past 64 bits is not rounded through a float), or null. Echoed verbatim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(String);
+
+impl RequestId {
+    /// The id `null` (a line whose id could not be read).
+    pub fn null() -> Self {
+        Self("null".to_string())
+    }
+
+    /// The id's JSON text, as it goes into a reply.
+    pub fn as_json(&self) -> &str {
+        &self.0
+    }
+
+    /// The id as a JSON value (a number past `f64`'s precision is rounded: for display and
+    /// tests, never for the reply).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+}
 
 /// One parsed input line.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,53 +163,70 @@ pub enum Incoming {
 
 /// Classifies one line (V4): not JSON → -32700; not a request object → -32600; params that
 /// are not an object → -32602.
+///
+/// The members are read raw first, so nothing is built for what is not needed: the id keeps
+/// its own text, and a `messages` param stays raw JSON text (V4: what a held message costs
+/// is its bytes plus a small constant, never a JSON tree of it).
 pub fn parse_line(line: &[u8]) -> Incoming {
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
-        Err(e) => {
-            return Incoming::Invalid {
-                id: Value::Null,
+    let Ok(members) = serde_json::from_slice::<HashMap<String, &RawValue>>(line) else {
+        // Not an object of members: say what it is.
+        return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            Err(e) => Incoming::Invalid {
+                id: RequestId::null(),
                 error: RpcError::parse_error(e),
-            }
-        }
-    };
-    let Value::Object(mut obj) = value else {
-        return Incoming::Invalid {
-            id: Value::Null,
-            error: RpcError::invalid_request("expected one JSON object per line"),
+            },
+            Ok(_) => Incoming::Invalid {
+                id: RequestId::null(),
+                error: RpcError::invalid_request("expected one JSON object per line"),
+            },
         };
     };
-    let id = match obj.remove("id") {
+    let value_of = |name: &str| {
+        members
+            .get(name)
+            .map(|raw| serde_json::from_str::<Value>(raw.get()).unwrap_or(Value::Null))
+    };
+    let id = match members.get("id") {
         None => None,
-        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => Some(id),
-        Some(_) => {
-            return Incoming::Invalid {
-                id: Value::Null,
-                error: RpcError::invalid_request("`id` must be a string, a number or null"),
+        Some(raw) => match value_of("id") {
+            Some(Value::String(_) | Value::Number(_) | Value::Null) => {
+                Some(RequestId(raw.get().to_string()))
             }
-        }
+            _ => {
+                return Incoming::Invalid {
+                    id: RequestId::null(),
+                    error: RpcError::invalid_request("`id` must be a string, a number or null"),
+                }
+            }
+        },
     };
     let invalid = |error| Incoming::Invalid {
-        id: id.clone().unwrap_or(Value::Null),
+        id: id.clone().unwrap_or_else(RequestId::null),
         error,
     };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if value_of("jsonrpc").as_ref().and_then(Value::as_str) != Some("2.0") {
         return invalid(RpcError::invalid_request("`jsonrpc` must be \"2.0\""));
     }
-    let method = match obj.remove("method") {
+    let method = match value_of("method") {
         Some(Value::String(m)) => m,
         _ => return invalid(RpcError::invalid_request("`method` must be a string")),
     };
-    let params = match obj.remove("params") {
-        None | Some(Value::Null) => Params::default(),
-        Some(Value::Object(map)) => Params::new(map),
-        Some(Value::Array(_)) => {
-            return invalid(RpcError::invalid_params(
-                "params",
-                "must be an object of named params",
-            ))
-        }
-        Some(_) => return invalid(RpcError::invalid_request("`params` must be an object")),
+    let params = match members.get("params") {
+        None => Params::default(),
+        Some(raw) => match raw.get().trim_start().as_bytes().first() {
+            Some(b'{') => match Params::from_raw(raw) {
+                Some(params) => params,
+                None => return invalid(RpcError::invalid_request("`params` must be an object")),
+            },
+            Some(b'n') => Params::default(),
+            Some(b'[') => {
+                return invalid(RpcError::invalid_params(
+                    "params",
+                    "must be an object of named params",
+                ))
+            }
+            _ => return invalid(RpcError::invalid_request("`params` must be an object")),
+        },
     };
     match id {
         Some(id) => Incoming::Request { id, method, params },
@@ -194,13 +234,16 @@ pub fn parse_line(line: &[u8]) -> Incoming {
     }
 }
 
-/// The reply line to a request.
+/// The reply line to a request, its id written exactly as the client sent it.
 pub fn response_line(id: &RequestId, result: Result<Value, RpcError>) -> String {
-    let v = match result {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_value() }),
+    let (key, body) = match result {
+        Ok(result) => ("result", result),
+        Err(error) => ("error", error.to_value()),
     };
-    v.to_string()
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{},"{key}":{body}}}"#,
+        id.as_json()
+    )
 }
 
 /// A notification line from the server.
@@ -210,10 +253,33 @@ pub fn notification_line(method: &str, params: Value) -> String {
 
 /// Named params with typed getters; each failure is a -32602 naming the field (with the
 /// path of an enclosing object, e.g. `model.baseUrl`).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Params {
     map: Map<String, Value>,
+    /// `messages` as sent, raw (see [`Params::take_messages`]).
+    messages: Option<Box<RawValue>>,
     prefix: String,
+}
+
+impl PartialEq for Params {
+    fn eq(&self, other: &Self) -> bool {
+        self.map == other.map
+            && self.prefix == other.prefix
+            && self.messages.as_ref().map(|m| m.get()) == other.messages.as_ref().map(|m| m.get())
+    }
+}
+
+/// The name of the param that carries transcript messages, kept raw.
+const MESSAGES: &str = "messages";
+
+/// A `messages` param: its raw JSON text as a client sent it, or a value (params built in
+/// code).
+#[derive(Debug)]
+pub enum MessagesParam {
+    /// The JSON text.
+    Raw(Box<RawValue>),
+    /// A value.
+    Value(Value),
 }
 
 impl Params {
@@ -221,15 +287,42 @@ impl Params {
     pub fn new(map: Map<String, Value>) -> Self {
         Self {
             map,
+            messages: None,
             prefix: String::new(),
         }
+    }
+
+    /// The params of a raw JSON object: every member parsed but `messages`, kept as its
+    /// text. `None` when `raw` is not an object.
+    fn from_raw(raw: &RawValue) -> Option<Self> {
+        let members = serde_json::from_str::<HashMap<String, &RawValue>>(raw.get()).ok()?;
+        let mut params = Self::default();
+        for (name, value) in members {
+            if name == MESSAGES {
+                params.messages = (value.get() != "null").then(|| value.to_owned());
+            } else {
+                let value = serde_json::from_str(value.get()).ok()?;
+                params.map.insert(name, value);
+            }
+        }
+        Some(params)
     }
 
     /// The fields of a nested object, named `prefix.field` in errors.
     pub fn nested(map: Map<String, Value>, prefix: &str) -> Self {
         Self {
             map,
+            messages: None,
             prefix: format!("{prefix}."),
+        }
+    }
+
+    /// Takes the `messages` param out, raw when it came in a line (absent or null →
+    /// `None`).
+    pub fn take_messages(&mut self) -> Option<MessagesParam> {
+        match self.messages.take() {
+            Some(raw) => Some(MessagesParam::Raw(raw)),
+            None => self.take(MESSAGES).map(MessagesParam::Value),
         }
     }
 
@@ -248,8 +341,14 @@ impl Params {
         self.map.get(field).filter(|v| !v.is_null())
     }
 
-    /// Takes the raw value out (absent or null → `None`).
+    /// Takes the raw value out (absent or null → `None`). `messages` is better taken with
+    /// [`Params::take_messages`], which builds no JSON tree of it.
     pub fn take(&mut self, field: &str) -> Option<Value> {
+        if field == MESSAGES {
+            if let Some(raw) = self.messages.take() {
+                return serde_json::from_str(raw.get()).ok();
+            }
+        }
         self.map.remove(field).filter(|v| !v.is_null())
     }
 
@@ -315,7 +414,7 @@ mod tests {
 
     fn error_of(line: &str) -> (Value, i64) {
         match parse_line(line.as_bytes()) {
-            Incoming::Invalid { id, error } => (id, error.code),
+            Incoming::Invalid { id, error } => (id.to_value(), error.code),
             other => panic!("{line} parsed as {other:?}"),
         }
     }
@@ -353,7 +452,7 @@ mod tests {
         let line = "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"method\":\"session/command\",\"params\":{\"line\":\"a\u{2028}b\"}}";
         match parse_line(line.as_bytes()) {
             Incoming::Request { id, method, params } => {
-                assert_eq!(id, json!("r1"));
+                assert_eq!(id.as_json(), r#""r1""#);
                 assert_eq!(method, "session/command");
                 assert_eq!(params.string("line").unwrap(), "a\u{2028}b");
             }
@@ -363,6 +462,36 @@ mod tests {
             parse_line(br#"{"jsonrpc":"2.0","method":"session/userPrompt"}"#),
             Incoming::Notification { .. }
         ));
+    }
+
+    #[test]
+    fn v4_ids_are_echoed_exactly_as_sent_even_past_64_bits() {
+        let cases = [
+            "123456789012345678901234567890",
+            "-98765432109876543210987654321",
+            "1.50",
+            "18446744073709551616",
+            "7",
+            r#""a\u00e9\"b""#,
+            "null",
+        ];
+        for id in cases {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize"}}"#);
+            let Incoming::Request { id: got, .. } = parse_line(line.as_bytes()) else {
+                panic!("{line} is a request");
+            };
+            let reply = response_line(&got, Ok(json!({})));
+            assert_eq!(
+                reply,
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)
+            );
+            // The same for an error reply to a bad request.
+            let bad = format!(r#"{{"jsonrpc":"1.0","id":{id},"method":"x"}}"#);
+            let Incoming::Invalid { id: got, .. } = parse_line(bad.as_bytes()) else {
+                panic!("{bad} is invalid");
+            };
+            assert_eq!(got.as_json(), id);
+        }
     }
 
     #[test]
@@ -390,9 +519,12 @@ mod tests {
 
     #[test]
     fn v2_replies_and_base_mismatch_look_as_specified() {
-        let ok = response_line(&json!(3), Ok(json!({})));
+        let ok = response_line(&RequestId("3".into()), Ok(json!({})));
         assert_eq!(ok, r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
-        let err = response_line(&json!("x"), Err(RpcError::base_mismatch(Some("ab"), None)));
+        let err = response_line(
+            &RequestId(r#""x""#.into()),
+            Err(RpcError::base_mismatch(Some("ab"), None)),
+        );
         let v: Value = serde_json::from_str(&err).unwrap();
         assert_eq!(v["error"]["code"], BASE_MISMATCH);
         assert_eq!(v["error"]["data"], json!({"expected": "ab"}));

@@ -2,20 +2,25 @@
 //! messages the host appends (V2), the last `leaf` seen, and the task that turns the
 //! runtime's host events into notifications.
 
+use std::sync::Arc;
+
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 
-use super::protocol::{notification_line, RpcError};
+use super::open::ParsedMessages;
+use super::protocol::{notification_line, RpcError, SESSION_ERROR};
 use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
-use crate::domain::transcript::{Transcript, TranscriptMessage};
+use crate::domain::transcript::Transcript;
 use crate::handle::AdvisorHandle;
 use crate::runtime::AdvisorRuntime;
 use crate::RuntimeConfig;
 
-/// Where lines for the client go: the one writer task reads the other end (V1).
-pub type Outbox = UnboundedSender<String>;
+/// Where lines for the client go: the one writer task reads the other end (V1). Bounded
+/// ([`super::MAX_QUEUED_LINES`]): a sender waits while it is full, and the reader reads no
+/// input meanwhile (backpressure, V4).
+pub type Outbox = Sender<String>;
 
 /// What the server knows of the host's cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,26 +31,103 @@ pub enum LeafState {
     Known(Option<String>),
 }
 
+/// The default budget for the transcripts one serve process holds for its sessions.
+pub const DEFAULT_HELD_BYTES: usize = 1 << 30;
+
+/// The budget for the transcripts a serve process holds, across its sessions (V4): each
+/// message counts its JSON bytes plus [`super::open::MESSAGE_OVERHEAD_BYTES`].
+#[derive(Debug)]
+pub struct HeldBudget {
+    limit: usize,
+    used: Mutex<usize>,
+}
+
+impl HeldBudget {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            used: Mutex::new(0),
+        }
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> usize {
+        *self.used.lock()
+    }
+
+    /// Exchanges `old` held bytes for `new` ones, unless that would pass the budget: then
+    /// nothing changes and the error says so (-32000 with `data {reason: "heldBudget"}`).
+    pub fn exchange(&self, old: usize, new: usize) -> Result<(), RpcError> {
+        let mut used = self.used.lock();
+        let after = used.saturating_sub(old).saturating_add(new);
+        if new > old && after > self.limit {
+            let size = |b: usize| match b {
+                b if b >= 1 << 20 => format!("{} MiB", b.div_ceil(1 << 20)),
+                b => format!("{} KiB", b.div_ceil(1 << 10)),
+            };
+            return Err(RpcError {
+                data: Some(json!({
+                    "reason": "heldBudget",
+                    "budgetBytes": self.limit,
+                    "heldBytes": *used,
+                    "neededBytes": new - old,
+                })),
+                ..RpcError::new(
+                    SESSION_ERROR,
+                    format!(
+                        "refused: the server already holds {} of transcripts and these \
+                         messages need {} more, past its budget of {} for held \
+                         transcripts; nothing was appended (close sessions that are done, \
+                         or send fewer messages)",
+                        size(*used),
+                        size(new - old),
+                        size(self.limit)
+                    ),
+                )
+            });
+        }
+        *used = after;
+        Ok(())
+    }
+}
+
 /// The session's transcript as the server keeps it: a shared [`Transcript`] the runtime
-/// reads (appends are O(delta), V2/X1) and the `base`/`leaf` check.
+/// reads (appends are O(delta), V2/X1), the `base`/`leaf` check, and what it costs the
+/// process's [`HeldBudget`] (given back when the log is dropped).
 #[derive(Debug)]
 pub struct TranscriptLog {
     transcript: Transcript,
-    leaf: Mutex<LeafState>,
+    leaf: Mutex<(LeafState, usize)>,
+    budget: Arc<HeldBudget>,
+}
+
+impl Drop for TranscriptLog {
+    fn drop(&mut self) {
+        let held = self.leaf.get_mut().1;
+        let _ = self.budget.exchange(held, 0);
+    }
 }
 
 impl TranscriptLog {
-    /// A log holding `messages`, at `leaf` when the host named one.
-    pub fn new(messages: Vec<TranscriptMessage>, leaf: Option<String>) -> Self {
+    /// A log holding `messages`, at `leaf` when the host named one, if `budget` has room
+    /// for them.
+    pub fn new(
+        messages: ParsedMessages,
+        leaf: Option<String>,
+        budget: Arc<HeldBudget>,
+    ) -> Result<Self, RpcError> {
+        budget.exchange(0, messages.cost)?;
         let state = match leaf {
             Some(leaf) => LeafState::Known(Some(leaf)),
-            None if messages.is_empty() => LeafState::Known(None),
+            None if messages.messages.is_empty() => LeafState::Known(None),
             None => LeafState::Unknown,
         };
-        Self {
-            transcript: Transcript::from_messages(messages),
-            leaf: Mutex::new(state),
-        }
+        Ok(Self {
+            transcript: Transcript::from_messages(messages.messages),
+            leaf: Mutex::new((state, messages.cost)),
+            budget,
+        })
     }
 
     /// The shared transcript.
@@ -55,36 +137,45 @@ impl TranscriptLog {
 
     /// The last leaf seen.
     pub fn leaf(&self) -> LeafState {
-        self.leaf.lock().clone()
+        self.leaf.lock().0.clone()
     }
 
     /// `session/turnEnd`'s bookkeeping: checks `base` against the last leaf (-32010 with
-    /// `data {expected}` when it differs, nothing appended), then appends `messages` and
-    /// moves to `leaf`. Check and append are one step, so concurrent calls cannot interleave.
+    /// `data {expected}` when it differs, nothing appended) and the held budget (-32000,
+    /// nothing appended), then appends `messages` and moves to `leaf`. Check and append are
+    /// one step, so concurrent calls cannot interleave.
     pub fn append(
         &self,
         base: Option<&str>,
         leaf: String,
-        messages: Vec<TranscriptMessage>,
+        messages: ParsedMessages,
     ) -> Result<(), RpcError> {
-        let mut state = self.leaf.lock();
+        let mut guard = self.leaf.lock();
+        let (state, held) = &mut *guard;
         if let LeafState::Known(expected) = &*state {
             if expected.as_deref() != base {
                 return Err(RpcError::base_mismatch(expected.as_deref(), base));
             }
         }
-        for message in messages {
+        self.budget.exchange(*held, *held + messages.cost)?;
+        *held += messages.cost;
+        for message in messages.messages {
             self.transcript.push(message);
         }
         *state = LeafState::Known(Some(leaf));
         Ok(())
     }
 
-    /// `session/rewrite`'s bookkeeping: the whole current branch replaces the transcript.
-    pub fn replace(&self, leaf: Option<String>, messages: Vec<TranscriptMessage>) {
-        let mut state = self.leaf.lock();
-        self.transcript.replace(messages);
+    /// `session/rewrite`'s bookkeeping: the whole current branch replaces the transcript,
+    /// if the held budget has room for it (else -32000 and the old transcript stays).
+    pub fn replace(&self, leaf: Option<String>, messages: ParsedMessages) -> Result<(), RpcError> {
+        let mut guard = self.leaf.lock();
+        let (state, held) = &mut *guard;
+        self.budget.exchange(*held, messages.cost)?;
+        *held = messages.cost;
+        self.transcript.replace(messages.messages);
         *state = LeafState::Known(leaf);
+        Ok(())
     }
 }
 
@@ -94,6 +185,25 @@ pub struct Session {
     pub handle: AdvisorHandle,
     /// The transcript and cursor.
     pub log: TranscriptLog,
+    /// Why the server disposed of it, once it did: what an ask it ended says (G8).
+    pub ended_by: Mutex<Option<&'static str>>,
+}
+
+impl Session {
+    /// A session of `handle` keeping `log`.
+    pub fn new(handle: AdvisorHandle, log: TranscriptLog) -> Self {
+        Self {
+            handle,
+            log,
+            ended_by: Mutex::new(None),
+        }
+    }
+
+    /// Disposes the session (R2), recording `why` for an ask it ends.
+    pub async fn dispose(&self, why: &'static str) {
+        self.ended_by.lock().get_or_insert(why);
+        let _ = self.handle.dispose().await;
+    }
 }
 
 /// Opens a session on the serve process's shared runtime (A6): its actors go to the least
@@ -111,7 +221,7 @@ pub fn open_on(
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             // A writer that is gone means the server is ending; the event has nobody to go to.
-            if out.send(event_line(&session_id, &event)).is_err() {
+            if out.send(event_line(&session_id, &event)).await.is_err() {
                 return;
             }
         }
@@ -159,24 +269,68 @@ pub fn event_line(session_id: &str, event: &HostEvent) -> String {
 mod tests {
     use super::*;
     use crate::domain::advice::{Advisory, Channel, Severity};
+    use crate::domain::transcript::TranscriptMessage;
 
     fn user(t: &str) -> TranscriptMessage {
         TranscriptMessage::user(t)
     }
 
+    /// Messages costing 100 bytes each.
+    fn msgs(messages: Vec<TranscriptMessage>) -> ParsedMessages {
+        ParsedMessages {
+            cost: 100 * messages.len(),
+            messages,
+        }
+    }
+
+    fn new_log(messages: Vec<TranscriptMessage>, leaf: Option<String>) -> TranscriptLog {
+        TranscriptLog::new(msgs(messages), leaf, Arc::new(HeldBudget::new(1 << 20))).unwrap()
+    }
+
+    #[test]
+    fn v4_the_held_budget_refuses_the_call_that_would_pass_it_and_keeps_what_is_held() {
+        let budget = Arc::new(HeldBudget::new(500));
+        let a = TranscriptLog::new(msgs(vec![user("1"), user("2")]), None, Arc::clone(&budget))
+            .unwrap();
+        let b = TranscriptLog::new(msgs(vec![user("3")]), None, Arc::clone(&budget)).unwrap();
+        assert_eq!(budget.used(), 300);
+        let e = a
+            .append(
+                Some("x"),
+                "y".into(),
+                msgs(vec![user("4"), user("5"), user("6")]),
+            )
+            .unwrap_err();
+        assert_eq!(e.code, SESSION_ERROR);
+        assert_eq!(e.data.as_ref().unwrap()["reason"], "heldBudget");
+        assert!(e.message.contains("past its budget"), "{}", e.message);
+        assert_eq!(a.transcript().len(), 2, "nothing appended, nothing lost");
+        assert_eq!(budget.used(), 300);
+        // A rewrite counts the new branch instead of the old one.
+        assert!(a.replace(None, msgs(vec![user("s")])).is_ok());
+        assert_eq!(budget.used(), 200);
+        assert!(b.replace(None, msgs(vec![user("t"); 5])).is_err());
+        assert_eq!(b.transcript().len(), 1, "the old branch stays");
+        drop(a);
+        drop(b);
+        assert_eq!(budget.used(), 0, "closing gives it back");
+        assert!(TranscriptLog::new(msgs(vec![user("u"); 6]), None, budget).is_err());
+    }
+
     #[test]
     fn v2_base_must_be_the_last_leaf_and_a_mismatch_appends_nothing() {
-        let log = TranscriptLog::new(Vec::new(), None);
+        let log = new_log(Vec::new(), None);
         let e = log
-            .append(Some("x"), "a".into(), vec![user("1")])
+            .append(Some("x"), "a".into(), msgs(vec![user("1")]))
             .unwrap_err();
         assert_eq!(e.data, Some(json!({"expected": null})));
         assert_eq!(log.transcript().len(), 0);
-        log.append(None, "a".into(), vec![user("1"), user("2")])
+        log.append(None, "a".into(), msgs(vec![user("1"), user("2")]))
             .unwrap();
-        log.append(Some("a"), "b".into(), vec![user("3")]).unwrap();
+        log.append(Some("a"), "b".into(), msgs(vec![user("3")]))
+            .unwrap();
         let e = log
-            .append(Some("a"), "c".into(), vec![user("4")])
+            .append(Some("a"), "c".into(), msgs(vec![user("4")]))
             .unwrap_err();
         assert_eq!(e.code, super::super::protocol::BASE_MISMATCH);
         assert_eq!(e.data, Some(json!({"expected": "b"})));
@@ -186,25 +340,29 @@ mod tests {
 
     #[test]
     fn v2_open_with_messages_and_no_leaf_takes_the_first_base_as_is() {
-        let log = TranscriptLog::new(vec![user("old")], None);
+        let log = new_log(vec![user("old")], None);
         assert_eq!(log.leaf(), LeafState::Unknown);
-        log.append(Some("whatever"), "n".into(), vec![user("new")])
+        log.append(Some("whatever"), "n".into(), msgs(vec![user("new")]))
             .unwrap();
-        assert!(log.append(Some("whatever"), "m".into(), vec![]).is_err());
-        let log = TranscriptLog::new(vec![user("old")], Some("L".into()));
-        assert!(log.append(None, "n".into(), vec![]).is_err());
-        log.append(Some("L"), "n".into(), vec![]).unwrap();
+        assert!(log
+            .append(Some("whatever"), "m".into(), msgs(vec![]))
+            .is_err());
+        let log = new_log(vec![user("old")], Some("L".into()));
+        assert!(log.append(None, "n".into(), msgs(vec![])).is_err());
+        log.append(Some("L"), "n".into(), msgs(vec![])).unwrap();
     }
 
     #[test]
     fn r1_rewrite_replaces_the_transcript_in_place_and_sets_the_leaf() {
-        let log = TranscriptLog::new(vec![user("a"), user("b")], Some("b".into()));
+        let log = new_log(vec![user("a"), user("b")], Some("b".into()));
         let shared = log.transcript().clone();
-        log.replace(Some("z".into()), vec![user("summary")]);
+        log.replace(Some("z".into()), msgs(vec![user("summary")]))
+            .unwrap();
         assert_eq!(shared.len(), 1, "the runtime's clone sees the new branch");
-        log.append(Some("z"), "y".into(), vec![user("c")]).unwrap();
-        log.replace(None, Vec::new());
-        log.append(None, "q".into(), vec![]).unwrap();
+        log.append(Some("z"), "y".into(), msgs(vec![user("c")]))
+            .unwrap();
+        log.replace(None, msgs(Vec::new())).unwrap();
+        log.append(None, "q".into(), msgs(vec![])).unwrap();
     }
 
     #[test]

@@ -142,9 +142,10 @@ pub fn load_settings(
     Ok(loaded)
 }
 
-/// A file's text, `None` when it does not exist (or is a directory). Anything else that is
-/// not a regular file (a FIFO, a device) is an error at once, never a wait; so is a file
-/// over [`MAX_SETTINGS_BYTES`], of which no more than the cap is read.
+/// A file's text, `None` when it does not exist. Anything else that is not a regular file
+/// (a directory, a FIFO, a device) is an error naming the file at once, never a wait and
+/// never silently skipped; so is a file over [`MAX_SETTINGS_BYTES`], of which no more than
+/// the cap is read.
 fn read_optional(file: &Path) -> Result<Option<String>, SettingsError> {
     let error = |message: String| SettingsError::Read {
         file: file.to_path_buf(),
@@ -157,7 +158,6 @@ fn read_optional(file: &Path) -> Result<Option<String>, SettingsError> {
         }),
         Ok(read) => Ok(Some(read.content)),
         Err(FileError::Missing) => Ok(None),
-        Err(err) if err.is_directory() => Ok(None),
         Err(err) => Err(error(err.to_string())),
     }
 }
@@ -348,6 +348,28 @@ mod tests {
                 result.unwrap_err().to_string(),
                 format!(
                     "cannot read {}: not a regular file (a FIFO)",
+                    file.display()
+                ),
+                "{which}"
+            );
+        }
+    }
+
+    #[test]
+    fn k1_a_directory_as_either_config_or_the_prompt_override_is_an_error_naming_it() {
+        for which in ["agent", "project", "prompt"] {
+            let d = dirs();
+            let file = match which {
+                "agent" => d.agent.join(CONFIG_FILE),
+                "project" => d.project.join(".omp").join(CONFIG_FILE),
+                _ => prompt_override_path(&d.agent),
+            };
+            fs::create_dir_all(&file).unwrap();
+            let err = load_settings(Some(&d.agent), &d.project).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "cannot read {}: not a regular file (a directory)",
                     file.display()
                 ),
                 "{which}"

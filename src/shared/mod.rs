@@ -13,8 +13,8 @@ use crate::feed::FeedCursor;
 use crate::model::limit::{provider_of, CallCounts, CallLimit, LimitedModel};
 use crate::model::ModelClient;
 use crate::providers::{
-    resolve_config, Catalog, EndpointQuirks, ModelSpec, ProviderConfig, ProviderError,
-    StreamingClient,
+    resolve_config, Catalog, EndpointQuirks, ErrorSource, ModelSpec, ProviderConfig,
+    ProviderError, StreamingClient,
 };
 use crate::redact::Redactor;
 use crate::render::TranscriptView;
@@ -115,7 +115,7 @@ impl SharedResources {
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()
-            .map_err(|e| ProviderError::Http(e.to_string()))?;
+            .map_err(|e| ProviderError::Http(ErrorSource::new(e)))?;
         clients.insert(key, client.clone());
         Ok(client)
     }

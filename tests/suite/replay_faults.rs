@@ -274,3 +274,117 @@ async fn issue10_10_g4_c3_replay_status_marks_lifetime_tokens_estimated_when_no_
     let (line, _, _) = lifetime_line(&run.stdout);
     assert!(line.starts_with("lifetime tokens: "), "{line}");
 }
+
+/// P11, L2 (issue 18 item 14): a replay whose end-of-file drain runs out with reviews still
+/// outstanding says so once — how many turns were never reviewed, whether a review was in
+/// flight and for how long — in the human output and in the `--json` status line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p11_l2_a_drain_that_ends_with_work_outstanding_says_so_in_text_and_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = two_turn_session(dir.path());
+    for json_mode in [false, true] {
+        // Every call gets its headers, then nothing (only the 180 s idle timeout would end
+        // it): the first review is in flight when the 2 s drain runs out.
+        let server = SseServer::start((0..4).map(|_| silent().stall_after(0)))
+            .await
+            .expect("bind");
+        let root = tempfile::tempdir().expect("root");
+        let mut args = vec!["--sync-backlog", "off", "--drain-timeout", "2"];
+        if json_mode {
+            args.push("--json");
+        }
+        let run = bounded_replay(root.path(), &path, &server, &args).await;
+        assert!(run.ok, "stderr: {}", run.stderr);
+        // The review started at turn 1, at least the 2 s of the drain before its end.
+        let expected = "advisor: the end-of-file drain ended after 2 s with work outstanding: \
+                        2 turns were never reviewed; a review was still in flight, for ";
+        if json_mode {
+            let lines = json_lines(&run.stdout);
+            let notices: Vec<&Value> = lines.iter().filter(|l| l.get("notice").is_some()).collect();
+            assert_eq!(notices.len(), 1, "one notice: {}", run.stdout);
+            let notice = notices[0]["notice"].as_str().unwrap();
+            assert!(notice.starts_with(expected), "{notice}");
+            let last = lines.last().expect("a status line");
+            let left = &last["outstanding"];
+            assert!(left["inFlightSecs"].as_u64().unwrap() >= 2, "{last}");
+            assert_eq!(
+                (
+                    &left["unreviewedTurns"],
+                    &left["waitedSecs"],
+                    &left["inputEndedInError"]
+                ),
+                (&json!(2), &json!(2), &json!(false)),
+                "{last}"
+            );
+            assert_eq!(last["status"]["agent"]["backlog"], 2, "{last}");
+        } else {
+            assert_eq!(
+                run.stderr.matches("work outstanding").count(),
+                1,
+                "{}",
+                run.stderr
+            );
+            assert!(run.stderr.contains(expected), "{}", run.stderr);
+        }
+    }
+}
+
+/// P11 in virtual time: without `--drain-timeout` the drain waits up to 600 s, through a
+/// review that never ends; 30 s when the session ended in an error.
+#[tokio::test]
+async fn p11_the_drain_waits_600_s_by_default_and_30_s_when_the_input_ended_in_an_error() {
+    use crate::support::runtime::GatedModel;
+    use advisor::model::scripted::ScriptedReply;
+    use advisor::replay::{Replay, ReplayEvent};
+    use advisor::session::{read_session, SessionDriver};
+    use advisor::settings::SyncBacklog;
+    use advisor::{AdvisorHandle, RuntimeConfig};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clean = two_turn_session(dir.path());
+    // The same two turns, then the primary's run failing: an assistant error.
+    let failed = dir.path().join("failed.jsonl");
+    let text = std::fs::read_to_string(&clean).unwrap();
+    let last_id = text
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str::<Value>(l).ok())
+        .and_then(|v| v["id"].as_str().map(str::to_string))
+        .unwrap();
+    let error = json!({"type": "message", "id": "e1", "parentId": last_id,
+        "timestamp": "2025-06-02T09:15:00.000Z",
+        "message": {"role": "assistant", "content": [], "stopReason": "error",
+            "errorMessage": "overloaded", "timestamp": 1748855700000u64}});
+    std::fs::write(&failed, format!("{text}{error}\n")).unwrap();
+
+    tokio::time::pause();
+    for (path, bound, in_error) in [(&clean, 600, false), (&failed, 30, true)] {
+        // The model never answers: the first review stays in flight.
+        let (model, _arrivals, _gate) = GatedModel::new(vec![ScriptedReply::text("")], true);
+        let mut config = RuntimeConfig::new("p11", dir.path().to_path_buf(), Some(Arc::new(model)));
+        config.settings.sync_backlog = SyncBacklog::Off;
+        let (handle, events) = AdvisorHandle::spawn(config).await.expect("runtime");
+        let driver = SessionDriver::new(read_session(path).expect("a session"));
+        let started = tokio::time::Instant::now();
+        let mut seen = Vec::new();
+        let outcome = Replay::new(driver, handle.clone(), events)
+            .run(|event| seen.push(event))
+            .await
+            .expect("the replay runs");
+        let waited = started.elapsed().as_secs();
+        handle.dispose().await.expect("dispose");
+        assert_eq!(waited, bound, "{}", path.display());
+        assert!(!outcome.drained);
+        let left = outcome.outstanding.expect("work outstanding");
+        assert_eq!(left.waited_secs, bound);
+        assert_eq!(left.input_ended_in_error, in_error);
+        assert!(left.unreviewed_turns >= 1, "{left:?}");
+        assert!(left.in_flight_secs.is_some(), "{left:?}");
+        let told = seen
+            .iter()
+            .filter(|e| matches!(e, ReplayEvent::Outstanding(_)))
+            .count();
+        assert_eq!(told, 1, "said once");
+    }
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelError};
 use advisor::serve::lines::MAX_LINE_BYTES;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 use super::serve_client::{assistant, user};
@@ -152,4 +152,121 @@ async fn g8_v4_an_ask_while_paused_or_with_consult_off_is_a_32000_error_at_once(
         "{e}"
     );
     assert_eq!(model.request_count(), 1);
+}
+
+/// A model whose first call answers at once and whose later calls never do; each stalled
+/// call tells `dropped` when its future is dropped (the HTTP request cancelled).
+struct StallingModel {
+    script: ScriptedModel,
+    calls: std::sync::atomic::AtomicUsize,
+    arrivals: tokio::sync::mpsc::UnboundedSender<()>,
+    dropped: Arc<tokio::sync::Notify>,
+}
+
+struct DropSignal(Arc<tokio::sync::Notify>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+impl advisor::model::ModelClient for StallingModel {
+    fn complete(&self, request: advisor::model::ModelRequest) -> advisor::model::ModelFuture {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n == 0 {
+            return self.script.complete(request);
+        }
+        let _ = self.arrivals.send(());
+        let signal = DropSignal(Arc::clone(&self.dropped));
+        Box::pin(async move {
+            let _signal = signal;
+            std::future::pending().await
+        })
+    }
+
+    fn info(&self) -> advisor::model::ModelInfo {
+        self.script.info()
+    }
+}
+
+#[actix::test]
+async fn g8_r1_r2_an_ask_is_ended_at_once_by_close_reopen_rewrite_or_off_and_its_call_dropped() {
+    let cases: [(&str, Value, &str, &str); 4] = [
+        (
+            "session/close",
+            json!({"sessionId": "s1"}),
+            "closed",
+            "the session was closed (session/close)",
+        ),
+        (
+            "reopen",
+            Value::Null,
+            "closed",
+            "the session was opened again",
+        ),
+        (
+            "session/rewrite",
+            json!({"sessionId": "s1", "kind": "compaction", "leaf": "b",
+                "messages": [user("summary")]}),
+            "rewritten",
+            "the transcript was rewritten (Compaction)",
+        ),
+        (
+            "session/command",
+            json!({"sessionId": "s1", "line": "/advisor off"}),
+            "turnedOff",
+            "the advisor was turned off",
+        ),
+    ];
+    for (action, params, cause, says) in cases {
+        let (arrivals, mut arrived) = tokio::sync::mpsc::unbounded_channel();
+        let dropped = Arc::new(tokio::sync::Notify::new());
+        let model = StallingModel {
+            script: ScriptedModel::new([ScriptedReply::text("")]),
+            calls: Default::default(),
+            arrivals,
+            dropped: Arc::clone(&dropped),
+        };
+        let (mut c, _server) = start_with(Some(Arc::new(model)), MAX_LINE_BYTES);
+        let dir = tempfile::tempdir().unwrap();
+        open(&mut c, "s1", dir.path(), json!({"syncBacklog": 1})).await;
+        c.call(
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": [user("go")]}),
+        )
+        .await;
+        let ask = c
+            .request(
+                "session/ask",
+                json!({"sessionId": "s1", "question": "Am I on track?"}),
+            )
+            .await;
+        arrived.recv().await.expect("the ask's model call started");
+        if action == "reopen" {
+            open(&mut c, "s1", dir.path(), json!({"syncBacklog": 1})).await;
+        } else {
+            c.call(action, params).await;
+        }
+        // At once: well inside the 300 s request timeout the ask would otherwise wait.
+        let reply = tokio::time::timeout(Duration::from_secs(5), c.reply(&ask))
+            .await
+            .unwrap_or_else(|_| panic!("{action}: the ask still waits"));
+        let error = &reply["error"];
+        assert_eq!(error["code"], -32000, "{action}: {reply}");
+        assert_eq!(
+            error["data"],
+            json!({"reason": "ended", "cause": cause}),
+            "{action}"
+        );
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("the advisor could not answer: the ask was ended: ")
+                && message.contains(says),
+            "{action}: {message}"
+        );
+        tokio::time::timeout(Duration::from_secs(5), dropped.notified())
+            .await
+            .unwrap_or_else(|_| panic!("{action}: the model call was not dropped"));
+    }
 }

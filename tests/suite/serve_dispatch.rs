@@ -39,7 +39,7 @@ pub(super) fn start_with(
 
 /// A small shared runtime for one test's server (A6): two arbiters, one call thread, the
 /// per-provider limit from the first session's `advisor.maxConcurrentReviews`.
-fn serve_runtime() -> AdvisorRuntime {
+pub(super) fn serve_runtime() -> AdvisorRuntime {
     AdvisorRuntime::new(RuntimeOptions {
         arbiters: 2,
         max_concurrent_reviews: None,
@@ -734,4 +734,157 @@ async fn k2_v2_a_files_model_that_cannot_be_built_is_a_notice_and_a_broken_file_
         .call_err("session/status", json!({"sessionId": "s2"}))
         .await;
     assert_eq!(e["code"], -32602, "a failed open leaves no session");
+}
+
+#[actix::test]
+async fn c1_v2_an_empty_command_line_answers_the_usage_and_leaves_the_advisor_on() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({})).await;
+    for line in ["", "  "] {
+        let said = c
+            .call("session/command", json!({"sessionId": "s1", "line": line}))
+            .await;
+        assert!(
+            said["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("usage: /advisor"),
+            "{said}"
+        );
+    }
+    let status = c.call("session/status", json!({"sessionId": "s1"})).await;
+    assert_eq!(status["enabled"], true, "{status}");
+}
+
+/// V4 backpressure (issue 18 item 10): a client that writes requests and never reads its
+/// replies stops the server from reading — its writes block once the bounded outgoing
+/// queue and the pipes are full — and when it reads at last, every request is answered.
+#[actix::test]
+async fn v4_a_client_that_never_reads_stops_the_server_reading_and_loses_no_reply() {
+    use advisor::serve::lines::{InputLine, LineReader};
+    use tokio::io::AsyncWriteExt;
+
+    tokio::time::pause();
+    let (mut client_w, server_r) = tokio::io::duplex(1 << 16);
+    let (server_w, client_r) = tokio::io::duplex(1 << 16);
+    let defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
+    let _server = actix::spawn(serve(
+        server_r,
+        server_w,
+        ServeOptions::new(defaults, serve_runtime()),
+    ));
+    const REQUESTS: usize = 50_000;
+    let mut writer = actix::spawn(async move {
+        for id in 0..REQUESTS {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize"}}"#);
+            client_w.write_all(line.as_bytes()).await.unwrap();
+            client_w.write_all(b"\n").await.unwrap();
+        }
+        client_w.shutdown().await.unwrap();
+    });
+    // Virtual time runs on only when nothing can move: the writer is stuck for good.
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_secs(60), &mut writer)
+            .await
+            .is_err(),
+        "the server read every request although nobody reads its replies"
+    );
+    let mut reader = LineReader::new(client_r, 1 << 20);
+    let mut seen = vec![false; REQUESTS];
+    for _ in 0..REQUESTS {
+        let Some(InputLine::Line(bytes)) = reader.next().await else {
+            panic!("a reply line");
+        };
+        let reply: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(reply["result"]["protocolVersion"], 1, "{reply}");
+        seen[reply["id"].as_u64().unwrap() as usize] = true;
+    }
+    writer.await.unwrap();
+    assert!(seen.iter().all(|s| *s), "every request answered once");
+}
+
+/// V4 (issue 18 item 9): the transcripts a server holds have a budget; the call that would
+/// pass it is refused with a clear -32000, nothing of what is held is lost, the server goes
+/// on serving, and closing a session gives its share back.
+#[actix::test]
+async fn v4_a_call_past_the_held_transcript_budget_is_refused_and_nothing_is_lost() {
+    let (client_w, server_r) = tokio::io::duplex(1 << 16);
+    let (server_w, client_r) = tokio::io::duplex(1 << 16);
+    let mut defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
+    defaults.fixed_model = Some(Arc::new(ScriptedModel::new([])));
+    let options = ServeOptions {
+        max_held_bytes: 8 * 1024,
+        ..ServeOptions::new(defaults, serve_runtime())
+    };
+    let _server = actix::spawn(serve(server_r, server_w, options));
+    let mut c = RpcClient::new(client_w, client_r);
+    let dir = tempfile::tempdir().unwrap();
+    let off = json!({"enabled": false});
+    open(&mut c, "s1", dir.path(), off.clone()).await;
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": null, "leaf": "a", "messages": [user("small")]}),
+    )
+    .await;
+    let many: Vec<Value> = (0..40).map(|i| user(&format!("message {i}"))).collect();
+    let e = c
+        .call_err(
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": "a", "leaf": "b", "messages": many}),
+        )
+        .await;
+    assert_eq!(e["code"], -32000, "{e}");
+    assert_eq!(e["data"]["reason"], "heldBudget", "{e}");
+    assert_eq!(e["data"]["budgetBytes"], 8 * 1024, "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("past its budget of 8 KiB for held transcripts")
+            && message.contains("nothing was appended"),
+        "{message}"
+    );
+    // Nothing appended: the leaf is still `a`; the server still serves.
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": "a", "leaf": "c", "messages": [user("next")]}),
+    )
+    .await;
+    // A rewrite past it keeps the old branch, too.
+    let e = c
+        .call_err(
+            "session/rewrite",
+            json!({"sessionId": "s1", "kind": "compaction", "leaf": "z", "messages": many}),
+        )
+        .await;
+    assert_eq!(e["data"]["reason"], "heldBudget", "{e}");
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": "c", "leaf": "d", "messages": []}),
+    )
+    .await;
+    // Closing gives the share back: the same messages fit a new session.
+    c.call("session/close", json!({"sessionId": "s1"})).await;
+    let mut params = open_params("s2", dir.path(), off);
+    params["messages"] = json!(many[..20]);
+    c.call("session/open", params).await;
+}
+
+/// M1, V4 (issue 18 item 4): a protocol client has no command line; the error for a model
+/// that cannot be reached speaks of what the client can set, never of `advisor` flags.
+#[actix::test]
+async fn m1_v4_serve_model_errors_tell_a_client_no_cli_flag() {
+    let (mut c, _server) = start_with(None, advisor::serve::lines::MAX_LINE_BYTES);
+    let dir = tempfile::tempdir().unwrap();
+    let mut params = open_params("s1", dir.path(), json!({}));
+    params["model"] = json!("advfake/no-such-model");
+    let e = c.call_err("session/open", params).await;
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("unknown provider `advfake`") && message.contains("base URL"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("--") && !message.contains("pass "),
+        "{message}"
+    );
 }

@@ -4,22 +4,20 @@
 use actix::{Context, Handler, ResponseFuture};
 use tokio::time::Instant;
 
-use super::AdvisorAgent;
+use super::{AdvisorAgent, RunningAsk};
 use crate::messages::review::AskAdvisor;
 use crate::review::ask::ask_time_limit;
-use crate::review::state::AskReply;
 use crate::review::{AskError, ReviewRun};
 
 impl AdvisorAgent {
     /// An ask's run ended: its answer (or why there is none) goes to the asker; a failed
     /// ask is a failure like a review's (F1–F3).
-    pub(super) fn ask_done(
-        &mut self,
-        mut run: ReviewRun,
-        reply: AskReply,
-        epoch: u64,
-        ctx: &mut Context<Self>,
-    ) {
+    pub(super) fn ask_done(&mut self, mut run: ReviewRun, epoch: u64, ctx: &mut Context<Self>) {
+        let Some(RunningAsk { reply, .. }) = self.running_ask.take() else {
+            // An ended ask's future is cancelled and never comes here.
+            tracing::warn!("an ask finished that was not running");
+            return;
+        };
         let answer = if !self.absorb(&mut run, epoch, true) {
             Err(AskError::Released)
         } else {

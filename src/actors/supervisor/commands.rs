@@ -13,7 +13,7 @@ use crate::domain::advice::Delivery;
 use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered};
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
 use crate::messages::review::{
-    AwaitBacklog, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage,
+    AskEnd, AwaitBacklog, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage,
 };
 use crate::status::AdvisorStatus;
 
@@ -74,13 +74,13 @@ impl Handler<RunCommand> for Supervisor {
         let reply = match parse_command(&msg.line) {
             Ok(AdvisorCommand::Toggle) => {
                 if self.enabled {
-                    self.disable()
+                    self.disable(AskEnd::TurnedOff)
                 } else {
                     self.enable(ctx)
                 }
             }
             Ok(AdvisorCommand::On) => self.enable(ctx),
-            Ok(AdvisorCommand::Off) => self.disable(),
+            Ok(AdvisorCommand::Off) => self.disable(AskEnd::TurnedOff),
             Ok(AdvisorCommand::Test(advisory)) => {
                 self.tests_injected += 1;
                 let fut = test_advice(self.router(), self.epoch, self.tests_injected, advisory);
