@@ -581,7 +581,8 @@ impl<P: ReviewPort> Reviewer<P> {
         self.audit(AuditEvent::Spend {
             model: self.engine.model.info().id,
             usage: response.usage,
-            text: answer_text(&response.parts),
+            // X5: the summary goes into the transcript file as the context gets it.
+            text: self.redacted(answer_text(&response.parts)),
             error: None,
         });
         if response.stop == StopReason::ContextOverflow {
