@@ -9,6 +9,7 @@
 //! - [`reviewer`]: the [`Reviewer`] running one batch against a model: tool loop (G3),
 //!   maintenance (G5), usage (G4), talking outward through [`ReviewPort`];
 //! - [`quarantine`]: the output quarantine of an advisor turn (P5);
+//! - [`repeat`]: the repeated-call guard of a review (P2);
 //! - [`ask`]: consulting the advisor (G8);
 //! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
 //! - [`transcript_file`]: the advisor's transcript file in oh-my-pi's session format (P9);
@@ -21,6 +22,7 @@ pub mod failure;
 pub mod fallback;
 pub mod quarantine;
 pub mod queue;
+pub mod repeat;
 pub mod reviewer;
 pub mod state;
 pub mod status;

@@ -285,8 +285,8 @@ async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_stil
             message: "503 service unavailable".into(),
             retry_after: None,
         }),
+        // An advise-only turn ends the review (P2).
         ScriptedReply::advise("a", NIT, Some("nit")),
-        ScriptedReply::text(""),
     ])
     .with_context_window(100_000);
     let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
@@ -300,7 +300,7 @@ async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_stil
     .await;
 
     let requests = model.requests();
-    assert_eq!(requests.len(), 4);
+    assert_eq!(requests.len(), 3);
     assert_eq!(
         requests[1].system, SUMMARY_INSTRUCTION,
         "compaction was tried"
@@ -465,10 +465,8 @@ async fn held_after_a_large_first_review(
     ScriptedModel,
     Transcript,
 ) {
-    let mut script = vec![
-        ScriptedReply::advise("a", BLOCKER, Some("blocker")),
-        ScriptedReply::text(""),
-    ];
+    // One request: an advise-only turn ends the review (P2).
+    let mut script = vec![ScriptedReply::advise("a", BLOCKER, Some("blocker"))];
     script.extend(then);
     let model = ScriptedModel::new(script);
     let (h, rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
@@ -498,15 +496,15 @@ async fn g5_f2_overflow_on_every_try_reprimes_once_per_try_fails_three_times_hel
         }
     }
     let requests = model.requests();
-    // Review 1 (2 calls); each of the three tries: the attempt, then its replay.
-    assert_eq!(requests.len(), 2 + 3 * 2);
+    // Review 1 (1 call, P2); each of the three tries: the attempt, then its replay.
+    assert_eq!(requests.len(), 1 + 3 * 2);
     assert_eq!(
-        requests[2].messages.len(),
-        5,
+        requests[1].messages.len(),
+        4,
         "the first attempt saw the whole history"
     );
     // Every replay went into a fresh context holding only the batch (G5 reactive path).
-    for replay in [&requests[3], &requests[5], &requests[7]] {
+    for replay in [&requests[2], &requests[4], &requests[6]] {
         assert_eq!(replay.messages.len(), 1);
         let prompt = user_text(&replay.messages[0]);
         assert!(prompt.contains("second update"), "{prompt}");
@@ -543,17 +541,17 @@ async fn g5_d9_overflow_that_clears_after_a_fresh_context_succeeds_and_prunes_a_
     h.turn_end(&t).await.unwrap();
 
     let requests = model.requests();
-    assert_eq!(requests.len(), 4);
+    assert_eq!(requests.len(), 3);
     assert_eq!(
-        requests[2].messages.len(),
-        5,
+        requests[1].messages.len(),
+        4,
         "the attempt saw the whole history"
     );
-    let replay = &requests[3];
+    let replay = &requests[2];
     assert_eq!(replay.messages.len(), 1, "replayed into a fresh context");
     assert_eq!(
         user_text(&replay.messages[0]),
-        user_text(&requests[2].messages[4]),
+        user_text(&requests[1].messages[3]),
         "the same batch, held-notes preamble included"
     );
     let status = h.status().await.unwrap();
@@ -584,15 +582,13 @@ async fn g5_d9_overflow_that_clears_after_a_fresh_context_succeeds_and_prunes_a_
 #[actix::test]
 async fn g5_d9_a_phantom_hold_of_the_overflowed_attempt_is_rolled_back_an_earlier_hold_kept() {
     let model = ScriptedModel::new([
-        // Review 1 holds BLOCKER.
+        // Review 1 holds BLOCKER (an advise-only turn ends the review, P2).
         ScriptedReply::advise("a", BLOCKER, Some("blocker")),
-        ScriptedReply::text(""),
-        // Review 2, attempt 1: holds PHANTOM, then overflows.
-        ScriptedReply::advise("b", PHANTOM, Some("blocker")),
+        // Review 2, attempt 1: holds PHANTOM and looks something up, then overflows.
+        advise_then_look("b", PHANTOM, Some("blocker")),
         overflow(),
         // The replay reconfirms BLOCKER only.
         ScriptedReply::advise("c", BLOCKER, Some("blocker")),
-        ScriptedReply::text(""),
     ]);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.settings.policy = DeliveryPolicy::Reconfirm
@@ -608,18 +604,17 @@ async fn g5_d9_a_phantom_hold_of_the_overflowed_attempt_is_rolled_back_an_earlie
     .await;
 
     let requests = model.requests();
-    assert_eq!(requests.len(), 6);
+    assert_eq!(requests.len(), 4);
     assert_eq!(
-        tool_results(&requests[3]).last().map(String::as_str),
+        advise_results(&requests[2]).last().map(String::as_str),
         Some("Held pending reconfirmation."),
         "the phantom was held by the attempt"
     );
     assert_eq!(
-        requests[4].messages.len(),
+        requests[3].messages.len(),
         1,
         "replayed into an empty context"
     );
-    assert_eq!(tool_results(&requests[5]), vec!["Recorded."]);
 
     // The catch-up block settled: the reconfirmed BLOCKER goes out, the phantom never does.
     assert!(matches!(
@@ -693,8 +688,9 @@ async fn p9_every_context_message_and_maintenance_event_is_a_session_file_entry(
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session-1/__advisor.jsonl");
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", NIT, Some("nit")).with_usage(usage(1_000, 20, 0.01)),
-        ScriptedReply::text("Nothing else.").with_usage(usage(90_000, 10, 0.0)),
+        // An advise-only turn ends the review (P2); its usage puts review 2 past the
+        // threshold.
+        ScriptedReply::advise("a", NIT, Some("nit")).with_usage(usage(90_000, 20, 0.01)),
         overflow(),
         ScriptedReply::text(""),
     ])
@@ -725,11 +721,10 @@ async fn p9_every_context_message_and_maintenance_event_is_a_session_file_entry(
         kinds,
         [
             "session",
-            // Review 1: the update, the advise call, its result, the final answer.
+            // Review 1: the update, the advise call, its result (no follow-up call, P2).
             "message:user",
             "message:assistant",
             "message:toolResult",
-            "message:assistant",
             // Review 2: re-primed before the batch, then an attempt that overflowed,
             // re-primed again and replayed (the update is not written twice).
             "custom:advisor-maintenance",
@@ -761,26 +756,26 @@ async fn p9_every_context_message_and_maintenance_event_is_a_session_file_entry(
         (advise["provider"].as_str(), advise["model"].as_str()),
         (Some("scripted"), Some("test"))
     );
-    assert_eq!(advise["usage"]["input"], 1_000);
+    assert_eq!(advise["usage"]["input"], 90_000);
     assert_eq!(advise["usage"]["cost"]["total"], 0.01);
     assert_eq!(lines[3]["message"]["content"][0]["text"], "Recorded.");
     let data = |i: usize| &lines[i]["data"];
     assert_eq!(
-        (data(5)["kind"].as_str(), data(5)["trigger"].as_str()),
+        (data(4)["kind"].as_str(), data(4)["trigger"].as_str()),
         (Some("reprime"), Some("threshold"))
     );
-    assert!(data(7)["error"]
+    assert!(data(6)["error"]
         .as_str()
         .unwrap()
         .contains("prompt is too long"));
     assert_eq!(
-        (data(8)["kind"].as_str(), data(8)["trigger"].as_str()),
+        (data(7)["kind"].as_str(), data(7)["trigger"].as_str()),
         (Some("reprime"), Some("overflow"))
     );
-    assert_eq!(data(8)["model"], "scripted/test");
-    assert_eq!(data(8)["messages"], 0);
+    assert_eq!(data(7)["model"], "scripted/test");
+    assert_eq!(data(7)["messages"], 0);
     assert_eq!(
-        (data(5)["review"].as_u64(), data(8)["epoch"].as_u64()),
+        (data(4)["review"].as_u64(), data(7)["epoch"].as_u64()),
         (Some(2), Some(0))
     );
 }
