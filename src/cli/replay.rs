@@ -564,7 +564,7 @@ mod tests {
         let none = SettingsEnv::default();
         let s = settings(&args(&[]), &AdvisorSettings::default(), &none);
         assert_eq!(s.sync_backlog, SyncBacklog::Below(1));
-        assert_eq!(s.policy, DeliveryPolicy::Interrupt);
+        assert_eq!(s.policy, DeliveryPolicy::Defer);
         let env = SettingsEnv {
             compact_at: Some("70".into()),
             no_review: true,

@@ -48,7 +48,8 @@ fn parts(request: &ModelRequest) -> Vec<String> {
         .iter()
         .rev()
         .map_while(|m| match m {
-            ChatMessage::User { text } => Some(text.clone()),
+            // P8's date-and-cwd reminder rides in front of the context's first user message.
+            ChatMessage::User { text } => Some(crate::support::without_reminder(text).to_string()),
             _ => None,
         })
         .collect();

@@ -707,7 +707,8 @@ async fn faults_p6_an_overloaded_model_hands_the_batch_to_a_backup_on_another_pr
             other => panic!("{dialect:?}: expected the revert notice, got {other:?}"),
         }
         assert_eq!(own_server.request_count(), 2, "{dialect:?}");
-        assert_eq!(backup_server.request_count(), 2, "{dialect:?}");
+        // The backup's review was one advise-only turn: no follow-up call (P2).
+        assert_eq!(backup_server.request_count(), 1, "{dialect:?}");
         let s = handle.status().await.expect("runtime");
         assert_eq!(s.model.as_deref(), Some(own_id.as_str()), "{dialect:?}");
         assert!(s.agent.fallback.is_none(), "{dialect:?}");
@@ -808,6 +809,7 @@ async fn faults_p7_a_usage_limit_pauses_with_the_batch_kept_until_the_provider_s
             HostEvent::Wake { card } => assert_eq!(card.notes[0].note, NOTE, "{dialect:?}"),
             other => panic!("{dialect:?}: expected the kept batch's wake, got {other:?}"),
         }
-        assert_eq!(server.request_count(), 3, "{dialect:?}");
+        // The 429, then the kept batch's advise-only turn (P2: no follow-up call).
+        assert_eq!(server.request_count(), 2, "{dialect:?}");
     }
 }
