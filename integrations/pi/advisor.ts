@@ -74,9 +74,10 @@ const MAX_WALK = 1_000_000;
 /** How much of the child's standard error is kept to explain its death. */
 const STDERR_TAIL_BYTES = 4096;
 
-/** The custom message type of every advisory this extension hands to pi (D2, X2). */
+/** The custom message type of every advisory this extension hands to pi (D2). The server
+ * keeps such messages out of what the advisor reviews (X2) and reads the advice already in a
+ * branch from them (P3), so they are sent like any other message. */
 const CUSTOM_TYPE = "advisor";
-const OWN_TYPES = new Set(["advisor", "advisory"]);
 const STATE_FILE = "advisor-extension.json";
 const EXTENSION_VERSION = "0.1.0";
 /** The `advisor serve` protocol this extension speaks (V2 `initialize`). */
@@ -368,11 +369,7 @@ function inPiTerms(text: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Transcript: pi session entries → SPEC §2 messages (PI-BRIDGE "The transcript delta").
-
-function isOwnCustom(message: any): boolean {
-	return message?.role === "custom" && OWN_TYPES.has(message.customType);
-}
+// Transcript: pi session entries → SPEC §2 messages (README "The transcript delta").
 
 /** The message an entry contributes, or `undefined` for state-only entries. */
 function entryMessage(entry: any): any {
@@ -380,11 +377,9 @@ function entryMessage(entry: any): any {
 		case "message": {
 			const m = entry.message;
 			// pi saves the system prompt and tool list as a system message: not the primary's words.
-			if (!m || m.role === "system") return undefined;
-			return isOwnCustom(m) ? undefined : m;
+			return !m || m.role === "system" ? undefined : m;
 		}
 		case "custom_message":
-			if (OWN_TYPES.has(entry.customType)) return undefined;
 			return {
 				role: "custom",
 				customType: entry.customType,
@@ -405,7 +400,7 @@ function entryMessage(entry: any): any {
 function branchMessages(ctx: ExtensionContext): any[] {
 	try {
 		const projection = ctx.sessionManager.buildSessionProjection();
-		return projection.messages.filter((m: any) => m?.role !== "system" && !isOwnCustom(m));
+		return projection.messages.filter((m: any) => m?.role !== "system");
 	} catch {
 		return [];
 	}

@@ -2016,6 +2016,70 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
     pi.quit();
 }
 
+/// P3 through pi (issue 18, item 5): a run draws a concern (a steer), the user starts a new
+/// session and switches back. The advisor re-reviews the whole branch (R1) and raises the same
+/// concern — but the emission guard was seeded from the advice already in the branch (the
+/// extension sends its own `advisor` messages; the server keeps them out of the review, X2), so
+/// it is not given again: the next prompt's run makes one model call, no run starts by itself,
+/// and the session file holds the concern once.
+#[test]
+fn p3_switching_back_to_a_session_neither_repeats_advice_nor_starts_a_run() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let (primary_srv, advisor_srv) = (&w.primary, &w.advisor);
+    let mut pi = w.setup.start(tools, true, &[]);
+    let concern = "concern note raised on CUE-CONCERN";
+    pi.prompt_settled("Work. [say:cue-concern]");
+    assert_eq!(
+        primary_requests(primary_srv).len(),
+        2,
+        "the answer, then the steer"
+    );
+    let first = session_file(&mut pi);
+    assert_eq!(advisor_entries(&first).len(), 1);
+
+    pi.call(json!({"type": "new_session"}));
+    pi.call(json!({"type": "switch_session", "sessionPath": first}));
+    assert_eq!(session_file(&mut pi), first, "back on the first session");
+    let mark = pi.len();
+    let reviewed = reviews(advisor_srv).len();
+    pi.prompt_settled("Next. [say:next]");
+
+    // The concern is not given again: no steer, no wake, the file holds it once …
+    assert_eq!(
+        primary_requests(primary_srv).len(),
+        3,
+        "one model call for the new prompt, no steer"
+    );
+    assert_eq!(
+        agent_starts(&pi.events_since(mark)),
+        1,
+        "no run started by itself"
+    );
+    let saved: Vec<Value> = advisor_entries(&first)
+        .into_iter()
+        .filter(|e| e.to_string().contains(concern))
+        .collect();
+    assert_eq!(
+        saved.len(),
+        1,
+        "the session file holds the concern once: {saved:?}"
+    );
+    // … though the replay was reviewed (R1) and the concern came up again in that review.
+    let after = reviews(advisor_srv);
+    assert_eq!(after.len(), reviewed + 1, "the branch is re-reviewed");
+    let replay = request_text(&after[reviewed]);
+    assert!(replay.contains("CUE-CONCERN"), "{replay}");
+    assert!(!replay.contains("<advisory"), "X2: {replay}");
+    let status = pi.advisor_command("status");
+    assert!(
+        status.contains("dropped 1"),
+        "the repeat was dropped: {status}"
+    );
+    assert_eq!(pi.state()["isStreaming"], false);
+    pi.quit();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Measurement (not a timed test: run it on purpose and read the figures)
 //
