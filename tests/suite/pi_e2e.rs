@@ -1852,6 +1852,66 @@ fn v5_silent_child_does_not_hold_pi_start() {
     assert_eq!(why.len(), 1, "said once: {notices:?}");
     let status = pi.advisor_command("status");
     assert!(status.contains("unavailable: "), "{status}");
+
+    // The next turn, a second later, starts another (silent) process: it costs that run at
+    // most one budget more, and says so once more.
+    std::thread::sleep(Duration::from_millis(1100));
+    let mark = pi.len();
+    let run = Instant::now();
+    pi.prompt_settled("Again. [read:notes.txt] [say:again]");
+    let took = run.elapsed();
+    eprintln!("a run that restarts a silent advisor child: {took:?}");
+    assert!(
+        took < BUDGET_WITH_SLACK + Duration::from_secs(2),
+        "{took:?}"
+    );
+    let notices = pi.notices_since(mark);
+    assert_eq!(
+        notices
+            .iter()
+            .filter(|n| n.contains("did not answer"))
+            .count(),
+        1,
+        "{notices:?}"
+    );
+    pi.quit();
+}
+
+/// V5 through pi: an advisor binary that cannot be started is said once, with what to do;
+/// pi works on, no turn tries it again, and `/advisor on` says truthfully that it is on but
+/// unavailable.
+#[test]
+fn v5_an_advisor_binary_that_cannot_start_is_said_once_with_what_to_do() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let missing = w.setup.home.join("no-such-advisor");
+    let mut pi = w.setup.start(
+        tools,
+        true,
+        &[("ADVISOR_BIN", missing.to_str().unwrap_or_default())],
+    );
+    let (_, notice) = pi.wait_from(0, "the notice", is_notify);
+    let text = notice["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        text.contains("could not start") && text.contains("ADVISOR_BIN"),
+        "{text}"
+    );
+    pi.prompt_settled("One. [say:one]");
+    std::thread::sleep(Duration::from_millis(1100));
+    pi.prompt_settled("Two. [say:two]");
+    assert_eq!(primary_requests(&w.primary).len(), 2);
+    assert_eq!(pi.notices_since(0).len(), 1, "said once");
+    // `/advisor on` tries again (its failure is said again) and answers truthfully.
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "/advisor on"}));
+    let (_, reply) = pi.wait_from(mark, "the reply to /advisor on", |v| {
+        is_notify(v)
+            && v["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("advisor: on"))
+    });
+    let on = reply["message"].as_str().unwrap_or_default();
+    assert!(on.contains("unavailable: "), "{on}");
     pi.quit();
 }
 
