@@ -661,6 +661,21 @@ impl Pi {
         note["message"].as_str().unwrap_or_default().to_string()
     }
 
+    /// Waits for a notice holding `needle`, at or after index `from`, and returns its text.
+    fn wait_notice(&self, from: usize, needle: &str) -> String {
+        let (_, v) = self.wait_from(from, &format!("a notice holding {needle:?}"), |v| {
+            is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains(needle))
+        });
+        v["message"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// The notices since index `from` that hold `needle`.
+    fn notices_holding(&self, from: usize, needle: &str) -> Vec<String> {
+        let mut all = self.notices_since(from);
+        all.retain(|n| n.contains(needle));
+        all
+    }
+
     fn notices_since(&self, from: usize) -> Vec<String> {
         self.events_since(from)
             .iter()
@@ -1421,9 +1436,7 @@ fn v5_a_dead_advisor_child_leaves_pi_working_with_one_notice() {
         .args(["-9", &child.to_string()])
         .status()
         .expect("kill");
-    pi.wait_from(mark, "the notice of the dead advisor", |v| {
-        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
-    });
+    pi.wait_notice(mark, "stopped");
     let status = pi.advisor_command("status");
     assert!(status.contains("unavailable"), "{status}");
     let mark = pi.len();
@@ -1434,12 +1447,8 @@ fn v5_a_dead_advisor_child_leaves_pi_working_with_one_notice() {
     assert!(!requests
         .iter()
         .any(|r| request_text(r).contains("<advisory")));
-    let notices: Vec<String> = pi
-        .notices_since(mark)
-        .into_iter()
-        .filter(|n| n.contains("stopped"))
-        .collect();
-    assert!(notices.is_empty(), "the death was said once: {notices:?}");
+    let again = pi.notices_holding(mark, "stopped");
+    assert!(again.is_empty(), "the death was said once: {again:?}");
     pi.quit();
 }
 
@@ -1779,10 +1788,7 @@ fn s2_wedged_child_costs_pi_at_most_2s_per_event() {
         "only one event waited: {wall:?}"
     );
     let notices = pi.notices_since(mark);
-    let why: Vec<&String> = notices
-        .iter()
-        .filter(|n| n.contains("did not answer"))
-        .collect();
+    let why = pi.notices_holding(mark, "did not answer");
     assert_eq!(why.len(), 1, "one notice says why: {notices:?}");
     assert!(why[0].contains("pi goes on without"), "{}", why[0]);
     assert_eq!(
@@ -1844,12 +1850,8 @@ fn v5_silent_child_does_not_hold_pi_start() {
         "{took:?}"
     );
     assert_eq!(primary_requests(&w.primary).len(), 1);
-    let notices = pi.notices_since(mark);
-    let why: Vec<&String> = notices
-        .iter()
-        .filter(|n| n.contains("did not answer"))
-        .collect();
-    assert_eq!(why.len(), 1, "said once: {notices:?}");
+    let why = pi.notices_holding(mark, "did not answer");
+    assert_eq!(why.len(), 1, "said once: {why:?}");
     let status = pi.advisor_command("status");
     assert!(status.contains("unavailable: "), "{status}");
 
@@ -1865,15 +1867,8 @@ fn v5_silent_child_does_not_hold_pi_start() {
         took < BUDGET_WITH_SLACK + Duration::from_secs(2),
         "{took:?}"
     );
-    let notices = pi.notices_since(mark);
-    assert_eq!(
-        notices
-            .iter()
-            .filter(|n| n.contains("did not answer"))
-            .count(),
-        1,
-        "{notices:?}"
-    );
+    let why = pi.notices_holding(mark, "did not answer");
+    assert_eq!(why.len(), 1, "{why:?}");
     pi.quit();
 }
 
@@ -1904,13 +1899,7 @@ fn v5_an_advisor_binary_that_cannot_start_is_said_once_with_what_to_do() {
     // `/advisor on` tries again (its failure is said again) and answers truthfully.
     let mark = pi.len();
     pi.call(json!({"type": "prompt", "message": "/advisor on"}));
-    let (_, reply) = pi.wait_from(mark, "the reply to /advisor on", |v| {
-        is_notify(v)
-            && v["message"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("advisor: on"))
-    });
-    let on = reply["message"].as_str().unwrap_or_default();
+    let on = pi.wait_notice(mark, "advisor: on");
     assert!(on.contains("unavailable: "), "{on}");
     pi.quit();
 }
@@ -1932,9 +1921,7 @@ fn v5_dead_child_restarts_with_backoff() {
     let first = the_child(&pi);
     let mark = pi.len();
     signal(first, "KILL");
-    pi.wait_from(mark, "the death notice", |v| {
-        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
-    });
+    pi.wait_notice(mark, "stopped");
     let killed = Instant::now();
     let status = pi.advisor_command("status");
     assert!(
@@ -1959,9 +1946,7 @@ fn v5_dead_child_restarts_with_backoff() {
     let mark = pi.len();
     let killed = Instant::now();
     signal(second, "KILL");
-    pi.wait_from(mark, "the second death notice", |v| {
-        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
-    });
+    pi.wait_notice(mark, "stopped");
     let noticed = Instant::now();
     pi.prompt_settled("Three. [say:three]");
     assert!(killed.elapsed() < Duration::from_secs(5));
@@ -1978,10 +1963,7 @@ fn v5_dead_child_restarts_with_backoff() {
     // Third death within ten minutes: it stays down and the notice says what to do.
     let mark = pi.len();
     signal(third, "KILL");
-    let (_, gave_up) = pi.wait_from(mark, "the notice of giving up", |v| {
-        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
-    });
-    let gave_up = gave_up["message"].as_str().unwrap_or_default().to_string();
+    let gave_up = pi.wait_notice(mark, "stopped");
     assert!(
         gave_up.contains("3 times in 10 minutes") && gave_up.contains("/advisor on"),
         "{gave_up}"
@@ -1990,10 +1972,7 @@ fn v5_dead_child_restarts_with_backoff() {
     pi.prompt_settled("Five. [say:five]");
     assert!(serve_children(pi.pid()).is_empty(), "gave up");
     assert_eq!(
-        pi.notices_since(mark)
-            .iter()
-            .filter(|n| n.contains("stopped"))
-            .count(),
+        pi.notices_holding(mark, "stopped").len(),
         1,
         "giving up is said once"
     );
@@ -2036,13 +2015,7 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}]});
     std::fs::write(&models_path, models.to_string()).expect("models.json");
     let mut pi = w.setup.start(tools, true, &[]);
-    let (_, notice) = pi.wait_from(0, "the notice about the model", |v| {
-        is_notify(v)
-            && v["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("no-such-model"))
-    });
-    let text = notice["message"].as_str().unwrap_or_default().to_string();
+    let text = pi.wait_notice(0, "no-such-model");
     for needle in [
         "advfake/no-such-model",
         "models.json",
@@ -2063,11 +2036,7 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
         1,
         "pi works without the advisor"
     );
-    let said: Vec<String> = pi
-        .notices_since(0)
-        .into_iter()
-        .filter(|n| n.contains("no-such-model"))
-        .collect();
+    let said = pi.notices_holding(0, "no-such-model");
     assert_eq!(said.len(), 1, "said once: {said:?}");
     let status = pi.advisor_command("status");
     assert!(status.contains("unavailable: "), "{status}");
