@@ -43,8 +43,11 @@ const EVENT_BUDGET_MS = 2_000;
 /** `turnEnd` may wait for syncBacklog up to 30 s by design (S1), plus slack; liveness checks
  * meanwhile tell such a wait from a wedged child. */
 const TURN_END_TIMEOUT_MS = 35_000;
-/** How often a long wait checks that the child still answers at all. */
-const PROBE_EVERY_MS = 5_000;
+/** With the reconfirm policy a terminal turn's catch-up may wait up to 120 s (D5), plus slack. */
+const CATCH_UP_TIMEOUT_MS = 125_000;
+/** How often a long wait checks that the child still answers at all (each check has the
+ * event budget to answer). */
+const PROBE_EVERY_MS = 1_000;
 /** Calls nobody waits for (the open, state changes, turn ends without syncBacklog): a child
  * that has not answered one by then counts as failed. */
 const BACKGROUND_DEADLINE_MS = 10_000;
@@ -513,10 +516,6 @@ class AdvisorChild {
 		(proc.stdin as any).unref?.();
 	}
 
-	get pid(): number | undefined {
-		return this.proc?.pid;
-	}
-
 	/** Bytes written to the child that it has not read yet. */
 	get unread(): number {
 		return this.proc?.stdin.writableLength ?? 0;
@@ -750,15 +749,14 @@ class Supervisor {
 	}
 
 	/** A request that may take long by design, bounded by `ms` and `signal`; meanwhile the child
-	 * must go on answering a cheap `initialize` within the event budget, every `PROBE_EVERY_MS`. */
+	 * must go on answering a cheap `initialize` within the event budget, every `PROBE_EVERY_MS`
+	 * (a child that does is not failed for a long answer: the wait just ends at `ms`). */
 	async callLong(method: string, params: unknown, signal: AbortSignal | undefined, ms: number): Promise<any> {
 		const child = this.child;
 		if (!child) return undefined;
 		const answer = this.send(child, method, params);
 		void this.watch(child, method, answer);
-		const outcome = await within(answer, signal, ms);
-		if (outcome.kind === "timeout") this.fail(child, `did not answer ${method} within ${seconds(ms)}`);
-		return valueOf(outcome);
+		return valueOf(await within(answer, signal, ms));
 	}
 
 	private async watch(child: AdvisorChild, method: string, answer: Promise<unknown>): Promise<void> {
@@ -881,6 +879,8 @@ interface AdvisorSession {
 	cursor: string | null;
 	/** The server's `turnEnd` waits by design (syncBacklog on, or the reconfirm policy, S1/D5). */
 	turnEndWaits: boolean;
+	/** The reconfirm policy: a turn end may wait for the catch-up (D5). */
+	reconfirm: boolean;
 	/** The server's branch may differ from ours: the next turn re-sends it whole first. */
 	resync: boolean;
 	/** What the server was last told of pi's run state (`session/runState`). */
@@ -1017,11 +1017,10 @@ function onNotification(method: string, params: any): void {
 	}
 }
 
-/** Whether the K1 settings make the server's `turnEnd` wait (syncBacklog on, or reconfirm). */
-function turnEndWaits(cwd: string, agentDir: string): boolean {
+/** Whether the K1 settings turn syncBacklog on (S1): the server's `turnEnd` waits then. */
+function syncBacklogOn(cwd: string, agentDir: string): boolean {
 	const sync = k1Scalar(cwd, agentDir, "advisor", "syncBacklog");
-	const policy = k1Scalar(cwd, agentDir, "advisor", "policy");
-	return (sync !== undefined && sync !== "off") || policy === "reconfirm";
+	return sync !== undefined && sync !== "off";
 }
 
 /**
@@ -1050,6 +1049,7 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 	const file = sm.getSessionFile();
 	if (file) params.sessionFile = file;
 	let markOpened = (_ok: boolean) => {};
+	const reconfirm = k1Scalar(ctx.cwd, agentDir, "advisor", "policy") === "reconfirm";
 	const s: AdvisorSession = {
 		id: String(params.sessionId),
 		child,
@@ -1058,7 +1058,8 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 		opened: new Promise<boolean>((resolve) => (markOpened = resolve)),
 		queued: 0,
 		cursor: replay ? null : leaf,
-		turnEndWaits: turnEndWaits(ctx.cwd, agentDir),
+		turnEndWaits: reconfirm || syncBacklogOn(ctx.cwd, agentDir),
+		reconfirm,
 		resync: false,
 		running: false,
 	};
@@ -1085,7 +1086,7 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 			const status = await answer;
 			if (status === undefined) return markOpened(false);
 			s.phase = "open";
-			if (status?.policy === "reconfirm") s.turnEndWaits = true;
+			if (status?.policy === "reconfirm") s.turnEndWaits = s.reconfirm = true;
 			markOpened(true);
 		} catch (e) {
 			if (!(e instanceof RpcError)) return markOpened(false); // the child's failure says so
@@ -1157,7 +1158,7 @@ async function sendTurn(s: AdvisorSession, ctx: ExtensionContext, event: any, bu
 		callOn(s, "session/turnEnd", params, FIRE).catch(mismatch);
 		return budget;
 	}
-	const long: Wait = { kind: "long", signal: ctx.signal, ms: TURN_END_TIMEOUT_MS };
+	const long: Wait = { kind: "long", signal: ctx.signal, ms: s.reconfirm ? CATCH_UP_TIMEOUT_MS : TURN_END_TIMEOUT_MS };
 	try {
 		await callOn(s, "session/turnEnd", params, long);
 	} catch (e) {

@@ -1800,6 +1800,36 @@ fn s2_wedged_child_costs_pi_at_most_2s_per_event() {
     pi.quit();
 }
 
+/// S2 through pi: a `turn_end` that waits for syncBacklog by design is not mistaken for a
+/// wedged child while the child answers its liveness checks — but a child stopped during that
+/// wait is found by the next check (every second, 2 s to answer), failed with one notice, and the
+/// run goes on long before the wait's own 35 s limit.
+#[test]
+fn s2_a_child_stopped_during_a_sync_wait_is_found_by_its_liveness_check() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let mut pi = w.setup.start(tools, true, &[]);
+    let child = the_child(&pi);
+    let _guard = KillOnDrop(child);
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "Read. CUE-STALL [read:notes.txt] [say:x]"}));
+    // The review of turn 1 stalls for a minute: its turn_end waits on it (S1).
+    eventually("the stalled review", || w.advisor.bodies().len() == 1);
+    signal(child, "STOP");
+    let stopped = Instant::now();
+    pi.wait_within(mark, "agent_settled", Duration::from_secs(60), |v| {
+        v["type"] == "agent_settled"
+    });
+    let took = stopped.elapsed();
+    eprintln!("a run whose child stopped during a sync wait went on after {took:?}");
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    assert_eq!(primary_requests(&w.primary).len(), 2, "both turns ran");
+    let why = pi.notices_holding(mark, "stopped answering");
+    assert_eq!(why.len(), 1, "{:?}", pi.notices_since(mark));
+    eventually("the stopped child ended by its PID", || !alive(child));
+    pi.quit();
+}
+
 /// An executable `advisor` stand-in in `dir` that reads its input and never answers.
 fn silent_advisor(dir: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
