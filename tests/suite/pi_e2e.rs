@@ -1849,6 +1849,9 @@ fn v5_silent_child_does_not_hold_pi_start() {
     let w = world(ENABLED_SYNC, "notes\n");
     let bin = silent_advisor(&w.setup.home);
     let started = Instant::now();
+    w.setup.start(tools, false, &[]).quit();
+    eprintln!("pi ready without the extension: {:?}", started.elapsed());
+    let started = Instant::now();
     let mut pi = w.setup.start(
         tools,
         true,
