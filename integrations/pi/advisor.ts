@@ -351,8 +351,9 @@ function modelProblem(named: { role: string; from: string }, ctx: ExtensionConte
 	} catch {
 		// an unreadable registry: say what we know
 	}
+	const source = readJsonFile(models)?.providers?.[provider] !== undefined ? `from ${models}` : "built into pi";
 	const where = ids.length
-		? `pi's model registry has provider \`${provider}\` (from ${models} or built in) but no model \`${named.role.slice(slash + 1)}\`; it has ${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", …" : ""}`
+		? `pi's model registry has provider \`${provider}\` (${source}) but no model \`${named.role.slice(slash + 1)}\`; it has ${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", …" : ""}`
 		: `pi's model registry (its built-in models and ${models}) has no provider \`${provider}\``;
 	return `${what} was not found: ${where}. ${fix(ids.length ? `${provider}/${ids[0]}` : undefined)}`;
 }

@@ -2049,6 +2049,7 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
     std::fs::write(&models_path, models.to_string()).expect("models.json");
     let mut pi = w.setup.start(tools, true, &[]);
     let text = pi.wait_notice(0, "no-such-model");
+    eprintln!("the notice: {text}");
     for needle in [
         "advfake/no-such-model",
         "models.json",
@@ -2075,6 +2076,7 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
     assert!(status.contains("unavailable: "), "{status}");
     assert!(status.contains("no-such-model"), "{status}");
     assert!(!status.contains("--"), "{status}");
+    eprintln!("/advisor status: {status}");
     pi.quit();
 }
 
