@@ -605,8 +605,8 @@ class AdvisorChild {
 		}
 	}
 
-	/** Ends the child by its PID: TERM, then KILL after `KILL_GRACE_MS` (a stopped process
-	 * keeps a TERM pending). Waiting calls fail at once with `reason`. */
+	/** Ends the child by its PID: TERM (and CONT, so that a stopped process acts on it at once),
+	 * then KILL after `KILL_GRACE_MS`. Waiting calls fail at once with `reason`. */
 	kill(reason: string): void {
 		this.die(reason);
 		const proc = this.proc;
@@ -614,6 +614,7 @@ class AdvisorChild {
 		try {
 			proc.stdin.destroy();
 			proc.kill("SIGTERM");
+			proc.kill("SIGCONT");
 		} catch {
 			// gone already
 		}
