@@ -662,6 +662,12 @@ class Budget {
 	}
 }
 
+/** The advisor's state in words, and what the user can expect or do next. */
+interface StateWords {
+	state: string;
+	next?: string;
+}
+
 type ChildState =
 	| { kind: "none" }
 	| { kind: "up"; child: AdvisorChild; since: number }
@@ -822,21 +828,21 @@ class Supervisor {
 		this.onDown(child);
 	}
 
-	/** The state in words when no child runs (`/advisor status`). */
-	describe(): string {
+	/** The state in words when no child runs (`/advisor status`), and what happens next. */
+	describe(): StateWords {
 		const s = this.state;
 		switch (s.kind) {
 			case "none":
 			case "up":
-				return "starting…";
+				return { state: "starting…" };
 			case "down": {
 				const wait = s.retryAt - this.now();
 				const when = wait > 0 ? ` (in ${Math.ceil(wait / 1000)} s or later)` : "";
-				return `unavailable: ${s.reason}; a new advisor process starts at the next turn${when}`;
+				return { state: `unavailable: ${s.reason}`, next: `a new advisor process starts at the next turn${when}` };
 			}
 			case "gaveUp": {
 				const times = this.deaths.length >= DEATHS_BEFORE_GIVING_UP ? ` (${this.deaths.length} times in ${DEATH_WINDOW_MS / 60_000} minutes)` : "";
-				return `unavailable: ${s.reason}${times}; /advisor on tries again`;
+				return { state: `unavailable: ${s.reason}${times}`, next: "/advisor on tries again" };
 			}
 		}
 	}
@@ -1206,14 +1212,20 @@ function recordTiming(ms: number): void {
 // ---------------------------------------------------------------------------------------------
 // `/advisor` (C1–C4): on/off/toggle are the host's (persisted, V5); the rest goes to the server.
 
-/** The advisor's state in words when no session is open (`/advisor status`, V5). */
-function stateWords(): string {
+/** The advisor's state when no session is open (`/advisor status`, V5). */
+function advisorState(): StateWords {
 	const b = bridge();
-	if (!b.wanted) return "off (/advisor on turns it on)";
+	if (!b.wanted) return { state: "off", next: "/advisor on turns it on" };
 	const s = b.session;
-	if (s?.phase === "failed") return `unavailable: ${s.reason}`;
-	if (liveSession()) return "starting…";
+	if (s?.phase === "failed") return { state: `unavailable: ${s.reason}` };
+	if (liveSession()) return { state: "starting…" };
 	return supervisor().describe();
+}
+
+/** `advisorState` as the user reads it. */
+function stateWords(): string {
+	const { state, next } = advisorState();
+	return next ? `${state}; ${next}` : state;
 }
 
 async function command(args: string, ctx: ExtensionContext): Promise<string> {
@@ -1319,7 +1331,8 @@ async function askAdvisor(rawQuestion: unknown, signal: AbortSignal | undefined,
 		return askResult(question.slice(0, 200), `${ASK_TOOL}: the question is longer than ${MAX_QUESTION_CHARS} characters; ask a shorter one`, true);
 	}
 	const s = openedSession();
-	if (!s) return askResult(question, `${ASK_TOOL}: the advisor is ${stateWords()}; go on without it`, true);
+	// The primary reads this: the state, not what the user can do about it.
+	if (!s) return askResult(question, `${ASK_TOOL}: the advisor is ${advisorState().state}; go on without it`, true);
 	try {
 		const wait: Wait = { kind: "long", signal, ms: askTimeoutMs(ctx.cwd, agentDirOf()) };
 		const reply = await callOn(s, "session/ask", { question }, wait);
