@@ -18,8 +18,10 @@
  * factory that wires pi's hooks to it.
  *
  * The promise (SPEC S2, F4, V5): pi never waits on a failing advisor. No pi event waits on the
- * child more than `EVENT_BUDGET_MS` in all; the first call that misses its deadline ends the
- * child (one notice), and a new one starts at a later turn.
+ * child more than `EVENT_BUDGET_MS` in all (a wait the settings ask for — syncBacklog, the
+ * reconfirm catch-up, `ask_advisor` — runs to its own limit while the child keeps answering
+ * liveness checks); the first call that misses its deadline ends the child (one notice), and a
+ * new one starts at a later turn.
  */
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
