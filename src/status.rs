@@ -150,7 +150,7 @@ impl AdvisorStatus {
                 out.push_str(&format!(
                     "  - [{}] {}\n",
                     note.effective_severity().as_str().to_uppercase(),
-                    crate::delivery::normalize_note(&note.note)
+                    crate::delivery::note::display_note(&note.note)
                 ));
             }
         }

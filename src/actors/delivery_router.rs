@@ -153,6 +153,9 @@ impl Handler<TurnEnded> for DeliveryRouter {
     type Result = actix::MessageResult<TurnEnded>;
 
     fn handle(&mut self, msg: TurnEnded, _ctx: &mut Context<Self>) -> Self::Result {
+        // P1: a final boundary releases what was deferred, before the turn's delta queues.
+        let released = self.state.boundary(msg.answered, msg.wip);
+        self.emit(released);
         let plan = self.state.turn_ended(msg.terminal, msg.can_wait);
         if let Some(plan) = &plan {
             self.emit(vec![HostEvent::Notice {
@@ -176,8 +179,10 @@ impl Handler<GetHeldPreamble> for DeliveryRouter {
     type Result = String;
 
     fn handle(&mut self, msg: GetHeldPreamble, _ctx: &mut Context<Self>) -> String {
-        self.state
-            .review_started(msg.epoch, msg.review, msg.updates);
+        let released = self
+            .state
+            .review_batch(msg.epoch, msg.review, msg.updates, msg.wip);
+        self.emit(released);
         self.state.held_preamble(msg.epoch, msg.review)
     }
 }

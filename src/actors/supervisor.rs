@@ -227,19 +227,14 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         let terminal = turn_was_terminal(last.as_deref());
         let answered = turn_was_answer(last.as_deref());
         // P1: the host's word, else the turn's assistant message made a tool call.
-        let wip = msg.will_continue.unwrap_or_else(|| {
-            msg.transcript
-                .read(|messages| turn_will_continue(messages))
-                .unwrap_or(false)
-        });
+        let wip = msg
+            .will_continue
+            .unwrap_or_else(|| msg.transcript.read(turn_will_continue).unwrap_or(false));
         let router = self.router();
         if std::mem::take(&mut self.seed_guard) {
             // P3: the guard remembers what the branch under review already holds. Once per
             // branch change, O(branch).
-            let advisories = msg
-                .transcript
-                .read(|messages| branch_advisories(messages))
-                .unwrap_or_default();
+            let advisories = msg.transcript.read(branch_advisories).unwrap_or_default();
             router.do_send(SeedGuard {
                 epoch: self.epoch,
                 advisories,

@@ -90,7 +90,7 @@ pub struct ReplayArgs {
     /// The wire dialect: openai-completions or anthropic-messages.
     #[arg(long, value_parser = parse_api)]
     pub api: Option<ApiKind>,
-    /// Delivery policy: interrupt or reconfirm.
+    /// Delivery policy: defer (the default), interrupt or reconfirm.
     #[arg(long, value_parser = parse_policy)]
     pub policy: Option<DeliveryPolicy>,
     /// How deltas are rendered: compact or full.

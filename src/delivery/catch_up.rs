@@ -336,7 +336,7 @@ mod tests {
     #[test]
     fn p1_a_turn_is_wip_when_its_assistant_message_made_a_tool_call() {
         use crate::domain::advice::{Advisory, Channel, Delivery};
-        let wip = |t: &Transcript| t.mark().read(|m| turn_will_continue(m)).unwrap();
+        let wip = |t: &Transcript| t.mark().read(turn_will_continue).unwrap();
         let t = Transcript::from_messages([TranscriptMessage::user("go")]);
         assert!(!wip(&t), "no assistant message in the turn");
         t.push(assistant("reading", true, Some("toolUse")));

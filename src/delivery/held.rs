@@ -4,6 +4,7 @@
 //! (G5). They live in the router, outside the advisor's context (G6). The counters are the
 //! router's; these are the notes themselves.
 
+use super::note::display_note;
 use super::texts::{fill, HELD_PREAMBLE};
 use crate::domain::advice::{Advisory, Severity};
 
@@ -134,7 +135,7 @@ impl HeldNotes {
             items.push_str(&format!(
                 "- [{}] {}\n",
                 held.severity().as_str().to_uppercase(),
-                held.key
+                display_note(&held.advisory.note)
             ));
         }
         fill(HELD_PREAMBLE, &[("notes", &items)])

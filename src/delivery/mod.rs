@@ -5,6 +5,7 @@
 //! - [`router`]: routing and the outbox (D1–D3, D6–D8), the router's state;
 //! - `budget`: the note budget per session update a review covers (D8);
 //! - [`held`]: the notes the `reconfirm` policy holds, and their preamble (D9);
+//! - [`deferred`]: the notes the `defer` policy keeps back to the final boundary (P1);
 //! - [`catch_up`]: terminal turns and the catch-up block (D4, D5);
 //! - [`outcome`]: outcome accounting and the tool's answers (D10);
 //! - [`note`]: note normalisation and the content-free keys of the emission guard (P3);
@@ -13,6 +14,7 @@
 
 mod budget;
 pub mod catch_up;
+pub mod deferred;
 pub mod guard;
 pub mod held;
 pub mod note;
@@ -23,7 +25,6 @@ pub(crate) mod texts;
 pub use catch_up::{
     turn_was_answer, turn_was_terminal, turn_will_continue, CatchUpEnd, CatchUpPlan,
 };
-pub use note::normalize_note;
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 pub use router::RouterState;
 
@@ -51,6 +52,11 @@ pub(crate) mod testing {
     /// An `interrupt` router allowing 2 notes per update.
     pub(crate) fn router() -> RouterState {
         RouterState::new(DeliveryPolicy::Interrupt, 2)
+    }
+
+    /// A `defer` router allowing 2 notes per update, no immune turns.
+    pub(crate) fn defer() -> RouterState {
+        RouterState::new(DeliveryPolicy::Defer, 2).with_immune_turns(0)
     }
 
     /// A `reconfirm` router allowing 2 notes per update.

@@ -66,6 +66,13 @@ pub fn normalize_note(note: &str) -> String {
     key
 }
 
+/// A note as listed back to the advisor (the held-notes preamble, D9): NFKC, whitespace
+/// runs collapsed, trimmed; case and punctuation kept.
+pub fn display_note(note: &str) -> String {
+    let nfkc: String = note.nfkc().collect();
+    nfkc.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// True for a key that is one of the content-free notes (P3).
 pub fn is_content_free_key(key: &str) -> bool {
     CONTENT_FREE.contains(&key)

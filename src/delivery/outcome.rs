@@ -30,6 +30,9 @@ pub enum DropReason {
     Disabled,
     /// A held note the next successful review did not raise again (D9).
     Recanted,
+    /// Deferred by the `defer` policy and discarded by a reset before its final boundary
+    /// (P1, R1).
+    Reset,
     /// Held by a review attempt that was thrown away (its context overflowed, or the
     /// review failed); the attempt's conversation is gone, so its holds go too (G5).
     Discarded,
@@ -37,7 +40,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in the order status lists them.
-    pub const ALL: [DropReason; 9] = [
+    pub const ALL: [DropReason; 10] = [
         DropReason::Duplicate,
         DropReason::ContentFree,
         DropReason::Empty,
@@ -47,6 +50,7 @@ impl DropReason {
         DropReason::Disabled,
         DropReason::Recanted,
         DropReason::Discarded,
+        DropReason::Reset,
     ];
 
     /// The camelCase name used in status output.
@@ -61,6 +65,7 @@ impl DropReason {
             DropReason::Disabled => "disabled",
             DropReason::Recanted => "recanted",
             DropReason::Discarded => "discarded",
+            DropReason::Reset => "reset",
         }
     }
 }
@@ -76,6 +81,13 @@ pub enum RaiseOutcome {
     Reconfirmed,
     /// Dropped, with the reason.
     Dropped(DropReason),
+    /// Routed at once under `defer` (P1): the advisor is told it was delivered.
+    Delivered,
+    /// Kept back under `defer` until the end of the primary's turn (P1): the advisor is
+    /// told not to raise it again.
+    Deferred,
+    /// Dropped under `defer`, with the reason; the advisor is told in P1's words.
+    Declined(DropReason),
     /// Refused for its length: longer than `max_chars` characters; counted as dropped
     /// `tooLong`, and answered with a tool error asking for a shorter note.
     TooLong {
@@ -91,6 +103,9 @@ impl RaiseOutcome {
             RaiseOutcome::Recorded | RaiseOutcome::Reconfirmed => ("recorded", 0),
             RaiseOutcome::Held => ("held", 0),
             RaiseOutcome::Dropped(reason) => (reason.as_str(), 0),
+            RaiseOutcome::Delivered => ("delivered", 0),
+            RaiseOutcome::Deferred => ("deferred", 0),
+            RaiseOutcome::Declined(reason) => (declined_key(*reason), 0),
             RaiseOutcome::TooLong { max_chars } => (DropReason::TooLong.as_str(), *max_chars),
         };
         fill(
@@ -106,6 +121,18 @@ impl RaiseOutcome {
     /// to shorten (D10 `tooLong`). Every other outcome is an ordinary result.
     pub fn is_error(&self) -> bool {
         matches!(self, RaiseOutcome::TooLong { .. })
+    }
+}
+
+/// The tool answer of a note dropped under `defer` (P1): its own words for an empty note,
+/// nothing actionable, already raised and a spent budget; the usual answer otherwise.
+fn declined_key(reason: DropReason) -> &'static str {
+    match reason {
+        DropReason::Empty => "declinedEmpty",
+        DropReason::ContentFree => "declinedContentFree",
+        DropReason::Duplicate => "declinedDuplicate",
+        DropReason::OverBudget => "declinedOverBudget",
+        other => other.as_str(),
     }
 }
 
@@ -201,6 +228,25 @@ mod tests {
             RaiseOutcome::Dropped(DropReason::OverBudget).tool_text(3),
             "Advice ignored: at most 3 notes per update. Finish the review."
         );
+    }
+
+    #[test]
+    fn p1_defer_answers_say_what_became_of_the_note() {
+        assert_eq!(RaiseOutcome::Delivered.tool_text(4), "Delivered.");
+        let deferred = RaiseOutcome::Deferred.tool_text(4);
+        assert!(deferred.contains("end of the turn"), "{deferred}");
+        assert!(deferred.contains("Do not raise it again"), "{deferred}");
+        for (reason, words) in [
+            (DropReason::Empty, "empty"),
+            (DropReason::ContentFree, "nothing the agent can act on"),
+            (DropReason::Duplicate, "already raised"),
+            (DropReason::OverBudget, "budget"),
+            (DropReason::StaleEpoch, "reset"),
+        ] {
+            let text = RaiseOutcome::Declined(reason).tool_text(4);
+            assert!(text.contains(words), "{reason:?}: {text}");
+            assert!(!text.contains('{'), "{text}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use super::budget::{NoteBudget, ReviewId};
 use super::catch_up::{best_effort_notice, CatchUp, CatchUpEnd, CatchUpPlan, HeldRelease};
+use super::deferred::{DeferredNote, DeferredNotes};
 use super::guard::GuardHistory;
 use super::held::{HeldNote, HeldNotes, Reraised};
 use super::note::{is_content_free_key, normalize_note};
@@ -49,6 +50,14 @@ pub struct RouterState {
     /// A branch change replayed the transcript (issue 18 item 5): until the next user
     /// prompt, concerns and blockers are cards, never wakes.
     replayed: bool,
+    /// The review in progress covers a WIP batch: under `defer` its nits and concerns wait
+    /// in `deferred` for the next final boundary (P1).
+    wip_review: Option<ReviewId>,
+    /// The notes `defer` keeps back until the next final boundary (P1).
+    deferred: DeferredNotes,
+    /// From a final boundary whose turn was a terminal answer until the next run starts
+    /// (P1): nits and concerns become cards.
+    answered: bool,
     immune_left: u32,
     last_turn_terminal: bool,
     catch_up: CatchUp,
@@ -74,6 +83,9 @@ impl RouterState {
             held: HeldNotes::default(),
             history: GuardHistory::new(),
             replayed: false,
+            wip_review: None,
+            deferred: DeferredNotes::default(),
+            answered: false,
             immune_left: 0,
             last_turn_terminal: false,
             catch_up: CatchUp::new(),
@@ -137,7 +149,11 @@ impl RouterState {
     fn drop_note(&mut self, reason: DropReason) -> RaiseOutcome {
         self.count_drop(reason, 1);
         tracing::info!(reason = reason.as_str(), "advisory dropped");
-        RaiseOutcome::Dropped(reason)
+        if self.policy == DeliveryPolicy::Defer {
+            RaiseOutcome::Declined(reason)
+        } else {
+            RaiseOutcome::Dropped(reason)
+        }
     }
 
     fn count_drop(&mut self, reason: DropReason, n: u64) {
@@ -160,6 +176,84 @@ impl RouterState {
         if epoch == self.epoch {
             self.budget.start((epoch, review), updates);
         }
+    }
+
+    /// [`RouterState::review_started`] for a batch that is `wip` or not (P1): under `defer`
+    /// a WIP review's nits and concerns are deferred, and a review of a final batch is a
+    /// final boundary that releases what earlier reviews deferred. Returns the events of
+    /// the release.
+    pub fn review_batch(
+        &mut self,
+        epoch: u64,
+        review: u64,
+        updates: usize,
+        wip: bool,
+    ) -> Vec<HostEvent> {
+        self.review_started(epoch, review, updates);
+        if epoch != self.epoch || self.policy != DeliveryPolicy::Defer {
+            return Vec::new();
+        }
+        if wip {
+            self.wip_review = Some((epoch, review));
+            Vec::new()
+        } else {
+            self.release_deferred()
+        }
+    }
+
+    /// A primary turn ended (P1): `answered` when it was a terminal answer, `wip` when the
+    /// primary goes on. A turn end that is not WIP is a final boundary: under `defer` the
+    /// deferred notes are released now, before the turn's delta is queued, and routed as a
+    /// terminal answer calls for. Call before [`RouterState::turn_ended`].
+    pub fn boundary(&mut self, answered: bool, wip: bool) -> Vec<HostEvent> {
+        self.answered = answered && !wip;
+        if wip || self.policy != DeliveryPolicy::Defer {
+            return Vec::new();
+        }
+        self.release_deferred()
+    }
+
+    /// Routes every deferred note now (a final boundary, P1); later notes of the review in
+    /// progress are routed at once.
+    fn release_deferred(&mut self) -> Vec<HostEvent> {
+        self.wip_review = None;
+        let notes = self.deferred.take_all();
+        if !notes.is_empty() {
+            tracing::info!(notes = notes.len(), "deferred advisories released");
+        }
+        let mut events = Vec::new();
+        for note in notes {
+            self.counts.pending -= 1;
+            events.extend(self.route(note.advisory, note.key, Some(note.review)));
+        }
+        events
+    }
+
+    /// P1 under `defer`: a nit or concern of a WIP review waits for the final boundary; a
+    /// blocker supersedes a deferred note of the same key and goes at once. `None` when the
+    /// note takes the usual way; otherwise the outcome.
+    fn defer(&mut self, key: &str, review: ReviewId, advisory: &Advisory) -> Option<RaiseOutcome> {
+        let severity = advisory.effective_severity();
+        if severity == Severity::Blocker {
+            if self.deferred.remove(key).is_some() {
+                // Superseded: it is the same note, raised again as a blocker.
+                self.counts.pending -= 1;
+                self.count_drop(DropReason::Duplicate, 1);
+            }
+            return None;
+        }
+        if self.wip_review != Some(review) {
+            return None;
+        }
+        let existing = self.deferred.get_mut(key)?;
+        // Raised again while deferred: one note, at the higher severity.
+        if severity > existing.severity() {
+            existing.advisory.severity = Some(severity);
+            self.history.record(key, severity.rank());
+        }
+        self.count_drop(DropReason::Duplicate, 1);
+        tracing::info!("deferred advisory raised again");
+        Some(RaiseOutcome::Deferred)
     }
 
     /// Routes one advisory raised by review `review` of `epoch`. Returns what the advisor is
@@ -206,10 +300,15 @@ impl RouterState {
         if let Some(outcome) = self.reraise(&key, review, severity) {
             return (outcome, Vec::new());
         }
+        let id = (epoch, review);
+        if self.policy == DeliveryPolicy::Defer {
+            if let Some(outcome) = self.defer(&key, id, &advisory) {
+                return (outcome, Vec::new());
+            }
+        }
         if self.history.repeats(&key, severity.rank()) {
             return (self.drop_note(DropReason::Duplicate), Vec::new());
         }
-        let id = (epoch, review);
         let counted = severity != Severity::Blocker;
         if counted && !self.budget.take(id) && !self.displace_lower(id, severity) {
             return (self.drop_note(DropReason::OverBudget), Vec::new());
@@ -225,6 +324,23 @@ impl RouterState {
             return (RaiseOutcome::Held, Vec::new());
         }
         self.history.record(&key, severity.rank());
+        if self.policy == DeliveryPolicy::Defer {
+            if counted && self.wip_review == Some(id) {
+                tracing::info!(
+                    severity = severity.as_str(),
+                    "advisory deferred to the end of the turn"
+                );
+                self.deferred.push(DeferredNote {
+                    advisory,
+                    key,
+                    review: id,
+                });
+                self.counts.pending += 1;
+                return (RaiseOutcome::Deferred, Vec::new());
+            }
+            let events = self.route(advisory, key, Some(id));
+            return (RaiseOutcome::Delivered, events);
+        }
         let events = self.route(advisory, key, Some(id));
         (RaiseOutcome::Recorded, events)
     }
@@ -233,6 +349,19 @@ impl RouterState {
     /// ranks below `severity`, so the higher-ranked note takes its place. False when there is
     /// none (the host took them, or nothing ranks lower).
     fn displace_lower(&mut self, id: ReviewId, severity: Severity) -> bool {
+        if let Some(displaced) = self.deferred.displace_lower(id, severity) {
+            // P1: a still-deferred note of the same review gives way first.
+            self.history
+                .forget(&displaced.key, displaced.severity().rank());
+            self.counts.pending -= 1;
+            self.count_drop(DropReason::OverBudget, 1);
+            tracing::info!(
+                reason = DropReason::OverBudget.as_str(),
+                displaced_by = severity.as_str(),
+                "deferred advisory displaced by a higher-ranked one"
+            );
+            return true;
+        }
         let Some(index) = self
             .asides
             .iter()
@@ -290,6 +419,28 @@ impl RouterState {
         }
     }
 
+    /// The channel a note takes now: under `interrupt` and `reconfirm` as D3 says, under
+    /// `defer` as P1 says; D6, D7 and a branch change's replay (issue 18 item 5) on top.
+    fn channel_for(&self, severity: Severity) -> Channel {
+        if self.policy != DeliveryPolicy::Defer {
+            let immune_concern = severity == Severity::Concern && self.immune();
+            if !severity.interrupts() || immune_concern {
+                return Channel::Aside;
+            }
+            return self.interrupt_channel();
+        }
+        if self.answered && severity != Severity::Blocker {
+            // After a terminal answer: visible, starts no turn.
+            return Channel::Card;
+        }
+        let immune_concern = severity == Severity::Concern && self.immune();
+        if severity == Severity::Nit || immune_concern {
+            Channel::Aside
+        } else {
+            self.interrupt_channel()
+        }
+    }
+
     fn route(
         &mut self,
         advisory: Advisory,
@@ -297,11 +448,11 @@ impl RouterState {
         raised_by: Option<ReviewId>,
     ) -> Vec<HostEvent> {
         let severity = advisory.effective_severity();
-        let immune_concern = severity == Severity::Concern && self.immune();
-        if !severity.interrupts() || immune_concern {
+        let channel = self.channel_for(severity);
+        if channel == Channel::Aside {
             tracing::info!(
                 severity = severity.as_str(),
-                immune = immune_concern,
+                immune = severity.interrupts(),
                 "advisory queued as aside"
             );
             self.asides.push(QueuedAside {
@@ -312,7 +463,6 @@ impl RouterState {
             self.counts.pending += 1;
             return Vec::new();
         }
-        let channel = self.interrupt_channel();
         let card = self.build(channel, vec![advisory]);
         tracing::info!(
             severity = severity.as_str(),
@@ -347,6 +497,10 @@ impl RouterState {
             out.push(self.build(Channel::Aside, notes));
         }
         out.extend(self.steers.iter().cloned());
+        for deferred in self.deferred.as_slice() {
+            let channel = self.channel_for(deferred.severity());
+            out.push(self.build(channel, vec![deferred.advisory.clone()]));
+        }
         for held in self.held.as_slice() {
             let severity = held.severity();
             let channel = if severity == Severity::Concern && self.immune() {
@@ -388,6 +542,7 @@ impl RouterState {
         self.running = running;
         if running {
             self.last_turn_terminal = false;
+            self.answered = false;
             return Vec::new();
         }
         let channel = if self.suppressed {
@@ -528,6 +683,17 @@ impl RouterState {
         if epoch != self.epoch {
             return 0;
         }
+        let deferred = self.deferred.take_review((epoch, review));
+        if !deferred.is_empty() {
+            // Its notes will be raised again by the next attempt: not duplicates then.
+            for note in &deferred {
+                self.history.forget(&note.key, note.severity().rank());
+            }
+            let n = deferred.len() as u64;
+            self.counts.pending -= n;
+            self.count_drop(DropReason::Discarded, n);
+            self.budget.give_back((epoch, review), deferred.len());
+        }
         let discarded = self.held.discard(review);
         let dropped = discarded.len();
         if dropped > 0 {
@@ -547,6 +713,8 @@ impl RouterState {
     pub fn reset(&mut self, epoch: u64) {
         self.epoch = epoch;
         self.budget.reset();
+        self.wip_review = None;
+        self.drop_deferred(DropReason::Reset);
         self.drop_held(DropReason::StaleEpoch);
         self.catch_up.reset();
     }
@@ -573,6 +741,12 @@ impl RouterState {
         }
     }
 
+    fn drop_deferred(&mut self, reason: DropReason) {
+        let n = self.deferred.take_all().len() as u64;
+        self.counts.pending -= n;
+        self.count_drop(reason, n);
+    }
+
     fn drop_held(&mut self, reason: DropReason) {
         let n = self.held.clear() as u64;
         self.counts.held -= n;
@@ -589,6 +763,7 @@ impl RouterState {
             self.steers.clear();
             self.counts.pending -= n;
             self.count_drop(DropReason::Disabled, n);
+            self.drop_deferred(DropReason::Disabled);
             self.drop_held(DropReason::Disabled);
         }
     }
@@ -597,7 +772,7 @@ impl RouterState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delivery::testing::{adv, reconfirm, router};
+    use crate::delivery::testing::{adv, defer, reconfirm, router};
     use proptest::prelude::*;
 
     #[test]
@@ -1048,6 +1223,145 @@ mod tests {
         assert_eq!(r.step_boundary().aside.unwrap().notes.len(), 1);
         assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&1));
         assert_eq!(r.counts().held, 1);
+    }
+
+    #[test]
+    fn p1_a_wip_review_defers_nits_and_concerns_and_a_final_turn_end_releases_them_as_cards() {
+        let mut r = defer();
+        r.run_state(true);
+        assert!(r.review_batch(0, 1, 1, true).is_empty());
+        let (o1, e1) = r.raise(0, 1, adv("rename x", None));
+        let (o2, e2) = r.raise(0, 1, adv("the loop never ends", Some(Severity::Concern)));
+        assert_eq!((o1, o2), (RaiseOutcome::Deferred, RaiseOutcome::Deferred));
+        assert!(e1.is_empty() && e2.is_empty());
+        assert!(
+            r.step_boundary().is_empty(),
+            "nothing reaches the primary mid-work"
+        );
+        // Raised again while deferred: queued, one note.
+        assert_eq!(
+            r.raise(0, 1, adv("Rename X!", None)).0,
+            RaiseOutcome::Deferred
+        );
+        // A WIP turn end keeps them back; a final one with a terminal answer releases them.
+        assert!(r.boundary(false, true).is_empty());
+        let events = r.boundary(true, false);
+        let cards: Vec<&str> = events
+            .iter()
+            .map(|e| match e {
+                HostEvent::Card { card } => card.notes[0].note.as_str(),
+                other => panic!("expected cards, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(cards, ["rename x", "the loop never ends"]);
+        assert_eq!(r.counts().card, 2);
+        assert_eq!(r.counts().pending, 0);
+    }
+
+    #[test]
+    fn p1_a_blocker_goes_at_once_and_supersedes_a_deferred_note_of_the_same_key() {
+        let mut r = defer();
+        r.run_state(true);
+        r.review_batch(0, 1, 1, true);
+        r.raise(
+            0,
+            1,
+            adv("the migration drops a column", Some(Severity::Concern)),
+        );
+        let (outcome, events) = r.raise(
+            0,
+            1,
+            adv("The migration drops a column.", Some(Severity::Blocker)),
+        );
+        assert_eq!(outcome, RaiseOutcome::Delivered);
+        assert_eq!(events, vec![HostEvent::SteerReady]);
+        assert_eq!(r.step_boundary().steers.len(), 1);
+        assert!(r.boundary(false, false).is_empty(), "nothing left deferred");
+    }
+
+    #[test]
+    fn p1_released_notes_route_by_run_state_and_a_final_review_start_releases_too() {
+        // Mid-work and idle (the run stopped without an answer): nit aside, concern wake.
+        let mut r = defer();
+        r.run_state(true);
+        r.review_batch(0, 1, 1, true);
+        r.raise(0, 1, adv("tidy", None));
+        r.raise(0, 1, adv("wrong table", Some(Severity::Concern)));
+        r.run_state(false);
+        let events = r.review_batch(0, 2, 1, false);
+        assert!(
+            matches!(&events[..], [HostEvent::Wake { .. }]),
+            "{events:?}"
+        );
+        assert_eq!(r.step_boundary().aside.map(|a| a.notes.len()), Some(1));
+        // Running, not after an answer: concern steers.
+        let mut r = defer();
+        r.run_state(true);
+        r.review_batch(0, 1, 1, true);
+        r.raise(0, 1, adv("wrong table", Some(Severity::Concern)));
+        assert_eq!(r.boundary(false, false), vec![HostEvent::SteerReady]);
+        // After a terminal answer, outside a WIP review: nit and concern cards, blocker wake.
+        let mut r = defer();
+        r.boundary(true, false);
+        r.run_state(false);
+        r.review_batch(0, 1, 1, false);
+        assert_eq!(r.raise(0, 1, adv("tidy", None)).0, RaiseOutcome::Delivered);
+        let (_, events) = r.raise(0, 1, adv("wrong table", Some(Severity::Concern)));
+        assert!(matches!(&events[..], [HostEvent::Card { .. }]));
+        let (_, events) = r.raise(0, 1, adv("data loss", Some(Severity::Blocker)));
+        assert!(matches!(&events[..], [HostEvent::Wake { .. }]));
+        // The next run ends the answer's window.
+        r.run_state(true);
+        let (_, events) = r.raise(0, 2, adv("another risk", Some(Severity::Concern)));
+        assert_eq!(events, vec![HostEvent::SteerReady]);
+    }
+
+    #[test]
+    fn p1_a_user_abort_keeps_deferred_notes_a_reset_drops_them() {
+        let mut r = defer();
+        r.run_state(true);
+        r.review_batch(0, 1, 1, true);
+        r.raise(0, 1, adv("wrong table", Some(Severity::Concern)));
+        assert!(r.interrupt(true).is_empty());
+        r.run_state(false);
+        assert_eq!(r.undelivered().len(), 1, "still deferred");
+        r.reset(1);
+        assert!(r.boundary(true, false).is_empty());
+        assert_eq!(r.counts().dropped.get(&DropReason::Reset), Some(&1));
+        assert_eq!(r.counts().pending, 0);
+        assert_eq!(r.counts().raised(), 1);
+    }
+
+    #[test]
+    fn p1_a_concern_over_budget_displaces_a_deferred_nit_of_its_review_only() {
+        let mut r = defer();
+        r.run_state(true);
+        r.review_batch(0, 1, 1, true);
+        r.raise(0, 1, adv("old nit", None));
+        r.review_batch(0, 2, 1, true);
+        r.raise(0, 2, adv("nit a", None));
+        r.raise(0, 2, adv("nit b", None));
+        assert_eq!(
+            r.raise(0, 2, adv("concern c", Some(Severity::Concern))).0,
+            RaiseOutcome::Deferred
+        );
+        assert_eq!(
+            r.raise(0, 2, adv("concern d", Some(Severity::Concern))).0,
+            RaiseOutcome::Deferred
+        );
+        assert_eq!(
+            r.raise(0, 2, adv("concern e", Some(Severity::Concern))).0,
+            RaiseOutcome::Declined(DropReason::OverBudget)
+        );
+        let notes: Vec<String> = r
+            .undelivered()
+            .into_iter()
+            .map(|d| d.notes[0].note.clone())
+            .collect();
+        assert_eq!(notes, ["old nit", "concern c", "concern d"]);
+        // The displaced nit never reached the primary: no duplicate later.
+        r.boundary(false, false);
+        assert_eq!(r.raise(0, 3, adv("nit b", None)).0, RaiseOutcome::Delivered);
     }
 
     proptest! {

@@ -7,6 +7,7 @@
 //! - [`context`]: the advisor's context, its estimate and the compaction cut (G5);
 //! - [`reviewer`]: the [`Reviewer`] running one batch against a model: tool loop (G3),
 //!   maintenance (G5), usage (G4), talking outward through [`ReviewPort`];
+//! - [`repeat`]: the repeated-call guard of a review (P2);
 //! - [`ask`]: consulting the advisor (G8);
 //! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
 //! - [`texts`]: the model-facing texts, data files under `config/prompts/`.
@@ -16,6 +17,7 @@ pub mod audit;
 pub mod context;
 pub mod failure;
 pub mod queue;
+pub mod repeat;
 pub mod reviewer;
 pub mod state;
 pub mod status;

@@ -23,6 +23,7 @@ use super::context::{
     summary_message, AdvisorContext, MaintenanceCounts, MaintenanceKind,
 };
 use super::failure::failed_call_usage;
+use super::repeat::{Repeat, RepeatGuard, REPEAT_LIMIT};
 use super::{ask, texts};
 use crate::model::{
     AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, ModelResponse, StopReason,
@@ -306,12 +307,15 @@ impl<P: ReviewPort> Reviewer<P> {
             .collect()
     }
 
-    /// G3: the model until it answers without tool calls, at most `max_tool_rounds` rounds
-    /// of tools; the last allowed round's results tell it to finish.
+    /// G3, P2: the model until it answers without tool calls, or makes a turn of `advise`
+    /// calls only whose last one succeeded (no follow-up call), or repeats one call past the
+    /// repeated-call guard; at most `max_tool_rounds` rounds of tools, the last allowed
+    /// round's results telling it to finish.
     async fn tool_loop(&mut self, prompt: &str) -> Result<(), ModelError> {
         self.append(ChatMessage::User {
             text: prompt.to_string(),
         });
+        let mut repeats = RepeatGuard::new();
         let tools = self.offered_tools();
         let max_rounds = self.engine.limits.max_tool_rounds;
         for round in 0..=max_rounds {
@@ -348,12 +352,38 @@ impl<P: ReviewPort> Reviewer<P> {
             }
             let last_round = round == max_rounds;
             let count = calls.len();
+            let advise_only = calls.iter().all(|(_, name, _)| name == advise::NAME);
+            let mut last_ok = false;
+            let mut ended = false;
             for (i, (call_id, name, arguments)) in calls.into_iter().enumerate() {
-                let mut reply = self.run_tool(&name, arguments, last_round).await;
-                if round + 1 == max_rounds && i + 1 == count {
+                let mut reply = match (ended, repeats.observe(&name, &arguments)) {
+                    (false, Repeat::Run) => self.run_tool(&name, arguments, last_round).await,
+                    (false, Repeat::Warn) => {
+                        let mut reply = self.run_tool(&name, arguments, last_round).await;
+                        let warning = texts::fill(
+                            texts::REPEATED_CALL,
+                            &[("count", &REPEAT_LIMIT.to_string())],
+                        );
+                        reply.text.push_str("\n\n");
+                        reply.text.push_str(&warning);
+                        reply
+                    }
+                    (true, _) | (false, Repeat::End) => {
+                        if !ended {
+                            tracing::info!(tool = %name, "repeated call after the warning: review ends");
+                        }
+                        ended = true;
+                        ToolReply {
+                            text: texts::REPEAT_NOT_RUN.to_string(),
+                            is_error: true,
+                        }
+                    }
+                };
+                if round + 1 == max_rounds && i + 1 == count && !ended {
                     reply.text.push_str("\n\n");
                     reply.text.push_str(texts::FINISH_NOW);
                 }
+                last_ok = !reply.is_error;
                 self.append(ChatMessage::ToolResult {
                     call_id,
                     name,
@@ -361,7 +391,12 @@ impl<P: ReviewPort> Reviewer<P> {
                     is_error: reply.is_error,
                 });
             }
-            if last_round {
+            if ended || last_round {
+                return Ok(());
+            }
+            if advise_only && last_ok {
+                // P2: the advice is given; a follow-up call would only say so.
+                tracing::debug!("advise-only turn: review ends");
                 return Ok(());
             }
         }

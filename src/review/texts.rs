@@ -17,6 +17,16 @@ pub const FINISH_NOW: &str =
 pub const TOOL_NOT_RUN: &str =
     include_str!("../../config/prompts/review-tool-not-run.md").trim_ascii_end();
 
+/// Appended once to the result of the call a model has made [`crate::review::repeat::REPEAT_LIMIT`]
+/// times in a row with the same arguments (P2); `{count}` is that number.
+pub const REPEATED_CALL: &str =
+    include_str!("../../config/prompts/review-repeated-call.md").trim_ascii_end();
+
+/// The tool result of a call repeated once more after [`REPEATED_CALL`]: it is not run and
+/// the review ends (P2).
+pub const REPEAT_NOT_RUN: &str =
+    include_str!("../../config/prompts/review-repeat-not-run.md").trim_ascii_end();
+
 /// The tool result when the tool executor could not be reached (it is restarting, F5).
 pub const EXECUTOR_RESTARTING: &str =
     include_str!("../../config/prompts/review-executor-restarting.md").trim_ascii_end();

@@ -37,8 +37,12 @@ use crate::render::TranscriptView;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DeliveryPolicy {
-    /// Steer a running primary, wake an idle one (compat with oh-my-pi; the default).
+    /// The default (P1, compat with oh-my-pi 18.3): a review of work in progress keeps its
+    /// nits and concerns back until the primary's turn ends, a blocker goes at once; after a
+    /// terminal answer nits and concerns are visible cards, only a blocker wakes.
     #[default]
+    Defer,
+    /// Steer a running primary, wake an idle one (compat with oh-my-pi 16).
     Interrupt,
     /// Hold concerns and blockers until a later review reconfirms them (compat with
     /// pi-omplike-advisor).
@@ -50,12 +54,13 @@ impl FromStr for DeliveryPolicy {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
+            "defer" => Ok(Self::Defer),
             "interrupt" => Ok(Self::Interrupt),
             "reconfirm" => Ok(Self::Reconfirm),
             _ => Err(SettingsError::Invalid {
                 key: "advisor.policy",
                 value: s.to_string(),
-                allowed: "interrupt, reconfirm",
+                allowed: "defer, interrupt, reconfirm",
             }),
         }
     }
@@ -237,7 +242,7 @@ impl Default for AdvisorSettings {
             enabled: true,
             sync_backlog: SyncBacklog::Off,
             subagents: false,
-            policy: DeliveryPolicy::Interrupt,
+            policy: DeliveryPolicy::Defer,
             transcript: TranscriptView::Compact,
             immune_turns: 3,
             max_notes_per_update: 4,

@@ -539,7 +539,7 @@ where
 }
 
 fn policy<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DeliveryPolicy>, D::Error> {
-    word(d, "interrupt, reconfirm")
+    word(d, "defer, interrupt, reconfirm")
 }
 
 fn transcript<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TranscriptView>, D::Error> {
@@ -872,7 +872,7 @@ mod tests {
         assert_eq!(
             error("advisor:\n  policy: loud\n"),
             "invalid value `loud` for advisor.policy in /agent/config.yml: allowed values are \
-             interrupt, reconfirm"
+             defer, interrupt, reconfirm"
         );
     }
 

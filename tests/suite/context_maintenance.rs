@@ -285,8 +285,8 @@ async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_stil
             message: "503 service unavailable".into(),
             retry_after: None,
         }),
+        // An advise-only turn ends the review (P2).
         ScriptedReply::advise("a", NIT, Some("nit")),
-        ScriptedReply::text(""),
     ])
     .with_context_window(100_000);
     let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
@@ -300,7 +300,7 @@ async fn g5_a_failing_summary_call_falls_back_to_a_reprime_and_the_batch_is_stil
     .await;
 
     let requests = model.requests();
-    assert_eq!(requests.len(), 4);
+    assert_eq!(requests.len(), 3);
     assert_eq!(
         requests[1].system, SUMMARY_INSTRUCTION,
         "compaction was tried"
@@ -465,10 +465,8 @@ async fn held_after_a_large_first_review(
     ScriptedModel,
     Transcript,
 ) {
-    let mut script = vec![
-        ScriptedReply::advise("a", BLOCKER, Some("blocker")),
-        ScriptedReply::text(""),
-    ];
+    // One request: an advise-only turn ends the review (P2).
+    let mut script = vec![ScriptedReply::advise("a", BLOCKER, Some("blocker"))];
     script.extend(then);
     let model = ScriptedModel::new(script);
     let (h, rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
@@ -498,15 +496,15 @@ async fn g5_f2_overflow_on_every_try_reprimes_once_per_try_fails_three_times_hel
         }
     }
     let requests = model.requests();
-    // Review 1 (2 calls); each of the three tries: the attempt, then its replay.
-    assert_eq!(requests.len(), 2 + 3 * 2);
+    // Review 1 (1 call, P2); each of the three tries: the attempt, then its replay.
+    assert_eq!(requests.len(), 1 + 3 * 2);
     assert_eq!(
-        requests[2].messages.len(),
-        5,
+        requests[1].messages.len(),
+        4,
         "the first attempt saw the whole history"
     );
     // Every replay went into a fresh context holding only the batch (G5 reactive path).
-    for replay in [&requests[3], &requests[5], &requests[7]] {
+    for replay in [&requests[2], &requests[4], &requests[6]] {
         assert_eq!(replay.messages.len(), 1);
         let prompt = user_text(&replay.messages[0]);
         assert!(prompt.contains("second update"), "{prompt}");
@@ -543,16 +541,16 @@ async fn g5_d9_overflow_that_clears_after_a_fresh_context_succeeds_and_prunes_a_
     h.turn_end(&t).await.unwrap();
 
     let requests = model.requests();
-    assert_eq!(requests.len(), 4);
+    assert_eq!(requests.len(), 3);
     assert_eq!(
-        requests[2].messages.len(),
-        5,
+        requests[1].messages.len(),
+        4,
         "the attempt saw the whole history"
     );
-    let replay = &requests[3];
+    let replay = &requests[2];
     assert_eq!(replay.messages.len(), 1, "replayed into a fresh context");
     assert_eq!(
-        replay.messages[0], requests[2].messages[4],
+        replay.messages[0], requests[1].messages[3],
         "the same batch, held-notes preamble included"
     );
     let status = h.status().await.unwrap();
@@ -583,15 +581,13 @@ async fn g5_d9_overflow_that_clears_after_a_fresh_context_succeeds_and_prunes_a_
 #[actix::test]
 async fn g5_d9_a_phantom_hold_of_the_overflowed_attempt_is_rolled_back_an_earlier_hold_kept() {
     let model = ScriptedModel::new([
-        // Review 1 holds BLOCKER.
+        // Review 1 holds BLOCKER (an advise-only turn ends the review, P2).
         ScriptedReply::advise("a", BLOCKER, Some("blocker")),
-        ScriptedReply::text(""),
-        // Review 2, attempt 1: holds PHANTOM, then overflows.
-        ScriptedReply::advise("b", PHANTOM, Some("blocker")),
+        // Review 2, attempt 1: holds PHANTOM and looks something up, then overflows.
+        advise_then_look("b", PHANTOM, Some("blocker")),
         overflow(),
         // The replay reconfirms BLOCKER only.
         ScriptedReply::advise("c", BLOCKER, Some("blocker")),
-        ScriptedReply::text(""),
     ]);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
         cfg.settings.policy = DeliveryPolicy::Reconfirm
@@ -607,18 +603,17 @@ async fn g5_d9_a_phantom_hold_of_the_overflowed_attempt_is_rolled_back_an_earlie
     .await;
 
     let requests = model.requests();
-    assert_eq!(requests.len(), 6);
+    assert_eq!(requests.len(), 4);
     assert_eq!(
-        tool_results(&requests[3]).last().map(String::as_str),
+        advise_results(&requests[2]).last().map(String::as_str),
         Some("Held pending reconfirmation."),
         "the phantom was held by the attempt"
     );
     assert_eq!(
-        requests[4].messages.len(),
+        requests[3].messages.len(),
         1,
         "replayed into an empty context"
     );
-    assert_eq!(tool_results(&requests[5]), vec!["Recorded."]);
 
     // The catch-up block settled: the reconfirmed BLOCKER goes out, the phantom never does.
     assert!(matches!(
@@ -692,8 +687,8 @@ async fn g7_every_context_message_and_maintenance_event_is_an_audit_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session-1__advisor.jsonl");
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", NIT, Some("nit")),
-        ScriptedReply::text("Nothing else.").with_usage(usage(90_000, 10, 0.0)),
+        // An advise-only turn ends the review (P2).
+        ScriptedReply::advise("a", NIT, Some("nit")).with_usage(usage(90_000, 10, 0.0)),
         overflow(),
         ScriptedReply::text(""),
     ])
@@ -727,11 +722,10 @@ async fn g7_every_context_message_and_maintenance_event_is_an_audit_line() {
     assert_eq!(
         kinds,
         [
-            // Review 1: the update, the advise call, its result, the final answer.
+            // Review 1: the update, the advise call, its result (no follow-up call, P2).
             "message:user",
             "message:assistant",
             "message:toolResult",
-            "message:assistant",
             // Review 2: re-primed before the batch, then an attempt that overflowed,
             // re-primed again and replayed.
             "maintenance:reprime:threshold",
@@ -744,7 +738,7 @@ async fn g7_every_context_message_and_maintenance_event_is_an_audit_line() {
     );
     assert!(lines.iter().all(|l| l["epoch"] == 0 && l["atMs"].is_u64()));
     assert_eq!(
-        (lines[0]["review"].as_u64(), lines[9]["review"].as_u64()),
+        (lines[0]["review"].as_u64(), lines[8]["review"].as_u64()),
         (Some(1), Some(2))
     );
     assert!(lines[0]["message"]["text"]
@@ -753,12 +747,12 @@ async fn g7_every_context_message_and_maintenance_event_is_an_audit_line() {
         .contains("turn one"));
     assert_eq!(lines[1]["message"]["parts"][0]["name"], "advise");
     assert_eq!(lines[2]["message"]["text"], "Recorded.");
-    assert!(lines[6]["error"]
+    assert!(lines[5]["error"]
         .as_str()
         .unwrap()
         .contains("prompt is too long"));
-    assert_eq!(lines[7]["model"], "scripted/test");
-    assert_eq!(lines[7]["messages"], 0);
+    assert_eq!(lines[6]["model"], "scripted/test");
+    assert_eq!(lines[6]["messages"], 0);
 }
 
 #[actix::test]

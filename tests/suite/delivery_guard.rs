@@ -84,10 +84,14 @@ async fn d8_g2_a_review_of_two_coalesced_updates_gets_twice_the_budget_and_block
         advise("6", "The migration drops a column.", "blocker"),
         advise("7", "The loop never ends on empty input.", "concern"),
     ];
-    let calls: Vec<(&str, &str, serde_json::Value)> = calls
+    // Not advise-only, so the model is called again and its last request shows every
+    // answer (an advise-only turn would end the review, P2).
+    let find = ("8".to_string(), json!({"pattern": "*.nothing"}));
+    let mut calls: Vec<(&str, &str, serde_json::Value)> = calls
         .iter()
         .map(|(id, args)| (id.as_str(), "advise", args.clone()))
         .collect();
+    calls.push((find.0.as_str(), "find", find.1.clone()));
     let (model, mut arrivals, gate) = GatedModel::new(
         vec![
             // Review 1 (turn 1): silent.
@@ -132,6 +136,7 @@ async fn d8_g2_a_review_of_two_coalesced_updates_gets_twice_the_budget_and_block
     // concern over budget displaces the newest nit the host has not taken.
     let results: Vec<String> = tool_results_with_flags(&requests[2])
         .into_iter()
+        .take(7)
         .map(|(text, _)| text)
         .collect();
     let over = "Advice ignored: at most 2 notes per update. Finish the review.";

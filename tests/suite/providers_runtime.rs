@@ -551,9 +551,9 @@ async fn d3_streamed_advise_calls_reach_the_host_and_the_model_hears_recorded() 
             json!({"note": "rename `tmp` to `parsed` — it outlives the loop", "severity": "nit"});
         let blocker =
             json!({"note": "the migration drops the `email` column", "severity": "blocker"});
+        // Each advise-only turn ends its review (P2): no follow-up answers.
         let server = start(vec![
             ScriptedResponse::sse_split(&dialect.advise("call_nit", &nit, SMALL), 13),
-            ScriptedResponse::sse(&dialect.text("", SMALL)),
             ScriptedResponse::sse_split(&dialect.advise("call_blk", &blocker, SMALL), 13),
             ScriptedResponse::sse(&dialect.text("", SMALL)),
         ])
@@ -584,14 +584,17 @@ async fn d3_streamed_advise_calls_reach_the_host_and_the_model_hears_recorded() 
             other => panic!("{dialect:?}: expected a wake, got {other:?}"),
         }
 
+        // A third turn's review shows what the model heard of both notes.
+        t.push(TranscriptMessage::user("run it"));
+        h.turn_end(&t).await.expect("runtime");
         let requests = server.requests();
-        assert_eq!(requests.len(), 4, "{dialect:?}");
+        assert_eq!(requests.len(), 3, "{dialect:?}");
         assert_eq!(
             tool_results(&requests[1]),
             vec![("call_nit".to_string(), "Recorded.".to_string())],
             "{dialect:?}"
         );
-        let last = tool_results(&requests[3]);
+        let last = tool_results(&requests[2]);
         assert_eq!(
             last.last(),
             Some(&("call_blk".to_string(), "Recorded.".to_string())),
@@ -631,6 +634,9 @@ async fn g4_streamed_usage_reaches_lifetime_totals_identically_in_both_dialects(
         .await;
         let (h, _rx) = runtime(&server, dialect, |_| {});
         let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+        h.turn_end(&t).await.expect("runtime");
+        // The advise-only turn ended the first review (P2); the second answers a second turn.
+        t.push(TranscriptMessage::user("go on"));
         h.turn_end(&t).await.expect("runtime");
         let status = h.status().await.expect("runtime");
         let u = status.agent.lifetime;

@@ -56,7 +56,7 @@ fn notice(event: HostEvent) -> String {
 /// The script of a first review that raises `BLOCKER`, followed by `then`.
 fn blocker_then(then: Vec<ScriptedReply>) -> Vec<ScriptedReply> {
     let mut script = vec![
-        ScriptedReply::advise("a", BLOCKER, Some("blocker")),
+        advise_then_look("a", BLOCKER, Some("blocker")),
         ScriptedReply::text(""),
     ];
     script.extend(then);
@@ -67,7 +67,7 @@ fn blocker_then(then: Vec<ScriptedReply>) -> Vec<ScriptedReply> {
 /// `severity`.
 fn reraised_as(severity: &str) -> ScriptedModel {
     ScriptedModel::new(blocker_then(vec![
-        ScriptedReply::advise("b", BLOCKER, Some(severity)),
+        advise_then_look("b", BLOCKER, Some(severity)),
         ScriptedReply::text(""),
     ]))
 }
@@ -106,7 +106,7 @@ async fn d4_d9_d5_blocker_held_on_turn_one_reconfirmed_on_turn_two_delivered_aft
     assert!(drain(&mut rx).is_empty());
     assert!(h.step_boundary().await.unwrap().is_empty());
     assert_eq!(
-        tool_results(&model.requests()[1]),
+        advise_results(&model.requests()[1]),
         vec!["Held pending reconfirmation."]
     );
     let status = h.status().await.unwrap();
@@ -152,7 +152,7 @@ async fn d4_d9_d5_blocker_held_on_turn_one_reconfirmed_on_turn_two_delivered_aft
 #[actix::test]
 async fn d4_d5_blocker_first_raised_on_a_terminal_turn_is_delivered_after_one_review() {
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", BLOCKER, Some("blocker")),
+        advise_then_look("a", BLOCKER, Some("blocker")),
         ScriptedReply::text(""),
     ]);
     let (h, mut rx) = reconfirm(Arc::new(model.clone()));
@@ -180,7 +180,7 @@ async fn d4_d5_blocker_first_raised_on_a_terminal_turn_is_delivered_after_one_re
 #[actix::test]
 async fn d4_nits_go_out_at_once_tagged_and_after_a_terminal_turn_carry_the_final_answer_text() {
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", "Name the helper after what it returns.", Some("nit")),
+        advise_then_look("a", "Name the helper after what it returns.", Some("nit")),
         ScriptedReply::text(""),
     ]);
     let (h, mut rx) = reconfirm(Arc::new(model.clone()));
@@ -188,7 +188,7 @@ async fn d4_nits_go_out_at_once_tagged_and_after_a_terminal_turn_carry_the_final
     let t = Transcript::from_messages([TranscriptMessage::user("go"), final_answer("All done.")]);
     h.turn_end(&t).await.unwrap();
     assert_eq!(
-        tool_results(&model.requests()[1]),
+        advise_results(&model.requests()[1]),
         vec!["Recorded."],
         "nits are not held"
     );
@@ -201,10 +201,8 @@ async fn d4_nits_go_out_at_once_tagged_and_after_a_terminal_turn_carry_the_final
 
 #[actix::test]
 async fn r1_d9_review_orphaned_by_a_reset_holds_nothing() {
-    let (model, mut arrivals, gate) = GatedModel::new(
-        vec![ScriptedReply::advise("a", BLOCKER, Some("blocker"))],
-        true,
-    );
+    let (model, mut arrivals, gate) =
+        GatedModel::new(vec![advise_then_look("a", BLOCKER, Some("blocker"))], true);
     let gate = gate.unwrap();
     let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Off, reconfirming);
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
@@ -214,9 +212,9 @@ async fn r1_d9_review_orphaned_by_a_reset_holds_nothing() {
     gate.add_permits(10);
     let follow_up = next_request(&mut arrivals).await;
     assert!(
-        tool_results(&follow_up)[0].contains("reset"),
+        advise_results(&follow_up)[0].contains("reset"),
         "{:?}",
-        tool_results(&follow_up)
+        advise_results(&follow_up)
     );
     let status = h.status().await.unwrap();
     assert!(status.held_notes.is_empty());
@@ -280,7 +278,7 @@ async fn g6_held_notes_survive_context_maintenance() {
         ..Usage::default()
     };
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", BLOCKER, Some("blocker")).with_usage(big),
+        advise_then_look("a", BLOCKER, Some("blocker")).with_usage(big),
         ScriptedReply::text("").with_usage(big),
     ])
     .with_context_window(10_000);
@@ -373,7 +371,7 @@ async fn d5_held_and_settled_delivers_and_resets_the_streak() {
     let second = "The new index is never used by the query.";
     let (h, mut rx, gate, t) = held_after_turn_one(vec![
         // Review 2 reconfirms, but only after its block timed out.
-        ScriptedReply::advise("b", BLOCKER, Some("blocker")),
+        advise_then_look("b", BLOCKER, Some("blocker")),
         ScriptedReply::text(""),
         // Review 3 reconfirms again and holds a second blocker.
         ScriptedReply::tool_calls(&[
@@ -442,7 +440,7 @@ async fn d5_terminal_timeout_delivers_held_notes_best_effort_with_a_notice() {
 async fn d5_abort_releases_the_block_delivers_nothing_and_keeps_the_notes() {
     tokio::time::pause();
     let (model, mut arrivals, gate) = GatedModel::new(
-        blocker_then(vec![ScriptedReply::advise("b", BLOCKER, Some("blocker"))]),
+        blocker_then(vec![advise_then_look("b", BLOCKER, Some("blocker"))]),
         true,
     );
     let gate = gate.unwrap();
@@ -471,11 +469,11 @@ async fn d5_abort_releases_the_block_delivers_nothing_and_keeps_the_notes() {
 #[actix::test]
 async fn d7_concern_is_an_aside_during_immune_turns_blocker_still_interrupts() {
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", CONCERN, Some("concern")),
+        advise_then_look("a", CONCERN, Some("concern")),
         ScriptedReply::text(""),
-        ScriptedReply::advise("b", "The retry ignores Retry-After.", Some("concern")),
+        advise_then_look("b", "The retry ignores Retry-After.", Some("concern")),
         ScriptedReply::text(""),
-        ScriptedReply::advise(
+        advise_then_look(
             "c",
             "The test deletes the fixture directory.",
             Some("blocker"),
@@ -508,10 +506,10 @@ async fn d7_concern_is_an_aside_during_immune_turns_blocker_still_interrupts() {
 #[actix::test]
 async fn d7_immunity_lapses_after_the_configured_turns() {
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", CONCERN, Some("concern")),
+        advise_then_look("a", CONCERN, Some("concern")),
         ScriptedReply::text(""),
         ScriptedReply::text(""),
-        ScriptedReply::advise("b", "The retry ignores Retry-After.", Some("concern")),
+        advise_then_look("b", "The retry ignores Retry-After.", Some("concern")),
         ScriptedReply::text(""),
     ]);
     let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |cfg| {

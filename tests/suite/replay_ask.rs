@@ -56,14 +56,14 @@ async fn g8_l2_replay_ask_answers_after_that_turns_deliveries_from_the_reviewed_
     let question = "Which fix does the failing test point to?";
     let reply = "Average sorted[mid - 1] and sorted[mid] for even lengths.";
     let advice = BTreeMap::from([(4, (note, Some("concern")))]);
-    // Request order under syncBacklog 1: turns 1–3, turn 4's advise call and its follow-up,
-    // the ask, then turns 5–7.
+    // Request order under syncBacklog 1: turns 1–3, turn 4's advise call (an advise-only
+    // turn ends its review, P2), the ask, then turns 5–7.
     let mut responses = Vec::new();
     for turn in 1..=7 {
-        if let Some((note, severity)) = advice.get(&turn) {
-            responses.push(advise(note, *severity));
+        match advice.get(&turn) {
+            Some((note, severity)) => responses.push(advise(note, *severity)),
+            None => responses.push(silent()),
         }
-        responses.push(silent());
         if turn == 4 {
             responses.push(answer(reply));
         }
@@ -90,8 +90,8 @@ async fn g8_l2_replay_ask_answers_after_that_turns_deliveries_from_the_reviewed_
     );
 
     let requests: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
-    assert_eq!(requests.len(), 7 + 1 + 1);
-    let ask_request = &requests[5];
+    assert_eq!(requests.len(), 7 + 1);
+    let ask_request = &requests[4];
     let texts = user_texts(ask_request);
     assert_eq!(texts.len(), 5, "turns 1–4, then the question");
     for (text, (turn, prompt, _)) in texts.iter().zip(&plan.prompts[..4]) {
@@ -106,7 +106,7 @@ async fn g8_l2_replay_ask_answers_after_that_turns_deliveries_from_the_reviewed_
     assert!(!tools.iter().any(|t| t == "advise"), "{tools:?}");
     assert!(tool_names(&requests[0]).iter().any(|t| t == "advise"));
     // The question and its answer stay in the context for the next review (G8).
-    let next = &requests[6];
+    let next = &requests[5];
     assert_eq!(last_user_text(next), plan.prompts[4].1);
     let kept = next["messages"].to_string();
     assert!(kept.contains(question) && kept.contains(reply), "{kept}");

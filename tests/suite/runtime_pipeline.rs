@@ -138,17 +138,14 @@ async fn g2_deltas_arriving_during_a_review_are_coalesced() {
 
 #[actix::test]
 async fn d3_nits_batch_into_one_aside_and_never_wake_an_idle_primary() {
-    let model = ScriptedModel::new([
-        ScriptedReply::tool_calls(&[
-            (
-                "c1",
-                "advise",
-                json!({"note": "rename tmp", "severity": "nit"}),
-            ),
-            ("c2", "advise", json!({"note": "drop the clone"})),
-        ]),
-        ScriptedReply::text(""),
-    ]);
+    let model = ScriptedModel::new([ScriptedReply::tool_calls(&[
+        (
+            "c1",
+            "advise",
+            json!({"note": "rename tmp", "severity": "nit"}),
+        ),
+        ("c2", "advise", json!({"note": "drop the clone"})),
+    ])]);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
@@ -162,7 +159,10 @@ async fn d3_nits_batch_into_one_aside_and_never_wake_an_idle_primary() {
     assert_eq!(aside.notes.len(), 2);
     assert!(aside.content.contains("<advisory severity=\"nit\""));
     assert!(aside.content.contains("<advisory guidance="));
-    // The advise tool answered the model.
+    // The advise tool answered the model: the next review's request shows it (the
+    // advise-only turn ended the first review, P2).
+    t.push(TranscriptMessage::user("next"));
+    h.turn_end(&t).await.unwrap();
     let second = &model.requests()[1];
     assert!(second
         .messages
@@ -173,9 +173,9 @@ async fn d3_nits_batch_into_one_aside_and_never_wake_an_idle_primary() {
 #[actix::test]
 async fn d3_concern_steers_while_running_and_blocker_wakes_while_idle() {
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", "the migration drops a column", Some("concern")),
+        advise_then_look("a", "the migration drops a column", Some("concern")),
         ScriptedReply::text(""),
-        ScriptedReply::advise("b", "tests were never run", Some("blocker")),
+        advise_then_look("b", "tests were never run", Some("blocker")),
         ScriptedReply::text(""),
     ]);
     let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
@@ -201,9 +201,9 @@ async fn d3_concern_steers_while_running_and_blocker_wakes_while_idle() {
 #[actix::test]
 async fn d6_user_interrupt_turns_outbox_steers_into_cards_and_suppresses_wakes() {
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", "wrong branch", Some("concern")),
+        advise_then_look("a", "wrong branch", Some("concern")),
         ScriptedReply::text(""),
-        ScriptedReply::advise("b", "still wrong", Some("blocker")),
+        advise_then_look("b", "still wrong", Some("blocker")),
         ScriptedReply::text(""),
     ]);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
@@ -325,7 +325,7 @@ async fn f3_permanent_error_pauses_with_a_notice_and_does_not_block() {
 #[actix::test]
 async fn r1_reset_discards_the_in_flight_reviews_advice() {
     let (model, mut arrivals, gate) = GatedModel::new(
-        vec![ScriptedReply::advise("a", "stale advice", Some("blocker"))],
+        vec![advise_then_look("a", "stale advice", Some("blocker"))],
         true,
     );
     let gate = gate.unwrap();
@@ -427,8 +427,7 @@ async fn d10_every_advisory_ends_delivered_held_or_dropped() {
                 json!({"note": "a concern", "severity": "concern"}),
             ),
         ]),
-        ScriptedReply::text(""),
-        ScriptedReply::advise("4", "a nit", None),
+        advise_then_look("4", "a nit", None),
         ScriptedReply::text(""),
     ]);
     let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
@@ -447,7 +446,7 @@ async fn d10_every_advisory_ends_delivered_held_or_dropped() {
 #[actix::test]
 async fn t6_unknown_severity_is_a_tool_error_not_a_failed_review() {
     let model = ScriptedModel::new([
-        ScriptedReply::advise("a", "x", Some("urgent")),
+        advise_then_look("a", "x", Some("urgent")),
         ScriptedReply::text(""),
     ]);
     let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
@@ -508,7 +507,10 @@ async fn g4_lifetime_usage_survives_a_reset() {
 
 #[actix::test]
 async fn k2_enabled_without_a_model_reports_it_and_does_not_crash() {
-    let (h, _rx) = start(RuntimeConfig::new("p", std::env::temp_dir(), None));
+    let mut cfg = RuntimeConfig::new("p", std::env::temp_dir(), None);
+    // D3's routing (the default before P1): the test nit is an aside.
+    cfg.settings.policy = advisor::settings::DeliveryPolicy::Interrupt;
+    let (h, _rx) = start(cfg);
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     let text = h.command("/advisor status").await.unwrap();
@@ -526,6 +528,8 @@ async fn k2_enabled_without_a_model_reports_it_and_does_not_crash() {
 async fn c2_d8_each_test_injection_is_its_own_update_so_none_is_dropped_for_budget() {
     let mut cfg = RuntimeConfig::new("p", std::env::temp_dir(), None);
     cfg.settings.max_notes_per_update = 1;
+    // Written for D3's routing (the default before P1): nits wait for the step boundary.
+    cfg.settings.policy = advisor::settings::DeliveryPolicy::Interrupt;
     let (h, _rx) = start(cfg);
     for n in 0..3 {
         let reply = h
@@ -576,7 +580,7 @@ fn a3_handle_works_from_a_plain_tokio_runtime() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let model = ScriptedModel::new([ScriptedReply::advise(
+        let model = ScriptedModel::new([advise_then_look(
             "a",
             "check the error path",
             Some("blocker"),

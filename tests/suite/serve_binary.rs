@@ -133,7 +133,8 @@ async fn exit_within(child: &mut Child, limit: Duration) -> (std::process::ExitS
 
 #[tokio::test]
 async fn v2_binary_reviews_a_turn_through_a_resolved_endpoint_and_hands_back_the_nit() {
-    let server = SseServer::start([advise("Add a test for the empty input.", "nit"), silent()])
+    // One request: an advise-only turn ends the review (P2).
+    let server = SseServer::start([advise("Add a test for the empty input.", "nit")])
         .await
         .unwrap();
     let mut s = spawn(&[], &[]);
@@ -151,7 +152,8 @@ async fn v2_binary_reviews_a_turn_through_a_resolved_endpoint_and_hands_back_the
                 "s1",
                 cwd.path(),
                 endpoint(&server),
-                json!({"syncBacklog": 1}),
+                // D3's routing (the default before P1): the final answer's nit is an aside.
+                json!({"syncBacklog": 1, "policy": "interrupt"}),
             ),
         )
         .await;
@@ -189,7 +191,7 @@ async fn v2_binary_reviews_a_turn_through_a_resolved_endpoint_and_hands_back_the
         "the endpoint's key is used"
     );
     let status = c.call("session/status", json!({"sessionId": "s1"})).await;
-    assert_eq!(status["agent"]["lifetime"]["input"], 240);
+    assert_eq!(status["agent"]["lifetime"]["input"], 120);
     assert!(status["text"]
         .as_str()
         .unwrap()
@@ -268,7 +270,7 @@ async fn v4_binary_garbage_u2028_and_an_oversized_line_then_valid_requests_on_on
 
 #[tokio::test]
 async fn v1_g7_binary_exits_0_within_2s_of_eof_with_the_audit_flushed() {
-    let server = SseServer::start([advise("Check the exit code.", "concern"), silent()])
+    let server = SseServer::start([advise("Check the exit code.", "concern")])
         .await
         .unwrap();
     let mut s = spawn(&[], &[]);

@@ -81,7 +81,9 @@ async fn v2_d3_turn_end_then_step_boundary_hands_over_the_reviewed_nit() {
     )]);
     let (mut c, _server) = start(model.clone());
     let dir = tempfile::tempdir().unwrap();
-    let status = open(&mut c, "s1", dir.path(), json!({"syncBacklog": 1})).await;
+    // D3's routing (the default before P1): the final answer's nit is an aside.
+    let settings = json!({"syncBacklog": 1, "policy": "interrupt"});
+    let status = open(&mut c, "s1", dir.path(), settings).await;
     assert_eq!(status["enabled"], true);
     assert!(
         status["text"]
@@ -132,7 +134,9 @@ async fn v2_d3_turn_end_then_step_boundary_hands_over_the_reviewed_nit() {
 async fn v2_d3_d6_steer_ready_wake_and_card_notifications_carry_the_session_and_card() {
     let (mut c, _server) = start(ScriptedModel::new([]));
     let dir = tempfile::tempdir().unwrap();
-    open(&mut c, "s1", dir.path(), json!({})).await;
+    // D3's routing, the default before P1.
+    let interrupt = json!({"policy": "interrupt"});
+    open(&mut c, "s1", dir.path(), interrupt.clone()).await;
     let sid = json!({"sessionId": "s1"});
     // Running: a concern becomes a steering card, announced by steerReady (D3).
     c.call(
@@ -175,7 +179,7 @@ async fn v2_d3_d6_steer_ready_wake_and_card_notifications_carry_the_session_and_
         .unwrap()
         .contains("Stop deleting files"));
     // (A fresh session: C2's test notes share one review's budget, see the report.)
-    open(&mut c, "s2", dir.path(), json!({})).await;
+    open(&mut c, "s2", dir.path(), interrupt).await;
     // After the user's interrupt, a blocker is a card: visible, no turn (D6).
     c.call(
         "session/interrupt",

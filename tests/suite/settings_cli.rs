@@ -246,7 +246,7 @@ async fn k1_l5_invalid_value_is_one_line_naming_the_key_and_exit_1() {
         run.stderr.trim_end(),
         format!(
             "advisor: invalid value `loudly` for advisor.policy in {}: allowed values are \
-             interrupt, reconfirm",
+             defer, interrupt, reconfirm",
             config.display()
         )
     );
@@ -287,8 +287,8 @@ async fn k1_unknown_key_is_a_warning_and_the_replay_still_runs() {
     assert!(run.stderr.lines().any(|l| l == expected), "{}", run.stderr);
     assert!(run.stdout.contains("replayed 7 turns"), "{}", run.stdout);
     assert!(
-        run.stdout.contains("policy: interrupt"),
-        "the misspelt key changed nothing: {}",
+        run.stdout.contains("policy: defer"),
+        "the misspelt key changed nothing (the default stays): {}",
         run.stdout
     );
 

@@ -18,8 +18,10 @@ use tokio::sync::{mpsc, Semaphore};
 
 /// The configuration a mailbox test starts from: session `primary-1` on `model`, the temp
 /// dir as its workspace root, `sync` as `advisor.syncBacklog` (`Below(1)`: each `turn_end`
-/// returns after its review; `Off`: at once), the other settings at their defaults — then
-/// `tune` adjusts whatever the test needs (session id, policy, workspace root, …).
+/// returns after its review; `Off`: at once), policy `interrupt` (these tests were written
+/// for D3's routing, the default before P1 made `defer` the default; the P1 tests set
+/// their policy themselves), the other settings at their defaults — then `tune` adjusts
+/// whatever the test needs (session id, policy, workspace root, …).
 pub fn config(
     model: Arc<dyn ModelClient>,
     sync: SyncBacklog,
@@ -27,6 +29,7 @@ pub fn config(
 ) -> RuntimeConfig {
     let mut cfg = RuntimeConfig::new("primary-1", std::env::temp_dir(), Some(model));
     cfg.settings.sync_backlog = sync;
+    cfg.settings.policy = advisor::settings::DeliveryPolicy::Interrupt;
     tune(&mut cfg);
     cfg
 }
@@ -209,6 +212,41 @@ pub fn tool_results(request: &ModelRequest) -> Vec<String> {
         .iter()
         .filter_map(|m| match m {
             advisor::model::ChatMessage::ToolResult { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A model turn that raises `note` with `advise` and also reads a file that is not there,
+/// so the review goes on to a follow-up call (P2 ends a review at a turn of `advise` calls
+/// only). For the tests written before P2 that look at what the model was told in the
+/// follow-up request.
+pub fn advise_then_look(id: &str, note: &str, severity: Option<&str>) -> ScriptedReply {
+    let mut args = serde_json::Map::new();
+    args.insert("note".into(), serde_json::Value::String(note.into()));
+    if let Some(s) = severity {
+        args.insert("severity".into(), serde_json::Value::String(s.into()));
+    }
+    let look = format!("{id}-look");
+    ScriptedReply::tool_calls(&[
+        (id, "advise", serde_json::Value::Object(args)),
+        (
+            look.as_str(),
+            "read",
+            serde_json::json!({"path": "no-such-file-for-the-test"}),
+        ),
+    ])
+}
+
+/// The answers of the `advise` calls in a request, in order (the other tools' left out).
+pub fn advise_results(request: &ModelRequest) -> Vec<String> {
+    request
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            advisor::model::ChatMessage::ToolResult { text, name, .. } if name == "advise" => {
+                Some(text.clone())
+            }
             _ => None,
         })
         .collect()

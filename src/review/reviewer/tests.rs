@@ -148,7 +148,15 @@ fn measured(messages: Vec<ChatMessage>, input: u64) -> AdvisorContext {
 fn g3_tool_calls_go_through_the_port_and_the_review_ends_on_an_answer_without_tools() {
     let model = ScriptedModel::new([
         ScriptedReply::tool_call("1", "read", json!({"path": "src/lib.rs"})),
-        ScriptedReply::advise("2", "Check the error path.", Some("concern")),
+        // Not advise-only (P2): the review goes on after it.
+        ScriptedReply::tool_calls(&[
+            (
+                "2",
+                "advise",
+                json!({"note": "Check the error path.", "severity": "concern"}),
+            ),
+            ("3", "read", json!({"path": "src/main.rs"})),
+        ]),
         ScriptedReply::text("Done."),
     ]);
     let port = StubPort::default();
@@ -163,13 +171,13 @@ fn g3_tool_calls_go_through_the_port_and_the_review_ends_on_an_answer_without_to
     assert_eq!(run.answer, "Done.");
     let log = port.log.borrow();
     let names: Vec<&str> = log.tool_calls.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["read", "advise"]);
+    assert_eq!(names, ["read", "advise", "read"]);
     assert_eq!(log.tool_calls[0].1, json!({"path": "src/lib.rs"}));
     let messages = &run.context.messages;
     assert_eq!(
         messages.len(),
-        6,
-        "update, call, result, call, result, answer"
+        7,
+        "update, call, result, calls, result, result, answer"
     );
     assert_eq!(messages[0], user("### Session update\n\nx"));
     assert!(
@@ -181,7 +189,7 @@ fn g3_tool_calls_go_through_the_port_and_the_review_ends_on_an_answer_without_to
     assert_eq!(offered, ["read", "advise"]);
     assert_eq!(
         requests[2].messages.len(),
-        5,
+        6,
         "each call sees the whole context"
     );
     // G7: every appended message is an audit line, in order.
@@ -190,7 +198,7 @@ fn g3_tool_calls_go_through_the_port_and_the_review_ends_on_an_answer_without_to
         .iter()
         .filter(|e| matches!(e, AuditEvent::Message { .. }))
         .count();
-    assert_eq!(audited, 6);
+    assert_eq!(audited, 7);
 }
 
 #[test]
