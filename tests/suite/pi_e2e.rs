@@ -812,11 +812,9 @@ fn agent_starts(events: &[Value]) -> usize {
     events.iter().filter(|v| v["type"] == "agent_start").count()
 }
 
-// The scenarios below assert D3's routing (steer while running, wake while idle): they pin
-// `policy: interrupt`, since P1 made `defer` the default.
-const ENABLED_SYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: 1\n  policy: interrupt\n";
-const UNNAMED_ASYNC: &str = "advisor:\n  enabled: true\n  syncBacklog: off\n  policy: interrupt\n";
-const ENABLED_ASYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n  policy: interrupt\n";
+const ENABLED_SYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: 1\n";
+const UNNAMED_ASYNC: &str = "advisor:\n  enabled: true\n  syncBacklog: off\n";
+const ENABLED_ASYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n";
 
 // ---------------------------------------------------------------------------------------------
 // The scenarios
@@ -1033,12 +1031,8 @@ fn v5_a5_a_nit_raised_while_idle_goes_with_the_next_prompt() {
     let mut pi = setup.start(tools, true, &[]);
     let mark = pi.len();
     pi.prompt_settled("Quick answer. [say:cue-late-nit]");
-    // The nit is recorded once status counts it pending (P2: no model call follows `advise`).
-    let deadline = Instant::now() + WAIT;
-    while !pi.advisor_command("status").contains("pending 1") {
-        assert!(Instant::now() < deadline, "the nit was never recorded");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // The advisor's call after `advise` returned means the nit was recorded.
+    eventually("the nit recorded", || advisor_srv.bodies().len() >= 2);
     assert_eq!(
         agent_starts(&pi.events_since(mark)),
         1,
