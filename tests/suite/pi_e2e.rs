@@ -829,10 +829,11 @@ fn v5_d3_advice_reaches_the_next_request_is_saved_and_a_concern_steers_while_run
     let rt = runtime();
     let primary_srv = ModelServer::start(&rt, Arc::new(primary));
     let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    // D3's routing (the default before P1 made `defer` the default).
     let setup = Setup::new(
         &primary_srv,
         &advisor_srv,
-        ENABLED_SYNC,
+        &format!("{ENABLED_SYNC}  policy: interrupt\n"),
         "the parser ignores empty lines\n",
     );
     let mut pi = setup.start(tools, true, &[]);
@@ -924,6 +925,78 @@ fn v5_d3_advice_reaches_the_next_request_is_saved_and_a_concern_steers_while_run
     pi.quit();
 }
 
+/// P1 with the default policy (`defer`) through the real pi: a concern raised while pi is
+/// mid-work (its turn made a tool call) is held to the end of the turn and arrives as a
+/// visible card after the final answer, inside the same run and without another call of the
+/// primary; and each review that only advises costs the advisor one request (P2).
+#[test]
+fn p1_v5_a_concern_raised_mid_work_arrives_as_a_card_after_the_final_answer() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "notes\n");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.prompt_settled("Read the notes. CUE-CONCERN [read:notes.txt] [say:done]");
+
+    let concern = "concern note raised on CUE-CONCERN";
+    let requests = primary_requests(&primary_srv);
+    assert_eq!(requests.len(), 2, "the tool turn and the final answer only");
+    assert!(
+        !request_text(&requests[1]).contains(concern),
+        "not steered into the running work"
+    );
+    assert_eq!(agent_starts(&pi.events_since(mark)), 1, "no second run");
+    let file = pi.state()["sessionFile"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    eventually("the card in the session file", || {
+        advisor_entries(&file)
+            .iter()
+            .any(|e| e["content"].to_string().contains(concern))
+    });
+    let saved = advisor_entries(&file);
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(saved[0]["display"], true);
+    // One request per review: the review that advised made no follow-up call.
+    assert_eq!(
+        advisor_srv.bodies().len(),
+        reviews(&advisor_srv).len(),
+        "every advisor request is a review"
+    );
+    pi.quit();
+}
+
+/// P1 with the default policy: a blocker raised mid-work steers into the running work at once.
+#[test]
+fn p1_v5_a_blocker_raised_mid_work_steers_at_once() {
+    let Some(tools) = tools() else { return };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "notes\n");
+    let mut pi = setup.start(tools, true, &[]);
+    let mark = pi.len();
+    pi.prompt_settled("Read the notes. CUE-BLOCKER [read:notes.txt] [say:done]");
+
+    let blocker = "blocker note raised on CUE-BLOCKER";
+    let requests = primary_requests(&primary_srv);
+    assert!(requests.len() >= 2, "{}", requests.len());
+    let second = request_text(&requests[1]);
+    assert!(
+        second.contains(blocker) && second.contains("severity=\"blocker\""),
+        "the steer reaches the next call: {second}"
+    );
+    assert_eq!(
+        agent_starts(&pi.events_since(mark)),
+        1,
+        "inside the same run"
+    );
+    pi.quit();
+}
+
 /// (b) idle wake: a blocker raised after the run went idle starts a new run carrying it
 /// (interrupt policy, D3).
 #[test]
@@ -967,10 +1040,11 @@ fn v5_d6_after_a_user_abort_a_concern_is_a_card_and_nothing_resumes() {
     let rt = runtime();
     let primary_srv = ModelServer::start(&rt, Arc::new(primary));
     let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
+    // D3's routing (the default before P1 made `defer` the default).
     let setup = Setup::new(
         &primary_srv,
         &advisor_srv,
-        UNNAMED_ASYNC,
+        &format!("{UNNAMED_ASYNC}  policy: interrupt\n"),
         "the cache is never invalidated\n",
     );
     // The advisor model named only by pi's modes.json (M1, V5).
@@ -1027,12 +1101,23 @@ fn v5_a5_a_nit_raised_while_idle_goes_with_the_next_prompt() {
     let rt = runtime();
     let primary_srv = ModelServer::start(&rt, Arc::new(primary));
     let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
-    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_ASYNC, "notes\n");
+    // D3's routing (the default before P1 made `defer` the default).
+    let config = format!("{ENABLED_ASYNC}  policy: interrupt\n");
+    let setup = Setup::new(&primary_srv, &advisor_srv, &config, "notes\n");
     let mut pi = setup.start(tools, true, &[]);
     let mark = pi.len();
     pi.prompt_settled("Quick answer. [say:cue-late-nit]");
-    // The advisor's call after `advise` returned means the nit was recorded.
-    eventually("the nit recorded", || advisor_srv.bodies().len() >= 2);
+    // The nit is recorded once status counts it pending (an advise-only turn makes no
+    // follow-up call to wait for, P2).
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let status = pi.advisor_command("status");
+        if status.contains("pending 1") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the nit recorded: {status}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert_eq!(
         agent_starts(&pi.events_since(mark)),
         1,
