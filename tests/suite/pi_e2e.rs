@@ -2184,7 +2184,8 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
 #[test]
 fn p3_switching_back_to_a_session_neither_repeats_advice_nor_starts_a_run() {
     let Some(tools) = tools() else { return };
-    let w = world(ENABLED_SYNC, "notes\n");
+    // The concern steers (D3's routing; under P1's `defer` it would be a card after the answer).
+    let w = world(&format!("{ENABLED_SYNC}  policy: interrupt\n"), "notes\n");
     let (primary_srv, advisor_srv) = (&w.primary, &w.advisor);
     let mut pi = w.setup.start(tools, true, &[]);
     let concern = "concern note raised on CUE-CONCERN";
