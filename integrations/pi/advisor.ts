@@ -11,7 +11,8 @@
  * Layout, top to bottom: plain helpers (limits, settings files, model resolution, transcript
  * mapping), the child process (`AdvisorChild`, one per pi process, kept on `globalThis`), the
  * per-process bridge state (`Bridge`), the `ask_advisor` tool (G8), and the extension factory
- * that wires pi's hooks to it.
+ * that wires pi's hooks to it. What differs between pi's API lines (0.73.x and 1.x) — the turn
+ * and run hooks — is in `pi-api.ts`, chosen once at load time.
  */
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -21,6 +22,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
+import { adapterFor, type Card, type Core, detectPi, type LineAdapter, type PiInfo, projectedMessages } from "./pi-api.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Limits (everything from outside has a size cap and a time limit)
@@ -61,13 +63,6 @@ const USAGE = "usage: /advisor [toggle|on|off|status|dump [raw]|test <nit|concer
 // Small helpers
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-/** A card or delivery as the server sends it: `{channel, content, notes}`. */
-interface Card {
-	channel?: string;
-	content: string;
-	notes?: { severity?: string; note: string }[];
-}
 
 /** Thrown for a JSON-RPC error reply. */
 class RpcError extends Error {
@@ -308,8 +303,7 @@ function entryMessage(entry: any): any {
 /** The whole current branch as the model sees it (compaction applied), for seeding and rewrites. */
 function branchMessages(ctx: ExtensionContext): any[] {
 	try {
-		const projection = ctx.sessionManager.buildSessionProjection();
-		return projection.messages.filter((m: any) => m?.role !== "system" && !isOwnCustom(m));
+		return projectedMessages(ctx.sessionManager).filter((m: any) => m?.role !== "system" && !isOwnCustom(m));
 	} catch {
 		return [];
 	}
@@ -509,11 +503,18 @@ interface Bridge {
 	ctx: ExtensionContext | undefined;
 	/** The advisor session id (the pi session id when it was opened), when open. */
 	sessionId: string | undefined;
+	/** The pi session file it was opened for. */
+	sessionFile: string | undefined;
 	/** The id of the last entry the server has (the `base` of the next `session/turnEnd`). */
 	cursor: string | null;
 	running: boolean;
 	deathShown: boolean;
 	timings: string | undefined;
+	/** The running pi and its API line, decided at the first load (`pi-api.ts`). */
+	info: PiInfo | undefined;
+	adapter: LineAdapter | undefined;
+	/** The unsupported-pi notice was shown (once per process). */
+	unsupportedShown: boolean;
 }
 
 const BRIDGE_KEY = Symbol.for("advisor.pi.bridge");
@@ -526,10 +527,14 @@ function bridge(): Bridge {
 			pi: undefined,
 			ctx: undefined,
 			sessionId: undefined,
+			sessionFile: undefined,
 			cursor: null,
 			running: false,
 			deathShown: false,
 			timings: process.env.ADVISOR_PI_TIMINGS || undefined,
+			info: undefined,
+			adapter: undefined,
+			unsupportedShown: false,
 		} satisfies Bridge;
 	}
 	return g[BRIDGE_KEY] as Bridge;
@@ -633,6 +638,7 @@ async function openSession(ctx: ExtensionContext, forceEnabled: boolean, seed = 
 		const status = await race(child.request("session/open", params), undefined, OPEN_TIMEOUT_MS);
 		if (status === undefined) return undefined;
 		b.sessionId = sessionId;
+		b.sessionFile = file;
 		b.cursor = leaf;
 		return statusText(status);
 	} catch (e) {
@@ -711,6 +717,16 @@ function recordTiming(ms: number): void {
 	}
 }
 
+/** The lines `/advisor status` adds: which pi, and what its API cannot honour (V5). */
+function piStatus(): string {
+	const { info, adapter } = bridge();
+	if (!info || !adapter) return "";
+	const which = info.version ? `pi ${info.version} (${info.pkg})` : "pi (version not found)";
+	const lines = [`\n${which}, ${adapter.line} API`];
+	for (const limit of adapter.limits) lines.push(`on pi ${adapter.line}: ${limit}`);
+	return lines.join("\n");
+}
+
 // ---------------------------------------------------------------------------------------------
 // `/advisor` (C1–C4): on/off/toggle are the host's (persisted, V5); the rest goes to the server.
 
@@ -753,13 +769,14 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 		case "status":
 		case "dump":
 		case "test": {
+			const about = verb === "status" ? piStatus() : "";
 			if (!b.sessionId) {
 				const named = advisorRole(ctx.cwd, agentDir);
 				const dead = b.child?.dead;
 				const why = dead ? `unavailable (${dead})` : "off (/advisor on turns it on)";
-				return `advisor: ${why}; model ${named ? `${named.role} (from ${named.from})` : "not assigned"}`;
+				return `advisor: ${why}; model ${named ? `${named.role} (from ${named.from})` : "not assigned"}${about}`;
 			}
-			return forward([verb, ...line.split(/\s+/).slice(1)].join(" "));
+			return `${await forward([verb, ...line.split(/\s+/).slice(1)].join(" "))}${about}`;
 		}
 		default:
 			return USAGE;
@@ -855,14 +872,61 @@ function registerAskTool(pi: ExtensionAPI): void {
 // ---------------------------------------------------------------------------------------------
 // The extension factory: runs once per session runtime; the bridge lives on globalThis.
 
+/** The shared core, as the line adapters see it (`pi-api.ts`). */
+const core: Core = {
+	isOpen: () => bridge().sessionId !== undefined,
+	sendTurn: (ctx) => sendTurn(ctx),
+	takeDeliveries: (signal) => takeDeliveries(signal),
+	interrupted: async () => {
+		await quiet(call("session/interrupt", { byUser: true }));
+	},
+	setRunning: (running, signal) => setRunning(running, signal),
+	customMessage: (card) => customMessage(card),
+	recordTiming: (ms) => recordTiming(ms),
+	notify: (text, level) => notify(text, level),
+	giveUp: async (text) => {
+		notify(text, "warning");
+		await closeSession();
+	},
+};
+
+/** A pi this extension does not support: one notice at start, and `/advisor` says the same. */
+function registerUnsupported(pi: ExtensionAPI, problem: string): void {
+	const b = bridge();
+	pi.on?.("session_start", async (_event: unknown, ctx: ExtensionContext) => {
+		b.ctx = ctx;
+		if (b.unsupportedShown) return;
+		b.unsupportedShown = true;
+		notify(problem, "warning");
+	});
+	pi.registerCommand?.("advisor", {
+		description: "The advisor (not supported on this pi)",
+		handler: async (_args: string, ctx: ExtensionContext) => {
+			ctx.ui.notify(problem, "warning");
+		},
+	});
+}
+
 export default function advisorExtension(pi: ExtensionAPI): void {
 	const b = bridge();
 	b.pi = pi;
+	b.info ??= detectPi(pi);
+	const info = b.info;
+	if (!info.line) {
+		registerUnsupported(pi, info.problem ?? "advisor: this pi is not supported; the advisor is off");
+		return;
+	}
+	b.adapter ??= adapterFor(info.line);
+	const adapter = b.adapter;
 
 	pi.on("session_start", async (event, ctx) => {
 		b.pi = pi;
 		b.ctx = ctx;
 		b.running = false;
+		const sm = ctx.sessionManager;
+		// pi 0.73's RPC mode starts a replaced session twice: the second start changes nothing.
+		if (event.reason !== "startup" && event.reason !== "reload" && b.sessionId === sm.getSessionId() && b.sessionFile === sm.getSessionFile()) return;
+		adapter.reset();
 		if (event.reason === "startup" || event.reason === "reload" || !b.sessionId) {
 			if (b.sessionId) await closeSession();
 			if (isEnabled(ctx.cwd, agentDirOf())) await openSession(ctx, readEnabledState(agentDirOf()) === true);
@@ -886,8 +950,8 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 	pi.on("before_agent_start", async (event, ctx) => {
 		b.ctx = ctx;
 		if (!b.sessionId) return;
-		// A wake starts a run with messageType "custom": that is not the user's prompt (D6).
-		if (event.messageType === "user") await quiet(call("session/userPrompt", {}, ctx.signal));
+		// A wake starts a run too: that is not the user's prompt (D6).
+		if (adapter.isUserPrompt(event)) await quiet(call("session/userPrompt", {}, ctx.signal));
 		await setRunning(true, ctx.signal);
 		// The run's first step boundary: advice queued while idle (nits) goes with the prompt.
 		const cards = await takeDeliveries(ctx.signal);
@@ -904,34 +968,16 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 		if (b.sessionId) await setRunning(true, ctx.signal);
 	});
 
-	pi.on("turn_end", async (event, ctx) => {
-		const started = performance.now();
-		try {
-			if (!b.sessionId || event.outcome !== "completed") return;
-			await sendTurn(ctx);
-			const cards = await takeDeliveries(ctx.signal);
-			if (cards.length === 0) return;
-			const drafts = cards.map((card) => ({ type: "custom_message" as const, ...customMessage(card) }));
-			// A steer must reach the model even after a terminal turn; asides ride the next request.
-			const steer = cards.some((c) => c.channel !== "aside");
-			return steer ? { entries: [...event.entries, ...drafts], continue: true } : { entries: [...event.entries, ...drafts] };
-		} finally {
-			recordTiming(performance.now() - started);
-		}
-	});
-
-	pi.on("agent_settled", async (event) => {
-		if (!b.sessionId) return;
-		// No way to tell a user's abort from an extension's: pi's only abort is the user's (D6).
-		if (event.aborted) await quiet(call("session/interrupt", { byUser: true }));
-		await setRunning(false);
-	});
+	// turn_end and the end of a run: per API line (pi-api.ts).
+	adapter.register(pi, core);
 
 	pi.on("session_compact", async (_event, ctx) => {
+		adapter.reset();
 		await rewrite("compaction", ctx);
 	});
 
 	pi.on("session_tree", async (event, ctx) => {
+		adapter.reset();
 		await rewrite("tree", ctx, event.newLeafId ?? null);
 	});
 

@@ -7,6 +7,7 @@ mod delivery_guard;
 mod faults;
 mod layering;
 mod pi_e2e;
+mod pi_e2e_lines;
 mod providers_anthropic;
 mod providers_common;
 mod providers_limits;

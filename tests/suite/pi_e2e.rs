@@ -25,9 +25,12 @@ use tokio::runtime::Runtime;
 // ---------------------------------------------------------------------------------------------
 // Installing pi (once per test binary; the script itself is idempotent and cached)
 
-struct PiTools {
-    node_bin: PathBuf,
-    pi: PathBuf,
+pub(super) struct PiTools {
+    pub(super) node_bin: PathBuf,
+    pub(super) pi: PathBuf,
+    /// Every pinned pi by version (`pi_bin_<version>=` from the setup script), for
+    /// `pi_e2e_lines`.
+    pub(super) by_version: Vec<(String, PathBuf)>,
 }
 
 static TOOLS: OnceLock<Option<PiTools>> = OnceLock::new();
@@ -45,7 +48,7 @@ fn cache_dir() -> PathBuf {
         .unwrap_or_else(|| manifest("target/pi-e2e"))
 }
 
-fn tools() -> Option<&'static PiTools> {
+pub(super) fn tools() -> Option<&'static PiTools> {
     TOOLS.get_or_init(install).as_ref()
 }
 
@@ -94,9 +97,15 @@ fn install() -> Option<PiTools> {
             .map(PathBuf::from)
             .unwrap_or_else(|| panic!("setup printed no {name}: {out}"))
     };
+    let by_version = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("pi_bin_")?.split_once('='))
+        .map(|(version, dir)| (version.to_string(), Path::new(dir).join("pi")))
+        .collect();
     Some(PiTools {
         node_bin: field("node_bin"),
         pi: field("pi_bin").join("pi"),
+        by_version,
     })
 }
 
@@ -134,7 +143,7 @@ struct Received {
     body: Value,
 }
 
-struct ModelServer {
+pub(super) struct ModelServer {
     addr: SocketAddr,
     requests: Arc<Mutex<Vec<Received>>>,
 }
@@ -163,7 +172,7 @@ impl ModelServer {
     }
 
     /// The chat requests received so far (the body of each).
-    fn bodies(&self) -> Vec<Value> {
+    pub(super) fn bodies(&self) -> Vec<Value> {
         self.requests
             .lock()
             .iter()
@@ -268,7 +277,7 @@ fn tool_sse(id: &str, name: &str, args: Value) -> String {
 }
 
 /// Every string inside a message's content, joined.
-fn message_text(message: &Value) -> String {
+pub(super) fn message_text(message: &Value) -> String {
     fn collect(v: &Value, out: &mut String) {
         match v {
             Value::String(s) => {
@@ -285,12 +294,12 @@ fn message_text(message: &Value) -> String {
     out
 }
 
-fn messages(body: &Value) -> Vec<Value> {
+pub(super) fn messages(body: &Value) -> Vec<Value> {
     body["messages"].as_array().cloned().unwrap_or_default()
 }
 
 /// The whole conversation of a request as text (for "does it carry X" checks).
-fn request_text(body: &Value) -> String {
+pub(super) fn request_text(body: &Value) -> String {
     messages(body).iter().map(message_text).collect()
 }
 
@@ -422,7 +431,7 @@ struct Stream {
     closed: bool,
 }
 
-struct Pi {
+pub(super) struct Pi {
     child: Child,
     stdin: Option<ChildStdin>,
     stream: Arc<(Mutex<Stream>, Condvar)>,
@@ -431,10 +440,10 @@ struct Pi {
 }
 
 /// The directories of one scenario, kept across pi restarts.
-struct Setup {
+pub(super) struct Setup {
     _dir: tempfile::TempDir,
     home: PathBuf,
-    agent: PathBuf,
+    pub(super) agent: PathBuf,
     sessions: PathBuf,
     work: PathBuf,
 }
@@ -443,7 +452,7 @@ impl Setup {
     /// An agent directory whose models.json names the primary (`scripted/scripted-model`) and
     /// the advisor (`advisorprov/advisor-model`, key `advisor-secret`), `config.yml` holding
     /// `config` (K1), and a workspace with `notes.txt` holding `notes`.
-    fn new(primary: &ModelServer, advisor: &ModelServer, config: &str, notes: &str) -> Self {
+    pub(super) fn new(primary: &ModelServer, advisor: &ModelServer, config: &str, notes: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().to_path_buf();
         let (home, agent, sessions, work) = (
@@ -484,7 +493,7 @@ impl Setup {
     }
 
     /// Starts pi with the extension (or without it) and waits until RPC answers.
-    fn start(&self, tools: &PiTools, extension: bool, env: &[(&str, &str)]) -> Pi {
+    pub(super) fn start(&self, tools: &PiTools, extension: bool, env: &[(&str, &str)]) -> Pi {
         let path = format!(
             "{}:{}",
             tools.node_bin.display(),
@@ -580,19 +589,19 @@ impl Setup {
 const WAIT: Duration = Duration::from_secs(30);
 
 impl Pi {
-    fn send(&mut self, command: &Value) {
+    pub(super) fn send(&mut self, command: &Value) {
         let stdin = self.stdin.as_mut().expect("pi stdin open");
         writeln!(stdin, "{command}").expect("write to pi");
         stdin.flush().expect("flush pi stdin");
     }
 
     /// Waits for the first event at or after index `from` matching `pred`.
-    fn wait_from(&self, from: usize, what: &str, pred: impl Fn(&Value) -> bool) -> (usize, Value) {
+    pub(super) fn wait_from(&self, from: usize, what: &str, pred: impl Fn(&Value) -> bool) -> (usize, Value) {
         self.wait_within(from, what, WAIT, pred)
     }
 
     /// Like `wait_from`, giving up after `limit`.
-    fn wait_within(
+    pub(super) fn wait_within(
         &self,
         from: usize,
         what: &str,
@@ -623,7 +632,7 @@ impl Pi {
     }
 
     /// Sends an RPC command and returns its response.
-    fn call(&mut self, mut command: Value) -> Value {
+    pub(super) fn call(&mut self, mut command: Value) -> Value {
         self.next_id += 1;
         let id = format!("t{}", self.next_id);
         command["id"] = json!(id);
@@ -636,11 +645,11 @@ impl Pi {
         reply
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.stream.0.lock().events.len()
     }
 
-    fn events_since(&self, from: usize) -> Vec<Value> {
+    pub(super) fn events_since(&self, from: usize) -> Vec<Value> {
         self.stream.0.lock().events[from..].to_vec()
     }
 
@@ -653,7 +662,7 @@ impl Pi {
     }
 
     /// `/advisor ARGS` and the text it showed (the notify that followed).
-    fn advisor_command(&mut self, args: &str) -> String {
+    pub(super) fn advisor_command(&mut self, args: &str) -> String {
         let mark = self.len();
         let reply = self.call(json!({"type": "prompt", "message": format!("/advisor {args}")}));
         assert_eq!(reply["data"]["disposition"], "handled", "{reply}");
@@ -661,7 +670,7 @@ impl Pi {
         note["message"].as_str().unwrap_or_default().to_string()
     }
 
-    fn notices_since(&self, from: usize) -> Vec<String> {
+    pub(super) fn notices_since(&self, from: usize) -> Vec<String> {
         self.events_since(from)
             .iter()
             .filter(|v| is_notify(v))
@@ -669,16 +678,16 @@ impl Pi {
             .collect()
     }
 
-    fn state(&mut self) -> Value {
+    pub(super) fn state(&mut self) -> Value {
         self.call(json!({"type": "get_state"}))["data"].clone()
     }
 
-    fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Closes pi's input and waits for it to exit.
-    fn quit(mut self) {
+    pub(super) fn quit(mut self) {
         self.stdin.take();
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.child.try_wait().ok().flatten().is_none() {
@@ -698,7 +707,7 @@ impl Drop for Pi {
     }
 }
 
-fn is_notify(v: &Value) -> bool {
+pub(super) fn is_notify(v: &Value) -> bool {
     v["type"] == "extension_ui_request" && v["method"] == "notify"
 }
 
@@ -715,7 +724,7 @@ fn tail(events: &[Value]) -> String {
 }
 
 /// Waits until `cond` holds (bounded), for effects outside pi's event stream.
-fn eventually(what: &str, cond: impl Fn() -> bool) {
+pub(super) fn eventually(what: &str, cond: impl Fn() -> bool) {
     let deadline = Instant::now() + WAIT;
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -724,7 +733,7 @@ fn eventually(what: &str, cond: impl Fn() -> bool) {
 }
 
 /// The `advisor serve` children of process `parent` (Linux /proc).
-fn serve_children(parent: u32) -> Vec<u32> {
+pub(super) fn serve_children(parent: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -742,7 +751,7 @@ fn serve_children(parent: u32) -> Vec<u32> {
 }
 
 /// True while process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
+pub(super) fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| {
             s.rsplit_once(") ")
@@ -751,7 +760,7 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-fn runtime() -> Runtime {
+pub(super) fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -760,7 +769,7 @@ fn runtime() -> Runtime {
 }
 
 /// The session file's entries (JSON lines).
-fn session_entries(path: &str) -> Vec<Value> {
+pub(super) fn session_entries(path: &str) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -768,7 +777,7 @@ fn session_entries(path: &str) -> Vec<Value> {
         .collect()
 }
 
-fn advisor_entries(path: &str) -> Vec<Value> {
+pub(super) fn advisor_entries(path: &str) -> Vec<Value> {
     session_entries(path)
         .into_iter()
         .filter(|e| e["type"] == "custom_message" && e["customType"] == "advisor")
@@ -776,12 +785,12 @@ fn advisor_entries(path: &str) -> Vec<Value> {
 }
 
 /// The primary's chat requests (the scripted server also sees nothing else from pi).
-fn primary_requests(server: &ModelServer) -> Vec<Value> {
+pub(super) fn primary_requests(server: &ModelServer) -> Vec<Value> {
     server.bodies()
 }
 
 /// The advisor's review requests: those whose last message is a session update.
-fn reviews(server: &ModelServer) -> Vec<Value> {
+pub(super) fn reviews(server: &ModelServer) -> Vec<Value> {
     server
         .bodies()
         .into_iter()
@@ -793,13 +802,13 @@ fn reviews(server: &ModelServer) -> Vec<Value> {
         .collect()
 }
 
-fn agent_starts(events: &[Value]) -> usize {
+pub(super) fn agent_starts(events: &[Value]) -> usize {
     events.iter().filter(|v| v["type"] == "agent_start").count()
 }
 
-const ENABLED_SYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: 1\n";
-const UNNAMED_ASYNC: &str = "advisor:\n  enabled: true\n  syncBacklog: off\n";
-const ENABLED_ASYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n";
+pub(super) const ENABLED_SYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: 1\n";
+pub(super) const UNNAMED_ASYNC: &str = "advisor:\n  enabled: true\n  syncBacklog: off\n";
+pub(super) const ENABLED_ASYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n";
 
 // ---------------------------------------------------------------------------------------------
 // The scenarios
@@ -1208,7 +1217,7 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
 }
 
 /// The session file pi is writing now (RPC `get_state`).
-fn session_file(pi: &mut Pi) -> String {
+pub(super) fn session_file(pi: &mut Pi) -> String {
     let file = pi.state()["sessionFile"]
         .as_str()
         .unwrap_or_default()
@@ -1497,14 +1506,14 @@ fn v5_on_off_persist_across_restarts_and_pi_exiting_ends_the_child() {
 
 /// One scenario's world: the scripted primary and advisor servers, running on `_rt`, and the
 /// directories of a setup with `config` (K1) and `notes`.
-struct World {
-    primary: ModelServer,
-    advisor: ModelServer,
-    setup: Setup,
+pub(super) struct World {
+    pub(super) primary: ModelServer,
+    pub(super) advisor: ModelServer,
+    pub(super) setup: Setup,
     _rt: Runtime,
 }
 
-fn world(config: &str, notes: &str) -> World {
+pub(super) fn world(config: &str, notes: &str) -> World {
     let rt = runtime();
     let primary = ModelServer::start(&rt, Arc::new(primary));
     let advisor = ModelServer::start(&rt, Arc::new(advisor));
@@ -1699,7 +1708,7 @@ fn v5_g8_an_abort_ends_a_waiting_ask_advisor_call_at_once() {
 // instead of the debug binary under test.
 
 /// The `p`-th percentile (0–100) of sorted `xs`, nearest rank.
-fn percentile(xs: &[f64], p: f64) -> f64 {
+pub(super) fn percentile(xs: &[f64], p: f64) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
