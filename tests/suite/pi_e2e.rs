@@ -365,7 +365,7 @@ fn primary(body: &Value) -> Reply {
 }
 
 /// What the scripted advisor answers a question with (G8).
-const ASK_ANSWER: &str = "ANSWER-MARKER: keep a copy of notes.txt before you overwrite it.";
+pub(super) const ASK_ANSWER: &str = "ANSWER-MARKER: keep a copy of notes.txt before you overwrite it.";
 
 /// The advisor: answers a question from the agent (an ask, G8) with [`ASK_ANSWER`] (after a
 /// minute when the question holds `CUE-SLOW-ANSWER`); else
@@ -1543,7 +1543,7 @@ fn tool_results_in(file: &str, tool: &str) -> Vec<(String, bool)> {
 }
 
 /// The messages of a request answering tool calls (OpenAI `role: "tool"`), as text.
-fn tool_messages(body: &Value) -> Vec<String> {
+pub(super) fn tool_messages(body: &Value) -> Vec<String> {
     messages(body)
         .iter()
         .filter(|m| m["role"] == "tool")

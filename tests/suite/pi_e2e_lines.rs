@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use super::pi_e2e::{
     agent_starts, advisor_entries, eventually, is_notify, message_text, messages,
-    primary_requests, request_text, reviews, serve_children, session_file, tools, world, Pi,
-    PiTools, World, ENABLED_ASYNC, ENABLED_SYNC,
+    primary_requests, request_text, reviews, serve_children, session_file, tool_messages, tools,
+    world, Pi, PiTools, World, ASK_ANSWER, ENABLED_ASYNC, ENABLED_SYNC,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -238,11 +238,12 @@ fn v5_d6_on_pi_16_a_user_abort_turns_a_pending_concern_into_a_card() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Compaction and a new session reset the advisor
+// Consulting, and compaction, a new session and a fork resetting the advisor
 
-/// R1: after `compact` the next review is a fresh context holding the summary and the new turn;
-/// after `new_session` (which pi 0.73's RPC mode starts twice) it holds nothing old, and one
-/// `advisor serve` serves both sessions.
+/// G8: `ask_advisor` answers the primary; R1: after `compact` the next review is a fresh context
+/// holding the summary and the new turn; after `new_session` (which pi 0.73's RPC mode starts
+/// twice) it holds nothing old; after a fork, only the branch kept; one `advisor serve` serves
+/// every session.
 fn compaction_and_new_session_reset(line: Line) {
     let Some(tools) = pi_of(line.version()) else {
         return;
@@ -260,10 +261,17 @@ fn compaction_and_new_session_reset(line: Line) {
     prompt_settled(
         &mut pi,
         line,
-        "First run. [read:notes.txt] [say:FIRST-RUN-MARKER]",
+        "First run. [read:notes.txt] [ask:Is overwriting notes.txt safe?] [say:FIRST-RUN-MARKER]",
+    );
+    let requests = primary_requests(&w.primary);
+    assert_eq!(requests.len(), 3, "read, ask, final answer");
+    let answers = tool_messages(&requests[2]);
+    assert!(
+        answers.iter().any(|r| r.contains(ASK_ANSWER)),
+        "the advisor's answer is the tool result: {answers:?}"
     );
     let before = reviews(&w.advisor).len();
-    assert_eq!(before, 2, "both turns reviewed");
+    assert_eq!(before, 3, "every turn reviewed");
 
     pi.call(json!({"type": "compact"}));
     prompt_settled(&mut pi, line, "Second run. [say:SECOND-RUN-MARKER]");
@@ -288,17 +296,45 @@ fn compaction_and_new_session_reset(line: Line) {
     for old in ["SUMMARY-MARKER", "FIRST-RUN-MARKER", "SECOND-RUN-MARKER"] {
         assert!(!text.contains(old), "nothing old after new_session ({old}): {text}");
     }
+
+    // A fork from the fourth prompt: the advisor starts over on the branch before it.
+    prompt_settled(&mut pi, line, "Fourth run. [say:FOURTH-RUN-MARKER]");
+    let forks = pi.call(json!({"type": "get_fork_messages"}));
+    let entry = forks["data"]["messages"]
+        .as_array()
+        .and_then(|m| {
+            m.iter()
+                .find(|x| x["text"].as_str().is_some_and(|t| t.contains("Fourth run")))
+        })
+        .map(|x| x["entryId"].clone())
+        .expect("the fourth prompt can be forked from");
+    pi.call(json!({"type": "fork", "entryId": entry}));
+    prompt_settled(&mut pi, line, "Fifth run. [say:FIFTH-RUN-MARKER]");
+    let after = reviews(&w.advisor);
+    assert_eq!(after.len(), before + 4);
+    let forked = &after[before + 3];
+    let users = messages(forked)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, 1, "a fresh advisor context after the fork");
+    let text = request_text(forked);
+    assert!(
+        text.contains("THIRD-RUN-MARKER") && text.contains("FIFTH-RUN-MARKER"),
+        "the replay holds the forked branch and the new turn: {text}"
+    );
+    assert!(!text.contains("FOURTH-RUN-MARKER"), "{text}");
     assert_eq!(serve_children(pi.pid()), child, "one advisor serve");
     pi.quit();
 }
 
 #[test]
-fn v5_r1_on_pi_073_compaction_and_new_session_reset_the_advisor() {
+fn v5_g8_r1_on_pi_073_consult_and_compaction_new_session_fork_resets() {
     compaction_and_new_session_reset(Line::Legacy);
 }
 
 #[test]
-fn v5_r1_on_pi_16_compaction_and_new_session_reset_the_advisor() {
+fn v5_g8_r1_on_pi_16_consult_and_compaction_new_session_fork_resets() {
     compaction_and_new_session_reset(Line::Current);
 }
 
