@@ -733,6 +733,7 @@ function piStatus(): string {
 async function command(args: string, ctx: ExtensionContext): Promise<string> {
 	const b = bridge();
 	b.ctx = ctx;
+	if (b.info?.problem) return b.info.problem;
 	const line = args.trim();
 	const verb = (line.split(/\s+/)[0] ?? "").toLowerCase();
 	const agentDir = agentDirOf();
@@ -883,8 +884,9 @@ const core: Core = {
 	setRunning: (running, signal) => setRunning(running, signal),
 	customMessage: (card) => customMessage(card),
 	recordTiming: (ms) => recordTiming(ms),
-	notify: (text, level) => notify(text, level),
 	giveUp: async (text) => {
+		const b = bridge();
+		b.info = { ...b.info, line: undefined, problem: text };
 		notify(text, "warning");
 		await closeSession();
 	},
@@ -923,6 +925,7 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 		b.pi = pi;
 		b.ctx = ctx;
 		b.running = false;
+		if (!b.info?.line) return; // given up on this pi's API (pi-api.ts)
 		const sm = ctx.sessionManager;
 		// pi 0.73's RPC mode starts a replaced session twice: the second start changes nothing.
 		if (event.reason !== "startup" && event.reason !== "reload" && b.sessionId === sm.getSessionId() && b.sessionFile === sm.getSessionFile()) return;

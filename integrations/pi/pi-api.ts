@@ -154,7 +154,6 @@ export interface Core {
 	customMessage(card: Card): AdvisoryMessage;
 	/** `ADVISOR_PI_TIMINGS`: the time the extension held pi's loop for one turn. */
 	recordTiming(ms: number): void;
-	notify(text: string, level?: "info" | "warning" | "error"): void;
 	/** Closes the session for good with a notice (the API turned out not to be the expected one). */
 	giveUp(text: string): Promise<void>;
 }
@@ -383,7 +382,7 @@ function eventLine(): LineAdapter {
 						break;
 					}
 				}
-				if (lastAssistant && (lastAssistant.timestamp ?? 0) >= sessionStartedAt) {
+				if (core.isOpen() && lastAssistant && (lastAssistant.timestamp ?? 0) >= sessionStartedAt) {
 					const key = turnKey(lastAssistant);
 					if (!handled.includes(key)) {
 						const started = performance.now();

@@ -40,7 +40,7 @@ fn manifest(relative: &str) -> PathBuf {
 }
 
 /// The cache beside the binary under test: `target/pi-e2e`.
-fn cache_dir() -> PathBuf {
+pub(super) fn cache_dir() -> PathBuf {
     let bin = Path::new(env!("CARGO_BIN_EXE_advisor"));
     bin.parent()
         .and_then(Path::parent)
@@ -365,7 +365,8 @@ fn primary(body: &Value) -> Reply {
 }
 
 /// What the scripted advisor answers a question with (G8).
-pub(super) const ASK_ANSWER: &str = "ANSWER-MARKER: keep a copy of notes.txt before you overwrite it.";
+pub(super) const ASK_ANSWER: &str =
+    "ANSWER-MARKER: keep a copy of notes.txt before you overwrite it.";
 
 /// The advisor: answers a question from the agent (an ask, G8) with [`ASK_ANSWER`] (after a
 /// minute when the question holds `CUE-SLOW-ANSWER`); else
@@ -426,8 +427,6 @@ fn advisor(body: &Value) -> Reply {
 #[derive(Default)]
 struct Stream {
     events: Vec<Value>,
-    /// When each event was read (for the overhead measurement).
-    times: Vec<Instant>,
     closed: bool,
 }
 
@@ -452,7 +451,12 @@ impl Setup {
     /// An agent directory whose models.json names the primary (`scripted/scripted-model`) and
     /// the advisor (`advisorprov/advisor-model`, key `advisor-secret`), `config.yml` holding
     /// `config` (K1), and a workspace with `notes.txt` holding `notes`.
-    pub(super) fn new(primary: &ModelServer, advisor: &ModelServer, config: &str, notes: &str) -> Self {
+    pub(super) fn new(
+        primary: &ModelServer,
+        advisor: &ModelServer,
+        config: &str,
+        notes: &str,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().to_path_buf();
         let (home, agent, sessions, work) = (
@@ -556,7 +560,6 @@ impl Setup {
                     if let Ok(v) = serde_json::from_slice::<Value>(&line) {
                         let mut s = lock.lock();
                         s.events.push(v);
-                        s.times.push(Instant::now());
                     }
                 }
                 cv.notify_all();
@@ -596,7 +599,12 @@ impl Pi {
     }
 
     /// Waits for the first event at or after index `from` matching `pred`.
-    pub(super) fn wait_from(&self, from: usize, what: &str, pred: impl Fn(&Value) -> bool) -> (usize, Value) {
+    pub(super) fn wait_from(
+        &self,
+        from: usize,
+        what: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> (usize, Value) {
         self.wait_within(from, what, WAIT, pred)
     }
 
@@ -1113,18 +1121,11 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     pi.prompt_settled("Second run. [say:SECOND-RUN-MARKER]");
     let after_compact = reviews(&advisor_srv);
     assert_eq!(after_compact.len(), before + 1);
-    let replay = &after_compact[before];
-    let users = messages(replay)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .count();
-    assert_eq!(users, 1, "a fresh advisor context after compaction");
-    let text = request_text(replay);
-    assert!(
-        text.contains("SUMMARY-MARKER"),
-        "the replay holds the summary: {text}"
+    assert_fresh_replay(
+        &after_compact[before],
+        &["SUMMARY-MARKER", "SECOND-RUN-MARKER"],
+        &[],
     );
-    assert!(text.contains("SECOND-RUN-MARKER"));
 
     pi.call(json!({"type": "new_session"}));
     pi.prompt_settled("Third run. [say:THIRD-RUN-MARKER]");
@@ -1156,16 +1157,7 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
 
     // A fork from the fourth prompt: the advisor starts over on the branch before it.
     pi.prompt_settled("Fourth run. [say:FOURTH-RUN-MARKER]");
-    let forks = pi.call(json!({"type": "get_fork_messages"}));
-    let entry = forks["data"]["messages"]
-        .as_array()
-        .and_then(|m| {
-            m.iter()
-                .find(|x| x["text"].as_str().is_some_and(|t| t.contains("Fourth run")))
-        })
-        .map(|x| x["entryId"].clone())
-        .expect("the fourth prompt can be forked from");
-    pi.call(json!({"type": "fork", "entryId": entry}));
+    fork_before(&mut pi, "Fourth run");
     pi.prompt_settled("Fifth run. [say:FIFTH-RUN-MARKER]");
     assert_eq!(
         serve_children(pi.pid()),
@@ -1179,18 +1171,11 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     );
     let after_fork = reviews(&advisor_srv);
     assert_eq!(after_fork.len(), before + 4);
-    let forked = &after_fork[before + 3];
-    let users = messages(forked)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .count();
-    assert_eq!(users, 1, "a fresh advisor context after the fork");
-    let text = request_text(forked);
-    assert!(
-        text.contains("THIRD-RUN-MARKER") && text.contains("FIFTH-RUN-MARKER"),
-        "the replay holds the forked branch and the new turn: {text}"
+    assert_fresh_replay(
+        &after_fork[before + 3],
+        &["THIRD-RUN-MARKER", "FIFTH-RUN-MARKER"],
+        &["FOURTH-RUN-MARKER"],
     );
-    assert!(!text.contains("FOURTH-RUN-MARKER"), "{text}");
     pi.quit();
     // G7: each session's advisor transcript sits beside that session's file — the audit
     // followed new_session and the fork instead of going on beside the first file.
@@ -1214,6 +1199,37 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     assert!(!new.contains("FIRST-RUN-MARKER"), "{new}");
     assert!(!new.contains("FIFTH-RUN-MARKER"), "{new}");
     assert!(fork.contains("FIFTH-RUN-MARKER"), "beside the fork: {fork}");
+}
+
+/// Forks the session before the user prompt starting with `prompt` (RPC `fork`).
+pub(super) fn fork_before(pi: &mut Pi, prompt: &str) {
+    let forks = pi.call(json!({"type": "get_fork_messages"}));
+    let entry = forks["data"]["messages"]
+        .as_array()
+        .and_then(|m| {
+            m.iter()
+                .find(|x| x["text"].as_str().is_some_and(|t| t.starts_with(prompt)))
+        })
+        .map(|x| x["entryId"].clone())
+        .unwrap_or_else(|| panic!("no prompt {prompt:?} to fork from: {forks}"));
+    pi.call(json!({"type": "fork", "entryId": entry}));
+}
+
+/// R1: `review` is the first of a fresh advisor context (one user message, the replay), which
+/// holds every marker of `has` and none of `lacks`.
+pub(super) fn assert_fresh_replay(review: &Value, has: &[&str], lacks: &[&str]) {
+    let users = messages(review)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, 1, "a fresh advisor context: {review}");
+    let text = request_text(review);
+    for marker in has {
+        assert!(text.contains(marker), "the replay holds {marker}: {text}");
+    }
+    for marker in lacks {
+        assert!(!text.contains(marker), "the replay lacks {marker}: {text}");
+    }
 }
 
 /// The session file pi is writing now (RPC `get_state`).
@@ -1700,12 +1716,7 @@ fn v5_g8_an_abort_ends_a_waiting_ask_advisor_call_at_once() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Measurement (not a timed test: run it on purpose and read the figures)
-//
-//   cargo test --test all suite::pi_e2e::measure_turn_end_overhead -- --ignored --nocapture
-//
-// `PI_MEASURE_ADVISOR_BIN=target/release/advisor` measures a release build of the server
-// instead of the debug binary under test.
+// Measurement helpers (the measurement itself: `pi_e2e_lines::measure_turn_overhead_per_line`)
 
 /// The `p`-th percentile (0–100) of sorted `xs`, nearest rank.
 pub(super) fn percentile(xs: &[f64], p: f64) -> f64 {
@@ -1714,84 +1725,4 @@ pub(super) fn percentile(xs: &[f64], p: f64) -> f64 {
     }
     let rank = ((p / 100.0) * xs.len() as f64).ceil() as usize;
     xs[rank.clamp(1, xs.len()) - 1]
-}
-
-/// For each turn of the last run: ms from the turn's last message (`message_end`) to its
-/// `turn_end` event, as read off the RPC stream — the extension's `turn_end` handler runs in
-/// between (pi emits the RPC event after the handlers).
-fn turn_end_gaps(pi: &Pi, from: usize) -> Vec<f64> {
-    let s = pi.stream.0.lock();
-    let mut gaps = Vec::new();
-    let mut last_end = None;
-    for i in from..s.events.len() {
-        match s.events[i]["type"].as_str() {
-            Some("message_end") => last_end = Some(s.times[i]),
-            Some("turn_end") => {
-                if let Some(t) = last_end.take() {
-                    gaps.push(s.times[i].duration_since(t).as_secs_f64() * 1000.0);
-                }
-            }
-            _ => {}
-        }
-    }
-    gaps
-}
-
-#[test]
-#[ignore = "a measurement: run with --ignored --nocapture"]
-fn measure_turn_end_overhead() {
-    let Some(tools) = tools() else { return };
-    let rt = runtime();
-    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
-    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
-    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_ASYNC, "short notes\n");
-    let reads = vec!["notes.txt"; 50].join(",");
-    let prompt = format!("Read it fifty times. [read:{reads}] [say:done]");
-    let timings = setup.agent.join("turn-end-ms.txt");
-    let mut report = String::new();
-    let bin = std::env::var("PI_MEASURE_ADVISOR_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_advisor").to_string());
-    report.push_str(&format!("advisor serve: {bin}\n"));
-    for (label, extension) in [("without the extension", false), ("with the advisor", true)] {
-        let env = [
-            ("ADVISOR_PI_TIMINGS", timings.to_str().unwrap_or_default()),
-            ("ADVISOR_BIN", bin.as_str()),
-        ];
-        let mut pi = setup.start(tools, extension, &env);
-        // One warm-up run, then the measured one.
-        pi.prompt_settled("Warm up. [read:notes.txt] [say:warm]");
-        let _ = std::fs::remove_file(&timings);
-        let mark = pi.len();
-        pi.prompt_settled(&prompt);
-        let mut gaps = turn_end_gaps(&pi, mark);
-        gaps.sort_by(f64::total_cmp);
-        report.push_str(&format!(
-            "{label}: {} turns; message_end→turn_end on the RPC stream p50 {:.2} ms, p99 {:.2} ms\n",
-            gaps.len(),
-            percentile(&gaps, 50.0),
-            percentile(&gaps, 99.0)
-        ));
-        if extension {
-            let mut inside: Vec<f64> = std::fs::read_to_string(&timings)
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect();
-            inside.sort_by(f64::total_cmp);
-            report.push_str(&format!(
-                "  turn_end handler (performance.now() inside the extension): {} calls, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms\n",
-                inside.len(),
-                percentile(&inside, 50.0),
-                percentile(&inside, 99.0),
-                inside.last().copied().unwrap_or(f64::NAN)
-            ));
-            report.push_str(&format!(
-                "  advisor reviews made: {}\n",
-                reviews(&advisor_srv).len()
-            ));
-        }
-        pi.quit();
-    }
-    eprintln!("{report}");
-    let _ = std::fs::write(cache_dir().join("turn-end-overhead.txt"), &report);
 }

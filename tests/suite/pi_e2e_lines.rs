@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::pi_e2e::{
-    agent_starts, advisor_entries, eventually, is_notify, message_text, messages,
-    primary_requests, request_text, reviews, serve_children, session_file, tool_messages, tools,
-    world, Pi, PiTools, World, ASK_ANSWER, ENABLED_ASYNC, ENABLED_SYNC,
+    advisor_entries, agent_starts, assert_fresh_replay, eventually, fork_before, is_notify,
+    message_text, messages, primary_requests, request_text, reviews, serve_children, session_file,
+    tool_messages, tools, world, Pi, PiTools, World, ASK_ANSWER, ENABLED_ASYNC, ENABLED_SYNC,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -109,9 +109,7 @@ fn advisory_reaches_the_next_request(line: Line) {
     );
     if let Line::Legacy = line {
         // The concern started a run of its own after the prompt's run ended.
-        let (started, _) = pi.wait_from(ended, "the concern's run", |v| {
-            v["type"] == "agent_start"
-        });
+        let (started, _) = pi.wait_from(ended, "the concern's run", |v| v["type"] == "agent_start");
         pi.wait_from(started, "the concern's run ending", |v| {
             v["type"] == "agent_end"
         });
@@ -160,8 +158,14 @@ fn advisory_reaches_the_next_request(line: Line) {
     assert_eq!(occurrences(&last, concern), 1, "{last}");
 
     let status = advisor_command(&mut pi, "status");
-    assert!(status.contains("advisor-model"), "names the model: {status}");
-    assert!(status.contains(&format!("pi {}", line.version())), "{status}");
+    assert!(
+        status.contains("advisor-model"),
+        "names the model: {status}"
+    );
+    assert!(
+        status.contains(&format!("pi {}", line.version())),
+        "{status}"
+    );
     match line {
         Line::Legacy => assert!(
             status.contains("@mariozechner/pi-coding-agent")
@@ -217,7 +221,11 @@ fn user_abort_makes_a_card(line: Line) {
             .iter()
             .any(|e| e.to_string().contains(concern))
     });
-    assert_eq!(pi.state()["isStreaming"], false, "no run after a user abort");
+    assert_eq!(
+        pi.state()["isStreaming"],
+        false,
+        "no run after a user abort"
+    );
     assert_eq!(agent_starts(&pi.events_since(ended + 1)), 0);
     assert_eq!(primary_requests(&w.primary).len(), 2);
     prompt_settled(&mut pi, line, "Go on. [say:resumed]");
@@ -277,53 +285,37 @@ fn compaction_and_new_session_reset(line: Line) {
     prompt_settled(&mut pi, line, "Second run. [say:SECOND-RUN-MARKER]");
     let after = reviews(&w.advisor);
     assert_eq!(after.len(), before + 1);
-    let replay = &after[before];
-    let users = messages(replay)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .count();
-    assert_eq!(users, 1, "a fresh advisor context after compaction");
-    let text = request_text(replay);
-    assert!(text.contains("SUMMARY-MARKER"), "{text}");
-    assert!(text.contains("SECOND-RUN-MARKER"), "{text}");
+    assert_fresh_replay(
+        &after[before],
+        &["SUMMARY-MARKER", "SECOND-RUN-MARKER"],
+        &[],
+    );
 
     pi.call(json!({"type": "new_session"}));
     prompt_settled(&mut pi, line, "Third run. [say:THIRD-RUN-MARKER]");
     let after = reviews(&w.advisor);
-    assert_eq!(after.len(), before + 2, "one review for the new session's turn");
-    let text = request_text(&after[before + 1]);
-    assert!(text.contains("THIRD-RUN-MARKER"), "{text}");
-    for old in ["SUMMARY-MARKER", "FIRST-RUN-MARKER", "SECOND-RUN-MARKER"] {
-        assert!(!text.contains(old), "nothing old after new_session ({old}): {text}");
-    }
+    assert_eq!(
+        after.len(),
+        before + 2,
+        "one review for the new session's turn"
+    );
+    assert_fresh_replay(
+        &after[before + 1],
+        &["THIRD-RUN-MARKER"],
+        &["SUMMARY-MARKER", "FIRST-RUN-MARKER", "SECOND-RUN-MARKER"],
+    );
 
     // A fork from the fourth prompt: the advisor starts over on the branch before it.
     prompt_settled(&mut pi, line, "Fourth run. [say:FOURTH-RUN-MARKER]");
-    let forks = pi.call(json!({"type": "get_fork_messages"}));
-    let entry = forks["data"]["messages"]
-        .as_array()
-        .and_then(|m| {
-            m.iter()
-                .find(|x| x["text"].as_str().is_some_and(|t| t.contains("Fourth run")))
-        })
-        .map(|x| x["entryId"].clone())
-        .expect("the fourth prompt can be forked from");
-    pi.call(json!({"type": "fork", "entryId": entry}));
+    fork_before(&mut pi, "Fourth run");
     prompt_settled(&mut pi, line, "Fifth run. [say:FIFTH-RUN-MARKER]");
     let after = reviews(&w.advisor);
     assert_eq!(after.len(), before + 4);
-    let forked = &after[before + 3];
-    let users = messages(forked)
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .count();
-    assert_eq!(users, 1, "a fresh advisor context after the fork");
-    let text = request_text(forked);
-    assert!(
-        text.contains("THIRD-RUN-MARKER") && text.contains("FIFTH-RUN-MARKER"),
-        "the replay holds the forked branch and the new turn: {text}"
+    assert_fresh_replay(
+        &after[before + 3],
+        &["THIRD-RUN-MARKER", "FIFTH-RUN-MARKER"],
+        &["FOURTH-RUN-MARKER"],
     );
-    assert!(!text.contains("FOURTH-RUN-MARKER"), "{text}");
     assert_eq!(serve_children(pi.pid()), child, "one advisor serve");
     pi.quit();
 }
@@ -360,7 +352,11 @@ fn v5_an_unsupported_pi_gets_one_notice_instead_of_a_silent_advisor() {
         "{text}"
     );
     assert_eq!(notice["notifyType"], "warning");
-    prompt_settled(&mut pi, Line::Legacy, "Go. CUE-NIT [read:notes.txt] [say:done]");
+    prompt_settled(
+        &mut pi,
+        Line::Legacy,
+        "Go. CUE-NIT [read:notes.txt] [say:done]",
+    );
     assert!(serve_children(pi.pid()).is_empty(), "no advisor process");
     assert_eq!(w.advisor.bodies().len(), 0, "nothing reviewed");
     let notices: Vec<String> = pi
@@ -378,6 +374,9 @@ fn v5_an_unsupported_pi_gets_one_notice_instead_of_a_silent_advisor() {
 // Measurement (not a timed test: run it on purpose and read the figures)
 //
 //   cargo test --test all suite::pi_e2e_lines::measure_turn_overhead_per_line -- --ignored --nocapture
+//
+// `PI_MEASURE_ADVISOR_BIN=target/release/advisor` measures a release build of the server
+// instead of the debug binary under test. The figures also go to `target/pi-e2e/turn-overhead.txt`.
 
 /// Per line: a 50-turn run (one read per turn) with and without the extension; the
 /// difference in wall time per turn is the extension's overhead on pi's loop, and
@@ -386,7 +385,9 @@ fn v5_an_unsupported_pi_gets_one_notice_instead_of_a_silent_advisor() {
 #[test]
 #[ignore = "a measurement: run with --ignored --nocapture"]
 fn measure_turn_overhead_per_line() {
-    let mut report = String::new();
+    let bin = std::env::var("PI_MEASURE_ADVISOR_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_advisor").to_string());
+    let mut report = format!("advisor serve: {bin}\n");
     for line in [Line::Legacy, Line::Current] {
         let Some(tools) = pi_of(line.version()) else {
             return;
@@ -397,18 +398,21 @@ fn measure_turn_overhead_per_line() {
         let timings = w.setup.agent.join("turn-ms.txt");
         let mut per_turn = Vec::new();
         for extension in [false, true] {
-            let env = [("ADVISOR_PI_TIMINGS", timings.to_str().unwrap_or_default())];
+            let env = [
+                ("ADVISOR_PI_TIMINGS", timings.to_str().unwrap_or_default()),
+                ("ADVISOR_BIN", bin.as_str()),
+            ];
             let mut pi = w.setup.start(&tools, extension, &env);
             prompt_settled(&mut pi, line, "Warm up. [read:notes.txt] [say:warm]");
             let _ = std::fs::remove_file(&timings);
             let mut runs = Vec::new();
-            for _ in 0..3 {
+            for _ in 0..5 {
                 let started = Instant::now();
                 prompt_settled(&mut pi, line, &prompt);
                 runs.push(started.elapsed());
             }
             runs.sort();
-            let median: Duration = runs[1];
+            let median: Duration = runs[2];
             per_turn.push(median.as_secs_f64() * 1000.0 / 51.0);
             if extension {
                 let mut inside: Vec<f64> = std::fs::read_to_string(&timings)
@@ -429,7 +433,7 @@ fn measure_turn_overhead_per_line() {
             pi.quit();
         }
         report.push_str(&format!(
-            "pi {}: per turn {:.2} ms without the extension, {:.2} ms with it: overhead {:.2} ms/turn (median of 3 runs of 51 turns)\n",
+            "pi {}: per turn {:.2} ms without the extension, {:.2} ms with it: overhead {:.2} ms/turn (median of 5 runs of 51 turns)\n",
             line.version(),
             per_turn[0],
             per_turn[1],
@@ -437,4 +441,8 @@ fn measure_turn_overhead_per_line() {
         ));
     }
     eprintln!("{report}");
+    let _ = std::fs::write(
+        super::pi_e2e::cache_dir().join("turn-overhead.txt"),
+        &report,
+    );
 }
