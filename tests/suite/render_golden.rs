@@ -1,7 +1,6 @@
 //! Golden tests of the two transcript renderers (SPEC §3), through the public API the
 //! transcript feed uses.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use advisor::domain::transcript::TranscriptMessage;
