@@ -342,8 +342,10 @@ function eventLine(): LineAdapter {
 					}
 					const stop = event.message.stopReason;
 					if (stop === "aborted" || stop === "error") return;
+					// The run's signal as it is now: pi answers a later read with the next run's, or none.
+					const signal: AbortSignal | undefined = ctx.signal;
 					await core.sendTurn(ctx);
-					const cards = await core.takeDeliveries(ctx.signal);
+					const cards = await core.takeDeliveries(signal);
 					if (cards.length === 0) return;
 					if (!ctx.isIdle()) {
 						// The loop waits at this turn's gate: save the advisories after the turn and
@@ -362,10 +364,12 @@ function eventLine(): LineAdapter {
 						return;
 					}
 					// The run has already ended (this was its last turn): an aside is appended where
-					// the user sees it and rides the next request; a steer starts a run (D3).
+					// the user sees it and rides the next request; a steer starts a run (D3) — unless
+					// the user aborted the run meanwhile: then it is a card too, nothing resumes (D6).
+					const stopped = signal?.aborted === true;
 					for (const card of cards) {
 						const m = core.customMessage(card);
-						if (card.channel === "aside") pi.sendMessage(m, { triggerTurn: false });
+						if (card.channel === "aside" || stopped) pi.sendMessage(m, { triggerTurn: false });
 						else pi.sendMessage(m, { deliverAs: "steer", triggerTurn: true });
 					}
 				} finally {

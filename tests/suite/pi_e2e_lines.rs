@@ -246,6 +246,55 @@ fn v5_d6_on_pi_16_a_user_abort_turns_a_pending_concern_into_a_card() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// syncBacklog holds the next request, and the user's abort cuts the wait short
+
+/// S1: with syncBacklog 1 the next model request waits for the review of the turn before it
+/// (1.6: in `turn_end`; 0.73: in the `context` hook); the review stalls, the user aborts, and
+/// the abort is answered at once, no further model request is made, and the run ends aborted.
+fn abort_cuts_the_sync_wait_short(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let mut pi = w.setup.start(&tools, true, &[]);
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "Read. CUE-STALL [read:notes.txt] [say:x]"}));
+    eventually("the stalled review", || w.advisor.bodies().len() == 1);
+    // Held while the review runs (S1): without the hold the run would be over by now, not
+    // aborted, with two requests made.
+    let quick = Duration::from_secs(10);
+    let before_abort = pi.len();
+    let asked = Instant::now();
+    pi.send(&json!({"type": "abort", "id": "abort-1"}));
+    pi.wait_within(before_abort, "the reply to abort", quick, |v| {
+        v["type"] == "response" && v["id"] == "abort-1"
+    });
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        asked.elapsed()
+    );
+    let (_, ended) = pi.wait_within(mark, line.settled(), quick, |v| v["type"] == line.settled());
+    assert!(aborted(line, &ended), "the run ended by the abort: {ended}");
+    assert_eq!(
+        primary_requests(&w.primary).len(),
+        1,
+        "no model call after the abort"
+    );
+    pi.quit();
+}
+
+#[test]
+fn v5_s1_on_pi_073_the_next_request_waits_for_the_review_and_an_abort_cuts_it_short() {
+    abort_cuts_the_sync_wait_short(Line::Legacy);
+}
+
+#[test]
+fn v5_s1_on_pi_16_the_next_request_waits_for_the_review_and_an_abort_cuts_it_short() {
+    abort_cuts_the_sync_wait_short(Line::Current);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Consulting, and compaction, a new session and a fork resetting the advisor
 
 /// G8: `ask_advisor` answers the primary; R1: after `compact` the next review is a fresh context
