@@ -39,6 +39,15 @@ pub enum HandleError {
     Ask(AskError),
 }
 
+/// What the host may say about a turn that ended ([`AdvisorHandle::turn_end_with`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnEndOptions {
+    /// Whether the primary will call its model again in this run: `Some(true)` marks the
+    /// turn work in progress (WIP), `Some(false)` a final boundary (P1); `None` derives it
+    /// from the turn's last assistant message (it made a tool call: WIP).
+    pub will_continue: Option<bool>,
+}
+
 /// The host's handle on a running advisor. Cheap to clone; every call goes through the
 /// supervisor's mailbox, so it works from any thread or runtime once started.
 #[derive(Clone)]
@@ -131,8 +140,21 @@ impl AdvisorHandle {
     /// a `status` right after shows the turn's delta queued. Only a full mailbox makes the
     /// call wait, for its turn in line.
     pub async fn turn_end(&self, transcript: &Transcript) -> Result<(), HandleError> {
+        self.turn_end_with(transcript, TurnEndOptions::default())
+            .await
+    }
+
+    /// [`AdvisorHandle::turn_end`] with what the host knows about the turn: whether the
+    /// primary will call its model again (`will_continue`, §3 Expanded, P1). Left `None`,
+    /// it is derived from the turn's last assistant message (a tool call: it continues).
+    pub async fn turn_end_with(
+        &self,
+        transcript: &Transcript,
+        options: TurnEndOptions,
+    ) -> Result<(), HandleError> {
         let turn = PrimaryTurnEnded {
             transcript: transcript.mark(),
+            will_continue: options.will_continue,
         };
         let turn = if self.turn_end_waits {
             turn

@@ -114,7 +114,7 @@ pub(crate) mod texts;
 pub use config::RuntimeConfig;
 pub use domain::host::{HostEvent, RewriteKind, StepAdvice};
 pub use domain::transcript::{Transcript, TranscriptMessage};
-pub use handle::{AdvisorHandle, HandleError};
+pub use handle::{AdvisorHandle, HandleError, TurnEndOptions};
 pub use model::ModelClient;
 pub use providers::build_client;
 pub use runtime::{AdvisorRuntime, RuntimeOptions};

@@ -2,17 +2,25 @@
  * The advisor for pi (SPEC V5): a second model reviews every turn of pi's agent and sends short
  * advice back (nit / concern / blocker). The work is done by `advisor serve`, a child process
  * speaking JSON-RPC 2.0 over stdio (SPEC V1–V4); this extension maps pi's events onto that
- * protocol as ../shared/PI-BRIDGE.md records and hands the advice to pi.
+ * protocol and hands the advice to pi. What it relies on from pi (events, payloads, what a
+ * handler may return, the RPC commands the tests drive) is written down in this directory's
+ * README.md, "What the bridge relies on".
  *
  * Load it with `pi -e integrations/pi/advisor.ts`, copy it into pi's extensions folder, or
  * install the directory as a pi package. The binary comes from `ADVISOR_BIN`, else `advisor`
  * on `PATH`. No build step: pi loads TypeScript as it is.
  *
  * Layout, top to bottom: plain helpers (limits, settings files, model resolution, transcript
- * mapping), the child process (`AdvisorChild`, one per pi process, kept on `globalThis`), the
- * per-process bridge state (`Bridge`), the `ask_advisor` tool (G8), and the extension factory
- * that wires pi's hooks to it. What differs between pi's API lines (0.73.x and 1.x) — the turn
- * and run hooks — is in `pi-api.ts`, chosen once at load time.
+ * mapping), the child process (`AdvisorChild`), its supervisor (`Supervisor`: every call with
+ * a deadline, a failed state, restarts with backoff — one per pi process, kept on
+ * `globalThis`), the advisor session of the current pi session (`AdvisorSession`, opened in
+ * the background), the `/advisor` command, the `ask_advisor` tool (G8), and the extension
+ * factory that wires pi's hooks to it. What differs between pi's API lines (0.73.x and 1.x) —
+ * the turn and run hooks — is in `pi-api.ts`, chosen once at load time.
+ *
+ * The promise (SPEC S2, F4, V5): pi never waits on a failing advisor. No pi event waits on the
+ * child more than `EVENT_BUDGET_MS` in all; the first call that misses its deadline ends the
+ * child (one notice), and a new one starts at a later turn.
  */
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -31,12 +39,30 @@ import { adapterFor, type Card, type Core, detectPi, type LineAdapter, type PiIn
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
 /** The largest settings / state file read. */
 const MAX_FILE_BYTES = 256 * 1024;
-/** `turnEnd` may wait for syncBacklog up to 30 s (S1), plus slack. */
+/** The most one pi event waits on the child in all (S2, F4): a healthy child answers in
+ * milliseconds; one that has not answered by then counts as failed. */
+const EVENT_BUDGET_MS = 2_000;
+/** `turnEnd` may wait for syncBacklog up to 30 s by design (S1), plus slack; liveness checks
+ * meanwhile tell such a wait from a wedged child. */
 const TURN_END_TIMEOUT_MS = 35_000;
-/** Every other request. */
-const REQUEST_TIMEOUT_MS = 10_000;
-/** Opening a session may build a model client and read WATCHDOG.md files. */
-const OPEN_TIMEOUT_MS = 20_000;
+/** How often a long wait checks that the child still answers at all. */
+const PROBE_EVERY_MS = 5_000;
+/** Calls nobody waits for (the open, state changes, turn ends without syncBacklog): a child
+ * that has not answered one by then counts as failed. */
+const BACKGROUND_DEADLINE_MS = 10_000;
+/** Resolving the advisor model through pi's registry (stored keys) before the open. */
+const MODEL_LOOKUP_MS = 10_000;
+/** A failed child gets TERM, then KILL after this. */
+const KILL_GRACE_MS = 1_000;
+/** Waits before a new child after the 1st, 2nd, 3rd… death in a row (V5). */
+const RESTART_BACKOFF_MS = [1_000, 5_000, 30_000];
+/** This many deaths within `DEATH_WINDOW_MS` and no new child starts until `/advisor on`. */
+const DEATHS_BEFORE_GIVING_UP = 3;
+const DEATH_WINDOW_MS = 10 * 60_000;
+/** Calls kept while the open is being prepared; beyond this the branch is re-sent whole. */
+const MAX_QUEUED_CALLS = 64;
+/** Input the child has not read yet; past this it counts as failed (a stopped child reads nothing). */
+const MAX_UNREAD_INPUT_BYTES = 128 * 1024 * 1024;
 /** `session/ask` waits for the pending reviews (30 s at most) and one model call
  * (`advisor.requestTimeoutSecs`, 300 s unless the settings say otherwise); the server ends it
  * then, and this is the backstop on top (G8). */
@@ -50,9 +76,10 @@ const MAX_WALK = 1_000_000;
 /** How much of the child's standard error is kept to explain its death. */
 const STDERR_TAIL_BYTES = 4096;
 
-/** The custom message type of every advisory this extension hands to pi (D2, X2). */
+/** The custom message type of every advisory this extension hands to pi (D2). The server
+ * keeps such messages out of what the advisor reviews (X2) and reads the advice already in a
+ * branch from them (P3), so they are sent like any other message. */
 const CUSTOM_TYPE = "advisor";
-const OWN_TYPES = new Set(["advisor", "advisory"]);
 const STATE_FILE = "advisor-extension.json";
 const EXTENSION_VERSION = "0.1.0";
 /** The `advisor serve` protocol this extension speaks (V2 `initialize`). */
@@ -75,24 +102,42 @@ class RpcError extends Error {
 	}
 }
 
-/** Resolves with `promise`, or with `undefined` once `signal` aborts or `ms` pass. */
-function race<T>(promise: Promise<T>, signal: AbortSignal | undefined, ms: number): Promise<T | undefined> {
-	if (signal?.aborted) return Promise.resolve(undefined);
-	return new Promise<T | undefined>((resolve, reject) => {
-		const timer = setTimeout(() => finish(undefined), ms);
-		const onAbort = () => finish(undefined);
-		function finish(value: T | undefined, error?: unknown) {
+/** How a bounded wait ended. */
+type Outcome<T> = { kind: "value"; value: T } | { kind: "timeout" } | { kind: "aborted" };
+
+/**
+ * Waits for `promise` at most `ms` and until `signal` aborts. A rejection is passed on; the
+ * promise itself is left to run (and its rejection handled).
+ */
+function within<T>(promise: Promise<T>, signal: AbortSignal | undefined, ms: number): Promise<Outcome<T>> {
+	if (signal?.aborted) {
+		promise.catch(() => {});
+		return Promise.resolve({ kind: "aborted" });
+	}
+	return new Promise<Outcome<T>>((resolve, reject) => {
+		const timer = setTimeout(() => finish({ kind: "timeout" }), Math.max(0, ms));
+		const onAbort = () => finish({ kind: "aborted" });
+		function finish(outcome: Outcome<T> | undefined, error?: unknown) {
 			clearTimeout(timer);
 			signal?.removeEventListener("abort", onAbort);
-			if (error !== undefined) reject(error);
-			else resolve(value);
+			if (outcome) resolve(outcome);
+			else reject(error);
 		}
 		signal?.addEventListener("abort", onAbort, { once: true });
 		promise.then(
-			(v) => finish(v),
+			(value) => finish({ kind: "value", value }),
 			(e) => finish(undefined, e ?? new Error("rejected")),
 		);
 	});
+}
+
+/** The value of a bounded wait, or `undefined` when it timed out or was aborted. */
+function valueOf<T>(outcome: Outcome<T>): T | undefined {
+	return outcome.kind === "value" ? outcome.value : undefined;
+}
+
+function seconds(ms: number): string {
+	return `${Math.round(ms / 100) / 10} s`;
 }
 
 /** The text of a regular file no larger than the cap, or `undefined`. */
@@ -221,27 +266,36 @@ function advisorRole(cwd: string, agentDir: string): { role: string; from: strin
 	return undefined;
 }
 
+/** The model pi's registry holds for `role` (`provider/id[:thinking]`), with the level. */
+function lookUpModel(role: string, registry: any): { model: any; thinking?: string } | undefined {
+	const slash = role.indexOf("/");
+	if (slash <= 0 || !registry) return undefined;
+	const provider = role.slice(0, slash);
+	const rest = role.slice(slash + 1);
+	try {
+		// The whole rest as an id first (OpenRouter ids hold `/` and `:`), then a trailing level.
+		const whole = registry.find(provider, rest);
+		if (whole) return { model: whole };
+		const colon = rest.lastIndexOf(":");
+		if (colon > 0 && THINKING.has(rest.slice(colon + 1))) {
+			const model = registry.find(provider, rest.slice(0, colon));
+			if (model) return { model, thinking: rest.slice(colon + 1) };
+		}
+	} catch {
+		// A registry that fails to load: the server resolves the role itself.
+	}
+	return undefined;
+}
+
 /**
  * The model to pass to `session/open`: a resolved endpoint when pi's registry knows the model,
  * else the role string itself (the server then resolves it with its own catalog).
  */
 async function resolveModel(role: string, ctx: ExtensionContext): Promise<Json> {
-	const slash = role.indexOf("/");
-	if (slash <= 0) return role;
-	const provider = role.slice(0, slash);
-	const rest = role.slice(slash + 1);
 	const registry = ctx.modelRegistry;
-	// The whole rest as an id first (OpenRouter ids hold `/` and `:`), then a trailing level.
-	let model = registry?.find(provider, rest);
-	let thinking: string | undefined;
-	if (!model) {
-		const colon = rest.lastIndexOf(":");
-		if (colon > 0 && THINKING.has(rest.slice(colon + 1))) {
-			model = registry?.find(provider, rest.slice(0, colon));
-			thinking = rest.slice(colon + 1);
-		}
-	}
-	if (!model) return role;
+	const found = lookUpModel(role, registry);
+	if (!found) return role;
+	const { model, thinking } = found;
 	const endpoint: { [key: string]: Json } = {
 		id: model.id,
 		provider: model.provider,
@@ -266,12 +320,51 @@ async function resolveModel(role: string, ctx: ExtensionContext): Promise<Json> 
 	return endpoint;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Transcript: pi session entries → SPEC §2 messages (PI-BRIDGE "The transcript delta").
-
-function isOwnCustom(message: any): boolean {
-	return message?.role === "custom" && OWN_TYPES.has(message.customType);
+/**
+ * Why the advisor model named in the settings cannot be used, in pi's terms (M1, V5): which
+ * model was not found, where it was looked up (pi's model registry: its built-in models and
+ * `models.json`), and what to set. `undefined` when pi's registry has the model.
+ */
+function modelProblem(named: { role: string; from: string }, ctx: ExtensionContext): string | undefined {
+	const registry = ctx.modelRegistry;
+	if (!registry || lookUpModel(named.role, registry)) return undefined;
+	const agentDir = agentDirOf();
+	const models = join(agentDir, "models.json");
+	const what = `the advisor model \`${named.role}\` (from ${named.from})`;
+	const fix = (example?: string) =>
+		`Set modelRoles.advisor in ${join(agentDir, "config.yml")} (or ADVISOR_MODEL) to a model pi knows` +
+		`${example ? `, e.g. ${example}` : ""}, or add the model to ${models}; then /advisor on`;
+	const slash = named.role.indexOf("/");
+	if (slash <= 0) return `${what} is not of the form provider/model-id. ${fix()}`;
+	const provider = named.role.slice(0, slash);
+	let ids: string[] = [];
+	try {
+		ids = (registry.getAll() as any[]).filter((m) => m?.provider === provider).map((m) => String(m.id));
+	} catch {
+		// an unreadable registry: say what we know
+	}
+	const where = ids.length
+		? `pi's model registry has provider \`${provider}\` (from ${models} or built in) but no model \`${named.role.slice(slash + 1)}\`; it has ${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", …" : ""}`
+		: `pi's model registry (its built-in models and ${models}) has no provider \`${provider}\``;
+	return `${what} was not found: ${where}. ${fix(ids.length ? `${provider}/${ids[0]}` : undefined)}`;
 }
+
+/** Command-line flags of `advisor` that a pi user cannot pass. */
+const CLI_FLAGS = /--(?:model|base-url|api)\b/;
+
+/**
+ * A server text as a pi user should read it: the server also serves its own command line,
+ * whose advice ("pass --base-url", "pass --model") means nothing inside pi. Such a text keeps
+ * its first clause and gets pi's way to set the model instead.
+ */
+function inPiTerms(text: string): string {
+	if (!CLI_FLAGS.test(text)) return text;
+	const head = text.split(/[:;,]?\s*(?:or |and )?pass --/)[0].replace(/[\s:;,]+$/, "");
+	return `${head}: set modelRoles.advisor in pi's config.yml (or ADVISOR_MODEL) to a model in pi's model registry (its built-in models and models.json)`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transcript: pi session entries → SPEC §2 messages (README "The transcript delta").
 
 /** The message an entry contributes, or `undefined` for state-only entries. */
 function entryMessage(entry: any): any {
@@ -279,11 +372,9 @@ function entryMessage(entry: any): any {
 		case "message": {
 			const m = entry.message;
 			// pi saves the system prompt and tool list as a system message: not the primary's words.
-			if (!m || m.role === "system") return undefined;
-			return isOwnCustom(m) ? undefined : m;
+			return !m || m.role === "system" ? undefined : m;
 		}
 		case "custom_message":
-			if (OWN_TYPES.has(entry.customType)) return undefined;
 			return {
 				role: "custom",
 				customType: entry.customType,
@@ -303,7 +394,7 @@ function entryMessage(entry: any): any {
 /** The whole current branch as the model sees it (compaction applied), for seeding and rewrites. */
 function branchMessages(ctx: ExtensionContext): any[] {
 	try {
-		return projectedMessages(ctx.sessionManager).filter((m: any) => m?.role !== "system" && !isOwnCustom(m));
+		return projectedMessages(ctx.sessionManager).filter((m: any) => m?.role !== "system");
 	} catch {
 		return [];
 	}
@@ -352,9 +443,11 @@ function customMessage(card: Card) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The child process: one `advisor serve` per pi process, JSON lines split on LF only.
+// The child process: one `advisor serve`, JSON lines split on LF only.
 
 type Listener = (method: string, params: any) => void;
+
+const INITIALIZE = { clientInfo: { name: "pi-advisor", version: EXTENSION_VERSION } };
 
 class AdvisorChild {
 	private proc: ChildProcessWithoutNullStreams | undefined;
@@ -366,11 +459,12 @@ class AdvisorChild {
 	private stderrTail = "";
 	/** Set once the child is gone (or never started); every call then fails at once. */
 	dead: string | undefined;
-	/** Unsolicited lines (wake, card, notice, steerReady) go here: rebound to the newest pi. */
+	/** Whether any line came from the child yet. */
+	heard = false;
+	/** Unsolicited lines (wake, card, notice, steerReady). */
 	onNotification: Listener = () => {};
-	/** Called once when the child dies unexpectedly. */
-	onDeath: (reason: string) => void = () => {};
-	private closing = false;
+	/** Called once when the child is gone, with why. */
+	onExit: (reason: string) => void = () => {};
 
 	constructor(readonly bin: string) {}
 
@@ -381,7 +475,7 @@ class AdvisorChild {
 			const args = log ? ["serve", "--log", log] : ["serve"];
 			proc = spawn(this.bin, args, { stdio: ["pipe", "pipe", "pipe"] });
 		} catch (e) {
-			this.die(`could not start ${this.bin} (${(e as Error).message})`);
+			this.die(`the advisor process could not start: ${this.bin} (${(e as Error).message})`);
 			return;
 		}
 		this.proc = proc;
@@ -392,7 +486,7 @@ class AdvisorChild {
 			this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
 		});
 		proc.stdin.on("error", () => {});
-		proc.on("error", (e) => this.die(`could not start ${this.bin} (${e.message})`));
+		proc.on("error", (e) => this.die(`the advisor process could not start: ${this.bin} (${e.message})`));
 		proc.on("exit", (code, signal) => {
 			const how = signal ? `killed by ${signal}` : `exit code ${code}`;
 			const tail = this.stderrTail.trim().split("\n").at(-1);
@@ -409,15 +503,21 @@ class AdvisorChild {
 		return this.proc?.pid;
 	}
 
+	/** Bytes written to the child that it has not read yet. */
+	get unread(): number {
+		return this.proc?.stdin.writableLength ?? 0;
+	}
+
 	private die(reason: string): void {
 		if (this.dead !== undefined) return;
 		this.dead = reason;
 		for (const { reject } of this.pending.values()) reject(new Error(`advisor: ${reason}`));
 		this.pending.clear();
-		if (!this.closing) this.onDeath(reason);
+		this.onExit(reason);
 	}
 
 	private onData(chunk: string): void {
+		this.heard = true;
 		let start = 0;
 		for (;;) {
 			const nl = chunk.indexOf("\n", start);
@@ -484,31 +584,301 @@ class AdvisorChild {
 
 	/** Closes the child's input: it disposes its sessions and exits (V1). */
 	close(): void {
-		this.closing = true;
 		try {
 			this.proc?.stdin.end();
 		} catch {
 			// already closed
 		}
 	}
+
+	/** Ends the child by its PID: TERM, then KILL after `KILL_GRACE_MS` (a stopped process
+	 * keeps a TERM pending). Waiting calls fail at once with `reason`. */
+	kill(reason: string): void {
+		this.die(reason);
+		const proc = this.proc;
+		if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+		try {
+			proc.stdin.destroy();
+			proc.kill("SIGTERM");
+		} catch {
+			// gone already
+		}
+		const timer = setTimeout(() => {
+			if (proc.exitCode === null && proc.signalCode === null) {
+				try {
+					proc.kill("SIGKILL");
+				} catch {
+					// gone meanwhile
+				}
+			}
+		}, KILL_GRACE_MS);
+		proc.once("exit", () => clearTimeout(timer));
+	}
 }
 
 // ---------------------------------------------------------------------------------------------
-// The bridge: what one pi process knows about its advisor session.
+// The supervisor (S2, F4, V5): one child at a time, and no call without a deadline.
+//
+//   acquire()          the running child; a new one when none ran yet or a restart is due
+//   restartNow()       `/advisor on`: forget past deaths and start a child at once
+//   call(m, p, budget) a request a pi event waits for, within the event's budget
+//   fire(m, p)         a request nobody waits for (the pipe keeps the order of requests)
+//   callLong(m, p, …)  a wait that may be long by design (syncBacklog, ask), with liveness checks
+//   describe()         the state for `/advisor status` when no child runs
+//
+// A call that misses its deadline fails the child: one notice that says why, the child is
+// ended by its PID, waiting calls return at once, later calls do not wait. A failed or dead
+// child is replaced at the next turn (`acquire`) after RESTART_BACKOFF_MS; after
+// DEATHS_BEFORE_GIVING_UP deaths within DEATH_WINDOW_MS it is not, until `/advisor on`.
+
+/** What one pi event may still spend waiting on the child, and pi's abort signal. */
+class Budget {
+	private readonly end: number;
+
+	constructor(
+		readonly signal?: AbortSignal,
+		readonly ms = EVENT_BUDGET_MS,
+	) {
+		this.end = performance.now() + ms;
+	}
+
+	left(): number {
+		return Math.max(0, this.end - performance.now());
+	}
+}
+
+type ChildState =
+	| { kind: "none" }
+	| { kind: "up"; child: AdvisorChild; since: number }
+	| { kind: "down"; reason: string; retryAt: number }
+	| { kind: "gaveUp"; reason: string };
+
+class Supervisor {
+	state: ChildState = { kind: "none" };
+	/** When the children died, within the last `DEATH_WINDOW_MS`. */
+	private deaths: number[] = [];
+	/** Deaths in a row, of children that lived less than `DEATH_WINDOW_MS` each. */
+	private streak = 0;
+	/** Unsolicited lines of the running child. */
+	onNotification: Listener = () => {};
+	/** The running child is gone (its sessions with it). */
+	onDown: (child: AdvisorChild) => void = () => {};
+	/** Tells the pi user something (a notice). */
+	say: (text: string) => void = () => {};
+
+	constructor(
+		readonly bin: string,
+		private readonly now: () => number = Date.now,
+	) {}
+
+	get child(): AdvisorChild | undefined {
+		return this.state.kind === "up" ? this.state.child : undefined;
+	}
+
+	acquire(): AdvisorChild | undefined {
+		const s = this.state;
+		if (s.kind === "up") return s.child;
+		if (s.kind === "gaveUp" || (s.kind === "down" && this.now() < s.retryAt)) return undefined;
+		return this.start();
+	}
+
+	restartNow(): AdvisorChild | undefined {
+		if (this.state.kind === "up") return this.state.child;
+		this.deaths = [];
+		this.streak = 0;
+		this.state = { kind: "none" };
+		return this.start();
+	}
+
+	private start(): AdvisorChild | undefined {
+		const child = new AdvisorChild(this.bin);
+		this.state = { kind: "up", child, since: this.now() };
+		child.onNotification = (method, params) => {
+			if (this.child === child) this.onNotification(method, params);
+		};
+		child.onExit = (reason) => this.down(child, reason);
+		child.start();
+		if (this.child !== child) return undefined;
+		this.fire("initialize", INITIALIZE)
+			.then((info) => {
+				if (info?.protocolVersion !== PROTOCOL_VERSION) {
+					this.say(`advisor: ${this.bin} speaks protocol ${info?.protocolVersion}, this extension ${PROTOCOL_VERSION}`);
+				}
+			})
+			.catch(() => {});
+		return child;
+	}
+
+	/** A request a pi event waits for, within `budget`: the result, or `undefined` when no child
+	 * runs, pi aborted, or the child missed the deadline (then it has failed). Server errors
+	 * reject with `RpcError`. */
+	async call(method: string, params: unknown, budget: Budget): Promise<any> {
+		const child = this.child;
+		if (!child) return undefined;
+		const outcome = await within(this.send(child, method, params), budget.signal, budget.left());
+		if (outcome.kind === "timeout") this.fail(child, `did not answer ${method} within ${seconds(budget.ms)}`);
+		return valueOf(outcome);
+	}
+
+	/** A request nobody waits for; a child that has not answered it within `ms` has failed. The
+	 * returned promise settles with the answer (or rejects) for whoever wants to look. */
+	fire(method: string, params: unknown, ms = BACKGROUND_DEADLINE_MS): Promise<any> {
+		const child = this.child;
+		if (!child) return Promise.resolve(undefined);
+		const answer = this.send(child, method, params);
+		within(answer, undefined, ms).then(
+			(outcome) => {
+				if (outcome.kind === "timeout") this.fail(child, `did not answer ${method} within ${seconds(ms)}`);
+			},
+			() => {},
+		);
+		return answer;
+	}
+
+	/** A request that may take long by design, bounded by `ms` and `signal`; meanwhile the child
+	 * must go on answering a cheap `initialize` within the event budget, every `PROBE_EVERY_MS`. */
+	async callLong(method: string, params: unknown, signal: AbortSignal | undefined, ms: number): Promise<any> {
+		const child = this.child;
+		if (!child) return undefined;
+		const answer = this.send(child, method, params);
+		void this.watch(child, method, answer);
+		const outcome = await within(answer, signal, ms);
+		if (outcome.kind === "timeout") this.fail(child, `did not answer ${method} within ${seconds(ms)}`);
+		return valueOf(outcome);
+	}
+
+	private async watch(child: AdvisorChild, method: string, answer: Promise<unknown>): Promise<void> {
+		let settled = false;
+		const done = answer.then(
+			() => (settled = true),
+			() => (settled = true),
+		);
+		while (!settled && this.child === child) {
+			const probe = await within(this.send(child, "initialize", INITIALIZE), undefined, EVENT_BUDGET_MS).catch(() => undefined);
+			if (probe?.kind === "timeout" && !settled) {
+				this.fail(child, `stopped answering while ${method} waited (no answer within ${seconds(EVENT_BUDGET_MS)})`);
+				return;
+			}
+			await within(done, undefined, PROBE_EVERY_MS);
+		}
+	}
+
+	private send(child: AdvisorChild, method: string, params: unknown): Promise<any> {
+		const answer = child.request(method, params);
+		if (child.unread > MAX_UNREAD_INPUT_BYTES) {
+			this.fail(child, `is not reading its input (${Math.round(child.unread / 1048576)} MiB unread)`);
+		}
+		return answer;
+	}
+
+	/** The running `child` missed a deadline: it has failed; end it by its PID. */
+	fail(child: AdvisorChild, what: string): void {
+		if (this.child !== child) return;
+		const silent = child.heard ? "" : " (it has answered nothing since it started)";
+		const reason = `the advisor process ${what}${silent}`;
+		this.down(child, reason);
+		child.kill(reason);
+	}
+
+	/** `child` is gone: one notice, and a restart at a later turn — or none after too many. */
+	private down(child: AdvisorChild, reason: string): void {
+		const s = this.state;
+		if (s.kind !== "up" || s.child !== child) return;
+		const now = this.now();
+		if (now - s.since >= DEATH_WINDOW_MS) this.streak = 0;
+		this.streak += 1;
+		this.deaths = [...this.deaths.filter((t) => now - t < DEATH_WINDOW_MS), now];
+		if (this.deaths.length >= DEATHS_BEFORE_GIVING_UP) {
+			this.state = { kind: "gaveUp", reason };
+			const times = `${this.deaths.length} times in ${DEATH_WINDOW_MS / 60_000} minutes`;
+			this.say(
+				`advisor: ${reason}. That is ${times}, so pi goes on without an advisor. ` +
+					"Set ADVISOR_SERVE_LOG=FILE to see why in the advisor's log, then /advisor on to try again.",
+			);
+		} else {
+			const wait = RESTART_BACKOFF_MS[Math.min(this.streak, RESTART_BACKOFF_MS.length) - 1];
+			this.state = { kind: "down", reason, retryAt: now + wait };
+			this.say(`advisor: ${reason}; pi goes on without it, and a new advisor process starts at the next turn`);
+		}
+		child.close();
+		this.onDown(child);
+	}
+
+	/** The state in words when no child runs (`/advisor status`). */
+	describe(): string {
+		const s = this.state;
+		switch (s.kind) {
+			case "none":
+			case "up":
+				return "starting…";
+			case "down": {
+				const wait = s.retryAt - this.now();
+				const when = wait > 0 ? ` (in ${Math.ceil(wait / 1000)} s or later)` : "";
+				return `unavailable: ${s.reason}; a new advisor process starts at the next turn${when}`;
+			}
+			case "gaveUp":
+				return `unavailable: ${s.reason} (${DEATHS_BEFORE_GIVING_UP} times in ${DEATH_WINDOW_MS / 60_000} minutes); /advisor on tries again`;
+		}
+	}
+
+	/** pi is quitting: the child's input ends, so it disposes its sessions and exits (V1). */
+	close(): void {
+		this.child?.close();
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bridge: what one pi process knows (kept on globalThis: the factory runs again for each
+// session runtime, the module once), and the advisor session of the current pi session.
+
+/** How a session call waits: within the event's budget, not at all, or long by design. */
+type Wait =
+	| { kind: "budget"; budget: Budget }
+	| { kind: "fire" }
+	| { kind: "long"; signal: AbortSignal | undefined; ms: number };
+
+const FIRE: Wait = { kind: "fire" };
+
+/**
+ * One advisor session on one child. It is opened in the background (V5): calls made until the
+ * open is answered wait in a bounded queue and go out in order once it is — a call the server
+ * reads before it has answered the open can find the session not yet seeded.
+ */
+interface AdvisorSession {
+	id: string;
+	/** The pi session file it was opened for. */
+	file: string | undefined;
+	child: AdvisorChild;
+	phase: "opening" | "open" | "failed";
+	/** Why the open failed. */
+	reason?: string;
+	/** Whether the open waits on the child alone (its model is looked up): from then on a
+	 * silent open is the child's fault. */
+	waitsOnChild: boolean;
+	/** Settles once the open is answered or given up: whether it succeeded. */
+	opened: Promise<boolean>;
+	/** Calls waiting for the open's answer. */
+	queued: number;
+	/** The id of the last entry the server has (the `base` of the next `session/turnEnd`). */
+	cursor: string | null;
+	/** The server's `turnEnd` waits by design (syncBacklog on, or the reconfirm policy, S1/D5). */
+	turnEndWaits: boolean;
+	/** The server's branch may differ from ours: the next turn re-sends it whole first. */
+	resync: boolean;
+	/** What the server was last told of pi's run state (`session/runState`). */
+	running: boolean;
+}
 
 interface Bridge {
-	child: AdvisorChild | undefined;
+	supervisor: Supervisor | undefined;
 	/** The newest pi API object and context (the factory runs again for each session runtime). */
 	pi: ExtensionAPI | undefined;
 	ctx: ExtensionContext | undefined;
-	/** The advisor session id (the pi session id when it was opened), when open. */
-	sessionId: string | undefined;
-	/** The pi session file it was opened for. */
-	sessionFile: string | undefined;
-	/** The id of the last entry the server has (the `base` of the next `session/turnEnd`). */
-	cursor: string | null;
-	running: boolean;
-	deathShown: boolean;
+	/** The user wants an advisor (settings at start, or `/advisor on`): a dead child comes back. */
+	wanted: boolean;
+	session: AdvisorSession | undefined;
+	/** The close of the previous session: a new open goes out after it (the id may be the same). */
+	closing: Promise<unknown>;
 	timings: string | undefined;
 	/** The running pi and its API line, decided at the first load (`pi-api.ts`). */
 	info: PiInfo | undefined;
@@ -523,14 +893,12 @@ function bridge(): Bridge {
 	const g = globalThis as any;
 	if (!g[BRIDGE_KEY]) {
 		g[BRIDGE_KEY] = {
-			child: undefined,
+			supervisor: undefined,
 			pi: undefined,
 			ctx: undefined,
-			sessionId: undefined,
-			sessionFile: undefined,
-			cursor: null,
-			running: false,
-			deathShown: false,
+			wanted: false,
+			session: undefined,
+			closing: Promise.resolve(),
 			timings: process.env.ADVISOR_PI_TIMINGS || undefined,
 			info: undefined,
 			adapter: undefined,
@@ -548,48 +916,77 @@ function notify(text: string, level: "info" | "warning" | "error" = "info"): voi
 	}
 }
 
-/** The child, started on first use; `undefined` once it has died (no advisor from then on). */
-function childFor(): AdvisorChild | undefined {
+/** The process's supervisor, made on first use. */
+function supervisor(): Supervisor {
 	const b = bridge();
-	if (b.child) return b.child.dead === undefined ? b.child : undefined;
-	const child = new AdvisorChild(process.env.ADVISOR_BIN || "advisor");
-	b.child = child;
-	child.onNotification = onNotification;
-	child.onDeath = (reason) => {
-		b.sessionId = undefined;
-		if (!b.deathShown) {
-			b.deathShown = true;
-			notify(`advisor: ${reason}; pi goes on without an advisor`, "warning");
+	if (!b.supervisor) {
+		const sup = new Supervisor(process.env.ADVISOR_BIN || "advisor");
+		sup.onNotification = onNotification;
+		sup.say = (text) => notify(text, "warning");
+		sup.onDown = (child) => {
+			if (b.session?.child === child) b.session = undefined;
+		};
+		b.supervisor = sup;
+	}
+	return b.supervisor;
+}
+
+/** The current session while its child runs and its open has not failed. */
+function liveSession(): AdvisorSession | undefined {
+	const s = bridge().session;
+	return s && s.phase !== "failed" && s.child === bridge().supervisor?.child ? s : undefined;
+}
+
+/** The current session once its open has succeeded. */
+function openedSession(): AdvisorSession | undefined {
+	const s = liveSession();
+	return s?.phase === "open" ? s : undefined;
+}
+
+/** One call on session `s`, waiting as `wait` says. `undefined` when the child is gone, the
+ * wait was cut short, or the child missed its deadline; server errors reject (RpcError). */
+function callOn(s: AdvisorSession, method: string, params: Record<string, unknown>, wait: Wait): Promise<any> {
+	const sup = supervisor();
+	if (s.child !== sup.child) return Promise.resolve(undefined);
+	const full = { sessionId: s.id, ...params };
+	const go = (): Promise<any> => {
+		if (s.child !== sup.child) return Promise.resolve(undefined);
+		switch (wait.kind) {
+			case "budget":
+				return sup.call(method, full, wait.budget);
+			case "fire":
+				return sup.fire(method, full);
+			case "long":
+				return sup.callLong(method, full, wait.signal, wait.ms);
 		}
 	};
-	child.start();
-	if (child.dead !== undefined) return undefined;
-	child
-		.request("initialize", { clientInfo: { name: "pi-advisor", version: EXTENSION_VERSION } })
-		.then((info) => {
-			if (info?.protocolVersion !== PROTOCOL_VERSION) {
-				notify(`advisor: ${b.child?.bin} speaks protocol ${info?.protocolVersion}, this extension ${PROTOCOL_VERSION}`, "warning");
-			}
-		})
-		.catch(() => {});
-	return child;
+	// Straight to the pipe once the session is open: the pipe keeps the order.
+	if (s.phase === "open") return go();
+	if (s.queued >= MAX_QUEUED_CALLS) {
+		s.resync = true;
+		return Promise.resolve(undefined);
+	}
+	s.queued += 1;
+	const limit = wait.kind === "budget" ? wait.budget.left() : MODEL_LOOKUP_MS + BACKGROUND_DEADLINE_MS;
+	const signal = wait.kind === "budget" ? wait.budget.signal : wait.kind === "long" ? wait.signal : undefined;
+	return within(s.opened, signal, limit).then((outcome) => {
+		s.queued -= 1;
+		if (outcome.kind === "timeout" && wait.kind === "budget" && s.waitsOnChild) {
+			// The first event that needs an answer waited its budget on a silent open.
+			sup.fail(s.child, `did not answer session/open within ${seconds(wait.budget.ms)}`);
+		}
+		return outcome.kind === "value" && outcome.value ? go() : undefined;
+	});
 }
 
-/** One call on the open session; `undefined` when there is none, the call failed, or it was cut short. */
-async function call(method: string, params: Record<string, unknown>, signal?: AbortSignal, ms = REQUEST_TIMEOUT_MS): Promise<any> {
-	const b = bridge();
-	const child = b.child;
-	if (!b.sessionId || !child || child.dead !== undefined) return undefined;
-	return race(child.request(method, { sessionId: b.sessionId, ...params }), signal, ms);
-}
-
-function quiet<T>(p: Promise<T>): Promise<T | undefined> {
-	return p.catch(() => undefined);
+/** `callOn` for calls whose failure changes nothing (the child's own failure says so). */
+function quietly(s: AdvisorSession, method: string, params: Record<string, unknown>, wait: Wait = FIRE): Promise<any> {
+	return callOn(s, method, params, wait).catch(() => undefined);
 }
 
 function onNotification(method: string, params: any): void {
 	const b = bridge();
-	if (!b.sessionId || params?.sessionId !== b.sessionId) return;
+	if (!b.session || params?.sessionId !== b.session.id) return;
 	const pi = b.pi;
 	switch (method) {
 		case "session/wake":
@@ -601,102 +998,177 @@ function onNotification(method: string, params: any): void {
 			if (params.card) pi?.sendMessage(customMessage(params.card), { triggerTurn: false });
 			break;
 		case "session/notice":
-			if (typeof params.text === "string") notify(params.text);
+			if (typeof params.text === "string") notify(inPiTerms(params.text));
 			break;
 		// session/steerReady: no pi hook fires inside a tool batch; the card stays in the
 		// server's outbox until the next turn_end takes it.
 	}
 }
 
+/** Whether the K1 settings make the server's `turnEnd` wait (syncBacklog on, or reconfirm). */
+function turnEndWaits(cwd: string, agentDir: string): boolean {
+	const sync = k1Scalar(cwd, agentDir, "advisor", "syncBacklog");
+	const policy = k1Scalar(cwd, agentDir, "advisor", "policy");
+	return (sync !== undefined && sync !== "off") || policy === "reconfirm";
+}
+
 /**
- * Opens the advisor session for the current pi session, seeded at its end (X4) — or, with
- * `seed` false, empty, for a `session/rewrite` to fill (R1). The session file goes with it, so
- * the audit sits beside it (G7).
+ * Opens the advisor session for the current pi session in the background (V5), on the running
+ * child or a new one: seeded at the end of the branch (X4), or — with `replay` — empty, with
+ * the whole branch given to it as a `session/rewrite` of that kind (R1). It is enabled (the
+ * extension owns on/off, V5). The session file goes with it, so the audit sits beside it (G7).
+ * Nothing here waits; `undefined` when no child can run now.
  */
-async function openSession(ctx: ExtensionContext, forceEnabled: boolean, seed = true): Promise<string | undefined> {
+function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | undefined {
 	const b = bridge();
-	const child = childFor();
+	const child = supervisor().acquire();
 	if (!child) return undefined;
 	const agentDir = agentDirOf();
 	const sm = ctx.sessionManager;
-	const sessionId = sm.getSessionId();
+	const leaf = sm.getLeafId() ?? null;
 	const named = advisorRole(ctx.cwd, agentDir);
-	const leaf = seed ? (sm.getLeafId() ?? null) : null;
 	const params: Record<string, unknown> = {
-		sessionId,
+		sessionId: sm.getSessionId(),
 		cwd: ctx.cwd,
 		agentDir,
-		messages: seed ? branchMessages(ctx) : [],
-		leaf,
+		messages: replay ? [] : branchMessages(ctx),
+		leaf: replay ? null : leaf,
+		settings: { enabled: true },
 	};
 	const file = sm.getSessionFile();
 	if (file) params.sessionFile = file;
-	if (named) params.model = await resolveModel(named.role, ctx);
-	// The extension's state file wins over `advisor.enabled: false` in a K1 file.
-	if (forceEnabled) params.settings = { enabled: true };
-	try {
-		const status = await race(child.request("session/open", params), undefined, OPEN_TIMEOUT_MS);
-		if (status === undefined) return undefined;
-		b.sessionId = sessionId;
-		b.sessionFile = file;
-		b.cursor = leaf;
-		return statusText(status);
-	} catch (e) {
-		// A dead child has said so already (once).
-		if (child.dead === undefined) notify(`advisor: could not open a session: ${(e as Error).message}`, "warning");
-		return undefined;
-	}
+	let markOpened = (_ok: boolean) => {};
+	const s: AdvisorSession = {
+		id: String(params.sessionId),
+		file,
+		child,
+		phase: "opening",
+		waitsOnChild: false,
+		opened: new Promise<boolean>((resolve) => (markOpened = resolve)),
+		queued: 0,
+		cursor: replay ? null : leaf,
+		turnEndWaits: turnEndWaits(ctx.cwd, agentDir),
+		resync: false,
+		running: false,
+	};
+	b.session = s;
+	const fail = (reason: string) => {
+		s.phase = "failed";
+		s.reason = reason;
+		if (b.session === s) notify(`advisor: unavailable: ${reason}`, "warning");
+		markOpened(false);
+	};
+	const previous = b.closing;
+	void (async () => {
+		if (named) {
+			const model = await within(resolveModel(named.role, ctx), undefined, MODEL_LOOKUP_MS).catch(() => undefined);
+			params.model = (model && valueOf(model)) ?? named.role;
+		}
+		// The previous session's close goes first (it may wait for that session's open).
+		s.waitsOnChild = true;
+		await within(previous, undefined, BACKGROUND_DEADLINE_MS).catch(() => undefined);
+		const sup = supervisor();
+		if (sup.child !== child) return markOpened(false);
+		const answer = sup.fire("session/open", params);
+		try {
+			const status = await answer;
+			if (status === undefined) return markOpened(false);
+			s.phase = "open";
+			if (status?.policy === "reconfirm") s.turnEndWaits = true;
+			markOpened(true);
+		} catch (e) {
+			if (!(e instanceof RpcError)) return markOpened(false); // the child's failure says so
+			const aboutModel = (e.data as any)?.field === "model" || CLI_FLAGS.test(e.message);
+			fail((aboutModel && named && modelProblem(named, ctx)) || inPiTerms(e.message));
+		}
+	})();
+	if (replay) void quietly(s, "session/rewrite", { kind: replay, leaf, messages: branchMessages(ctx) });
+	if (replay) s.cursor = leaf;
+	return s;
 }
 
-async function closeSession(): Promise<void> {
+/** Closes the current session (its audit is flushed, G7); nothing waits for it. */
+function closeSession(): void {
 	const b = bridge();
-	if (!b.sessionId) return;
-	await quiet(call("session/close", {}));
-	b.sessionId = undefined;
+	const s = b.session;
+	b.session = undefined;
+	if (s && s.phase !== "failed") b.closing = quietly(s, "session/close", {});
+}
+
+/**
+ * The session to talk to at a turn: the current one — or, when the advisor is wanted and its
+ * process died, a new process with a fresh session seeded at the end (X4), once the backoff
+ * allows (V5). `fresh` when it was opened just now (its seed holds this turn).
+ */
+function sessionForTurn(ctx: ExtensionContext): { s: AdvisorSession; fresh: boolean } | undefined {
+	const b = bridge();
+	const live = liveSession();
+	if (live) return { s: live, fresh: false };
+	if (!b.wanted || b.session?.phase === "failed") return undefined;
+	const s = openSession(ctx);
+	return s ? { s, fresh: true } : undefined;
 }
 
 /** Tells the server the transcript was replaced (R1) and moves the cursor to the new leaf. */
-async function rewrite(kind: string, ctx: ExtensionContext, leaf?: string | null): Promise<void> {
-	const b = bridge();
-	if (!b.sessionId) return;
+function rewrite(s: AdvisorSession, kind: string, ctx: ExtensionContext, leaf?: string | null): void {
 	const newLeaf = leaf === undefined ? (ctx.sessionManager.getLeafId() ?? null) : leaf;
-	await quiet(call("session/rewrite", { kind, leaf: newLeaf, messages: branchMessages(ctx) }));
-	b.cursor = newLeaf;
+	void quietly(s, "session/rewrite", { kind, leaf: newLeaf, messages: branchMessages(ctx) });
+	s.cursor = newLeaf;
+	s.resync = false;
 }
 
-/** Sends the turn's delta (`session/turnEnd`), recovering from a moved branch with a rewrite. */
-async function sendTurn(ctx: ExtensionContext): Promise<void> {
-	const b = bridge();
-	const delta = deltaSince(ctx, b.cursor);
-	if (delta.moved || delta.edited) {
-		await rewrite(delta.edited ? "prune" : "rewind", ctx, delta.leaf);
+/** Whether the turn's assistant message called tools: the agent will call its model again. */
+function madeToolCalls(event: any): boolean {
+	const content = event?.message?.role === "assistant" ? event.message.content : undefined;
+	return Array.isArray(content) && content.some((c: any) => c?.type === "toolCall");
+}
+
+/**
+ * Sends the turn's delta (`session/turnEnd`). Without syncBacklog or reconfirm the server
+ * answers at once, so nothing waits for it (the pipe keeps it ahead of the step boundary);
+ * otherwise the wait is the configured one, raced against pi's abort and checked for
+ * liveness. A moved branch is sent whole first. Returns the budget left for the boundary.
+ */
+async function sendTurn(s: AdvisorSession, ctx: ExtensionContext, event: any, budget: Budget): Promise<Budget> {
+	const delta = deltaSince(ctx, s.cursor);
+	if (delta.moved || delta.edited || s.resync) {
+		rewrite(s, delta.edited ? "prune" : "rewind", ctx, delta.leaf);
 		delta.messages = [];
 	}
-	const params = { base: b.cursor, leaf: delta.leaf, messages: delta.messages };
-	const sent = call("session/turnEnd", params, ctx.signal, TURN_END_TIMEOUT_MS);
+	const params = { base: s.cursor, leaf: delta.leaf, messages: delta.messages, willContinue: madeToolCalls(event) };
 	// Written is as good as taken: an abort stops our wait, not the server's bookkeeping.
-	b.cursor = delta.leaf;
+	s.cursor = delta.leaf;
+	const mismatch = (e: unknown) => {
+		// The server's view of the branch differs from ours: the next turn sends it whole.
+		if (e instanceof RpcError && e.code === -32010) s.resync = true;
+	};
+	if (!s.turnEndWaits) {
+		callOn(s, "session/turnEnd", params, FIRE).catch(mismatch);
+		return budget;
+	}
+	const long: Wait = { kind: "long", signal: budget.signal, ms: TURN_END_TIMEOUT_MS };
 	try {
-		await sent;
+		await callOn(s, "session/turnEnd", params, long);
 	} catch (e) {
-		if (e instanceof RpcError && e.code === -32010) {
-			// The server's view of the branch differs from ours: hand it the whole branch.
-			await rewrite("rewind", ctx, delta.leaf);
-			await quiet(call("session/turnEnd", { base: b.cursor, leaf: b.cursor, messages: [] }, ctx.signal, TURN_END_TIMEOUT_MS));
+		mismatch(e);
+		if (s.resync) {
+			rewrite(s, "rewind", ctx, delta.leaf);
+			await quietly(s, "session/turnEnd", { base: s.cursor, leaf: s.cursor, messages: [] }, long);
 		}
 	}
+	// The wait was the configured one; the boundary gets its own budget.
+	return new Budget(budget.signal);
 }
 
-async function setRunning(running: boolean, signal?: AbortSignal): Promise<void> {
-	const b = bridge();
-	if (b.running === running) return;
-	b.running = running;
-	await quiet(call("session/runState", { running }, signal));
+function setRunning(s: AdvisorSession, running: boolean): void {
+	if (s.running === running) return;
+	s.running = running;
+	void quietly(s, "session/runState", { running });
 }
 
-/** The advice to fold in now (D3), as cards. */
-async function takeDeliveries(signal?: AbortSignal): Promise<Card[]> {
-	const result = await quiet(call("session/stepBoundary", {}, signal));
+/** The advice to fold in now (D3), as cards; waits at most what is left of `budget`. */
+async function takeDeliveries(s: AdvisorSession, budget: Budget): Promise<Card[]> {
+	const result = await quietly(s, "session/stepBoundary", {}, { kind: "budget", budget });
 	const list = result?.deliveries;
 	return Array.isArray(list) ? list.filter((d: any) => d && typeof d.content === "string") : [];
 }
@@ -730,6 +1202,16 @@ function piStatus(): string {
 // ---------------------------------------------------------------------------------------------
 // `/advisor` (C1–C4): on/off/toggle are the host's (persisted, V5); the rest goes to the server.
 
+/** The advisor's state in words when no session is open (`/advisor status`, V5). */
+function stateWords(): string {
+	const b = bridge();
+	if (!b.wanted) return "off (/advisor on turns it on)";
+	const s = b.session;
+	if (s?.phase === "failed") return `unavailable: ${s.reason}`;
+	if (liveSession()) return "starting…";
+	return supervisor().describe();
+}
+
 async function command(args: string, ctx: ExtensionContext): Promise<string> {
 	const b = bridge();
 	b.ctx = ctx;
@@ -737,32 +1219,45 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 	const line = args.trim();
 	const verb = (line.split(/\s+/)[0] ?? "").toLowerCase();
 	const agentDir = agentDirOf();
-	const forward = async (canonical: string): Promise<string> => {
-		const child = b.child;
-		if (!b.sessionId || !child) return "advisor: off";
+	const forward = async (s: AdvisorSession, canonical: string): Promise<string> => {
 		try {
-			const reply = await race(child.request("session/command", { sessionId: b.sessionId, line: canonical }), undefined, REQUEST_TIMEOUT_MS);
-			return reply === undefined ? "advisor: no answer" : statusText(reply);
+			const reply = await callOn(s, "session/command", { line: canonical }, { kind: "budget", budget: new Budget() });
+			return reply === undefined ? `advisor: ${stateWords()}` : statusText(reply);
 		} catch (e) {
-			return `advisor: ${(e as Error).message}`;
+			return `advisor: ${inPiTerms((e as Error).message)}`;
 		}
 	};
 	const on = async (): Promise<string> => {
 		writeEnabledState(agentDir, true);
+		b.wanted = true;
 		// Already open: the server's `on` resumes a paused advisor (F3).
-		if (b.sessionId) return forward("on");
-		if (!childFor()) return `advisor: unavailable (${b.child?.dead ?? "not started"})`;
-		return (await openSession(ctx, true)) === undefined ? "advisor: on, but the session could not be opened" : "advisor: on";
+		const open = openedSession();
+		if (open) return forward(open, "on");
+		// A new child when none runs (past deaths forgotten), a new session on it.
+		if (b.session && !liveSession()) b.session = undefined;
+		const budget = new Budget();
+		const s = liveSession() ?? (supervisor().restartNow() ? openSession(ctx) : undefined);
+		const ok = s ? valueOf(await within(s.opened, undefined, budget.left())) : false;
+		if (ok) return "advisor: on";
+		if (s && ok === undefined && s.child === supervisor().child) {
+			supervisor().fail(s.child, `did not answer session/open within ${seconds(budget.ms)}`);
+		}
+		return `advisor: on (saved for later sessions), but ${stateWords()}`;
 	};
-	const off = async (): Promise<string> => {
+	const off = (): string => {
 		writeEnabledState(agentDir, false);
-		await closeSession();
+		b.wanted = false;
+		closeSession();
 		return "advisor: off";
+	};
+	const named = () => {
+		const role = advisorRole(ctx.cwd, agentDir);
+		return `model ${role ? `${role.role} (from ${role.from})` : "not assigned"}`;
 	};
 	switch (verb) {
 		case "":
 		case "toggle":
-			return b.sessionId ? off() : on();
+			return liveSession() ? off() : on();
 		case "on":
 			return on();
 		case "off":
@@ -771,13 +1266,9 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 		case "dump":
 		case "test": {
 			const about = verb === "status" ? piStatus() : "";
-			if (!b.sessionId) {
-				const named = advisorRole(ctx.cwd, agentDir);
-				const dead = b.child?.dead;
-				const why = dead ? `unavailable (${dead})` : "off (/advisor on turns it on)";
-				return `advisor: ${why}; model ${named ? `${named.role} (from ${named.from})` : "not assigned"}${about}`;
-			}
-			return `${await forward([verb, ...line.split(/\s+/).slice(1)].join(" "))}${about}`;
+			const open = openedSession();
+			if (!open) return `advisor: ${stateWords()}; ${named()}${about}`;
+			return `${await forward(open, [verb, ...line.split(/\s+/).slice(1)].join(" "))}${about}`;
 		}
 		default:
 			return USAGE;
@@ -825,18 +1316,11 @@ async function askAdvisor(rawQuestion: unknown, signal: AbortSignal | undefined,
 	if (question.length > MAX_QUESTION_CHARS) {
 		return askResult(question.slice(0, 200), `${ASK_TOOL}: the question is longer than ${MAX_QUESTION_CHARS} characters; ask a shorter one`, true);
 	}
-	const b = bridge();
-	const child = b.child;
-	if (!b.sessionId || !child || child.dead !== undefined) {
-		const why = child?.dead !== undefined ? `unavailable (${child.dead})` : "off";
-		return askResult(question, `${ASK_TOOL}: the advisor is ${why}; go on without it`, true);
-	}
+	const s = openedSession();
+	if (!s) return askResult(question, `${ASK_TOOL}: the advisor is ${stateWords()}; go on without it`, true);
 	try {
-		const reply = await race(
-			child.request("session/ask", { sessionId: b.sessionId, question }),
-			signal,
-			askTimeoutMs(ctx.cwd, agentDirOf()),
-		);
+		const wait: Wait = { kind: "long", signal, ms: askTimeoutMs(ctx.cwd, agentDirOf()) };
+		const reply = await callOn(s, "session/ask", { question }, wait);
 		if (reply === undefined) {
 			const why = signal?.aborted ? "the call was cancelled" : "the advisor did not answer in time";
 			return askResult(question, `${ASK_TOOL}: ${why}`, true);
@@ -846,7 +1330,7 @@ async function askAdvisor(rawQuestion: unknown, signal: AbortSignal | undefined,
 		return askResult(question, answer, false);
 	} catch (e) {
 		// A JSON-RPC error (paused, failing, consulting off, …) or the child's death.
-		return askResult(question, `${ASK_TOOL}: ${(e as Error).message}`, true);
+		return askResult(question, `${ASK_TOOL}: ${inPiTerms((e as Error).message)}`, true);
 	}
 }
 
@@ -875,20 +1359,31 @@ function registerAskTool(pi: ExtensionAPI): void {
 
 /** The shared core, as the line adapters see it (`pi-api.ts`). */
 const core: Core = {
-	isOpen: () => bridge().sessionId !== undefined,
-	sendTurn: (ctx) => sendTurn(ctx),
-	takeDeliveries: (signal) => takeDeliveries(signal),
-	interrupted: async () => {
-		await quiet(call("session/interrupt", { byUser: true }));
+	wanted: () => bridge().wanted,
+	async turnEnded(event, ctx) {
+		const budget = new Budget(ctx.signal);
+		const turn = sessionForTurn(ctx);
+		// A session opened just now was seeded with this turn (X4).
+		if (!turn || turn.fresh) return [];
+		const { s } = turn;
+		setRunning(s, true);
+		return takeDeliveries(s, await sendTurn(s, ctx, event, budget));
 	},
-	setRunning: (running, signal) => setRunning(running, signal),
+	runEnded(aborted) {
+		const s = liveSession();
+		if (!s) return;
+		// No way to tell a user's abort from an extension's: pi's only abort is the user's (D6).
+		if (aborted) void quietly(s, "session/interrupt", { byUser: true });
+		setRunning(s, false);
+	},
 	customMessage: (card) => customMessage(card),
 	recordTiming: (ms) => recordTiming(ms),
-	giveUp: async (text) => {
+	giveUp(text) {
 		const b = bridge();
 		b.info = { ...b.info, line: undefined, problem: text };
+		b.wanted = false;
 		notify(text, "warning");
-		await closeSession();
+		closeSession();
 	},
 };
 
@@ -921,43 +1416,49 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 	b.adapter ??= adapterFor(info.line);
 	const adapter = b.adapter;
 
+	// Nothing in here holds pi's session start: the session opens in the background.
 	pi.on("session_start", async (event, ctx) => {
 		b.pi = pi;
 		b.ctx = ctx;
-		b.running = false;
 		if (!b.info?.line) return; // given up on this pi's API (pi-api.ts)
 		const sm = ctx.sessionManager;
+		const same = b.session?.id === sm.getSessionId() && b.session?.file === sm.getSessionFile();
 		// pi 0.73's RPC mode starts a replaced session twice: the second start changes nothing.
-		if (event.reason !== "startup" && event.reason !== "reload" && b.sessionId === sm.getSessionId() && b.sessionFile === sm.getSessionFile()) return;
+		if (event.reason !== "startup" && event.reason !== "reload" && same) return;
 		adapter.reset();
-		if (event.reason === "startup" || event.reason === "reload" || !b.sessionId) {
-			if (b.sessionId) await closeSession();
-			if (isEnabled(ctx.cwd, agentDirOf())) await openSession(ctx, readEnabledState(agentDirOf()) === true);
+		if (event.reason === "startup" || event.reason === "reload") {
+			closeSession();
+			b.wanted = isEnabled(ctx.cwd, agentDirOf());
+			if (b.wanted) openSession(ctx);
 			return;
 		}
 		// new / resume / fork replace pi's session: a new id and session file. The advisor follows
 		// it — its audit goes beside the new file (G7), not on beside the first one — and starts
 		// over on the new branch with the bounded replay (R1): the old session is closed (its audit
-		// flushed), the new one opened empty and given the branch as a rewrite of that kind. It was
-		// on, so it stays on (V5).
-		await closeSession();
-		if ((await openSession(ctx, true, false)) !== undefined) await rewrite(event.reason, ctx);
+		// flushed), the new one opened empty and given the branch as a rewrite of that kind.
+		closeSession();
+		if (b.wanted) openSession(ctx, event.reason);
 	});
 
 	pi.on("session_shutdown", async (event) => {
 		if (event.reason !== "quit") return;
-		await closeSession();
-		b.child?.close();
+		b.wanted = false;
+		closeSession();
+		b.supervisor?.close();
 	});
 
 	pi.on("before_agent_start", async (event, ctx) => {
 		b.ctx = ctx;
-		if (!b.sessionId) return;
+		const turn = sessionForTurn(ctx);
+		if (!turn) return;
+		const { s, fresh } = turn;
 		// A wake starts a run too: that is not the user's prompt (D6).
-		if (adapter.isUserPrompt(event)) await quiet(call("session/userPrompt", {}, ctx.signal));
-		await setRunning(true, ctx.signal);
+		if (adapter.isUserPrompt(event)) void quietly(s, "session/userPrompt", {});
+		setRunning(s, true);
+		// A session opened just now has nothing to hand over.
+		if (fresh) return;
 		// The run's first step boundary: advice queued while idle (nits) goes with the prompt.
-		const cards = await takeDeliveries(ctx.signal);
+		const cards = await takeDeliveries(s, new Budget(ctx.signal));
 		if (cards.length === 0) return;
 		const merged: Card = {
 			channel: cards[0].channel,
@@ -967,8 +1468,9 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 		return { message: customMessage(merged) };
 	});
 
-	pi.on("agent_start", async (_event, ctx) => {
-		if (b.sessionId) await setRunning(true, ctx.signal);
+	pi.on("agent_start", async () => {
+		const s = liveSession();
+		if (s) setRunning(s, true);
 	});
 
 	// turn_end and the end of a run: per API line (pi-api.ts).
@@ -976,12 +1478,14 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 
 	pi.on("session_compact", async (_event, ctx) => {
 		adapter.reset();
-		await rewrite("compaction", ctx);
+		const s = liveSession();
+		if (s) rewrite(s, "compaction", ctx);
 	});
 
 	pi.on("session_tree", async (event, ctx) => {
 		adapter.reset();
-		await rewrite("tree", ctx, event.newLeafId ?? null);
+		const s = liveSession();
+		if (s) rewrite(s, "tree", ctx, event.newLeafId ?? null);
 	});
 
 	registerAskTool(pi);

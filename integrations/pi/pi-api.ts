@@ -142,20 +142,22 @@ export interface AdvisoryMessage {
 
 /** What an adapter needs from the shared core. */
 export interface Core {
-	/** True while an advisor session is open. */
-	isOpen(): boolean;
-	/** Sends the turn's transcript delta (`session/turnEnd`; waits for syncBacklog, S1). */
-	sendTurn(ctx: any): Promise<void>;
-	/** The advice to fold in now (`session/stepBoundary`, D3). */
-	takeDeliveries(signal?: AbortSignal): Promise<Card[]>;
-	/** `session/interrupt {byUser: true}` (D6). */
-	interrupted(): Promise<void>;
-	setRunning(running: boolean, signal?: AbortSignal): Promise<void>;
+	/** The user wants an advisor (settings at start, or `/advisor on`). */
+	wanted(): boolean;
+	/**
+	 * A turn completed: sends its transcript delta (`session/turnEnd`, which waits for
+	 * syncBacklog, S1) and takes the advice to fold in now (`session/stepBoundary`, D3). Every
+	 * wait is raced against `ctx.signal` as it is when this is called. `[]` when there is no
+	 * advisor session (or one was opened just now, seeded with this turn).
+	 */
+	turnEnded(event: any, ctx: any): Promise<Card[]>;
+	/** A run ended (`session/interrupt {byUser}` when aborted, D6; `session/runState`). */
+	runEnded(aborted: boolean): void;
 	customMessage(card: Card): AdvisoryMessage;
 	/** `ADVISOR_PI_TIMINGS`: the time the extension held pi's loop for one turn. */
 	recordTiming(ms: number): void;
 	/** Closes the session for good with a notice (the API turned out not to be the expected one). */
-	giveUp(text: string): Promise<void>;
+	giveUp(text: string): void;
 }
 
 /** The part of the bridge that differs between pi lines. */
@@ -192,17 +194,16 @@ function boundaryLine(): LineAdapter {
 			pi.on("turn_end", async (event: any, ctx: any) => {
 				const started = performance.now();
 				try {
-					if (!core.isOpen()) return;
+					if (!core.wanted()) return;
 					if (!shapeChecked) {
 						shapeChecked = true;
 						if (typeof event?.outcome !== "string" || !Array.isArray(event?.entries)) {
-							await core.giveUp("advisor: this pi's turn_end carries no outcome/entries (not the 1.x boundary API); the advisor is off. Tested with pi 0.73.1 and 1.6.0");
+							core.giveUp("advisor: this pi's turn_end carries no outcome/entries (not the 1.x boundary API); the advisor is off. Tested with pi 0.73.1 and 1.6.0");
 							return;
 						}
 					}
 					if (event.outcome !== "completed") return;
-					await core.sendTurn(ctx);
-					const cards = await core.takeDeliveries(ctx.signal);
+					const cards = await core.turnEnded(event, ctx);
 					if (cards.length === 0) return;
 					const drafts = cards.map((card) => ({ type: "custom_message" as const, ...core.customMessage(card) }));
 					// A steer must reach the model even after a terminal turn; asides ride the next request.
@@ -213,10 +214,7 @@ function boundaryLine(): LineAdapter {
 				}
 			});
 			pi.on("agent_settled", async (event: any) => {
-				if (!core.isOpen()) return;
-				// No way to tell a user's abort from an extension's: pi's only abort is the user's (D6).
-				if (event.aborted) await core.interrupted();
-				await core.setRunning(false);
+				core.runEnded(event?.aborted === true);
 			});
 		},
 	};
@@ -333,10 +331,10 @@ function eventLine(): LineAdapter {
 			pi.on("turn_end", async (event: any, ctx: any) => {
 				const key = turnKey(event?.message);
 				try {
-					if (!core.isOpen()) return;
+					if (!core.wanted()) return;
 					if (!event?.message || event.outcome !== undefined) {
 						if (event?.outcome !== undefined) {
-							await core.giveUp("advisor: this pi's turn_end carries an outcome (not the 0.73 API it was detected as); the advisor is off. Tested with pi 0.73.1 and 1.6.0");
+							core.giveUp("advisor: this pi's turn_end carries an outcome (not the 0.73 API it was detected as); the advisor is off. Tested with pi 0.73.1 and 1.6.0");
 						}
 						return;
 					}
@@ -344,8 +342,7 @@ function eventLine(): LineAdapter {
 					if (stop === "aborted" || stop === "error") return;
 					// The run's signal as it is now: pi answers a later read with the next run's, or none.
 					const signal: AbortSignal | undefined = ctx.signal;
-					await core.sendTurn(ctx);
-					const cards = await core.takeDeliveries(signal);
+					const cards = await core.turnEnded(event, ctx);
 					if (cards.length === 0) return;
 					if (!ctx.isIdle()) {
 						// The loop waits at this turn's gate: save the advisories after the turn and
@@ -386,7 +383,7 @@ function eventLine(): LineAdapter {
 						break;
 					}
 				}
-				if (core.isOpen() && lastAssistant && (lastAssistant.timestamp ?? 0) >= sessionStartedAt) {
+				if (core.wanted() && lastAssistant && (lastAssistant.timestamp ?? 0) >= sessionStartedAt) {
 					const key = turnKey(lastAssistant);
 					if (!handled.includes(key)) {
 						const started = performance.now();
@@ -399,12 +396,9 @@ function eventLine(): LineAdapter {
 			});
 
 			pi.on("agent_end", async (event: any) => {
-				if (!core.isOpen()) return;
 				const list: any[] = Array.isArray(event?.messages) ? event.messages : [];
 				const last = [...list].reverse().find((m) => m?.role === "assistant");
-				// No way to tell a user's abort from an extension's: pi's only abort is the user's (D6).
-				if (last?.stopReason === "aborted") await core.interrupted();
-				await core.setRunning(false);
+				core.runEnded(last?.stopReason === "aborted");
 			});
 		},
 	};

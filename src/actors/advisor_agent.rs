@@ -95,15 +95,16 @@ impl AdvisorAgent {
         self.review_seq += 1;
         let (epoch, review) = (self.epoch, self.review_seq);
         // The session updates the review covers set its note budget (D8); an ask covers none.
-        let updates = match &work {
-            Work::Review { batch, .. } => batch.turns,
-            Work::Ask(_) => 0,
+        let (updates, wip) = match &work {
+            Work::Review { batch, .. } => (batch.turns, batch.wip),
+            Work::Ask(_) => (0, false),
         };
         let port = AgentPort {
             links: Arc::clone(&self.links),
             epoch,
             review,
             updates,
+            wip,
         };
         // Moved into the review; maintenance (G5) happens there, on this batch only.
         let context = std::mem::take(&mut self.context);
@@ -261,7 +262,7 @@ impl Handler<QueueDelta> for AdvisorAgent {
 
     fn handle(&mut self, msg: QueueDelta, ctx: &mut Context<Self>) {
         if msg.epoch == self.epoch {
-            self.state.push(msg.prompt);
+            self.state.push_turn(msg.prompt, msg.wip);
             self.maybe_start(ctx);
         }
     }

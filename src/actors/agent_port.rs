@@ -52,6 +52,8 @@ pub(crate) struct AgentPort {
     pub review: u64,
     /// The session updates the review covers (G2), for its note budget (D8).
     pub updates: usize,
+    /// The batch reviewed is work in progress (P1: its nits and concerns are deferred).
+    pub wip: bool,
 }
 
 impl ReviewPort for AgentPort {
@@ -77,6 +79,7 @@ impl ReviewPort for AgentPort {
             epoch: self.epoch,
             review: self.review,
             updates: self.updates,
+            wip: self.wip,
         };
         router.send(ask).await.unwrap_or_default()
     }

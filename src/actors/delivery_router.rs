@@ -8,7 +8,8 @@ use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
-    GetUndelivered, RaiseAdvice, ResetDelivery, ReviewSucceeded, SetDeliveryEnabled, TurnEnded,
+    GetUndelivered, RaiseAdvice, ResetDelivery, ReviewSucceeded, SeedGuard, SetDeliveryEnabled,
+    TurnEnded,
 };
 use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
 use crate::settings::DeliveryPolicy;
@@ -107,7 +108,19 @@ impl Handler<ResetDelivery> for DeliveryRouter {
     type Result = ();
 
     fn handle(&mut self, msg: ResetDelivery, _ctx: &mut Context<Self>) {
-        self.state.reset(msg.epoch);
+        if msg.branch {
+            self.state.reset_branch(msg.epoch);
+        } else {
+            self.state.reset(msg.epoch);
+        }
+    }
+}
+
+impl Handler<SeedGuard> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, msg: SeedGuard, _ctx: &mut Context<Self>) {
+        self.state.seed_guard(msg.epoch, &msg.advisories);
     }
 }
 

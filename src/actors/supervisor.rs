@@ -11,10 +11,11 @@ use actix::{
 use crate::actors::audit_log::AuditLog;
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::wiring::{start_children, wait_after_turn, AgentReports, Children};
-use crate::delivery::turn_was_terminal;
+use crate::delivery::guard::branch_advisories;
+use crate::delivery::{turn_was_answer, turn_was_terminal, turn_will_continue};
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
-use crate::messages::delivery::{ResetDelivery, SetDeliveryEnabled, TurnEnded};
+use crate::messages::delivery::{ResetDelivery, SeedGuard, SetDeliveryEnabled, TurnEnded};
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
@@ -43,6 +44,9 @@ pub struct Supervisor {
     turn_waits: usize,
     /// A close was asked for while turn ends were waiting: stop when the last one answers.
     closing: bool,
+    /// A branch change happened: the next turn end seeds the emission guard from the
+    /// branch's advisories (P3).
+    seed_guard: bool,
 }
 
 impl Supervisor {
@@ -66,6 +70,7 @@ impl Supervisor {
             initial_len,
             turn_waits: 0,
             closing: false,
+            seed_guard: false,
         }
     }
 
@@ -137,7 +142,12 @@ impl Supervisor {
     fn reset(&mut self, kind: RewriteKind) {
         self.epoch += 1;
         tracing::info!(?kind, epoch = self.epoch, "advisor reset");
-        self.router().do_send(ResetDelivery { epoch: self.epoch });
+        let branch = changes_branch(kind);
+        self.seed_guard |= branch;
+        self.router().do_send(ResetDelivery {
+            epoch: self.epoch,
+            branch,
+        });
         if let Some(children) = &self.children {
             children.agent.do_send(ResetAdvisor { epoch: self.epoch });
             children.feed.do_send(RewindCursor);
@@ -159,7 +169,10 @@ impl Supervisor {
             self.enabled = true;
             self.stop_children();
             self.router().do_send(SetDeliveryEnabled { enabled: true });
-            self.router().do_send(ResetDelivery { epoch: self.epoch });
+            self.router().do_send(ResetDelivery {
+                epoch: self.epoch,
+                branch: false,
+            });
             let seed = self.last_transcript.clone().map(|t| {
                 let len = t.len();
                 (t, len)
@@ -177,6 +190,19 @@ impl Supervisor {
         self.router().do_send(SetDeliveryEnabled { enabled: false });
         "advisor: off".to_string()
     }
+}
+
+/// Whether a rewrite moves the advisor to another branch (P3's seed, issue 18 item 5), as
+/// opposed to a rewrite within the branch (compaction, pruning, one the feed detected).
+fn changes_branch(kind: RewriteKind) -> bool {
+    matches!(
+        kind,
+        RewriteKind::SessionSwitch
+            | RewriteKind::NewSession
+            | RewriteKind::Branch
+            | RewriteKind::TreeNavigation
+            | RewriteKind::Rewind
+    )
 }
 
 impl Actor for Supervisor {
@@ -197,12 +223,34 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
     fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
         self.last_transcript = Some(msg.transcript.transcript().clone());
         // D4: O(1), the last message only.
-        let terminal = turn_was_terminal(msg.transcript.last().as_deref());
+        let last = msg.transcript.last();
+        let terminal = turn_was_terminal(last.as_deref());
+        let answered = turn_was_answer(last.as_deref());
+        // P1: the host's word, else the turn's assistant message made a tool call.
+        let wip = msg.will_continue.unwrap_or_else(|| {
+            msg.transcript
+                .read(|messages| turn_will_continue(messages))
+                .unwrap_or(false)
+        });
         let router = self.router();
+        if std::mem::take(&mut self.seed_guard) {
+            // P3: the guard remembers what the branch under review already holds. Once per
+            // branch change, O(branch).
+            let advisories = msg
+                .transcript
+                .read(|messages| branch_advisories(messages))
+                .unwrap_or_default();
+            router.do_send(SeedGuard {
+                epoch: self.epoch,
+                advisories,
+            });
+        }
         let Some(children) = self.children.as_ref().filter(|_| self.enabled) else {
             // D7: immune turns count turn ends even with no advisor running.
             router.do_send(TurnEnded {
                 terminal,
+                answered,
+                wip,
                 can_wait: false,
             });
             return Box::pin(actix::fut::ready(()));
@@ -217,11 +265,14 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         // review of its delta can raise anything (D4's terminal flag, D7's count).
         let plan = router.send(TurnEnded {
             terminal,
+            answered,
+            wip,
             can_wait: true,
         });
         let observed = feed.send(ObserveTurn {
             transcript: msg.transcript,
             epoch,
+            wip,
         });
         // The turn is observed before the supervisor takes its next message: a host that
         // did not wait for this turn end (nothing to wait for, see `AdvisorHandle::turn_end`)

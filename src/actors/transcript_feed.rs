@@ -44,6 +44,7 @@ impl Handler<ObserveTurn> for TranscriptFeed {
                 self.advisor.do_send(QueueDelta {
                     epoch: msg.epoch,
                     prompt,
+                    wip: msg.wip,
                 });
                 TurnObserved::Queued
             }

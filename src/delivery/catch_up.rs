@@ -25,6 +25,37 @@ pub fn turn_was_terminal(last: Option<&TranscriptMessage>) -> bool {
     matches!(last, Some(TranscriptMessage::Assistant(a)) if !a.has_tool_calls())
 }
 
+/// True when the turn that just ended was a terminal answer (P1): the transcript's `last`
+/// message is an assistant message that stopped normally, calls no tools and has text
+/// that is not blank. O(1), like [`turn_was_terminal`].
+pub fn turn_was_answer(last: Option<&TranscriptMessage>) -> bool {
+    let Some(TranscriptMessage::Assistant(a)) = last else {
+        return false;
+    };
+    let stopped = matches!(a.stop_reason.as_deref(), None | Some("stop"));
+    let text = a.content.iter().any(
+        |b| matches!(b, crate::domain::transcript::AssistantBlock::Text { text, .. } if !text.trim().is_empty()),
+    );
+    stopped && text && !a.has_tool_calls()
+}
+
+/// Whether the turn that ended is work in progress (§3 Expanded, P1): its assistant message
+/// made at least one tool call, so the primary will call its model again. `messages` is the
+/// transcript as it stood at the turn end; the scan walks back over the turn's tool results
+/// and the advisor's own messages to the turn's assistant message, and stops at the first
+/// message of any other kind (no assistant message in the turn: not WIP).
+pub fn turn_will_continue(messages: &[std::sync::Arc<TranscriptMessage>]) -> bool {
+    for message in messages.iter().rev() {
+        match &**message {
+            TranscriptMessage::Assistant(a) => return a.has_tool_calls(),
+            TranscriptMessage::ToolResult(_) => {}
+            m if m.is_advisor_message() => {}
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// A catch-up block the host's turn end should wait through (D5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CatchUpPlan {
@@ -273,6 +304,66 @@ mod tests {
         assert!(turn_was_terminal(last(&t).as_deref()));
         t.push(TranscriptMessage::user("more"));
         assert!(!turn_was_terminal(last(&t).as_deref()));
+    }
+
+    fn assistant(text: &str, calls: bool, stop: Option<&str>) -> TranscriptMessage {
+        use crate::domain::transcript::{AssistantBlock, AssistantMessage};
+        let mut content = vec![AssistantBlock::Text { text: text.into() }];
+        if calls {
+            content.push(AssistantBlock::ToolCall {
+                id: "1".into(),
+                name: "read".into(),
+                arguments: serde_json::json!({}),
+            });
+        }
+        TranscriptMessage::Assistant(AssistantMessage {
+            content,
+            stop_reason: stop.map(str::to_string),
+        })
+    }
+
+    fn tool_result() -> TranscriptMessage {
+        use crate::domain::transcript::{Content, ToolResultMessage};
+        TranscriptMessage::ToolResult(ToolResultMessage {
+            tool_call_id: "1".into(),
+            tool_name: "read".into(),
+            content: Content::Text("ok".into()),
+            is_error: false,
+            details: None,
+        })
+    }
+
+    #[test]
+    fn p1_a_turn_is_wip_when_its_assistant_message_made_a_tool_call() {
+        use crate::domain::advice::{Advisory, Channel, Delivery};
+        let wip = |t: &Transcript| t.mark().read(|m| turn_will_continue(m)).unwrap();
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+        assert!(!wip(&t), "no assistant message in the turn");
+        t.push(assistant("reading", true, Some("toolUse")));
+        assert!(wip(&t));
+        t.push(tool_result());
+        let card = Delivery::new(Channel::Aside, vec![Advisory::new("x", None)], None);
+        t.push(card.to_message());
+        assert!(
+            wip(&t),
+            "tool results and advice after the call keep it WIP"
+        );
+        t.push(assistant("all done", false, Some("stop")));
+        assert!(!wip(&t), "a final answer");
+        t.push(TranscriptMessage::user("next"));
+        assert!(!wip(&t));
+    }
+
+    #[test]
+    fn p1_a_terminal_answer_stopped_with_text_and_no_tool_calls() {
+        let answer = |m: TranscriptMessage| turn_was_answer(Some(&m));
+        assert!(answer(assistant("done", false, Some("stop"))));
+        assert!(answer(assistant("done", false, None)));
+        assert!(!answer(assistant("  ", false, Some("stop"))), "blank text");
+        assert!(!answer(assistant("done", true, Some("toolUse"))));
+        assert!(!answer(assistant("done", false, Some("length"))));
+        assert!(!answer(tool_result()));
+        assert!(!turn_was_answer(None));
     }
 
     #[test]

@@ -7,18 +7,22 @@
 //! - [`held`]: the notes the `reconfirm` policy holds, and their preamble (D9);
 //! - [`catch_up`]: terminal turns and the catch-up block (D4, D5);
 //! - [`outcome`]: outcome accounting and the tool's answers (D10);
-//! - [`note`]: note normalisation and the length cap of the emission guard (D8, D10);
+//! - [`note`]: note normalisation and the content-free keys of the emission guard (P3);
+//! - [`guard`]: the emission guard's memory, its cap and its seed from a branch (P3);
 //! - [`texts`]: the model- and user-facing texts, data files in `config/prompts/`.
 
 mod budget;
 pub mod catch_up;
+pub mod guard;
 pub mod held;
 pub mod note;
 pub mod outcome;
 pub mod router;
 pub(crate) mod texts;
 
-pub use catch_up::{turn_was_terminal, CatchUpEnd, CatchUpPlan};
+pub use catch_up::{
+    turn_was_answer, turn_was_terminal, turn_will_continue, CatchUpEnd, CatchUpPlan,
+};
 pub use note::normalize_note;
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 pub use router::RouterState;

@@ -15,8 +15,10 @@ use crate::tools::advise::TOOL_RESULTS;
 pub enum DropReason {
     /// Same note already delivered at the same or a higher severity in this epoch (D8).
     Duplicate,
-    /// "lgtm", "looks good", "all clear", "done" and the like (D8).
+    /// "lgtm", "looks good", "done" and the other content-free keys (P3).
     ContentFree,
+    /// Nothing left once normalised: only punctuation or symbols (P3).
+    Empty,
     /// Over the review's note budget (`maxNotesPerUpdate` per update it covered) and ranked
     /// no higher than the notes kept, or displaced by a higher-ranked one (D8).
     OverBudget,
@@ -35,9 +37,10 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in the order status lists them.
-    pub const ALL: [DropReason; 8] = [
+    pub const ALL: [DropReason; 9] = [
         DropReason::Duplicate,
         DropReason::ContentFree,
+        DropReason::Empty,
         DropReason::OverBudget,
         DropReason::TooLong,
         DropReason::StaleEpoch,
@@ -51,6 +54,7 @@ impl DropReason {
         match self {
             DropReason::Duplicate => "duplicate",
             DropReason::ContentFree => "contentFree",
+            DropReason::Empty => "empty",
             DropReason::OverBudget => "overBudget",
             DropReason::TooLong => "tooLong",
             DropReason::StaleEpoch => "staleEpoch",

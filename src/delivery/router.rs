@@ -4,12 +4,11 @@
 //! blockers ([`super::held`]) and runs the catch-up block ([`super::catch_up`]). Pure
 //! logic; the DeliveryRouter actor wraps it and forwards the host events.
 
-use std::collections::HashMap;
-
 use super::budget::{NoteBudget, ReviewId};
 use super::catch_up::{best_effort_notice, CatchUp, CatchUpEnd, CatchUpPlan, HeldRelease};
+use super::guard::GuardHistory;
 use super::held::{HeldNote, HeldNotes, Reraised};
-use super::note::{is_content_free, normalize_note};
+use super::note::{is_content_free_key, normalize_note};
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 use super::texts::{EARLIER_STEP, FINAL_ANSWER};
 use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
@@ -45,7 +44,11 @@ pub struct RouterState {
     asides: Vec<QueuedAside>,
     steers: Vec<Delivery>,
     held: HeldNotes,
-    delivered_rank: HashMap<String, u8>,
+    /// The emission guard's memory (P3): survives resets within a branch.
+    history: GuardHistory,
+    /// A branch change replayed the transcript (issue 18 item 5): until the next user
+    /// prompt, concerns and blockers are cards, never wakes.
+    replayed: bool,
     immune_left: u32,
     last_turn_terminal: bool,
     catch_up: CatchUp,
@@ -69,7 +72,8 @@ impl RouterState {
             asides: Vec::new(),
             steers: Vec::new(),
             held: HeldNotes::default(),
-            delivered_rank: HashMap::new(),
+            history: GuardHistory::new(),
+            replayed: false,
             immune_left: 0,
             last_turn_terminal: false,
             catch_up: CatchUp::new(),
@@ -191,19 +195,18 @@ impl RouterState {
             };
             return (outcome, Vec::new());
         }
-        if is_content_free(&advisory.note) {
+        let key = normalize_note(&advisory.note);
+        if key.is_empty() {
+            return (self.drop_note(DropReason::Empty), Vec::new());
+        }
+        if is_content_free_key(&key) {
             return (self.drop_note(DropReason::ContentFree), Vec::new());
         }
-        let key = normalize_note(&advisory.note);
         let severity = advisory.effective_severity();
         if let Some(outcome) = self.reraise(&key, review, severity) {
             return (outcome, Vec::new());
         }
-        if self
-            .delivered_rank
-            .get(&key)
-            .is_some_and(|&r| r >= severity.rank())
-        {
+        if self.history.repeats(&key, severity.rank()) {
             return (self.drop_note(DropReason::Duplicate), Vec::new());
         }
         let id = (epoch, review);
@@ -221,7 +224,7 @@ impl RouterState {
             self.counts.held += 1;
             return (RaiseOutcome::Held, Vec::new());
         }
-        self.delivered_rank.insert(key.clone(), severity.rank());
+        self.history.record(&key, severity.rank());
         let events = self.route(advisory, key, Some(id));
         (RaiseOutcome::Recorded, events)
     }
@@ -240,9 +243,7 @@ impl RouterState {
         let displaced = self.asides.remove(index);
         let rank = displaced.advisory.effective_severity().rank();
         // It never reached the primary: a later repeat is not a duplicate of it.
-        if self.delivered_rank.get(&displaced.key) == Some(&rank) {
-            self.delivered_rank.remove(&displaced.key);
-        }
+        self.history.forget(&displaced.key, rank);
         self.counts.pending -= 1;
         self.count_drop(DropReason::OverBudget, 1);
         tracing::info!(
@@ -280,7 +281,7 @@ impl RouterState {
 
     /// The channel a concern or blocker takes now (D3, D6).
     fn interrupt_channel(&self) -> Channel {
-        if self.suppressed {
+        if self.suppressed || self.replayed {
             Channel::Card
         } else if self.running {
             Channel::Steer
@@ -425,9 +426,11 @@ impl RouterState {
         self.flush_steers(Channel::Card)
     }
 
-    /// A user prompt clears the latch (D6).
+    /// A user prompt clears the latch (D6) and ends a branch change's replay (issue 18
+    /// item 5).
     pub fn user_prompt(&mut self) {
         self.suppressed = false;
+        self.replayed = false;
     }
 
     /// A primary turn ended (`terminal` when it was the final answer): one immune turn is
@@ -484,8 +487,7 @@ impl RouterState {
         for note in out {
             self.counts.held -= 1;
             let rank = note.severity().rank();
-            let slot = self.delivered_rank.entry(note.key.clone()).or_default();
-            *slot = (*slot).max(rank);
+            self.history.record(&note.key, rank);
             events.extend(self.route(note.advisory, note.key, None));
         }
         events
@@ -538,15 +540,37 @@ impl RouterState {
         dropped
     }
 
-    /// A reset (R1): a new epoch; the dedupe memory, the held notes and the catch-up streak
-    /// of the old one are forgotten. Advice already accepted stays in the outbox: it was
+    /// A reset (R1): a new epoch; the held notes and the catch-up streak of the old one are
+    /// forgotten. The emission guard's memory stays (P3: it survives compaction and the
+    /// other resets within a branch). Advice already accepted stays in the outbox: it was
     /// raised before the rewrite.
     pub fn reset(&mut self, epoch: u64) {
         self.epoch = epoch;
-        self.delivered_rank.clear();
         self.budget.reset();
         self.drop_held(DropReason::StaleEpoch);
         self.catch_up.reset();
+    }
+
+    /// A reset that moved to another branch (R1: session switch, resume, new session, fork,
+    /// tree move, rewind): a reset, and until the next user prompt the review of the
+    /// replayed transcript starts no run (issue 18 item 5): concerns and blockers become
+    /// cards. The guard's memory is seeded from the branch at its next turn end
+    /// ([`RouterState::seed_guard`]).
+    pub fn reset_branch(&mut self, epoch: u64) {
+        self.reset(epoch);
+        self.replayed = true;
+    }
+
+    /// Seeds the emission guard's memory from the advisories present in the branch now
+    /// reviewed (P3), in place of what it remembered.
+    pub fn seed_guard(&mut self, epoch: u64, advisories: &[Advisory]) {
+        if epoch == self.epoch {
+            self.history.seed(advisories);
+            tracing::info!(
+                keys = self.history.len(),
+                "emission guard seeded from the branch"
+            );
+        }
     }
 
     fn drop_held(&mut self, reason: DropReason) {
@@ -643,7 +667,7 @@ mod tests {
     fn a5_outbox_steer_becomes_a_wake_when_the_primary_goes_idle() {
         let mut r = router();
         r.run_state(true);
-        r.raise(0, 1, adv("stop", Some(Severity::Concern)));
+        r.raise(0, 1, adv("stop: the tests fail", Some(Severity::Concern)));
         let events = r.run_state(false);
         assert!(matches!(&events[..], [HostEvent::Wake { card }] if card.channel == Channel::Wake));
         assert_eq!(r.counts().wake, 1);
@@ -986,7 +1010,11 @@ mod tests {
         assert!(r.undelivered().is_empty());
         r.raise(0, 1, adv("nit a", None));
         r.raise(0, 1, adv("nit b", None));
-        r.raise(0, 2, adv("stop", Some(Severity::Blocker)));
+        r.raise(
+            0,
+            2,
+            adv("stop: the build is broken", Some(Severity::Blocker)),
+        );
         let pending = r.undelivered();
         assert_eq!(pending.len(), 2);
         assert_eq!(

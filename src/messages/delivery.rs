@@ -24,6 +24,21 @@ pub struct RaiseAdvice {
 pub struct ResetDelivery {
     /// The new epoch.
     pub epoch: u64,
+    /// The reset moved to another branch (session switch, resume, new session, fork, tree
+    /// move, rewind): its replay starts no run until the next user prompt (issue 18 item
+    /// 5), and the guard is seeded from the branch ([`SeedGuard`]).
+    pub branch: bool,
+}
+
+/// Seeds the emission guard's memory from the advisories present in the branch the advisor
+/// now reviews (P3), sent with the first turn end after a branch change.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct SeedGuard {
+    /// The epoch the seed belongs to.
+    pub epoch: u64,
+    /// The branch's advisories, oldest first.
+    pub advisories: Vec<Advisory>,
 }
 
 /// Enables or disables delivery (C1, R2).
@@ -41,6 +56,11 @@ pub struct SetDeliveryEnabled {
 pub struct TurnEnded {
     /// The turn's last assistant message called no tools (D4).
     pub terminal: bool,
+    /// The turn ended a final answer: its last assistant message stopped, called no
+    /// tools and has text (P1's terminal answer).
+    pub answered: bool,
+    /// The turn is work in progress (P1); a turn end that is not is a final boundary.
+    pub wip: bool,
     /// An advisor runs that the turn end could wait for.
     pub can_wait: bool,
 }
@@ -67,6 +87,9 @@ pub struct GetHeldPreamble {
     /// The session updates (turns) the review covers, its batch (G2): the review may raise
     /// `updates` × `maxNotesPerUpdate` non-blocker notes (D8).
     pub updates: usize,
+    /// The batch is work in progress (P1): under `defer` the review's nits and concerns
+    /// wait for the next final boundary; a review of a final batch releases what waits.
+    pub wip: bool,
 }
 
 /// A review succeeded (agent → router): held notes it did not raise again are dropped (D9).

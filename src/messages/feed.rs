@@ -13,6 +13,8 @@ pub struct ObserveTurn {
     pub transcript: TranscriptMark,
     /// The epoch the delta belongs to.
     pub epoch: u64,
+    /// The turn is work in progress (its delta is queued WIP, P1).
+    pub wip: bool,
 }
 
 /// What the feed did with a turn end. The delta itself went to the advisor; the answer

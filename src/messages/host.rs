@@ -12,6 +12,10 @@ use actix::Message as ActixMessage;
 pub struct PrimaryTurnEnded {
     /// The transcript as it stood after the turn and its tool results.
     pub transcript: TranscriptMark,
+    /// Whether the primary will call its model again in this run (the turn is work in
+    /// progress, §3 Expanded, P1), as the host says; `None` derives it from the turn's last
+    /// assistant message (it made a tool call: WIP).
+    pub will_continue: Option<bool>,
 }
 
 /// The host is about to call its model: returns the advice to fold in now.

@@ -15,6 +15,9 @@ pub struct QueueDelta {
     pub epoch: u64,
     /// `### Session update\n\n` + the rendered delta.
     pub prompt: String,
+    /// The turn is work in progress: the primary will call its model again (§3 Expanded,
+    /// P1). A batch is WIP when its last delta is ([`crate::review::queue::Batch::wip`]).
+    pub wip: bool,
 }
 
 /// Resolves once the backlog is below `threshold`, or at once while the advisor is failing

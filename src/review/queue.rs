@@ -12,12 +12,17 @@ pub struct Batch {
     pub deltas: Vec<String>,
     /// Turns the batch covers (one per delta).
     pub turns: usize,
+    /// The batch is work in progress: its last delta's turn made tool calls and the primary
+    /// goes on (§3 Expanded's footer, P1's deferral).
+    pub wip: bool,
 }
 
 /// The queue of deltas waiting for review (G2) and the record of turns dropped by F2.
 #[derive(Debug, Default)]
 pub struct ReviewQueue {
     pending: VecDeque<String>,
+    /// Whether the newest pending delta is WIP (a batch is WIP when its last delta is).
+    pending_wip: bool,
     in_flight: Option<Batch>,
     missed_turns: usize,
 }
@@ -28,9 +33,16 @@ impl ReviewQueue {
         Self::default()
     }
 
-    /// Queues one delta (one turn).
+    /// Queues one delta (one turn) that is not WIP.
+    #[cfg(test)]
     pub fn push(&mut self, delta: String) {
+        self.push_turn(delta, false);
+    }
+
+    /// Queues one delta (one turn); `wip` when the turn is work in progress (P1).
+    pub fn push_turn(&mut self, delta: String, wip: bool) {
         self.pending.push_back(delta);
+        self.pending_wip = wip;
     }
 
     /// Turns not yet reviewed or dropped, the in-flight batch included (G2).
@@ -47,6 +59,7 @@ impl ReviewQueue {
         let batch = Batch {
             turns: deltas.len(),
             deltas,
+            wip: std::mem::take(&mut self.pending_wip),
         };
         self.in_flight = Some(batch.clone());
         Some(batch)
@@ -77,6 +90,9 @@ impl ReviewQueue {
     /// newer deltas on the next try (F1).
     pub fn finish_failed(&mut self) {
         if let Some(batch) = self.in_flight.take() {
+            if self.pending.is_empty() {
+                self.pending_wip = batch.wip;
+            }
             for delta in batch.deltas.into_iter().rev() {
                 self.pending.push_front(delta);
             }
@@ -87,6 +103,7 @@ impl ReviewQueue {
     pub fn drop_all(&mut self) -> usize {
         let n = self.backlog();
         self.pending.clear();
+        self.pending_wip = false;
         self.in_flight = None;
         self.missed_turns += n;
         n
@@ -95,6 +112,7 @@ impl ReviewQueue {
     /// Forgets everything (R1 reset): nothing is counted as missed.
     pub fn clear(&mut self) {
         self.pending.clear();
+        self.pending_wip = false;
         self.in_flight = None;
         self.missed_turns = 0;
     }
@@ -118,6 +136,25 @@ mod tests {
         assert_eq!(q.backlog(), 3, "in-flight turns count");
         q.finish_ok();
         assert_eq!(q.take_batch().unwrap().deltas, vec!["c".to_string()]);
+    }
+
+    #[test]
+    fn p1_a_batch_is_wip_when_its_last_delta_is() {
+        let mut q = ReviewQueue::new();
+        q.push_turn("a".into(), false);
+        q.push_turn("b".into(), true);
+        assert!(q.take_batch().unwrap().wip);
+        q.finish_ok();
+        q.push_turn("c".into(), true);
+        q.push_turn("d".into(), false);
+        let batch = q.take_batch().unwrap();
+        assert!(!batch.wip, "the last turn was final");
+        // A failed batch keeps its flag unless newer turns came meanwhile.
+        q.finish_failed();
+        assert!(!q.take_batch().unwrap().wip);
+        q.push_turn("e".into(), true);
+        q.finish_failed();
+        assert!(q.take_batch().unwrap().wip, "the newer WIP turn is last");
     }
 
     #[test]

@@ -118,8 +118,14 @@ impl ReviewState {
     }
 
     /// Queues one delta (one turn).
+    #[cfg(test)]
     pub fn push(&mut self, delta: String) {
         self.queue.push(delta);
+    }
+
+    /// Queues one delta (one turn); `wip` when the turn is work in progress (P1).
+    pub fn push_turn(&mut self, delta: String, wip: bool) {
+        self.queue.push_turn(delta, wip);
     }
 
     /// Turns not yet reviewed or dropped (G2).

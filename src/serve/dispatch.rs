@@ -13,7 +13,7 @@ use super::open::{parse_messages, prepare, OpenParams, ServeDefaults};
 use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION, SESSION_ERROR};
 use super::session::{delivery_json, open_on, Outbox, Session, TranscriptLog};
 use crate::domain::host::RewriteKind;
-use crate::handle::{AskError, HandleError, MAX_QUESTION_CHARS};
+use crate::handle::{AskError, HandleError, TurnEndOptions, MAX_QUESTION_CHARS};
 use crate::runtime::AdvisorRuntime;
 use crate::status::AdvisorStatus;
 
@@ -224,8 +224,13 @@ impl Dispatcher {
             Some(v) => parse_messages(v, "messages")?,
             None => return Err(p.invalid("messages", "is missing")),
         };
+        let will_continue = p.opt_bool("willContinue")?;
         s.log.append(base.as_deref(), leaf, messages)?;
-        s.handle.turn_end(s.log.transcript()).await.map_err(gone)?;
+        let options = TurnEndOptions { will_continue };
+        s.handle
+            .turn_end_with(s.log.transcript(), options)
+            .await
+            .map_err(gone)?;
         Ok(json!({}))
     }
 

@@ -277,6 +277,14 @@ impl Params {
         }
     }
 
+    /// An optional boolean (absent or null: `None`).
+    pub fn opt_bool(&self, field: &str) -> Result<Option<bool>, RpcError> {
+        match self.map.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.boolean(field).map(Some),
+        }
+    }
+
     /// A required boolean.
     pub fn boolean(&self, field: &str) -> Result<bool, RpcError> {
         match self.map.get(field) {

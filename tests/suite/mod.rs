@@ -20,6 +20,7 @@ mod render_golden;
 mod replay_ask;
 mod replay_e2e;
 mod replay_faults;
+mod review_core;
 mod runtime_pipeline;
 mod serve_ask;
 mod serve_binary;

@@ -427,6 +427,8 @@ fn advisor(body: &Value) -> Reply {
 #[derive(Default)]
 struct Stream {
     events: Vec<Value>,
+    /// When each event was read (for the silence checks).
+    times: Vec<Instant>,
     closed: bool,
 }
 
@@ -560,6 +562,7 @@ impl Setup {
                     if let Ok(v) = serde_json::from_slice::<Value>(&line) {
                         let mut s = lock.lock();
                         s.events.push(v);
+                        s.times.push(Instant::now());
                     }
                 }
                 cv.notify_all();
@@ -1427,14 +1430,15 @@ fn v5_k1_the_project_file_overrides_and_the_state_file_wins() {
     pi.quit();
 }
 
-/// (e) killing the advisor child leaves pi working; one notice says so.
+/// (e) killing the advisor child leaves pi working; one notice says so, and status says
+/// unavailable until a new child starts (`v5_dead_child_restarts_with_backoff`).
 #[test]
 fn v5_a_dead_advisor_child_leaves_pi_working_with_one_notice() {
     let Some(tools) = tools() else { return };
     let rt = runtime();
     let primary_srv = ModelServer::start(&rt, Arc::new(primary));
     let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
-    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "CUE-NIT: x\n");
+    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_SYNC, "notes\n");
     let mut pi = setup.start(tools, true, &[]);
     let mark = pi.len();
     eventually("advisor serve started", || {
@@ -1448,6 +1452,9 @@ fn v5_a_dead_advisor_child_leaves_pi_working_with_one_notice() {
     pi.wait_from(mark, "the notice of the dead advisor", |v| {
         is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
     });
+    let status = pi.advisor_command("status");
+    assert!(status.contains("unavailable"), "{status}");
+    let mark = pi.len();
     pi.prompt_settled("Still there? [read:notes.txt] [say:alive]");
     pi.prompt_settled("And again. [say:alive-again]");
     let requests = primary_requests(&primary_srv);
@@ -1460,9 +1467,7 @@ fn v5_a_dead_advisor_child_leaves_pi_working_with_one_notice() {
         .into_iter()
         .filter(|n| n.contains("stopped"))
         .collect();
-    assert_eq!(notices.len(), 1, "one notice: {notices:?}");
-    let status = pi.advisor_command("status");
-    assert!(status.contains("unavailable"), "{status}");
+    assert!(notices.is_empty(), "the death was said once: {notices:?}");
     pi.quit();
 }
 
@@ -1712,6 +1717,394 @@ fn v5_g8_an_abort_ends_a_waiting_ask_advisor_call_at_once() {
         aborted.elapsed()
     );
     assert_eq!(primary_requests(primary_srv).len(), 1);
+    pi.quit();
+}
+
+// ---------------------------------------------------------------------------------------------
+// A failing advisor process costs pi at most the bridge's wait budget (S2, F4, V5)
+
+/// Sends `signal` (`STOP`, `KILL`, …) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill -{signal} {pid}");
+}
+
+/// Kills a process when dropped, so a test that fails never leaves a stopped child behind.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if alive(self.0) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.0.to_string()])
+                .status();
+        }
+    }
+}
+
+/// The one `advisor serve` child of `pi`, once it runs.
+fn the_child(pi: &Pi) -> u32 {
+    eventually("advisor serve started", || {
+        serve_children(pi.pid()).len() == 1
+    });
+    serve_children(pi.pid())[0]
+}
+
+/// The longest stretch, from `start` on, during which pi sent nothing on its RPC stream — an
+/// awaited handler shows up as such a gap — and the total time until the event at `until`.
+fn longest_silence(pi: &Pi, from: usize, until: usize, start: Instant) -> (Duration, Duration) {
+    let s = pi.stream.0.lock();
+    let mut last = start;
+    let mut longest = Duration::ZERO;
+    for &t in &s.times[from..=until] {
+        longest = longest.max(t.saturating_duration_since(last));
+        last = t;
+    }
+    (longest, last.saturating_duration_since(start))
+}
+
+/// The bridge's wait budget per pi event (README Limits), with slack for a loaded machine.
+const BUDGET_WITH_SLACK: Duration = Duration::from_millis(3000);
+
+/// S2 / F4 through pi: an `advisor serve` that stops answering (SIGSTOP) costs pi one wait of
+/// at most the 2 s budget: the event that waits says why in one notice, the child is ended by
+/// its PID, and no later event of the run waits on it. syncBacklog is on here, the case where
+/// `turn_end` waits for the advisor by design.
+#[test]
+fn s2_wedged_child_costs_pi_at_most_2s_per_event() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let mut pi = w.setup.start(tools, true, &[]);
+    pi.prompt_settled("Warm up. [say:warm]");
+    assert_eq!(reviews(&w.advisor).len(), 1, "healthy before it is stopped");
+    let child = the_child(&pi);
+    let _guard = KillOnDrop(child);
+    signal(child, "STOP");
+
+    let mark = pi.len();
+    let started = Instant::now();
+    pi.send(&json!({"type": "prompt", "id": "three-turns",
+        "message": "Three turns. [read:notes.txt,notes.txt] [say:done]"}));
+    let (settled, _) = pi.wait_within(mark, "agent_settled", Duration::from_secs(300), |v| {
+        v["type"] == "agent_settled"
+    });
+    let (longest, wall) = longest_silence(&pi, mark, settled, started);
+    eprintln!("3-turn run with a stopped advisor child: {wall:?} (longest wait {longest:?})");
+    assert_eq!(
+        primary_requests(&w.primary).len(),
+        1 + 3,
+        "all three turns ran"
+    );
+    assert!(
+        longest < BUDGET_WITH_SLACK,
+        "no pi event waits more than the budget: {longest:?}"
+    );
+    assert!(
+        wall < BUDGET_WITH_SLACK + Duration::from_secs(2),
+        "only one event waited: {wall:?}"
+    );
+    let notices = pi.notices_since(mark);
+    let why: Vec<&String> = notices
+        .iter()
+        .filter(|n| n.contains("did not answer"))
+        .collect();
+    assert_eq!(why.len(), 1, "one notice says why: {notices:?}");
+    assert!(why[0].contains("pi goes on without"), "{}", why[0]);
+    assert_eq!(
+        notices.len(),
+        1,
+        "nothing else was said about it: {notices:?}"
+    );
+    eventually("the stopped child ended by its PID", || !alive(child));
+    pi.quit();
+}
+
+/// An executable `advisor` stand-in in `dir` that reads its input and never answers.
+fn silent_advisor(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("silent-advisor");
+    std::fs::write(&path, "#!/bin/sh\nexec cat >/dev/null\n").expect("write the silent advisor");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// V5 / S2 through pi: an advisor process that never answers does not hold pi's start, nor a
+/// new session: the session opens in the background; `/advisor status` says it is starting
+/// (not "off", the settings enable it); the first event that needs an answer waits at most the
+/// budget, says why once, and status then says unavailable.
+#[test]
+fn v5_silent_child_does_not_hold_pi_start() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let bin = silent_advisor(&w.setup.home);
+    let started = Instant::now();
+    let mut pi = w.setup.start(
+        tools,
+        true,
+        &[("ADVISOR_BIN", bin.to_str().unwrap_or_default())],
+    );
+    let ready = started.elapsed();
+    eprintln!("pi ready (get_state answered) with a silent advisor child: {ready:?}");
+    assert!(
+        ready < Duration::from_secs(10),
+        "pi's start was held: {ready:?}"
+    );
+    let status = pi.advisor_command("status");
+    assert!(status.contains("starting"), "{status}");
+    assert!(!status.contains("off"), "{status}");
+
+    let mark = pi.len();
+    let before_new = Instant::now();
+    pi.call(json!({"type": "new_session"}));
+    let new_session = before_new.elapsed();
+    eprintln!("new_session with a silent advisor child: {new_session:?}");
+    assert!(new_session < BUDGET_WITH_SLACK, "{new_session:?}");
+
+    let run = Instant::now();
+    pi.prompt_settled("Go. [say:went]");
+    let took = run.elapsed();
+    eprintln!("first run with a silent advisor child: {took:?}");
+    assert!(
+        took < BUDGET_WITH_SLACK + Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert_eq!(primary_requests(&w.primary).len(), 1);
+    let notices = pi.notices_since(mark);
+    let why: Vec<&String> = notices
+        .iter()
+        .filter(|n| n.contains("did not answer"))
+        .collect();
+    assert_eq!(why.len(), 1, "said once: {notices:?}");
+    let status = pi.advisor_command("status");
+    assert!(status.contains("unavailable: "), "{status}");
+    pi.quit();
+}
+
+/// V5 through pi: a dead advisor process comes back at the next turn, with a fresh session
+/// seeded at the end of the transcript (X4), backing off 1 s then 5 s; three deaths in ten
+/// minutes end the restarts with a notice that says what to do; `/advisor on` then starts it
+/// again and says so truthfully; `/advisor status` shows the state and the last reason.
+#[test]
+fn v5_dead_child_restarts_with_backoff() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let advisor_srv = &w.advisor;
+    let mut pi = w.setup.start(tools, true, &[]);
+    pi.prompt_settled("One. [say:one]");
+    assert_eq!(reviews(advisor_srv).len(), 1);
+
+    // First death: back at the next turn once a second has passed.
+    let first = the_child(&pi);
+    let mark = pi.len();
+    signal(first, "KILL");
+    pi.wait_from(mark, "the death notice", |v| {
+        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
+    });
+    let killed = Instant::now();
+    let status = pi.advisor_command("status");
+    assert!(
+        status.contains("unavailable: ") && status.contains("killed by SIGKILL"),
+        "status shows the state and the last reason: {status}"
+    );
+    assert!(status.contains("next turn"), "{status}");
+    std::thread::sleep(Duration::from_millis(1100).saturating_sub(killed.elapsed()));
+    pi.prompt_settled("Two. [say:two]");
+    let second = the_child(&pi);
+    assert_ne!(second, first, "a new advisor process");
+    let after = reviews(advisor_srv);
+    assert_eq!(after.len(), 2, "the new advisor reviews the turn");
+    let text = request_text(&after[1]);
+    assert!(text.contains("finished; TWO"), "{text}");
+    assert!(
+        !text.contains("finished; ONE"),
+        "a fresh session seeded at the end (X4): {text}"
+    );
+
+    // Second death: no restart within 5 s.
+    let mark = pi.len();
+    let killed = Instant::now();
+    signal(second, "KILL");
+    pi.wait_from(mark, "the second death notice", |v| {
+        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
+    });
+    let noticed = Instant::now();
+    pi.prompt_settled("Three. [say:three]");
+    assert!(killed.elapsed() < Duration::from_secs(5));
+    assert!(
+        serve_children(pi.pid()).is_empty(),
+        "backing off: no restart within 5 s"
+    );
+    assert_eq!(reviews(advisor_srv).len(), 2);
+    std::thread::sleep(Duration::from_millis(5100).saturating_sub(noticed.elapsed()));
+    pi.prompt_settled("Four. [say:four]");
+    let third = the_child(&pi);
+    assert_eq!(reviews(advisor_srv).len(), 3, "back after 5 s");
+
+    // Third death within ten minutes: it stays down and the notice says what to do.
+    let mark = pi.len();
+    signal(third, "KILL");
+    let (_, gave_up) = pi.wait_from(mark, "the notice of giving up", |v| {
+        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
+    });
+    let gave_up = gave_up["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        gave_up.contains("3 times in 10 minutes") && gave_up.contains("/advisor on"),
+        "{gave_up}"
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    pi.prompt_settled("Five. [say:five]");
+    assert!(serve_children(pi.pid()).is_empty(), "gave up");
+    assert_eq!(
+        pi.notices_since(mark)
+            .iter()
+            .filter(|n| n.contains("stopped"))
+            .count(),
+        1,
+        "giving up is said once"
+    );
+    let status = pi.advisor_command("status");
+    assert!(
+        status.contains("unavailable: ") && status.contains("/advisor on"),
+        "{status}"
+    );
+
+    // `/advisor on` starts it again, and says so.
+    let on = pi.advisor_command("on");
+    assert_eq!(on, "advisor: on");
+    the_child(&pi);
+    pi.prompt_settled("Six. [say:six]");
+    assert_eq!(
+        reviews(advisor_srv).len(),
+        4,
+        "reviewing again after /advisor on"
+    );
+    pi.quit();
+}
+
+/// M1 / V5 through pi: a `modelRoles.advisor` naming a model that pi's registry does not
+/// have — its provider is in pi's models.json, the model is not — is explained in pi's terms:
+/// the model, where it was looked up, what to set; never the server's command-line flags.
+/// `/advisor status` says unavailable with the reason, not "off".
+#[test]
+fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
+    let Some(tools) = tools() else { return };
+    let config = "modelRoles:\n  advisor: advfake/no-such-model\nadvisor:\n  enabled: true\n";
+    let w = world(config, "notes\n");
+    let models_path = w.setup.agent.join("models.json");
+    let mut models: Value =
+        serde_json::from_str(&std::fs::read_to_string(&models_path).expect("models.json"))
+            .expect("models.json is JSON");
+    models["providers"]["advfake"] = json!({"baseUrl": w.advisor.base_url(),
+        "api": "openai-completions", "apiKey": "fake-secret",
+        "models": [{"id": "advfake-model", "name": "advfake-model", "reasoning": false,
+            "input": ["text"], "contextWindow": 128000, "maxTokens": 4096,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}]});
+    std::fs::write(&models_path, models.to_string()).expect("models.json");
+    let mut pi = w.setup.start(tools, true, &[]);
+    let (_, notice) = pi.wait_from(0, "the notice about the model", |v| {
+        is_notify(v)
+            && v["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("no-such-model"))
+    });
+    let text = notice["message"].as_str().unwrap_or_default().to_string();
+    for needle in [
+        "advfake/no-such-model",
+        "models.json",
+        "modelRoles.advisor",
+        "ADVISOR_MODEL",
+    ] {
+        assert!(text.contains(needle), "the notice names {needle}: {text}");
+    }
+    for flag in ["--base-url", "--model", "--api"] {
+        assert!(
+            !text.contains(flag),
+            "no command-line flags for a pi user: {text}"
+        );
+    }
+    pi.prompt_settled("Go. [say:went]");
+    assert_eq!(
+        primary_requests(&w.primary).len(),
+        1,
+        "pi works without the advisor"
+    );
+    let said: Vec<String> = pi
+        .notices_since(0)
+        .into_iter()
+        .filter(|n| n.contains("no-such-model"))
+        .collect();
+    assert_eq!(said.len(), 1, "said once: {said:?}");
+    let status = pi.advisor_command("status");
+    assert!(status.contains("unavailable: "), "{status}");
+    assert!(status.contains("no-such-model"), "{status}");
+    assert!(!status.contains("--"), "{status}");
+    pi.quit();
+}
+
+/// P3 through pi (issue 18, item 5): a run draws a concern (a steer), the user starts a new
+/// session and switches back. The advisor re-reviews the whole branch (R1) and raises the same
+/// concern — but the emission guard was seeded from the advice already in the branch (the
+/// extension sends its own `advisor` messages; the server keeps them out of the review, X2), so
+/// it is not given again: the next prompt's run makes one model call, no run starts by itself,
+/// and the session file holds the concern once.
+#[test]
+fn p3_switching_back_to_a_session_neither_repeats_advice_nor_starts_a_run() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let (primary_srv, advisor_srv) = (&w.primary, &w.advisor);
+    let mut pi = w.setup.start(tools, true, &[]);
+    let concern = "concern note raised on CUE-CONCERN";
+    pi.prompt_settled("Work. [say:cue-concern]");
+    assert_eq!(
+        primary_requests(primary_srv).len(),
+        2,
+        "the answer, then the steer"
+    );
+    let first = session_file(&mut pi);
+    assert_eq!(advisor_entries(&first).len(), 1);
+
+    pi.call(json!({"type": "new_session"}));
+    pi.call(json!({"type": "switch_session", "sessionPath": first}));
+    assert_eq!(session_file(&mut pi), first, "back on the first session");
+    let mark = pi.len();
+    let reviewed = reviews(advisor_srv).len();
+    pi.prompt_settled("Next. [say:next]");
+
+    // The concern is not given again: no steer, no wake, the file holds it once …
+    assert_eq!(
+        primary_requests(primary_srv).len(),
+        3,
+        "one model call for the new prompt, no steer"
+    );
+    assert_eq!(
+        agent_starts(&pi.events_since(mark)),
+        1,
+        "no run started by itself"
+    );
+    let saved: Vec<Value> = advisor_entries(&first)
+        .into_iter()
+        .filter(|e| e.to_string().contains(concern))
+        .collect();
+    assert_eq!(
+        saved.len(),
+        1,
+        "the session file holds the concern once: {saved:?}"
+    );
+    // … though the replay was reviewed (R1) and the concern came up again in that review.
+    let after = reviews(advisor_srv);
+    assert_eq!(after.len(), reviewed + 1, "the branch is re-reviewed");
+    let replay = request_text(&after[reviewed]);
+    assert!(replay.contains("CUE-CONCERN"), "{replay}");
+    assert!(!replay.contains("<advisory"), "X2: {replay}");
+    let status = pi.advisor_command("status");
+    assert!(
+        status.contains("dropped 1"),
+        "the repeat was dropped: {status}"
+    );
+    assert_eq!(pi.state()["isStreaming"], false);
     pi.quit();
 }
 
