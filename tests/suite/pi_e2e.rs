@@ -1724,7 +1724,7 @@ fn v5_g8_an_abort_ends_a_waiting_ask_advisor_call_at_once() {
 // A failing advisor process costs pi at most the bridge's wait budget (S2, F4, V5)
 
 /// Sends `signal` (`STOP`, `KILL`, …) to process `pid`.
-fn signal(pid: u32, signal: &str) {
+pub(super) fn signal(pid: u32, signal: &str) {
     let ok = Command::new("kill")
         .args([&format!("-{signal}"), &pid.to_string()])
         .status()
@@ -1733,7 +1733,7 @@ fn signal(pid: u32, signal: &str) {
 }
 
 /// Kills a process when dropped, so a test that fails never leaves a stopped child behind.
-struct KillOnDrop(u32);
+pub(super) struct KillOnDrop(pub(super) u32);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
@@ -1746,7 +1746,7 @@ impl Drop for KillOnDrop {
 }
 
 /// The one `advisor serve` child of `pi`, once it runs.
-fn the_child(pi: &Pi) -> u32 {
+pub(super) fn the_child(pi: &Pi) -> u32 {
     eventually("advisor serve started", || {
         serve_children(pi.pid()).len() == 1
     });
@@ -1767,7 +1767,7 @@ fn longest_silence(pi: &Pi, from: usize, until: usize, start: Instant) -> (Durat
 }
 
 /// The bridge's wait budget per pi event (README Limits), with slack for a loaded machine.
-const BUDGET_WITH_SLACK: Duration = Duration::from_millis(3000);
+pub(super) const BUDGET_WITH_SLACK: Duration = Duration::from_millis(3000);
 
 /// S2 / F4 through pi: an `advisor serve` that stops answering (SIGSTOP) costs pi one wait of
 /// at most the 2 s budget: the event that waits says why in one notice, the child is ended by

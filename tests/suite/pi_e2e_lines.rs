@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::pi_e2e::{
-    advisor_entries, agent_starts, assert_fresh_replay, eventually, fork_before, is_notify,
+    advisor_entries, agent_starts, alive, assert_fresh_replay, eventually, fork_before, is_notify,
     message_text, messages, primary_requests, request_text, reviews, serve_children, session_file,
-    tool_messages, tools, world, Pi, PiTools, World, ASK_ANSWER, ENABLED_ASYNC, ENABLED_SYNC,
+    signal, the_child, tool_messages, tools, world, KillOnDrop, Pi, PiTools, World, ASK_ANSWER,
+    BUDGET_WITH_SLACK, ENABLED_ASYNC, ENABLED_SYNC,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -292,6 +293,60 @@ fn v5_s1_on_pi_073_the_next_request_waits_for_the_review_and_an_abort_cuts_it_sh
 #[test]
 fn v5_s1_on_pi_16_the_next_request_waits_for_the_review_and_an_abort_cuts_it_short() {
     abort_cuts_the_sync_wait_short(Line::Current);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A wedged advisor process costs pi at most the wait budget (S2, F4)
+
+/// S2 / F4: with syncBacklog on, an `advisor serve` that stops answering (SIGSTOP) costs a
+/// three-turn run one wait of at most the budget (1.6: in `turn_end`; 0.73: in the `context`
+/// hook, which waits for `turn_end`'s work); one notice says why, and the child is ended.
+fn wedged_child_costs_one_budget(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let mut pi = w.setup.start(&tools, true, &[]);
+    prompt_settled(&mut pi, line, "Warm up. [say:warm]");
+    assert_eq!(reviews(&w.advisor).len(), 1, "healthy before it is stopped");
+    let child = the_child(&pi);
+    let _guard = KillOnDrop(child);
+    signal(child, "STOP");
+    let mark = pi.len();
+    let started = Instant::now();
+    prompt_settled(
+        &mut pi,
+        line,
+        "Three turns. [read:notes.txt,notes.txt] [say:done]",
+    );
+    let wall = started.elapsed();
+    assert_eq!(
+        primary_requests(&w.primary).len(),
+        1 + 3,
+        "all three turns ran"
+    );
+    assert!(
+        wall < BUDGET_WITH_SLACK + Duration::from_secs(2),
+        "only one wait: {wall:?}"
+    );
+    let notices = pi.notices_since(mark);
+    let why: Vec<&String> = notices
+        .iter()
+        .filter(|n| n.contains("did not answer"))
+        .collect();
+    assert_eq!(why.len(), 1, "one notice says why: {notices:?}");
+    eventually("the stopped child ended by its PID", || !alive(child));
+    pi.quit();
+}
+
+#[test]
+fn s2_on_pi_073_a_wedged_child_costs_one_wait_budget() {
+    wedged_child_costs_one_budget(Line::Legacy);
+}
+
+#[test]
+fn s2_on_pi_16_a_wedged_child_costs_one_wait_budget() {
+    wedged_child_costs_one_budget(Line::Current);
 }
 
 // ---------------------------------------------------------------------------------------------
