@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::pi_e2e::{
-    advisor_entries, agent_starts, alive, assert_fresh_replay, eventually, fork_before, is_notify,
-    message_text, messages, primary_requests, request_text, reviews, serve_children, session_file,
-    signal, the_child, tool_messages, tools, world, KillOnDrop, Pi, PiTools, World, ASK_ANSWER,
-    BUDGET_WITH_SLACK, ENABLED_ASYNC, ENABLED_SYNC,
+    advisor_entries, agent_starts, assert_fresh_replay, assert_one_wait_for_a_stopped_child,
+    eventually, fork_before, is_notify, message_text, messages, primary_requests, request_text,
+    reviews, serve_children, session_file, signal, the_child, tool_messages, tools, world,
+    KillOnDrop, Pi, PiTools, World, ASK_ANSWER, ENABLED_ASYNC, ENABLED_SYNC,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -319,23 +319,7 @@ fn wedged_child_costs_one_budget(line: Line) {
         line,
         "Three turns. [read:notes.txt,notes.txt] [say:done]",
     );
-    let wall = started.elapsed();
-    assert_eq!(
-        primary_requests(&w.primary).len(),
-        1 + 3,
-        "all three turns ran"
-    );
-    assert!(
-        wall < BUDGET_WITH_SLACK + Duration::from_secs(2),
-        "only one wait: {wall:?}"
-    );
-    let notices = pi.notices_since(mark);
-    let why: Vec<&String> = notices
-        .iter()
-        .filter(|n| n.contains("did not answer"))
-        .collect();
-    assert_eq!(why.len(), 1, "one notice says why: {notices:?}");
-    eventually("the stopped child ended by its PID", || !alive(child));
+    assert_one_wait_for_a_stopped_child(&pi, &w.primary, mark, started.elapsed(), child);
     pi.quit();
 }
 
