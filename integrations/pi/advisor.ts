@@ -461,6 +461,8 @@ class AdvisorChild {
 	dead: string | undefined;
 	/** Whether any line came from the child yet. */
 	heard = false;
+	/** The process could not be started at all (no binary, not executable). */
+	unstartable = false;
 	/** Unsolicited lines (wake, card, notice, steerReady). */
 	onNotification: Listener = () => {};
 	/** Called once when the child is gone, with why. */
@@ -475,6 +477,7 @@ class AdvisorChild {
 			const args = log ? ["serve", "--log", log] : ["serve"];
 			proc = spawn(this.bin, args, { stdio: ["pipe", "pipe", "pipe"] });
 		} catch (e) {
+			this.unstartable = true;
 			this.die(`the advisor process could not start: ${this.bin} (${(e as Error).message})`);
 			return;
 		}
@@ -486,7 +489,12 @@ class AdvisorChild {
 			this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
 		});
 		proc.stdin.on("error", () => {});
-		proc.on("error", (e) => this.die(`the advisor process could not start: ${this.bin} (${e.message})`));
+		proc.on("error", (e) => {
+			// Emitted when spawning failed (then there is no pid), or when a signal could not be sent.
+			if (proc.pid !== undefined) return;
+			this.unstartable = true;
+			this.die(`the advisor process could not start: ${this.bin} (${e.message})`);
+		});
 		proc.on("exit", (code, signal) => {
 			const how = signal ? `killed by ${signal}` : `exit code ${code}`;
 			const tail = this.stderrTail.trim().split("\n").at(-1);
@@ -788,7 +796,11 @@ class Supervisor {
 		if (now - s.since >= DEATH_WINDOW_MS) this.streak = 0;
 		this.streak += 1;
 		this.deaths = [...this.deaths.filter((t) => now - t < DEATH_WINDOW_MS), now];
-		if (this.deaths.length >= DEATHS_BEFORE_GIVING_UP) {
+		if (child.unstartable) {
+			// Trying again will not find the binary either.
+			this.state = { kind: "gaveUp", reason };
+			this.say(`advisor: ${reason}; pi goes on without an advisor. Put \`advisor\` on PATH or set ADVISOR_BIN to it, then /advisor on.`);
+		} else if (this.deaths.length >= DEATHS_BEFORE_GIVING_UP) {
 			this.state = { kind: "gaveUp", reason };
 			const times = `${this.deaths.length} times in ${DEATH_WINDOW_MS / 60_000} minutes`;
 			this.say(
@@ -816,8 +828,10 @@ class Supervisor {
 				const when = wait > 0 ? ` (in ${Math.ceil(wait / 1000)} s or later)` : "";
 				return `unavailable: ${s.reason}; a new advisor process starts at the next turn${when}`;
 			}
-			case "gaveUp":
-				return `unavailable: ${s.reason} (${DEATHS_BEFORE_GIVING_UP} times in ${DEATH_WINDOW_MS / 60_000} minutes); /advisor on tries again`;
+			case "gaveUp": {
+				const times = this.deaths.length >= DEATHS_BEFORE_GIVING_UP ? ` (${this.deaths.length} times in ${DEATH_WINDOW_MS / 60_000} minutes)` : "";
+				return `unavailable: ${s.reason}${times}; /advisor on tries again`;
+			}
 		}
 	}
 
@@ -967,13 +981,15 @@ function callOn(s: AdvisorSession, method: string, params: Record<string, unknow
 		return Promise.resolve(undefined);
 	}
 	s.queued += 1;
-	const limit = wait.kind === "budget" ? wait.budget.left() : MODEL_LOOKUP_MS + BACKGROUND_DEADLINE_MS;
-	const signal = wait.kind === "budget" ? wait.budget.signal : wait.kind === "long" ? wait.signal : undefined;
-	return within(s.opened, signal, limit).then((outcome) => {
+	// A pi event waits for the open within its budget (a long wait starts once the call is
+	// out); a call nobody waits for waits as long as the open may take.
+	const budget = wait.kind === "budget" ? wait.budget : wait.kind === "long" ? new Budget(wait.signal) : undefined;
+	const limit = budget ? budget.left() : MODEL_LOOKUP_MS + BACKGROUND_DEADLINE_MS;
+	return within(s.opened, budget?.signal, limit).then((outcome) => {
 		s.queued -= 1;
-		if (outcome.kind === "timeout" && wait.kind === "budget" && s.waitsOnChild) {
+		if (outcome.kind === "timeout" && budget && s.waitsOnChild) {
 			// The first event that needs an answer waited its budget on a silent open.
-			sup.fail(s.child, `did not answer session/open within ${seconds(wait.budget.ms)}`);
+			sup.fail(s.child, `did not answer session/open within ${seconds(budget.ms)}`);
 		}
 		return outcome.kind === "value" && outcome.value ? go() : undefined;
 	});

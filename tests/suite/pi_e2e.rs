@@ -681,6 +681,21 @@ impl Pi {
         note["message"].as_str().unwrap_or_default().to_string()
     }
 
+    /// Waits for a notice holding `needle`, at or after index `from`, and returns its text.
+    fn wait_notice(&self, from: usize, needle: &str) -> String {
+        let (_, v) = self.wait_from(from, &format!("a notice holding {needle:?}"), |v| {
+            is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains(needle))
+        });
+        v["message"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// The notices since index `from` that hold `needle`.
+    pub(super) fn notices_holding(&self, from: usize, needle: &str) -> Vec<String> {
+        let mut all = self.notices_since(from);
+        all.retain(|n| n.contains(needle));
+        all
+    }
+
     pub(super) fn notices_since(&self, from: usize) -> Vec<String> {
         self.events_since(from)
             .iter()
@@ -1449,9 +1464,7 @@ fn v5_a_dead_advisor_child_leaves_pi_working_with_one_notice() {
         .args(["-9", &child.to_string()])
         .status()
         .expect("kill");
-    pi.wait_from(mark, "the notice of the dead advisor", |v| {
-        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
-    });
+    pi.wait_notice(mark, "stopped");
     let status = pi.advisor_command("status");
     assert!(status.contains("unavailable"), "{status}");
     let mark = pi.len();
@@ -1462,12 +1475,8 @@ fn v5_a_dead_advisor_child_leaves_pi_working_with_one_notice() {
     assert!(!requests
         .iter()
         .any(|r| request_text(r).contains("<advisory")));
-    let notices: Vec<String> = pi
-        .notices_since(mark)
-        .into_iter()
-        .filter(|n| n.contains("stopped"))
-        .collect();
-    assert!(notices.is_empty(), "the death was said once: {notices:?}");
+    let again = pi.notices_holding(mark, "stopped");
+    assert!(again.is_empty(), "the death was said once: {again:?}");
     pi.quit();
 }
 
@@ -1821,10 +1830,7 @@ pub(super) fn assert_one_wait_for_a_stopped_child(
         "only one event waited: {wall:?}"
     );
     let notices = pi.notices_since(mark);
-    let why: Vec<&String> = notices
-        .iter()
-        .filter(|n| n.contains("did not answer"))
-        .collect();
+    let why = pi.notices_holding(mark, "did not answer");
     assert_eq!(why.len(), 1, "one notice says why: {notices:?}");
     assert!(why[0].contains("pi goes on without"), "{}", why[0]);
     assert_eq!(
@@ -1885,14 +1891,57 @@ fn v5_silent_child_does_not_hold_pi_start() {
         "{took:?}"
     );
     assert_eq!(primary_requests(&w.primary).len(), 1);
-    let notices = pi.notices_since(mark);
-    let why: Vec<&String> = notices
-        .iter()
-        .filter(|n| n.contains("did not answer"))
-        .collect();
-    assert_eq!(why.len(), 1, "said once: {notices:?}");
+    let why = pi.notices_holding(mark, "did not answer");
+    assert_eq!(why.len(), 1, "said once: {why:?}");
     let status = pi.advisor_command("status");
     assert!(status.contains("unavailable: "), "{status}");
+
+    // The next turn, a second later, starts another (silent) process: it costs that run at
+    // most one budget more, and says so once more.
+    std::thread::sleep(Duration::from_millis(1100));
+    let mark = pi.len();
+    let run = Instant::now();
+    pi.prompt_settled("Again. [read:notes.txt] [say:again]");
+    let took = run.elapsed();
+    eprintln!("a run that restarts a silent advisor child: {took:?}");
+    assert!(
+        took < BUDGET_WITH_SLACK + Duration::from_secs(2),
+        "{took:?}"
+    );
+    let why = pi.notices_holding(mark, "did not answer");
+    assert_eq!(why.len(), 1, "{why:?}");
+    pi.quit();
+}
+
+/// V5 through pi: an advisor binary that cannot be started is said once, with what to do;
+/// pi works on, no turn tries it again, and `/advisor on` says truthfully that it is on but
+/// unavailable.
+#[test]
+fn v5_an_advisor_binary_that_cannot_start_is_said_once_with_what_to_do() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let missing = w.setup.home.join("no-such-advisor");
+    let mut pi = w.setup.start(
+        tools,
+        true,
+        &[("ADVISOR_BIN", missing.to_str().unwrap_or_default())],
+    );
+    let (_, notice) = pi.wait_from(0, "the notice", is_notify);
+    let text = notice["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        text.contains("could not start") && text.contains("ADVISOR_BIN"),
+        "{text}"
+    );
+    pi.prompt_settled("One. [say:one]");
+    std::thread::sleep(Duration::from_millis(1100));
+    pi.prompt_settled("Two. [say:two]");
+    assert_eq!(primary_requests(&w.primary).len(), 2);
+    assert_eq!(pi.notices_since(0).len(), 1, "said once");
+    // `/advisor on` tries again (its failure is said again) and answers truthfully.
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "/advisor on"}));
+    let on = pi.wait_notice(mark, "advisor: on");
+    assert!(on.contains("unavailable: "), "{on}");
     pi.quit();
 }
 
@@ -1913,9 +1962,7 @@ fn v5_dead_child_restarts_with_backoff() {
     let first = the_child(&pi);
     let mark = pi.len();
     signal(first, "KILL");
-    pi.wait_from(mark, "the death notice", |v| {
-        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
-    });
+    pi.wait_notice(mark, "stopped");
     let killed = Instant::now();
     let status = pi.advisor_command("status");
     assert!(
@@ -1940,9 +1987,7 @@ fn v5_dead_child_restarts_with_backoff() {
     let mark = pi.len();
     let killed = Instant::now();
     signal(second, "KILL");
-    pi.wait_from(mark, "the second death notice", |v| {
-        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
-    });
+    pi.wait_notice(mark, "stopped");
     let noticed = Instant::now();
     pi.prompt_settled("Three. [say:three]");
     assert!(killed.elapsed() < Duration::from_secs(5));
@@ -1959,10 +2004,7 @@ fn v5_dead_child_restarts_with_backoff() {
     // Third death within ten minutes: it stays down and the notice says what to do.
     let mark = pi.len();
     signal(third, "KILL");
-    let (_, gave_up) = pi.wait_from(mark, "the notice of giving up", |v| {
-        is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains("stopped"))
-    });
-    let gave_up = gave_up["message"].as_str().unwrap_or_default().to_string();
+    let gave_up = pi.wait_notice(mark, "stopped");
     assert!(
         gave_up.contains("3 times in 10 minutes") && gave_up.contains("/advisor on"),
         "{gave_up}"
@@ -1971,10 +2013,7 @@ fn v5_dead_child_restarts_with_backoff() {
     pi.prompt_settled("Five. [say:five]");
     assert!(serve_children(pi.pid()).is_empty(), "gave up");
     assert_eq!(
-        pi.notices_since(mark)
-            .iter()
-            .filter(|n| n.contains("stopped"))
-            .count(),
+        pi.notices_holding(mark, "stopped").len(),
         1,
         "giving up is said once"
     );
@@ -2017,13 +2056,7 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}]});
     std::fs::write(&models_path, models.to_string()).expect("models.json");
     let mut pi = w.setup.start(tools, true, &[]);
-    let (_, notice) = pi.wait_from(0, "the notice about the model", |v| {
-        is_notify(v)
-            && v["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("no-such-model"))
-    });
-    let text = notice["message"].as_str().unwrap_or_default().to_string();
+    let text = pi.wait_notice(0, "no-such-model");
     for needle in [
         "advfake/no-such-model",
         "models.json",
@@ -2044,11 +2077,7 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
         1,
         "pi works without the advisor"
     );
-    let said: Vec<String> = pi
-        .notices_since(0)
-        .into_iter()
-        .filter(|n| n.contains("no-such-model"))
-        .collect();
+    let said = pi.notices_holding(0, "no-such-model");
     assert_eq!(said.len(), 1, "said once: {said:?}");
     let status = pi.advisor_command("status");
     assert!(status.contains("unavailable: "), "{status}");

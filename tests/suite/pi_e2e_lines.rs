@@ -447,11 +447,7 @@ fn v5_an_unsupported_pi_gets_one_notice_instead_of_a_silent_advisor() {
     );
     assert!(serve_children(pi.pid()).is_empty(), "no advisor process");
     assert_eq!(w.advisor.bodies().len(), 0, "nothing reviewed");
-    let notices: Vec<String> = pi
-        .notices_since(0)
-        .into_iter()
-        .filter(|n| n.contains("0.72.1"))
-        .collect();
+    let notices = pi.notices_holding(0, "0.72.1");
     assert_eq!(notices.len(), 1, "one notice: {notices:?}");
     let reply = advisor_command(&mut pi, "status");
     assert_eq!(reply, text, "/advisor repeats it");
