@@ -1394,6 +1394,7 @@ const core: Core = {
 	},
 	customMessage: (card) => customMessage(card),
 	recordTiming: (ms) => recordTiming(ms),
+	show: (text) => notify(text, "info"),
 	giveUp(text) {
 		const b = bridge();
 		b.info = { ...b.info, line: undefined, problem: text };

@@ -156,6 +156,8 @@ export interface Core {
 	customMessage(card: Card): AdvisoryMessage;
 	/** `ADVISOR_PI_TIMINGS`: the time the extension held pi's loop for one turn. */
 	recordTiming(ms: number): void;
+	/** Shows the user a notice (`ctx.ui.notify`, info). */
+	show(text: string): void;
 	/** Closes the session for good with a notice (the API turned out not to be the expected one). */
 	giveUp(text: string): void;
 }
@@ -266,6 +268,13 @@ function matches(message: any, anchor: Anchor): boolean {
 	return message?.role === "assistant" && turnKey(message) === anchor.assistantKey;
 }
 
+/** An advisory as one notice line per note: `advisor (concern): …`. */
+function noticeOf(card: Card): string {
+	const notes = Array.isArray(card.notes) ? card.notes : [];
+	if (notes.length === 0) return `advisor: ${card.content}`;
+	return notes.map((n) => `advisor (${n.severity ?? "nit"}): ${n.note}`).join("\n");
+}
+
 function waitAtMost(promise: Promise<void>, signal: AbortSignal | undefined, ms: number): Promise<void> {
 	if (signal?.aborted) return Promise.resolve();
 	return new Promise<void>((resolve) => {
@@ -320,7 +329,7 @@ function eventLine(): LineAdapter {
 		limits: [
 			"turn_end cannot continue a run: a steer raised on the final turn starts a new run instead of one more model call in the same run (D3)",
 			"the run ends without waiting for the last turn's review: syncBacklog holds the next model request, not the end of a run (S1)",
-			"advisories handed over mid-run reach the model and the session file, but pi's screen shows them only when the session is reopened",
+			"advisories handed over mid-run reach the model and the session file; pi's screen shows them as a notice, and as messages only when the session is reopened",
 		],
 		isUserPrompt: () => true, // 0.73 fires before_agent_start for prompts only, not for a wake
 		reset() {
@@ -356,6 +365,8 @@ function eventLine(): LineAdapter {
 							const details = { ...m.details, adviceId: id };
 							ctx.sessionManager.appendCustomMessageEntry(m.customType, m.content, m.display, details);
 							ledger.push({ id, anchor, message: { role: "custom", ...m, details, timestamp: Date.now() } });
+							// pi 0.73 shows a message only by queueing it for the model: a notice shows it now.
+							core.show(noticeOf(card));
 						}
 						if (ledger.length > MAX_LEDGER) ledger = ledger.slice(-MAX_LEDGER);
 						return;

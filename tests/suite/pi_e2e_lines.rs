@@ -158,6 +158,12 @@ fn advisory_reaches_the_next_request(line: Line) {
     assert_eq!(occurrences(&last, nit), 1, "{last}");
     assert_eq!(occurrences(&last, concern), 1, "{last}");
 
+    if let Line::Legacy = line {
+        // Handed over mid-run, the nit is also shown at once, as a notice.
+        let shown = pi.notices_holding(mark, "advisor (nit): nit note raised on CUE-NIT");
+        assert_eq!(shown.len(), 1, "{shown:?}");
+    }
+
     let status = advisor_command(&mut pi, "status");
     assert!(
         status.contains("advisor-model"),
