@@ -328,7 +328,7 @@ function eventLine(): LineAdapter {
 		line: "0.73",
 		limits: [
 			"turn_end cannot continue a run: a steer raised on the final turn starts a new run instead of one more model call in the same run (D3)",
-			"the run ends without waiting for the last turn's review: syncBacklog holds the next model request, not the end of a run (S1)",
+			"the run ends without waiting for the last turn's review: syncBacklog and the reconfirm catch-up hold the next model request, not the end of a run (S1, D5)",
 			"advisories handed over mid-run reach the model and the session file; pi's screen shows them as a notice, and as messages only when the session is reopened",
 		],
 		isUserPrompt: () => true, // 0.73 fires before_agent_start for prompts only, not for a wake
