@@ -979,66 +979,6 @@ fn v5_d3_a_blocker_while_idle_wakes_pi() {
     pi.quit();
 }
 
-/// (b) user abort (D6): a concern raised after the user aborted becomes a card — visible in the
-/// session, no new run — and the next prompt's request carries it.
-#[test]
-fn v5_d6_after_a_user_abort_a_concern_is_a_card_and_nothing_resumes() {
-    let Some(tools) = tools() else { return };
-    let rt = runtime();
-    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
-    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
-    let setup = Setup::new(
-        &primary_srv,
-        &advisor_srv,
-        UNNAMED_ASYNC,
-        "the cache is never invalidated\n",
-    );
-    // The advisor model named only by pi's modes.json (M1, V5).
-    let modes =
-        json!({"modes": {"advisor": {"provider": "advisorprov", "modelId": "advisor-model"}}});
-    std::fs::write(setup.agent.join("modes.json"), modes.to_string()).expect("modes.json");
-    let mut pi = setup.start(tools, true, &[]);
-    let mark = pi.len();
-    pi.call(json!({"type": "prompt", "message": "Read, then think long. CUE-LATE-CONCERN [read:notes.txt] [slow]"}));
-    // The second model call stalls; the user aborts it.
-    eventually("the stalled second call", || {
-        primary_srv.bodies().len() >= 2
-    });
-    pi.call(json!({"type": "abort"}));
-    let (settled, v) = pi.wait_from(mark, "agent_settled", |v| v["type"] == "agent_settled");
-    assert_eq!(v["aborted"], true);
-    // The concern (raised 1.5 s after turn 1) arrives while suppressed: a card.
-    let concern = "concern note raised on CUE-LATE-CONCERN";
-    let file = pi.state()["sessionFile"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    eventually("the card in the session file", || {
-        advisor_entries(&file)
-            .iter()
-            .any(|e| e.to_string().contains(concern))
-    });
-    // A wake would have started a run by now (sendMessage starts it at once).
-    assert_eq!(
-        pi.state()["isStreaming"],
-        false,
-        "no auto-resume after a user abort"
-    );
-    let after_abort = pi.events_since(settled + 1);
-    assert_eq!(
-        agent_starts(&after_abort),
-        0,
-        "no auto-resume after a user abort"
-    );
-    assert_eq!(primary_requests(&primary_srv).len(), 2);
-    // The next prompt carries the card to the model.
-    pi.prompt_settled("Go on. [say:resumed]");
-    let requests = primary_requests(&primary_srv);
-    assert_eq!(requests.len(), 3);
-    assert!(request_text(&requests[2]).contains(concern));
-    pi.quit();
-}
-
 /// A5: a nit raised while pi is idle wakes nothing and rides the next prompt's first request
 /// (handed over from `before_agent_start`).
 #[test]

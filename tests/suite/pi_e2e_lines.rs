@@ -13,7 +13,7 @@ use super::pi_e2e::{
     advisor_entries, agent_starts, assert_fresh_replay, assert_one_wait_for_a_stopped_child,
     eventually, fork_before, is_notify, message_text, messages, primary_requests, request_text,
     reviews, serve_children, session_file, signal, the_child, tool_messages, tools, world,
-    KillOnDrop, Pi, PiTools, World, ASK_ANSWER, ENABLED_ASYNC, ENABLED_SYNC,
+    KillOnDrop, Pi, PiTools, World, ASK_ANSWER, ENABLED_ASYNC, ENABLED_SYNC, UNNAMED_ASYNC,
 };
 
 #[derive(Clone, Copy, Debug)]
@@ -208,12 +208,16 @@ fn v5_d3_on_pi_16_an_advisory_reaches_the_next_request_and_the_session_file() {
 // A user abort turns a pending concern into a card
 
 /// D6: the concern raised about turn 1 is still pending when the user aborts the stalled second
-/// call; it becomes a card — saved, no new run — and the next prompt's request carries it.
+/// call; it becomes a card — saved, no new run — and the next prompt's request carries it. The
+/// advisor model is named only by pi's `modes.json` here (M1, V5).
 fn user_abort_makes_a_card(line: Line) {
     let Some(tools) = pi_of(line.version()) else {
         return;
     };
-    let w = world(ENABLED_ASYNC, "the cache is never invalidated\n");
+    let w = world(UNNAMED_ASYNC, "the cache is never invalidated\n");
+    let modes =
+        json!({"modes": {"advisor": {"provider": "advisorprov", "modelId": "advisor-model"}}});
+    std::fs::write(w.setup.agent.join("modes.json"), modes.to_string()).expect("modes.json");
     let mut pi = w.setup.start(&tools, true, &[]);
     let mark = pi.len();
     pi.call(json!({"type": "prompt", "message": "Read, then think long. CUE-LATE-CONCERN [read:notes.txt] [slow]"}));
