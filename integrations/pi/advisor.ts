@@ -19,8 +19,10 @@
  * the turn and run hooks — is in `pi-api.ts`, chosen once at load time.
  *
  * The promise (SPEC S2, F4, V5): pi never waits on a failing advisor. No pi event waits on the
- * child more than `EVENT_BUDGET_MS` in all; the first call that misses its deadline ends the
- * child (one notice), and a new one starts at a later turn.
+ * child more than `EVENT_BUDGET_MS` in all (a wait the settings ask for — syncBacklog, the
+ * reconfirm catch-up, `ask_advisor` — runs to its own limit while the child keeps answering
+ * liveness checks); the first call that misses its deadline ends the child (one notice), and a
+ * new one starts at a later turn.
  */
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
@@ -45,8 +47,11 @@ const EVENT_BUDGET_MS = 2_000;
 /** `turnEnd` may wait for syncBacklog up to 30 s by design (S1), plus slack; liveness checks
  * meanwhile tell such a wait from a wedged child. */
 const TURN_END_TIMEOUT_MS = 35_000;
-/** How often a long wait checks that the child still answers at all. */
-const PROBE_EVERY_MS = 5_000;
+/** With the reconfirm policy a terminal turn's catch-up may wait up to 120 s (D5), plus slack. */
+const CATCH_UP_TIMEOUT_MS = 125_000;
+/** How often a long wait checks that the child still answers at all (each check has the
+ * event budget to answer). */
+const PROBE_EVERY_MS = 1_000;
 /** Calls nobody waits for (the open, state changes, turn ends without syncBacklog): a child
  * that has not answered one by then counts as failed. */
 const BACKGROUND_DEADLINE_MS = 10_000;
@@ -343,8 +348,9 @@ function modelProblem(named: { role: string; from: string }, ctx: ExtensionConte
 	} catch {
 		// an unreadable registry: say what we know
 	}
+	const source = readJsonFile(models)?.providers?.[provider] !== undefined ? `from ${models}` : "built into pi";
 	const where = ids.length
-		? `pi's model registry has provider \`${provider}\` (from ${models} or built in) but no model \`${named.role.slice(slash + 1)}\`; it has ${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", …" : ""}`
+		? `pi's model registry has provider \`${provider}\` (${source}) but no model \`${named.role.slice(slash + 1)}\`; it has ${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", …" : ""}`
 		: `pi's model registry (its built-in models and ${models}) has no provider \`${provider}\``;
 	return `${what} was not found: ${where}. ${fix(ids.length ? `${provider}/${ids[0]}` : undefined)}`;
 }
@@ -507,10 +513,6 @@ class AdvisorChild {
 		(proc.stdin as any).unref?.();
 	}
 
-	get pid(): number | undefined {
-		return this.proc?.pid;
-	}
-
 	/** Bytes written to the child that it has not read yet. */
 	get unread(): number {
 		return this.proc?.stdin.writableLength ?? 0;
@@ -599,8 +601,8 @@ class AdvisorChild {
 		}
 	}
 
-	/** Ends the child by its PID: TERM, then KILL after `KILL_GRACE_MS` (a stopped process
-	 * keeps a TERM pending). Waiting calls fail at once with `reason`. */
+	/** Ends the child by its PID: TERM (and CONT, so that a stopped process acts on it at once),
+	 * then KILL after `KILL_GRACE_MS`. Waiting calls fail at once with `reason`. */
 	kill(reason: string): void {
 		this.die(reason);
 		const proc = this.proc;
@@ -608,6 +610,7 @@ class AdvisorChild {
 		try {
 			proc.stdin.destroy();
 			proc.kill("SIGTERM");
+			proc.kill("SIGCONT");
 		} catch {
 			// gone already
 		}
@@ -653,6 +656,12 @@ class Budget {
 	left(): number {
 		return Math.max(0, this.end - performance.now());
 	}
+}
+
+/** The advisor's state in words, and what the user can expect or do next. */
+interface StateWords {
+	state: string;
+	next?: string;
 }
 
 type ChildState =
@@ -744,15 +753,14 @@ class Supervisor {
 	}
 
 	/** A request that may take long by design, bounded by `ms` and `signal`; meanwhile the child
-	 * must go on answering a cheap `initialize` within the event budget, every `PROBE_EVERY_MS`. */
+	 * must go on answering a cheap `initialize` within the event budget, every `PROBE_EVERY_MS`
+	 * (a child that does is not failed for a long answer: the wait just ends at `ms`). */
 	async callLong(method: string, params: unknown, signal: AbortSignal | undefined, ms: number): Promise<any> {
 		const child = this.child;
 		if (!child) return undefined;
 		const answer = this.send(child, method, params);
 		void this.watch(child, method, answer);
-		const outcome = await within(answer, signal, ms);
-		if (outcome.kind === "timeout") this.fail(child, `did not answer ${method} within ${seconds(ms)}`);
-		return valueOf(outcome);
+		return valueOf(await within(answer, signal, ms));
 	}
 
 	private async watch(child: AdvisorChild, method: string, answer: Promise<unknown>): Promise<void> {
@@ -816,21 +824,21 @@ class Supervisor {
 		this.onDown(child);
 	}
 
-	/** The state in words when no child runs (`/advisor status`). */
-	describe(): string {
+	/** The state in words when no child runs (`/advisor status`), and what happens next. */
+	describe(): StateWords {
 		const s = this.state;
 		switch (s.kind) {
 			case "none":
 			case "up":
-				return "starting…";
+				return { state: "starting…" };
 			case "down": {
 				const wait = s.retryAt - this.now();
 				const when = wait > 0 ? ` (in ${Math.ceil(wait / 1000)} s or later)` : "";
-				return `unavailable: ${s.reason}; a new advisor process starts at the next turn${when}`;
+				return { state: `unavailable: ${s.reason}`, next: `a new advisor process starts at the next turn${when}` };
 			}
 			case "gaveUp": {
 				const times = this.deaths.length >= DEATHS_BEFORE_GIVING_UP ? ` (${this.deaths.length} times in ${DEATH_WINDOW_MS / 60_000} minutes)` : "";
-				return `unavailable: ${s.reason}${times}; /advisor on tries again`;
+				return { state: `unavailable: ${s.reason}${times}`, next: "/advisor on tries again" };
 			}
 		}
 	}
@@ -877,6 +885,8 @@ interface AdvisorSession {
 	cursor: string | null;
 	/** The server's `turnEnd` waits by design (syncBacklog on, or the reconfirm policy, S1/D5). */
 	turnEndWaits: boolean;
+	/** The reconfirm policy: a turn end may wait for the catch-up (D5). */
+	reconfirm: boolean;
 	/** The server's branch may differ from ours: the next turn re-sends it whole first. */
 	resync: boolean;
 	/** What the server was last told of pi's run state (`session/runState`). */
@@ -1021,11 +1031,10 @@ function onNotification(method: string, params: any): void {
 	}
 }
 
-/** Whether the K1 settings make the server's `turnEnd` wait (syncBacklog on, or reconfirm). */
-function turnEndWaits(cwd: string, agentDir: string): boolean {
+/** Whether the K1 settings turn syncBacklog on (S1): the server's `turnEnd` waits then. */
+function syncBacklogOn(cwd: string, agentDir: string): boolean {
 	const sync = k1Scalar(cwd, agentDir, "advisor", "syncBacklog");
-	const policy = k1Scalar(cwd, agentDir, "advisor", "policy");
-	return (sync !== undefined && sync !== "off") || policy === "reconfirm";
+	return sync !== undefined && sync !== "off";
 }
 
 /**
@@ -1054,6 +1063,7 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 	const file = sm.getSessionFile();
 	if (file) params.sessionFile = file;
 	let markOpened = (_ok: boolean) => {};
+	const reconfirm = k1Scalar(ctx.cwd, agentDir, "advisor", "policy") === "reconfirm";
 	const s: AdvisorSession = {
 		id: String(params.sessionId),
 		file,
@@ -1063,7 +1073,8 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 		opened: new Promise<boolean>((resolve) => (markOpened = resolve)),
 		queued: 0,
 		cursor: replay ? null : leaf,
-		turnEndWaits: turnEndWaits(ctx.cwd, agentDir),
+		turnEndWaits: reconfirm || syncBacklogOn(ctx.cwd, agentDir),
+		reconfirm,
 		resync: false,
 		running: false,
 	};
@@ -1090,7 +1101,7 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 			const status = await answer;
 			if (status === undefined) return markOpened(false);
 			s.phase = "open";
-			if (status?.policy === "reconfirm") s.turnEndWaits = true;
+			if (status?.policy === "reconfirm") s.turnEndWaits = s.reconfirm = true;
 			markOpened(true);
 		} catch (e) {
 			if (!(e instanceof RpcError)) return markOpened(false); // the child's failure says so
@@ -1162,7 +1173,7 @@ async function sendTurn(s: AdvisorSession, ctx: ExtensionContext, event: any, bu
 		callOn(s, "session/turnEnd", params, FIRE).catch(mismatch);
 		return budget;
 	}
-	const long: Wait = { kind: "long", signal: budget.signal, ms: TURN_END_TIMEOUT_MS };
+	const long: Wait = { kind: "long", signal: budget.signal, ms: s.reconfirm ? CATCH_UP_TIMEOUT_MS : TURN_END_TIMEOUT_MS };
 	try {
 		await callOn(s, "session/turnEnd", params, long);
 	} catch (e) {
@@ -1218,14 +1229,20 @@ function piStatus(): string {
 // ---------------------------------------------------------------------------------------------
 // `/advisor` (C1–C4): on/off/toggle are the host's (persisted, V5); the rest goes to the server.
 
-/** The advisor's state in words when no session is open (`/advisor status`, V5). */
-function stateWords(): string {
+/** The advisor's state when no session is open (`/advisor status`, V5). */
+function advisorState(): StateWords {
 	const b = bridge();
-	if (!b.wanted) return "off (/advisor on turns it on)";
+	if (!b.wanted) return { state: "off", next: "/advisor on turns it on" };
 	const s = b.session;
-	if (s?.phase === "failed") return `unavailable: ${s.reason}`;
-	if (liveSession()) return "starting…";
+	if (s?.phase === "failed") return { state: `unavailable: ${s.reason}` };
+	if (liveSession()) return { state: "starting…" };
 	return supervisor().describe();
+}
+
+/** `advisorState` as the user reads it. */
+function stateWords(): string {
+	const { state, next } = advisorState();
+	return next ? `${state}; ${next}` : state;
 }
 
 async function command(args: string, ctx: ExtensionContext): Promise<string> {
@@ -1333,7 +1350,8 @@ async function askAdvisor(rawQuestion: unknown, signal: AbortSignal | undefined,
 		return askResult(question.slice(0, 200), `${ASK_TOOL}: the question is longer than ${MAX_QUESTION_CHARS} characters; ask a shorter one`, true);
 	}
 	const s = openedSession();
-	if (!s) return askResult(question, `${ASK_TOOL}: the advisor is ${stateWords()}; go on without it`, true);
+	// The primary reads this: the state, not what the user can do about it.
+	if (!s) return askResult(question, `${ASK_TOOL}: the advisor is ${advisorState().state}; go on without it`, true);
 	try {
 		const wait: Wait = { kind: "long", signal, ms: askTimeoutMs(ctx.cwd, agentDirOf()) };
 		const reply = await callOn(s, "session/ask", { question }, wait);

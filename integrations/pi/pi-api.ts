@@ -232,8 +232,9 @@ function boundaryLine(): LineAdapter {
 // request of this process at the same place (pi's in-memory transcript never holds them) until
 // pi rebuilds its transcript from the file (compaction, new, resume, fork), which has them.
 
-/** The longest a request waits at a turn's gate: syncBacklog's 30 s (S1) plus slack. */
-const GATE_TIMEOUT_MS = 35_000;
+/** The longest a request waits at a turn's gate, a backstop: the turn's own waits are bounded
+ * by the core (syncBacklog 30 s, S1; the reconfirm catch-up 120 s, D5; liveness checks). */
+const GATE_TIMEOUT_MS = 130_000;
 /** Advisories kept for re-insertion; older ones drop out of later requests (the file keeps them). */
 const MAX_LEDGER = 256;
 /** Turn keys remembered as handled. */

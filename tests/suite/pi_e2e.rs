@@ -1720,15 +1720,21 @@ const BUDGET_WITH_SLACK: Duration = Duration::from_millis(3000);
 
 /// S2 / F4 through pi: an `advisor serve` that stops answering (SIGSTOP) costs pi one wait of
 /// at most the 2 s budget: the event that waits says why in one notice, the child is ended by
-/// its PID, and no later event of the run waits on it. syncBacklog is on here, the case where
-/// `turn_end` waits for the advisor by design.
+/// its PID, and no later event of the run waits on it — with syncBacklog on (where `turn_end`
+/// waits for the advisor by design) and off (the default).
 #[test]
 fn s2_wedged_child_costs_pi_at_most_2s_per_event() {
     let Some(tools) = tools() else { return };
-    let w = world(ENABLED_SYNC, "notes\n");
+    for config in [ENABLED_SYNC, ENABLED_ASYNC] {
+        wedged_child_costs_at_most_the_budget(tools, config);
+    }
+}
+
+fn wedged_child_costs_at_most_the_budget(tools: &PiTools, config: &str) {
+    let w = world(config, "notes\n");
     let mut pi = w.setup.start(tools, true, &[]);
     pi.prompt_settled("Warm up. [say:warm]");
-    assert_eq!(reviews(&w.advisor).len(), 1, "healthy before it is stopped");
+    eventually("the warm-up reviewed", || reviews(&w.advisor).len() == 1);
     let child = the_child(&pi);
     let _guard = KillOnDrop(child);
     signal(child, "STOP");
@@ -1741,7 +1747,11 @@ fn s2_wedged_child_costs_pi_at_most_2s_per_event() {
         v["type"] == "agent_settled"
     });
     let (longest, wall) = longest_silence(&pi, mark, settled, started);
-    eprintln!("3-turn run with a stopped advisor child: {wall:?} (longest wait {longest:?})");
+    let sync = config.contains("syncBacklog: 1");
+    eprintln!(
+        "3-turn run with a stopped advisor child (syncBacklog {}): {wall:?} (longest wait {longest:?})",
+        if sync { "1" } else { "off" }
+    );
     assert!(
         longest < BUDGET_WITH_SLACK,
         "no pi event waits more than the budget: {longest:?}"
@@ -1781,6 +1791,36 @@ pub(super) fn assert_one_wait_for_a_stopped_child(
     eventually("the stopped child ended by its PID", || !alive(child));
 }
 
+/// S2 through pi: a `turn_end` that waits for syncBacklog by design is not mistaken for a
+/// wedged child while the child answers its liveness checks — but a child stopped during that
+/// wait is found by the next check (every second, 2 s to answer), failed with one notice, and the
+/// run goes on long before the wait's own 35 s limit.
+#[test]
+fn s2_a_child_stopped_during_a_sync_wait_is_found_by_its_liveness_check() {
+    let Some(tools) = tools() else { return };
+    let w = world(ENABLED_SYNC, "notes\n");
+    let mut pi = w.setup.start(tools, true, &[]);
+    let child = the_child(&pi);
+    let _guard = KillOnDrop(child);
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "Read. CUE-STALL [read:notes.txt] [say:x]"}));
+    // The review of turn 1 stalls for a minute: its turn_end waits on it (S1).
+    eventually("the stalled review", || w.advisor.bodies().len() == 1);
+    signal(child, "STOP");
+    let stopped = Instant::now();
+    pi.wait_within(mark, "agent_settled", Duration::from_secs(60), |v| {
+        v["type"] == "agent_settled"
+    });
+    let took = stopped.elapsed();
+    eprintln!("a run whose child stopped during a sync wait went on after {took:?}");
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    assert_eq!(primary_requests(&w.primary).len(), 2, "both turns ran");
+    let why = pi.notices_holding(mark, "stopped answering");
+    assert_eq!(why.len(), 1, "{:?}", pi.notices_since(mark));
+    eventually("the stopped child ended by its PID", || !alive(child));
+    pi.quit();
+}
+
 /// An executable `advisor` stand-in in `dir` that reads its input and never answers.
 fn silent_advisor(dir: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
@@ -1799,6 +1839,9 @@ fn v5_silent_child_does_not_hold_pi_start() {
     let Some(tools) = tools() else { return };
     let w = world(ENABLED_SYNC, "notes\n");
     let bin = silent_advisor(&w.setup.home);
+    let started = Instant::now();
+    w.setup.start(tools, false, &[]).quit();
+    eprintln!("pi ready without the extension: {:?}", started.elapsed());
     let started = Instant::now();
     let mut pi = w.setup.start(
         tools,
@@ -1997,6 +2040,7 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
     std::fs::write(&models_path, models.to_string()).expect("models.json");
     let mut pi = w.setup.start(tools, true, &[]);
     let text = pi.wait_notice(0, "no-such-model");
+    eprintln!("the notice: {text}");
     for needle in [
         "advfake/no-such-model",
         "models.json",
@@ -2023,6 +2067,7 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
     assert!(status.contains("unavailable: "), "{status}");
     assert!(status.contains("no-such-model"), "{status}");
     assert!(!status.contains("--"), "{status}");
+    eprintln!("/advisor status: {status}");
     pi.quit();
 }
 
