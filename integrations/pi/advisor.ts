@@ -15,7 +15,8 @@
  * a deadline, a failed state, restarts with backoff — one per pi process, kept on
  * `globalThis`), the advisor session of the current pi session (`AdvisorSession`, opened in
  * the background), the `/advisor` command, the `ask_advisor` tool (G8), and the extension
- * factory that wires pi's hooks to it.
+ * factory that wires pi's hooks to it. What differs between pi's API lines (0.73.x and 1.x) —
+ * the turn and run hooks — is in `pi-api.ts`, chosen once at load time.
  *
  * The promise (SPEC S2, F4, V5): pi never waits on a failing advisor. No pi event waits on the
  * child more than `EVENT_BUDGET_MS` in all (a wait the settings ask for — syncBacklog, the
@@ -31,6 +32,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
+import { adapterFor, type Card, type Core, detectPi, type LineAdapter, type PiInfo, projectedMessages } from "./pi-api.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Limits (everything from outside has a size cap and a time limit)
@@ -93,13 +95,6 @@ const USAGE = "usage: /advisor [toggle|on|off|status|dump [raw]|test <nit|concer
 // Small helpers
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-/** A card or delivery as the server sends it: `{channel, content, notes}`. */
-interface Card {
-	channel?: string;
-	content: string;
-	notes?: { severity?: string; note: string }[];
-}
 
 /** Thrown for a JSON-RPC error reply. */
 class RpcError extends Error {
@@ -405,8 +400,7 @@ function entryMessage(entry: any): any {
 /** The whole current branch as the model sees it (compaction applied), for seeding and rewrites. */
 function branchMessages(ctx: ExtensionContext): any[] {
 	try {
-		const projection = ctx.sessionManager.buildSessionProjection();
-		return projection.messages.filter((m: any) => m?.role !== "system");
+		return projectedMessages(ctx.sessionManager).filter((m: any) => m?.role !== "system");
 	} catch {
 		return [];
 	}
@@ -874,6 +868,8 @@ const FIRE: Wait = { kind: "fire" };
  */
 interface AdvisorSession {
 	id: string;
+	/** The pi session file it was opened for. */
+	file: string | undefined;
 	child: AdvisorChild;
 	phase: "opening" | "open" | "failed";
 	/** Why the open failed. */
@@ -908,6 +904,11 @@ interface Bridge {
 	/** The close of the previous session: a new open goes out after it (the id may be the same). */
 	closing: Promise<unknown>;
 	timings: string | undefined;
+	/** The running pi and its API line, decided at the first load (`pi-api.ts`). */
+	info: PiInfo | undefined;
+	adapter: LineAdapter | undefined;
+	/** The unsupported-pi notice was shown (once per process). */
+	unsupportedShown: boolean;
 }
 
 const BRIDGE_KEY = Symbol.for("advisor.pi.bridge");
@@ -923,6 +924,9 @@ function bridge(): Bridge {
 			session: undefined,
 			closing: Promise.resolve(),
 			timings: process.env.ADVISOR_PI_TIMINGS || undefined,
+			info: undefined,
+			adapter: undefined,
+			unsupportedShown: false,
 		} satisfies Bridge;
 	}
 	return g[BRIDGE_KEY] as Bridge;
@@ -1062,6 +1066,7 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 	const reconfirm = k1Scalar(ctx.cwd, agentDir, "advisor", "policy") === "reconfirm";
 	const s: AdvisorSession = {
 		id: String(params.sessionId),
+		file,
 		child,
 		phase: "opening",
 		waitsOnChild: false,
@@ -1168,7 +1173,7 @@ async function sendTurn(s: AdvisorSession, ctx: ExtensionContext, event: any, bu
 		callOn(s, "session/turnEnd", params, FIRE).catch(mismatch);
 		return budget;
 	}
-	const long: Wait = { kind: "long", signal: ctx.signal, ms: s.reconfirm ? CATCH_UP_TIMEOUT_MS : TURN_END_TIMEOUT_MS };
+	const long: Wait = { kind: "long", signal: budget.signal, ms: s.reconfirm ? CATCH_UP_TIMEOUT_MS : TURN_END_TIMEOUT_MS };
 	try {
 		await callOn(s, "session/turnEnd", params, long);
 	} catch (e) {
@@ -1179,7 +1184,7 @@ async function sendTurn(s: AdvisorSession, ctx: ExtensionContext, event: any, bu
 		}
 	}
 	// The wait was the configured one; the boundary gets its own budget.
-	return new Budget(ctx.signal);
+	return new Budget(budget.signal);
 }
 
 function setRunning(s: AdvisorSession, running: boolean): void {
@@ -1211,6 +1216,16 @@ function recordTiming(ms: number): void {
 	}
 }
 
+/** The lines `/advisor status` adds: which pi, and what its API cannot honour (V5). */
+function piStatus(): string {
+	const { info, adapter } = bridge();
+	if (!info || !adapter) return "";
+	const which = info.version ? `pi ${info.version} (${info.pkg})` : "pi (version not found)";
+	const lines = [`\n${which}, ${adapter.line} API`];
+	for (const limit of adapter.limits) lines.push(`on pi ${adapter.line}: ${limit}`);
+	return lines.join("\n");
+}
+
 // ---------------------------------------------------------------------------------------------
 // `/advisor` (C1–C4): on/off/toggle are the host's (persisted, V5); the rest goes to the server.
 
@@ -1233,6 +1248,7 @@ function stateWords(): string {
 async function command(args: string, ctx: ExtensionContext): Promise<string> {
 	const b = bridge();
 	b.ctx = ctx;
+	if (b.info?.problem) return b.info.problem;
 	const line = args.trim();
 	const verb = (line.split(/\s+/)[0] ?? "").toLowerCase();
 	const agentDir = agentDirOf();
@@ -1282,9 +1298,10 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 		case "status":
 		case "dump":
 		case "test": {
+			const about = verb === "status" ? piStatus() : "";
 			const open = openedSession();
-			if (!open) return `advisor: ${stateWords()}; ${named()}`;
-			return forward(open, [verb, ...line.split(/\s+/).slice(1)].join(" "));
+			if (!open) return `advisor: ${stateWords()}; ${named()}${about}`;
+			return `${await forward(open, [verb, ...line.split(/\s+/).slice(1)].join(" "))}${about}`;
 		}
 		default:
 			return USAGE;
@@ -1374,14 +1391,76 @@ function registerAskTool(pi: ExtensionAPI): void {
 // ---------------------------------------------------------------------------------------------
 // The extension factory: runs once per session runtime; the bridge lives on globalThis.
 
+/** The shared core, as the line adapters see it (`pi-api.ts`). */
+const core: Core = {
+	wanted: () => bridge().wanted,
+	async turnEnded(event, ctx) {
+		const budget = new Budget(ctx.signal);
+		const turn = sessionForTurn(ctx);
+		// A session opened just now was seeded with this turn (X4).
+		if (!turn || turn.fresh) return [];
+		const { s } = turn;
+		setRunning(s, true);
+		return takeDeliveries(s, await sendTurn(s, ctx, event, budget));
+	},
+	runEnded(aborted) {
+		const s = liveSession();
+		if (!s) return;
+		// No way to tell a user's abort from an extension's: pi's only abort is the user's (D6).
+		if (aborted) void quietly(s, "session/interrupt", { byUser: true });
+		setRunning(s, false);
+	},
+	customMessage: (card) => customMessage(card),
+	recordTiming: (ms) => recordTiming(ms),
+	show: (text) => notify(text, "info"),
+	giveUp(text) {
+		const b = bridge();
+		b.info = { ...b.info, line: undefined, problem: text };
+		b.wanted = false;
+		notify(text, "warning");
+		closeSession();
+	},
+};
+
+/** A pi this extension does not support: one notice at start, and `/advisor` says the same. */
+function registerUnsupported(pi: ExtensionAPI, problem: string): void {
+	const b = bridge();
+	pi.on?.("session_start", async (_event: unknown, ctx: ExtensionContext) => {
+		b.ctx = ctx;
+		if (b.unsupportedShown) return;
+		b.unsupportedShown = true;
+		notify(problem, "warning");
+	});
+	pi.registerCommand?.("advisor", {
+		description: "The advisor (not supported on this pi)",
+		handler: async (_args: string, ctx: ExtensionContext) => {
+			ctx.ui.notify(problem, "warning");
+		},
+	});
+}
+
 export default function advisorExtension(pi: ExtensionAPI): void {
 	const b = bridge();
 	b.pi = pi;
+	b.info ??= detectPi(pi);
+	const info = b.info;
+	if (!info.line) {
+		registerUnsupported(pi, info.problem ?? "advisor: this pi is not supported; the advisor is off");
+		return;
+	}
+	b.adapter ??= adapterFor(info.line);
+	const adapter = b.adapter;
 
 	// Nothing in here holds pi's session start: the session opens in the background.
 	pi.on("session_start", async (event, ctx) => {
 		b.pi = pi;
 		b.ctx = ctx;
+		if (!b.info?.line) return; // given up on this pi's API (pi-api.ts)
+		const sm = ctx.sessionManager;
+		const same = b.session?.id === sm.getSessionId() && b.session?.file === sm.getSessionFile();
+		// pi 0.73's RPC mode starts a replaced session twice: the second start changes nothing.
+		if (event.reason !== "startup" && event.reason !== "reload" && same) return;
+		adapter.reset();
 		if (event.reason === "startup" || event.reason === "reload") {
 			closeSession();
 			b.wanted = isEnabled(ctx.cwd, agentDirOf());
@@ -1408,8 +1487,8 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 		const turn = sessionForTurn(ctx);
 		if (!turn) return;
 		const { s, fresh } = turn;
-		// A wake starts a run with messageType "custom": that is not the user's prompt (D6).
-		if (event.messageType === "user") void quietly(s, "session/userPrompt", {});
+		// A wake starts a run too: that is not the user's prompt (D6).
+		if (adapter.isUserPrompt(event)) void quietly(s, "session/userPrompt", {});
 		setRunning(s, true);
 		// A session opened just now has nothing to hand over.
 		if (fresh) return;
@@ -1429,41 +1508,17 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 		if (s) setRunning(s, true);
 	});
 
-	pi.on("turn_end", async (event, ctx) => {
-		const started = performance.now();
-		try {
-			if (event.outcome !== "completed") return;
-			const turn = sessionForTurn(ctx);
-			// A session opened just now was seeded with this turn (X4).
-			if (!turn || turn.fresh) return;
-			const { s } = turn;
-			setRunning(s, true);
-			const budget = await sendTurn(s, ctx, event, new Budget(ctx.signal));
-			const cards = await takeDeliveries(s, budget);
-			if (cards.length === 0) return;
-			const drafts = cards.map((card) => ({ type: "custom_message" as const, ...customMessage(card) }));
-			// A steer must reach the model even after a terminal turn; asides ride the next request.
-			const steer = cards.some((c) => c.channel !== "aside");
-			return steer ? { entries: [...event.entries, ...drafts], continue: true } : { entries: [...event.entries, ...drafts] };
-		} finally {
-			recordTiming(performance.now() - started);
-		}
-	});
-
-	pi.on("agent_settled", async (event) => {
-		const s = liveSession();
-		if (!s) return;
-		// No way to tell a user's abort from an extension's: pi's only abort is the user's (D6).
-		if (event.aborted) void quietly(s, "session/interrupt", { byUser: true });
-		setRunning(s, false);
-	});
+	// turn_end and the end of a run: per API line (pi-api.ts).
+	adapter.register(pi, core);
 
 	pi.on("session_compact", async (_event, ctx) => {
+		adapter.reset();
 		const s = liveSession();
 		if (s) rewrite(s, "compaction", ctx);
 	});
 
 	pi.on("session_tree", async (event, ctx) => {
+		adapter.reset();
 		const s = liveSession();
 		if (s) rewrite(s, "tree", ctx, event.newLeafId ?? null);
 	});

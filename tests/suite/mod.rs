@@ -8,6 +8,7 @@ mod expanded_runtime;
 mod faults;
 mod layering;
 mod pi_e2e;
+mod pi_e2e_lines;
 mod project_context;
 mod providers_anthropic;
 mod providers_common;

@@ -25,9 +25,12 @@ use tokio::runtime::Runtime;
 // ---------------------------------------------------------------------------------------------
 // Installing pi (once per test binary; the script itself is idempotent and cached)
 
-struct PiTools {
-    node_bin: PathBuf,
-    pi: PathBuf,
+pub(super) struct PiTools {
+    pub(super) node_bin: PathBuf,
+    pub(super) pi: PathBuf,
+    /// Every pinned pi by version (`pi_bin_<version>=` from the setup script), for
+    /// `pi_e2e_lines`.
+    pub(super) by_version: Vec<(String, PathBuf)>,
 }
 
 static TOOLS: OnceLock<Option<PiTools>> = OnceLock::new();
@@ -37,7 +40,7 @@ fn manifest(relative: &str) -> PathBuf {
 }
 
 /// The cache beside the binary under test: `target/pi-e2e`.
-fn cache_dir() -> PathBuf {
+pub(super) fn cache_dir() -> PathBuf {
     let bin = Path::new(env!("CARGO_BIN_EXE_advisor"));
     bin.parent()
         .and_then(Path::parent)
@@ -45,7 +48,7 @@ fn cache_dir() -> PathBuf {
         .unwrap_or_else(|| manifest("target/pi-e2e"))
 }
 
-fn tools() -> Option<&'static PiTools> {
+pub(super) fn tools() -> Option<&'static PiTools> {
     TOOLS.get_or_init(install).as_ref()
 }
 
@@ -94,9 +97,15 @@ fn install() -> Option<PiTools> {
             .map(PathBuf::from)
             .unwrap_or_else(|| panic!("setup printed no {name}: {out}"))
     };
+    let by_version = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("pi_bin_")?.split_once('='))
+        .map(|(version, dir)| (version.to_string(), Path::new(dir).join("pi")))
+        .collect();
     Some(PiTools {
         node_bin: field("node_bin"),
         pi: field("pi_bin").join("pi"),
+        by_version,
     })
 }
 
@@ -134,7 +143,7 @@ struct Received {
     body: Value,
 }
 
-struct ModelServer {
+pub(super) struct ModelServer {
     addr: SocketAddr,
     requests: Arc<Mutex<Vec<Received>>>,
 }
@@ -163,7 +172,7 @@ impl ModelServer {
     }
 
     /// The chat requests received so far (the body of each).
-    fn bodies(&self) -> Vec<Value> {
+    pub(super) fn bodies(&self) -> Vec<Value> {
         self.requests
             .lock()
             .iter()
@@ -268,7 +277,7 @@ fn tool_sse(id: &str, name: &str, args: Value) -> String {
 }
 
 /// Every string inside a message's content, joined.
-fn message_text(message: &Value) -> String {
+pub(super) fn message_text(message: &Value) -> String {
     fn collect(v: &Value, out: &mut String) {
         match v {
             Value::String(s) => {
@@ -285,7 +294,7 @@ fn message_text(message: &Value) -> String {
     out
 }
 
-fn messages(body: &Value) -> Vec<Value> {
+pub(super) fn messages(body: &Value) -> Vec<Value> {
     body["messages"].as_array().cloned().unwrap_or_default()
 }
 
@@ -308,7 +317,7 @@ fn update_text(msgs: &[Value]) -> String {
 }
 
 /// The whole conversation of a request as text (for "does it carry X" checks).
-fn request_text(body: &Value) -> String {
+pub(super) fn request_text(body: &Value) -> String {
     messages(body).iter().map(message_text).collect()
 }
 
@@ -374,7 +383,8 @@ fn primary(body: &Value) -> Reply {
 }
 
 /// What the scripted advisor answers a question with (G8).
-const ASK_ANSWER: &str = "ANSWER-MARKER: keep a copy of notes.txt before you overwrite it.";
+pub(super) const ASK_ANSWER: &str =
+    "ANSWER-MARKER: keep a copy of notes.txt before you overwrite it.";
 
 /// The advisor: answers a question from the agent (an ask, G8) with [`ASK_ANSWER`] (after a
 /// minute when the question holds `CUE-SLOW-ANSWER`); else
@@ -435,12 +445,12 @@ fn advisor(body: &Value) -> Reply {
 #[derive(Default)]
 struct Stream {
     events: Vec<Value>,
-    /// When each event was read (for the overhead measurement).
+    /// When each event was read (for the silence checks).
     times: Vec<Instant>,
     closed: bool,
 }
 
-struct Pi {
+pub(super) struct Pi {
     child: Child,
     stdin: Option<ChildStdin>,
     stream: Arc<(Mutex<Stream>, Condvar)>,
@@ -449,10 +459,10 @@ struct Pi {
 }
 
 /// The directories of one scenario, kept across pi restarts.
-struct Setup {
+pub(super) struct Setup {
     _dir: tempfile::TempDir,
     home: PathBuf,
-    agent: PathBuf,
+    pub(super) agent: PathBuf,
     sessions: PathBuf,
     work: PathBuf,
 }
@@ -461,7 +471,12 @@ impl Setup {
     /// An agent directory whose models.json names the primary (`scripted/scripted-model`) and
     /// the advisor (`advisorprov/advisor-model`, key `advisor-secret`), `config.yml` holding
     /// `config` (K1), and a workspace with `notes.txt` holding `notes`.
-    fn new(primary: &ModelServer, advisor: &ModelServer, config: &str, notes: &str) -> Self {
+    pub(super) fn new(
+        primary: &ModelServer,
+        advisor: &ModelServer,
+        config: &str,
+        notes: &str,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().to_path_buf();
         let (home, agent, sessions, work) = (
@@ -502,7 +517,7 @@ impl Setup {
     }
 
     /// Starts pi with the extension (or without it) and waits until RPC answers.
-    fn start(&self, tools: &PiTools, extension: bool, env: &[(&str, &str)]) -> Pi {
+    pub(super) fn start(&self, tools: &PiTools, extension: bool, env: &[(&str, &str)]) -> Pi {
         let path = format!(
             "{}:{}",
             tools.node_bin.display(),
@@ -598,19 +613,24 @@ impl Setup {
 const WAIT: Duration = Duration::from_secs(30);
 
 impl Pi {
-    fn send(&mut self, command: &Value) {
+    pub(super) fn send(&mut self, command: &Value) {
         let stdin = self.stdin.as_mut().expect("pi stdin open");
         writeln!(stdin, "{command}").expect("write to pi");
         stdin.flush().expect("flush pi stdin");
     }
 
     /// Waits for the first event at or after index `from` matching `pred`.
-    fn wait_from(&self, from: usize, what: &str, pred: impl Fn(&Value) -> bool) -> (usize, Value) {
+    pub(super) fn wait_from(
+        &self,
+        from: usize,
+        what: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> (usize, Value) {
         self.wait_within(from, what, WAIT, pred)
     }
 
     /// Like `wait_from`, giving up after `limit`.
-    fn wait_within(
+    pub(super) fn wait_within(
         &self,
         from: usize,
         what: &str,
@@ -641,7 +661,7 @@ impl Pi {
     }
 
     /// Sends an RPC command and returns its response.
-    fn call(&mut self, mut command: Value) -> Value {
+    pub(super) fn call(&mut self, mut command: Value) -> Value {
         self.next_id += 1;
         let id = format!("t{}", self.next_id);
         command["id"] = json!(id);
@@ -654,11 +674,11 @@ impl Pi {
         reply
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.stream.0.lock().events.len()
     }
 
-    fn events_since(&self, from: usize) -> Vec<Value> {
+    pub(super) fn events_since(&self, from: usize) -> Vec<Value> {
         self.stream.0.lock().events[from..].to_vec()
     }
 
@@ -671,7 +691,7 @@ impl Pi {
     }
 
     /// `/advisor ARGS` and the text it showed (the notify that followed).
-    fn advisor_command(&mut self, args: &str) -> String {
+    pub(super) fn advisor_command(&mut self, args: &str) -> String {
         let mark = self.len();
         let reply = self.call(json!({"type": "prompt", "message": format!("/advisor {args}")}));
         assert_eq!(reply["data"]["disposition"], "handled", "{reply}");
@@ -688,13 +708,13 @@ impl Pi {
     }
 
     /// The notices since index `from` that hold `needle`.
-    fn notices_holding(&self, from: usize, needle: &str) -> Vec<String> {
+    pub(super) fn notices_holding(&self, from: usize, needle: &str) -> Vec<String> {
         let mut all = self.notices_since(from);
         all.retain(|n| n.contains(needle));
         all
     }
 
-    fn notices_since(&self, from: usize) -> Vec<String> {
+    pub(super) fn notices_since(&self, from: usize) -> Vec<String> {
         self.events_since(from)
             .iter()
             .filter(|v| is_notify(v))
@@ -702,16 +722,16 @@ impl Pi {
             .collect()
     }
 
-    fn state(&mut self) -> Value {
+    pub(super) fn state(&mut self) -> Value {
         self.call(json!({"type": "get_state"}))["data"].clone()
     }
 
-    fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Closes pi's input and waits for it to exit.
-    fn quit(mut self) {
+    pub(super) fn quit(mut self) {
         self.stdin.take();
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.child.try_wait().ok().flatten().is_none() {
@@ -731,7 +751,7 @@ impl Drop for Pi {
     }
 }
 
-fn is_notify(v: &Value) -> bool {
+pub(super) fn is_notify(v: &Value) -> bool {
     v["type"] == "extension_ui_request" && v["method"] == "notify"
 }
 
@@ -748,7 +768,7 @@ fn tail(events: &[Value]) -> String {
 }
 
 /// Waits until `cond` holds (bounded), for effects outside pi's event stream.
-fn eventually(what: &str, cond: impl Fn() -> bool) {
+pub(super) fn eventually(what: &str, cond: impl Fn() -> bool) {
     let deadline = Instant::now() + WAIT;
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -757,7 +777,7 @@ fn eventually(what: &str, cond: impl Fn() -> bool) {
 }
 
 /// The `advisor serve` children of process `parent` (Linux /proc).
-fn serve_children(parent: u32) -> Vec<u32> {
+pub(super) fn serve_children(parent: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -775,7 +795,7 @@ fn serve_children(parent: u32) -> Vec<u32> {
 }
 
 /// True while process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
+pub(super) fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| {
             s.rsplit_once(") ")
@@ -784,7 +804,7 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-fn runtime() -> Runtime {
+pub(super) fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -793,7 +813,7 @@ fn runtime() -> Runtime {
 }
 
 /// The session file's entries (JSON lines).
-fn session_entries(path: &str) -> Vec<Value> {
+pub(super) fn session_entries(path: &str) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -801,7 +821,7 @@ fn session_entries(path: &str) -> Vec<Value> {
         .collect()
 }
 
-fn advisor_entries(path: &str) -> Vec<Value> {
+pub(super) fn advisor_entries(path: &str) -> Vec<Value> {
     session_entries(path)
         .into_iter()
         .filter(|e| e["type"] == "custom_message" && e["customType"] == "advisor")
@@ -809,12 +829,12 @@ fn advisor_entries(path: &str) -> Vec<Value> {
 }
 
 /// The primary's chat requests (the scripted server also sees nothing else from pi).
-fn primary_requests(server: &ModelServer) -> Vec<Value> {
+pub(super) fn primary_requests(server: &ModelServer) -> Vec<Value> {
     server.bodies()
 }
 
 /// The advisor's review requests: those whose last message is a session update.
-fn reviews(server: &ModelServer) -> Vec<Value> {
+pub(super) fn reviews(server: &ModelServer) -> Vec<Value> {
     server
         .bodies()
         .into_iter()
@@ -826,13 +846,13 @@ fn reviews(server: &ModelServer) -> Vec<Value> {
         .collect()
 }
 
-fn agent_starts(events: &[Value]) -> usize {
+pub(super) fn agent_starts(events: &[Value]) -> usize {
     events.iter().filter(|v| v["type"] == "agent_start").count()
 }
 
-const ENABLED_SYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: 1\n";
-const UNNAMED_ASYNC: &str = "advisor:\n  enabled: true\n  syncBacklog: off\n";
-const ENABLED_ASYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n";
+pub(super) const ENABLED_SYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: 1\n";
+pub(super) const UNNAMED_ASYNC: &str = "advisor:\n  enabled: true\n  syncBacklog: off\n";
+pub(super) const ENABLED_ASYNC: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n";
 
 // ---------------------------------------------------------------------------------------------
 // The scenarios
@@ -1047,67 +1067,6 @@ fn v5_d3_a_blocker_while_idle_wakes_pi() {
     pi.quit();
 }
 
-/// (b) user abort (D6): a concern raised after the user aborted becomes a card — visible in the
-/// session, no new run — and the next prompt's request carries it.
-#[test]
-fn v5_d6_after_a_user_abort_a_concern_is_a_card_and_nothing_resumes() {
-    let Some(tools) = tools() else { return };
-    let rt = runtime();
-    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
-    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
-    // D3's routing (the default before P1 made `defer` the default).
-    let setup = Setup::new(
-        &primary_srv,
-        &advisor_srv,
-        &format!("{UNNAMED_ASYNC}  policy: interrupt\n"),
-        "the cache is never invalidated\n",
-    );
-    // The advisor model named only by pi's modes.json (M1, V5).
-    let modes =
-        json!({"modes": {"advisor": {"provider": "advisorprov", "modelId": "advisor-model"}}});
-    std::fs::write(setup.agent.join("modes.json"), modes.to_string()).expect("modes.json");
-    let mut pi = setup.start(tools, true, &[]);
-    let mark = pi.len();
-    pi.call(json!({"type": "prompt", "message": "Read, then think long. CUE-LATE-CONCERN [read:notes.txt] [slow]"}));
-    // The second model call stalls; the user aborts it.
-    eventually("the stalled second call", || {
-        primary_srv.bodies().len() >= 2
-    });
-    pi.call(json!({"type": "abort"}));
-    let (settled, v) = pi.wait_from(mark, "agent_settled", |v| v["type"] == "agent_settled");
-    assert_eq!(v["aborted"], true);
-    // The concern (raised 1.5 s after turn 1) arrives while suppressed: a card.
-    let concern = "concern note raised on CUE-LATE-CONCERN";
-    let file = pi.state()["sessionFile"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    eventually("the card in the session file", || {
-        advisor_entries(&file)
-            .iter()
-            .any(|e| e.to_string().contains(concern))
-    });
-    // A wake would have started a run by now (sendMessage starts it at once).
-    assert_eq!(
-        pi.state()["isStreaming"],
-        false,
-        "no auto-resume after a user abort"
-    );
-    let after_abort = pi.events_since(settled + 1);
-    assert_eq!(
-        agent_starts(&after_abort),
-        0,
-        "no auto-resume after a user abort"
-    );
-    assert_eq!(primary_requests(&primary_srv).len(), 2);
-    // The next prompt carries the card to the model.
-    pi.prompt_settled("Go on. [say:resumed]");
-    let requests = primary_requests(&primary_srv);
-    assert_eq!(requests.len(), 3);
-    assert!(request_text(&requests[2]).contains(concern));
-    pi.quit();
-}
-
 /// A5: a nit raised while pi is idle wakes nothing and rides the next prompt's first request
 /// (handed over from `before_agent_start`).
 #[test]
@@ -1219,14 +1178,11 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     pi.prompt_settled("Second run. [say:SECOND-RUN-MARKER]");
     let after_compact = reviews(&advisor_srv);
     assert_eq!(after_compact.len(), before + 1);
-    let replay = &after_compact[before];
-    assert!(is_fresh(replay), "a fresh advisor context after compaction");
-    let text = request_text(replay);
-    assert!(
-        text.contains("SUMMARY-MARKER"),
-        "the replay holds the summary: {text}"
+    assert_fresh_replay(
+        &after_compact[before],
+        &["SUMMARY-MARKER", "SECOND-RUN-MARKER"],
+        &[],
     );
-    assert!(text.contains("SECOND-RUN-MARKER"));
 
     pi.call(json!({"type": "new_session"}));
     pi.prompt_settled("Third run. [say:THIRD-RUN-MARKER]");
@@ -1258,16 +1214,7 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
 
     // A fork from the fourth prompt: the advisor starts over on the branch before it.
     pi.prompt_settled("Fourth run. [say:FOURTH-RUN-MARKER]");
-    let forks = pi.call(json!({"type": "get_fork_messages"}));
-    let entry = forks["data"]["messages"]
-        .as_array()
-        .and_then(|m| {
-            m.iter()
-                .find(|x| x["text"].as_str().is_some_and(|t| t.contains("Fourth run")))
-        })
-        .map(|x| x["entryId"].clone())
-        .expect("the fourth prompt can be forked from");
-    pi.call(json!({"type": "fork", "entryId": entry}));
+    fork_before(&mut pi, "Fourth run");
     pi.prompt_settled("Fifth run. [say:FIFTH-RUN-MARKER]");
     assert_eq!(
         serve_children(pi.pid()),
@@ -1281,14 +1228,11 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     );
     let after_fork = reviews(&advisor_srv);
     assert_eq!(after_fork.len(), before + 4);
-    let forked = &after_fork[before + 3];
-    assert!(is_fresh(forked), "a fresh advisor context after the fork");
-    let text = request_text(forked);
-    assert!(
-        text.contains("THIRD-RUN-MARKER") && text.contains("FIFTH-RUN-MARKER"),
-        "the replay holds the forked branch and the new turn: {text}"
+    assert_fresh_replay(
+        &after_fork[before + 3],
+        &["THIRD-RUN-MARKER", "FIFTH-RUN-MARKER"],
+        &["FOURTH-RUN-MARKER"],
     );
-    assert!(!text.contains("FOURTH-RUN-MARKER"), "{text}");
     pi.quit();
     // G7: each session's advisor transcript sits beside that session's file — the audit
     // followed new_session and the fork instead of going on beside the first file.
@@ -1314,8 +1258,35 @@ fn v5_r1_compaction_and_new_session_reset_the_advisor() {
     assert!(fork.contains("FIFTH-RUN-MARKER"), "beside the fork: {fork}");
 }
 
+/// Forks the session before the user prompt starting with `prompt` (RPC `fork`).
+pub(super) fn fork_before(pi: &mut Pi, prompt: &str) {
+    let forks = pi.call(json!({"type": "get_fork_messages"}));
+    let entry = forks["data"]["messages"]
+        .as_array()
+        .and_then(|m| {
+            m.iter()
+                .find(|x| x["text"].as_str().is_some_and(|t| t.starts_with(prompt)))
+        })
+        .map(|x| x["entryId"].clone())
+        .unwrap_or_else(|| panic!("no prompt {prompt:?} to fork from: {forks}"));
+    pi.call(json!({"type": "fork", "entryId": entry}));
+}
+
+/// R1: `review` is the first of a fresh advisor context (one user message, the replay), which
+/// holds every marker of `has` and none of `lacks`.
+pub(super) fn assert_fresh_replay(review: &Value, has: &[&str], lacks: &[&str]) {
+    assert!(is_fresh(review), "a fresh advisor context: {review}");
+    let text = request_text(review);
+    for marker in has {
+        assert!(text.contains(marker), "the replay holds {marker}: {text}");
+    }
+    for marker in lacks {
+        assert!(!text.contains(marker), "the replay lacks {marker}: {text}");
+    }
+}
+
 /// The session file pi is writing now (RPC `get_state`).
-fn session_file(pi: &mut Pi) -> String {
+pub(super) fn session_file(pi: &mut Pi) -> String {
     let file = pi.state()["sessionFile"]
         .as_str()
         .unwrap_or_default()
@@ -1596,14 +1567,14 @@ fn v5_on_off_persist_across_restarts_and_pi_exiting_ends_the_child() {
 
 /// One scenario's world: the scripted primary and advisor servers, running on `_rt`, and the
 /// directories of a setup with `config` (K1) and `notes`.
-struct World {
-    primary: ModelServer,
-    advisor: ModelServer,
-    setup: Setup,
+pub(super) struct World {
+    pub(super) primary: ModelServer,
+    pub(super) advisor: ModelServer,
+    pub(super) setup: Setup,
     _rt: Runtime,
 }
 
-fn world(config: &str, notes: &str) -> World {
+pub(super) fn world(config: &str, notes: &str) -> World {
     let rt = runtime();
     let primary = ModelServer::start(&rt, Arc::new(primary));
     let advisor = ModelServer::start(&rt, Arc::new(advisor));
@@ -1633,7 +1604,7 @@ fn tool_results_in(file: &str, tool: &str) -> Vec<(String, bool)> {
 }
 
 /// The messages of a request answering tool calls (OpenAI `role: "tool"`), as text.
-fn tool_messages(body: &Value) -> Vec<String> {
+pub(super) fn tool_messages(body: &Value) -> Vec<String> {
     messages(body)
         .iter()
         .filter(|m| m["role"] == "tool")
@@ -1793,7 +1764,7 @@ fn v5_g8_an_abort_ends_a_waiting_ask_advisor_call_at_once() {
 // A failing advisor process costs pi at most the bridge's wait budget (S2, F4, V5)
 
 /// Sends `signal` (`STOP`, `KILL`, …) to process `pid`.
-fn signal(pid: u32, signal: &str) {
+pub(super) fn signal(pid: u32, signal: &str) {
     let ok = Command::new("kill")
         .args([&format!("-{signal}"), &pid.to_string()])
         .status()
@@ -1802,7 +1773,7 @@ fn signal(pid: u32, signal: &str) {
 }
 
 /// Kills a process when dropped, so a test that fails never leaves a stopped child behind.
-struct KillOnDrop(u32);
+pub(super) struct KillOnDrop(pub(super) u32);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
@@ -1815,7 +1786,7 @@ impl Drop for KillOnDrop {
 }
 
 /// The one `advisor serve` child of `pi`, once it runs.
-fn the_child(pi: &Pi) -> u32 {
+pub(super) fn the_child(pi: &Pi) -> u32 {
     eventually("advisor serve started", || {
         serve_children(pi.pid()).len() == 1
     });
@@ -1872,14 +1843,28 @@ fn wedged_child_costs_at_most_the_budget(tools: &PiTools, config: &str) {
         "3-turn run with a stopped advisor child (syncBacklog {}): {wall:?} (longest wait {longest:?})",
         if sync { "1" } else { "off" }
     );
-    assert_eq!(
-        primary_requests(&w.primary).len(),
-        1 + 3,
-        "all three turns ran"
-    );
     assert!(
         longest < BUDGET_WITH_SLACK,
         "no pi event waits more than the budget: {longest:?}"
+    );
+    assert_one_wait_for_a_stopped_child(&pi, &w.primary, mark, wall, child);
+    pi.quit();
+}
+
+/// S2 / F4, after a three-turn run begun (at event `mark`) with the child stopped: all three
+/// turns ran, the run took at most one wait budget (`wall`), one notice said why and nothing
+/// else was said, and the child was ended by its PID.
+pub(super) fn assert_one_wait_for_a_stopped_child(
+    pi: &Pi,
+    primary: &ModelServer,
+    mark: usize,
+    wall: Duration,
+    child: u32,
+) {
+    assert_eq!(
+        primary_requests(primary).len(),
+        1 + 3,
+        "all three turns ran"
     );
     assert!(
         wall < BUDGET_WITH_SLACK + Duration::from_secs(2),
@@ -1895,7 +1880,6 @@ fn wedged_child_costs_at_most_the_budget(tools: &PiTools, config: &str) {
         "nothing else was said about it: {notices:?}"
     );
     eventually("the stopped child ended by its PID", || !alive(child));
-    pi.quit();
 }
 
 /// S2 through pi: a `turn_end` that waits for syncBacklog by design is not mistaken for a
@@ -2244,99 +2228,13 @@ fn p3_switching_back_to_a_session_neither_repeats_advice_nor_starts_a_run() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Measurement (not a timed test: run it on purpose and read the figures)
-//
-//   cargo test --test all suite::pi_e2e::measure_turn_end_overhead -- --ignored --nocapture
-//
-// `PI_MEASURE_ADVISOR_BIN=target/release/advisor` measures a release build of the server
-// instead of the debug binary under test.
+// Measurement helpers (the measurement itself: `pi_e2e_lines::measure_turn_overhead_per_line`)
 
 /// The `p`-th percentile (0–100) of sorted `xs`, nearest rank.
-fn percentile(xs: &[f64], p: f64) -> f64 {
+pub(super) fn percentile(xs: &[f64], p: f64) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
     let rank = ((p / 100.0) * xs.len() as f64).ceil() as usize;
     xs[rank.clamp(1, xs.len()) - 1]
-}
-
-/// For each turn of the last run: ms from the turn's last message (`message_end`) to its
-/// `turn_end` event, as read off the RPC stream — the extension's `turn_end` handler runs in
-/// between (pi emits the RPC event after the handlers).
-fn turn_end_gaps(pi: &Pi, from: usize) -> Vec<f64> {
-    let s = pi.stream.0.lock();
-    let mut gaps = Vec::new();
-    let mut last_end = None;
-    for i in from..s.events.len() {
-        match s.events[i]["type"].as_str() {
-            Some("message_end") => last_end = Some(s.times[i]),
-            Some("turn_end") => {
-                if let Some(t) = last_end.take() {
-                    gaps.push(s.times[i].duration_since(t).as_secs_f64() * 1000.0);
-                }
-            }
-            _ => {}
-        }
-    }
-    gaps
-}
-
-#[test]
-#[ignore = "a measurement: run with --ignored --nocapture"]
-fn measure_turn_end_overhead() {
-    let Some(tools) = tools() else { return };
-    let rt = runtime();
-    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
-    let advisor_srv = ModelServer::start(&rt, Arc::new(advisor));
-    let setup = Setup::new(&primary_srv, &advisor_srv, ENABLED_ASYNC, "short notes\n");
-    let reads = vec!["notes.txt"; 50].join(",");
-    let prompt = format!("Read it fifty times. [read:{reads}] [say:done]");
-    let timings = setup.agent.join("turn-end-ms.txt");
-    let mut report = String::new();
-    let bin = std::env::var("PI_MEASURE_ADVISOR_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_advisor").to_string());
-    report.push_str(&format!("advisor serve: {bin}\n"));
-    for (label, extension) in [("without the extension", false), ("with the advisor", true)] {
-        let env = [
-            ("ADVISOR_PI_TIMINGS", timings.to_str().unwrap_or_default()),
-            ("ADVISOR_BIN", bin.as_str()),
-        ];
-        let mut pi = setup.start(tools, extension, &env);
-        // One warm-up run, then the measured one.
-        pi.prompt_settled("Warm up. [read:notes.txt] [say:warm]");
-        let _ = std::fs::remove_file(&timings);
-        let mark = pi.len();
-        pi.prompt_settled(&prompt);
-        let mut gaps = turn_end_gaps(&pi, mark);
-        gaps.sort_by(f64::total_cmp);
-        report.push_str(&format!(
-            "{label}: {} turns; message_end→turn_end on the RPC stream p50 {:.2} ms, p99 {:.2} ms\n",
-            gaps.len(),
-            percentile(&gaps, 50.0),
-            percentile(&gaps, 99.0)
-        ));
-        if extension {
-            let mut inside: Vec<f64> = std::fs::read_to_string(&timings)
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect();
-            inside.sort_by(f64::total_cmp);
-            report.push_str(&format!(
-                "  turn_end handler (performance.now() inside the extension): {} calls, p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, max {:.2} ms\n",
-                inside.len(),
-                percentile(&inside, 50.0),
-                percentile(&inside, 95.0),
-                percentile(&inside, 99.0),
-                inside.last().copied().unwrap_or(f64::NAN)
-            ));
-            report.push_str(&format!(
-                "  advisor reviews made: {}\n",
-                reviews(&advisor_srv).len()
-            ));
-        }
-        pi.quit();
-    }
-    eprintln!("{report}");
-    let _ = std::fs::write(cache_dir().join("turn-end-overhead.txt"), &report);
 }
