@@ -100,6 +100,7 @@ impl AdvisorHandle {
         config: RuntimeConfig,
     ) -> Result<(Self, UnboundedReceiver<HostEvent>), HandleError> {
         let turn_end_waits = config.turn_end_may_wait();
+        let seed_len = config.initial_transcript.as_ref().map(Transcript::len);
         let (events_tx, events_rx) = unbounded_channel();
         let (ready_tx, ready_rx) = oneshot::channel();
         std::thread::Builder::new()
@@ -108,7 +109,9 @@ impl AdvisorHandle {
                 let system = actix::System::new();
                 system.block_on(async move {
                     let forwarder = EventForwarder::new(events_tx).start();
-                    let supervisor = Supervisor::new(config, forwarder.recipient()).start();
+                    let supervisor = Supervisor::new(config, forwarder.recipient())
+                        .seeded_at(seed_len)
+                        .start();
                     let _ = ready_tx.send((supervisor, actix::System::current()));
                 });
                 let _ = system.run();

@@ -76,6 +76,15 @@ impl Supervisor {
         }
     }
 
+    /// Seeds at `len` messages of the initial transcript (X4) instead of the length it has
+    /// when the supervisor is built. A runtime builds it later, on its arbiter, and a host
+    /// may already have appended its next turn to the shared transcript by then; that turn
+    /// must still count as new.
+    pub(crate) fn seeded_at(mut self, len: Option<usize>) -> Self {
+        self.initial_len = len;
+        self
+    }
+
     /// Stops the supervisor once no `PrimaryTurnEnded` is waiting any more, so a close right after
     /// `DisposeSession` (which released the waits) answers them instead of dropping their replies
     /// (R2: dispose wakes every waiter).

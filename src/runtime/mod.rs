@@ -204,8 +204,10 @@ impl AdvisorRuntime {
             EventForwarder::new(events_tx)
         });
         let host = forwarder.recipient();
-        let supervisor =
-            Supervisor::start_in_arbiter(&worker.arbiter, move |_| Supervisor::new(config, host));
+        let seed_len = config.initial_transcript.as_ref().map(|t| t.len());
+        let supervisor = Supervisor::start_in_arbiter(&worker.arbiter, move |_| {
+            Supervisor::new(config, host).seeded_at(seed_len)
+        });
         let lease = SessionLease::new(
             supervisor.clone(),
             Arc::clone(&worker.sessions),

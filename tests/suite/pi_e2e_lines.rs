@@ -100,7 +100,11 @@ fn advisory_reaches_the_next_request(line: Line) {
     let Some(tools) = pi_of(line.version()) else {
         return;
     };
-    let w = world(ENABLED_SYNC, "the parser ignores empty lines\n");
+    // D3's routing (policy `interrupt`; P1's `defer`, the default, is covered in pi_e2e).
+    let w = world(
+        &format!("{ENABLED_SYNC}  policy: interrupt\n"),
+        "the parser ignores empty lines\n",
+    );
     let mut pi = w.setup.start(&tools, true, &[]);
     let mark = pi.len();
     let ended = prompt_settled(
@@ -214,7 +218,12 @@ fn user_abort_makes_a_card(line: Line) {
     let Some(tools) = pi_of(line.version()) else {
         return;
     };
-    let w = world(UNNAMED_ASYNC, "the cache is never invalidated\n");
+    // D3's routing: under P1's `defer` a concern about a tool turn waits for the final
+    // answer, which the abort never lets come.
+    let w = world(
+        &format!("{UNNAMED_ASYNC}  policy: interrupt\n"),
+        "the cache is never invalidated\n",
+    );
     let modes =
         json!({"modes": {"advisor": {"provider": "advisorprov", "modelId": "advisor-model"}}});
     std::fs::write(w.setup.agent.join("modes.json"), modes.to_string()).expect("modes.json");

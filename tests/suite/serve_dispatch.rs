@@ -467,6 +467,33 @@ async fn v3_a_turn_end_waiting_on_sync_backlog_delays_no_other_call() {
     gate.add_permits(8);
 }
 
+/// A turn end read before the seeded open is answered is still this session's turn: the
+/// seed (X4) is the length the host opened with, not whatever the log holds by the time the
+/// session's actors start on their arbiter.
+#[actix::test]
+async fn x4_v3_a_turn_end_pipelined_behind_a_seeded_open_is_reviewed() {
+    let model = ScriptedModel::new([]);
+    let (mut c, _server) = start(model.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let mut params = open_params("s1", dir.path(), json!({"syncBacklog": 1}));
+    params["messages"] = json!([user("an old request"), assistant("an old answer")]);
+    params["leaf"] = json!("L");
+    let opened = c.request("session/open", params).await;
+    let ended = c
+        .request(
+            "session/turnEnd",
+            json!({"sessionId": "s1", "base": "L", "leaf": "M", "messages": [user("a new request")]}),
+        )
+        .await;
+    assert_eq!(c.reply(&opened).await["result"]["enabled"], true);
+    assert_eq!(c.reply(&ended).await["result"], json!({}));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1, "the turn was reviewed");
+    let prompt = last_user_text(&requests[0]);
+    assert!(prompt.contains("a new request"), "{prompt}");
+    assert!(!prompt.contains("an old request"), "{prompt}");
+}
+
 #[actix::test]
 async fn v3_calls_pipelined_behind_an_open_wait_for_it_in_order() {
     let (mut c, _server) = start(ScriptedModel::new([]));
