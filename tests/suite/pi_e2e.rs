@@ -1115,8 +1115,9 @@ fn v5_a5_a_nit_raised_while_idle_goes_with_the_next_prompt() {
     pi.quit();
 }
 
-/// PI-BRIDGE pitfall 1 / S1: a `turn_end` waiting on syncBacklog is cut short by the user's
-/// abort (the wait is raced against pi's signal), so `abort` answers long before the advisor.
+/// S1: a `turn_end` waiting on syncBacklog is cut short by the user's abort (the wait is raced
+/// against pi's signal, as integrations/pi/README.md explains), so `abort` answers long before
+/// the advisor.
 #[test]
 fn v5_s1_abort_cuts_the_sync_backlog_wait_short() {
     let Some(tools) = tools() else { return };
