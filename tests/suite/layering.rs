@@ -33,8 +33,51 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `crate::name` references in the non-test code of `text`, with their line numbers.
-fn crate_references(text: &str) -> Vec<(usize, String)> {
+/// The names the crate root re-exports (`pub use module::…::Name;`, braces and `as`
+/// included), each with the module it comes from, so `use crate::Name` counts as an import
+/// of that module.
+fn root_reexports(lib: &str) -> HashMap<String, String> {
+    let mut names = HashMap::new();
+    let mut rest = lib;
+    while let Some(at) = rest.find("\npub use ") {
+        let statement = &rest[at + "\npub use ".len()..];
+        let end = statement.find(';').unwrap_or(statement.len());
+        let (body, after) = (&statement[..end], &statement[end..]);
+        rest = after;
+        let module = body
+            .split("::")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let tail = match (body.find('{'), body.rfind('}')) {
+            (Some(open), Some(close)) => &body[open + 1..close],
+            _ => body.rsplit("::").next().unwrap_or_default(),
+        };
+        for item in tail.split(',') {
+            // `a::B` inside braces, or `b as c`: the name the root gives it is the last word.
+            let item = item.trim();
+            let named = item
+                .rsplit(" as ")
+                .next()
+                .unwrap_or(item)
+                .rsplit("::")
+                .next()
+                .unwrap_or(item)
+                .trim();
+            if !named.is_empty() {
+                names.insert(named.to_string(), module.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The root modules named by `crate::…` references in the non-test code of `text`, with
+/// their line numbers: `crate::module::…` names the module, `crate::Name` the module the
+/// root re-exports `Name` from (`reexports`); a name the root does not know is kept as it
+/// is, so it shows up as unlisted.
+fn crate_references(text: &str, reexports: &HashMap<String, String>) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (index, line) in text.lines().enumerate() {
         if line.starts_with("#[cfg(test)]") {
@@ -46,12 +89,24 @@ fn crate_references(text: &str) -> Vec<(usize, String)> {
         let mut rest = line;
         while let Some(at) = rest.find("crate::") {
             let after = &rest[at + "crate::".len()..];
-            let name: String = after
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
-                .collect();
-            if !name.is_empty() {
-                found.push((index + 1, name));
+            // `crate::{A, b::C}` names several at once (on one line).
+            let group = match after.strip_prefix('{') {
+                Some(inner) => inner.split('}').next().unwrap_or_default(),
+                None => after,
+            };
+            for item in group.split(',') {
+                let name: String = item
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    let module = reexports.get(&name).cloned().unwrap_or(name);
+                    found.push((index + 1, module));
+                }
+                if !after.starts_with('{') {
+                    break;
+                }
             }
             rest = after;
         }
@@ -62,6 +117,7 @@ fn crate_references(text: &str) -> Vec<(usize, String)> {
 fn upward_imports(root: &Path) -> (Vec<String>, Vec<String>) {
     let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("src/lib.rs");
     let order = layout_order(&lib);
+    let reexports = root_reexports(&lib);
     let rank: HashMap<&str, usize> = order
         .iter()
         .enumerate()
@@ -96,7 +152,7 @@ fn upward_imports(root: &Path) -> (Vec<String>, Vec<String>) {
             continue;
         };
         let text = std::fs::read_to_string(&file).expect("a source file");
-        for (line, target) in crate_references(&text) {
+        for (line, target) in crate_references(&text, &reexports) {
             match rank.get(target.as_str()) {
                 Some(&theirs) if theirs > own => upward.push(format!(
                     "{}:{line}: {first} imports {target}, which the layout puts above it",
@@ -134,12 +190,21 @@ fn issue9_no_module_imports_from_a_layer_above_it() {
 
 #[test]
 fn the_layering_check_sees_an_upward_import() {
-    let text = "use crate::domain::x;\nfn f() { crate::serve::run(); }\n#[cfg(test)]\nuse crate::actors::y;\n";
+    let lib = "//! # Layout\n//!\n//! - `texts` *(internal)*: a\n//! - [`domain`]: b\n//!   more\n\n\
+               pub use config::RuntimeConfig;\npub use handle::{AdvisorHandle, HandleError};\n\
+               pub use roster::load as load_roster;\n";
+    let reexports = root_reexports(lib);
+    let text = "use crate::domain::x;\nfn f() { crate::serve::run(); }\nuse crate::RuntimeConfig;\n\
+                use crate::{HandleError};\nlet _ = crate::load_roster;\n#[cfg(test)]\nuse crate::actors::y;\n";
     assert_eq!(
-        crate_references(text),
-        vec![(1, "domain".to_string()), (2, "serve".to_string())]
+        crate_references(text, &reexports),
+        vec![
+            (1, "domain".to_string()),
+            (2, "serve".to_string()),
+            (3, "config".to_string()),
+            (4, "handle".to_string()),
+            (5, "roster".to_string()),
+        ]
     );
-    let lib =
-        "//! # Layout\n//!\n//! - `texts` *(internal)*: a\n//! - [`domain`]: b\n//!   more\n\n";
     assert_eq!(layout_order(lib), vec!["texts", "domain"]);
 }
