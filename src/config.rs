@@ -156,36 +156,6 @@ pub fn base_prompt(override_prompt: Option<&str>, workspace_root: &str) -> Strin
     format!("{prompt}\n\nThe workspace root is `{workspace_root}`; tool paths are relative to it.")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn g1_base_prompt_is_the_builtin_or_the_override_then_the_workspace_root() {
-        let builtin = base_prompt(None, "/work/repo");
-        assert!(builtin.starts_with(BUILTIN_PROMPT.trim_end()));
-        assert!(builtin
-            .ends_with("\n\nThe workspace root is `/work/repo`; tool paths are relative to it."));
-        let custom = base_prompt(Some("Review like a hawk.\n\n"), "/w");
-        assert_eq!(
-            custom,
-            "Review like a hawk.\n\nThe workspace root is `/w`; tool paths are relative to it."
-        );
-    }
-
-    #[test]
-    fn w7_subagent_config_exists_only_when_enabled_and_keeps_the_replay_flag() {
-        let mut config = RuntimeConfig::new("main", "/w", None);
-        assert!(config.for_subagent("sub", "/w/sub").is_none());
-        config.settings.subagents = true;
-        config.hold_wait_through_retries = true;
-        let sub = config.for_subagent("sub", "/w/sub").expect("enabled");
-        assert_eq!(sub.primary_session_id, "sub");
-        assert!(sub.hold_wait_through_retries);
-        assert!(sub.audit_path.is_none() && sub.initial_transcript.is_none());
-    }
-}
-
 /// How a session gets at the shared resources; without them (a config that was not opened
 /// on a runtime) everything is built for the session alone, as before A6.
 impl RuntimeConfig {
@@ -248,5 +218,35 @@ impl RuntimeConfig {
             .collect();
         self.shared = Some(Arc::clone(shared));
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g1_base_prompt_is_the_builtin_or_the_override_then_the_workspace_root() {
+        let builtin = base_prompt(None, "/work/repo");
+        assert!(builtin.starts_with(BUILTIN_PROMPT.trim_end()));
+        assert!(builtin
+            .ends_with("\n\nThe workspace root is `/work/repo`; tool paths are relative to it."));
+        let custom = base_prompt(Some("Review like a hawk.\n\n"), "/w");
+        assert_eq!(
+            custom,
+            "Review like a hawk.\n\nThe workspace root is `/w`; tool paths are relative to it."
+        );
+    }
+
+    #[test]
+    fn w7_subagent_config_exists_only_when_enabled_and_keeps_the_replay_flag() {
+        let mut config = RuntimeConfig::new("main", "/w", None);
+        assert!(config.for_subagent("sub", "/w/sub").is_none());
+        config.settings.subagents = true;
+        config.hold_wait_through_retries = true;
+        let sub = config.for_subagent("sub", "/w/sub").expect("enabled");
+        assert_eq!(sub.primary_session_id, "sub");
+        assert!(sub.hold_wait_through_retries);
+        assert!(sub.audit_path.is_none() && sub.initial_transcript.is_none());
     }
 }

@@ -12,14 +12,14 @@
 //! let client = build_client(&spec, &catalog, &lookup).expect("client");
 //! ```
 
-pub mod anthropic;
-pub mod catalog;
-pub mod error;
-pub mod fallback;
+mod anthropic;
+mod catalog;
+mod error;
+mod fallback;
 mod http;
-pub mod openai;
-pub mod resolve;
-pub mod sse;
+mod openai;
+mod resolve;
+mod sse;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
@@ -28,11 +28,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use catalog::{Catalog, CatalogEntry, Prices};
+pub use catalog::{Catalog, CatalogEntry, Prices, MAX_CATALOG_BYTES};
 pub use error::{ErrorSource, ProviderError};
+pub use fallback::build_fallbacks;
 pub use http::{event_cap, reply_cap, EndpointQuirks};
 pub use resolve::{
-    advisor_role_from_modes, advisor_role_from_modes_file, resolve_role, ResolvedRole,
+    advisor_role_from_modes, advisor_role_from_modes_file, modes_candidates, resolve_role,
+    ResolvedRole, MAX_MODES_BYTES,
 };
 
 use crate::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel, Usage};

@@ -15,7 +15,7 @@
 //! use std::sync::Arc;
 //! use advisor::domain::transcript::{Transcript, TranscriptMessage};
 //! use advisor::model::scripted::{ScriptedModel, ScriptedReply};
-//! use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
+//! use advisor::{AdvisorRuntime, RuntimeOptions};
 //! use advisor::RuntimeConfig;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -53,8 +53,7 @@ use crate::handle::{AdvisorHandle, HandleError, SessionLease};
 use crate::model::limit::CallCounts;
 use crate::RuntimeConfig;
 
-pub use crate::shared::watchdog_cache::{CachedRefresh, WatchdogCache, WatchdogCacheStats};
-pub use crate::shared::{SharedResources, DEFAULT_MAX_CONCURRENT_REVIEWS};
+pub use crate::shared::SharedResources;
 
 /// How a runtime is built.
 #[derive(Debug, Clone)]

@@ -63,7 +63,7 @@
 //! an error ([`SessionError`]). Standard input (`-` on the command line) is spooled to an
 //! unlinked temporary file first, since a tree is read in two passes.
 
-pub mod advisor_file;
+mod advisor_file;
 mod diagnostics;
 mod driver;
 mod input;

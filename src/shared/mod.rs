@@ -19,9 +19,6 @@ use crate::redact::Redactor;
 use crate::review::quarantine::OutputGuard;
 use watchdog_cache::WatchdogCache;
 
-/// The default of `advisor.maxConcurrentReviews`.
-pub const DEFAULT_MAX_CONCURRENT_REVIEWS: usize = 16;
-
 /// Resources every session of a process uses and none owns: the compiled secret patterns
 /// (X5), the model catalog (M3), one HTTP client per provider endpoint, one limit on
 /// concurrent model calls per provider, and the WATCHDOG.md results per directory (W8).

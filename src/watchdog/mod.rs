@@ -33,7 +33,7 @@ mod discovery;
 mod fingerprint;
 mod imports;
 mod paths;
-pub mod project;
+mod project;
 mod read;
 
 use std::path::{Path, PathBuf};
@@ -43,7 +43,9 @@ pub use discovery::{candidates, candidates_named, walk_dirs, Candidate, Candidat
 pub use fingerprint::{stamp, Fingerprint, Stamp};
 pub use imports::{expand_imports, expand_imports_within, Expansion, MAX_IMPORT_DEPTH};
 pub use paths::{expand_tilde, normalize_lexically};
-pub use project::{format_project_context, ContextFile};
+pub use project::{
+    format_project_context, ContextFile, MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TOTAL_BYTES,
+};
 pub use read::{read_text, ReadError, MAX_FILE_BYTES, MAX_TOTAL_BYTES};
 
 use crate::redact::Redactor;

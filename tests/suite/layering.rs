@@ -190,7 +190,8 @@ fn issue9_no_module_imports_from_a_layer_above_it() {
 
 #[test]
 fn the_layering_check_sees_an_upward_import() {
-    let lib = "//! # Layout\n//!\n//! - `texts` *(internal)*: a\n//! - [`domain`]: b\n//!   more\n\n\
+    let lib =
+        "//! # Layout\n//!\n//! - `texts` *(internal)*: a\n//! - [`domain`]: b\n//!   more\n\n\
                pub use config::RuntimeConfig;\npub use handle::{AdvisorHandle, HandleError};\n\
                pub use roster::load as load_roster;\n";
     let reexports = root_reexports(lib);
