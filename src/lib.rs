@@ -84,7 +84,7 @@
 //! - `delivery` *(internal)*: routing and the outbox (D1–D3, D6–D8), reconfirm and catch-up
 //!   (D4, D5, D9), outcome accounting (D10).
 //! - `command` *(internal)*: the `/advisor` commands (C1–C4).
-//! - [`status`]: the advisor's status (C3).
+//! - `status`: the advisor's status (C3).
 //! - `shared` *(internal)*: what every session of a process shares (HTTP clients, redactor,
 //!   catalog, call limits, WATCHDOG.md cache).
 //! - `config`: [`RuntimeConfig`] and base-prompt assembly (G1).
@@ -105,7 +105,6 @@ pub mod roster;
 pub mod serve;
 pub mod session;
 pub mod settings;
-pub mod status;
 pub mod tools;
 pub mod watchdog;
 
@@ -123,6 +122,7 @@ pub(crate) mod render;
 pub(crate) mod review;
 pub(crate) mod runtime;
 pub(crate) mod shared;
+pub(crate) mod status;
 pub(crate) mod texts;
 
 pub use config::RuntimeConfig;
@@ -137,4 +137,6 @@ pub use redact::{Redactor, SecretKind};
 pub use render::{render_delta, ExpandedMemory, TranscriptView};
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
-pub use status::{AdvisorStatus, DropReason};
+pub use status::{
+    AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason, FallbackStatus,
+};

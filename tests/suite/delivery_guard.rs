@@ -12,8 +12,8 @@ use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelRequest};
 use advisor::settings::SyncBacklog;
-use advisor::status::DropReason;
 use advisor::BacklogWait;
+use advisor::DropReason;
 use serde_json::json;
 use support::*;
 

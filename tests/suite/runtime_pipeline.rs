@@ -431,7 +431,7 @@ async fn r1_reset_discards_the_in_flight_reviews_advice() {
         status
             .deliveries
             .dropped
-            .get(&advisor::status::DropReason::StaleEpoch),
+            .get(&advisor::DropReason::StaleEpoch),
         Some(&1)
     );
 }
