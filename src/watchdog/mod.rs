@@ -38,15 +38,16 @@ mod read;
 
 use std::path::{Path, PathBuf};
 
-pub use crate::regular_file::Capped;
-pub use discovery::{candidates, candidates_named, walk_dirs, Candidate, CandidateKind};
-pub use fingerprint::{stamp, Fingerprint, Stamp};
-pub use imports::{expand_imports, expand_imports_within, Expansion, MAX_IMPORT_DEPTH};
-pub use paths::{expand_tilde, normalize_lexically};
-pub use project::{
-    format_project_context, ContextFile, MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TOTAL_BYTES,
-};
-pub use read::{read_text, ReadError, MAX_FILE_BYTES, MAX_TOTAL_BYTES};
+pub use fingerprint::Fingerprint;
+pub use imports::MAX_IMPORT_DEPTH;
+pub use project::{ContextFile, MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TOTAL_BYTES};
+pub use read::{MAX_FILE_BYTES, MAX_TOTAL_BYTES};
+
+pub(crate) use discovery::{candidates, candidates_named, walk_dirs, Candidate, CandidateKind};
+pub(crate) use imports::expand_imports_within;
+pub(crate) use paths::expand_tilde;
+pub(crate) use project::format_project_context;
+pub(crate) use read::{read_text, ReadError};
 
 use crate::redact::Redactor;
 use crate::regular_file::{clip, SHOWN_CHARS};
@@ -137,7 +138,7 @@ impl WatchdogConfig {
 
 /// Wraps one file's expanded content into its prompt block (W5). The content is neither
 /// trimmed nor escaped.
-pub fn attention_block(content: &str) -> String {
+pub(crate) fn attention_block(content: &str) -> String {
     format!("Especially pay attention to:\n<attention>\n{content}\n</attention>")
 }
 
@@ -311,7 +312,7 @@ impl Confinement {
 /// The directory a project file's imports must stay in (W6 security): the git repository
 /// root when the working directory is inside one, else the working directory itself.
 /// Blocking (looks for `.git`).
-pub fn project_root(cwd: &Path, home: Option<&Path>) -> PathBuf {
+pub(crate) fn project_root(cwd: &Path, home: Option<&Path>) -> PathBuf {
     let walked = walk_dirs(cwd, home);
     let start = walked.first().cloned().unwrap_or_else(|| cwd.to_path_buf());
     match walked.last() {
