@@ -5,8 +5,8 @@
 //! - [`WatchdogConfig`] says where to look; it is built from values the caller read from the
 //!   environment ([`WatchdogConfig::from_env_values`]), so nothing here reads the process
 //!   environment.
-//! - [`candidates`] lists the files to consider in prompt order (W1, W2, W4).
-//! - [`expand_imports`] replaces `@path` tokens by the files they name (W6).
+//! - `candidates` lists the files to consider in prompt order (W1, W2, W4).
+//! - `expand_imports` replaces `@path` tokens by the files they name (W6).
 //! - [`load`] reads everything and formats one block per file (W3, W5), together with a
 //!   [`Fingerprint`] of what it looked at; [`refresh`] compares that fingerprint with the
 //!   disk's metadata and rebuilds only when something changed (W8).
@@ -172,7 +172,7 @@ pub fn load(config: &WatchdogConfig) -> Loaded {
 /// [`load`] with a given redactor (`None`: redaction off, `advisor.redactSecrets: false`).
 ///
 /// Project files (those found by the walk) import only from inside their project root
-/// ([`project_root`]); one that is itself a symlink leading out of its project is skipped
+/// (`project_root`); one that is itself a symlink leading out of its project is skipped
 /// with a warning. Each file is used up to [`MAX_FILE_BYTES`], all of them up to
 /// [`MAX_TOTAL_BYTES`]; what is cut is said in a warning. Blocking.
 pub fn load_with(config: &WatchdogConfig, redactor: Option<&Redactor>) -> Loaded {
