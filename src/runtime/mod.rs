@@ -276,6 +276,9 @@ impl AdvisorRuntime {
     }
 }
 
+// `spawn` is the handle's, but it lives here: it opens the session on the process's
+// runtime, and the runtime builds handles. Beside its type in handle.rs, the two modules
+// would import each other.
 impl AdvisorHandle {
     /// Opens the session on the process's default shared runtime
     /// ([`AdvisorRuntime::global`], created on first use), for hosts that are plain tokio
