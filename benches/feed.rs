@@ -8,9 +8,9 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use advisor::prompts::SessionPrompts;
-use advisor::render::TranscriptView;
 use advisor::session::{read_session, SessionDriver};
+use advisor::SessionPrompts;
+use advisor::TranscriptView;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn fixture() -> Option<PathBuf> {

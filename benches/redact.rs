@@ -8,10 +8,10 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use advisor::prompts::SessionPrompts;
-use advisor::redact::Redactor;
-use advisor::render::TranscriptView;
 use advisor::session::{read_session, SessionBranch, SessionDriver};
+use advisor::Redactor;
+use advisor::SessionPrompts;
+use advisor::TranscriptView;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 fn fixture() -> Option<PathBuf> {

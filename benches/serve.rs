@@ -17,7 +17,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use advisor::providers::testing::{sse_event, ScriptedResponse, SseServer};
-use advisor::serve::lines::{InputLine, LineReader};
+use advisor::serve::{InputLine, LineReader};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use advisor::domain::host::HostEvent;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
-use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
 use advisor::RuntimeConfig;
+use advisor::{AdvisorRuntime, RuntimeOptions};
 
 const SESSIONS: usize = 500;
 const TURNS: usize = 5;

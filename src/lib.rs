@@ -44,23 +44,29 @@
 //! the model seam ([`ModelClient`], built for a provider by [`build_client`]) and the
 //! settings ([`AdvisorSettings`], [`SettingsEnv`], [`load_settings`]). A host that serves
 //! another process rather than embedding uses [`serve`]; one that replays a recorded
-//! session uses [`session`] and [`replay`].
+//! session uses [`session`] and [`replay`]. The root also re-exports what tools built on
+//! the crate drive directly from its private layers: the transcript views
+//! ([`TranscriptView`], [`render_delta`]), the transcript cursor ([`FeedCursor`],
+//! [`batch_parts`]), the secret [`Redactor`] and a recorded session's per-turn prompts
+//! ([`SessionPrompts`]).
 //!
 //! # Layout
 //!
 //! Modules from the bottom up: a module imports only from those above it in this list,
-//! never from one below (`tests/suite/layering.rs` checks it). Internal modules, marked
-//! *(internal)*, are not part of the API.
+//! never from one below (`tests/suite/layering.rs` checks it, `use crate::Name` of a root
+//! re-export included). Linked modules are public; the others are private, and what a
+//! host needs of them is re-exported at the root. Internal modules, marked *(internal)*,
+//! have nothing re-exported.
 //!
 //! - `texts` *(internal)*: the model-facing text tables compiled in from `config/prompts/`.
 //! - `regular_file` *(internal)*: bounded reads of regular files only (no FIFOs, no devices).
 //! - [`domain`]: the transcript, advisories and deliveries, host events: plain data.
 //! - [`model`]: the model seam (`ModelClient`, requests, usage, the call limit) and a
 //!   scripted model for tests.
-//! - [`redact`]: secret redaction of deltas and tool results (X5).
+//! - `redact`: secret redaction of deltas and tool results (X5).
 //! - [`watchdog`]: WATCHDOG.md discovery and expansion (§8), and the project's instruction
 //!   files and single-child-repository hint (P8).
-//! - [`render`]: the expanded (default), compact and full transcript views (§3), their
+//! - `render`: the expanded (default), compact and full transcript views (§3), their
 //!   head-and-tail excerpts, and the context dump (C4).
 //! - [`settings`]: the `advisor.*` settings, their files and environment (K1).
 //! - [`providers`]: the two wire formats over reqwest, the model catalog, role resolution.
@@ -69,62 +75,68 @@
 //! - [`tools`]: the read-only workspace tools and `advise` (§9).
 //! - [`session`]: session-file reading and the host-driving sequence (L1), and where the
 //!   advisor's transcript file of a session goes (P9).
-//! - [`feed`]: the transcript cursor that turns a turn end into a delta (X1–X4), and the
+//! - `feed`: the transcript cursor that turns a turn end into a delta (X1–X4), and the
 //!   user messages a batch of deltas is sent as (`batch_parts`, §3 Expanded).
-//! - [`prompts`]: per-turn prompts of a recorded session, as `advisor render` prints them (L3).
+//! - `prompts`: per-turn prompts of a recorded session, as `advisor render` prints them (L3).
 //! - `review` *(internal)*: the review engine: queue and coalescing (G2), failure policy
 //!   (F1–F3, P7), the backup reviewer (P6), context maintenance (G5), the `Reviewer` tool
 //!   loop with its output quarantine (P5), consult (G8).
 //! - `delivery` *(internal)*: routing and the outbox (D1–D3, D6–D8), reconfirm and catch-up
 //!   (D4, D5, D9), outcome accounting (D10).
 //! - `command` *(internal)*: the `/advisor` commands (C1–C4).
-//! - [`status`]: the advisor's status (C3).
+//! - `status`: the advisor's status (C3).
 //! - `shared` *(internal)*: what every session of a process shares (HTTP clients, redactor,
 //!   catalog, call limits, WATCHDOG.md cache).
-//! - [`config`]: [`RuntimeConfig`] and base-prompt assembly (G1).
+//! - `config`: [`RuntimeConfig`] and base-prompt assembly (G1).
 //! - `messages` *(internal)*: the actix message types, grouped by concern.
 //! - `actors` *(internal)*: thin actor shells over the logic, one per file.
-//! - [`handle`]: [`AdvisorHandle`], the host's side of one session (A3, A4).
-//! - [`runtime`]: [`AdvisorRuntime`], the arbiter pool and shared resources (A6).
+//! - `handle`: [`AdvisorHandle`], the host's side of one session (A3, A4).
+//! - `runtime`: [`AdvisorRuntime`], the arbiter pool and shared resources (A6).
 //! - [`replay`]: replaying a recorded session through a handle (L2).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
 
 #![warn(missing_docs)]
 
-pub mod config;
 pub mod domain;
-pub mod feed;
-pub mod handle;
 pub mod model;
-pub mod prompts;
 pub mod providers;
-pub mod redact;
-pub mod render;
 pub mod replay;
 pub mod roster;
-pub mod runtime;
 pub mod serve;
 pub mod session;
 pub mod settings;
-pub mod status;
 pub mod tools;
 pub mod watchdog;
 
 pub(crate) mod actors;
 pub(crate) mod command;
+pub(crate) mod config;
 pub(crate) mod delivery;
+pub(crate) mod feed;
+pub(crate) mod handle;
 pub(crate) mod messages;
+pub(crate) mod prompts;
+pub(crate) mod redact;
 pub(crate) mod regular_file;
+pub(crate) mod render;
 pub(crate) mod review;
+pub(crate) mod runtime;
 pub(crate) mod shared;
+pub(crate) mod status;
 pub(crate) mod texts;
 
 pub use config::RuntimeConfig;
 pub use domain::host::{HostEvent, RewriteKind, StepAdvice};
 pub use domain::transcript::{Transcript, TranscriptMessage};
-pub use handle::{AdvisorHandle, HandleError, TurnEndOptions};
+pub use feed::{batch_parts, FeedCursor, FeedOutcome, Update as FeedUpdate};
+pub use handle::{AdvisorHandle, AskError, BacklogWait, HandleError, TurnEndOptions};
 pub use model::ModelClient;
+pub use prompts::SessionPrompts;
 pub use providers::build_client;
-pub use runtime::{AdvisorRuntime, RuntimeOptions};
+pub use redact::{Redactor, SecretKind};
+pub use render::{render_delta, ExpandedMemory, TranscriptView};
+pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
-pub use status::AdvisorStatus;
+pub use status::{
+    AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason, FallbackStatus,
+};

@@ -9,7 +9,7 @@
 //! `process.env.API_KEY`, `<your-key-here>`, `***`) is left alone for the reviewer to read.
 //!
 //! ```
-//! use advisor::redact::Redactor;
+//! use advisor::Redactor;
 //!
 //! let redactor = Redactor::new().expect("built-in patterns compile");
 //! let line = "export OPENAI_API_KEY=sk-proj-Xf93kLm2Qp8Zr7Tt4Vb1Nc6Hd0Jw5Ys";

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 use advisor::domain::host::HostEvent;
 use advisor::model::scripted::ScriptedModel;
 use advisor::model::ModelClient;
-use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
 use advisor::{AdvisorHandle, RuntimeConfig};
+use advisor::{AdvisorRuntime, RuntimeOptions};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Counts the heap bytes live now, over the system allocator.

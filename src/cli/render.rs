@@ -5,9 +5,9 @@
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use advisor::prompts::SessionPrompts;
-use advisor::render::TranscriptView;
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver, STDIN_NAME};
+use advisor::SessionPrompts;
+use advisor::TranscriptView;
 use clap::Args;
 
 use super::CliError;

@@ -48,13 +48,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use advisor::domain::advice::Delivery;
-use advisor::providers::fallback::build_fallbacks;
-use advisor::providers::resolve::modes_candidates;
+use advisor::providers::build_fallbacks;
+use advisor::providers::modes_candidates;
 use advisor::providers::{
     advisor_role_from_modes, advisor_role_from_modes_file, build_client, ApiKind, Catalog,
     ModelSpec, ProviderError,
 };
-use advisor::render::TranscriptView;
 use advisor::replay::{
     delivery_lines, pending_lines, AskLine, LineChannel, Outstanding, Replay, ReplayAsk,
     ReplayEvent, ReplayOptions, ReplayOutcome,
@@ -63,6 +62,7 @@ use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
 use advisor::settings::{
     load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
 };
+use advisor::TranscriptView;
 use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -802,7 +802,7 @@ mod tests {
             text.answer_text(3, " why? ", &Ok("Because.\n".into())),
             "── turn 3 · ask ──\nQ: why?\nA: Because.\n"
         );
-        let failed = Err(HandleError::Ask(advisor::handle::AskError::Disabled));
+        let failed = Err(HandleError::Ask(advisor::AskError::Disabled));
         let block = text.answer_text(3, "why?", &failed);
         assert!(
             block.ends_with("error: the advisor could not answer: consulting the advisor is turned off (advisor.consult: false)\n"),

@@ -9,9 +9,9 @@ use std::io::Write;
 use clap::Args;
 
 use advisor::providers::Catalog;
-use advisor::redact::Redactor;
 use advisor::roster::{load, Roster, RosterAdvisor, RosterSettings, Sourced};
 use advisor::settings::{config_files, read_config_layers};
+use advisor::Redactor;
 
 use super::watchdog::DiscoveryArgs;
 use super::CliError;

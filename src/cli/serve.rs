@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use advisor::providers::{ApiKind, Catalog};
-use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
-use advisor::serve::open::ServeDefaults;
+use advisor::serve::ServeDefaults;
 use advisor::serve::{serve, ServeOptions};
 use advisor::settings::SettingsEnv;
+use advisor::{AdvisorRuntime, RuntimeOptions};
 use clap::Args;
 
 use super::CliError;

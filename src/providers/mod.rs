@@ -12,14 +12,14 @@
 //! let client = build_client(&spec, &catalog, &lookup).expect("client");
 //! ```
 
-pub mod anthropic;
-pub mod catalog;
-pub mod error;
-pub mod fallback;
+mod anthropic;
+mod catalog;
+mod error;
+mod fallback;
 mod http;
-pub mod openai;
-pub mod resolve;
-pub mod sse;
+mod openai;
+mod resolve;
+mod sse;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
@@ -28,11 +28,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use catalog::{Catalog, CatalogEntry, Prices};
+pub use catalog::{Catalog, CatalogEntry, Prices, MAX_CATALOG_BYTES};
 pub use error::{ErrorSource, ProviderError};
+pub use fallback::build_fallbacks;
 pub use http::{event_cap, reply_cap, EndpointQuirks};
+pub(crate) use resolve::resolve_role;
 pub use resolve::{
-    advisor_role_from_modes, advisor_role_from_modes_file, resolve_role, ResolvedRole,
+    advisor_role_from_modes, advisor_role_from_modes_file, modes_candidates, MAX_MODES_BYTES,
 };
 
 use crate::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel, Usage};
@@ -295,7 +297,7 @@ const KNOWN_PROVIDERS: &[(&str, ApiKind, &str, bool)] = &[
 
 /// The environment variable holding a provider's key: `OPENROUTER_API_KEY`,
 /// `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, and `<PROVIDER>_API_KEY` for any other.
-pub fn key_env_var(provider: &str) -> String {
+pub(crate) fn key_env_var(provider: &str) -> String {
     let mut name: String = provider
         .chars()
         .map(|c| {
@@ -311,8 +313,8 @@ pub fn key_env_var(provider: &str) -> String {
 }
 
 /// Resolves a [`ModelSpec`] into a [`ProviderConfig`] (M1, M2, M3): the role string is
-/// split by [`resolve_role`]; the dialect and base URL come from the overrides or the
-/// provider's defaults; the key from the spec or `key_lookup(<PROVIDER>_API_KEY)`
+/// split into a catalog id and a trailing `:level` of thinking, if any; the dialect and
+/// base URL come from the overrides or the provider's defaults; the key from the spec or `key_lookup(<PROVIDER>_API_KEY)`
 /// (required only for a hosted provider at its default URL); window, output bound and
 /// prices from the catalog (an unknown model gets the defaults and a warning).
 pub fn resolve_config(
@@ -455,7 +457,7 @@ pub fn build_client(
 
 /// Completes a usage record: the provider's cost when it reported one, else the catalog's
 /// prices times the token counts (G4).
-pub fn priced(mut usage: Usage, reported_cost: Option<f64>, prices: &Prices) -> Usage {
+pub(crate) fn priced(mut usage: Usage, reported_cost: Option<f64>, prices: &Prices) -> Usage {
     usage.cost = match reported_cost {
         Some(c) if c.is_finite() && c >= 0.0 => c,
         _ => prices.cost(&usage),

@@ -113,6 +113,7 @@ fn refuses_completion_tokens(err: &ModelError) -> bool {
 
 /// The JSON body of one request (deterministic: same request, same bytes), with the output
 /// bound in `max_completion_tokens` (P10).
+#[cfg(test)]
 pub fn request_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
     body_for(config, request, false)
 }

@@ -49,6 +49,7 @@ impl Default for SseParser {
 
 impl SseParser {
     /// A parser with no buffered input and the default event cap.
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
     }

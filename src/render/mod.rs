@@ -8,7 +8,7 @@
 //! they are tested without any actor.
 
 mod compact;
-pub mod dump;
+pub(crate) mod dump;
 pub mod excerpt;
 pub mod expanded;
 mod full;
@@ -99,7 +99,8 @@ pub fn render_delta(view: TranscriptView, delta: &[Arc<TranscriptMessage>]) -> S
 
 /// `oneLine(s, max)`: whitespace runs collapsed to one space, trimmed, and cut to `max`
 /// characters (`max - 1` characters plus `…`) when longer.
-pub fn one_line(s: &str, max: usize) -> String {
+#[cfg(test)]
+fn one_line(s: &str, max: usize) -> String {
     let mut out = String::new();
     push_one_line(&mut out, s, max);
     out

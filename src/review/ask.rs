@@ -26,7 +26,7 @@ pub enum AskError {
     /// `ADVISOR_NO_REVIEW`: no model calls are made.
     #[error("the advisor makes no model calls (ADVISOR_NO_REVIEW)")]
     NoReview,
-    /// The question is empty or longer than [`MAX_QUESTION_CHARS`](crate::handle::MAX_QUESTION_CHARS).
+    /// The question is empty or longer than `MAX_QUESTION_CHARS` (8,000).
     #[error("the question must be 1 to {MAX_QUESTION_CHARS} characters, it has {0}")]
     BadQuestion(usize),
     /// The advisor is paused (F3).

@@ -21,13 +21,12 @@ use std::str::FromStr;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
-pub use parse::slugify;
 pub use tools::RosterTool;
 
 use crate::domain::advice::Severity;
 use crate::model::ThinkingLevel;
-use crate::providers::catalog::Catalog;
-use crate::providers::resolve::resolve_role;
+use crate::providers::resolve_role;
+use crate::providers::Catalog;
 use crate::redact::Redactor;
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{AdvisorSettings, SettingsLayer, SettingsWarning};

@@ -15,7 +15,7 @@
 //! use std::sync::Arc;
 //! use advisor::domain::transcript::{Transcript, TranscriptMessage};
 //! use advisor::model::scripted::{ScriptedModel, ScriptedReply};
-//! use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
+//! use advisor::{AdvisorRuntime, RuntimeOptions};
 //! use advisor::RuntimeConfig;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -53,8 +53,7 @@ use crate::handle::{AdvisorHandle, HandleError, SessionLease};
 use crate::model::limit::CallCounts;
 use crate::RuntimeConfig;
 
-pub use crate::shared::watchdog_cache::{CachedRefresh, WatchdogCache, WatchdogCacheStats};
-pub use crate::shared::{SharedResources, DEFAULT_MAX_CONCURRENT_REVIEWS};
+pub use crate::shared::SharedResources;
 
 /// How a runtime is built.
 #[derive(Debug, Clone)]
@@ -279,6 +278,9 @@ impl AdvisorRuntime {
     }
 }
 
+// `spawn` is the handle's, but it lives here: it opens the session on the process's
+// runtime, and the runtime builds handles. Beside its type in handle.rs, the two modules
+// would import each other.
 impl AdvisorHandle {
     /// Opens the session on the process's default shared runtime
     /// ([`AdvisorRuntime::global`], created on first use), for hosts that are plain tokio

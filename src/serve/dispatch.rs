@@ -73,11 +73,6 @@ impl Dispatcher {
         }
     }
 
-    /// The bytes of transcripts held for the sessions now (V4).
-    pub fn held_bytes(&self) -> usize {
-        self.held.used()
-    }
-
     /// Runs one call (V2). Unknown methods are -32601.
     pub async fn call(&self, method: &str, params: Params) -> Result<Value, RpcError> {
         match method {
@@ -135,11 +130,6 @@ impl Dispatcher {
     /// Resolves once `shutdown` was called.
     pub async fn shutdown_requested(&self) {
         self.shutdown.notified().await
-    }
-
-    /// How many sessions are open.
-    pub fn session_count(&self) -> usize {
-        self.sessions.lock().len()
     }
 
     /// Disposes every session (audits flushed, R2, G7), all at once, bounded by

@@ -105,7 +105,7 @@ impl LineSplitter {
     }
 }
 
-/// Reads lines from an async input through a [`LineSplitter`].
+/// Reads lines from an async input through a line splitter that never buffers more than the cap.
 pub struct LineReader<R> {
     input: R,
     splitter: LineSplitter,

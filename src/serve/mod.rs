@@ -2,22 +2,21 @@
 //! 2.0 over a byte stream (standard input and output), one JSON object per LF-terminated
 //! line, many sessions per process.
 //!
-//! - [`lines`]: the bounded LF splitter (64 MiB per line, refused without buffering it);
-//! - [`protocol`]: framing, error codes, typed params;
-//! - [`open`]: a session's settings and model from its params and files;
-//! - [`session`]: one session's transcript, cursor check and notifications;
-//! - [`dispatch`]: the method table.
+//! Inside (private modules): `lines`, the bounded LF splitter (64 MiB per line, refused
+//! without buffering it); `protocol`, framing, error codes, typed params; `open`, a
+//! session's settings and model from its params and files; `session`, one session's
+//! transcript, cursor check and notifications; `dispatch`, the method table.
 //!
 //! [`serve`] is the I/O edge: it reads lines, runs each request in its own task (replies
 //! may come out of order, V3), and writes every reply and notification through one writer
 //! task. It must run inside an actix system (the I/O tasks run there); the sessions' actors
 //! run on the shared runtime of [`ServeOptions::runtime`] (A6).
 
-pub mod dispatch;
-pub mod lines;
-pub mod open;
-pub mod protocol;
-pub mod session;
+mod dispatch;
+mod lines;
+mod open;
+mod protocol;
+mod session;
 
 use std::fs::File;
 use std::path::Path;
@@ -31,9 +30,10 @@ use tokio::sync::{mpsc, Notify, Semaphore};
 use crate::regular_file::open_append;
 use crate::runtime::AdvisorRuntime;
 use dispatch::{Dispatcher, DISPOSE_TIMEOUT};
-use lines::{InputLine, LineReader, MAX_LINE_BYTES};
-use open::ServeDefaults;
+pub use lines::{InputLine, LineReader, MAX_LINE_BYTES};
+pub use open::ServeDefaults;
 use protocol::{parse_line, response_line, Incoming, RequestId, RpcError};
+pub use session::DEFAULT_HELD_BYTES;
 
 /// The whole end, from the end of input to the return of [`serve`], at worst: V1 asks for an
 /// exit within 2 s, and this leaves the process half a second for the rest (its start-up of
@@ -70,7 +70,7 @@ pub struct ServeOptions {
     /// The line cap (V4: [`MAX_LINE_BYTES`]).
     pub max_line_bytes: usize,
     /// The budget for the transcripts held for all sessions (V4:
-    /// [`session::DEFAULT_HELD_BYTES`]); a call that would pass it is refused.
+    /// [`DEFAULT_HELD_BYTES`]); a call that would pass it is refused.
     pub max_held_bytes: usize,
     /// The shared runtime every session of the run is opened on (A6): its arbiters carry
     /// the sessions' actors, and its resources (HTTP clients, redaction patterns, WATCHDOG.md

@@ -11,8 +11,8 @@ use serde_json::{json, Map, Value};
 use super::protocol::{kind, MessagesParam, Params, RpcError, SESSION_ERROR};
 use crate::domain::transcript::TranscriptMessage;
 use crate::model::{ModelClient, ThinkingLevel};
-use crate::providers::fallback::build_fallbacks;
-use crate::providers::resolve::{advisor_role_from_modes_file, modes_candidates};
+use crate::providers::build_fallbacks;
+use crate::providers::{advisor_role_from_modes_file, modes_candidates};
 use crate::providers::{
     resolve_config, ApiKind, Catalog, ModelSpec, Prices, ProviderConfig, ProviderError,
 };

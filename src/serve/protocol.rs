@@ -128,6 +128,7 @@ impl RequestId {
 
     /// The id as a JSON value (a number past `f64`'s precision is rounded: for display and
     /// tests, never for the reply).
+    #[cfg(test)]
     pub fn to_value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or(Value::Null)
     }
@@ -284,6 +285,7 @@ pub enum MessagesParam {
 
 impl Params {
     /// The params of a request.
+    #[cfg(test)]
     pub fn new(map: Map<String, Value>) -> Self {
         Self {
             map,

@@ -52,6 +52,7 @@ impl HeldBudget {
     }
 
     /// Bytes held now.
+    #[cfg(test)]
     pub fn used(&self) -> usize {
         *self.used.lock()
     }
@@ -136,6 +137,7 @@ impl TranscriptLog {
     }
 
     /// The last leaf seen.
+    #[cfg(test)]
     pub fn leaf(&self) -> LeafState {
         self.leaf.lock().0.clone()
     }

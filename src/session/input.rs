@@ -6,37 +6,29 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use super::reader::{ReadLimits, SessionError};
+use super::diagnostics::{ReadLimits, SessionError};
+use crate::regular_file::{self, FileError};
 
 /// A UTF-8 byte-order mark, accepted (and dropped) at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// Opens `path` for reading if, and only if, it is a regular file.
+/// Opens `path` for reading if, and only if, it is a regular file: the crate's one way of
+/// opening a file from outside ([`regular_file::open_regular`]), its refusals worded as
+/// session errors.
 pub(super) fn open_regular(path: &Path) -> Result<File, SessionError> {
-    let io_err = |source: io::Error| SessionError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let not_a_file = || SessionError::NotAFile {
-        path: path.to_path_buf(),
-    };
-    if !std::fs::metadata(path).map_err(io_err)?.is_file() {
-        return Err(not_a_file());
-    }
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        // Opening a FIFO for reading waits for a writer; without waiting it returns at
-        // once, and the check below turns it away. Reads of a regular file ignore the flag.
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(io_err)?;
-    if !file.metadata().map_err(io_err)?.is_file() {
-        return Err(not_a_file());
-    }
-    Ok(file)
+    regular_file::open_regular(path).map_err(|error| match error {
+        FileError::NotRegular(_) => SessionError::NotAFile {
+            path: path.to_path_buf(),
+        },
+        FileError::Io(source) => SessionError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => SessionError::Io {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::NotFound, other.to_string()),
+        },
+    })
 }
 
 /// Copies `input` to an unlinked temporary file, cutting every line at

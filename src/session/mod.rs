@@ -63,16 +63,19 @@
 //! an error ([`SessionError`]). Standard input (`-` on the command line) is spooled to an
 //! unlinked temporary file first, since a tree is read in two passes.
 
-pub mod advisor_file;
+mod advisor_file;
+mod diagnostics;
 mod driver;
 mod input;
 mod reader;
 mod tree;
 
 pub use advisor_file::{advisor_file_path, AdvisorFilePathError, ADVISOR_FILE_NAME};
+pub use diagnostics::{
+    Diagnostics, ReadLimits, SessionError, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_STDIN_BYTES,
+};
 pub use driver::{HostStep, SessionDriver};
 pub use reader::{
     read_session, read_session_arg, read_session_from, read_session_from_with, read_session_stdin,
-    read_session_with, BranchEntry, Diagnostics, ReadLimits, SessionBranch, SessionError,
-    SessionHeader, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_STDIN_BYTES, NEWEST_VERSION, STDIN_NAME,
+    read_session_with, BranchEntry, SessionBranch, SessionHeader, NEWEST_VERSION, STDIN_NAME,
 };

@@ -9,8 +9,8 @@ use std::io::{self, BufRead, Seek};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
+use super::diagnostics::{describe_json_error, Diagnostics, NONE};
 use super::input::{Line, Lines};
-use super::reader::{describe_json_error, Diagnostics, NONE};
 
 /// Records the parentId loop met on the way from the last entry: one malformed-line report
 /// at the loop's first line, naming every line of the loop (the first ten of a long one).

@@ -11,7 +11,7 @@ use crate::watchdog::WatchdogConfig;
 pub struct SettingsEnv {
     /// `ADVISOR_DEBUG`: debug tracing for the crate.
     pub debug: bool,
-    /// `ADVISOR_COMPACT_AT`, raw (parsed by [`super::parse_compact_at`]).
+    /// `ADVISOR_COMPACT_AT`, raw (parsed when the settings are loaded).
     pub compact_at: Option<String>,
     /// `ADVISOR_NO_REVIEW`: no model calls; delivery paths still work.
     pub no_review: bool,

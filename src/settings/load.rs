@@ -90,7 +90,7 @@ pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsEr
 
 /// Each existing settings file of `files` with what it says, in order, without layering
 /// them: for callers that need to know which file sets a key (`advisor roster`, §15).
-/// Missing files are left out; the errors are those of [`load_config_files`]. Blocking.
+/// Missing files are left out; the errors are those of reading each file. Blocking.
 pub fn read_config_layers(
     files: &[PathBuf],
 ) -> Result<Vec<(PathBuf, SettingsLayer, Vec<SettingsWarning>)>, SettingsError> {

@@ -17,11 +17,12 @@ mod load;
 mod retry;
 mod yaml;
 
-pub use depth::{too_deep, MAX_YAML_DEPTH};
+pub(crate) use depth::too_deep;
+pub use depth::MAX_YAML_DEPTH;
 pub use env::{env_flag, SettingsEnv};
 pub use load::{
-    config_files, load_config_files, load_settings, prompt_override_path, read_config_layers,
-    read_prompt_override, LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
+    config_files, load_settings, read_config_layers, LoadedSettings, CONFIG_FILE,
+    MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
 };
 pub use retry::{FallbackRevert, RetryLayer, RetrySettings};
 pub(crate) use yaml::{kind as yaml_kind, looks_like};
@@ -291,7 +292,7 @@ impl AdvisorSettings {
 }
 
 /// Parses `ADVISOR_COMPACT_AT` (G5): clamped to 50–95; absent, junk or 0 gives 80.
-pub fn parse_compact_at(raw: Option<&str>) -> u8 {
+pub(crate) fn parse_compact_at(raw: Option<&str>) -> u8 {
     match raw.and_then(|s| s.trim().parse::<u64>().ok()) {
         None | Some(0) => 80,
         Some(n) => n.clamp(50, 95) as u8,

@@ -1,5 +1,5 @@
 //! What the sessions of one process share (SPEC A6): built once, handed to every session
-//! through [`RuntimeConfig::shared`](crate::RuntimeConfig).
+//! through the session's runtime configuration.
 
 pub mod watchdog_cache;
 
@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::feed::FeedCursor;
 use crate::model::limit::{provider_of, CallCounts, CallLimit, LimitedModel};
 use crate::model::ModelClient;
 use crate::providers::{
@@ -17,13 +16,8 @@ use crate::providers::{
     StreamingClient,
 };
 use crate::redact::Redactor;
-use crate::render::TranscriptView;
 use crate::review::quarantine::OutputGuard;
-use crate::RuntimeConfig;
 use watchdog_cache::WatchdogCache;
-
-/// The default of `advisor.maxConcurrentReviews`.
-pub const DEFAULT_MAX_CONCURRENT_REVIEWS: usize = 16;
 
 /// Resources every session of a process uses and none owns: the compiled secret patterns
 /// (X5), the model catalog (M3), one HTTP client per provider endpoint, one limit on
@@ -194,74 +188,9 @@ impl SharedResources {
 
 /// Compiles the output quarantine's patterns (P5); a failure is logged and leaves the
 /// quarantine off.
-fn compile_output_guard() -> Option<Arc<OutputGuard>> {
+pub(crate) fn compile_output_guard() -> Option<Arc<OutputGuard>> {
     OutputGuard::new()
         .map(Arc::new)
         .map_err(|e| tracing::error!(error = %e, "output quarantine unavailable"))
         .ok()
-}
-
-/// How a session gets at the shared resources; without them (a config that was not opened
-/// on a runtime) everything is built for the session alone, as before A6.
-impl RuntimeConfig {
-    /// The secret redactor for this session (X5): the shared compiled one, or one compiled
-    /// now; `None` when `advisor.redactSecrets` is off.
-    pub fn redactor(&self) -> Option<Redactor> {
-        if !self.settings.redact_secrets {
-            return None;
-        }
-        match &self.shared {
-            Some(shared) => shared.redactor(),
-            None => Redactor::new()
-                .map_err(|e| tracing::error!(error = %e, "secret redaction unavailable"))
-                .ok(),
-        }
-    }
-
-    /// The output quarantine's patterns for this session (P5): the shared compiled ones, or
-    /// ones compiled now.
-    pub fn output_guard(&self) -> Option<Arc<OutputGuard>> {
-        match &self.shared {
-            Some(shared) => shared.output_guard(),
-            None => compile_output_guard(),
-        }
-    }
-
-    /// A fresh feed cursor for this session, redacting with [`RuntimeConfig::redactor`].
-    pub fn feed_cursor(&self, view: TranscriptView, replay_budget: Option<usize>) -> FeedCursor {
-        FeedCursor::with_redactor(view, replay_budget, self.redactor())
-    }
-
-    /// The shared WATCHDOG.md cache, when the session runs on a shared runtime.
-    pub fn watchdog_cache(&self) -> Option<Arc<WatchdogCache>> {
-        self.shared.as_ref().map(|s| s.watchdog_cache())
-    }
-
-    /// The call counts of this session's provider (C3), when it runs on a shared runtime
-    /// and has called it.
-    pub fn provider_calls(&self) -> Option<CallCounts> {
-        let shared = self.shared.as_ref()?;
-        shared.calls_of(&self.model.as_ref()?.info().id)
-    }
-
-    /// Wires the configuration to `shared` (A6): the session uses its redactor, catalog
-    /// and watchdog cache, and its models go through the providers' call limits.
-    /// A configuration already wired (its `shared` is set, as in one made by
-    /// [`RuntimeConfig::for_subagent`] from a wired one) is returned as it is, so no model
-    /// is limited twice.
-    pub fn share(mut self, shared: &Arc<SharedResources>) -> Self {
-        if self.shared.is_some() {
-            return self;
-        }
-        let fallback = self.settings.max_concurrent_reviews;
-        self.model = self.model.map(|m| shared.limited(m, fallback));
-        self.promotion_model = self.promotion_model.map(|m| shared.limited(m, fallback));
-        // A6: a backup's calls count against its own provider's limit (P6).
-        self.fallback_models = std::mem::take(&mut self.fallback_models)
-            .into_iter()
-            .map(|m| shared.limited(m, fallback))
-            .collect();
-        self.shared = Some(Arc::clone(shared));
-        self
-    }
 }

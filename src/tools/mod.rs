@@ -4,13 +4,13 @@
 //! runs them on the blocking pool, never on an actor thread. A tool error is text the model
 //! reads ([`ToolError`]'s `Display`), never a failed review.
 
-pub mod advise;
-pub mod args;
-pub mod confine;
+pub(crate) mod advise;
+mod args;
+mod confine;
 pub mod find;
-pub mod read;
+mod read;
 pub mod search;
-pub mod walk;
+mod walk;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -25,6 +25,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::ToolSchema;
+use crate::regular_file::{self, FileError};
 use crate::tools::confine::{self, Confined};
 use crate::tools::{args, ToolError, ToolSession, ToolSessionState, WorkspaceTool};
 
@@ -176,7 +177,21 @@ pub fn read(session: &ToolSession, path_arg: &str) -> Result<String, ToolError> 
             meta.len() / (1024 * 1024)
         )));
     }
-    let bytes = std::fs::read(&target.path).map_err(|e| confine::io_error(&target.display, &e))?;
+    // The metadata said "regular file"; the open checks it again on the opened file, so a
+    // path swapped for a FIFO in between cannot block, and no more than the cap is read.
+    let cap = usize::try_from(MAX_FILE_BYTES).unwrap_or(usize::MAX);
+    let bytes = match regular_file::read_bytes_capped(&target.path, cap) {
+        Ok(capped) if !capped.truncated => capped.content,
+        Ok(_) => {
+            return Err(ToolError::Failed(format!(
+                "`{}` grew past {} MB while it was read; use search to find the lines you need",
+                target.display,
+                MAX_FILE_BYTES / (1024 * 1024)
+            )))
+        }
+        Err(FileError::Io(e)) => return Err(confine::io_error(&target.display, &e)),
+        Err(e) => return Err(ToolError::Failed(format!("`{}`: {e}", target.display))),
+    };
     let mut state = session.state();
     render_file(&target, &bytes, selector, &mut state)
 }

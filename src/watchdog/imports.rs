@@ -28,6 +28,7 @@ pub struct Expansion {
 /// way this function touches files, so tests can pass an in-memory map. One visited set
 /// serves the whole expansion, seeded with `file`: an import of a path already imported
 /// (or of `file` itself) stays literal, which covers repeats and cycles alike.
+#[cfg(test)]
 pub fn expand_imports(
     text: &str,
     file: &Path,
@@ -37,7 +38,7 @@ pub fn expand_imports(
     expand_imports_within(text, file, home, None, read)
 }
 
-/// [`expand_imports`] for a file whose imports must stay inside `scope` when it is given:
+/// `expand_imports` for a file whose imports must stay inside `scope` when it is given:
 /// a project file, which may come from a cloned repository (W6 security). There, absolute
 /// and `~` imports, and relative ones that lead out of `scope`, stay literal with a
 /// warning. `read` is where symlinks leading out are caught (it answers

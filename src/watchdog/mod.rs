@@ -5,8 +5,8 @@
 //! - [`WatchdogConfig`] says where to look; it is built from values the caller read from the
 //!   environment ([`WatchdogConfig::from_env_values`]), so nothing here reads the process
 //!   environment.
-//! - [`candidates`] lists the files to consider in prompt order (W1, W2, W4).
-//! - [`expand_imports`] replaces `@path` tokens by the files they name (W6).
+//! - `candidates` lists the files to consider in prompt order (W1, W2, W4).
+//! - `expand_imports` replaces `@path` tokens by the files they name (W6).
 //! - [`load`] reads everything and formats one block per file (W3, W5), together with a
 //!   [`Fingerprint`] of what it looked at; [`refresh`] compares that fingerprint with the
 //!   disk's metadata and rebuilds only when something changed (W8).
@@ -33,18 +33,21 @@ mod discovery;
 mod fingerprint;
 mod imports;
 mod paths;
-pub mod project;
+mod project;
 mod read;
 
 use std::path::{Path, PathBuf};
 
-pub use crate::regular_file::Capped;
-pub use discovery::{candidates, candidates_named, walk_dirs, Candidate, CandidateKind};
-pub use fingerprint::{stamp, Fingerprint, Stamp};
-pub use imports::{expand_imports, expand_imports_within, Expansion, MAX_IMPORT_DEPTH};
-pub use paths::{expand_tilde, normalize_lexically};
-pub use project::{format_project_context, ContextFile};
-pub use read::{read_text, ReadError, MAX_FILE_BYTES, MAX_TOTAL_BYTES};
+pub use fingerprint::Fingerprint;
+pub use imports::MAX_IMPORT_DEPTH;
+pub use project::{ContextFile, MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TOTAL_BYTES};
+pub use read::{MAX_FILE_BYTES, MAX_TOTAL_BYTES};
+
+pub(crate) use discovery::{candidates, candidates_named, walk_dirs, Candidate, CandidateKind};
+pub(crate) use imports::expand_imports_within;
+pub(crate) use paths::expand_tilde;
+pub(crate) use project::format_project_context;
+pub(crate) use read::{read_text, ReadError};
 
 use crate::redact::Redactor;
 use crate::regular_file::{clip, SHOWN_CHARS};
@@ -135,7 +138,7 @@ impl WatchdogConfig {
 
 /// Wraps one file's expanded content into its prompt block (W5). The content is neither
 /// trimmed nor escaped.
-pub fn attention_block(content: &str) -> String {
+pub(crate) fn attention_block(content: &str) -> String {
     format!("Especially pay attention to:\n<attention>\n{content}\n</attention>")
 }
 
@@ -169,7 +172,7 @@ pub fn load(config: &WatchdogConfig) -> Loaded {
 /// [`load`] with a given redactor (`None`: redaction off, `advisor.redactSecrets: false`).
 ///
 /// Project files (those found by the walk) import only from inside their project root
-/// ([`project_root`]); one that is itself a symlink leading out of its project is skipped
+/// (`project_root`); one that is itself a symlink leading out of its project is skipped
 /// with a warning. Each file is used up to [`MAX_FILE_BYTES`], all of them up to
 /// [`MAX_TOTAL_BYTES`]; what is cut is said in a warning. Blocking.
 pub fn load_with(config: &WatchdogConfig, redactor: Option<&Redactor>) -> Loaded {
@@ -309,7 +312,7 @@ impl Confinement {
 /// The directory a project file's imports must stay in (W6 security): the git repository
 /// root when the working directory is inside one, else the working directory itself.
 /// Blocking (looks for `.git`).
-pub fn project_root(cwd: &Path, home: Option<&Path>) -> PathBuf {
+pub(crate) fn project_root(cwd: &Path, home: Option<&Path>) -> PathBuf {
     let walked = walk_dirs(cwd, home);
     let start = walked.first().cloned().unwrap_or_else(|| cwd.to_path_buf());
     match walked.last() {

@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use advisor::domain::host::RewriteKind;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
-use advisor::handle::AskError;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelError, ModelRequest, Usage};
 use advisor::settings::SyncBacklog;
+use advisor::AskError;
 use advisor::{HandleError, RuntimeConfig};
 use serde_json::json;
 use support::*;

@@ -15,9 +15,9 @@ use advisor::model::{
     ChatMessage, ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest, Usage,
 };
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
-use advisor::status::AdvisorStatus;
-use advisor::status::DropReason;
 use advisor::AdvisorHandle;
+use advisor::AdvisorStatus;
+use advisor::DropReason;
 use serde_json::json;
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use advisor::domain::advice::Channel;
 use advisor::domain::host::HostEvent;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
-use advisor::handle::BacklogWait;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelRequest};
 use advisor::settings::SyncBacklog;
-use advisor::status::DropReason;
+use advisor::BacklogWait;
+use advisor::DropReason;
 use serde_json::json;
 use support::*;
 

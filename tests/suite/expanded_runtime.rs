@@ -8,8 +8,8 @@ use std::sync::Arc;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::ScriptedModel;
 use advisor::model::{ChatMessage, ModelRequest};
-use advisor::render::TranscriptView;
 use advisor::settings::SyncBacklog;
+use advisor::TranscriptView;
 use advisor::TurnEndOptions;
 use serde_json::{json, Value};
 

@@ -33,8 +33,51 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `crate::name` references in the non-test code of `text`, with their line numbers.
-fn crate_references(text: &str) -> Vec<(usize, String)> {
+/// The names the crate root re-exports (`pub use module::…::Name;`, braces and `as`
+/// included), each with the module it comes from, so `use crate::Name` counts as an import
+/// of that module.
+fn root_reexports(lib: &str) -> HashMap<String, String> {
+    let mut names = HashMap::new();
+    let mut rest = lib;
+    while let Some(at) = rest.find("\npub use ") {
+        let statement = &rest[at + "\npub use ".len()..];
+        let end = statement.find(';').unwrap_or(statement.len());
+        let (body, after) = (&statement[..end], &statement[end..]);
+        rest = after;
+        let module = body
+            .split("::")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let tail = match (body.find('{'), body.rfind('}')) {
+            (Some(open), Some(close)) => &body[open + 1..close],
+            _ => body.rsplit("::").next().unwrap_or_default(),
+        };
+        for item in tail.split(',') {
+            // `a::B` inside braces, or `b as c`: the name the root gives it is the last word.
+            let item = item.trim();
+            let named = item
+                .rsplit(" as ")
+                .next()
+                .unwrap_or(item)
+                .rsplit("::")
+                .next()
+                .unwrap_or(item)
+                .trim();
+            if !named.is_empty() {
+                names.insert(named.to_string(), module.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The root modules named by `crate::…` references in the non-test code of `text`, with
+/// their line numbers: `crate::module::…` names the module, `crate::Name` the module the
+/// root re-exports `Name` from (`reexports`); a name the root does not know is kept as it
+/// is, so it shows up as unlisted.
+fn crate_references(text: &str, reexports: &HashMap<String, String>) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (index, line) in text.lines().enumerate() {
         if line.starts_with("#[cfg(test)]") {
@@ -46,12 +89,24 @@ fn crate_references(text: &str) -> Vec<(usize, String)> {
         let mut rest = line;
         while let Some(at) = rest.find("crate::") {
             let after = &rest[at + "crate::".len()..];
-            let name: String = after
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
-                .collect();
-            if !name.is_empty() {
-                found.push((index + 1, name));
+            // `crate::{A, b::C}` names several at once (on one line).
+            let group = match after.strip_prefix('{') {
+                Some(inner) => inner.split('}').next().unwrap_or_default(),
+                None => after,
+            };
+            for item in group.split(',') {
+                let name: String = item
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    let module = reexports.get(&name).cloned().unwrap_or(name);
+                    found.push((index + 1, module));
+                }
+                if !after.starts_with('{') {
+                    break;
+                }
             }
             rest = after;
         }
@@ -62,6 +117,7 @@ fn crate_references(text: &str) -> Vec<(usize, String)> {
 fn upward_imports(root: &Path) -> (Vec<String>, Vec<String>) {
     let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("src/lib.rs");
     let order = layout_order(&lib);
+    let reexports = root_reexports(&lib);
     let rank: HashMap<&str, usize> = order
         .iter()
         .enumerate()
@@ -96,7 +152,7 @@ fn upward_imports(root: &Path) -> (Vec<String>, Vec<String>) {
             continue;
         };
         let text = std::fs::read_to_string(&file).expect("a source file");
-        for (line, target) in crate_references(&text) {
+        for (line, target) in crate_references(&text, &reexports) {
             match rank.get(target.as_str()) {
                 Some(&theirs) if theirs > own => upward.push(format!(
                     "{}:{line}: {first} imports {target}, which the layout puts above it",
@@ -110,6 +166,157 @@ fn upward_imports(root: &Path) -> (Vec<String>, Vec<String>) {
     unlisted.sort();
     unlisted.dedup();
     (upward, unlisted)
+}
+
+/// A file's module path (`session::reader`; `mod.rs` is its directory's module), or
+/// `None` for the crate root, the binary and in-file unit tests.
+fn module_path(relative: &Path) -> Option<Vec<String>> {
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    if parts.last().is_some_and(|last| last == "mod") {
+        parts.pop();
+    }
+    let first = parts.first()?.as_str();
+    if matches!(first, "lib" | "main" | "cli") || parts.iter().any(|p| p == "tests") {
+        return None;
+    }
+    Some(parts)
+}
+
+/// The leading `a::b::c` of `text`.
+fn path_chain(text: &str) -> Vec<String> {
+    let mut chain = Vec::new();
+    let mut rest = text.trim_start();
+    loop {
+        let ident: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if ident.is_empty() {
+            break;
+        }
+        rest = &rest[ident.len()..];
+        chain.push(ident);
+        match rest.strip_prefix("::") {
+            Some(after) => rest = after,
+            None => break,
+        }
+    }
+    chain
+}
+
+/// The paths the non-test code of `text` names through `crate::`, `super::` or `self::`,
+/// made absolute for the module `me` (`use super::{a, b}` names both).
+fn module_references(text: &str, me: &[String]) -> Vec<Vec<String>> {
+    let code: String = text
+        .lines()
+        .take_while(|line| !line.starts_with("#[cfg(test)]"))
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = Vec::new();
+    for (anchor, base) in [
+        ("crate::", Vec::new()),
+        ("super::", me[..me.len().saturating_sub(1)].to_vec()),
+        ("self::", me.to_vec()),
+    ] {
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find(anchor) {
+            let preceded = rest[..at]
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+            let after = &rest[at + anchor.len()..];
+            rest = after;
+            if preceded {
+                continue;
+            }
+            let items: Vec<&str> = match after.strip_prefix('{') {
+                Some(group) => group
+                    .split('}')
+                    .next()
+                    .unwrap_or_default()
+                    .split(',')
+                    .collect(),
+                None => vec![after],
+            };
+            for item in items {
+                let mut path = base.clone();
+                path.extend(path_chain(item.trim_start_matches('{')));
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Circles among the crate's files: `a` names something of `b` and `b` of `a`, through
+/// any number of files in between. A module and its own submodules are left out (a parent
+/// declares and re-exports its children, which use what it defines).
+fn module_circles(root: &Path) -> Vec<Vec<String>> {
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut texts = HashMap::new();
+    for file in files {
+        let relative = file.strip_prefix(root.join("src")).expect("under src");
+        if let Some(path) = module_path(relative) {
+            let text = std::fs::read_to_string(&file).expect("a source file");
+            texts.insert(path.join("::"), (path, text));
+        }
+    }
+    let nested =
+        |a: &str, b: &str| a.starts_with(&format!("{b}::")) || b.starts_with(&format!("{a}::"));
+    let mut edges: HashMap<String, Vec<String>> = HashMap::new();
+    for (name, (path, text)) in &texts {
+        let mut targets: Vec<String> = module_references(text, path)
+            .into_iter()
+            .filter_map(|reference| {
+                (1..=reference.len())
+                    .rev()
+                    .map(|n| reference[..n].join("::"))
+                    .find(|candidate| texts.contains_key(candidate))
+            })
+            .filter(|target| target != name && !nested(name, target))
+            .collect();
+        targets.sort();
+        targets.dedup();
+        edges.insert(name.clone(), targets);
+    }
+    // Depth-first search; a node met again while still on the stack closes a circle.
+    fn visit(
+        node: &str,
+        edges: &HashMap<String, Vec<String>>,
+        stack: &mut Vec<String>,
+        done: &mut std::collections::HashSet<String>,
+        circles: &mut Vec<Vec<String>>,
+    ) {
+        if let Some(at) = stack.iter().position(|n| n == node) {
+            circles.push(stack[at..].to_vec());
+            return;
+        }
+        if !done.insert(node.to_string()) {
+            return;
+        }
+        stack.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            visit(next, edges, stack, done, circles);
+        }
+        stack.pop();
+    }
+    let mut names: Vec<&String> = edges.keys().collect();
+    names.sort();
+    let (mut circles, mut done) = (Vec::new(), std::collections::HashSet::new());
+    for name in names {
+        visit(name, &edges, &mut Vec::new(), &mut done, &mut circles);
+    }
+    circles
 }
 
 #[test]
@@ -134,12 +341,58 @@ fn issue9_no_module_imports_from_a_layer_above_it() {
 
 #[test]
 fn the_layering_check_sees_an_upward_import() {
-    let text = "use crate::domain::x;\nfn f() { crate::serve::run(); }\n#[cfg(test)]\nuse crate::actors::y;\n";
-    assert_eq!(
-        crate_references(text),
-        vec![(1, "domain".to_string()), (2, "serve".to_string())]
-    );
     let lib =
-        "//! # Layout\n//!\n//! - `texts` *(internal)*: a\n//! - [`domain`]: b\n//!   more\n\n";
+        "//! # Layout\n//!\n//! - `texts` *(internal)*: a\n//! - [`domain`]: b\n//!   more\n\n\
+               pub use config::RuntimeConfig;\npub use handle::{AdvisorHandle, HandleError};\n\
+               pub use roster::load as load_roster;\n";
+    let reexports = root_reexports(lib);
+    let text = "use crate::domain::x;\nfn f() { crate::serve::run(); }\nuse crate::RuntimeConfig;\n\
+                use crate::{HandleError};\nlet _ = crate::load_roster;\n#[cfg(test)]\nuse crate::actors::y;\n";
+    assert_eq!(
+        crate_references(text, &reexports),
+        vec![
+            (1, "domain".to_string()),
+            (2, "serve".to_string()),
+            (3, "config".to_string()),
+            (4, "handle".to_string()),
+            (5, "roster".to_string()),
+        ]
+    );
     assert_eq!(layout_order(lib), vec!["texts", "domain"]);
+}
+
+#[test]
+fn no_two_files_import_each_other_through_any_circle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let circles = module_circles(root);
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles
+            .iter()
+            .map(|c| c.join(" → "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn the_circle_check_reads_super_self_and_groups() {
+    let me = vec!["session".to_string(), "reader".to_string()];
+    let text = "use super::input::{open, Line};\nuse super::{diagnostics::Diagnostics, tree};\n\
+                use crate::domain::transcript::X;\nlet _ = self::inner::f;\n#[cfg(test)]\nuse super::driver;\n";
+    let found: Vec<String> = module_references(text, &me)
+        .into_iter()
+        .map(|p| p.join("::"))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            "domain::transcript::X",
+            "session::input",
+            "session::diagnostics::Diagnostics",
+            "session::tree",
+            "session::reader::inner::f",
+        ]
+    );
 }

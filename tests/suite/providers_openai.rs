@@ -565,7 +565,7 @@ async fn p10_an_endpoint_refusing_max_completion_tokens_is_asked_again_with_max_
     ])
     .await;
     // Two sessions of one process: their clients share what the endpoint refused.
-    let shared = advisor::runtime::SharedResources::new(None);
+    let shared = advisor::SharedResources::new(None);
     let one = shared.client_for(config(&server)).unwrap();
     let two = shared.client_for(config(&server)).unwrap();
     let r = one.complete(request(vec![user("hi")])).await.unwrap();

@@ -14,7 +14,7 @@ use advisor::domain::transcript::{
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, Usage};
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
-use advisor::status::DropReason;
+use advisor::DropReason;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use support::*;
 use tokio::sync::mpsc::UnboundedReceiver;

@@ -4,11 +4,11 @@
 //! source holds nothing a secret scanner would flag.
 
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
-use advisor::feed::{batch_parts, FeedCursor, FeedOutcome, Update};
-use advisor::prompts::SessionPrompts;
-use advisor::redact::{Redactor, SecretKind};
-use advisor::render::{ExpandedMemory, TranscriptView};
 use advisor::session::{read_session, SessionDriver};
+use advisor::SessionPrompts;
+use advisor::{batch_parts, FeedCursor, FeedOutcome, FeedUpdate};
+use advisor::{ExpandedMemory, TranscriptView};
+use advisor::{Redactor, SecretKind};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -665,7 +665,7 @@ fn delta(cursor: &mut FeedCursor, transcript: &Transcript) -> String {
     match cursor.observe(transcript) {
         FeedOutcome::Delta(d) => d,
         FeedOutcome::Turn(turn) => {
-            batch_parts(&[Update::Turn(turn)], &mut ExpandedMemory::default()).join("\n")
+            batch_parts(&[FeedUpdate::Turn(turn)], &mut ExpandedMemory::default()).join("\n")
         }
         other => panic!("expected a delta, got {other:?}"),
     }

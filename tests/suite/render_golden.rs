@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use advisor::domain::transcript::TranscriptMessage;
-use advisor::render::{render_delta, TranscriptView};
+use advisor::{render_delta, TranscriptView};
 use serde_json::{json, Value};
 
 fn msg(value: Value) -> Arc<TranscriptMessage> {

@@ -15,10 +15,10 @@
 
 use std::path::{Path, PathBuf};
 
-use advisor::feed::{batch_parts, Update};
-use advisor::prompts::SessionPrompts;
-use advisor::render::{ExpandedMemory, TranscriptView};
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
+use advisor::SessionPrompts;
+use advisor::{batch_parts, FeedUpdate};
+use advisor::{ExpandedMemory, TranscriptView};
 use serde_json::Value;
 
 fn scenario_dir(name: &str) -> PathBuf {
@@ -35,7 +35,7 @@ fn sent(dir: &Path) -> Vec<Value> {
     value["reviews"].as_array().expect("reviews").clone()
 }
 
-fn updates(dir: &Path) -> Vec<(usize, Update)> {
+fn updates(dir: &Path) -> Vec<(usize, FeedUpdate)> {
     let branch = read_session_arg(&dir.join("session.jsonl"), &ReadLimits::default())
         .expect("the session reads");
     let mut prompts = SessionPrompts::new(SessionDriver::new(branch), TranscriptView::Expanded);

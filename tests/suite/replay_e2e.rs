@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use advisor::feed::{FeedCursor, FeedOutcome};
 use advisor::providers::testing::{sse_event, ScriptedResponse, SseServer};
-use advisor::render::TranscriptView;
 use advisor::session::{read_session, HostStep, SessionDriver};
+use advisor::TranscriptView;
+use advisor::{FeedCursor, FeedOutcome};
 use serde_json::{json, Value};
 
 /// Prompt tokens each scripted answer reports: small, so the advisor's context never passes

@@ -190,7 +190,7 @@ async fn p6_model_fallback_false_keeps_the_failure_policy() {
 
 #[tokio::test]
 async fn p6_a6_a_backup_s_calls_go_through_its_own_provider_s_limit() {
-    let shared = Arc::new(advisor::runtime::SharedResources::new(Some(2)));
+    let shared = Arc::new(advisor::SharedResources::new(Some(2)));
     let own: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]).with_id("own/model"));
     let backup: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]).with_id("backup/model"));
     let mut cfg = advisor::RuntimeConfig::new("s", std::env::temp_dir(), Some(own));

@@ -10,7 +10,7 @@ use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::settings::{DeliveryPolicy, SyncBacklog};
-use advisor::status::DropReason;
+use advisor::DropReason;
 use support::*;
 
 fn advise(note: &str, severity: &str) -> ScriptedReply {
@@ -43,7 +43,7 @@ fn advisor_card(note: &str, severity: advisor::domain::advice::Severity) -> Tran
     .to_message()
 }
 
-fn dropped(status: &advisor::status::AdvisorStatus, reason: DropReason) -> u64 {
+fn dropped(status: &advisor::AdvisorStatus, reason: DropReason) -> u64 {
     status.deliveries.dropped.get(&reason).copied().unwrap_or(0)
 }
 

@@ -431,7 +431,7 @@ async fn r1_reset_discards_the_in_flight_reviews_advice() {
         status
             .deliveries
             .dropped
-            .get(&advisor::status::DropReason::StaleEpoch),
+            .get(&advisor::DropReason::StaleEpoch),
         Some(&1)
     );
 }
@@ -989,7 +989,7 @@ async fn a4_s1_turn_end_does_not_wait_when_nothing_can_make_it_wait() {
     gate.add_permits(1);
     assert_eq!(
         h.await_drain().await.unwrap(),
-        advisor::handle::BacklogWait::Drained
+        advisor::BacklogWait::Drained
     );
 }
 
@@ -1034,7 +1034,7 @@ async fn x1_r1_a_turn_replaced_before_it_was_read_queues_nothing() {
     h.rewrite(RewriteKind::Compaction).await.unwrap();
     assert_eq!(
         h.await_drain().await.unwrap(),
-        advisor::handle::BacklogWait::Drained
+        advisor::BacklogWait::Drained
     );
     assert_eq!(
         model.request_count(),
@@ -1045,7 +1045,7 @@ async fn x1_r1_a_turn_replaced_before_it_was_read_queues_nothing() {
     h.turn_end(&t).await.unwrap();
     assert_eq!(
         h.await_drain().await.unwrap(),
-        advisor::handle::BacklogWait::Drained
+        advisor::BacklogWait::Drained
     );
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
@@ -1083,7 +1083,7 @@ async fn a4_a_full_mailbox_makes_turn_end_wait_and_loses_no_turn() {
     assert!(last >= 8, "a few turns fit before the host waits: {last}");
     assert_eq!(
         h.await_drain().await.unwrap(),
-        advisor::handle::BacklogWait::Drained
+        advisor::BacklogWait::Drained
     );
     // Every turn's message reached a review, once and in order.
     let reviewed: Vec<usize> = model

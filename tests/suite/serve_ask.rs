@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ChatMessage, ModelError};
-use advisor::serve::lines::MAX_LINE_BYTES;
+use advisor::serve::MAX_LINE_BYTES;
 use serde_json::{json, Value};
 use std::sync::Arc;
 

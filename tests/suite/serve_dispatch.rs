@@ -8,9 +8,9 @@ use std::sync::Arc;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::ModelClient;
 use advisor::providers::Catalog;
-use advisor::runtime::{AdvisorRuntime, RuntimeOptions};
-use advisor::serve::open::ServeDefaults;
+use advisor::serve::ServeDefaults;
 use advisor::serve::{serve, ServeEnd, ServeOptions};
+use advisor::{AdvisorRuntime, RuntimeOptions};
 use serde_json::{json, Value};
 use tokio::io::DuplexStream;
 use tokio::task::JoinHandle;
@@ -49,7 +49,7 @@ pub(super) fn serve_runtime() -> AdvisorRuntime {
 }
 
 pub(super) fn start(model: ScriptedModel) -> (Client, JoinHandle<ServeEnd>) {
-    start_with(Some(Arc::new(model)), advisor::serve::lines::MAX_LINE_BYTES)
+    start_with(Some(Arc::new(model)), advisor::serve::MAX_LINE_BYTES)
 }
 
 pub(super) async fn open(client: &mut Client, session: &str, cwd: &Path, settings: Value) -> Value {
@@ -793,7 +793,7 @@ async fn c1_v2_an_empty_command_line_answers_the_usage_and_leaves_the_advisor_on
 /// queue and the pipes are full — and when it reads at last, every request is answered.
 #[actix::test]
 async fn v4_a_client_that_never_reads_stops_the_server_reading_and_loses_no_reply() {
-    use advisor::serve::lines::{InputLine, LineReader};
+    use advisor::serve::{InputLine, LineReader};
     use tokio::io::AsyncWriteExt;
 
     tokio::time::pause();
@@ -904,7 +904,7 @@ async fn v4_a_call_past_the_held_transcript_budget_is_refused_and_nothing_is_los
 /// that cannot be reached speaks of what the client can set, never of `advisor` flags.
 #[actix::test]
 async fn m1_v4_serve_model_errors_tell_a_client_no_cli_flag() {
-    let (mut c, _server) = start_with(None, advisor::serve::lines::MAX_LINE_BYTES);
+    let (mut c, _server) = start_with(None, advisor::serve::MAX_LINE_BYTES);
     let dir = tempfile::tempdir().unwrap();
     let mut params = open_params("s1", dir.path(), json!({}));
     params["model"] = json!("advfake/no-such-model");

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use advisor::providers::testing::{BodyPart, ScriptedResponse, SseServer};
-use advisor::serve::lines::MAX_LINE_BYTES;
+use advisor::serve::MAX_LINE_BYTES;
 use serde_json::{json, Value};
 
 use super::serve_client::user;

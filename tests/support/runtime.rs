@@ -12,8 +12,8 @@ use actix::{Actor, Context, Handler};
 use advisor::domain::host::HostEvent;
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
-use advisor::render::TranscriptView;
 use advisor::settings::SyncBacklog;
+use advisor::TranscriptView;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use tokio::sync::{mpsc, Semaphore};
 
