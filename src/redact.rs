@@ -768,7 +768,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_13_config_name_reads_a_lower_case_key_back_from_its_last_word() {
+    fn x5_config_name_reads_a_lower_case_key_back_from_its_last_word() {
         let text = "db_password: x; --password=x; DB_password: x; my-client-secret: x";
         let at = |needle: &str| {
             let start = text.find(needle).unwrap_or_default();
@@ -784,7 +784,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_13_url_passwords_exclude_references_and_masks() {
+    fn x5_url_passwords_exclude_references_and_masks() {
         for value in ["pass", "x", "s3cr3t%40x", "a*b"] {
             assert!(plausible_url_password(value), "{value}");
         }

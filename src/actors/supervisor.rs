@@ -204,7 +204,7 @@ impl Supervisor {
     }
 }
 
-/// Whether a rewrite moves the advisor to another branch (P3's seed, issue 18 item 5), as
+/// Whether a rewrite moves the advisor to another branch (P3's seed), as
 /// opposed to a rewrite within the branch (compaction, pruning, one the feed detected).
 fn changes_branch(kind: RewriteKind) -> bool {
     matches!(

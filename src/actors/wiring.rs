@@ -161,7 +161,7 @@ pub async fn wait_after_turn(
             if tokio::time::timeout(cap, &mut waited).await.is_ok() {
                 break;
             }
-            // A replay holds the wait through retries (issue 10.9c): while the advisor has
+            // A replay holds the wait through retries (S1): while the advisor has
             // failed and not yet succeeded, the cap does not end the wait; F1–F3 bound it
             // (the retry succeeds, the backlog is dropped, or the advisor pauses).
             if hold_through_retries && still_retrying(&agent).await {

@@ -54,7 +54,7 @@ impl CliError {
 
 impl From<&advisor::providers::ProviderError> for CliError {
     /// The library's sentence (in terms of settings and environment), plus the flags that
-    /// fix it on this command line (issue 18 item 4: only the CLI speaks of flags).
+    /// fix it on this command line (M1: only the CLI speaks of flags).
     fn from(error: &advisor::providers::ProviderError) -> Self {
         use advisor::providers::ProviderError;
         let hint = match error {

@@ -47,7 +47,7 @@ fn parse_api(s: &str) -> Result<ApiKind, String> {
 }
 
 /// Opens (appends to) the `--log` file; a path that is not a regular file (a FIFO, a
-/// directory) is one error, never a wait (issue 10 item 6).
+/// directory) is one error, never a wait (L5).
 pub fn open_log(path: &Path) -> Result<File, CliError> {
     advisor::serve::open_log(path).map_err(|e| CliError::new(e.to_string()))
 }

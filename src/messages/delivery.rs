@@ -25,8 +25,7 @@ pub struct ResetDelivery {
     /// The new epoch.
     pub epoch: u64,
     /// The reset moved to another branch (session switch, resume, new session, fork, tree
-    /// move, rewind): its replay starts no run until the next user prompt (issue 18 item
-    /// 5), and the guard is seeded from the branch ([`SeedGuard`]).
+    /// move, rewind): its replay starts no run until the next user prompt (P3), and the guard is seeded from the branch ([`SeedGuard`]).
     pub branch: bool,
 }
 

@@ -334,7 +334,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_7_a_retry_after_over_five_minutes_pauses_for_that_long() {
+    fn f3_a_retry_after_over_five_minutes_pauses_for_that_long() {
         let mut p = FailurePolicy::new(3, Duration::from_secs(1));
         let at_limit = ModelError::Retryable {
             usage: None,

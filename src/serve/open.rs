@@ -373,7 +373,7 @@ pub fn session_settings(
 
 /// The advisor transcript file of a session file given by a client (P9): derived and
 /// checked by [`advisor_file_path`], a relative path taken from the session's `cwd`. A path
-/// that is refused (V4, issue 18 item 12) keeps no file and is one notice.
+/// that is refused (V4, P9) keeps no file and is one notice.
 pub fn audit_path(session_file: &Path, cwd: &Path) -> Result<PathBuf, String> {
     advisor_file_path(session_file, cwd)
         .map_err(|e| format!("advisor: no advisor transcript file is kept: {e}"))
@@ -709,7 +709,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_5_m4_the_sessions_request_timeout_reaches_the_model_it_names() {
+    fn m4_the_sessions_request_timeout_reaches_the_model_it_names() {
         let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
         let settings = AdvisorSettings {
             request_timeout: std::time::Duration::from_secs(7),

@@ -13,8 +13,8 @@ use crate::feed::FeedCursor;
 use crate::model::limit::{provider_of, CallCounts, CallLimit, LimitedModel};
 use crate::model::ModelClient;
 use crate::providers::{
-    resolve_config, Catalog, EndpointQuirks, ErrorSource, ModelSpec, ProviderConfig,
-    ProviderError, StreamingClient,
+    resolve_config, Catalog, EndpointQuirks, ErrorSource, ModelSpec, ProviderConfig, ProviderError,
+    StreamingClient,
 };
 use crate::redact::Redactor;
 use crate::render::TranscriptView;

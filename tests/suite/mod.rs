@@ -36,6 +36,7 @@ mod session_memory;
 mod session_reader;
 mod settings_cli;
 mod shared_runtime;
+mod spec_ids;
 mod tools_cli;
 mod tools_workspace;
 mod watchdog_cli;
