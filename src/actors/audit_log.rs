@@ -128,7 +128,7 @@ impl AuditLog {
         if !self.warned {
             self.warned = true;
             self.host.do_send(HostEvent::Notice {
-                text: format!("advisor: could not write the audit log ({err}); reviews go on"),
+                text: crate::texts::notice("auditFailed", &[("error", &err.to_string())]),
             });
         }
     }

@@ -27,6 +27,7 @@ use crate::messages::review::{
 use crate::messages::tools::ClearToolSession;
 
 use crate::config::RuntimeConfig;
+use crate::texts::notice;
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it.
 pub struct Supervisor {
@@ -174,8 +175,7 @@ impl Supervisor {
     fn enable(&mut self, ctx: &mut Context<Self>) -> String {
         if self.config.model.is_none() {
             self.enabled = true;
-            return "advisor: enabled, but no advisor model is assigned (set modelRoles.advisor)"
-                .to_string();
+            return notice("noModelAssigned", &[]);
         }
         if !self.enabled || self.children.is_none() {
             self.enabled = true;
@@ -193,14 +193,14 @@ impl Supervisor {
         } else if let Some(children) = &self.children {
             children.agent.do_send(ResumeReviews);
         }
-        "advisor: on".to_string()
+        notice("on", &[])
     }
 
     fn disable(&mut self, cause: AskEnd) -> String {
         self.enabled = false;
         self.stop_children(cause);
         self.router().do_send(SetDeliveryEnabled { enabled: false });
-        "advisor: off".to_string()
+        notice("off", &[])
     }
 }
 

@@ -24,6 +24,7 @@ use crate::messages::review::{
 };
 use crate::model::ModelClient;
 use crate::review::{ReviewEngine, ReviewLimits};
+use crate::texts::notice;
 use crate::tools::{advise, ToolSession};
 
 /// The running children of one advisor run.
@@ -198,10 +199,10 @@ pub async fn test_advice(
         advisory,
     };
     match router.send(raise).await {
-        Ok(outcome) => format!("advisor test: {}", outcome.tool_text(usize::MAX)),
-        Err(_) => format!(
-            "advisor test: {}",
-            advise::TOOL_RESULTS.get("routerRestarting")
+        Ok(outcome) => notice("test", &[("outcome", &outcome.tool_text(usize::MAX))]),
+        Err(_) => notice(
+            "test",
+            &[("outcome", advise::TOOL_RESULTS.get("routerRestarting"))],
         ),
     }
 }

@@ -4,6 +4,7 @@ pub mod render;
 pub mod replay;
 pub mod roster;
 pub mod serve;
+pub mod texts;
 pub mod tool;
 pub mod watchdog;
 

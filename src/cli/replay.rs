@@ -68,7 +68,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
-use super::CliError;
+use super::{texts, CliError};
 
 /// Arguments of `advisor replay`.
 #[derive(Debug, Args)]
@@ -142,10 +142,13 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let branch = read_session_arg(&args.session, &ReadLimits::default())
         .map_err(|e| CliError::new(e.to_string()))?;
     for (line, reason) in &branch.diagnostics.malformed {
-        eprintln!(
-            "advisor: {}:{line}: skipped malformed line: {reason}",
-            args.session.display()
-        );
+        let file = args.session.display().to_string();
+        let vars = [
+            ("file", file.as_str()),
+            ("line", &line.to_string()),
+            ("reason", reason.as_str()),
+        ];
+        eprintln!("{}", texts::line("malformed", &vars));
     }
     let driver = SessionDriver::new(branch);
     let root = workspace_root(args.root.as_deref(), driver.header().cwd.as_deref())?;
@@ -160,7 +163,10 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     }
     let mut printer = Printer::new(args.json, driver.len());
     for warning in &loaded.warnings {
-        printer.notice(&format!("advisor: {warning}"));
+        printer.notice(&texts::line(
+            "warning",
+            &[("warning", &warning.to_string())],
+        ));
     }
     let settings = settings(&args, &loaded.settings, &env);
     let role = model_role(
@@ -196,7 +202,8 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
                 Ok(client) => Some(client),
                 Err(e) => {
                     let e = CliError::from(&e);
-                    printer.notice(&format!("advisor: context promotion to {role} is off: {e}"));
+                    let vars = [("role", role.as_str()), ("error", &e.to_string())];
+                    printer.notice(&texts::line("promotionOff", &vars));
                     None
                 }
             }
@@ -508,29 +515,34 @@ fn drain_options(drain_timeout: Option<u64>) -> ReplayOptions {
 /// The one notice of a drain that ended with work outstanding (P11).
 fn outstanding_text(left: &Outstanding) -> String {
     let turns = match left.unreviewed_turns {
-        1 => "1 turn was never reviewed".to_string(),
-        n => format!("{n} turns were never reviewed"),
+        1 => texts::line("drainOneTurn", &[]),
+        n => texts::line("drainTurns", &[("n", &n.to_string())]),
     };
     let in_flight = match left.in_flight_secs {
-        Some(secs) => format!("a review was still in flight, for {secs} s"),
-        None => "no review was in flight".to_string(),
+        Some(secs) => texts::line("drainInFlight", &[("secs", &secs.to_string())]),
+        None => texts::line("drainIdle", &[]),
     };
     let why = if left.input_ended_in_error {
-        " (the session ended in an error, so the drain waits 30 s unless --drain-timeout says otherwise)"
+        format!(" {}", texts::line("drainAfterError", &[]))
     } else {
-        ""
+        String::new()
     };
-    format!(
-        "advisor: the end-of-file drain ended after {} s with work outstanding: {turns}; {in_flight}{why}",
-        left.waited_secs
-    )
+    let vars = [
+        ("secs", left.waited_secs.to_string()),
+        ("turns", turns),
+        ("inFlight", in_flight),
+        ("why", why),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    texts::line("drainOutstanding", &vars)
 }
 
 /// The standard-error line for an ask whose turn never came.
 fn not_reached_text(turn: usize, question: &str) -> String {
-    format!(
-        "advisor: --ask {turn}:{} was never asked: the session ended before turn {turn}",
-        question.trim()
+    let turn = turn.to_string();
+    texts::line(
+        "askNeverAsked",
+        &[("turn", &turn), ("question", question.trim())],
     )
 }
 

@@ -19,6 +19,7 @@ use crate::providers::{
 use crate::runtime::SharedResources;
 use crate::session::advisor_file_path;
 use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
+use crate::texts::notice;
 use crate::watchdog::ContextFile;
 use crate::RuntimeConfig;
 use serde_json::value::RawValue;
@@ -376,7 +377,7 @@ pub fn session_settings(
 /// that is refused (V4, P9) keeps no file and is one notice.
 pub fn audit_path(session_file: &Path, cwd: &Path) -> Result<PathBuf, String> {
     advisor_file_path(session_file, cwd)
-        .map_err(|e| format!("advisor: no advisor transcript file is kept: {e}"))
+        .map_err(|e| notice("noTranscriptFile", &[("error", &e.to_string())]))
 }
 
 /// A session ready to start, and the lines to tell its client.
@@ -417,11 +418,11 @@ pub fn prepare(
     let mut notices: Vec<String> = loaded
         .warnings
         .iter()
-        .map(|w| format!("advisor: {w}"))
+        .map(|w| notice("warning", &[("warning", &w.to_string())]))
         .chain(
             open.settings_warnings
                 .iter()
-                .map(|w| format!("advisor: {w}")),
+                .map(|w| notice("warning", &[("warning", &w.to_string())])),
         )
         .collect();
     let settings = session_settings(&loaded, &open.settings, &env);
@@ -449,7 +450,7 @@ pub fn prepare(
                 Ok(client) => Some(client),
                 Err(ProviderError::NoModel) => None,
                 Err(e) => {
-                    notices.push(format!("advisor: no advisor model: {e}"));
+                    notices.push(notice("noModel", &[("error", &e.to_string())]));
                     None
                 }
             }
@@ -463,7 +464,10 @@ pub fn prepare(
             {
                 Ok(client) => Some(client),
                 Err(e) => {
-                    notices.push(format!("advisor: context promotion to {role} is off: {e}"));
+                    notices.push(notice(
+                        "promotionOff",
+                        &[("role", &role.to_string()), ("error", &e.to_string())],
+                    ));
                     None
                 }
             }
