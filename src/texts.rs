@@ -45,6 +45,20 @@ pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     out
 }
 
+/// The JSON kind of a value ("a string", "null"…), for messages about a value of the
+/// wrong kind.
+pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// The plural ending of "note" for `n` notes.
 pub(crate) fn plural(n: usize) -> &'static str {
     if n == 1 {

@@ -216,3 +216,15 @@ impl Handler<GetUndelivered> for DeliveryRouter {
         self.state.undelivered()
     }
 }
+
+/// Raises advice at the router (`advise`, `/advisor test`) and answers its outcome; while
+/// the router restarts (F5), the tool text that says so.
+pub async fn raise_advice(
+    router: &Recipient<RaiseAdvice>,
+    raise: RaiseAdvice,
+) -> Result<crate::delivery::RaiseOutcome, &'static str> {
+    router
+        .send(raise)
+        .await
+        .map_err(|_| crate::tools::advise::TOOL_RESULTS.get("routerRestarting"))
+}

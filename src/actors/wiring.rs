@@ -8,7 +8,7 @@ use actix::{Actor, Addr, Recipient};
 
 use crate::actors::advisor_agent::{AdvisorAgent, AgentSetup};
 use crate::actors::agent_port::AgentLinks;
-use crate::actors::delivery_router::DeliveryRouter;
+use crate::actors::delivery_router::{raise_advice, DeliveryRouter};
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
@@ -25,7 +25,7 @@ use crate::messages::review::{
 use crate::model::ModelClient;
 use crate::review::{ReviewEngine, ReviewLimits};
 use crate::texts::notice;
-use crate::tools::{advise, ToolSession};
+use crate::tools::ToolSession;
 
 /// The running children of one advisor run.
 pub struct Children {
@@ -104,9 +104,9 @@ pub fn start_children(
         paused: reports.paused,
         quarantined: reports.quarantined,
         notices: reports.notices,
-        held_preamble: Some(router.clone().recipient()),
-        review_succeeded: Some(router.clone().recipient()),
-        discard_attempt: Some(router.clone().recipient()),
+        held_preamble: router.clone().recipient(),
+        review_succeeded: router.clone().recipient(),
+        discard_attempt: router.clone().recipient(),
         audit,
     };
     let setup = AgentSetup {
@@ -198,11 +198,8 @@ pub async fn test_advice(
         review: u64::MAX - nth,
         advisory,
     };
-    match router.send(raise).await {
+    match raise_advice(&router.recipient(), raise).await {
         Ok(outcome) => notice("test", &[("outcome", &outcome.tool_text(usize::MAX))]),
-        Err(_) => notice(
-            "test",
-            &[("outcome", advise::TOOL_RESULTS.get("routerRestarting"))],
-        ),
+        Err(restarting) => notice("test", &[("outcome", restarting)]),
     }
 }
