@@ -14,7 +14,7 @@ use crate::actors::wiring::{start_children, wait_after_turn, AgentReports, Child
 use crate::delivery::turn_end::TurnEndPlan;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
-use crate::messages::delivery::{ResetDelivery, SeedGuard, SetDeliveryEnabled, TurnEnded};
+use crate::messages::delivery::{PlanTurnEnd, ResetDelivery, SeedGuard, SetDeliveryEnabled};
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
@@ -243,7 +243,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
                 advisories,
             });
         }
-        let turn_ended = TurnEnded {
+        let turn_ended = PlanTurnEnd {
             terminal: plan.terminal,
             answered: plan.answered,
             wip: plan.wip,
