@@ -45,6 +45,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use advisor::domain::advice::Delivery;
@@ -63,7 +64,7 @@ use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
 use advisor::settings::{
     load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
 };
-use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
+use advisor::{AdvisorHandle, HandleError, ModelClient, RuntimeConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -139,18 +140,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let asks = parse_asks(&args.ask)?;
     let lookup = |name: &str| std::env::var(name).ok();
     let env = SettingsEnv::from_lookup(&lookup);
-    let branch = read_session_arg(&args.session, &ReadLimits::default())
-        .map_err(|e| CliError::new(e.to_string()))?;
-    for (line, reason) in &branch.diagnostics.malformed {
-        let file = args.session.display().to_string();
-        let vars = [
-            ("file", file.as_str()),
-            ("line", &line.to_string()),
-            ("reason", reason.as_str()),
-        ];
-        eprintln!("{}", texts::line("malformed", &vars));
-    }
-    let driver = SessionDriver::new(branch);
+    let driver = read_driver(&args.session)?;
     let root = workspace_root(args.root.as_deref(), driver.header().cwd.as_deref())?;
     let watchdog = env.watchdog_config(&root);
     let agent_dir = watchdog.agent_dir.clone();
@@ -191,39 +181,8 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         .id
         .clone()
         .unwrap_or_else(|| "replay".to_string());
-    // G5: the larger-window model of `advisor.contextPromotion`, reached like the main one.
-    let promotion_model = match settings.context_promotion.clone() {
-        Some(role) => {
-            let spec = ModelSpec {
-                role: Some(role.clone()),
-                ..spec.clone()
-            };
-            match build_client(&spec, &catalog, &lookup) {
-                Ok(client) => Some(client),
-                Err(e) => {
-                    let e = CliError::from(&e);
-                    let vars = [("role", role.as_str()), ("error", &e.to_string())];
-                    printer.notice(&texts::line("promotionOff", &vars));
-                    None
-                }
-            }
-        }
-        None => None,
-    };
-    // P6: the backups of `retry.fallbackChains`, reached at their providers' own endpoints.
-    let chain = settings.retry.chain_for(spec.role.as_deref());
-    let (fallback_models, lines) = build_fallbacks(chain, |role| {
-        let backup = ModelSpec {
-            role: Some(role.to_string()),
-            max_output_tokens: Some(settings.max_output_tokens),
-            request_timeout: Some(settings.request_timeout),
-            ..ModelSpec::default()
-        };
-        build_client(&backup, &catalog, &lookup)
-    });
-    for line in lines {
-        printer.notice(&line);
-    }
+    let (promotion_model, fallback_models) =
+        side_models(&spec, &settings, &catalog, &lookup, &mut printer);
     let mut config = RuntimeConfig::new(session_id, root, Some(model));
     config.promotion_model = promotion_model;
     config.fallback_models = fallback_models;
@@ -236,6 +195,79 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         merge_cut_turns: config.settings.transcript == TranscriptView::Expanded,
         ..drain_options(args.drain_timeout)
     };
+    replay_in_runtime(config, driver, options, asks, printer)
+}
+
+/// The session file (or standard input) as a driver; its malformed lines are reported on
+/// standard error, one line each (L1).
+fn read_driver(session: &Path) -> Result<SessionDriver, CliError> {
+    let branch = read_session_arg(session, &ReadLimits::default())
+        .map_err(|e| CliError::new(e.to_string()))?;
+    for (line, reason) in &branch.diagnostics.malformed {
+        let file = session.display().to_string();
+        let vars = [
+            ("file", file.as_str()),
+            ("line", &line.to_string()),
+            ("reason", reason.as_str()),
+        ];
+        eprintln!("{}", texts::line("malformed", &vars));
+    }
+    Ok(SessionDriver::new(branch))
+}
+
+/// The models beside the advisor's own: the larger-window model of
+/// `advisor.contextPromotion` (G5), reached like the main one, and the backups of
+/// `retry.fallbackChains` (P6), reached at their providers' own endpoints. A model that
+/// cannot be built is a notice, not an error.
+fn side_models(
+    spec: &ModelSpec,
+    settings: &AdvisorSettings,
+    catalog: &Catalog,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    printer: &mut Printer,
+) -> (Option<Arc<dyn ModelClient>>, Vec<Arc<dyn ModelClient>>) {
+    let promotion_model = match settings.context_promotion.clone() {
+        Some(role) => {
+            let spec = ModelSpec {
+                role: Some(role.clone()),
+                ..spec.clone()
+            };
+            match build_client(&spec, catalog, &lookup) {
+                Ok(client) => Some(client),
+                Err(e) => {
+                    let e = CliError::from(&e);
+                    let vars = [("role", role.as_str()), ("error", &e.to_string())];
+                    printer.notice(&texts::line("promotionOff", &vars));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    let chain = settings.retry.chain_for(spec.role.as_deref());
+    let (fallback_models, lines) = build_fallbacks(chain, |role| {
+        let backup = ModelSpec {
+            role: Some(role.to_string()),
+            max_output_tokens: Some(settings.max_output_tokens),
+            request_timeout: Some(settings.request_timeout),
+            ..ModelSpec::default()
+        };
+        build_client(&backup, catalog, &lookup)
+    });
+    for line in lines {
+        printer.notice(&line);
+    }
+    (promotion_model, fallback_models)
+}
+
+/// Runs the replay on a one-worker runtime and disposes of the session at the end.
+fn replay_in_runtime(
+    config: RuntimeConfig,
+    driver: SessionDriver,
+    options: ReplayOptions,
+    asks: Vec<ReplayAsk>,
+    mut printer: Printer,
+) -> Result<(), CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
