@@ -52,8 +52,8 @@ use advisor::domain::advice::Delivery;
 use advisor::providers::fallback::build_fallbacks;
 use advisor::providers::resolve::modes_candidates;
 use advisor::providers::{
-    advisor_role_from_modes, advisor_role_from_modes_file, build_client, ApiKind, Catalog,
-    ModelSpec, ProviderError,
+    advisor_role_from_modes, advisor_role_from_modes_file, build_client, Catalog, ModelSpec,
+    ProviderError,
 };
 use advisor::render::TranscriptView;
 use advisor::replay::{
@@ -69,7 +69,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
-use super::{texts, CliError};
+use super::{texts, CliError, ModelArgs};
 
 /// Arguments of `advisor replay`.
 #[derive(Debug, Args)]
@@ -82,16 +82,10 @@ pub struct ReplayArgs {
     /// Append the advisor's own transcript to this file, as an oh-my-pi session file (P9).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
-    /// The advisor model, `provider/model-id[:thinking]` (default: $ADVISOR_MODEL, then
-    /// `modelRoles.advisor` in config.yml, then `modes.advisor` in modes.json).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// The provider's base URL, e.g. `http://127.0.0.1:8080/v1` for a local server.
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// The wire dialect: openai-completions or anthropic-messages.
-    #[arg(long, value_parser = parse_api)]
-    pub api: Option<ApiKind>,
+    /// The advisor model (default: $ADVISOR_MODEL, then `modelRoles.advisor` in
+    /// config.yml, then `modes.advisor` in modes.json), and how to reach it.
+    #[command(flatten)]
+    pub provider: ModelArgs,
     /// Delivery policy: defer (the default), interrupt or reconfirm.
     #[arg(long, value_parser = parse_policy)]
     pub policy: Option<DeliveryPolicy>,
@@ -119,10 +113,6 @@ pub struct ReplayArgs {
     pub ask: Vec<String>,
 }
 
-fn parse_api(s: &str) -> Result<ApiKind, String> {
-    s.parse::<ApiKind>().map_err(|e| e.to_string())
-}
-
 fn parse_policy(s: &str) -> Result<DeliveryPolicy, String> {
     s.parse::<DeliveryPolicy>().map_err(|e| e.to_string())
 }
@@ -148,7 +138,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         load_settings(agent_dir.as_deref(), &root).map_err(|e| CliError::new(e.to_string()))?;
     // Replaying is an explicit request to run the advisor: only a file that says
     // `advisor.enabled: false` stops it (K2), not the files' default of off.
-    if loaded.disabled_by.is_some() && args.model.is_none() {
+    if loaded.disabled_by.is_some() && args.provider.model.is_none() {
         return Err(disabled_error(&loaded));
     }
     let mut printer = Printer::new(args.json, driver.len());
@@ -160,7 +150,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     }
     let settings = settings(&args, &loaded.settings, &env);
     let role = model_role(
-        args.model.as_deref(),
+        args.provider.model.as_deref(),
         env.model.as_deref(),
         loaded.advisor_role.as_deref(),
         || modes_role(&root, agent_dir.as_deref()),
@@ -168,8 +158,8 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     .map_err(model_error)?;
     let spec = ModelSpec {
         role,
-        base_url: args.base_url.clone(),
-        api: args.api,
+        base_url: args.provider.base_url.clone(),
+        api: args.provider.api,
         max_output_tokens: Some(settings.max_output_tokens),
         request_timeout: Some(settings.request_timeout),
         ..ModelSpec::default()
