@@ -205,6 +205,9 @@ fn read_driver(session: &Path) -> Result<SessionDriver, CliError> {
     Ok(SessionDriver::new(branch))
 }
 
+/// A model client, shared.
+type Model = Arc<dyn ModelClient>;
+
 /// The models beside the advisor's own: the larger-window model of
 /// `advisor.contextPromotion` (G5), reached like the main one, and the backups of
 /// `retry.fallbackChains` (P6), reached at their providers' own endpoints. A model that
@@ -215,7 +218,7 @@ fn side_models(
     catalog: &Catalog,
     lookup: &dyn Fn(&str) -> Option<String>,
     printer: &mut Printer,
-) -> (Option<Arc<dyn ModelClient>>, Vec<Arc<dyn ModelClient>>) {
+) -> (Option<Model>, Vec<Model>) {
     let promotion_model = match settings.context_promotion.clone() {
         Some(role) => {
             let spec = ModelSpec {

@@ -496,6 +496,9 @@ fn warning_notices(
         .collect()
 }
 
+/// A model client, shared.
+type Model = Arc<dyn ModelClient>;
+
 /// The models beside the session's own, built only when it has one of its own and no fixed
 /// model: the larger-window model of `advisor.contextPromotion` (G5) and the backups of
 /// `retry.fallbackChains` for `selector` (P6). One that cannot be built is a notice.
@@ -505,7 +508,7 @@ fn side_models(
     defaults: &ServeDefaults,
     shared: &SharedResources,
     notices: &mut Vec<String>,
-) -> (Option<Arc<dyn ModelClient>>, Vec<Arc<dyn ModelClient>>) {
+) -> (Option<Model>, Vec<Model>) {
     let promotion_model = match &settings.context_promotion {
         Some(role) => {
             let spec = default_spec(Some(role.clone()), defaults, settings);
