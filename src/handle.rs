@@ -170,76 +170,64 @@ impl AdvisorHandle {
                 Err(SendError::Full(turn)) => turn,
             }
         };
+        self.call(turn).await
+    }
+
+    /// Sends `message` to the session's supervisor and waits for its answer; a session
+    /// that has stopped is [`HandleError::Stopped`].
+    async fn call<M>(&self, message: M) -> Result<M::Result, HandleError>
+    where
+        M: actix::Message + Send + 'static,
+        M::Result: Send,
+        Supervisor: actix::Handler<M>,
+    {
         self.supervisor
-            .send(turn)
+            .send(message)
             .await
             .map_err(|_| HandleError::Stopped)
     }
 
     /// The host is about to call its model: the advice to fold in now (D3).
     pub async fn step_boundary(&self) -> Result<StepAdvice, HandleError> {
-        self.supervisor
-            .send(TakeStepAdvice)
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(TakeStepAdvice).await
     }
 
     /// The primary started (`true`) or went idle (`false`).
     pub async fn run_state(&self, running: bool) -> Result<(), HandleError> {
-        self.supervisor
-            .send(RunStateChanged { running })
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(RunStateChanged { running }).await
     }
 
     /// The host aborted the run (D6).
     pub async fn interrupt(&self, by_user: bool) -> Result<(), HandleError> {
-        self.supervisor
-            .send(RunInterrupted { by_user })
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(RunInterrupted { by_user }).await
     }
 
     /// A user-initiated prompt (D6).
     pub async fn user_prompt(&self) -> Result<(), HandleError> {
-        self.supervisor
-            .send(UserPrompted)
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(UserPrompted).await
     }
 
     /// The host replaced its transcript (R1).
     pub async fn rewrite(&self, kind: RewriteKind) -> Result<(), HandleError> {
-        self.supervisor
-            .send(TranscriptRewritten { kind })
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(TranscriptRewritten { kind }).await
     }
 
     /// Runs an `/advisor …` command and returns the text to show (C1–C4).
     pub async fn command(&self, line: &str) -> Result<String, HandleError> {
-        self.supervisor
-            .send(RunCommand {
-                line: line.to_string(),
-            })
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(RunCommand {
+            line: line.to_string(),
+        })
+        .await
     }
 
     /// The status (C3).
     pub async fn status(&self) -> Result<AdvisorStatus, HandleError> {
-        self.supervisor
-            .send(GetStatus)
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(GetStatus).await
     }
 
     /// The advisor's transcript (C4).
     pub async fn dump(&self, raw: bool) -> Result<String, HandleError> {
-        self.supervisor
-            .send(GetDump { raw })
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(GetDump { raw }).await
     }
 
     /// Waits until the advisor has nothing left to review (L2's end of a replay): resolves
@@ -247,19 +235,13 @@ impl AdvisorHandle {
     /// once while a retry is pending or the advisor is paused (S2), `Released` on abort,
     /// reset or dispose. Unbounded: wrap it in a timeout.
     pub async fn await_drain(&self) -> Result<BacklogWait, HandleError> {
-        self.supervisor
-            .send(crate::messages::host::AwaitDrain)
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(crate::messages::host::AwaitDrain).await
     }
 
     /// What the advisor still holds back from the primary, as it would be delivered now:
     /// queued nits, outbox steers, held notes (L2). Takes nothing.
     pub async fn undelivered(&self) -> Result<Vec<crate::domain::advice::Delivery>, HandleError> {
-        self.supervisor
-            .send(crate::messages::delivery::GetUndelivered)
-            .await
-            .map_err(|_| HandleError::Stopped)
+        self.call(crate::messages::delivery::GetUndelivered).await
     }
 
     /// Asks the advisor a question on the primary's behalf (G8). The advisor answers from
@@ -268,13 +250,11 @@ impl AdvisorHandle {
     /// its context. Fails at once while it is paused or failing or when `advisor.consult` is
     /// off, and after a total time limit at the latest.
     pub async fn ask(&self, question: &str) -> Result<String, HandleError> {
-        self.supervisor
-            .send(AskAdvisor {
-                question: question.to_string(),
-            })
-            .await
-            .map_err(|_| HandleError::Stopped)?
-            .map_err(HandleError::Ask)
+        self.call(AskAdvisor {
+            question: question.to_string(),
+        })
+        .await?
+        .map_err(HandleError::Ask)
     }
 
     /// Stops all work and wakes all waiters (R2). A session opened on a shared runtime
@@ -282,11 +262,7 @@ impl AdvisorHandle {
     /// and frees everything it held; one started with [`AdvisorHandle::spawn_dedicated`]
     /// also stops its thread.
     pub async fn dispose(&self) -> Result<(), HandleError> {
-        let result = self
-            .supervisor
-            .send(DisposeSession)
-            .await
-            .map_err(|_| HandleError::Stopped);
+        let result = self.call(DisposeSession).await;
         if self.system.is_some() || self.lease.is_some() {
             self.closed.store(true, Ordering::Release);
         }

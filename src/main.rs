@@ -11,7 +11,10 @@ fn main() {
     let cli = cli::Cli::parse();
     init_tracing(&cli);
     if let Err(err) = cli::run(cli) {
-        eprintln!("advisor: {err}");
+        eprintln!(
+            "{}",
+            cli::texts::line("error", &[("error", &err.to_string())])
+        );
         std::process::exit(1);
     }
 }
@@ -45,7 +48,10 @@ fn init_tracing(cli: &cli::Cli) {
                         .try_init();
                 }
                 Err(err) => {
-                    eprintln!("advisor: {err}");
+                    eprintln!(
+                        "{}",
+                        cli::texts::line("error", &[("error", &err.to_string())])
+                    );
                     std::process::exit(1);
                 }
             }

@@ -181,8 +181,20 @@ const SECOND_GROUP: &[SecretKind] = &[
 const PEM_SEP: &str = r"(?:[ \t\r\n]|\\[nr])";
 
 /// The built-in rules, most specific first: when two candidates replace the same bytes,
-/// the earlier rule names the placeholder.
+/// the earlier rule names the placeholder. The rules whose shape is built from parts come
+/// first, then the fixed token formats.
 fn rule_sources() -> Vec<(SecretKind, String, Check)> {
+    let mut rules = shaped_rules();
+    rules.extend(
+        TOKEN_RULES
+            .iter()
+            .map(|(kind, pattern, check)| (*kind, pattern.to_string(), *check)),
+    );
+    rules
+}
+
+/// The rules built from parts: private keys, assignments, URL and command-line passwords.
+fn shaped_rules() -> Vec<(SecretKind, String, Check)> {
     let s = PEM_SEP;
     let pem_label = r"-----(?:BEGIN|END)[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----";
     let begin = pem_label.replace("(?:BEGIN|END)", "BEGIN");
@@ -217,88 +229,92 @@ fn rule_sources() -> Vec<(SecretKind, String, Check)> {
         (SecretKind::UrlPassword, url.to_string(), Check::Url),
         (SecretKind::CliPassword, curl.to_string(), Check::Url),
         (SecretKind::CliPassword, mysql.to_string(), Check::Url),
-        (
-            SecretKind::AwsSecretKey,
-            r#"(?i:aws_secret_access_key)\\?["']?[ \t]*(?::=|[:=])[ \t]*\\?["']?(?P<v>(?P<b>[A-Za-z0-9/+=]{20,}))"#.to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::BearerToken,
-            r"(?-u:\b)(?i:bearer)[ \t]+(?P<v>(?P<b>[A-Za-z0-9._~+/\-]{16,}=*))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::BasicAuth,
-            r#"(?i:authorization)\\?[":\s=]+(?i:basic)[ \t]+(?P<v>(?P<b>[A-Za-z0-9+/]{12,}=*))"#.to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::Jwt,
-            r"(?-u:\b)(?P<v>(?P<b>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]+)?))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::AnthropicKey,
-            r"(?-u:\b)(?P<v>sk-ant-(?P<b>[A-Za-z0-9_\-]{20,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::OpenRouterKey,
-            r"(?-u:\b)(?P<v>sk-or-v1-(?P<b>[A-Za-z0-9]{20,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::OpenAiKey,
-            r"(?-u:\b)(?P<v>sk-(?P<b>[A-Za-z0-9_\-]{20,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::GitHubToken,
-            r"(?-u:\b)(?P<v>(?:gh[pousr]_|github_pat_)(?P<b>[A-Za-z0-9_]{20,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::StripeKey,
-            r"(?-u:\b)(?P<v>(?:(?:sk|rk)_(?:live|test)_|whsec_)(?P<b>[A-Za-z0-9]{16,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::SlackToken,
-            r"(?-u:\b)(?P<v>xox[abprs]-(?P<b>[A-Za-z0-9\-]{10,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::GoogleApiKey,
-            r"(?-u:\b)(?P<v>AIza(?P<b>[A-Za-z0-9_\-]{30,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::AwsAccessKeyId,
-            r"(?-u:\b)(?P<v>(?:AKIA|ASIA)[A-Z0-9]{16})(?-u:\b)".to_string(),
-            Check::None,
-        ),
-        (
-            SecretKind::GitLabToken,
-            r"(?-u:\b)(?P<v>glpat-(?P<b>[A-Za-z0-9_\-]{20,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::HuggingFaceToken,
-            r"(?-u:\b)(?P<v>hf_(?P<b>[A-Za-z0-9]{30,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::NpmToken,
-            r"(?-u:\b)(?P<v>npm_(?P<b>[A-Za-z0-9]{36,}))".to_string(),
-            Check::Random,
-        ),
-        (
-            SecretKind::SendGridKey,
-            r"(?-u:\b)(?P<v>SG\.(?P<b>[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}))".to_string(),
-            Check::Random,
-        ),
     ]
 }
+
+/// The fixed token formats: a prefix or a key name, then the random body (`b`) checked.
+const TOKEN_RULES: [(SecretKind, &str, Check); 16] = [
+    (
+        SecretKind::AwsSecretKey,
+        r#"(?i:aws_secret_access_key)\\?["']?[ \t]*(?::=|[:=])[ \t]*\\?["']?(?P<v>(?P<b>[A-Za-z0-9/+=]{20,}))"#,
+        Check::Random,
+    ),
+    (
+        SecretKind::BearerToken,
+        r"(?-u:\b)(?i:bearer)[ \t]+(?P<v>(?P<b>[A-Za-z0-9._~+/\-]{16,}=*))",
+        Check::Random,
+    ),
+    (
+        SecretKind::BasicAuth,
+        r#"(?i:authorization)\\?[":\s=]+(?i:basic)[ \t]+(?P<v>(?P<b>[A-Za-z0-9+/]{12,}=*))"#,
+        Check::Random,
+    ),
+    (
+        SecretKind::Jwt,
+        r"(?-u:\b)(?P<v>(?P<b>eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]+)?))",
+        Check::Random,
+    ),
+    (
+        SecretKind::AnthropicKey,
+        r"(?-u:\b)(?P<v>sk-ant-(?P<b>[A-Za-z0-9_\-]{20,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::OpenRouterKey,
+        r"(?-u:\b)(?P<v>sk-or-v1-(?P<b>[A-Za-z0-9]{20,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::OpenAiKey,
+        r"(?-u:\b)(?P<v>sk-(?P<b>[A-Za-z0-9_\-]{20,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::GitHubToken,
+        r"(?-u:\b)(?P<v>(?:gh[pousr]_|github_pat_)(?P<b>[A-Za-z0-9_]{20,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::StripeKey,
+        r"(?-u:\b)(?P<v>(?:(?:sk|rk)_(?:live|test)_|whsec_)(?P<b>[A-Za-z0-9]{16,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::SlackToken,
+        r"(?-u:\b)(?P<v>xox[abprs]-(?P<b>[A-Za-z0-9\-]{10,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::GoogleApiKey,
+        r"(?-u:\b)(?P<v>AIza(?P<b>[A-Za-z0-9_\-]{30,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::AwsAccessKeyId,
+        r"(?-u:\b)(?P<v>(?:AKIA|ASIA)[A-Z0-9]{16})(?-u:\b)",
+        Check::None,
+    ),
+    (
+        SecretKind::GitLabToken,
+        r"(?-u:\b)(?P<v>glpat-(?P<b>[A-Za-z0-9_\-]{20,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::HuggingFaceToken,
+        r"(?-u:\b)(?P<v>hf_(?P<b>[A-Za-z0-9]{30,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::NpmToken,
+        r"(?-u:\b)(?P<v>npm_(?P<b>[A-Za-z0-9]{36,}))",
+        Check::Random,
+    ),
+    (
+        SecretKind::SendGridKey,
+        r"(?-u:\b)(?P<v>SG\.(?P<b>[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}))",
+        Check::Random,
+    ),
+];
 
 struct Compiled {
     /// The rule patterns as two alternations (see [`SECOND_GROUP`]): the passes that clear
@@ -768,7 +784,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_13_config_name_reads_a_lower_case_key_back_from_its_last_word() {
+    fn x5_config_name_reads_a_lower_case_key_back_from_its_last_word() {
         let text = "db_password: x; --password=x; DB_password: x; my-client-secret: x";
         let at = |needle: &str| {
             let start = text.find(needle).unwrap_or_default();
@@ -784,7 +800,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_13_url_passwords_exclude_references_and_masks() {
+    fn x5_url_passwords_exclude_references_and_masks() {
         for value in ["pass", "x", "s3cr3t%40x", "a*b"] {
             assert!(plausible_url_password(value), "{value}");
         }

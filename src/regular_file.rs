@@ -1,5 +1,5 @@
 //! Files from outside, opened safely: only regular files, never a wait, never more than a
-//! cap (issue 10, items 4 and 6).
+//! cap (K1, L1, W6).
 //!
 //! Every file the advisor reads or appends to (settings, the prompt override, WATCHDOG.md
 //! files and their imports, the audit file) goes through here:
@@ -237,7 +237,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue10_6_fifos_devices_and_directories_are_refused_without_waiting() {
+    fn l1_fifos_devices_and_directories_are_refused_without_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe");
         mkfifo(&fifo);
@@ -258,7 +258,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_4_reads_stop_at_the_cap() {
+    fn k1_reads_stop_at_the_cap() {
         let dir = tempfile::tempdir().unwrap();
         let big = dir.path().join("big");
         // Sparse: two gigabytes that are never read.
@@ -279,7 +279,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_6_append_creates_and_appends() {
+    fn g7_append_creates_and_appends() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("audit.jsonl");
         append_regular(&file, b"a\n").unwrap();
@@ -300,7 +300,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_4_clip_keeps_short_text_and_marks_a_cut() {
+    fn k1_clip_keeps_short_text_and_marks_a_cut() {
         assert_eq!(clip("short", 10), "short");
         assert_eq!(clip("ééééé", 3), "ééé…");
     }

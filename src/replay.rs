@@ -434,71 +434,9 @@ impl Replay {
     ) -> Result<ReplayOutcome, ReplayError> {
         let started = Instant::now();
         let transcript = self.driver.transcript();
-        let (mut runs, mut compactions) = (0usize, 0usize);
-        while let Some(step) = self.driver.next() {
-            match step {
-                HostStep::RunStarted => {
-                    runs += 1;
-                    self.handle.run_state(true).await?;
-                }
-                HostStep::TurnEnded { turn, terminal }
-                    if self.options.merge_cut_turns && !terminal && self.driver.turn_was_cut() =>
-                {
-                    self.ask_at(turn, &mut sink).await?;
-                }
-                HostStep::TurnEnded { turn, .. } => {
-                    self.handle.turn_end(&transcript).await?;
-                    // Host events sent during the wait come before the step boundary's advice.
-                    self.forward_events(turn, &mut sink);
-                    let advice = self.handle.step_boundary().await?;
-                    for delivery in advice.deliveries() {
-                        sink(ReplayEvent::Delivery {
-                            turn,
-                            delivery: delivery.clone(),
-                        });
-                    }
-                    self.ask_at(turn, &mut sink).await?;
-                }
-                HostStep::Compacted => {
-                    compactions += 1;
-                    self.handle.rewrite(RewriteKind::Compaction).await?;
-                }
-                HostStep::RunEnded => self.handle.run_state(false).await?,
-            }
-            self.forward_events(self.driver.turns(), &mut sink);
-            sink(ReplayEvent::Progress(self.progress()));
-        }
-        let ended_in_error = transcript
-            .len()
-            .checked_sub(1)
-            .and_then(|i| transcript.get(i))
-            .is_some_and(|m| ended_in_error(&m));
-        let bound = if ended_in_error {
-            self.options.drain_timeout_after_error
-        } else {
-            self.options.drain_timeout
-        };
-        let drain_started = tokio::time::Instant::now();
-        let end = self.drain(bound, &mut sink).await?;
-        let drained = end == DrainEnd::Drained;
+        let (runs, compactions) = self.drive(&transcript, &mut sink).await?;
+        let (drained, outstanding) = self.drain_at_end(&transcript, &mut sink).await?;
         let turn = self.driver.turns();
-        self.forward_events(turn, &mut sink);
-        let mut outstanding = None;
-        // A paused advisor (F3) said why it stopped; a drain that ran out of time says what
-        // it left.
-        if end == DrainEnd::TimedOut {
-            let agent = self.handle.status().await?.agent;
-            let left = Outstanding {
-                unreviewed_turns: agent.backlog,
-                in_flight_secs: agent.running_secs,
-                waited_secs: drain_started.elapsed().as_secs(),
-                input_ended_in_error: ended_in_error,
-            };
-            if left.unreviewed_turns > 0 || left.in_flight_secs.is_some() {
-                sink(ReplayEvent::Outstanding(left));
-                outstanding = Some(left);
-            }
-        }
         let asks_not_reached = self.asks.len();
         for ask in self.asks.drain(..) {
             sink(ReplayEvent::AskNotReached {
@@ -526,6 +464,89 @@ impl Replay {
         };
         sink(ReplayEvent::Finished(Box::new(outcome.clone())));
         Ok(outcome)
+    }
+
+    /// Drives the session file's steps through the handle (L2); answers how many runs and
+    /// compactions it had.
+    async fn drive(
+        &mut self,
+        transcript: &crate::domain::transcript::Transcript,
+        sink: &mut impl FnMut(ReplayEvent),
+    ) -> Result<(usize, usize), ReplayError> {
+        let (mut runs, mut compactions) = (0usize, 0usize);
+        while let Some(step) = self.driver.next() {
+            match step {
+                HostStep::RunStarted => {
+                    runs += 1;
+                    self.handle.run_state(true).await?;
+                }
+                HostStep::TurnEnded { turn, terminal }
+                    if self.options.merge_cut_turns && !terminal && self.driver.turn_was_cut() =>
+                {
+                    self.ask_at(turn, sink).await?;
+                }
+                HostStep::TurnEnded { turn, .. } => {
+                    self.handle.turn_end(transcript).await?;
+                    // Host events sent during the wait come before the step boundary's advice.
+                    self.forward_events(turn, sink);
+                    let advice = self.handle.step_boundary().await?;
+                    for delivery in advice.deliveries() {
+                        sink(ReplayEvent::Delivery {
+                            turn,
+                            delivery: delivery.clone(),
+                        });
+                    }
+                    self.ask_at(turn, sink).await?;
+                }
+                HostStep::Compacted => {
+                    compactions += 1;
+                    self.handle.rewrite(RewriteKind::Compaction).await?;
+                }
+                HostStep::RunEnded => self.handle.run_state(false).await?,
+            }
+            self.forward_events(self.driver.turns(), sink);
+            sink(ReplayEvent::Progress(self.progress()));
+        }
+        Ok((runs, compactions))
+    }
+
+    /// The end-of-file drain (P11): bounded shorter after a session that ended in an error;
+    /// answers whether everything was reviewed, and what a drain that ran out of time left.
+    async fn drain_at_end(
+        &mut self,
+        transcript: &crate::domain::transcript::Transcript,
+        sink: &mut impl FnMut(ReplayEvent),
+    ) -> Result<(bool, Option<Outstanding>), ReplayError> {
+        let ended_in_error = transcript
+            .len()
+            .checked_sub(1)
+            .and_then(|i| transcript.get(i))
+            .is_some_and(|m| ended_in_error(&m));
+        let bound = if ended_in_error {
+            self.options.drain_timeout_after_error
+        } else {
+            self.options.drain_timeout
+        };
+        let drain_started = tokio::time::Instant::now();
+        let end = self.drain(bound, sink).await?;
+        self.forward_events(self.driver.turns(), sink);
+        let mut outstanding = None;
+        // A paused advisor (F3) said why it stopped; a drain that ran out of time says what
+        // it left.
+        if end == DrainEnd::TimedOut {
+            let agent = self.handle.status().await?.agent;
+            let left = Outstanding {
+                unreviewed_turns: agent.backlog,
+                in_flight_secs: agent.running_secs,
+                waited_secs: drain_started.elapsed().as_secs(),
+                input_ended_in_error: ended_in_error,
+            };
+            if left.unreviewed_turns > 0 || left.in_flight_secs.is_some() {
+                sink(ReplayEvent::Outstanding(left));
+                outstanding = Some(left);
+            }
+        }
+        Ok((end == DrainEnd::Drained, outstanding))
     }
 
     fn progress(&self) -> ReplayProgress {

@@ -7,6 +7,7 @@ use crate::domain::advice::Advisory;
 pub use crate::review::fallback::FallbackStatus;
 pub use crate::review::AgentStatus;
 use crate::settings::DeliveryPolicy;
+use crate::texts::{fill, Table};
 
 /// What `/advisor status` reports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -66,118 +67,248 @@ impl AdvisorStatus {
         self.agent = agent;
     }
 
-    /// Human-readable multi-line rendering (C3).
+    /// Human-readable multi-line rendering (C3); the lines are the data file
+    /// `config/prompts/status.txt`.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        self.render_model(&mut out);
+        self.render_agent(&mut out);
+        self.render_failures(&mut out);
+        self.render_notes(&mut out);
+        out
+    }
+
+    /// State, model and policy.
+    fn render_model(&self, out: &mut String) {
         let state = match (self.enabled, &self.model) {
-            (false, _) => "disabled".to_string(),
-            (true, None) => "enabled, but no advisor model is assigned".to_string(),
-            (true, Some(_)) => "enabled".to_string(),
+            (false, _) => LINES.get("stateDisabled"),
+            (true, None) => LINES.get("stateNoModel"),
+            (true, Some(_)) => LINES.get("stateEnabled"),
         };
-        out.push_str(&format!("advisor: {state}\n"));
+        line(out, "state", &[("state", state)]);
         if let Some(model) = &self.model {
-            out.push_str(&format!(
-                "model: {model} (thinking {})\n",
-                self.thinking.as_deref().unwrap_or("medium")
-            ));
+            let thinking = self
+                .thinking
+                .as_deref()
+                .unwrap_or(LINES.get("thinkingDefault"));
+            line(out, "model", &[("model", model), ("thinking", thinking)]);
         }
-        out.push_str(&format!("policy: {:?}\n", self.policy).to_lowercase());
+        let policy = format!("{:?}", self.policy).to_lowercase();
+        line(out, "policy", &[("policy", &policy)]);
+    }
+
+    /// Backlog, context, maintenance and lifetime usage.
+    fn render_agent(&self, out: &mut String) {
         let a = &self.agent;
         let percent = if a.context_window > 0 {
             a.context_tokens as f64 * 100.0 / a.context_window as f64
         } else {
             0.0
         };
-        out.push_str(&format!("backlog: {} turn(s)\n", a.backlog));
-        out.push_str(&format!(
-            "context: {} / {} tokens ({percent:.1}%)\n",
-            a.context_tokens, a.context_window
-        ));
-        out.push_str(&format!(
-            "context maintenance: {} compaction(s), {} re-prime(s), {} promotion(s)\n",
-            a.compactions, a.reprimes, a.promotions
-        ));
+        line(out, "backlog", &[("backlog", &a.backlog.to_string())]);
+        line(
+            out,
+            "context",
+            &[
+                ("tokens", &a.context_tokens.to_string()),
+                ("window", &a.context_window.to_string()),
+                ("percent", &format!("{percent:.1}")),
+            ],
+        );
+        line(
+            out,
+            "maintenance",
+            &[
+                ("compactions", &a.compactions.to_string()),
+                ("reprimes", &a.reprimes.to_string()),
+                ("promotions", &a.promotions.to_string()),
+            ],
+        );
         if a.evictions > 0 {
-            out.push_str(&format!(
-                "stale results evicted: {} ({} tokens saved)\n",
-                a.evictions, a.evicted_tokens
-            ));
+            line(
+                out,
+                "evictions",
+                &[
+                    ("evictions", &a.evictions.to_string()),
+                    ("tokens", &a.evicted_tokens.to_string()),
+                ],
+            );
         }
         let u = &a.lifetime;
         let estimated = if self.usage_estimated || u.estimated {
-            " (estimated)"
+            format!(" {}", LINES.get("estimated"))
         } else {
-            ""
+            String::new()
         };
-        out.push_str(&format!(
-            "lifetime tokens{estimated}: input {}, output {}, cache read {}, cache write {}\n",
-            u.input, u.output, u.cache_read, u.cache_write
-        ));
-        out.push_str(&format!("lifetime cost{estimated}: ${:.4}\n", u.cost));
+        line(
+            out,
+            "tokens",
+            &[
+                ("estimated", &estimated),
+                ("input", &u.input.to_string()),
+                ("output", &u.output.to_string()),
+                ("cacheRead", &u.cache_read.to_string()),
+                ("cacheWrite", &u.cache_write.to_string()),
+            ],
+        );
+        let cost = format!("{:.4}", u.cost);
+        line(out, "cost", &[("estimated", &estimated), ("cost", &cost)]);
         if a.consults > 0 {
             let c = &a.consult_usage;
-            out.push_str(&format!(
-                "consults: {} (input {}, output {} tokens, ${:.4})\n",
-                a.consults, c.input, c.output, c.cost
-            ));
+            line(
+                out,
+                "consults",
+                &[
+                    ("consults", &a.consults.to_string()),
+                    ("input", &c.input.to_string()),
+                    ("output", &c.output.to_string()),
+                    ("cost", &format!("{:.4}", c.cost)),
+                ],
+            );
         }
-        out.push_str(&format!(
-            "failures: {} ({} consecutive), turns skipped: {}\n",
-            self.failures, self.consecutive_failures, a.dropped_turns
-        ));
+    }
+
+    /// Failures, the backup model (P6), quarantines (P5), the pause and the provider's calls.
+    fn render_failures(&self, out: &mut String) {
+        let a = &self.agent;
+        line(
+            out,
+            "failures",
+            &[
+                ("failures", &self.failures.to_string()),
+                ("consecutive", &self.consecutive_failures.to_string()),
+                ("skipped", &a.dropped_turns.to_string()),
+            ],
+        );
         if let Some(f) = &a.fallback {
-            // P6: which model reviews, and why.
-            out.push_str(&format!(
-                "fallback: reviewing with {} instead of {} ({})\n",
-                f.model, f.instead_of, f.reason
-            ));
+            let vars = [
+                ("model", f.model.as_str()),
+                ("insteadOf", f.instead_of.as_str()),
+                ("reason", f.reason.as_str()),
+            ];
+            line(out, "fallback", &vars);
         }
         if a.fallbacks > 0 {
-            out.push_str(&format!(
-                "fallbacks: {} switch(es) to a backup model\n",
-                a.fallbacks
-            ));
+            line(out, "fallbacks", &[("fallbacks", &a.fallbacks.to_string())]);
         }
         if a.quarantines > 0 {
-            // P5: turns withheld for unsafe directives.
-            out.push_str(&format!("quarantined reviews: {}\n", a.quarantines));
+            line(
+                out,
+                "quarantines",
+                &[("quarantines", &a.quarantines.to_string())],
+            );
         }
         if let Some(reason) = &self.paused {
-            out.push_str(&format!("paused: {reason}\n"));
+            line(out, "paused", &[("reason", reason)]);
         }
         if let Some(c) = &self.provider_calls {
-            out.push_str(&format!(
-                "provider {}: {} of {} calls in flight, {} waiting (all sessions)\n",
-                c.provider, c.in_flight, c.limit, c.waiting
-            ));
+            line(
+                out,
+                "providerCalls",
+                &[
+                    ("provider", &c.provider),
+                    ("inFlight", &c.in_flight.to_string()),
+                    ("limit", &c.limit.to_string()),
+                    ("waiting", &c.waiting.to_string()),
+                ],
+            );
         }
+    }
+
+    /// Delivery outcomes (D10) and the held notes (D9).
+    fn render_notes(&self, out: &mut String) {
         let d = &self.deliveries;
-        out.push_str(&format!(
-            "notes: delivered {} (aside {}, steer {}, wake {}, card {}), held {}, dropped {}, pending {}\n",
-            d.delivered(),
-            d.aside,
-            d.steer,
-            d.wake,
-            d.card,
-            d.held,
-            d.dropped_total(),
-            d.pending
-        ));
+        line(
+            out,
+            "notes",
+            &[
+                ("delivered", &d.delivered().to_string()),
+                ("aside", &d.aside.to_string()),
+                ("steer", &d.steer.to_string()),
+                ("wake", &d.wake.to_string()),
+                ("card", &d.card.to_string()),
+                ("held", &d.held.to_string()),
+                ("dropped", &d.dropped_total().to_string()),
+                ("pending", &d.pending.to_string()),
+            ],
+        );
         let dropped = d.dropped_summary();
         if !dropped.is_empty() {
             // D10: why notes were dropped (tooLong, overBudget, duplicate…).
-            out.push_str(&format!("dropped: {dropped}\n"));
+            line(out, "dropped", &[("dropped", &dropped)]);
         }
         if !self.held_notes.is_empty() || self.policy == DeliveryPolicy::Reconfirm {
-            out.push_str(&format!("held notes: {}\n", self.held_notes.len()));
+            let count = self.held_notes.len().to_string();
+            line(out, "heldNotes", &[("count", &count)]);
             for note in &self.held_notes {
-                out.push_str(&format!(
-                    "  - [{}] {}\n",
-                    note.effective_severity().as_str().to_uppercase(),
-                    crate::delivery::note::display_note(&note.note)
-                ));
+                let severity = note.effective_severity().as_str().to_uppercase();
+                let text = crate::delivery::note::display_note(&note.note);
+                out.push_str("  ");
+                line(out, "heldNote", &[("severity", &severity), ("note", &text)]);
             }
         }
-        out
+    }
+}
+
+/// The lines of the status report (C3).
+const LINES: Table = Table(include_str!("../config/prompts/status.txt"));
+
+/// Appends the line `key` of the status report, filled, and its newline.
+fn line(out: &mut String, key: &'static str, vars: &[(&str, &str)]) {
+    out.push_str(&fill(LINES.get(key), vars));
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c3_every_status_line_is_in_its_file() {
+        let keys = [
+            "stateDisabled",
+            "stateNoModel",
+            "stateEnabled",
+            "state",
+            "model",
+            "thinkingDefault",
+            "policy",
+            "backlog",
+            "context",
+            "maintenance",
+            "evictions",
+            "estimated",
+            "tokens",
+            "cost",
+            "consults",
+            "failures",
+            "fallback",
+            "fallbacks",
+            "quarantines",
+            "paused",
+            "providerCalls",
+            "notes",
+            "dropped",
+            "heldNotes",
+            "heldNote",
+        ];
+        for key in keys {
+            assert!(
+                LINES.lookup(key).is_some(),
+                "{key} is missing from status.txt"
+            );
+        }
+    }
+
+    #[test]
+    fn c3_a_fresh_status_renders_its_lines_from_the_data_file() {
+        let status = AdvisorStatus {
+            enabled: true,
+            model: Some("openai/gpt-5".into()),
+            ..AdvisorStatus::default()
+        };
+        let text = status.render();
+        assert!(text.starts_with("advisor: enabled\nmodel: openai/gpt-5 (thinking medium)\n"));
+        assert!(text.contains("lifetime cost: $0.0000\n"), "{text}");
     }
 }

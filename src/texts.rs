@@ -6,6 +6,14 @@
 //! `{name}` placeholders are filled by [`fill`]; [`exceeds_chars`] measures a text against a
 //! character cap without walking a long one to its end.
 
+/// The notices and command answers the user reads (`config/prompts/notices.txt`).
+pub(crate) const NOTICES: Table = Table(include_str!("../config/prompts/notices.txt"));
+
+/// The notice `key` of [`NOTICES`], filled with `vars`.
+pub(crate) fn notice(key: &'static str, vars: &[(&str, &str)]) -> String {
+    fill(NOTICES.get(key), vars)
+}
+
 /// A `key: text` table compiled in from a data file.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Table(pub(crate) &'static str);
@@ -37,6 +45,20 @@ pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     out
 }
 
+/// The JSON kind of a value ("a string", "null"…), for messages about a value of the
+/// wrong kind.
+pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// The plural ending of "note" for `n` notes.
 pub(crate) fn plural(n: usize) -> &'static str {
     if n == 1 {
@@ -63,6 +85,36 @@ mod tests {
         assert_eq!(t.get("key"), "the text");
         assert_eq!(t.get("other"), "x: y");
         assert_eq!(t.get("missing"), "missing");
+    }
+
+    #[test]
+    fn every_notice_key_in_use_is_in_its_file() {
+        let keys = [
+            "on",
+            "off",
+            "noModelAssigned",
+            "unavailable",
+            "test",
+            "warning",
+            "auditFailed",
+            "noTranscriptFile",
+            "noModel",
+            "promotionOff",
+            "backupOff",
+            "pausedTimed",
+            "pausedUntilFixed",
+            "resumed",
+            "droppedBatch",
+            "quarantined",
+            "switched",
+            "reverted",
+        ];
+        for key in keys {
+            assert!(
+                NOTICES.lookup(key).is_some(),
+                "{key} is missing from notices.txt"
+            );
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Issue 11 (SPEC A6, R2): closing a session frees everything it held. Opens 10,000 idle
+//! SPEC A6, R2: closing a session frees everything it held. Opens 10,000 idle
 //! sessions on one shared runtime (scripted model, no network), disposes them, and checks
 //! that the heap returns to its baseline within a small margin.
 //!

@@ -29,7 +29,7 @@ use crate::messages::review::{
 };
 use crate::model::ModelError;
 use crate::render::dump::{advisor_dump, DumpHeader};
-use crate::review::failure::RESUMED_NOTICE;
+use crate::review::failure::resumed_notice;
 use crate::review::fallback::{self, Fallback};
 use crate::review::quarantine::{self, Hazard};
 use crate::review::state::{AskReply, PendingAsk};
@@ -202,9 +202,9 @@ impl AdvisorAgent {
                     self.quarantine_streak = 0;
                     self.totals.reviews += 1;
                     // D9: before any waiter wakes, so a catch-up block's end sees the pruning.
-                    if let Some(router) = &self.links.review_succeeded {
-                        router.do_send(ReviewSucceeded { epoch, review });
-                    }
+                    self.links
+                        .review_succeeded
+                        .do_send(ReviewSucceeded { epoch, review });
                     self.state.review_succeeded();
                 }
                 Err(err) => self.failed(err, ctx),
@@ -295,7 +295,7 @@ impl AdvisorAgent {
                     ctx.run_later(after, move |act, ctx| {
                         if act.state.resume_timed(pause) {
                             act.links.notices.do_send(NoticeRaised {
-                                text: RESUMED_NOTICE.to_string(),
+                                text: resumed_notice(),
                             });
                             act.maybe_start(ctx);
                         }

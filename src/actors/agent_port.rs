@@ -35,11 +35,11 @@ pub struct AgentLinks {
     /// Other lines for the user (the Supervisor, which forwards them to the host).
     pub notices: Recipient<NoticeRaised>,
     /// Where each review asks for the held-notes preamble (the DeliveryRouter, D9).
-    pub held_preamble: Option<Recipient<GetHeldPreamble>>,
+    pub held_preamble: Recipient<GetHeldPreamble>,
     /// Where successful reviews are reported so unconfirmed held notes are dropped (D9).
-    pub review_succeeded: Option<Recipient<ReviewSucceeded>>,
+    pub review_succeeded: Recipient<ReviewSucceeded>,
     /// Where discarded attempts are reported so their holds are rolled back (G5).
-    pub discard_attempt: Option<Recipient<DiscardAttempt>>,
+    pub discard_attempt: Recipient<DiscardAttempt>,
     /// Where the advisor's transcript is recorded, when the host gave an audit path (G7).
     pub audit: Option<Recipient<AppendAudit>>,
 }
@@ -74,27 +74,22 @@ impl ReviewPort for AgentPort {
     }
 
     async fn held_preamble(&self) -> String {
-        let Some(router) = &self.links.held_preamble else {
-            return String::new();
-        };
         let ask = GetHeldPreamble {
             epoch: self.epoch,
             review: self.review,
             updates: self.updates,
             wip: self.wip,
         };
-        router.send(ask).await.unwrap_or_default()
+        self.links.held_preamble.send(ask).await.unwrap_or_default()
     }
 
     async fn discard_attempt(&self, attempt: u32) {
-        if let Some(router) = &self.links.discard_attempt {
-            let discard = DiscardAttempt {
-                epoch: self.epoch,
-                review: self.review,
-                attempt,
-            };
-            let _ = router.send(discard).await;
-        }
+        let discard = DiscardAttempt {
+            epoch: self.epoch,
+            review: self.review,
+            attempt,
+        };
+        let _ = self.links.discard_attempt.send(discard).await;
     }
 
     async fn watchdog(&self) -> Option<WatchdogBlocks> {

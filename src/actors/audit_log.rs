@@ -128,7 +128,7 @@ impl AuditLog {
         if !self.warned {
             self.warned = true;
             self.host.do_send(HostEvent::Notice {
-                text: format!("advisor: could not write the audit log ({err}); reviews go on"),
+                text: crate::texts::notice("auditFailed", &[("error", &err.to_string())]),
             });
         }
     }
@@ -319,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_6_a_fifo_audit_path_is_one_notice_never_a_wait() {
+    fn g7_a_fifo_audit_path_is_one_notice_never_a_wait() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         crate::regular_file::testing::mkfifo(&path);

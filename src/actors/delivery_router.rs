@@ -8,8 +8,8 @@ use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
-    GetUndelivered, RaiseAdvice, ResetDelivery, ReviewSucceeded, SeedGuard, SetDeliveryEnabled,
-    TurnEnded,
+    GetUndelivered, PlanTurnEnd, RaiseAdvice, ResetDelivery, ReviewSucceeded, SeedGuard,
+    SetDeliveryEnabled,
 };
 use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
 use crate::settings::DeliveryPolicy;
@@ -149,10 +149,10 @@ impl Handler<GetDeliveryStatus> for DeliveryRouter {
     }
 }
 
-impl Handler<TurnEnded> for DeliveryRouter {
-    type Result = actix::MessageResult<TurnEnded>;
+impl Handler<PlanTurnEnd> for DeliveryRouter {
+    type Result = actix::MessageResult<PlanTurnEnd>;
 
-    fn handle(&mut self, msg: TurnEnded, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: PlanTurnEnd, _ctx: &mut Context<Self>) -> Self::Result {
         // P1: a final boundary releases what was deferred, before the turn's delta queues.
         let released = self.state.boundary(msg.answered, msg.wip);
         self.emit(released);
@@ -215,4 +215,16 @@ impl Handler<GetUndelivered> for DeliveryRouter {
     fn handle(&mut self, _msg: GetUndelivered, _ctx: &mut Context<Self>) -> Vec<Delivery> {
         self.state.undelivered()
     }
+}
+
+/// Raises advice at the router (`advise`, `/advisor test`) and answers its outcome; while
+/// the router restarts (F5), the tool text that says so.
+pub async fn raise_advice(
+    router: &Recipient<RaiseAdvice>,
+    raise: RaiseAdvice,
+) -> Result<crate::delivery::RaiseOutcome, &'static str> {
+    router
+        .send(raise)
+        .await
+        .map_err(|_| crate::tools::advise::TOOL_RESULTS.get("routerRestarting"))
 }

@@ -11,11 +11,10 @@ use actix::{
 use crate::actors::audit_log::AuditLog;
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::wiring::{start_children, wait_after_turn, AgentReports, Children};
-use crate::delivery::guard::branch_advisories;
-use crate::delivery::{turn_was_answer, turn_was_terminal, turn_will_continue};
+use crate::delivery::turn_end::TurnEndPlan;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
-use crate::messages::delivery::{ResetDelivery, SeedGuard, SetDeliveryEnabled, TurnEnded};
+use crate::messages::delivery::{PlanTurnEnd, ResetDelivery, SeedGuard, SetDeliveryEnabled};
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
@@ -27,6 +26,7 @@ use crate::messages::review::{
 use crate::messages::tools::ClearToolSession;
 
 use crate::config::RuntimeConfig;
+use crate::texts::notice;
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it.
 pub struct Supervisor {
@@ -183,8 +183,7 @@ impl Supervisor {
     fn enable(&mut self, ctx: &mut Context<Self>) -> String {
         if self.config.model.is_none() {
             self.enabled = true;
-            return "advisor: enabled, but no advisor model is assigned (set modelRoles.advisor)"
-                .to_string();
+            return notice("noModelAssigned", &[]);
         }
         if !self.enabled || self.children.is_none() {
             self.enabled = true;
@@ -202,18 +201,18 @@ impl Supervisor {
         } else if let Some(children) = &self.children {
             children.agent.do_send(ResumeReviews);
         }
-        "advisor: on".to_string()
+        notice("on", &[])
     }
 
     fn disable(&mut self, cause: AskEnd) -> String {
         self.enabled = false;
         self.stop_children(cause);
         self.router().do_send(SetDeliveryEnabled { enabled: false });
-        "advisor: off".to_string()
+        notice("off", &[])
     }
 }
 
-/// Whether a rewrite moves the advisor to another branch (P3's seed, issue 18 item 5), as
+/// Whether a rewrite moves the advisor to another branch (P3's seed), as
 /// opposed to a rewrite within the branch (compaction, pruning, one the feed detected).
 fn changes_branch(kind: RewriteKind) -> bool {
     matches!(
@@ -243,32 +242,24 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
 
     fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
         self.last_transcript = Some(msg.transcript.transcript().clone());
-        // D4: O(1), the last message only.
-        let last = msg.transcript.last();
-        let terminal = turn_was_terminal(last.as_deref());
-        let answered = turn_was_answer(last.as_deref());
-        // P1: the host's word, else the turn's assistant message made a tool call.
-        let wip = msg
-            .will_continue
-            .unwrap_or_else(|| msg.transcript.read(turn_will_continue).unwrap_or(false));
+        let running = self.enabled && self.children.is_some();
+        let seed = std::mem::take(&mut self.seed_guard);
+        let plan = TurnEndPlan::decide(&msg.transcript, msg.will_continue, seed, running);
         let router = self.router();
-        if std::mem::take(&mut self.seed_guard) {
-            // P3: the guard remembers what the branch under review already holds. Once per
-            // branch change, O(branch).
-            let advisories = msg.transcript.read(branch_advisories).unwrap_or_default();
+        if let Some(advisories) = plan.seed_guard.clone() {
             router.do_send(SeedGuard {
                 epoch: self.epoch,
                 advisories,
             });
         }
-        let Some(children) = self.children.as_ref().filter(|_| self.enabled) else {
-            // D7: immune turns count turn ends even with no advisor running.
-            router.do_send(TurnEnded {
-                terminal,
-                answered,
-                wip,
-                can_wait: false,
-            });
+        let turn_ended = PlanTurnEnd {
+            terminal: plan.terminal,
+            answered: plan.answered,
+            wip: plan.wip,
+            can_wait: plan.review,
+        };
+        let Some(children) = self.children.as_ref().filter(|_| plan.review) else {
+            router.do_send(turn_ended);
             return Box::pin(actix::fut::ready(()));
         };
         let feed = children.feed.clone();
@@ -279,12 +270,8 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         let hold = self.config.hold_wait_through_retries;
         // Both enqueued now, in this order: the router hears of the turn end before the
         // review of its delta can raise anything (D4's terminal flag, D7's count).
-        let plan = router.send(TurnEnded {
-            terminal,
-            answered,
-            wip,
-            can_wait: true,
-        });
+        let wip = plan.wip;
+        let plan = router.send(turn_ended);
         let observed = feed.send(ObserveTurn {
             transcript: msg.transcript,
             epoch,

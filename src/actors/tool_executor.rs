@@ -6,6 +6,7 @@ use std::sync::Arc;
 use actix::{Actor, Context, Handler, Recipient, ResponseFuture, Supervised};
 use tracing::Instrument;
 
+use crate::actors::delivery_router::raise_advice;
 use crate::messages::delivery::RaiseAdvice;
 use crate::messages::tools::{ClearToolSession, ExecuteTool, ToolOutput};
 use crate::redact::Redactor;
@@ -75,21 +76,17 @@ impl Handler<ExecuteTool> for ToolExecutor {
                         Ok(a) => a,
                         Err(e) => return error_output(e),
                     };
-                    match router
-                        .send(RaiseAdvice {
-                            epoch: msg.epoch,
-                            review: msg.review,
-                            advisory,
-                        })
-                        .await
-                    {
+                    let raise = RaiseAdvice {
+                        epoch: msg.epoch,
+                        review: msg.review,
+                        advisory,
+                    };
+                    match raise_advice(&router, raise).await {
                         Ok(outcome) => ToolOutput {
                             text: outcome.tool_text(max_notes),
                             is_error: outcome.is_error(),
                         },
-                        Err(_) => error_output(ToolError::Failed(
-                            advise::TOOL_RESULTS.get("routerRestarting").into(),
-                        )),
+                        Err(restarting) => error_output(ToolError::Failed(restarting.into())),
                     }
                 }
                 .instrument(span),

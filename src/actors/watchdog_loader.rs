@@ -10,28 +10,14 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
-use crate::messages::watchdog::{GetWatchdogPrompt, WatchdogPrompt};
+use crate::messages::watchdog::{
+    GetWatchdogPrompt, GetWatchdogStats, WatchdogPrompt, WatchdogStats,
+};
 use crate::redact::Redactor;
 use crate::shared::watchdog_cache::{CachedRefresh, WatchdogCache};
 use crate::watchdog::{
     format_project_context, refresh_with, ContextFile, Loaded, Refresh, WatchdogConfig,
 };
-
-/// Asks the loader how much work it has done; for status lines and tests.
-#[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "WatchdogStats")]
-pub struct GetWatchdogStats;
-
-/// Counters of a [`WatchdogLoader`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WatchdogStats {
-    /// Prompt requests answered.
-    pub requests: u64,
-    /// Full loads done (the first request, then one per detected change).
-    pub loads: u64,
-    /// Files read over all loads (WATCHDOG files and imports).
-    pub files_read: u64,
-}
 
 /// Discovers and expands WATCHDOG.md files for one working directory.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use actix::{Actor, Addr, Recipient};
 
 use crate::actors::advisor_agent::{AdvisorAgent, AgentSetup};
 use crate::actors::agent_port::AgentLinks;
-use crate::actors::delivery_router::DeliveryRouter;
+use crate::actors::delivery_router::{raise_advice, DeliveryRouter};
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
@@ -24,7 +24,8 @@ use crate::messages::review::{
 };
 use crate::model::ModelClient;
 use crate::review::{ReviewEngine, ReviewLimits};
-use crate::tools::{advise, ToolSession};
+use crate::texts::notice;
+use crate::tools::ToolSession;
 
 /// The running children of one advisor run.
 pub struct Children {
@@ -103,9 +104,9 @@ pub fn start_children(
         paused: reports.paused,
         quarantined: reports.quarantined,
         notices: reports.notices,
-        held_preamble: Some(router.clone().recipient()),
-        review_succeeded: Some(router.clone().recipient()),
-        discard_attempt: Some(router.clone().recipient()),
+        held_preamble: router.clone().recipient(),
+        review_succeeded: router.clone().recipient(),
+        discard_attempt: router.clone().recipient(),
         audit,
     };
     let setup = AgentSetup {
@@ -161,7 +162,7 @@ pub async fn wait_after_turn(
             if tokio::time::timeout(cap, &mut waited).await.is_ok() {
                 break;
             }
-            // A replay holds the wait through retries (issue 10.9c): while the advisor has
+            // A replay holds the wait through retries (S1): while the advisor has
             // failed and not yet succeeded, the cap does not end the wait; F1–F3 bound it
             // (the retry succeeds, the backlog is dropped, or the advisor pauses).
             if hold_through_retries && still_retrying(&agent).await {
@@ -197,11 +198,8 @@ pub async fn test_advice(
         review: u64::MAX - nth,
         advisory,
     };
-    match router.send(raise).await {
-        Ok(outcome) => format!("advisor test: {}", outcome.tool_text(usize::MAX)),
-        Err(_) => format!(
-            "advisor test: {}",
-            advise::TOOL_RESULTS.get("routerRestarting")
-        ),
+    match raise_advice(&router.recipient(), raise).await {
+        Ok(outcome) => notice("test", &[("outcome", &outcome.tool_text(usize::MAX))]),
+        Err(restarting) => notice("test", &[("outcome", restarting)]),
     }
 }

@@ -4,10 +4,30 @@ pub mod render;
 pub mod replay;
 pub mod roster;
 pub mod serve;
+pub mod texts;
 pub mod tool;
 pub mod watchdog;
 
-use clap::{Parser, Subcommand};
+use advisor::providers::ApiKind;
+use clap::{Args, Parser, Subcommand};
+
+/// `--model`, `--base-url` and `--api`, shared by `advisor replay` and `advisor serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// The advisor model, `provider/model-id[:thinking]`.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The provider's base URL, e.g. `http://127.0.0.1:8080/v1` for a local server.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// The wire dialect: openai-completions or anthropic-messages.
+    #[arg(long, value_parser = parse_api)]
+    pub api: Option<ApiKind>,
+}
+
+fn parse_api(s: &str) -> Result<ApiKind, String> {
+    s.parse::<ApiKind>().map_err(|e| e.to_string())
+}
 
 /// Command-line interface of the advisor runtime.
 #[derive(Debug, Parser)]
@@ -54,7 +74,7 @@ impl CliError {
 
 impl From<&advisor::providers::ProviderError> for CliError {
     /// The library's sentence (in terms of settings and environment), plus the flags that
-    /// fix it on this command line (issue 18 item 4: only the CLI speaks of flags).
+    /// fix it on this command line (M1: only the CLI speaks of flags).
     fn from(error: &advisor::providers::ProviderError) -> Self {
         use advisor::providers::ProviderError;
         let hint = match error {

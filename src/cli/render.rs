@@ -10,7 +10,7 @@ use advisor::SessionPrompts;
 use advisor::TranscriptView;
 use clap::Args;
 
-use super::CliError;
+use super::{texts, CliError};
 
 /// Arguments of `advisor render`.
 #[derive(Debug, Args)]
@@ -38,7 +38,12 @@ pub fn run(args: RenderArgs) -> Result<(), CliError> {
         args.session.display().to_string()
     };
     for (line, reason) in &branch.diagnostics.malformed {
-        eprintln!("advisor: {name}:{line}: skipped malformed line: {reason}");
+        let vars = [
+            ("file", name.as_str()),
+            ("line", &line.to_string()),
+            ("reason", reason.as_str()),
+        ];
+        eprintln!("{}", texts::line("malformed", &vars));
     }
     let prompts = SessionPrompts::new(SessionDriver::new(branch), args.transcript);
     let stdout = std::io::stdout();

@@ -45,14 +45,15 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use advisor::domain::advice::Delivery;
 use advisor::providers::build_fallbacks;
 use advisor::providers::modes_candidates;
 use advisor::providers::{
-    advisor_role_from_modes, advisor_role_from_modes_file, build_client, ApiKind, Catalog,
-    ModelSpec, ProviderError,
+    advisor_role_from_modes, advisor_role_from_modes_file, build_client, Catalog, ModelSpec,
+    ProviderError,
 };
 use advisor::replay::{
     delivery_lines, pending_lines, AskLine, LineChannel, Outstanding, Replay, ReplayAsk,
@@ -63,12 +64,12 @@ use advisor::settings::{
     load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
 };
 use advisor::TranscriptView;
-use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
+use advisor::{AdvisorHandle, HandleError, ModelClient, RuntimeConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
-use super::CliError;
+use super::{texts, CliError, ModelArgs};
 
 /// Arguments of `advisor replay`.
 #[derive(Debug, Args)]
@@ -81,16 +82,10 @@ pub struct ReplayArgs {
     /// Append the advisor's own transcript to this file, as an oh-my-pi session file (P9).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
-    /// The advisor model, `provider/model-id[:thinking]` (default: $ADVISOR_MODEL, then
-    /// `modelRoles.advisor` in config.yml, then `modes.advisor` in modes.json).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// The provider's base URL, e.g. `http://127.0.0.1:8080/v1` for a local server.
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// The wire dialect: openai-completions or anthropic-messages.
-    #[arg(long, value_parser = parse_api)]
-    pub api: Option<ApiKind>,
+    /// The advisor model (default: $ADVISOR_MODEL, then `modelRoles.advisor` in
+    /// config.yml, then `modes.advisor` in modes.json), and how to reach it.
+    #[command(flatten)]
+    pub provider: ModelArgs,
     /// Delivery policy: defer (the default), interrupt or reconfirm.
     #[arg(long, value_parser = parse_policy)]
     pub policy: Option<DeliveryPolicy>,
@@ -118,10 +113,6 @@ pub struct ReplayArgs {
     pub ask: Vec<String>,
 }
 
-fn parse_api(s: &str) -> Result<ApiKind, String> {
-    s.parse::<ApiKind>().map_err(|e| e.to_string())
-}
-
 fn parse_policy(s: &str) -> Result<DeliveryPolicy, String> {
     s.parse::<DeliveryPolicy>().map_err(|e| e.to_string())
 }
@@ -139,15 +130,7 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let asks = parse_asks(&args.ask)?;
     let lookup = |name: &str| std::env::var(name).ok();
     let env = SettingsEnv::from_lookup(&lookup);
-    let branch = read_session_arg(&args.session, &ReadLimits::default())
-        .map_err(|e| CliError::new(e.to_string()))?;
-    for (line, reason) in &branch.diagnostics.malformed {
-        eprintln!(
-            "advisor: {}:{line}: skipped malformed line: {reason}",
-            args.session.display()
-        );
-    }
-    let driver = SessionDriver::new(branch);
+    let driver = read_driver(&args.session)?;
     let root = workspace_root(args.root.as_deref(), driver.header().cwd.as_deref())?;
     let watchdog = env.watchdog_config(&root);
     let agent_dir = watchdog.agent_dir.clone();
@@ -155,16 +138,19 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         load_settings(agent_dir.as_deref(), &root).map_err(|e| CliError::new(e.to_string()))?;
     // Replaying is an explicit request to run the advisor: only a file that says
     // `advisor.enabled: false` stops it (K2), not the files' default of off.
-    if loaded.disabled_by.is_some() && args.model.is_none() {
+    if loaded.disabled_by.is_some() && args.provider.model.is_none() {
         return Err(disabled_error(&loaded));
     }
     let mut printer = Printer::new(args.json, driver.len());
     for warning in &loaded.warnings {
-        printer.notice(&format!("advisor: {warning}"));
+        printer.notice(&texts::line(
+            "warning",
+            &[("warning", &warning.to_string())],
+        ));
     }
     let settings = settings(&args, &loaded.settings, &env);
     let role = model_role(
-        args.model.as_deref(),
+        args.provider.model.as_deref(),
         env.model.as_deref(),
         loaded.advisor_role.as_deref(),
         || modes_role(&root, agent_dir.as_deref()),
@@ -172,8 +158,8 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     .map_err(model_error)?;
     let spec = ModelSpec {
         role,
-        base_url: args.base_url.clone(),
-        api: args.api,
+        base_url: args.provider.base_url.clone(),
+        api: args.provider.api,
         max_output_tokens: Some(settings.max_output_tokens),
         request_timeout: Some(settings.request_timeout),
         ..ModelSpec::default()
@@ -185,38 +171,8 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         .id
         .clone()
         .unwrap_or_else(|| "replay".to_string());
-    // G5: the larger-window model of `advisor.contextPromotion`, reached like the main one.
-    let promotion_model = match settings.context_promotion.clone() {
-        Some(role) => {
-            let spec = ModelSpec {
-                role: Some(role.clone()),
-                ..spec.clone()
-            };
-            match build_client(&spec, &catalog, &lookup) {
-                Ok(client) => Some(client),
-                Err(e) => {
-                    let e = CliError::from(&e);
-                    printer.notice(&format!("advisor: context promotion to {role} is off: {e}"));
-                    None
-                }
-            }
-        }
-        None => None,
-    };
-    // P6: the backups of `retry.fallbackChains`, reached at their providers' own endpoints.
-    let chain = settings.retry.chain_for(spec.role.as_deref());
-    let (fallback_models, lines) = build_fallbacks(chain, |role| {
-        let backup = ModelSpec {
-            role: Some(role.to_string()),
-            max_output_tokens: Some(settings.max_output_tokens),
-            request_timeout: Some(settings.request_timeout),
-            ..ModelSpec::default()
-        };
-        build_client(&backup, &catalog, &lookup)
-    });
-    for line in lines {
-        printer.notice(&line);
-    }
+    let (promotion_model, fallback_models) =
+        side_models(&spec, &settings, &catalog, &lookup, &mut printer);
     let mut config = RuntimeConfig::new(session_id, root, Some(model));
     config.promotion_model = promotion_model;
     config.fallback_models = fallback_models;
@@ -229,6 +185,82 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         merge_cut_turns: config.settings.transcript == TranscriptView::Expanded,
         ..drain_options(args.drain_timeout)
     };
+    replay_in_runtime(config, driver, options, asks, printer)
+}
+
+/// The session file (or standard input) as a driver; its malformed lines are reported on
+/// standard error, one line each (L1).
+fn read_driver(session: &Path) -> Result<SessionDriver, CliError> {
+    let branch = read_session_arg(session, &ReadLimits::default())
+        .map_err(|e| CliError::new(e.to_string()))?;
+    for (line, reason) in &branch.diagnostics.malformed {
+        let file = session.display().to_string();
+        let vars = [
+            ("file", file.as_str()),
+            ("line", &line.to_string()),
+            ("reason", reason.as_str()),
+        ];
+        eprintln!("{}", texts::line("malformed", &vars));
+    }
+    Ok(SessionDriver::new(branch))
+}
+
+/// A model client, shared.
+type Model = Arc<dyn ModelClient>;
+
+/// The models beside the advisor's own: the larger-window model of
+/// `advisor.contextPromotion` (G5), reached like the main one, and the backups of
+/// `retry.fallbackChains` (P6), reached at their providers' own endpoints. A model that
+/// cannot be built is a notice, not an error.
+fn side_models(
+    spec: &ModelSpec,
+    settings: &AdvisorSettings,
+    catalog: &Catalog,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    printer: &mut Printer,
+) -> (Option<Model>, Vec<Model>) {
+    let promotion_model = match settings.context_promotion.clone() {
+        Some(role) => {
+            let spec = ModelSpec {
+                role: Some(role.clone()),
+                ..spec.clone()
+            };
+            match build_client(&spec, catalog, &lookup) {
+                Ok(client) => Some(client),
+                Err(e) => {
+                    let e = CliError::from(&e);
+                    let vars = [("role", role.as_str()), ("error", &e.to_string())];
+                    printer.notice(&texts::line("promotionOff", &vars));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    let chain = settings.retry.chain_for(spec.role.as_deref());
+    let (fallback_models, lines) = build_fallbacks(chain, |role| {
+        let backup = ModelSpec {
+            role: Some(role.to_string()),
+            max_output_tokens: Some(settings.max_output_tokens),
+            request_timeout: Some(settings.request_timeout),
+            ..ModelSpec::default()
+        };
+        build_client(&backup, catalog, &lookup)
+    });
+    for line in lines {
+        printer.notice(&line);
+    }
+    (promotion_model, fallback_models)
+}
+
+/// Runs the replay on a one-worker runtime and disposes of the session at the end.
+fn replay_in_runtime(
+    config: RuntimeConfig,
+    driver: SessionDriver,
+    options: ReplayOptions,
+    asks: Vec<ReplayAsk>,
+    mut printer: Printer,
+) -> Result<(), CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -508,29 +540,34 @@ fn drain_options(drain_timeout: Option<u64>) -> ReplayOptions {
 /// The one notice of a drain that ended with work outstanding (P11).
 fn outstanding_text(left: &Outstanding) -> String {
     let turns = match left.unreviewed_turns {
-        1 => "1 turn was never reviewed".to_string(),
-        n => format!("{n} turns were never reviewed"),
+        1 => texts::line("drainOneTurn", &[]),
+        n => texts::line("drainTurns", &[("n", &n.to_string())]),
     };
     let in_flight = match left.in_flight_secs {
-        Some(secs) => format!("a review was still in flight, for {secs} s"),
-        None => "no review was in flight".to_string(),
+        Some(secs) => texts::line("drainInFlight", &[("secs", &secs.to_string())]),
+        None => texts::line("drainIdle", &[]),
     };
     let why = if left.input_ended_in_error {
-        " (the session ended in an error, so the drain waits 30 s unless --drain-timeout says otherwise)"
+        format!(" {}", texts::line("drainAfterError", &[]))
     } else {
-        ""
+        String::new()
     };
-    format!(
-        "advisor: the end-of-file drain ended after {} s with work outstanding: {turns}; {in_flight}{why}",
-        left.waited_secs
-    )
+    let vars = [
+        ("secs", left.waited_secs.to_string()),
+        ("turns", turns),
+        ("inFlight", in_flight),
+        ("why", why),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    texts::line("drainOutstanding", &vars)
 }
 
 /// The standard-error line for an ask whose turn never came.
 fn not_reached_text(turn: usize, question: &str) -> String {
-    format!(
-        "advisor: --ask {turn}:{} was never asked: the session ended before turn {turn}",
-        question.trim()
+    let turn = turn.to_string();
+    texts::line(
+        "askNeverAsked",
+        &[("turn", &turn), ("question", question.trim())],
     )
 }
 

@@ -12,14 +12,14 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use advisor::providers::{ApiKind, Catalog};
+use advisor::providers::Catalog;
 use advisor::serve::ServeDefaults;
 use advisor::serve::{serve, ServeOptions};
 use advisor::settings::SettingsEnv;
 use advisor::{AdvisorRuntime, RuntimeOptions};
 use clap::Args;
 
-use super::CliError;
+use super::{CliError, ModelArgs};
 
 /// Arguments of `advisor serve`.
 #[derive(Debug, Args)]
@@ -27,27 +27,17 @@ pub struct ServeArgs {
     /// Write logs to this file (appended) instead of standard error.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
-    /// The advisor model for sessions that name none, `provider/model-id[:thinking]`.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// The provider's base URL for those sessions, e.g. `http://127.0.0.1:8080/v1`.
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// The wire dialect for those sessions: openai-completions or anthropic-messages.
-    #[arg(long, value_parser = parse_api)]
-    pub api: Option<ApiKind>,
+    /// The advisor model for sessions that name none, and how to reach it.
+    #[command(flatten)]
+    pub provider: ModelArgs,
     /// The most transcript data the process holds for all its sessions, in MiB: a call that
     /// would pass it is refused with an error and nothing held is lost (V4).
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub max_held_mib: usize,
 }
 
-fn parse_api(s: &str) -> Result<ApiKind, String> {
-    s.parse::<ApiKind>().map_err(|e| e.to_string())
-}
-
 /// Opens (appends to) the `--log` file; a path that is not a regular file (a FIFO, a
-/// directory) is one error, never a wait (issue 10 item 6).
+/// directory) is one error, never a wait (L5).
 pub fn open_log(path: &Path) -> Result<File, CliError> {
     advisor::serve::open_log(path).map_err(|e| CliError::new(e.to_string()))
 }
@@ -58,9 +48,9 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     let env = SettingsEnv::from_lookup(&lookup);
     let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
     let mut defaults = ServeDefaults::new(Arc::new(catalog));
-    defaults.model = args.model.clone();
-    defaults.base_url = args.base_url.clone();
-    defaults.api = args.api;
+    defaults.model = args.provider.model.clone();
+    defaults.base_url = args.provider.base_url.clone();
+    defaults.api = args.provider.api;
     defaults.env = env;
     defaults.keys = Arc::new(|name: &str| std::env::var(name).ok());
     // A6: one shared runtime carries every session (a thread per core, one HTTP client per

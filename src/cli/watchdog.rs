@@ -8,7 +8,7 @@ use clap::Args;
 
 use advisor::watchdog::{load, WatchdogConfig};
 
-use super::CliError;
+use super::{texts, CliError};
 
 /// Arguments of `advisor watchdog`.
 #[derive(Debug, Args)]
@@ -66,7 +66,11 @@ pub fn run(args: WatchdogArgs) -> Result<(), CliError> {
     let mut stderr = std::io::stderr().lock();
     for warning in &prompt.warnings {
         // Nothing sensible is left to do when standard error is gone.
-        let _ = writeln!(stderr, "advisor: {warning}");
+        let _ = writeln!(
+            stderr,
+            "{}",
+            texts::line("warning", &[("warning", &warning.to_string())])
+        );
     }
     // The project's instruction files and the child-repository hint too (P8): everything
     // that follows the built-in prompt.

@@ -21,10 +21,9 @@ pub mod note;
 pub mod outcome;
 pub mod router;
 pub(crate) mod texts;
+pub(crate) mod turn_end;
 
-pub use catch_up::{
-    turn_was_answer, turn_was_terminal, turn_will_continue, CatchUpEnd, CatchUpPlan,
-};
+pub use catch_up::{turn_will_continue, CatchUpEnd, CatchUpPlan};
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 pub use router::RouterState;
 

@@ -47,7 +47,7 @@ pub struct RouterState {
     held: HeldNotes,
     /// The emission guard's memory (P3): survives resets within a branch.
     history: GuardHistory,
-    /// A branch change replayed the transcript (issue 18 item 5): until the next user
+    /// A branch change replayed the transcript (P3): until the next user
     /// prompt, concerns and blockers are cards, never wakes.
     replayed: bool,
     /// The review in progress covers a WIP batch: under `defer` its nits and concerns wait
@@ -420,7 +420,7 @@ impl RouterState {
     }
 
     /// The channel a note takes now: under `interrupt` and `reconfirm` as D3 says, under
-    /// `defer` as P1 says; D6, D7 and a branch change's replay (issue 18 item 5) on top.
+    /// `defer` as P1 says; D6, D7 and a branch change's replay (P3) on top.
     fn channel_for(&self, severity: Severity) -> Channel {
         if self.policy != DeliveryPolicy::Defer {
             let immune_concern = severity == Severity::Concern && self.immune();
@@ -581,8 +581,7 @@ impl RouterState {
         self.flush_steers(Channel::Card)
     }
 
-    /// A user prompt clears the latch (D6) and ends a branch change's replay (issue 18
-    /// item 5).
+    /// A user prompt clears the latch (D6) and ends a branch change's replay (P3).
     pub fn user_prompt(&mut self) {
         self.suppressed = false;
         self.replayed = false;
@@ -721,7 +720,7 @@ impl RouterState {
 
     /// A reset that moved to another branch (R1: session switch, resume, new session, fork,
     /// tree move, rewind): a reset, and until the next user prompt the review of the
-    /// replayed transcript starts no run (issue 18 item 5): concerns and blockers become
+    /// replayed transcript starts no run (P3): concerns and blockers become
     /// cards. The guard's memory is seeded from the branch at its next turn end
     /// ([`RouterState::seed_guard`]).
     pub fn reset_branch(&mut self, epoch: u64) {

@@ -25,8 +25,7 @@ pub struct ResetDelivery {
     /// The new epoch.
     pub epoch: u64,
     /// The reset moved to another branch (session switch, resume, new session, fork, tree
-    /// move, rewind): its replay starts no run until the next user prompt (issue 18 item
-    /// 5), and the guard is seeded from the branch ([`SeedGuard`]).
+    /// move, rewind): its replay starts no run until the next user prompt (P3), and the guard is seeded from the branch ([`SeedGuard`]).
     pub branch: bool,
 }
 
@@ -49,11 +48,12 @@ pub struct SetDeliveryEnabled {
     pub enabled: bool,
 }
 
-/// A primary turn ended (supervisor → router): counts down immune turns (D7) and, under
+/// Plans delivery at a primary turn end (supervisor → router, after the host's
+/// [`crate::messages::host::PrimaryTurnEnded`]): counts down immune turns (D7) and, under
 /// `reconfirm`, answers whether the turn end waits for the advisor (D5).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "Option<CatchUpPlan>")]
-pub struct TurnEnded {
+pub struct PlanTurnEnd {
     /// The turn's last assistant message called no tools (D4).
     pub terminal: bool,
     /// The turn ended a final answer: its last assistant message stopped, called no

@@ -317,6 +317,61 @@ impl AnthropicStream {
         }
     }
 
+    /// A new content block at `index` (`content_block_start`).
+    fn start_block(&mut self, index: u64, data: &Value) {
+        let b = data.get("content_block").cloned().unwrap_or(Value::Null);
+        let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        self.received += ["text", "thinking", "signature", "data", "name"]
+            .iter()
+            .filter_map(|k| b.get(*k).and_then(Value::as_str))
+            .map(str::len)
+            .sum::<usize>();
+        let block = match b.get("type").and_then(Value::as_str) {
+            Some("text") => Block::Text(s("text")),
+            Some("thinking") => Block::Thinking {
+                text: s("thinking"),
+                signature: s("signature"),
+            },
+            Some("redacted_thinking") => Block::Redacted(s("data")),
+            Some("tool_use") => Block::ToolUse {
+                id: s("id"),
+                name: s("name"),
+                json: String::new(),
+            },
+            _ => Block::Other,
+        };
+        self.blocks.insert(index, (block, false));
+    }
+
+    /// A delta of the content block at `index` (`content_block_delta`).
+    fn extend_block(&mut self, index: u64, data: &Value) -> Result<(), ModelError> {
+        let d = data.get("delta").cloned().unwrap_or(Value::Null);
+        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
+        self.received += ["text", "thinking", "signature", "partial_json"]
+            .iter()
+            .map(|k| s(k).len())
+            .sum::<usize>();
+        let Some((block, _)) = self.blocks.get_mut(&index) else {
+            return Err(ModelError::Retryable {
+                usage: None,
+                message: format!("stream delta for unknown content block {index}"),
+                retry_after: None,
+            });
+        };
+        match (block, d.get("type").and_then(Value::as_str)) {
+            (Block::Text(t), Some("text_delta")) => t.push_str(s("text")),
+            (Block::Thinking { text, .. }, Some("thinking_delta")) => text.push_str(s("thinking")),
+            (Block::Thinking { signature, .. }, Some("signature_delta")) => {
+                signature.push_str(s("signature"))
+            }
+            (Block::ToolUse { json, .. }, Some("input_json_delta")) => {
+                json.push_str(s("partial_json"))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
     fn on_data(&mut self, kind: &str, data: &Value) -> Result<(), ModelError> {
         let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
@@ -325,58 +380,8 @@ impl AnthropicStream {
                     self.take_usage(u, false);
                 }
             }
-            "content_block_start" => {
-                let b = data.get("content_block").cloned().unwrap_or(Value::Null);
-                let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                self.received += ["text", "thinking", "signature", "data", "name"]
-                    .iter()
-                    .filter_map(|k| b.get(*k).and_then(Value::as_str))
-                    .map(str::len)
-                    .sum::<usize>();
-                let block = match b.get("type").and_then(Value::as_str) {
-                    Some("text") => Block::Text(s("text")),
-                    Some("thinking") => Block::Thinking {
-                        text: s("thinking"),
-                        signature: s("signature"),
-                    },
-                    Some("redacted_thinking") => Block::Redacted(s("data")),
-                    Some("tool_use") => Block::ToolUse {
-                        id: s("id"),
-                        name: s("name"),
-                        json: String::new(),
-                    },
-                    _ => Block::Other,
-                };
-                self.blocks.insert(index, (block, false));
-            }
-            "content_block_delta" => {
-                let d = data.get("delta").cloned().unwrap_or(Value::Null);
-                let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
-                self.received += ["text", "thinking", "signature", "partial_json"]
-                    .iter()
-                    .map(|k| s(k).len())
-                    .sum::<usize>();
-                let Some((block, _)) = self.blocks.get_mut(&index) else {
-                    return Err(ModelError::Retryable {
-                        usage: None,
-                        message: format!("stream delta for unknown content block {index}"),
-                        retry_after: None,
-                    });
-                };
-                match (block, d.get("type").and_then(Value::as_str)) {
-                    (Block::Text(t), Some("text_delta")) => t.push_str(s("text")),
-                    (Block::Thinking { text, .. }, Some("thinking_delta")) => {
-                        text.push_str(s("thinking"))
-                    }
-                    (Block::Thinking { signature, .. }, Some("signature_delta")) => {
-                        signature.push_str(s("signature"))
-                    }
-                    (Block::ToolUse { json, .. }, Some("input_json_delta")) => {
-                        json.push_str(s("partial_json"))
-                    }
-                    _ => {}
-                }
-            }
+            "content_block_start" => self.start_block(index, data),
+            "content_block_delta" => self.extend_block(index, data)?,
             "content_block_stop" => {
                 if let Some((_, complete)) = self.blocks.get_mut(&index) {
                     *complete = true;

@@ -139,7 +139,7 @@ impl Catalog {
 
     /// Reads a catalog file that replaces the built-in one. Only a regular file is read, and
     /// at most [`MAX_CATALOG_BYTES`] of it: a FIFO or a device is an error at once, never a
-    /// wait, and so is a longer file (issue 10, items 4 and 6). Blocking: call it while
+    /// wait, and so is a longer file (M3). Blocking: call it while
     /// loading configuration, never on an actor thread.
     pub fn load(path: &Path) -> Result<Self, ProviderError> {
         let name = path.display().to_string();
@@ -295,7 +295,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_6_a_catalog_file_that_is_a_fifo_or_too_large_is_an_error_not_a_wait() {
+    fn m3_a_catalog_file_that_is_a_fifo_or_too_large_is_an_error_not_a_wait() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("models.json");
         crate::regular_file::testing::mkfifo(&fifo);

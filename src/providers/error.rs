@@ -273,7 +273,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_7_retry_after_100000_is_passed_through_uncapped() {
+    fn m4_retry_after_100000_is_passed_through_uncapped() {
         assert_eq!(
             parse_retry_after("100000", UNIX_EPOCH),
             Some(Duration::from_secs(100_000))

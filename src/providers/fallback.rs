@@ -17,7 +17,10 @@ pub fn build_fallbacks(
     for role in chain {
         match build(role) {
             Ok(model) => models.push(model),
-            Err(e) => notices.push(format!("advisor: backup model {role} is off: {e}")),
+            Err(e) => notices.push(crate::texts::notice(
+                "backupOff",
+                &[("role", &role.to_string()), ("error", &e.to_string())],
+            )),
         }
     }
     (models, notices)

@@ -506,7 +506,7 @@ mod tests {
         assert!(!text.contains('\n'));
     }
 
-    /// Issue 18 item 4: the library's errors reach embedders and `advisor serve`'s clients,
+    /// M1, V4: the library's errors reach embedders and `advisor serve`'s clients,
     /// who have no command line; none of them tells to pass a flag, and the underlying
     /// errors stay reachable as `source()`.
     #[test]

@@ -790,7 +790,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_11_finish_reason_without_done_is_a_failure_with_estimated_usage() {
+    fn f1_finish_reason_without_done_is_a_failure_with_estimated_usage() {
         let s = stream(&[delta(json!({"content": "x".repeat(40)})), finish("stop")]).unwrap();
         match s.finish() {
             Err(ModelError::Retryable {
@@ -806,7 +806,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_10_no_usage_or_zero_usage_is_estimated_never_zero() {
+    fn g4_no_usage_or_zero_usage_is_estimated_never_zero() {
         let text = delta(
             json!({"content": "y".repeat(80), "reasoning": "z".repeat(20),
             "reasoning_content": "z".repeat(20)}),
@@ -830,7 +830,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_2_cut_keeps_at_most_the_cap_and_no_tool_calls() {
+    fn m2_cut_keeps_at_most_the_cap_and_no_tool_calls() {
         let s = stream(&[
             delta(json!({"content": "\u{e9}".repeat(100)})),
             delta(json!({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "read", "arguments": "{}"}}]})),

@@ -127,7 +127,7 @@ pub const MAX_MODES_BYTES: usize = 1 << 20;
 /// The role of `modes.advisor` in the `modes.json` at `path` (M1); `None` when the file does
 /// not exist or has no such entry. Only a regular file is read, and at most
 /// [`MAX_MODES_BYTES`] of it: a FIFO, a device or a directory is an error at once, never a
-/// wait, and so is a file over the cap (issue 10, items 4 and 6). Blocking: call it while
+/// wait, and so is a file over the cap (M1). Blocking: call it while
 /// loading configuration, never on an actor thread.
 pub fn advisor_role_from_modes_file(path: &Path) -> Result<Option<String>, ProviderError> {
     let name = path.display().to_string();
@@ -287,7 +287,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_6_modes_json_that_is_a_fifo_a_device_or_too_large_is_an_error_not_a_wait() {
+    fn m1_modes_json_that_is_a_fifo_a_device_or_too_large_is_an_error_not_a_wait() {
         use crate::regular_file::testing::mkfifo;
         let cwd = tempfile::tempdir().unwrap();
         let agent = tempfile::tempdir().unwrap();

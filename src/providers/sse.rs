@@ -205,7 +205,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_2_a_line_without_newline_is_capped_not_buffered_whole() {
+    fn m2_a_line_without_newline_is_capped_not_buffered_whole() {
         let mut p = SseParser::with_limit(1024);
         let mut got = p.feed(b"data: first\n\ndata: ");
         for _ in 0..1000 {
@@ -218,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_2_many_data_lines_of_one_event_count_towards_the_cap() {
+    fn m2_many_data_lines_of_one_event_count_towards_the_cap() {
         let mut p = SseParser::with_limit(100);
         let mut got = Vec::new();
         for _ in 0..50 {

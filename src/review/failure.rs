@@ -9,6 +9,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::model::{ModelError, Usage};
+use crate::texts::{notice, plural};
 
 /// A `Retry-After` longer than this pauses the advisor instead of holding a retry (F3).
 pub const LONG_WAIT: Duration = Duration::from_secs(5 * 60);
@@ -169,34 +170,35 @@ pub fn timed_pause_reason(reason: &str, resume_at: SystemTime) -> String {
 /// The notice of a pause (F3): why, and how it ends — by itself when `timed` (the reason
 /// says when), or by the user.
 pub fn pause_notice(reason: &str, timed: bool) -> String {
-    if timed {
-        format!("advisor: paused: {reason}. It resumes by itself then; /advisor on resumes it now.")
+    let key = if timed {
+        "pausedTimed"
     } else {
-        format!(
-            "advisor: paused: {reason}. Fix the model settings, then run /advisor on to resume."
-        )
-    }
+        "pausedUntilFixed"
+    };
+    notice(key, &[("reason", reason)])
 }
 
 /// The notice of a pause's end when its time is up.
-pub const RESUMED_NOTICE: &str = "advisor: resumed: the provider's wait is over";
+pub fn resumed_notice() -> String {
+    notice("resumed", &[])
+}
 
 /// The notice of a dropped batch (P7).
 pub fn dropped_notice(limit: u32, error: &str, turns: usize) -> String {
-    format!(
-        "advisor: {limit} consecutive model failures ({error}); skipped {turns} turn{} of review",
-        if turns == 1 { "" } else { "s" }
-    )
+    let vars = [
+        ("limit", limit.to_string()),
+        ("turns", turns.to_string()),
+        ("s", plural(turns).to_string()),
+        ("error", error.to_string()),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    notice("droppedBatch", &vars)
 }
 
 /// The notice of a second quarantine in a row (P5): the notes were withheld, the batch
 /// dropped, and the advisor starts afresh.
 pub fn quarantine_notice(labels: &str) -> String {
-    format!(
-        "advisor: withheld a review twice in a row for unsafe directives ({labels}); \
-         its notes were not delivered and its turns were dropped; the advisor starts afresh at \
-         the next turn"
-    )
+    notice("quarantined", &[("labels", labels)])
 }
 
 /// The status line's reason for a halt (P7): the pause lasts until `/advisor on`, new
@@ -334,7 +336,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_7_a_retry_after_over_five_minutes_pauses_for_that_long() {
+    fn f3_a_retry_after_over_five_minutes_pauses_for_that_long() {
         let mut p = FailurePolicy::new(3, Duration::from_secs(1));
         let at_limit = ModelError::Retryable {
             usage: None,

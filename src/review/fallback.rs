@@ -113,12 +113,15 @@ pub struct FallbackStatus {
 
 /// The notice of a switch to a backup model (P6).
 pub fn switch_notice(from: &str, to: &str, reason: &str) -> String {
-    format!("advisor: {from} failed ({reason}); reviewing with {to} while it cools down")
+    crate::texts::notice(
+        "switched",
+        &[("from", from), ("to", to), ("reason", reason)],
+    )
 }
 
 /// The notice of the return to the advisor's own model (P6).
 pub fn revert_notice(own: &str) -> String {
-    format!("advisor: back on {own}: its cooldown is over")
+    crate::texts::notice("reverted", &[("own", own)])
 }
 
 /// The backup reviewer's state; see the module docs.

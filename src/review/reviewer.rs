@@ -394,47 +394,8 @@ impl<P: ReviewPort> Reviewer<P> {
                 return Ok(());
             }
             let last_round = round == max_rounds;
-            let count = calls.len();
             let advise_only = calls.iter().all(|(_, name, _)| name == advise::NAME);
-            let mut last_ok = false;
-            let mut ended = false;
-            for (i, (call_id, name, arguments)) in calls.into_iter().enumerate() {
-                let mut reply = match (ended, repeats.observe(&name, &arguments)) {
-                    (false, Repeat::Run) => self.run_tool(&name, arguments, last_round).await,
-                    (false, Repeat::Warn) => {
-                        let mut reply = self.run_tool(&name, arguments, last_round).await;
-                        let warning = texts::fill(
-                            texts::REPEATED_CALL,
-                            &[("count", &REPEAT_LIMIT.to_string())],
-                        );
-                        reply.text.push_str("\n\n");
-                        reply.text.push_str(&warning);
-                        reply
-                    }
-                    (true, _) | (false, Repeat::End) => {
-                        if !ended {
-                            tracing::info!(tool = %name, "repeated call after the warning: review ends");
-                        }
-                        ended = true;
-                        ToolReply {
-                            text: texts::REPEAT_NOT_RUN.to_string(),
-                            is_error: true,
-                        }
-                    }
-                };
-                if round + 1 == max_rounds && i + 1 == count && !ended {
-                    reply.text.push_str("\n\n");
-                    reply.text.push_str(texts::FINISH_NOW);
-                }
-                last_ok = !reply.is_error;
-                let text = self.redacted(reply.text);
-                self.append(ChatMessage::ToolResult {
-                    call_id,
-                    name,
-                    text,
-                    is_error: reply.is_error,
-                });
-            }
+            let (ended, last_ok) = self.run_calls(calls, round, &mut repeats).await;
             if ended || last_round {
                 return Ok(());
             }
@@ -445,6 +406,61 @@ impl<P: ReviewPort> Reviewer<P> {
             }
         }
         Ok(())
+    }
+
+    /// Runs one round's tool calls in order under the repeated-call guard (P2): a call past
+    /// the guard ends the review and is not run, nor is any after it; the last call of the
+    /// last-but-one round tells the model to finish (G3). Answers whether the guard ended the
+    /// review and whether the last call succeeded.
+    async fn run_calls(
+        &mut self,
+        calls: Vec<(String, String, Value)>,
+        round: usize,
+        repeats: &mut RepeatGuard,
+    ) -> (bool, bool) {
+        let max_rounds = self.engine.limits.max_tool_rounds;
+        let last_round = round == max_rounds;
+        let count = calls.len();
+        let mut last_ok = false;
+        let mut ended = false;
+        for (i, (call_id, name, arguments)) in calls.into_iter().enumerate() {
+            let mut reply = match (ended, repeats.observe(&name, &arguments)) {
+                (false, Repeat::Run) => self.run_tool(&name, arguments, last_round).await,
+                (false, Repeat::Warn) => {
+                    let mut reply = self.run_tool(&name, arguments, last_round).await;
+                    let warning = texts::fill(
+                        texts::REPEATED_CALL,
+                        &[("count", &REPEAT_LIMIT.to_string())],
+                    );
+                    reply.text.push_str("\n\n");
+                    reply.text.push_str(&warning);
+                    reply
+                }
+                (true, _) | (false, Repeat::End) => {
+                    if !ended {
+                        tracing::info!(tool = %name, "repeated call after the warning: review ends");
+                    }
+                    ended = true;
+                    ToolReply {
+                        text: texts::REPEAT_NOT_RUN.to_string(),
+                        is_error: true,
+                    }
+                }
+            };
+            if round + 1 == max_rounds && i + 1 == count && !ended {
+                reply.text.push_str("\n\n");
+                reply.text.push_str(texts::FINISH_NOW);
+            }
+            last_ok = !reply.is_error;
+            let text = self.redacted(reply.text);
+            self.append(ChatMessage::ToolResult {
+                call_id,
+                name,
+                text,
+                is_error: reply.is_error,
+            });
+        }
+        (ended, last_ok)
     }
 
     /// P5: the hazard classes for which this turn must be withheld, checked against what

@@ -499,7 +499,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_9_a_wait_that_holds_through_retries_ends_when_the_retry_drains() {
+    fn s2_a_wait_that_holds_through_retries_ends_when_the_retry_drains() {
         let now = Instant::now();
         let mut s = state(true);
         s.push("a".into());
@@ -519,7 +519,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_9_a_held_wait_ends_when_the_backlog_is_dropped_or_the_advisor_pauses() {
+    fn s2_a_held_wait_ends_when_the_backlog_is_dropped_or_the_advisor_pauses() {
         let now = Instant::now();
         let mut s = state(true);
         s.push("a".into());
@@ -628,7 +628,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_7_a_long_retry_after_pauses_until_then_and_only_its_timer_resumes_it() {
+    fn f3_a_long_retry_after_pauses_until_then_and_only_its_timer_resumes_it() {
         let now = Instant::now();
         let mut s = state(false);
         s.push("a".into());

@@ -118,6 +118,16 @@ impl TranscriptWriter {
     /// nothing to write (an update already written by an earlier attempt of the review).
     pub fn lines(&mut self, epoch: u64, review: u64, at_ms: u64, event: &AuditEvent) -> String {
         let mut out = String::new();
+        self.begin(epoch, review, at_ms, &mut out);
+        if let Some(entry) = self.entry(epoch, review, at_ms, event) {
+            push_line(&mut out, &entry);
+        }
+        out
+    }
+
+    /// What goes before an entry: the newline that ends a torn last line, the header of a
+    /// new file; and a new review forgets the updates the last one wrote.
+    fn begin(&mut self, epoch: u64, review: u64, at_ms: u64, out: &mut String) {
         if std::mem::take(&mut self.torn) {
             out.push('\n');
         }
@@ -130,18 +140,22 @@ impl TranscriptWriter {
                 "timestamp": iso_time(at_ms),
                 "cwd": self.cwd,
             });
-            push_line(&mut out, &header);
+            push_line(out, &header);
         }
         if (epoch, review) != self.review {
             self.review = (epoch, review);
             self.written.clear();
         }
+    }
+
+    /// The entry for `event`; `None` for an update an earlier attempt already wrote.
+    fn entry(&mut self, epoch: u64, review: u64, at_ms: u64, event: &AuditEvent) -> Option<Value> {
         let entry = match event {
             AuditEvent::Message { message } => match message {
                 ChatMessage::User { text } => {
                     let hash = fingerprint(text);
                     if self.written.contains(&hash) {
-                        return out;
+                        return None;
                     }
                     self.written.push(hash);
                     self.message(at_ms, user_message(text, at_ms))
@@ -173,6 +187,20 @@ impl TranscriptWriter {
                 let body = assistant_message(parts, model, usage, stop, error.as_deref(), at_ms);
                 self.message(at_ms, body)
             }
+            other => return self.custom_entry(epoch, review, at_ms, other),
+        };
+        Some(entry)
+    }
+
+    /// The custom entry of a maintenance, eviction or discarded attempt of review `review`.
+    fn custom_entry(
+        &mut self,
+        epoch: u64,
+        review: u64,
+        at_ms: u64,
+        event: &AuditEvent,
+    ) -> Option<Value> {
+        let entry = match event {
             AuditEvent::Maintenance {
                 kind,
                 trigger,
@@ -215,9 +243,11 @@ impl TranscriptWriter {
                     "review": review,
                 }),
             ),
+            AuditEvent::Message { .. } | AuditEvent::Reply { .. } | AuditEvent::Spend { .. } => {
+                return None
+            }
         };
-        push_line(&mut out, &entry);
-        out
+        Some(entry)
     }
 
     /// The next entry's id and its parent's, advancing the chain.

@@ -219,40 +219,7 @@ fn parse_entry(
             notes.push(unknown_key(file, Some(&label), &key_text(key), ENTRY_KEYS));
             continue;
         };
-        let checked = match key {
-            "name" => Ok(()),
-            "enabled" => flag_field(value).map(|v| entry.enabled = v),
-            "model" => text_field(value)
-                .map(|v| entry.model = v.map(|m| m.trim().to_string()).filter(|m| !m.is_empty())),
-            "tools" => names_field(value).map(|names| {
-                entry.tools = names.and_then(|names| {
-                    let grant = resolve_grant(&names);
-                    notes.extend(grant_warnings(
-                        file,
-                        &label,
-                        &grant.rejected,
-                        grant.fell_back,
-                    ));
-                    (!grant.fell_back).then_some(grant.tools)
-                })
-            }),
-            "instructions" => text_field(value).map(|v| entry.instructions = v),
-            "maxNotesPerUpdate" => notes_field(value).map(|(v, clamped)| {
-                entry.max_notes_per_update = v;
-                notes.extend(clamped.map(|raw| clamp_warning(file, Some(&label), raw)));
-            }),
-            "policy" => {
-                choice_field(value, "defer, interrupt, reconfirm").map(|v| entry.policy = v)
-            }
-            "maxSeverity" => {
-                choice_field(value, "nit, concern, blocker").map(|v| entry.max_severity = v)
-            }
-            "when" => when_field(value).map(|v| entry.when = v),
-            other => {
-                notes.push(unknown_key(file, Some(&label), other, ENTRY_KEYS));
-                Ok(())
-            }
-        };
+        let checked = set_field(&mut entry, key, value, file, &label, &mut notes);
         if let Err(problem) = checked {
             let named = if problem.starts_with('`') {
                 problem
@@ -270,6 +237,50 @@ fn parse_entry(
     }
     warnings.extend(notes);
     Some(entry)
+}
+
+/// Checks the field `key` of an entry (RO6–RO17) and sets it on `entry`; warnings that do
+/// not skip the entry go to `notes`.
+fn set_field(
+    entry: &mut Entry,
+    key: &str,
+    value: &Value,
+    file: &Path,
+    label: &str,
+    notes: &mut Vec<RosterWarning>,
+) -> Result<(), String> {
+    match key {
+        "name" => Ok(()),
+        "enabled" => flag_field(value).map(|v| entry.enabled = v),
+        "model" => text_field(value)
+            .map(|v| entry.model = v.map(|m| m.trim().to_string()).filter(|m| !m.is_empty())),
+        "tools" => names_field(value).map(|names| {
+            entry.tools = names.and_then(|names| {
+                let grant = resolve_grant(&names);
+                notes.extend(grant_warnings(
+                    file,
+                    label,
+                    &grant.rejected,
+                    grant.fell_back,
+                ));
+                (!grant.fell_back).then_some(grant.tools)
+            })
+        }),
+        "instructions" => text_field(value).map(|v| entry.instructions = v),
+        "maxNotesPerUpdate" => notes_field(value).map(|(v, clamped)| {
+            entry.max_notes_per_update = v;
+            notes.extend(clamped.map(|raw| clamp_warning(file, Some(label), raw)));
+        }),
+        "policy" => choice_field(value, "defer, interrupt, reconfirm").map(|v| entry.policy = v),
+        "maxSeverity" => {
+            choice_field(value, "nit, concern, blocker").map(|v| entry.max_severity = v)
+        }
+        "when" => when_field(value).map(|v| entry.when = v),
+        other => {
+            notes.push(unknown_key(file, Some(label), other, ENTRY_KEYS));
+            Ok(())
+        }
+    }
 }
 
 /// The value under `key`, when the mapping has one.

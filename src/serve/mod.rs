@@ -135,14 +135,18 @@ where
         out_tx.clone(),
         options.max_held_bytes,
     ));
-    let inflight = Arc::new(Inflight::default());
-    let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
+    let calls = Calls {
+        dispatcher,
+        out_tx,
+        inflight: Arc::new(Inflight::default()),
+        permits: Arc::new(Semaphore::new(MAX_INFLIGHT)),
+    };
     let mut reader = LineReader::new(input, options.max_line_bytes);
     let end = loop {
         // Backpressure (V4): no more input while the outgoing queue is full.
         let room = tokio::select! {
-            room = out_tx.reserve() => room,
-            _ = dispatcher.shutdown_requested() => break ServeEnd::Shutdown,
+            room = calls.out_tx.reserve() => room,
+            _ = calls.dispatcher.shutdown_requested() => break ServeEnd::Shutdown,
         };
         if room.is_err() {
             break ServeEnd::EndOfInput;
@@ -150,7 +154,7 @@ where
         drop(room);
         let line = tokio::select! {
             line = reader.next() => line,
-            _ = dispatcher.shutdown_requested() => break ServeEnd::Shutdown,
+            _ = calls.dispatcher.shutdown_requested() => break ServeEnd::Shutdown,
         };
         let Some(line) = line else {
             break ServeEnd::EndOfInput;
@@ -163,7 +167,8 @@ where
                     "line longer than {} bytes",
                     options.max_line_bytes
                 ));
-                let _ = out_tx
+                let _ = calls
+                    .out_tx
                     .send(response_line(&RequestId::null(), Err(error)))
                     .await;
                 continue;
@@ -172,17 +177,44 @@ where
         if bytes.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match parse_line(&bytes) {
+        if let Err(end) = calls.take(&bytes).await {
+            break end;
+        }
+    };
+    calls.wind_down(end, writer).await;
+    end
+}
+
+/// What the read loop hands each request to: the dispatcher, the outgoing queue, and the
+/// bounds on calls in flight (V3).
+struct Calls {
+    dispatcher: Arc<Dispatcher>,
+    out_tx: mpsc::Sender<String>,
+    inflight: Arc<Inflight>,
+    permits: Arc<Semaphore>,
+}
+
+impl Calls {
+    /// Answers a bad line at once, or starts the call a line asks for (V3: concurrently);
+    /// `Err` ends the loop.
+    async fn take(&self, bytes: &[u8]) -> Result<(), ServeEnd> {
+        let (dispatcher, out_tx, inflight, permits) = (
+            &self.dispatcher,
+            &self.out_tx,
+            &self.inflight,
+            &self.permits,
+        );
+        match parse_line(bytes) {
             Incoming::Invalid { id, error } => {
                 tracing::debug!(code = error.code, "serve: bad input line");
                 let _ = out_tx.send(response_line(&id, Err(error))).await;
             }
             Incoming::Request { id, method, params } => {
-                let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
-                    break ServeEnd::EndOfInput;
+                let Ok(permit) = Arc::clone(permits).acquire_owned().await else {
+                    return Err(ServeEnd::EndOfInput);
                 };
                 let (dispatcher, out, guard) =
-                    (Arc::clone(&dispatcher), out_tx.clone(), inflight.enter());
+                    (Arc::clone(dispatcher), out_tx.clone(), inflight.enter());
                 actix::spawn(async move {
                     let result = dispatcher.call(&method, params).await;
                     if let Err(e) = &result {
@@ -193,10 +225,10 @@ where
                 });
             }
             Incoming::Notification { method, params } => {
-                let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
-                    break ServeEnd::EndOfInput;
+                let Ok(permit) = Arc::clone(permits).acquire_owned().await else {
+                    return Err(ServeEnd::EndOfInput);
                 };
-                let (dispatcher, guard) = (Arc::clone(&dispatcher), inflight.enter());
+                let (dispatcher, guard) = (Arc::clone(dispatcher), inflight.enter());
                 actix::spawn(async move {
                     if let Err(e) = dispatcher.call(&method, params).await {
                         tracing::debug!(%method, "serve: notification failed: {}", e.message);
@@ -205,20 +237,29 @@ where
                 });
             }
         }
-    };
-    // V1: let the calls already read finish (bounded), dispose every session (audits
-    // flushed; waiters wake and their replies go out), all within SHUTDOWN_BUDGET.
-    if end == ServeEnd::EndOfInput {
-        let _ = tokio::time::timeout(GRACE_TIMEOUT, inflight.idle()).await;
+        Ok(())
     }
-    dispatcher.dispose_all().await;
-    let drained = tokio::time::Instant::now() + DRAIN_TIMEOUT;
-    let _ = tokio::time::timeout_at(drained, inflight.idle()).await;
-    drop(dispatcher);
-    drop(out_tx);
-    // Session actors may still hold an outbox clone; don't wait on them past the drain.
-    let _ = tokio::time::timeout_at(drained, writer).await;
-    end
+
+    /// V1: the calls already read finish (bounded), every session is disposed (audits
+    /// flushed; waiters wake and their replies go out), all within SHUTDOWN_BUDGET.
+    async fn wind_down(self, end: ServeEnd, writer: tokio::task::JoinHandle<()>) {
+        let Calls {
+            dispatcher,
+            out_tx,
+            inflight,
+            ..
+        } = self;
+        if end == ServeEnd::EndOfInput {
+            let _ = tokio::time::timeout(GRACE_TIMEOUT, inflight.idle()).await;
+        }
+        dispatcher.dispose_all().await;
+        let drained = tokio::time::Instant::now() + DRAIN_TIMEOUT;
+        let _ = tokio::time::timeout_at(drained, inflight.idle()).await;
+        drop(dispatcher);
+        drop(out_tx);
+        // Session actors may still hold an outbox clone; don't wait on them past the drain.
+        let _ = tokio::time::timeout_at(drained, writer).await;
+    }
 }
 
 /// The one writer: each line plus LF, flushed whenever the queue runs dry.

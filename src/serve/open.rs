@@ -19,6 +19,7 @@ use crate::providers::{
 use crate::runtime::SharedResources;
 use crate::session::advisor_file_path;
 use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
+use crate::texts::notice;
 use crate::watchdog::ContextFile;
 use crate::RuntimeConfig;
 use serde_json::value::RawValue;
@@ -373,10 +374,10 @@ pub fn session_settings(
 
 /// The advisor transcript file of a session file given by a client (P9): derived and
 /// checked by [`advisor_file_path`], a relative path taken from the session's `cwd`. A path
-/// that is refused (V4, issue 18 item 12) keeps no file and is one notice.
+/// that is refused (V4, P9) keeps no file and is one notice.
 pub fn audit_path(session_file: &Path, cwd: &Path) -> Result<PathBuf, String> {
     advisor_file_path(session_file, cwd)
-        .map_err(|e| format!("advisor: no advisor transcript file is kept: {e}"))
+        .map_err(|e| notice("noTranscriptFile", &[("error", &e.to_string())]))
 }
 
 /// A session ready to start, and the lines to tell its client.
@@ -399,13 +400,7 @@ pub fn prepare(
     defaults: &ServeDefaults,
     shared: &SharedResources,
 ) -> Result<PreparedSession, RpcError> {
-    if !open.cwd.is_dir() {
-        return Err(RpcError::invalid_params(
-            "cwd",
-            format!("`{}` is not a directory", open.cwd.display()),
-        ));
-    }
-    let cwd = std::fs::canonicalize(&open.cwd).unwrap_or_else(|_| open.cwd.clone());
+    let cwd = session_cwd(&open.cwd)?;
     let mut env = defaults.env.clone();
     if let Some(dir) = &open.agent_dir {
         env.agent_dir = Some(dir.display().to_string());
@@ -414,16 +409,7 @@ pub fn prepare(
     let agent_dir = watchdog.agent_dir.clone();
     let loaded = load_settings(agent_dir.as_deref(), &cwd)
         .map_err(|e| RpcError::new(SESSION_ERROR, format!("settings: {e}")))?;
-    let mut notices: Vec<String> = loaded
-        .warnings
-        .iter()
-        .map(|w| format!("advisor: {w}"))
-        .chain(
-            open.settings_warnings
-                .iter()
-                .map(|w| format!("advisor: {w}")),
-        )
-        .collect();
+    let mut notices = warning_notices(&loaded.warnings, &open.settings_warnings);
     let settings = session_settings(&loaded, &open.settings, &env);
     // The advisor's model selector, for its backup chain (P6).
     let mut selector = match &open.model {
@@ -449,37 +435,22 @@ pub fn prepare(
                 Ok(client) => Some(client),
                 Err(ProviderError::NoModel) => None,
                 Err(e) => {
-                    notices.push(format!("advisor: no advisor model: {e}"));
+                    notices.push(notice("noModel", &[("error", &e.to_string())]));
                     None
                 }
             }
         }
     };
-    let promotion_model = match (&settings.context_promotion, &model) {
-        (Some(role), Some(_)) if defaults.fixed_model.is_none() => {
-            let spec = default_spec(Some(role.clone()), defaults, &settings);
-            match resolve_config(&spec, &defaults.catalog, &*defaults.keys)
-                .and_then(|config| shared.client_for(config))
-            {
-                Ok(client) => Some(client),
-                Err(e) => {
-                    notices.push(format!("advisor: context promotion to {role} is off: {e}"));
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
-    let fallback_models = if defaults.fixed_model.is_none() && model.is_some() {
-        let chain = settings.retry.chain_for(selector.as_deref());
-        let (models, lines) = build_fallbacks(chain, |role| {
-            let param = ModelParam::Role(role.to_string());
-            model_config(&param, defaults, &settings).and_then(|c| shared.client_for(c))
-        });
-        notices.extend(lines);
-        models
+    let (promotion_model, fallback_models) = if defaults.fixed_model.is_none() && model.is_some() {
+        side_models(
+            &settings,
+            selector.as_deref(),
+            defaults,
+            shared,
+            &mut notices,
+        )
     } else {
-        Vec::new()
+        (None, Vec::new())
     };
     let audit = match open.session_file.as_deref().map(|f| audit_path(f, &cwd)) {
         Some(Ok(path)) => Some(path),
@@ -499,6 +470,73 @@ pub fn prepare(
     config.audit_path = audit;
     config.initial_transcript = None;
     Ok(PreparedSession { config, notices })
+}
+
+/// The session's working directory, which must be one (V2), made canonical where it can be.
+fn session_cwd(cwd: &Path) -> Result<PathBuf, RpcError> {
+    if !cwd.is_dir() {
+        return Err(RpcError::invalid_params(
+            "cwd",
+            format!("`{}` is not a directory", cwd.display()),
+        ));
+    }
+    Ok(std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf()))
+}
+
+/// The notices of the settings files' warnings, then of the params' own settings.
+fn warning_notices(
+    files: &[impl std::fmt::Display],
+    params: &[impl std::fmt::Display],
+) -> Vec<String> {
+    files
+        .iter()
+        .map(|w| w.to_string())
+        .chain(params.iter().map(|w| w.to_string()))
+        .map(|w| notice("warning", &[("warning", &w)]))
+        .collect()
+}
+
+/// A model client, shared.
+type Model = Arc<dyn ModelClient>;
+
+/// The models beside the session's own, built only when it has one of its own and no fixed
+/// model: the larger-window model of `advisor.contextPromotion` (G5) and the backups of
+/// `retry.fallbackChains` for `selector` (P6). One that cannot be built is a notice.
+fn side_models(
+    settings: &AdvisorSettings,
+    selector: Option<&str>,
+    defaults: &ServeDefaults,
+    shared: &SharedResources,
+    notices: &mut Vec<String>,
+) -> (Option<Model>, Vec<Model>) {
+    let promotion_model = match &settings.context_promotion {
+        Some(role) => {
+            let spec = default_spec(Some(role.clone()), defaults, settings);
+            match resolve_config(&spec, &defaults.catalog, &*defaults.keys)
+                .and_then(|config| shared.client_for(config))
+            {
+                Ok(client) => Some(client),
+                Err(e) => {
+                    notices.push(notice(
+                        "promotionOff",
+                        &[("role", &role.to_string()), ("error", &e.to_string())],
+                    ));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let fallback_models = {
+        let chain = settings.retry.chain_for(selector);
+        let (models, lines) = build_fallbacks(chain, |role| {
+            let param = ModelParam::Role(role.to_string());
+            model_config(&param, defaults, settings).and_then(|c| shared.client_for(c))
+        });
+        notices.extend(lines);
+        models
+    };
+    (promotion_model, fallback_models)
 }
 
 /// The provider configuration of a model the params name, with the session's
@@ -709,7 +747,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_5_m4_the_sessions_request_timeout_reaches_the_model_it_names() {
+    fn m4_the_sessions_request_timeout_reaches_the_model_it_names() {
         let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
         let settings = AdvisorSettings {
             request_timeout: std::time::Duration::from_secs(7),

@@ -398,17 +398,7 @@ impl Params {
     }
 }
 
-/// The JSON kind of a value, for error messages.
-pub fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use crate::texts::json_kind as kind;
 
 #[cfg(test)]
 mod tests {

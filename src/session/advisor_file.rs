@@ -1,5 +1,5 @@
 //! Where the advisor's transcript file goes (P9, G7), and which session paths are refused
-//! (issue 18, item 12).
+//! (P9).
 //!
 //! oh-my-pi keeps a session's artifacts in a directory named after the session file without
 //! its `.jsonl`; the advisor's own transcript is `__advisor.jsonl` in there. So

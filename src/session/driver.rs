@@ -474,7 +474,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_17_reset_boundary_closes_the_turn_and_empties_the_transcript() {
+    fn r1_reset_boundary_closes_the_turn_and_empties_the_transcript() {
         let got = lengths(vec![
             user("old"),                  // 0
             assistant("toolUse", &["c"]), // 1
@@ -498,7 +498,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_17_a_compaction_after_a_reset_keeps_no_reset_entry() {
+    fn r1_a_compaction_after_a_reset_keeps_no_reset_entry() {
         let mut d = driver(vec![
             user("a"),                  // 0
             BranchEntry::ResetBoundary, // 1

@@ -944,7 +944,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_1_a_line_over_the_cap_is_skipped_with_its_number_in_every_format() {
+    fn l1_a_line_over_the_cap_is_skipped_with_its_number_in_every_format() {
         let long = format!("\"{}\"", "x".repeat(5_000));
         for version in [None, Some(3)] {
             let (id1, id2, id3) = if version.is_some() {
@@ -974,7 +974,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_1_a_line_exactly_at_the_cap_is_read() {
+    fn l1_a_line_exactly_at_the_cap_is_read() {
         let line = msg(None, None, user(&format!("fits{}", " ".repeat(100)))).to_string();
         let text = format!("{}\n{line}\n", header(None));
         let b = read_capped(text.as_bytes(), line.len());
@@ -985,7 +985,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_1_an_endless_line_is_discarded_in_chunks_not_buffered() {
+    fn l1_an_endless_line_is_discarded_in_chunks_not_buffered() {
         // A source with no newline at all (`/dev/zero` through a pipe): the line buffer
         // never grows past the cap while the reader skips it.
         let header = format!("{}\n", header(None));
@@ -1003,7 +1003,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_1_a_header_over_the_cap_is_not_a_session() {
+    fn l1_a_header_over_the_cap_is_not_a_session() {
         let text = format!("{}\n", header(Some(3)));
         let limits = ReadLimits {
             max_line_bytes: 10,
@@ -1015,7 +1015,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_1_stdin_spool_cuts_long_lines_and_keeps_the_rest() {
+    fn l1_stdin_spool_cuts_long_lines_and_keeps_the_rest() {
         let long = "y".repeat(300);
         let input = format!(
             "{}\n{}\n{long}\n{}",
@@ -1047,7 +1047,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_1_stdin_past_its_cap_is_an_error() {
+    fn l1_stdin_past_its_cap_is_an_error() {
         let limits = ReadLimits {
             max_line_bytes: 100,
             max_stdin_bytes: 1000,
@@ -1058,7 +1058,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_1_only_regular_files_are_opened() {
+    fn l1_only_regular_files_are_opened() {
         let dir = std::env::temp_dir();
         let err = read_session(&dir).expect_err("a directory is refused");
         assert!(matches!(err, SessionError::NotAFile { .. }), "{err}");
@@ -1074,7 +1074,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_14_a_parent_loop_after_a_clean_branch_is_reported_and_the_clean_branch_read() {
+    fn l1_a_parent_loop_after_a_clean_branch_is_reported_and_the_clean_branch_read() {
         // Lines: 1 header, 2 e1, 3 e2 → e1, 4 e3 → e4, 5 e4 → e3.
         let b = read(&[
             header(Some(3)),
@@ -1097,7 +1097,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_14_entries_hanging_below_a_loop_are_not_well_formed_either() {
+    fn l1_entries_hanging_below_a_loop_are_not_well_formed_either() {
         // e5's way up runs into the loop e3 ↔ e4: the branch falls back to e2's.
         let b = read(&[
             header(Some(3)),
@@ -1115,7 +1115,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_15_a_byte_order_mark_opens_a_session_file() {
+    fn l1_a_byte_order_mark_opens_a_session_file() {
         let text = format!(
             "\u{feff}{}\n{}\n",
             header(Some(3)),
@@ -1138,7 +1138,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_17_reset_boundary_is_an_entry_of_the_branch_not_a_skipped_type() {
+    fn r1_reset_boundary_is_an_entry_of_the_branch_not_a_skipped_type() {
         let b = read(&[
             header(Some(3)),
             msg(Some("1"), None, user("before")),

@@ -1,4 +1,4 @@
-//! The nesting limit of settings files (issue 10, item 8): the YAML parser takes quadratic
+//! The nesting limit of settings files (K1): the YAML parser takes quadratic
 //! time on deeply nested input before it reports its own recursion limit, so a linear scan
 //! refuses documents nested deeper than [`MAX_YAML_DEPTH`] before they are parsed.
 //!
@@ -191,7 +191,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_8_deep_flow_and_compact_nesting_is_refused_on_its_line() {
+    fn k1_deep_flow_and_compact_nesting_is_refused_on_its_line() {
         assert_eq!(too_deep(&"[".repeat(100_000)), Some(1));
         assert_eq!(
             too_deep(&format!("a: 1\nb: {}", "{a: ".repeat(100_000))),
@@ -210,7 +210,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_8_deep_indentation_is_refused() {
+    fn k1_deep_indentation_is_refused() {
         let mut text = String::new();
         for level in 0..70 {
             text.push_str(&format!("{}k{level}:\n", " ".repeat(level)));
@@ -219,7 +219,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_8_nesting_up_to_the_limit_is_kept() {
+    fn k1_nesting_up_to_the_limit_is_kept() {
         let flow = format!("a: {}1{}\n", "[".repeat(63), "]".repeat(63));
         assert_eq!(too_deep(&flow), None);
         assert!(parses(&flow));
@@ -235,7 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_8_brackets_in_strings_comments_text_and_block_scalars_do_not_count() {
+    fn k1_brackets_in_strings_comments_text_and_block_scalars_do_not_count() {
         let many = "[".repeat(200);
         let texts = [
             format!("a: '{many}'\n"),

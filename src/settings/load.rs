@@ -291,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_4_a_settings_file_over_1_mib_is_an_error_naming_the_file() {
+    fn k1_a_settings_file_over_1_mib_is_an_error_naming_the_file() {
         let d = dirs();
         let file = d.agent.join(CONFIG_FILE);
         let mut text = String::from("advisor:\n  policy: reconfirm\n");
@@ -316,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_4_a_settings_symlink_to_dev_zero_is_an_error_not_a_read() {
+    fn k1_a_settings_symlink_to_dev_zero_is_an_error_not_a_read() {
         let d = dirs();
         let file = d.project.join(".omp").join(CONFIG_FILE);
         std::os::unix::fs::symlink("/dev/zero", &file).unwrap();
@@ -333,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_6_a_fifo_as_either_config_or_the_prompt_override_is_an_error_not_a_wait() {
+    fn k1_a_fifo_as_either_config_or_the_prompt_override_is_an_error_not_a_wait() {
         for which in ["agent", "project", "prompt"] {
             let d = dirs();
             let file = match which {

@@ -1034,7 +1034,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_8_deep_nesting_is_refused_before_parsing_naming_the_file() {
+    fn k1_deep_nesting_is_refused_before_parsing_naming_the_file() {
         for text in [
             "[".repeat(100_000),
             format!("advisor:\n  policy: {}", "{a: ".repeat(100_000)),
@@ -1048,7 +1048,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_4_values_and_keys_in_notices_are_cut_to_about_200_characters() {
+    fn k1_values_and_keys_in_notices_are_cut_to_about_200_characters() {
         let long = "x".repeat(10_000);
         let message = error(&format!("advisor:\n  policy: {long}\n"));
         assert!(message.len() < 400, "{message}");

@@ -87,7 +87,7 @@ const KEPT_NOTE_CHARS: usize = 200;
 /// The arguments of an `advise` call as the advisor's context keeps them. A note longer
 /// than `max_chars` characters is refused (D10 `tooLong`), so only its first characters
 /// (at most 200) are kept, with a marker saying how much was left out: the refused text
-/// never rides the advisor's later requests whole (issue 10 item 3). `None` when the
+/// never rides the advisor's later requests whole (T6). `None` when the
 /// arguments are kept as they are.
 pub(crate) fn kept_arguments(arguments: &Value, max_chars: usize) -> Option<Value> {
     let note = arguments.get("note")?.as_str()?;
@@ -129,7 +129,7 @@ mod tests {
     }
 
     #[test]
-    fn issue9_5_advise_schema_is_derived_and_says_what_it_said() {
+    fn t6_advise_schema_is_derived_and_says_what_it_said() {
         let s = schema();
         assert_eq!(s.name, "advise");
         assert!(s.description.starts_with("Send one piece of advice"));
@@ -179,7 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_3_a_refused_note_is_kept_cut_with_a_marker() {
+    fn t6_a_refused_note_is_kept_cut_with_a_marker() {
         let note = "é".repeat(5000);
         let args = json!({"note": note, "severity": "blocker"});
         let kept = kept_arguments(&args, 2000).expect("cut");

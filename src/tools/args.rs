@@ -21,21 +21,10 @@ pub fn parse<T: DeserializeOwned>(tool: &str, args: &Value) -> Result<T, ToolErr
     if !args.is_object() {
         return Err(ToolError::InvalidArguments(format!(
             "{tool} takes a JSON object of arguments, got {}",
-            kind_of(args)
+            crate::texts::json_kind(args)
         )));
     }
     T::deserialize(args).map_err(|e| ToolError::InvalidArguments(format!("{tool}: {e}")))
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// The schema the model sees for a tool whose arguments are `T`: a self-contained JSON Schema

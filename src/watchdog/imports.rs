@@ -388,7 +388,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_12_project_imports_stay_inside_the_root() {
+    fn w6_project_imports_stay_inside_the_root() {
         let files = [
             ("/p/sub/a.md", "A @../b.md"),
             ("/p/b.md", "B"),
@@ -415,7 +415,7 @@ mod tests {
     }
 
     #[test]
-    fn issue10_4_long_import_paths_are_cut_in_warnings() {
+    fn w6_long_import_paths_are_cut_in_warnings() {
         let token = "x".repeat(5000);
         let out = expand_in_project(&[], &format!("@/{token}"));
         assert_eq!(out.warnings.len(), 1);

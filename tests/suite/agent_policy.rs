@@ -1,8 +1,8 @@
 //! Mailbox tests of the agent's failure policy and accounting through the handle: a long
-//! `Retry-After` pauses and resumes by itself (F3, issue 10 item 7), a replay's wait holds
-//! through retries (S1, issue 10 item 9), failed calls' usage counts and estimated totals
-//! are marked (G4, C3, issue 10 items 10/11/18), a request timeout is a counted failure
-//! (F1, issue 10 item 5).
+//! `Retry-After` pauses and resumes by itself (F3), a replay's wait holds
+//! through retries (S1), failed calls' usage counts and estimated totals
+//! are marked (G4, C3), a request timeout is a counted failure
+//! (F1, M4).
 
 use crate::support::runtime as support;
 
@@ -42,7 +42,7 @@ fn rate_limited_once(secs: u64) -> ScriptedModel {
 }
 
 #[actix::test]
-async fn issue10_7_f3_a_retry_after_of_100000_s_pauses_says_until_when_and_resumes_by_itself() {
+async fn f3_a_retry_after_of_100000_s_pauses_says_until_when_and_resumes_by_itself() {
     tokio::time::pause();
     let model = rate_limited_once(100_000);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
@@ -93,7 +93,7 @@ async fn issue10_7_f3_a_retry_after_of_100000_s_pauses_says_until_when_and_resum
 }
 
 #[actix::test]
-async fn issue10_7_a_retry_after_of_five_minutes_is_still_a_retry() {
+async fn m4_a_retry_after_of_five_minutes_is_still_a_retry() {
     tokio::time::pause();
     let model = rate_limited_once(300);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
@@ -112,7 +112,7 @@ fn updates(model: &ScriptedModel) -> Vec<String> {
     model.requests().iter().map(last_user_text).collect()
 }
 
-/// With the replay flag (issue 10.9c), a turn end whose review fails once waits at least
+/// With the replay flag (S1), a turn end whose review fails once waits at least
 /// `held` for the retry, and the next turn is still reviewed on its own.
 async fn one_failure_is_waited_out(model: ScriptedModel, held: Duration) {
     tokio::time::pause();
@@ -142,19 +142,19 @@ async fn one_failure_is_waited_out(model: ScriptedModel, held: Duration) {
 }
 
 #[actix::test]
-async fn issue10_9_s1_with_the_replay_flag_a_500_costs_one_retry_and_turns_stay_separate() {
+async fn s1_with_the_replay_flag_a_500_costs_one_retry_and_turns_stay_separate() {
     // The 1 s retry delay (F1).
     one_failure_is_waited_out(ScriptedModel::new([server_error()]), Duration::from_secs(1)).await;
 }
 
 #[actix::test]
-async fn issue10_9_s1_with_the_replay_flag_a_retry_after_past_the_30_s_cap_still_holds_the_wait() {
+async fn s1_with_the_replay_flag_a_retry_after_past_the_30_s_cap_still_holds_the_wait() {
     // 60 s: longer than the syncBacklog cap (30 s), shorter than a pause (F3, 5 min).
     one_failure_is_waited_out(rate_limited_once(60), Duration::from_secs(60)).await;
 }
 
 #[actix::test]
-async fn issue10_9_s2_without_the_flag_a_live_host_goes_on_and_the_turns_are_merged() {
+async fn s2_without_the_flag_a_live_host_goes_on_and_the_turns_are_merged() {
     tokio::time::pause();
     let model = ScriptedModel::new([server_error()]);
     let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
@@ -175,7 +175,7 @@ async fn issue10_9_s2_without_the_flag_a_live_host_goes_on_and_the_turns_are_mer
 }
 
 #[actix::test]
-async fn issue10_9_f3_a_held_wait_still_ends_at_once_when_the_advisor_pauses() {
+async fn f3_a_held_wait_still_ends_at_once_when_the_advisor_pauses() {
     tokio::time::pause();
     let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
         message: "HTTP 401".into(),
@@ -191,7 +191,7 @@ async fn issue10_9_f3_a_held_wait_still_ends_at_once_when_the_advisor_pauses() {
 }
 
 #[actix::test]
-async fn issue10_10_g4_c3_a_failed_call_s_usage_counts_and_estimated_totals_are_marked() {
+async fn g4_c3_a_failed_call_s_usage_counts_and_estimated_totals_are_marked() {
     tokio::time::pause();
     let guessed = Usage {
         input: 1_000,
@@ -253,7 +253,7 @@ async fn g4_c3_reported_usage_is_not_marked_estimated() {
 }
 
 #[actix::test]
-async fn issue10_5_f1_a_request_timeout_is_a_counted_failure_in_status() {
+async fn f1_a_request_timeout_is_a_counted_failure_in_status() {
     tokio::time::pause();
     let model = ScriptedModel::new([ScriptedReply::Fail(ModelError::Retryable {
         usage: None,

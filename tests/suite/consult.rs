@@ -1,4 +1,4 @@
-//! Mailbox tests of consulting the advisor through the handle (G8, issue 13): an ask is
+//! Mailbox tests of consulting the advisor through the handle (G8): an ask is
 //! serialised with reviews, answers from the advisor's own context, never offers `advise`,
 //! is kept in the context and the audit file (G7), is counted in status, and fails at once
 //! or after a bound instead of hanging.

@@ -1,4 +1,4 @@
-//! The emission guard through the host handle (D8, D10; issue 10 items 3 and 9): the note
+//! The emission guard through the host handle (D8, D10, T6): the note
 //! cap, the note budget per session update a review covers, and what the host, the advisor
 //! model and status see.
 

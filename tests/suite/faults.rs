@@ -1,4 +1,4 @@
-//! Provider faults through the whole runtime (issue 10): the host handle drives the actors,
+//! Provider faults through the whole runtime (F1, F3, G4, M2, M4): the host handle drives the actors,
 //! the advisor model is a real HTTP client pointed at the in-process server, and the server
 //! misbehaves on the first attempt of a review — a slow drip, a hang, a stream cut before
 //! its end marker, an error event, a huge reply, a huge `advise` note, a 429 asking for a
@@ -156,7 +156,7 @@ fn assert_recovered(dialect: Dialect, o: &Outcome, failures: u64) {
 }
 
 #[actix::test]
-async fn faults_issue10_5_a_slow_drip_fails_at_the_total_limit_and_the_retry_advises() {
+async fn m4_a_slow_drip_fails_at_the_total_limit_and_the_retry_advises() {
     tokio::time::pause();
     for dialect in DIALECTS {
         // One byte every 3 s: the idle timeout (20 s) never fires.
@@ -202,7 +202,7 @@ async fn faults_m4_a_hang_after_the_head_fails_at_the_idle_timeout() {
 }
 
 #[actix::test]
-async fn faults_issue10_11_a_stream_cut_before_its_end_marker_fails_in_both_dialects() {
+async fn f1_a_stream_cut_before_its_end_marker_fails_in_both_dialects() {
     tokio::time::pause();
     for dialect in DIALECTS {
         // OpenAI: everything but usage and [DONE]. Anthropic: a complete advise call, then
@@ -263,7 +263,7 @@ async fn faults_f1_an_error_event_in_the_stream_fails_and_is_retried() {
 }
 
 #[actix::test]
-async fn faults_issue10_2_a_huge_reply_is_cut_replayed_once_then_counted_as_a_failure() {
+async fn m2_a_huge_reply_is_cut_replayed_once_then_counted_as_a_failure() {
     tokio::time::pause();
     for dialect in DIALECTS {
         // 50 MB of text, twice: the first is a length stop (G5 reactive: fresh context,
@@ -301,7 +301,7 @@ async fn faults_issue10_2_a_huge_reply_is_cut_replayed_once_then_counted_as_a_fa
 }
 
 #[actix::test]
-async fn faults_issue10_10_a_server_that_streams_no_usage_shows_estimated_totals() {
+async fn g4_a_server_that_streams_no_usage_shows_estimated_totals() {
     tokio::time::pause();
     let dialect = Dialect::OpenAi;
     let silent = [
@@ -351,7 +351,7 @@ fn tool_results(body: &serde_json::Value) -> Vec<(String, Option<bool>)> {
 }
 
 #[actix::test]
-async fn faults_issue10_3_d10_a_huge_note_is_refused_with_a_tool_error_and_counted_too_long() {
+async fn d10_a_huge_note_is_refused_with_a_tool_error_and_counted_too_long() {
     tokio::time::pause();
     let huge = "The loop never terminates on empty input. ".repeat(2500);
     assert!(huge.len() > 100_000);
@@ -425,7 +425,7 @@ async fn faults_issue10_3_d10_a_huge_note_is_refused_with_a_tool_error_and_count
 }
 
 #[actix::test]
-async fn faults_issue10_7_f3_a_429_asking_for_100000_s_pauses_and_resumes_by_itself() {
+async fn f3_a_429_asking_for_100000_s_pauses_and_resumes_by_itself() {
     tokio::time::pause();
     for dialect in DIALECTS {
         let mut responses = vec![dialect.rate_limited().with_header("retry-after", "100000")];
@@ -561,7 +561,7 @@ fn context_window_exceeded(dialect: Dialect) -> ScriptedResponse {
 }
 
 #[actix::test]
-async fn faults_issue10_18_g4_c3_an_overflowing_call_s_usage_reaches_the_lifetime_totals() {
+async fn g4_c3_an_overflowing_call_s_usage_reaches_the_lifetime_totals() {
     tokio::time::pause();
     for dialect in DIALECTS {
         let responses = vec![

@@ -1,4 +1,4 @@
-//! Issue 9.3: no import runs from a lower layer to a higher one. The order is the crate
+//! The crate layout: no import runs from a lower layer to a higher one. The order is the crate
 //! docs' `# Layout` list (bottom up), so the docs and the code cannot drift apart.
 
 use std::collections::HashMap;
@@ -320,7 +320,7 @@ fn module_circles(root: &Path) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn issue9_no_module_imports_from_a_layer_above_it() {
+fn layout_no_module_imports_from_a_layer_above_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("src/lib.rs");
     let order = layout_order(&lib);

@@ -37,6 +37,7 @@ mod session_memory;
 mod session_reader;
 mod settings_cli;
 mod shared_runtime;
+mod spec_ids;
 mod tools_cli;
 mod tools_workspace;
 mod watchdog_cli;

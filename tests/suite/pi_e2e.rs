@@ -1,4 +1,4 @@
-//! pi end to end (SPEC V5, issue 12 part 3): the real pi (pinned, installed from npm by
+//! pi end to end (SPEC V5): the real pi (pinned, installed from npm by
 //! `scripts/pi-e2e-setup.sh` into `target/pi-e2e`, Node 22 included) runs in RPC mode with
 //! `integrations/pi/advisor.ts`, which starts the `advisor serve` under test. Two in-process
 //! OpenAI-compatible servers answer by the text they are sent: one plays the primary (tool
@@ -1613,7 +1613,7 @@ pub(super) fn tool_messages(body: &Value) -> Vec<String> {
         .collect()
 }
 
-/// G8 (issue 13): the primary calls `ask_advisor`; the advisor's request carries the question
+/// G8: the primary calls `ask_advisor`; the advisor's request carries the question
 /// after the turns it reviewed and offers no `advise`; the answer is the tool result the
 /// primary's next request carries and the session file keeps.
 #[test]

@@ -1,4 +1,4 @@
-//! What a provider may send, bounded (issue 10): the reply and the SSE event being
+//! What a provider may send, bounded (M2, M4, F1, G4): the reply and the SSE event being
 //! assembled are capped (G5 reactive: past the cap the call is an output-limit stop), each
 //! call has a total limit beside the idle timeout (M4, F1), a stream that ends before its
 //! dialect's end marker fails the same way in both dialects with its partial usage (F1,
@@ -48,7 +48,7 @@ fn text_of(parts: &[AssistantPart]) -> String {
 }
 
 #[tokio::test]
-async fn issue10_2_a_50_mb_streamed_reply_ends_as_a_length_stop_with_the_text_cut() {
+async fn m2_a_50_mb_streamed_reply_ends_as_a_length_stop_with_the_text_cut() {
     let cap = reply_cap(4096);
     for dialect in DIALECTS {
         let piece = dialect.text(&"x".repeat(8192));
@@ -93,7 +93,7 @@ async fn issue10_2_a_50_mb_streamed_reply_ends_as_a_length_stop_with_the_text_cu
 }
 
 #[tokio::test]
-async fn issue10_2_a_300_mb_sse_line_without_newline_is_never_buffered_whole() {
+async fn m2_a_300_mb_sse_line_without_newline_is_never_buffered_whole() {
     for dialect in DIALECTS {
         let response = ScriptedResponse::sse(
             &[dialect.head(true), dialect.open_text_line()].concat(),
@@ -122,7 +122,7 @@ async fn issue10_2_a_300_mb_sse_line_without_newline_is_never_buffered_whole() {
 }
 
 #[tokio::test]
-async fn issue10_5_a_slow_drip_ends_at_the_total_limit_as_a_retryable_failure() {
+async fn m4_a_slow_drip_ends_at_the_total_limit_as_a_retryable_failure() {
     tokio::time::pause();
     let total = Duration::from_secs(60);
     for dialect in DIALECTS {
@@ -170,8 +170,7 @@ async fn issue10_5_a_slow_drip_ends_at_the_total_limit_as_a_retryable_failure() 
 }
 
 #[tokio::test]
-async fn issue10_11_a_stream_ended_before_its_end_marker_fails_in_both_dialects_with_partial_usage()
-{
+async fn f1_a_stream_ended_before_its_end_marker_fails_in_both_dialects_with_partial_usage() {
     let req = request(vec![user("review this")]);
     let sent = estimate_tokens(req.char_len());
     for dialect in DIALECTS {
@@ -230,7 +229,7 @@ async fn issue10_11_a_stream_ended_before_its_end_marker_fails_in_both_dialects_
 }
 
 #[tokio::test]
-async fn issue10_10_a_server_that_streams_no_usage_gets_an_estimate_never_zero() {
+async fn g4_a_server_that_streams_no_usage_gets_an_estimate_never_zero() {
     let dialect = Dialect::OpenAi;
     let body = [
         dialect.head(false),
@@ -253,7 +252,7 @@ async fn issue10_10_a_server_that_streams_no_usage_gets_an_estimate_never_zero()
 }
 
 #[tokio::test]
-async fn issue10_18_model_context_window_exceeded_is_an_overflow_that_keeps_its_usage() {
+async fn g5_model_context_window_exceeded_is_an_overflow_that_keeps_its_usage() {
     let dialect = Dialect::Anthropic;
     let body = [
         dialect.head(true),
@@ -289,7 +288,7 @@ async fn issue10_18_model_context_window_exceeded_is_an_overflow_that_keeps_its_
 }
 
 #[tokio::test]
-async fn issue10_7_retry_after_100000_is_passed_on_whole() {
+async fn m4_retry_after_100000_is_passed_on_whole() {
     for dialect in DIALECTS {
         let server = start(vec![
             ScriptedResponse::json(429, r#"{"error":{"message":"slow down"}}"#)

@@ -1,4 +1,4 @@
-//! The real providers under the real runtime (issue 5, agent level): the host handle drives
+//! The real providers under the real runtime (M2, agent level): the host handle drives
 //! the actors, the advisor model is an HTTP client built by `build_client` and pointed at
 //! the in-process SSE server, and every test runs once per dialect (`openai-completions`,
 //! `anthropic-messages`). Each test names the SPEC rule it checks.

@@ -282,7 +282,7 @@ fn x5_ordinary_code_and_references_stay_intact() {
 }
 
 #[test]
-fn issue10_13_lower_case_password_and_secret_keys_are_redacted() {
+fn x5_lower_case_password_and_secret_keys_are_redacted() {
     let cases = [
         (
             "password: hunter2hunter2",
@@ -320,7 +320,7 @@ fn issue10_13_lower_case_password_and_secret_keys_are_redacted() {
     }
 }
 
-/// Issue 18 item 8: secrets made of plain letters, the assignments code never writes, and
+/// X5: secrets made of plain letters, the assignments code never writes, and
 /// more token formats.
 #[test]
 fn x5_plain_letter_secrets_cli_passwords_and_more_token_kinds_are_redacted() {
@@ -442,7 +442,7 @@ fn x5_the_crate_source_has_no_false_positives() {
 }
 
 #[test]
-fn issue10_13_credentials_inside_urls_lose_their_password_and_keep_the_user() {
+fn x5_credentials_inside_urls_lose_their_password_and_keep_the_user() {
     let cases = [
         (
             "https://user:pass@host",
@@ -467,7 +467,7 @@ fn issue10_13_credentials_inside_urls_lose_their_password_and_keep_the_user() {
 }
 
 #[test]
-fn issue10_13_near_misses_of_the_new_rules_stay_intact() {
+fn x5_near_misses_of_the_new_rules_stay_intact() {
     let keep = [
         "password: String,",
         "pub password: Option<String>,",
@@ -780,10 +780,10 @@ fn x5_recorded_session_has_no_false_positives() {
     }
 }
 
-/// Issue 10 item 13: the new rules (lower-case keys, URL credentials) find nothing in
+/// X5: the rules for lower-case keys and URL credentials find nothing in
 /// either recorded session, which hold no credentials.
 #[test]
-fn issue10_13_both_recorded_sessions_have_no_false_positives() {
+fn x5_both_recorded_sessions_have_no_false_positives() {
     for name in ["before-compaction.jsonl", "large-session.jsonl"] {
         let Some(path) = pi_fixture(name) else {
             return;

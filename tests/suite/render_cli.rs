@@ -190,13 +190,13 @@ const NOT_A_FILE: &str =
     "is not a regular file (sessions are read from regular files, or `-` for standard input)";
 
 #[test]
-fn issue10_1_render_dev_zero_is_one_clear_error_at_once() {
+fn l1_render_dev_zero_is_one_clear_error_at_once() {
     let out = run_bounded(&[os("render"), os("/dev/zero")], b"");
     assert_one_error_line(&out, &format!("advisor: /dev/zero {NOT_A_FILE}"));
 }
 
 #[test]
-fn issue10_1_replay_opens_sessions_the_same_way() {
+fn l1_replay_opens_sessions_the_same_way() {
     let out = run_bounded(&[os("replay"), os("/dev/zero")], b"");
     assert_one_error_line(&out, &format!("advisor: /dev/zero {NOT_A_FILE}"));
     let dir = tempfile::tempdir().unwrap();
@@ -208,7 +208,7 @@ fn issue10_1_replay_opens_sessions_the_same_way() {
 }
 
 #[test]
-fn issue10_6_a_fifo_session_does_not_block() {
+fn l1_a_fifo_session_does_not_block() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("session.jsonl");
     let made = Command::new("mkfifo")
@@ -234,7 +234,7 @@ const TREE: &str = concat!(
 );
 
 #[test]
-fn issue10_1_render_dash_reads_standard_input() {
+fn l1_render_dash_reads_standard_input() {
     let out = render_compact(os("-"), TREE.as_bytes());
     let (rows, stderr) = rows_of(&out);
     assert!(out.status.success(), "{stderr}");
@@ -275,7 +275,7 @@ fn entry(id: &str, parent: Option<&str>, agent: bool, text: &str) -> String {
 }
 
 #[test]
-fn issue10_14_a_parent_loop_is_reported_and_the_well_formed_branch_rendered() {
+fn l1_a_parent_loop_is_reported_and_the_well_formed_branch_rendered() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_session(
         &dir,
@@ -303,7 +303,7 @@ fn issue10_14_a_parent_loop_is_reported_and_the_well_formed_branch_rendered() {
 }
 
 #[test]
-fn issue10_15_a_byte_order_mark_is_accepted() {
+fn l1_a_byte_order_mark_is_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bom.jsonl");
     std::fs::write(&path, format!("\u{feff}{TREE}")).unwrap();
@@ -315,7 +315,7 @@ fn issue10_15_a_byte_order_mark_is_accepted() {
 }
 
 #[test]
-fn issue10_17_reset_boundary_resets_the_cursor() {
+fn r1_reset_boundary_resets_the_cursor() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_session(
         &dir,

@@ -432,7 +432,7 @@ fn full_user_blocks_joined_and_blank_skipped() {
 }
 
 #[test]
-fn issue10_16_full_view_shows_images_of_user_and_developer_messages() {
+fn l3_full_view_shows_images_of_user_and_developer_messages() {
     let image = json!({"type": "image", "data": "AAAA", "mimeType": "image/png"});
     let only_image = msg(json!({"role": "user", "content": [image]}));
     assert_eq!(full(&[only_image]), "#### User\n\n[image]");

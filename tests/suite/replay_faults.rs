@@ -1,4 +1,4 @@
-//! `advisor replay` against a misbehaving model server (issue 10 items 5, 9c and 10): the
+//! `advisor replay` against a misbehaving model server (M4, S1, G4): the
 //! built binary replays a session against the in-process OpenAI-compatible server and the
 //! test reads what a user would see — every turn's advice printed at its turn after a
 //! transient 500 (S1 held through retries in a replay, F1), the settings file's
@@ -76,7 +76,7 @@ fn blocks(stdout: &str) -> Vec<(usize, String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue10_9c_s1_l2_a_transient_500_costs_one_retry_and_every_turn_keeps_its_advice() {
+async fn s1_l2_a_transient_500_costs_one_retry_and_every_turn_keeps_its_advice() {
     let path = manifest_path("examples/sessions/median-fix.jsonl");
     let plan = plan(&path);
     let turns: Vec<usize> = plan.prompts.iter().map(|p| p.0).collect();
@@ -170,7 +170,7 @@ async fn issue10_9c_s1_l2_a_transient_500_costs_one_retry_and_every_turn_keeps_i
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue10_5_m4_request_timeout_secs_from_the_settings_file_ends_a_stalled_replay_call() {
+async fn m4_request_timeout_secs_from_the_settings_file_ends_a_stalled_replay_call() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = two_turn_session(dir.path());
     let root = dir.path().join("root");
@@ -227,8 +227,7 @@ fn lifetime_line(stdout: &str) -> (&str, u64, u64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue10_10_g4_c3_replay_status_marks_lifetime_tokens_estimated_when_no_usage_is_streamed()
-{
+async fn g4_c3_replay_status_marks_lifetime_tokens_estimated_when_no_usage_is_streamed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = two_turn_session(dir.path());
     let root = dir.path().join("root");
@@ -274,7 +273,7 @@ async fn issue10_10_g4_c3_replay_status_marks_lifetime_tokens_estimated_when_no_
     assert!(line.starts_with("lifetime tokens: "), "{line}");
 }
 
-/// P11, L2 (issue 18 item 14): a replay whose end-of-file drain runs out with reviews still
+/// P11, L2: a replay whose end-of-file drain runs out with reviews still
 /// outstanding says so once — how many turns were never reviewed, whether a review was in
 /// flight and for how long — in the human output and in the `--json` status line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
 //! The review core of SPEC §14 through the host handle: the emission guard's memory and
-//! keys (P3), a replayed branch that starts no run (issue 18 item 5), the advise-only end
+//! keys (P3), a replayed branch that starts no run (P3), the advise-only end
 //! of a review and the repeated-call guard (P2), and the `defer` policy (P1).
 
 use crate::support::runtime as support;
@@ -124,7 +124,7 @@ async fn p3_after_a_session_switch_the_guard_is_seeded_from_the_branch_under_rev
 }
 
 #[actix::test]
-async fn p3_issue18_5_a_replayed_branch_starts_no_run_until_the_user_prompts() {
+async fn p3_a_replayed_branch_starts_no_run_until_the_user_prompts() {
     let model = ScriptedModel::new([]);
     let (h, mut rx) = session(&model, DeliveryPolicy::Interrupt);
     // The primary is idle: the user switched back to an older session.
@@ -521,7 +521,7 @@ async fn p1_serve_will_continue_defers_a_concern_and_the_final_turn_end_releases
 }
 
 #[actix::test]
-async fn p3_issue18_5_serve_a_switched_to_branch_is_reviewed_without_waking_the_agent() {
+async fn p3_serve_a_switched_to_branch_is_reviewed_without_waking_the_agent() {
     use super::serve_client::{assistant, user};
     use super::serve_dispatch::{open, start};
     use serde_json::json;

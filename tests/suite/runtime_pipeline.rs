@@ -947,7 +947,7 @@ async fn s2_f4_the_primary_never_waits_on_a_failing_or_paused_advisor() {
     assert!(h.status().await.unwrap().paused.is_some());
 }
 
-/// A4/S1 (issue 11): with nothing a turn end could wait for (`syncBacklog: off`, a policy
+/// A4/S1: with nothing a turn end could wait for (`syncBacklog: off`, a policy
 /// other than `reconfirm`), `turn_end` is answered on its first poll, before any actor of
 /// the session has run (the test system has one thread, so none could have). Each turn is
 /// still read as it stood when it ended: the host appending the next turn's message right
@@ -1057,7 +1057,7 @@ async fn x1_r1_a_turn_replaced_before_it_was_read_queues_nothing() {
     assert!(!text.contains("before compaction"), "{text}");
 }
 
-/// A4 (issue 11): a host that ends turns faster than the session reads them fills the
+/// A4: a host that ends turns faster than the session reads them fills the
 /// session's bounded mailbox and then waits for its turn in line: nothing is lost, and
 /// every turn is reviewed in order.
 #[actix::test]

@@ -400,7 +400,7 @@ async fn g8_v2_binary_session_ask_answers_from_the_reviewed_turn() {
 }
 
 #[tokio::test]
-async fn issue10_6_binary_log_path_that_is_a_fifo_is_one_error_line_not_a_wait() {
+async fn v1_binary_log_path_that_is_a_fifo_is_one_error_line_not_a_wait() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("serve.log");
     super::serve_shared::mkfifo(&fifo);

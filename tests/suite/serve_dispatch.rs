@@ -788,7 +788,7 @@ async fn c1_v2_an_empty_command_line_answers_the_usage_and_leaves_the_advisor_on
     assert_eq!(status["enabled"], true, "{status}");
 }
 
-/// V4 backpressure (issue 18 item 10): a client that writes requests and never reads its
+/// V4 backpressure: a client that writes requests and never reads its
 /// replies stops the server from reading — its writes block once the bounded outgoing
 /// queue and the pipes are full — and when it reads at last, every request is answered.
 #[actix::test]
@@ -835,7 +835,7 @@ async fn v4_a_client_that_never_reads_stops_the_server_reading_and_loses_no_repl
     assert!(seen.iter().all(|s| *s), "every request answered once");
 }
 
-/// V4 (issue 18 item 9): the transcripts a server holds have a budget; the call that would
+/// V4: the transcripts a server holds have a budget; the call that would
 /// pass it is refused with a clear -32000, nothing of what is held is lost, the server goes
 /// on serving, and closing a session gives its share back.
 #[actix::test]
@@ -900,7 +900,7 @@ async fn v4_a_call_past_the_held_transcript_budget_is_refused_and_nothing_is_los
     c.call("session/open", params).await;
 }
 
-/// M1, V4 (issue 18 item 4): a protocol client has no command line; the error for a model
+/// M1, V4: a protocol client has no command line; the error for a model
 /// that cannot be reached speaks of what the client can set, never of `advisor` flags.
 #[actix::test]
 async fn m1_v4_serve_model_errors_tell_a_client_no_cli_flag() {

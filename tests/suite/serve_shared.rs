@@ -1,4 +1,4 @@
-//! `advisor serve` on the shared runtime (A6) and its bounds (issue 10 items 5 and 6): every
+//! `advisor serve` on the shared runtime (A6) and its bounds (M1, M4): every
 //! session of one server goes through one call limit per provider, which status shows (C3);
 //! a session's `advisor.requestTimeoutSecs` bounds its model calls; a modes.json that is a
 //! FIFO is a notice, never a wait.
@@ -86,7 +86,7 @@ async fn a6_c3_sessions_of_one_server_share_the_providers_call_limit_and_status_
 }
 
 #[actix::test]
-async fn issue10_5_m4_a_sessions_request_timeout_bounds_its_model_calls() {
+async fn m4_a_sessions_request_timeout_bounds_its_model_calls() {
     // The advisor's server sends headers, then an SSE comment byte every 50 ms for ever:
     // never idle long enough for the idle timeout, so only the total limit can end the call.
     let drip = ScriptedResponse::sse_chunks(Vec::<Vec<u8>>::new()).then(BodyPart::Drip {
@@ -129,7 +129,7 @@ async fn issue10_5_m4_a_sessions_request_timeout_bounds_its_model_calls() {
 }
 
 #[actix::test]
-async fn issue10_6_m1_a_fifo_as_modes_json_is_a_notice_not_a_wait() {
+async fn m1_a_fifo_as_modes_json_is_a_notice_not_a_wait() {
     let (mut c, _server) = start_with(None, MAX_LINE_BYTES);
     // The project's .pi/modes.json.
     let project = tempfile::tempdir().unwrap();

@@ -97,7 +97,7 @@ proptest! {
                 }
                 HostStep::Compacted => {
                     compacted += 1;
-                    // A compaction leads with its summary; a reset boundary (issue 10.17)
+                    // A compaction leads with its summary; a reset boundary (R1)
                     // leaves nothing.
                     if let Some(first) = transcript.get(0) {
                         prop_assert!(matches!(&*first, TranscriptMessage::CompactionSummary(_)));

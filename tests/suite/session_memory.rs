@@ -1,4 +1,4 @@
-//! Large sessions are read in bounded memory (SPEC L1; issue 10 item 1).
+//! Large sessions are read in bounded memory (SPEC L1).
 //!
 //! The integration tests share one binary, so the counting allocator it installs counts
 //! per thread: each test measures the heap its own thread holds, whatever other tests
@@ -135,7 +135,7 @@ fn l1_a_50000_line_session_is_read_holding_only_its_current_branch() {
 }
 
 #[test]
-fn issue10_1_a_line_over_the_cap_is_skipped_without_being_buffered() {
+fn l1_a_line_over_the_cap_is_skipped_without_being_buffered() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("long-line.jsonl");
     let mut out = BufWriter::new(std::fs::File::create(&path).expect("created"));

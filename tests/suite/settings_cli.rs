@@ -112,7 +112,7 @@ impl Workspace {
             command.env(name, value);
         }
         command.kill_on_drop(true);
-        // A wait on a file (a FIFO) fails the test instead of hanging it (issue 10 item 6).
+        // A wait on a file (a FIFO) fails the test instead of hanging it (K1).
         let out = tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
             .await
             .expect("the advisor finished without waiting on a file")
@@ -430,7 +430,7 @@ async fn k1_advisor_debug_traces_to_stderr_and_keeps_stdout_clean() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Issue 10: files that are too large, too deep, or not files at all
+// K1, M1, G7: files that are too large, too deep, or not files at all
 // ---------------------------------------------------------------------------------------
 
 fn mkfifo(path: &Path) {
@@ -443,7 +443,7 @@ fn mkfifo(path: &Path) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue10_6_a_fifo_as_either_config_is_one_error_line_not_a_wait() {
+async fn k1_a_fifo_as_either_config_is_one_error_line_not_a_wait() {
     for agent_side in [true, false] {
         let ws = Workspace::new();
         let config = if agent_side {
@@ -466,7 +466,7 @@ async fn issue10_6_a_fifo_as_either_config_is_one_error_line_not_a_wait() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue10_6_a_fifo_audit_path_is_one_notice_and_the_replay_goes_on() {
+async fn g7_a_fifo_audit_path_is_one_notice_and_the_replay_goes_on() {
     let ws = Workspace::new();
     let audit = ws.root.join("audit.jsonl");
     mkfifo(&audit);
@@ -492,7 +492,7 @@ async fn issue10_6_a_fifo_audit_path_is_one_notice_and_the_replay_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue10_4_a_config_over_1_mib_is_one_error_line_naming_the_file() {
+async fn k1_a_config_over_1_mib_is_one_error_line_naming_the_file() {
     let ws = Workspace::new();
     let line = "# padding, padding, padding, padding, padding, padding, padding\n";
     ws.project_config(&format!(
@@ -511,7 +511,7 @@ async fn issue10_4_a_config_over_1_mib_is_one_error_line_naming_the_file() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue10_8_a_deeply_nested_config_is_one_error_line_naming_the_file() {
+async fn k1_a_deeply_nested_config_is_one_error_line_naming_the_file() {
     let ws = Workspace::new();
     ws.agent_config(&format!("advisor: {}", "[".repeat(100_000)));
     let run = ws.replay(&["--model", "local/x"], &[]).await;
@@ -527,7 +527,7 @@ async fn issue10_8_a_deeply_nested_config_is_one_error_line_naming_the_file() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue10_6_m1_a_fifo_as_either_modes_json_is_one_error_line_not_a_wait() {
+async fn m1_a_fifo_as_either_modes_json_is_one_error_line_not_a_wait() {
     for project_side in [true, false] {
         let ws = Workspace::new();
         let modes = if project_side {
@@ -548,7 +548,7 @@ async fn issue10_6_m1_a_fifo_as_either_modes_json_is_one_error_line_not_a_wait()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue10_4_m1_a_modes_json_over_1_mib_is_one_error_line_naming_the_file() {
+async fn m1_a_modes_json_over_1_mib_is_one_error_line_naming_the_file() {
     let ws = Workspace::new();
     let modes = ws.root.join(".pi/modes.json");
     fs::create_dir_all(modes.parent().expect("a parent")).expect("dirs");

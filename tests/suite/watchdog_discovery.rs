@@ -267,7 +267,7 @@ fn w6_imports_resolve_inline_relative_and_from_home() {
         "home/repo/sub/WATCHDOG.md",
         "Read @../docs/style.md and @local.md.",
     );
-    // `~` imports are the user file's (a project file's stay literal, issue 10 item 12).
+    // `~` imports are the user file's (a project file's stay literal, W6).
     tree.write("home/.omp/agent/WATCHDOG.md", "Mine: @~/notes.md.");
     assert_eq!(
         tree.contents("home/repo/sub"),
@@ -410,7 +410,7 @@ fn w7_subagent_discovers_from_its_own_directory() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Issue 10: secrets, sizes and special files
+// W6, X5: secrets, sizes and special files
 // ---------------------------------------------------------------------------------------
 
 fn mkfifo(path: &Path) {
@@ -430,7 +430,7 @@ fn load_within_seconds(config: WatchdogConfig) -> advisor::watchdog::Loaded {
 }
 
 #[test]
-fn issue10_12_project_imports_resolve_only_inside_the_repository_root() {
+fn w6_project_imports_resolve_only_inside_the_repository_root() {
     let tree = Tree::new();
     git_init(&tree.mkdir("home/repo"));
     tree.write("home/notes.md", "home notes");
@@ -477,7 +477,7 @@ fn issue10_12_project_imports_resolve_only_inside_the_repository_root() {
 }
 
 #[test]
-fn issue10_12_without_a_repository_imports_stay_inside_the_working_directory() {
+fn w6_without_a_repository_imports_stay_inside_the_working_directory() {
     let tree = Tree::new();
     tree.write("home/secret.md", "secret");
     tree.write("home/proj/part.md", "part");
@@ -493,7 +493,7 @@ fn issue10_12_without_a_repository_imports_stay_inside_the_working_directory() {
 }
 
 #[test]
-fn issue10_12_the_user_file_imports_from_anywhere() {
+fn w6_the_user_file_imports_from_anywhere() {
     let tree = Tree::new();
     git_init(&tree.mkdir("home/repo"));
     let elsewhere = tree.write("elsewhere/rules.md", "absolute rules");
@@ -518,7 +518,7 @@ fn issue10_12_the_user_file_imports_from_anywhere() {
 }
 
 #[test]
-fn issue10_12_a_project_watchdog_symlink_leading_out_is_skipped_with_a_warning() {
+fn w6_a_project_watchdog_symlink_leading_out_is_skipped_with_a_warning() {
     let tree = Tree::new();
     git_init(&tree.mkdir("home/repo"));
     let target = tree.write("home/private.md", "private");
@@ -553,7 +553,7 @@ fn issue10_12_a_project_watchdog_symlink_leading_out_is_skipped_with_a_warning()
 }
 
 #[test]
-fn issue10_12_watchdog_blocks_pass_through_secret_redaction() {
+fn w6_watchdog_blocks_pass_through_secret_redaction() {
     let tree = Tree::new();
     let key = format!("sk-proj-{}", "aZ3kQ9mX2pL7rT5vB8nC1dF4".repeat(2));
     tree.write("home/part.md", &format!("export OPENAI_API_KEY={key}\n"));
@@ -568,7 +568,7 @@ fn issue10_12_watchdog_blocks_pass_through_secret_redaction() {
 }
 
 #[test]
-fn issue10_4_watchdog_content_is_cut_at_256_kib_a_file_and_1_mib_in_all() {
+fn w6_watchdog_content_is_cut_at_256_kib_a_file_and_1_mib_in_all() {
     let tree = Tree::new();
     // 200 MB, sparse: only the first 256 KiB are ever read.
     let huge = tree.path("home/.omp/agent/WATCHDOG.md");
@@ -613,7 +613,7 @@ fn issue10_4_watchdog_content_is_cut_at_256_kib_a_file_and_1_mib_in_all() {
 }
 
 #[test]
-fn issue10_6_a_fifo_watchdog_file_or_import_is_one_warning_never_a_wait() {
+fn w6_a_fifo_watchdog_file_or_import_is_one_warning_never_a_wait() {
     let tree = Tree::new();
     let fifo = tree.path("home/WATCHDOG.md");
     mkfifo(&fifo);

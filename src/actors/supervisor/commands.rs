@@ -60,7 +60,7 @@ impl Supervisor {
                 Some(agent) => agent
                     .send(DumpContext { raw })
                     .await
-                    .unwrap_or_else(|_| "advisor: unavailable".into()),
+                    .unwrap_or_else(|_| crate::texts::notice("unavailable", &[])),
                 None => "(the advisor is not running)\n".to_string(),
             }
         }

@@ -4,8 +4,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{GetWatchdogStats, WatchdogLoader};
+use super::WatchdogLoader;
 use crate::messages::watchdog::GetWatchdogPrompt;
+use crate::messages::watchdog::GetWatchdogStats;
 use crate::watchdog::WatchdogConfig;
 use actix::Actor;
 

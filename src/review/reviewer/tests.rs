@@ -352,7 +352,7 @@ fn g5_stopping_at_the_output_bound_counts_as_an_overflow() {
 }
 
 #[test]
-fn g4_issue10_10_a_failed_call_s_usage_counts_and_stays_marked_estimated() {
+fn g4_a_failed_call_s_usage_counts_and_stays_marked_estimated() {
     let spent = Usage {
         input: 1200,
         output: 30,
@@ -547,7 +547,7 @@ fn f5_a_panicked_run_is_a_retryable_failure_with_a_fresh_context() {
     assert!(format!("{:?}", run.result).contains("abnormally: a panic"));
 }
 
-/// X5 (issue 18 item 7): every path by which text leaves the process for the model goes
+/// X5: every path by which text leaves the process for the model goes
 /// through redaction — deltas, the WATCHDOG.md blocks, the held-note preamble, tool results,
 /// questions, compaction summaries and the replay after a reset — as the real OpenAI
 /// client sends it to the in-process server; and the audit log gets the redacted text too.

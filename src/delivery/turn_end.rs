@@ -1,0 +1,131 @@
+//! What a primary turn end sets in motion, decided in plain code; the supervisor only
+//! carries it out. From the transcript as the turn left it: whether the turn was terminal
+//! (D4) or a final answer, whether it is work in progress (P1, the host's word first);
+//! once per branch change, the advisories the branch already holds to seed the emission
+//! guard with (P3); and whether an advisor runs to observe the turn and be waited for (S1),
+//! or only the router counts the turn end (D7).
+
+use super::catch_up::{turn_was_answer, turn_was_terminal, turn_will_continue};
+use super::guard::branch_advisories;
+use crate::domain::advice::Advisory;
+use crate::domain::transcript::TranscriptMark;
+
+/// The plan of one primary turn end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnEndPlan {
+    /// The turn's last assistant message called no tools (D4).
+    pub terminal: bool,
+    /// The turn ended with a final answer (P1).
+    pub answered: bool,
+    /// The primary will call its model again in this run (P1).
+    pub wip: bool,
+    /// P3: the advisories of the branch, when the guard is to be seeded at this turn end.
+    pub seed_guard: Option<Vec<Advisory>>,
+    /// An advisor runs: the feed observes the turn and the host's turn end may wait for its
+    /// review (S1). Otherwise the router alone hears of the turn end (D7 counts it).
+    pub review: bool,
+}
+
+impl TurnEndPlan {
+    /// Decides the turn end of `transcript`. `will_continue` is the host's word on P1's
+    /// work in progress (`None`: the turn's assistant message made a tool call);
+    /// `seed_guard` is set after a branch change; `running` says an advisor is enabled
+    /// and running. The terminal and answer checks read the last message only (O(1)); the
+    /// seed reads the branch (O(branch)), once per branch change.
+    pub fn decide(
+        transcript: &TranscriptMark,
+        will_continue: Option<bool>,
+        seed_guard: bool,
+        running: bool,
+    ) -> Self {
+        let last = transcript.last();
+        let wip =
+            will_continue.unwrap_or_else(|| transcript.read(turn_will_continue).unwrap_or(false));
+        TurnEndPlan {
+            terminal: turn_was_terminal(last.as_deref()),
+            answered: turn_was_answer(last.as_deref()),
+            wip,
+            seed_guard: seed_guard.then(|| transcript.read(branch_advisories).unwrap_or_default()),
+            review: running,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::advice::{Channel, Delivery, Severity};
+    use crate::domain::transcript::{
+        AssistantBlock, AssistantMessage, Transcript, TranscriptMessage,
+    };
+
+    fn assistant(text: &str, calls: bool) -> TranscriptMessage {
+        let mut content = vec![AssistantBlock::Text { text: text.into() }];
+        if calls {
+            content.push(AssistantBlock::ToolCall {
+                id: "1".into(),
+                name: "read".into(),
+                arguments: serde_json::json!({}),
+            });
+        }
+        TranscriptMessage::Assistant(AssistantMessage {
+            content,
+            stop_reason: Some(if calls { "toolUse" } else { "stop" }.into()),
+        })
+    }
+
+    #[test]
+    fn d4_p1_a_final_answer_is_terminal_answered_and_not_wip() {
+        let t =
+            Transcript::from_messages([TranscriptMessage::user("go"), assistant("done", false)]);
+        let plan = TurnEndPlan::decide(&t.mark(), None, false, true);
+        assert!(plan.terminal && plan.answered && !plan.wip && plan.review);
+        assert_eq!(plan.seed_guard, None);
+    }
+
+    #[test]
+    fn p1_a_tool_call_is_wip_unless_the_host_says_otherwise() {
+        let t =
+            Transcript::from_messages([TranscriptMessage::user("go"), assistant("reading", true)]);
+        let derived = TurnEndPlan::decide(&t.mark(), None, false, true);
+        assert!(derived.wip && !derived.terminal && !derived.answered);
+        let told = TurnEndPlan::decide(&t.mark(), Some(false), false, true);
+        assert!(!told.wip);
+    }
+
+    #[test]
+    fn p3_the_guard_is_seeded_with_the_branch_s_advisories_only_when_asked() {
+        let card = Delivery::new(
+            Channel::Card,
+            vec![crate::domain::advice::Advisory::new(
+                "Check the null case",
+                Some(Severity::Concern),
+            )],
+            None,
+        );
+        let t = Transcript::from_messages([
+            TranscriptMessage::user("go"),
+            card.to_message(),
+            assistant("done", false),
+        ]);
+        let seeded = TurnEndPlan::decide(&t.mark(), None, true, true);
+        let notes: Vec<_> = seeded
+            .seed_guard
+            .expect("seeded")
+            .into_iter()
+            .map(|a| a.note)
+            .collect();
+        assert_eq!(notes, ["Check the null case"]);
+        assert_eq!(
+            TurnEndPlan::decide(&t.mark(), None, false, true).seed_guard,
+            None
+        );
+    }
+
+    #[test]
+    fn d7_with_no_advisor_running_the_turn_end_is_only_counted() {
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+        let plan = TurnEndPlan::decide(&t.mark(), None, false, false);
+        assert!(!plan.review && !plan.terminal && !plan.wip);
+    }
+}
