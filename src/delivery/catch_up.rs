@@ -279,23 +279,7 @@ mod tests {
 
     #[test]
     fn d4_terminal_turn_is_read_from_the_last_message_only() {
-        use crate::domain::transcript::{AssistantBlock, AssistantMessage};
-        let answer = |calls: bool| {
-            let mut content = vec![AssistantBlock::Text {
-                text: "done".into(),
-            }];
-            if calls {
-                content.push(AssistantBlock::ToolCall {
-                    id: "1".into(),
-                    name: "read".into(),
-                    arguments: serde_json::json!({}),
-                });
-            }
-            TranscriptMessage::Assistant(AssistantMessage {
-                content,
-                stop_reason: None,
-            })
-        };
+        let answer = |calls: bool| TranscriptMessage::test_assistant("done", calls, None);
         let last = |t: &Transcript| t.mark().last();
         assert!(!turn_was_terminal(last(&Transcript::new()).as_deref()));
         let t = Transcript::from_messages([TranscriptMessage::user("go"), answer(true)]);
@@ -307,19 +291,7 @@ mod tests {
     }
 
     fn assistant(text: &str, calls: bool, stop: Option<&str>) -> TranscriptMessage {
-        use crate::domain::transcript::{AssistantBlock, AssistantMessage};
-        let mut content = vec![AssistantBlock::Text { text: text.into() }];
-        if calls {
-            content.push(AssistantBlock::ToolCall {
-                id: "1".into(),
-                name: "read".into(),
-                arguments: serde_json::json!({}),
-            });
-        }
-        TranscriptMessage::Assistant(AssistantMessage {
-            content,
-            stop_reason: stop.map(str::to_string),
-        })
+        TranscriptMessage::test_assistant(text, calls, stop)
     }
 
     fn tool_result() -> TranscriptMessage {

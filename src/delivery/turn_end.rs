@@ -55,23 +55,11 @@ impl TurnEndPlan {
 mod tests {
     use super::*;
     use crate::domain::advice::{Channel, Delivery, Severity};
-    use crate::domain::transcript::{
-        AssistantBlock, AssistantMessage, Transcript, TranscriptMessage,
-    };
+    use crate::domain::transcript::{Transcript, TranscriptMessage};
 
     fn assistant(text: &str, calls: bool) -> TranscriptMessage {
-        let mut content = vec![AssistantBlock::Text { text: text.into() }];
-        if calls {
-            content.push(AssistantBlock::ToolCall {
-                id: "1".into(),
-                name: "read".into(),
-                arguments: serde_json::json!({}),
-            });
-        }
-        TranscriptMessage::Assistant(AssistantMessage {
-            content,
-            stop_reason: Some(if calls { "toolUse" } else { "stop" }.into()),
-        })
+        let stop = if calls { "toolUse" } else { "stop" };
+        TranscriptMessage::test_assistant(text, calls, Some(stop))
     }
 
     #[test]

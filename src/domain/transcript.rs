@@ -262,6 +262,26 @@ pub enum TranscriptMessage {
     },
 }
 
+#[cfg(test)]
+impl TranscriptMessage {
+    /// Test helper: an assistant message with `text`, one `read` call when `calls`, and the
+    /// stop reason `stop`.
+    pub(crate) fn test_assistant(text: &str, calls: bool, stop: Option<&str>) -> Self {
+        let mut content = vec![AssistantBlock::Text { text: text.into() }];
+        if calls {
+            content.push(AssistantBlock::ToolCall {
+                id: "1".into(),
+                name: "read".into(),
+                arguments: serde_json::json!({}),
+            });
+        }
+        TranscriptMessage::Assistant(AssistantMessage {
+            content,
+            stop_reason: stop.map(str::to_string),
+        })
+    }
+}
+
 impl TranscriptMessage {
     /// The role name as it appears in session files.
     pub fn role(&self) -> &str {
