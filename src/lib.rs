@@ -77,7 +77,7 @@
 //!   advisor's transcript file of a session goes (P9).
 //! - `feed`: the transcript cursor that turns a turn end into a delta (X1–X4), and the
 //!   user messages a batch of deltas is sent as (`batch_parts`, §3 Expanded).
-//! - `prompts`: per-turn prompts of a recorded session, as `advisor render` prints them (L3).
+//! - `turn_prompts`: per-turn prompts of a recorded session, as `advisor render` prints them (L3).
 //! - `review` *(internal)*: the review engine: queue and coalescing (G2), failure policy
 //!   (F1–F3, P7), the backup reviewer (P6), context maintenance (G5), the `Reviewer` tool
 //!   loop with its output quarantine (P5), consult (G8).
@@ -115,7 +115,7 @@ pub(crate) mod delivery;
 pub(crate) mod feed;
 pub(crate) mod handle;
 pub(crate) mod messages;
-pub(crate) mod prompts;
+pub(crate) mod turn_prompts;
 pub(crate) mod redact;
 pub(crate) mod regular_file;
 pub(crate) mod render;
@@ -131,7 +131,7 @@ pub use domain::transcript::{Transcript, TranscriptMessage};
 pub use feed::{batch_parts, FeedCursor, FeedOutcome, Update as FeedUpdate};
 pub use handle::{AdvisorHandle, AskError, BacklogWait, HandleError, TurnEndOptions};
 pub use model::ModelClient;
-pub use prompts::SessionPrompts;
+pub use turn_prompts::SessionPrompts;
 pub use providers::build_client;
 pub use redact::{Redactor, SecretKind};
 pub use render::{render_delta, ExpandedMemory, TranscriptView};
