@@ -115,7 +115,6 @@ pub(crate) mod delivery;
 pub(crate) mod feed;
 pub(crate) mod handle;
 pub(crate) mod messages;
-pub(crate) mod turn_prompts;
 pub(crate) mod redact;
 pub(crate) mod regular_file;
 pub(crate) mod render;
@@ -124,6 +123,7 @@ pub(crate) mod runtime;
 pub(crate) mod shared;
 pub(crate) mod status;
 pub(crate) mod texts;
+pub(crate) mod turn_prompts;
 
 pub use config::RuntimeConfig;
 pub use domain::host::{HostEvent, RewriteKind, StepAdvice};
@@ -131,7 +131,6 @@ pub use domain::transcript::{Transcript, TranscriptMessage};
 pub use feed::{batch_parts, FeedCursor, FeedOutcome, Update as FeedUpdate};
 pub use handle::{AdvisorHandle, AskError, BacklogWait, HandleError, TurnEndOptions};
 pub use model::ModelClient;
-pub use turn_prompts::SessionPrompts;
 pub use providers::build_client;
 pub use redact::{Redactor, SecretKind};
 pub use render::{render_delta, ExpandedMemory, TranscriptView};
@@ -140,3 +139,4 @@ pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
 pub use status::{
     AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason, FallbackStatus,
 };
+pub use turn_prompts::SessionPrompts;
