@@ -160,7 +160,8 @@ impl OutputGuard {
     /// Checks one assistant turn (`parts`) against the advisor's `context` (P5).
     pub fn check(&self, parts: &[AssistantPart], context: &[ChatMessage]) -> Option<Vec<Hazard>> {
         let output = output_text(parts);
-        if output.is_empty() {
+        // Most turns match no class at all: only then is the whole context worth joining.
+        if output.is_empty() || !Hazard::ALL.into_iter().any(|h| self.matches(h, &output)) {
             return None;
         }
         self.verdict(&output, &input_text(context))
