@@ -175,6 +175,15 @@ mod tests {
         project: PathBuf,
     }
 
+    /// The agent's or the project's `config.yml`, or the prompt override.
+    fn settings_file(d: &Dirs, which: &str) -> PathBuf {
+        match which {
+            "agent" => d.agent.join(CONFIG_FILE),
+            "project" => d.project.join(".omp").join(CONFIG_FILE),
+            _ => prompt_override_path(&d.agent),
+        }
+    }
+
     fn dirs() -> Dirs {
         let tmp = tempfile::tempdir().unwrap();
         let agent = tmp.path().join("agent");
@@ -336,11 +345,7 @@ mod tests {
     fn k1_a_fifo_as_either_config_or_the_prompt_override_is_an_error_not_a_wait() {
         for which in ["agent", "project", "prompt"] {
             let d = dirs();
-            let file = match which {
-                "agent" => d.agent.join(CONFIG_FILE),
-                "project" => d.project.join(".omp").join(CONFIG_FILE),
-                _ => prompt_override_path(&d.agent),
-            };
+            let file = settings_file(&d, which);
             mkfifo(&file);
             let (agent, project) = (d.agent.clone(), d.project.clone());
             let result = within_seconds(move || load_settings(Some(&agent), &project));
@@ -359,11 +364,7 @@ mod tests {
     fn k1_a_directory_as_either_config_or_the_prompt_override_is_an_error_naming_it() {
         for which in ["agent", "project", "prompt"] {
             let d = dirs();
-            let file = match which {
-                "agent" => d.agent.join(CONFIG_FILE),
-                "project" => d.project.join(".omp").join(CONFIG_FILE),
-                _ => prompt_override_path(&d.agent),
-            };
+            let file = settings_file(&d, which);
             fs::create_dir_all(&file).unwrap();
             let err = load_settings(Some(&d.agent), &d.project).unwrap_err();
             assert_eq!(
