@@ -342,14 +342,20 @@ async fn v2_r1_base_mismatch_is_32010_with_expected_and_rewrite_recovers() {
     );
 }
 
+/// `session/open` of `s1` with an earlier conversation ending at leaf `L`, syncBacklog 1.
+fn seeded_open_params(cwd: &Path) -> Value {
+    let mut params = open_params("s1", cwd, json!({"syncBacklog": 1}));
+    params["messages"] = json!([user("an old request"), assistant("an old answer")]);
+    params["leaf"] = json!("L");
+    params
+}
+
 #[actix::test]
 async fn x4_open_with_messages_is_seeded_so_the_old_conversation_is_not_replayed() {
     let model = ScriptedModel::new([]);
     let (mut c, _server) = start(model.clone());
     let dir = tempfile::tempdir().unwrap();
-    let mut params = open_params("s1", dir.path(), json!({"syncBacklog": 1}));
-    params["messages"] = json!([user("an old request"), assistant("an old answer")]);
-    params["leaf"] = json!("L");
+    let params = seeded_open_params(dir.path());
     c.call("session/open", params).await;
     c.call(
         "session/turnEnd",
@@ -475,9 +481,7 @@ async fn x4_v3_a_turn_end_pipelined_behind_a_seeded_open_is_reviewed() {
     let model = ScriptedModel::new([]);
     let (mut c, _server) = start(model.clone());
     let dir = tempfile::tempdir().unwrap();
-    let mut params = open_params("s1", dir.path(), json!({"syncBacklog": 1}));
-    params["messages"] = json!([user("an old request"), assistant("an old answer")]);
-    params["leaf"] = json!("L");
+    let params = seeded_open_params(dir.path());
     let opened = c.request("session/open", params).await;
     let ended = c
         .request(
