@@ -299,3 +299,68 @@ async fn expanded_l2_a_replay_sends_what_omp_sent_and_merges_the_cut_turn() {
         assert_eq!(sent_parts(&server), theirs, "{name}");
     }
 }
+
+/// P1 and P2 against where oh-my-pi 18.3.4's advice went (`defer_concern`): its advisor
+/// raised a concern at review 2, while the agent was mid-work; oh-my-pi held it and wrote
+/// it as a visible advisor message after the final answer, starting no run and putting it
+/// in no primary request, and its advisor made one request per review (5) — no follow-up
+/// after the advise. A replay of the same session with an advisor that says the same at the
+/// same review (the default settings: the expanded view and `defer`) must deliver it the
+/// same way: one card, at the last turn, after the final answer, and 5 model calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p1_p2_a_concern_raised_mid_work_lands_where_omp_put_it() {
+    use crate::suite::replay_e2e::{advise, json_lines, silent};
+    let dir = scenario_dir("defer_concern");
+    let theirs: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("delivered.json")).expect("delivered.json reads"),
+    )
+    .expect("delivered.json parses");
+    let delivered = theirs["deliveries"].as_array().expect("deliveries");
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(delivered[0]["after"], "assistant", "after the final answer");
+    let note = delivered[0]["notes"][0]["note"].as_str().expect("a note");
+    let severity = delivered[0]["notes"][0]["severity"].as_str();
+    let server = advisor::providers::testing::SseServer::start([
+        silent(),
+        advise(note, severity),
+        silent(),
+        silent(),
+        silent(),
+        silent(),
+    ])
+    .await
+    .expect("bind");
+    let root = tempfile::tempdir().expect("a temporary root");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .arg("replay")
+        .arg(dir.join("session.jsonl"))
+        .args(["--model", "local/test", "--api", "openai-completions"])
+        .args(["--base-url", &server.base_url()])
+        .arg("--root")
+        .arg(root.path())
+        .args(["--no-watchdog", "--json"])
+        .env_remove("ADVISOR_MODEL")
+        .env_remove("ADVISOR_NO_REVIEW")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the advisor binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&String::from_utf8_lossy(&out.stdout));
+    let notes: Vec<&Value> = lines.iter().filter(|l| l.get("note").is_some()).collect();
+    assert_eq!(notes.len(), 1, "{lines:?}");
+    assert_eq!(notes[0]["channel"], "card", "visible, starts no run");
+    assert_eq!(notes[0]["note"], note);
+    assert_eq!(notes[0]["severity"].as_str(), severity);
+    let turns = lines.iter().filter_map(|l| l["turn"].as_u64()).max();
+    assert_eq!(turns, Some(5), "at the final answer's turn end");
+    let status = &lines.last().expect("a status line")["status"];
+    assert_eq!(
+        status["agent"]["modelCalls"], theirs["advisor_requests"],
+        "one advisor request per review, as oh-my-pi"
+    );
+}
