@@ -73,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             HostEvent::Wake { card } | HostEvent::Card { card } => {
                 println!("[{}] {}", card.channel.as_str(), card.content)
             }
-            HostEvent::Notice { text } => eprintln!("notice: {text}"),
+            HostEvent::Notice { text, .. } => eprintln!("notice: {text}"),
             HostEvent::SteerReady => {}
         }
     }

@@ -90,7 +90,7 @@ async fn serve_session(runtime: &AdvisorRuntime, i: usize) -> Result<usize, advi
     advisor.run_state(false).await?;
     advisor.dispose().await?;
     while let Ok(event) = events.try_recv() {
-        if let HostEvent::Notice { text } = event {
+        if let HostEvent::Notice { text, .. } = event {
             println!("session {i}: {text}");
         }
     }

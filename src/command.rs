@@ -4,23 +4,31 @@ use crate::domain::advice::{Advisory, Severity};
 
 /// The usage line printed for anything that is not a command.
 pub const USAGE: &str =
-    "usage: /advisor [toggle|on|off|status|dump [raw]|test <nit|concern|blocker> <note>]";
+    "usage: /advisor [toggle|on [NAME]|off [NAME]|status|dump [NAME] [raw]|test <nit|concern|blocker> <note>]";
 
 /// A parsed `/advisor` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdvisorCommand {
     /// `/advisor` or `/advisor toggle` (C1).
     Toggle,
-    /// `/advisor on` (C1).
-    On,
-    /// `/advisor off` (C1).
-    Off,
+    /// `/advisor on` (C1); `/advisor on NAME` resumes one advisor of the roster (RO19).
+    On {
+        /// The advisor named, as typed (matched by slug, RO7).
+        advisor: Option<String>,
+    },
+    /// `/advisor off` (C1); `/advisor off NAME` pauses one advisor of the roster (RO19).
+    Off {
+        /// The advisor named, as typed (matched by slug, RO7).
+        advisor: Option<String>,
+    },
     /// `/advisor status` (C3).
     Status,
-    /// `/advisor dump [raw]` (C4).
+    /// `/advisor dump [NAME] [raw]` (C4, RO19).
     Dump {
         /// Whether `raw` was given.
         raw: bool,
+        /// The advisor named, as typed; `None`: every advisor, one section each.
+        advisor: Option<String>,
     },
     /// `/advisor test <severity> <note>` (C2).
     Test(Advisory),
@@ -42,12 +50,24 @@ pub fn parse_command(line: &str) -> Result<AdvisorCommand, String> {
     match (verb.as_deref(), rest.as_slice()) {
         (None, []) if prefixed => Ok(AdvisorCommand::Toggle),
         (Some("toggle"), []) => Ok(AdvisorCommand::Toggle),
-        (Some("on"), []) => Ok(AdvisorCommand::On),
-        (Some("off"), []) => Ok(AdvisorCommand::Off),
+        (Some("on"), name) => Ok(AdvisorCommand::On {
+            advisor: joined(name),
+        }),
+        (Some("off"), name) => Ok(AdvisorCommand::Off {
+            advisor: joined(name),
+        }),
         (Some("status"), []) => Ok(AdvisorCommand::Status),
-        (Some("dump"), []) => Ok(AdvisorCommand::Dump { raw: false }),
-        (Some("dump"), [raw]) if raw.eq_ignore_ascii_case("raw") => {
-            Ok(AdvisorCommand::Dump { raw: true })
+        (Some("dump"), words) => {
+            let raw = words.last().is_some_and(|w| w.eq_ignore_ascii_case("raw"));
+            let name = if raw {
+                &words[..words.len() - 1]
+            } else {
+                words
+            };
+            Ok(AdvisorCommand::Dump {
+                raw,
+                advisor: joined(name),
+            })
         }
         (Some("test"), [severity, note @ ..]) if !note.is_empty() => {
             let severity: Severity = severity.parse().map_err(|e| format!("{e}\n{USAGE}"))?;
@@ -60,6 +80,11 @@ pub fn parse_command(line: &str) -> Result<AdvisorCommand, String> {
     }
 }
 
+/// The words of an advisor's name joined by one space, `None` when there are none.
+fn joined(words: &[&str]) -> Option<String> {
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,11 +92,20 @@ mod tests {
     #[test]
     fn c1_verbs_are_case_insensitive() {
         assert_eq!(parse_command("/advisor"), Ok(AdvisorCommand::Toggle));
-        assert_eq!(parse_command("/advisor ON"), Ok(AdvisorCommand::On));
-        assert_eq!(parse_command("off"), Ok(AdvisorCommand::Off));
+        assert_eq!(
+            parse_command("/advisor ON"),
+            Ok(AdvisorCommand::On { advisor: None })
+        );
+        assert_eq!(
+            parse_command("off"),
+            Ok(AdvisorCommand::Off { advisor: None })
+        );
         assert_eq!(
             parse_command("/advisor dump RAW"),
-            Ok(AdvisorCommand::Dump { raw: true })
+            Ok(AdvisorCommand::Dump {
+                raw: true,
+                advisor: None
+            })
         );
         assert_eq!(parse_command("/advisor frobnicate"), Err(USAGE.to_string()));
     }

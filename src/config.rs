@@ -14,6 +14,7 @@ use crate::model::ModelClient;
 use crate::redact::Redactor;
 use crate::render::TranscriptView;
 use crate::review::quarantine::OutputGuard;
+use crate::roster::RosterSetup;
 use crate::settings::{AdvisorSettings, DeliveryPolicy, SyncBacklog};
 use crate::shared::watchdog_cache::WatchdogCache;
 use crate::shared::{compile_output_guard, SharedResources};
@@ -67,6 +68,9 @@ pub struct RuntimeConfig {
     /// Off in a live host, where S2 lets the primary go on at once; a replay turns it on so a
     /// transient error costs one retry, not the separation of the following turns.
     pub hold_wait_through_retries: bool,
+    /// The roster of named advisors (§15), resolved by the host (`crate::roster::load`).
+    /// `None`, or a roster without entries, runs today's single unnamed advisor (RO12).
+    pub roster: Option<RosterSetup>,
     /// What the sessions of the process share (A6), set by
     /// [`crate::runtime::AdvisorRuntime::open`]; `None` builds everything for this session.
     shared: Option<Arc<SharedResources>>,
@@ -93,6 +97,7 @@ impl RuntimeConfig {
             initial_transcript: None,
             audit_path: None,
             hold_wait_through_retries: false,
+            roster: None,
             shared: None,
         }
     }
@@ -136,6 +141,7 @@ impl RuntimeConfig {
             initial_transcript: None,
             audit_path: None,
             hold_wait_through_retries: self.hold_wait_through_retries,
+            roster: self.roster.clone(),
             shared: self.shared.clone(),
         })
     }

@@ -250,8 +250,19 @@ impl AdvisorHandle {
     /// its context. Fails at once while it is paused or failing or when `advisor.consult` is
     /// off, and after a total time limit at the latest.
     pub async fn ask(&self, question: &str) -> Result<String, HandleError> {
+        self.ask_advisor(question, None).await
+    }
+
+    /// Asks one advisor of the roster a question (G8, RO20): the one named by `advisor`
+    /// (its name or slug), else the unnamed advisor, else the roster's first enabled entry.
+    pub async fn ask_advisor(
+        &self,
+        question: &str,
+        advisor: Option<&str>,
+    ) -> Result<String, HandleError> {
         self.call(AskAdvisor {
             question: question.to_string(),
+            advisor: advisor.map(str::to_string),
         })
         .await?
         .map_err(HandleError::Ask)

@@ -137,6 +137,7 @@ pub use render::{render_delta, ExpandedMemory, TranscriptView};
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
 pub use status::{
-    AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason, FallbackStatus,
+    AdvisorState, AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason,
+    FallbackStatus, NamedAdvisorStatus,
 };
 pub use turn_prompts::SessionPrompts;

@@ -680,7 +680,7 @@ pub fn replay_event(turn: usize, event: HostEvent) -> Option<ReplayEvent> {
             turn,
             delivery: card,
         }),
-        HostEvent::Notice { text } => Some(ReplayEvent::Notice { turn, text }),
+        HostEvent::Notice { text, .. } => Some(ReplayEvent::Notice { turn, text }),
         HostEvent::SteerReady => None,
     }
 }
@@ -757,12 +757,7 @@ mod tests {
             })
         );
         assert_eq!(
-            replay_event(
-                2,
-                HostEvent::Notice {
-                    text: "advisor: x".into()
-                }
-            ),
+            replay_event(2, HostEvent::notice("advisor: x")),
             Some(ReplayEvent::Notice {
                 turn: 2,
                 text: "advisor: x".into()

@@ -44,6 +44,53 @@ pub struct AdvisorStatus {
     /// runs on a shared runtime and has called the provider.
     #[serde(default)]
     pub provider_calls: Option<crate::model::limit::CallCounts>,
+    /// One entry per named advisor of the roster, in roster order (RO19); empty for a
+    /// session without a roster (RO12). The fields above are then the session's totals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advisors: Vec<NamedAdvisorStatus>,
+}
+
+/// What one named advisor of the roster is doing (RO8, RO19).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AdvisorState {
+    /// Reviewing.
+    Running,
+    /// Paused by `enabled: false` or `/advisor off NAME`.
+    Paused,
+    /// The session's advisor is off (`/advisor off`).
+    Off,
+    /// Its model could not be resolved or built (RO8).
+    NoModel,
+    /// Its reviews failed and it stopped (F3, P7).
+    Failing,
+}
+
+/// One named advisor's line of `/advisor status` (RO19).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NamedAdvisorStatus {
+    /// The display name (RO7).
+    pub name: String,
+    /// The slug (RO7).
+    pub slug: String,
+    /// Its state.
+    pub state: AdvisorState,
+    /// Why it is paused, failing or has no model, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its model, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Its delivery policy (RO15).
+    pub policy: DeliveryPolicy,
+    /// Updates its `when` skipped (RO17).
+    #[serde(default)]
+    pub skipped_updates: u64,
+    /// Its own delivery counters (D10).
+    pub deliveries: DeliveryCounts,
+    /// Its backlog, context and lifetime usage.
+    pub agent: AgentStatus,
 }
 
 impl AdvisorStatus {

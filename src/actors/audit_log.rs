@@ -127,9 +127,10 @@ impl AuditLog {
         tracing::warn!(error = %err, "advisor audit log write failed");
         if !self.warned {
             self.warned = true;
-            self.host.do_send(HostEvent::Notice {
-                text: crate::texts::notice("auditFailed", &[("error", &err.to_string())]),
-            });
+            self.host.do_send(HostEvent::notice(crate::texts::notice(
+                "auditFailed",
+                &[("error", &err.to_string())],
+            )));
         }
     }
 }
@@ -244,7 +245,7 @@ mod tests {
         type Result = ();
 
         fn handle(&mut self, msg: HostEvent, _ctx: &mut Context<Self>) {
-            if let HostEvent::Notice { text } = msg {
+            if let HostEvent::Notice { text, .. } = msg {
                 self.notices.push(text);
             }
         }

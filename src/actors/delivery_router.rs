@@ -158,9 +158,7 @@ impl Handler<PlanTurnEnd> for DeliveryRouter {
         self.emit(released);
         let plan = self.state.turn_ended(msg.terminal, msg.can_wait);
         if let Some(plan) = &plan {
-            self.emit(vec![HostEvent::Notice {
-                text: plan.notice(),
-            }]);
+            self.emit(vec![HostEvent::notice(plan.notice())]);
         }
         actix::MessageResult(plan)
     }

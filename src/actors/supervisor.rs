@@ -177,7 +177,7 @@ impl Supervisor {
     }
 
     fn notice(&self, text: String) {
-        self.host.do_send(HostEvent::Notice { text });
+        self.host.do_send(HostEvent::notice(text));
     }
 
     fn enable(&mut self, ctx: &mut Context<Self>) -> String {

@@ -430,7 +430,7 @@ mod tests {
         let plan = r.turn_ended(true, true).unwrap();
         let events = r.catch_up_finished(&plan, CatchUpEnd::TimedOut);
         match &events[..] {
-            [HostEvent::Notice { text }, HostEvent::Wake { card }] => {
+            [HostEvent::Notice { text, .. }, HostEvent::Wake { card }] => {
                 assert!(text.contains("1 held note unconfirmed"), "{text}");
                 assert!(card.content.ends_with(FINAL_ANSWER_NOTE));
             }

@@ -625,9 +625,7 @@ impl RouterState {
                 let count = self.held.len();
                 let mut events = Vec::new();
                 if best_effort && count > 0 {
-                    events.push(HostEvent::Notice {
-                        text: best_effort_notice(count),
-                    });
+                    events.push(HostEvent::notice(best_effort_notice(count)));
                 }
                 events.extend(self.release_held(|_| true));
                 events

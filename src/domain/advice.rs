@@ -75,6 +75,10 @@ pub struct Advisory {
     /// The severity, when the advisor gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity: Option<Severity>,
+    /// The named advisor (or advisors, comma-joined, RO22) that raised it; `None` for the
+    /// unnamed advisor of a session without a roster (RO12: no `advisor` attribute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advisor: Option<String>,
 }
 
 impl Advisory {
@@ -83,7 +87,14 @@ impl Advisory {
         Self {
             note: note.into(),
             severity,
+            advisor: None,
         }
+    }
+
+    /// The same advisory, raised by the named advisor `name` (RO18).
+    pub fn with_advisor(mut self, name: impl Into<String>) -> Self {
+        self.advisor = Some(name.into());
+        self
     }
 
     /// The severity used for routing: the given one, or nit.
@@ -95,6 +106,11 @@ impl Advisory {
     pub fn to_xml(&self, context: Option<&str>) -> String {
         let mut out = String::with_capacity(self.note.len() + 80);
         out.push_str("<advisory");
+        if let Some(name) = &self.advisor {
+            out.push_str(" advisor=\"");
+            out.push_str(&escape_xml_attr(name));
+            out.push('"');
+        }
         if let Some(sev) = self.severity {
             out.push_str(" severity=\"");
             out.push_str(sev.as_str());

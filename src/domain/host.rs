@@ -70,5 +70,19 @@ pub enum HostEvent {
     Notice {
         /// The text.
         text: String,
+        /// The named advisor the line is about (RO23); `None` for the unnamed advisor
+        /// and for lines about the whole session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        advisor: Option<String>,
     },
+}
+
+impl HostEvent {
+    /// A line for the user about the session or its unnamed advisor.
+    pub fn notice(text: impl Into<String>) -> Self {
+        HostEvent::Notice {
+            text: text.into(),
+            advisor: None,
+        }
+    }
 }

@@ -114,6 +114,9 @@ pub struct EndHalt;
 pub struct AskAdvisor {
     /// The question.
     pub question: String,
+    /// The advisor asked, by name or slug (RO20); `None`: the unnamed advisor, else the
+    /// roster's first enabled entry.
+    pub advisor: Option<String>,
 }
 
 /// A line for the user from the agent, which has no host recipient of its own (agent →

@@ -54,6 +54,9 @@ pub enum AskError {
     /// call is cancelled): the cause says why.
     #[error("the ask was ended: {0}")]
     Ended(AskEnd),
+    /// The ask named an advisor the session's roster does not have (RO20).
+    #[error("no advisor named \"{0}\" in this session")]
+    UnknownAdvisor(String),
 }
 
 /// What ended an ask before its answer (G8, R1, R2).

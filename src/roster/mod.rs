@@ -12,6 +12,7 @@
 //! or from the blocking pool.
 
 mod parse;
+mod setup;
 mod tools;
 
 use std::fmt;
@@ -21,6 +22,7 @@ use std::str::FromStr;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
+pub use setup::{RosterModels, RosterReload, RosterSetup};
 pub use tools::RosterTool;
 
 use crate::domain::advice::Severity;

@@ -370,6 +370,7 @@ pub fn ask_error(e: &AskError) -> RpcError {
         AskError::Failing => "failing",
         AskError::Model(_) => "model",
         AskError::Quarantined(_) => "quarantined",
+        AskError::UnknownAdvisor(_) => "unknownAdvisor",
         AskError::NoAnswer => "noAnswer",
         AskError::TimedOut(_) => "timedOut",
         AskError::Released => "released",

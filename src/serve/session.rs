@@ -257,7 +257,7 @@ pub fn event_line(session_id: &str, event: &HostEvent) -> String {
             "session/card",
             json!({ "sessionId": session_id, "card": delivery_json(card) }),
         ),
-        HostEvent::Notice { text } => notification_line(
+        HostEvent::Notice { text, .. } => notification_line(
             "session/notice",
             json!({ "sessionId": session_id, "text": text }),
         ),
@@ -389,9 +389,7 @@ mod tests {
             .unwrap()
             .contains("Stop &amp; check"));
         assert!(v.get("id").is_none());
-        let v: Value =
-            serde_json::from_str(&event_line("s1", &HostEvent::Notice { text: "hi".into() }))
-                .unwrap();
+        let v: Value = serde_json::from_str(&event_line("s1", &HostEvent::notice("hi"))).unwrap();
         assert_eq!(v["params"], json!({"sessionId": "s1", "text": "hi"}));
         let v: Value = serde_json::from_str(&event_line("s2", &HostEvent::SteerReady)).unwrap();
         assert_eq!(v["method"], "session/steerReady");

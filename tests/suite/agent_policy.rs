@@ -27,7 +27,7 @@ fn server_error() -> ScriptedReply {
 
 async fn notice(rx: &mut UnboundedReceiver<HostEvent>) -> String {
     match next_event(rx).await {
-        HostEvent::Notice { text } => text,
+        HostEvent::Notice { text, .. } => text,
         other => panic!("expected a notice, got {other:?}"),
     }
 }

@@ -488,7 +488,7 @@ async fn g5_f2_overflow_on_every_try_reprimes_once_per_try_fails_three_times_hel
     h.turn_end(&t).await.unwrap();
     // Wait (in virtual time) for the third strike.
     loop {
-        if let HostEvent::Notice { text } = next_event(&mut rx).await {
+        if let HostEvent::Notice { text, .. } = next_event(&mut rx).await {
             if text.contains("consecutive model failures") {
                 assert!(text.contains("skipped 1 turn"), "{text}");
                 break;
@@ -619,7 +619,7 @@ async fn g5_d9_a_phantom_hold_of_the_overflowed_attempt_is_rolled_back_an_earlie
     // The catch-up block settled: the reconfirmed BLOCKER goes out, the phantom never does.
     assert!(matches!(
         next_event(&mut rx).await,
-        HostEvent::Notice { text } if text.contains("waiting up to 15s")
+        HostEvent::Notice { text, .. } if text.contains("waiting up to 15s")
     ));
     assert_eq!(next_event(&mut rx).await, HostEvent::SteerReady);
     let steers = h.step_boundary().await.unwrap().steers;
@@ -667,7 +667,7 @@ async fn w3_an_unreadable_watchdog_file_is_one_notice_and_the_review_goes_on() {
     )
     .await;
     match next_event(&mut rx).await {
-        HostEvent::Notice { text } => assert!(text.contains("WATCHDOG.md"), "{text}"),
+        HostEvent::Notice { text, .. } => assert!(text.contains("WATCHDOG.md"), "{text}"),
         other => panic!("expected the warning, got {other:?}"),
     }
     assert_eq!(model.request_count(), 2, "both turns reviewed");
@@ -884,7 +884,7 @@ async fn g7_an_unwritable_audit_file_is_one_warning_and_reviews_go_on() {
     assert_eq!(status.agent.reviews, 2);
     h.dispose().await.unwrap();
     match next_event(&mut rx).await {
-        HostEvent::Notice { text } => {
+        HostEvent::Notice { text, .. } => {
             assert!(text.contains("could not write the audit log"), "{text}");
             assert!(text.contains("audit.jsonl"), "{text}");
         }

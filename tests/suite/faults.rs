@@ -446,7 +446,7 @@ async fn f3_a_429_asking_for_100000_s_pauses_and_resumes_by_itself() {
         );
         let first = clock.arrival(0).await;
         match next_event(&mut events).await {
-            HostEvent::Notice { text } => {
+            HostEvent::Notice { text, .. } => {
                 assert!(text.starts_with("advisor: paused: HTTP 429"), "{text}");
                 assert!(
                     text.contains("wait until 20") && text.contains(" UTC"),
@@ -481,7 +481,7 @@ async fn f3_a_429_asking_for_100000_s_pauses_and_resumes_by_itself() {
         // Calls go out again: pace the clock for the sockets.
         let clock = VirtualClock::start(Arc::clone(&server));
         match next_event(&mut events).await {
-            HostEvent::Notice { text } => {
+            HostEvent::Notice { text, .. } => {
                 assert_eq!(text, "advisor: resumed: the provider's wait is over")
             }
             other => panic!("{dialect:?}: expected the resume notice, got {other:?}"),
@@ -667,7 +667,7 @@ async fn faults_p6_an_overloaded_model_hands_the_batch_to_a_backup_on_another_pr
             retried_at - failed_at
         );
         match next_event(&mut events).await {
-            HostEvent::Notice { text } => {
+            HostEvent::Notice { text, .. } => {
                 assert!(
                     text.starts_with(&format!("advisor: {own_id} failed (")),
                     "{text}"
@@ -698,7 +698,7 @@ async fn faults_p6_an_overloaded_model_hands_the_batch_to_a_backup_on_another_pr
         t.push(TranscriptMessage::user("and log each attempt"));
         handle.turn_end(&t).await.expect("runtime");
         match next_event(&mut events).await {
-            HostEvent::Notice { text } => {
+            HostEvent::Notice { text, .. } => {
                 assert_eq!(
                     text,
                     format!("advisor: back on {own_id}: its cooldown is over")
@@ -777,7 +777,7 @@ async fn faults_p7_a_usage_limit_pauses_with_the_batch_kept_until_the_provider_s
         handle.turn_end(&t).await.expect("runtime");
         let first = clock.arrival(0).await;
         match next_event(&mut events).await {
-            HostEvent::Notice { text } => {
+            HostEvent::Notice { text, .. } => {
                 assert!(text.starts_with("advisor: paused: HTTP 429"), "{text}");
                 assert!(
                     text.contains("usage limit") && text.contains("resumes by itself"),
@@ -794,7 +794,7 @@ async fn faults_p7_a_usage_limit_pauses_with_the_batch_kept_until_the_provider_s
             "{dialect:?}: kept, no strike"
         );
         match next_event(&mut events).await {
-            HostEvent::Notice { text } => {
+            HostEvent::Notice { text, .. } => {
                 assert_eq!(text, "advisor: resumed: the provider's wait is over")
             }
             other => panic!("{dialect:?}: expected the resume notice, got {other:?}"),

@@ -360,7 +360,7 @@ async fn f3_401_pauses_the_advisor_with_a_notice_and_no_retry_reaches_the_server
         let t = Transcript::from_messages([TranscriptMessage::user("add a retry to the fetcher")]);
         h.turn_end(&t).await.expect("runtime");
         match next_event(&mut rx).await {
-            HostEvent::Notice { text } => assert!(
+            HostEvent::Notice { text, .. } => assert!(
                 text.contains("paused") && text.contains("401") && text.contains("/advisor on"),
                 "{dialect:?}: {text}"
             ),

@@ -48,7 +48,7 @@ fn final_answer(text: &str) -> TranscriptMessage {
 
 fn notice(event: HostEvent) -> String {
     match event {
-        HostEvent::Notice { text } => text,
+        HostEvent::Notice { text, .. } => text,
         other => panic!("expected a notice, got {other:?}"),
     }
 }

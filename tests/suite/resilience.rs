@@ -58,7 +58,7 @@ async fn p5_a_second_quarantine_in_a_row_drops_the_batch_with_one_notice() {
     next_request(&mut arrivals).await;
     next_request(&mut arrivals).await;
     match next_event(&mut rx).await {
-        HostEvent::Notice { text } => {
+        HostEvent::Notice { text, .. } => {
             assert!(
                 text.starts_with("advisor: withheld a review twice in a row"),
                 "{text}"
@@ -94,7 +94,7 @@ fn server_error() -> ScriptedReply {
 
 async fn notice(rx: &mut tokio::sync::mpsc::UnboundedReceiver<HostEvent>) -> String {
     match next_event(rx).await {
-        HostEvent::Notice { text } => text,
+        HostEvent::Notice { text, .. } => text,
         other => panic!("expected a notice, got {other:?}"),
     }
 }

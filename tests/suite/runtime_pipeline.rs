@@ -243,7 +243,7 @@ fn server_error() -> ScriptedReply {
 /// Waits for the next notice, skipping nothing else (a test that expects only notices).
 async fn next_notice(rx: &mut tokio::sync::mpsc::UnboundedReceiver<HostEvent>) -> String {
     match next_event(rx).await {
-        HostEvent::Notice { text } => text,
+        HostEvent::Notice { text, .. } => text,
         other => panic!("expected a notice, got {other:?}"),
     }
 }
@@ -394,7 +394,7 @@ async fn f3_permanent_error_pauses_with_a_notice_and_does_not_block() {
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
     h.turn_end(&t).await.unwrap();
     match next_event(&mut rx).await {
-        HostEvent::Notice { text } => assert!(text.contains("paused") && text.contains("401")),
+        HostEvent::Notice { text, .. } => assert!(text.contains("paused") && text.contains("401")),
         other => panic!("expected a notice, got {other:?}"),
     }
     t.push(TranscriptMessage::user("next"));

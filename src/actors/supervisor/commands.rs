@@ -79,8 +79,12 @@ impl Handler<RunCommand> for Supervisor {
                     self.enable(ctx)
                 }
             }
-            Ok(AdvisorCommand::On) => self.enable(ctx),
-            Ok(AdvisorCommand::Off) => self.disable(AskEnd::TurnedOff),
+            Ok(AdvisorCommand::On { advisor: None }) => self.enable(ctx),
+            Ok(AdvisorCommand::Off { advisor: None }) => self.disable(AskEnd::TurnedOff),
+            // RO19: pausing one advisor of a roster; built with the roster runtime.
+            Ok(
+                AdvisorCommand::On { advisor: Some(_) } | AdvisorCommand::Off { advisor: Some(_) },
+            ) => crate::command::USAGE.to_string(),
             Ok(AdvisorCommand::Test(advisory)) => {
                 self.tests_injected += 1;
                 let fut = test_advice(self.router(), self.epoch, self.tests_injected, advisory);
@@ -90,7 +94,7 @@ impl Handler<RunCommand> for Supervisor {
                 let fut = self.status().map(|s| s.render());
                 return Box::pin(fut.into_actor(self));
             }
-            Ok(AdvisorCommand::Dump { raw }) => {
+            Ok(AdvisorCommand::Dump { raw, .. }) => {
                 return Box::pin(self.dump(raw).into_actor(self));
             }
             Err(usage) => usage,

@@ -85,6 +85,10 @@ impl Handler<AskAdvisor> for Supervisor {
             if !consult {
                 return Err(AskError::Disabled);
             }
+            // RO20: a session without a roster has only the unnamed advisor.
+            if let Some(name) = msg.advisor.clone() {
+                return Err(AskError::UnknownAdvisor(name));
+            }
             let agent = agent.ok_or(AskError::NotRunning)?;
             agent.send(msg).await.unwrap_or(Err(AskError::Released))
         })
