@@ -147,6 +147,9 @@ pub struct FeedCursor {
     view: TranscriptView,
     /// Secret redaction applied to every delta (X5); `None` = off.
     redactor: Option<Redactor>,
+    /// A named advisor's `when: { paths }` (RO17): only updates touching a matching path
+    /// are reviewed; `None` reviews every update.
+    when: Option<crate::roster::PathFilter>,
 }
 
 impl Default for FeedCursor {
@@ -164,6 +167,7 @@ impl FeedCursor {
             view,
             replay_budget,
             redactor: build_redactor(),
+            when: None,
         }
     }
 
@@ -181,7 +185,15 @@ impl FeedCursor {
             view,
             replay_budget,
             redactor,
+            when: None,
         }
+    }
+
+    /// The cursor of a named advisor with `when: { paths }` (RO17): it reviews only the
+    /// updates whose tool calls touched a matching path; `None` reviews every update.
+    pub fn with_when(mut self, when: Option<crate::roster::PathFilter>) -> Self {
+        self.when = when;
+        self
     }
 
     /// Turns secret redaction (X5) on or off; the patterns are compiled once, when it is

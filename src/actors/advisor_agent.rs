@@ -202,9 +202,11 @@ impl AdvisorAgent {
                     self.quarantine_streak = 0;
                     self.totals.reviews += 1;
                     // D9: before any waiter wakes, so a catch-up block's end sees the pruning.
-                    self.links
-                        .review_succeeded
-                        .do_send(ReviewSucceeded { epoch, review });
+                    self.links.review_succeeded.do_send(ReviewSucceeded {
+                        epoch,
+                        review,
+                        advisor: self.links.advisor.clone(),
+                    });
                     self.state.review_succeeded();
                 }
                 Err(err) => self.failed(err, ctx),

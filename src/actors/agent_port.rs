@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use actix::Recipient;
 use serde_json::Value;
 
+use crate::domain::advice::AdvisorLabel;
 use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewSucceeded};
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, BacklogDropped, NoticeRaised, ReviewFailed, ReviewQuarantined,
@@ -18,6 +19,8 @@ use crate::review::{AuditEvent, ReviewPort, ToolReply};
 
 /// Where the agent's reviews and reports go.
 pub struct AgentLinks {
+    /// The named advisor this agent is (RO13); `None`: the unnamed advisor (RO12).
+    pub advisor: Option<AdvisorLabel>,
     /// Where tool calls go (the ToolExecutor).
     pub executor: Recipient<ExecuteTool>,
     /// Where the tool session is cleared on compaction and re-prime (T3).
@@ -79,6 +82,7 @@ impl ReviewPort for AgentPort {
             review: self.review,
             updates: self.updates,
             wip: self.wip,
+            advisor: self.links.advisor.clone(),
         };
         self.links.held_preamble.send(ask).await.unwrap_or_default()
     }
@@ -88,6 +92,7 @@ impl ReviewPort for AgentPort {
             epoch: self.epoch,
             review: self.review,
             attempt,
+            advisor: self.links.advisor.clone(),
         };
         let _ = self.links.discard_attempt.send(discard).await;
     }

@@ -8,8 +8,8 @@ use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
-    GetUndelivered, PlanTurnEnd, RaiseAdvice, ResetDelivery, ReviewSucceeded, SeedGuard,
-    SetDeliveryEnabled,
+    GetUndelivered, PlanTurnEnd, RaiseAdvice, RegisterAdvisor, RemoveAdvisor, ResetDelivery,
+    ReviewSucceeded, SeedGuard, SetDeliveryEnabled,
 };
 use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
 use crate::settings::DeliveryPolicy;
@@ -225,4 +225,20 @@ pub async fn raise_advice(
         .send(raise)
         .await
         .map_err(|_| crate::tools::advise::TOOL_RESULTS.get("routerRestarting"))
+}
+
+impl Handler<RegisterAdvisor> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, _msg: RegisterAdvisor, _ctx: &mut Context<Self>) {
+        // The per-advisor guard, policy and cap (RO13, RO15, RO16) are the router's next step.
+    }
+}
+
+impl Handler<RemoveAdvisor> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, _msg: RemoveAdvisor, _ctx: &mut Context<Self>) {
+        // Dropping a removed advisor's held notes (RO21) is the router's next step.
+    }
 }

@@ -7,6 +7,7 @@ use actix::{Actor, Context, Handler, Recipient, ResponseFuture, Supervised};
 use tracing::Instrument;
 
 use crate::actors::delivery_router::raise_advice;
+use crate::domain::advice::AdvisorLabel;
 use crate::messages::delivery::RaiseAdvice;
 use crate::messages::tools::{ClearToolSession, ExecuteTool, ToolOutput};
 use crate::redact::Redactor;
@@ -19,6 +20,8 @@ pub struct ToolExecutor {
     router: Recipient<RaiseAdvice>,
     max_notes: usize,
     redactor: Option<Redactor>,
+    /// The named advisor whose tools these are (RO13); its advice carries the label.
+    advisor: Option<AdvisorLabel>,
 }
 
 impl ToolExecutor {
@@ -35,12 +38,20 @@ impl ToolExecutor {
             router,
             max_notes,
             redactor: None,
+            advisor: None,
         }
     }
 
     /// Redacts credentials from workspace tool results before the model sees them (X5).
     pub fn with_redactor(mut self, redactor: Option<Redactor>) -> Self {
         self.redactor = redactor;
+        self
+    }
+
+    /// The executor of the named advisor `advisor` (RO13): its `advise` calls are raised
+    /// with the label, and the advisory names it (RO18).
+    pub fn with_advisor(mut self, advisor: Option<AdvisorLabel>) -> Self {
+        self.advisor = advisor;
         self
     }
 }
@@ -70,16 +81,22 @@ impl Handler<ExecuteTool> for ToolExecutor {
         if msg.name == advise::NAME {
             let router = self.router.clone();
             let max_notes = self.max_notes;
+            let advisor = self.advisor.clone();
             return Box::pin(
                 async move {
                     let advisory = match advise::parse(&msg.arguments) {
                         Ok(a) => a,
                         Err(e) => return error_output(e),
                     };
+                    let advisory = match &advisor {
+                        Some(label) => advisory.with_advisor(label.name.as_ref()),
+                        None => advisory,
+                    };
                     let raise = RaiseAdvice {
                         epoch: msg.epoch,
                         review: msg.review,
                         advisory,
+                        advisor,
                     };
                     match raise_advice(&router, raise).await {
                         Ok(outcome) => ToolOutput {

@@ -89,6 +89,7 @@ pub fn start_children(
         redactor: redactor.clone(),
     };
     let links = AgentLinks {
+        advisor: None,
         executor: executor.clone().recipient(),
         tool_session: executor.clone().recipient(),
         watchdog: config.watchdog.clone().map(|cfg| {
@@ -197,6 +198,7 @@ pub async fn test_advice(
         epoch,
         review: u64::MAX - nth,
         advisory,
+        advisor: None,
     };
     match raise_advice(&router.recipient(), raise).await {
         Ok(outcome) => notice("test", &[("outcome", &outcome.tool_text(usize::MAX))]),

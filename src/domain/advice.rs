@@ -129,6 +129,26 @@ impl Advisory {
     }
 }
 
+/// Which named advisor of the roster something comes from (RO7, RO13): its slug (the id
+/// that keys its state) and its display name (what the primary and the user see).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AdvisorLabel {
+    /// The slug (RO7).
+    pub slug: std::sync::Arc<str>,
+    /// The display name (RO7).
+    pub name: std::sync::Arc<str>,
+}
+
+impl AdvisorLabel {
+    /// A label of `name` with slug `slug`.
+    pub fn new(slug: impl Into<std::sync::Arc<str>>, name: impl Into<std::sync::Arc<str>>) -> Self {
+        Self {
+            slug: slug.into(),
+            name: name.into(),
+        }
+    }
+}
+
 /// Escapes `&`, `<` and `>` so a note can neither close nor open an element (D2).
 pub fn escape_xml_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

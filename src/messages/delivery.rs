@@ -4,7 +4,7 @@ use actix::Message as ActixMessage;
 
 pub use crate::delivery::DeliveryStatus;
 use crate::delivery::{CatchUpEnd, CatchUpPlan, RaiseOutcome};
-use crate::domain::advice::{Advisory, Delivery};
+use crate::domain::advice::{AdvisorLabel, Advisory, Delivery};
 
 /// The advisor called `advise` (mid-review, G3).
 #[derive(Debug, Clone, ActixMessage)]
@@ -16,6 +16,8 @@ pub struct RaiseAdvice {
     pub review: u64,
     /// The advice.
     pub advisory: Advisory,
+    /// The named advisor that raised it (RO13); `None`: the unnamed advisor (RO12).
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// Starts a new delivery epoch (R1).
@@ -79,7 +81,7 @@ pub struct CatchUpFinished {
 
 /// A review is about to start (agent → router): sets its note budget (D8) and asks for
 /// its held-notes preamble (D9), empty when nothing is held.
-#[derive(Debug, Clone, Copy, ActixMessage)]
+#[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "String")]
 pub struct GetHeldPreamble {
     /// The review's epoch.
@@ -93,23 +95,27 @@ pub struct GetHeldPreamble {
     /// wait for the next final boundary; a review of a final batch releases what waits.
     #[allow(dead_code)] // read by P1's router (h/core), not merged on this branch yet
     pub wip: bool,
+    /// The named advisor whose review it is (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// A review succeeded (agent → router): held notes it did not raise again are dropped (D9).
-#[derive(Debug, Clone, Copy, ActixMessage)]
+#[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
 pub struct ReviewSucceeded {
     /// The review's epoch.
     pub epoch: u64,
     /// The review's number.
     pub review: u64,
+    /// The named advisor whose review it is (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// An attempt of a review was thrown away and the review will be tried again (agent →
 /// router, G5): the holds and reconfirmations the attempt made are rolled back (delivered
 /// advice cannot be recalled). Sent, and awaited, before the next attempt starts; answers
 /// how many holds were rolled back.
-#[derive(Debug, Clone, Copy, ActixMessage)]
+#[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "usize")]
 pub struct DiscardAttempt {
     /// The review's epoch.
@@ -118,6 +124,8 @@ pub struct DiscardAttempt {
     pub review: u64,
     /// The attempt's number within the review, from 1 (for tracing).
     pub attempt: u32,
+    /// The named advisor whose review it is (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// Asks for what the router still holds back from the primary, as it would be delivered
@@ -130,3 +138,28 @@ pub struct GetUndelivered;
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "DeliveryStatus")]
 pub struct GetDeliveryStatus;
+
+/// Registers a named advisor of the roster with the router (RO13, RO15, RO16): its own
+/// emission guard (D8 budget, dedupe), delivery policy and severity cap. Sent by the
+/// supervisor before the advisor's first review, and again when its entry changes (RO21).
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct RegisterAdvisor {
+    /// The advisor.
+    pub label: AdvisorLabel,
+    /// Its delivery policy (RO15); `None`: the session's.
+    pub policy: Option<crate::settings::DeliveryPolicy>,
+    /// Its D8 budget per update (RO10).
+    pub max_notes: usize,
+    /// Its severity cap (RO16).
+    pub max_severity: crate::domain::advice::Severity,
+}
+
+/// A named advisor left the roster (RO21): the notes it still holds are dropped with reason
+/// `removed` (D10).
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct RemoveAdvisor {
+    /// The advisor's slug.
+    pub slug: std::sync::Arc<str>,
+}
