@@ -149,7 +149,7 @@ pub struct FeedCursor {
     redactor: Option<Redactor>,
     /// A named advisor's `when: { paths }` (RO17): only updates touching a matching path
     /// are reviewed; `None` reviews every update.
-    when: Option<crate::roster::PathFilter>,
+    when: Option<(crate::roster::PathFilter, std::path::PathBuf)>,
 }
 
 impl Default for FeedCursor {
@@ -190,9 +190,14 @@ impl FeedCursor {
     }
 
     /// The cursor of a named advisor with `when: { paths }` (RO17): it reviews only the
-    /// updates whose tool calls touched a matching path; `None` reviews every update.
-    pub fn with_when(mut self, when: Option<crate::roster::PathFilter>) -> Self {
-        self.when = when;
+    /// updates whose tool calls touched a matching path (relative to `workspace_root`);
+    /// `None` reviews every update.
+    pub fn with_when(
+        mut self,
+        when: Option<crate::roster::PathFilter>,
+        workspace_root: &std::path::Path,
+    ) -> Self {
+        self.when = when.map(|filter| (filter, workspace_root.to_path_buf()));
         self
     }
 
