@@ -30,6 +30,7 @@ impl GuardHistory {
     }
 
     /// Keys remembered now.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.order.len()
     }
