@@ -852,4 +852,34 @@ mod tests {
             "its cap kept"
         );
     }
+
+    #[test]
+    fn ro22_d9_a_held_merge_follows_reconfirmation_and_a_recant_does_not_silence_the_other() {
+        let (a, s) = (arch(), sec());
+        let mut r = RouterState::new(DeliveryPolicy::Reconfirm, 2);
+        raise(&mut r, &a, 1, "data loss", Some(Severity::Concern));
+        r.turn_ended(false, true);
+        // Architecture reconfirms it in the next update: the held note is about that one now.
+        r.advisor_held_preamble(Some(&a), 0, 2);
+        assert_eq!(
+            raise(&mut r, &a, 2, "data loss", None).0,
+            RaiseOutcome::Reconfirmed
+        );
+        r.advisor_review_batch(Some(&s), 0, 1, 1, false);
+        assert_eq!(
+            raise(&mut r, &s, 1, "Data loss", Some(Severity::Concern)).0,
+            RaiseOutcome::Dropped(DropReason::DuplicateOf)
+        );
+        r.advisor_review_succeeded(Some(&a), 0, 2);
+        r.turn_ended(false, true);
+        // Architecture recants it: gone. Security still thinks so: its own note, held.
+        r.advisor_held_preamble(Some(&a), 0, 3);
+        r.advisor_review_succeeded(Some(&a), 0, 3);
+        assert!(r.held().is_empty());
+        assert_eq!(
+            raise(&mut r, &s, 2, "data loss", Some(Severity::Concern)).0,
+            RaiseOutcome::Held
+        );
+        assert_eq!(r.held()[0].advisory.advisor.as_deref(), Some("Security"));
+    }
 }
