@@ -910,4 +910,68 @@ mod tests {
         );
         assert_eq!(r.held()[0].advisory.advisor.as_deref(), Some("Security"));
     }
+
+    /// The sum of the named advisors' counters.
+    fn sum(r: &RouterState) -> crate::delivery::DeliveryCounts {
+        let mut total = crate::delivery::DeliveryCounts::default();
+        for c in r.per_advisor().values() {
+            total.aside += c.aside;
+            total.steer += c.steer;
+            total.wake += c.wake;
+            total.card += c.card;
+            total.held += c.held;
+            total.reconfirmed += c.reconfirmed;
+            total.pending += c.pending;
+            total.capped += c.capped;
+            for (reason, n) in &c.dropped {
+                total.drop(*reason, *n);
+            }
+        }
+        total
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn d10_ro13_with_named_advisors_only_the_session_counts_are_the_sum_of_theirs(
+            policy in 0u8..3,
+            steps in proptest::collection::vec((0u8..9, 0u8..3, 0u8..4, 0u8..6), 1..60),
+        ) {
+            let policy = [DeliveryPolicy::Interrupt, DeliveryPolicy::Defer, DeliveryPolicy::Reconfirm][policy as usize];
+            let mut r = RouterState::new(policy, 2).with_immune_turns(1);
+            let who = [arch(), sec(), label("perf", "Performance")];
+            r.register_advisor(&who[2], Some(DeliveryPolicy::Reconfirm), 1, Severity::Concern);
+            let mut review = 1;
+            for (op, w, sev, note) in steps {
+                let who = &who[w as usize];
+                let sev = [None, Some(Severity::Nit), Some(Severity::Concern), Some(Severity::Blocker)][sev as usize];
+                match op {
+                    0..=3 => {
+                        r.raise_as(Some(who), 0, review, named(who, &format!("note {note}"), sev));
+                    }
+                    4 => {
+                        r.step_boundary();
+                    }
+                    5 => {
+                        review += 1;
+                        r.advisor_review_batch(Some(who), 0, review, 1, note % 2 == 0);
+                        r.advisor_held_preamble(Some(who), 0, review);
+                    }
+                    6 => {
+                        r.advisor_review_succeeded(Some(who), 0, review);
+                        r.advisor_discard_attempt(Some(who), 0, review);
+                        if let Some(plan) = r.turn_ended(note % 2 == 0, true) {
+                            r.catch_up_finished(&plan, crate::delivery::CatchUpEnd::TimedOut);
+                        }
+                        r.boundary(note % 3 == 0, note % 2 == 1);
+                    }
+                    7 => {
+                        r.run_state(note % 2 == 0);
+                        r.interrupt(note % 3 == 0);
+                    }
+                    _ => r.remove_advisor(&who.slug),
+                }
+            }
+            proptest::prop_assert_eq!(r.counts(), &sum(&r));
+        }
+    }
 }
