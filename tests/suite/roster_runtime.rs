@@ -181,6 +181,13 @@ async fn ro13_each_advisor_reviews_every_turn_with_its_own_context_and_the_same_
     let status = h.status().await.unwrap();
     let reviews: Vec<u64> = status.advisors.iter().map(|a| a.agent.reviews).collect();
     assert_eq!(reviews, [2, 2]);
+    // D10 per advisor, from the router: each delivered its one nit.
+    let delivered: Vec<u64> = status
+        .advisors
+        .iter()
+        .map(|a| a.deliveries.delivered())
+        .collect();
+    assert_eq!(delivered, [1, 1]);
     assert_eq!(status.agent.reviews, 4, "the session total");
 }
 
@@ -549,4 +556,46 @@ async fn ro21_a_changed_entry_is_rebuilt_before_its_next_review_which_covers_tha
     assert!(delta.contains(&format!("turn {}", turn - 1)), "{delta}");
     assert!(!delta.contains("turn 0"), "{delta}");
     assert_eq!(rebuilt.messages.len(), 1, "a fresh context");
+}
+
+fn read_call(path: &str) -> TranscriptMessage {
+    serde_json::from_value(serde_json::json!({
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": "c1", "name": "read",
+                     "arguments": {"path": path}}],
+        "stopReason": "toolUse"
+    }))
+    .expect("an assistant message")
+}
+
+#[actix::test]
+async fn ro17_ro19_an_advisor_whose_paths_were_not_touched_skips_the_turn_and_status_counts_it() {
+    let arch = ScriptedModel::new([]);
+    let db = ScriptedModel::new([]);
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("migrations", db.clone());
+    let mut migrations = entry("Migrations");
+    migrations.when = Sourced::default_value(Some(
+        advisor::roster::PathFilter::new(vec!["db/**".into()]).unwrap(),
+    ));
+    let roster = roster_of(vec![entry("Architecture"), migrations], None);
+    let (h, _events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([TranscriptMessage::user("tidy the parser")]);
+    t.push(read_call("src/parser.rs"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!((arch.request_count(), db.request_count()), (1, 0));
+    let status = h.status().await.unwrap();
+    let skipped: Vec<u64> = status.advisors.iter().map(|a| a.skipped_updates).collect();
+    assert_eq!(skipped, [0, 1]);
+
+    t.push(TranscriptMessage::user("now the migration"));
+    t.push(read_call("db/0042_users.sql"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!((arch.request_count(), db.request_count()), (2, 1));
+    let delta = last_user_text(&db.requests()[0]);
+    assert!(
+        delta.contains("tidy the parser") && delta.contains("0042_users.sql"),
+        "{delta}"
+    );
 }
