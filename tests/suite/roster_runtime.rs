@@ -5,11 +5,10 @@ use crate::support::runtime::*;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
-use advisor::domain::advice::Severity;
 use advisor::domain::host::HostEvent;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
@@ -18,7 +17,7 @@ use advisor::model::{
 };
 use advisor::roster::{
     ModelChoice, Roster, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
-    RosterTool, SharedInstructions, Sourced,
+    SharedInstructions, Sourced,
 };
 use advisor::settings::SyncBacklog;
 use advisor::watchdog::WatchdogConfig;
@@ -47,25 +46,13 @@ impl RosterModels for Models {
 
 /// A resolved entry named `name`, every field at its default.
 fn entry(name: &str) -> RosterAdvisor {
-    RosterAdvisor {
-        slug: advisor::roster::slugify(name),
-        name: name.to_string(),
-        file: PathBuf::from("/p/WATCHDOG.yml"),
-        overrides: Vec::new(),
-        enabled: Sourced::default_value(true),
-        model: Sourced::default_value(ModelChoice::Resolved {
-            role: "scripted/test".into(),
-            provider: "scripted".into(),
-            model: "test".into(),
-            thinking: ThinkingLevel::default(),
-        }),
-        tools: Sourced::default_value(RosterTool::DEFAULT_SET.to_vec()),
-        instructions: Sourced::default_value(None),
-        max_notes_per_update: Sourced::default_value(4),
-        policy: Sourced::default_value(None),
-        max_severity: Sourced::default_value(Severity::Blocker),
-        when: Sourced::default_value(None),
-    }
+    let model = ModelChoice::Resolved {
+        role: "scripted/test".into(),
+        provider: "scripted".into(),
+        model: "test".into(),
+        thinking: ThinkingLevel::default(),
+    };
+    RosterAdvisor::new(name, model)
 }
 
 fn roster_of(entries: Vec<RosterAdvisor>, shared: Option<&str>) -> Roster {
@@ -429,6 +416,29 @@ fn write_roster(repo: &Path, names: &[&str]) {
     fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
 }
 
+/// A session on the roster files of `repo` (under `dir`, which also holds the agent
+/// directory and home), checked again at turn ends (RO21).
+fn reloading(dir: &Path, repo: &Path, models: Models) -> RuntimeConfig {
+    let watchdog = WatchdogConfig {
+        cwd: repo.to_path_buf(),
+        agent_dir: Some(dir.join("agent")),
+        home: Some(dir.to_path_buf()),
+    };
+    let settings = RosterSettings::default();
+    let catalog = advisor::providers::Catalog::builtin().unwrap();
+    let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
+    assert!(!roster.is_empty(), "{:?}", roster.warnings);
+    let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
+    if let Some(setup) = cfg.roster.as_mut() {
+        setup.reload = Some(RosterReload {
+            watchdog,
+            settings,
+            catalog,
+        });
+    }
+    cfg
+}
+
 /// Asks for the status until it lists `n` advisors (the reload runs on the blocking pool).
 async fn until_advisors(h: &advisor::AdvisorHandle, n: usize) {
     for _ in 0..10_000 {
@@ -446,29 +456,12 @@ async fn ro21_an_added_entry_starts_at_the_transcripts_end_and_a_removed_one_sto
     let repo = dir.path().join("repo");
     fs::create_dir_all(repo.join(".git")).unwrap();
     write_roster(&repo, &["Architecture"]);
-    let watchdog = WatchdogConfig {
-        cwd: repo.clone(),
-        agent_dir: Some(dir.path().join("agent")),
-        home: Some(dir.path().to_path_buf()),
-    };
-    let settings = RosterSettings::default();
-    let catalog = advisor::providers::Catalog::builtin().unwrap();
-    let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
-    assert_eq!(roster.advisors.len(), 1, "{:?}", roster.warnings);
     let arch = ScriptedModel::new([]);
     let sec = ScriptedModel::new([]);
     let models = Models::default()
         .with("architecture", arch.clone())
         .with("security", sec.clone());
-    let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
-    if let Some(setup) = cfg.roster.as_mut() {
-        setup.reload = Some(RosterReload {
-            watchdog,
-            settings,
-            catalog,
-        });
-    }
-    let (h, _events) = start(cfg);
+    let (h, _events) = start(reloading(dir.path(), &repo, models));
     let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
     h.turn_end(&t).await.unwrap();
     write_roster(&repo, &["Architecture", "Security"]);
@@ -512,25 +505,9 @@ async fn ro21_a_changed_entry_is_rebuilt_before_its_next_review_which_covers_tha
         fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
     };
     write("Old rule.");
-    let watchdog = WatchdogConfig {
-        cwd: repo.clone(),
-        agent_dir: Some(dir.path().join("agent")),
-        home: Some(dir.path().to_path_buf()),
-    };
-    let settings = RosterSettings::default();
-    let catalog = advisor::providers::Catalog::builtin().unwrap();
-    let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
     let arch = ScriptedModel::new([]);
     let models = Models::default().with("architecture", arch.clone());
-    let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
-    if let Some(setup) = cfg.roster.as_mut() {
-        setup.reload = Some(RosterReload {
-            watchdog,
-            settings,
-            catalog,
-        });
-    }
-    let (h, _events) = start(cfg);
+    let (h, _events) = start(reloading(dir.path(), &repo, models));
     let t = Transcript::from_messages([TranscriptMessage::user("turn 0")]);
     h.turn_end(&t).await.unwrap();
     assert!(arch.requests()[0].system.ends_with("Old rule."));
