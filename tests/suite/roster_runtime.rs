@@ -413,7 +413,9 @@ fn write_roster(repo: &Path, names: &[&str]) {
     for name in names {
         text.push_str(&format!("  - name: {name}\n    model: openai/gpt-5\n"));
     }
-    fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
+    // Written aside and renamed into place, as editors do: a check never reads half a file.
+    fs::write(repo.join(".WATCHDOG.yml.tmp"), text).unwrap();
+    fs::rename(repo.join(".WATCHDOG.yml.tmp"), repo.join("WATCHDOG.yml")).unwrap();
 }
 
 /// A session on the roster files of `repo` (under `dir`, which also holds the agent
@@ -439,15 +441,26 @@ fn reloading(dir: &Path, repo: &Path, models: Models) -> RuntimeConfig {
     cfg
 }
 
-/// Asks for the status until it lists `n` advisors (the reload runs on the blocking pool).
+/// Asks for the status until it lists `n` advisors: the check runs on the blocking pool,
+/// which a loaded machine may take a while to run; bounded to a minute.
 async fn until_advisors(h: &advisor::AdvisorHandle, n: usize) {
-    for _ in 0..10_000 {
-        if h.status().await.unwrap().advisors.len() == n {
-            return;
+    let listed = async {
+        while h.status().await.unwrap().advisors.len() != n {
+            tokio::task::yield_now().await;
         }
-        tokio::task::yield_now().await;
+    };
+    if tokio::time::timeout(std::time::Duration::from_secs(60), listed)
+        .await
+        .is_err()
+    {
+        let status = h.status().await.unwrap();
+        let names: Vec<_> = status
+            .advisors
+            .iter()
+            .map(|a| (&a.slug, &a.state))
+            .collect();
+        panic!("the roster never had {n} advisors: {names:?}");
     }
-    panic!("the roster never had {n} advisors");
 }
 
 #[actix::test]
@@ -513,21 +526,25 @@ async fn ro21_a_changed_entry_is_rebuilt_before_its_next_review_which_covers_tha
     assert!(arch.requests()[0].system.ends_with("Old rule."));
     // The longer text changes the file's size, so the check sees it at once.
     write("A much newer rule.");
-    // The check runs on the blocking pool; each turn end starts one while none runs.
-    let mut turn = 1;
-    while !arch
-        .requests()
-        .last()
-        .unwrap()
-        .system
-        .ends_with("A much newer rule.")
-    {
-        assert!(turn < 500, "the changed entry was never rebuilt");
-        t.push(TranscriptMessage::user(format!("turn {turn}")));
-        h.turn_end(&t).await.unwrap();
-        turn += 1;
-        tokio::task::yield_now().await;
-    }
+    // The check runs on the blocking pool; each turn end starts one, or asks for one more
+    // while one runs. Bounded to a minute of turns on a loaded machine.
+    let rebuilt_rule = || {
+        let last = arch.requests().last().cloned();
+        last.is_some_and(|r| r.system.ends_with("A much newer rule."))
+    };
+    let turns = async {
+        let mut turn = 1;
+        while !rebuilt_rule() {
+            t.push(TranscriptMessage::user(format!("turn {turn}")));
+            h.turn_end(&t).await.unwrap();
+            turn += 1;
+            h.status().await.unwrap();
+        }
+        turn
+    };
+    let turn = tokio::time::timeout(std::time::Duration::from_secs(60), turns)
+        .await
+        .expect("the changed entry is rebuilt");
     let rebuilt = arch.requests().last().unwrap().clone();
     let delta = last_user_text(&rebuilt);
     assert!(delta.contains(&format!("turn {}", turn - 1)), "{delta}");
