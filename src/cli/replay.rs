@@ -49,12 +49,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use advisor::domain::advice::Delivery;
-use advisor::providers::build_fallbacks;
-use advisor::providers::modes_candidates;
-use advisor::providers::{
-    advisor_role_from_modes, advisor_role_from_modes_file, build_client, Catalog, ModelSpec,
-    ProviderError,
-};
+use advisor::providers::{Catalog, ProviderError};
 use advisor::replay::{
     delivery_lines, pending_lines, AskLine, LineChannel, Outstanding, Replay, ReplayAsk,
     ReplayEvent, ReplayOptions, ReplayOutcome,
@@ -64,7 +59,8 @@ use advisor::settings::{
     load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
 };
 use advisor::TranscriptView;
-use advisor::{AdvisorHandle, HandleError, ModelClient, RuntimeConfig};
+use advisor::{session_role, KeyLookup, ModelSource, SessionModel, SessionSetup};
+use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -128,8 +124,8 @@ fn parse_sync(s: &str) -> Result<SyncBacklog, String> {
 /// Runs `advisor replay`.
 pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let asks = parse_asks(&args.ask)?;
-    let lookup = |name: &str| std::env::var(name).ok();
-    let env = SettingsEnv::from_lookup(&lookup);
+    let keys: KeyLookup = Arc::new(|name: &str| std::env::var(name).ok());
+    let env = SettingsEnv::from_lookup(&*keys);
     let driver = read_driver(&args.session)?;
     let root = workspace_root(args.root.as_deref(), driver.header().cwd.as_deref())?;
     let watchdog = env.watchdog_config(&root);
@@ -141,46 +137,48 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     if loaded.disabled_by.is_some() && args.provider.model.is_none() {
         return Err(disabled_error(&loaded));
     }
-    let mut printer = Printer::new(args.json, driver.len());
+    let printer = Printer::new(args.json, driver.len());
     for warning in &loaded.warnings {
-        printer.notice(&texts::line(
-            "warning",
-            &[("warning", &warning.to_string())],
-        ));
+        printer.warning(&warning.to_string());
     }
     let settings = settings(&args, &loaded.settings, &env);
-    let role = model_role(
-        args.provider.model.as_deref(),
-        env.model.as_deref(),
-        loaded.advisor_role.as_deref(),
-        || modes_role(&root, agent_dir.as_deref()),
-    )
-    .map_err(model_error)?;
-    let spec = ModelSpec {
-        role,
+    let flag = args.provider.model.as_deref();
+    let role =
+        session_role(flag, &env, &loaded, &root, agent_dir.as_deref()).map_err(model_error)?;
+    let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
+    let models = ModelSource {
         base_url: args.provider.base_url.clone(),
         api: args.provider.api,
-        max_output_tokens: Some(settings.max_output_tokens),
-        request_timeout: Some(settings.request_timeout),
-        ..ModelSpec::default()
+        ..ModelSource::new(Arc::new(catalog), keys)
     };
-    let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
-    let model = build_client(&spec, &catalog, &lookup).map_err(model_error)?;
-    let session_id = driver
-        .header()
-        .id
-        .clone()
-        .unwrap_or_else(|| "replay".to_string());
-    let (promotion_model, fallback_models) =
-        side_models(&spec, &settings, &catalog, &lookup, &mut printer);
-    let mut config = RuntimeConfig::new(session_id, root, Some(model));
-    config.promotion_model = promotion_model;
-    config.fallback_models = fallback_models;
-    config.audit_path = args.audit.clone();
-    config.settings = settings;
-    config.system_prompt_override = loaded.system_prompt_override;
+    let model = models
+        .build(&models.spec(role.clone(), &settings))
+        .map_err(model_error)?;
+    let session_id = driver.header().id.clone();
+    let setup = SessionSetup {
+        session_id: session_id.unwrap_or_else(|| "replay".to_string()),
+        root,
+        watchdog: (!args.no_watchdog).then_some(watchdog),
+        loaded,
+        settings,
+        host_layer: None,
+        model: SessionModel::Own {
+            model,
+            selector: role,
+        },
+        models,
+        context_files: None,
+        audit_path: args.audit.clone(),
+    };
+    let prepared = setup.build();
+    for notice in &prepared.notices {
+        printer.notice(notice);
+    }
+    let mut config = prepared.config;
     config.hold_wait_through_retries = true;
-    config.watchdog = (!args.no_watchdog).then_some(watchdog);
+    for warning in config.roster.iter().flat_map(|r| &r.roster.warnings) {
+        printer.warning(&warning.to_string());
+    }
     let options = ReplayOptions {
         merge_cut_turns: config.settings.transcript == TranscriptView::Expanded,
         ..drain_options(args.drain_timeout)
@@ -203,54 +201,6 @@ fn read_driver(session: &Path) -> Result<SessionDriver, CliError> {
         eprintln!("{}", texts::line("malformed", &vars));
     }
     Ok(SessionDriver::new(branch))
-}
-
-/// A model client, shared.
-type Model = Arc<dyn ModelClient>;
-
-/// The models beside the advisor's own: the larger-window model of
-/// `advisor.contextPromotion` (G5), reached like the main one, and the backups of
-/// `retry.fallbackChains` (P6), reached at their providers' own endpoints. A model that
-/// cannot be built is a notice, not an error.
-fn side_models(
-    spec: &ModelSpec,
-    settings: &AdvisorSettings,
-    catalog: &Catalog,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    printer: &mut Printer,
-) -> (Option<Model>, Vec<Model>) {
-    let promotion_model = match settings.context_promotion.clone() {
-        Some(role) => {
-            let spec = ModelSpec {
-                role: Some(role.clone()),
-                ..spec.clone()
-            };
-            match build_client(&spec, catalog, &lookup) {
-                Ok(client) => Some(client),
-                Err(e) => {
-                    let e = CliError::from(&e);
-                    let vars = [("role", role.as_str()), ("error", &e.to_string())];
-                    printer.notice(&texts::line("promotionOff", &vars));
-                    None
-                }
-            }
-        }
-        None => None,
-    };
-    let chain = settings.retry.chain_for(spec.role.as_deref());
-    let (fallback_models, lines) = build_fallbacks(chain, |role| {
-        let backup = ModelSpec {
-            role: Some(role.to_string()),
-            max_output_tokens: Some(settings.max_output_tokens),
-            request_timeout: Some(settings.request_timeout),
-            ..ModelSpec::default()
-        };
-        build_client(&backup, catalog, &lookup)
-    });
-    for line in lines {
-        printer.notice(&line);
-    }
-    (promotion_model, fallback_models)
 }
 
 /// Runs the replay on a one-worker runtime and disposes of the session at the end.
@@ -306,30 +256,6 @@ fn settings(args: &ReplayArgs, files: &AdvisorSettings, env: &SettingsEnv) -> Ad
         settings.transcript = view;
     }
     settings
-}
-
-/// The advisor's model role (M1): `--model`, else `ADVISOR_MODEL`, else
-/// `modelRoles.advisor`, else what `modes` finds in modes.json (only asked when needed).
-fn model_role(
-    flag: Option<&str>,
-    env: Option<&str>,
-    file: Option<&str>,
-    modes: impl FnOnce() -> Result<Option<String>, ProviderError>,
-) -> Result<Option<String>, ProviderError> {
-    match flag.or(env).or(file) {
-        Some(role) => Ok(Some(role.to_string())),
-        None => modes(),
-    }
-}
-
-/// `modes.advisor` from `<root>/.pi/modes.json`, then `<agentDir>/modes.json`; only the
-/// project file when the agent directory is unknown.
-fn modes_role(root: &Path, agent_dir: Option<&Path>) -> Result<Option<String>, ProviderError> {
-    if let Some(dir) = agent_dir {
-        return advisor_role_from_modes(root, dir);
-    }
-    let [project, _] = modes_candidates(root, root);
-    advisor_role_from_modes_file(&project)
 }
 
 /// K2: the files disable the advisor and no `--model` asks for this run anyway.
@@ -399,6 +325,11 @@ impl Printer {
             ProgressBar::hidden()
         };
         Self { json, bar }
+    }
+
+    /// A warning (settings, roster) as a notice line.
+    fn warning(&self, warning: &str) {
+        self.notice(&texts::line("warning", &[("warning", warning)]));
     }
 
     /// A line for the user: standard error in text mode, a `{"notice":…}` line with `--json`.
@@ -658,56 +589,6 @@ mod tests {
         assert_eq!(s.policy, DeliveryPolicy::Interrupt);
         assert_eq!(s.sync_backlog, SyncBacklog::Below(5));
         assert!(s.enabled, "--model asks for this run (K2)");
-    }
-
-    #[test]
-    fn m1_model_comes_from_flag_then_env_then_file_then_modes() {
-        let modes = || Ok(Some("m/modes".to_string()));
-        let pick = |flag, env, file| model_role(flag, env, file, modes).unwrap();
-        assert_eq!(
-            pick(Some("f/flag"), Some("e/env"), Some("c/file")).as_deref(),
-            Some("f/flag")
-        );
-        assert_eq!(
-            pick(None, Some("e/env"), Some("c/file")).as_deref(),
-            Some("e/env")
-        );
-        assert_eq!(pick(None, None, Some("c/file")).as_deref(), Some("c/file"));
-        assert_eq!(pick(None, None, None).as_deref(), Some("m/modes"));
-        let untouched = model_role(Some("f/flag"), None, None, || Err(ProviderError::NoModel));
-        assert_eq!(untouched.unwrap().as_deref(), Some("f/flag"));
-    }
-
-    #[test]
-    fn m1_modes_json_is_read_from_the_root_then_the_agent_dir() {
-        let dir = tempfile::tempdir().unwrap();
-        let (root, agent) = (dir.path().join("root"), dir.path().join("agent"));
-        std::fs::create_dir_all(root.join(".pi")).unwrap();
-        std::fs::create_dir_all(&agent).unwrap();
-        assert_eq!(modes_role(&root, Some(&agent)).unwrap(), None);
-        std::fs::write(
-            agent.join("modes.json"),
-            r#"{"modes":{"advisor":{"provider":"a","modelId":"agent"}}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            modes_role(&root, Some(&agent)).unwrap().as_deref(),
-            Some("a/agent")
-        );
-        assert_eq!(modes_role(&root, None).unwrap(), None);
-        std::fs::write(
-            root.join(".pi/modes.json"),
-            r#"{"modes":{"advisor":{"provider":"p","modelId":"root","thinkingLevel":"low"}}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            modes_role(&root, Some(&agent)).unwrap().as_deref(),
-            Some("p/root:low")
-        );
-        assert_eq!(
-            modes_role(&root, None).unwrap().as_deref(),
-            Some("p/root:low")
-        );
     }
 
     #[test]
