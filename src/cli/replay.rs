@@ -60,7 +60,7 @@ use advisor::settings::{
 };
 use advisor::TranscriptView;
 use advisor::{session_role, KeyLookup, ModelSource, SessionModel, SessionSetup};
-use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
+use advisor::{AdvisorHandle, AdvisorState, HandleError, NamedAdvisorStatus, RuntimeConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -398,8 +398,12 @@ impl Printer {
                 .collect::<Vec<_>>()
                 .join("\n")
         } else {
+            let named = match advisor_names(delivery) {
+                Some(names) => format!(" · {names}"),
+                None => String::new(),
+            };
             format!(
-                "── turn {turn} · {} ──\n{}\n",
+                "── turn {turn} · {}{named} ──\n{}\n",
                 channel.as_str(),
                 delivery.content
             )
@@ -445,14 +449,78 @@ impl Printer {
             ),
         };
         format!(
-            "replayed {} turns in {} runs, {} compactions, in {:.1}s{drained}{pending}\n\n{}",
+            "replayed {} turns in {} runs, {} compactions, in {:.1}s{drained}{pending}\n\n{}{}",
             outcome.turns,
             outcome.runs,
             outcome.compactions,
             outcome.elapsed.as_secs_f64(),
-            outcome.status.render().trim_end()
+            outcome.status.render().trim_end(),
+            named_advisors_text(&outcome.status.advisors),
         )
     }
+}
+
+/// The names of the named advisors whose notes a delivery carries, in order, each once
+/// (RO23: `── turn N · steer · Architecture ──`); `None` for the unnamed advisor's.
+fn advisor_names(delivery: &Delivery) -> Option<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for name in delivery.notes.iter().filter_map(|n| n.advisor.as_deref()) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+/// The final status's named advisors, one line each (RO23), after a heading; empty for a
+/// session without a roster.
+fn named_advisors_text(advisors: &[NamedAdvisorStatus]) -> String {
+    if advisors.is_empty() {
+        return String::new();
+    }
+    let mut text = format!("\n\n{}", texts::line("advisorsHeading", &[]));
+    for advisor in advisors {
+        text.push_str("\n  ");
+        text.push_str(&named_advisor_line(advisor));
+    }
+    text
+}
+
+/// One named advisor's line of the final status: state, model, policy, work and cost.
+fn named_advisor_line(advisor: &NamedAdvisorStatus) -> String {
+    let state = match advisor.state {
+        AdvisorState::Running => "running",
+        AdvisorState::Paused => "paused",
+        AdvisorState::Off => "off",
+        AdvisorState::NoModel => "no model",
+        AdvisorState::Failing => "failing",
+    };
+    let reason = advisor
+        .reason
+        .as_deref()
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    let usage = &advisor.agent.lifetime;
+    let policy = serde_json::to_value(advisor.policy).unwrap_or_default();
+    let vars = [
+        ("name", advisor.name.clone()),
+        ("slug", advisor.slug.clone()),
+        ("state", state.to_string()),
+        ("reason", reason),
+        (
+            "model",
+            advisor.model.clone().unwrap_or_else(|| "none".into()),
+        ),
+        ("policy", policy.as_str().unwrap_or_default().to_string()),
+        ("reviews", advisor.agent.reviews.to_string()),
+        ("delivered", advisor.deliveries.delivered().to_string()),
+        ("dropped", advisor.deliveries.dropped_total().to_string()),
+        ("skipped", advisor.skipped_updates.to_string()),
+        ("tokens", (usage.input + usage.output).to_string()),
+        ("cost", format!("{:.4}", usage.cost)),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    texts::line("advisorStatus", &vars)
 }
 
 /// The replay's options: `--drain-timeout` bounds the drain whatever the input ended in;
@@ -687,6 +755,115 @@ mod tests {
             assert_eq!(line["content"], d.content);
         }
         assert_eq!(lines[1]["note"], "two");
+    }
+
+    fn printer(json: bool) -> Printer {
+        Printer {
+            json,
+            bar: ProgressBar::hidden(),
+        }
+    }
+
+    #[test]
+    fn ro23_each_printed_note_names_its_advisor_and_the_unnamed_one_is_unchanged() {
+        let steer = Delivery::new(
+            Channel::Steer,
+            vec![Advisory::new("Split it", Some(Severity::Concern)).with_advisor("Architecture")],
+            None,
+        );
+        let text = printer(false).delivery_text(3, &steer);
+        assert!(
+            text.starts_with(
+                "── turn 3 · steer · Architecture ──\n<advisory advisor=\"Architecture\""
+            ),
+            "{text}"
+        );
+        let aside = Delivery::new(
+            Channel::Aside,
+            vec![
+                Advisory::new("a", None).with_advisor("Architecture"),
+                Advisory::new("b", None).with_advisor("Security"),
+                Advisory::new("c", None).with_advisor("Architecture"),
+            ],
+            None,
+        );
+        let text = printer(false).pending_text(4, &aside);
+        assert!(
+            text.starts_with("── turn 4 · pending · Architecture, Security ──\n"),
+            "{text}"
+        );
+        let lines: Vec<serde_json::Value> = printer(true)
+            .delivery_text(4, &aside)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let names: Vec<&str> = lines
+            .iter()
+            .map(|l| l["advisor"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Architecture", "Security", "Architecture"]);
+        let unnamed = Delivery::new(Channel::Steer, vec![Advisory::new("x", None)], None);
+        let text = printer(false).delivery_text(3, &unnamed);
+        assert!(text.starts_with("── turn 3 · steer ──\n"), "{text}");
+        let line: serde_json::Value =
+            serde_json::from_str(&printer(true).delivery_text(3, &unnamed)).unwrap();
+        assert!(line.get("advisor").is_none(), "{line}");
+    }
+
+    #[test]
+    fn ro23_the_final_status_lists_each_named_advisor_on_one_line() {
+        use advisor::{AgentStatus, DeliveryCounts};
+        let named = |name: &str, slug: &str, state: AdvisorState, reason: Option<&str>| {
+            NamedAdvisorStatus {
+                name: name.into(),
+                slug: slug.into(),
+                model: (state == AdvisorState::Running).then(|| "openai/gpt-5".to_string()),
+                state,
+                reason: reason.map(str::to_string),
+                policy: DeliveryPolicy::Interrupt,
+                skipped_updates: 2,
+                deliveries: DeliveryCounts {
+                    steer: 1,
+                    card: 2,
+                    ..DeliveryCounts::default()
+                },
+                agent: AgentStatus::default(),
+            }
+        };
+        let mut outcome = ReplayOutcome {
+            turns: 3,
+            runs: 1,
+            compactions: 0,
+            drained: true,
+            outstanding: None,
+            pending: 0,
+            asks_not_reached: 0,
+            elapsed: Duration::from_secs(1),
+            status: advisor::AdvisorStatus::default(),
+        };
+        let plain = printer(false).finish_text(&outcome);
+        assert!(!plain.contains("named advisors"), "{plain}");
+        outcome.status.advisors = vec![
+            named("Architecture", "architecture", AdvisorState::Running, None),
+            named(
+                "Security",
+                "security",
+                AdvisorState::NoModel,
+                Some("no API key"),
+            ),
+        ];
+        let text = printer(false).finish_text(&outcome);
+        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        assert_eq!(
+            tail,
+            [
+                "  Security (security): no model (no API key) · model none · policy interrupt · 0 reviews · 3 delivered, 0 dropped · 2 updates skipped · 0 tokens · $0.0000",
+                "  Architecture (architecture): running · model openai/gpt-5 · policy interrupt · 0 reviews · 3 delivered, 0 dropped · 2 updates skipped · 0 tokens · $0.0000",
+                "named advisors:",
+            ],
+            "{text}"
+        );
+        assert!(text.starts_with(&plain), "the rest is unchanged");
     }
 
     #[test]

@@ -41,6 +41,8 @@ mod tests {
             "drainIdle",
             "drainAfterError",
             "askNeverAsked",
+            "advisorsHeading",
+            "advisorStatus",
         ];
         for key in keys {
             assert!(

@@ -13,8 +13,11 @@ use crate::config::RuntimeConfig;
 use crate::domain::transcript::TranscriptMessage;
 use crate::model::{ModelClient, ThinkingLevel};
 use crate::providers::{resolve_config, ApiKind, Catalog, Prices, ProviderConfig, ProviderError};
+use crate::roster::{ModelChoice, RosterSetup};
 use crate::session::advisor_file_path;
-use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
+use crate::settings::{
+    load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SettingsLayer,
+};
 use crate::setup::{
     provider_spec, session_role, KeyLookup, ModelSource, SessionModel, SessionSetup,
 };
@@ -471,6 +474,54 @@ pub fn prepare(
         config: prepared.config,
         notices,
     })
+}
+
+/// The roster of a session as `session/open` reports it (RO23): each advisor in roster
+/// order — `name`, `slug`, `enabled`, `model` (`provider/id`) with `thinking`, or `noModel`
+/// (why not), `policy` (its own, else the session's), `maxSeverity`, `when` (`{paths}`,
+/// absent when it reviews every update) — and the warnings, one text line each.
+pub fn roster_json(setup: &RosterSetup, session_policy: DeliveryPolicy) -> Value {
+    let advisors: Vec<Value> = setup
+        .roster
+        .advisors
+        .iter()
+        .map(|advisor| {
+            let policy = match advisor.policy.value {
+                Some(own) => json!(own.as_str()),
+                None => json!(session_policy),
+            };
+            let mut entry = json!({
+                "name": advisor.name,
+                "slug": advisor.slug,
+                "enabled": advisor.enabled.value,
+                "policy": policy,
+                "maxSeverity": advisor.max_severity.value.as_str(),
+            });
+            match &advisor.model.value {
+                ModelChoice::Resolved {
+                    provider,
+                    model,
+                    thinking,
+                    ..
+                } => {
+                    entry["model"] = json!(format!("{provider}/{model}"));
+                    entry["thinking"] = json!(thinking.as_str());
+                }
+                ModelChoice::NoModel { reason, .. } => entry["noModel"] = json!(reason),
+            }
+            if let Some(when) = &advisor.when.value {
+                entry["when"] = json!({ "paths": when.patterns() });
+            }
+            entry
+        })
+        .collect();
+    let warnings: Vec<String> = setup
+        .roster
+        .warnings
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+    json!({ "advisors": advisors, "warnings": warnings })
 }
 
 /// The session's working directory, which must be one (V2), made canonical where it can be.

@@ -31,6 +31,7 @@ mod serve_ask;
 mod serve_binary;
 mod serve_client;
 mod serve_dispatch;
+mod serve_roster;
 mod serve_shared;
 mod session_driver;
 mod session_memory;
