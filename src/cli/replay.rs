@@ -2,13 +2,15 @@
 //! would and prints what the advisor said, when, and what it cost.
 //!
 //! Output contract:
-//! - text mode: each delivery as `── turn N · CHANNEL ──` followed by the advisory XML the
-//!   primary would receive; notices on standard error; a progress bar on standard error
-//!   when it is a terminal; at the end, what the primary never received (queued nits, held
-//!   notes) as `── turn N · pending ──` blocks, then the final status (C3);
+//! - text mode: each delivery as `── turn N · CHANNEL ──` (`── turn N · CHANNEL · NAME ──`
+//!   for a named advisor's, RO23) followed by the advisory XML the primary would receive;
+//!   notices on standard error; a progress bar on standard error when it is a terminal; at
+//!   the end, what the primary never received (queued nits, held notes) as
+//!   `── turn N · pending ──` blocks, then the final status (C3) and one line per named
+//!   advisor;
 //! - `--json`: one JSON object per line on standard output:
-//!   `{"turn":N,"channel":"aside|steer|wake|card|pending","severity":"nit"|…|null,"note":…,"content":…}`
-//!   per note (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
+//!   `{"turn":N,"channel":"aside|steer|wake|card|pending","severity":"nit"|…|null,"note":…,"content":…,"advisor":…}`
+//!   per note (`advisor` only for a named advisor's) (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
 //!   and a last `{"status":{…}}` line;
 //! - `--ask TURN:QUESTION` (repeatable, G8): the question is put to the advisor right after
 //!   that turn's step boundary, and its answer follows that turn's deliveries: text mode a
@@ -38,7 +40,8 @@
 //!
 //! The system prompt is `<agentDir>/system-prompts/advisor.md` when it exists (G1), and
 //! the WATCHDOG.md files found from the root and in the agent directory are appended to it
-//! (W1–W8) unless `--no-watchdog` is given. The agent directory is `PI_CODING_AGENT_DIR`,
+//! (W1–W8) unless `--no-watchdog` is given; so is the roster of named advisors
+//! (`WATCHDOG.yml`, RO1, RO23), whose warnings are notices. The agent directory is `PI_CODING_AGENT_DIR`,
 //! else `~/.omp/agent`. Provider keys come from the environment (`OPENROUTER_API_KEY`,
 //! `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …), read here and handed to the library as a
 //! lookup.
