@@ -64,7 +64,9 @@ impl Handler<RaiseAdvice> for DeliveryRouter {
     type Result = actix::MessageResult<RaiseAdvice>;
 
     fn handle(&mut self, msg: RaiseAdvice, _ctx: &mut Context<Self>) -> Self::Result {
-        let (outcome, events) = self.state.raise(msg.epoch, msg.review, msg.advisory);
+        let (outcome, events) =
+            self.state
+                .raise_as(msg.advisor.as_ref(), msg.epoch, msg.review, msg.advisory);
         self.emit(events);
         actix::MessageResult(outcome)
     }
@@ -145,6 +147,7 @@ impl Handler<GetDeliveryStatus> for DeliveryRouter {
                 .iter()
                 .map(|h| h.advisory.clone())
                 .collect(),
+            per_advisor: self.state.per_advisor().clone(),
         })
     }
 }
@@ -177,11 +180,13 @@ impl Handler<GetHeldPreamble> for DeliveryRouter {
     type Result = String;
 
     fn handle(&mut self, msg: GetHeldPreamble, _ctx: &mut Context<Self>) -> String {
-        let released = self
-            .state
-            .review_batch(msg.epoch, msg.review, msg.updates, msg.wip);
+        let advisor = msg.advisor.as_ref();
+        let released =
+            self.state
+                .advisor_review_batch(advisor, msg.epoch, msg.review, msg.updates, msg.wip);
         self.emit(released);
-        self.state.held_preamble(msg.epoch, msg.review)
+        self.state
+            .advisor_held_preamble(advisor, msg.epoch, msg.review)
     }
 }
 
@@ -189,7 +194,8 @@ impl Handler<ReviewSucceeded> for DeliveryRouter {
     type Result = ();
 
     fn handle(&mut self, msg: ReviewSucceeded, _ctx: &mut Context<Self>) {
-        self.state.review_succeeded(msg.epoch, msg.review);
+        self.state
+            .advisor_review_succeeded(msg.advisor.as_ref(), msg.epoch, msg.review);
     }
 }
 
@@ -200,10 +206,12 @@ impl Handler<DiscardAttempt> for DeliveryRouter {
         let span = tracing::info_span!(
             "discard_attempt",
             review = msg.review,
-            attempt = msg.attempt
+            attempt = msg.attempt,
+            advisor = msg.advisor.as_ref().map(|a| &*a.slug)
         );
         let _entered = span.enter();
-        self.state.discard_attempt(msg.epoch, msg.review)
+        self.state
+            .advisor_discard_attempt(msg.advisor.as_ref(), msg.epoch, msg.review)
     }
 }
 
@@ -230,15 +238,16 @@ pub async fn raise_advice(
 impl Handler<RegisterAdvisor> for DeliveryRouter {
     type Result = ();
 
-    fn handle(&mut self, _msg: RegisterAdvisor, _ctx: &mut Context<Self>) {
-        // The per-advisor guard, policy and cap (RO13, RO15, RO16) are the router's next step.
+    fn handle(&mut self, msg: RegisterAdvisor, _ctx: &mut Context<Self>) {
+        self.state
+            .register_advisor(&msg.label, msg.policy, msg.max_notes, msg.max_severity);
     }
 }
 
 impl Handler<RemoveAdvisor> for DeliveryRouter {
     type Result = ();
 
-    fn handle(&mut self, _msg: RemoveAdvisor, _ctx: &mut Context<Self>) {
-        // Dropping a removed advisor's held notes (RO21) is the router's next step.
+    fn handle(&mut self, msg: RemoveAdvisor, _ctx: &mut Context<Self>) {
+        self.state.remove_advisor(&msg.slug);
     }
 }
