@@ -63,7 +63,7 @@ use advisor::settings::{
 };
 use advisor::TranscriptView;
 use advisor::{session_role, KeyLookup, ModelSource, SessionModel, SessionSetup};
-use advisor::{AdvisorHandle, AdvisorState, HandleError, NamedAdvisorStatus, RuntimeConfig};
+use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -452,13 +452,12 @@ impl Printer {
             ),
         };
         format!(
-            "replayed {} turns in {} runs, {} compactions, in {:.1}s{drained}{pending}\n\n{}{}",
+            "replayed {} turns in {} runs, {} compactions, in {:.1}s{drained}{pending}\n\n{}",
             outcome.turns,
             outcome.runs,
             outcome.compactions,
             outcome.elapsed.as_secs_f64(),
-            outcome.status.render().trim_end(),
-            named_advisors_text(&outcome.status.advisors),
+            outcome.status.render().trim_end()
         )
     }
 }
@@ -473,57 +472,6 @@ fn advisor_names(delivery: &Delivery) -> Option<String> {
         }
     }
     (!names.is_empty()).then(|| names.join(", "))
-}
-
-/// The final status's named advisors, one line each (RO23), after a heading; empty for a
-/// session without a roster.
-fn named_advisors_text(advisors: &[NamedAdvisorStatus]) -> String {
-    if advisors.is_empty() {
-        return String::new();
-    }
-    let mut text = format!("\n\n{}", texts::line("advisorsHeading", &[]));
-    for advisor in advisors {
-        text.push_str("\n  ");
-        text.push_str(&named_advisor_line(advisor));
-    }
-    text
-}
-
-/// One named advisor's line of the final status: state, model, policy, work and cost.
-fn named_advisor_line(advisor: &NamedAdvisorStatus) -> String {
-    let state = match advisor.state {
-        AdvisorState::Running => "running",
-        AdvisorState::Paused => "paused",
-        AdvisorState::Off => "off",
-        AdvisorState::NoModel => "no model",
-        AdvisorState::Failing => "failing",
-    };
-    let reason = advisor
-        .reason
-        .as_deref()
-        .map(|r| format!(" ({r})"))
-        .unwrap_or_default();
-    let usage = &advisor.agent.lifetime;
-    let policy = serde_json::to_value(advisor.policy).unwrap_or_default();
-    let vars = [
-        ("name", advisor.name.clone()),
-        ("slug", advisor.slug.clone()),
-        ("state", state.to_string()),
-        ("reason", reason),
-        (
-            "model",
-            advisor.model.clone().unwrap_or_else(|| "none".into()),
-        ),
-        ("policy", policy.as_str().unwrap_or_default().to_string()),
-        ("reviews", advisor.agent.reviews.to_string()),
-        ("delivered", advisor.deliveries.delivered().to_string()),
-        ("dropped", advisor.deliveries.dropped_total().to_string()),
-        ("skipped", advisor.skipped_updates.to_string()),
-        ("tokens", (usage.input + usage.output).to_string()),
-        ("cost", format!("{:.4}", usage.cost)),
-    ];
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    texts::line("advisorStatus", &vars)
 }
 
 /// The replay's options: `--drain-timeout` bounds the drain whatever the input ended in;
@@ -815,23 +763,17 @@ mod tests {
 
     #[test]
     fn ro23_the_final_status_lists_each_named_advisor_on_one_line() {
-        use advisor::{AgentStatus, DeliveryCounts};
-        let named = |name: &str, slug: &str, state: AdvisorState, reason: Option<&str>| {
-            NamedAdvisorStatus {
-                name: name.into(),
-                slug: slug.into(),
-                model: (state == AdvisorState::Running).then(|| "openai/gpt-5".to_string()),
-                state,
-                reason: reason.map(str::to_string),
-                policy: DeliveryPolicy::Interrupt,
-                skipped_updates: 2,
-                deliveries: DeliveryCounts {
-                    steer: 1,
-                    card: 2,
-                    ..DeliveryCounts::default()
-                },
-                agent: AgentStatus::default(),
-            }
+        use advisor::{AdvisorState, AgentStatus, DeliveryCounts, NamedAdvisorStatus};
+        let named = |name: &str, state: AdvisorState, reason: Option<&str>| NamedAdvisorStatus {
+            name: name.into(),
+            slug: name.to_lowercase(),
+            model: (state == AdvisorState::Running).then(|| "openai/gpt-5".to_string()),
+            state,
+            reason: reason.map(str::to_string),
+            policy: DeliveryPolicy::Interrupt,
+            skipped_updates: 0,
+            deliveries: DeliveryCounts::default(),
+            agent: AgentStatus::default(),
         };
         let mut outcome = ReplayOutcome {
             turns: 3,
@@ -842,31 +784,32 @@ mod tests {
             pending: 0,
             asks_not_reached: 0,
             elapsed: Duration::from_secs(1),
-            status: advisor::AdvisorStatus::default(),
+            status: advisor::AdvisorStatus {
+                enabled: true,
+                ..advisor::AdvisorStatus::default()
+            },
         };
-        let plain = printer(false).finish_text(&outcome);
-        assert!(!plain.contains("named advisors"), "{plain}");
         outcome.status.advisors = vec![
-            named("Architecture", "architecture", AdvisorState::Running, None),
-            named(
-                "Security",
-                "security",
-                AdvisorState::NoModel,
-                Some("no API key"),
-            ),
+            named("Architecture", AdvisorState::Running, None),
+            named("Security", AdvisorState::NoModel, Some("no API key")),
         ];
         let text = printer(false).finish_text(&outcome);
-        let tail: Vec<&str> = text.lines().rev().take(3).collect();
-        assert_eq!(
-            tail,
-            [
-                "  Security (security): no model (no API key) · model none · policy interrupt · 0 reviews · 3 delivered, 0 dropped · 2 updates skipped · 0 tokens · $0.0000",
-                "  Architecture (architecture): running · model openai/gpt-5 · policy interrupt · 0 reviews · 3 delivered, 0 dropped · 2 updates skipped · 0 tokens · $0.0000",
-                "named advisors:",
-            ],
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("  Architecture: ") || l.starts_with("  Security: "))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("  Architecture: openai/gpt-5, running"),
             "{text}"
         );
-        assert!(text.starts_with(&plain), "the rest is unchanged");
+        assert!(
+            lines[1].starts_with("  Security: no model, no model (no API key)"),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&printer(true).finish_text(&outcome)).unwrap();
+        assert_eq!(json["status"]["advisors"][1]["state"], "noModel");
     }
 
     #[test]

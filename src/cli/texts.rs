@@ -41,8 +41,6 @@ mod tests {
             "drainIdle",
             "drainAfterError",
             "askNeverAsked",
-            "advisorsHeading",
-            "advisorStatus",
         ];
         for key in keys {
             assert!(

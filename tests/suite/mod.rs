@@ -23,6 +23,7 @@ mod render_omp;
 mod replay_ask;
 mod replay_e2e;
 mod replay_faults;
+mod replay_roster;
 mod resilience;
 mod review_core;
 mod roster_cli;
