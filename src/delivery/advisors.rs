@@ -173,6 +173,25 @@ impl Guards {
         guard.max_severity = max_severity;
     }
 
+    /// The same advisors with their settings and nothing else: empty memories and budgets
+    /// (a router restarted after a panic, F5, keeps its registrations).
+    pub(super) fn settings_only(&self) -> Self {
+        let fresh = |g: &AdvisorGuard| {
+            let mut guard = AdvisorGuard::new(g.name.clone(), g.policy, g.budget.per_update());
+            guard.max_severity = g.max_severity;
+            guard
+        };
+        Self {
+            unnamed: fresh(&self.unnamed),
+            named: self
+                .named
+                .iter()
+                .map(|(slug, g)| (slug.clone(), fresh(g)))
+                .collect(),
+            unnamed_used: self.unnamed_used,
+        }
+    }
+
     /// Forgets the advisor `slug` (RO21): its registration and guard.
     pub(super) fn remove(&mut self, slug: &str) -> bool {
         self.named.remove(slug).is_some()
@@ -797,5 +816,40 @@ mod tests {
         );
         assert_eq!(h.held()[0].advisory.severity, Some(Severity::Blocker));
         assert_eq!(h.undelivered()[0].channel, Channel::Wake);
+    }
+
+    #[test]
+    fn ro15_ro16_f5_a_restarted_router_keeps_the_registrations_and_forgets_the_rest() {
+        let mut r = router().with_immune_turns(0);
+        r.run_state(true);
+        let a = arch();
+        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 1, Severity::Concern);
+        raise(&mut r, &a, 1, "rename x", None);
+        let mut fresh = r.restarted();
+        assert_eq!(fresh.policy(), DeliveryPolicy::Interrupt);
+        assert_eq!(fresh.max_notes_per_update(), 2);
+        assert!(fresh.step_boundary().is_empty(), "nothing queued survives");
+        assert_eq!(
+            raise(&mut fresh, &a, 1, "rename x", None).0,
+            RaiseOutcome::Recorded,
+            "a fresh memory and budget"
+        );
+        assert_eq!(
+            raise(
+                &mut fresh,
+                &a,
+                1,
+                "tests never ran",
+                Some(Severity::Blocker)
+            )
+            .0,
+            RaiseOutcome::Held,
+            "its policy kept"
+        );
+        assert_eq!(
+            fresh.held()[0].advisory.severity,
+            Some(Severity::Concern),
+            "its cap kept"
+        );
     }
 }

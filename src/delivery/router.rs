@@ -109,6 +109,16 @@ impl RouterState {
         }
     }
 
+    /// A router as this one was made and with the advisors registered with it, with
+    /// nothing queued, held or remembered (F5: the actor restarted after a panic).
+    pub fn restarted(&self) -> Self {
+        let mut fresh = Self::new(self.policy(), self.max_notes_per_update())
+            .with_immune_turns(self.immune_turns)
+            .with_max_note_chars(self.max_note_chars);
+        fresh.guards = self.guards.settings_only();
+        fresh
+    }
+
     /// The same router with `turns` immune turns after an interrupting delivery (D7);
     /// 0 turns immunity off.
     pub fn with_immune_turns(mut self, turns: u32) -> Self {
@@ -120,11 +130,6 @@ impl RouterState {
     pub fn with_max_note_chars(mut self, max_chars: usize) -> Self {
         self.max_note_chars = max_chars;
         self
-    }
-
-    /// The note cap in characters.
-    pub fn max_note_chars(&self) -> usize {
-        self.max_note_chars
     }
 
     /// The session's delivery policy.
@@ -145,11 +150,6 @@ impl RouterState {
     /// The session's notes-per-update bound (D8).
     pub fn max_notes_per_update(&self) -> usize {
         self.guards.session_per_update()
-    }
-
-    /// The configured number of immune turns (D7).
-    pub fn immune_turns(&self) -> u32 {
-        self.immune_turns
     }
 
     /// Whether concerns go out as asides now (D7).
@@ -561,9 +561,7 @@ impl RouterState {
         }
         if let Some(i) = self.steers.iter().position(|s| same(&s.key, &s.origin)) {
             let steer = &mut self.steers[i];
-            let Some(note) = steer.card.notes.first_mut() else {
-                return None;
-            };
+            let note = steer.card.notes.first_mut()?;
             merge(note);
             let merged = note.clone();
             let owner = steer.origin.owner.clone();
