@@ -1213,7 +1213,13 @@ function rosterOpened(s: AdvisorSession, result: any): void {
 		b.warningsShown.add(warning);
 		notify(`advisor: ${warning}`, "warning");
 	}
-	if (b.pi && askNames(b.roster) !== b.askNames) registerAskTool(b.pi, b.roster);
+	if (b.pi && askNames(b.roster) !== b.askNames) {
+		try {
+			registerAskTool(b.pi, b.roster);
+		} catch {
+			// pi replaced its session meanwhile (a stale API object): the next factory run registers it.
+		}
+	}
 	if (b.paused.piSession !== s.id) b.paused = { piSession: s.id, slugs: new Set() };
 	for (const slug of b.paused.slugs) {
 		if (rosterEntry(b.roster, slug)) void quietly(s, "session/command", { line: `off ${slug}` });

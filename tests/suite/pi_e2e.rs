@@ -703,7 +703,7 @@ impl Pi {
     }
 
     /// Waits for a notice holding `needle`, at or after index `from`, and returns its text.
-    fn wait_notice(&self, from: usize, needle: &str) -> String {
+    pub(super) fn wait_notice(&self, from: usize, needle: &str) -> String {
         let (_, v) = self.wait_from(from, &format!("a notice holding {needle:?}"), |v| {
             is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains(needle))
         });

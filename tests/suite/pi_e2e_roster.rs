@@ -273,3 +273,232 @@ fn ro18_ro19_ro23_on_pi_16_each_advisor_is_named_and_off_name_pauses_one() {
 fn ro18_ro19_ro23_on_pi_073_each_advisor_is_named_and_off_name_pauses_one() {
     two_advisors_through_pi(Line::Legacy);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The extension's side alone, against a scripted `advisor serve`
+
+/// A scripted `advisor serve` (Node, on the PATH pi runs with): it logs every request as a
+/// JSON line to `$FAKE_SERVE_LOG`, opens sessions with a two-advisor roster and one roster
+/// warning, hands out at the first step boundary one aside carrying both advisors' nits, echoes
+/// commands (`scripted: LINE`) and answers an ask with the advisor it was addressed to.
+const SCRIPTED_SERVE: &str = r#"#!/usr/bin/env node
+const fs = require("node:fs");
+const log = process.env.FAKE_SERVE_LOG;
+let handed = false;
+let buffer = "";
+const reply = (id, result) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id, result }) + "\n");
+const aside = {
+  channel: "aside",
+  content: '<advisory advisor="Architecture" severity="nit">SCRIPTED-ARCH keep the parser pure</advisory>\n<advisory advisor="Security" severity="nit">SCRIPTED-SEC check the path</advisory>',
+  notes: [
+    { severity: "nit", note: "SCRIPTED-ARCH keep the parser pure", advisor: "Architecture" },
+    { severity: "nit", note: "SCRIPTED-SEC check the path", advisor: "Security" },
+  ],
+};
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+  buffer += chunk;
+  let nl;
+  while ((nl = buffer.indexOf("\n")) >= 0) {
+    const line = buffer.slice(0, nl);
+    buffer = buffer.slice(nl + 1);
+    if (!line.trim()) continue;
+    const msg = JSON.parse(line);
+    fs.appendFileSync(log, JSON.stringify({ method: msg.method, params: msg.params }) + "\n");
+    const p = msg.params || {};
+    switch (msg.method) {
+      case "initialize": reply(msg.id, { protocolVersion: 1 }); break;
+      case "session/open": reply(msg.id, {
+        enabled: true, policy: "interrupt",
+        advisors: [
+          { name: "Architecture", slug: "architecture", enabled: true, model: "advisorprov/advisor-model" },
+          { name: "Security", slug: "security", enabled: true, model: "advisorprov/advisor-model" },
+        ],
+        rosterWarnings: ['WATCHDOG.yml: entry "Broken": maxNotesPerUpdate must be 1-32; the entry is skipped'],
+      }); break;
+      case "session/stepBoundary":
+        reply(msg.id, { deliveries: handed ? [] : [aside] });
+        handed = true;
+        break;
+      case "session/command": reply(msg.id, { text: "scripted: " + p.line }); break;
+      case "session/ask": reply(msg.id, { answer: "answered by " + (p.advisor || "the default advisor") }); break;
+      default: reply(msg.id, {});
+    }
+  }
+});
+process.stdin.on("end", () => process.exit(0));
+"#;
+
+/// The scripted serve in `dir`, executable.
+fn scripted_serve(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("scripted-serve");
+    std::fs::write(&path, SCRIPTED_SERVE).expect("write the scripted serve");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// The requests the scripted serve logged, as (method, params).
+fn serve_log(path: &std::path::Path) -> Vec<(String, Value)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| {
+            (
+                v["method"].as_str().unwrap_or_default().to_string(),
+                v["params"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The `session/command` lines the scripted serve received.
+fn command_lines(path: &std::path::Path) -> Vec<String> {
+    serve_log(path)
+        .into_iter()
+        .filter(|(m, _)| m == "session/command")
+        .map(|(_, p)| p["line"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// RO19, RO20, RO23 in the extension, on one pi line: the names of an aside's notes land in
+/// `details.advisor`; the roster warning is shown once; `/advisor dump NAME raw` and
+/// `/advisor off NAME` reach `session/command` word for word, the pause is not written to the
+/// state file, and a new advisor process reopening the session is told it again;
+/// `ask_advisor` lists the names and passes the one the primary chose as `advisor`.
+fn extension_roster_side(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let unused = ModelServer::start(&rt, Arc::new(roster_advisor));
+    let setup = Setup::new(
+        &primary_srv,
+        &unused,
+        ENABLED_SYNC,
+        "the parser ignores empty lines\n",
+    );
+    let bin = scripted_serve(&setup.work);
+    let log = setup.work.join("serve.log");
+    let env = [
+        ("ADVISOR_BIN", bin.to_str().expect("utf-8 path")),
+        ("FAKE_SERVE_LOG", log.to_str().expect("utf-8 path")),
+    ];
+    let mut pi = setup.start(&tools, true, &env);
+    prompt_settled(&mut pi, line, "One. [read:notes.txt] [say:one]");
+
+    let requests = primary_requests(&primary_srv);
+    let after_read = request_text(&requests[1]);
+    assert!(
+        after_read.contains("SCRIPTED-ARCH") && after_read.contains("SCRIPTED-SEC"),
+        "the aside reaches the next request: {after_read}"
+    );
+    let file = session_file(&mut pi);
+    let saved = advisor_entries(&file);
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(
+        saved[0]["details"]["advisor"], "Architecture, Security",
+        "{saved:?}"
+    );
+    assert_eq!(saved[0]["details"]["notes"][1]["advisor"], "Security");
+    let warned = pi.notices_holding(0, "\"Broken\"");
+    assert_eq!(warned.len(), 1, "{warned:?}");
+
+    let dump = advisor_command(&mut pi, "dump Security raw");
+    assert_eq!(dump, "scripted: dump Security raw");
+    let off = advisor_command(&mut pi, "off Security");
+    assert_eq!(off, "scripted: off Security");
+    assert!(
+        !std::fs::read_to_string(setup.agent.join("advisor-extension.json"))
+            .unwrap_or_default()
+            .to_lowercase()
+            .contains("security"),
+        "a per-advisor pause is not persisted"
+    );
+
+    // ask_advisor: re-registered with the names; the chosen advisor goes to session/ask.
+    let before = primary_requests(&primary_srv).len();
+    prompt_settled(
+        &mut pi,
+        line,
+        "Two. [ask:Is the path check enough?] [asking:Security] [say:two]",
+    );
+    let requests = primary_requests(&primary_srv);
+    let tool = requests[before]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["function"]["name"] == "ask_advisor"))
+        .cloned()
+        .expect("ask_advisor offered");
+    let described = tool["function"]["parameters"]["properties"]["advisor"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        described.contains("\"Architecture\"") && described.contains("\"Security\""),
+        "{tool}"
+    );
+    assert_eq!(
+        tool["function"]["parameters"]["required"],
+        json!(["question"]),
+        "{tool}"
+    );
+    let asks: Vec<Value> = serve_log(&log)
+        .into_iter()
+        .filter(|(m, _)| m == "session/ask")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(asks.len(), 1, "{asks:?}");
+    assert_eq!(asks[0]["advisor"], "Security");
+    let results = tool_messages(requests.last().expect("requests"));
+    assert!(
+        results.iter().any(|r| r.contains("answered by Security")),
+        "{results:?}"
+    );
+
+    // The advisor process dies: the new one reopens the session and Security is paused again.
+    let child = super::pi_e2e::the_child(&pi);
+    let mark = pi.len();
+    super::pi_e2e::signal(child, "KILL");
+    pi.wait_notice(mark, "stopped");
+    let killed = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(1100).saturating_sub(killed.elapsed()));
+    prompt_settled(&mut pi, line, "Three. [say:three]");
+    eventually("the pause sent to the new process", || {
+        let log = serve_log(&log);
+        let reopened = log
+            .iter()
+            .rposition(|(m, _)| m == "session/open")
+            .expect("an open");
+        log[reopened..]
+            .iter()
+            .any(|(m, p)| m == "session/command" && p["line"] == "off security")
+    });
+    assert_eq!(
+        pi.notices_holding(0, "\"Broken\"").len(),
+        1,
+        "the warning is shown once per pi process"
+    );
+    assert_eq!(
+        command_lines(&log),
+        ["dump Security raw", "off Security", "off security"],
+        "nothing else was sent as a command"
+    );
+
+    // A bare `/advisor on` acts on the whole roster: nothing stays paused.
+    advisor_command(&mut pi, "on");
+    assert_eq!(command_lines(&log).last().map(String::as_str), Some("on"));
+    pi.quit();
+}
+
+/// RO19/RO20/RO23, the extension's part on pi 1.6.0, against a scripted `advisor serve`.
+#[test]
+fn ro19_ro20_ro23_on_pi_16_the_extension_names_pauses_for_the_session_and_asks_by_name() {
+    extension_roster_side(Line::Current);
+}
+
+/// The same on pi 0.73.1.
+#[test]
+fn ro19_ro20_ro23_on_pi_073_the_extension_names_pauses_for_the_session_and_asks_by_name() {
+    extension_roster_side(Line::Legacy);
+}
