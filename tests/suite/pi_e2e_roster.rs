@@ -104,6 +104,20 @@ fn wait_reviewed(server: &ModelServer, who: &[&str], answer: &str) {
     }
 }
 
+/// The `ask_advisor` tool a primary request offers, and its `advisor` argument's description.
+fn ask_tool(request: &Value) -> (Value, String) {
+    let tool = request["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["function"]["name"] == "ask_advisor"))
+        .cloned()
+        .expect("the primary is offered ask_advisor");
+    let described = tool["function"]["parameters"]["properties"]["advisor"]["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (tool, described)
+}
+
 /// The acceptance scenario of issue 20 on one pi line.
 fn two_advisors_through_pi(line: Line) {
     let Some(tools) = pi_of(line.version()) else {
@@ -222,14 +236,7 @@ fn two_advisors_through_pi(line: Line) {
         "Round three. [ask:Is notes.txt safe to overwrite?] [asking:Architecture] [say:asked]",
     );
     let requests = primary_requests(&primary_srv);
-    let tool = requests[before]["tools"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["function"]["name"] == "ask_advisor"))
-        .cloned()
-        .expect("the primary is offered ask_advisor");
-    let described = tool["function"]["parameters"]["properties"]["advisor"]["description"]
-        .as_str()
-        .unwrap_or_default();
+    let (tool, described) = ask_tool(&requests[before]);
     for (who, _) in ADVISORS {
         assert!(
             described.contains(who),
@@ -426,14 +433,7 @@ fn extension_roster_side(line: Line) {
         "Two. [ask:Is the path check enough?] [asking:Security] [say:two]",
     );
     let requests = primary_requests(&primary_srv);
-    let tool = requests[before]["tools"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["function"]["name"] == "ask_advisor"))
-        .cloned()
-        .expect("ask_advisor offered");
-    let described = tool["function"]["parameters"]["properties"]["advisor"]["description"]
-        .as_str()
-        .unwrap_or_default();
+    let (tool, described) = ask_tool(&requests[before]);
     assert!(
         described.contains("\"Architecture\"") && described.contains("\"Security\""),
         "{tool}"
