@@ -27,6 +27,7 @@ mod replay_faults;
 mod resilience;
 mod review_core;
 mod roster_cli;
+mod roster_runtime;
 mod runtime_pipeline;
 mod serve_ask;
 mod serve_binary;
