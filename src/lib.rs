@@ -88,6 +88,9 @@
 //! - `shared` *(internal)*: what every session of a process shares (HTTP clients, redactor,
 //!   catalog, call limits, WATCHDOG.md cache).
 //! - `config`: [`RuntimeConfig`] and base-prompt assembly (G1).
+//! - `setup`: one session's [`RuntimeConfig`] from what a host worked out ([`SessionSetup`]):
+//!   the models beside its own (G5, P6), WATCHDOG.md and the roster found where it is
+//!   (W1, RO1, RO23); `advisor replay` and `advisor serve` both build sessions with it.
 //! - `messages` *(internal)*: the actix message types, grouped by concern.
 //! - `actors` *(internal)*: thin actor shells over the logic, one per file.
 //! - `handle`: [`AdvisorHandle`], the host's side of one session (A3, A4).
@@ -120,6 +123,7 @@ pub(crate) mod regular_file;
 pub(crate) mod render;
 pub(crate) mod review;
 pub(crate) mod runtime;
+pub(crate) mod setup;
 pub(crate) mod shared;
 pub(crate) mod status;
 pub(crate) mod texts;
@@ -136,6 +140,10 @@ pub use redact::{Redactor, SecretKind};
 pub use render::{render_delta, ExpandedMemory, TranscriptView};
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
+pub use setup::{
+    provider_spec, session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared,
+    SessionSetup,
+};
 pub use status::{
     AdvisorState, AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason,
     FallbackStatus, NamedAdvisorStatus,

@@ -349,6 +349,9 @@ pub struct DeliveryLine {
     pub note: String,
     /// The XML message the primary receives (shared by every note of a batched aside).
     pub content: String,
+    /// The named advisor that raised the note (RO23); absent for the unnamed advisor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advisor: Option<String>,
 }
 
 /// One line per note of `delivery`; the notes of a batched aside each get a line with the
@@ -372,6 +375,7 @@ fn lines(turn: usize, channel: LineChannel, delivery: &Delivery) -> Vec<Delivery
             severity: advisory.severity,
             note: advisory.note.clone(),
             content: delivery.content.clone(),
+            advisor: advisory.advisor.clone(),
         })
         .collect()
 }

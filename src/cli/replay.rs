@@ -2,13 +2,15 @@
 //! would and prints what the advisor said, when, and what it cost.
 //!
 //! Output contract:
-//! - text mode: each delivery as `── turn N · CHANNEL ──` followed by the advisory XML the
-//!   primary would receive; notices on standard error; a progress bar on standard error
-//!   when it is a terminal; at the end, what the primary never received (queued nits, held
-//!   notes) as `── turn N · pending ──` blocks, then the final status (C3);
+//! - text mode: each delivery as `── turn N · CHANNEL ──` (`── turn N · CHANNEL · NAME ──`
+//!   for a named advisor's, RO23) followed by the advisory XML the primary would receive;
+//!   notices on standard error; a progress bar on standard error when it is a terminal; at
+//!   the end, what the primary never received (queued nits, held notes) as
+//!   `── turn N · pending ──` blocks, then the final status (C3) and one line per named
+//!   advisor;
 //! - `--json`: one JSON object per line on standard output:
-//!   `{"turn":N,"channel":"aside|steer|wake|card|pending","severity":"nit"|…|null,"note":…,"content":…}`
-//!   per note (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
+//!   `{"turn":N,"channel":"aside|steer|wake|card|pending","severity":"nit"|…|null,"note":…,"content":…,"advisor":…}`
+//!   per note (`advisor` only for a named advisor's) (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
 //!   and a last `{"status":{…}}` line;
 //! - `--ask TURN:QUESTION` (repeatable, G8): the question is put to the advisor right after
 //!   that turn's step boundary, and its answer follows that turn's deliveries: text mode a
@@ -38,7 +40,8 @@
 //!
 //! The system prompt is `<agentDir>/system-prompts/advisor.md` when it exists (G1), and
 //! the WATCHDOG.md files found from the root and in the agent directory are appended to it
-//! (W1–W8) unless `--no-watchdog` is given. The agent directory is `PI_CODING_AGENT_DIR`,
+//! (W1–W8) unless `--no-watchdog` is given; so is the roster of named advisors
+//! (`WATCHDOG.yml`, RO1, RO23), whose warnings are notices. The agent directory is `PI_CODING_AGENT_DIR`,
 //! else `~/.omp/agent`. Provider keys come from the environment (`OPENROUTER_API_KEY`,
 //! `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …), read here and handed to the library as a
 //! lookup.
@@ -49,12 +52,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use advisor::domain::advice::Delivery;
-use advisor::providers::build_fallbacks;
-use advisor::providers::modes_candidates;
-use advisor::providers::{
-    advisor_role_from_modes, advisor_role_from_modes_file, build_client, Catalog, ModelSpec,
-    ProviderError,
-};
+use advisor::providers::{Catalog, ProviderError};
 use advisor::replay::{
     delivery_lines, pending_lines, AskLine, LineChannel, Outstanding, Replay, ReplayAsk,
     ReplayEvent, ReplayOptions, ReplayOutcome,
@@ -64,7 +62,8 @@ use advisor::settings::{
     load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
 };
 use advisor::TranscriptView;
-use advisor::{AdvisorHandle, HandleError, ModelClient, RuntimeConfig};
+use advisor::{session_role, KeyLookup, ModelSource, SessionModel, SessionSetup};
+use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -128,8 +127,8 @@ fn parse_sync(s: &str) -> Result<SyncBacklog, String> {
 /// Runs `advisor replay`.
 pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let asks = parse_asks(&args.ask)?;
-    let lookup = |name: &str| std::env::var(name).ok();
-    let env = SettingsEnv::from_lookup(&lookup);
+    let keys: KeyLookup = Arc::new(|name: &str| std::env::var(name).ok());
+    let env = SettingsEnv::from_lookup(&*keys);
     let driver = read_driver(&args.session)?;
     let root = workspace_root(args.root.as_deref(), driver.header().cwd.as_deref())?;
     let watchdog = env.watchdog_config(&root);
@@ -141,46 +140,48 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     if loaded.disabled_by.is_some() && args.provider.model.is_none() {
         return Err(disabled_error(&loaded));
     }
-    let mut printer = Printer::new(args.json, driver.len());
+    let printer = Printer::new(args.json, driver.len());
     for warning in &loaded.warnings {
-        printer.notice(&texts::line(
-            "warning",
-            &[("warning", &warning.to_string())],
-        ));
+        printer.warning(&warning.to_string());
     }
     let settings = settings(&args, &loaded.settings, &env);
-    let role = model_role(
-        args.provider.model.as_deref(),
-        env.model.as_deref(),
-        loaded.advisor_role.as_deref(),
-        || modes_role(&root, agent_dir.as_deref()),
-    )
-    .map_err(model_error)?;
-    let spec = ModelSpec {
-        role,
+    let flag = args.provider.model.as_deref();
+    let role =
+        session_role(flag, &env, &loaded, &root, agent_dir.as_deref()).map_err(model_error)?;
+    let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
+    let models = ModelSource {
         base_url: args.provider.base_url.clone(),
         api: args.provider.api,
-        max_output_tokens: Some(settings.max_output_tokens),
-        request_timeout: Some(settings.request_timeout),
-        ..ModelSpec::default()
+        ..ModelSource::new(Arc::new(catalog), keys)
     };
-    let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
-    let model = build_client(&spec, &catalog, &lookup).map_err(model_error)?;
-    let session_id = driver
-        .header()
-        .id
-        .clone()
-        .unwrap_or_else(|| "replay".to_string());
-    let (promotion_model, fallback_models) =
-        side_models(&spec, &settings, &catalog, &lookup, &mut printer);
-    let mut config = RuntimeConfig::new(session_id, root, Some(model));
-    config.promotion_model = promotion_model;
-    config.fallback_models = fallback_models;
-    config.audit_path = args.audit.clone();
-    config.settings = settings;
-    config.system_prompt_override = loaded.system_prompt_override;
+    let model = models
+        .build(&models.spec(role.clone(), &settings))
+        .map_err(model_error)?;
+    let session_id = driver.header().id.clone();
+    let setup = SessionSetup {
+        session_id: session_id.unwrap_or_else(|| "replay".to_string()),
+        root,
+        watchdog: (!args.no_watchdog).then_some(watchdog),
+        loaded,
+        settings,
+        host_layer: None,
+        model: SessionModel::Own {
+            model,
+            selector: role,
+        },
+        models,
+        context_files: None,
+        audit_path: args.audit.clone(),
+    };
+    let prepared = setup.build();
+    for notice in &prepared.notices {
+        printer.notice(notice);
+    }
+    let mut config = prepared.config;
     config.hold_wait_through_retries = true;
-    config.watchdog = (!args.no_watchdog).then_some(watchdog);
+    for warning in config.roster.iter().flat_map(|r| &r.roster.warnings) {
+        printer.warning(&warning.to_string());
+    }
     let options = ReplayOptions {
         merge_cut_turns: config.settings.transcript == TranscriptView::Expanded,
         ..drain_options(args.drain_timeout)
@@ -203,54 +204,6 @@ fn read_driver(session: &Path) -> Result<SessionDriver, CliError> {
         eprintln!("{}", texts::line("malformed", &vars));
     }
     Ok(SessionDriver::new(branch))
-}
-
-/// A model client, shared.
-type Model = Arc<dyn ModelClient>;
-
-/// The models beside the advisor's own: the larger-window model of
-/// `advisor.contextPromotion` (G5), reached like the main one, and the backups of
-/// `retry.fallbackChains` (P6), reached at their providers' own endpoints. A model that
-/// cannot be built is a notice, not an error.
-fn side_models(
-    spec: &ModelSpec,
-    settings: &AdvisorSettings,
-    catalog: &Catalog,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    printer: &mut Printer,
-) -> (Option<Model>, Vec<Model>) {
-    let promotion_model = match settings.context_promotion.clone() {
-        Some(role) => {
-            let spec = ModelSpec {
-                role: Some(role.clone()),
-                ..spec.clone()
-            };
-            match build_client(&spec, catalog, &lookup) {
-                Ok(client) => Some(client),
-                Err(e) => {
-                    let e = CliError::from(&e);
-                    let vars = [("role", role.as_str()), ("error", &e.to_string())];
-                    printer.notice(&texts::line("promotionOff", &vars));
-                    None
-                }
-            }
-        }
-        None => None,
-    };
-    let chain = settings.retry.chain_for(spec.role.as_deref());
-    let (fallback_models, lines) = build_fallbacks(chain, |role| {
-        let backup = ModelSpec {
-            role: Some(role.to_string()),
-            max_output_tokens: Some(settings.max_output_tokens),
-            request_timeout: Some(settings.request_timeout),
-            ..ModelSpec::default()
-        };
-        build_client(&backup, catalog, &lookup)
-    });
-    for line in lines {
-        printer.notice(&line);
-    }
-    (promotion_model, fallback_models)
 }
 
 /// Runs the replay on a one-worker runtime and disposes of the session at the end.
@@ -306,30 +259,6 @@ fn settings(args: &ReplayArgs, files: &AdvisorSettings, env: &SettingsEnv) -> Ad
         settings.transcript = view;
     }
     settings
-}
-
-/// The advisor's model role (M1): `--model`, else `ADVISOR_MODEL`, else
-/// `modelRoles.advisor`, else what `modes` finds in modes.json (only asked when needed).
-fn model_role(
-    flag: Option<&str>,
-    env: Option<&str>,
-    file: Option<&str>,
-    modes: impl FnOnce() -> Result<Option<String>, ProviderError>,
-) -> Result<Option<String>, ProviderError> {
-    match flag.or(env).or(file) {
-        Some(role) => Ok(Some(role.to_string())),
-        None => modes(),
-    }
-}
-
-/// `modes.advisor` from `<root>/.pi/modes.json`, then `<agentDir>/modes.json`; only the
-/// project file when the agent directory is unknown.
-fn modes_role(root: &Path, agent_dir: Option<&Path>) -> Result<Option<String>, ProviderError> {
-    if let Some(dir) = agent_dir {
-        return advisor_role_from_modes(root, dir);
-    }
-    let [project, _] = modes_candidates(root, root);
-    advisor_role_from_modes_file(&project)
 }
 
 /// K2: the files disable the advisor and no `--model` asks for this run anyway.
@@ -401,6 +330,11 @@ impl Printer {
         Self { json, bar }
     }
 
+    /// A warning (settings, roster) as a notice line.
+    fn warning(&self, warning: &str) {
+        self.notice(&texts::line("warning", &[("warning", warning)]));
+    }
+
     /// A line for the user: standard error in text mode, a `{"notice":…}` line with `--json`.
     fn notice(&self, text: &str) {
         if self.json {
@@ -467,8 +401,12 @@ impl Printer {
                 .collect::<Vec<_>>()
                 .join("\n")
         } else {
+            let named = match advisor_names(delivery) {
+                Some(names) => format!(" · {names}"),
+                None => String::new(),
+            };
             format!(
-                "── turn {turn} · {} ──\n{}\n",
+                "── turn {turn} · {}{named} ──\n{}\n",
                 channel.as_str(),
                 delivery.content
             )
@@ -522,6 +460,18 @@ impl Printer {
             outcome.status.render().trim_end()
         )
     }
+}
+
+/// The names of the named advisors whose notes a delivery carries, in order, each once
+/// (RO23: `── turn N · steer · Architecture ──`); `None` for the unnamed advisor's.
+fn advisor_names(delivery: &Delivery) -> Option<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for name in delivery.notes.iter().filter_map(|n| n.advisor.as_deref()) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    (!names.is_empty()).then(|| names.join(", "))
 }
 
 /// The replay's options: `--drain-timeout` bounds the drain whatever the input ended in;
@@ -661,56 +611,6 @@ mod tests {
     }
 
     #[test]
-    fn m1_model_comes_from_flag_then_env_then_file_then_modes() {
-        let modes = || Ok(Some("m/modes".to_string()));
-        let pick = |flag, env, file| model_role(flag, env, file, modes).unwrap();
-        assert_eq!(
-            pick(Some("f/flag"), Some("e/env"), Some("c/file")).as_deref(),
-            Some("f/flag")
-        );
-        assert_eq!(
-            pick(None, Some("e/env"), Some("c/file")).as_deref(),
-            Some("e/env")
-        );
-        assert_eq!(pick(None, None, Some("c/file")).as_deref(), Some("c/file"));
-        assert_eq!(pick(None, None, None).as_deref(), Some("m/modes"));
-        let untouched = model_role(Some("f/flag"), None, None, || Err(ProviderError::NoModel));
-        assert_eq!(untouched.unwrap().as_deref(), Some("f/flag"));
-    }
-
-    #[test]
-    fn m1_modes_json_is_read_from_the_root_then_the_agent_dir() {
-        let dir = tempfile::tempdir().unwrap();
-        let (root, agent) = (dir.path().join("root"), dir.path().join("agent"));
-        std::fs::create_dir_all(root.join(".pi")).unwrap();
-        std::fs::create_dir_all(&agent).unwrap();
-        assert_eq!(modes_role(&root, Some(&agent)).unwrap(), None);
-        std::fs::write(
-            agent.join("modes.json"),
-            r#"{"modes":{"advisor":{"provider":"a","modelId":"agent"}}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            modes_role(&root, Some(&agent)).unwrap().as_deref(),
-            Some("a/agent")
-        );
-        assert_eq!(modes_role(&root, None).unwrap(), None);
-        std::fs::write(
-            root.join(".pi/modes.json"),
-            r#"{"modes":{"advisor":{"provider":"p","modelId":"root","thinkingLevel":"low"}}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            modes_role(&root, Some(&agent)).unwrap().as_deref(),
-            Some("p/root:low")
-        );
-        assert_eq!(
-            modes_role(&root, None).unwrap().as_deref(),
-            Some("p/root:low")
-        );
-    }
-
-    #[test]
     fn k2_disabled_error_names_the_file_and_the_way_out() {
         let loaded = LoadedSettings {
             disabled_by: Some(PathBuf::from("/p/.omp/config.yml")),
@@ -806,6 +706,110 @@ mod tests {
             assert_eq!(line["content"], d.content);
         }
         assert_eq!(lines[1]["note"], "two");
+    }
+
+    fn printer(json: bool) -> Printer {
+        Printer {
+            json,
+            bar: ProgressBar::hidden(),
+        }
+    }
+
+    #[test]
+    fn ro23_each_printed_note_names_its_advisor_and_the_unnamed_one_is_unchanged() {
+        let steer = Delivery::new(
+            Channel::Steer,
+            vec![Advisory::new("Split it", Some(Severity::Concern)).with_advisor("Architecture")],
+            None,
+        );
+        let text = printer(false).delivery_text(3, &steer);
+        assert!(
+            text.starts_with(
+                "── turn 3 · steer · Architecture ──\n<advisory advisor=\"Architecture\""
+            ),
+            "{text}"
+        );
+        let aside = Delivery::new(
+            Channel::Aside,
+            vec![
+                Advisory::new("a", None).with_advisor("Architecture"),
+                Advisory::new("b", None).with_advisor("Security"),
+                Advisory::new("c", None).with_advisor("Architecture"),
+            ],
+            None,
+        );
+        let text = printer(false).pending_text(4, &aside);
+        assert!(
+            text.starts_with("── turn 4 · pending · Architecture, Security ──\n"),
+            "{text}"
+        );
+        let lines: Vec<serde_json::Value> = printer(true)
+            .delivery_text(4, &aside)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let names: Vec<&str> = lines
+            .iter()
+            .map(|l| l["advisor"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Architecture", "Security", "Architecture"]);
+        let unnamed = Delivery::new(Channel::Steer, vec![Advisory::new("x", None)], None);
+        let text = printer(false).delivery_text(3, &unnamed);
+        assert!(text.starts_with("── turn 3 · steer ──\n"), "{text}");
+        let line: serde_json::Value =
+            serde_json::from_str(&printer(true).delivery_text(3, &unnamed)).unwrap();
+        assert!(line.get("advisor").is_none(), "{line}");
+    }
+
+    #[test]
+    fn ro23_the_final_status_lists_each_named_advisor_on_one_line() {
+        use advisor::{AdvisorState, AgentStatus, DeliveryCounts, NamedAdvisorStatus};
+        let named = |name: &str, state: AdvisorState, reason: Option<&str>| NamedAdvisorStatus {
+            name: name.into(),
+            slug: name.to_lowercase(),
+            model: (state == AdvisorState::Running).then(|| "openai/gpt-5".to_string()),
+            state,
+            reason: reason.map(str::to_string),
+            policy: DeliveryPolicy::Interrupt,
+            skipped_updates: 0,
+            deliveries: DeliveryCounts::default(),
+            agent: AgentStatus::default(),
+        };
+        let mut outcome = ReplayOutcome {
+            turns: 3,
+            runs: 1,
+            compactions: 0,
+            drained: true,
+            outstanding: None,
+            pending: 0,
+            asks_not_reached: 0,
+            elapsed: Duration::from_secs(1),
+            status: advisor::AdvisorStatus {
+                enabled: true,
+                ..advisor::AdvisorStatus::default()
+            },
+        };
+        outcome.status.advisors = vec![
+            named("Architecture", AdvisorState::Running, None),
+            named("Security", AdvisorState::NoModel, Some("no API key")),
+        ];
+        let text = printer(false).finish_text(&outcome);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("  Architecture: ") || l.starts_with("  Security: "))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("  Architecture: openai/gpt-5, running"),
+            "{text}"
+        );
+        assert!(
+            lines[1].starts_with("  Security: no model, no model (no API key)"),
+            "{text}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&printer(true).finish_text(&outcome)).unwrap();
+        assert_eq!(json["status"]["advisors"][1]["state"], "noModel");
     }
 
     #[test]

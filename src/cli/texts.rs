@@ -34,7 +34,6 @@ mod tests {
             "error",
             "warning",
             "malformed",
-            "promotionOff",
             "drainOutstanding",
             "drainOneTurn",
             "drainTurns",

@@ -9,7 +9,9 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::{Notify, RwLock};
 
-use super::open::{parse_messages, prepare, OpenParams, ParsedMessages, ServeDefaults};
+use super::open::{
+    parse_messages, prepare, roster_json, OpenParams, ParsedMessages, ServeDefaults,
+};
 use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION, SESSION_ERROR};
 use super::session::{delivery_json, open_on, HeldBudget, Outbox, Session, TranscriptLog};
 use crate::domain::host::RewriteKind;
@@ -174,7 +176,7 @@ impl Dispatcher {
             .insert(session_id.clone(), Arc::clone(&slot));
         let opened = self.start_session(&mut open).await;
         *opening = match &opened {
-            Ok(session) => SlotState::Open(Arc::clone(session)),
+            Ok((session, _)) => SlotState::Open(Arc::clone(session)),
             Err(_) => {
                 let mut table = self.sessions.lock();
                 if table
@@ -193,12 +195,21 @@ impl Dispatcher {
                 old.dispose(ENDED_BY_REOPEN).await;
             }
         }
-        let session = opened?;
+        let (session, roster) = opened?;
         let status = session.handle.status().await.map_err(gone)?;
-        Ok(status_json(&status))
+        let mut result = status_json(&status);
+        if let (Some(roster), Value::Object(map)) = (roster, &mut result) {
+            map.insert("roster".into(), roster);
+        }
+        Ok(result)
     }
 
-    async fn start_session(&self, open: &mut OpenParams) -> Result<Arc<Session>, RpcError> {
+    /// Prepares and starts a session; with it, its roster as the open's result reports it
+    /// (RO23), `None` without a roster file.
+    async fn start_session(
+        &self,
+        open: &mut OpenParams,
+    ) -> Result<(Arc<Session>, Option<Value>), RpcError> {
         let session_id = open.session_id.clone();
         let messages = std::mem::take(&mut open.messages);
         let leaf = open.leaf.clone();
@@ -220,11 +231,15 @@ impl Dispatcher {
         }
         let log = TranscriptLog::new(messages, leaf, Arc::clone(&self.held))?;
         let mut config = prepared.config;
+        let roster = config
+            .roster
+            .as_ref()
+            .map(|setup| roster_json(setup, config.settings.policy));
         // X4: the cursor starts at the end of what the host already has.
         config.initial_transcript =
             (!log.transcript().is_empty()).then(|| log.transcript().clone());
         let handle = open_on(&self.runtime, config, &session_id, self.out.clone());
-        Ok(Arc::new(Session::new(handle, log)))
+        Ok((Arc::new(Session::new(handle, log)), roster))
     }
 
     async fn turn_end(&self, params: Params) -> Result<Value, RpcError> {
@@ -272,10 +287,13 @@ impl Dispatcher {
     /// own task like every call (V3), so other calls on the pipe go on while it waits its
     /// turn behind the reviews; the handle bounds it (the drain wait plus one request
     /// timeout) and refuses it at once while the advisor is paused or failing.
+    /// The optional `advisor` param names the roster's advisor to ask (RO20); one the
+    /// session does not have is the ask error with reason `unknownAdvisor`.
     async fn ask(&self, params: Params) -> Result<Value, RpcError> {
         let (s, p) = self.session(&params).await?;
         let question = p.string("question")?;
-        match s.handle.ask(&question).await {
+        let advisor = p.opt_string("advisor")?;
+        match s.handle.ask_advisor(&question, advisor.as_deref()).await {
             Ok(answer) => Ok(json!({ "answer": answer })),
             Err(HandleError::Ask(AskError::BadQuestion(chars))) => Err(p.invalid(
                 "question",
@@ -458,5 +476,36 @@ mod tests {
         );
         status.agent.fallback = None;
         assert_eq!(status_json(&status)["agent"]["fallback"], Value::Null);
+    }
+
+    #[test]
+    fn ro23_status_json_lists_the_named_advisors_and_leaves_them_out_without_a_roster() {
+        use crate::status::{AdvisorState, NamedAdvisorStatus};
+        let mut status = AdvisorStatus {
+            enabled: true,
+            ..AdvisorStatus::default()
+        };
+        assert!(status_json(&status).get("advisors").is_none());
+        status.advisors.push(NamedAdvisorStatus {
+            name: "Security".into(),
+            slug: "security".into(),
+            state: AdvisorState::NoModel,
+            reason: Some("no API key".into()),
+            model: None,
+            policy: crate::settings::DeliveryPolicy::Defer,
+            skipped_updates: 3,
+            deliveries: crate::status::DeliveryCounts::default(),
+            agent: crate::status::AgentStatus::default(),
+        });
+        let v = status_json(&status);
+        let named = &v["advisors"][0];
+        assert_eq!(named["name"], "Security");
+        assert_eq!(named["slug"], "security");
+        assert_eq!(named["state"], "noModel");
+        assert_eq!(named["reason"], "no API key");
+        assert_eq!(named["policy"], "defer");
+        assert_eq!(named["skippedUpdates"], 3);
+        assert!(named["deliveries"].is_object() && named["agent"].is_object());
+        assert!(named.get("model").is_none());
     }
 }

@@ -9,23 +9,22 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::protocol::{kind, MessagesParam, Params, RpcError, SESSION_ERROR};
+use crate::config::RuntimeConfig;
 use crate::domain::transcript::TranscriptMessage;
 use crate::model::{ModelClient, ThinkingLevel};
-use crate::providers::build_fallbacks;
-use crate::providers::{advisor_role_from_modes_file, modes_candidates};
-use crate::providers::{
-    resolve_config, ApiKind, Catalog, ModelSpec, Prices, ProviderConfig, ProviderError,
-};
-use crate::runtime::SharedResources;
+use crate::providers::{resolve_config, ApiKind, Catalog, Prices, ProviderConfig, ProviderError};
+use crate::roster::{ModelChoice, RosterSetup};
 use crate::session::advisor_file_path;
-use crate::settings::{load_settings, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer};
+use crate::settings::{
+    load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SettingsLayer,
+};
+use crate::setup::{
+    provider_spec, session_role, KeyLookup, ModelSource, SessionModel, SessionSetup,
+};
+use crate::shared::SharedResources;
 use crate::texts::notice;
 use crate::watchdog::ContextFile;
-use crate::RuntimeConfig;
 use serde_json::value::RawValue;
-
-/// A key lookup for provider keys (`OPENROUTER_API_KEY`, …), read by the program's edge.
-pub type KeyLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// What the server applies to sessions that name less themselves.
 #[derive(Clone)]
@@ -57,6 +56,17 @@ impl ServeDefaults {
             keys: Arc::new(|_| None),
             catalog,
             fixed_model: None,
+        }
+    }
+
+    /// How a session's models are reached: the catalog, the keys, `--base-url` and `--api`,
+    /// over the process's shared HTTP clients (A6).
+    pub fn model_source(&self, shared: &Arc<SharedResources>) -> ModelSource {
+        ModelSource {
+            base_url: self.base_url.clone(),
+            api: self.api,
+            shared: Some(Arc::clone(shared)),
+            ..ModelSource::new(Arc::clone(&self.catalog), Arc::clone(&self.keys))
         }
     }
 }
@@ -388,17 +398,18 @@ pub struct PreparedSession {
     pub notices: Vec<String>,
 }
 
-/// Reads the session's files and builds its configuration. Blocking (files): run it off the
-/// actor thread. Models are built over the HTTP clients of `shared` (one per endpoint for
-/// every session of the process, A6) with the session's `advisor.requestTimeoutSecs` and
-/// `advisor.maxOutputTokens`. A bad settings file is -32000; a model named in the params that
-/// cannot be built is -32602 naming `model`; one from the files or defaults that cannot be
-/// built (a modes.json that is not a regular file, say) leaves the session without a model,
-/// with a notice (K2).
+/// Reads the session's files and builds its configuration with the session setup both
+/// hosts share ([`SessionSetup`]). Blocking (files): run it off the actor thread. Models
+/// are built over the HTTP clients of `shared` (one per endpoint for every session of the
+/// process, A6) with the session's `advisor.requestTimeoutSecs` and
+/// `advisor.maxOutputTokens`. A bad settings file is -32000; a model named in the params
+/// that cannot be built is -32602 naming `model`; one from the files or defaults that
+/// cannot be built (a modes.json that is not a regular file, say) leaves the session
+/// without a model, with a notice (K2).
 pub fn prepare(
     open: OpenParams,
     defaults: &ServeDefaults,
-    shared: &SharedResources,
+    shared: &Arc<SharedResources>,
 ) -> Result<PreparedSession, RpcError> {
     let cwd = session_cwd(&open.cwd)?;
     let mut env = defaults.env.clone();
@@ -411,65 +422,106 @@ pub fn prepare(
         .map_err(|e| RpcError::new(SESSION_ERROR, format!("settings: {e}")))?;
     let mut notices = warning_notices(&loaded.warnings, &open.settings_warnings);
     let settings = session_settings(&loaded, &open.settings, &env);
-    // The advisor's model selector, for its backup chain (P6).
-    let mut selector = match &open.model {
-        Some(ModelParam::Role(role)) => Some(role.clone()),
-        _ => None,
-    };
+    let models = defaults.model_source(shared);
     let model = match (&defaults.fixed_model, &open.model) {
-        (Some(fixed), _) => Some(Arc::clone(fixed)),
-        (None, Some(param)) => Some(
-            model_config(param, defaults, &settings)
-                .and_then(|config| shared.client_for(config))
+        (Some(fixed), _) => SessionModel::Fixed(Arc::clone(fixed)),
+        (None, Some(param)) => SessionModel::Own {
+            model: model_config(param, defaults, &settings)
+                .and_then(|config| models.client(config))
                 .map_err(|e| RpcError::invalid_params("model", e))?,
-        ),
+            // The advisor's model selector, for its backup chain (P6).
+            selector: match param {
+                ModelParam::Role(role) => Some(role.clone()),
+                ModelParam::Endpoint(_) => None,
+            },
+        },
         (None, None) => {
-            let built = default_role(defaults, &env, &loaded, &cwd, agent_dir.as_deref()).and_then(
-                |role| {
-                    selector.clone_from(&role);
-                    let spec = default_spec(role, defaults, &settings);
-                    shared.client_for(resolve_config(&spec, &defaults.catalog, &*defaults.keys)?)
-                },
-            );
+            let role = defaults.model.as_deref();
+            let built = session_role(role, &env, &loaded, &cwd, agent_dir.as_deref())
+                .and_then(|role| Ok((models.build(&models.spec(role.clone(), &settings))?, role)));
             match built {
-                Ok(client) => Some(client),
-                Err(ProviderError::NoModel) => None,
+                Ok((model, selector)) => SessionModel::Own { model, selector },
+                Err(ProviderError::NoModel) => SessionModel::None,
                 Err(e) => {
                     notices.push(notice("noModel", &[("error", &e.to_string())]));
-                    None
+                    SessionModel::None
                 }
             }
         }
     };
-    let (promotion_model, fallback_models) = if defaults.fixed_model.is_none() && model.is_some() {
-        side_models(
-            &settings,
-            selector.as_deref(),
-            defaults,
-            shared,
-            &mut notices,
-        )
-    } else {
-        (None, Vec::new())
+    let (audit_path, audit_notice) = match open.session_file.as_deref().map(|f| audit_path(f, &cwd))
+    {
+        Some(Ok(path)) => (Some(path), None),
+        Some(Err(notice)) => (None, Some(notice)),
+        None => (None, None),
     };
-    let audit = match open.session_file.as_deref().map(|f| audit_path(f, &cwd)) {
-        Some(Ok(path)) => Some(path),
-        Some(Err(notice)) => {
-            notices.push(notice);
-            None
-        }
-        None => None,
+    let setup = SessionSetup {
+        session_id: open.session_id,
+        root: cwd,
+        watchdog: Some(watchdog),
+        loaded,
+        settings,
+        host_layer: Some((PathBuf::from(PARAMS_SOURCE), open.settings)),
+        model,
+        models,
+        context_files: open.context_files.map(Arc::from),
+        audit_path,
     };
-    let mut config = RuntimeConfig::new(open.session_id, cwd, model);
-    config.promotion_model = promotion_model;
-    config.fallback_models = fallback_models;
-    config.settings = settings;
-    config.system_prompt_override = loaded.system_prompt_override;
-    config.watchdog = Some(watchdog);
-    config.context_files = open.context_files.map(Arc::from);
-    config.audit_path = audit;
-    config.initial_transcript = None;
-    Ok(PreparedSession { config, notices })
+    let prepared = setup.build();
+    notices.extend(prepared.notices);
+    notices.extend(audit_notice);
+    Ok(PreparedSession {
+        config: prepared.config,
+        notices,
+    })
+}
+
+/// The roster of a session as `session/open` reports it (RO23): each advisor in roster
+/// order — `name`, `slug`, `enabled`, `model` (`provider/id`) with `thinking`, or `noModel`
+/// (why not), `policy` (its own, else the session's), `maxSeverity`, `when` (`{paths}`,
+/// absent when it reviews every update) — and the warnings, one text line each.
+pub fn roster_json(setup: &RosterSetup, session_policy: DeliveryPolicy) -> Value {
+    let advisors: Vec<Value> = setup
+        .roster
+        .advisors
+        .iter()
+        .map(|advisor| {
+            let policy = match advisor.policy.value {
+                Some(own) => json!(own.as_str()),
+                None => json!(session_policy),
+            };
+            let mut entry = json!({
+                "name": advisor.name,
+                "slug": advisor.slug,
+                "enabled": advisor.enabled.value,
+                "policy": policy,
+                "maxSeverity": advisor.max_severity.value.as_str(),
+            });
+            match &advisor.model.value {
+                ModelChoice::Resolved {
+                    provider,
+                    model,
+                    thinking,
+                    ..
+                } => {
+                    entry["model"] = json!(format!("{provider}/{model}"));
+                    entry["thinking"] = json!(thinking.as_str());
+                }
+                ModelChoice::NoModel { reason, .. } => entry["noModel"] = json!(reason),
+            }
+            if let Some(when) = &advisor.when.value {
+                entry["when"] = json!({ "paths": when.patterns() });
+            }
+            entry
+        })
+        .collect();
+    let warnings: Vec<String> = setup
+        .roster
+        .warnings
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+    json!({ "advisors": advisors, "warnings": warnings })
 }
 
 /// The session's working directory, which must be one (V2), made canonical where it can be.
@@ -496,49 +548,6 @@ fn warning_notices(
         .collect()
 }
 
-/// A model client, shared.
-type Model = Arc<dyn ModelClient>;
-
-/// The models beside the session's own, built only when it has one of its own and no fixed
-/// model: the larger-window model of `advisor.contextPromotion` (G5) and the backups of
-/// `retry.fallbackChains` for `selector` (P6). One that cannot be built is a notice.
-fn side_models(
-    settings: &AdvisorSettings,
-    selector: Option<&str>,
-    defaults: &ServeDefaults,
-    shared: &SharedResources,
-    notices: &mut Vec<String>,
-) -> (Option<Model>, Vec<Model>) {
-    let promotion_model = match &settings.context_promotion {
-        Some(role) => {
-            let spec = default_spec(Some(role.clone()), defaults, settings);
-            match resolve_config(&spec, &defaults.catalog, &*defaults.keys)
-                .and_then(|config| shared.client_for(config))
-            {
-                Ok(client) => Some(client),
-                Err(e) => {
-                    notices.push(notice(
-                        "promotionOff",
-                        &[("role", &role.to_string()), ("error", &e.to_string())],
-                    ));
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
-    let fallback_models = {
-        let chain = settings.retry.chain_for(selector);
-        let (models, lines) = build_fallbacks(chain, |role| {
-            let param = ModelParam::Role(role.to_string());
-            model_config(&param, defaults, settings).and_then(|c| shared.client_for(c))
-        });
-        notices.extend(lines);
-        models
-    };
-    (promotion_model, fallback_models)
-}
-
 /// The provider configuration of a model the params name, with the session's
 /// `advisor.maxOutputTokens` and `advisor.requestTimeoutSecs` (M4).
 pub fn model_config(
@@ -553,63 +562,10 @@ pub fn model_config(
             Ok(config)
         }
         ModelParam::Role(role) => {
-            let spec = ModelSpec {
-                role: Some(role.clone()),
-                max_output_tokens: Some(settings.max_output_tokens),
-                request_timeout: Some(settings.request_timeout),
-                ..ModelSpec::default()
-            };
+            let spec = provider_spec(Some(role.clone()), settings);
             resolve_config(&spec, &defaults.catalog, &*defaults.keys)
         }
     }
-}
-
-/// The spec of a role that does not come from the params: the server's `--base-url` and
-/// `--api` apply, with the session's output cap and request timeout.
-fn default_spec(
-    role: Option<String>,
-    defaults: &ServeDefaults,
-    settings: &AdvisorSettings,
-) -> ModelSpec {
-    ModelSpec {
-        role,
-        base_url: defaults.base_url.clone(),
-        api: defaults.api,
-        max_output_tokens: Some(settings.max_output_tokens),
-        request_timeout: Some(settings.request_timeout),
-        ..ModelSpec::default()
-    }
-}
-
-/// The role for a session that names no model (M1): `--model`, else `ADVISOR_MODEL`, else
-/// `modelRoles.advisor` from the files, else `modes.advisor` from the first modes.json that
-/// has one (`<cwd>/.pi/modes.json`, then `<agentDir>/modes.json`).
-fn default_role(
-    defaults: &ServeDefaults,
-    env: &SettingsEnv,
-    loaded: &LoadedSettings,
-    cwd: &Path,
-    agent_dir: Option<&Path>,
-) -> Result<Option<String>, ProviderError> {
-    if let Some(role) = defaults
-        .model
-        .clone()
-        .or_else(|| env.model.clone())
-        .or_else(|| loaded.advisor_role.clone())
-    {
-        return Ok(Some(role));
-    }
-    let [project, user] = modes_candidates(cwd, agent_dir.unwrap_or(cwd));
-    let candidates = match agent_dir {
-        Some(_) => vec![project, user],
-        None => vec![project],
-    };
-    for path in candidates {
-        if let Some(role) = advisor_role_from_modes_file(&path)? {
-            return Ok(Some(role));
-        }
-    }
-    Ok(None)
 }
 
 #[cfg(test)]
@@ -777,7 +733,7 @@ mod tests {
 
     #[test]
     fn a6_sessions_calling_one_endpoint_share_its_http_client() {
-        let shared = SharedResources::new(None);
+        let shared = Arc::new(SharedResources::new(None));
         let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
         let dir = tempfile::tempdir().unwrap();
         let open = |id: &str, port: u16| {
@@ -795,7 +751,7 @@ mod tests {
 
     #[test]
     fn p6_a_session_gets_the_backups_of_its_chain_that_can_be_built() {
-        let shared = SharedResources::new(None);
+        let shared = Arc::new(SharedResources::new(None));
         let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".omp")).unwrap();
@@ -826,7 +782,7 @@ mod tests {
 
     #[test]
     fn p8_context_files_param_replaces_discovery_and_a_bad_shape_names_the_field() {
-        let shared = SharedResources::new(None);
+        let shared = Arc::new(SharedResources::new(None));
         let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
         let dir = tempfile::tempdir().unwrap();
         let mut p = params(json!({"sessionId": "s", "cwd": dir.path(),
@@ -855,7 +811,7 @@ mod tests {
 
     #[test]
     fn v4_bad_session_file_paths_are_one_notice_and_no_file() {
-        let shared = SharedResources::new(None);
+        let shared = Arc::new(SharedResources::new(None));
         let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
         let dir = tempfile::tempdir().unwrap();
         let cwd = std::fs::canonicalize(dir.path()).unwrap();

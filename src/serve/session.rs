@@ -231,13 +231,21 @@ pub fn open_on(
     handle
 }
 
-/// A card or delivery as the client sees it: `{channel, content, notes: [{severity, note}]}`
-/// with `severity` null when the advisor gave none.
+/// A card or delivery as the client sees it: `{channel, content, notes: [{severity, note,
+/// advisor?}]}` with `severity` null when the advisor gave none and `advisor` the name of
+/// the named advisor that raised the note (names comma-joined for a note two raised, RO22),
+/// absent for the unnamed advisor (RO12, RO23).
 pub fn delivery_json(delivery: &Delivery) -> Value {
     let notes: Vec<Value> = delivery
         .notes
         .iter()
-        .map(|n| json!({ "severity": n.severity.map(|s| s.as_str()), "note": n.note }))
+        .map(|n| {
+            let mut note = json!({ "severity": n.severity.map(|s| s.as_str()), "note": n.note });
+            if let Some(advisor) = &n.advisor {
+                note["advisor"] = json!(advisor);
+            }
+            note
+        })
         .collect();
     json!({
         "channel": delivery.channel.as_str(),
@@ -257,10 +265,13 @@ pub fn event_line(session_id: &str, event: &HostEvent) -> String {
             "session/card",
             json!({ "sessionId": session_id, "card": delivery_json(card) }),
         ),
-        HostEvent::Notice { text, .. } => notification_line(
-            "session/notice",
-            json!({ "sessionId": session_id, "text": text }),
-        ),
+        HostEvent::Notice { text, advisor } => {
+            let mut params = json!({ "sessionId": session_id, "text": text });
+            if let Some(advisor) = advisor {
+                params["advisor"] = json!(advisor);
+            }
+            notification_line("session/notice", params)
+        }
         HostEvent::SteerReady => {
             notification_line("session/steerReady", json!({ "sessionId": session_id }))
         }
@@ -398,5 +409,42 @@ mod tests {
             delivery_json(&nit)["notes"],
             json!([{"severity": null, "note": "n"}])
         );
+    }
+
+    #[test]
+    fn ro23_cards_and_notices_name_their_advisor_and_the_unnamed_ones_do_not() {
+        let card = Delivery::new(
+            Channel::Card,
+            vec![
+                Advisory::new("Split the module", Some(Severity::Concern))
+                    .with_advisor("Architecture"),
+                Advisory::new("Same note", Some(Severity::Nit))
+                    .with_advisor("Architecture, Security"),
+            ],
+            None,
+        );
+        let v: Value = serde_json::from_str(&event_line("s1", &HostEvent::Card { card })).unwrap();
+        assert_eq!(
+            v["params"]["card"]["notes"],
+            json!([
+                {"severity": "concern", "note": "Split the module", "advisor": "Architecture"},
+                {"severity": "nit", "note": "Same note", "advisor": "Architecture, Security"},
+            ])
+        );
+        assert!(v["params"]["card"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("<advisory advisor=\"Architecture\""));
+        let notice = HostEvent::Notice {
+            text: "advisor: paused".into(),
+            advisor: Some("Security".into()),
+        };
+        let v: Value = serde_json::from_str(&event_line("s1", &notice)).unwrap();
+        assert_eq!(
+            v["params"],
+            json!({"sessionId": "s1", "text": "advisor: paused", "advisor": "Security"})
+        );
+        let v: Value = serde_json::from_str(&event_line("s1", &HostEvent::notice("x"))).unwrap();
+        assert!(v["params"].get("advisor").is_none(), "{v}");
     }
 }

@@ -1,0 +1,434 @@
+//! One session's runtime configuration, as `advisor replay` and `advisor serve` both build
+//! it: the settings the host worked out, the model and the models beside it (the
+//! `advisor.contextPromotion` model, G5; the backups of `retry.fallbackChains`, P6), the
+//! prompt override (G1), WATCHDOG.md discovery (W1), the project's instruction files (P8),
+//! the advisor's transcript file (P9) and the roster of named advisors found where
+//! WATCHDOG.md is found (§15, RO1, RO23).
+//!
+//! The host decides what is its own — where the settings come from, whether a missing
+//! model is an error, what its flags or params say — and hands the result to
+//! [`SessionSetup::build`]; everything both hosts do alike happens there, once.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::RuntimeConfig;
+use crate::model::ModelClient;
+use crate::providers::{
+    advisor_role_from_modes_file, build_fallbacks, client_for, modes_candidates, resolve_config,
+    ApiKind, Catalog, ModelSpec, ProviderConfig, ProviderError,
+};
+use crate::redact::Redactor;
+use crate::roster::{
+    self, ModelChoice, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
+    Source, Sourced,
+};
+use crate::settings::{
+    config_files, read_config_layers, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer,
+};
+use crate::shared::SharedResources;
+use crate::texts::notice;
+use crate::watchdog::{ContextFile, WatchdogConfig};
+
+/// A model client, shared.
+type Model = Arc<dyn ModelClient>;
+
+/// A lookup of provider keys (`OPENROUTER_API_KEY`, …), read at the program's edge.
+pub type KeyLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// How a session's models are reached: the catalog, the provider keys, the host's own
+/// `--base-url` and `--api`, and the HTTP clients the sessions of a process share (A6).
+#[derive(Clone)]
+pub struct ModelSource {
+    /// The model catalog.
+    pub catalog: Arc<Catalog>,
+    /// Provider keys.
+    pub keys: KeyLookup,
+    /// The base URL for roles the host resolves itself (`--base-url`).
+    pub base_url: Option<String>,
+    /// The wire dialect for those roles (`--api`).
+    pub api: Option<ApiKind>,
+    /// The process's shared HTTP clients; `None` builds one client per model.
+    pub shared: Option<Arc<SharedResources>>,
+}
+
+impl fmt::Debug for ModelSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelSource")
+            .field("base_url", &self.base_url)
+            .field("api", &self.api)
+            .field("shared", &self.shared.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelSource {
+    /// Models from `catalog` with `keys`, at their providers' own endpoints, each with
+    /// its own HTTP client.
+    pub fn new(catalog: Arc<Catalog>, keys: KeyLookup) -> Self {
+        Self {
+            catalog,
+            keys,
+            base_url: None,
+            api: None,
+            shared: None,
+        }
+    }
+
+    /// The spec of a role the host resolves (the session's own model, its promotion model
+    /// and the roster's models): the host's `--base-url` and `--api` apply, with the
+    /// session's output cap and request timeout (M4).
+    pub fn spec(&self, role: Option<String>, settings: &AdvisorSettings) -> ModelSpec {
+        ModelSpec {
+            base_url: self.base_url.clone(),
+            api: self.api,
+            ..provider_spec(role, settings)
+        }
+    }
+
+    /// The client of a resolved provider configuration, over the shared HTTP client of its
+    /// endpoint when there is one.
+    pub fn client(&self, config: ProviderConfig) -> Result<Model, ProviderError> {
+        match &self.shared {
+            Some(shared) => shared.client_for(config),
+            None => client_for(config),
+        }
+    }
+
+    /// Resolves `spec` (M1) and builds its client.
+    pub fn build(&self, spec: &ModelSpec) -> Result<Model, ProviderError> {
+        self.client(resolve_config(spec, &self.catalog, &*self.keys)?)
+    }
+}
+
+/// The spec of a role reached at its provider's own endpoint (a backup model, P6, or a
+/// role a client names), with the session's output cap and request timeout (M4).
+pub fn provider_spec(role: Option<String>, settings: &AdvisorSettings) -> ModelSpec {
+    ModelSpec {
+        role,
+        max_output_tokens: Some(settings.max_output_tokens),
+        request_timeout: Some(settings.request_timeout),
+        ..ModelSpec::default()
+    }
+}
+
+/// The advisor's model role when the host names none itself (M1): `flag` (the host's
+/// `--model`), else `ADVISOR_MODEL`, else `modelRoles.advisor` from the files, else
+/// `modes.advisor` from `<cwd>/.pi/modes.json`, then `<agentDir>/modes.json` (only the
+/// project's file when the agent directory is unknown). Blocking (modes.json).
+pub fn session_role(
+    flag: Option<&str>,
+    env: &SettingsEnv,
+    loaded: &LoadedSettings,
+    cwd: &Path,
+    agent_dir: Option<&Path>,
+) -> Result<Option<String>, ProviderError> {
+    if let Some(role) = flag
+        .or(env.model.as_deref())
+        .or(loaded.advisor_role.as_deref())
+    {
+        return Ok(Some(role.to_string()));
+    }
+    let [project, user] = modes_candidates(cwd, agent_dir.unwrap_or(cwd));
+    let candidates = match agent_dir {
+        Some(_) => vec![project, user],
+        None => vec![project],
+    };
+    for path in candidates {
+        if let Some(role) = advisor_role_from_modes_file(&path)? {
+            return Ok(Some(role));
+        }
+    }
+    Ok(None)
+}
+
+/// The session's own model, as the host resolved it.
+#[derive(Clone)]
+pub enum SessionModel {
+    /// No model (K2): the session runs without reviews.
+    None,
+    /// One model for everything (tests, benchmarks, embedders): no promotion or backup
+    /// model is built, and every named advisor reviews with it too.
+    Fixed(Model),
+    /// The session's own model; `selector` is its role string when it has one (the key of
+    /// its backup chain, P6, and the model of roster entries that name none, RO8).
+    Own {
+        /// The client.
+        model: Model,
+        /// `provider/id[:thinking]`, when the model was named by one.
+        selector: Option<String>,
+    },
+}
+
+impl SessionModel {
+    fn client(&self) -> Option<Model> {
+        match self {
+            SessionModel::None => None,
+            SessionModel::Fixed(model) | SessionModel::Own { model, .. } => Some(Arc::clone(model)),
+        }
+    }
+}
+
+/// What a host worked out for a session, to be made into its [`RuntimeConfig`].
+pub struct SessionSetup {
+    /// The primary session's id.
+    pub session_id: String,
+    /// The workspace root (the session's working directory).
+    pub root: PathBuf,
+    /// WATCHDOG.md discovery from the root; `None` turns it off, and with it the project's
+    /// instruction files (P8) and the roster (RO1: the roster is found where WATCHDOG.md is).
+    pub watchdog: Option<WatchdogConfig>,
+    /// What the settings files said (the prompt override, G1).
+    pub loaded: LoadedSettings,
+    /// The session's settings, as the host made them from the files, its own keys and the
+    /// environment.
+    pub settings: AdvisorSettings,
+    /// The host's own settings keys beside the files (serve's `settings` param) and the
+    /// name they go by: the roster's fallbacks read them after the files (RO8, RO10).
+    pub host_layer: Option<(PathBuf, SettingsLayer)>,
+    /// The session's model.
+    pub model: SessionModel,
+    /// How the models beside it are reached.
+    pub models: ModelSource,
+    /// The host's instruction files (P8); `None` discovers them.
+    pub context_files: Option<Arc<[ContextFile]>>,
+    /// The advisor's transcript file (P9), if one is kept.
+    pub audit_path: Option<PathBuf>,
+}
+
+/// A session's configuration and the lines to tell its user.
+pub struct SessionPrepared {
+    /// The runtime configuration.
+    pub config: RuntimeConfig,
+    /// Notices: a promotion or backup model that cannot be built (G5, P6).
+    pub notices: Vec<String>,
+}
+
+impl SessionSetup {
+    /// Builds the configuration: the side models (only for a session's own model), the
+    /// roster when WATCHDOG.md discovery is on and a roster file exists (RO12: `None`
+    /// otherwise), and the rest as the host gave it. Blocking (the roster files, the
+    /// settings files for the roster's sources): run it off the actor thread.
+    pub fn build(self) -> SessionPrepared {
+        let mut notices = Vec::new();
+        let (promotion_model, fallback_models) = match &self.model {
+            SessionModel::Own { selector, .. } => side_models(
+                &self.settings,
+                selector.as_deref(),
+                &self.models,
+                &mut notices,
+            ),
+            SessionModel::None | SessionModel::Fixed(_) => (None, Vec::new()),
+        };
+        let mut config = RuntimeConfig::new(self.session_id, self.root, self.model.client());
+        config.promotion_model = promotion_model;
+        config.fallback_models = fallback_models;
+        config.settings = self.settings;
+        config.system_prompt_override = self.loaded.system_prompt_override.clone();
+        config.context_files = self.context_files;
+        config.audit_path = self.audit_path;
+        if let Some(watchdog) = self.watchdog {
+            let redactor = match &self.models.shared {
+                Some(shared) if config.settings.redact_secrets => shared.redactor(),
+                _ => config.redactor(),
+            };
+            let discovery = RosterDiscovery {
+                watchdog: &watchdog,
+                loaded: &self.loaded,
+                host_layer: self.host_layer.as_ref(),
+                settings: &config.settings,
+                model: &self.model,
+                models: &self.models,
+            };
+            config.roster = discovery.setup(redactor.as_ref());
+            config.watchdog = Some(watchdog);
+        }
+        SessionPrepared { config, notices }
+    }
+}
+
+/// The models beside the session's own: the larger-window model of
+/// `advisor.contextPromotion` (G5), reached like the session's own, and the backups of
+/// `retry.fallbackChains` for `selector` (P6), reached at their providers' own endpoints.
+/// One that cannot be built is a notice.
+fn side_models(
+    settings: &AdvisorSettings,
+    selector: Option<&str>,
+    models: &ModelSource,
+    notices: &mut Vec<String>,
+) -> (Option<Model>, Vec<Model>) {
+    let promotion_model = settings.context_promotion.as_ref().and_then(|role| {
+        models
+            .build(&models.spec(Some(role.clone()), settings))
+            .map_err(|e| {
+                notices.push(notice(
+                    "promotionOff",
+                    &[("role", role.as_str()), ("error", &e.to_string())],
+                ))
+            })
+            .ok()
+    });
+    let chain = settings.retry.chain_for(selector);
+    let (fallback_models, lines) = build_fallbacks(chain, |role| {
+        models.build(&provider_spec(Some(role.to_string()), settings))
+    });
+    notices.extend(lines);
+    (promotion_model, fallback_models)
+}
+
+/// What the roster of a session is looked up with.
+struct RosterDiscovery<'a> {
+    watchdog: &'a WatchdogConfig,
+    loaded: &'a LoadedSettings,
+    host_layer: Option<&'a (PathBuf, SettingsLayer)>,
+    settings: &'a AdvisorSettings,
+    model: &'a SessionModel,
+    models: &'a ModelSource,
+}
+
+impl RosterDiscovery<'_> {
+    /// The roster found where WATCHDOG.md is (RO1), with a model builder for its entries
+    /// and reload (RO21); `None` when no roster file exists (RO12).
+    fn setup(&self, redactor: Option<&Redactor>) -> Option<RosterSetup> {
+        let settings = self.roster_settings();
+        let roster = roster::load(self.watchdog, &settings, &self.models.catalog, redactor);
+        if roster.files.is_empty() && roster.warnings.is_empty() {
+            return None;
+        }
+        let models = SessionRosterModels {
+            source: self.models.clone(),
+            max_output_tokens: self.settings.max_output_tokens,
+            request_timeout: self.settings.request_timeout,
+            fixed: match self.model {
+                SessionModel::Fixed(model) => Some(Arc::clone(model)),
+                _ => None,
+            },
+        };
+        Some(RosterSetup {
+            roster,
+            models: Arc::new(models),
+            reload: Some(RosterReload {
+                watchdog: self.watchdog.clone(),
+                settings,
+                catalog: (*self.models.catalog).clone(),
+            }),
+        })
+    }
+
+    /// The roster's fallbacks (RO8, RO10): the settings files (with where each key is set),
+    /// then the host's own keys; an entry without a `model` uses the session's own role when
+    /// the host named one beside the files (`--model`, `ADVISOR_MODEL`, a role in the
+    /// params, modes.json).
+    fn roster_settings(&self) -> RosterSettings {
+        let files = config_files(self.watchdog.agent_dir.as_deref(), &self.watchdog.cwd);
+        let mut settings = match read_config_layers(&files) {
+            Ok(mut layers) => {
+                if let Some((name, layer)) = self.host_layer {
+                    layers.push((name.clone(), layer.clone(), Vec::new()));
+                }
+                RosterSettings::from_layers(&layers)
+            }
+            // The files changed since the settings were read: the values in effect.
+            Err(_) => RosterSettings::from_values(self.loaded.advisor_role.clone(), self.settings),
+        };
+        if let SessionModel::Own {
+            selector: Some(role),
+            ..
+        } = self.model
+        {
+            if settings.advisor_role.as_ref().map(|r| &r.value) != Some(role) {
+                let source = Source::Setting {
+                    key: "modelRoles.advisor",
+                    file: None,
+                };
+                settings.advisor_role = Some(Sourced::new(role.clone(), source));
+            }
+        }
+        settings
+    }
+}
+
+/// Builds each roster entry's client like the session's own model (RO8): the host's keys,
+/// `--base-url` and `--api`, the session's output cap and request timeout; a fixed model
+/// serves every entry.
+struct SessionRosterModels {
+    source: ModelSource,
+    max_output_tokens: u32,
+    request_timeout: Duration,
+    fixed: Option<Model>,
+}
+
+impl RosterModels for SessionRosterModels {
+    fn build(&self, advisor: &RosterAdvisor) -> Result<Model, String> {
+        if let Some(fixed) = &self.fixed {
+            return Ok(Arc::clone(fixed));
+        }
+        match &advisor.model.value {
+            ModelChoice::NoModel { reason, .. } => Err(reason.clone()),
+            ModelChoice::Resolved { role, .. } => {
+                let spec = ModelSpec {
+                    role: Some(role.clone()),
+                    base_url: self.source.base_url.clone(),
+                    api: self.source.api,
+                    max_output_tokens: Some(self.max_output_tokens),
+                    request_timeout: Some(self.request_timeout),
+                    ..ModelSpec::default()
+                };
+                self.source.build(&spec).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn modes(dir: &Path, provider: &str, id: &str) {
+        std::fs::create_dir_all(dir).unwrap();
+        let text =
+            format!(r#"{{"modes":{{"advisor":{{"provider":"{provider}","modelId":"{id}"}}}}}}"#);
+        std::fs::write(dir.join("modes.json"), text).unwrap();
+    }
+
+    #[test]
+    fn m1_model_comes_from_flag_then_env_then_file_then_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        modes(&dir.path().join(".pi"), "m", "modes");
+        let env = SettingsEnv {
+            model: Some("e/env".into()),
+            ..SettingsEnv::default()
+        };
+        let file = LoadedSettings {
+            advisor_role: Some("c/file".into()),
+            ..LoadedSettings::default()
+        };
+        let none = LoadedSettings::default();
+        let bare = SettingsEnv::default();
+        let pick = |flag, env, loaded| session_role(flag, env, loaded, dir.path(), None).unwrap();
+        assert_eq!(pick(Some("f/flag"), &env, &file).as_deref(), Some("f/flag"));
+        assert_eq!(pick(None, &env, &file).as_deref(), Some("e/env"));
+        assert_eq!(pick(None, &bare, &file).as_deref(), Some("c/file"));
+        assert_eq!(pick(None, &bare, &none).as_deref(), Some("m/modes"));
+    }
+
+    #[test]
+    fn m1_modes_json_is_read_from_the_root_then_the_agent_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, agent) = (dir.path().join("root"), dir.path().join("agent"));
+        std::fs::create_dir_all(root.join(".pi")).unwrap();
+        std::fs::create_dir_all(&agent).unwrap();
+        let (env, loaded) = (SettingsEnv::default(), LoadedSettings::default());
+        let role =
+            |agent_dir: Option<&Path>| session_role(None, &env, &loaded, &root, agent_dir).unwrap();
+        assert_eq!(role(Some(&agent)), None);
+        modes(&agent, "a", "agent");
+        assert_eq!(role(Some(&agent)).as_deref(), Some("a/agent"));
+        assert_eq!(role(None), None);
+        modes(&root.join(".pi"), "p", "root");
+        assert_eq!(role(Some(&agent)).as_deref(), Some("p/root"));
+        assert_eq!(role(None).as_deref(), Some("p/root"));
+    }
+}

@@ -1,0 +1,233 @@
+//! `advisor serve` with a roster of named advisors (§15, RO23): `session/open` reports the
+//! advisors resolved from the session's `WATCHDOG.yml` and the roster's warnings, and
+//! `session/ask` takes an optional `advisor`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use advisor::model::scripted::ScriptedModel;
+use advisor::providers::testing::{ScriptedResponse, SseServer};
+use advisor::providers::{ApiKind, Catalog};
+use advisor::serve::{serve, ServeDefaults, ServeOptions};
+use serde_json::{json, Value};
+
+use super::replay_e2e::{advise, chunk, finish};
+use super::serve_client::{assistant, user, RpcClient};
+use super::serve_dispatch::{open, serve_runtime, start, Client};
+
+/// A server whose sessions resolve their models at `server` (`--base-url`, `--api`), with
+/// no model of their own: each roster entry's model is built there.
+fn start_at(server: &SseServer) -> Client {
+    let (client_w, server_r) = tokio::io::duplex(1 << 16);
+    let (server_w, client_r) = tokio::io::duplex(1 << 16);
+    let mut defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
+    defaults.base_url = Some(server.base_url());
+    defaults.api = Some(ApiKind::OpenAiCompletions);
+    let options = ServeOptions::new(defaults, serve_runtime());
+    actix::spawn(serve(server_r, server_w, options));
+    RpcClient::new(client_w, client_r)
+}
+
+/// A roster file in `dir/.omp/` (a temporary directory's name starts with `.`, so its plain
+/// file would be ignored, W2).
+fn roster_in(dir: &Path, text: &str) {
+    std::fs::create_dir_all(dir.join(".omp")).unwrap();
+    std::fs::write(dir.join(".omp/WATCHDOG.yml"), text).unwrap();
+}
+
+/// An answer that is only `text`.
+fn text(text: &str) -> ScriptedResponse {
+    finish(vec![
+        chunk(json!({"role": "assistant", "content": text}), None),
+        chunk(json!({}), Some("stop")),
+    ])
+}
+
+/// The model ids of the requests the server received, in order.
+fn models_called(server: &SseServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// Two advisors (one paused) and a malformed entry.
+const ROSTER: &str = "\
+advisors:
+  - name: Architecture
+    model: openai/gpt-5:high
+    policy: interrupt
+    maxSeverity: concern
+    when:
+      paths: [\"src/**\"]
+  - name: Security
+    enabled: false
+  - name: Broken
+    maxSeverity: loud
+";
+
+#[actix::test]
+async fn ro23_open_reports_the_resolved_advisors_and_the_roster_warnings() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    roster_in(dir.path(), ROSTER);
+    let r = open(&mut c, "s1", dir.path(), json!({"policy": "reconfirm"})).await;
+    let advisors = r["roster"]["advisors"].as_array().expect("advisors");
+    assert_eq!(advisors.len(), 2, "{r}");
+    assert_eq!(
+        advisors[0],
+        json!({"name": "Architecture", "slug": "architecture", "enabled": true,
+            "model": "openai/gpt-5", "thinking": "high", "policy": "interrupt",
+            "maxSeverity": "concern", "when": {"paths": ["src/**"]}})
+    );
+    let security = &advisors[1];
+    assert_eq!(security["name"], "Security");
+    assert_eq!(security["enabled"], false);
+    assert_eq!(security["policy"], "reconfirm", "the session's policy");
+    assert_eq!(security["maxSeverity"], "blocker");
+    assert!(security.get("model").is_none(), "{security}");
+    assert!(
+        !security["noModel"].as_str().unwrap_or_default().is_empty(),
+        "no model role anywhere: {security}"
+    );
+    assert!(security.get("when").is_none());
+    let warnings = r["roster"]["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{r}");
+    let warning = warnings[0].as_str().unwrap();
+    assert!(
+        warning.contains("WATCHDOG.yml")
+            && warning.contains("Broken")
+            && warning.contains("maxSeverity"),
+        "{warning}"
+    );
+    // RO12: no roster file, no `roster` in the result.
+    let plain = tempfile::tempdir().unwrap();
+    let r = open(&mut c, "s2", plain.path(), json!({})).await;
+    assert!(r.get("roster").is_none(), "{r}");
+    assert_eq!(r["enabled"], true);
+}
+
+#[actix::test]
+async fn ro23_session_ask_takes_an_advisor_and_refuses_a_bad_one() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({})).await;
+    let e = c
+        .call_err(
+            "session/ask",
+            json!({"sessionId": "s1", "question": "Why?", "advisor": 5}),
+        )
+        .await;
+    assert_eq!(e["code"], -32602, "{e}");
+    assert_eq!(e["data"], json!({"field": "advisor"}), "{e}");
+    let e = c
+        .call_err(
+            "session/ask",
+            json!({"sessionId": "s1", "question": "Why?", "advisor": "Nobody"}),
+        )
+        .await;
+    assert_eq!(e["code"], -32000, "{e}");
+    assert_eq!(e["data"], json!({"reason": "unknownAdvisor"}), "{e}");
+    assert!(e["message"].as_str().unwrap().contains("Nobody"), "{e}");
+}
+
+/// One turn of `session`: a user message and a final answer, after `base`.
+async fn turn(c: &mut Client, base: Option<&str>, leaf: &str, ask: &str) -> Value {
+    c.call(
+        "session/turnEnd",
+        json!({"sessionId": "s1", "base": base, "leaf": leaf,
+            "messages": [user(ask), assistant("Done.")]}),
+    )
+    .await;
+    c.call("session/stepBoundary", json!({"sessionId": "s1"}))
+        .await
+}
+
+#[actix::test]
+async fn ro23_two_advisors_through_serve_name_their_notes_status_and_asks_and_off_name_stops_one() {
+    let server = SseServer::start([
+        advise("Split parse() in two.", Some("nit")),
+        advise("Never log the token.", Some("nit")),
+        text("The token is redacted before logging."),
+    ])
+    .await
+    .expect("bind");
+    let mut c = start_at(&server);
+    let dir = tempfile::tempdir().unwrap();
+    roster_in(
+        dir.path(),
+        "advisors:\n  - name: Architecture\n    model: local/arch\n  - name: Security\n    model: local/sec\n",
+    );
+    let r = open(
+        &mut c,
+        "s1",
+        dir.path(),
+        json!({"syncBacklog": 1, "policy": "interrupt"}),
+    )
+    .await;
+    let names: Vec<&str> = r["roster"]["advisors"]
+        .as_array()
+        .expect("the roster")
+        .iter()
+        .map(|a| a["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["local/arch", "local/sec"], "{r}");
+    let off = c
+        .call(
+            "session/command",
+            json!({"sessionId": "s1", "line": "/advisor off security"}),
+        )
+        .await;
+    assert!(off["text"].as_str().unwrap().contains("Security"), "{off}");
+    c.call(
+        "session/runState",
+        json!({"sessionId": "s1", "running": true}),
+    )
+    .await;
+
+    // Turn 1: only Architecture reviews; its nit names it.
+    let r = turn(&mut c, None, "e2", "Add a parser for the config").await;
+    let note = &r["deliveries"][0]["notes"][0];
+    assert_eq!(note["advisor"], "Architecture", "{r}");
+    assert_eq!(note["note"], "Split parse() in two.");
+    let content = r["deliveries"][0]["content"].as_str().unwrap();
+    assert!(content.contains("advisor=\"Architecture\""), "{content}");
+    assert_eq!(models_called(&server), ["arch"], "Security is off");
+    let status = c.call("session/status", json!({"sessionId": "s1"})).await;
+    let states: Vec<(&str, &str)> = status["advisors"]
+        .as_array()
+        .expect("advisors in the status")
+        .iter()
+        .map(|a| (a["name"].as_str().unwrap(), a["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [("Architecture", "running"), ("Security", "paused")],
+        "{status}"
+    );
+
+    // Turn 2: Architecture off, Security on; only Security reviews.
+    for line in ["/advisor off architecture", "/advisor on security"] {
+        c.call("session/command", json!({"sessionId": "s1", "line": line}))
+            .await;
+    }
+    let r = turn(&mut c, Some("e2"), "e4", "Log the request").await;
+    let note = &r["deliveries"][0]["notes"][0];
+    assert_eq!(note["advisor"], "Security", "{r}");
+    assert_eq!(note["note"], "Never log the token.");
+    assert_eq!(models_called(&server), ["arch", "sec"]);
+
+    // An ask by name goes to that advisor's model (RO20).
+    let r = c
+        .call(
+            "session/ask",
+            json!({"sessionId": "s1", "question": "Is the token safe?", "advisor": "Security"}),
+        )
+        .await;
+    assert_eq!(
+        r,
+        json!({"answer": "The token is redacted before logging."})
+    );
+    assert_eq!(models_called(&server), ["arch", "sec", "sec"]);
+}
