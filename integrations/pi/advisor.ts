@@ -490,9 +490,11 @@ function slugOf(name: string): string {
 	return slug || "advisor";
 }
 
-/** The named advisors in an open result (`advisors: [{name, slug, …}]`), at most `MAX_ROSTER_NAMES`. */
+/** The named advisors in an open result (`roster: {advisors: [{name, slug, enabled, model, …}]}`,
+ * else the status's per-advisor lines, `advisors`), at most `MAX_ROSTER_NAMES`. */
 function rosterOf(result: any): RosterName[] {
-	const list = Array.isArray(result?.advisors) ? result.advisors : [];
+	const reported = result?.roster?.advisors ?? result?.advisors;
+	const list = Array.isArray(reported) ? reported : [];
 	const out: RosterName[] = [];
 	for (const item of list) {
 		if (out.length >= MAX_ROSTER_NAMES) break;
@@ -504,13 +506,10 @@ function rosterOf(result: any): RosterName[] {
 	return out;
 }
 
-/** The roster warnings of an open result (`rosterWarnings`: texts, or objects with a `text`). */
+/** The roster warnings of an open result (`roster: {warnings: [text, …]}`). */
 function rosterWarningsOf(result: any): string[] {
-	const list = Array.isArray(result?.rosterWarnings) ? result.rosterWarnings : [];
-	return list
-		.map((w: any) => (typeof w === "string" ? w : typeof w?.text === "string" ? w.text : ""))
-		.filter((w: string) => w.trim() !== "")
-		.slice(0, MAX_ROSTER_NAMES);
+	const list = Array.isArray(result?.roster?.warnings) ? result.roster.warnings : [];
+	return list.filter((w: unknown): w is string => typeof w === "string" && w.trim() !== "").slice(0, MAX_ROSTER_NAMES);
 }
 
 /** The advisor of the roster that `word` names (by slug, RO19), or `undefined`. */

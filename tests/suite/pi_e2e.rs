@@ -167,7 +167,7 @@ impl ModelServer {
         Self { addr, requests }
     }
 
-    fn base_url(&self) -> String {
+    pub(super) fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 
