@@ -211,6 +211,14 @@ fn two_advisors_through_pi(line: Line, reach: Reach) {
         );
     }
 
+    // pi 0.73 shows advice handed over mid-run as a notice, naming the advisor.
+    if let Line::Legacy = line {
+        for (who, _) in ADVISORS {
+            let shown = format!("advisor {who} (nit): {who} note on ROUND-1");
+            assert_eq!(pi.notices_holding(0, &shown).len(), 1, "{shown}");
+        }
+    }
+
     // The malformed entry's warning is shown once.
     let broken = pi.notices_holding(0, "Broken");
     assert_eq!(broken.len(), 1, "one roster warning notice: {broken:?}");
