@@ -142,8 +142,7 @@ pub use render::{render_delta, ExpandedMemory, TranscriptView};
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
 pub use setup::{
-    provider_spec, session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared,
-    SessionSetup,
+    session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared, SessionSetup,
 };
 pub use status::{
     AdvisorState, AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason,

@@ -1,7 +1,9 @@
 //! `session/open` (V2): from the params and the files a session's cwd leads to, the
 //! runtime configuration — settings (K1 files, then the params' `advisor:` keys, then the
 //! environment), the model (a role string, M1, or a resolved endpoint object), the prompt
-//! override (G1), WATCHDOG.md discovery from the cwd (W1) and the audit file (G7).
+//! override (G1), WATCHDOG.md discovery from the cwd (W1), the audit file (G7) and the
+//! roster of named advisors (RO23), built with the session setup `advisor replay` shares
+//! ([`crate::SessionSetup`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -230,4 +230,49 @@ async fn ro23_two_advisors_through_serve_name_their_notes_status_and_asks_and_of
         json!({"answer": "The token is redacted before logging."})
     );
     assert_eq!(models_called(&server), ["arch", "sec", "sec"]);
+    // `/advisor dump NAME` passes through session/command (RO19): that advisor's context.
+    let dump = c
+        .call(
+            "session/command",
+            json!({"sessionId": "s1", "line": "/advisor dump security"}),
+        )
+        .await;
+    let text = dump["text"].as_str().unwrap();
+    assert!(
+        text.contains("Security") && text.contains("Never log the token."),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Split parse() in two."),
+        "only Security's: {text}"
+    );
+}
+
+#[actix::test]
+async fn ro23_a_notice_about_a_named_advisor_carries_its_name() {
+    let server = SseServer::start([ScriptedResponse::json(
+        401,
+        r#"{"error":{"message":"invalid api key"}}"#,
+    )])
+    .await
+    .expect("bind");
+    let mut c = start_at(&server);
+    let dir = tempfile::tempdir().unwrap();
+    roster_in(
+        dir.path(),
+        "advisors:\n  - name: Security\n    model: local/sec\n",
+    );
+    open(&mut c, "s1", dir.path(), json!({"syncBacklog": 1})).await;
+    turn(&mut c, None, "e2", "Store the token").await;
+    let n = c.notification("session/notice").await;
+    let params = &n["params"];
+    assert_eq!(params["advisor"], "Security", "{n}");
+    assert!(
+        params["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("advisor Security: paused"),
+        "{n}"
+    );
+    assert_eq!(server.request_count(), 1, "a rejected key pauses it (F3)");
 }
