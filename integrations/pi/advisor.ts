@@ -89,7 +89,10 @@ const STATE_FILE = "advisor-extension.json";
 const EXTENSION_VERSION = "0.1.0";
 /** The `advisor serve` protocol this extension speaks (V2 `initialize`). */
 const PROTOCOL_VERSION = 1;
-const USAGE = "usage: /advisor [toggle|on|off|status|dump [raw]|test <nit|concern|blocker> <note>]";
+const USAGE = "usage: /advisor [toggle|on [NAME]|off [NAME]|status|dump [NAME] [raw]|test <nit|concern|blocker> <note>]";
+/** The most roster names kept from `session/open` (RO23), and the longest name used. */
+const MAX_ROSTER_NAMES = 64;
+const MAX_NAME_CHARS = 200;
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
@@ -438,14 +441,81 @@ function deltaSince(
 	return { leaf, messages, moved, edited };
 }
 
-/** A delivery or card as the custom message pi stores (D2: `customType: "advisor"`, notes in details). */
-function customMessage(card: Card) {
-	return {
-		customType: CUSTOM_TYPE,
-		content: card.content,
-		display: true,
-		details: { channel: card.channel, notes: card.notes ?? [] },
+/**
+ * The names of the advisors a card's notes come from, in order, each once (RO18, RO23): a
+ * note's `advisor` is one name, or several comma-joined when advisors raised the same note
+ * (RO22). Empty for the unnamed advisor of a session without a roster (RO12).
+ */
+function cardAdvisors(card: Card): string[] {
+	const names: string[] = [];
+	const add = (value: unknown) => {
+		if (typeof value !== "string") return;
+		for (const part of value.split(",")) {
+			const name = part.trim();
+			if (name && !names.includes(name)) names.push(name);
+		}
 	};
+	add(card.advisor);
+	for (const note of Array.isArray(card.notes) ? card.notes : []) add(note?.advisor);
+	return names;
+}
+
+/**
+ * A delivery or card as the custom message pi stores (D2: `customType: "advisor"`, notes in
+ * details). With a roster, `details.advisor` names who raised it (RO23): one name, or the
+ * names comma-joined for a message carrying several advisors' notes.
+ */
+function customMessage(card: Card) {
+	const details: Record<string, unknown> = { channel: card.channel, notes: card.notes ?? [] };
+	const names = cardAdvisors(card);
+	if (names.length > 0) details.advisor = names.join(", ");
+	return { customType: CUSTOM_TYPE, content: card.content, display: true, details };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The roster (RO19, RO20, RO23): the named advisors `session/open` reports.
+
+/** One named advisor as `session/open` reports it. */
+interface RosterName {
+	name: string;
+	slug: string;
+}
+
+/** The slug of an advisor name (RO7): lower case, runs of other characters one `-`. */
+function slugOf(name: string): string {
+	const slug = name
+		.toLowerCase()
+		.replace(/[^a-z0-9]+/g, "-")
+		.replace(/^-+|-+$/g, "");
+	return slug || "advisor";
+}
+
+/** The named advisors in an open result (`roster: {advisors: [{name, slug, enabled, model, …}]}`,
+ * else the status's per-advisor lines, `advisors`), at most `MAX_ROSTER_NAMES`. */
+function rosterOf(result: any): RosterName[] {
+	const reported = result?.roster?.advisors ?? result?.advisors;
+	const list = Array.isArray(reported) ? reported : [];
+	const out: RosterName[] = [];
+	for (const item of list) {
+		if (out.length >= MAX_ROSTER_NAMES) break;
+		const name = typeof item?.name === "string" ? item.name.trim().slice(0, MAX_NAME_CHARS) : "";
+		if (!name) continue;
+		const slug = typeof item.slug === "string" && item.slug ? item.slug : slugOf(name);
+		if (!out.some((r) => r.slug === slug)) out.push({ name, slug });
+	}
+	return out;
+}
+
+/** The roster warnings of an open result (`roster: {warnings: [text, …]}`). */
+function rosterWarningsOf(result: any): string[] {
+	const list = Array.isArray(result?.roster?.warnings) ? result.roster.warnings : [];
+	return list.filter((w: unknown): w is string => typeof w === "string" && w.trim() !== "").slice(0, MAX_ROSTER_NAMES);
+}
+
+/** The advisor of the roster that `word` names (by slug, RO19), or `undefined`. */
+function rosterEntry(roster: RosterName[], word: string): RosterName | undefined {
+	const slug = slugOf(word);
+	return roster.find((r) => r.slug === slug);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -909,6 +979,16 @@ interface Bridge {
 	adapter: LineAdapter | undefined;
 	/** The unsupported-pi notice was shown (once per process). */
 	unsupportedShown: boolean;
+	/** The named advisors of the open session (RO23); empty without a roster. */
+	roster: RosterName[];
+	/** The names `ask_advisor` was last registered with (re-registered when they change). */
+	askNames: string;
+	/** Roster warnings already shown (each once per process). */
+	warningsShown: Set<string>;
+	/** Advisors paused by `/advisor off NAME` (slugs), for the pi session they were paused in:
+	 * session-scoped, never persisted (RO19), and paused again when a new advisor process
+	 * reopens that session. */
+	paused: { piSession: string; slugs: Set<string> };
 }
 
 const BRIDGE_KEY = Symbol.for("advisor.pi.bridge");
@@ -927,6 +1007,10 @@ function bridge(): Bridge {
 			info: undefined,
 			adapter: undefined,
 			unsupportedShown: false,
+			roster: [],
+			askNames: "",
+			warningsShown: new Set(),
+			paused: { piSession: "", slugs: new Set() },
 		} satisfies Bridge;
 	}
 	return g[BRIDGE_KEY] as Bridge;
@@ -1102,6 +1186,7 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 			if (status === undefined) return markOpened(false);
 			s.phase = "open";
 			if (status?.policy === "reconfirm") s.turnEndWaits = s.reconfirm = true;
+			if (b.session === s) rosterOpened(s, status);
 			markOpened(true);
 		} catch (e) {
 			if (!(e instanceof RpcError)) return markOpened(false); // the child's failure says so
@@ -1112,6 +1197,32 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 	if (replay) void quietly(s, "session/rewrite", { kind: replay, leaf, messages: branchMessages(ctx) });
 	if (replay) s.cursor = leaf;
 	return s;
+}
+
+/**
+ * What the open reported about the roster (RO23): the names (for `/advisor on|off NAME`
+ * completion and `ask_advisor`'s `advisor` argument), its warnings (each shown once), and the
+ * advisors paused by name earlier in this pi session, paused again on this advisor session.
+ */
+function rosterOpened(s: AdvisorSession, result: any): void {
+	const b = bridge();
+	b.roster = rosterOf(result);
+	for (const warning of rosterWarningsOf(result)) {
+		if (b.warningsShown.has(warning)) continue;
+		b.warningsShown.add(warning);
+		notify(`advisor: ${warning}`, "warning");
+	}
+	if (b.pi && askNames(b.roster) !== b.askNames) {
+		try {
+			registerAskTool(b.pi, b.roster);
+		} catch {
+			// pi replaced its session meanwhile (a stale API object): the next factory run registers it.
+		}
+	}
+	if (b.paused.piSession !== s.id) b.paused = { piSession: s.id, slugs: new Set() };
+	for (const slug of b.paused.slugs) {
+		if (rosterEntry(b.roster, slug)) void quietly(s, "session/command", { line: `off ${slug}` });
+	}
 }
 
 /** Closes the current session (its audit is flushed, G7); nothing waits for it. */
@@ -1263,6 +1374,8 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 	const on = async (): Promise<string> => {
 		writeEnabledState(agentDir, true);
 		b.wanted = true;
+		// The whole roster (RO19): advisors paused by name run again.
+		b.paused.slugs.clear();
 		// Already open: the server's `on` resumes a paused advisor (F3).
 		const open = openedSession();
 		if (open) return forward(open, "on");
@@ -1287,14 +1400,31 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 		const role = advisorRole(ctx.cwd, agentDir);
 		return `model ${role ? `${role.role} (from ${role.from})` : "not assigned"}`;
 	};
+	// `/advisor on NAME`, `off NAME` (RO19): one advisor, for this session only. The server
+	// pauses or resumes it; the choice is kept here (never in the state file) so that a new
+	// advisor process reopening this pi session pauses it again.
+	const oneAdvisor = async (resume: boolean, name: string): Promise<string> => {
+		const open = openedSession();
+		if (!open) return `advisor: ${stateWords()}`;
+		const reply = await forward(open, `${resume ? "on" : "off"} ${name}`);
+		const entry = rosterEntry(b.roster, name);
+		if (entry) {
+			if (b.paused.piSession !== open.id) b.paused = { piSession: open.id, slugs: new Set() };
+			if (resume) b.paused.slugs.delete(entry.slug);
+			else b.paused.slugs.add(entry.slug);
+		}
+		return reply;
+	};
+	const name = line.split(/\s+/).slice(1).join(" ");
 	switch (verb) {
 		case "":
 		case "toggle":
+			if (name) return USAGE;
 			return liveSession() ? off() : on();
 		case "on":
-			return on();
+			return name ? oneAdvisor(true, name) : on();
 		case "off":
-			return off();
+			return name ? oneAdvisor(false, name) : off();
 		case "status":
 		case "dump":
 		case "test": {
@@ -1306,6 +1436,28 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 		default:
 			return USAGE;
 	}
+}
+
+const VERBS = ["toggle", "on", "off", "status", "dump", "test"];
+
+/**
+ * Completions for `/advisor ARGS` (pi replaces the whole argument text with `value`): the
+ * verbs, then the roster's advisors after `on`, `off` and `dump` (by slug, RO19).
+ */
+function completions(prefix: string): { value: string; label: string; description?: string }[] | null {
+	const text = String(prefix ?? "").replace(/^\s+/, "");
+	const words = text.split(/\s+/);
+	if (words.length <= 1) {
+		const items = VERBS.filter((v) => v.startsWith(words[0].toLowerCase())).map((v) => ({ value: v, label: v }));
+		return items.length ? items : null;
+	}
+	const verb = words[0].toLowerCase();
+	if (words.length > 2 || !["on", "off", "dump"].includes(verb)) return null;
+	const typed = words[1].toLowerCase();
+	const items = bridge()
+		.roster.filter((r) => r.slug.startsWith(typed) || r.name.toLowerCase().startsWith(typed))
+		.map((r) => ({ value: `${verb} ${r.slug}`, label: r.slug, description: r.name }));
+	return items.length ? items : null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1333,42 +1485,76 @@ function askTimeoutMs(cwd: string, agentDir: string): number {
 
 interface AskDetails {
 	question: string;
+	/** The advisor asked by name (RO20), when one was named. */
+	advisor?: string;
 	error?: string;
 }
 
 /** A tool result: the advisor's answer, or an error text the primary can act on. */
-function askResult(question: string, text: string, error: boolean) {
-	const details: AskDetails = error ? { question, error: text } : { question };
+function askResult(question: string, text: string, error: boolean, advisor?: string) {
+	const details: AskDetails = { question };
+	if (advisor) details.advisor = advisor;
+	if (error) details.error = text;
 	return { content: [{ type: "text" as const, text }], details, isError: error };
 }
 
-/** Runs one `ask_advisor` call: `session/ask`, raced against the tool's abort signal and bounded. */
-async function askAdvisor(rawQuestion: unknown, signal: AbortSignal | undefined, ctx: ExtensionContext) {
+/** Runs one `ask_advisor` call: `session/ask` (to the advisor named, RO20), raced against the
+ * tool's abort signal and bounded. */
+async function askAdvisor(rawQuestion: unknown, rawAdvisor: unknown, signal: AbortSignal | undefined, ctx: ExtensionContext) {
 	const question = typeof rawQuestion === "string" ? rawQuestion.trim() : "";
-	if (!question) return askResult("", `${ASK_TOOL}: the question is empty`, true);
+	const advisor = typeof rawAdvisor === "string" && rawAdvisor.trim() ? rawAdvisor.trim().slice(0, MAX_NAME_CHARS) : undefined;
+	if (!question) return askResult("", `${ASK_TOOL}: the question is empty`, true, advisor);
 	if (question.length > MAX_QUESTION_CHARS) {
-		return askResult(question.slice(0, 200), `${ASK_TOOL}: the question is longer than ${MAX_QUESTION_CHARS} characters; ask a shorter one`, true);
+		return askResult(question.slice(0, 200), `${ASK_TOOL}: the question is longer than ${MAX_QUESTION_CHARS} characters; ask a shorter one`, true, advisor);
 	}
 	const s = openedSession();
 	// The primary reads this: the state, not what the user can do about it.
-	if (!s) return askResult(question, `${ASK_TOOL}: the advisor is ${advisorState().state}; go on without it`, true);
+	if (!s) return askResult(question, `${ASK_TOOL}: the advisor is ${advisorState().state}; go on without it`, true, advisor);
+	const result = (text: string, error: boolean) => askResult(question, text, error, advisor);
 	try {
 		const wait: Wait = { kind: "long", signal, ms: askTimeoutMs(ctx.cwd, agentDirOf()) };
-		const reply = await callOn(s, "session/ask", { question }, wait);
+		const params: Record<string, unknown> = advisor ? { question, advisor } : { question };
+		const reply = await callOn(s, "session/ask", params, wait);
 		if (reply === undefined) {
 			const why = signal?.aborted ? "the call was cancelled" : "the advisor did not answer in time";
-			return askResult(question, `${ASK_TOOL}: ${why}`, true);
+			return result(`${ASK_TOOL}: ${why}`, true);
 		}
 		const answer = typeof reply?.answer === "string" ? reply.answer : "";
-		if (!answer.trim()) return askResult(question, `${ASK_TOOL}: the advisor gave no answer`, true);
-		return askResult(question, answer, false);
+		if (!answer.trim()) return result(`${ASK_TOOL}: the advisor gave no answer`, true);
+		return result(answer, false);
 	} catch (e) {
-		// A JSON-RPC error (paused, failing, consulting off, …) or the child's death.
-		return askResult(question, `${ASK_TOOL}: ${inPiTerms((e as Error).message)}`, true);
+		// A JSON-RPC error (paused, failing, consulting off, an unknown advisor, …) or the child's death.
+		return result(`${ASK_TOOL}: ${inPiTerms((e as Error).message)}`, true);
 	}
 }
 
-function registerAskTool(pi: ExtensionAPI): void {
+/** The names `ask_advisor` lists, as one key (to tell when they changed). */
+function askNames(roster: RosterName[]): string {
+	return roster.map((r) => r.name).join("\n");
+}
+
+/**
+ * The tool's parameters: the question, and — with a roster — an optional `advisor` whose
+ * description lists the names `session/open` reported (RO20, RO23). Without a roster the
+ * schema is the one-field schema it always was (RO12).
+ */
+function askParameters(roster: RosterName[]) {
+	const question = Type.String({
+		description: "One concrete question, with what you are about to do or what you are weighing",
+	});
+	if (roster.length === 0) return Type.Object({ question });
+	const names = roster.map((r) => `"${r.name}"`).join(", ");
+	const advisor = Type.Optional(
+		Type.String({
+			description: `Which advisor to ask, by name: one of ${names}. Leave it out to ask the session's default advisor`,
+		}),
+	);
+	return Type.Object({ question, advisor });
+}
+
+/** Registers (or, when the roster's names changed, registers again) the `ask_advisor` tool. */
+function registerAskTool(pi: ExtensionAPI, roster: RosterName[]): void {
+	bridge().askNames = askNames(roster);
 	pi.registerTool({
 		name: ASK_TOOL,
 		label: "Ask the advisor",
@@ -1377,13 +1563,10 @@ function registerAskTool(pi: ExtensionAPI): void {
 		promptGuidelines: [
 			`Use ${ASK_TOOL} before an irreversible step, when stuck on a failure you cannot explain, or when unsure between approaches; not for routine steps.`,
 		],
-		parameters: Type.Object({
-			question: Type.String({
-				description: "One concrete question, with what you are about to do or what you are weighing",
-			}),
-		}),
+		parameters: askParameters(roster),
 		async execute(_toolCallId, params, signal, _onUpdate, ctx) {
-			return askAdvisor((params as { question?: unknown })?.question, signal, ctx);
+			const p = params as { question?: unknown; advisor?: unknown };
+			return askAdvisor(p?.question, p?.advisor, signal, ctx);
 		},
 	});
 }
@@ -1523,10 +1706,11 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 		if (s) rewrite(s, "tree", ctx, event.newLeafId ?? null);
 	});
 
-	registerAskTool(pi);
+	registerAskTool(pi, b.roster);
 
 	pi.registerCommand("advisor", {
-		description: "The advisor: toggle | on | off | status | dump [raw] | test <severity> <note>",
+		description: "The advisor: toggle | on [NAME] | off [NAME] | status | dump [NAME] [raw] | test <severity> <note>",
+		getArgumentCompletions: (prefix: string) => completions(prefix),
 		handler: async (args, ctx) => {
 			const text = await command(args ?? "", ctx);
 			ctx.ui.notify(text, "info");

@@ -125,11 +125,14 @@ export function detectPi(pi: any): PiInfo {
 // ---------------------------------------------------------------------------------------------
 // The core the adapters drive (implemented in advisor.ts)
 
-/** A card or delivery as the server sends it: `{channel, content, notes}`. */
+/** A card or delivery as the server sends it: `{channel, content, notes}`; with a roster each
+ * note names its `advisor` (one name, or several comma-joined, RO18, RO22). */
 export interface Card {
 	channel?: string;
 	content: string;
-	notes?: { severity?: string; note: string }[];
+	notes?: { severity?: string; note: string; advisor?: string }[];
+	/** The advisor(s) of the whole card, when the server names them there. */
+	advisor?: string;
 }
 
 /** The custom message pi stores for an advisory (D2). */
@@ -269,11 +272,16 @@ function matches(message: any, anchor: Anchor): boolean {
 	return message?.role === "assistant" && turnKey(message) === anchor.assistantKey;
 }
 
-/** An advisory as one notice line per note: `advisor (concern): …`. */
+/** An advisory as one notice line per note: `advisor (concern): …`, or with a roster
+ * `advisor Security (concern): …` (RO23). */
 function noticeOf(card: Card): string {
 	const notes = Array.isArray(card.notes) ? card.notes : [];
 	if (notes.length === 0) return `advisor: ${card.content}`;
-	return notes.map((n) => `advisor (${n.severity ?? "nit"}): ${n.note}`).join("\n");
+	const who = (n: { advisor?: string }) => {
+		const name = typeof n.advisor === "string" && n.advisor.trim() ? n.advisor : card.advisor;
+		return typeof name === "string" && name.trim() ? ` ${name.trim()}` : "";
+	};
+	return notes.map((n) => `advisor${who(n)} (${n.severity ?? "nit"}): ${n.note}`).join("\n");
 }
 
 function waitAtMost(promise: Promise<void>, signal: AbortSignal | undefined, ms: number): Promise<void> {

@@ -9,6 +9,7 @@ mod faults;
 mod layering;
 mod pi_e2e;
 mod pi_e2e_lines;
+mod pi_e2e_roster;
 mod project_context;
 mod providers_anthropic;
 mod providers_common;

@@ -114,14 +114,14 @@ fn install() -> Option<PiTools> {
 
 /// One answer: an SSE body (or, with a status other than 200, a JSON error), sent after
 /// `delay`.
-struct Reply {
+pub(super) struct Reply {
     delay: Duration,
     sse: String,
     status: u16,
 }
 
 impl Reply {
-    fn now(sse: String) -> Self {
+    pub(super) fn now(sse: String) -> Self {
         Self::after(Duration::ZERO, sse)
     }
 
@@ -134,7 +134,7 @@ impl Reply {
     }
 }
 
-type Responder = dyn Fn(&Value) -> Reply + Send + Sync;
+pub(super) type Responder = dyn Fn(&Value) -> Reply + Send + Sync;
 
 /// A request as received: its headers (names lower-cased) and JSON body.
 #[derive(Clone)]
@@ -149,7 +149,7 @@ pub(super) struct ModelServer {
 }
 
 impl ModelServer {
-    fn start(rt: &Runtime, responder: Arc<Responder>) -> Self {
+    pub(super) fn start(rt: &Runtime, responder: Arc<Responder>) -> Self {
         let listener = rt
             .block_on(TcpListener::bind(("127.0.0.1", 0)))
             .expect("bind the scripted model server");
@@ -167,7 +167,7 @@ impl ModelServer {
         Self { addr, requests }
     }
 
-    fn base_url(&self) -> String {
+    pub(super) fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 
@@ -258,14 +258,14 @@ fn finished(mut parts: Vec<String>) -> String {
     parts.concat()
 }
 
-fn text_sse(text: &str) -> String {
+pub(super) fn text_sse(text: &str) -> String {
     finished(vec![
         chunk(json!({"role": "assistant", "content": text}), None),
         chunk(json!({}), Some("stop")),
     ])
 }
 
-fn tool_sse(id: &str, name: &str, args: Value) -> String {
+pub(super) fn tool_sse(id: &str, name: &str, args: Value) -> String {
     finished(vec![
         chunk(
             json!({"role": "assistant", "tool_calls": [{"index": 0, "id": id, "type": "function",
@@ -308,7 +308,7 @@ fn is_fresh(body: &Value) -> bool {
 
 /// The text of the user messages that end a request, joined: the session update (the
 /// expanded view sends one user message per transcript message), or a question.
-fn update_text(msgs: &[Value]) -> String {
+pub(super) fn update_text(msgs: &[Value]) -> String {
     let start = msgs
         .iter()
         .rposition(|m| m["role"] != "user")
@@ -327,12 +327,12 @@ fn is_advisory(message: &Value) -> bool {
 
 /// The primary: the last user prompt that is not an advisory is a plan. `[read:a,b]` reads
 /// those files in turn (one tool call per turn), `[ask:q]` then calls `ask_advisor` with the
-/// question `q` (G8), `[say:x]` ends with the text `finished; X`
+/// question `q` (G8) — of the advisor named by `[asking:NAME]`, when given (RO20) —, `[say:x]` ends with the text `finished; X`
 /// (upper-cased, so a cue in the prompt only fires once the primary has said it),
 /// `[slow]` stalls the answer after the reads; anything after the final answer (an advisory
 /// that steered or woke pi) is answered `noted`. A request without tools (pi's compaction
 /// summary) is answered `SUMMARY-MARKER`.
-fn primary(body: &Value) -> Reply {
+pub(super) fn primary(body: &Value) -> Reply {
     let quick = Reply::now;
     if body["tools"].as_array().is_none_or(Vec::is_empty) {
         return quick(text_sse("SUMMARY-MARKER: the user asked for reads."));
@@ -364,7 +364,10 @@ fn primary(body: &Value) -> Reply {
         return quick(tool_sse(&format!("call_{done}"), "read", args));
     }
     if let Some(question) = ask.filter(|_| done < steps) {
-        let args = json!({"question": question});
+        let mut args = json!({"question": question});
+        if let Some(name) = cue("asking") {
+            args["advisor"] = json!(name);
+        }
         return quick(tool_sse("call_ask", "ask_advisor", args));
     }
     if done == steps {
@@ -464,7 +467,7 @@ pub(super) struct Setup {
     home: PathBuf,
     pub(super) agent: PathBuf,
     sessions: PathBuf,
-    work: PathBuf,
+    pub(super) work: PathBuf,
 }
 
 impl Setup {
@@ -700,7 +703,7 @@ impl Pi {
     }
 
     /// Waits for a notice holding `needle`, at or after index `from`, and returns its text.
-    fn wait_notice(&self, from: usize, needle: &str) -> String {
+    pub(super) fn wait_notice(&self, from: usize, needle: &str) -> String {
         let (_, v) = self.wait_from(from, &format!("a notice holding {needle:?}"), |v| {
             is_notify(v) && v["message"].as_str().is_some_and(|m| m.contains(needle))
         });

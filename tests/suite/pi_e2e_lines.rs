@@ -17,7 +17,7 @@ use super::pi_e2e::{
 };
 
 #[derive(Clone, Copy, Debug)]
-enum Line {
+pub(super) enum Line {
     /// `@mariozechner/pi-coding-agent` 0.73.1.
     Legacy,
     /// `@earendil-works/pi-coding-agent` 1.6.0.
@@ -25,7 +25,7 @@ enum Line {
 }
 
 impl Line {
-    fn version(self) -> &'static str {
+    pub(super) fn version(self) -> &'static str {
         match self {
             Line::Legacy => "0.73.1",
             Line::Current => "1.6.0",
@@ -33,7 +33,7 @@ impl Line {
     }
 
     /// The RPC event that ends a run.
-    fn settled(self) -> &'static str {
+    pub(super) fn settled(self) -> &'static str {
         match self {
             Line::Legacy => "agent_end",
             Line::Current => "agent_settled",
@@ -42,7 +42,7 @@ impl Line {
 }
 
 /// Node and the pi of `version`, or `None` when the tests skip (no npm outside CI).
-fn pi_of(version: &str) -> Option<PiTools> {
+pub(super) fn pi_of(version: &str) -> Option<PiTools> {
     let all = tools()?;
     let pi = all
         .by_version
@@ -58,7 +58,7 @@ fn pi_of(version: &str) -> Option<PiTools> {
 }
 
 /// Prompts and waits for the end of the run it starts; returns that event's index.
-fn prompt_settled(pi: &mut Pi, line: Line, text: &str) -> usize {
+pub(super) fn prompt_settled(pi: &mut Pi, line: Line, text: &str) -> usize {
     let mark = pi.len();
     pi.call(json!({"type": "prompt", "message": text}));
     pi.wait_from(mark, line.settled(), |v| v["type"] == line.settled())
@@ -77,7 +77,7 @@ fn aborted(line: Line, v: &Value) -> bool {
 }
 
 /// `/advisor ARGS` and the text it showed (0.73's RPC reply to a command has no disposition).
-fn advisor_command(pi: &mut Pi, args: &str) -> String {
+pub(super) fn advisor_command(pi: &mut Pi, args: &str) -> String {
     let mark = pi.len();
     pi.call(json!({"type": "prompt", "message": format!("/advisor {args}")}));
     let (_, note) = pi.wait_from(mark, "the command's notice", is_notify);
