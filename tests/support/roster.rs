@@ -1,0 +1,115 @@
+//! A roster built in code (RO23, RO24), for the scale tests and the sessions bench: named
+//! advisors given as values instead of a `WATCHDOG.yml`, all on one model client. Shared as
+//! a file (`#[path]`) by `tests/all.rs`, `tests/memory.rs` and `benches/sessions.rs`.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use advisor::domain::advice::Severity;
+use advisor::domain::transcript::{
+    AssistantBlock, AssistantMessage, Content, ToolResultMessage, TranscriptMessage,
+};
+use advisor::model::{ModelClient, ThinkingLevel};
+use advisor::roster::{
+    ModelChoice, PathFilter, Roster, RosterAdvisor, RosterModels, RosterSetup, RosterTool, Sourced,
+};
+
+/// Every advisor of the roster calls the same client: one provider, one call limit.
+pub struct OneModel(pub Arc<dyn ModelClient>);
+
+impl RosterModels for OneModel {
+    fn build(&self, _advisor: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
+        Ok(Arc::clone(&self.0))
+    }
+}
+
+/// The text each advisor's instructions carry, followed by its slug and a full stop: a
+/// server tells from a request's system prompt which advisor sent it (RO11 puts the
+/// entry's instructions last in it).
+pub const MARKER: &str = "You are the bench reviewer ";
+
+/// The slug in a system prompt written from [`MARKER`], if there is one.
+pub fn slug_in(system: &str) -> Option<&str> {
+    let rest = &system[system.find(MARKER)? + MARKER.len()..];
+    rest.split('.').next().filter(|slug| !slug.is_empty())
+}
+
+/// One enabled advisor on `provider/model` (thinking off) with the default tools, every
+/// other field at its default, its instructions naming it ([`MARKER`]), and `when` paths
+/// when given (RO17). `name` is taken as its own slug, so give a lower-case word.
+pub fn advisor(name: &str, provider: &str, model: &str, when: Option<&[&str]>) -> RosterAdvisor {
+    let when = when.map(|globs| {
+        PathFilter::new(globs.iter().map(|g| g.to_string()).collect()).expect("valid globs")
+    });
+    RosterAdvisor {
+        slug: name.to_string(),
+        name: name.to_string(),
+        file: PathBuf::from("WATCHDOG.yml"),
+        overrides: Vec::new(),
+        enabled: Sourced::default_value(true),
+        model: Sourced::default_value(ModelChoice::Resolved {
+            role: format!("{provider}/{model}:off"),
+            provider: provider.to_string(),
+            model: model.to_string(),
+            thinking: ThinkingLevel::Off,
+        }),
+        tools: Sourced::default_value(RosterTool::DEFAULT_SET.to_vec()),
+        instructions: Sourced::default_value(Some(format!("{MARKER}{name}."))),
+        max_notes_per_update: Sourced::default_value(4),
+        policy: Sourced::default_value(None),
+        max_severity: Sourced::default_value(Severity::Blocker),
+        when: Sourced::default_value(when),
+    }
+}
+
+/// The paths the `migrations` advisor of [`three`] reviews (RO17).
+pub const MIGRATIONS: &[&str] = &["migrations/**"];
+
+/// The three-advisor roster of RO24 on `provider/model`: `architecture` and `security`
+/// review every update, `migrations` only those touching [`MIGRATIONS`].
+pub fn three(provider: &str, model: &str) -> Roster {
+    Roster {
+        advisors: vec![
+            advisor("architecture", provider, model, None),
+            advisor("security", provider, model, None),
+            advisor("migrations", provider, model, Some(MIGRATIONS)),
+        ],
+        ..Roster::default()
+    }
+}
+
+/// `roster` run on `model` for every advisor, fixed for the session's life.
+pub fn setup(roster: Roster, model: Arc<dyn ModelClient>) -> RosterSetup {
+    RosterSetup {
+        roster,
+        models: Arc::new(OneModel(model)),
+        reload: None,
+    }
+}
+
+/// One turn of the primary: the user's `text`, then an `edit` of `path` (relative to the
+/// workspace root) and its result. The `edit`'s path is what `when` looks at (RO17).
+pub fn turn(text: &str, path: &str) -> [TranscriptMessage; 3] {
+    [
+        TranscriptMessage::user(text),
+        TranscriptMessage::Assistant(AssistantMessage {
+            content: vec![AssistantBlock::ToolCall {
+                id: "call-1".into(),
+                name: "edit".into(),
+                arguments: json!({"path": path, "oldText": "a", "newText": "b"}),
+            }],
+            stop_reason: Some("toolUse".into()),
+        }),
+        TranscriptMessage::ToolResult(ToolResultMessage {
+            tool_call_id: "call-1".into(),
+            tool_name: "edit".into(),
+            content: Content::Text(format!("Edited {path}.")),
+            is_error: false,
+            details: None,
+        }),
+    ]
+}
