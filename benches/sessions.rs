@@ -2,8 +2,10 @@
 //!
 //! One run, three parts, figures printed as they come:
 //! 1. **idle**: 10,000 sessions opened on one shared runtime: wall time to open them (the
-//!    `open` calls, then until every session answers a status query), resident memory per
-//!    session (RSS delta / sessions, from `/proc/self/statm`), OS threads before and after
+//!    `open` calls, then until every session answers a status query), heap per session
+//!    (live heap bytes, counted by this binary's allocator, over sessions) and resident
+//!    memory per session (RSS delta / sessions, from `/proc/self/statm`; only the first part
+//!    run shows it fully, later ones reuse pages freed before), OS threads before and after
 //!    (`Threads:` in `/proc/self/status`); then all disposed, and RSS again.
 //! 2. **shared**: 1,000 sessions × 10 turns, `syncBacklog: off`, against an in-process
 //!    OpenAI-compatible server (HTTP/1.1 keep-alive) that answers at once, with one
@@ -30,6 +32,8 @@
 //! dedicated runs, so a profiler sees the shared runtime alone; `SESSIONS_PACE_MS` sets the
 //! paced runs' turn interval (500).
 
+#[path = "../tests/support/heap.rs"]
+mod heap;
 #[path = "../tests/support/roster.rs"]
 mod roster;
 
@@ -50,6 +54,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Counts the live heap, so the idle figures are exact whatever ran before (RSS keeps
+/// the pages an earlier part freed, so a later part's RSS growth understates it).
+#[global_allocator]
+static ALLOCATOR: heap::CountingAllocator = heap::CountingAllocator;
 
 const TURNS: usize = 10;
 const LIMIT: usize = 16;
@@ -340,7 +349,7 @@ fn ms(d: Duration) -> f64 {
 struct IdleFigures {
     /// Until every session answered.
     open: Duration,
-    /// RSS growth per open session, in bytes.
+    /// Live heap per open session, in bytes.
     per_session: f64,
     threads: (usize, usize),
 }
@@ -369,6 +378,7 @@ async fn idle(
 
     let threads_before = threads();
     let rss_before = rss();
+    let heap_before = heap::live();
     let started = Instant::now();
     let mut open = Vec::with_capacity(sessions);
     for i in 0..sessions {
@@ -387,9 +397,10 @@ async fn idle(
         assert_eq!(named, sessions, "every session runs the roster");
     }
     drop(answers);
+    let heap_after = heap::live();
     let rss_after = rss();
     let threads_after = threads();
-    let per_session = rss_after.saturating_sub(rss_before) as f64 / sessions as f64;
+    let per_session = (heap_after - heap_before) as f64 / sessions as f64;
     println!(
         "idle, {}: {sessions} sessions on {} arbiters",
         advisors.label(),
@@ -401,11 +412,12 @@ async fn idle(
         ms(answering)
     );
     println!(
-        "  memory: RSS {:.1} MB -> {:.1} MB, {:.1} KB per session, {:.1} KB per advisor",
+        "  memory: heap {:.1} KB per session, {:.1} KB per advisor; RSS {:.1} MB -> {:.1} MB, {:.1} KB per session",
+        per_session / 1024.0,
+        per_session / 1024.0 / advisors.count() as f64,
         rss_before as f64 / 1e6,
         rss_after as f64 / 1e6,
-        per_session / 1024.0,
-        per_session / 1024.0 / advisors.count() as f64
+        rss_after.saturating_sub(rss_before) as f64 / sessions as f64 / 1024.0,
     );
     println!("  threads: {threads_before} before, {threads_after} after");
     let started = Instant::now();
@@ -538,7 +550,7 @@ async fn drive(
                     tokio::time::sleep_until(at.into()).await;
                 }
                 let text = format!("{} step {turn}: keep going", turn_marker(i, turn));
-                for message in roster::turn(&text, edited(turn)) {
+                for message in roster::turn(&format!("call-{turn}"), &text, edited(turn)) {
                     transcript.push(message);
                 }
                 let t = Instant::now();
@@ -828,7 +840,7 @@ async fn main() {
     // RO24: the roster beside the single advisor, from this run.
     let [one, three] = &idle_figures;
     println!(
-        "3 advisors / 1 advisor, idle: {:.1} KB -> {:.1} KB per session ({:.1} KB per advisor), open {:.0} -> {:.0} ms, threads {} -> {} and {} -> {}",
+        "3 advisors / 1 advisor, idle: heap {:.1} KB -> {:.1} KB per session ({:.1} KB per advisor), open {:.0} -> {:.0} ms, threads {} -> {} and {} -> {}",
         one.per_session / 1024.0,
         three.per_session / 1024.0,
         three.per_session / 1024.0 / 3.0,

@@ -26,11 +26,11 @@
 //! each) leaves tens of MB. The margin is room for the runtime's own counters and queues
 //! settling, which do not grow with the number of sessions.
 
+#[path = "support/heap.rs"]
+mod heap;
 #[path = "support/roster.rs"]
 mod roster;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,48 +39,8 @@ use advisor::model::scripted::ScriptedModel;
 use advisor::model::ModelClient;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use advisor::{AdvisorRuntime, RuntimeOptions};
+use heap::{live, CountingAllocator};
 use tokio::sync::mpsc::UnboundedReceiver;
-
-/// Counts the heap bytes live now, over the system allocator.
-struct CountingAllocator;
-
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-fn count(delta: isize) {
-    LIVE_BYTES.fetch_add(delta, Ordering::Relaxed);
-}
-
-// SAFETY: every call is passed to the system allocator unchanged; the counter only adds.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let ptr = System.alloc(layout);
-        if !ptr.is_null() {
-            count(layout.size() as isize);
-        }
-        ptr
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let ptr = System.alloc_zeroed(layout);
-        if !ptr.is_null() {
-            count(layout.size() as isize);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        count(-(layout.size() as isize));
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let new = System.realloc(ptr, layout, new_size);
-        if !new.is_null() {
-            count(new_size as isize - layout.size() as isize);
-        }
-        new
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -97,10 +57,6 @@ const MARGIN: isize = 256 * 1024;
 const ROUND_LIMIT: Duration = Duration::from_secs(240);
 /// The most heap one named advisor of an idle session may hold (RO24).
 const PER_ADVISOR: isize = 64 * 1024;
-
-fn live() -> isize {
-    LIVE_BYTES.load(Ordering::Relaxed)
-}
 
 /// Resident memory in KiB, for the printed figures.
 fn rss_kib() -> u64 {
@@ -138,16 +94,28 @@ struct Open {
     threads: usize,
 }
 
-/// Opens `n` idle sessions configured by `config(i)`, waits until each answers, disposes
-/// them all and waits until each one's actors are gone.
-async fn round(rt: &AdvisorRuntime, n: usize, config: &dyn Fn(usize) -> RuntimeConfig) -> Open {
+/// How a round's sessions are configured: `config(i)` for session `i`, and how many named
+/// advisors each status must list (0: the unnamed advisor alone).
+struct Sessions<'a> {
+    config: &'a dyn Fn(usize) -> RuntimeConfig,
+    named: usize,
+}
+
+/// Opens `n` idle sessions, waits until each answers (listing its named advisors),
+/// disposes them all and waits until each one's actors are gone.
+async fn round(rt: &AdvisorRuntime, n: usize, sessions_of: &Sessions<'_>) -> Open {
     let mut sessions: Vec<(AdvisorHandle, UnboundedReceiver<HostEvent>)> = Vec::with_capacity(n);
     for i in 0..n {
-        sessions.push(rt.open(config(i)));
+        sessions.push(rt.open((sessions_of.config)(i)));
     }
     let answers = sessions.iter().map(|(handle, _)| handle.status());
     for answer in futures_util::future::join_all(answers).await {
-        answer.expect("an open session answers");
+        let status = answer.expect("an open session answers");
+        assert_eq!(
+            status.advisors.len(),
+            sessions_of.named,
+            "the named advisors a session runs"
+        );
     }
     assert_eq!(rt.sessions(), n);
     let open = Open {
@@ -177,11 +145,7 @@ struct Measured {
 }
 
 /// A warm-up round and a measured round of [`SESSIONS`] sessions each, printed as `name`.
-async fn measure(
-    rt: &AdvisorRuntime,
-    name: &str,
-    config: &dyn Fn(usize) -> RuntimeConfig,
-) -> Measured {
+async fn measure(rt: &AdvisorRuntime, name: &str, config: &Sessions<'_>) -> Measured {
     let started = Instant::now();
     let warm = tokio::time::timeout(ROUND_LIMIT, round(rt, WARM_UP, config))
         .await
@@ -247,7 +211,11 @@ fn main() {
         let one = |i: usize| {
             RuntimeConfig::new(format!("s{i}"), cwd.to_path_buf(), Some(model.clone()))
         };
-        measure(&rt, "one advisor", &one).await;
+        let sessions = Sessions {
+            config: &one,
+            named: 0,
+        };
+        measure(&rt, "one advisor", &sessions).await;
         println!("test a6_r2_open_and_dispose_10000_sessions_returns_the_heap_to_baseline ... ok");
 
         let info = model.info();
@@ -257,7 +225,11 @@ fn main() {
             config.roster = Some(roster::setup(roster::three(provider, id), model.clone()));
             config
         };
-        let measured = measure(&rt, "three advisors", &three).await;
+        let sessions = Sessions {
+            config: &three,
+            named: 3,
+        };
+        let measured = measure(&rt, "three advisors", &sessions).await;
         let per_advisor = measured.per_session / 3;
         println!("memory, three advisors: {per_advisor} B per advisor (bound {PER_ADVISOR} B)");
         assert!(

@@ -46,6 +46,7 @@ async fn ro24_a6_three_advisors_on_one_provider_with_limit_one_never_call_at_onc
     // One update that every advisor reviews (it touches a migration): three calls to one
     // provider, and the turn end waits until all three reviewed (S1, the largest backlog).
     let transcript = Transcript::from_messages(roster::turn(
+        "call-1",
         "Add the orders table.",
         "migrations/0001_orders.sql",
     ));

@@ -91,25 +91,32 @@ pub fn setup(roster: Roster, model: Arc<dyn ModelClient>) -> RosterSetup {
     }
 }
 
-/// One turn of the primary: the user's `text`, then an `edit` of `path` (relative to the
-/// workspace root) and its result. The `edit`'s path is what `when` looks at (RO17).
-pub fn turn(text: &str, path: &str) -> [TranscriptMessage; 3] {
+/// One whole turn of the primary: the user's `text`, an `edit` of `path` (relative to the
+/// workspace root) as call `id` and its result, then the agent's closing answer. The
+/// `edit`'s path is what `when` looks at (RO17).
+pub fn turn(id: &str, text: &str, path: &str) -> [TranscriptMessage; 4] {
     [
         TranscriptMessage::user(text),
         TranscriptMessage::Assistant(AssistantMessage {
             content: vec![AssistantBlock::ToolCall {
-                id: "call-1".into(),
+                id: id.into(),
                 name: "edit".into(),
                 arguments: json!({"path": path, "oldText": "a", "newText": "b"}),
             }],
             stop_reason: Some("toolUse".into()),
         }),
         TranscriptMessage::ToolResult(ToolResultMessage {
-            tool_call_id: "call-1".into(),
+            tool_call_id: id.into(),
             tool_name: "edit".into(),
             content: Content::Text(format!("Edited {path}.")),
             is_error: false,
             details: None,
+        }),
+        TranscriptMessage::Assistant(AssistantMessage {
+            content: vec![AssistantBlock::Text {
+                text: "Done.".into(),
+            }],
+            stop_reason: Some("stop".into()),
         }),
     ]
 }
