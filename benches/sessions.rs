@@ -73,7 +73,7 @@ const UNNAMED: &str = "(unnamed)";
 /// The path turn `turn` edits: a migration every third turn, the last turn included, else
 /// the parser.
 fn edited(turn: usize) -> &'static str {
-    if turn % 3 == 0 {
+    if turn.is_multiple_of(3) {
         "migrations/0001_orders.sql"
     } else {
         "src/parser.rs"
@@ -97,15 +97,15 @@ enum Advisors {
     /// Today's unnamed advisor (no roster, RO12).
     One,
     /// The three named advisors of [`roster::three`].
-    Three(RosterSetup),
+    Three(Box<RosterSetup>),
 }
 
 impl Advisors {
     fn three(model: &Arc<dyn ModelClient>) -> Self {
-        Advisors::Three(roster::setup(
+        Advisors::Three(Box::new(roster::setup(
             roster::three(PROVIDER, MODEL),
             Arc::clone(model),
-        ))
+        )))
     }
 
     fn count(&self) -> usize {
@@ -324,7 +324,7 @@ fn config(i: usize, model: Arc<dyn ModelClient>, advisors: &Advisors) -> Runtime
     cfg.settings.sync_backlog = SyncBacklog::Off;
     cfg.settings.max_concurrent_reviews = LIMIT;
     if let Advisors::Three(setup) = advisors {
-        cfg.roster = Some(setup.clone());
+        cfg.roster = Some(RosterSetup::clone(setup));
     }
     cfg
 }
