@@ -21,6 +21,10 @@ use crate::shared::{compile_output_guard, SharedResources};
 use crate::tools::ToolRegistry;
 use crate::watchdog::{ContextFile, WatchdogConfig};
 
+mod members;
+
+pub use members::{MemberPlan, RosterDiff};
+
 /// The built-in advisor system prompt (G1), a data file in `config/`.
 pub const BUILTIN_PROMPT: &str = include_str!("../config/advisor-prompt.md");
 
@@ -146,6 +150,12 @@ impl RuntimeConfig {
         })
     }
 
+    /// Whether the session runs without named advisors: no roster, or one without entries
+    /// (RO12).
+    pub fn roster_is_empty(&self) -> bool {
+        self.roster.as_ref().is_none_or(|s| s.roster.is_empty())
+    }
+
     /// The base system prompt: the built-in one (or the override) plus the workspace root.
     pub fn base_prompt(&self) -> String {
         base_prompt(
@@ -203,6 +213,15 @@ impl RuntimeConfig {
     pub fn provider_calls(&self) -> Option<CallCounts> {
         let shared = self.shared.as_ref()?;
         shared.calls_of(&self.model.as_ref()?.info().id)
+    }
+
+    /// `model` behind its provider's call limit when the session runs on a shared runtime
+    /// (A6, RO24: every advisor's calls count), else as it is.
+    pub fn limited(&self, model: Arc<dyn ModelClient>) -> Arc<dyn ModelClient> {
+        match &self.shared {
+            Some(shared) => shared.limited(model, self.settings.max_concurrent_reviews),
+            None => model,
+        }
     }
 
     /// Wires the configuration to `shared` (A6): the session uses its redactor, catalog

@@ -114,12 +114,46 @@ impl AdvisorStatus {
         self.agent = agent;
     }
 
+    /// With a roster (RO19): the session's totals of its advisors' agents — usage, calls,
+    /// reviews and counts added up, the backlog the largest (S1), context the sum.
+    pub fn add_roster_totals(&mut self, agents: &[AgentStatus]) {
+        let mut total = AgentStatus::default();
+        for a in agents {
+            total.backlog = total.backlog.max(a.backlog);
+            total.context_tokens += a.context_tokens;
+            total.context_window += a.context_window;
+            total.lifetime.add(&a.lifetime);
+            total.model_calls += a.model_calls;
+            total.reviews += a.reviews;
+            total.dropped_turns += a.dropped_turns;
+            total.reprimes += a.reprimes;
+            total.compactions += a.compactions;
+            total.promotions += a.promotions;
+            total.evictions += a.evictions;
+            total.evicted_tokens += a.evicted_tokens;
+            total.consults += a.consults;
+            total.consult_usage.add(&a.consult_usage);
+            total.quarantines += a.quarantines;
+            total.fallbacks += a.fallbacks;
+            total.consecutive_failures = total.consecutive_failures.max(a.consecutive_failures);
+            total.failing |= a.failing;
+        }
+        self.consecutive_failures = total.consecutive_failures;
+        self.usage_estimated = total.lifetime.estimated;
+        self.agent = total;
+    }
+
     /// Human-readable multi-line rendering (C3); the lines are the data file
-    /// `config/prompts/status.txt`.
+    /// `config/prompts/status.txt`. With a roster, one line per advisor and the session's
+    /// total take the place of the single advisor's context and usage lines (RO19).
     pub fn render(&self) -> String {
         let mut out = String::new();
         self.render_model(&mut out);
-        self.render_agent(&mut out);
+        if self.advisors.is_empty() {
+            self.render_agent(&mut out);
+        } else {
+            self.render_roster(&mut out);
+        }
         self.render_failures(&mut out);
         self.render_notes(&mut out);
         out
@@ -127,9 +161,11 @@ impl AdvisorStatus {
 
     /// State, model and policy.
     fn render_model(&self, out: &mut String) {
+        let named = !self.advisors.is_empty();
         let state = match (self.enabled, &self.model) {
             (false, _) => LINES.get("stateDisabled"),
-            (true, None) => LINES.get("stateNoModel"),
+            (true, None) if !named => LINES.get("stateNoModel"),
+            (true, None) => LINES.get("stateEnabled"),
             (true, Some(_)) => LINES.get("stateEnabled"),
         };
         line(out, "state", &[("state", state)]);
@@ -144,14 +180,60 @@ impl AdvisorStatus {
         line(out, "policy", &[("policy", &policy)]);
     }
 
+    /// One line per named advisor (name, model, state, context use, tokens, cost) and the
+    /// session's total (RO19).
+    fn render_roster(&self, out: &mut String) {
+        line(out, "advisors", &[]);
+        for a in &self.advisors {
+            let state = LINES.get(match a.state {
+                AdvisorState::Running => "stateRunning",
+                AdvisorState::Paused => "statePaused",
+                AdvisorState::Off => "stateOff",
+                AdvisorState::NoModel => "stateNoModelNamed",
+                AdvisorState::Failing => "stateFailing",
+            });
+            let state = match &a.reason {
+                Some(reason) => fill(
+                    LINES.get("stateReason"),
+                    &[("state", state), ("reason", reason)],
+                ),
+                None => state.to_string(),
+            };
+            let model = a.model.as_deref().unwrap_or(LINES.get("noModelNamed"));
+            out.push_str("  ");
+            let u = &a.agent.lifetime;
+            let vars = [
+                ("name", a.name.as_str()),
+                ("model", model),
+                ("state", state.as_str()),
+                (
+                    "percent",
+                    &percent(a.agent.context_tokens, a.agent.context_window),
+                ),
+                ("input", &u.input.to_string()),
+                ("output", &u.output.to_string()),
+                ("cost", &format!("{:.4}", u.cost)),
+            ];
+            line(out, "advisorLine", &vars);
+        }
+        let u = &self.agent.lifetime;
+        let estimated = if self.usage_estimated || u.estimated {
+            format!(" {}", LINES.get("estimated"))
+        } else {
+            String::new()
+        };
+        let vars = [
+            ("estimated", estimated.as_str()),
+            ("input", &u.input.to_string()),
+            ("output", &u.output.to_string()),
+            ("cost", &format!("{:.4}", u.cost)),
+        ];
+        line(out, "total", &vars);
+    }
+
     /// Backlog, context, maintenance and lifetime usage.
     fn render_agent(&self, out: &mut String) {
         let a = &self.agent;
-        let percent = if a.context_window > 0 {
-            a.context_tokens as f64 * 100.0 / a.context_window as f64
-        } else {
-            0.0
-        };
         line(out, "backlog", &[("backlog", &a.backlog.to_string())]);
         line(
             out,
@@ -159,7 +241,7 @@ impl AdvisorStatus {
             &[
                 ("tokens", &a.context_tokens.to_string()),
                 ("window", &a.context_window.to_string()),
-                ("percent", &format!("{percent:.1}")),
+                ("percent", &percent(a.context_tokens, a.context_window)),
             ],
         );
         line(
@@ -297,6 +379,16 @@ impl AdvisorStatus {
     }
 }
 
+/// The share of the window `tokens` take, in percent with one decimal.
+fn percent(tokens: u64, window: u64) -> String {
+    let share = if window > 0 {
+        tokens as f64 * 100.0 / window as f64
+    } else {
+        0.0
+    };
+    format!("{share:.1}")
+}
+
 /// The lines of the status report (C3).
 const LINES: Table = Table(include_str!("../config/prompts/status.txt"));
 
@@ -338,6 +430,16 @@ mod tests {
             "dropped",
             "heldNotes",
             "heldNote",
+            "advisors",
+            "advisorLine",
+            "stateRunning",
+            "statePaused",
+            "stateOff",
+            "stateNoModelNamed",
+            "stateFailing",
+            "stateReason",
+            "noModelNamed",
+            "total",
         ];
         for key in keys {
             assert!(

@@ -128,6 +128,7 @@ impl AdvisorAgent {
             tracing::info!(model = %own.info().id, "the advisor's model cooled down: back on it");
             self.links.notices.do_send(NoticeRaised {
                 text: fallback::revert_notice(&own.info().id),
+                advisor: self.links.advisor.clone(),
             });
             self.engine.model = own;
         }
@@ -233,6 +234,7 @@ impl AdvisorAgent {
             epoch,
             reprime,
             labels: quarantine::labels(hazards),
+            advisor: self.links.advisor.clone(),
         });
     }
 
@@ -240,7 +242,10 @@ impl AdvisorAgent {
     fn failed(&mut self, error: ModelError, ctx: &mut Context<Self>) {
         tracing::warn!(%error, "review failed");
         let epoch = self.epoch;
-        self.links.failed.do_send(ReviewFailed { epoch });
+        self.links.failed.do_send(ReviewFailed {
+            epoch,
+            advisor: self.links.advisor.clone(),
+        });
         if let Some(switch) = self
             .fallback
             .on_failure(&*self.engine.model, &error, Instant::now())
@@ -250,6 +255,7 @@ impl AdvisorAgent {
             tracing::warn!(from = %switch.from, %to, "reviewing with a backup model");
             self.links.notices.do_send(NoticeRaised {
                 text: fallback::switch_notice(&switch.from, &to, &switch.reason),
+                advisor: self.links.advisor.clone(),
             });
             self.engine.model = switch.model;
             self.state.retry_now();
@@ -271,6 +277,7 @@ impl AdvisorAgent {
                     epoch,
                     turns,
                     error: error.to_string(),
+                    advisor: self.links.advisor.clone(),
                 });
             }
             FailureStep::Halted { turns, reason } => {
@@ -279,11 +286,13 @@ impl AdvisorAgent {
                     epoch,
                     turns,
                     error: error.to_string(),
+                    advisor: self.links.advisor.clone(),
                 });
                 self.links.paused.do_send(AdvisorPaused {
                     epoch,
                     reason,
                     resume_at: None,
+                    advisor: self.links.advisor.clone(),
                 });
             }
             FailureStep::Paused {
@@ -298,6 +307,7 @@ impl AdvisorAgent {
                         if act.state.resume_timed(pause) {
                             act.links.notices.do_send(NoticeRaised {
                                 text: resumed_notice(),
+                                advisor: act.links.advisor.clone(),
                             });
                             act.maybe_start(ctx);
                         }
@@ -307,6 +317,7 @@ impl AdvisorAgent {
                     epoch,
                     reason,
                     resume_at,
+                    advisor: self.links.advisor.clone(),
                 });
             }
         }

@@ -134,6 +134,9 @@ impl ReviewPort for AgentPort {
     }
 
     fn notice(&self, text: String) {
-        self.links.notices.do_send(NoticeRaised { text });
+        self.links.notices.do_send(NoticeRaised {
+            text,
+            advisor: self.links.advisor.clone(),
+        });
     }
 }

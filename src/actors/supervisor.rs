@@ -8,9 +8,8 @@ use actix::{
     ResponseActFuture, ResponseFuture, WrapFuture,
 };
 
-use crate::actors::audit_log::AuditLog;
 use crate::actors::delivery_router::DeliveryRouter;
-use crate::actors::wiring::{start_children, wait_after_turn, AgentReports, Children};
+use crate::actors::wiring::wait_after_turn;
 use crate::delivery::turn_end::TurnEndPlan;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
@@ -24,6 +23,7 @@ use crate::messages::review::{
     AskEnd, EndHalt, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews,
 };
 use crate::messages::tools::ClearToolSession;
+use members::Member;
 
 use crate::config::RuntimeConfig;
 use crate::texts::notice;
@@ -33,11 +33,11 @@ pub struct Supervisor {
     config: RuntimeConfig,
     host: Recipient<HostEvent>,
     router: Option<Addr<DeliveryRouter>>,
-    audit: Option<Addr<AuditLog>>,
-    children: Option<Children>,
+    /// The advisors: one per roster entry, or the unnamed advisor alone (RO12, RO13).
+    members: Vec<Member>,
     enabled: bool,
+    /// The session's epoch (R1): a reset resets every member.
     epoch: u64,
-    failure_count: u64,
     /// `/advisor test` injections so far (C2): each is its own update for the note budget.
     tests_injected: u64,
     last_transcript: Option<Transcript>,
@@ -49,6 +49,11 @@ pub struct Supervisor {
     /// A branch change happened: the next turn end seeds the emission guard from the
     /// branch's advisories (P3).
     seed_guard: bool,
+    /// The transcript's length at the last turn end: where a member rebuilt at the next
+    /// one starts reading (RO21).
+    turn_end_len: Option<usize>,
+    /// A check of the roster files is running (RO21).
+    roster_checking: bool,
 }
 
 impl Supervisor {
@@ -58,21 +63,22 @@ impl Supervisor {
         let enabled = config.settings.enabled;
         let last_transcript = config.initial_transcript.clone();
         let initial_len = last_transcript.as_ref().map(Transcript::len);
+        let members = config.member_plans().into_iter().map(Member::new).collect();
         Self {
             config,
             host,
             router: None,
-            audit: None,
-            children: None,
+            members,
             enabled,
             epoch: 0,
-            failure_count: 0,
             tests_injected: 0,
             last_transcript,
             initial_len,
             turn_waits: 0,
             closing: false,
             seed_guard: false,
+            turn_end_len: None,
+            roster_checking: false,
         }
     }
 
@@ -100,7 +106,9 @@ impl Supervisor {
             return router.clone();
         }
         let policy = self.config.settings.policy;
-        let max_notes = self.config.settings.max_notes_per_update;
+        // The unnamed advisor's budget (RO12: a roster's shared value applies to it); a
+        // named advisor registers its own (RO10).
+        let max_notes = self.config.unnamed_plan().max_notes;
         let immune_turns = self.config.settings.immune_turns;
         let max_chars = self.config.settings.max_note_chars;
         let host = self.host.clone();
@@ -112,45 +120,21 @@ impl Supervisor {
         router
     }
 
-    /// The audit log (G7), started on first use when the host gave a path.
-    fn audit(&mut self) -> Option<Addr<AuditLog>> {
-        if self.audit.is_none() {
-            let path = self.config.audit_path.clone()?;
-            let cwd = self.config.workspace_root.display().to_string();
-            self.audit = Some(AuditLog::new(path, cwd, self.host.clone()).start());
-        }
-        self.audit.clone()
-    }
-
-    /// Starts the children (when a model is assigned), seeded at `seed`'s given length (X4).
-    fn start_children(&mut self, ctx: &mut Context<Self>, seed: Option<(Transcript, usize)>) {
-        let Some(model) = self.config.model.clone() else {
-            return;
-        };
-        let router = self.router();
-        let audit = self.audit().map(Addr::recipient);
-        let me = ctx.address();
-        let reports = AgentReports {
-            failed: me.clone().recipient(),
-            dropped: me.clone().recipient(),
-            paused: me.clone().recipient(),
-            quarantined: me.clone().recipient(),
-            notices: me.recipient(),
-        };
-        let (config, epoch) = (&self.config, self.epoch);
-        let children = start_children(config, model, &router, audit, reports, epoch, seed);
-        self.children = Some(children);
-    }
-
+    /// Stops every member and starts a new epoch: what a member still runs is discarded.
     fn stop_children(&mut self, cause: AskEnd) {
-        if let Some(children) = self.children.take() {
-            children.agent.do_send(ReleaseWaiters);
-            children.agent.do_send(ResetAdvisor {
-                epoch: self.epoch + 1,
-                cause,
-            });
+        let next = self.epoch + 1;
+        for member in &mut self.members {
+            member.stop(next, cause);
         }
-        self.epoch += 1;
+        self.epoch = next;
+    }
+
+    /// The transcript at its current end, to seed members started now at (X4).
+    fn seed_at_end(&self) -> Option<(Transcript, usize)> {
+        self.last_transcript.clone().map(|t| {
+            let len = t.len();
+            (t, len)
+        })
     }
 
     fn reset(&mut self, kind: RewriteKind) {
@@ -162,7 +146,8 @@ impl Supervisor {
             epoch: self.epoch,
             branch,
         });
-        if let Some(children) = &self.children {
+        // R1: session-wide, every member alike.
+        for children in self.members.iter().filter_map(|m| m.children.as_ref()) {
             children.agent.do_send(ResetAdvisor {
                 epoch: self.epoch,
                 cause: AskEnd::Rewritten(kind),
@@ -176,16 +161,14 @@ impl Supervisor {
         }
     }
 
-    fn notice(&self, text: String) {
-        self.host.do_send(HostEvent::notice(text));
-    }
-
+    /// `/advisor on` (C1, RO19): the whole roster, members paused by `/advisor off NAME`
+    /// included.
     fn enable(&mut self, ctx: &mut Context<Self>) -> String {
-        if self.config.model.is_none() {
+        if self.members.iter().all(|m| m.plan.model.is_err()) {
             self.enabled = true;
             return notice("noModelAssigned", &[]);
         }
-        if !self.enabled || self.children.is_none() {
+        if !self.enabled || !self.any_running() {
             self.enabled = true;
             self.stop_children(AskEnd::TurnedOff);
             self.router().do_send(SetDeliveryEnabled { enabled: true });
@@ -193,13 +176,21 @@ impl Supervisor {
                 epoch: self.epoch,
                 branch: false,
             });
-            let seed = self.last_transcript.clone().map(|t| {
-                let len = t.len();
-                (t, len)
-            });
-            self.start_children(ctx, seed);
-        } else if let Some(children) = &self.children {
-            children.agent.do_send(ResumeReviews);
+            for member in &mut self.members {
+                member.held_off = false;
+            }
+            let seed = self.seed_at_end();
+            self.start_members(ctx, seed);
+        } else {
+            for agent in self.agents() {
+                agent.do_send(ResumeReviews);
+            }
+            for index in 0..self.members.len() {
+                if std::mem::take(&mut self.members[index].held_off) {
+                    let seed = self.seed_at_end();
+                    self.start_member(ctx, index, seed);
+                }
+            }
         }
         notice("on", &[])
     }
@@ -232,7 +223,7 @@ impl Actor for Supervisor {
         self.router();
         if self.enabled {
             let seed = self.config.initial_transcript.clone().zip(self.initial_len);
-            self.start_children(ctx, seed);
+            self.start_members(ctx, seed);
         }
     }
 }
@@ -242,7 +233,12 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
 
     fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
         self.last_transcript = Some(msg.transcript.transcript().clone());
-        let running = self.enabled && self.children.is_some();
+        let previous_len = self.turn_end_len.replace(msg.transcript.len());
+        // RO21: an entry that changed on disk is rebuilt before its next review, reading
+        // from the previous turn end so this turn is its first.
+        self.rebuild_changed(ctx, previous_len);
+        self.check_roster(ctx);
+        let running = self.enabled && self.any_running();
         let seed = std::mem::take(&mut self.seed_guard);
         let plan = TurnEndPlan::decide(&msg.transcript, msg.will_continue, seed, running);
         let router = self.router();
@@ -258,25 +254,31 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             wip: plan.wip,
             can_wait: plan.review,
         };
-        let Some(children) = self.children.as_ref().filter(|_| plan.review) else {
+        let feeds: Vec<_> = self.members.iter().filter_map(Member::feed).collect();
+        if !plan.review || feeds.is_empty() {
             router.do_send(turn_ended);
             return Box::pin(actix::fut::ready(()));
-        };
-        let feed = children.feed.clone();
-        let agent = children.agent.clone();
+        }
+        let agents = self.agents();
         let epoch = self.epoch;
         let threshold = self.config.settings.sync_backlog.threshold();
         let cap = self.config.settings.sync_wait_cap;
         let hold = self.config.hold_wait_through_retries;
-        // Both enqueued now, in this order: the router hears of the turn end before the
-        // review of its delta can raise anything (D4's terminal flag, D7's count).
+        // All enqueued now, the router first: it hears of the turn end before the review of
+        // its delta can raise anything (D4's terminal flag, D7's count). Every member's
+        // feed gets the same turn (RO13).
         let wip = plan.wip;
         let plan = router.send(turn_ended);
-        let observed = feed.send(ObserveTurn {
-            transcript: msg.transcript,
-            epoch,
-            wip,
-        });
+        let observed: Vec<_> = feeds
+            .iter()
+            .map(|feed| {
+                feed.send(ObserveTurn {
+                    transcript: msg.transcript.clone(),
+                    epoch,
+                    wip,
+                })
+            })
+            .collect();
         // The turn is observed before the supervisor takes its next message: a host that
         // did not wait for this turn end (nothing to wait for, see `AdvisorHandle::turn_end`)
         // still has its next turn end checked against this one's cursor and epoch, and a
@@ -284,13 +286,16 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         let (planned_tx, planned_rx) = tokio::sync::oneshot::channel();
         ctx.wait(
             async move {
-                let outcome = observed.await;
+                let outcomes = futures_util::future::join_all(observed).await;
                 let plan = plan.await.ok().flatten();
-                (plan, outcome)
+                (plan, outcomes)
             }
             .into_actor(self)
-            .map(move |(plan, outcome), act, _ctx| {
-                if let Ok(TurnObserved::Rewrite) = outcome {
+            .map(move |(plan, outcomes), act, _ctx| {
+                if outcomes
+                    .iter()
+                    .any(|o| matches!(o, Ok(TurnObserved::Rewrite)))
+                {
                     act.reset(RewriteKind::Detected);
                 }
                 let _ = planned_tx.send(plan);
@@ -300,7 +305,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         Box::pin(
             async move {
                 let plan = planned_rx.await.ok().flatten();
-                wait_after_turn(agent, router, plan, threshold, cap, hold).await;
+                wait_after_turn(agents, router, plan, threshold, cap, hold).await;
             }
             .into_actor(self)
             .map(|(), act, ctx| {
@@ -335,8 +340,8 @@ impl Handler<RunInterrupted> for Supervisor {
 
     fn handle(&mut self, msg: RunInterrupted, _ctx: &mut Context<Self>) {
         self.router().do_send(msg);
-        if let Some(children) = &self.children {
-            children.agent.do_send(ReleaseWaiters);
+        for agent in self.agents() {
+            agent.do_send(ReleaseWaiters);
         }
     }
 }
@@ -362,10 +367,14 @@ impl Handler<DisposeSession> for Supervisor {
 
     fn handle(&mut self, _msg: DisposeSession, _ctx: &mut Context<Self>) -> Self::Result {
         self.disable(AskEnd::Disposed);
-        // G7: the audit file is complete when dispose returns.
-        let audit = self.audit.clone();
+        // G7: every member's transcript file is complete when dispose returns.
+        let audits: Vec<_> = self
+            .members
+            .iter()
+            .filter_map(|m| m.audit.clone())
+            .collect();
         Box::pin(async move {
-            if let Some(audit) = audit {
+            for audit in audits {
                 let _ = audit.send(FlushAudit).await;
             }
         })
@@ -373,6 +382,8 @@ impl Handler<DisposeSession> for Supervisor {
 }
 
 mod commands;
+mod members;
+mod reload;
 mod reports;
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@ use crate::actors::delivery_router::{raise_advice, DeliveryRouter};
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
-use crate::config::RuntimeConfig;
+use crate::config::{MemberPlan, RuntimeConfig};
 use crate::delivery::{CatchUpEnd, CatchUpPlan};
 use crate::domain::advice::Advisory;
 use crate::domain::transcript::Transcript;
@@ -51,10 +51,13 @@ pub struct AgentReports {
     pub notices: Recipient<NoticeRaised>,
 }
 
-/// Starts feed, agent and executor for `model` in `epoch`, linked to `router`, `audit` and
-/// `reports`; the feed's cursor is seeded at `seed`'s given length (X4).
+/// Starts feed, agent and executor of the advisor `plan` with its `model` in `epoch`,
+/// linked to `router`, `audit` and `reports`; the feed's cursor is seeded at `seed`'s given
+/// length (X4). All on the current arbiter: no thread of its own (A6).
+#[allow(clippy::too_many_arguments)]
 pub fn start_children(
     config: &RuntimeConfig,
+    plan: &MemberPlan,
     model: Arc<dyn ModelClient>,
     router: &Addr<DeliveryRouter>,
     audit: Option<Recipient<AppendAudit>>,
@@ -63,13 +66,16 @@ pub fn start_children(
     seed: Option<(Transcript, usize)>,
 ) -> Children {
     let settings = config.settings.clone();
-    let session = Arc::new(ToolSession::for_primary(
+    // T1, RO13: `<primary-id>-advisor`, or `<primary-id>-advisor.<slug>` for a named one.
+    let session = Arc::new(ToolSession::for_member(
         &config.primary_session_id,
+        plan.slug(),
         config.workspace_root.clone(),
     ));
-    let registry = config.tools.clone();
+    let registry = plan.tools.clone();
     let raise: Recipient<RaiseAdvice> = router.clone().recipient();
-    let max_notes = settings.max_notes_per_update;
+    let max_notes = plan.max_notes;
+    let label = plan.label.clone();
     // X5: the advisor's own tool results leave the process too; redact them like deltas,
     // and the WATCHDOG.md blocks with them (W6).
     let redactor = config.redactor();
@@ -77,19 +83,21 @@ pub fn start_children(
     let executor = actix::Supervisor::start(move |_| {
         ToolExecutor::new(registry, session, raise, max_notes)
             .with_redactor(executor_redactor.clone())
+            .with_advisor(label.clone())
     });
     let engine = ReviewEngine {
         model: Arc::clone(&model),
         promotion: config.promotion_model.clone(),
-        tools: config.tools.schemas_with_advise().into(),
+        tools: plan.tools.schemas_with_advise().into(),
         base_prompt: config.base_prompt().into(),
+        instructions: plan.instructions.clone(),
         cwd: config.workspace_root.display().to_string().into(),
         limits: ReviewLimits::from_settings(&settings),
         guard: config.output_guard(),
         redactor: redactor.clone(),
     };
     let links = AgentLinks {
-        advisor: None,
+        advisor: plan.label.clone(),
         executor: executor.clone().recipient(),
         tool_session: executor.clone().recipient(),
         watchdog: config.watchdog.clone().map(|cfg| {
@@ -121,7 +129,9 @@ pub fn start_children(
     let agent = actix::Supervisor::start(move |_| AdvisorAgent::new(setup));
     // R1: a replay after reset is bounded to about half the window (4 chars a token).
     let budget = (model.info().context_window as usize).saturating_mul(2);
-    let cursor = config.feed_cursor(settings.transcript, Some(budget));
+    let cursor = config
+        .feed_cursor(settings.transcript, Some(budget))
+        .with_when(plan.when.clone(), &config.workspace_root);
     let agent_rcpt = agent.clone().recipient();
     let feed = actix::Supervisor::start(move |_| TranscriptFeed::new(cursor, agent_rcpt));
     if let Some((transcript, len)) = seed {
@@ -136,9 +146,10 @@ pub fn start_children(
 
 /// The wait a turn end makes: the catch-up block when the router planned one (D5), else
 /// the syncBacklog wait (S1) up to its cap, which `hold_through_retries` (a replay) extends
-/// while the advisor is retrying after a failure.
+/// while an advisor is retrying after a failure. With a roster it waits for every running
+/// advisor: the largest backlog counts (RO13).
 pub async fn wait_after_turn(
-    agent: Addr<AdvisorAgent>,
+    agents: Vec<Addr<AdvisorAgent>>,
     router: Addr<DeliveryRouter>,
     plan: Option<CatchUpPlan>,
     threshold: Option<usize>,
@@ -146,27 +157,26 @@ pub async fn wait_after_turn(
     hold_through_retries: bool,
 ) {
     if let Some(plan) = plan {
-        let waited =
-            tokio::time::timeout(plan.timeout, agent.send(AwaitBacklog { threshold: 1 })).await;
+        let waited = tokio::time::timeout(plan.timeout, await_all(&agents, 1)).await;
         let end = match waited {
             Err(_) => CatchUpEnd::TimedOut,
-            Ok(Ok(BacklogWait::Drained)) => CatchUpEnd::Settled,
-            Ok(Ok(BacklogWait::Failing)) => CatchUpEnd::Failed,
-            Ok(Ok(BacklogWait::Released)) | Ok(Err(_)) => CatchUpEnd::Aborted,
+            Ok(BacklogWait::Drained) => CatchUpEnd::Settled,
+            Ok(BacklogWait::Failing) => CatchUpEnd::Failed,
+            Ok(BacklogWait::Released) => CatchUpEnd::Aborted,
         };
         // Awaited, so what it delivers is there at the next step boundary.
         let _ = router.send(CatchUpFinished { plan, end }).await;
     } else if let Some(threshold) = threshold {
-        let waited = agent.send(AwaitBacklog { threshold });
+        let waited = await_all(&agents, threshold);
         tokio::pin!(waited);
         loop {
             if tokio::time::timeout(cap, &mut waited).await.is_ok() {
                 break;
             }
-            // A replay holds the wait through retries (S1): while the advisor has
+            // A replay holds the wait through retries (S1): while an advisor has
             // failed and not yet succeeded, the cap does not end the wait; F1–F3 bound it
             // (the retry succeeds, the backlog is dropped, or the advisor pauses).
-            if hold_through_retries && still_retrying(&agent).await {
+            if hold_through_retries && any_retrying(&agents).await {
                 continue;
             }
             tracing::info!("syncBacklog wait hit its cap; the primary goes on");
@@ -175,13 +185,32 @@ pub async fn wait_after_turn(
     }
 }
 
-/// Whether the agent has failed since its last success and is not paused: a retry is
+/// Resolves once every agent's backlog is below `threshold` (or it is failing or paused,
+/// S2): released if one was released (or is gone), else failing if one is, else drained.
+pub async fn await_all(agents: &[Addr<AdvisorAgent>], threshold: usize) -> BacklogWait {
+    let waits = agents.iter().map(|a| a.send(AwaitBacklog { threshold }));
+    let answers = futures_util::future::join_all(waits).await;
+    let mut out = BacklogWait::Drained;
+    for answer in answers {
+        match answer.unwrap_or(BacklogWait::Released) {
+            BacklogWait::Released => return BacklogWait::Released,
+            BacklogWait::Failing => out = BacklogWait::Failing,
+            BacklogWait::Drained => {}
+        }
+    }
+    out
+}
+
+/// Whether an agent has failed since its last success and is not paused: a retry is
 /// pending or running (a pending retry counts as a consecutive failure too).
-async fn still_retrying(agent: &Addr<AdvisorAgent>) -> bool {
-    agent
-        .send(GetAgentStatus)
-        .await
-        .is_ok_and(|s| s.paused.is_none() && s.consecutive_failures > 0)
+async fn any_retrying(agents: &[Addr<AdvisorAgent>]) -> bool {
+    for agent in agents {
+        let status = agent.send(GetAgentStatus).await;
+        if status.is_ok_and(|s| s.paused.is_none() && s.consecutive_failures > 0) {
+            return true;
+        }
+    }
+    false
 }
 
 /// `/advisor test` (C2): raises `advisory` through the normal delivery path and answers

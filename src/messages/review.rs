@@ -5,6 +5,7 @@ use std::time::SystemTime;
 use actix::Message as ActixMessage;
 use serde::Serialize;
 
+use crate::domain::advice::AdvisorLabel;
 use crate::feed::Update;
 
 pub use crate::review::{AgentStatus, AskEnd, AskError, AuditEvent, BacklogWait};
@@ -57,6 +58,8 @@ pub struct ResetAdvisor {
 pub struct ReviewFailed {
     /// The epoch it ran in.
     pub epoch: u64,
+    /// The named advisor reporting (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// The agent dropped its backlog after repeated failures (agent → supervisor, F2); the
@@ -70,6 +73,8 @@ pub struct BacklogDropped {
     pub turns: usize,
     /// The last failure.
     pub error: String,
+    /// The named advisor reporting (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// The output quarantine withheld a review (agent → supervisor, P5); the agent has cleared
@@ -84,6 +89,8 @@ pub struct ReviewQuarantined {
     pub reprime: bool,
     /// The hazard classes that counted.
     pub labels: String,
+    /// The named advisor reporting (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// The agent paused (agent → supervisor, F3); the supervisor tells the user.
@@ -96,6 +103,8 @@ pub struct AdvisorPaused {
     pub reason: String,
     /// When it resumes by itself (a long `Retry-After`); `None` waits for the user.
     pub resume_at: Option<SystemTime>,
+    /// The named advisor reporting (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// Resumes a paused or failing advisor now (`/advisor on`, F3).
@@ -126,6 +135,8 @@ pub struct AskAdvisor {
 pub struct NoticeRaised {
     /// The text.
     pub text: String,
+    /// The named advisor reporting (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// Asks the agent for its part of the status.

@@ -118,6 +118,9 @@ pub struct ReviewEngine {
     pub tools: Arc<[ToolSchema]>,
     /// The base system prompt (G1).
     pub base_prompt: Arc<str>,
+    /// A named advisor's roster instructions, the shared ones then its own (RO11), placed
+    /// after the WATCHDOG.md blocks; `None` for the unnamed advisor without a roster.
+    pub instructions: Option<Arc<str>>,
     /// The working directory named in each request's reminder (P8).
     pub cwd: Arc<str>,
     /// The limits.
@@ -286,21 +289,22 @@ impl<P: ReviewPort> Reviewer<P> {
         self.run
     }
 
-    /// The base prompt plus the watchdog blocks (G1, W5), redacted (X5); warnings go to
-    /// the user (W3).
+    /// The base prompt plus the watchdog blocks (G1, W5) and the roster instructions
+    /// (RO11), redacted (X5); warnings go to the user (W3).
     async fn system_prompt(&self) -> String {
-        let base = self.engine.base_prompt.to_string();
-        let Some(watchdog) = self.port.watchdog().await else {
-            return self.redacted(base);
-        };
-        for text in watchdog.warnings {
-            self.port.notice(text);
+        let mut prompt = self.engine.base_prompt.to_string();
+        if let Some(watchdog) = self.port.watchdog().await {
+            for text in watchdog.warnings {
+                self.port.notice(text);
+            }
+            if !watchdog.joined.is_empty() {
+                prompt = format!("{prompt}\n\n{}", watchdog.joined);
+            }
         }
-        if watchdog.joined.is_empty() {
-            self.redacted(base)
-        } else {
-            self.redacted(format!("{base}\n\n{}", watchdog.joined))
+        if let Some(instructions) = self.engine.instructions.as_deref() {
+            prompt = format!("{prompt}\n\n{instructions}");
         }
+        self.redacted(prompt)
     }
 
     /// `text` with its secrets replaced (X5), when redaction is on.

@@ -22,6 +22,7 @@ use std::str::FromStr;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
+pub use parse::slugify;
 pub use setup::{RosterModels, RosterReload, RosterSetup};
 pub use tools::RosterTool;
 

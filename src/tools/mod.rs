@@ -68,7 +68,17 @@ impl ToolSession {
         }
     }
 
-    /// The session id (`<primary-id>-advisor`).
+    /// The tool session of the named advisor `slug` of the primary session `primary_id`
+    /// (RO13): id `<primary-id>-advisor.<slug>`; `None` is the unnamed advisor's (T1).
+    pub fn for_member(primary_id: &str, slug: Option<&str>, root: impl Into<PathBuf>) -> Self {
+        let mut session = Self::for_primary(primary_id, root);
+        if let Some(slug) = slug {
+            session.id = format!("{}.{slug}", session.id);
+        }
+        session
+    }
+
+    /// The session id (`<primary-id>-advisor`, or `<primary-id>-advisor.<slug>`).
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -124,6 +134,18 @@ impl ToolRegistry {
         registry.register(Arc::new(search::SearchTool));
         registry.register(Arc::new(find::FindTool));
         registry
+    }
+
+    /// The tools of this registry whose names are in `names` (a roster entry's grant, RO9);
+    /// an empty list leaves none (`advise` is always offered).
+    pub fn only(&self, names: &[&str]) -> Self {
+        let tools = self
+            .tools
+            .iter()
+            .filter(|(name, _)| names.contains(name))
+            .map(|(name, tool)| (*name, Arc::clone(tool)))
+            .collect();
+        Self { tools }
     }
 
     /// Adds a tool.

@@ -26,6 +26,7 @@ mod replay_faults;
 mod resilience;
 mod review_core;
 mod roster_cli;
+mod roster_runtime;
 mod roster_scale;
 mod runtime_pipeline;
 mod serve_ask;

@@ -1,35 +1,93 @@
-//! The Supervisor's `/advisor` commands (C1–C4): on, off, toggle, test, status, dump; and
-//! the replay's end-of-file queries (L2): the awaited drain and what is still undelivered.
+//! The Supervisor's `/advisor` commands (C1–C4, RO19): on, off, toggle, test, status, dump,
+//! for the whole roster or one named advisor; and the replay's end-of-file queries (L2):
+//! the awaited drain and what is still undelivered.
 
 use std::future::Future;
 
-use actix::{Context, Handler, ResponseActFuture, ResponseFuture, WrapFuture};
+use actix::{Addr, Context, Handler, ResponseActFuture, ResponseFuture, WrapFuture};
 use futures_util::FutureExt;
 
+use super::members::Member;
 use super::Supervisor;
-use crate::actors::wiring::test_advice;
+use crate::actors::advisor_agent::AdvisorAgent;
+use crate::actors::audit_log::AuditLog;
+use crate::actors::wiring::{await_all, test_advice};
 use crate::command::{parse_command, AdvisorCommand};
 use crate::domain::advice::Delivery;
 use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered};
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
 use crate::messages::review::{
-    AskEnd, AwaitBacklog, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage,
+    AgentStatus, AskEnd, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage, ResumeReviews,
 };
-use crate::status::AdvisorStatus;
+use crate::status::{AdvisorStatus, NamedAdvisorStatus};
+use crate::texts::notice;
+
+/// What the status asks of one member, and its line without the agent's part.
+struct MemberQuery {
+    agent: Option<Addr<AdvisorAgent>>,
+    audit: Option<Addr<AuditLog>>,
+    line: Option<NamedAdvisorStatus>,
+    enabled: bool,
+    held_off: bool,
+}
+
+impl MemberQuery {
+    fn of(member: &Member, session_enabled: bool, policy: crate::settings::DeliveryPolicy) -> Self {
+        let line = member.plan.label.as_ref().map(|label| {
+            let (state, reason) = member.state(session_enabled, None);
+            NamedAdvisorStatus {
+                name: label.name.to_string(),
+                slug: label.slug.to_string(),
+                state,
+                reason,
+                model: member.plan.model.as_ref().ok().map(|m| m.info().id),
+                policy: member.plan.policy.unwrap_or(policy),
+                // Updates its `when` skipped (RO17) are counted by its feed's cursor.
+                skipped_updates: 0,
+                deliveries: Default::default(),
+                agent: AgentStatus::default(),
+            }
+        });
+        Self {
+            agent: member.agent(),
+            audit: member.audit.clone(),
+            line,
+            enabled: session_enabled,
+            held_off: member.held_off,
+        }
+    }
+
+    /// The agent's part, with the lifetime its transcript file recorded before (P9).
+    async fn agent_status(&self) -> Option<AgentStatus> {
+        let mut status = self.agent.as_ref()?.send(GetAgentStatus).await.ok()?;
+        if let Some(audit) = &self.audit {
+            if let Ok(restored) = audit.send(GetRestoredUsage).await {
+                status.lifetime.add(&restored);
+            }
+        }
+        Some(status)
+    }
+}
 
 impl Supervisor {
-    /// The status (C3): the supervisor's part now, the router's and the agent's asked for.
+    /// The status (C3, RO19): the supervisor's part now, the router's and every member's
+    /// agent's asked for. With a roster, one entry per advisor and the session's totals.
     fn status(&mut self) -> impl Future<Output = AdvisorStatus> + 'static {
         let router = self.router();
-        let agent = self.children.as_ref().map(|c| c.agent.clone());
-        let audit = self.audit.clone();
         let model = self.config.model.as_ref();
+        let policy = self.config.settings.policy;
+        let enabled = self.enabled;
+        let queries: Vec<MemberQuery> = self
+            .members
+            .iter()
+            .map(|m| MemberQuery::of(m, enabled, policy))
+            .collect();
         let mut status = AdvisorStatus {
-            enabled: self.enabled,
+            enabled,
             model: model.map(|m| m.info().id),
             thinking: model.map(|m| m.thinking().as_str().to_string()),
-            policy: self.config.settings.policy,
-            failures: self.failure_count,
+            policy,
+            failures: self.members.iter().map(|m| m.failures).sum(),
             provider_calls: self.config.provider_calls(),
             ..AdvisorStatus::default()
         };
@@ -37,33 +95,124 @@ impl Supervisor {
             if let Ok(delivery) = router.send(GetDeliveryStatus).await {
                 status.add_delivery(delivery);
             }
-            if let Some(agent) = agent {
-                if let Ok(a) = agent.send(GetAgentStatus).await {
-                    status.add_agent(a);
+            let mut agents = Vec::new();
+            for query in queries {
+                let agent = query.agent_status().await;
+                match query.line {
+                    None => {
+                        if let Some(agent) = agent {
+                            status.add_agent(agent);
+                        }
+                    }
+                    Some(mut line) => {
+                        let paused = agent.as_ref().and_then(|a| a.paused.as_deref());
+                        if query.enabled && !query.held_off && paused.is_some() {
+                            line.state = crate::status::AdvisorState::Failing;
+                            line.reason = paused.map(str::to_string);
+                        }
+                        if let Some(agent) = agent {
+                            line.model = agent.model.clone().or(line.model);
+                            line.agent = agent;
+                        }
+                        agents.push(line.agent.clone());
+                        status.advisors.push(line);
+                    }
                 }
             }
-            if let Some(audit) = audit {
-                // P9: a resumed session's lifetime goes on from its transcript file.
-                if let Ok(restored) = audit.send(GetRestoredUsage).await {
-                    status.agent.lifetime.add(&restored);
-                }
+            if !status.advisors.is_empty() {
+                status.add_roster_totals(&agents);
             }
             status
         }
     }
 
-    /// The advisor's transcript (C4).
-    fn dump(&self, raw: bool) -> impl Future<Output = String> + 'static {
-        let agent = self.children.as_ref().map(|c| c.agent.clone());
+    /// The advisors' transcripts (C4, RO19): the unnamed advisor's alone, or one section
+    /// per named advisor, or the one `advisor` names.
+    fn dump(&self, raw: bool, advisor: Option<&str>) -> impl Future<Output = String> + 'static {
+        let chosen: Result<Vec<&Member>, String> = match advisor {
+            Some(name) => self
+                .find_member(name)
+                .map(|i| vec![&self.members[i]])
+                .ok_or_else(|| self.unknown_advisor(name)),
+            None => Ok(self.members.iter().collect()),
+        };
+        let sections: Vec<(Option<String>, Option<Addr<AdvisorAgent>>)> = chosen
+            .as_ref()
+            .map(|members| {
+                members
+                    .iter()
+                    .map(|m| (m.plan.name().map(str::to_string), m.agent()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let unknown = chosen.err();
         async move {
-            match agent {
-                Some(agent) => agent
-                    .send(DumpContext { raw })
-                    .await
-                    .unwrap_or_else(|_| crate::texts::notice("unavailable", &[])),
-                None => "(the advisor is not running)\n".to_string(),
+            if let Some(line) = unknown {
+                return line;
+            }
+            let mut out = String::new();
+            for (name, agent) in sections {
+                if let Some(name) = &name {
+                    out.push_str(&notice("dumpSection", &[("name", name)]));
+                    out.push('\n');
+                }
+                out.push_str(&match agent {
+                    Some(agent) => agent
+                        .send(DumpContext { raw })
+                        .await
+                        .unwrap_or_else(|_| notice("unavailable", &[])),
+                    None => "(the advisor is not running)\n".to_string(),
+                });
+            }
+            out
+        }
+    }
+
+    /// The line answering a name no advisor has (RO19, RO20).
+    fn unknown_advisor(&self, name: &str) -> String {
+        let known = self.member_names();
+        notice("unknownAdvisor", &[("name", name), ("known", &known)])
+    }
+
+    /// `/advisor on NAME` (RO19): resumes one advisor; the others are untouched.
+    fn member_on(&mut self, ctx: &mut Context<Self>, name: &str) -> String {
+        let Some(index) = self.find_member(name) else {
+            return self.unknown_advisor(name);
+        };
+        let member = &mut self.members[index];
+        let label = member.plan.name().unwrap_or_default().to_string();
+        if let Err(reason) = &member.plan.model {
+            return notice("memberNoModel", &[("name", &label), ("reason", reason)]);
+        }
+        if !member.plan.enabled {
+            return notice("memberNotEnabled", &[("name", &label)]);
+        }
+        member.held_off = false;
+        if !self.enabled {
+            return notice("memberOnWhileOff", &[("name", &label)]);
+        }
+        match member.agent() {
+            Some(agent) => agent.do_send(ResumeReviews),
+            None => {
+                let seed = self.seed_at_end();
+                self.start_member(ctx, index, seed);
             }
         }
+        notice("memberOn", &[("name", &label)])
+    }
+
+    /// `/advisor off NAME` (RO19): pauses one advisor for this session; the others' reviews,
+    /// in flight or queued, go on (the session's epoch stays).
+    fn member_off(&mut self, name: &str) -> String {
+        let Some(index) = self.find_member(name) else {
+            return self.unknown_advisor(name);
+        };
+        let next = self.epoch + 1;
+        let member = &mut self.members[index];
+        member.held_off = true;
+        member.stop(next, AskEnd::TurnedOff);
+        let label = member.plan.name().unwrap_or_default();
+        notice("memberOff", &[("name", label)])
     }
 }
 
@@ -81,10 +230,12 @@ impl Handler<RunCommand> for Supervisor {
             }
             Ok(AdvisorCommand::On { advisor: None }) => self.enable(ctx),
             Ok(AdvisorCommand::Off { advisor: None }) => self.disable(AskEnd::TurnedOff),
-            // RO19: pausing one advisor of a roster; built with the roster runtime.
-            Ok(
-                AdvisorCommand::On { advisor: Some(_) } | AdvisorCommand::Off { advisor: Some(_) },
-            ) => crate::command::USAGE.to_string(),
+            Ok(AdvisorCommand::On {
+                advisor: Some(name),
+            }) => self.member_on(ctx, &name),
+            Ok(AdvisorCommand::Off {
+                advisor: Some(name),
+            }) => self.member_off(&name),
             Ok(AdvisorCommand::Test(advisory)) => {
                 self.tests_injected += 1;
                 let fut = test_advice(self.router(), self.epoch, self.tests_injected, advisory);
@@ -94,8 +245,8 @@ impl Handler<RunCommand> for Supervisor {
                 let fut = self.status().map(|s| s.render());
                 return Box::pin(fut.into_actor(self));
             }
-            Ok(AdvisorCommand::Dump { raw, .. }) => {
-                return Box::pin(self.dump(raw).into_actor(self));
+            Ok(AdvisorCommand::Dump { raw, advisor }) => {
+                return Box::pin(self.dump(raw, advisor.as_deref()).into_actor(self));
             }
             Err(usage) => usage,
         };
@@ -115,7 +266,7 @@ impl Handler<GetDump> for Supervisor {
     type Result = ResponseFuture<String>;
 
     fn handle(&mut self, msg: GetDump, _ctx: &mut Context<Self>) -> Self::Result {
-        Box::pin(self.dump(msg.raw))
+        Box::pin(self.dump(msg.raw, None))
     }
 }
 
@@ -123,16 +274,12 @@ impl Handler<AwaitDrain> for Supervisor {
     type Result = ResponseFuture<BacklogWait>;
 
     fn handle(&mut self, _msg: AwaitDrain, _ctx: &mut Context<Self>) -> Self::Result {
-        let agent = self.children.as_ref().filter(|_| self.enabled);
-        let Some(agent) = agent.map(|c| c.agent.clone()) else {
-            return Box::pin(async { BacklogWait::Drained });
+        let agents = if self.enabled {
+            self.agents()
+        } else {
+            Vec::new()
         };
-        Box::pin(async move {
-            agent
-                .send(AwaitBacklog { threshold: 1 })
-                .await
-                .unwrap_or(BacklogWait::Released)
-        })
+        Box::pin(async move { await_all(&agents, 1).await })
     }
 }
 

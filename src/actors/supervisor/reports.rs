@@ -1,10 +1,13 @@
-//! The Supervisor's handlers of the agent's reports: failures are counted for status,
+//! The Supervisor's handlers of the agents' reports: failures are counted for status,
 //! dropped backlogs (F2) and pauses (F3) are told to the user, questions (G8) are passed on.
-//! The agent decided what each failure means; nothing here decides.
+//! Each report is its member's (RO13): one advisor failing or paused leaves the others
+//! running, and a line about a named advisor names it. The agent decided what each
+//! failure means; nothing here decides.
 
 use actix::{Context, Handler, ResponseFuture};
 
 use super::Supervisor;
+use crate::actors::advisor_agent::AdvisorAgent;
 use crate::messages::feed::{ObserveTurn, RewindCursor};
 use crate::messages::review::{
     AdvisorPaused, AskAdvisor, BacklogDropped, NoticeRaised, ReviewFailed, ReviewQuarantined,
@@ -18,7 +21,9 @@ impl Handler<ReviewFailed> for Supervisor {
 
     fn handle(&mut self, msg: ReviewFailed, _ctx: &mut Context<Self>) {
         if msg.epoch == self.epoch {
-            self.failure_count += 1;
+            if let Some(member) = self.member_of(msg.advisor.as_ref()) {
+                member.failures += 1;
+            }
         }
     }
 }
@@ -29,7 +34,8 @@ impl Handler<BacklogDropped> for Supervisor {
     fn handle(&mut self, msg: BacklogDropped, _ctx: &mut Context<Self>) {
         if msg.epoch == self.epoch {
             let limit = self.config.settings.max_consecutive_failures;
-            self.notice(dropped_notice(limit, &msg.error, msg.turns));
+            let text = dropped_notice(limit, &msg.error, msg.turns);
+            self.notice_about(msg.advisor.as_ref(), text);
         }
     }
 }
@@ -39,7 +45,8 @@ impl Handler<AdvisorPaused> for Supervisor {
 
     fn handle(&mut self, msg: AdvisorPaused, _ctx: &mut Context<Self>) {
         if msg.epoch == self.epoch {
-            self.notice(pause_notice(&msg.reason, msg.resume_at.is_some()));
+            let text = pause_notice(&msg.reason, msg.resume_at.is_some());
+            self.notice_about(msg.advisor.as_ref(), text);
         }
     }
 }
@@ -51,27 +58,55 @@ impl Handler<ReviewQuarantined> for Supervisor {
         if msg.epoch != self.epoch {
             return;
         }
-        let Some(children) = &self.children else {
+        let (epoch, transcript) = (self.epoch, self.last_transcript.clone());
+        let Some(children) = self
+            .member_of(msg.advisor.as_ref())
+            .and_then(|m| m.children.as_ref())
+        else {
             return;
         };
         children.feed.do_send(RewindCursor);
         children.executor.do_send(ClearToolSession);
         if msg.reprime {
             // P5: silently, the whole current transcript as one update (R1 bounds it).
-            if let Some(transcript) = &self.last_transcript {
+            if let Some(transcript) = &transcript {
                 let mark = transcript.mark();
                 let wip = mark
                     .read(crate::delivery::turn_will_continue)
                     .unwrap_or(false);
                 children.feed.do_send(ObserveTurn {
                     transcript: mark,
-                    epoch: self.epoch,
+                    epoch,
                     wip,
                 });
             }
         } else {
-            self.notice(quarantine_notice(&msg.labels));
+            self.notice_about(msg.advisor.as_ref(), quarantine_notice(&msg.labels));
         }
+    }
+}
+
+impl Supervisor {
+    /// The agent an ask goes to (RO20): the advisor named (its name or slug), else the
+    /// unnamed advisor, else the roster's first enabled entry.
+    fn asked(&self, advisor: Option<&str>) -> Result<Option<actix::Addr<AdvisorAgent>>, AskError> {
+        let member = match advisor {
+            Some(name) => {
+                let index = self
+                    .find_member(name)
+                    .ok_or_else(|| AskError::UnknownAdvisor(name.to_string()))?;
+                &self.members[index]
+            }
+            None => {
+                let unnamed = self.members.iter().find(|m| m.plan.label.is_none());
+                let first = || self.members.iter().find(|m| m.plan.enabled);
+                match unnamed.or_else(first) {
+                    Some(member) => member,
+                    None => return Ok(None),
+                }
+            }
+        };
+        Ok(member.agent())
     }
 }
 
@@ -79,17 +114,13 @@ impl Handler<AskAdvisor> for Supervisor {
     type Result = ResponseFuture<Result<String, AskError>>;
 
     fn handle(&mut self, msg: AskAdvisor, _ctx: &mut Context<Self>) -> Self::Result {
-        let agent = self.children.as_ref().map(|c| c.agent.clone());
         let consult = self.config.settings.consult;
+        let agent = self.asked(msg.advisor.as_deref());
         Box::pin(async move {
             if !consult {
                 return Err(AskError::Disabled);
             }
-            // RO20: a session without a roster has only the unnamed advisor.
-            if let Some(name) = msg.advisor.clone() {
-                return Err(AskError::UnknownAdvisor(name));
-            }
-            let agent = agent.ok_or(AskError::NotRunning)?;
+            let agent = agent?.ok_or(AskError::NotRunning)?;
             agent.send(msg).await.unwrap_or(Err(AskError::Released))
         })
     }
@@ -99,6 +130,6 @@ impl Handler<NoticeRaised> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: NoticeRaised, _ctx: &mut Context<Self>) {
-        self.notice(msg.text);
+        self.notice_about(msg.advisor.as_ref(), msg.text);
     }
 }

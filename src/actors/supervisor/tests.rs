@@ -24,7 +24,10 @@ struct GetExecutor;
 impl Handler<GetExecutor> for Supervisor {
     type Result = Option<Addr<ToolExecutor>>;
     fn handle(&mut self, _msg: GetExecutor, _ctx: &mut Context<Self>) -> Self::Result {
-        self.children.as_ref().map(|c| c.executor.clone())
+        self.members[0]
+            .children
+            .as_ref()
+            .map(|c| c.executor.clone())
     }
 }
 

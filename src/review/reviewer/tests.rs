@@ -120,6 +120,7 @@ fn engine(model: &ScriptedModel) -> ReviewEngine {
         promotion: None,
         tools: vec![read_schema(), advise::schema()].into(),
         base_prompt: "You review.".into(),
+        instructions: None,
         cwd: "/w".into(),
         limits: ReviewLimits {
             max_tool_rounds: 8,
@@ -643,6 +644,7 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
         promotion: None,
         tools: vec![read_schema(), advise::schema()].into(),
         base_prompt: "You review.".into(),
+        instructions: None,
         cwd: "/w".into(),
         limits: ReviewLimits {
             max_tool_rounds: 8,

@@ -1,0 +1,232 @@
+//! The Supervisor's members (RO13): one per roster entry, or the unnamed advisor alone
+//! (RO12). Each has its own actors, transcript file, failure count and `/advisor off NAME`
+//! pause; all run on the session's arbiter (A6).
+
+use actix::{Actor, Addr, AsyncContext, Context};
+
+use super::Supervisor;
+use crate::actors::advisor_agent::AdvisorAgent;
+use crate::actors::audit_log::AuditLog;
+use crate::actors::transcript_feed::TranscriptFeed;
+use crate::actors::wiring::{start_children, AgentReports, Children};
+use crate::config::MemberPlan;
+use crate::domain::advice::AdvisorLabel;
+use crate::domain::host::HostEvent;
+use crate::domain::transcript::Transcript;
+use crate::messages::delivery::RegisterAdvisor;
+use crate::messages::review::{AskEnd, ReleaseWaiters, ResetAdvisor};
+use crate::status::AdvisorState;
+use crate::texts::notice;
+
+/// One advisor of the session.
+pub(crate) struct Member {
+    /// What it is started with.
+    pub plan: MemberPlan,
+    /// Its actors while it runs.
+    pub children: Option<Children>,
+    /// Its transcript file (P9), started on its first run; kept across pauses.
+    pub audit: Option<Addr<AuditLog>>,
+    /// Paused by `/advisor off NAME` (RO19).
+    pub held_off: bool,
+    /// Its failed reviews so far (C3).
+    pub failures: u64,
+    /// Its entry changed on disk: the new plan, swapped in before its next review (RO21).
+    pub rebuild: Option<MemberPlan>,
+}
+
+impl Member {
+    /// A member of `plan`, not started.
+    pub fn new(plan: MemberPlan) -> Self {
+        Self {
+            plan,
+            children: None,
+            audit: None,
+            held_off: false,
+            failures: 0,
+            rebuild: None,
+        }
+    }
+
+    /// Whether it may run: enabled in its entry, not paused by the user, with a model.
+    pub fn runnable(&self) -> bool {
+        self.plan.enabled && !self.held_off && self.plan.model.is_ok()
+    }
+
+    /// Its agent, while it runs.
+    pub fn agent(&self) -> Option<Addr<AdvisorAgent>> {
+        self.children.as_ref().map(|c| c.agent.clone())
+    }
+
+    /// Its feed, while it runs.
+    pub fn feed(&self) -> Option<Addr<TranscriptFeed>> {
+        self.children.as_ref().map(|c| c.feed.clone())
+    }
+
+    /// Stops its actors: waiters released, its review and ask ended with `cause` (the agent
+    /// moves to `epoch`, so a review still running is discarded when it ends).
+    pub fn stop(&mut self, epoch: u64, cause: AskEnd) {
+        if let Some(children) = self.children.take() {
+            children.agent.do_send(ReleaseWaiters);
+            children.agent.do_send(ResetAdvisor { epoch, cause });
+        }
+    }
+
+    /// Whether this is the member `advisor` names (`None`: the unnamed advisor).
+    pub fn is(&self, advisor: Option<&AdvisorLabel>) -> bool {
+        self.plan.slug() == advisor.map(|l| &*l.slug)
+    }
+
+    /// Its state and why (RO8, RO19) in a session that is `enabled`, with its agent's pause.
+    pub fn state(&self, enabled: bool, paused: Option<&str>) -> (AdvisorState, Option<String>) {
+        match &self.plan.model {
+            Err(reason) => return (AdvisorState::NoModel, Some(reason.clone())),
+            Ok(_) if !self.plan.enabled => {
+                return (AdvisorState::Paused, Some(notice("reasonNotEnabled", &[])));
+            }
+            Ok(_) => {}
+        }
+        if self.held_off {
+            (AdvisorState::Paused, Some(notice("reasonHeldOff", &[])))
+        } else if !enabled {
+            (AdvisorState::Off, None)
+        } else if let Some(reason) = paused {
+            (AdvisorState::Failing, Some(reason.to_string()))
+        } else {
+            (AdvisorState::Running, None)
+        }
+    }
+}
+
+impl Supervisor {
+    /// The member `advisor` names (`None`: the unnamed advisor).
+    pub(super) fn member_of(&mut self, advisor: Option<&AdvisorLabel>) -> Option<&mut Member> {
+        self.members.iter_mut().find(|m| m.is(advisor))
+    }
+
+    /// The index of the named member `typed` (its name or slug, RO7).
+    pub(super) fn find_member(&self, typed: &str) -> Option<usize> {
+        self.members.iter().position(|m| m.plan.answers_to(typed))
+    }
+
+    /// The names of the named members, for a line about an unknown one.
+    pub(super) fn member_names(&self) -> String {
+        let names: Vec<&str> = self.members.iter().filter_map(|m| m.plan.name()).collect();
+        if names.is_empty() {
+            notice("noNamedAdvisors", &[])
+        } else {
+            names.join(", ")
+        }
+    }
+
+    /// The agents of the running members.
+    pub(super) fn agents(&self) -> Vec<Addr<AdvisorAgent>> {
+        self.members.iter().filter_map(Member::agent).collect()
+    }
+
+    /// Whether any member runs.
+    pub(super) fn any_running(&self) -> bool {
+        self.members.iter().any(|m| m.children.is_some())
+    }
+
+    /// Starts every runnable member, seeded at `seed` (X4).
+    pub(super) fn start_members(
+        &mut self,
+        ctx: &mut Context<Self>,
+        seed: Option<(Transcript, usize)>,
+    ) {
+        for index in 0..self.members.len() {
+            self.start_member(ctx, index, seed.clone());
+        }
+    }
+
+    /// Starts member `index` when it may run and is not running, seeded at `seed` (X4); a
+    /// named one is registered with the router first (RO10, RO15, RO16).
+    pub(super) fn start_member(
+        &mut self,
+        ctx: &mut Context<Self>,
+        index: usize,
+        seed: Option<(Transcript, usize)>,
+    ) {
+        let router = self.router();
+        let cwd = self.config.workspace_root.display().to_string();
+        let host = self.host.clone();
+        let me = ctx.address();
+        let Some(member) = self.members.get_mut(index) else {
+            return;
+        };
+        let Ok(model) = member.plan.model.clone() else {
+            return;
+        };
+        if !member.runnable() || member.children.is_some() {
+            return;
+        }
+        if let Some(label) = &member.plan.label {
+            router.do_send(RegisterAdvisor {
+                label: label.clone(),
+                policy: member.plan.policy,
+                max_notes: member.plan.max_notes,
+                max_severity: member.plan.max_severity,
+            });
+        }
+        if member.audit.is_none() {
+            if let Some(path) = member.plan.audit_path.clone() {
+                member.audit = Some(AuditLog::new(path, cwd, host).start());
+            }
+        }
+        let audit = member.audit.clone().map(Addr::recipient);
+        let reports = AgentReports {
+            failed: me.clone().recipient(),
+            dropped: me.clone().recipient(),
+            paused: me.clone().recipient(),
+            quarantined: me.clone().recipient(),
+            notices: me.recipient(),
+        };
+        let children = start_children(
+            &self.config,
+            &member.plan,
+            model,
+            &router,
+            audit,
+            reports,
+            self.epoch,
+            seed,
+        );
+        member.children = Some(children);
+    }
+
+    /// Sends `text` to the user; about a named advisor, naming it (RO23).
+    pub(super) fn notice_about(&self, advisor: Option<&AdvisorLabel>, text: String) {
+        let event = match advisor {
+            None => HostEvent::notice(text),
+            Some(label) => HostEvent::Notice {
+                text: named_notice(&label.name, &text),
+                advisor: Some(label.name.to_string()),
+            },
+        };
+        self.host.do_send(event);
+    }
+}
+
+/// `text`, a line about the advisor, as a line about the named advisor `name`: its leading
+/// `advisor: ` becomes `advisor NAME: ` (RO23).
+pub(crate) fn named_notice(name: &str, text: &str) -> String {
+    let rest = text.strip_prefix("advisor: ").unwrap_or(text);
+    notice("named", &[("name", name), ("text", rest)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ro23_a_notice_about_a_named_advisor_names_it() {
+        assert_eq!(
+            named_notice("Security", "advisor: paused: rate limited"),
+            "advisor Security: paused: rate limited"
+        );
+        assert_eq!(
+            named_notice("Security", "model warning"),
+            "advisor Security: model warning"
+        );
+    }
+}

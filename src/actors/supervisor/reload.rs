@@ -1,0 +1,172 @@
+//! The Supervisor's hot reload of the roster files (RO21, as W8 for WATCHDOG.md): checked
+//! off the actor's thread at each turn end, never holding the turn end; an added entry
+//! starts seeded at the transcript's end (X4), a removed one is stopped and its held notes
+//! dropped by the router, a changed one is rebuilt before its next review.
+
+use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
+
+use super::members::Member;
+use super::Supervisor;
+use crate::config::{MemberPlan, RosterDiff};
+use crate::messages::delivery::RemoveAdvisor;
+use crate::messages::review::AskEnd;
+use crate::roster::{refresh, Roster, RosterRefresh};
+use crate::texts::notice;
+
+impl Supervisor {
+    /// Starts a check of the roster files when the host asked for reloads and none is
+    /// running.
+    pub(super) fn check_roster(&mut self, ctx: &mut Context<Self>) {
+        let Some(setup) = &self.config.roster else {
+            return;
+        };
+        let Some(reload) = setup.reload.clone() else {
+            return;
+        };
+        if self.roster_checking {
+            return;
+        }
+        self.roster_checking = true;
+        let previous = setup.roster.fingerprint.clone();
+        let redactor = self.config.redactor();
+        let check = tokio::task::spawn_blocking(move || {
+            refresh(
+                &reload.watchdog,
+                &reload.settings,
+                &reload.catalog,
+                redactor.as_ref(),
+                Some(&previous),
+            )
+        });
+        let applied =
+            async move { check.await.ok() }
+                .into_actor(self)
+                .map(move |outcome, act, ctx| {
+                    act.roster_checking = false;
+                    if let Some(RosterRefresh::Rebuilt(roster)) = outcome {
+                        act.apply_roster(ctx, *roster);
+                    }
+                });
+        ctx.spawn(applied);
+    }
+
+    /// Runs `roster` from now on: what changed is started, stopped or marked for rebuild;
+    /// an added entry reads from the last turn end on (X4).
+    fn apply_roster(&mut self, ctx: &mut Context<Self>, roster: Roster) {
+        let Some(setup) = self.config.roster.as_mut() else {
+            return;
+        };
+        let diff = RosterDiff::between(&setup.roster, &roster);
+        let fresh: Vec<String> = roster
+            .warnings
+            .iter()
+            .filter(|w| !setup.roster.warnings.contains(w))
+            .map(ToString::to_string)
+            .collect();
+        setup.roster = roster;
+        for warning in fresh {
+            self.notice_about(None, notice("warning", &[("warning", &warning)]));
+        }
+        if diff.is_empty() {
+            return;
+        }
+        tracing::info!(?diff, "the roster files changed");
+        for slug in &diff.removed {
+            self.remove_member(Some(slug));
+        }
+        if !self.config.roster_is_empty() {
+            // RO12: the unnamed advisor runs only while the roster has no entry.
+            self.remove_member(None);
+        }
+        for slug in &diff.changed {
+            let plan = self.plan_of(slug);
+            if let Some(member) = self
+                .members
+                .iter_mut()
+                .find(|m| m.plan.slug() == Some(slug))
+            {
+                member.rebuild = plan;
+            }
+        }
+        let len = self.turn_end_len.or(self.initial_len);
+        let seed = self.last_transcript.clone().zip(len);
+        if self.members.is_empty() && self.config.roster_is_empty() {
+            self.members.push(Member::new(self.config.unnamed_plan()));
+        } else {
+            for slug in &diff.added {
+                if let Some(plan) = self.plan_of(slug) {
+                    self.members.push(Member::new(plan));
+                }
+            }
+        }
+        self.order_members();
+        if self.enabled {
+            for index in 0..self.members.len() {
+                self.start_member(ctx, index, seed.clone());
+            }
+        }
+    }
+
+    /// The plan of the roster entry `slug` as the roster stands now.
+    fn plan_of(&self, slug: &str) -> Option<MemberPlan> {
+        let setup = self.config.roster.as_ref()?;
+        let entry = setup.roster.advisors.iter().find(|a| a.slug == slug)?;
+        Some(self.config.member_plan(setup, &setup.roster, entry))
+    }
+
+    /// Stops and forgets the member `slug` (`None`: the unnamed advisor); the router drops
+    /// a named one's held notes (`removed`, D10).
+    fn remove_member(&mut self, slug: Option<&str>) {
+        let next = self.epoch + 1;
+        let router = self.router();
+        self.members.retain_mut(|member| {
+            if member.plan.slug() != slug {
+                return true;
+            }
+            member.stop(next, AskEnd::TurnedOff);
+            if let Some(slug) = slug {
+                router.do_send(RemoveAdvisor { slug: slug.into() });
+            }
+            false
+        });
+    }
+
+    /// Puts the members in roster order (RO2), the unnamed advisor first.
+    fn order_members(&mut self) {
+        let Some(setup) = &self.config.roster else {
+            return;
+        };
+        let order = |member: &Member| {
+            member.plan.slug().map_or(0, |slug| {
+                1 + setup
+                    .roster
+                    .advisors
+                    .iter()
+                    .position(|a| a.slug == slug)
+                    .unwrap_or(usize::MAX - 1)
+            })
+        };
+        self.members.sort_by_key(order);
+    }
+
+    /// Swaps in the new plan of every member whose entry changed (RO21): its actors are
+    /// stopped and started again, reading from `previous_len` (the last turn end) so the
+    /// turn ending now is reviewed by the rebuilt advisor.
+    pub(super) fn rebuild_changed(&mut self, ctx: &mut Context<Self>, previous_len: Option<usize>) {
+        let next = self.epoch + 1;
+        let len = previous_len.or(self.initial_len);
+        let seed = self.last_transcript.clone().zip(len);
+        for index in 0..self.members.len() {
+            let Some(plan) = self.members[index].rebuild.take() else {
+                continue;
+            };
+            let member = &mut self.members[index];
+            let was_running = member.children.is_some();
+            member.stop(next, AskEnd::TurnedOff);
+            member.plan = plan;
+            if was_running || self.enabled {
+                self.start_member(ctx, index, seed.clone());
+            }
+        }
+    }
+}

@@ -1,0 +1,494 @@
+//! The roster at runtime (SPEC §15, RO11–RO13, RO19–RO21, A6): a session runs one advisor
+//! per roster entry, each its own reviewer; without a roster, today's unnamed advisor.
+
+use crate::support::runtime::*;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::ThreadId;
+
+use advisor::domain::advice::Severity;
+use advisor::domain::host::HostEvent;
+use advisor::domain::transcript::{Transcript, TranscriptMessage};
+use advisor::model::scripted::{ScriptedModel, ScriptedReply};
+use advisor::model::{
+    ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel,
+};
+use advisor::roster::{
+    ModelChoice, Roster, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
+    RosterTool, SharedInstructions, Sourced,
+};
+use advisor::settings::SyncBacklog;
+use advisor::watchdog::WatchdogConfig;
+use advisor::{AdvisorState, AskError, HandleError, RuntimeConfig};
+use parking_lot::Mutex;
+
+/// Each entry's client by slug; an entry without one has no model.
+#[derive(Clone, Default)]
+struct Models(BTreeMap<String, Arc<dyn ModelClient>>);
+
+impl Models {
+    fn with(mut self, slug: &str, model: impl ModelClient + 'static) -> Self {
+        self.0.insert(slug.to_string(), Arc::new(model));
+        self
+    }
+}
+
+impl RosterModels for Models {
+    fn build(&self, advisor: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
+        self.0
+            .get(&advisor.slug)
+            .cloned()
+            .ok_or_else(|| format!("no key for {}", advisor.slug))
+    }
+}
+
+/// A resolved entry named `name`, every field at its default.
+fn entry(name: &str) -> RosterAdvisor {
+    RosterAdvisor {
+        slug: advisor::roster::slugify(name),
+        name: name.to_string(),
+        file: PathBuf::from("/p/WATCHDOG.yml"),
+        overrides: Vec::new(),
+        enabled: Sourced::default_value(true),
+        model: Sourced::default_value(ModelChoice::Resolved {
+            role: "scripted/test".into(),
+            provider: "scripted".into(),
+            model: "test".into(),
+            thinking: ThinkingLevel::default(),
+        }),
+        tools: Sourced::default_value(RosterTool::DEFAULT_SET.to_vec()),
+        instructions: Sourced::default_value(None),
+        max_notes_per_update: Sourced::default_value(4),
+        policy: Sourced::default_value(None),
+        max_severity: Sourced::default_value(Severity::Blocker),
+        when: Sourced::default_value(None),
+    }
+}
+
+fn roster_of(entries: Vec<RosterAdvisor>, shared: Option<&str>) -> Roster {
+    Roster {
+        advisors: entries,
+        instructions: shared.map(|text| SharedInstructions {
+            text: text.into(),
+            files: Vec::new(),
+        }),
+        ..Roster::default()
+    }
+}
+
+/// A session whose roster is `roster` with clients `models`; no session model.
+fn roster_config(roster: Roster, models: Models, sync: SyncBacklog) -> RuntimeConfig {
+    let placeholder: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));
+    config(placeholder, sync, |cfg| {
+        cfg.model = None;
+        cfg.roster = Some(RosterSetup {
+            roster,
+            models: Arc::new(models),
+            reload: None,
+        });
+    })
+}
+
+fn two_advisors(arch: &ScriptedModel, sec: &ScriptedModel) -> RuntimeConfig {
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("security", sec.clone());
+    let mut security = entry("Security");
+    security.instructions = Sourced::default_value(Some("Look for injections.".into()));
+    let roster = roster_of(vec![entry("Architecture"), security], Some("Be brief."));
+    roster_config(roster, models, SyncBacklog::Below(1))
+}
+
+fn contents(advice: &advisor::StepAdvice) -> String {
+    advice
+        .deliveries()
+        .map(|d| d.content.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn notices(events: Vec<HostEvent>) -> Vec<(String, Option<String>)> {
+    events
+        .into_iter()
+        .filter_map(|e| match e {
+            HostEvent::Notice { text, advisor } => Some((text, advisor)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[actix::test]
+async fn ro12_without_a_roster_the_unnamed_advisor_reviews_and_its_advice_has_no_name() {
+    let model = ScriptedModel::new([ScriptedReply::advise("1", "Check the index.", Some("nit"))]);
+    let (h, _events) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
+    let t = Transcript::from_messages([TranscriptMessage::user("add a column")]);
+    h.turn_end(&t).await.unwrap();
+    let advice = contents(&h.step_boundary().await.unwrap());
+    assert!(advice.contains("Check the index."), "{advice}");
+    assert!(!advice.contains("advisor="), "{advice}");
+    let status = h.status().await.unwrap();
+    assert!(status.advisors.is_empty());
+    assert_eq!(status.agent.reviews, 1);
+    assert!(!status.render().contains("advisors:"));
+    assert_eq!(
+        h.command("/advisor off Security").await.unwrap(),
+        "advisor: no advisor named \"Security\"; the advisors are: this session has no named advisors"
+    );
+}
+
+#[actix::test]
+async fn ro13_each_advisor_reviews_every_turn_with_its_own_context_and_the_same_delta() {
+    let arch = ScriptedModel::new([
+        ScriptedReply::advise("a1", "Split the module.", Some("nit")),
+        ScriptedReply::text(""),
+    ]);
+    let sec = ScriptedModel::new([
+        ScriptedReply::advise("s1", "Escape the query.", Some("nit")),
+        ScriptedReply::text(""),
+    ]);
+    let (h, _events) = start(two_advisors(&arch, &sec));
+    let t = Transcript::from_messages([TranscriptMessage::user("write the search endpoint")]);
+    h.turn_end(&t).await.unwrap();
+    let advice = contents(&h.step_boundary().await.unwrap());
+    assert!(
+        advice.contains(r#"advisor="Architecture""#) && advice.contains("Split the module."),
+        "{advice}"
+    );
+    assert!(
+        advice.contains(r#"advisor="Security""#) && advice.contains("Escape the query."),
+        "{advice}"
+    );
+
+    t.push(TranscriptMessage::user("now add paging"));
+    h.turn_end(&t).await.unwrap();
+    let (a, s) = (arch.requests(), sec.requests());
+    assert_eq!(a.len(), 2, "one call a review");
+    assert_eq!(s.len(), 2);
+    // The same delta for both.
+    assert_eq!(last_user_text(&a[0]), last_user_text(&s[0]));
+    assert_eq!(last_user_text(&a[1]), last_user_text(&s[1]));
+    assert!(last_user_text(&a[1]).contains("now add paging"));
+    // Each its own context: its own advice is in it, the other's never.
+    let arch_second = format!("{:?}", a[1].messages);
+    assert!(arch_second.contains("Split the module."));
+    assert!(!arch_second.contains("Escape the query."));
+    let sec_second = format!("{:?}", s[1].messages);
+    assert!(sec_second.contains("Escape the query."));
+    assert!(!sec_second.contains("Split the module."));
+    let status = h.status().await.unwrap();
+    let reviews: Vec<u64> = status.advisors.iter().map(|a| a.agent.reviews).collect();
+    assert_eq!(reviews, [2, 2]);
+    assert_eq!(status.agent.reviews, 4, "the session total");
+}
+
+#[actix::test]
+async fn ro13_one_failing_advisor_leaves_the_other_reviewing() {
+    let fail = || {
+        ScriptedReply::Fail(ModelError::Permanent {
+            message: "invalid api key".into(),
+        })
+    };
+    let arch = ScriptedModel::new([fail(), fail(), fail()]);
+    let sec = ScriptedModel::new([
+        ScriptedReply::text(""),
+        ScriptedReply::advise("s1", "Still watching.", Some("nit")),
+    ]);
+    let (h, mut events) = start(two_advisors(&arch, &sec));
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    let advice = contents(&h.step_boundary().await.unwrap());
+    assert!(advice.contains(r#"advisor="Security""#) && advice.contains("Still watching."));
+    let status = h.status().await.unwrap();
+    let arch_status = &status.advisors[0];
+    assert_eq!(arch_status.state, AdvisorState::Failing, "{arch_status:?}");
+    assert_eq!(status.advisors[1].state, AdvisorState::Running);
+    assert_eq!(status.advisors[1].agent.reviews, 2);
+    let told = notices(drain(&mut events));
+    let about_arch: Vec<_> = told
+        .iter()
+        .filter(|(_, who)| who.as_deref() == Some("Architecture"))
+        .collect();
+    assert!(
+        about_arch
+            .iter()
+            .any(|(text, _)| text.starts_with("advisor Architecture: paused")),
+        "{told:?}"
+    );
+    assert!(told
+        .iter()
+        .all(|(_, who)| who.as_deref() != Some("Security")));
+}
+
+#[actix::test]
+async fn ro11_the_system_prompt_is_builtin_then_watchdog_then_shared_then_own_instructions() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::write(repo.join("WATCHDOG.md"), "Never touch the vendored SDK.").unwrap();
+    let arch = ScriptedModel::new([]);
+    let sec = ScriptedModel::new([]);
+    let mut cfg = two_advisors(&arch, &sec);
+    cfg.watchdog = Some(WatchdogConfig {
+        cwd: repo.clone(),
+        agent_dir: Some(dir.path().join("agent")),
+        home: Some(dir.path().to_path_buf()),
+    });
+    let (h, _events) = start(cfg);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let system = &sec.requests()[0].system;
+    let at = |text: &str| {
+        system
+            .find(text)
+            .unwrap_or_else(|| panic!("{text} missing from {system}"))
+    };
+    assert_eq!(at("You are"), 0, "the built-in prompt first: {system}");
+    assert!(at("Never touch the vendored SDK.") < at("Be brief."));
+    assert!(
+        system.ends_with("Be brief.\n\nLook for injections."),
+        "{system}"
+    );
+    let arch_system = &arch.requests()[0].system;
+    assert!(arch_system.ends_with("\n\nBe brief."), "{arch_system}");
+    assert!(arch_system.contains("Never touch the vendored SDK."));
+    assert!(!arch_system.contains("Look for injections."));
+}
+
+#[actix::test]
+async fn ro13_each_advisor_keeps_its_own_transcript_file_beside_the_unnamed_advisors() {
+    let dir = tempfile::tempdir().unwrap();
+    let session_dir = dir.path().join("sess");
+    fs::create_dir_all(&session_dir).unwrap();
+    let arch = ScriptedModel::new([]);
+    let sec = ScriptedModel::new([]);
+    let mut cfg = two_advisors(&arch, &sec);
+    cfg.audit_path = Some(session_dir.join("__advisor.jsonl"));
+    let (h, _events) = start(cfg);
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    h.dispose().await.unwrap();
+    let mut files: Vec<String> = fs::read_dir(&session_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        ["__advisor.architecture.jsonl", "__advisor.security.jsonl"]
+    );
+    for file in files {
+        let text = fs::read_to_string(session_dir.join(file)).unwrap();
+        assert!(text.contains("### Session update"), "{text}");
+    }
+}
+
+#[actix::test]
+async fn ro19_off_name_stops_that_advisors_model_calls_and_status_shows_a_line_per_advisor() {
+    let arch = ScriptedModel::new([]);
+    let sec = ScriptedModel::new([]);
+    let (h, _events) = start(two_advisors(&arch, &sec));
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(
+        h.command("/advisor off security").await.unwrap(),
+        "advisor Security: off"
+    );
+    assert_eq!(
+        h.command("/advisor off Nobody").await.unwrap(),
+        "advisor: no advisor named \"Nobody\"; the advisors are: Architecture, Security"
+    );
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(
+        sec.request_count(),
+        1,
+        "no call after /advisor off Security"
+    );
+    assert_eq!(arch.request_count(), 2);
+    let status = h.status().await.unwrap();
+    assert_eq!(status.advisors[1].state, AdvisorState::Paused);
+    let text = h.command("/advisor status").await.unwrap();
+    assert!(text.contains("advisors:\n"), "{text}");
+    assert!(
+        text.contains("  Architecture: scripted/test, running, context "),
+        "{text}"
+    );
+    assert!(
+        text.contains("  Security: scripted/test, paused (paused by /advisor off), context "),
+        "{text}"
+    );
+    assert!(text.contains("session total: input "), "{text}");
+
+    assert_eq!(
+        h.command("/advisor on Security").await.unwrap(),
+        "advisor Security: on"
+    );
+    t.push(TranscriptMessage::user("turn three"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(sec.request_count(), 2);
+    let resumed = last_user_text(&sec.requests()[1]);
+    assert!(
+        resumed.contains("turn three") && !resumed.contains("turn two"),
+        "{resumed}"
+    );
+    let dump = h.command("/advisor dump Security").await.unwrap();
+    assert!(dump.starts_with("── Security ──\n"), "{dump}");
+    assert!(!dump.contains("── Architecture ──"));
+}
+
+#[actix::test]
+async fn ro20_an_ask_goes_to_the_named_advisor_else_the_first_enabled_entry() {
+    let arch = ScriptedModel::new([ScriptedReply::text("Architecture answers.")]);
+    let sec = ScriptedModel::new([ScriptedReply::text("Security answers.")]);
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("security", sec.clone());
+    let mut off = entry("Off Duty");
+    off.enabled = Sourced::default_value(false);
+    let roster = roster_of(vec![off, entry("Architecture"), entry("Security")], None);
+    let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
+    cfg.settings.consult = true;
+    let (h, _events) = start(cfg);
+    assert_eq!(
+        h.ask_advisor("is this safe?", Some("security"))
+            .await
+            .unwrap(),
+        "Security answers."
+    );
+    assert_eq!(h.ask("and this?").await.unwrap(), "Architecture answers.");
+    assert_eq!(
+        h.ask_advisor("who?", Some("Nobody")).await,
+        Err(HandleError::Ask(AskError::UnknownAdvisor("Nobody".into())))
+    );
+    assert_eq!(
+        h.ask_advisor("who?", Some("off duty")).await,
+        Err(HandleError::Ask(AskError::NotRunning))
+    );
+}
+
+/// Records the thread every call is made on.
+#[derive(Clone)]
+struct ThreadProbe {
+    script: ScriptedModel,
+    seen: Arc<Mutex<Vec<ThreadId>>>,
+}
+
+impl ModelClient for ThreadProbe {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        self.seen.lock().push(std::thread::current().id());
+        self.script.complete(request)
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.script.info()
+    }
+}
+
+#[actix::test]
+async fn a6_ro24_three_advisors_run_on_the_sessions_arbiter_and_start_no_thread() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let probe = || ThreadProbe {
+        script: ScriptedModel::new([]),
+        seen: Arc::clone(&seen),
+    };
+    let models = Models::default()
+        .with("a", probe())
+        .with("b", probe())
+        .with("c", probe());
+    let roster = roster_of(vec![entry("A"), entry("B"), entry("C")], None);
+    let (h, _events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+    h.turn_end(&t).await.unwrap();
+    let seen = seen.lock().clone();
+    assert_eq!(seen.len(), 3, "each advisor reviewed");
+    let here = std::thread::current().id();
+    assert!(
+        seen.iter().all(|t| *t == here),
+        "every advisor runs on the session's arbiter (the test's thread)"
+    );
+}
+
+/// Writes the roster file of `repo` with one entry per name.
+fn write_roster(repo: &Path, names: &[&str]) {
+    let mut text = String::from("advisors:\n");
+    for name in names {
+        text.push_str(&format!("  - name: {name}\n    model: openai/gpt-5\n"));
+    }
+    fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
+}
+
+/// Asks for the status until it lists `n` advisors (the reload runs on the blocking pool).
+async fn until_advisors(h: &advisor::AdvisorHandle, n: usize) {
+    for _ in 0..10_000 {
+        if h.status().await.unwrap().advisors.len() == n {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("the roster never had {n} advisors");
+}
+
+#[actix::test]
+async fn ro21_an_added_entry_starts_at_the_transcripts_end_and_a_removed_one_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    write_roster(&repo, &["Architecture"]);
+    let watchdog = WatchdogConfig {
+        cwd: repo.clone(),
+        agent_dir: Some(dir.path().join("agent")),
+        home: Some(dir.path().to_path_buf()),
+    };
+    let settings = RosterSettings::default();
+    let catalog = advisor::providers::Catalog::builtin().unwrap();
+    let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
+    assert_eq!(roster.advisors.len(), 1, "{:?}", roster.warnings);
+    let arch = ScriptedModel::new([]);
+    let sec = ScriptedModel::new([]);
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("security", sec.clone());
+    let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
+    if let Some(setup) = cfg.roster.as_mut() {
+        setup.reload = Some(RosterReload {
+            watchdog,
+            settings,
+            catalog,
+        });
+    }
+    let (h, _events) = start(cfg);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    write_roster(&repo, &["Architecture", "Security"]);
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    until_advisors(&h, 2).await;
+    t.push(TranscriptMessage::user("turn three"));
+    h.turn_end(&t).await.unwrap();
+    // X4: it starts at the transcript's end as it stood when it was added (the check may
+    // end before or after turn two's end), never replaying the history before it.
+    let reviewed: String = sec.requests().iter().map(last_user_text).collect();
+    assert!(reviewed.contains("turn three"), "{reviewed}");
+    assert!(!reviewed.contains("turn one"), "{reviewed}");
+
+    write_roster(&repo, &["Security"]);
+    t.push(TranscriptMessage::user("turn four"));
+    h.turn_end(&t).await.unwrap();
+    until_advisors(&h, 1).await;
+    let calls = arch.request_count();
+    t.push(TranscriptMessage::user("turn five"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(
+        arch.request_count(),
+        calls,
+        "a removed advisor reviews no more"
+    );
+    assert!(last_user_text(sec.requests().last().unwrap()).contains("turn five"));
+    let status = h.status().await.unwrap();
+    assert_eq!(status.advisors[0].name, "Security");
+}
