@@ -1,11 +1,16 @@
 //! The transcript cursor (SPEC X1–X4, R1): turns a turn end into the delta the advisor is
 //! sent, and detects host-side rewrites. Pure logic; the TranscriptFeed actor wraps it.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::domain::transcript::{Transcript, TranscriptMark, TranscriptMessage};
+use serde_json::Value;
+
+use crate::domain::transcript::{AssistantBlock, Transcript, TranscriptMark, TranscriptMessage};
 use crate::redact::Redactor;
 use crate::render::{render_batch, render_delta, ExpandedMemory, TranscriptView};
+use crate::roster::PathFilter;
+use crate::watchdog::normalize_lexically;
 
 /// The heading that starts every queued delta (X3).
 pub const UPDATE_HEADING: &str = "### Session update\n\n";
@@ -119,8 +124,12 @@ pub enum FeedOutcome {
     /// A non-blank delta of the expanded view: the turn's messages, rendered with the rest
     /// of their batch.
     Turn(TurnDelta),
-    /// Nothing new worth reviewing (the cursor still moved to the end).
+    /// Nothing new worth reviewing (the cursor still moved to the end, unless skipped
+    /// updates are pending: they stay for the next reviewed update, RO17).
     Blank,
+    /// The update touched no path the cursor's `when: { paths }` matches (RO17): nothing is
+    /// queued and the cursor did not move, so the next reviewed update carries this one.
+    Skipped,
     /// The transcript is shorter than the cursor or its seen prefix changed (X1): the caller
     /// resets the advisor (R1). The cursor is left at 0.
     Rewrite,
@@ -149,7 +158,10 @@ pub struct FeedCursor {
     redactor: Option<Redactor>,
     /// A named advisor's `when: { paths }` (RO17): only updates touching a matching path
     /// are reviewed; `None` reviews every update.
-    when: Option<(crate::roster::PathFilter, std::path::PathBuf)>,
+    when: Option<WhenPaths>,
+    /// With `when`: the transcript length up to which skipped updates were read and found
+    /// to touch no matching path (RO17); above `seen` while skipped updates are pending.
+    scanned: usize,
 }
 
 impl Default for FeedCursor {
@@ -168,6 +180,7 @@ impl FeedCursor {
             replay_budget,
             redactor: build_redactor(),
             when: None,
+            scanned: 0,
         }
     }
 
@@ -186,19 +199,27 @@ impl FeedCursor {
             replay_budget,
             redactor,
             when: None,
+            scanned: 0,
         }
     }
 
     /// The cursor of a named advisor with `when: { paths }` (RO17): it reviews only the
-    /// updates whose tool calls touched a matching path (relative to `workspace_root`);
-    /// `None` reviews every update.
-    pub fn with_when(
-        mut self,
-        when: Option<crate::roster::PathFilter>,
-        workspace_root: &std::path::Path,
-    ) -> Self {
-        self.when = when.map(|filter| (filter, workspace_root.to_path_buf()));
+    /// updates whose read, edit or write calls touched a matching path (relative to
+    /// `workspace_root`); the others are [`FeedOutcome::Skipped`] and carried into the next
+    /// reviewed update, bounded like a replay after a reset (R1). `None` reviews every
+    /// update.
+    pub fn with_when(mut self, when: Option<PathFilter>, workspace_root: &Path) -> Self {
+        self.when = when.map(|filter| WhenPaths {
+            filter,
+            root: normalize_lexically(workspace_root),
+        });
+        self.scanned = 0;
         self
+    }
+
+    /// Whether skipped updates (RO17) wait to be carried into the next reviewed one.
+    pub fn skip_pending(&self) -> bool {
+        self.scanned > self.seen
     }
 
     /// Turns secret redaction (X5) on or off; the patterns are compiled once, when it is
@@ -233,12 +254,14 @@ impl FeedCursor {
     pub fn seed_at(&mut self, transcript: &Transcript, len: usize) {
         self.seen = len.min(transcript.len());
         self.last = self.seen.checked_sub(1).and_then(|i| transcript.get(i));
+        self.scanned = 0;
     }
 
     /// Rewinds to the start (R1): the next turn end sends the whole transcript.
     pub fn reset(&mut self) {
         self.seen = 0;
         self.last = None;
+        self.scanned = 0;
     }
 
     /// Takes a turn end: checks the seen prefix, renders the messages after the cursor
@@ -266,26 +289,66 @@ impl FeedCursor {
             if len < self.seen || !self.prefix_unchanged(messages) {
                 return None;
             }
-            let delta: Vec<Arc<TranscriptMessage>> = messages[self.seen..]
-                .iter()
-                .filter(|m| !m.is_advisor_message())
-                .cloned()
-                .collect();
-            Some((delta, messages.last().cloned()))
+            let reviewed = |from: usize| -> Vec<Arc<TranscriptMessage>> {
+                messages[from..]
+                    .iter()
+                    .filter(|m| !m.is_advisor_message())
+                    .cloned()
+                    .collect()
+            };
+            let last = messages.last().cloned();
+            // RO17: only what was not already found untouched is looked at again.
+            let new_from = self.scanned.clamp(self.seen, len);
+            if let Some(when) = &self.when {
+                if !when.touched(&messages[new_from..]) {
+                    return Some(Reading::Untouched {
+                        new: reviewed(new_from),
+                        last,
+                    });
+                }
+            }
+            Some(Reading::Reviewed {
+                delta: reviewed(self.seen),
+                last,
+            })
         });
         // No reading at all: the content was replaced since the mark was taken.
         let Some(read) = read else {
             return FeedOutcome::Superseded;
         };
         // A reading, but the seen prefix is not there any more (X1).
-        let Some((delta, last)) = read else {
+        let Some(read) = read else {
             self.reset();
             return FeedOutcome::Rewrite;
+        };
+        let pending = self.skip_pending();
+        let (delta, last) = match read {
+            Reading::Reviewed { delta, last } => (delta, last),
+            Reading::Untouched { new, last } => {
+                let blank = render_delta(self.view, &new).trim().is_empty();
+                if blank && !pending {
+                    self.seen = at.len();
+                    self.last = last;
+                    return FeedOutcome::Blank;
+                }
+                self.scanned = at.len();
+                return if blank {
+                    FeedOutcome::Blank
+                } else {
+                    FeedOutcome::Skipped
+                };
+            }
         };
         let from_start = self.seen == 0;
         self.seen = at.len();
         self.last = last;
-        let budget = if from_start { self.replay_budget } else { None };
+        self.scanned = 0;
+        // The skipped updates' delta is carried, cut like a replay after a reset (RO17, R1).
+        let budget = if from_start || pending {
+            self.replay_budget
+        } else {
+            None
+        };
         if self.view == TranscriptView::Expanded {
             return self.turn_delta(delta, budget, will_continue);
         }
@@ -342,6 +405,82 @@ impl FeedCursor {
             _ => true,
         }
     }
+}
+
+/// What the cursor read at a turn end.
+enum Reading {
+    /// The delta to review: the messages after the cursor, the advisor's own left out.
+    Reviewed {
+        delta: Vec<Arc<TranscriptMessage>>,
+        last: Option<Arc<TranscriptMessage>>,
+    },
+    /// RO17: the messages not yet looked at touched no matching path; those messages, the
+    /// advisor's own left out.
+    Untouched {
+        new: Vec<Arc<TranscriptMessage>>,
+        last: Option<Arc<TranscriptMessage>>,
+    },
+}
+
+/// Tools whose path arguments `when: { paths }` looks at (RO17), any case.
+const PATH_TOOLS: [&str; 3] = ["read", "edit", "write"];
+
+/// Argument names carrying a path: the renderer's path keys, and `paths` (a list).
+const PATH_ARGS: [&str; 4] = ["path", "file_path", "filePath", "paths"];
+
+/// A named advisor's `when: { paths }` (RO17) and the root its globs are relative to.
+#[derive(Debug, Clone)]
+struct WhenPaths {
+    filter: PathFilter,
+    /// The workspace root, lexically normalised.
+    root: PathBuf,
+}
+
+impl WhenPaths {
+    /// Whether a read, edit or write call in `messages` names a path the globs match.
+    fn touched(&self, messages: &[Arc<TranscriptMessage>]) -> bool {
+        messages.iter().any(|message| match message.as_ref() {
+            TranscriptMessage::Assistant(assistant) => {
+                assistant.content.iter().any(|block| match block {
+                    AssistantBlock::ToolCall {
+                        name, arguments, ..
+                    } if PATH_TOOLS.iter().any(|t| t.eq_ignore_ascii_case(name)) => {
+                        path_arguments(arguments).any(|path| self.matches(path))
+                    }
+                    _ => false,
+                })
+            }
+            _ => false,
+        })
+    }
+
+    /// Whether `path`, made relative to the root when absolute and under it, matches.
+    fn matches(&self, path: &str) -> bool {
+        let normal = normalize_lexically(Path::new(path));
+        let relative = match normal.strip_prefix(&self.root) {
+            Ok(inside) if normal.is_absolute() => inside,
+            _ => normal.as_path(),
+        };
+        let text: Vec<&str> = relative
+            .components()
+            .filter_map(|c| c.as_os_str().to_str())
+            .collect();
+        !text.is_empty() && self.filter.matches(&text.join("/"))
+    }
+}
+
+/// The non-empty strings of a call's path arguments (a string or a list of strings each).
+fn path_arguments(arguments: &Value) -> impl Iterator<Item = &str> {
+    let args = arguments.as_object();
+    PATH_ARGS
+        .iter()
+        .filter_map(move |key| args?.get(*key))
+        .flat_map(|value| match value {
+            Value::Array(items) => items.as_slice(),
+            single => std::slice::from_ref(single),
+        })
+        .filter_map(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 /// True when `now` is `before`, a tool result already sent, whose content the host pruned
@@ -615,5 +754,285 @@ mod tests {
         // Unannounced, the replacement is still caught by the next turn's prefix check.
         t.push(TranscriptMessage::user("three"));
         assert_eq!(c.observe(&t), FeedOutcome::Rewrite);
+    }
+}
+
+#[cfg(test)]
+mod ro17_tests {
+    use super::*;
+    use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
+    use serde_json::json;
+
+    const ROOT: &str = "/ws";
+
+    /// An assistant message making one `tool` call with `arguments`.
+    fn call(tool: &str, arguments: Value) -> TranscriptMessage {
+        serde_json::from_value(json!({
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": "c1", "name": tool, "arguments": arguments}],
+            "stopReason": "toolUse"
+        }))
+        .expect("an assistant message")
+    }
+
+    fn read(path: &str) -> TranscriptMessage {
+        call("read", json!({ "path": path }))
+    }
+
+    fn cursor_for(globs: &[&str], view: TranscriptView, budget: Option<usize>) -> FeedCursor {
+        let filter =
+            PathFilter::new(globs.iter().map(|g| g.to_string()).collect()).expect("valid globs");
+        FeedCursor::new(view, budget).with_when(Some(filter), Path::new(ROOT))
+    }
+
+    fn cursor(globs: &[&str]) -> FeedCursor {
+        cursor_for(globs, TranscriptView::Compact, None)
+    }
+
+    /// Whether the update a cursor with `globs` gets for `message` alone is reviewed.
+    fn reviews(globs: &[&str], message: TranscriptMessage) -> bool {
+        let t = Transcript::from_messages([message]);
+        match cursor(globs).observe(&t) {
+            FeedOutcome::Delta(_) => true,
+            FeedOutcome::Skipped => false,
+            other => panic!("expected a delta or a skip, got {other:?}"),
+        }
+    }
+
+    fn delta(outcome: FeedOutcome) -> String {
+        match outcome {
+            FeedOutcome::Delta(d) => d,
+            other => panic!("expected a delta, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ro17_an_update_touching_a_matching_path_is_reviewed_the_others_skipped() {
+        let t = Transcript::from_messages([TranscriptMessage::user("fix it"), read("src/a.rs")]);
+        let mut c = cursor(&["db/**"]);
+        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        assert_eq!(c.position(), 0, "a skip does not move the cursor");
+        assert!(c.skip_pending());
+        t.push(call(
+            "edit",
+            json!({"path": "db/001_init.sql", "old": "a", "new": "b"}),
+        ));
+        let d = delta(c.observe(&t));
+        assert!(d.contains("db/001_init.sql"), "{d}");
+        assert_eq!(c.position(), 3);
+        assert!(!c.skip_pending());
+    }
+
+    #[test]
+    fn ro17_the_skipped_updates_delta_is_carried_into_the_next_reviewed_one() {
+        let t = Transcript::from_messages([TranscriptMessage::user("start")]);
+        let mut c = cursor(&["db/**"]);
+        c.seed(&t);
+        t.push(TranscriptMessage::user("first skipped turn"));
+        t.push(read("src/a.rs"));
+        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        t.push(TranscriptMessage::user("second skipped turn"));
+        t.push(call("write", json!({"path": "src/b.rs", "content": "x"})));
+        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        t.push(TranscriptMessage::user("the turn that matches"));
+        t.push(read("db/schema.sql"));
+        let d = delta(c.observe(&t));
+        assert_eq!(d.matches(UPDATE_HEADING).count(), 1, "one update: {d}");
+        for part in [
+            "first skipped turn",
+            "src/a.rs",
+            "second skipped turn",
+            "src/b.rs",
+            "the turn that matches",
+            "db/schema.sql",
+        ] {
+            assert!(d.contains(part), "{part} missing from {d}");
+        }
+        assert!(!d.contains("start"), "the seeded part stays out (X4): {d}");
+        // Reviewed: the next update starts after it.
+        t.push(TranscriptMessage::user("later"));
+        t.push(read("db/other.sql"));
+        let next = delta(c.observe(&t));
+        assert!(!next.contains("first skipped turn"), "{next}");
+    }
+
+    #[test]
+    fn ro17_star_stays_in_one_component_double_star_crosses_them() {
+        assert!(reviews(&["db/*.sql"], read("db/a.sql")));
+        assert!(!reviews(&["db/*.sql"], read("db/migrations/a.sql")));
+        assert!(reviews(&["db/**/*.sql"], read("db/migrations/a.sql")));
+        assert!(reviews(&["db/**/*.sql"], read("db/a.sql")));
+        assert!(!reviews(&["db/?.sql"], read("db/ab.sql")));
+        assert!(reviews(&["**/*.sql"], read("deep/er/x.sql")));
+    }
+
+    #[test]
+    fn ro17_an_absolute_path_under_the_root_is_made_relative() {
+        assert!(reviews(&["db/*.sql"], read("/ws/db/a.sql")));
+        assert!(reviews(&["db/*.sql"], read("/ws/./src/../db/a.sql")));
+        assert!(reviews(&["db/*.sql"], read("./db/a.sql")));
+        assert!(!reviews(&["db/*.sql"], read("/elsewhere/db/a.sql")));
+        assert!(!reviews(&["db/*.sql"], read("/wsx/db/a.sql")));
+    }
+
+    #[test]
+    fn ro17_read_edit_write_path_arguments_count_bash_and_others_do_not() {
+        let globs = &["db/**"];
+        assert!(reviews(
+            globs,
+            call("Edit", json!({"file_path": "db/a.sql"}))
+        ));
+        assert!(reviews(
+            globs,
+            call("write", json!({"filePath": "db/a.sql"}))
+        ));
+        assert!(reviews(
+            globs,
+            call("read", json!({"paths": ["src/x", "db/a.sql"]}))
+        ));
+        assert!(!reviews(
+            globs,
+            call("bash", json!({"command": "cat db/a.sql"}))
+        ));
+        assert!(!reviews(
+            globs,
+            call("search", json!({"pattern": "x", "path": "db"}))
+        ));
+        assert!(!reviews(globs, call("read", json!({"offset": "db/a.sql"}))));
+        assert!(!reviews(
+            globs,
+            TranscriptMessage::user("please look at db/a.sql")
+        ));
+    }
+
+    #[test]
+    fn ro17_the_carried_delta_is_bounded_like_a_replay_after_a_reset() {
+        let t = Transcript::from_messages([TranscriptMessage::user("start")]);
+        let mut c = cursor_for(&["db/**"], TranscriptView::Compact, Some(2_000));
+        // Seeded, so the cut is the carry's, not the first replay's.
+        c.seed(&t);
+        for i in 0..60 {
+            t.push(TranscriptMessage::user(format!(
+                "skipped turn {i} {}",
+                "x".repeat(50)
+            )));
+            t.push(read("src/lib.rs"));
+            assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        }
+        t.push(read("db/a.sql"));
+        let d = delta(c.observe(&t));
+        assert!(d.len() <= 2_000 + UPDATE_HEADING.len(), "{}", d.len());
+        assert!(d.contains("earlier messages of the session omitted"), "{d}");
+        assert!(d.contains("db/a.sql"));
+        assert!(d.contains("skipped turn 59"));
+        assert!(!d.contains("skipped turn 0 "));
+        // The next reviewed update is not cut.
+        t.push(TranscriptMessage::user("y".repeat(3_000)));
+        t.push(read("db/b.sql"));
+        assert!(delta(c.observe(&t)).len() > 3_000);
+    }
+
+    #[test]
+    fn ro17_expanded_view_carries_the_skipped_messages_bounded() {
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+        let mut c = cursor_for(&["db/**"], TranscriptView::Expanded, Some(1_500));
+        c.seed(&t);
+        for i in 0..40 {
+            t.push(TranscriptMessage::user(format!(
+                "turn {i} {}",
+                "z".repeat(60)
+            )));
+            assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        }
+        t.push(read("db/a.sql"));
+        match c.observe(&t) {
+            FeedOutcome::Turn(turn) => {
+                assert!(turn.omitted > 0, "bounded");
+                assert_eq!(turn.omitted + turn.messages.len(), 41);
+            }
+            other => panic!("expected a turn, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ro17_x1_a_rewrite_with_a_pending_skip_starts_over() {
+        let t = Transcript::from_messages([TranscriptMessage::user("a"), read("db/a.sql")]);
+        let mut c = cursor(&["db/**"]);
+        assert!(matches!(c.observe(&t), FeedOutcome::Delta(_)));
+        t.push(TranscriptMessage::user("skipped part"));
+        t.push(read("src/x.rs"));
+        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        assert!(c.skip_pending());
+        t.replace([
+            TranscriptMessage::user("compacted summary"),
+            TranscriptMessage::user("more"),
+            TranscriptMessage::user("and more"),
+            TranscriptMessage::user("and more again"),
+            TranscriptMessage::user("still more"),
+        ]);
+        assert_eq!(c.observe(&t), FeedOutcome::Rewrite);
+        assert_eq!(c.position(), 0);
+        assert!(!c.skip_pending(), "the pending skip went with the rewrite");
+        // From the start again: untouched, so skipped; then a match sends it all.
+        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        t.push(read("db/b.sql"));
+        let d = delta(c.observe(&t));
+        assert!(
+            d.contains("compacted summary") && d.contains("db/b.sql"),
+            "{d}"
+        );
+        assert!(!d.contains("skipped part"), "{d}");
+    }
+
+    #[test]
+    fn ro17_x4_seeding_drops_a_pending_skip() {
+        let t = Transcript::from_messages([TranscriptMessage::user("old"), read("src/a.rs")]);
+        let mut c = cursor(&["db/**"]);
+        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        c.seed(&t);
+        assert!(!c.skip_pending());
+        t.push(read("db/a.sql"));
+        let d = delta(c.observe(&t));
+        assert!(!d.contains("old") && !d.contains("src/a.rs"), "{d}");
+    }
+
+    #[test]
+    fn ro17_x2_advisor_messages_stay_out_of_the_carried_delta() {
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+        let mut c = cursor(&["db/**"]);
+        c.seed(&t);
+        t.push(read("src/a.rs"));
+        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        let advice = Delivery::new(
+            Channel::Aside,
+            vec![Advisory::new("secret advice text", Some(Severity::Nit))],
+            None,
+        );
+        t.push(advice.to_message());
+        t.push(read("db/a.sql"));
+        let d = delta(c.observe(&t));
+        assert!(!d.contains("secret advice text"), "{d}");
+        assert!(d.contains("src/a.rs") && d.contains("db/a.sql"), "{d}");
+    }
+
+    #[test]
+    fn ro17_x3_a_blank_update_is_blank_and_keeps_a_pending_skip() {
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+        let mut c = cursor(&["db/**"]);
+        c.seed(&t);
+        // Nothing pending: a blank update moves the cursor as without a filter.
+        t.push(TranscriptMessage::user("   "));
+        assert_eq!(c.observe(&t), FeedOutcome::Blank);
+        assert_eq!(c.position(), 2);
+        // Pending: a blank update is no skip, and the skipped part stays pending.
+        t.push(read("src/a.rs"));
+        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
+        t.push(TranscriptMessage::user(" "));
+        assert_eq!(c.observe(&t), FeedOutcome::Blank);
+        assert_eq!(c.position(), 2);
+        assert!(c.skip_pending());
+        t.push(read("db/a.sql"));
+        let d = delta(c.observe(&t));
+        assert!(d.contains("src/a.rs") && d.contains("db/a.sql"), "{d}");
     }
 }

@@ -74,7 +74,8 @@ impl SessionPrompts {
                     match self.cursor.observe(&transcript) {
                         FeedOutcome::Delta(prompt) => return Some((turn, Update::Text(prompt))),
                         FeedOutcome::Turn(delta) => return Some((turn, Update::Turn(delta))),
-                        FeedOutcome::Blank => {}
+                        // The mirror's cursor has no `when` filter (RO17): never skipped.
+                        FeedOutcome::Blank | FeedOutcome::Skipped => {}
                         // A rewrite the host did not announce: the cursor is back at 0 and
                         // the next turn sends everything, as in the runtime.
                         FeedOutcome::Rewrite => self.memory.clear(),

@@ -1,5 +1,6 @@
-//! ToolExecutor: runs the advisor's tool calls under its isolated tool session (T1), the
-//! workspace tools on the blocking pool, `advise` through the DeliveryRouter (T6, G3).
+//! ToolExecutor: runs the advisor's tool calls under its isolated tool session (T1), by the
+//! kind of the registry's tool: the workspace tools on the blocking pool, `advise` through
+//! the DeliveryRouter (T6, G3).
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use crate::domain::advice::AdvisorLabel;
 use crate::messages::delivery::RaiseAdvice;
 use crate::messages::tools::{ClearToolSession, ExecuteTool, ToolOutput};
 use crate::redact::Redactor;
-use crate::tools::{advise, ToolError, ToolRegistry, ToolSession};
+use crate::tools::{advise, ToolError, ToolKind, ToolRegistry, ToolSession, WorkspaceTool};
 
 /// The executor actor.
 pub struct ToolExecutor {
@@ -78,64 +79,81 @@ impl Handler<ExecuteTool> for ToolExecutor {
 
     fn handle(&mut self, msg: ExecuteTool, _ctx: &mut Context<Self>) -> Self::Result {
         let span = tracing::info_span!("tool_call", tool = %msg.name, session = %self.session.id());
-        if msg.name == advise::NAME {
-            let router = self.router.clone();
-            let max_notes = self.max_notes;
-            let advisor = self.advisor.clone();
-            return Box::pin(
-                async move {
-                    let advisory = match advise::parse(&msg.arguments) {
-                        Ok(a) => a,
-                        Err(e) => return error_output(e),
-                    };
-                    let advisory = match &advisor {
-                        Some(label) => advisory.with_advisor(label.name.as_ref()),
-                        None => advisory,
-                    };
-                    let raise = RaiseAdvice {
-                        epoch: msg.epoch,
-                        review: msg.review,
-                        advisory,
-                        advisor,
-                    };
-                    match raise_advice(&router, raise).await {
-                        Ok(outcome) => ToolOutput {
-                            text: outcome.tool_text(max_notes),
-                            is_error: outcome.is_error(),
-                        },
-                        Err(restarting) => error_output(ToolError::Failed(restarting.into())),
-                    }
-                }
+        match self.registry.tool(&msg.name) {
+            Some(ToolKind::Workspace(tool)) => Box::pin(
+                run_blocking(tool, msg, Arc::clone(&self.session), self.redactor.clone())
+                    .instrument(span),
+            ),
+            Some(ToolKind::Advise) => Box::pin(
+                raise(
+                    msg,
+                    self.router.clone(),
+                    self.advisor.clone(),
+                    self.max_notes,
+                )
                 .instrument(span),
-            );
-        }
-        let Some(tool) = self.registry.get(&msg.name) else {
-            let out = error_output(ToolError::UnknownTool(msg.name));
-            return Box::pin(async move { out });
-        };
-        let session = Arc::clone(&self.session);
-        let redactor = self.redactor.clone();
-        Box::pin(
-            async move {
-                let joined = tokio::task::spawn_blocking(move || {
-                    tool.run(&msg.arguments, &session)
-                        .map(|text| match &redactor {
-                            Some(r) => r.redact(&text).into_owned(),
-                            None => text,
-                        })
-                })
-                .await;
-                match joined {
-                    Ok(Ok(text)) => ToolOutput {
-                        text,
-                        is_error: false,
-                    },
-                    Ok(Err(e)) => error_output(e),
-                    Err(e) => error_output(ToolError::Failed(format!("the tool crashed: {e}"))),
-                }
+            ),
+            None => {
+                let out = error_output(ToolError::UnknownTool(msg.name));
+                Box::pin(async move { out })
             }
-            .instrument(span),
-        )
+        }
+    }
+}
+
+/// Runs a workspace tool on the blocking pool, its result redacted (X5).
+async fn run_blocking(
+    tool: Arc<dyn WorkspaceTool>,
+    msg: ExecuteTool,
+    session: Arc<ToolSession>,
+    redactor: Option<Redactor>,
+) -> ToolOutput {
+    let joined = tokio::task::spawn_blocking(move || {
+        tool.run(&msg.arguments, &session)
+            .map(|text| match &redactor {
+                Some(r) => r.redact(&text).into_owned(),
+                None => text,
+            })
+    })
+    .await;
+    match joined {
+        Ok(Ok(text)) => ToolOutput {
+            text,
+            is_error: false,
+        },
+        Ok(Err(e)) => error_output(e),
+        Err(e) => error_output(ToolError::Failed(format!("the tool crashed: {e}"))),
+    }
+}
+
+/// Raises an `advise` call at the router (T6, G3), labelled with the named advisor (RO13,
+/// RO18), and answers what became of the note within `max_notes` (D8).
+async fn raise(
+    msg: ExecuteTool,
+    router: Recipient<RaiseAdvice>,
+    advisor: Option<AdvisorLabel>,
+    max_notes: usize,
+) -> ToolOutput {
+    let advisory = match advise::parse(&msg.arguments) {
+        Ok(a) => a,
+        Err(e) => return error_output(e),
+    };
+    let advisory = match &advisor {
+        Some(label) => advisory.with_advisor(label.name.as_ref()),
+        None => advisory,
+    };
+    let raise = RaiseAdvice {
+        epoch: msg.epoch,
+        review: msg.review,
+        advisory,
+        advisor,
+    };
+    match raise_advice(&router, raise).await {
+        Ok(outcome) => ToolOutput {
+            text: outcome.tool_text(max_notes),
+            is_error: outcome.is_error(),
+        },
+        Err(restarting) => error_output(ToolError::Failed(restarting.into())),
     }
 }
 
@@ -160,5 +178,94 @@ impl Handler<HaltForTest> for ToolExecutor {
     fn handle(&mut self, _msg: HaltForTest, ctx: &mut Context<Self>) {
         use actix::ActorContext;
         ctx.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use actix::{Actor, Context, Handler};
+    use serde_json::json;
+
+    use super::*;
+    use crate::delivery::RaiseOutcome;
+
+    /// Stands in for the DeliveryRouter: keeps each raise and records the note.
+    #[derive(Default)]
+    struct Router {
+        raised: Vec<RaiseAdvice>,
+    }
+
+    impl Actor for Router {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<RaiseAdvice> for Router {
+        type Result = actix::MessageResult<RaiseAdvice>;
+
+        fn handle(&mut self, msg: RaiseAdvice, _ctx: &mut Context<Self>) -> Self::Result {
+            self.raised.push(msg);
+            actix::MessageResult(RaiseOutcome::Recorded)
+        }
+    }
+
+    #[derive(actix::Message)]
+    #[rtype(result = "Vec<RaiseAdvice>")]
+    struct GetRaised;
+
+    impl Handler<GetRaised> for Router {
+        type Result = actix::MessageResult<GetRaised>;
+
+        fn handle(&mut self, _msg: GetRaised, _ctx: &mut Context<Self>) -> Self::Result {
+            actix::MessageResult(self.raised.clone())
+        }
+    }
+
+    fn call(name: &str, arguments: serde_json::Value) -> ExecuteTool {
+        ExecuteTool {
+            epoch: 3,
+            review: 7,
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    #[actix::test]
+    async fn ro9_t6_the_executor_runs_the_granted_tools_and_always_advise() {
+        let root = std::env::temp_dir();
+        let router = Router::default().start();
+        let session = Arc::new(ToolSession::for_primary("p", root));
+        let registry = ToolRegistry::workspace().only(&["find"]);
+        let executor = ToolExecutor::new(registry, session, router.clone().recipient(), 4)
+            .with_advisor(Some(AdvisorLabel::new("db", "DB Migrations")))
+            .start();
+
+        let read = executor
+            .send(call("read", json!({"path": "Cargo.toml"})))
+            .await
+            .expect("the executor answers");
+        assert!(read.is_error);
+        assert!(
+            read.text.starts_with("unknown tool `read`"),
+            "{}",
+            read.text
+        );
+
+        let advise = executor
+            .send(call("advise", json!({"note": "add a down migration"})))
+            .await
+            .expect("the executor answers");
+        assert_eq!(
+            advise,
+            ToolOutput {
+                text: "Recorded.".into(),
+                is_error: false
+            }
+        );
+        let raised = router.send(GetRaised).await.expect("the router answers");
+        assert_eq!(raised.len(), 1);
+        assert_eq!((raised[0].epoch, raised[0].review), (3, 7));
+        assert_eq!(raised[0].advisory.note, "add a down migration");
+        assert_eq!(raised[0].advisory.advisor.as_deref(), Some("DB Migrations"));
+        assert_eq!(raised[0].advisor.as_ref().map(|l| &*l.slug), Some("db"));
     }
 }

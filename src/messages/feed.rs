@@ -30,7 +30,16 @@ pub enum TurnObserved {
     /// The host replaced the transcript before the feed read this turn: nothing was
     /// queued and the cursor did not move (the host's rewrite follows).
     Superseded,
+    /// The update touched no path the advisor's `when: { paths }` matches (RO17): nothing
+    /// was queued and the cursor did not move; the next reviewed update carries it.
+    Skipped,
 }
+
+/// How many updates the feed skipped for its `when: { paths }` (RO17) since it started;
+/// 0 without a filter.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "u64")]
+pub struct GetSkippedUpdates;
 
 /// Moves the cursor to the transcript's end without a delta (X4).
 #[derive(Debug, Clone, ActixMessage)]

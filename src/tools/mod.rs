@@ -109,10 +109,38 @@ pub trait WorkspaceTool: Send + Sync {
     fn run(&self, args: &Value, session: &ToolSession) -> Result<String, ToolError>;
 }
 
-/// The set of workspace tools, by name.
-#[derive(Clone, Default)]
+/// What a registered tool is, which decides how the ToolExecutor runs it.
+#[derive(Clone)]
+pub enum ToolKind {
+    /// A read-only workspace tool (T1–T5): synchronous, run on the blocking pool.
+    Workspace(Arc<dyn WorkspaceTool>),
+    /// `advise` (T6): asynchronous; the executor parses the call (`tools::advise::parse`) and
+    /// raises the advisory at the delivery router with the advisor's label and note budget,
+    /// which it holds.
+    Advise,
+}
+
+impl ToolKind {
+    /// The schema the model sees.
+    pub fn schema(&self) -> ToolSchema {
+        match self {
+            ToolKind::Workspace(tool) => tool.schema(),
+            ToolKind::Advise => advise::schema(),
+        }
+    }
+}
+
+/// The advisor's tools by name: the workspace tools it was granted and `advise`, which is
+/// always there (RO9).
+#[derive(Clone)]
 pub struct ToolRegistry {
-    tools: BTreeMap<&'static str, Arc<dyn WorkspaceTool>>,
+    tools: BTreeMap<&'static str, ToolKind>,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::empty()
+    }
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -122,12 +150,14 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// An empty registry.
+    /// A registry without workspace tools: `advise` alone.
     pub fn empty() -> Self {
-        Self::default()
+        Self {
+            tools: BTreeMap::from([(advise::NAME, ToolKind::Advise)]),
+        }
     }
 
-    /// The advisor's workspace tools: `read`, `search`, `find` (T1).
+    /// The advisor's workspace tools: `read`, `search`, `find` (T1), and `advise`.
     pub fn workspace() -> Self {
         let mut registry = Self::empty();
         registry.register(Arc::new(read::ReadTool));
@@ -136,37 +166,92 @@ impl ToolRegistry {
         registry
     }
 
-    /// The tools of this registry whose names are in `names` (a roster entry's grant, RO9);
-    /// an empty list leaves none (`advise` is always offered).
+    /// The registry with only the workspace tools named in `names` (unknown names are
+    /// ignored); `advise` is always kept (RO9).
     pub fn only(&self, names: &[&str]) -> Self {
         let tools = self
             .tools
             .iter()
-            .filter(|(name, _)| names.contains(name))
-            .map(|(name, tool)| (*name, Arc::clone(tool)))
+            .filter(|(name, kind)| matches!(kind, ToolKind::Advise) || names.contains(name))
+            .map(|(name, kind)| (*name, kind.clone()))
             .collect();
         Self { tools }
     }
 
-    /// Adds a tool.
+    /// Adds a workspace tool; one named `advise` is not added (the name is taken).
     pub fn register(&mut self, tool: Arc<dyn WorkspaceTool>) {
-        self.tools.insert(tool.name(), tool);
+        let name = tool.name();
+        if name != advise::NAME {
+            self.tools.insert(name, ToolKind::Workspace(tool));
+        }
     }
 
-    /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<Arc<dyn WorkspaceTool>> {
+    /// The tool called `name`, of either kind: what the executor dispatches on.
+    pub fn tool(&self, name: &str) -> Option<ToolKind> {
         self.tools.get(name).cloned()
     }
 
-    /// Names of the registered tools.
+    /// The workspace tool called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn WorkspaceTool>> {
+        match self.tools.get(name)? {
+            ToolKind::Workspace(tool) => Some(Arc::clone(tool)),
+            ToolKind::Advise => None,
+        }
+    }
+
+    /// Names of the workspace tools.
     pub fn names(&self) -> Vec<&'static str> {
-        self.tools.keys().copied().collect()
+        self.workspace_tools().map(|(name, _)| name).collect()
     }
 
     /// Schemas of the workspace tools followed by `advise`: what the model is offered.
     pub fn schemas_with_advise(&self) -> Vec<ToolSchema> {
-        let mut out: Vec<ToolSchema> = self.tools.values().map(|t| t.schema()).collect();
-        out.push(advise::schema());
-        out
+        let advise = self
+            .tools
+            .values()
+            .filter(|kind| matches!(kind, ToolKind::Advise));
+        self.workspace_tools()
+            .map(|(_, kind)| kind)
+            .chain(advise)
+            .map(ToolKind::schema)
+            .collect()
+    }
+
+    /// The workspace tools, by name.
+    fn workspace_tools(&self) -> impl Iterator<Item = (&'static str, &ToolKind)> {
+        self.tools
+            .iter()
+            .filter(|(_, kind)| matches!(kind, ToolKind::Workspace(_)))
+            .map(|(name, kind)| (*name, kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema_names(registry: &ToolRegistry) -> Vec<String> {
+        registry
+            .schemas_with_advise()
+            .into_iter()
+            .map(|s| s.name)
+            .collect()
+    }
+
+    #[test]
+    fn ro9_a_subset_of_the_tools_keeps_advise() {
+        let all = ToolRegistry::workspace();
+        let some = all.only(&["read", "find", "bash"]);
+        assert_eq!(some.names(), ["find", "read"]);
+        assert_eq!(schema_names(&some), ["find", "read", "advise"]);
+        assert!(some.get("search").is_none() && some.tool("search").is_none());
+        let none = all.only(&[]);
+        assert!(none.names().is_empty());
+        assert_eq!(schema_names(&none), ["advise"]);
+        assert!(matches!(none.tool(advise::NAME), Some(ToolKind::Advise)));
+        assert!(
+            none.get(advise::NAME).is_none(),
+            "advise is no workspace tool"
+        );
     }
 }
