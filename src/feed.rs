@@ -629,6 +629,33 @@ mod tests {
     }
 
     #[test]
+    fn x2_ro13_named_advisors_messages_are_filtered_from_every_delta() {
+        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
+        let mut c = cursor();
+        c.observe(&t);
+        let advice = Delivery::new(
+            Channel::Steer,
+            vec![
+                Advisory::new("architecture advice", Some(Severity::Concern))
+                    .with_advisor("Architecture"),
+                Advisory::new("merged advice", None).with_advisor("Architecture, Security"),
+            ],
+            None,
+        );
+        t.push(advice.to_message());
+        t.push(TranscriptMessage::user("next"));
+        match c.observe(&t) {
+            FeedOutcome::Delta(d) => {
+                assert!(!d.contains("architecture advice"), "{d}");
+                assert!(!d.contains("merged advice"), "{d}");
+                assert!(!d.contains("advisor=\""), "{d}");
+                assert!(d.contains("next"), "{d}");
+            }
+            other => panic!("expected a delta, got {other:?}"),
+        }
+    }
+
+    #[test]
     fn x1_shrinking_transcript_is_a_rewrite() {
         let t =
             Transcript::from_messages([TranscriptMessage::user("a"), TranscriptMessage::user("b")]);

@@ -54,9 +54,7 @@ impl Actor for DeliveryRouter {
 
 impl Supervised for DeliveryRouter {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
-        self.state = RouterState::new(self.state.policy(), self.state.max_notes_per_update())
-            .with_immune_turns(self.state.immune_turns())
-            .with_max_note_chars(self.state.max_note_chars());
+        self.state = self.state.restarted();
     }
 }
 
@@ -64,7 +62,9 @@ impl Handler<RaiseAdvice> for DeliveryRouter {
     type Result = actix::MessageResult<RaiseAdvice>;
 
     fn handle(&mut self, msg: RaiseAdvice, _ctx: &mut Context<Self>) -> Self::Result {
-        let (outcome, events) = self.state.raise(msg.epoch, msg.review, msg.advisory);
+        let (outcome, events) =
+            self.state
+                .raise_as(msg.advisor.as_ref(), msg.epoch, msg.review, msg.advisory);
         self.emit(events);
         actix::MessageResult(outcome)
     }
@@ -145,6 +145,7 @@ impl Handler<GetDeliveryStatus> for DeliveryRouter {
                 .iter()
                 .map(|h| h.advisory.clone())
                 .collect(),
+            per_advisor: self.state.per_advisor().clone(),
         })
     }
 }
@@ -177,11 +178,13 @@ impl Handler<GetHeldPreamble> for DeliveryRouter {
     type Result = String;
 
     fn handle(&mut self, msg: GetHeldPreamble, _ctx: &mut Context<Self>) -> String {
-        let released = self
-            .state
-            .review_batch(msg.epoch, msg.review, msg.updates, msg.wip);
+        let advisor = msg.advisor.as_ref();
+        let released =
+            self.state
+                .advisor_review_batch(advisor, msg.epoch, msg.review, msg.updates, msg.wip);
         self.emit(released);
-        self.state.held_preamble(msg.epoch, msg.review)
+        self.state
+            .advisor_held_preamble(advisor, msg.epoch, msg.review)
     }
 }
 
@@ -189,7 +192,8 @@ impl Handler<ReviewSucceeded> for DeliveryRouter {
     type Result = ();
 
     fn handle(&mut self, msg: ReviewSucceeded, _ctx: &mut Context<Self>) {
-        self.state.review_succeeded(msg.epoch, msg.review);
+        self.state
+            .advisor_review_succeeded(msg.advisor.as_ref(), msg.epoch, msg.review);
     }
 }
 
@@ -200,10 +204,12 @@ impl Handler<DiscardAttempt> for DeliveryRouter {
         let span = tracing::info_span!(
             "discard_attempt",
             review = msg.review,
-            attempt = msg.attempt
+            attempt = msg.attempt,
+            advisor = msg.advisor.as_ref().map(|a| &*a.slug)
         );
         let _entered = span.enter();
-        self.state.discard_attempt(msg.epoch, msg.review)
+        self.state
+            .advisor_discard_attempt(msg.advisor.as_ref(), msg.epoch, msg.review)
     }
 }
 
@@ -230,15 +236,284 @@ pub async fn raise_advice(
 impl Handler<RegisterAdvisor> for DeliveryRouter {
     type Result = ();
 
-    fn handle(&mut self, _msg: RegisterAdvisor, _ctx: &mut Context<Self>) {
-        // The per-advisor guard, policy and cap (RO13, RO15, RO16) are the router's next step.
+    fn handle(&mut self, msg: RegisterAdvisor, _ctx: &mut Context<Self>) {
+        self.state
+            .register_advisor(&msg.label, msg.policy, msg.max_notes, msg.max_severity);
     }
 }
 
 impl Handler<RemoveAdvisor> for DeliveryRouter {
     type Result = ();
 
-    fn handle(&mut self, _msg: RemoveAdvisor, _ctx: &mut Context<Self>) {
-        // Dropping a removed advisor's held notes (RO21) is the router's next step.
+    fn handle(&mut self, msg: RemoveAdvisor, _ctx: &mut Context<Self>) {
+        self.state.remove_advisor(&msg.slug);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The roster through the router's mailbox (RO13, RO15, RO16, RO18, RO21, RO22, D10).
+
+    use super::*;
+    use crate::delivery::{DropReason, RaiseOutcome};
+    use crate::domain::advice::{AdvisorLabel, Advisory, Severity};
+    use actix::Addr;
+
+    /// Collects the host events it is sent.
+    #[derive(Default)]
+    struct HostRecorder {
+        events: Vec<HostEvent>,
+    }
+
+    impl Actor for HostRecorder {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<HostEvent> for HostRecorder {
+        type Result = ();
+
+        fn handle(&mut self, msg: HostEvent, _ctx: &mut Context<Self>) {
+            self.events.push(msg);
+        }
+    }
+
+    #[derive(actix::Message)]
+    #[rtype(result = "Vec<HostEvent>")]
+    struct TakeEvents;
+
+    impl Handler<TakeEvents> for HostRecorder {
+        type Result = actix::MessageResult<TakeEvents>;
+
+        fn handle(&mut self, _msg: TakeEvents, _ctx: &mut Context<Self>) -> Self::Result {
+            actix::MessageResult(std::mem::take(&mut self.events))
+        }
+    }
+
+    fn arch() -> AdvisorLabel {
+        AdvisorLabel::new("architecture", "Architecture")
+    }
+
+    fn sec() -> AdvisorLabel {
+        AdvisorLabel::new("security", "Security")
+    }
+
+    /// An `interrupt` router with 2 notes per update, no immune turns, and a running primary.
+    async fn running_router() -> (Addr<DeliveryRouter>, Addr<HostRecorder>) {
+        let host = HostRecorder::default().start();
+        let router =
+            DeliveryRouter::new(DeliveryPolicy::Interrupt, 2, 0, host.clone().recipient()).start();
+        router
+            .send(RunStateChanged { running: true })
+            .await
+            .unwrap();
+        (router, host)
+    }
+
+    /// `who` raises `note` in its review `review`, as its executor does.
+    async fn raise(
+        router: &Addr<DeliveryRouter>,
+        who: &AdvisorLabel,
+        review: u64,
+        note: &str,
+        severity: Option<Severity>,
+    ) -> RaiseOutcome {
+        router
+            .send(RaiseAdvice {
+                epoch: 0,
+                review,
+                advisory: Advisory::new(note, severity).with_advisor(&*who.name),
+                advisor: Some(who.clone()),
+            })
+            .await
+            .unwrap()
+    }
+
+    #[actix::test]
+    async fn ro13_held_preambles_and_reviews_through_the_mailbox_are_per_advisor() {
+        let host = HostRecorder::default().start();
+        let router = DeliveryRouter::new(DeliveryPolicy::Reconfirm, 2, 0, host.recipient()).start();
+        let (a, s) = (arch(), sec());
+        assert_eq!(
+            raise(&router, &a, 1, "arch worry", Some(Severity::Blocker)).await,
+            RaiseOutcome::Held
+        );
+        assert_eq!(
+            raise(&router, &s, 1, "sec worry", Some(Severity::Blocker)).await,
+            RaiseOutcome::Held
+        );
+        let preamble = |who: &AdvisorLabel| GetHeldPreamble {
+            epoch: 0,
+            review: 2,
+            updates: 1,
+            wip: false,
+            advisor: Some(who.clone()),
+        };
+        let text = router.send(preamble(&a)).await.unwrap();
+        assert!(
+            text.contains("arch worry") && !text.contains("sec worry"),
+            "{text}"
+        );
+        router
+            .send(ReviewSucceeded {
+                epoch: 0,
+                review: 2,
+                advisor: Some(a.clone()),
+            })
+            .await
+            .unwrap();
+        let status = router.send(GetDeliveryStatus).await.unwrap();
+        let held: Vec<&str> = status.held.iter().map(|h| h.note.as_str()).collect();
+        assert_eq!(held, ["sec worry"]);
+        assert_eq!(status.held[0].advisor.as_deref(), Some("Security"));
+        assert_eq!(
+            status.per_advisor["architecture"].dropped[&DropReason::Recanted],
+            1
+        );
+        assert_eq!(status.per_advisor["security"].held, 1);
+        assert_eq!(status.counts.raised(), 2);
+        let rolled_back = router
+            .send(DiscardAttempt {
+                epoch: 0,
+                review: 1,
+                attempt: 1,
+                advisor: Some(s.clone()),
+            })
+            .await
+            .unwrap();
+        assert_eq!(rolled_back, 1, "Security's review 1 held one note");
+    }
+
+    #[actix::test]
+    async fn ro15_ro16_registered_policy_and_cap_apply_to_that_advisor_only() {
+        let (router, host) = running_router().await;
+        let (a, s) = (arch(), sec());
+        router
+            .send(RegisterAdvisor {
+                label: a.clone(),
+                policy: None,
+                max_notes: 1,
+                max_severity: Severity::Concern,
+            })
+            .await
+            .unwrap();
+        router
+            .send(RegisterAdvisor {
+                label: s.clone(),
+                policy: Some(DeliveryPolicy::Reconfirm),
+                max_notes: 4,
+                max_severity: Severity::Blocker,
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            raise(&router, &a, 1, "tests never ran", Some(Severity::Blocker)).await,
+            RaiseOutcome::Recorded
+        );
+        // RO10: its budget is 1 per update.
+        assert_eq!(
+            raise(&router, &a, 1, "rename x", None).await,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        assert_eq!(
+            raise(&router, &s, 1, "data loss", Some(Severity::Blocker)).await,
+            RaiseOutcome::Held
+        );
+        assert_eq!(
+            host.send(TakeEvents).await.unwrap(),
+            vec![HostEvent::SteerReady]
+        );
+        let step = router.send(TakeStepAdvice).await.unwrap();
+        assert_eq!(step.steers.len(), 1);
+        assert!(
+            step.steers[0]
+                .content
+                .starts_with("<advisory advisor=\"Architecture\" severity=\"concern\" guidance="),
+            "{}",
+            step.steers[0].content
+        );
+        let status = router.send(GetDeliveryStatus).await.unwrap();
+        assert_eq!(status.per_advisor["architecture"].capped, 1);
+        assert_eq!(status.per_advisor["architecture"].steer, 1);
+        assert_eq!(status.per_advisor["security"].held, 1);
+        assert_eq!(status.counts.capped, 1);
+    }
+
+    #[actix::test]
+    async fn ro18_ro22_nits_of_two_advisors_go_out_as_one_aside_and_a_shared_note_once() {
+        let (router, host) = running_router().await;
+        let (a, s) = (arch(), sec());
+        raise(&router, &a, 1, "rename x", None).await;
+        raise(&router, &s, 1, "drop the clone", None).await;
+        assert_eq!(
+            raise(&router, &a, 1, "Check the null case", None).await,
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            raise(&router, &s, 1, "check the null case!", None).await,
+            RaiseOutcome::Dropped(DropReason::DuplicateOf)
+        );
+        assert!(
+            host.send(TakeEvents).await.unwrap().is_empty(),
+            "nits interrupt nothing"
+        );
+        let step = router.send(TakeStepAdvice).await.unwrap();
+        let aside = step.aside.expect("one aside message");
+        let names: Vec<&str> = aside
+            .notes
+            .iter()
+            .filter_map(|n| n.advisor.as_deref())
+            .collect();
+        assert_eq!(
+            names,
+            ["Architecture", "Security", "Architecture, Security"]
+        );
+        assert_eq!(
+            aside.content.matches("<advisory advisor=").count(),
+            3,
+            "{}",
+            aside.content
+        );
+        let status = router.send(GetDeliveryStatus).await.unwrap();
+        assert_eq!(status.counts.aside, 3);
+        assert_eq!(status.counts.dropped[&DropReason::DuplicateOf], 1);
+        assert_eq!(status.per_advisor["architecture"].aside, 2);
+        assert_eq!(status.per_advisor["security"].aside, 1);
+        assert_eq!(status.counts.raised(), 4);
+    }
+
+    #[actix::test]
+    async fn ro21_remove_advisor_drops_its_undelivered_notes_and_keeps_the_others() {
+        let (router, host) = running_router().await;
+        let (a, s) = (arch(), sec());
+        raise(&router, &a, 1, "arch nit", None).await;
+        raise(&router, &a, 1, "arch concern", Some(Severity::Concern)).await;
+        raise(&router, &s, 1, "sec concern", Some(Severity::Concern)).await;
+        router
+            .send(RemoveAdvisor {
+                slug: a.slug.clone(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            host.send(TakeEvents).await.unwrap().len(),
+            2,
+            "two SteerReady"
+        );
+        let step = router.send(TakeStepAdvice).await.unwrap();
+        assert!(step.aside.is_none());
+        let notes: Vec<&str> = step
+            .steers
+            .iter()
+            .map(|d| d.notes[0].note.as_str())
+            .collect();
+        assert_eq!(notes, ["sec concern"]);
+        let status = router.send(GetDeliveryStatus).await.unwrap();
+        assert_eq!(
+            status.per_advisor["architecture"].dropped[&DropReason::Removed],
+            2
+        );
+        assert_eq!(status.counts.dropped[&DropReason::Removed], 2);
+        assert_eq!(status.counts.pending, 0);
+        assert_eq!(status.counts.raised(), 3);
     }
 }

@@ -31,6 +31,12 @@ impl NoteBudget {
         self.per_update
     }
 
+    /// Changes the bound per update (RO10: the advisor's entry changed); the review in
+    /// progress keeps what it was allowed.
+    pub(super) fn set_per_update(&mut self, per_update: usize) {
+        self.per_update = per_update;
+    }
+
     /// Review `review` starts and covers `updates` session updates (at least one).
     pub(super) fn start(&mut self, review: ReviewId, updates: usize) {
         self.review = Some(review);

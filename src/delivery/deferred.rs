@@ -2,6 +2,7 @@
 //! WIP batch waits here for the next final boundary, where it is routed as the run state then
 //! calls for. Pure data; the router decides when to defer and release.
 
+use super::advisors::{Origin, Owner};
 use super::budget::ReviewId;
 use crate::domain::advice::{Advisory, Severity};
 
@@ -14,6 +15,8 @@ pub struct DeferredNote {
     pub key: String,
     /// The review that raised it.
     pub review: ReviewId,
+    /// The advisor that raised it and the update its review covered (RO13, RO22).
+    pub origin: Origin,
 }
 
 impl DeferredNote {
@@ -46,41 +49,54 @@ impl DeferredNotes {
         self.notes.push(note);
     }
 
-    /// The deferred note under `key`, if any.
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut DeferredNote> {
-        self.notes.iter_mut().find(|n| n.key == key)
+    /// `owner`'s deferred note under `key`, if any.
+    pub fn get_mut(&mut self, owner: &Owner, key: &str) -> Option<&mut DeferredNote> {
+        self.notes
+            .iter_mut()
+            .find(|n| n.origin.owner == *owner && n.key == key)
     }
 
-    /// Takes the deferred note under `key` out (a blocker of the same note supersedes it).
-    pub fn remove(&mut self, key: &str) -> Option<DeferredNote> {
-        let i = self.notes.iter().position(|n| n.key == key)?;
+    /// Takes the first deferred note `pick` chooses out (a blocker of the same note
+    /// supersedes it; RO22 merges into it).
+    pub fn remove(&mut self, pick: impl Fn(&DeferredNote) -> bool) -> Option<DeferredNote> {
+        let i = self.notes.iter().position(pick)?;
         Some(self.notes.remove(i))
     }
 
-    /// D8 over budget: takes out the lowest-ranked note of review `review` that ranks below
-    /// `severity` (the newest of them), so the higher-ranked note takes its place; never a
-    /// note of another review.
-    pub fn displace_lower(&mut self, review: ReviewId, severity: Severity) -> Option<DeferredNote> {
+    /// D8 over budget: takes out the lowest-ranked note of `owner`'s review `review` that
+    /// ranks below `severity` (the newest of them), so the higher-ranked note takes its
+    /// place; never a note of another review or another advisor (RO13).
+    pub fn displace_lower(
+        &mut self,
+        owner: &Owner,
+        review: ReviewId,
+        severity: Severity,
+    ) -> Option<DeferredNote> {
+        let of_review = |n: &DeferredNote| n.origin.owner == *owner && n.review == review;
         let lowest = self
             .notes
             .iter()
-            .filter(|n| n.review == review && n.severity() < severity)
+            .filter(|n| of_review(n) && n.severity() < severity)
             .map(DeferredNote::severity)
             .min()?;
         let i = self
             .notes
             .iter()
-            .rposition(|n| n.review == review && n.severity() == lowest)?;
+            .rposition(|n| of_review(n) && n.severity() == lowest)?;
         Some(self.notes.remove(i))
     }
 
-    /// Takes every note of review `review` out (its attempt was thrown away, G5).
-    pub fn take_review(&mut self, review: ReviewId) -> Vec<DeferredNote> {
-        let (taken, kept) = std::mem::take(&mut self.notes)
-            .into_iter()
-            .partition(|n| n.review == review);
+    /// Takes every note `pick` chooses out, oldest first (a review's attempt was thrown
+    /// away, G5; its advisor was removed, RO21).
+    pub fn take_where(&mut self, pick: impl Fn(&DeferredNote) -> bool) -> Vec<DeferredNote> {
+        let (taken, kept) = std::mem::take(&mut self.notes).into_iter().partition(pick);
         self.notes = kept;
         taken
+    }
+
+    /// The first deferred note `pick` chooses, to change in place (RO22's merge).
+    pub fn find_mut(&mut self, pick: impl Fn(&DeferredNote) -> bool) -> Option<&mut DeferredNote> {
+        self.notes.iter_mut().find(|n| pick(n))
     }
 
     /// Takes every note out, oldest first (release, reset).
@@ -98,6 +114,7 @@ mod tests {
             advisory: Advisory::new(text, sev),
             key: text.to_string(),
             review: (0, review),
+            origin: Origin::default(),
         }
     }
 
@@ -108,18 +125,25 @@ mod tests {
         d.push(note("c", Some(Severity::Concern), 2));
         d.push(note("n1", Some(Severity::Nit), 2));
         d.push(note("n2", None, 2));
-        let out = d.displace_lower((0, 2), Severity::Concern).unwrap();
+        let out = d.displace_lower(&None, (0, 2), Severity::Concern).unwrap();
+        assert!(
+            d.displace_lower(&Some("other".into()), (0, 2), Severity::Concern)
+                .is_none(),
+            "never another advisor's note"
+        );
         assert_eq!(out.key, "n2", "the newest of the lowest");
         assert_eq!(
-            d.displace_lower((0, 2), Severity::Concern).unwrap().key,
+            d.displace_lower(&None, (0, 2), Severity::Concern)
+                .unwrap()
+                .key,
             "n1"
         );
         assert!(
-            d.displace_lower((0, 2), Severity::Concern).is_none(),
+            d.displace_lower(&None, (0, 2), Severity::Concern).is_none(),
             "a concern does not displace a concern, nor another review's nit"
         );
         assert_eq!(d.len(), 2);
-        assert_eq!(d.take_review((0, 1)).len(), 1);
+        assert_eq!(d.take_where(|n| n.review == (0, 1)).len(), 1);
         assert_eq!(d.take_all().len(), 1);
     }
 }

@@ -30,6 +30,7 @@ impl GuardHistory {
     }
 
     /// Keys remembered now.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.order.len()
     }
@@ -132,16 +133,24 @@ fn content_notes(content: &Content) -> Vec<Advisory> {
         };
         let body = body_and_rest[..close].trim_matches('\n');
         let severity = attribute(tag, "severity").and_then(|s| s.parse::<Severity>().ok());
-        let note = body
-            .replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&amp;", "&");
+        let note = unescape_xml(body);
         if !note.trim().is_empty() {
-            out.push(Advisory::new(note, severity));
+            let mut advisory = Advisory::new(note, severity);
+            // RO18: a named advisor's advice names it; the seed gives it back to it.
+            advisory.advisor = attribute(tag, "advisor").map(unescape_xml);
+            out.push(advisory);
         }
         rest = &body_and_rest[close + "</advisory>".len()..];
     }
     out
+}
+
+/// Undoes D2's escaping of a note or an attribute value.
+fn unescape_xml(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
 }
 
 fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
@@ -234,5 +243,46 @@ mod tests {
         assert_eq!(h.rank("check the null case"), Some(2));
         assert_eq!(h.rank("a b"), Some(3));
         assert_eq!(h.rank("rename x"), Some(1));
+    }
+
+    #[test]
+    fn p3_ro18_named_advisories_keep_their_advisor_when_read_back_from_the_branch() {
+        let delivery = Delivery::new(
+            Channel::Aside,
+            vec![
+                Advisory::new("a \"quoted\" <tag>", Some(Severity::Nit))
+                    .with_advisor("R&D \"Core\""),
+                Advisory::new("check the null case", None).with_advisor("Architecture, Security"),
+                Advisory::new("unnamed", None),
+            ],
+            Some("raised about an earlier step"),
+        );
+        let mut text_only = delivery.to_message();
+        if let TranscriptMessage::Custom(c) = &mut text_only {
+            c.details = None;
+        }
+        for message in [delivery.to_message(), text_only] {
+            let found: Vec<(String, Option<Severity>, Option<String>)> =
+                branch_advisories(&[Arc::new(message)])
+                    .into_iter()
+                    .map(|a| (a.note, a.severity, a.advisor))
+                    .collect();
+            assert_eq!(
+                found,
+                [
+                    (
+                        "a \"quoted\" <tag>".to_string(),
+                        Some(Severity::Nit),
+                        Some("R&D \"Core\"".to_string())
+                    ),
+                    (
+                        "check the null case".to_string(),
+                        None,
+                        Some("Architecture, Security".to_string())
+                    ),
+                    ("unnamed".to_string(), None, None),
+                ]
+            );
+        }
     }
 }

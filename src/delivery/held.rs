@@ -4,6 +4,7 @@
 //! (G5). They live in the router, outside the advisor's context (G6). The counters are the
 //! router's; these are the notes themselves.
 
+use super::advisors::{Origin, Owner};
 use super::note::display_note;
 use super::texts::{fill, HELD_PREAMBLE};
 use crate::domain::advice::{Advisory, Severity};
@@ -17,6 +18,8 @@ pub struct HeldNote {
     /// Whether a later review raised it again.
     pub confirmed: bool,
     pub(super) key: String,
+    /// The advisor that holds it and the update its review covered (RO13, RO22).
+    pub(super) origin: Origin,
     held_in: u64,
     /// Whether it took a place in its review's note budget (D8; blockers do not).
     counted: bool,
@@ -73,13 +76,21 @@ impl HeldNotes {
         self.notes.len()
     }
 
-    /// Holds `advisory` (dedupe key `key`), raised by review `review` (D4); `counted` when
-    /// it took a place in the review's note budget.
-    pub(super) fn hold(&mut self, advisory: Advisory, key: String, review: u64, counted: bool) {
+    /// Holds `advisory` (dedupe key `key`), raised by review `review` of the advisor of
+    /// `origin` (D4); `counted` when it took a place in the review's note budget.
+    pub(super) fn hold(
+        &mut self,
+        advisory: Advisory,
+        key: String,
+        origin: Origin,
+        review: u64,
+        counted: bool,
+    ) {
         self.notes.push(HeldNote {
             advisory,
             confirmed: false,
             key,
+            origin,
             held_in: review,
             counted,
             listed_in: None,
@@ -88,16 +99,21 @@ impl HeldNotes {
         });
     }
 
-    /// A note with key `key` raised at `severity` by review `review`: `None` when nothing
-    /// held matches. A later review reconfirms the held note, escalating but never lowering
-    /// its severity; a repeat within the review that held it is a duplicate.
+    /// A note with key `key` raised at `severity` by review `review` of `owner`: `None`
+    /// when nothing `owner` holds matches (another advisor's held notes are not its to
+    /// reconfirm, RO13). A later review reconfirms the held note, escalating but never
+    /// lowering its severity; a repeat within the review that held it is a duplicate.
     pub(super) fn reraise(
         &mut self,
+        owner: &Owner,
         key: &str,
         review: u64,
         severity: Severity,
     ) -> Option<Reraised> {
-        let held = self.notes.iter_mut().find(|h| h.key == key)?;
+        let held = self
+            .notes
+            .iter_mut()
+            .find(|h| h.origin.owner == *owner && h.key == key)?;
         if held.held_in != review && held.before_reraise.map(|(r, _)| r) != Some(review) {
             held.before_reraise = Some((
                 review,
@@ -123,14 +139,11 @@ impl HeldNotes {
         Some(Reraised::Reconfirmed)
     }
 
-    /// The preamble of review `review` (D9), empty when nothing is held; the notes listed
-    /// are the ones this review must raise again to keep.
-    pub(super) fn preamble(&mut self, review: u64) -> String {
-        if self.notes.is_empty() {
-            return String::new();
-        }
+    /// The preamble of `owner`'s review `review` (D9), empty when it holds nothing; the
+    /// notes listed are the ones this review must raise again to keep.
+    pub(super) fn preamble(&mut self, owner: &Owner, review: u64) -> String {
         let mut items = String::new();
-        for held in &mut self.notes {
+        for held in self.notes.iter_mut().filter(|h| h.origin.owner == *owner) {
             held.listed_in = Some(review);
             items.push_str(&format!(
                 "- [{}] {}\n",
@@ -138,26 +151,27 @@ impl HeldNotes {
                 display_note(&held.advisory.note)
             ));
         }
+        if items.is_empty() {
+            return String::new();
+        }
         fill(HELD_PREAMBLE, &[("notes", &items)])
     }
 
-    /// Review `review` succeeded: drops the notes it was shown and did not raise again.
-    /// Returns how many were dropped (recanted).
-    pub(super) fn prune(&mut self, review: u64) -> usize {
+    /// `owner`'s review `review` succeeded: drops the notes it was shown and did not raise
+    /// again. Returns how many were dropped (recanted).
+    pub(super) fn prune(&mut self, owner: &Owner, review: u64) -> usize {
         let before = self.notes.len();
-        self.notes
-            .retain(|h| h.listed_in != Some(review) || h.reraised_in == Some(review));
+        self.notes.retain(|h| {
+            h.origin.owner != *owner || h.listed_in != Some(review) || h.reraised_in == Some(review)
+        });
         before - self.notes.len()
     }
 
-    /// An attempt of review `review` was thrown away (G5): drops the notes it held and
+    /// An attempt of `owner`'s review `review` was thrown away (G5): drops the notes it held and
     /// undoes the reconfirmations (and escalations) it made. Returns the notes dropped.
-    pub(super) fn discard(&mut self, review: u64) -> Vec<HeldNote> {
-        let (dropped, kept): (Vec<HeldNote>, Vec<HeldNote>) = std::mem::take(&mut self.notes)
-            .into_iter()
-            .partition(|h| h.held_in == review);
-        self.notes = kept;
-        for held in &mut self.notes {
+    pub(super) fn discard(&mut self, owner: &Owner, review: u64) -> Vec<HeldNote> {
+        let dropped = self.take(|h| h.origin.owner == *owner && h.held_in == review);
+        for held in self.notes.iter_mut().filter(|h| h.origin.owner == *owner) {
             if let Some((r, prior)) = held.before_reraise {
                 if r == review {
                     held.confirmed = prior.confirmed;
@@ -178,11 +192,9 @@ impl HeldNotes {
         out
     }
 
-    /// Drops every held note; returns how many there were.
-    pub(super) fn clear(&mut self) -> usize {
-        let n = self.notes.len();
-        self.notes.clear();
-        n
+    /// The first held note `pick` chooses, to change in place (RO22's merge).
+    pub(super) fn find_mut(&mut self, pick: impl Fn(&HeldNote) -> bool) -> Option<&mut HeldNote> {
+        self.notes.iter_mut().find(|h| pick(h))
     }
 }
 

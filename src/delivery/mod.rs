@@ -3,6 +3,7 @@
 //! and forwards the host events.
 //!
 //! - [`router`]: routing and the outbox (D1–D3, D6–D8), the router's state;
+//! - [`advisors`]: each advisor's guard, policy and severity cap (RO13, RO15, RO16);
 //! - `budget`: the note budget per session update a review covers (D8);
 //! - [`held`]: the notes the `reconfirm` policy holds, and their preamble (D9);
 //! - [`deferred`]: the notes the `defer` policy keeps back to the final boundary (P1);
@@ -12,6 +13,7 @@
 //! - [`guard`]: the emission guard's memory, its cap and its seed from a branch (P3);
 //! - [`texts`]: the model- and user-facing texts, data files in `config/prompts/`.
 
+pub mod advisors;
 mod budget;
 pub mod catch_up;
 pub mod deferred;
@@ -36,8 +38,12 @@ pub struct DeliveryStatus {
     pub counts: DeliveryCounts,
     /// Whether the user-interrupt latch is set (D6).
     pub suppressed: bool,
-    /// The notes held now, oldest first (D9).
+    /// The notes held now, oldest first (D9), of every advisor (each names its advisor,
+    /// RO18).
     pub held: Vec<Advisory>,
+    /// The counters of each named advisor, by slug (D10, RO13); `counts` is their sum with
+    /// the unnamed advisor's. Empty without a roster.
+    pub per_advisor: std::collections::BTreeMap<String, DeliveryCounts>,
 }
 
 #[cfg(test)]

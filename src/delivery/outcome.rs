@@ -36,11 +36,16 @@ pub enum DropReason {
     /// Held by a review attempt that was thrown away (its context overflowed, or the
     /// review failed); the attempt's conversation is gone, so its holds go too (G5).
     Discarded,
+    /// Another advisor raised the same note about the same update while its note was still
+    /// undelivered: the note is delivered once, naming both advisors (RO22).
+    DuplicateOf,
+    /// Its advisor left the roster before the note was delivered (RO21).
+    Removed,
 }
 
 impl DropReason {
     /// Every reason, in the order status lists them.
-    pub const ALL: [DropReason; 10] = [
+    pub const ALL: [DropReason; 12] = [
         DropReason::Duplicate,
         DropReason::ContentFree,
         DropReason::Empty,
@@ -51,6 +56,8 @@ impl DropReason {
         DropReason::Recanted,
         DropReason::Discarded,
         DropReason::Reset,
+        DropReason::DuplicateOf,
+        DropReason::Removed,
     ];
 
     /// The camelCase name used in status output.
@@ -66,6 +73,8 @@ impl DropReason {
             DropReason::Recanted => "recanted",
             DropReason::Discarded => "discarded",
             DropReason::Reset => "reset",
+            DropReason::DuplicateOf => "duplicateOf",
+            DropReason::Removed => "removed",
         }
     }
 }
@@ -158,6 +167,10 @@ pub struct DeliveryCounts {
     pub dropped: HashMap<DropReason, u64>,
     /// Notes accepted but not yet taken by the host (queued nits, outbox steers).
     pub pending: u64,
+    /// Notes whose severity was lowered to their advisor's `maxSeverity` (RO16); each is
+    /// also counted where it ended, so this is not part of [`DeliveryCounts::raised`].
+    #[serde(default)]
+    pub capped: u64,
 }
 
 impl DeliveryCounts {

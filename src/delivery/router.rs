@@ -1,18 +1,23 @@
-//! Routing and the outbox (D1–D3, D6–D8): what happens to each advisory the advisor raises,
+//! Routing and the outbox (D1–D3, D6–D8): what happens to each advisory an advisor raises,
 //! the aside queue and the steering cards the host has not taken yet, the user-interrupt
-//! latch, immune turns and the emission guard. Under `reconfirm` it holds concerns and
-//! blockers ([`super::held`]) and runs the catch-up block ([`super::catch_up`]). Pure
-//! logic; the DeliveryRouter actor wraps it and forwards the host events.
+//! latch, immune turns and the emission guards. Under `reconfirm` it holds concerns and
+//! blockers ([`super::held`]) and runs the catch-up block ([`super::catch_up`]). One router
+//! serves every advisor of a session (RO13): each has its own guard, policy and severity
+//! cap ([`super::advisors`]); the queue, the outbox, the latch and immunity are shared, and
+//! a note two named advisors raise about the same update goes out once (RO22). Pure logic;
+//! the DeliveryRouter actor wraps it and forwards the host events.
 
-use super::budget::{NoteBudget, ReviewId};
+use std::collections::BTreeMap;
+
+use super::advisors::{add_advisor_name, Guards, Origin, Owner, UpdateId};
+use super::budget::ReviewId;
 use super::catch_up::{best_effort_notice, CatchUp, CatchUpEnd, CatchUpPlan, HeldRelease};
 use super::deferred::{DeferredNote, DeferredNotes};
-use super::guard::GuardHistory;
 use super::held::{HeldNote, HeldNotes, Reraised};
 use super::note::{is_content_free_key, normalize_note};
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 use super::texts::{EARLIER_STEP, FINAL_ANSWER};
-use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
+use crate::domain::advice::{AdvisorLabel, Advisory, Channel, Delivery, Severity};
 use crate::domain::host::{HostEvent, StepAdvice};
 use crate::settings::DeliveryPolicy;
 use crate::texts::exceeds_chars;
@@ -26,33 +31,42 @@ struct QueuedAside {
     advisory: Advisory,
     /// The dedupe key.
     key: String,
+    /// Its advisor and update (RO13, RO22).
+    origin: Origin,
     /// The review that raised it; `None` for a held note released by a catch-up block.
     raised_by: Option<ReviewId>,
 }
 
-/// The router's state: outbox, aside queue, held notes, latch, immunity, dedupe memory and
-/// counters.
+/// A steering card in the outbox, waiting for the next step boundary.
+#[derive(Debug, Clone)]
+struct OutboxSteer {
+    card: Delivery,
+    /// The dedupe key of its note.
+    key: String,
+    /// Its advisor and update (RO13, RO22).
+    origin: Origin,
+}
+
+/// The router's state: outbox, aside queue, held notes, latch, immunity, the advisors'
+/// guards and the counters.
 #[derive(Debug)]
 pub struct RouterState {
-    policy: DeliveryPolicy,
-    budget: NoteBudget,
+    /// Each advisor's guard, policy and cap; the unnamed advisor's are the session's.
+    guards: Guards,
     max_note_chars: usize,
     immune_turns: u32,
     epoch: u64,
+    /// Primary turn ends heard of in the session: tells updates apart (RO22).
+    turns: u64,
     running: bool,
     suppressed: bool,
     enabled: bool,
     asides: Vec<QueuedAside>,
-    steers: Vec<Delivery>,
+    steers: Vec<OutboxSteer>,
     held: HeldNotes,
-    /// The emission guard's memory (P3): survives resets within a branch.
-    history: GuardHistory,
     /// A branch change replayed the transcript (P3): until the next user
     /// prompt, concerns and blockers are cards, never wakes.
     replayed: bool,
-    /// The review in progress covers a WIP batch: under `defer` its nits and concerns wait
-    /// in `deferred` for the next final boundary (P1).
-    wip_review: Option<ReviewId>,
     /// The notes `defer` keeps back until the next final boundary (P1).
     deferred: DeferredNotes,
     /// From a final boundary whose turn was a terminal answer until the next run starts
@@ -62,35 +76,47 @@ pub struct RouterState {
     last_turn_terminal: bool,
     catch_up: CatchUp,
     counts: DeliveryCounts,
+    /// The counters of each named advisor, by slug (D10, RO13); they outlive its removal.
+    per_advisor: BTreeMap<String, DeliveryCounts>,
 }
 
 impl RouterState {
     /// A router for `policy`, allowing `max_notes_per_update` non-blocker notes per session
     /// update a review covers (D8), with the default 3 immune turns (D7) and the default
-    /// note cap.
+    /// note cap. These are the session's settings: the unnamed advisor's, and a named
+    /// advisor's until it is registered ([`RouterState::register_advisor`]).
     pub fn new(policy: DeliveryPolicy, max_notes_per_update: usize) -> Self {
         Self {
-            policy,
-            budget: NoteBudget::new(max_notes_per_update),
+            guards: Guards::new(policy, max_notes_per_update),
             max_note_chars: DEFAULT_MAX_NOTE_CHARS,
             immune_turns: 3,
             epoch: 0,
+            turns: 0,
             running: false,
             suppressed: false,
             enabled: true,
             asides: Vec::new(),
             steers: Vec::new(),
             held: HeldNotes::default(),
-            history: GuardHistory::new(),
             replayed: false,
-            wip_review: None,
             deferred: DeferredNotes::default(),
             answered: false,
             immune_left: 0,
             last_turn_terminal: false,
             catch_up: CatchUp::new(),
             counts: DeliveryCounts::default(),
+            per_advisor: BTreeMap::new(),
         }
+    }
+
+    /// A router as this one was made and with the advisors registered with it, with
+    /// nothing queued, held or remembered (F5: the actor restarted after a panic).
+    pub fn restarted(&self) -> Self {
+        let mut fresh = Self::new(self.policy(), self.max_notes_per_update())
+            .with_immune_turns(self.immune_turns)
+            .with_max_note_chars(self.max_note_chars);
+        fresh.guards = self.guards.settings_only();
+        fresh
     }
 
     /// The same router with `turns` immune turns after an interrupting delivery (D7);
@@ -106,29 +132,24 @@ impl RouterState {
         self
     }
 
-    /// The note cap in characters.
-    pub fn max_note_chars(&self) -> usize {
-        self.max_note_chars
-    }
-
-    /// The delivery policy in force.
+    /// The session's delivery policy.
     pub fn policy(&self) -> DeliveryPolicy {
-        self.policy
+        self.guards.session_policy()
     }
 
-    /// The counters (D10).
+    /// The counters (D10), every advisor's together.
     pub fn counts(&self) -> &DeliveryCounts {
         &self.counts
     }
 
-    /// The notes-per-update bound (D8).
-    pub fn max_notes_per_update(&self) -> usize {
-        self.budget.per_update()
+    /// The counters of each named advisor, by slug (D10, RO13).
+    pub fn per_advisor(&self) -> &BTreeMap<String, DeliveryCounts> {
+        &self.per_advisor
     }
 
-    /// The configured number of immune turns (D7).
-    pub fn immune_turns(&self) -> u32 {
-        self.immune_turns
+    /// The session's notes-per-update bound (D8).
+    pub fn max_notes_per_update(&self) -> usize {
+        self.guards.session_per_update()
     }
 
     /// Whether concerns go out as asides now (D7).
@@ -146,42 +167,111 @@ impl RouterState {
         self.held.as_slice()
     }
 
-    fn drop_note(&mut self, reason: DropReason) -> RaiseOutcome {
-        self.count_drop(reason, 1);
+    /// Registers the named advisor `label` (RO15, RO16, RO10): its delivery policy
+    /// (`None`: the session's), its notes per update and its severity cap. Registering it
+    /// again applies a changed entry and keeps its memory and notes.
+    pub fn register_advisor(
+        &mut self,
+        label: &AdvisorLabel,
+        policy: Option<DeliveryPolicy>,
+        max_notes: usize,
+        max_severity: Severity,
+    ) {
+        self.guards.register(label, policy, max_notes, max_severity);
+        self.per_advisor.entry(label.slug.to_string()).or_default();
+        tracing::info!(advisor = %label.slug, ?policy, max_notes, max_severity = max_severity.as_str(), "advisor registered");
+    }
+
+    /// The named advisor `slug` left the roster (RO21): the notes it raised that the
+    /// primary has not got yet — queued, in the outbox, deferred or held — are dropped
+    /// `removed`, and its registration and guard are forgotten. Its counters stay.
+    pub fn remove_advisor(&mut self, slug: &str) {
+        let owner: Owner = Some(slug.into());
+        let ours = |o: &Origin| o.owner == owner;
+        let mut n = 0u64;
+        self.asides.retain(|q| {
+            !ours(&q.origin) || {
+                n += 1;
+                false
+            }
+        });
+        self.steers.retain(|s| {
+            !ours(&s.origin) || {
+                n += 1;
+                false
+            }
+        });
+        n += self.deferred.take_where(|d| ours(&d.origin)).len() as u64;
+        self.tally(&owner, |c| c.pending -= n);
+        let held = self.held.take(|h| ours(&h.origin)).len() as u64;
+        self.tally(&owner, |c| c.held -= held);
+        self.count_drop(&owner, DropReason::Removed, n + held);
+        let known = self.guards.remove(slug);
+        tracing::info!(advisor = slug, known, dropped = n + held, "advisor removed");
+    }
+
+    /// Applies `f` to the session's counters and to `owner`'s (D10).
+    fn tally(&mut self, owner: &Owner, f: impl Fn(&mut DeliveryCounts)) {
+        f(&mut self.counts);
+        if let Some(slug) = owner {
+            f(self.per_advisor.entry(slug.to_string()).or_default());
+        }
+    }
+
+    fn drop_note(&mut self, owner: &Owner, reason: DropReason) -> RaiseOutcome {
+        self.count_drop(owner, reason, 1);
         tracing::info!(reason = reason.as_str(), "advisory dropped");
-        if self.policy == DeliveryPolicy::Defer {
+        if self.guards.policy(owner) == DeliveryPolicy::Defer {
             RaiseOutcome::Declined(reason)
         } else {
             RaiseOutcome::Dropped(reason)
         }
     }
 
-    fn count_drop(&mut self, reason: DropReason, n: u64) {
-        self.counts.drop(reason, n);
+    fn count_drop(&mut self, owner: &Owner, reason: DropReason, n: u64) {
+        self.tally(owner, |c| c.drop(reason, n));
     }
 
-    /// Counts a delivery; a steer or wake makes the next turns immune (D7).
-    fn delivered(&mut self, channel: Channel, n: u64) {
-        self.counts.deliver(channel, n);
+    /// Counts a delivery of `owner`'s notes; a steer or wake makes the next turns immune
+    /// (D7, session-wide).
+    fn delivered(&mut self, owner: &Owner, channel: Channel, n: u64) {
+        self.tally(owner, |c| c.deliver(channel, n));
         if n > 0 && matches!(channel, Channel::Steer | Channel::Wake) && self.immune_turns > 0 {
             // The turn in progress plus the next `immune_turns` turn ends.
             self.immune_left = self.immune_turns + 1;
         }
     }
 
+    /// The update a review starting now covers (RO22).
+    fn update_now(&self, epoch: u64) -> UpdateId {
+        (epoch, self.turns)
+    }
+
+    #[cfg(test)]
     /// Review `review` of `epoch` starts and covers `updates` session updates (its batch,
     /// G2): its note budget is `updates` × `maxNotesPerUpdate` (D8). A review the router is
     /// not told about covers one update.
     pub fn review_started(&mut self, epoch: u64, review: u64, updates: usize) {
+        self.advisor_review_started(None, epoch, review, updates);
+    }
+
+    fn advisor_review_started(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        epoch: u64,
+        review: u64,
+        updates: usize,
+    ) {
         if epoch == self.epoch {
-            self.budget.start((epoch, review), updates);
+            let now = self.update_now(epoch);
+            let guard = self.guards.for_label(label);
+            guard.budget.start((epoch, review), updates);
+            guard.update = Some(((epoch, review), now));
         }
     }
 
-    /// [`RouterState::review_started`] for a batch that is `wip` or not (P1): under `defer`
-    /// a WIP review's nits and concerns are deferred, and a review of a final batch is a
-    /// final boundary that releases what earlier reviews deferred. Returns the events of
-    /// the release.
+    #[cfg(test)]
+    /// [`RouterState::advisor_review_batch`] of the unnamed advisor.
     pub fn review_batch(
         &mut self,
         epoch: u64,
@@ -189,12 +279,30 @@ impl RouterState {
         updates: usize,
         wip: bool,
     ) -> Vec<HostEvent> {
-        self.review_started(epoch, review, updates);
-        if epoch != self.epoch || self.policy != DeliveryPolicy::Defer {
+        self.advisor_review_batch(None, epoch, review, updates, wip)
+    }
+
+    /// Review `review` of `epoch` of the advisor `label` (`None`: the unnamed advisor)
+    /// starts and covers `updates` session updates (its batch, G2): its note budget is
+    /// `updates` × its `maxNotesPerUpdate` (D8, RO10, RO13). Under `defer` (its policy,
+    /// RO15) a review of a `wip` batch has its nits and concerns deferred (P1), and a
+    /// review of a final batch is a final boundary that releases what earlier reviews
+    /// deferred. Returns the events of the release.
+    pub fn advisor_review_batch(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        epoch: u64,
+        review: u64,
+        updates: usize,
+        wip: bool,
+    ) -> Vec<HostEvent> {
+        self.advisor_review_started(label, epoch, review, updates);
+        let owner = owner_of(label);
+        if epoch != self.epoch || self.guards.policy(&owner) != DeliveryPolicy::Defer {
             return Vec::new();
         }
         if wip {
-            self.wip_review = Some((epoch, review));
+            self.guards.for_label(label).wip_review = Some((epoch, review));
             Vec::new()
         } else {
             self.release_deferred()
@@ -207,24 +315,26 @@ impl RouterState {
     /// terminal answer calls for. Call before [`RouterState::turn_ended`].
     pub fn boundary(&mut self, answered: bool, wip: bool) -> Vec<HostEvent> {
         self.answered = answered && !wip;
-        if wip || self.policy != DeliveryPolicy::Defer {
+        if wip || !self.guards.uses(DeliveryPolicy::Defer) {
             return Vec::new();
         }
         self.release_deferred()
     }
 
-    /// Routes every deferred note now (a final boundary, P1); later notes of the review in
+    /// Routes every deferred note now (a final boundary, P1); later notes of the reviews in
     /// progress are routed at once.
     fn release_deferred(&mut self) -> Vec<HostEvent> {
-        self.wip_review = None;
+        for guard in self.guards.all_mut() {
+            guard.wip_review = None;
+        }
         let notes = self.deferred.take_all();
         if !notes.is_empty() {
             tracing::info!(notes = notes.len(), "deferred advisories released");
         }
         let mut events = Vec::new();
         for note in notes {
-            self.counts.pending -= 1;
-            events.extend(self.route(note.advisory, note.key, Some(note.review)));
+            self.tally(&note.origin.owner, |c| c.pending -= 1);
+            events.extend(self.route(note.advisory, note.key, note.origin, Some(note.review)));
         }
         events
     }
@@ -232,52 +342,86 @@ impl RouterState {
     /// P1 under `defer`: a nit or concern of a WIP review waits for the final boundary; a
     /// blocker supersedes a deferred note of the same key and goes at once. `None` when the
     /// note takes the usual way; otherwise the outcome.
-    fn defer(&mut self, key: &str, review: ReviewId, advisory: &Advisory) -> Option<RaiseOutcome> {
+    fn defer(
+        &mut self,
+        owner: &Owner,
+        key: &str,
+        review: ReviewId,
+        advisory: &Advisory,
+    ) -> Option<RaiseOutcome> {
         let severity = advisory.effective_severity();
         if severity == Severity::Blocker {
-            if self.deferred.remove(key).is_some() {
+            let superseded = self
+                .deferred
+                .remove(|n| n.origin.owner == *owner && n.key == key);
+            if superseded.is_some() {
                 // Superseded: it is the same note, raised again as a blocker.
-                self.counts.pending -= 1;
-                self.count_drop(DropReason::Duplicate, 1);
+                self.tally(owner, |c| c.pending -= 1);
+                self.count_drop(owner, DropReason::Duplicate, 1);
             }
             return None;
         }
-        if self.wip_review != Some(review) {
+        let guard = self.guards.get_mut(owner)?;
+        if guard.wip_review != Some(review) {
             return None;
         }
-        let existing = self.deferred.get_mut(key)?;
+        let existing = self.deferred.get_mut(owner, key)?;
         // Raised again while deferred: one note, at the higher severity.
         if severity > existing.severity() {
             existing.advisory.severity = Some(severity);
-            self.history.record(key, severity.rank());
+            guard.history.record(key, severity.rank());
         }
-        self.count_drop(DropReason::Duplicate, 1);
+        self.count_drop(owner, DropReason::Duplicate, 1);
         tracing::info!("deferred advisory raised again");
         Some(RaiseOutcome::Deferred)
     }
 
-    /// Routes one advisory raised by review `review` of `epoch`. Returns what the advisor is
-    /// told and the events for the host.
-    ///
-    /// The guard, in order: disabled, stale epoch, too long (a bounded count on the raw
-    /// note, before it is normalised or stored), content-free, a held note raised again (D9), a
-    /// duplicate, then the budget (D8): blockers are never counted; a note over budget
-    /// displaces the newest lower-ranked nit of the same review that the host has not
-    /// taken yet, or is dropped itself.
+    #[cfg(test)]
+    /// [`RouterState::raise_as`] for the unnamed advisor.
     pub fn raise(
         &mut self,
         epoch: u64,
         review: u64,
         advisory: Advisory,
     ) -> (RaiseOutcome, Vec<HostEvent>) {
+        self.raise_as(None, epoch, review, advisory)
+    }
+
+    /// Routes one advisory raised by review `review` of `epoch` of the advisor `label`
+    /// (`None`: the unnamed advisor). Returns what the advisor is told and the events for
+    /// the host.
+    ///
+    /// The guard, in order: disabled, stale epoch, too long (a bounded count on the raw
+    /// note, before it is normalised or stored), content-free, the advisor's severity cap
+    /// (RO16), a held note of the advisor raised again (D9), a duplicate in the advisor's
+    /// memory, the same note of another named advisor about the same update still
+    /// undelivered (RO22), then the advisor's budget (D8): blockers are never counted; a
+    /// note over budget displaces the newest lower-ranked nit of the same review that the
+    /// host has not taken yet, or is dropped itself.
+    pub fn raise_as(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        epoch: u64,
+        review: u64,
+        mut advisory: Advisory,
+    ) -> (RaiseOutcome, Vec<HostEvent>) {
+        let owner = owner_of(label);
+        let guard = self.guards.for_label(label);
+        let (policy, cap) = (guard.policy, guard.max_severity);
+        if let Some(label) = label {
+            // RO18: a named advisor's advice always carries its name.
+            if advisory.advisor.is_none() {
+                advisory.advisor = Some(label.name.to_string());
+            }
+        }
         if !self.enabled {
-            return (self.drop_note(DropReason::Disabled), Vec::new());
+            return (self.drop_note(&owner, DropReason::Disabled), Vec::new());
         }
         if epoch != self.epoch {
-            return (self.drop_note(DropReason::StaleEpoch), Vec::new());
+            return (self.drop_note(&owner, DropReason::StaleEpoch), Vec::new());
         }
         if exceeds_chars(&advisory.note, self.max_note_chars) {
-            self.count_drop(DropReason::TooLong, 1);
+            self.count_drop(&owner, DropReason::TooLong, 1);
             tracing::info!(
                 reason = DropReason::TooLong.as_str(),
                 bytes = advisory.note.len(),
@@ -291,41 +435,69 @@ impl RouterState {
         }
         let key = normalize_note(&advisory.note);
         if key.is_empty() {
-            return (self.drop_note(DropReason::Empty), Vec::new());
+            return (self.drop_note(&owner, DropReason::Empty), Vec::new());
         }
         if is_content_free_key(&key) {
-            return (self.drop_note(DropReason::ContentFree), Vec::new());
+            return (self.drop_note(&owner, DropReason::ContentFree), Vec::new());
+        }
+        if advisory.effective_severity() > cap {
+            // RO16: a capped advisor never says more than its cap.
+            tracing::info!(
+                raised = advisory.effective_severity().as_str(),
+                cap = cap.as_str(),
+                "advisory severity capped"
+            );
+            advisory.severity = Some(cap);
+            self.tally(&owner, |c| c.capped += 1);
         }
         let severity = advisory.effective_severity();
-        if let Some(outcome) = self.reraise(&key, review, severity) {
+        if let Some(outcome) = self.reraise(&owner, &key, review, severity) {
             return (outcome, Vec::new());
         }
         let id = (epoch, review);
-        if self.policy == DeliveryPolicy::Defer {
-            if let Some(outcome) = self.defer(&key, id, &advisory) {
+        if policy == DeliveryPolicy::Defer {
+            if let Some(outcome) = self.defer(&owner, &key, id, &advisory) {
                 return (outcome, Vec::new());
             }
         }
-        if self.history.repeats(&key, severity.rank()) {
-            return (self.drop_note(DropReason::Duplicate), Vec::new());
+        let now = self.update_now(epoch);
+        let guard = self.guards.for_label(label);
+        if guard.history.repeats(&key, severity.rank()) {
+            return (self.drop_note(&owner, DropReason::Duplicate), Vec::new());
+        }
+        let update = guard.update_of(id, now);
+        let origin = Origin {
+            owner: owner.clone(),
+            update: Some(update),
+        };
+        if owner.is_some() {
+            if let Some(events) = self.merge_duplicate(&origin, &key, &advisory) {
+                self.guards
+                    .for_label(label)
+                    .history
+                    .record(&key, severity.rank());
+                return (self.drop_note(&owner, DropReason::DuplicateOf), events);
+            }
         }
         let counted = severity != Severity::Blocker;
-        if counted && !self.budget.take(id) && !self.displace_lower(id, severity) {
-            return (self.drop_note(DropReason::OverBudget), Vec::new());
+        let guard = self.guards.for_label(label);
+        if counted && !guard.budget.take(id) && !self.displace_lower(&owner, id, severity) {
+            return (self.drop_note(&owner, DropReason::OverBudget), Vec::new());
         }
-        if self.policy == DeliveryPolicy::Reconfirm && severity.interrupts() {
+        if policy == DeliveryPolicy::Reconfirm && severity.interrupts() {
             // D4: held on first emission; not recorded as delivered (D8).
             tracing::info!(
                 severity = severity.as_str(),
                 "advisory held for reconfirmation"
             );
-            self.held.hold(advisory, key, review, counted);
-            self.counts.held += 1;
+            self.held.hold(advisory, key, origin, review, counted);
+            self.tally(&owner, |c| c.held += 1);
             return (RaiseOutcome::Held, Vec::new());
         }
-        self.history.record(&key, severity.rank());
-        if self.policy == DeliveryPolicy::Defer {
-            if counted && self.wip_review == Some(id) {
+        let guard = self.guards.for_label(label);
+        guard.history.record(&key, severity.rank());
+        if policy == DeliveryPolicy::Defer {
+            if counted && guard.wip_review == Some(id) {
                 tracing::info!(
                     severity = severity.as_str(),
                     "advisory deferred to the end of the turn"
@@ -334,27 +506,107 @@ impl RouterState {
                     advisory,
                     key,
                     review: id,
+                    origin,
                 });
-                self.counts.pending += 1;
+                self.tally(&owner, |c| c.pending += 1);
                 return (RaiseOutcome::Deferred, Vec::new());
             }
-            let events = self.route(advisory, key, Some(id));
+            let events = self.route(advisory, key, origin, Some(id));
             return (RaiseOutcome::Delivered, events);
         }
-        let events = self.route(advisory, key, Some(id));
+        let events = self.route(advisory, key, origin, Some(id));
         (RaiseOutcome::Recorded, events)
     }
 
-    /// D8 over budget: drops the newest note of review `id` still in the aside queue that
-    /// ranks below `severity`, so the higher-ranked note takes its place. False when there is
-    /// none (the host took them, or nothing ranks lower).
-    fn displace_lower(&mut self, id: ReviewId, severity: Severity) -> bool {
-        if let Some(displaced) = self.deferred.displace_lower(id, severity) {
+    /// RO22: a note of the named advisor of `origin` that another named advisor raised about
+    /// the same update (equal keys: D8's normalisation, case-insensitive) and the primary
+    /// has not got yet — queued, in the outbox, deferred or held — is merged into that
+    /// note: one note naming both, in raise order, at the higher severity. A merged nit
+    /// that now interrupts leaves the aside queue and is routed again; a deferred note
+    /// that became a blocker goes at once (P1). `None` when there is no such note.
+    fn merge_duplicate(
+        &mut self,
+        origin: &Origin,
+        key: &str,
+        incoming: &Advisory,
+    ) -> Option<Vec<HostEvent>> {
+        let same = |k: &str, o: &Origin| {
+            k == key && o.update == origin.update && o.owner.is_some() && o.owner != origin.owner
+        };
+        let name = incoming.advisor.clone().unwrap_or_default();
+        let severity = incoming.effective_severity();
+        let merge = |into: &mut Advisory| {
+            add_advisor_name(into, &name);
+            if severity > into.effective_severity() {
+                into.severity = incoming.severity;
+            }
+            tracing::info!(
+                advisors = into.advisor.as_deref().unwrap_or(""),
+                severity = into.effective_severity().as_str(),
+                "advisory merged with another advisor's"
+            );
+        };
+        if let Some(i) = self.asides.iter().position(|q| same(&q.key, &q.origin)) {
+            merge(&mut self.asides[i].advisory);
+            let owner = self.asides[i].origin.owner.clone();
+            let merged = self.asides[i].advisory.effective_severity();
+            self.remember(&owner, key, merged);
+            let policy = self.guards.policy(&owner);
+            if self.channel_for(policy, merged) == Channel::Aside {
+                return Some(Vec::new());
+            }
+            let queued = self.asides.remove(i);
+            self.tally(&queued.origin.owner, |c| c.pending -= 1);
+            return Some(self.route(queued.advisory, queued.key, queued.origin, queued.raised_by));
+        }
+        if let Some(i) = self.steers.iter().position(|s| same(&s.key, &s.origin)) {
+            let steer = &mut self.steers[i];
+            let note = steer.card.notes.first_mut()?;
+            merge(note);
+            let merged = note.clone();
+            let owner = steer.origin.owner.clone();
+            let policy = self.guards.policy(&owner);
+            self.remember(&owner, key, merged.effective_severity());
+            self.steers[i].card = self.build(Channel::Steer, vec![(merged, policy)]);
+            return Some(Vec::new());
+        }
+        if let Some(note) = self.deferred.find_mut(|n| same(&n.key, &n.origin)) {
+            merge(&mut note.advisory);
+            let (owner, merged) = (note.origin.owner.clone(), note.severity());
+            self.remember(&owner, key, merged);
+            if merged != Severity::Blocker {
+                return Some(Vec::new());
+            }
+            // P1: a blocker goes at once.
+            let note = self.deferred.remove(|n| same(&n.key, &n.origin))?;
+            self.tally(&owner, |c| c.pending -= 1);
+            return Some(self.route(note.advisory, note.key, note.origin, Some(note.review)));
+        }
+        let held = self.held.find_mut(|h| same(&h.key, &h.origin))?;
+        merge(&mut held.advisory);
+        Some(Vec::new())
+    }
+
+    /// Records in `owner`'s memory that its note `key` now goes out at `severity`.
+    fn remember(&mut self, owner: &Owner, key: &str, severity: Severity) {
+        if let Some(guard) = self.guards.get_mut(owner) {
+            guard.history.record(key, severity.rank());
+        }
+    }
+
+    /// D8 over budget: drops the newest note of `owner`'s review `id` still in the aside
+    /// queue that ranks below `severity`, so the higher-ranked note takes its place. False
+    /// when there is none (the host took them, or nothing ranks lower).
+    fn displace_lower(&mut self, owner: &Owner, id: ReviewId, severity: Severity) -> bool {
+        if let Some(displaced) = self.deferred.displace_lower(owner, id, severity) {
             // P1: a still-deferred note of the same review gives way first.
-            self.history
-                .forget(&displaced.key, displaced.severity().rank());
-            self.counts.pending -= 1;
-            self.count_drop(DropReason::OverBudget, 1);
+            if let Some(guard) = self.guards.get_mut(owner) {
+                guard
+                    .history
+                    .forget(&displaced.key, displaced.severity().rank());
+            }
+            self.tally(owner, |c| c.pending -= 1);
+            self.count_drop(owner, DropReason::OverBudget, 1);
             tracing::info!(
                 reason = DropReason::OverBudget.as_str(),
                 displaced_by = severity.as_str(),
@@ -362,19 +614,21 @@ impl RouterState {
             );
             return true;
         }
-        let Some(index) = self
-            .asides
-            .iter()
-            .rposition(|q| q.raised_by == Some(id) && q.advisory.effective_severity() < severity)
-        else {
+        let Some(index) = self.asides.iter().rposition(|q| {
+            q.origin.owner == *owner
+                && q.raised_by == Some(id)
+                && q.advisory.effective_severity() < severity
+        }) else {
             return false;
         };
         let displaced = self.asides.remove(index);
         let rank = displaced.advisory.effective_severity().rank();
         // It never reached the primary: a later repeat is not a duplicate of it.
-        self.history.forget(&displaced.key, rank);
-        self.counts.pending -= 1;
-        self.count_drop(DropReason::OverBudget, 1);
+        if let Some(guard) = self.guards.get_mut(owner) {
+            guard.history.forget(&displaced.key, rank);
+        }
+        self.tally(owner, |c| c.pending -= 1);
+        self.count_drop(owner, DropReason::OverBudget, 1);
         tracing::info!(
             reason = DropReason::OverBudget.as_str(),
             displaced_by = severity.as_str(),
@@ -383,29 +637,43 @@ impl RouterState {
         true
     }
 
-    /// A note matching a held one (D9): reconfirmed by a later review, a duplicate within
-    /// the review that held it.
-    fn reraise(&mut self, key: &str, review: u64, severity: Severity) -> Option<RaiseOutcome> {
-        match self.held.reraise(key, review, severity)? {
-            Reraised::Duplicate => Some(self.drop_note(DropReason::Duplicate)),
+    /// A note matching one `owner` holds (D9): reconfirmed by a later review, a duplicate
+    /// within the review that held it.
+    fn reraise(
+        &mut self,
+        owner: &Owner,
+        key: &str,
+        review: u64,
+        severity: Severity,
+    ) -> Option<RaiseOutcome> {
+        match self.held.reraise(owner, key, review, severity)? {
+            Reraised::Duplicate => Some(self.drop_note(owner, DropReason::Duplicate)),
             Reraised::Reconfirmed => {
-                self.counts.reconfirmed += 1;
+                self.tally(owner, |c| c.reconfirmed += 1);
                 Some(RaiseOutcome::Reconfirmed)
             }
         }
     }
 
-    /// The `context` attribute and the final-answer note for a delivery now (D4).
-    fn build(&self, channel: Channel, notes: Vec<Advisory>) -> Delivery {
-        if self.policy != DeliveryPolicy::Reconfirm {
-            return Delivery::new(channel, notes, None);
+    /// A delivery of `notes`, each with its advisor's policy: under `reconfirm` a note
+    /// carries the `context` attribute, and after a terminal turn the delivery the
+    /// final-answer note (D4). One policy for all gives what the one-advisor router gave.
+    fn build(&self, channel: Channel, notes: Vec<(Advisory, DeliveryPolicy)>) -> Delivery {
+        let reconfirm = |p: DeliveryPolicy| p == DeliveryPolicy::Reconfirm;
+        let mut content = notes
+            .iter()
+            .map(|(a, p)| a.to_xml(reconfirm(*p).then_some(EARLIER_STEP)))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if notes.iter().any(|(_, p)| reconfirm(*p)) && self.last_turn_terminal {
+            content.push_str("\n\n");
+            content.push_str(FINAL_ANSWER);
         }
-        let mut delivery = Delivery::new(channel, notes, Some(EARLIER_STEP));
-        if self.last_turn_terminal {
-            delivery.content.push_str("\n\n");
-            delivery.content.push_str(FINAL_ANSWER);
+        Delivery {
+            channel,
+            notes: notes.into_iter().map(|(a, _)| a).collect(),
+            content,
         }
-        delivery
     }
 
     /// The channel a concern or blocker takes now (D3, D6).
@@ -419,10 +687,10 @@ impl RouterState {
         }
     }
 
-    /// The channel a note takes now: under `interrupt` and `reconfirm` as D3 says, under
-    /// `defer` as P1 says; D6, D7 and a branch change's replay (P3) on top.
-    fn channel_for(&self, severity: Severity) -> Channel {
-        if self.policy != DeliveryPolicy::Defer {
+    /// The channel a note takes now under `policy`: under `interrupt` and `reconfirm` as D3
+    /// says, under `defer` as P1 says; D6, D7 and a branch change's replay (P3) on top.
+    fn channel_for(&self, policy: DeliveryPolicy, severity: Severity) -> Channel {
+        if policy != DeliveryPolicy::Defer {
             let immune_concern = severity == Severity::Concern && self.immune();
             if !severity.interrupts() || immune_concern {
                 return Channel::Aside;
@@ -445,10 +713,13 @@ impl RouterState {
         &mut self,
         advisory: Advisory,
         key: String,
+        origin: Origin,
         raised_by: Option<ReviewId>,
     ) -> Vec<HostEvent> {
         let severity = advisory.effective_severity();
-        let channel = self.channel_for(severity);
+        let policy = self.guards.policy(&origin.owner);
+        let channel = self.channel_for(policy, severity);
+        let owner = origin.owner.clone();
         if channel == Channel::Aside {
             tracing::info!(
                 severity = severity.as_str(),
@@ -458,12 +729,13 @@ impl RouterState {
             self.asides.push(QueuedAside {
                 advisory,
                 key,
+                origin,
                 raised_by,
             });
-            self.counts.pending += 1;
+            self.tally(&owner, |c| c.pending += 1);
             return Vec::new();
         }
-        let card = self.build(channel, vec![advisory]);
+        let card = self.build(channel, vec![(advisory, policy)]);
         tracing::info!(
             severity = severity.as_str(),
             channel = channel.as_str(),
@@ -471,19 +743,29 @@ impl RouterState {
         );
         match channel {
             Channel::Steer => {
-                self.steers.push(card);
-                self.counts.pending += 1;
+                self.steers.push(OutboxSteer { card, key, origin });
+                self.tally(&owner, |c| c.pending += 1);
                 vec![HostEvent::SteerReady]
             }
             Channel::Card => {
-                self.delivered(Channel::Card, 1);
+                self.delivered(&owner, Channel::Card, 1);
                 vec![HostEvent::Card { card }]
             }
             _ => {
-                self.delivered(Channel::Wake, 1);
+                self.delivered(&owner, Channel::Wake, 1);
                 vec![HostEvent::Wake { card }]
             }
         }
+    }
+
+    /// The queued nits of every advisor as one aside message (D3, RO18), each keeping its
+    /// name.
+    fn aside_of(&self, queued: &[QueuedAside]) -> Delivery {
+        let notes = queued
+            .iter()
+            .map(|q| (q.advisory.clone(), self.guards.policy(&q.origin.owner)))
+            .collect();
+        self.build(Channel::Aside, notes)
     }
 
     /// What the router still holds back from the primary, as it would be delivered now: the
@@ -493,13 +775,13 @@ impl RouterState {
     pub fn undelivered(&self) -> Vec<Delivery> {
         let mut out = Vec::new();
         if !self.asides.is_empty() {
-            let notes = self.asides.iter().map(|q| q.advisory.clone()).collect();
-            out.push(self.build(Channel::Aside, notes));
+            out.push(self.aside_of(&self.asides));
         }
-        out.extend(self.steers.iter().cloned());
+        out.extend(self.steers.iter().map(|s| s.card.clone()));
         for deferred in self.deferred.as_slice() {
-            let channel = self.channel_for(deferred.severity());
-            out.push(self.build(channel, vec![deferred.advisory.clone()]));
+            let policy = self.guards.policy(&deferred.origin.owner);
+            let channel = self.channel_for(policy, deferred.severity());
+            out.push(self.build(channel, vec![(deferred.advisory.clone(), policy)]));
         }
         for held in self.held.as_slice() {
             let severity = held.severity();
@@ -508,31 +790,40 @@ impl RouterState {
             } else {
                 self.interrupt_channel()
             };
-            out.push(self.build(channel, vec![held.advisory.clone()]));
+            let policy = self.guards.policy(&held.origin.owner);
+            out.push(self.build(channel, vec![(held.advisory.clone(), policy)]));
         }
         out
     }
 
-    /// The host is about to call its model: all queued nits as one aside message, plus the
-    /// steering cards in the outbox (D3).
+    /// The host is about to call its model: all queued nits, of every advisor, as one
+    /// aside message, plus the steering cards in the outbox (D3, RO18).
     pub fn step_boundary(&mut self) -> StepAdvice {
         let aside = if self.asides.is_empty() {
             None
         } else {
-            let notes: Vec<Advisory> = std::mem::take(&mut self.asides)
-                .into_iter()
-                .map(|q| q.advisory)
-                .collect();
-            let n = notes.len() as u64;
-            self.counts.pending -= n;
-            self.delivered(Channel::Aside, n);
-            Some(self.build(Channel::Aside, notes))
+            let queued = std::mem::take(&mut self.asides);
+            let aside = self.aside_of(&queued);
+            for q in &queued {
+                self.tally(&q.origin.owner, |c| c.pending -= 1);
+                self.delivered(&q.origin.owner, Channel::Aside, 1);
+            }
+            Some(aside)
         };
-        let steers = std::mem::take(&mut self.steers);
-        let n = steers.len() as u64;
-        self.counts.pending -= n;
-        self.delivered(Channel::Steer, n);
+        let steers = self.take_steers(Channel::Steer);
         StepAdvice { aside, steers }
+    }
+
+    /// Takes the outbox, counted as delivered on `channel`.
+    fn take_steers(&mut self, channel: Channel) -> Vec<Delivery> {
+        let steers = std::mem::take(&mut self.steers);
+        let mut cards = Vec::with_capacity(steers.len());
+        for steer in steers {
+            self.tally(&steer.origin.owner, |c| c.pending -= 1);
+            self.delivered(&steer.origin.owner, channel, 1);
+            cards.push(steer.card);
+        }
+        cards
     }
 
     /// The primary started or went idle. Going idle turns outbox steers into wakes (or
@@ -554,11 +845,7 @@ impl RouterState {
     }
 
     fn flush_steers(&mut self, channel: Channel) -> Vec<HostEvent> {
-        let steers = std::mem::take(&mut self.steers);
-        let n = steers.len() as u64;
-        self.counts.pending -= n;
-        self.delivered(channel, n);
-        steers
+        self.take_steers(channel)
             .into_iter()
             .map(|mut card| {
                 card.channel = channel;
@@ -588,12 +875,14 @@ impl RouterState {
     }
 
     /// A primary turn ended (`terminal` when it was the final answer): one immune turn is
-    /// used up (D7), and under `reconfirm` the turn end may have to wait for the advisor to
-    /// catch up (D5). `can_wait` is false when no advisor runs to wait for.
+    /// used up (D7), and when an advisor in use delivers under `reconfirm` the turn end may
+    /// have to wait for the advisors to catch up (D5). `can_wait` is false when no advisor
+    /// runs to wait for.
     pub fn turn_ended(&mut self, terminal: bool, can_wait: bool) -> Option<CatchUpPlan> {
+        self.turns += 1;
         self.last_turn_terminal = terminal;
         self.immune_left = self.immune_left.saturating_sub(1);
-        if self.policy != DeliveryPolicy::Reconfirm || !self.enabled || !can_wait {
+        if !self.guards.uses(DeliveryPolicy::Reconfirm) || !self.enabled || !can_wait {
             return None;
         }
         let plan = self.catch_up.plan(terminal, self.held.len());
@@ -637,80 +926,122 @@ impl RouterState {
         let out = self.held.take(pick);
         let mut events = Vec::new();
         for note in out {
-            self.counts.held -= 1;
-            let rank = note.severity().rank();
-            self.history.record(&note.key, rank);
-            events.extend(self.route(note.advisory, note.key, None));
+            let owner = note.origin.owner.clone();
+            self.tally(&owner, |c| c.held -= 1);
+            self.remember(&owner, &note.key, note.severity());
+            events.extend(self.route(note.advisory, note.key, note.origin, None));
         }
         events
     }
 
-    /// The held-notes preamble of review `review` (D9), empty when nothing is held. The
-    /// notes listed are the ones this review must raise again to keep.
+    #[cfg(test)]
+    /// The held-notes preamble of review `review` of the unnamed advisor (D9).
     pub fn held_preamble(&mut self, epoch: u64, review: u64) -> String {
+        self.advisor_held_preamble(None, epoch, review)
+    }
+
+    /// The held-notes preamble of review `review` of the advisor `label` (D9, RO13), empty
+    /// when it holds nothing. The notes listed are the ones this review must raise again to
+    /// keep; another advisor's held notes are not its to keep or drop.
+    pub fn advisor_held_preamble(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        epoch: u64,
+        review: u64,
+    ) -> String {
         if epoch != self.epoch {
             return String::new();
         }
-        self.held.preamble(review)
+        self.held.preamble(&owner_of(label), review)
     }
 
-    /// Review `review` of `epoch` succeeded (D9): held notes it was shown and did not raise
-    /// again are dropped (`recanted`). A failed review prunes nothing.
+    #[cfg(test)]
+    /// Review `review` of `epoch` of the unnamed advisor succeeded (D9).
     pub fn review_succeeded(&mut self, epoch: u64, review: u64) {
+        self.advisor_review_succeeded(None, epoch, review);
+    }
+
+    /// Review `review` of `epoch` of the advisor `label` succeeded (D9, RO13): the notes it
+    /// holds that it was shown and did not raise again are dropped (`recanted`). A failed
+    /// review prunes nothing.
+    pub fn advisor_review_succeeded(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        epoch: u64,
+        review: u64,
+    ) {
         if epoch != self.epoch {
             return;
         }
-        let dropped = self.held.prune(review) as u64;
+        let owner = owner_of(label);
+        let dropped = self.held.prune(&owner, review) as u64;
         if dropped > 0 {
             tracing::info!(dropped, "held advisories recanted");
-            self.counts.held -= dropped;
-            self.count_drop(DropReason::Recanted, dropped);
+            self.tally(&owner, |c| c.held -= dropped);
+            self.count_drop(&owner, DropReason::Recanted, dropped);
         }
     }
 
-    /// An attempt of review `review` of `epoch` was thrown away before the review is tried
-    /// again (G5: its context overflowed; F1: it failed). The attempts of one review run one
-    /// after another and the agent reports a discarded one before the next starts, so
-    /// everything the review changed so far is the discarded attempt's: the notes it held
-    /// are dropped (`discarded`) and free their place in the review's note budget, and the
-    /// held notes it raised again lose that reconfirmation (and any escalation). Advice it
-    /// delivered cannot be recalled; its dedupe memory stays, so a replay does not repeat
-    /// it. Returns how many holds were rolled back.
+    #[cfg(test)]
+    /// [`RouterState::advisor_discard_attempt`] of the unnamed advisor.
     pub fn discard_attempt(&mut self, epoch: u64, review: u64) -> usize {
+        self.advisor_discard_attempt(None, epoch, review)
+    }
+
+    /// An attempt of review `review` of `epoch` of the advisor `label` was thrown away
+    /// before the review is tried again (G5: its context overflowed; F1: it failed). The
+    /// attempts of one review run one after another and the agent reports a discarded one
+    /// before the next starts, so everything the review changed so far is the discarded
+    /// attempt's: the notes it held are dropped (`discarded`) and free their place in the
+    /// review's note budget, and the held notes it raised again lose that reconfirmation
+    /// (and any escalation). Advice it delivered cannot be recalled; its dedupe memory
+    /// stays, so a replay does not repeat it. Returns how many holds were rolled back.
+    pub fn advisor_discard_attempt(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        epoch: u64,
+        review: u64,
+    ) -> usize {
         if epoch != self.epoch {
             return 0;
         }
-        let deferred = self.deferred.take_review((epoch, review));
+        let owner = owner_of(label);
+        let id = (epoch, review);
+        let deferred = self
+            .deferred
+            .take_where(|n| n.origin.owner == owner && n.review == id);
         if !deferred.is_empty() {
-            // Its notes will be raised again by the next attempt: not duplicates then.
-            for note in &deferred {
-                self.history.forget(&note.key, note.severity().rank());
-            }
             let n = deferred.len() as u64;
-            self.counts.pending -= n;
-            self.count_drop(DropReason::Discarded, n);
-            self.budget.give_back((epoch, review), deferred.len());
+            self.tally(&owner, |c| c.pending -= n);
+            self.count_drop(&owner, DropReason::Discarded, n);
         }
-        let discarded = self.held.discard(review);
+        let discarded = self.held.discard(&owner, review);
         let dropped = discarded.len();
         if dropped > 0 {
             tracing::info!(dropped, review, "holds of a discarded attempt rolled back");
-            self.counts.held -= dropped as u64;
-            self.count_drop(DropReason::Discarded, dropped as u64);
-            let counted = discarded.iter().filter(|h| h.counted()).count();
-            self.budget.give_back((epoch, review), counted);
+            self.tally(&owner, |c| c.held -= dropped as u64);
+            self.count_drop(&owner, DropReason::Discarded, dropped as u64);
         }
+        let guard = self.guards.for_label(label);
+        // Its deferred notes will be raised again by the next attempt: not duplicates then.
+        for note in &deferred {
+            guard.history.forget(&note.key, note.severity().rank());
+        }
+        let counted = discarded.iter().filter(|h| h.counted()).count();
+        guard.budget.give_back(id, deferred.len() + counted);
         dropped
     }
 
     /// A reset (R1): a new epoch; the held notes and the catch-up streak of the old one are
-    /// forgotten. The emission guard's memory stays (P3: it survives compaction and the
+    /// forgotten. The emission guards' memory stays (P3: it survives compaction and the
     /// other resets within a branch). Advice already accepted stays in the outbox: it was
     /// raised before the rewrite.
     pub fn reset(&mut self, epoch: u64) {
         self.epoch = epoch;
-        self.budget.reset();
-        self.wip_review = None;
+        for guard in self.guards.all_mut() {
+            guard.budget.reset();
+            guard.wip_review = None;
+        }
         self.drop_deferred(DropReason::Reset);
         self.drop_held(DropReason::StaleEpoch);
         self.catch_up.reset();
@@ -719,35 +1050,38 @@ impl RouterState {
     /// A reset that moved to another branch (R1: session switch, resume, new session, fork,
     /// tree move, rewind): a reset, and until the next user prompt the review of the
     /// replayed transcript starts no run (P3): concerns and blockers become
-    /// cards. The guard's memory is seeded from the branch at its next turn end
+    /// cards. The guards' memory is seeded from the branch at its next turn end
     /// ([`RouterState::seed_guard`]).
     pub fn reset_branch(&mut self, epoch: u64) {
         self.reset(epoch);
         self.replayed = true;
     }
 
-    /// Seeds the emission guard's memory from the advisories present in the branch now
-    /// reviewed (P3), in place of what it remembered.
+    /// Seeds the emission guards' memory from the advisories present in the branch now
+    /// reviewed (P3), in place of what they remembered: each advisor's from the advice
+    /// that names it (RO13, RO18), the unnamed advisor's from the advice that names none.
     pub fn seed_guard(&mut self, epoch: u64, advisories: &[Advisory]) {
         if epoch == self.epoch {
-            self.history.seed(advisories);
+            self.guards.seed(advisories);
             tracing::info!(
-                keys = self.history.len(),
-                "emission guard seeded from the branch"
+                advisories = advisories.len(),
+                "emission guards seeded from the branch"
             );
         }
     }
 
     fn drop_deferred(&mut self, reason: DropReason) {
-        let n = self.deferred.take_all().len() as u64;
-        self.counts.pending -= n;
-        self.count_drop(reason, n);
+        for note in self.deferred.take_all() {
+            self.tally(&note.origin.owner, |c| c.pending -= 1);
+            self.count_drop(&note.origin.owner, reason, 1);
+        }
     }
 
     fn drop_held(&mut self, reason: DropReason) {
-        let n = self.held.clear() as u64;
-        self.counts.held -= n;
-        self.count_drop(reason, n);
+        for note in self.held.take(|_| true) {
+            self.tally(&note.origin.owner, |c| c.held -= 1);
+            self.count_drop(&note.origin.owner, reason, 1);
+        }
     }
 
     /// Enables or disables delivery; disabling drops what is queued and held (reason
@@ -755,15 +1089,28 @@ impl RouterState {
     pub fn set_enabled(&mut self, enabled: bool) {
         self.enabled = enabled;
         if !enabled {
-            let n = (self.asides.len() + self.steers.len()) as u64;
-            self.asides.clear();
-            self.steers.clear();
-            self.counts.pending -= n;
-            self.count_drop(DropReason::Disabled, n);
+            let owners: Vec<Owner> = std::mem::take(&mut self.asides)
+                .into_iter()
+                .map(|q| q.origin.owner)
+                .chain(
+                    std::mem::take(&mut self.steers)
+                        .into_iter()
+                        .map(|s| s.origin.owner),
+                )
+                .collect();
+            for owner in owners {
+                self.tally(&owner, |c| c.pending -= 1);
+                self.count_drop(&owner, DropReason::Disabled, 1);
+            }
             self.drop_deferred(DropReason::Disabled);
             self.drop_held(DropReason::Disabled);
         }
     }
+}
+
+/// The key of `label`'s state: its slug, `None` for the unnamed advisor.
+fn owner_of(label: Option<&AdvisorLabel>) -> Owner {
+    label.map(|l| l.slug.clone())
 }
 
 #[cfg(test)]

@@ -1,0 +1,855 @@
+//! The advisors a session's router serves (RO12, RO13, RO15, RO16): each its own emission
+//! guard — D8 budget per update counted per (advisor, review), dedupe memory — its own
+//! delivery policy and severity cap. The unnamed advisor (`None`, RO12) uses the session's
+//! settings; a named advisor the router was not told about ([`Guards::register`]) too.
+//! Pure data; the router decides.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::budget::{NoteBudget, ReviewId};
+use super::guard::GuardHistory;
+use crate::domain::advice::{AdvisorLabel, Advisory, Severity};
+use crate::settings::DeliveryPolicy;
+
+/// Whose a note is: a named advisor's slug, or `None` for the unnamed advisor (RO12).
+pub type Owner = Option<Arc<str>>;
+
+/// The session update a review covers, as the router tells updates apart (RO22): the epoch
+/// and how many primary turn ends the router had heard of in the session when the review
+/// started. Every advisor reviews the delta of a turn end after the router hears of it (the
+/// supervisor tells the router first), so reviews started between the same two turn ends,
+/// in the same epoch, cover the same update.
+pub type UpdateId = (u64, u64);
+
+/// Where a note waiting in the router came from: its advisor and the update its review
+/// covered (RO13, RO22).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The advisor that raised it.
+    pub owner: Owner,
+    /// The update its review covered; `None` for notes that predate it.
+    pub update: Option<UpdateId>,
+}
+
+/// One advisor's guard and delivery settings.
+#[derive(Debug, Clone)]
+pub(super) struct AdvisorGuard {
+    /// Its display name (RO7); `None` for the unnamed advisor.
+    pub(super) name: Option<Arc<str>>,
+    /// Its delivery policy (RO15).
+    pub(super) policy: DeliveryPolicy,
+    /// The highest severity it may deliver (RO16).
+    pub(super) max_severity: Severity,
+    /// Its note budget (D8, RO10).
+    pub(super) budget: NoteBudget,
+    /// Its dedupe memory (D8, P3).
+    pub(super) history: GuardHistory,
+    /// Its review in progress covers a WIP batch (P1, under `defer`).
+    pub(super) wip_review: Option<ReviewId>,
+    /// The update its review in progress covers (RO22).
+    pub(super) update: Option<(ReviewId, UpdateId)>,
+}
+
+impl AdvisorGuard {
+    fn new(name: Option<Arc<str>>, policy: DeliveryPolicy, per_update: usize) -> Self {
+        Self {
+            name,
+            policy,
+            max_severity: Severity::Blocker,
+            budget: NoteBudget::new(per_update),
+            history: GuardHistory::new(),
+            wip_review: None,
+            update: None,
+        }
+    }
+
+    /// The update review `id` covers: the one recorded when it started, else `now`
+    /// (recorded for its later notes).
+    pub(super) fn update_of(&mut self, id: ReviewId, now: UpdateId) -> UpdateId {
+        match self.update {
+            Some((review, update)) if review == id => update,
+            _ => {
+                self.update = Some((id, now));
+                now
+            }
+        }
+    }
+}
+
+/// The guards of the unnamed advisor and of every named advisor the router heard of.
+#[derive(Debug, Clone)]
+pub(super) struct Guards {
+    unnamed: AdvisorGuard,
+    named: BTreeMap<Arc<str>, AdvisorGuard>,
+    /// The unnamed advisor raised or reviewed something: its policy is in use.
+    unnamed_used: bool,
+}
+
+impl Guards {
+    /// The guards of a session whose settings are `policy` and `per_update` notes per
+    /// update.
+    pub(super) fn new(policy: DeliveryPolicy, per_update: usize) -> Self {
+        Self {
+            unnamed: AdvisorGuard::new(None, policy, per_update),
+            named: BTreeMap::new(),
+            unnamed_used: false,
+        }
+    }
+
+    /// The session's policy (the unnamed advisor's).
+    pub(super) fn session_policy(&self) -> DeliveryPolicy {
+        self.unnamed.policy
+    }
+
+    /// The session's notes per update (the unnamed advisor's).
+    pub(super) fn session_per_update(&self) -> usize {
+        self.unnamed.budget.per_update()
+    }
+
+    /// The guard of `label`'s advisor, made with the session's settings when the router
+    /// has not heard of it yet.
+    pub(super) fn for_label(&mut self, label: Option<&AdvisorLabel>) -> &mut AdvisorGuard {
+        match label {
+            None => {
+                self.unnamed_used = true;
+                &mut self.unnamed
+            }
+            Some(label) => {
+                let policy = self.unnamed.policy;
+                let per_update = self.unnamed.budget.per_update();
+                self.named.entry(label.slug.clone()).or_insert_with(|| {
+                    AdvisorGuard::new(Some(label.name.clone()), policy, per_update)
+                })
+            }
+        }
+    }
+
+    /// The guard of `owner`, if the router knows it.
+    pub(super) fn get_mut(&mut self, owner: &Owner) -> Option<&mut AdvisorGuard> {
+        match owner {
+            None => Some(&mut self.unnamed),
+            Some(slug) => self.named.get_mut(slug),
+        }
+    }
+
+    /// The policy `owner`'s notes are delivered under: its own, else the session's.
+    pub(super) fn policy(&self, owner: &Owner) -> DeliveryPolicy {
+        owner
+            .as_ref()
+            .and_then(|slug| self.named.get(slug))
+            .map_or(self.unnamed.policy, |g| g.policy)
+    }
+
+    /// Whether a note of any advisor in use may be delivered under `policy`: the named
+    /// advisors' policies, and the session's when the unnamed advisor is in use or no
+    /// named one is known.
+    pub(super) fn uses(&self, policy: DeliveryPolicy) -> bool {
+        let unnamed = self.named.is_empty() || self.unnamed_used;
+        (unnamed && self.unnamed.policy == policy)
+            || self.named.values().any(|g| g.policy == policy)
+    }
+
+    /// Every guard.
+    pub(super) fn all_mut(&mut self) -> impl Iterator<Item = &mut AdvisorGuard> {
+        std::iter::once(&mut self.unnamed).chain(self.named.values_mut())
+    }
+
+    /// Registers `label`'s advisor (RO15, RO16, RO10): its policy (`None`: the session's),
+    /// its notes per update and its severity cap. Registering again changes the settings
+    /// and keeps its memory.
+    pub(super) fn register(
+        &mut self,
+        label: &AdvisorLabel,
+        policy: Option<DeliveryPolicy>,
+        max_notes: usize,
+        max_severity: Severity,
+    ) {
+        let session = self.unnamed.policy;
+        let guard = self.for_label(Some(label));
+        guard.name = Some(label.name.clone());
+        guard.policy = policy.unwrap_or(session);
+        guard.budget.set_per_update(max_notes);
+        guard.max_severity = max_severity;
+    }
+
+    /// The same advisors with their settings and nothing else: empty memories and budgets
+    /// (a router restarted after a panic, F5, keeps its registrations).
+    pub(super) fn settings_only(&self) -> Self {
+        let fresh = |g: &AdvisorGuard| {
+            let mut guard = AdvisorGuard::new(g.name.clone(), g.policy, g.budget.per_update());
+            guard.max_severity = g.max_severity;
+            guard
+        };
+        Self {
+            unnamed: fresh(&self.unnamed),
+            named: self
+                .named
+                .iter()
+                .map(|(slug, g)| (slug.clone(), fresh(g)))
+                .collect(),
+            unnamed_used: self.unnamed_used,
+        }
+    }
+
+    /// Forgets the advisor `slug` (RO21): its registration and guard.
+    pub(super) fn remove(&mut self, slug: &str) -> bool {
+        self.named.remove(slug).is_some()
+    }
+
+    /// Seeds every guard's memory from the advisories of the branch (P3): the unnamed
+    /// advisor's from those without an `advisor` attribute, a named advisor's from those
+    /// naming it (one of a merged note's names, RO22) and from those naming no advisor the
+    /// router knows (advice of an advisor since renamed or removed).
+    pub(super) fn seed(&mut self, advisories: &[Advisory]) {
+        let names: Vec<Arc<str>> = self.named.values().filter_map(|g| g.name.clone()).collect();
+        let unnamed: Vec<Advisory> = advisories
+            .iter()
+            .filter(|a| a.advisor.is_none())
+            .cloned()
+            .collect();
+        self.unnamed.history.seed(&unnamed);
+        for guard in self.named.values_mut() {
+            let own: Vec<Advisory> = advisories
+                .iter()
+                .filter(|a| {
+                    a.advisor.as_deref().is_some_and(|attr| {
+                        let named = advisor_names(attr);
+                        let known = names.iter().any(|n| named.contains(&&**n));
+                        guard
+                            .name
+                            .as_deref()
+                            .is_some_and(|own| named.contains(&own))
+                            || !known
+                    })
+                })
+                .cloned()
+                .collect();
+            guard.history.seed(&own);
+        }
+    }
+}
+
+/// The names an `advisor` attribute lists: the whole value, and each name of a merged
+/// note (`"Architecture, Security"`, RO22).
+pub(super) fn advisor_names(attr: &str) -> Vec<&str> {
+    let mut names = vec![attr];
+    if attr.contains(", ") {
+        names.extend(attr.split(", "));
+    }
+    names
+}
+
+/// Adds the advisor `name` to the names of `advisory` (RO22): `"Architecture, Security"`,
+/// in raise order, each once.
+pub(super) fn add_advisor_name(advisory: &mut Advisory, name: &str) {
+    match &mut advisory.advisor {
+        Some(names) if advisor_names(names).contains(&name) => {}
+        Some(names) => {
+            names.push_str(", ");
+            names.push_str(name);
+        }
+        None => advisory.advisor = Some(name.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn label(slug: &str, name: &str) -> AdvisorLabel {
+        AdvisorLabel::new(slug, name)
+    }
+
+    #[test]
+    fn ro15_an_unregistered_advisor_uses_the_session_settings_a_registered_one_its_own() {
+        let mut g = Guards::new(DeliveryPolicy::Interrupt, 4);
+        let arch = label("arch", "Architecture");
+        assert_eq!(g.for_label(Some(&arch)).policy, DeliveryPolicy::Interrupt);
+        assert_eq!(g.for_label(Some(&arch)).budget.per_update(), 4);
+        g.register(&arch, Some(DeliveryPolicy::Reconfirm), 2, Severity::Concern);
+        assert_eq!(g.policy(&Some("arch".into())), DeliveryPolicy::Reconfirm);
+        assert_eq!(g.policy(&Some("gone".into())), DeliveryPolicy::Interrupt);
+        assert!(g.uses(DeliveryPolicy::Reconfirm));
+        assert!(
+            !g.uses(DeliveryPolicy::Interrupt),
+            "the unnamed advisor is not in use"
+        );
+        g.for_label(None);
+        assert!(g.uses(DeliveryPolicy::Interrupt));
+        g.register(&arch, None, 2, Severity::Concern);
+        assert_eq!(g.policy(&Some("arch".into())), DeliveryPolicy::Interrupt);
+        assert!(g.remove("arch"));
+        assert!(g.get_mut(&Some("arch".into())).is_none());
+    }
+
+    #[test]
+    fn p3_ro13_the_seed_gives_each_advisor_its_own_advice_and_unknown_names_to_all() {
+        let mut g = Guards::new(DeliveryPolicy::Interrupt, 4);
+        g.register(&label("arch", "Architecture"), None, 4, Severity::Blocker);
+        g.register(&label("sec", "Security"), None, 4, Severity::Blocker);
+        g.seed(&[
+            Advisory::new("unnamed note", None),
+            Advisory::new("arch note", None).with_advisor("Architecture"),
+            Advisory::new("both note", None).with_advisor("Architecture, Security"),
+            Advisory::new("old note", None).with_advisor("Renamed"),
+        ]);
+        let rank = |g: &mut Guards, owner: Owner, key: &str| {
+            g.get_mut(&owner).and_then(|x| x.history.rank(key))
+        };
+        assert_eq!(rank(&mut g, None, "unnamed note"), Some(1));
+        assert_eq!(rank(&mut g, None, "arch note"), None);
+        let arch: Owner = Some("arch".into());
+        let sec: Owner = Some("sec".into());
+        assert_eq!(rank(&mut g, arch.clone(), "arch note"), Some(1));
+        assert_eq!(rank(&mut g, sec.clone(), "arch note"), None);
+        assert_eq!(rank(&mut g, arch.clone(), "both note"), Some(1));
+        assert_eq!(rank(&mut g, sec.clone(), "both note"), Some(1));
+        assert_eq!(rank(&mut g, sec, "old note"), Some(1));
+        assert_eq!(rank(&mut g, arch.clone(), "unnamed note"), None);
+    }
+
+    #[test]
+    fn ro22_names_are_added_in_raise_order_once() {
+        let mut a = Advisory::new("x", None).with_advisor("Architecture");
+        add_advisor_name(&mut a, "Security");
+        add_advisor_name(&mut a, "Security");
+        add_advisor_name(&mut a, "Architecture");
+        assert_eq!(a.advisor.as_deref(), Some("Architecture, Security"));
+    }
+
+    // The roster through the router's state (RO13, RO15, RO16, RO18, RO21, RO22, D10).
+
+    use crate::delivery::testing::{adv, router};
+    use crate::delivery::{DropReason, RaiseOutcome, RouterState};
+    use crate::domain::advice::Channel;
+    use crate::domain::host::HostEvent;
+
+    fn arch() -> AdvisorLabel {
+        label("architecture", "Architecture")
+    }
+
+    fn sec() -> AdvisorLabel {
+        label("security", "Security")
+    }
+
+    /// A note of `who`, named as the executor names it (RO18).
+    fn named(who: &AdvisorLabel, note: &str, sev: Option<Severity>) -> Advisory {
+        adv(note, sev).with_advisor(&*who.name)
+    }
+
+    fn raise(
+        r: &mut RouterState,
+        who: &AdvisorLabel,
+        review: u64,
+        note: &str,
+        sev: Option<Severity>,
+    ) -> (RaiseOutcome, Vec<HostEvent>) {
+        r.raise_as(Some(who), 0, review, named(who, note, sev))
+    }
+
+    fn card_of(events: &[HostEvent]) -> &str {
+        match events {
+            [HostEvent::Wake { card }] | [HostEvent::Card { card }] => &card.content,
+            other => panic!("expected one wake or card, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ro13_each_advisor_counts_its_own_budget_per_review_from_review_one() {
+        let mut r = router();
+        r.run_state(true);
+        let (a, s) = (arch(), sec());
+        // Both agents number their reviews from 1: review 1 of each has its own 2 places.
+        for who in [&a, &s] {
+            for i in 0..2 {
+                let note = format!("{} nit {i}", who.slug);
+                assert_eq!(raise(&mut r, who, 1, &note, None).0, RaiseOutcome::Recorded);
+            }
+        }
+        assert_eq!(
+            raise(&mut r, &a, 1, "one too many", None).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        // The unnamed advisor's review 1 is a third review.
+        assert_eq!(
+            r.raise(0, 1, adv("unnamed nit", None)).0,
+            RaiseOutcome::Recorded
+        );
+        // A review of two updates of one advisor doubles only its budget.
+        r.advisor_review_batch(Some(&s), 0, 2, 2, false);
+        let kept = (0..5)
+            .filter(|i| {
+                raise(&mut r, &s, 2, &format!("batch {i}"), None).0 == RaiseOutcome::Recorded
+            })
+            .count();
+        assert_eq!(kept, 4);
+        assert_eq!(
+            r.per_advisor()["architecture"].dropped[&DropReason::OverBudget],
+            1
+        );
+        assert_eq!(
+            r.per_advisor()["security"].dropped[&DropReason::OverBudget],
+            1
+        );
+        assert_eq!(r.counts().dropped[&DropReason::OverBudget], 2);
+    }
+
+    #[test]
+    fn ro13_each_advisor_has_its_own_dedupe_memory() {
+        let mut r = router();
+        r.run_state(true);
+        let (a, s) = (arch(), sec());
+        raise(&mut r, &a, 1, "check the null case", None);
+        r.step_boundary();
+        r.turn_ended(false, true);
+        // Security never said it: no duplicate of Architecture's.
+        assert_eq!(
+            raise(&mut r, &s, 1, "Check the NULL case", None).0,
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            raise(&mut r, &a, 2, "check the null case", None).0,
+            RaiseOutcome::Dropped(DropReason::Duplicate)
+        );
+        assert_eq!(
+            r.raise(0, 1, adv("check the null case", None)).0,
+            RaiseOutcome::Recorded,
+            "nor did the unnamed advisor"
+        );
+    }
+
+    #[test]
+    fn ro13_d9_a_review_reconfirms_prunes_and_discards_only_its_own_held_notes() {
+        let mut r = RouterState::new(DeliveryPolicy::Reconfirm, 2);
+        let (a, s) = (arch(), sec());
+        assert_eq!(
+            raise(&mut r, &a, 1, "arch worry", Some(Severity::Concern)).0,
+            RaiseOutcome::Held
+        );
+        assert_eq!(
+            raise(&mut r, &s, 1, "sec worry", Some(Severity::Blocker)).0,
+            RaiseOutcome::Held
+        );
+        r.turn_ended(false, true);
+        let preamble = r.advisor_held_preamble(Some(&a), 0, 2);
+        assert!(preamble.contains("arch worry"), "{preamble}");
+        assert!(!preamble.contains("sec worry"), "{preamble}");
+        assert_eq!(
+            r.advisor_held_preamble(None, 0, 2),
+            "",
+            "the unnamed holds nothing"
+        );
+        // Architecture raising Security's note is its own note, not a reconfirmation.
+        assert_eq!(
+            raise(&mut r, &a, 2, "sec worry", Some(Severity::Blocker)).0,
+            RaiseOutcome::Held
+        );
+        // Its attempt is thrown away: only its hold goes.
+        assert_eq!(r.advisor_discard_attempt(Some(&a), 0, 2), 1);
+        // Security's review 2 sees its own note, raises it again.
+        r.advisor_held_preamble(Some(&s), 0, 2);
+        assert_eq!(
+            raise(&mut r, &s, 2, "sec worry", None).0,
+            RaiseOutcome::Reconfirmed
+        );
+        // Architecture's review 2 succeeds silent: its note is recanted, Security's stays.
+        r.advisor_review_succeeded(Some(&a), 0, 2);
+        r.advisor_review_succeeded(Some(&s), 0, 2);
+        let held: Vec<(&str, bool)> = r
+            .held()
+            .iter()
+            .map(|h| (h.advisory.note.as_str(), h.confirmed))
+            .collect();
+        assert_eq!(held, [("sec worry", true)]);
+        assert_eq!(
+            r.per_advisor()["architecture"].dropped[&DropReason::Recanted],
+            1
+        );
+        assert_eq!(r.per_advisor()["architecture"].held, 0);
+        assert_eq!(r.per_advisor()["security"].held, 1);
+        assert_eq!(r.per_advisor()["security"].reconfirmed, 1);
+    }
+
+    #[test]
+    fn ro15_each_advisor_delivers_under_its_own_policy() {
+        let mut r = router();
+        r.run_state(true);
+        let (a, s) = (arch(), sec());
+        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 4, Severity::Blocker);
+        // Registered without a policy: the session's.
+        r.register_advisor(&s, None, 4, Severity::Blocker);
+        assert_eq!(
+            raise(&mut r, &a, 1, "held one", Some(Severity::Concern)).0,
+            RaiseOutcome::Held
+        );
+        let (outcome, events) = raise(&mut r, &s, 1, "steer one", Some(Severity::Concern));
+        assert_eq!(
+            (outcome, events),
+            (RaiseOutcome::Recorded, vec![HostEvent::SteerReady])
+        );
+        raise(&mut r, &a, 1, "arch nit", None);
+        raise(&mut r, &s, 1, "sec nit", None);
+        let step = r.step_boundary();
+        let aside = step.aside.expect("one aside");
+        // Each element as its advisor's policy writes it: only reconfirm's carries context.
+        assert_eq!(
+            aside
+                .content
+                .matches("context=\"raised about an earlier step\"")
+                .count(),
+            1,
+            "{}",
+            aside.content
+        );
+        assert!(aside.content.starts_with(
+            "<advisory advisor=\"Architecture\" guidance=\"weigh, don't blindly obey\" context="
+        ), "{}", aside.content);
+        assert!(!step.steers[0].content.contains("context="));
+        // A reconfirm advisor in use: a terminal turn end waits for the advisors (D5),
+        // though the session's policy is interrupt.
+        assert!(r.turn_ended(true, true).is_some());
+        let mut plain = router();
+        plain.raise_as(Some(&s), 0, 1, named(&s, "x", None));
+        assert!(plain.turn_ended(true, true).is_none());
+    }
+
+    #[test]
+    fn ro16_a_capped_advisor_s_blockers_go_out_as_concerns_and_are_counted() {
+        let mut r = router().with_immune_turns(0);
+        r.run_state(true);
+        let (a, s) = (arch(), sec());
+        r.register_advisor(&a, None, 4, Severity::Concern);
+        r.register_advisor(&s, None, 4, Severity::Nit);
+        raise(&mut r, &a, 1, "tests never ran", Some(Severity::Blocker));
+        raise(&mut r, &a, 1, "wrong table", Some(Severity::Concern));
+        assert_eq!(
+            raise(&mut r, &s, 1, "data loss", Some(Severity::Blocker)).1,
+            vec![]
+        );
+        raise(&mut r, &s, 1, "odd name", Some(Severity::Concern));
+        raise(&mut r, &s, 1, "tidy", None);
+        let step = r.step_boundary();
+        let steers: Vec<&str> = step.steers.iter().map(|d| d.content.as_str()).collect();
+        assert_eq!(steers.len(), 2);
+        assert!(
+            steers[0].contains("severity=\"concern\"") && steers[0].contains("tests never ran")
+        );
+        let aside = step
+            .aside
+            .expect("the nit-capped advisor's notes are asides");
+        assert_eq!(aside.notes.len(), 3);
+        assert_eq!(
+            aside.content.matches("severity=\"nit\"").count(),
+            2,
+            "{}",
+            aside.content
+        );
+        assert_eq!(
+            aside.notes[2].severity, None,
+            "an omitted severity stays omitted"
+        );
+        assert_eq!(r.per_advisor()["architecture"].capped, 1);
+        assert_eq!(r.per_advisor()["security"].capped, 2);
+        assert_eq!(r.counts().capped, 3);
+        assert_eq!(
+            r.counts().raised(),
+            5,
+            "capping is counted beside, not instead"
+        );
+        // Capped at concern, a blocker of the same note is a duplicate, not an escalation.
+        assert_eq!(
+            raise(&mut r, &a, 2, "wrong table", Some(Severity::Blocker)).0,
+            RaiseOutcome::Dropped(DropReason::Duplicate)
+        );
+    }
+
+    #[test]
+    fn ro18_every_delivery_path_keeps_the_advisor_name() {
+        let (a, s) = (arch(), sec());
+        // Asides of two advisors at one step boundary: one message, each element named.
+        let mut r = router();
+        r.run_state(true);
+        raise(&mut r, &a, 1, "rename x", None);
+        raise(&mut r, &s, 1, "drop the clone", Some(Severity::Nit));
+        r.raise(0, 1, adv("unnamed nit", None));
+        let aside = r.step_boundary().aside.expect("one aside");
+        assert_eq!(
+            aside.content,
+            "<advisory advisor=\"Architecture\" guidance=\"weigh, don't blindly obey\">\nrename x\n</advisory>\n\
+             <advisory advisor=\"Security\" severity=\"nit\" guidance=\"weigh, don't blindly obey\">\ndrop the clone\n</advisory>\n\
+             <advisory guidance=\"weigh, don't blindly obey\">\nunnamed nit\n</advisory>"
+        );
+        assert_eq!(aside.notes[0].advisor.as_deref(), Some("Architecture"));
+        // Steer, and an advisory the executor did not name: the router names it.
+        raise(&mut r, &a, 2, "wrong file", Some(Severity::Concern));
+        r.raise_as(Some(&s), 0, 2, adv("tests fail", Some(Severity::Blocker)));
+        let steers = r.step_boundary().steers;
+        assert!(steers[0]
+            .content
+            .starts_with("<advisory advisor=\"Architecture\" severity=\"concern\""));
+        assert!(steers[1]
+            .content
+            .starts_with("<advisory advisor=\"Security\" severity=\"blocker\""));
+        // Wake, and a card while the user-interrupt latch is set.
+        let mut r = router();
+        let (_, events) = raise(&mut r, &a, 1, "idle worry", Some(Severity::Blocker));
+        assert!(card_of(&events).starts_with("<advisory advisor=\"Architecture\""));
+        r.interrupt(true);
+        let (_, events) = raise(&mut r, &s, 1, "latched worry", Some(Severity::Blocker));
+        assert!(card_of(&events).starts_with("<advisory advisor=\"Security\""));
+        // Held notes released by a catch-up block (D5).
+        let mut r = RouterState::new(DeliveryPolicy::Reconfirm, 2);
+        raise(&mut r, &a, 1, "held worry", Some(Severity::Blocker));
+        let plan = r.turn_ended(true, true).expect("a terminal turn waits");
+        let events = r.catch_up_finished(&plan, crate::delivery::CatchUpEnd::TimedOut);
+        let wake = events
+            .iter()
+            .find_map(|e| match e {
+                HostEvent::Wake { card } => Some(card.content.as_str()),
+                _ => None,
+            })
+            .expect("the held note wakes the primary");
+        assert!(
+            wake.starts_with("<advisory advisor=\"Architecture\" severity=\"blocker\""),
+            "{wake}"
+        );
+        // Deferred notes released at the final boundary (P1).
+        let mut r = crate::delivery::testing::defer();
+        r.run_state(true);
+        r.advisor_review_batch(Some(&s), 0, 1, 1, true);
+        assert_eq!(
+            raise(&mut r, &s, 1, "wrong table", Some(Severity::Concern)).0,
+            RaiseOutcome::Deferred
+        );
+        assert_eq!(
+            r.undelivered()[0].notes[0].advisor.as_deref(),
+            Some("Security")
+        );
+        let events = r.boundary(true, false);
+        assert!(card_of(&events).starts_with("<advisory advisor=\"Security\""));
+    }
+
+    #[test]
+    fn ro21_a_removed_advisor_s_undelivered_notes_are_dropped_removed() {
+        let mut r = router().with_immune_turns(0);
+        r.run_state(true);
+        let (a, s) = (arch(), sec());
+        r.register_advisor(&a, None, 4, Severity::Blocker);
+        raise(&mut r, &a, 1, "arch nit", None);
+        raise(&mut r, &a, 1, "arch concern", Some(Severity::Concern));
+        raise(&mut r, &s, 1, "sec nit", None);
+        let mut held = RouterState::new(DeliveryPolicy::Reconfirm, 2);
+        raise(&mut held, &a, 1, "arch held", Some(Severity::Blocker));
+        raise(&mut held, &s, 1, "sec held", Some(Severity::Blocker));
+        r.remove_advisor("architecture");
+        held.remove_advisor("architecture");
+        let step = r.step_boundary();
+        assert!(step.steers.is_empty());
+        let notes: Vec<&str> = step
+            .aside
+            .iter()
+            .flat_map(|d| &d.notes)
+            .map(|n| n.note.as_str())
+            .collect();
+        assert_eq!(notes, ["sec nit"]);
+        assert_eq!(
+            r.per_advisor()["architecture"].dropped[&DropReason::Removed],
+            2
+        );
+        assert_eq!(r.per_advisor()["architecture"].pending, 0);
+        assert_eq!(r.counts().dropped[&DropReason::Removed], 2);
+        assert_eq!(r.counts().pending, 0);
+        assert_eq!(r.counts().raised(), 3);
+        let notes: Vec<&str> = held
+            .held()
+            .iter()
+            .map(|h| h.advisory.note.as_str())
+            .collect();
+        assert_eq!(notes, ["sec held"]);
+        assert_eq!(held.counts().dropped[&DropReason::Removed], 1);
+        assert_eq!(held.counts().held, 1);
+        // Its guard is forgotten: back in the roster, it starts with an empty memory.
+        r.register_advisor(&a, None, 4, Severity::Blocker);
+        assert_eq!(
+            raise(&mut r, &a, 2, "arch nit", None).0,
+            RaiseOutcome::Recorded
+        );
+    }
+
+    #[test]
+    fn ro22_the_same_note_of_two_advisors_about_one_update_goes_out_once_naming_both() {
+        let mut r = router();
+        r.run_state(true);
+        let (a, s) = (arch(), sec());
+        assert_eq!(
+            raise(&mut r, &a, 1, "Check the null case.", None).0,
+            RaiseOutcome::Recorded
+        );
+        let (outcome, events) = raise(
+            &mut r,
+            &s,
+            1,
+            "check  the NULL case",
+            Some(Severity::Concern),
+        );
+        assert_eq!(outcome, RaiseOutcome::Dropped(DropReason::DuplicateOf));
+        assert!(
+            outcome.tool_text(4).contains("another advisor"),
+            "{}",
+            outcome.tool_text(4)
+        );
+        // Merged at the higher severity: the nit left the aside queue and steers.
+        assert_eq!(events, vec![HostEvent::SteerReady]);
+        let step = r.step_boundary();
+        assert!(step.aside.is_none());
+        assert_eq!(step.steers.len(), 1);
+        assert!(
+            step.steers[0].content.starts_with(
+                "<advisory advisor=\"Architecture, Security\" severity=\"concern\" guidance="
+            ),
+            "{}",
+            step.steers[0].content
+        );
+        assert!(
+            step.steers[0].content.contains("\nCheck the null case.\n"),
+            "the first text"
+        );
+        assert_eq!(r.per_advisor()["architecture"].steer, 1);
+        assert_eq!(
+            r.per_advisor()["security"].dropped[&DropReason::DuplicateOf],
+            1
+        );
+        assert_eq!(r.counts().raised(), 2);
+        // Neither says it again.
+        assert_eq!(
+            raise(
+                &mut r,
+                &s,
+                1,
+                "check the null case",
+                Some(Severity::Concern)
+            )
+            .0,
+            RaiseOutcome::Dropped(DropReason::Duplicate)
+        );
+        assert_eq!(
+            raise(
+                &mut r,
+                &a,
+                1,
+                "check the null case",
+                Some(Severity::Concern)
+            )
+            .0,
+            RaiseOutcome::Dropped(DropReason::Duplicate)
+        );
+    }
+
+    #[test]
+    fn ro22_merges_into_steers_and_held_notes_but_not_across_updates_or_once_delivered() {
+        let (a, s) = (arch(), sec());
+        // Into an outbox steer: one card naming both, at the higher severity.
+        let mut r = router();
+        r.run_state(true);
+        raise(
+            &mut r,
+            &a,
+            1,
+            "the loop never ends",
+            Some(Severity::Concern),
+        );
+        let (outcome, events) = raise(
+            &mut r,
+            &s,
+            1,
+            "The loop never ends!",
+            Some(Severity::Blocker),
+        );
+        assert_eq!(
+            (outcome, events),
+            (RaiseOutcome::Dropped(DropReason::DuplicateOf), vec![])
+        );
+        let steers = r.step_boundary().steers;
+        assert_eq!(steers.len(), 1);
+        assert!(steers[0]
+            .content
+            .starts_with("<advisory advisor=\"Architecture, Security\" severity=\"blocker\""));
+        // Once delivered, the other advisor's note goes out on its own.
+        assert_eq!(
+            raise(&mut r, &a, 1, "rename x", None).0,
+            RaiseOutcome::Recorded
+        );
+        r.step_boundary();
+        assert_eq!(
+            raise(&mut r, &s, 1, "rename x", None).0,
+            RaiseOutcome::Recorded
+        );
+        // Another update (a turn end between the reviews' starts): not merged.
+        r.turn_ended(false, true);
+        r.advisor_review_batch(Some(&a), 0, 2, 1, false);
+        raise(&mut r, &a, 2, "use a slice", None);
+        r.turn_ended(false, true);
+        r.advisor_review_batch(Some(&s), 0, 2, 1, false);
+        assert_eq!(
+            raise(&mut r, &s, 2, "use a slice", None).0,
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(r.step_boundary().aside.unwrap().notes.len(), 3);
+        // The unnamed advisor's notes are never merged (RO12).
+        r.raise(0, 3, adv("unnamed point", None));
+        assert_eq!(
+            raise(&mut r, &a, 3, "unnamed point", None).0,
+            RaiseOutcome::Recorded
+        );
+        // Into a held note: held once, naming both.
+        let mut h = RouterState::new(DeliveryPolicy::Reconfirm, 2);
+        raise(&mut h, &a, 1, "data loss", Some(Severity::Concern));
+        assert_eq!(
+            raise(&mut h, &s, 1, "data loss", Some(Severity::Blocker)).0,
+            RaiseOutcome::Dropped(DropReason::DuplicateOf)
+        );
+        assert_eq!(h.held().len(), 1);
+        assert_eq!(
+            h.held()[0].advisory.advisor.as_deref(),
+            Some("Architecture, Security")
+        );
+        assert_eq!(h.held()[0].advisory.severity, Some(Severity::Blocker));
+        assert_eq!(h.undelivered()[0].channel, Channel::Wake);
+    }
+
+    #[test]
+    fn ro15_ro16_f5_a_restarted_router_keeps_the_registrations_and_forgets_the_rest() {
+        let mut r = router().with_immune_turns(0);
+        r.run_state(true);
+        let a = arch();
+        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 1, Severity::Concern);
+        raise(&mut r, &a, 1, "rename x", None);
+        let mut fresh = r.restarted();
+        assert_eq!(fresh.policy(), DeliveryPolicy::Interrupt);
+        assert_eq!(fresh.max_notes_per_update(), 2);
+        assert!(fresh.step_boundary().is_empty(), "nothing queued survives");
+        assert_eq!(
+            raise(&mut fresh, &a, 1, "rename x", None).0,
+            RaiseOutcome::Recorded,
+            "a fresh memory and budget"
+        );
+        assert_eq!(
+            raise(
+                &mut fresh,
+                &a,
+                1,
+                "tests never ran",
+                Some(Severity::Blocker)
+            )
+            .0,
+            RaiseOutcome::Held,
+            "its policy kept"
+        );
+        assert_eq!(
+            fresh.held()[0].advisory.severity,
+            Some(Severity::Concern),
+            "its cap kept"
+        );
+    }
+}
