@@ -54,6 +54,8 @@ pub struct Supervisor {
     turn_end_len: Option<usize>,
     /// A check of the roster files is running (RO21).
     roster_checking: bool,
+    /// A turn ended while it ran: check again when it ends.
+    roster_recheck: bool,
 }
 
 impl Supervisor {
@@ -79,6 +81,7 @@ impl Supervisor {
             seed_guard: false,
             turn_end_len: None,
             roster_checking: false,
+            roster_recheck: false,
         }
     }
 

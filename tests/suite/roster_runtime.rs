@@ -492,3 +492,61 @@ async fn ro21_an_added_entry_starts_at_the_transcripts_end_and_a_removed_one_sto
     let status = h.status().await.unwrap();
     assert_eq!(status.advisors[0].name, "Security");
 }
+
+#[actix::test]
+async fn ro21_a_changed_entry_is_rebuilt_before_its_next_review_which_covers_that_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    let write = |instructions: &str| {
+        let text = format!(
+            "advisors:\n  - name: Architecture\n    model: openai/gpt-5\n    instructions: {instructions}\n"
+        );
+        fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
+    };
+    write("Old rule.");
+    let watchdog = WatchdogConfig {
+        cwd: repo.clone(),
+        agent_dir: Some(dir.path().join("agent")),
+        home: Some(dir.path().to_path_buf()),
+    };
+    let settings = RosterSettings::default();
+    let catalog = advisor::providers::Catalog::builtin().unwrap();
+    let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
+    let arch = ScriptedModel::new([]);
+    let models = Models::default().with("architecture", arch.clone());
+    let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
+    if let Some(setup) = cfg.roster.as_mut() {
+        setup.reload = Some(RosterReload {
+            watchdog,
+            settings,
+            catalog,
+        });
+    }
+    let (h, _events) = start(cfg);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn 0")]);
+    h.turn_end(&t).await.unwrap();
+    assert!(arch.requests()[0].system.ends_with("Old rule."));
+    // The longer text changes the file's size, so the check sees it at once.
+    write("A much newer rule.");
+    // The check runs on the blocking pool; each turn end starts one while none runs.
+    let mut turn = 1;
+    while !arch
+        .requests()
+        .last()
+        .unwrap()
+        .system
+        .ends_with("A much newer rule.")
+    {
+        assert!(turn < 500, "the changed entry was never rebuilt");
+        t.push(TranscriptMessage::user(format!("turn {turn}")));
+        h.turn_end(&t).await.unwrap();
+        turn += 1;
+        tokio::task::yield_now().await;
+    }
+    let rebuilt = arch.requests().last().unwrap().clone();
+    let delta = last_user_text(&rebuilt);
+    assert!(delta.contains(&format!("turn {}", turn - 1)), "{delta}");
+    assert!(!delta.contains("turn 0"), "{delta}");
+    assert_eq!(rebuilt.messages.len(), 1, "a fresh context");
+}

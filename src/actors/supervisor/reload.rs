@@ -14,8 +14,8 @@ use crate::roster::{refresh, Roster, RosterRefresh};
 use crate::texts::notice;
 
 impl Supervisor {
-    /// Starts a check of the roster files when the host asked for reloads and none is
-    /// running.
+    /// Starts a check of the roster files when the host asked for reloads; while one runs,
+    /// one more is made when it ends (a file may have changed after it looked).
     pub(super) fn check_roster(&mut self, ctx: &mut Context<Self>) {
         let Some(setup) = &self.config.roster else {
             return;
@@ -24,6 +24,8 @@ impl Supervisor {
             return;
         };
         if self.roster_checking {
+            // A turn ended while the check ran: one more check when it is done.
+            self.roster_recheck = true;
             return;
         }
         self.roster_checking = true;
