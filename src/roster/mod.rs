@@ -316,6 +316,27 @@ pub struct RosterAdvisor {
     pub when: Sourced<Option<PathFilter>>,
 }
 
+impl RosterAdvisor {
+    /// An entry named `name` using `model`, every other field at its default (RO7–RO17),
+    /// with no file: for a host or a test that builds its roster in code.
+    pub fn new(name: &str, model: ModelChoice) -> Self {
+        Self {
+            slug: slugify(name),
+            name: name.trim().to_string(),
+            file: PathBuf::new(),
+            overrides: Vec::new(),
+            enabled: Sourced::default_value(true),
+            model: Sourced::default_value(model),
+            tools: Sourced::default_value(RosterTool::DEFAULT_SET.to_vec()),
+            instructions: Sourced::default_value(None),
+            max_notes_per_update: Sourced::default_value(DEFAULT_NOTES_PER_UPDATE),
+            policy: Sourced::default_value(None),
+            max_severity: Sourced::default_value(Severity::Blocker),
+            when: Sourced::default_value(None),
+        }
+    }
+}
+
 /// The top-level `instructions` of all roster files, concatenated (RO6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SharedInstructions {

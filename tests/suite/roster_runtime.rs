@@ -5,11 +5,10 @@ use crate::support::runtime::*;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
-use advisor::domain::advice::Severity;
 use advisor::domain::host::HostEvent;
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
@@ -18,7 +17,7 @@ use advisor::model::{
 };
 use advisor::roster::{
     ModelChoice, Roster, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
-    RosterTool, SharedInstructions, Sourced,
+    SharedInstructions, Sourced,
 };
 use advisor::settings::SyncBacklog;
 use advisor::watchdog::WatchdogConfig;
@@ -47,25 +46,13 @@ impl RosterModels for Models {
 
 /// A resolved entry named `name`, every field at its default.
 fn entry(name: &str) -> RosterAdvisor {
-    RosterAdvisor {
-        slug: advisor::roster::slugify(name),
-        name: name.to_string(),
-        file: PathBuf::from("/p/WATCHDOG.yml"),
-        overrides: Vec::new(),
-        enabled: Sourced::default_value(true),
-        model: Sourced::default_value(ModelChoice::Resolved {
-            role: "scripted/test".into(),
-            provider: "scripted".into(),
-            model: "test".into(),
-            thinking: ThinkingLevel::default(),
-        }),
-        tools: Sourced::default_value(RosterTool::DEFAULT_SET.to_vec()),
-        instructions: Sourced::default_value(None),
-        max_notes_per_update: Sourced::default_value(4),
-        policy: Sourced::default_value(None),
-        max_severity: Sourced::default_value(Severity::Blocker),
-        when: Sourced::default_value(None),
-    }
+    let model = ModelChoice::Resolved {
+        role: "scripted/test".into(),
+        provider: "scripted".into(),
+        model: "test".into(),
+        thinking: ThinkingLevel::default(),
+    };
+    RosterAdvisor::new(name, model)
 }
 
 fn roster_of(entries: Vec<RosterAdvisor>, shared: Option<&str>) -> Roster {
@@ -181,6 +168,13 @@ async fn ro13_each_advisor_reviews_every_turn_with_its_own_context_and_the_same_
     let status = h.status().await.unwrap();
     let reviews: Vec<u64> = status.advisors.iter().map(|a| a.agent.reviews).collect();
     assert_eq!(reviews, [2, 2]);
+    // D10 per advisor, from the router: each delivered its one nit.
+    let delivered: Vec<u64> = status
+        .advisors
+        .iter()
+        .map(|a| a.deliveries.delivered())
+        .collect();
+    assert_eq!(delivered, [1, 1]);
     assert_eq!(status.agent.reviews, 4, "the session total");
 }
 
@@ -419,40 +413,23 @@ fn write_roster(repo: &Path, names: &[&str]) {
     for name in names {
         text.push_str(&format!("  - name: {name}\n    model: openai/gpt-5\n"));
     }
-    fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
+    // Written aside and renamed into place, as editors do: a check never reads half a file.
+    fs::write(repo.join(".WATCHDOG.yml.tmp"), text).unwrap();
+    fs::rename(repo.join(".WATCHDOG.yml.tmp"), repo.join("WATCHDOG.yml")).unwrap();
 }
 
-/// Asks for the status until it lists `n` advisors (the reload runs on the blocking pool).
-async fn until_advisors(h: &advisor::AdvisorHandle, n: usize) {
-    for _ in 0..10_000 {
-        if h.status().await.unwrap().advisors.len() == n {
-            return;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("the roster never had {n} advisors");
-}
-
-#[actix::test]
-async fn ro21_an_added_entry_starts_at_the_transcripts_end_and_a_removed_one_stops() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
-    write_roster(&repo, &["Architecture"]);
+/// A session on the roster files of `repo` (under `dir`, which also holds the agent
+/// directory and home), checked again at turn ends (RO21).
+fn reloading(dir: &Path, repo: &Path, models: Models) -> RuntimeConfig {
     let watchdog = WatchdogConfig {
-        cwd: repo.clone(),
-        agent_dir: Some(dir.path().join("agent")),
-        home: Some(dir.path().to_path_buf()),
+        cwd: repo.to_path_buf(),
+        agent_dir: Some(dir.join("agent")),
+        home: Some(dir.to_path_buf()),
     };
     let settings = RosterSettings::default();
     let catalog = advisor::providers::Catalog::builtin().unwrap();
     let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
-    assert_eq!(roster.advisors.len(), 1, "{:?}", roster.warnings);
-    let arch = ScriptedModel::new([]);
-    let sec = ScriptedModel::new([]);
-    let models = Models::default()
-        .with("architecture", arch.clone())
-        .with("security", sec.clone());
+    assert!(!roster.is_empty(), "{:?}", roster.warnings);
     let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
     if let Some(setup) = cfg.roster.as_mut() {
         setup.reload = Some(RosterReload {
@@ -461,7 +438,43 @@ async fn ro21_an_added_entry_starts_at_the_transcripts_end_and_a_removed_one_sto
             catalog,
         });
     }
-    let (h, _events) = start(cfg);
+    cfg
+}
+
+/// Asks for the status until it lists `n` advisors: the check runs on the blocking pool,
+/// which a loaded machine may take a while to run; bounded to a minute.
+async fn until_advisors(h: &advisor::AdvisorHandle, n: usize) {
+    let listed = async {
+        while h.status().await.unwrap().advisors.len() != n {
+            tokio::task::yield_now().await;
+        }
+    };
+    if tokio::time::timeout(std::time::Duration::from_secs(60), listed)
+        .await
+        .is_err()
+    {
+        let status = h.status().await.unwrap();
+        let names: Vec<_> = status
+            .advisors
+            .iter()
+            .map(|a| (&a.slug, &a.state))
+            .collect();
+        panic!("the roster never had {n} advisors: {names:?}");
+    }
+}
+
+#[actix::test]
+async fn ro21_an_added_entry_starts_at_the_transcripts_end_and_a_removed_one_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    write_roster(&repo, &["Architecture"]);
+    let arch = ScriptedModel::new([]);
+    let sec = ScriptedModel::new([]);
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("security", sec.clone());
+    let (h, _events) = start(reloading(dir.path(), &repo, models));
     let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
     h.turn_end(&t).await.unwrap();
     write_roster(&repo, &["Architecture", "Security"]);
@@ -505,48 +518,78 @@ async fn ro21_a_changed_entry_is_rebuilt_before_its_next_review_which_covers_tha
         fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
     };
     write("Old rule.");
-    let watchdog = WatchdogConfig {
-        cwd: repo.clone(),
-        agent_dir: Some(dir.path().join("agent")),
-        home: Some(dir.path().to_path_buf()),
-    };
-    let settings = RosterSettings::default();
-    let catalog = advisor::providers::Catalog::builtin().unwrap();
-    let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
     let arch = ScriptedModel::new([]);
     let models = Models::default().with("architecture", arch.clone());
-    let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
-    if let Some(setup) = cfg.roster.as_mut() {
-        setup.reload = Some(RosterReload {
-            watchdog,
-            settings,
-            catalog,
-        });
-    }
-    let (h, _events) = start(cfg);
+    let (h, _events) = start(reloading(dir.path(), &repo, models));
     let t = Transcript::from_messages([TranscriptMessage::user("turn 0")]);
     h.turn_end(&t).await.unwrap();
     assert!(arch.requests()[0].system.ends_with("Old rule."));
     // The longer text changes the file's size, so the check sees it at once.
     write("A much newer rule.");
-    // The check runs on the blocking pool; each turn end starts one while none runs.
-    let mut turn = 1;
-    while !arch
-        .requests()
-        .last()
-        .unwrap()
-        .system
-        .ends_with("A much newer rule.")
-    {
-        assert!(turn < 500, "the changed entry was never rebuilt");
-        t.push(TranscriptMessage::user(format!("turn {turn}")));
-        h.turn_end(&t).await.unwrap();
-        turn += 1;
-        tokio::task::yield_now().await;
-    }
+    // The check runs on the blocking pool; each turn end starts one, or asks for one more
+    // while one runs. Bounded to a minute of turns on a loaded machine.
+    let rebuilt_rule = || {
+        let last = arch.requests().last().cloned();
+        last.is_some_and(|r| r.system.ends_with("A much newer rule."))
+    };
+    let turns = async {
+        let mut turn = 1;
+        while !rebuilt_rule() {
+            t.push(TranscriptMessage::user(format!("turn {turn}")));
+            h.turn_end(&t).await.unwrap();
+            turn += 1;
+            h.status().await.unwrap();
+        }
+        turn
+    };
+    let turn = tokio::time::timeout(std::time::Duration::from_secs(60), turns)
+        .await
+        .expect("the changed entry is rebuilt");
     let rebuilt = arch.requests().last().unwrap().clone();
     let delta = last_user_text(&rebuilt);
     assert!(delta.contains(&format!("turn {}", turn - 1)), "{delta}");
     assert!(!delta.contains("turn 0"), "{delta}");
     assert_eq!(rebuilt.messages.len(), 1, "a fresh context");
+}
+
+fn read_call(path: &str) -> TranscriptMessage {
+    serde_json::from_value(serde_json::json!({
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": "c1", "name": "read",
+                     "arguments": {"path": path}}],
+        "stopReason": "toolUse"
+    }))
+    .expect("an assistant message")
+}
+
+#[actix::test]
+async fn ro17_ro19_an_advisor_whose_paths_were_not_touched_skips_the_turn_and_status_counts_it() {
+    let arch = ScriptedModel::new([]);
+    let db = ScriptedModel::new([]);
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("migrations", db.clone());
+    let mut migrations = entry("Migrations");
+    migrations.when = Sourced::default_value(Some(
+        advisor::roster::PathFilter::new(vec!["db/**".into()]).unwrap(),
+    ));
+    let roster = roster_of(vec![entry("Architecture"), migrations], None);
+    let (h, _events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
+    let t = Transcript::from_messages([TranscriptMessage::user("tidy the parser")]);
+    t.push(read_call("src/parser.rs"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!((arch.request_count(), db.request_count()), (1, 0));
+    let status = h.status().await.unwrap();
+    let skipped: Vec<u64> = status.advisors.iter().map(|a| a.skipped_updates).collect();
+    assert_eq!(skipped, [0, 1]);
+
+    t.push(TranscriptMessage::user("now the migration"));
+    t.push(read_call("db/0042_users.sql"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!((arch.request_count(), db.request_count()), (2, 1));
+    let delta = last_user_text(&db.requests()[0]);
+    assert!(
+        delta.contains("tidy the parser") && delta.contains("0042_users.sql"),
+        "{delta}"
+    );
 }

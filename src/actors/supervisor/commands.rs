@@ -11,10 +11,12 @@ use super::members::Member;
 use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
 use crate::actors::audit_log::AuditLog;
+use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::wiring::{await_all, test_advice};
 use crate::command::{parse_command, AdvisorCommand};
 use crate::domain::advice::Delivery;
 use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered};
+use crate::messages::feed::GetSkippedUpdates;
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
 use crate::messages::review::{
     AgentStatus, AskEnd, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage, ResumeReviews,
@@ -25,6 +27,7 @@ use crate::texts::notice;
 /// What the status asks of one member, and its line without the agent's part.
 struct MemberQuery {
     agent: Option<Addr<AdvisorAgent>>,
+    feed: Option<Addr<TranscriptFeed>>,
     audit: Option<Addr<AuditLog>>,
     line: Option<NamedAdvisorStatus>,
     enabled: bool,
@@ -42,7 +45,7 @@ impl MemberQuery {
                 reason,
                 model: member.plan.model.as_ref().ok().map(|m| m.info().id),
                 policy: member.plan.policy.unwrap_or(policy),
-                // Updates its `when` skipped (RO17) are counted by its feed's cursor.
+                // Asked of its feed below (RO17).
                 skipped_updates: 0,
                 deliveries: Default::default(),
                 agent: AgentStatus::default(),
@@ -50,10 +53,19 @@ impl MemberQuery {
         });
         Self {
             agent: member.agent(),
+            feed: member.feed(),
             audit: member.audit.clone(),
             line,
             enabled: session_enabled,
             held_off: member.held_off,
+        }
+    }
+
+    /// The updates its `when` skipped since it started (RO17), counted by its feed.
+    async fn skipped_updates(&self) -> u64 {
+        match &self.feed {
+            Some(feed) => feed.send(GetSkippedUpdates).await.unwrap_or(0),
+            None => 0,
         }
     }
 
@@ -92,12 +104,15 @@ impl Supervisor {
             ..AdvisorStatus::default()
         };
         async move {
+            let mut per_advisor = Default::default();
             if let Ok(delivery) = router.send(GetDeliveryStatus).await {
+                per_advisor = delivery.per_advisor.clone();
                 status.add_delivery(delivery);
             }
             let mut agents = Vec::new();
             for query in queries {
                 let agent = query.agent_status().await;
+                let skipped = query.skipped_updates().await;
                 match query.line {
                     None => {
                         if let Some(agent) = agent {
@@ -105,6 +120,10 @@ impl Supervisor {
                         }
                     }
                     Some(mut line) => {
+                        line.skipped_updates = skipped;
+                        if let Some(counts) = per_advisor.get(&line.slug) {
+                            line.deliveries = counts.clone();
+                        }
                         let paused = agent.as_ref().and_then(|a| a.paused.as_deref());
                         if query.enabled && !query.held_off && paused.is_some() {
                             line.state = crate::status::AdvisorState::Failing;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use super::*;
 use crate::model::scripted::ScriptedModel;
 use crate::model::ThinkingLevel;
-use crate::roster::{RosterModels, RosterTool, SharedInstructions, Source, Sourced};
+use crate::roster::{RosterModels, RosterTool, SharedInstructions, Sourced};
 
 /// Builds every entry's client from a script, or fails for the slug `broken`.
 struct Models;
@@ -19,33 +19,14 @@ impl RosterModels for Models {
 }
 
 /// A resolved entry called `name` with the defaults of RO8–RO17.
-pub(crate) fn entry(name: &str) -> RosterAdvisor {
-    let file = PathBuf::from("/p/WATCHDOG.yml");
-    let set = |source: &PathBuf| Source::Entry {
-        file: source.clone(),
+fn entry(name: &str) -> RosterAdvisor {
+    let model = ModelChoice::Resolved {
+        role: "openai/gpt-5".into(),
+        provider: "openai".into(),
+        model: "gpt-5".into(),
+        thinking: ThinkingLevel::default(),
     };
-    RosterAdvisor {
-        slug: crate::roster::slugify(name),
-        name: name.to_string(),
-        file: file.clone(),
-        overrides: Vec::new(),
-        enabled: Sourced::default_value(true),
-        model: Sourced::new(
-            ModelChoice::Resolved {
-                role: "openai/gpt-5".into(),
-                provider: "openai".into(),
-                model: "gpt-5".into(),
-                thinking: ThinkingLevel::default(),
-            },
-            set(&file),
-        ),
-        tools: Sourced::default_value(RosterTool::DEFAULT_SET.to_vec()),
-        instructions: Sourced::default_value(None),
-        max_notes_per_update: Sourced::default_value(4),
-        policy: Sourced::default_value(None),
-        max_severity: Sourced::default_value(Severity::Blocker),
-        when: Sourced::default_value(None),
-    }
+    RosterAdvisor::new(name, model)
 }
 
 fn roster(entries: Vec<RosterAdvisor>, shared: Option<&str>) -> Roster {
