@@ -82,7 +82,8 @@
 //!   (F1–F3, P7), the backup reviewer (P6), context maintenance (G5), the `Reviewer` tool
 //!   loop with its output quarantine (P5), consult (G8).
 //! - `delivery` *(internal)*: routing and the outbox (D1–D3, D6–D8), reconfirm and catch-up
-//!   (D4, D5, D9), outcome accounting (D10).
+//!   (D4, D5, D9), outcome accounting (D10), one emission guard, policy and cap per advisor
+//!   of a roster and the cross-advisor dedupe (RO13, RO15, RO16, RO22).
 //! - `command` *(internal)*: the `/advisor` commands (C1–C4).
 //! - `status`: the advisor's status (C3).
 //! - `shared` *(internal)*: what every session of a process shares (HTTP clients, redactor,

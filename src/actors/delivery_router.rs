@@ -516,4 +516,71 @@ mod tests {
         assert_eq!(status.counts.pending, 0);
         assert_eq!(status.counts.raised(), 3);
     }
+
+    #[actix::test]
+    async fn p3_ro13_a_branch_seed_gives_each_advisor_back_its_own_advice() {
+        let (router, _host) = running_router().await;
+        let (a, s) = (arch(), sec());
+        router
+            .send(ResetDelivery {
+                epoch: 1,
+                branch: true,
+            })
+            .await
+            .unwrap();
+        // The branch as the host shows it: named advisory elements, details dropped.
+        let card = Delivery::new(
+            crate::domain::advice::Channel::Card,
+            vec![
+                Advisory::new("check the null case", Some(Severity::Concern))
+                    .with_advisor("Architecture"),
+                Advisory::new("unnamed point", None),
+            ],
+            None,
+        );
+        let mut message = card.to_message();
+        if let crate::domain::transcript::TranscriptMessage::Custom(c) = &mut message {
+            c.details = None;
+        }
+        let advisories = crate::delivery::guard::branch_advisories(&[std::sync::Arc::new(message)]);
+        router
+            .send(SeedGuard {
+                epoch: 1,
+                advisories,
+            })
+            .await
+            .unwrap();
+        let raise_in = |who: &AdvisorLabel, note: &str| RaiseAdvice {
+            epoch: 1,
+            review: 1,
+            advisory: Advisory::new(note, Some(Severity::Concern)).with_advisor(&*who.name),
+            advisor: Some(who.clone()),
+        };
+        assert_eq!(
+            router
+                .send(raise_in(&a, "Check the null case"))
+                .await
+                .unwrap(),
+            RaiseOutcome::Dropped(DropReason::Duplicate),
+            "Architecture already said it in this branch"
+        );
+        assert_eq!(
+            router
+                .send(raise_in(&s, "Check the null case"))
+                .await
+                .unwrap(),
+            RaiseOutcome::Recorded,
+            "Security never did"
+        );
+        let unnamed = RaiseAdvice {
+            epoch: 1,
+            review: 1,
+            advisory: Advisory::new("unnamed point", None),
+            advisor: None,
+        };
+        assert_eq!(
+            router.send(unnamed).await.unwrap(),
+            RaiseOutcome::Dropped(DropReason::Duplicate)
+        );
+    }
 }

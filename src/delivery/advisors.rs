@@ -4,11 +4,12 @@
 //! settings; a named advisor the router was not told about ([`Guards::register`]) too.
 //! Pure data; the router decides.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::budget::{NoteBudget, ReviewId};
-use super::guard::GuardHistory;
+use super::guard::{GuardHistory, HISTORY_CAP};
 use crate::domain::advice::{AdvisorLabel, Advisory, Severity};
 use crate::settings::DeliveryPolicy;
 
@@ -84,6 +85,9 @@ pub(super) struct Guards {
     named: BTreeMap<Arc<str>, AdvisorGuard>,
     /// The unnamed advisor raised or reviewed something: its policy is in use.
     unnamed_used: bool,
+    /// The named advice of the branch last seeded from (P3, the newest
+    /// [`HISTORY_CAP`]), to seed an advisor the router hears of only later.
+    branch_seed: Vec<Advisory>,
 }
 
 impl Guards {
@@ -94,6 +98,7 @@ impl Guards {
             unnamed: AdvisorGuard::new(None, policy, per_update),
             named: BTreeMap::new(),
             unnamed_used: false,
+            branch_seed: Vec::new(),
         }
     }
 
@@ -116,11 +121,24 @@ impl Guards {
                 &mut self.unnamed
             }
             Some(label) => {
-                let policy = self.unnamed.policy;
-                let per_update = self.unnamed.budget.per_update();
-                self.named.entry(label.slug.clone()).or_insert_with(|| {
-                    AdvisorGuard::new(Some(label.name.clone()), policy, per_update)
-                })
+                let known = if self.named.contains_key(&label.slug) {
+                    Vec::new()
+                } else {
+                    self.known_names()
+                };
+                match self.named.entry(label.slug.clone()) {
+                    Entry::Occupied(entry) => entry.into_mut(),
+                    Entry::Vacant(entry) => {
+                        let mut guard = AdvisorGuard::new(
+                            Some(label.name.clone()),
+                            self.unnamed.policy,
+                            self.unnamed.budget.per_update(),
+                        );
+                        // Heard of after the branch was seeded: seeded now (P3).
+                        seed_named(&mut guard, &self.branch_seed, &known);
+                        entry.insert(guard)
+                    }
+                }
             }
         }
     }
@@ -189,6 +207,7 @@ impl Guards {
                 .map(|(slug, g)| (slug.clone(), fresh(g)))
                 .collect(),
             unnamed_used: self.unnamed_used,
+            branch_seed: Vec::new(),
         }
     }
 
@@ -200,34 +219,43 @@ impl Guards {
     /// Seeds every guard's memory from the advisories of the branch (P3): the unnamed
     /// advisor's from those without an `advisor` attribute, a named advisor's from those
     /// naming it (one of a merged note's names, RO22) and from those naming no advisor the
-    /// router knows (advice of an advisor since renamed or removed).
+    /// router knows (advice of an advisor since renamed or removed). An advisor the router
+    /// hears of later is seeded from the same advice when it first comes.
     pub(super) fn seed(&mut self, advisories: &[Advisory]) {
-        let names: Vec<Arc<str>> = self.named.values().filter_map(|g| g.name.clone()).collect();
-        let unnamed: Vec<Advisory> = advisories
+        let (unnamed, named): (Vec<Advisory>, Vec<Advisory>) = advisories
             .iter()
-            .filter(|a| a.advisor.is_none())
             .cloned()
-            .collect();
+            .partition(|a| a.advisor.is_none());
         self.unnamed.history.seed(&unnamed);
+        let skip = named.len().saturating_sub(HISTORY_CAP);
+        self.branch_seed = named.into_iter().skip(skip).collect();
+        let known = self.known_names();
         for guard in self.named.values_mut() {
-            let own: Vec<Advisory> = advisories
-                .iter()
-                .filter(|a| {
-                    a.advisor.as_deref().is_some_and(|attr| {
-                        let named = advisor_names(attr);
-                        let known = names.iter().any(|n| named.contains(&&**n));
-                        guard
-                            .name
-                            .as_deref()
-                            .is_some_and(|own| named.contains(&own))
-                            || !known
-                    })
-                })
-                .cloned()
-                .collect();
-            guard.history.seed(&own);
+            seed_named(guard, &self.branch_seed, &known);
         }
     }
+
+    /// The names of the named advisors the router knows.
+    fn known_names(&self) -> Vec<Arc<str>> {
+        self.named.values().filter_map(|g| g.name.clone()).collect()
+    }
+}
+
+/// Seeds a named advisor's memory from the branch's `named` advice (P3, RO13): the notes
+/// naming it, and those naming none of the `known` advisors.
+fn seed_named(guard: &mut AdvisorGuard, named: &[Advisory], known: &[Arc<str>]) {
+    let own: Vec<Advisory> = named
+        .iter()
+        .filter(|a| {
+            a.advisor.as_deref().is_some_and(|attr| {
+                let names = advisor_names(attr);
+                let mine = guard.name.as_deref().is_some_and(|n| names.contains(&n));
+                mine || !known.iter().any(|k| names.contains(&&**k))
+            })
+        })
+        .cloned()
+        .collect();
+    guard.history.seed(&own);
 }
 
 /// The names an `advisor` attribute lists: the whole value, and each name of a merged
@@ -851,5 +879,99 @@ mod tests {
             Some(Severity::Concern),
             "its cap kept"
         );
+    }
+
+    #[test]
+    fn ro22_d9_a_held_merge_follows_reconfirmation_and_a_recant_does_not_silence_the_other() {
+        let (a, s) = (arch(), sec());
+        let mut r = RouterState::new(DeliveryPolicy::Reconfirm, 2);
+        raise(&mut r, &a, 1, "data loss", Some(Severity::Concern));
+        r.turn_ended(false, true);
+        // Architecture reconfirms it in the next update: the held note is about that one now.
+        r.advisor_held_preamble(Some(&a), 0, 2);
+        assert_eq!(
+            raise(&mut r, &a, 2, "data loss", None).0,
+            RaiseOutcome::Reconfirmed
+        );
+        r.advisor_review_batch(Some(&s), 0, 1, 1, false);
+        assert_eq!(
+            raise(&mut r, &s, 1, "Data loss", Some(Severity::Concern)).0,
+            RaiseOutcome::Dropped(DropReason::DuplicateOf)
+        );
+        r.advisor_review_succeeded(Some(&a), 0, 2);
+        r.turn_ended(false, true);
+        // Architecture recants it: gone. Security still thinks so: its own note, held.
+        r.advisor_held_preamble(Some(&a), 0, 3);
+        r.advisor_review_succeeded(Some(&a), 0, 3);
+        assert!(r.held().is_empty());
+        assert_eq!(
+            raise(&mut r, &s, 2, "data loss", Some(Severity::Concern)).0,
+            RaiseOutcome::Held
+        );
+        assert_eq!(r.held()[0].advisory.advisor.as_deref(), Some("Security"));
+    }
+
+    /// The sum of the named advisors' counters.
+    fn sum(r: &RouterState) -> crate::delivery::DeliveryCounts {
+        let mut total = crate::delivery::DeliveryCounts::default();
+        for c in r.per_advisor().values() {
+            total.aside += c.aside;
+            total.steer += c.steer;
+            total.wake += c.wake;
+            total.card += c.card;
+            total.held += c.held;
+            total.reconfirmed += c.reconfirmed;
+            total.pending += c.pending;
+            total.capped += c.capped;
+            for (reason, n) in &c.dropped {
+                total.drop(*reason, *n);
+            }
+        }
+        total
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn d10_ro13_with_named_advisors_only_the_session_counts_are_the_sum_of_theirs(
+            policy in 0u8..3,
+            steps in proptest::collection::vec((0u8..9, 0u8..3, 0u8..4, 0u8..6), 1..60),
+        ) {
+            let policy = [DeliveryPolicy::Interrupt, DeliveryPolicy::Defer, DeliveryPolicy::Reconfirm][policy as usize];
+            let mut r = RouterState::new(policy, 2).with_immune_turns(1);
+            let who = [arch(), sec(), label("perf", "Performance")];
+            r.register_advisor(&who[2], Some(DeliveryPolicy::Reconfirm), 1, Severity::Concern);
+            let mut review = 1;
+            for (op, w, sev, note) in steps {
+                let who = &who[w as usize];
+                let sev = [None, Some(Severity::Nit), Some(Severity::Concern), Some(Severity::Blocker)][sev as usize];
+                match op {
+                    0..=3 => {
+                        r.raise_as(Some(who), 0, review, named(who, &format!("note {note}"), sev));
+                    }
+                    4 => {
+                        r.step_boundary();
+                    }
+                    5 => {
+                        review += 1;
+                        r.advisor_review_batch(Some(who), 0, review, 1, note % 2 == 0);
+                        r.advisor_held_preamble(Some(who), 0, review);
+                    }
+                    6 => {
+                        r.advisor_review_succeeded(Some(who), 0, review);
+                        r.advisor_discard_attempt(Some(who), 0, review);
+                        if let Some(plan) = r.turn_ended(note % 2 == 0, true) {
+                            r.catch_up_finished(&plan, crate::delivery::CatchUpEnd::TimedOut);
+                        }
+                        r.boundary(note % 3 == 0, note % 2 == 1);
+                    }
+                    7 => {
+                        r.run_state(note % 2 == 0);
+                        r.interrupt(note % 3 == 0);
+                    }
+                    _ => r.remove_advisor(&who.slug),
+                }
+            }
+            proptest::prop_assert_eq!(r.counts(), &sum(&r));
+        }
     }
 }

@@ -451,31 +451,31 @@ impl RouterState {
             self.tally(&owner, |c| c.capped += 1);
         }
         let severity = advisory.effective_severity();
-        if let Some(outcome) = self.reraise(&owner, &key, review, severity) {
+        let id = (epoch, review);
+        let now = self.update_now(epoch);
+        let update = self.guards.for_label(label).update_of(id, now);
+        let origin = Origin {
+            owner: owner.clone(),
+            update: Some(update),
+        };
+        if let Some(outcome) = self.reraise(&origin, &key, review, severity) {
             return (outcome, Vec::new());
         }
-        let id = (epoch, review);
         if policy == DeliveryPolicy::Defer {
             if let Some(outcome) = self.defer(&owner, &key, id, &advisory) {
                 return (outcome, Vec::new());
             }
         }
-        let now = self.update_now(epoch);
-        let guard = self.guards.for_label(label);
-        if guard.history.repeats(&key, severity.rank()) {
+        if self
+            .guards
+            .for_label(label)
+            .history
+            .repeats(&key, severity.rank())
+        {
             return (self.drop_note(&owner, DropReason::Duplicate), Vec::new());
         }
-        let update = guard.update_of(id, now);
-        let origin = Origin {
-            owner: owner.clone(),
-            update: Some(update),
-        };
         if owner.is_some() {
             if let Some(events) = self.merge_duplicate(&origin, &key, &advisory) {
-                self.guards
-                    .for_label(label)
-                    .history
-                    .record(&key, severity.rank());
                 return (self.drop_note(&owner, DropReason::DuplicateOf), events);
             }
         }
@@ -523,7 +523,10 @@ impl RouterState {
     /// has not got yet — queued, in the outbox, deferred or held — is merged into that
     /// note: one note naming both, in raise order, at the higher severity. A merged nit
     /// that now interrupts leaves the aside queue and is routed again; a deferred note
-    /// that became a blocker goes at once (P1). `None` when there is no such note.
+    /// that became a blocker goes at once (P1). Both advisors remember the note at the
+    /// merged severity, except when it is held: held notes are remembered when they go
+    /// out (D8), and a held note its advisor recants (D9) is not the other's to lose, so
+    /// the other may raise it again. `None` when there is no such note.
     fn merge_duplicate(
         &mut self,
         origin: &Origin,
@@ -551,6 +554,7 @@ impl RouterState {
             let owner = self.asides[i].origin.owner.clone();
             let merged = self.asides[i].advisory.effective_severity();
             self.remember(&owner, key, merged);
+            self.remember(&origin.owner, key, merged);
             let policy = self.guards.policy(&owner);
             if self.channel_for(policy, merged) == Channel::Aside {
                 return Some(Vec::new());
@@ -567,6 +571,7 @@ impl RouterState {
             let owner = steer.origin.owner.clone();
             let policy = self.guards.policy(&owner);
             self.remember(&owner, key, merged.effective_severity());
+            self.remember(&origin.owner, key, merged.effective_severity());
             self.steers[i].card = self.build(Channel::Steer, vec![(merged, policy)]);
             return Some(Vec::new());
         }
@@ -574,6 +579,7 @@ impl RouterState {
             merge(&mut note.advisory);
             let (owner, merged) = (note.origin.owner.clone(), note.severity());
             self.remember(&owner, key, merged);
+            self.remember(&origin.owner, key, merged);
             if merged != Severity::Blocker {
                 return Some(Vec::new());
             }
@@ -637,18 +643,26 @@ impl RouterState {
         true
     }
 
-    /// A note matching one `owner` holds (D9): reconfirmed by a later review, a duplicate
-    /// within the review that held it.
+    /// A note matching one the advisor of `origin` holds (D9): reconfirmed by a later
+    /// review, a duplicate within the review that held it. A reconfirmed note is about the
+    /// update of the review that reconfirmed it now (RO22).
     fn reraise(
         &mut self,
-        owner: &Owner,
+        origin: &Origin,
         key: &str,
         review: u64,
         severity: Severity,
     ) -> Option<RaiseOutcome> {
+        let owner = &origin.owner;
         match self.held.reraise(owner, key, review, severity)? {
             Reraised::Duplicate => Some(self.drop_note(owner, DropReason::Duplicate)),
             Reraised::Reconfirmed => {
+                if let Some(held) = self
+                    .held
+                    .find_mut(|h| h.origin.owner == *owner && h.key == key)
+                {
+                    held.origin.update = origin.update;
+                }
                 self.tally(owner, |c| c.reconfirmed += 1);
                 Some(RaiseOutcome::Reconfirmed)
             }
