@@ -4,18 +4,16 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
 
-use advisor::domain::advice::Severity;
 use advisor::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ToolResultMessage, TranscriptMessage,
 };
 use advisor::model::{ModelClient, ThinkingLevel};
 use advisor::roster::{
-    ModelChoice, PathFilter, Roster, RosterAdvisor, RosterModels, RosterSetup, RosterTool, Sourced,
+    ModelChoice, PathFilter, Roster, RosterAdvisor, RosterModels, RosterSetup, Sourced,
 };
 
 /// Every advisor of the roster calls the same client: one provider, one call limit.
@@ -38,32 +36,24 @@ pub fn slug_in(system: &str) -> Option<&str> {
     rest.split('.').next().filter(|slug| !slug.is_empty())
 }
 
-/// One enabled advisor on `provider/model` (thinking off) with the default tools, every
-/// other field at its default, its instructions naming it ([`MARKER`]), and `when` paths
-/// when given (RO17). `name` is taken as its own slug, so give a lower-case word.
+/// One advisor on `provider/model` (thinking off), its instructions naming it
+/// ([`MARKER`]), with `when` paths when given (RO17), every other field at its default.
+/// `name` is its own slug, so give a lower-case word.
 pub fn advisor(name: &str, provider: &str, model: &str, when: Option<&[&str]>) -> RosterAdvisor {
-    let when = when.map(|globs| {
-        PathFilter::new(globs.iter().map(|g| g.to_string()).collect()).expect("valid globs")
-    });
-    RosterAdvisor {
-        slug: name.to_string(),
-        name: name.to_string(),
-        file: PathBuf::from("WATCHDOG.yml"),
-        overrides: Vec::new(),
-        enabled: Sourced::default_value(true),
-        model: Sourced::default_value(ModelChoice::Resolved {
+    let mut advisor = RosterAdvisor::new(
+        name,
+        ModelChoice::Resolved {
             role: format!("{provider}/{model}:off"),
             provider: provider.to_string(),
             model: model.to_string(),
             thinking: ThinkingLevel::Off,
-        }),
-        tools: Sourced::default_value(RosterTool::DEFAULT_SET.to_vec()),
-        instructions: Sourced::default_value(Some(format!("{MARKER}{name}."))),
-        max_notes_per_update: Sourced::default_value(4),
-        policy: Sourced::default_value(None),
-        max_severity: Sourced::default_value(Severity::Blocker),
-        when: Sourced::default_value(when),
-    }
+        },
+    );
+    advisor.instructions = Sourced::default_value(Some(format!("{MARKER}{name}.")));
+    advisor.when = Sourced::default_value(when.map(|globs| {
+        PathFilter::new(globs.iter().map(|g| g.to_string()).collect()).expect("valid globs")
+    }));
+    advisor
 }
 
 /// The paths the `migrations` advisor of [`three`] reviews (RO17).
