@@ -88,7 +88,8 @@
 //! - `status`: the advisor's status (C3).
 //! - `shared` *(internal)*: what every session of a process shares (HTTP clients, redactor,
 //!   catalog, call limits, WATCHDOG.md cache).
-//! - `config`: [`RuntimeConfig`] and base-prompt assembly (G1).
+//! - `config`: [`RuntimeConfig`], base-prompt assembly (G1) and what each advisor of a roster
+//!   is started with (`MemberPlan`, `RosterDiff`; RO11–RO13, RO21).
 //! - `messages` *(internal)*: the actix message types, grouped by concern.
 //! - `actors` *(internal)*: thin actor shells over the logic, one per file.
 //! - `handle`: [`AdvisorHandle`], the host's side of one session (A3, A4).

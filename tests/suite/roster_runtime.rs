@@ -413,9 +413,9 @@ fn write_roster(repo: &Path, names: &[&str]) {
     for name in names {
         text.push_str(&format!("  - name: {name}\n    model: openai/gpt-5\n"));
     }
-    // Written aside and renamed into place, as editors do: a check never reads half a file.
-    fs::write(repo.join(".WATCHDOG.yml.tmp"), text).unwrap();
-    fs::rename(repo.join(".WATCHDOG.yml.tmp"), repo.join("WATCHDOG.yml")).unwrap();
+    // Written in place: a check that runs meanwhile may see the old file or half the new
+    // one, and the check the next turn end asks for sees the whole.
+    fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
 }
 
 /// A session on the roster files of `repo` (under `dir`, which also holds the agent

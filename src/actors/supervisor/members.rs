@@ -216,7 +216,52 @@ pub(crate) fn named_notice(name: &str, text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::config::RuntimeConfig;
+    use crate::model::scripted::ScriptedModel;
+
+    fn member(model: Result<(), &str>, enabled: bool) -> Member {
+        let config = RuntimeConfig::new("p", "/w", Some(Arc::new(ScriptedModel::new([]))));
+        let mut plan = config.unnamed_plan();
+        plan.label = Some(AdvisorLabel::new("sec", "Sec"));
+        plan.enabled = enabled;
+        if let Err(reason) = model {
+            plan.model = Err(reason.to_string());
+        }
+        Member::new(plan)
+    }
+
+    #[test]
+    fn ro8_ro19_a_members_state_says_why_it_does_not_run() {
+        let state = |m: &Member, on: bool, paused: Option<&str>| m.state(on, paused).0;
+        let no_model = member(Err("no key for acme"), true);
+        assert_eq!(
+            no_model.state(true, None),
+            (AdvisorState::NoModel, Some("no key for acme".into()))
+        );
+        assert_eq!(
+            state(&member(Ok(()), false), true, None),
+            AdvisorState::Paused
+        );
+        let mut held = member(Ok(()), true);
+        held.held_off = true;
+        assert_eq!(
+            held.state(true, None),
+            (AdvisorState::Paused, Some("paused by /advisor off".into()))
+        );
+        assert_eq!(state(&member(Ok(()), true), false, None), AdvisorState::Off);
+        assert_eq!(
+            member(Ok(()), true).state(true, Some("invalid key")),
+            (AdvisorState::Failing, Some("invalid key".into()))
+        );
+        assert_eq!(
+            state(&member(Ok(()), true), true, None),
+            AdvisorState::Running
+        );
+        assert!(!member(Err("x"), true).runnable() && member(Ok(()), true).runnable());
+    }
 
     #[test]
     fn ro23_a_notice_about_a_named_advisor_names_it() {

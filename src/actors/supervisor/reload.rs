@@ -48,6 +48,9 @@ impl Supervisor {
                     if let Some(RosterRefresh::Rebuilt(roster)) = outcome {
                         act.apply_roster(ctx, *roster);
                     }
+                    if std::mem::take(&mut act.roster_recheck) {
+                        act.check_roster(ctx);
+                    }
                 });
         ctx.spawn(applied);
     }
