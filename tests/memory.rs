@@ -1,18 +1,24 @@
-//! SPEC A6, R2: closing a session frees everything it held. Opens 10,000 idle
-//! sessions on one shared runtime (scripted model, no network), disposes them, and checks
-//! that the heap returns to its baseline within a small margin.
+//! SPEC A6, R2, RO24: closing a session frees everything it held, and a session costs
+//! bounded memory and no thread, with one advisor or with a roster of three. Opens 10,000
+//! idle sessions on one shared runtime (scripted model, no network), disposes them, and
+//! checks that the heap returns to its baseline within a small margin; then the same with
+//! three named advisors per session (RO24), checking the heap each advisor holds (at most
+//! 64 KiB) and that the process's thread count does not move while they are open.
 //!
 //! The heap is measured exactly: this test binary's global allocator counts the bytes live
 //! at any moment. The count is process-wide, so this is a binary of its own with no test
 //! harness (`harness = false` in Cargo.toml): nothing else runs in the process while it
 //! measures. The process's resident memory (`VmRSS`) is printed beside it for a reader, but
-//! not asserted: the allocator keeps freed pages, so RSS does not go back down.
+//! not asserted: the allocator keeps freed pages, so RSS does not go back down. Threads are
+//! counted from `/proc/self/status`, which is why they are checked here and not in the
+//! shared test binary, where other tests start runtimes meanwhile.
 //!
 //! Why a warm-up round first: the first sessions build what the runtime keeps for the
 //! process (the shared catalog, redaction patterns and watchdog results, the arbiters'
 //! task slabs and queues grown to the peak, the runtime's own tables). A second round of
 //! the same size then needs no new memory of that kind, so whatever it leaves behind is
-//! what the sessions failed to free. It takes about 10 s in a debug build.
+//! what the sessions failed to free. It takes about 10 s in a debug build for one advisor,
+//! about three times that for three.
 //!
 //! Why the margin is 256 KiB: that is about 26 bytes per session over 10,000 sessions. A
 //! session that kept even one small allocation (a boxed id, a channel, a timer entry: tens
@@ -20,9 +26,11 @@
 //! each) leaves tens of MB. The margin is room for the runtime's own counters and queues
 //! settling, which do not grow with the number of sessions.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::Path;
-use std::sync::atomic::{AtomicIsize, Ordering};
+#[path = "support/heap.rs"]
+mod heap;
+#[path = "support/roster.rs"]
+mod roster;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,48 +39,8 @@ use advisor::model::scripted::ScriptedModel;
 use advisor::model::ModelClient;
 use advisor::{AdvisorHandle, RuntimeConfig};
 use advisor::{AdvisorRuntime, RuntimeOptions};
+use heap::{live, CountingAllocator};
 use tokio::sync::mpsc::UnboundedReceiver;
-
-/// Counts the heap bytes live now, over the system allocator.
-struct CountingAllocator;
-
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-fn count(delta: isize) {
-    LIVE_BYTES.fetch_add(delta, Ordering::Relaxed);
-}
-
-// SAFETY: every call is passed to the system allocator unchanged; the counter only adds.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let ptr = System.alloc(layout);
-        if !ptr.is_null() {
-            count(layout.size() as isize);
-        }
-        ptr
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let ptr = System.alloc_zeroed(layout);
-        if !ptr.is_null() {
-            count(layout.size() as isize);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
-        count(-(layout.size() as isize));
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let new = System.realloc(ptr, layout, new_size);
-        if !new.is_null() {
-            count(new_size as isize - layout.size() as isize);
-        }
-        new
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -86,11 +54,9 @@ const WARM_UP: usize = SESSIONS;
 /// What the sessions may leave behind in all (see the module comment).
 const MARGIN: isize = 256 * 1024;
 /// A round that does not finish in this long has hung.
-const ROUND_LIMIT: Duration = Duration::from_secs(120);
-
-fn live() -> isize {
-    LIVE_BYTES.load(Ordering::Relaxed)
-}
+const ROUND_LIMIT: Duration = Duration::from_secs(240);
+/// The most heap one named advisor of an idle session may hold (RO24).
+const PER_ADVISOR: isize = 64 * 1024;
 
 /// Resident memory in KiB, for the printed figures.
 fn rss_kib() -> u64 {
@@ -103,26 +69,59 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// OS threads of this process now.
+fn threads() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Threads:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
 /// Waits until every actor that could send the session a host event is gone (the channel
 /// closes when the last sender drops).
 async fn closed(mut events: UnboundedReceiver<HostEvent>) {
     while events.recv().await.is_some() {}
 }
 
-/// Opens `SESSIONS` idle sessions, waits until each answers, disposes them all and waits
-/// until each one's actors are gone. Returns the live heap bytes while they were open.
-async fn round(rt: &AdvisorRuntime, model: &Arc<dyn ModelClient>, cwd: &Path, n: usize) -> isize {
+/// What a round saw while its sessions were open.
+struct Open {
+    /// Live heap bytes.
+    live: isize,
+    /// OS threads of the process.
+    threads: usize,
+}
+
+/// How a round's sessions are configured: `config(i)` for session `i`, and how many named
+/// advisors each status must list (0: the unnamed advisor alone).
+struct Sessions<'a> {
+    config: &'a dyn Fn(usize) -> RuntimeConfig,
+    named: usize,
+}
+
+/// Opens `n` idle sessions, waits until each answers (listing its named advisors),
+/// disposes them all and waits until each one's actors are gone.
+async fn round(rt: &AdvisorRuntime, n: usize, sessions_of: &Sessions<'_>) -> Open {
     let mut sessions: Vec<(AdvisorHandle, UnboundedReceiver<HostEvent>)> = Vec::with_capacity(n);
     for i in 0..n {
-        let config = RuntimeConfig::new(format!("s{i}"), cwd.to_path_buf(), Some(model.clone()));
-        sessions.push(rt.open(config));
+        sessions.push(rt.open((sessions_of.config)(i)));
     }
     let answers = sessions.iter().map(|(handle, _)| handle.status());
     for answer in futures_util::future::join_all(answers).await {
-        answer.expect("an open session answers");
+        let status = answer.expect("an open session answers");
+        assert_eq!(
+            status.advisors.len(),
+            sessions_of.named,
+            "the named advisors a session runs"
+        );
     }
     assert_eq!(rt.sessions(), n);
-    let open = live();
+    let open = Open {
+        live: live(),
+        threads: threads(),
+    };
     let disposed = sessions.iter().map(|(handle, _)| handle.dispose());
     for done in futures_util::future::join_all(disposed).await {
         done.expect("dispose");
@@ -135,6 +134,65 @@ async fn round(rt: &AdvisorRuntime, model: &Arc<dyn ModelClient>, cwd: &Path, n:
     open
 }
 
+/// What one measured round (after its warm-up) cost.
+struct Measured {
+    /// Heap bytes per open session.
+    per_session: isize,
+    /// Heap bytes left after disposing them all.
+    left: isize,
+    /// Threads just before the measured round, and while its sessions were open.
+    threads: (usize, usize),
+}
+
+/// A warm-up round and a measured round of [`SESSIONS`] sessions each, printed as `name`.
+async fn measure(rt: &AdvisorRuntime, name: &str, config: &Sessions<'_>) -> Measured {
+    let started = Instant::now();
+    let warm = tokio::time::timeout(ROUND_LIMIT, round(rt, WARM_UP, config))
+        .await
+        .expect("the warm-up round finishes");
+    let baseline = live();
+    let rss_baseline = rss_kib();
+    let threads_before = threads();
+    let open = tokio::time::timeout(ROUND_LIMIT, round(rt, SESSIONS, config))
+        .await
+        .expect("the measured round finishes");
+    let after = live();
+    let measured = Measured {
+        per_session: (open.live - baseline) / SESSIONS as isize,
+        left: after - baseline,
+        threads: (threads_before, open.threads),
+    };
+    println!(
+        "memory, {name}: {SESSIONS} sessions twice in {:.1?}; heap live: baseline {} KiB, \
+         {} B per open session (warm-up {} B), {} B left after disposing \
+         (margin {} KiB); VmRSS {} -> {} KiB; threads {} before, {} while open",
+        started.elapsed(),
+        baseline / 1024,
+        measured.per_session,
+        (warm.live - baseline) / SESSIONS as isize,
+        measured.left,
+        MARGIN / 1024,
+        rss_baseline,
+        rss_kib(),
+        measured.threads.0,
+        measured.threads.1,
+    );
+    // The count sees the sessions: an open idle session holds kilobytes (its actors,
+    // mailboxes, feed and settings), far more than the margin allows per session.
+    assert!(
+        measured.per_session > 10 * MARGIN / SESSIONS as isize,
+        "{name}: the heap count does not see the sessions ({} B each)",
+        measured.per_session
+    );
+    assert!(
+        measured.left <= MARGIN,
+        "{name}: disposed sessions left {} bytes on the heap ({} B per session; margin {MARGIN})",
+        measured.left,
+        measured.left / SESSIONS as isize
+    );
+    measured
+}
+
 fn main() {
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -142,6 +200,7 @@ fn main() {
         .expect("a tokio runtime");
     tokio.block_on(async {
         let dir = tempfile::tempdir().expect("a temporary directory");
+        let cwd = dir.path();
         let rt = AdvisorRuntime::new(RuntimeOptions {
             arbiters: 2,
             ..RuntimeOptions::default()
@@ -149,42 +208,41 @@ fn main() {
         .expect("the runtime starts");
         let model: Arc<dyn ModelClient> = Arc::new(ScriptedModel::new([]));
 
-        let started = Instant::now();
-        let warm = tokio::time::timeout(ROUND_LIMIT, round(&rt, &model, dir.path(), WARM_UP))
-            .await
-            .expect("the warm-up round finishes");
-        let baseline = live();
-        let rss_baseline = rss_kib();
-        let open = tokio::time::timeout(ROUND_LIMIT, round(&rt, &model, dir.path(), SESSIONS))
-            .await
-            .expect("the measured round finishes");
-        let after = live();
-        let per_session = (open - baseline) / SESSIONS as isize;
-        println!(
-            "memory: {SESSIONS} sessions twice in {:.1?}; heap live: baseline {} KiB, \
-             {per_session} B per open session (warm-up {} B), {} B left after disposing \
-             (margin {} KiB); VmRSS {} -> {} KiB",
-            started.elapsed(),
-            baseline / 1024,
-            (warm - baseline) / SESSIONS as isize,
-            after - baseline,
-            MARGIN / 1024,
-            rss_baseline,
-            rss_kib(),
-        );
-        // The count sees the sessions: an open idle session holds kilobytes (its actors,
-        // mailboxes, feed and settings), far more than the margin allows per session.
+        let one = |i: usize| {
+            RuntimeConfig::new(format!("s{i}"), cwd.to_path_buf(), Some(model.clone()))
+        };
+        let sessions = Sessions {
+            config: &one,
+            named: 0,
+        };
+        measure(&rt, "one advisor", &sessions).await;
+        println!("test a6_r2_open_and_dispose_10000_sessions_returns_the_heap_to_baseline ... ok");
+
+        let info = model.info();
+        let (provider, id) = info.id.split_once('/').unwrap_or(("scripted", info.id.as_str()));
+        let three = |i: usize| {
+            let mut config = one(i);
+            config.roster = Some(roster::setup(roster::three(provider, id), model.clone()));
+            config
+        };
+        let sessions = Sessions {
+            config: &three,
+            named: 3,
+        };
+        let measured = measure(&rt, "three advisors", &sessions).await;
+        let per_advisor = measured.per_session / 3;
+        println!("memory, three advisors: {per_advisor} B per advisor (bound {PER_ADVISOR} B)");
         assert!(
-            per_session > 10 * MARGIN / SESSIONS as isize,
-            "the heap count does not see the sessions ({per_session} B each)"
+            per_advisor <= PER_ADVISOR,
+            "an idle advisor holds {per_advisor} B, over {PER_ADVISOR} B"
         );
         assert!(
-            after - baseline <= MARGIN,
-            "disposed sessions left {} bytes on the heap ({} B per session; margin {MARGIN})",
-            after - baseline,
-            (after - baseline) / SESSIONS as isize
+            measured.threads.1 <= measured.threads.0,
+            "opening {SESSIONS} sessions with three advisors started threads: {} before, {} while open",
+            measured.threads.0,
+            measured.threads.1
         );
+        println!("test ro24_a6_10000_idle_sessions_with_three_advisors_hold_at_most_64_kib_per_advisor_and_start_no_thread ... ok");
         assert_eq!(Arc::strong_count(&model), 1, "no session holds the model");
     });
-    println!("test a6_r2_open_and_dispose_10000_sessions_returns_the_heap_to_baseline ... ok");
 }

@@ -167,6 +167,10 @@ struct State {
     tasks: Vec<AbortHandle>,
     /// The number of requests received, for [`SseServer::wait_for_requests`].
     arrivals: tokio::sync::watch::Sender<usize>,
+    /// Requests being answered now: read, and their answer not yet ended.
+    in_flight: usize,
+    /// The most requests ever answered at once.
+    peak_in_flight: usize,
 }
 
 /// The server. Dropping it stops the accept loop and every open connection.
@@ -230,6 +234,12 @@ impl SseServer {
     /// How many requests were received.
     pub fn request_count(&self) -> usize {
         self.state.lock().requests.len()
+    }
+
+    /// The most requests this server was answering at once (from the end of a request to
+    /// the end of its answer): what a client's call limit must keep down.
+    pub fn peak_in_flight(&self) -> usize {
+        self.state.lock().peak_in_flight
     }
 
     /// Resolves once `n` requests have arrived (at once if they already have): an event
@@ -321,10 +331,30 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded
     }))
 }
 
+/// Counts one request as being answered for as long as it lives (also when the answer
+/// ends early: an error, a cut, the connection dropped).
+struct Answering<'a>(&'a Mutex<State>);
+
+impl<'a> Answering<'a> {
+    fn enter(state: &'a Mutex<State>) -> Self {
+        let mut s = state.lock();
+        s.in_flight += 1;
+        s.peak_in_flight = s.peak_in_flight.max(s.in_flight);
+        Self(state)
+    }
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.0.lock().in_flight -= 1;
+    }
+}
+
 async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
     let Some(request) = read_request(&mut socket).await? else {
         return Ok(());
     };
+    let _answering = Answering::enter(&state);
     let (response, slot) = {
         let mut s = state.lock();
         s.requests.push(request);

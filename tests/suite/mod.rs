@@ -29,6 +29,7 @@ mod resilience;
 mod review_core;
 mod roster_cli;
 mod roster_runtime;
+mod roster_scale;
 mod runtime_pipeline;
 mod serve_ask;
 mod serve_binary;

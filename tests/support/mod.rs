@@ -3,6 +3,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod fixtures;
+pub mod roster;
 pub mod runtime;
 pub mod sse_server;
 pub mod virtual_clock;
