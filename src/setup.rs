@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::RuntimeConfig;
-use crate::model::ModelClient;
+use crate::model::{ModelClient, ThinkingLevel};
 use crate::providers::{
     advisor_role_from_modes_file, build_fallbacks, client_for, modes_candidates, resolve_config,
-    ApiKind, Catalog, ModelSpec, ProviderConfig, ProviderError,
+    resolve_role, ApiKind, Catalog, ModelSpec, ProviderConfig, ProviderError,
 };
 use crate::redact::Redactor;
 use crate::roster::{
@@ -52,6 +52,9 @@ pub struct ModelSource {
     pub api: Option<ApiKind>,
     /// The process's shared HTTP clients; `None` builds one client per model.
     pub shared: Option<Arc<SharedResources>>,
+    /// Models the host resolved itself beside the session's own (serve's `providers`): a
+    /// roster entry naming one's provider is reached at its endpoint (RO8, RO23).
+    pub endpoints: Arc<[ProviderConfig]>,
 }
 
 impl fmt::Debug for ModelSource {
@@ -60,6 +63,7 @@ impl fmt::Debug for ModelSource {
             .field("base_url", &self.base_url)
             .field("api", &self.api)
             .field("shared", &self.shared.is_some())
+            .field("endpoints", &self.endpoints.len())
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +78,7 @@ impl ModelSource {
             base_url: None,
             api: None,
             shared: None,
+            endpoints: Arc::from(Vec::new()),
         }
     }
 
@@ -160,14 +165,38 @@ pub enum SessionModel {
         /// `provider/id[:thinking]`, when the model was named by one.
         selector: Option<String>,
     },
+    /// A model the host resolved itself (serve's endpoint object): it has no backup chain
+    /// (P6); roster entries that name no model review with it, and an entry naming its
+    /// provider and id is reached at its endpoint (RO8).
+    Endpoint {
+        /// The client.
+        model: Model,
+        /// Its configuration: provider, id, base URL, dialect, key, headers, thinking.
+        config: Box<ProviderConfig>,
+    },
 }
 
 impl SessionModel {
     fn client(&self) -> Option<Model> {
         match self {
             SessionModel::None => None,
-            SessionModel::Fixed(model) | SessionModel::Own { model, .. } => Some(Arc::clone(model)),
+            SessionModel::Fixed(model)
+            | SessionModel::Own { model, .. }
+            | SessionModel::Endpoint { model, .. } => Some(Arc::clone(model)),
         }
+    }
+
+    /// The role string roster entries without a `model` use when the host resolved the
+    /// session's model itself: `provider/id`, with `:thinking` when it is not the default.
+    fn endpoint_role(&self) -> Option<String> {
+        let SessionModel::Endpoint { config, .. } = self else {
+            return None;
+        };
+        let role = format!("{}/{}", config.provider, config.model_id);
+        Some(match config.thinking {
+            ThinkingLevel::Medium => role,
+            level => format!("{role}:{}", level.as_str()),
+        })
     }
 }
 
@@ -220,6 +249,9 @@ impl SessionSetup {
                 &self.models,
                 &mut notices,
             ),
+            SessionModel::Endpoint { .. } => {
+                side_models(&self.settings, None, &self.models, &mut notices)
+            }
             SessionModel::None | SessionModel::Fixed(_) => (None, Vec::new()),
         };
         let mut config = RuntimeConfig::new(self.session_id, self.root, self.model.client());
@@ -297,8 +329,14 @@ impl RosterDiscovery<'_> {
         if roster.files.is_empty() && roster.warnings.is_empty() {
             return None;
         }
+        let mut endpoints: Vec<ProviderConfig> = Vec::new();
+        if let SessionModel::Endpoint { config, .. } = self.model {
+            endpoints.push((**config).clone());
+        }
+        endpoints.extend(self.models.endpoints.iter().cloned());
         let models = SessionRosterModels {
             source: self.models.clone(),
+            endpoints,
             max_output_tokens: self.settings.max_output_tokens,
             request_timeout: self.settings.request_timeout,
             fixed: match self.model {
@@ -320,7 +358,8 @@ impl RosterDiscovery<'_> {
     /// The roster's fallbacks (RO8, RO10): the settings files (with where each key is set),
     /// then the host's own keys; an entry without a `model` uses the session's own role when
     /// the host named one beside the files (`--model`, `ADVISOR_MODEL`, a role in the
-    /// params, modes.json).
+    /// params, modes.json), or the session's model when the host resolved it itself (an
+    /// endpoint: its provider and id, said to come from [`ENDPOINT_SOURCE`]).
     fn roster_settings(&self) -> RosterSettings {
         let files = config_files(self.watchdog.agent_dir.as_deref(), &self.watchdog.cwd);
         let mut settings = match read_config_layers(&files) {
@@ -346,15 +385,36 @@ impl RosterDiscovery<'_> {
                 settings.advisor_role = Some(Sourced::new(role.clone(), source));
             }
         }
+        if let Some(role) = self.model.endpoint_role() {
+            let catalog = &self.models.catalog;
+            let same = |named: &Sourced<String>| {
+                let ours = resolve_role(&role, catalog).ok();
+                ours.is_some() && resolve_role(&named.value, catalog).ok() == ours
+            };
+            if !settings.advisor_role.as_ref().is_some_and(same) {
+                let source = Source::Setting {
+                    key: "modelRoles.advisor",
+                    file: Some(PathBuf::from(ENDPOINT_SOURCE)),
+                };
+                settings.advisor_role = Some(Sourced::new(role, source));
+            }
+        }
         settings
     }
 }
 
-/// Builds each roster entry's client like the session's own model (RO8): the host's keys,
-/// `--base-url` and `--api`, the session's output cap and request timeout; a fixed model
-/// serves every entry.
+/// Where a roster entry's model is said to come from when it is the session's model as the
+/// host resolved it (serve's endpoint object, RO8, RO14).
+const ENDPOINT_SOURCE: &str = "session/open model";
+
+/// Builds each roster entry's client like the session's own model (RO8): at the endpoint the
+/// host resolved for its provider and id (the session's own, then the host's `providers`;
+/// one of the same provider lends its base URL, dialect, key and headers to another id),
+/// else with the host's keys, `--base-url` and `--api`; always with the entry's thinking
+/// level and the session's output cap and request timeout. A fixed model serves every entry.
 struct SessionRosterModels {
     source: ModelSource,
+    endpoints: Vec<ProviderConfig>,
     max_output_tokens: u32,
     request_timeout: Duration,
     fixed: Option<Model>,
@@ -365,9 +425,23 @@ impl RosterModels for SessionRosterModels {
         if let Some(fixed) = &self.fixed {
             return Ok(Arc::clone(fixed));
         }
-        match &advisor.model.value {
-            ModelChoice::NoModel { reason, .. } => Err(reason.clone()),
-            ModelChoice::Resolved { role, .. } => {
+        let (role, provider, model, thinking) = match &advisor.model.value {
+            ModelChoice::NoModel { reason, .. } => return Err(reason.clone()),
+            ModelChoice::Resolved {
+                role,
+                provider,
+                model,
+                thinking,
+            } => (role, provider, model, *thinking),
+        };
+        let config = match self.endpoint_config(provider, model) {
+            Some(mut config) => {
+                config.thinking = thinking;
+                config.max_output_tokens = self.max_output_tokens.max(1);
+                config.request_timeout = self.request_timeout;
+                config
+            }
+            None => {
                 let spec = ModelSpec {
                     role: Some(role.clone()),
                     base_url: self.source.base_url.clone(),
@@ -376,9 +450,31 @@ impl RosterModels for SessionRosterModels {
                     request_timeout: Some(self.request_timeout),
                     ..ModelSpec::default()
                 };
-                self.source.build(&spec).map_err(|e| e.to_string())
+                resolve_config(&spec, &self.source.catalog, &*self.source.keys)
+                    .map_err(|e| e.to_string())?
             }
+        };
+        self.source.client(config).map_err(|e| e.to_string())
+    }
+}
+
+impl SessionRosterModels {
+    /// The host's endpoint of `provider/model`; else, when the host resolved another model of
+    /// `provider`, that endpoint for `model`, with the catalog's facts about it.
+    fn endpoint_config(&self, provider: &str, model: &str) -> Option<ProviderConfig> {
+        let of_provider = || self.endpoints.iter().filter(|e| e.provider == provider);
+        if let Some(exact) = of_provider().find(|e| e.model_id == model) {
+            return Some(exact.clone());
         }
+        let mut config = of_provider().next()?.clone();
+        let facts = self
+            .source
+            .catalog
+            .resolve(&format!("{provider}/{model}"), false);
+        config.model_id = model.to_string();
+        config.info = facts.info;
+        config.prices = facts.prices;
+        Some(config)
     }
 }
 

@@ -134,7 +134,13 @@ pub struct OpenParams {
     /// The host's own instruction files (`contextFiles`: `[{path, content}]`), replacing
     /// the discovery of AGENTS.md and the rest (P8).
     pub context_files: Option<Vec<ContextFile>>,
+    /// Other models the host resolved itself (`providers`: endpoint objects, each naming its
+    /// `provider`): a roster entry naming one's provider is reached there (RO8, RO23).
+    pub providers: Vec<Endpoint>,
 }
+
+/// The most endpoints `providers` may hold (V4).
+pub const MAX_PROVIDER_ENDPOINTS: usize = 256;
 
 /// Where the settings of the params are said to come from, in messages.
 const PARAMS_SOURCE: &str = "session/open settings";
@@ -151,7 +157,7 @@ impl OpenParams {
             None => None,
             Some(Value::String(role)) if role.trim().is_empty() => None,
             Some(Value::String(role)) => Some(ModelParam::Role(role)),
-            Some(Value::Object(obj)) => Some(ModelParam::Endpoint(parse_endpoint(&obj)?)),
+            Some(Value::Object(obj)) => Some(ModelParam::Endpoint(parse_endpoint(&obj, "model")?)),
             Some(other) => {
                 return Err(RpcError::invalid_params(
                     "model",
@@ -187,6 +193,10 @@ impl OpenParams {
                 },
             )?),
         };
+        let providers = match params.take("providers") {
+            None => Vec::new(),
+            Some(value) => parse_providers(value)?,
+        };
         Ok(Self {
             session_id,
             cwd,
@@ -198,8 +208,47 @@ impl OpenParams {
             messages,
             leaf,
             context_files,
+            providers,
         })
     }
+}
+
+/// `providers`: a list of at most [`MAX_PROVIDER_ENDPOINTS`] endpoint objects, each naming
+/// its `provider`; a bad one is -32602 naming it (`providers[2].api`).
+fn parse_providers(value: Value) -> Result<Vec<Endpoint>, RpcError> {
+    let Value::Array(items) = value else {
+        return Err(RpcError::invalid_params(
+            "providers",
+            format!("must be a list of endpoint objects, not {}", kind(&value)),
+        ));
+    };
+    if items.len() > MAX_PROVIDER_ENDPOINTS {
+        return Err(RpcError::invalid_params(
+            "providers",
+            format!("holds more than {MAX_PROVIDER_ENDPOINTS} endpoints"),
+        ));
+    }
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let field = format!("providers[{i}]");
+            let Value::Object(obj) = item else {
+                return Err(RpcError::invalid_params(
+                    &field,
+                    format!("must be an endpoint object, not {}", kind(&item)),
+                ));
+            };
+            let named = obj.get("provider").and_then(Value::as_str);
+            if named.is_none_or(|p| p.trim().is_empty()) {
+                return Err(RpcError::invalid_params(
+                    &format!("{field}.provider"),
+                    "must name the provider",
+                ));
+            }
+            parse_endpoint(&obj, &field)
+        })
+        .collect()
 }
 
 /// What a held message costs the serve process's budget for held transcripts besides its
@@ -263,8 +312,8 @@ fn settings_layer(obj: Map<String, Value>) -> Result<(SettingsLayer, Vec<String>
     Ok((layer, warnings.iter().map(ToString::to_string).collect()))
 }
 
-fn parse_endpoint(obj: &Map<String, Value>) -> Result<Endpoint, RpcError> {
-    let p = Params::nested(obj.clone(), "model");
+fn parse_endpoint(obj: &Map<String, Value>, field: &str) -> Result<Endpoint, RpcError> {
+    let p = Params::nested(obj.clone(), field);
     let id = p.string("id")?;
     let base_url = p.string("baseUrl")?;
     let api_name = p.string("api")?;
@@ -424,19 +473,32 @@ pub fn prepare(
         .map_err(|e| RpcError::new(SESSION_ERROR, format!("settings: {e}")))?;
     let mut notices = warning_notices(&loaded.warnings, &open.settings_warnings);
     let settings = session_settings(&loaded, &open.settings, &env);
-    let models = defaults.model_source(shared);
+    let mut models = defaults.model_source(shared);
+    models.endpoints = open
+        .providers
+        .iter()
+        .map(|ep| endpoint_config(ep, &defaults.catalog, settings.max_output_tokens))
+        .collect();
     let model = match (&defaults.fixed_model, &open.model) {
         (Some(fixed), _) => SessionModel::Fixed(Arc::clone(fixed)),
-        (None, Some(param)) => SessionModel::Own {
-            model: model_config(param, defaults, &settings)
-                .and_then(|config| models.client(config))
-                .map_err(|e| RpcError::invalid_params("model", e))?,
-            // The advisor's model selector, for its backup chain (P6).
-            selector: match param {
-                ModelParam::Role(role) => Some(role.clone()),
-                ModelParam::Endpoint(_) => None,
-            },
-        },
+        (None, Some(param)) => {
+            let config = model_config(param, defaults, &settings)
+                .map_err(|e| RpcError::invalid_params("model", e))?;
+            let model = models
+                .client(config.clone())
+                .map_err(|e| RpcError::invalid_params("model", e))?;
+            match param {
+                // The advisor's model selector, for its backup chain (P6).
+                ModelParam::Role(role) => SessionModel::Own {
+                    model,
+                    selector: Some(role.clone()),
+                },
+                ModelParam::Endpoint(_) => SessionModel::Endpoint {
+                    model,
+                    config: Box::new(config),
+                },
+            }
+        }
         (None, None) => {
             let role = defaults.model.as_deref();
             let built = session_role(role, &env, &loaded, &cwd, agent_dir.as_deref())

@@ -123,8 +123,8 @@ fn ask_tool(request: &Value) -> (Value, String) {
 #[derive(Clone, Copy)]
 enum Reach {
     /// As pi resolves the session's advisor model: the extension passes the endpoint pi's
-    /// registry holds to `session/open`; the roster's entries are built by `advisor serve`
-    /// itself, which does not know the provider (see the ignored test below).
+    /// registry holds to `session/open`, and `advisor serve`, which does not know the
+    /// provider, builds the roster's entries from it.
     PiRegistry,
     /// `advisor serve` started with `--base-url` and `--api` for the scripted server (an
     /// `ADVISOR_BIN` wrapper), which its roster entries' clients use.
@@ -326,10 +326,9 @@ fn ro18_ro19_ro23_on_pi_073_each_advisor_is_named_and_off_name_pauses_one() {
 }
 
 /// The same with the advisor model as a pi user names it: only pi's registry knows its
-/// provider. The extension hands `advisor serve` the session model's endpoint, but serve builds
-/// each roster entry from its role with its own catalog, so both advisors show `no model`.
+/// provider. The extension hands `advisor serve` the session model's endpoint, and the roster's
+/// entries, which name no model, review with it (RO8).
 #[test]
-#[ignore = "waits for advisor serve to build roster entries from the endpoint the host passes (RO8, RO23)"]
 fn ro23_on_pi_16_roster_advisors_reach_the_model_pi_resolved() {
     two_advisors_through_pi(Line::Current, Reach::PiRegistry);
 }

@@ -52,6 +52,16 @@ fn models_called(server: &SseServer) -> Vec<String> {
         .collect()
 }
 
+/// Each named advisor of a `session/status` result with its state.
+fn advisor_states(status: &Value) -> Vec<(&str, &str)> {
+    status["advisors"]
+        .as_array()
+        .expect("advisors in the status")
+        .iter()
+        .map(|a| (a["name"].as_str().unwrap(), a["state"].as_str().unwrap()))
+        .collect()
+}
+
 /// Two advisors (one paused) and a malformed entry.
 const ROSTER: &str = "\
 advisors:
@@ -195,12 +205,7 @@ async fn ro23_two_advisors_through_serve_name_their_notes_status_and_asks_and_of
     assert!(content.contains("advisor=\"Architecture\""), "{content}");
     assert_eq!(models_called(&server), ["arch"], "Security is off");
     let status = c.call("session/status", json!({"sessionId": "s1"})).await;
-    let states: Vec<(&str, &str)> = status["advisors"]
-        .as_array()
-        .expect("advisors in the status")
-        .iter()
-        .map(|a| (a["name"].as_str().unwrap(), a["state"].as_str().unwrap()))
-        .collect();
+    let states = advisor_states(&status);
     assert_eq!(
         states,
         [("Architecture", "running"), ("Security", "paused")],
@@ -275,4 +280,162 @@ async fn ro23_a_notice_about_a_named_advisor_carries_its_name() {
         "{n}"
     );
     assert_eq!(server.request_count(), 1, "a rejected key pauses it (F3)");
+}
+
+/// A server with the built-in catalog and nothing else: no `--base-url`, no keys, so a
+/// provider only the host knows is reached only through what `session/open` passes.
+fn start_plain() -> Client {
+    let (client_w, server_r) = tokio::io::duplex(1 << 16);
+    let (server_w, client_r) = tokio::io::duplex(1 << 16);
+    let defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
+    let options = ServeOptions::new(defaults, serve_runtime());
+    actix::spawn(serve(server_r, server_w, options));
+    RpcClient::new(client_w, client_r)
+}
+
+/// An endpoint object of `provider/id` at `server`, with `key`, as a host resolves one.
+fn endpoint(server: &SseServer, provider: &str, id: &str, key: &str) -> Value {
+    json!({"provider": provider, "id": id, "baseUrl": server.base_url(),
+        "api": "openai-completions", "apiKey": key, "reasoning": true})
+}
+
+/// Entries of a host whose registry knows providers `advisor serve` does not: one without a
+/// model, one naming the session's model at another thinking level, one naming a model of
+/// another provider the host listed in `providers`, one naming a provider nobody knows.
+const HOST_ROSTER: &str = "\
+advisors:
+  - name: Plain
+  - name: Named
+    model: hostprov/advisor-model:high
+  - name: Sibling
+    model: otherprov/other-model:low
+  - name: Stranger
+    model: elsewhere/some-model
+";
+
+#[actix::test]
+async fn ro8_ro23_roster_entries_reach_the_endpoints_the_host_resolved() {
+    let server = SseServer::start([text(""), text(""), text("")])
+        .await
+        .expect("bind");
+    let mut c = start_plain();
+    let dir = tempfile::tempdir().unwrap();
+    roster_in(dir.path(), HOST_ROSTER);
+    let mut model = endpoint(&server, "hostprov", "advisor-model", "host-key");
+    model["headers"] = json!({"x-host": "pi"});
+    model["thinking"] = json!("minimal");
+    let r = c
+        .call(
+            "session/open",
+            json!({"sessionId": "s1", "cwd": dir.path(), "agentDir": dir.path().join("agent"),
+            "settings": {"syncBacklog": 1}, "model": model,
+            "providers": [
+                endpoint(&server, "otherprov", "listed-model", "other-key"),
+                endpoint(&server, "otherprov", "other-model", "other-key"),
+            ]}),
+        )
+        .await;
+    let shown: Vec<(&str, &str, &str)> = r["roster"]["advisors"]
+        .as_array()
+        .expect("the roster")
+        .iter()
+        .map(|a| {
+            let field = |k: &str| a[k].as_str().unwrap_or("-");
+            (field("name"), field("model"), field("thinking"))
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("Plain", "hostprov/advisor-model", "minimal"),
+            ("Named", "hostprov/advisor-model", "high"),
+            ("Sibling", "otherprov/other-model", "low"),
+            ("Stranger", "elsewhere/some-model", "medium"),
+        ],
+        "{r}"
+    );
+    let status = c.call("session/status", json!({"sessionId": "s1"})).await;
+    let states = advisor_states(&status);
+    assert_eq!(
+        states,
+        [
+            ("Plain", "running"),
+            ("Named", "running"),
+            ("Sibling", "running"),
+            ("Stranger", "noModel"),
+        ],
+        "{status}"
+    );
+    let reason = status["advisors"][3]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("unknown provider `elsewhere`"),
+        "the reason says why: {status}"
+    );
+
+    // One turn: the three with a model review it, each at its endpoint with its key,
+    // headers and thinking level.
+    c.call(
+        "session/runState",
+        json!({"sessionId": "s1", "running": true}),
+    )
+    .await;
+    turn(&mut c, None, "e2", "Add a parser for the config").await;
+    server.wait_for_requests(3).await;
+    let mut calls: Vec<(String, String, String, String)> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            let body = r.json();
+            let text = |v: &Value| v.as_str().unwrap_or("-").to_string();
+            (
+                text(&body["model"]),
+                r.header("authorization").unwrap_or("-").to_string(),
+                r.header("x-host").unwrap_or("-").to_string(),
+                text(&body["reasoning_effort"]),
+            )
+        })
+        .collect();
+    calls.sort();
+    let call = |m: &str, key: &str, host: &str, effort: &str| {
+        (
+            m.to_string(),
+            format!("Bearer {key}"),
+            host.to_string(),
+            effort.to_string(),
+        )
+    };
+    assert_eq!(
+        calls,
+        [
+            call("advisor-model", "host-key", "pi", "high"),
+            call("advisor-model", "host-key", "pi", "minimal"),
+            call("other-model", "other-key", "-", "low"),
+        ]
+    );
+}
+
+#[actix::test]
+async fn ro23_a_bad_providers_entry_is_refused_naming_it() {
+    let mut c = start_plain();
+    let dir = tempfile::tempdir().unwrap();
+    for (providers, field) in [
+        (json!({"provider": "p"}), "providers"),
+        (
+            json!([{"id": "m", "baseUrl": "http://h/v1", "api": "openai-completions"}]),
+            "providers[0].provider",
+        ),
+        (
+            json!([{"provider": "p", "id": "m", "baseUrl": "http://h/v1", "api": "google"}]),
+            "providers[0].api",
+        ),
+    ] {
+        let e = c
+            .call_err(
+                "session/open",
+                json!({"sessionId": "s1", "cwd": dir.path(), "providers": providers}),
+            )
+            .await;
+        assert_eq!(e["code"], -32602, "{e}");
+        assert_eq!(e["data"], json!({"field": field}), "{e}");
+    }
 }
