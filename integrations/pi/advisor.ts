@@ -57,6 +57,8 @@ const PROBE_EVERY_MS = 1_000;
 const BACKGROUND_DEADLINE_MS = 10_000;
 /** Resolving the advisor model through pi's registry (stored keys) before the open. */
 const MODEL_LOOKUP_MS = 10_000;
+/** The most endpoints of pi-only providers passed to `session/open` (the server's own cap). */
+const MAX_PROVIDER_ENDPOINTS = 256;
 /** A failed child gets TERM, then KILL after this. */
 const KILL_GRACE_MS = 1_000;
 /** Waits before a new child after the 1st, 2nd, 3rd… death in a row (V5). */
@@ -303,7 +305,11 @@ async function resolveModel(role: string, ctx: ExtensionContext): Promise<Json> 
 	const registry = ctx.modelRegistry;
 	const found = lookUpModel(role, registry);
 	if (!found) return role;
-	const { model, thinking } = found;
+	return endpointOf(found.model, registry, found.thinking);
+}
+
+/** The endpoint object of a model of pi's registry: where it is, its key and headers, its facts. */
+async function endpointOf(model: any, registry: any, thinking?: string): Promise<{ [key: string]: Json }> {
 	const endpoint: { [key: string]: Json } = {
 		id: model.id,
 		provider: model.provider,
@@ -326,6 +332,29 @@ async function resolveModel(role: string, ctx: ExtensionContext): Promise<Json> 
 	if (thinking) endpoint.thinking = thinking;
 	if (model.cost) endpoint.cost = model.cost as unknown as Json;
 	return endpoint;
+}
+
+/** APIs `advisor serve` speaks; a model of another is not passed. */
+const SERVE_APIS = new Set(["openai-completions", "anthropic-messages"]);
+
+/**
+ * The models of the providers only pi knows (those of `<agentDir>/models.json`), as endpoint
+ * objects for `session/open`'s `providers` (RO8, RO23): a roster entry naming one of them is
+ * reached where pi reaches it. At most `MAX_PROVIDER_ENDPOINTS`; none when the registry fails.
+ */
+async function piOnlyEndpoints(ctx: ExtensionContext, agentDir: string): Promise<Json[]> {
+	const registry = ctx.modelRegistry;
+	const declared = readJsonFile(join(agentDir, "models.json"))?.providers;
+	if (!registry || !declared || typeof declared !== "object") return [];
+	let models: any[] = [];
+	try {
+		models = (registry.getAll() as any[]).filter(
+			(m) => m && Object.prototype.hasOwnProperty.call(declared, m.provider) && SERVE_APIS.has(m.api),
+		);
+	} catch {
+		return [];
+	}
+	return Promise.all(models.slice(0, MAX_PROVIDER_ENDPOINTS).map((m) => endpointOf(m, registry)));
 }
 
 /**
@@ -1175,6 +1204,10 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 			const model = await within(resolveModel(named.role, ctx), undefined, MODEL_LOOKUP_MS).catch(() => undefined);
 			params.model = (model && valueOf(model)) ?? named.role;
 		}
+		// Roster entries may name other models only pi's registry knows (RO8, RO23).
+		const known = await within(piOnlyEndpoints(ctx, agentDir), undefined, MODEL_LOOKUP_MS).catch(() => undefined);
+		const providers = known && valueOf(known);
+		if (providers && providers.length > 0) params.providers = providers;
 		// The previous session's close goes first (it may wait for that session's open).
 		s.waitsOnChild = true;
 		await within(previous, undefined, BACKGROUND_DEADLINE_MS).catch(() => undefined);

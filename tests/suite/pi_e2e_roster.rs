@@ -333,6 +333,98 @@ fn ro23_on_pi_16_roster_advisors_reach_the_model_pi_resolved() {
     two_advisors_through_pi(Line::Current, Reach::PiRegistry);
 }
 
+/// The same on pi 0.73.1.
+#[test]
+fn ro23_on_pi_073_roster_advisors_reach_the_model_pi_resolved() {
+    two_advisors_through_pi(Line::Legacy, Reach::PiRegistry);
+}
+
+/// Architecture with the session's advisor model, Security naming a model of another provider
+/// that only pi's `models.json` has.
+const SIDE_ROSTER: &str = "\
+advisors:
+  - name: Architecture
+    instructions: You are ARCH-REVIEWER; weigh the structure of each change.
+  - name: Security
+    model: sideprov/side-model
+    instructions: You are SEC-REVIEWER; weigh each change for security problems.
+";
+
+/// RO8/RO23 on one pi line: a roster entry naming a model of a provider only pi's registry
+/// knows (not the session's advisor model) reviews with it: the extension passes pi's
+/// endpoints of such providers to `session/open`, and serve reaches the entry there.
+fn entry_naming_another_pi_only_provider(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(roster_advisor));
+    let setup = Setup::new(
+        &primary_srv,
+        &advisor_srv,
+        &format!("{ENABLED_SYNC}  policy: interrupt\n"),
+        "the parser ignores empty lines\n",
+    );
+    std::fs::write(setup.work.join("WATCHDOG.yml"), SIDE_ROSTER).expect("WATCHDOG.yml");
+    let models_path = setup.agent.join("models.json");
+    let mut models: Value =
+        serde_json::from_str(&std::fs::read_to_string(&models_path).expect("models.json"))
+            .expect("models.json is JSON");
+    let mut side = models["providers"]["advisorprov"].clone();
+    side["apiKey"] = json!("side-secret");
+    side["models"][0]["id"] = json!("side-model");
+    side["models"][0]["name"] = json!("side-model");
+    models["providers"]["sideprov"] = side;
+    std::fs::write(&models_path, models.to_string()).expect("models.json");
+    let mut pi = setup.start(&tools, true, &[]);
+
+    prompt_settled(
+        &mut pi,
+        line,
+        "Round one. ROUND-1 [read:notes.txt] [say:round-one-done]",
+    );
+    let after_read = request_text(&primary_requests(&primary_srv)[1]);
+    for (who, _) in ADVISORS {
+        assert!(
+            after_read.contains(&format!("<advisory advisor=\"{who}\""))
+                && after_read.contains(&format!("{who} note on ROUND-1")),
+            "{who}'s nit reaches the request after the read, named: {after_read}"
+        );
+    }
+    wait_reviewed(
+        &advisor_srv,
+        &["Architecture", "Security"],
+        "ROUND-ONE-DONE",
+    );
+    for (who, model) in [
+        ("Architecture", "advisor-model"),
+        ("Security", "side-model"),
+    ] {
+        let called: Vec<Value> = requests_of(&advisor_srv, who)
+            .iter()
+            .map(|b| b["model"].clone())
+            .collect();
+        assert!(
+            called.iter().all(|m| m == model),
+            "{who} calls {model}: {called:?}"
+        );
+    }
+    pi.quit();
+}
+
+/// RO8/RO23 on pi 1.6.0: an entry naming another provider only pi knows reaches it.
+#[test]
+fn ro8_ro23_on_pi_16_an_entry_naming_another_pi_only_provider_reaches_it() {
+    entry_naming_another_pi_only_provider(Line::Current);
+}
+
+/// The same on pi 0.73.1.
+#[test]
+fn ro8_ro23_on_pi_073_an_entry_naming_another_pi_only_provider_reaches_it() {
+    entry_naming_another_pi_only_provider(Line::Legacy);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The extension's side alone, against a scripted `advisor serve`
 
