@@ -845,6 +845,58 @@ mod tests {
     }
 
     #[test]
+    fn ro8_ro14_an_entry_without_a_model_takes_the_endpoint_and_says_where_from() {
+        use crate::roster::{ModelChoice, Source};
+        let shared = Arc::new(SharedResources::new(None));
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join("agent");
+        std::fs::create_dir_all(dir.path().join(".omp")).unwrap();
+        std::fs::create_dir_all(&agent).unwrap();
+        std::fs::write(
+            dir.path().join(".omp/WATCHDOG.yml"),
+            "advisors:\n  - name: Plain\n",
+        )
+        .unwrap();
+        let model_of = |role_in_files: Option<&str>| {
+            let config = agent.join("config.yml");
+            match role_in_files {
+                Some(role) => std::fs::write(&config, format!("modelRoles:\n  advisor: {role}\n")),
+                None => std::fs::write(&config, ""),
+            }
+            .unwrap();
+            let mut p = params(
+                json!({"sessionId": "s", "cwd": dir.path(), "agentDir": agent,
+                "model": {"provider": "hostprov", "id": "m", "baseUrl": "http://127.0.0.1:9/v1",
+                    "api": "openai-completions", "thinking": "low"}}),
+            );
+            let prepared = prepare(OpenParams::parse(&mut p).unwrap(), &defaults, &shared).unwrap();
+            let setup = prepared.config.roster.expect("a roster");
+            setup.roster.advisors[0].model.clone()
+        };
+        let endpoint = ModelChoice::Resolved {
+            role: "hostprov/m:low".into(),
+            provider: "hostprov".into(),
+            model: "m".into(),
+            thinking: ThinkingLevel::Low,
+        };
+        let from_host = model_of(None);
+        assert_eq!(from_host.value, endpoint);
+        assert_eq!(
+            from_host.source.to_string(),
+            "setting modelRoles.advisor in session/open model"
+        );
+        let other = model_of(Some("elsewhere/x"));
+        assert_eq!(other.value, endpoint, "the session's model, not the files'");
+        let same = model_of(Some("hostprov/m:low"));
+        assert!(
+            matches!(&same.source, Source::Setting { file: Some(f), .. } if f.ends_with("config.yml")),
+            "the file that names the same model: {:?}",
+            same.source
+        );
+    }
+
+    #[test]
     fn p8_context_files_param_replaces_discovery_and_a_bad_shape_names_the_field() {
         let shared = Arc::new(SharedResources::new(None));
         let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
