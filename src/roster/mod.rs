@@ -4,9 +4,10 @@
 //! where WATCHDOG.md is found (RO1), reads them with the same caps and confinement (RO3),
 //! checks each file and entry (RO4–RO6), merges them by slug (RO2, RO7) and resolves every
 //! field of every advisor, recording where each value came from ([`Source`]); [`refresh`]
-//! re-reads only when a roster file or an import changed (RO21). Nothing here
-//! starts a reviewer: the runtime does not run named advisors yet, and `policy`,
-//! `maxSeverity` and `when` are checked and kept for it (RO15–RO17).
+//! re-reads only when a roster file or an import changed (RO21). Nothing here starts a
+//! reviewer: a host puts the result in `RuntimeConfig::roster` as a [`RosterSetup`], and
+//! the supervisor runs one advisor per entry (RO12–RO24), with the `policy`, `maxSeverity`
+//! and `when` checked and kept here (RO15–RO17).
 //!
 //! All functions that touch the filesystem are blocking; call them at the program's edge
 //! or from the blocking pool.
