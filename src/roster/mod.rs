@@ -23,7 +23,7 @@ use std::str::FromStr;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
-pub use parse::slugify;
+pub(crate) use parse::slugify;
 pub use setup::{RosterModels, RosterReload, RosterSetup};
 pub use tools::RosterTool;
 
