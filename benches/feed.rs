@@ -9,8 +9,8 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use advisor::session::{read_session, SessionDriver};
-use advisor::SessionPrompts;
 use advisor::TranscriptView;
+use advisor::TurnPrompts;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn fixture() -> Option<PathBuf> {
@@ -42,7 +42,7 @@ fn feed_vs_parse(c: &mut Criterion) {
             // The feed is built once per runtime (its secret redactor compiles its patterns
             // then), so construction is setup; the timed part is every turn end's delta.
             b.iter_batched(
-                || SessionPrompts::new(SessionDriver::new(branch.clone()), view),
+                || TurnPrompts::new(SessionDriver::new(branch.clone()), view),
                 |prompts| {
                     let mut bytes = 0usize;
                     for prompt in prompts {

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use advisor::session::{read_session, SessionBranch, SessionDriver};
 use advisor::Redactor;
-use advisor::SessionPrompts;
 use advisor::TranscriptView;
+use advisor::TurnPrompts;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 fn fixture() -> Option<PathBuf> {
@@ -20,9 +20,9 @@ fn fixture() -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
-/// The session's prompts as [`SessionPrompts`] drives them, with redaction off.
+/// The session's prompts as [`TurnPrompts`] drives them, with redaction off.
 fn plain_prompts(branch: SessionBranch, view: TranscriptView) -> Vec<String> {
-    SessionPrompts::new(SessionDriver::new(branch), view)
+    TurnPrompts::new(SessionDriver::new(branch), view)
         .with_redaction(false)
         .map(|p| p.prompt)
         .collect()
@@ -83,11 +83,11 @@ fn redact_vs_produce(c: &mut Criterion) {
             },
         );
         group.bench_function(
-            format!("prompts with redaction, SessionPrompts ({view})"),
+            format!("prompts with redaction, TurnPrompts ({view})"),
             |b| {
                 b.iter_batched(
                     || SessionDriver::new(branch.clone()),
-                    |driver| black_box(SessionPrompts::new(driver, view).count()),
+                    |driver| black_box(TurnPrompts::new(driver, view).count()),
                     BatchSize::LargeInput,
                 )
             },

@@ -284,7 +284,50 @@ impl FeedCursor {
         at: &TranscriptMark,
         will_continue: Option<bool>,
     ) -> FeedOutcome {
-        let read = at.read(|messages| {
+        // No reading at all: the content was replaced since the mark was taken.
+        let Some(read) = self.read_turn(at) else {
+            return FeedOutcome::Superseded;
+        };
+        // A reading, but the seen prefix is not there any more (X1).
+        let Some(read) = read else {
+            self.reset();
+            return FeedOutcome::Rewrite;
+        };
+        let pending = self.skip_pending();
+        let (delta, last) = match read {
+            Reading::Reviewed { delta, last } => (delta, last),
+            Reading::Untouched { new, last } => return self.untouched(at, &new, last, pending),
+        };
+        let from_start = self.seen == 0;
+        self.seen = at.len();
+        self.last = last;
+        self.scanned = 0;
+        // The skipped updates' delta is carried, cut like a replay after a reset (RO17, R1).
+        let budget = if from_start || pending {
+            self.replay_budget
+        } else {
+            None
+        };
+        if self.view == TranscriptView::Expanded {
+            return self.turn_delta(delta, budget, will_continue);
+        }
+        let rendered = render_bounded(self.view, &delta, budget);
+        if rendered.trim().is_empty() {
+            return FeedOutcome::Blank;
+        }
+        let text = match &self.redactor {
+            Some(redactor) => redactor.redact(&rendered),
+            None => rendered.as_str().into(),
+        };
+        FeedOutcome::Delta(format!("{UPDATE_HEADING}{text}"))
+    }
+
+    /// Reads the transcript at `at`: `None` when its content was replaced since the mark
+    /// was taken, `Some(None)` when the seen prefix is gone (X1), else the messages after
+    /// the cursor without the advisor's own (X2), or, when `when` (RO17) finds the
+    /// messages not yet scanned touch none of its paths, those messages as untouched.
+    fn read_turn(&self, at: &TranscriptMark) -> Option<Option<Reading>> {
+        at.read(|messages| {
             let len = messages.len();
             if len < self.seen || !self.prefix_unchanged(messages) {
                 return None;
@@ -311,56 +354,31 @@ impl FeedCursor {
                 delta: reviewed(self.seen),
                 last,
             })
-        });
-        // No reading at all: the content was replaced since the mark was taken.
-        let Some(read) = read else {
-            return FeedOutcome::Superseded;
-        };
-        // A reading, but the seen prefix is not there any more (X1).
-        let Some(read) = read else {
-            self.reset();
-            return FeedOutcome::Rewrite;
-        };
-        let pending = self.skip_pending();
-        let (delta, last) = match read {
-            Reading::Reviewed { delta, last } => (delta, last),
-            Reading::Untouched { new, last } => {
-                let blank = render_delta(self.view, &new).trim().is_empty();
-                if blank && !pending {
-                    self.seen = at.len();
-                    self.last = last;
-                    return FeedOutcome::Blank;
-                }
-                self.scanned = at.len();
-                return if blank {
-                    FeedOutcome::Blank
-                } else {
-                    FeedOutcome::Skipped
-                };
-            }
-        };
-        let from_start = self.seen == 0;
-        self.seen = at.len();
-        self.last = last;
-        self.scanned = 0;
-        // The skipped updates' delta is carried, cut like a replay after a reset (RO17, R1).
-        let budget = if from_start || pending {
-            self.replay_budget
-        } else {
-            None
-        };
-        if self.view == TranscriptView::Expanded {
-            return self.turn_delta(delta, budget, will_continue);
-        }
-        let rendered = render_bounded(self.view, &delta, budget);
-        if rendered.trim().is_empty() {
+        })
+    }
+
+    /// An update `when` skips (RO17): one that shows nothing moves the cursor past it
+    /// when no skipped update is pending; otherwise the cursor stays and only the scan
+    /// moves on, so the skipped messages go out with the next reviewed update.
+    fn untouched(
+        &mut self,
+        at: &TranscriptMark,
+        new: &[Arc<TranscriptMessage>],
+        last: Option<Arc<TranscriptMessage>>,
+        pending: bool,
+    ) -> FeedOutcome {
+        let blank = render_delta(self.view, new).trim().is_empty();
+        if blank && !pending {
+            self.seen = at.len();
+            self.last = last;
             return FeedOutcome::Blank;
         }
-        let text = match &self.redactor {
-            Some(redactor) => redactor.redact(&rendered),
-            None => rendered.as_str().into(),
-        };
-        FeedOutcome::Delta(format!("{UPDATE_HEADING}{text}"))
+        self.scanned = at.len();
+        if blank {
+            FeedOutcome::Blank
+        } else {
+            FeedOutcome::Skipped
+        }
     }
 
     /// The expanded view's outcome: the messages (bounded after a reset), or blank when

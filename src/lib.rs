@@ -48,7 +48,7 @@
 //! the crate drive directly from its private layers: the transcript views
 //! ([`TranscriptView`], [`render_delta`]), the transcript cursor ([`FeedCursor`],
 //! [`batch_parts`]), the secret [`Redactor`] and a recorded session's per-turn prompts
-//! ([`SessionPrompts`]).
+//! ([`TurnPrompts`]).
 //!
 //! # Layout
 //!
@@ -149,4 +149,4 @@ pub use status::{
     AdvisorState, AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason,
     FallbackStatus, NamedAdvisorStatus,
 };
-pub use turn_prompts::SessionPrompts;
+pub use turn_prompts::TurnPrompts;

@@ -29,14 +29,14 @@ pub struct TurnPrompt {
 /// In the expanded view each turn is its own review, and a tool-calling turn that no
 /// completed assistant reply follows before the next user message (a run cut by an abort)
 /// gives no prompt of its own: its messages go into the next one (SPEC §3 Expanded).
-pub struct SessionPrompts {
+pub struct TurnPrompts {
     driver: SessionDriver,
     cursor: FeedCursor,
     merge_cut_turns: bool,
     memory: ExpandedMemory,
 }
 
-impl SessionPrompts {
+impl TurnPrompts {
     /// Prompts of `driver`'s session rendered with `view`.
     pub fn new(driver: SessionDriver, view: TranscriptView) -> Self {
         Self {
@@ -59,7 +59,7 @@ impl SessionPrompts {
     }
 }
 
-impl SessionPrompts {
+impl TurnPrompts {
     /// The next non-blank update of the session with its turn: what the runtime would queue
     /// for review at that turn end (several of them form a batch when the advisor is slow,
     /// see [`batch_parts`]).
@@ -94,7 +94,7 @@ impl SessionPrompts {
     }
 }
 
-impl Iterator for SessionPrompts {
+impl Iterator for TurnPrompts {
     type Item = TurnPrompt;
 
     /// Each turn reviewed on its own.

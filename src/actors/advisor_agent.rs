@@ -241,27 +241,41 @@ impl AdvisorAgent {
     /// Applies the failure policy (F1–F3) and reports what it decided.
     fn failed(&mut self, error: ModelError, ctx: &mut Context<Self>) {
         tracing::warn!(%error, "review failed");
-        let epoch = self.epoch;
         self.links.failed.do_send(ReviewFailed {
-            epoch,
+            epoch: self.epoch,
             advisor: self.links.advisor.clone(),
         });
-        if let Some(switch) = self
-            .fallback
-            .on_failure(&*self.engine.model, &error, Instant::now())
-        {
-            // P6: the same batch at once on the backup, the advisor's history kept.
-            let to = switch.model.info().id;
-            tracing::warn!(from = %switch.from, %to, "reviewing with a backup model");
-            self.links.notices.do_send(NoticeRaised {
-                text: fallback::switch_notice(&switch.from, &to, &switch.reason),
-                advisor: self.links.advisor.clone(),
-            });
-            self.engine.model = switch.model;
-            self.state.retry_now();
+        if self.switch_to_backup(&error) {
             return;
         }
         let step = self.state.failed(&error, SystemTime::now());
+        self.carry_out(step, &error, ctx);
+    }
+
+    /// P6: when the fallback picks a backup model for `error`, the same batch goes to it at
+    /// once, the advisor's history kept; says whether it did.
+    fn switch_to_backup(&mut self, error: &ModelError) -> bool {
+        let Some(switch) = self
+            .fallback
+            .on_failure(&*self.engine.model, error, Instant::now())
+        else {
+            return false;
+        };
+        let to = switch.model.info().id;
+        tracing::warn!(from = %switch.from, %to, "reviewing with a backup model");
+        self.links.notices.do_send(NoticeRaised {
+            text: fallback::switch_notice(&switch.from, &to, &switch.reason),
+            advisor: self.links.advisor.clone(),
+        });
+        self.engine.model = switch.model;
+        self.state.retry_now();
+        true
+    }
+
+    /// Carries out what the failure policy decided (F1–F3): a retry later, a dropped
+    /// batch, a halt, or a pause (resumed by itself when it has an end).
+    fn carry_out(&mut self, step: FailureStep, error: &ModelError, ctx: &mut Context<Self>) {
+        let epoch = self.epoch;
         match step {
             FailureStep::Retry(after) => {
                 ctx.run_later(after, move |act, ctx| {
@@ -273,27 +287,12 @@ impl AdvisorAgent {
             }
             FailureStep::Dropped { turns } => {
                 tracing::warn!(turns, %error, "advisor failed repeatedly; batch dropped");
-                self.links.dropped.do_send(BacklogDropped {
-                    epoch,
-                    turns,
-                    error: error.to_string(),
-                    advisor: self.links.advisor.clone(),
-                });
+                self.report_dropped(turns, error);
             }
             FailureStep::Halted { turns, reason } => {
                 tracing::warn!(turns, %error, "advisor halted after repeated dropped batches");
-                self.links.dropped.do_send(BacklogDropped {
-                    epoch,
-                    turns,
-                    error: error.to_string(),
-                    advisor: self.links.advisor.clone(),
-                });
-                self.links.paused.do_send(AdvisorPaused {
-                    epoch,
-                    reason,
-                    resume_at: None,
-                    advisor: self.links.advisor.clone(),
-                });
+                self.report_dropped(turns, error);
+                self.report_paused(reason, None);
             }
             FailureStep::Paused {
                 reason,
@@ -313,14 +312,29 @@ impl AdvisorAgent {
                         }
                     });
                 }
-                self.links.paused.do_send(AdvisorPaused {
-                    epoch,
-                    reason,
-                    resume_at,
-                    advisor: self.links.advisor.clone(),
-                });
+                self.report_paused(reason, resume_at);
             }
         }
+    }
+
+    /// Tells the supervisor a batch of `turns` was dropped after `error` (F2).
+    fn report_dropped(&self, turns: usize, error: &ModelError) {
+        self.links.dropped.do_send(BacklogDropped {
+            epoch: self.epoch,
+            turns,
+            error: error.to_string(),
+            advisor: self.links.advisor.clone(),
+        });
+    }
+
+    /// Tells the supervisor the advisor paused (F3, P7), until `resume_at` when it ends.
+    fn report_paused(&self, reason: String, resume_at: Option<SystemTime>) {
+        self.links.paused.do_send(AdvisorPaused {
+            epoch: self.epoch,
+            reason,
+            resume_at,
+            advisor: self.links.advisor.clone(),
+        });
     }
 
     fn dump(&self, raw: bool) -> String {

@@ -54,7 +54,7 @@ pub enum Command {
     /// Print the watchdog blocks that would go into the system prompt (L4).
     Watchdog(watchdog::WatchdogArgs),
     /// Print the roster of named advisors resolved from WATCHDOG.yml files, with where
-    /// each value came from (§15; the runtime does not run named advisors yet).
+    /// each value came from (§15, RO14); replay and serve sessions run these advisors.
     Roster(roster::RosterArgs),
     /// Serve advisor sessions to another process over JSON-RPC on stdin/stdout (V1–V4).
     Serve(serve::ServeArgs),

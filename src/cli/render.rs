@@ -6,8 +6,8 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver, STDIN_NAME};
-use advisor::SessionPrompts;
 use advisor::TranscriptView;
+use advisor::TurnPrompts;
 use clap::Args;
 
 use super::{texts, CliError};
@@ -45,7 +45,7 @@ pub fn run(args: RenderArgs) -> Result<(), CliError> {
         ];
         eprintln!("{}", texts::line("malformed", &vars));
     }
-    let prompts = SessionPrompts::new(SessionDriver::new(branch), args.transcript);
+    let prompts = TurnPrompts::new(SessionDriver::new(branch), args.transcript);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     for prompt in prompts {

@@ -1,7 +1,7 @@
 //! `advisor roster`: prints the roster of named advisors resolved from the WATCHDOG.yml
 //! files (§15, RO14): each advisor, each field with where it came from, and the warnings,
 //! as text or (`--json`) as one JSON document. Everything goes to standard output; the
-//! runtime does not run named advisors yet.
+//! sessions of `advisor replay` and `advisor serve` run the advisors it lists (RO23).
 
 use std::fmt::Write as _;
 use std::io::Write;

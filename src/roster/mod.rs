@@ -4,9 +4,10 @@
 //! where WATCHDOG.md is found (RO1), reads them with the same caps and confinement (RO3),
 //! checks each file and entry (RO4–RO6), merges them by slug (RO2, RO7) and resolves every
 //! field of every advisor, recording where each value came from ([`Source`]); [`refresh`]
-//! re-reads only when a roster file or an import changed (RO21). Nothing here
-//! starts a reviewer: the runtime does not run named advisors yet, and `policy`,
-//! `maxSeverity` and `when` are checked and kept for it (RO15–RO17).
+//! re-reads only when a roster file or an import changed (RO21). Nothing here starts a
+//! reviewer: a host puts the result in `RuntimeConfig::roster` as a [`RosterSetup`], and
+//! the supervisor runs one advisor per entry (RO12–RO24), with the `policy`, `maxSeverity`
+//! and `when` checked and kept here (RO15–RO17).
 //!
 //! All functions that touch the filesystem are blocking; call them at the program's edge
 //! or from the blocking pool.
@@ -22,7 +23,7 @@ use std::str::FromStr;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
-pub use parse::slugify;
+pub(crate) use parse::slugify;
 pub use setup::{RosterModels, RosterReload, RosterSetup};
 pub use tools::RosterTool;
 
@@ -33,11 +34,20 @@ use crate::providers::Catalog;
 use crate::redact::Redactor;
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{AdvisorSettings, SettingsLayer, SettingsWarning};
+use crate::texts::{fill, Table};
 use crate::watchdog::{
     candidates_named, read_text, size_text, Budget, Candidate, Confinement, Fingerprint, ReadError,
     WatchdogConfig, MAX_FILE_BYTES, MAX_TOTAL_BYTES,
 };
 use parse::{parse_file, Entry, ParsedFile};
+
+/// What the roster says to the user about its files (`config/prompts/roster-warnings.txt`).
+const TEXTS: Table = Table(include_str!("../../config/prompts/roster-warnings.txt"));
+
+/// The line `key` of the roster's texts, filled with `vars`.
+pub(crate) fn text(key: &'static str, vars: &[(&str, &str)]) -> String {
+    fill(TEXTS.get(key), vars)
+}
 
 /// The roster file names, in the order they are looked for at each place (RO1).
 pub const ROSTER_FILES: [&str; 2] = ["WATCHDOG.yml", "WATCHDOG.yaml"];
@@ -77,14 +87,22 @@ pub enum Source {
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::Default => f.write_str("default"),
+            Source::Default => f.write_str(&text("sourceDefault", &[])),
             Source::Entry { file } => write!(f, "{}", file.display()),
-            Source::TopLevel { file } => write!(f, "top level of {}", file.display()),
-            Source::Setting { key, file: None } => write!(f, "setting {key}"),
+            Source::TopLevel { file } => f.write_str(&text(
+                "sourceTopLevel",
+                &[("file", &file.display().to_string())],
+            )),
+            Source::Setting { key, file: None } => {
+                f.write_str(&text("sourceSetting", &[("key", key)]))
+            }
             Source::Setting {
                 key,
                 file: Some(file),
-            } => write!(f, "setting {key} in {}", file.display()),
+            } => f.write_str(&text(
+                "sourceSettingIn",
+                &[("key", key), ("file", &file.display().to_string())],
+            )),
         }
     }
 }
@@ -150,15 +168,23 @@ impl RosterWarning {
 
 impl fmt::Display for RosterWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: ",
-            clip(&self.file.display().to_string(), SHOWN_CHARS)
-        )?;
-        if let Some(label) = &self.advisor {
-            write!(f, "advisor {label}: ")?;
-        }
-        f.write_str(&self.message)
+        let path = self.file.display().to_string();
+        let file = clip(&path, SHOWN_CHARS);
+        let line = match &self.advisor {
+            Some(advisor) => text(
+                "entryWarning",
+                &[
+                    ("file", &file),
+                    ("advisor", advisor),
+                    ("message", &self.message),
+                ],
+            ),
+            None => text(
+                "fileWarning",
+                &[("file", &file), ("message", &self.message)],
+            ),
+        };
+        f.write_str(&line)
     }
 }
 
@@ -216,17 +242,19 @@ impl PathFilter {
                 .literal_separator(true)
                 .build()
                 .map_err(|err| {
-                    format!(
-                        "`when.paths` item {} is not a valid glob: {}",
-                        index + 1,
-                        clip(&err.to_string(), SHOWN_CHARS)
+                    text(
+                        "whenBadGlob",
+                        &[
+                            ("index", &(index + 1).to_string()),
+                            ("error", &clip(&err.to_string(), SHOWN_CHARS)),
+                        ],
                     )
                 })?;
             builder.add(glob);
         }
         let set = builder
             .build()
-            .map_err(|err| format!("`when.paths` cannot be compiled: {err}"))?;
+            .map_err(|err| text("whenUncompiled", &[("error", &err.to_string())]))?;
         Ok(Self { patterns, set })
     }
 
@@ -281,7 +309,9 @@ impl fmt::Display for ModelChoice {
                 thinking,
                 ..
             } => write!(f, "{provider}/{model} (thinking {})", thinking.as_str()),
-            ModelChoice::NoModel { reason, .. } => write!(f, "no model: {reason}"),
+            ModelChoice::NoModel { reason, .. } => {
+                f.write_str(&text("noModel", &[("reason", reason)]))
+            }
         }
     }
 }
@@ -499,10 +529,7 @@ pub fn load(
             warnings.push(RosterWarning::file(
                 file,
                 Some("instructions"),
-                format!(
-                    "the roster's imports pass {} in all; the rest is left out",
-                    size_text(MAX_TOTAL_BYTES)
-                ),
+                text("importsOver", &[("size", &size_text(MAX_TOTAL_BYTES))]),
             ));
         }
     }
@@ -528,7 +555,12 @@ fn read_roster_file(
     warnings: &mut Vec<RosterWarning>,
 ) -> Option<String> {
     let skipped = |err: &ReadError| {
-        RosterWarning::file(&candidate.path, None, format!("{err}; file skipped"))
+        let problem = err.to_string();
+        RosterWarning::file(
+            &candidate.path,
+            None,
+            text("fileSkipped", &[("problem", &problem)]),
+        )
     };
     if let Err(err) = confinement.check(candidate) {
         if !matches!(err, ReadError::Missing) {
@@ -541,7 +573,13 @@ fn read_roster_file(
             warnings.push(RosterWarning::file(
                 &candidate.path,
                 None,
-                format!("over {}; file skipped", size_text(MAX_FILE_BYTES)),
+                text(
+                    "fileSkipped",
+                    &[(
+                        "problem",
+                        &text("tooLarge", &[("size", &size_text(MAX_FILE_BYTES))]),
+                    )],
+                ),
             ));
             None
         }
@@ -587,10 +625,7 @@ fn merge(
                         &file,
                         &format!("\"{}\"", clip(&entry.name, SHOWN_CHARS)),
                         Some("name"),
-                        format!(
-                            "a second entry with the slug `{}`; the later one is used",
-                            entry.slug
-                        ),
+                        text("duplicateSlug", &[("slug", &entry.slug)]),
                     ));
                     earlier.entry = entry;
                 }
@@ -659,7 +694,7 @@ fn resolve(
         (None, Some(role)) => Sourced::new(model_choice(&role.value, catalog), role.source.clone()),
         (None, None) => Sourced::default_value(ModelChoice::NoModel {
             role: None,
-            reason: "neither `model` nor modelRoles.advisor names one".to_string(),
+            reason: text("noModelRole", &[]),
         }),
     };
     RosterAdvisor {
@@ -697,10 +732,7 @@ fn model_choice(role: &str, catalog: &Catalog) -> ModelChoice {
         },
         Err(_) => ModelChoice::NoModel {
             role: Some(role.to_string()),
-            reason: format!(
-                "`{}` is not provider/model-id[:thinking]",
-                clip(role, SHOWN_CHARS)
-            ),
+            reason: text("badModel", &[("model", &clip(role, SHOWN_CHARS))]),
         },
     }
 }

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use serde_norway::{Mapping, Value};
 
 use super::tools::{resolve_grant, Rejected, RosterTool};
-use super::{PathFilter, PolicyChoice, RosterWarning, MAX_NOTES_PER_UPDATE};
+use super::{text, PathFilter, PolicyChoice, RosterWarning, MAX_NOTES_PER_UPDATE};
 use crate::domain::advice::Severity;
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{looks_like, too_deep, yaml_kind, MAX_YAML_DEPTH};
@@ -91,24 +91,23 @@ pub fn slugify(name: &str) -> String {
 /// either way, with every key and entry problem of a file that is kept.
 pub(crate) fn parse_file(
     file: &Path,
-    text: &str,
+    source: &str,
     warnings: &mut Vec<RosterWarning>,
 ) -> Option<ParsedFile> {
-    let skip =
-        |message: String| RosterWarning::file(file, None, format!("{message}; file skipped"));
-    if let Some(line) = too_deep(text) {
-        warnings.push(skip(format!(
-            "nested more than {MAX_YAML_DEPTH} levels deep (line {line})"
-        )));
+    let skip = |problem: String| {
+        RosterWarning::file(file, None, text("fileSkipped", &[("problem", &problem)]))
+    };
+    if let Some(line) = too_deep(source) {
+        let (max, line) = (MAX_YAML_DEPTH.to_string(), line.to_string());
+        warnings.push(skip(text("tooDeep", &[("max", &max), ("line", &line)])));
         return None;
     }
-    let value: Value = match serde_norway::from_str(text) {
+    let value: Value = match serde_norway::from_str(source) {
         Ok(value) => value,
         Err(err) => {
-            warnings.push(skip(format!(
-                "not valid YAML ({})",
-                clip(&err.to_string(), SHOWN_CHARS)
-            )));
+            let error = err.to_string();
+            let error = clip(&error, SHOWN_CHARS);
+            warnings.push(skip(text("notYaml", &[("error", &error)])));
             return None;
         }
     };
@@ -116,10 +115,7 @@ pub(crate) fn parse_file(
         Value::Mapping(map) => map,
         Value::Null => return Some(ParsedFile::default()),
         other => {
-            warnings.push(skip(format!(
-                "expected a mapping at the top, found {}",
-                yaml_kind(&other)
-            )));
+            warnings.push(skip(kind_text("notMapping", &other)));
             return None;
         }
     };
@@ -129,19 +125,20 @@ pub(crate) fn parse_file(
             warnings.push(unknown_key(file, None, &key_text(key), TOP_KEYS));
             continue;
         };
-        let ignored =
-            |message: String| RosterWarning::file(file, Some(key), format!("{message}; ignored"));
+        let ignored = |problem: String| {
+            RosterWarning::file(file, Some(key), text("ignored", &[("problem", &problem)]))
+        };
         match key {
             "instructions" => match text_field(value) {
                 Ok(text) => parsed.instructions = text,
-                Err(problem) => warnings.push(ignored(format!("`{key}` {problem}"))),
+                Err(problem) => warnings.push(ignored(key_problem(key, &problem))),
             },
             "maxNotesPerUpdate" => match notes_field(value) {
                 Ok((notes, clamped)) => {
                     parsed.max_notes_per_update = notes;
                     warnings.extend(clamped.map(|raw| clamp_warning(file, None, raw)));
                 }
-                Err(problem) => warnings.push(ignored(format!("`{key}` {problem}"))),
+                Err(problem) => warnings.push(ignored(key_problem(key, &problem))),
             },
             "advisors" => match value {
                 Value::Null => {}
@@ -152,10 +149,7 @@ pub(crate) fn parse_file(
                         }
                     }
                 }
-                other => warnings.push(ignored(format!(
-                    "`advisors` must be a list, not {}",
-                    yaml_kind(other)
-                ))),
+                other => warnings.push(ignored(kind_text("advisorsNotList", other))),
             },
             other => warnings.push(unknown_key(file, None, other, TOP_KEYS)),
         }
@@ -177,10 +171,7 @@ fn parse_entry(
             file,
             &position,
             None,
-            format!(
-                "an entry must be a mapping of fields, not {}; entry skipped",
-                yaml_kind(item)
-            ),
+            entry_skipped(&kind_text("entryNotMapping", item)),
         ));
         return None;
     };
@@ -189,13 +180,13 @@ fn parse_entry(
         problem => {
             let problem = match problem {
                 Some(Err(problem)) => problem,
-                _ => "is required".to_string(),
+                _ => text("required", &[]),
             };
             warnings.push(RosterWarning::entry(
                 file,
                 &position,
                 Some("name"),
-                format!("`name` {problem}; entry skipped"),
+                entry_skipped(&key_problem("name", &problem)),
             ));
             return None;
         }
@@ -224,13 +215,13 @@ fn parse_entry(
             let named = if problem.starts_with('`') {
                 problem
             } else {
-                format!("`{key}` {problem}")
+                key_problem(key, &problem)
             };
             warnings.push(RosterWarning::entry(
                 file,
                 &label,
                 Some(key),
-                format!("{named}; entry skipped"),
+                entry_skipped(&named),
             ));
             return None;
         }
@@ -294,7 +285,7 @@ fn text_field(value: &Value) -> Result<Option<String>, String> {
         Value::Null => Ok(None),
         Value::String(text) if text.trim().is_empty() => Ok(None),
         Value::String(text) => Ok(Some(text.clone())),
-        other => Err(format!("must be text, not {}", yaml_kind(other))),
+        other => Err(kind_text("notText", other)),
     }
 }
 
@@ -303,7 +294,7 @@ fn flag_field(value: &Value) -> Result<Option<bool>, String> {
     match value {
         Value::Null => Ok(None),
         Value::Bool(flag) => Ok(Some(*flag)),
-        other => Err(format!("must be true or false, not {}", yaml_kind(other))),
+        other => Err(kind_text("notFlag", other)),
     }
 }
 
@@ -316,33 +307,29 @@ fn names_field(value: &Value) -> Result<Option<Vec<String>>, String> {
             .enumerate()
             .map(|(index, item)| match item {
                 Value::String(name) => Ok(name.clone()),
-                other => Err(format!(
-                    "must be a list of tool names; item {} is {}",
-                    index + 1,
-                    yaml_kind(other)
-                )),
+                other => Err(item_text("toolsItem", index, other)),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
-        other => Err(format!(
-            "must be a list of tool names, not {}",
-            yaml_kind(other)
-        )),
+        other => Err(kind_text("toolsNotList", other)),
     }
 }
 
 /// A whole number of at least 1 (RO10), or nothing; above [`MAX_NOTES_PER_UPDATE`] it is
 /// capped, and the second value is the number written, for a warning.
 fn notes_field(value: &Value) -> Result<(Option<usize>, Option<u64>), String> {
-    let allowed = || format!("must be a whole number from 1 to {MAX_NOTES_PER_UPDATE}");
+    let allowed = |value: &str| {
+        let max = MAX_NOTES_PER_UPDATE.to_string();
+        text("notesRange", &[("max", &max), ("value", value)])
+    };
     match value {
         Value::Null => Ok((None, None)),
         Value::Number(number) => match number.as_u64() {
-            Some(0) | None => Err(format!("{}, not {number}", allowed())),
+            Some(0) | None => Err(allowed(&number.to_string())),
             Some(n) if n > MAX_NOTES_PER_UPDATE as u64 => Ok((Some(MAX_NOTES_PER_UPDATE), Some(n))),
             Some(n) => Ok((usize::try_from(n).ok(), None)),
         },
-        other => Err(format!("{}, not {}", allowed(), yaml_kind(other))),
+        other => Err(allowed(yaml_kind(other))),
     }
 }
 
@@ -350,20 +337,18 @@ fn notes_field(value: &Value) -> Result<(Option<usize>, Option<u64>), String> {
 fn choice_field<T: FromStr>(value: &Value, allowed: &str) -> Result<Option<T>, String> {
     match value {
         Value::Null => Ok(None),
-        Value::String(text) => text
+        Value::String(word) => word
             .trim()
             .to_ascii_lowercase()
             .parse()
             .map(Some)
             .map_err(|_| {
-                format!(
-                    "must be one of {allowed}, not `{}`",
-                    clip(text, SHOWN_CHARS)
-                )
+                let value = clip(word, SHOWN_CHARS);
+                text("choiceWord", &[("allowed", allowed), ("value", &value)])
             }),
-        other => Err(format!(
-            "must be one of {allowed}, not {}",
-            yaml_kind(other)
+        other => Err(text(
+            "choiceKind",
+            &[("allowed", allowed), ("kind", yaml_kind(other))],
         )),
     }
 }
@@ -373,12 +358,7 @@ fn when_field(value: &Value) -> Result<Option<PathFilter>, String> {
     let map = match value {
         Value::Null => return Ok(None),
         Value::Mapping(map) => map,
-        other => {
-            return Err(format!(
-                "must be a mapping such as {{ paths: [\"migrations/**\"] }}, not {}",
-                yaml_kind(other)
-            ))
-        }
+        other => return Err(kind_text("whenNotMapping", other)),
     };
     let mut patterns = None;
     for (key, value) in map {
@@ -389,37 +369,46 @@ fn when_field(value: &Value) -> Result<Option<PathFilter>, String> {
                     for (index, item) in items.iter().enumerate() {
                         match item {
                             Value::String(glob) => list.push(glob.clone()),
-                            other => {
-                                return Err(format!(
-                                    "`when.paths` must be a list of globs; item {} is {}",
-                                    index + 1,
-                                    yaml_kind(other)
-                                ))
-                            }
+                            other => return Err(item_text("whenItem", index, other)),
                         }
                     }
                     patterns = Some(list);
                 }
-                other => {
-                    return Err(format!(
-                        "`when.paths` must be a list of globs, not {}",
-                        yaml_kind(other)
-                    ))
-                }
+                other => return Err(kind_text("whenNotList", other)),
             },
             _ => {
-                return Err(format!(
-                    "`when.{}` is not a condition this advisor knows (only `paths`)",
-                    clip(&key_text(key), SHOWN_CHARS)
-                ))
+                let key = key_text(key);
+                let key = clip(&key, SHOWN_CHARS);
+                return Err(text("whenUnknown", &[("key", &key)]));
             }
         }
     }
-    let patterns = patterns.ok_or_else(|| "`when` needs `paths`".to_string())?;
+    let patterns = patterns.ok_or_else(|| text("whenNoPaths", &[]))?;
     if patterns.is_empty() {
-        return Err("`when.paths` lists no glob".to_string());
+        return Err(text("whenEmpty", &[]));
     }
     PathFilter::new(patterns).map(Some)
+}
+
+/// The line `key` about a value of the wrong kind (`{kind}`).
+fn kind_text(key: &'static str, value: &Value) -> String {
+    text(key, &[("kind", yaml_kind(value))])
+}
+
+/// The line `key` about the list item at `index` (from 0) of the wrong kind.
+fn item_text(key: &'static str, index: usize, value: &Value) -> String {
+    let index = (index + 1).to_string();
+    text(key, &[("index", &index), ("kind", yaml_kind(value))])
+}
+
+/// `problem` of the field `key`: "`key` problem".
+fn key_problem(key: &str, problem: &str) -> String {
+    text("keyProblem", &[("key", key), ("problem", problem)])
+}
+
+/// `problem`, and the entry left out for it.
+fn entry_skipped(problem: &str) -> String {
+    text("entrySkipped", &[("problem", problem)])
 }
 
 /// A key as it is written, for a warning about it.
@@ -435,10 +424,10 @@ fn key_text(key: &Value) -> String {
 /// The warning for a key nobody reads, with a suggestion when it resembles a known one.
 fn unknown_key(file: &Path, label: Option<&str>, key: &str, known: &[&str]) -> RosterWarning {
     let key = clip(key, SHOWN_CHARS);
-    let mut message = format!("unknown key `{key}` ignored");
-    if let Some(near) = known.iter().find(|k| looks_like(&key, k)) {
-        message.push_str(&format!(" (did you mean `{near}`?)"));
-    }
+    let message = match known.iter().find(|k| looks_like(&key, k)) {
+        Some(near) => text("unknownKeyNear", &[("key", &key), ("near", near)]),
+        None => text("unknownKey", &[("key", &key)]),
+    };
     match label {
         Some(label) => RosterWarning::entry(file, label, Some(&key), message),
         None => RosterWarning::file(file, Some(&key), message),
@@ -447,9 +436,8 @@ fn unknown_key(file: &Path, label: Option<&str>, key: &str, known: &[&str]) -> R
 
 /// The warning for a `maxNotesPerUpdate` above the cap.
 fn clamp_warning(file: &Path, label: Option<&str>, raw: u64) -> RosterWarning {
-    let message = format!(
-        "`maxNotesPerUpdate` {raw} is above {MAX_NOTES_PER_UPDATE}; {MAX_NOTES_PER_UPDATE} is used"
-    );
+    let (raw, max) = (raw.to_string(), MAX_NOTES_PER_UPDATE.to_string());
+    let message = text("notesClamped", &[("raw", &raw), ("max", &max)]);
     match label {
         Some(label) => RosterWarning::entry(file, label, Some("maxNotesPerUpdate"), message),
         None => RosterWarning::file(file, Some("maxNotesPerUpdate"), message),
@@ -467,14 +455,12 @@ fn grant_warnings(
         .iter()
         .map(|rejected| {
             let message = match rejected {
-                Rejected::Mutating(name) => format!(
-                    "tool `{}` refused: this advisor never mutates (it reads, searches and advises only)",
-                    clip(name, SHOWN_CHARS)
-                ),
-                Rejected::Unknown(name) => format!(
-                    "unknown tool `{}` dropped (the tools are read, search, find)",
-                    clip(name, SHOWN_CHARS)
-                ),
+                Rejected::Mutating(name) => {
+                    text("toolRefused", &[("tool", &clip(name, SHOWN_CHARS))])
+                }
+                Rejected::Unknown(name) => {
+                    text("toolUnknown", &[("tool", &clip(name, SHOWN_CHARS))])
+                }
             };
             RosterWarning::entry(file, label, Some("tools"), message)
         })
@@ -484,7 +470,7 @@ fn grant_warnings(
             file,
             label,
             Some("tools"),
-            "no tool left; the default set is used (read, search, find)".to_string(),
+            text("noToolLeft", &[]),
         ));
     }
     out

@@ -482,3 +482,26 @@ fn ro8_from_values_takes_a_hosts_settings_in_code() {
         "setting advisor.maxNotesPerUpdate"
     );
 }
+
+#[test]
+fn ro4_every_roster_text_in_use_is_in_its_data_file() {
+    let sources = [include_str!("mod.rs"), include_str!("parse.rs")];
+    let mut keys = Vec::new();
+    for source in sources {
+        for call in ["text(\"", "kind_text(\"", "item_text(\""] {
+            for (at, _) in source.match_indices(call) {
+                let rest = &source[at + call.len()..];
+                if let Some(end) = rest.find('"') {
+                    keys.push(&rest[..end]);
+                }
+            }
+        }
+    }
+    assert!(keys.len() > 30, "{keys:?}");
+    for key in keys {
+        assert!(
+            TEXTS.lookup(key).is_some(),
+            "{key} is missing from roster-warnings.txt"
+        );
+    }
+}

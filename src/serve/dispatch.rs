@@ -1,5 +1,5 @@
-//! The method table of `advisor serve` (V2) and the session table. Each call is one async
-//! function of the params; the I/O loop runs each in its own task (V3).
+//! The method table of `advisor serve` (V2) and the table of served sessions. Each call
+//! is one async function of the params; the I/O loop runs each in its own task (V3).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use super::open::{
     parse_messages, prepare, roster_json, OpenParams, ParsedMessages, ServeDefaults,
 };
 use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION, SESSION_ERROR};
-use super::session::{delivery_json, open_on, HeldBudget, Outbox, Session, TranscriptLog};
+use super::served::{delivery_json, open_on, HeldBudget, Outbox, ServedSession, TranscriptLog};
 use crate::domain::host::RewriteKind;
 use crate::handle::{AskEnd, AskError, HandleError, TurnEndOptions, MAX_QUESTION_CHARS};
 use crate::runtime::AdvisorRuntime;
@@ -29,11 +29,11 @@ const ENDED_BY_SHUTDOWN: &str = "the server is shutting down";
 /// How long disposing every session may take at the end (V1: exit within 2 s).
 pub const DISPOSE_TIMEOUT: Duration = Duration::from_millis(700);
 
-/// A session of the table: still opening, open, or failed to open.
+/// A served session of the table: still opening, open, or failed to open.
 #[derive(Clone)]
 enum SlotState {
     Opening,
-    Open(Arc<Session>),
+    Open(Arc<ServedSession>),
     Failed,
 }
 
@@ -43,12 +43,12 @@ enum SlotState {
 /// of finding no session.
 type Slot = Arc<RwLock<SlotState>>;
 
-/// The server's state: the defaults, the shared runtime the sessions run on (A6), the open
-/// sessions, the outbox to the client.
+/// The server's state: the defaults, the shared runtime the sessions run on (A6), the
+/// table of served sessions, the outbox to the client.
 pub struct Dispatcher {
     defaults: ServeDefaults,
     runtime: AdvisorRuntime,
-    sessions: Mutex<HashMap<String, Slot>>,
+    table: Mutex<HashMap<String, Slot>>,
     out: Outbox,
     shutdown: Notify,
     shutting_down: Mutex<bool>,
@@ -67,7 +67,7 @@ impl Dispatcher {
         Self {
             defaults,
             runtime,
-            sessions: Mutex::new(HashMap::new()),
+            table: Mutex::new(HashMap::new()),
             out,
             shutdown: Notify::new(),
             shutting_down: Mutex::new(false),
@@ -83,7 +83,7 @@ impl Dispatcher {
             "session/turnEnd" => self.turn_end(params).await,
             "session/stepBoundary" => self.step_boundary(params).await,
             "session/runState" => {
-                let (s, p) = self.session(&params).await?;
+                let (s, p) = self.served(&params).await?;
                 s.handle
                     .run_state(p.boolean("running")?)
                     .await
@@ -91,7 +91,7 @@ impl Dispatcher {
                 Ok(json!({}))
             }
             "session/interrupt" => {
-                let (s, p) = self.session(&params).await?;
+                let (s, p) = self.served(&params).await?;
                 s.handle
                     .interrupt(p.boolean("byUser")?)
                     .await
@@ -99,13 +99,13 @@ impl Dispatcher {
                 Ok(json!({}))
             }
             "session/userPrompt" => {
-                let (s, _) = self.session(&params).await?;
+                let (s, _) = self.served(&params).await?;
                 s.handle.user_prompt().await.map_err(gone)?;
                 Ok(json!({}))
             }
             "session/rewrite" => self.rewrite(params).await,
             "session/command" => {
-                let (s, p) = self.session(&params).await?;
+                let (s, p) = self.served(&params).await?;
                 let line = match p.get("line") {
                     Some(Value::String(line)) => line.clone(),
                     _ => p.string("line")?,
@@ -115,7 +115,7 @@ impl Dispatcher {
             }
             "session/ask" => self.ask(params).await,
             "session/status" => {
-                let (s, _) = self.session(&params).await?;
+                let (s, _) = self.served(&params).await?;
                 let status = s.handle.status().await.map_err(gone)?;
                 Ok(status_json(&status))
             }
@@ -138,7 +138,7 @@ impl Dispatcher {
     /// [`DISPOSE_TIMEOUT`]. Later opens are refused.
     pub async fn dispose_all(&self) {
         *self.shutting_down.lock() = true;
-        let slots: Vec<Slot> = self.sessions.lock().drain().map(|(_, s)| s).collect();
+        let slots: Vec<Slot> = self.table.lock().drain().map(|(_, s)| s).collect();
         let all = futures_util::future::join_all(slots.into_iter().map(|slot| async move {
             if let Some(session) = settled(&slot).await {
                 session.dispose(ENDED_BY_SHUTDOWN).await;
@@ -149,15 +149,10 @@ impl Dispatcher {
         }
     }
 
-    async fn session(&self, params: &Params) -> Result<(Arc<Session>, Params), RpcError> {
+    async fn served(&self, params: &Params) -> Result<(Arc<ServedSession>, Params), RpcError> {
         let id = params.string("sessionId")?;
         let not_open = || params.invalid("sessionId", format!("`{id}` is not an open session"));
-        let slot = self
-            .sessions
-            .lock()
-            .get(&id)
-            .cloned()
-            .ok_or_else(not_open)?;
+        let slot = self.table.lock().get(&id).cloned().ok_or_else(not_open)?;
         let session = settled(&slot).await.ok_or_else(not_open)?;
         Ok((session, params.clone()))
     }
@@ -171,14 +166,14 @@ impl Dispatcher {
             .try_write_owned()
             .map_err(|_| RpcError::internal("a new session slot was locked"))?;
         let previous = self
-            .sessions
+            .table
             .lock()
             .insert(session_id.clone(), Arc::clone(&slot));
-        let opened = self.start_session(&mut open).await;
+        let opened = self.start_served(&mut open).await;
         *opening = match &opened {
             Ok((session, _)) => SlotState::Open(Arc::clone(session)),
             Err(_) => {
-                let mut table = self.sessions.lock();
+                let mut table = self.table.lock();
                 if table
                     .get(&session_id)
                     .is_some_and(|s| Arc::ptr_eq(s, &slot))
@@ -204,12 +199,12 @@ impl Dispatcher {
         Ok(result)
     }
 
-    /// Prepares and starts a session; with it, its roster as the open's result reports it
+    /// Prepares and starts a served session; with it, its roster as the open's result reports it
     /// (RO23), `None` without a roster file.
-    async fn start_session(
+    async fn start_served(
         &self,
         open: &mut OpenParams,
-    ) -> Result<(Arc<Session>, Option<Value>), RpcError> {
+    ) -> Result<(Arc<ServedSession>, Option<Value>), RpcError> {
         let session_id = open.session_id.clone();
         let messages = std::mem::take(&mut open.messages);
         let leaf = open.leaf.clone();
@@ -239,11 +234,11 @@ impl Dispatcher {
         config.initial_transcript =
             (!log.transcript().is_empty()).then(|| log.transcript().clone());
         let handle = open_on(&self.runtime, config, &session_id, self.out.clone());
-        Ok((Arc::new(Session::new(handle, log)), roster))
+        Ok((Arc::new(ServedSession::new(handle, log)), roster))
     }
 
     async fn turn_end(&self, params: Params) -> Result<Value, RpcError> {
-        let (s, mut p) = self.session(&params).await?;
+        let (s, mut p) = self.served(&params).await?;
         let base = p.opt_string("base")?;
         let leaf = p.string("leaf")?;
         let messages = take_messages(&mut p)?;
@@ -258,14 +253,14 @@ impl Dispatcher {
     }
 
     async fn step_boundary(&self, params: Params) -> Result<Value, RpcError> {
-        let (s, _) = self.session(&params).await?;
+        let (s, _) = self.served(&params).await?;
         let advice = s.handle.step_boundary().await.map_err(gone)?;
         let deliveries: Vec<Value> = advice.deliveries().map(delivery_json).collect();
         Ok(json!({ "deliveries": deliveries }))
     }
 
     async fn rewrite(&self, params: Params) -> Result<Value, RpcError> {
-        let (s, mut p) = self.session(&params).await?;
+        let (s, mut p) = self.served(&params).await?;
         let kind_name = p.string("kind")?;
         let kind = rewrite_kind(&kind_name).ok_or_else(|| {
             p.invalid(
@@ -290,7 +285,7 @@ impl Dispatcher {
     /// The optional `advisor` param names the roster's advisor to ask (RO20); one the
     /// session does not have is the ask error with reason `unknownAdvisor`.
     async fn ask(&self, params: Params) -> Result<Value, RpcError> {
-        let (s, p) = self.session(&params).await?;
+        let (s, p) = self.served(&params).await?;
         let question = p.string("question")?;
         let advisor = p.opt_string("advisor")?;
         match s.handle.ask_advisor(&question, advisor.as_deref()).await {
@@ -311,10 +306,10 @@ impl Dispatcher {
     }
 
     async fn close(&self, params: Params) -> Result<Value, RpcError> {
-        let (session, _) = self.session(&params).await?;
+        let (session, _) = self.served(&params).await?;
         let id = params.string("sessionId")?;
         {
-            let mut table = self.sessions.lock();
+            let mut table = self.table.lock();
             let same = table.get(&id).is_some_and(|slot| {
                 matches!(slot.try_read().as_deref(), Ok(SlotState::Open(s)) if Arc::ptr_eq(s, &session))
             });
@@ -366,8 +361,8 @@ pub fn rewrite_kind(name: &str) -> Option<RewriteKind> {
     })
 }
 
-/// The session of a slot once it has finished opening; `None` when the open failed.
-async fn settled(slot: &Slot) -> Option<Arc<Session>> {
+/// The served session of a slot once it has finished opening; `None` when the open failed.
+async fn settled(slot: &Slot) -> Option<Arc<ServedSession>> {
     match &*slot.read().await {
         SlotState::Open(session) => Some(Arc::clone(session)),
         SlotState::Opening | SlotState::Failed => None,

@@ -4,8 +4,9 @@
 //!
 //! Inside (private modules): `lines`, the bounded LF splitter (64 MiB per line, refused
 //! without buffering it); `protocol`, framing, error codes, typed params; `open`, a
-//! session's settings and model from its params and files; `session`, one session's
-//! transcript, cursor check and notifications; `dispatch`, the method table.
+//! session's settings and model from its params and files; `served`, one served session
+//! (`ServedSession`: its transcript, cursor check and notifications); `dispatch`, the
+//! method table.
 //!
 //! [`serve`] is the I/O edge: it reads lines, runs each request in its own task (replies
 //! may come out of order, V3), and writes every reply and notification through one writer
@@ -16,7 +17,7 @@ mod dispatch;
 mod lines;
 mod open;
 mod protocol;
-mod session;
+mod served;
 
 use std::fs::File;
 use std::path::Path;
@@ -33,7 +34,7 @@ use dispatch::{Dispatcher, DISPOSE_TIMEOUT};
 pub use lines::{InputLine, LineReader, MAX_LINE_BYTES};
 pub use open::ServeDefaults;
 use protocol::{parse_line, response_line, Incoming, RequestId, RpcError};
-pub use session::DEFAULT_HELD_BYTES;
+pub use served::DEFAULT_HELD_BYTES;
 
 /// The whole end, from the end of input to the return of [`serve`], at worst: V1 asks for an
 /// exit within 2 s, and this leaves the process half a second for the rest (its start-up of
@@ -84,7 +85,7 @@ impl ServeOptions {
         Self {
             defaults,
             max_line_bytes: MAX_LINE_BYTES,
-            max_held_bytes: session::DEFAULT_HELD_BYTES,
+            max_held_bytes: served::DEFAULT_HELD_BYTES,
             runtime,
         }
     }

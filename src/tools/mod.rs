@@ -111,7 +111,7 @@ pub trait WorkspaceTool: Send + Sync {
 
 /// What a registered tool is, which decides how the ToolExecutor runs it.
 #[derive(Clone)]
-pub enum ToolKind {
+pub(crate) enum ToolKind {
     /// A read-only workspace tool (T1–T5): synchronous, run on the blocking pool.
     Workspace(Arc<dyn WorkspaceTool>),
     /// `advise` (T6): asynchronous; the executor parses the call (`tools::advise::parse`) and
@@ -187,7 +187,7 @@ impl ToolRegistry {
     }
 
     /// The tool called `name`, of either kind: what the executor dispatches on.
-    pub fn tool(&self, name: &str) -> Option<ToolKind> {
+    pub(crate) fn tool(&self, name: &str) -> Option<ToolKind> {
         self.tools.get(name).cloned()
     }
 

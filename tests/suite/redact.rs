@@ -5,7 +5,7 @@
 
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::session::{read_session, SessionDriver};
-use advisor::SessionPrompts;
+use advisor::TurnPrompts;
 use advisor::{batch_parts, FeedCursor, FeedOutcome, FeedUpdate};
 use advisor::{ExpandedMemory, TranscriptView};
 use advisor::{Redactor, SecretKind};
@@ -744,7 +744,7 @@ fn x5_later_deltas_and_user_messages_are_redacted_too() {
 /// Every unredacted prompt of the fixture session, in `view`.
 fn unredacted_prompts(path: &std::path::Path, view: TranscriptView) -> Vec<String> {
     let branch = read_session(path).expect("fixture parses");
-    SessionPrompts::new(SessionDriver::new(branch), view)
+    TurnPrompts::new(SessionDriver::new(branch), view)
         .with_redaction(false)
         .map(|p| p.prompt)
         .collect()

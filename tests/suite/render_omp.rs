@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
-use advisor::SessionPrompts;
+use advisor::TurnPrompts;
 use advisor::{batch_parts, FeedUpdate};
 use advisor::{ExpandedMemory, TranscriptView};
 use serde_json::Value;
@@ -38,7 +38,7 @@ fn sent(dir: &Path) -> Vec<Value> {
 fn updates(dir: &Path) -> Vec<(usize, FeedUpdate)> {
     let branch = read_session_arg(&dir.join("session.jsonl"), &ReadLimits::default())
         .expect("the session reads");
-    let mut prompts = SessionPrompts::new(SessionDriver::new(branch), TranscriptView::Expanded);
+    let mut prompts = TurnPrompts::new(SessionDriver::new(branch), TranscriptView::Expanded);
     std::iter::from_fn(|| prompts.next_update()).collect()
 }
 

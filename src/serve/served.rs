@@ -181,8 +181,8 @@ impl TranscriptLog {
     }
 }
 
-/// A session of the table.
-pub struct Session {
+/// A served session: one entry of the dispatcher's table, opened by `session/open`.
+pub struct ServedSession {
     /// The runtime's handle.
     pub handle: AdvisorHandle,
     /// The transcript and cursor.
@@ -191,8 +191,8 @@ pub struct Session {
     pub ended_by: Mutex<Option<&'static str>>,
 }
 
-impl Session {
-    /// A session of `handle` keeping `log`.
+impl ServedSession {
+    /// A served session of `handle` keeping `log`.
     pub fn new(handle: AdvisorHandle, log: TranscriptLog) -> Self {
         Self {
             handle,
@@ -201,7 +201,7 @@ impl Session {
         }
     }
 
-    /// Disposes the session (R2), recording `why` for an ask it ends.
+    /// Disposes the served session's primary session (R2), recording `why` for an ask it ends.
     pub async fn dispose(&self, why: &'static str) {
         self.ended_by.lock().get_or_insert(why);
         let _ = self.handle.dispose().await;
