@@ -11,7 +11,6 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::protocol::{kind, MessagesParam, Params, RpcError, SESSION_ERROR};
-use crate::config::RuntimeConfig;
 use crate::domain::transcript::TranscriptMessage;
 use crate::model::{ModelClient, ThinkingLevel};
 use crate::providers::{resolve_config, ApiKind, Catalog, Prices, ProviderConfig, ProviderError};
@@ -21,7 +20,8 @@ use crate::settings::{
     load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SettingsLayer,
 };
 use crate::setup::{
-    provider_spec, session_role, KeyLookup, ModelSource, SessionModel, SessionSetup,
+    provider_spec, session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared,
+    SessionSetup,
 };
 use crate::shared::SharedResources;
 use crate::texts::notice;
@@ -441,14 +441,6 @@ pub fn audit_path(session_file: &Path, cwd: &Path) -> Result<PathBuf, String> {
         .map_err(|e| notice("noTranscriptFile", &[("error", &e.to_string())]))
 }
 
-/// A session ready to start, and the lines to tell its client.
-pub struct PreparedSession {
-    /// The runtime configuration.
-    pub config: RuntimeConfig,
-    /// Warnings for `session/notice` (unknown keys, a model that could not be built).
-    pub notices: Vec<String>,
-}
-
 /// Reads the session's files and builds its configuration with the session setup both
 /// hosts share ([`SessionSetup`]). Blocking (files): run it off the actor thread. Models
 /// are built over the HTTP clients of `shared` (one per endpoint for every session of the
@@ -461,7 +453,7 @@ pub fn prepare(
     open: OpenParams,
     defaults: &ServeDefaults,
     shared: &Arc<SharedResources>,
-) -> Result<PreparedSession, RpcError> {
+) -> Result<SessionPrepared, RpcError> {
     let cwd = session_cwd(&open.cwd)?;
     let mut env = defaults.env.clone();
     if let Some(dir) = &open.agent_dir {
@@ -479,40 +471,10 @@ pub fn prepare(
         .iter()
         .map(|ep| endpoint_config(ep, &defaults.catalog, settings.max_output_tokens))
         .collect();
-    let model = match (&defaults.fixed_model, &open.model) {
-        (Some(fixed), _) => SessionModel::Fixed(Arc::clone(fixed)),
-        (None, Some(param)) => {
-            let config = model_config(param, defaults, &settings)
-                .map_err(|e| RpcError::invalid_params("model", e))?;
-            let model = models
-                .client(config.clone())
-                .map_err(|e| RpcError::invalid_params("model", e))?;
-            match param {
-                // The advisor's model selector, for its backup chain (P6).
-                ModelParam::Role(role) => SessionModel::Own {
-                    model,
-                    selector: Some(role.clone()),
-                },
-                ModelParam::Endpoint(_) => SessionModel::Endpoint {
-                    model,
-                    config: Box::new(config),
-                },
-            }
-        }
-        (None, None) => {
-            let role = defaults.model.as_deref();
-            let built = session_role(role, &env, &loaded, &cwd, agent_dir.as_deref())
-                .and_then(|role| Ok((models.build(&models.spec(role.clone(), &settings))?, role)));
-            match built {
-                Ok((model, selector)) => SessionModel::Own { model, selector },
-                Err(ProviderError::NoModel) => SessionModel::None,
-                Err(e) => {
-                    notices.push(notice("noModel", &[("error", &e.to_string())]));
-                    SessionModel::None
-                }
-            }
-        }
-    };
+    let dirs = (cwd.as_path(), agent_dir.as_deref());
+    let (model, model_notice) =
+        session_model(&open, defaults, &settings, &models, &env, &loaded, dirs)?;
+    notices.extend(model_notice);
     let (audit_path, audit_notice) = match open.session_file.as_deref().map(|f| audit_path(f, &cwd))
     {
         Some(Ok(path)) => (Some(path), None),
@@ -534,10 +496,66 @@ pub fn prepare(
     let prepared = setup.build();
     notices.extend(prepared.notices);
     notices.extend(audit_notice);
-    Ok(PreparedSession {
+    Ok(SessionPrepared {
         config: prepared.config,
         notices,
     })
+}
+
+/// The session's model (M1): the fixed one, else the one named in the params (a role, or
+/// an endpoint the host resolved), else the role the flags, environment and files name
+/// (`agent_dir` and `cwd` locate modes.json). A model named in the params that cannot be
+/// built is -32602 naming `model`; one from the files that cannot be built leaves the
+/// session without a model, with a notice saying why (K2).
+fn session_model(
+    open: &OpenParams,
+    defaults: &ServeDefaults,
+    settings: &AdvisorSettings,
+    models: &ModelSource,
+    env: &SettingsEnv,
+    loaded: &LoadedSettings,
+    dirs: (&Path, Option<&Path>),
+) -> Result<(SessionModel, Option<String>), RpcError> {
+    let (cwd, agent_dir) = dirs;
+    let Some(param) = open
+        .model
+        .as_ref()
+        .filter(|_| defaults.fixed_model.is_none())
+    else {
+        if let Some(fixed) = &defaults.fixed_model {
+            return Ok((SessionModel::Fixed(Arc::clone(fixed)), None));
+        }
+        let role = defaults.model.as_deref();
+        let built = session_role(role, env, loaded, cwd, agent_dir)
+            .and_then(|role| Ok((models.build(&models.spec(role.clone(), settings))?, role)));
+        return Ok(match built {
+            Ok((model, selector)) => (SessionModel::Own { model, selector }, None),
+            Err(ProviderError::NoModel) => (SessionModel::None, None),
+            Err(e) => (
+                SessionModel::None,
+                Some(notice("noModel", &[("error", &e.to_string())])),
+            ),
+        });
+    };
+    let config = model_config(param, defaults, settings)
+        .map_err(|e| RpcError::invalid_params("model", e))?;
+    let model = models
+        .client(config.clone())
+        .map_err(|e| RpcError::invalid_params("model", e))?;
+    Ok((
+        match param {
+            // The advisor's model selector, for its backup chain (P6).
+            ModelParam::Role(role) => SessionModel::Own {
+                model,
+                selector: Some(role.clone()),
+            },
+            ModelParam::Endpoint(_) => SessionModel::Endpoint {
+                model,
+                config: Box::new(config),
+            },
+        },
+        None,
+    ))
 }
 
 /// The roster of a session as `session/open` reports it (RO23): each advisor in roster
