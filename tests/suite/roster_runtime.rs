@@ -427,7 +427,7 @@ fn reloading(dir: &Path, repo: &Path, models: Models) -> RuntimeConfig {
         home: Some(dir.to_path_buf()),
     };
     let settings = RosterSettings::default();
-    let catalog = advisor::providers::Catalog::builtin().unwrap();
+    let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
     let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
     assert!(!roster.is_empty(), "{:?}", roster.warnings);
     let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
@@ -592,4 +592,39 @@ async fn ro17_ro19_an_advisor_whose_paths_were_not_touched_skips_the_turn_and_st
         delta.contains("tidy the parser") && delta.contains("0042_users.sql"),
         "{delta}"
     );
+}
+
+#[test]
+fn ro24_every_roster_session_points_at_the_process_catalog_instead_of_copying_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    write_roster(&repo, &["Architecture", "Security"]);
+    let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
+    let open = |id: &str| {
+        let setup = advisor::SessionSetup {
+            session_id: id.into(),
+            root: repo.clone(),
+            watchdog: Some(WatchdogConfig {
+                cwd: repo.clone(),
+                agent_dir: Some(dir.path().join("agent")),
+                home: Some(dir.path().to_path_buf()),
+            }),
+            loaded: Default::default(),
+            settings: Default::default(),
+            host_layer: None,
+            model: advisor::SessionModel::None,
+            models: advisor::ModelSource::new(Arc::clone(&catalog), Arc::new(|_: &str| None)),
+            context_files: None,
+            audit_path: None,
+        };
+        let roster = setup
+            .build()
+            .config
+            .roster
+            .expect("the roster file was found");
+        roster.reload.expect("reloaded at turn ends").catalog
+    };
+    let (first, second) = (open("s1"), open("s2"));
+    assert!(Arc::ptr_eq(&first, &catalog) && Arc::ptr_eq(&second, &catalog));
 }
