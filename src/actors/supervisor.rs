@@ -124,10 +124,10 @@ impl Supervisor {
     }
 
     /// Stops every member and starts a new epoch: what a member still runs is discarded.
-    fn stop_children(&mut self, cause: AskEnd) {
+    fn stop_children(&mut self, ctx: &mut Context<Self>, cause: AskEnd) {
         let next = self.epoch + 1;
-        for member in &mut self.members {
-            member.stop(next, cause);
+        for index in 0..self.members.len() {
+            self.stop_member(ctx, index, next, cause);
         }
         self.epoch = next;
     }
@@ -173,7 +173,7 @@ impl Supervisor {
         }
         if !self.enabled || !self.any_running() {
             self.enabled = true;
-            self.stop_children(AskEnd::TurnedOff);
+            self.stop_children(ctx, AskEnd::TurnedOff);
             self.router().do_send(SetDeliveryEnabled { enabled: true });
             self.router().do_send(ResetDelivery {
                 epoch: self.epoch,
@@ -198,9 +198,9 @@ impl Supervisor {
         notice("on", &[])
     }
 
-    fn disable(&mut self, cause: AskEnd) -> String {
+    fn disable(&mut self, ctx: &mut Context<Self>, cause: AskEnd) -> String {
         self.enabled = false;
-        self.stop_children(cause);
+        self.stop_children(ctx, cause);
         self.router().do_send(SetDeliveryEnabled { enabled: false });
         notice("off", &[])
     }
@@ -368,8 +368,8 @@ impl Handler<TranscriptRewritten> for Supervisor {
 impl Handler<DisposeSession> for Supervisor {
     type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, _msg: DisposeSession, _ctx: &mut Context<Self>) -> Self::Result {
-        self.disable(AskEnd::Disposed);
+    fn handle(&mut self, _msg: DisposeSession, ctx: &mut Context<Self>) -> Self::Result {
+        self.disable(ctx, AskEnd::Disposed);
         // G7: every member's transcript file is complete when dispose returns.
         let audits: Vec<_> = self
             .members

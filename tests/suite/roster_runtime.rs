@@ -628,3 +628,32 @@ fn ro24_every_roster_session_points_at_the_process_catalog_instead_of_copying_it
     let (first, second) = (open("s1"), open("s2"));
     assert!(Arc::ptr_eq(&first, &catalog) && Arc::ptr_eq(&second, &catalog));
 }
+
+#[actix::test]
+async fn ro17_ro19_the_skipped_updates_count_survives_off_name_and_on_name() {
+    let arch = ScriptedModel::new([]);
+    let db = ScriptedModel::new([]);
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("migrations", db.clone());
+    let mut migrations = entry("Migrations");
+    migrations.when = Sourced::default_value(Some(
+        advisor::roster::PathFilter::new(vec!["db/**".into()]).unwrap(),
+    ));
+    let roster = roster_of(vec![entry("Architecture"), migrations], None);
+    let (h, _events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
+    let skipped = || async { h.status().await.unwrap().advisors[1].skipped_updates };
+    let t = Transcript::from_messages([TranscriptMessage::user("tidy the parser")]);
+    t.push(read_call("src/parser.rs"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(skipped().await, 1);
+    h.command("/advisor off Migrations").await.unwrap();
+    assert_eq!(skipped().await, 1, "paused, it keeps its count");
+    h.command("/advisor on Migrations").await.unwrap();
+    assert_eq!(skipped().await, 1, "resumed, it goes on from its count");
+    t.push(TranscriptMessage::user("and the lexer"));
+    t.push(read_call("src/lexer.rs"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(skipped().await, 2);
+    assert_eq!(db.request_count(), 0);
+}

@@ -2,7 +2,7 @@
 //! (RO12). Each has its own actors, transcript file, failure count and `/advisor off NAME`
 //! pause; all run on the session's arbiter (A6).
 
-use actix::{Actor, Addr, AsyncContext, Context};
+use actix::{Actor, ActorFutureExt, Addr, AsyncContext, Context, WrapFuture};
 
 use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
@@ -14,6 +14,7 @@ use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
 use crate::messages::delivery::RegisterAdvisor;
+use crate::messages::feed::GetSkippedUpdates;
 use crate::messages::review::{AskEnd, ReleaseWaiters, ResetAdvisor};
 use crate::status::AdvisorState;
 use crate::texts::notice;
@@ -32,6 +33,9 @@ pub(crate) struct Member {
     pub failures: u64,
     /// Its entry changed on disk: the new plan, swapped in before its next review (RO21).
     pub rebuild: Option<MemberPlan>,
+    /// The updates its `when` skipped (RO17) in the runs before the current one: each
+    /// stopped feed's count is added here, so a pause or rebuild never restarts the count.
+    pub skipped_before: u64,
 }
 
 impl Member {
@@ -44,6 +48,7 @@ impl Member {
             held_off: false,
             failures: 0,
             rebuild: None,
+            skipped_before: 0,
         }
     }
 
@@ -121,6 +126,39 @@ impl Supervisor {
     /// The agents of the running members.
     pub(super) fn agents(&self) -> Vec<Addr<AdvisorAgent>> {
         self.members.iter().filter_map(Member::agent).collect()
+    }
+
+    /// Stops member `index` (see [`Member::stop`]) and adds the updates its feed skipped
+    /// (RO17) to the member's total before the supervisor takes its next message, so a
+    /// status asked after the stop counts them.
+    pub(super) fn stop_member(
+        &mut self,
+        ctx: &mut Context<Self>,
+        index: usize,
+        epoch: u64,
+        cause: AskEnd,
+    ) {
+        let Some(member) = self.members.get_mut(index) else {
+            return;
+        };
+        let feed = member.feed();
+        member.stop(epoch, cause);
+        let Some(feed) = feed else {
+            return;
+        };
+        let slug = member.plan.slug().map(str::to_string);
+        let counted = async move { feed.send(GetSkippedUpdates).await.unwrap_or(0) }
+            .into_actor(self)
+            .map(move |skipped, act, _ctx| {
+                let advisor = act
+                    .members
+                    .iter_mut()
+                    .find(|m| m.plan.slug() == slug.as_deref());
+                if let Some(member) = advisor {
+                    member.skipped_before += skipped;
+                }
+            });
+        ctx.wait(counted);
     }
 
     /// Whether any member runs.
