@@ -9,6 +9,7 @@ use actix::{
 };
 
 use crate::actors::delivery_router::DeliveryRouter;
+use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::actors::wiring::wait_after_turn;
 use crate::delivery::turn_end::TurnEndPlan;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
@@ -33,6 +34,8 @@ pub struct Supervisor {
     config: RuntimeConfig,
     host: Recipient<HostEvent>,
     router: Option<Addr<DeliveryRouter>>,
+    /// The session's one WATCHDOG.md loader, every member's (RO13), started with the first.
+    watchdog: Option<Addr<WatchdogLoader>>,
     /// The advisors: one per roster entry, or the unnamed advisor alone (RO12, RO13).
     members: Vec<Member>,
     enabled: bool,
@@ -70,6 +73,7 @@ impl Supervisor {
             config,
             host,
             router: None,
+            watchdog: None,
             members,
             enabled,
             epoch: 0,

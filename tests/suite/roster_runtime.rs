@@ -657,3 +657,37 @@ async fn ro17_ro19_the_skipped_updates_count_survives_off_name_and_on_name() {
     assert_eq!(skipped().await, 2);
     assert_eq!(db.request_count(), 0);
 }
+
+#[actix::test]
+async fn w3_ro13_a_watchdog_warning_is_told_once_for_all_advisors_naming_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::write(repo.join("WATCHDOG.md"), "Keep it small. @notes.bin").unwrap();
+    fs::write(repo.join("notes.bin"), [0xff, 0xfe, 0x00]).unwrap();
+    let arch = ScriptedModel::new([]);
+    let sec = ScriptedModel::new([]);
+    let mut cfg = two_advisors(&arch, &sec);
+    cfg.watchdog = Some(WatchdogConfig {
+        cwd: repo.clone(),
+        agent_dir: Some(dir.path().join("agent")),
+        home: Some(dir.path().to_path_buf()),
+    });
+    let (h, mut events) = start(cfg);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    // The status is answered after every notice sent before it.
+    h.status().await.unwrap();
+    assert_eq!((arch.request_count(), sec.request_count()), (2, 2));
+    assert!(sec.requests()[1].system.contains("Keep it small."));
+    let told: Vec<_> = notices(drain(&mut events))
+        .into_iter()
+        .filter(|(text, _)| text.contains("notes.bin"))
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    let (text, advisor) = &told[0];
+    assert!(text.starts_with("watchdog: import "), "{text}");
+    assert_eq!(*advisor, None);
+}

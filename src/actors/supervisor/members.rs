@@ -8,7 +8,8 @@ use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
 use crate::actors::audit_log::AuditLog;
 use crate::actors::transcript_feed::TranscriptFeed;
-use crate::actors::wiring::{start_children, AgentReports, Children};
+use crate::actors::watchdog_loader::WatchdogLoader;
+use crate::actors::wiring::{start_children, AgentReports, ChildLinks, Children};
 use crate::config::MemberPlan;
 use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::HostEvent;
@@ -186,6 +187,8 @@ impl Supervisor {
         seed: Option<(Transcript, usize)>,
     ) {
         let router = self.router();
+        let runnable = self.members.get(index).is_some_and(Member::runnable);
+        let watchdog = runnable.then(|| self.watchdog_loader(ctx)).flatten();
         let cwd = self.config.workspace_root.display().to_string();
         let host = self.host.clone();
         let me = ctx.address();
@@ -219,17 +222,31 @@ impl Supervisor {
             quarantined: me.clone().recipient(),
             notices: me.recipient(),
         };
-        let children = start_children(
-            &self.config,
-            &member.plan,
-            model,
-            &router,
+        let links = ChildLinks {
+            router: &router,
+            watchdog: watchdog.map(Addr::recipient),
             audit,
             reports,
-            self.epoch,
-            seed,
-        );
+        };
+        let children = start_children(&self.config, &member.plan, model, links, self.epoch, seed);
         member.children = Some(children);
+    }
+
+    /// The session's WATCHDOG.md loader, started on first use when watchdog files are in
+    /// use: one for every member, its warnings told once and unnamed (W3, W8, RO13).
+    fn watchdog_loader(&mut self, ctx: &mut Context<Self>) -> Option<Addr<WatchdogLoader>> {
+        if let Some(loader) = &self.watchdog {
+            return Some(loader.clone());
+        }
+        let config = self.config.watchdog.clone()?;
+        let loader = WatchdogLoader::new(config)
+            .with_cache(self.config.watchdog_cache())
+            .with_redactor(self.config.redactor())
+            .with_context_files(self.config.context_files.clone())
+            .with_notices(ctx.address().recipient())
+            .start();
+        self.watchdog = Some(loader.clone());
+        Some(loader)
     }
 
     /// Sends `text` to the user; about a named advisor, naming it (RO23).
