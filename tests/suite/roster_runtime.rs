@@ -691,3 +691,57 @@ async fn w3_ro13_a_watchdog_warning_is_told_once_for_all_advisors_naming_none() 
     assert!(text.starts_with("watchdog: import "), "{text}");
     assert_eq!(*advisor, None);
 }
+
+#[actix::test]
+async fn ro19_after_off_name_a_review_already_running_delivers_nothing() {
+    let arch = ScriptedModel::new([]);
+    let (sec, mut asked, gate) = GatedModel::new(
+        vec![
+            ScriptedReply::advise("s1", "Parameterise the query.", Some("blocker")),
+            ScriptedReply::text(""),
+        ],
+        true,
+    );
+    let gate = gate.expect("gated");
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("security", sec);
+    let roster = roster_of(vec![entry("Architecture"), entry("Security")], None);
+    let (h, mut events) = start(roster_config(roster, models, SyncBacklog::Off));
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("write the search endpoint")]);
+    h.turn_end(&t).await.unwrap();
+    // Security's review is running, its answer held back.
+    next_request(&mut asked).await;
+    assert_eq!(
+        h.command("/advisor off Security").await.unwrap(),
+        "advisor Security: off"
+    );
+    gate.add_permits(2);
+    // The review goes on and its `advise` call reaches the router; bounded to a minute.
+    let raised = async {
+        loop {
+            let status = h.status().await.unwrap();
+            if status.advisors[1].deliveries.raised() > 0 {
+                break status;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), raised)
+        .await
+        .expect("the running review raised its note");
+    let security = &status.advisors[1].deliveries;
+    assert_eq!(security.dropped_summary(), "disabled 1", "{security:?}");
+    let advice = contents(&h.step_boundary().await.unwrap());
+    assert!(!advice.contains("Parameterise"), "{advice}");
+    h.status().await.unwrap();
+    let woke = drain(&mut events).into_iter().any(|e| {
+        matches!(&e, HostEvent::Wake { card } | HostEvent::Card { card }
+            if card.content.contains("Parameterise"))
+    });
+    assert!(!woke, "nothing of Security's reaches the primary");
+    let status = h.status().await.unwrap();
+    assert_eq!(status.advisors[1].deliveries.delivered(), 0);
+    drop(asked);
+}

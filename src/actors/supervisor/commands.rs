@@ -15,7 +15,7 @@ use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::wiring::{await_all, test_advice};
 use crate::command::{parse_command, AdvisorCommand};
 use crate::domain::advice::Delivery;
-use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered};
+use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered, PauseAdvisor};
 use crate::messages::feed::GetSkippedUpdates;
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
 use crate::messages::review::{
@@ -228,6 +228,11 @@ impl Supervisor {
         };
         let next = self.epoch + 1;
         self.members[index].held_off = true;
+        if let Some(label) = &self.members[index].plan.label {
+            // Before the reply: a review still running delivers nothing more.
+            let slug = label.slug.clone();
+            self.router().do_send(PauseAdvisor { slug, paused: true });
+        }
         self.stop_member(ctx, index, next, AskEnd::TurnedOff);
         let label = self.members[index].plan.name().unwrap_or_default();
         notice("memberOff", &[("name", label)])
