@@ -571,7 +571,12 @@ async fn drive(
         latencies.extend(turn_ends);
         steps.extend(step_boundaries);
     }
-    // Until every turn is reviewed.
+    // Until every turn is reviewed: each session's drain is awaited (the agents answer when
+    // their backlog is empty), not polled — a status poll of every session every few
+    // milliseconds asks each of its advisors, so it cost the roster run a share of the CPU
+    // the reviews needed. The status loop below only confirms.
+    let drains = handles.iter().map(|(h, _)| h.await_drain());
+    futures_util::future::join_all(drains).await;
     let mut pending: Vec<&AdvisorHandle> = handles.iter().map(|(h, _)| h).collect();
     while !pending.is_empty() {
         let statuses = futures_util::future::join_all(pending.iter().map(|h| h.status())).await;

@@ -350,7 +350,7 @@ impl RosterDiscovery<'_> {
             reload: Some(RosterReload {
                 watchdog: self.watchdog.clone(),
                 settings,
-                catalog: (*self.models.catalog).clone(),
+                catalog: Arc::clone(&self.models.catalog),
             }),
         })
     }

@@ -8,8 +8,8 @@ use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
-    GetUndelivered, PlanTurnEnd, RaiseAdvice, RegisterAdvisor, RemoveAdvisor, ResetDelivery,
-    ReviewSucceeded, SeedGuard, SetDeliveryEnabled,
+    GetUndelivered, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor, RemoveAdvisor,
+    ResetDelivery, ReviewSucceeded, SeedGuard, SetDeliveryEnabled,
 };
 use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
 use crate::settings::DeliveryPolicy;
@@ -239,6 +239,14 @@ impl Handler<RegisterAdvisor> for DeliveryRouter {
     fn handle(&mut self, msg: RegisterAdvisor, _ctx: &mut Context<Self>) {
         self.state
             .register_advisor(&msg.label, msg.policy, msg.max_notes, msg.max_severity);
+    }
+}
+
+impl Handler<PauseAdvisor> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, msg: PauseAdvisor, _ctx: &mut Context<Self>) {
+        self.state.pause_advisor(&msg.slug, msg.paused);
     }
 }
 

@@ -9,6 +9,7 @@ use actix::{
 };
 
 use crate::actors::delivery_router::DeliveryRouter;
+use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::actors::wiring::wait_after_turn;
 use crate::delivery::turn_end::TurnEndPlan;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
@@ -33,6 +34,8 @@ pub struct Supervisor {
     config: RuntimeConfig,
     host: Recipient<HostEvent>,
     router: Option<Addr<DeliveryRouter>>,
+    /// The session's one WATCHDOG.md loader, every member's (RO13), started with the first.
+    watchdog: Option<Addr<WatchdogLoader>>,
     /// The advisors: one per roster entry, or the unnamed advisor alone (RO12, RO13).
     members: Vec<Member>,
     enabled: bool,
@@ -70,6 +73,7 @@ impl Supervisor {
             config,
             host,
             router: None,
+            watchdog: None,
             members,
             enabled,
             epoch: 0,
@@ -124,10 +128,10 @@ impl Supervisor {
     }
 
     /// Stops every member and starts a new epoch: what a member still runs is discarded.
-    fn stop_children(&mut self, cause: AskEnd) {
+    fn stop_children(&mut self, ctx: &mut Context<Self>, cause: AskEnd) {
         let next = self.epoch + 1;
-        for member in &mut self.members {
-            member.stop(next, cause);
+        for index in 0..self.members.len() {
+            self.stop_member(ctx, index, next, cause);
         }
         self.epoch = next;
     }
@@ -173,7 +177,7 @@ impl Supervisor {
         }
         if !self.enabled || !self.any_running() {
             self.enabled = true;
-            self.stop_children(AskEnd::TurnedOff);
+            self.stop_children(ctx, AskEnd::TurnedOff);
             self.router().do_send(SetDeliveryEnabled { enabled: true });
             self.router().do_send(ResetDelivery {
                 epoch: self.epoch,
@@ -198,9 +202,9 @@ impl Supervisor {
         notice("on", &[])
     }
 
-    fn disable(&mut self, cause: AskEnd) -> String {
+    fn disable(&mut self, ctx: &mut Context<Self>, cause: AskEnd) -> String {
         self.enabled = false;
-        self.stop_children(cause);
+        self.stop_children(ctx, cause);
         self.router().do_send(SetDeliveryEnabled { enabled: false });
         notice("off", &[])
     }
@@ -368,8 +372,8 @@ impl Handler<TranscriptRewritten> for Supervisor {
 impl Handler<DisposeSession> for Supervisor {
     type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, _msg: DisposeSession, _ctx: &mut Context<Self>) -> Self::Result {
-        self.disable(AskEnd::Disposed);
+    fn handle(&mut self, _msg: DisposeSession, ctx: &mut Context<Self>) -> Self::Result {
+        self.disable(ctx, AskEnd::Disposed);
         // G7: every member's transcript file is complete when dispose returns.
         let audits: Vec<_> = self
             .members

@@ -5,11 +5,18 @@
 //! well as the reads) runs on tokio's blocking pool, never on the actor's thread. A
 //! subagent's advisor gets its own loader built with the subagent's working directory
 //! (W7, [`WatchdogConfig::with_cwd`]).
+//!
+//! A session has one loader for all its advisors (RO13, RO24): the blocks are the same for
+//! each. Asks that come while a check runs share its answer, and the warnings of a load
+//! go to the user once, unnamed ([`WatchdogLoader::with_notices`]).
 
 use std::sync::Arc;
 
 use actix::prelude::*;
 
+use tokio::sync::oneshot;
+
+use crate::messages::review::NoticeRaised;
 use crate::messages::watchdog::{
     GetWatchdogPrompt, GetWatchdogStats, WatchdogPrompt, WatchdogStats,
 };
@@ -35,6 +42,10 @@ pub struct WatchdogLoader {
     context_files: Option<Arc<[ContextFile]>>,
     /// Their `<project-context>` block, built on first use.
     host_context: Option<Option<String>>,
+    /// Where the warnings go (W3), unnamed; `None` puts them in the first answer.
+    notices: Option<Recipient<NoticeRaised>>,
+    /// The asks the check in flight answers; empty while none runs.
+    waiting: Vec<oneshot::Sender<WatchdogPrompt>>,
 }
 
 impl WatchdogLoader {
@@ -51,7 +62,65 @@ impl WatchdogLoader {
             shared: None,
             context_files: None,
             host_context: None,
+            notices: None,
+            waiting: Vec::new(),
         }
+    }
+
+    /// Sends the warnings of each load to `notices` as lines about no advisor in
+    /// particular (W3, RO13), instead of in the answer: every advisor of a session asks
+    /// this one loader, and the user sees each warning once.
+    pub fn with_notices(mut self, notices: Recipient<NoticeRaised>) -> Self {
+        self.notices = Some(notices);
+        self
+    }
+
+    /// Answers every waiting ask with `prompt`: its warnings go to the notices when there
+    /// are some, else with the first answer only.
+    fn answer(&mut self, mut prompt: WatchdogPrompt) {
+        if let Some(notices) = &self.notices {
+            for text in std::mem::take(&mut prompt.warnings) {
+                notices.do_send(NoticeRaised {
+                    text,
+                    advisor: None,
+                });
+            }
+        }
+        for waiter in std::mem::take(&mut self.waiting) {
+            let _ = waiter.send(prompt.clone());
+            prompt.warnings.clear();
+        }
+    }
+
+    /// Checks the files on the blocking pool (through the shared cache when there is one)
+    /// and answers the asks waiting meanwhile.
+    fn check(&mut self, ctx: &mut Context<Self>) {
+        let config = Arc::clone(&self.config);
+        let previous = self.cached.clone();
+        let redactor = self.redactor();
+        if let Some(cache) = self.shared.clone() {
+            let check = tokio::task::spawn_blocking(move || {
+                cache.refresh(&config, previous.as_ref(), redactor.as_ref())
+            });
+            ctx.spawn(check.into_actor(self).map(|outcome, actor, _ctx| {
+                let prompt = actor.settle_shared(outcome);
+                let prompt = actor.with_host_context(prompt);
+                actor.answer(prompt);
+            }));
+            return;
+        }
+        let check = tokio::task::spawn_blocking(move || {
+            refresh_with(
+                &config,
+                previous.as_ref().map(|loaded| &loaded.fingerprint),
+                redactor.as_ref(),
+            )
+        });
+        ctx.spawn(check.into_actor(self).map(|outcome, actor, _ctx| {
+            let prompt = actor.settle(outcome);
+            let prompt = actor.with_host_context(prompt);
+            actor.answer(prompt);
+        }));
     }
 
     /// Uses the host's own instruction files instead of discovering them (P8); `None`
@@ -92,13 +161,11 @@ impl WatchdogLoader {
             Ok(CachedRefresh::Loaded(loaded)) => {
                 self.stats.loads += 1;
                 self.stats.files_read += loaded.files_read as u64;
-                self.stats.requests += 1;
                 let prompt = loaded.prompt.clone();
                 self.cached = Some(loaded);
                 prompt
             }
             Ok(CachedRefresh::Shared(loaded)) => {
-                self.stats.requests += 1;
                 let prompt = loaded.prompt.clone();
                 self.cached = Some(loaded);
                 prompt
@@ -133,7 +200,6 @@ impl WatchdogLoader {
     /// answer. An unchanged tree answers the cached blocks without repeating warnings;
     /// a failed check keeps the previous blocks and reports the failure as a warning.
     fn settle(&mut self, outcome: Result<Refresh, tokio::task::JoinError>) -> WatchdogPrompt {
-        self.stats.requests += 1;
         match outcome {
             Ok(Refresh::Rebuilt(loaded)) => {
                 self.stats.loads += 1;
@@ -173,30 +239,15 @@ impl Supervised for WatchdogLoader {}
 impl Handler<GetWatchdogPrompt> for WatchdogLoader {
     type Result = ResponseActFuture<Self, WatchdogPrompt>;
 
-    fn handle(&mut self, _msg: GetWatchdogPrompt, _ctx: &mut Self::Context) -> Self::Result {
-        let config = Arc::clone(&self.config);
-        let previous = self.cached.clone();
-        let redactor = self.redactor();
-        if let Some(cache) = self.shared.clone() {
-            let check = tokio::task::spawn_blocking(move || {
-                cache.refresh(&config, previous.as_ref(), redactor.as_ref())
-            });
-            return Box::pin(check.into_actor(self).map(|outcome, actor, _ctx| {
-                let prompt = actor.settle_shared(outcome);
-                actor.with_host_context(prompt)
-            }));
+    fn handle(&mut self, _msg: GetWatchdogPrompt, ctx: &mut Self::Context) -> Self::Result {
+        self.stats.requests += 1;
+        let (answer, answered) = oneshot::channel();
+        self.waiting.push(answer);
+        if self.waiting.len() == 1 {
+            // W8: none runs, so this ask starts a check; later asks join it.
+            self.check(ctx);
         }
-        let check = tokio::task::spawn_blocking(move || {
-            refresh_with(
-                &config,
-                previous.as_ref().map(|loaded| &loaded.fingerprint),
-                redactor.as_ref(),
-            )
-        });
-        Box::pin(check.into_actor(self).map(|outcome, actor, _ctx| {
-            let prompt = actor.settle(outcome);
-            actor.with_host_context(prompt)
-        }))
+        Box::pin(async move { answered.await.unwrap_or_default() }.into_actor(self))
     }
 }
 

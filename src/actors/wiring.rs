@@ -1,17 +1,17 @@
-//! How the supervisor's children are started and linked (the feed, the agent, the tool
-//! executor and the watchdog loader of one advisor run), and how a turn end waits on them.
+//! How the supervisor's children are started and linked (the feed, the agent and the tool
+//! executor of one advisor run, to the session's router and watchdog loader), and how a
+//! turn end waits on them.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, Addr, Recipient};
+use actix::{Addr, Recipient};
 
 use crate::actors::advisor_agent::{AdvisorAgent, AgentSetup};
 use crate::actors::agent_port::AgentLinks;
 use crate::actors::delivery_router::{raise_advice, DeliveryRouter};
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
-use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::config::{MemberPlan, RuntimeConfig};
 use crate::delivery::{CatchUpEnd, CatchUpPlan};
 use crate::domain::advice::Advisory;
@@ -22,6 +22,7 @@ use crate::messages::review::{
     AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, GetAgentStatus,
     NoticeRaised, ReviewFailed, ReviewQuarantined,
 };
+use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::ModelClient;
 use crate::review::{ReviewEngine, ReviewLimits};
 use crate::texts::notice;
@@ -51,20 +52,36 @@ pub struct AgentReports {
     pub notices: Recipient<NoticeRaised>,
 }
 
+/// What one advisor run is linked to beside the supervisor.
+pub struct ChildLinks<'a> {
+    /// The session's delivery router.
+    pub router: &'a Addr<DeliveryRouter>,
+    /// The session's WATCHDOG.md loader, shared by its advisors (RO13); `None`: no
+    /// watchdog files.
+    pub watchdog: Option<Recipient<GetWatchdogPrompt>>,
+    /// The advisor's transcript file (P9), when one is kept.
+    pub audit: Option<Recipient<AppendAudit>>,
+    /// Where the agent reports to.
+    pub reports: AgentReports,
+}
+
 /// Starts feed, agent and executor of the advisor `plan` with its `model` in `epoch`,
-/// linked to `router`, `audit` and `reports`; the feed's cursor is seeded at `seed`'s given
-/// length (X4). All on the current arbiter: no thread of its own (A6).
-#[allow(clippy::too_many_arguments)]
+/// linked as `links` say; the feed's cursor is seeded at `seed`'s given length (X4). All on
+/// the current arbiter: no thread of its own (A6).
 pub fn start_children(
     config: &RuntimeConfig,
     plan: &MemberPlan,
     model: Arc<dyn ModelClient>,
-    router: &Addr<DeliveryRouter>,
-    audit: Option<Recipient<AppendAudit>>,
-    reports: AgentReports,
+    links: ChildLinks<'_>,
     epoch: u64,
     seed: Option<(Transcript, usize)>,
 ) -> Children {
+    let ChildLinks {
+        router,
+        watchdog,
+        audit,
+        reports,
+    } = links;
     let settings = config.settings.clone();
     // T1, RO13: `<primary-id>-advisor`, or `<primary-id>-advisor.<slug>` for a named one.
     let session = Arc::new(ToolSession::for_member(
@@ -100,14 +117,7 @@ pub fn start_children(
         advisor: plan.label.clone(),
         executor: executor.clone().recipient(),
         tool_session: executor.clone().recipient(),
-        watchdog: config.watchdog.clone().map(|cfg| {
-            WatchdogLoader::new(cfg)
-                .with_cache(config.watchdog_cache())
-                .with_redactor(redactor.clone())
-                .with_context_files(config.context_files.clone())
-                .start()
-                .recipient()
-        }),
+        watchdog,
         failed: reports.failed,
         dropped: reports.dropped,
         paused: reports.paused,

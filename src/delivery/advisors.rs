@@ -376,6 +376,52 @@ mod tests {
         r.raise_as(Some(who), 0, review, named(who, note, sev))
     }
 
+    #[test]
+    fn ro19_a_paused_advisors_raises_are_dropped_its_earlier_notes_stay_the_others_go_on() {
+        let mut r = router();
+        r.run_state(true);
+        let (a, s) = (arch(), sec());
+        r.register_advisor(&a, None, 4, Severity::Blocker);
+        r.register_advisor(&s, None, 4, Severity::Blocker);
+        let queued = raise(&mut r, &s, 1, "escape the query", None).0;
+        assert_eq!(queued, RaiseOutcome::Recorded);
+        r.pause_advisor(&s.slug, true);
+        let late = raise(
+            &mut r,
+            &s,
+            1,
+            "use prepared statements",
+            Some(Severity::Blocker),
+        );
+        assert_eq!(
+            late,
+            (RaiseOutcome::Dropped(DropReason::Disabled), Vec::new())
+        );
+        let other = raise(&mut r, &a, 1, "split the module", None).0;
+        assert_eq!(other, RaiseOutcome::Recorded);
+        let step = r.step_boundary();
+        let aside = step.aside.expect("the nits queued");
+        assert!(
+            aside.content.contains("escape the query"),
+            "{}",
+            aside.content
+        );
+        assert!(aside.content.contains("split the module"));
+        assert!(step.steers.is_empty(), "the late blocker never steers");
+        let dropped = &r.per_advisor()["security"].dropped;
+        assert_eq!(dropped.get(&DropReason::Disabled), Some(&1));
+        // Registered again (`/advisor on NAME` starts it), it delivers again.
+        r.register_advisor(&s, None, 4, Severity::Blocker);
+        let resumed = raise(
+            &mut r,
+            &s,
+            2,
+            "use prepared statements",
+            Some(Severity::Blocker),
+        );
+        assert_ne!(resumed.0, RaiseOutcome::Dropped(DropReason::Disabled));
+    }
+
     fn card_of(events: &[HostEvent]) -> &str {
         match events {
             [HostEvent::Wake { card }] | [HostEvent::Card { card }] => &card.content,

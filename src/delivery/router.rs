@@ -7,7 +7,8 @@
 //! a note two named advisors raise about the same update goes out once (RO22). Pure logic;
 //! the DeliveryRouter actor wraps it and forwards the host events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::advisors::{add_advisor_name, Guards, Origin, Owner, UpdateId};
 use super::budget::ReviewId;
@@ -78,6 +79,8 @@ pub struct RouterState {
     counts: DeliveryCounts,
     /// The counters of each named advisor, by slug (D10, RO13); they outlive its removal.
     per_advisor: BTreeMap<String, DeliveryCounts>,
+    /// The named advisors paused by `/advisor off NAME` (RO19): what they raise is dropped.
+    paused: BTreeSet<Arc<str>>,
 }
 
 impl RouterState {
@@ -106,6 +109,7 @@ impl RouterState {
             catch_up: CatchUp::new(),
             counts: DeliveryCounts::default(),
             per_advisor: BTreeMap::new(),
+            paused: BTreeSet::new(),
         }
     }
 
@@ -116,6 +120,7 @@ impl RouterState {
             .with_immune_turns(self.immune_turns)
             .with_max_note_chars(self.max_note_chars);
         fresh.guards = self.guards.settings_only();
+        fresh.paused = self.paused.clone();
         fresh
     }
 
@@ -179,7 +184,21 @@ impl RouterState {
     ) {
         self.guards.register(label, policy, max_notes, max_severity);
         self.per_advisor.entry(label.slug.to_string()).or_default();
+        self.paused.remove(&label.slug);
         tracing::info!(advisor = %label.slug, ?policy, max_notes, max_severity = max_severity.as_str(), "advisor registered");
+    }
+
+    /// Pauses (`paused`) or resumes the named advisor `slug` (RO19): from now until it is
+    /// resumed or registered again, its raises are dropped `disabled` — a review that was
+    /// running when `/advisor off NAME` came delivers nothing more. The notes it raised
+    /// before stay where they are.
+    pub fn pause_advisor(&mut self, slug: &str, paused: bool) {
+        if paused {
+            self.paused.insert(slug.into());
+        } else {
+            self.paused.remove(slug);
+        }
+        tracing::info!(advisor = slug, paused, "advisor paused");
     }
 
     /// The named advisor `slug` left the roster (RO21): the notes it raised that the
@@ -206,6 +225,7 @@ impl RouterState {
         let held = self.held.take(|h| ours(&h.origin)).len() as u64;
         self.tally(&owner, |c| c.held -= held);
         self.count_drop(&owner, DropReason::Removed, n + held);
+        self.paused.remove(slug);
         let known = self.guards.remove(slug);
         tracing::info!(advisor = slug, known, dropped = n + held, "advisor removed");
     }
@@ -414,7 +434,8 @@ impl RouterState {
                 advisory.advisor = Some(label.name.to_string());
             }
         }
-        if !self.enabled {
+        let paused = label.is_some_and(|l| self.paused.contains(&l.slug));
+        if !self.enabled || paused {
             return (self.drop_note(&owner, DropReason::Disabled), Vec::new());
         }
         if epoch != self.epoch {

@@ -155,6 +155,19 @@ pub struct RegisterAdvisor {
     pub max_severity: crate::domain::advice::Severity,
 }
 
+/// A named advisor was paused by `/advisor off NAME` (`paused`), or resumed (RO19): while
+/// paused, whatever it raises — a review that was already running when the pause came —
+/// is dropped `disabled` (D10) and never reaches the primary; notes it raised before stay.
+/// Registering it again ([`RegisterAdvisor`]) resumes it too.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct PauseAdvisor {
+    /// The advisor's slug.
+    pub slug: std::sync::Arc<str>,
+    /// Paused (`true`) or resumed.
+    pub paused: bool,
+}
+
 /// A named advisor left the roster (RO21): the notes it still holds are dropped with reason
 /// `removed` (D10).
 #[derive(Debug, Clone, ActixMessage)]

@@ -25,8 +25,9 @@ pub struct RosterReload {
     pub watchdog: WatchdogConfig,
     /// What the settings say the roster falls back to (RO8, RO10).
     pub settings: RosterSettings,
-    /// The model catalog entries resolve against.
-    pub catalog: Catalog,
+    /// The model catalog entries resolve against, shared with the process's other sessions
+    /// (A6, RO24): a roster session holds a pointer, never its own copy.
+    pub catalog: Arc<Catalog>,
 }
 
 /// A roster as a session runs it: the resolved advisors, the model builder and, when the

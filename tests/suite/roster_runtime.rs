@@ -427,7 +427,7 @@ fn reloading(dir: &Path, repo: &Path, models: Models) -> RuntimeConfig {
         home: Some(dir.to_path_buf()),
     };
     let settings = RosterSettings::default();
-    let catalog = advisor::providers::Catalog::builtin().unwrap();
+    let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
     let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
     assert!(!roster.is_empty(), "{:?}", roster.warnings);
     let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
@@ -592,4 +592,156 @@ async fn ro17_ro19_an_advisor_whose_paths_were_not_touched_skips_the_turn_and_st
         delta.contains("tidy the parser") && delta.contains("0042_users.sql"),
         "{delta}"
     );
+}
+
+#[test]
+fn ro24_every_roster_session_points_at_the_process_catalog_instead_of_copying_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    write_roster(&repo, &["Architecture", "Security"]);
+    let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
+    let open = |id: &str| {
+        let setup = advisor::SessionSetup {
+            session_id: id.into(),
+            root: repo.clone(),
+            watchdog: Some(WatchdogConfig {
+                cwd: repo.clone(),
+                agent_dir: Some(dir.path().join("agent")),
+                home: Some(dir.path().to_path_buf()),
+            }),
+            loaded: Default::default(),
+            settings: Default::default(),
+            host_layer: None,
+            model: advisor::SessionModel::None,
+            models: advisor::ModelSource::new(Arc::clone(&catalog), Arc::new(|_: &str| None)),
+            context_files: None,
+            audit_path: None,
+        };
+        let roster = setup
+            .build()
+            .config
+            .roster
+            .expect("the roster file was found");
+        roster.reload.expect("reloaded at turn ends").catalog
+    };
+    let (first, second) = (open("s1"), open("s2"));
+    assert!(Arc::ptr_eq(&first, &catalog) && Arc::ptr_eq(&second, &catalog));
+}
+
+#[actix::test]
+async fn ro17_ro19_the_skipped_updates_count_survives_off_name_and_on_name() {
+    let arch = ScriptedModel::new([]);
+    let db = ScriptedModel::new([]);
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("migrations", db.clone());
+    let mut migrations = entry("Migrations");
+    migrations.when = Sourced::default_value(Some(
+        advisor::roster::PathFilter::new(vec!["db/**".into()]).unwrap(),
+    ));
+    let roster = roster_of(vec![entry("Architecture"), migrations], None);
+    let (h, _events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
+    let skipped = || async { h.status().await.unwrap().advisors[1].skipped_updates };
+    let t = Transcript::from_messages([TranscriptMessage::user("tidy the parser")]);
+    t.push(read_call("src/parser.rs"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(skipped().await, 1);
+    h.command("/advisor off Migrations").await.unwrap();
+    assert_eq!(skipped().await, 1, "paused, it keeps its count");
+    h.command("/advisor on Migrations").await.unwrap();
+    assert_eq!(skipped().await, 1, "resumed, it goes on from its count");
+    t.push(TranscriptMessage::user("and the lexer"));
+    t.push(read_call("src/lexer.rs"));
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(skipped().await, 2);
+    assert_eq!(db.request_count(), 0);
+}
+
+#[actix::test]
+async fn w3_ro13_a_watchdog_warning_is_told_once_for_all_advisors_naming_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::write(repo.join("WATCHDOG.md"), "Keep it small. @notes.bin").unwrap();
+    fs::write(repo.join("notes.bin"), [0xff, 0xfe, 0x00]).unwrap();
+    let arch = ScriptedModel::new([]);
+    let sec = ScriptedModel::new([]);
+    let mut cfg = two_advisors(&arch, &sec);
+    cfg.watchdog = Some(WatchdogConfig {
+        cwd: repo.clone(),
+        agent_dir: Some(dir.path().join("agent")),
+        home: Some(dir.path().to_path_buf()),
+    });
+    let (h, mut events) = start(cfg);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    // The status is answered after every notice sent before it.
+    h.status().await.unwrap();
+    assert_eq!((arch.request_count(), sec.request_count()), (2, 2));
+    assert!(sec.requests()[1].system.contains("Keep it small."));
+    let told: Vec<_> = notices(drain(&mut events))
+        .into_iter()
+        .filter(|(text, _)| text.contains("notes.bin"))
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    let (text, advisor) = &told[0];
+    assert!(text.starts_with("watchdog: import "), "{text}");
+    assert_eq!(*advisor, None);
+}
+
+#[actix::test]
+async fn ro19_after_off_name_a_review_already_running_delivers_nothing() {
+    let arch = ScriptedModel::new([]);
+    let (sec, mut asked, gate) = GatedModel::new(
+        vec![
+            ScriptedReply::advise("s1", "Parameterise the query.", Some("blocker")),
+            ScriptedReply::text(""),
+        ],
+        true,
+    );
+    let gate = gate.expect("gated");
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("security", sec);
+    let roster = roster_of(vec![entry("Architecture"), entry("Security")], None);
+    let (h, mut events) = start(roster_config(roster, models, SyncBacklog::Off));
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("write the search endpoint")]);
+    h.turn_end(&t).await.unwrap();
+    // Security's review is running, its answer held back.
+    next_request(&mut asked).await;
+    assert_eq!(
+        h.command("/advisor off Security").await.unwrap(),
+        "advisor Security: off"
+    );
+    gate.add_permits(2);
+    // The review goes on and its `advise` call reaches the router; bounded to a minute.
+    let raised = async {
+        loop {
+            let status = h.status().await.unwrap();
+            if status.advisors[1].deliveries.raised() > 0 {
+                break status;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), raised)
+        .await
+        .expect("the running review raised its note");
+    let security = &status.advisors[1].deliveries;
+    assert_eq!(security.dropped_summary(), "disabled 1", "{security:?}");
+    let advice = contents(&h.step_boundary().await.unwrap());
+    assert!(!advice.contains("Parameterise"), "{advice}");
+    h.status().await.unwrap();
+    let woke = drain(&mut events).into_iter().any(|e| {
+        matches!(&e, HostEvent::Wake { card } | HostEvent::Card { card }
+            if card.content.contains("Parameterise"))
+    });
+    assert!(!woke, "nothing of Security's reaches the primary");
+    let status = h.status().await.unwrap();
+    assert_eq!(status.advisors[1].deliveries.delivered(), 0);
+    drop(asked);
 }

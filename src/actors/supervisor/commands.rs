@@ -15,7 +15,7 @@ use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::wiring::{await_all, test_advice};
 use crate::command::{parse_command, AdvisorCommand};
 use crate::domain::advice::Delivery;
-use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered};
+use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered, PauseAdvisor};
 use crate::messages::feed::GetSkippedUpdates;
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
 use crate::messages::review::{
@@ -45,8 +45,8 @@ impl MemberQuery {
                 reason,
                 model: member.plan.model.as_ref().ok().map(|m| m.info().id),
                 policy: member.plan.policy.unwrap_or(policy),
-                // Asked of its feed below (RO17).
-                skipped_updates: 0,
+                // The runs before this one's, plus its feed's below (RO17).
+                skipped_updates: member.skipped_before,
                 deliveries: Default::default(),
                 agent: AgentStatus::default(),
             }
@@ -120,7 +120,7 @@ impl Supervisor {
                         }
                     }
                     Some(mut line) => {
-                        line.skipped_updates = skipped;
+                        line.skipped_updates += skipped;
                         if let Some(counts) = per_advisor.get(&line.slug) {
                             line.deliveries = counts.clone();
                         }
@@ -222,15 +222,19 @@ impl Supervisor {
 
     /// `/advisor off NAME` (RO19): pauses one advisor for this session; the others' reviews,
     /// in flight or queued, go on (the session's epoch stays).
-    fn member_off(&mut self, name: &str) -> String {
+    fn member_off(&mut self, ctx: &mut Context<Self>, name: &str) -> String {
         let Some(index) = self.find_member(name) else {
             return self.unknown_advisor(name);
         };
         let next = self.epoch + 1;
-        let member = &mut self.members[index];
-        member.held_off = true;
-        member.stop(next, AskEnd::TurnedOff);
-        let label = member.plan.name().unwrap_or_default();
+        self.members[index].held_off = true;
+        if let Some(label) = &self.members[index].plan.label {
+            // Before the reply: a review still running delivers nothing more.
+            let slug = label.slug.clone();
+            self.router().do_send(PauseAdvisor { slug, paused: true });
+        }
+        self.stop_member(ctx, index, next, AskEnd::TurnedOff);
+        let label = self.members[index].plan.name().unwrap_or_default();
         notice("memberOff", &[("name", label)])
     }
 }
@@ -242,19 +246,19 @@ impl Handler<RunCommand> for Supervisor {
         let reply = match parse_command(&msg.line) {
             Ok(AdvisorCommand::Toggle) => {
                 if self.enabled {
-                    self.disable(AskEnd::TurnedOff)
+                    self.disable(ctx, AskEnd::TurnedOff)
                 } else {
                     self.enable(ctx)
                 }
             }
             Ok(AdvisorCommand::On { advisor: None }) => self.enable(ctx),
-            Ok(AdvisorCommand::Off { advisor: None }) => self.disable(AskEnd::TurnedOff),
+            Ok(AdvisorCommand::Off { advisor: None }) => self.disable(ctx, AskEnd::TurnedOff),
             Ok(AdvisorCommand::On {
                 advisor: Some(name),
             }) => self.member_on(ctx, &name),
             Ok(AdvisorCommand::Off {
                 advisor: Some(name),
-            }) => self.member_off(&name),
+            }) => self.member_off(ctx, &name),
             Ok(AdvisorCommand::Test(advisory)) => {
                 self.tests_injected += 1;
                 let fut = test_advice(self.router(), self.epoch, self.tests_injected, advisory);

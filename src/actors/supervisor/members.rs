@@ -2,18 +2,20 @@
 //! (RO12). Each has its own actors, transcript file, failure count and `/advisor off NAME`
 //! pause; all run on the session's arbiter (A6).
 
-use actix::{Actor, Addr, AsyncContext, Context};
+use actix::{Actor, ActorFutureExt, Addr, AsyncContext, Context, WrapFuture};
 
 use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
 use crate::actors::audit_log::AuditLog;
 use crate::actors::transcript_feed::TranscriptFeed;
-use crate::actors::wiring::{start_children, AgentReports, Children};
+use crate::actors::watchdog_loader::WatchdogLoader;
+use crate::actors::wiring::{start_children, AgentReports, ChildLinks, Children};
 use crate::config::MemberPlan;
 use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
 use crate::messages::delivery::RegisterAdvisor;
+use crate::messages::feed::GetSkippedUpdates;
 use crate::messages::review::{AskEnd, ReleaseWaiters, ResetAdvisor};
 use crate::status::AdvisorState;
 use crate::texts::notice;
@@ -32,6 +34,9 @@ pub(crate) struct Member {
     pub failures: u64,
     /// Its entry changed on disk: the new plan, swapped in before its next review (RO21).
     pub rebuild: Option<MemberPlan>,
+    /// The updates its `when` skipped (RO17) in the runs before the current one: each
+    /// stopped feed's count is added here, so a pause or rebuild never restarts the count.
+    pub skipped_before: u64,
 }
 
 impl Member {
@@ -44,6 +49,7 @@ impl Member {
             held_off: false,
             failures: 0,
             rebuild: None,
+            skipped_before: 0,
         }
     }
 
@@ -123,6 +129,39 @@ impl Supervisor {
         self.members.iter().filter_map(Member::agent).collect()
     }
 
+    /// Stops member `index` (see [`Member::stop`]) and adds the updates its feed skipped
+    /// (RO17) to the member's total before the supervisor takes its next message, so a
+    /// status asked after the stop counts them.
+    pub(super) fn stop_member(
+        &mut self,
+        ctx: &mut Context<Self>,
+        index: usize,
+        epoch: u64,
+        cause: AskEnd,
+    ) {
+        let Some(member) = self.members.get_mut(index) else {
+            return;
+        };
+        let feed = member.feed();
+        member.stop(epoch, cause);
+        let Some(feed) = feed else {
+            return;
+        };
+        let slug = member.plan.slug().map(str::to_string);
+        let counted = async move { feed.send(GetSkippedUpdates).await.unwrap_or(0) }
+            .into_actor(self)
+            .map(move |skipped, act, _ctx| {
+                let advisor = act
+                    .members
+                    .iter_mut()
+                    .find(|m| m.plan.slug() == slug.as_deref());
+                if let Some(member) = advisor {
+                    member.skipped_before += skipped;
+                }
+            });
+        ctx.wait(counted);
+    }
+
     /// Whether any member runs.
     pub(super) fn any_running(&self) -> bool {
         self.members.iter().any(|m| m.children.is_some())
@@ -148,6 +187,8 @@ impl Supervisor {
         seed: Option<(Transcript, usize)>,
     ) {
         let router = self.router();
+        let runnable = self.members.get(index).is_some_and(Member::runnable);
+        let watchdog = runnable.then(|| self.watchdog_loader(ctx)).flatten();
         let cwd = self.config.workspace_root.display().to_string();
         let host = self.host.clone();
         let me = ctx.address();
@@ -181,17 +222,31 @@ impl Supervisor {
             quarantined: me.clone().recipient(),
             notices: me.recipient(),
         };
-        let children = start_children(
-            &self.config,
-            &member.plan,
-            model,
-            &router,
+        let links = ChildLinks {
+            router: &router,
+            watchdog: watchdog.map(Addr::recipient),
             audit,
             reports,
-            self.epoch,
-            seed,
-        );
+        };
+        let children = start_children(&self.config, &member.plan, model, links, self.epoch, seed);
         member.children = Some(children);
+    }
+
+    /// The session's WATCHDOG.md loader, started on first use when watchdog files are in
+    /// use: one for every member, its warnings told once and unnamed (W3, W8, RO13).
+    fn watchdog_loader(&mut self, ctx: &mut Context<Self>) -> Option<Addr<WatchdogLoader>> {
+        if let Some(loader) = &self.watchdog {
+            return Some(loader.clone());
+        }
+        let config = self.config.watchdog.clone()?;
+        let loader = WatchdogLoader::new(config)
+            .with_cache(self.config.watchdog_cache())
+            .with_redactor(self.config.redactor())
+            .with_context_files(self.config.context_files.clone())
+            .with_notices(ctx.address().recipient())
+            .start();
+        self.watchdog = Some(loader.clone());
+        Some(loader)
     }
 
     /// Sends `text` to the user; about a named advisor, naming it (RO23).

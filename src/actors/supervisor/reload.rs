@@ -165,10 +165,9 @@ impl Supervisor {
             let Some(plan) = self.members[index].rebuild.take() else {
                 continue;
             };
-            let member = &mut self.members[index];
-            let was_running = member.children.is_some();
-            member.stop(next, AskEnd::TurnedOff);
-            member.plan = plan;
+            let was_running = self.members[index].children.is_some();
+            self.stop_member(ctx, index, next, AskEnd::TurnedOff);
+            self.members[index].plan = plan;
             if was_running || self.enabled {
                 self.start_member(ctx, index, seed.clone());
             }

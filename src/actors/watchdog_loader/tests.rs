@@ -137,3 +137,60 @@ async fn w7_subagent_loader_uses_its_own_working_directory() {
     assert!(sub_prompt.blocks[0].contains("shared"));
     assert!(sub_prompt.blocks[1].contains("lint only"));
 }
+
+/// Collects the notices a loader sends.
+struct Told(Vec<crate::messages::review::NoticeRaised>);
+
+impl Actor for Told {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<crate::messages::review::NoticeRaised> for Told {
+    type Result = ();
+
+    fn handle(&mut self, msg: crate::messages::review::NoticeRaised, _ctx: &mut Self::Context) {
+        self.0.push(msg);
+    }
+}
+
+#[derive(actix::Message)]
+#[rtype(result = "Vec<(String, bool)>")]
+struct TakeTold;
+
+impl actix::Handler<TakeTold> for Told {
+    type Result = actix::MessageResult<TakeTold>;
+
+    fn handle(&mut self, _msg: TakeTold, _ctx: &mut Self::Context) -> Self::Result {
+        let told = self.0.drain(..);
+        actix::MessageResult(told.map(|n| (n.text, n.advisor.is_some())).collect())
+    }
+}
+
+#[actix::test]
+async fn w8_ro13_asks_during_a_check_share_it_and_its_warnings_are_told_once_unnamed() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = &home_in(&dir);
+    write(&home.join("WATCHDOG.md"), "rules @bin.md");
+    fs::write(home.join("bin.md"), [0xff, 0xfe]).unwrap();
+    let told = Told(Vec::new()).start();
+    let addr = WatchdogLoader::new(config(home, home))
+        .with_notices(told.clone().recipient())
+        .start();
+    let asks = (0..3).map(|_| addr.send(GetWatchdogPrompt));
+    let answers = futures_util::future::join_all(asks).await;
+    for answer in answers {
+        let prompt = answer.unwrap();
+        assert!(prompt.joined().contains("rules"));
+        assert!(
+            prompt.warnings.is_empty(),
+            "the warnings went to the notices"
+        );
+    }
+    let stats = addr.send(GetWatchdogStats).await.unwrap();
+    assert_eq!((stats.requests, stats.loads), (3, 1));
+    let later = addr.send(GetWatchdogPrompt).await.unwrap();
+    assert!(later.warnings.is_empty());
+    let told = told.send(TakeTold).await.unwrap();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].0.contains("bin.md") && !told[0].1, "{told:?}");
+}
