@@ -461,16 +461,7 @@ impl RouterState {
         if is_content_free_key(&key) {
             return (self.drop_note(&owner, DropReason::ContentFree), Vec::new());
         }
-        if advisory.effective_severity() > cap {
-            // RO16: a capped advisor never says more than its cap.
-            tracing::info!(
-                raised = advisory.effective_severity().as_str(),
-                cap = cap.as_str(),
-                "advisory severity capped"
-            );
-            advisory.severity = Some(cap);
-            self.tally(&owner, |c| c.capped += 1);
-        }
+        self.cap_severity(&owner, cap, &mut advisory);
         let severity = advisory.effective_severity();
         let id = (epoch, review);
         let now = self.update_now(epoch);
@@ -495,23 +486,81 @@ impl RouterState {
         {
             return (self.drop_note(&owner, DropReason::Duplicate), Vec::new());
         }
-        if owner.is_some() {
-            if let Some(events) = self.merge_duplicate(&origin, &key, &advisory) {
-                return (self.drop_note(&owner, DropReason::DuplicateOf), events);
-            }
+        if let Some(merged) = self.merge_across_advisors(&origin, &key, &advisory) {
+            return merged;
         }
         let counted = severity != Severity::Blocker;
         let guard = self.guards.for_label(label);
         if counted && !guard.budget.take(id) && !self.displace_lower(&owner, id, severity) {
             return (self.drop_note(&owner, DropReason::OverBudget), Vec::new());
         }
+        let note = DeferredNote {
+            advisory,
+            key,
+            review: id,
+            origin,
+        };
+        self.route_by_policy(label, policy, note)
+    }
+
+    /// RO16: a capped advisor never says more than its cap; lowers `advisory` to `cap`
+    /// and counts it for `owner`.
+    fn cap_severity(&mut self, owner: &Owner, cap: Severity, advisory: &mut Advisory) {
+        if advisory.effective_severity() > cap {
+            tracing::info!(
+                raised = advisory.effective_severity().as_str(),
+                cap = cap.as_str(),
+                "advisory severity capped"
+            );
+            advisory.severity = Some(cap);
+            self.tally(owner, |c| c.capped += 1);
+        }
+    }
+
+    /// RO22: a named advisor's note another named advisor already raised about the same
+    /// update is merged into that one (see [`Self::merge_duplicate`]) and counted as
+    /// `duplicateOf`; `None` when it is unnamed or there is nothing to merge into.
+    fn merge_across_advisors(
+        &mut self,
+        origin: &Origin,
+        key: &str,
+        advisory: &Advisory,
+    ) -> Option<(RaiseOutcome, Vec<HostEvent>)> {
+        if origin.owner.is_none() {
+            return None;
+        }
+        let events = self.merge_duplicate(origin, key, advisory)?;
+        Some((
+            self.drop_note(&origin.owner, DropReason::DuplicateOf),
+            events,
+        ))
+    }
+
+    /// The last step of a raise that passed every check: the advisor's delivery policy
+    /// decides whether `note` is held for reconfirmation (D4), deferred to the end of the
+    /// turn, or routed now. `note.review` is the review that raised it.
+    fn route_by_policy(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        policy: DeliveryPolicy,
+        note: DeferredNote,
+    ) -> (RaiseOutcome, Vec<HostEvent>) {
+        let severity = note.advisory.effective_severity();
+        let counted = severity != Severity::Blocker;
+        let DeferredNote {
+            advisory,
+            key,
+            review: id,
+            origin,
+        } = note;
+        let owner = origin.owner.clone();
         if policy == DeliveryPolicy::Reconfirm && severity.interrupts() {
             // D4: held on first emission; not recorded as delivered (D8).
             tracing::info!(
                 severity = severity.as_str(),
                 "advisory held for reconfirmation"
             );
-            self.held.hold(advisory, key, origin, review, counted);
+            self.held.hold(advisory, key, origin, id.1, counted);
             self.tally(&owner, |c| c.held += 1);
             return (RaiseOutcome::Held, Vec::new());
         }
