@@ -9,11 +9,13 @@ use actix::{
 };
 
 use crate::actors::delivery_router::DeliveryRouter;
+use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::actors::wiring::wait_after_turn;
 use crate::delivery::turn_end::TurnEndPlan;
+use crate::delivery::CatchUpPlan;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
-use crate::domain::transcript::Transcript;
+use crate::domain::transcript::{Transcript, TranscriptMark};
 use crate::messages::delivery::{PlanTurnEnd, ResetDelivery, SeedGuard, SetDeliveryEnabled};
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::host::{
@@ -267,20 +269,49 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             return Box::pin(actix::fut::ready(()));
         }
         let agents = self.agents();
-        let epoch = self.epoch;
         let threshold = self.config.settings.sync_backlog.threshold();
         let cap = self.config.settings.sync_wait_cap;
         let hold = self.config.hold_wait_through_retries;
+        let planned_rx = self.observe_turn(ctx, &router, &feeds, &msg.transcript, turn_ended);
+        self.turn_waits += 1;
+        Box::pin(
+            async move {
+                let plan = planned_rx.await.ok().flatten();
+                wait_after_turn(agents, router, plan, threshold, cap, hold).await;
+            }
+            .into_actor(self)
+            .map(|(), act, ctx| {
+                act.turn_waits -= 1;
+                if act.closing && act.turn_waits == 0 {
+                    ctx.stop();
+                }
+            }),
+        )
+    }
+}
+
+impl Supervisor {
+    /// Tells the router and every member's feed of the turn end `turn_ended` at
+    /// `transcript`; the receiver gets the router's catch-up plan (D5) once all have
+    /// answered. A feed that saw a rewrite resets the session first.
+    fn observe_turn(
+        &mut self,
+        ctx: &mut Context<Self>,
+        router: &Addr<DeliveryRouter>,
+        feeds: &[Addr<TranscriptFeed>],
+        transcript: &TranscriptMark,
+        turn_ended: PlanTurnEnd,
+    ) -> tokio::sync::oneshot::Receiver<Option<CatchUpPlan>> {
         // All enqueued now, the router first: it hears of the turn end before the review of
         // its delta can raise anything (D4's terminal flag, D7's count). Every member's
         // feed gets the same turn (RO13).
-        let wip = plan.wip;
+        let (wip, epoch) = (turn_ended.wip, self.epoch);
         let plan = router.send(turn_ended);
         let observed: Vec<_> = feeds
             .iter()
             .map(|feed| {
                 feed.send(ObserveTurn {
-                    transcript: msg.transcript.clone(),
+                    transcript: transcript.clone(),
                     epoch,
                     wip,
                 })
@@ -308,20 +339,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
                 let _ = planned_tx.send(plan);
             }),
         );
-        self.turn_waits += 1;
-        Box::pin(
-            async move {
-                let plan = planned_rx.await.ok().flatten();
-                wait_after_turn(agents, router, plan, threshold, cap, hold).await;
-            }
-            .into_actor(self)
-            .map(|(), act, ctx| {
-                act.turn_waits -= 1;
-                if act.closing && act.turn_waits == 0 {
-                    ctx.stop();
-                }
-            }),
-        )
+        planned_rx
     }
 }
 

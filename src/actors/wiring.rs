@@ -24,6 +24,7 @@ use crate::messages::review::{
 };
 use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::ModelClient;
+use crate::redact::Redactor;
 use crate::review::{ReviewEngine, ReviewLimits};
 use crate::texts::notice;
 use crate::tools::ToolSession;
@@ -83,25 +84,10 @@ pub fn start_children(
         reports,
     } = links;
     let settings = config.settings.clone();
-    // T1, RO13: `<primary-id>-advisor`, or `<primary-id>-advisor.<slug>` for a named one.
-    let session = Arc::new(ToolSession::for_member(
-        &config.primary_session_id,
-        plan.slug(),
-        config.workspace_root.clone(),
-    ));
-    let registry = plan.tools.clone();
-    let raise: Recipient<RaiseAdvice> = router.clone().recipient();
-    let max_notes = plan.max_notes;
-    let label = plan.label.clone();
     // X5: the advisor's own tool results leave the process too; redact them like deltas,
     // and the WATCHDOG.md blocks with them (W6).
     let redactor = config.redactor();
-    let executor_redactor = redactor.clone();
-    let executor = actix::Supervisor::start(move |_| {
-        ToolExecutor::new(registry, session, raise, max_notes)
-            .with_redactor(executor_redactor.clone())
-            .with_advisor(label.clone())
-    });
+    let executor = start_executor(config, plan, router, redactor.clone());
     let engine = ReviewEngine {
         model: Arc::clone(&model),
         promotion: config.promotion_model.clone(),
@@ -152,6 +138,31 @@ pub fn start_children(
         agent,
         executor,
     }
+}
+
+/// Starts the tool executor of the advisor `plan`: its tools in its own tool session
+/// (T1, RO13: `<primary-id>-advisor`, or `<primary-id>-advisor.<slug>` for a named one),
+/// its `advise` raises to `router` under its label, its results redacted by `redactor`.
+fn start_executor(
+    config: &RuntimeConfig,
+    plan: &MemberPlan,
+    router: &Addr<DeliveryRouter>,
+    redactor: Option<Redactor>,
+) -> Addr<ToolExecutor> {
+    let session = Arc::new(ToolSession::for_member(
+        &config.primary_session_id,
+        plan.slug(),
+        config.workspace_root.clone(),
+    ));
+    let registry = plan.tools.clone();
+    let raise: Recipient<RaiseAdvice> = router.clone().recipient();
+    let max_notes = plan.max_notes;
+    let label = plan.label.clone();
+    actix::Supervisor::start(move |_| {
+        ToolExecutor::new(registry, session, raise, max_notes)
+            .with_redactor(redactor.clone())
+            .with_advisor(label.clone())
+    })
 }
 
 /// The wait a turn end makes: the catch-up block when the router planned one (D5), else

@@ -442,17 +442,7 @@ impl RouterState {
             return (self.drop_note(&owner, DropReason::StaleEpoch), Vec::new());
         }
         if exceeds_chars(&advisory.note, self.max_note_chars) {
-            self.count_drop(&owner, DropReason::TooLong, 1);
-            tracing::info!(
-                reason = DropReason::TooLong.as_str(),
-                bytes = advisory.note.len(),
-                max_chars = self.max_note_chars,
-                "advisory refused"
-            );
-            let outcome = RaiseOutcome::TooLong {
-                max_chars: self.max_note_chars,
-            };
-            return (outcome, Vec::new());
+            return (self.refuse_too_long(&owner, &advisory.note), Vec::new());
         }
         let key = normalize_note(&advisory.note);
         if key.is_empty() {
@@ -501,6 +491,21 @@ impl RouterState {
             origin,
         };
         self.route_by_policy(label, policy, note)
+    }
+
+    /// A note over the character cap is refused and counted for `owner`; the outcome
+    /// carries the cap.
+    fn refuse_too_long(&mut self, owner: &Owner, note: &str) -> RaiseOutcome {
+        self.count_drop(owner, DropReason::TooLong, 1);
+        tracing::info!(
+            reason = DropReason::TooLong.as_str(),
+            bytes = note.len(),
+            max_chars = self.max_note_chars,
+            "advisory refused"
+        );
+        RaiseOutcome::TooLong {
+            max_chars: self.max_note_chars,
+        }
     }
 
     /// RO16: a capped advisor never says more than its cap; lowers `advisory` to `cap`
