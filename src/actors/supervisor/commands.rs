@@ -180,7 +180,7 @@ impl Supervisor {
                         .send(DumpContext { raw })
                         .await
                         .unwrap_or_else(|_| notice("unavailable", &[])),
-                    None => "(the advisor is not running)\n".to_string(),
+                    None => format!("{}\n", notice("notRunning", &[])),
                 });
             }
             out
