@@ -18,7 +18,7 @@ use crate::messages::delivery::RegisterAdvisor;
 use crate::messages::feed::GetSkippedUpdates;
 use crate::messages::review::{AskEnd, ReleaseWaiters, ResetAdvisor};
 use crate::status::AdvisorState;
-use crate::texts::notice;
+use crate::texts::{notice, NOTICES};
 
 /// One advisor of the session.
 pub(crate) struct Member {
@@ -262,11 +262,19 @@ impl Supervisor {
     }
 }
 
-/// `text`, a line about the advisor, as a line about the named advisor `name`: its leading
-/// `advisor: ` becomes `advisor NAME: ` (RO23).
+/// `text`, a line about the advisor, as a line about the named advisor `name` (RO23): the
+/// leading words of notices.txt's `unnamed` form (`advisor: `) become its `named` form
+/// (`advisor NAME: `). A text without them is named as it is.
 pub(crate) fn named_notice(name: &str, text: &str) -> String {
-    let rest = text.strip_prefix("advisor: ").unwrap_or(text);
+    let rest = text.strip_prefix(unnamed_prefix()).unwrap_or(text);
     notice("named", &[("name", name), ("text", rest)])
+}
+
+/// What notices.txt puts before a line about the (unnamed) advisor: its `unnamed` form up
+/// to `{text}`.
+fn unnamed_prefix() -> &'static str {
+    let form = NOTICES.get("unnamed");
+    form.split_once("{text}").map_or(form, |(prefix, _)| prefix)
 }
 
 #[cfg(test)]
@@ -316,6 +324,37 @@ mod tests {
             AdvisorState::Running
         );
         assert!(!member(Err("x"), true).runnable() && member(Ok(()), true).runnable());
+    }
+
+    #[test]
+    fn ro23_every_notice_about_the_advisor_has_the_prefix_named_notice_replaces() {
+        let prefix = unnamed_prefix();
+        let word = prefix.split([' ', ':']).next().unwrap_or_default();
+        assert!(!word.is_empty() && !prefix.contains('{'), "{prefix:?}");
+        let (lead, _) = NOTICES.get("named").split_once("{name}").unwrap();
+        let named_form = format!("{lead}{{name}}");
+        for line in NOTICES.0.lines().filter(|l| !l.starts_with('#')) {
+            let Some((key, text)) = line.split_once(':') else {
+                continue;
+            };
+            let text = text.trim();
+            let first = text.split([' ', ':']).next().unwrap_or_default();
+            // A line about the advisor is in the unnamed form `named_notice` rewrites, or
+            // names its advisor already.
+            // `/advisor test` answers for the unnamed advisor only, never through here.
+            if first.eq_ignore_ascii_case(word) && key != "test" {
+                assert!(
+                    text.starts_with(prefix) || text.starts_with(&named_form),
+                    "notices.txt `{key}` starts neither with {prefix:?} nor with {named_form:?}"
+                );
+            }
+        }
+        let on = notice("on", &[]);
+        let rest = on.strip_prefix(prefix).unwrap();
+        assert_eq!(
+            named_notice("Security", &on),
+            notice("named", &[("name", "Security"), ("text", rest)])
+        );
     }
 
     #[test]
