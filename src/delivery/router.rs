@@ -531,9 +531,7 @@ impl RouterState {
         key: &str,
         advisory: &Advisory,
     ) -> Option<(RaiseOutcome, Vec<HostEvent>)> {
-        if origin.owner.is_none() {
-            return None;
-        }
+        origin.owner.as_ref()?;
         let events = self.merge_duplicate(origin, key, advisory)?;
         Some((
             self.drop_note(&origin.owner, DropReason::DuplicateOf),
