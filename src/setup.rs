@@ -22,8 +22,7 @@ use crate::providers::{
 };
 use crate::redact::Redactor;
 use crate::roster::{
-    self, ModelChoice, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
-    Source, Sourced,
+    ModelChoice, RosterAdvisor, RosterModels, RosterSettings, RosterSetup, Source, Sourced,
 };
 use crate::settings::{
     config_files, read_config_layers, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer,
@@ -324,11 +323,6 @@ impl RosterDiscovery<'_> {
     /// The roster found where WATCHDOG.md is (RO1), with a model builder for its entries
     /// and reload (RO21); `None` when no roster file exists (RO12).
     fn setup(&self, redactor: Option<&Redactor>) -> Option<RosterSetup> {
-        let settings = self.roster_settings();
-        let roster = roster::load(self.watchdog, &settings, &self.models.catalog, redactor);
-        if roster.files.is_empty() && roster.warnings.is_empty() {
-            return None;
-        }
         let mut endpoints: Vec<ProviderConfig> = Vec::new();
         if let SessionModel::Endpoint { config, .. } = self.model {
             endpoints.push((**config).clone());
@@ -344,15 +338,13 @@ impl RosterDiscovery<'_> {
                 _ => None,
             },
         };
-        Some(RosterSetup {
-            roster,
-            models: Arc::new(models),
-            reload: Some(RosterReload {
-                watchdog: self.watchdog.clone(),
-                settings,
-                catalog: Arc::clone(&self.models.catalog),
-            }),
-        })
+        RosterSetup::discover(
+            self.watchdog.clone(),
+            self.roster_settings(),
+            Arc::clone(&self.models.catalog),
+            redactor,
+            Arc::new(models),
+        )
     }
 
     /// The roster's fallbacks (RO8, RO10): the settings files (with where each key is set),

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use crate::model::ModelClient;
 use crate::providers::Catalog;
-use crate::roster::{Roster, RosterAdvisor, RosterSettings};
+use crate::redact::Redactor;
+use crate::roster::{load, Roster, RosterAdvisor, RosterSettings};
 use crate::watchdog::WatchdogConfig;
 
 /// Builds the model client of one roster entry (RO8). The host owns the keys and the
@@ -40,6 +41,35 @@ pub struct RosterSetup {
     pub models: Arc<dyn RosterModels>,
     /// `None`: the roster is fixed for the session's life.
     pub reload: Option<RosterReload>,
+}
+
+impl RosterSetup {
+    /// The roster found where WATCHDOG.md is found by `watchdog` (RO1), its entries falling
+    /// back to `settings` and resolved against `catalog`, their instructions redacted by
+    /// `redactor` (RO11), their clients built by `models`, reloaded before each review when
+    /// the files change (RO21). `None` when no roster file exists (RO12: the session runs
+    /// its one unnamed advisor). Blocking (it reads the files): run it off the actor thread.
+    pub fn discover(
+        watchdog: WatchdogConfig,
+        settings: RosterSettings,
+        catalog: Arc<Catalog>,
+        redactor: Option<&Redactor>,
+        models: Arc<dyn RosterModels>,
+    ) -> Option<Self> {
+        let roster = load(&watchdog, &settings, &catalog, redactor);
+        if roster.files.is_empty() && roster.warnings.is_empty() {
+            return None;
+        }
+        Some(Self {
+            roster,
+            models,
+            reload: Some(RosterReload {
+                watchdog,
+                settings,
+                catalog,
+            }),
+        })
+    }
 }
 
 impl fmt::Debug for RosterSetup {

@@ -505,3 +505,53 @@ fn ro4_every_roster_text_in_use_is_in_its_data_file() {
         );
     }
 }
+
+/// A model builder for tests: every entry is without a model.
+struct NoModels;
+
+impl RosterModels for NoModels {
+    fn build(
+        &self,
+        advisor: &RosterAdvisor,
+    ) -> Result<std::sync::Arc<dyn crate::model::ModelClient>, String> {
+        Err(format!("no model for {}", advisor.slug))
+    }
+}
+
+#[test]
+fn ro1_ro12_ro21_discover_finds_the_roster_where_watchdog_md_is_or_none() {
+    let tree = Tree::new();
+    let config = WatchdogConfig::from_env_values(tree.proj.clone(), None, Some(tree.home.clone()));
+    let discover = || {
+        RosterSetup::discover(
+            config.clone(),
+            RosterSettings::default(),
+            std::sync::Arc::new(catalog()),
+            None,
+            std::sync::Arc::new(NoModels),
+        )
+    };
+    assert!(
+        discover().is_none(),
+        "no roster file: the unnamed advisor (RO12)"
+    );
+    tree.write("proj/WATCHDOG.yml", "advisors: [{name: Security}]\n");
+    let setup = discover().expect("a roster file is found (RO1)");
+    let names: Vec<_> = setup
+        .roster
+        .advisors
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["Security"]);
+    let reload = setup.reload.expect("the files are watched (RO21)");
+    assert_eq!(reload.watchdog.cwd, config.cwd);
+    assert_eq!(
+        setup
+            .models
+            .build(&setup.roster.advisors[0])
+            .err()
+            .as_deref(),
+        Some("no model for security")
+    );
+}
