@@ -1571,7 +1571,7 @@ mod tests {
     }
 
     #[test]
-    fn d8_issue_10_stress_blockers_survive_sixty_turns_of_notes_that_nits_do_not() {
+    fn d8_stress_blockers_survive_sixty_turns_of_notes_that_nits_do_not() {
         // Sixty turns, one review each, every review over budget: three nits, a concern
         // and, every tenth turn, a blocker last.
         // No immune turns (D7): every concern steers.
