@@ -60,10 +60,8 @@ pub struct PlanTurnEnd {
     pub terminal: bool,
     /// The turn ended a final answer: its last assistant message stopped, called no
     /// tools and has text (P1's terminal answer).
-    #[allow(dead_code)] // read by P1's router (h/core), not merged on this branch yet
     pub answered: bool,
     /// The turn is work in progress (P1); a turn end that is not is a final boundary.
-    #[allow(dead_code)] // read by P1's router (h/core), not merged on this branch yet
     pub wip: bool,
     /// An advisor runs that the turn end could wait for.
     pub can_wait: bool,
@@ -93,7 +91,6 @@ pub struct GetHeldPreamble {
     pub updates: usize,
     /// The batch is work in progress (P1): under `defer` the review's nits and concerns
     /// wait for the next final boundary; a review of a final batch releases what waits.
-    #[allow(dead_code)] // read by P1's router (h/core), not merged on this branch yet
     pub wip: bool,
     /// The named advisor whose review it is (RO13); `None`: the unnamed advisor.
     pub advisor: Option<AdvisorLabel>,
