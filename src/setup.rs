@@ -236,8 +236,8 @@ pub struct SessionPrepared {
 
 impl SessionSetup {
     /// Builds the configuration: the side models (only for a session's own model), the
-    /// roster when WATCHDOG.md discovery is on and a roster file exists (RO12: `None`
-    /// otherwise), and the rest as the host gave it. Blocking (the roster files, the
+    /// roster when WATCHDOG.md discovery is on (watched for files written later, RO21; empty
+    /// without a roster file, RO12; `None` with discovery off), and the rest as the host gave it. Blocking (the roster files, the
     /// settings files for the roster's sources): run it off the actor thread.
     pub fn build(self) -> SessionPrepared {
         let mut notices = Vec::new();
@@ -338,13 +338,13 @@ impl RosterDiscovery<'_> {
                 _ => None,
             },
         };
-        RosterSetup::discover(
+        Some(RosterSetup::discover(
             self.watchdog.clone(),
             self.roster_settings(),
             Arc::clone(&self.models.catalog),
             redactor,
             Arc::new(models),
-        )
+        ))
     }
 
     /// The roster's fallbacks (RO8, RO10): the settings files (with where each key is set),

@@ -47,20 +47,19 @@ impl RosterSetup {
     /// The roster found where WATCHDOG.md is found by `watchdog` (RO1), its entries falling
     /// back to `settings` and resolved against `catalog`, their instructions redacted by
     /// `redactor` (RO11), their clients built by `models`, reloaded before each review when
-    /// the files change (RO21). `None` when no roster file exists (RO12: the session runs
-    /// its one unnamed advisor). Blocking (it reads the files): run it off the actor thread.
+    /// the files change (RO21). With no roster file the roster is empty and the session runs
+    /// its one unnamed advisor (RO12), but the files are still watched: a `WATCHDOG.yml`
+    /// written later starts its advisors at the next turn end, as a new WATCHDOG.md is read
+    /// (W8). Blocking (it reads the files): run it off the actor thread.
     pub fn discover(
         watchdog: WatchdogConfig,
         settings: RosterSettings,
         catalog: Arc<Catalog>,
         redactor: Option<&Redactor>,
         models: Arc<dyn RosterModels>,
-    ) -> Option<Self> {
+    ) -> Self {
         let roster = load(&watchdog, &settings, &catalog, redactor);
-        if roster.files.is_empty() && roster.warnings.is_empty() {
-            return None;
-        }
-        Some(Self {
+        Self {
             roster,
             models,
             reload: Some(RosterReload {
@@ -68,7 +67,13 @@ impl RosterSetup {
                 settings,
                 catalog,
             }),
-        })
+        }
+    }
+
+    /// Whether any roster file was found or reported on (a session without one runs the
+    /// unnamed advisor and reports no roster, RO12, RO23).
+    pub fn found(&self) -> bool {
+        !self.roster.files.is_empty() || !self.roster.warnings.is_empty()
     }
 }
 

@@ -519,7 +519,7 @@ impl RosterModels for NoModels {
 }
 
 #[test]
-fn ro1_ro12_ro21_discover_finds_the_roster_where_watchdog_md_is_or_none() {
+fn ro1_ro12_ro21_discover_finds_the_roster_where_watchdog_md_is_and_watches_for_one() {
     let tree = Tree::new();
     let config = WatchdogConfig::from_env_values(tree.proj.clone(), None, Some(tree.home.clone()));
     let discover = || {
@@ -531,12 +531,18 @@ fn ro1_ro12_ro21_discover_finds_the_roster_where_watchdog_md_is_or_none() {
             std::sync::Arc::new(NoModels),
         )
     };
+    let none = discover();
     assert!(
-        discover().is_none(),
+        none.roster.is_empty() && !none.found(),
         "no roster file: the unnamed advisor (RO12)"
     );
+    assert!(
+        none.reload.is_some(),
+        "a roster file written later is still looked for (RO21)"
+    );
     tree.write("proj/WATCHDOG.yml", "advisors: [{name: Security}]\n");
-    let setup = discover().expect("a roster file is found (RO1)");
+    let setup = discover();
+    assert!(setup.found(), "a roster file is found (RO1)");
     let names: Vec<_> = setup
         .roster
         .advisors

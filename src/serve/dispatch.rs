@@ -229,6 +229,7 @@ impl Dispatcher {
         let roster = config
             .roster
             .as_ref()
+            .filter(|setup| setup.found())
             .map(|setup| roster_json(setup, config.settings.policy));
         // X4: the cursor starts at the end of what the host already has.
         config.initial_transcript =

@@ -507,6 +507,58 @@ async fn ro21_an_added_entry_starts_at_the_transcripts_end_and_a_removed_one_sto
 }
 
 #[actix::test]
+async fn ro21_w8_a_roster_file_written_after_the_session_opened_starts_its_advisors() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    let watchdog = WatchdogConfig {
+        cwd: repo.clone(),
+        agent_dir: Some(dir.path().join("agent")),
+        home: Some(dir.path().to_path_buf()),
+    };
+    let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
+    let arch = ScriptedModel::new([]);
+    let models = Models::default().with("architecture", arch.clone());
+    // As the hosts discover it: no roster file yet, so an empty roster that is watched.
+    let setup = RosterSetup::discover(
+        watchdog,
+        RosterSettings::default(),
+        catalog,
+        None,
+        Arc::new(models),
+    );
+    assert!(setup.roster.is_empty());
+    let unnamed = ScriptedModel::new([]);
+    let cfg = config(Arc::new(unnamed.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.roster = Some(setup);
+    });
+    let (h, _events) = start(cfg);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(
+        unnamed.request_count(),
+        1,
+        "RO12: the unnamed advisor reviews"
+    );
+    assert!(h.status().await.unwrap().advisors.is_empty());
+    write_roster(&repo, &["Architecture"]);
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    until_advisors(&h, 1).await;
+    let unnamed_calls = unnamed.request_count();
+    t.push(TranscriptMessage::user("turn three"));
+    h.turn_end(&t).await.unwrap();
+    let reviewed: String = arch.requests().iter().map(last_user_text).collect();
+    assert!(reviewed.contains("turn three"), "{reviewed}");
+    assert!(!reviewed.contains("turn one"), "X4: {reviewed}");
+    assert_eq!(
+        unnamed.request_count(),
+        unnamed_calls,
+        "the unnamed advisor stops once the roster has an entry (RO12)"
+    );
+}
+
+#[actix::test]
 async fn ro21_a_changed_entry_is_rebuilt_before_its_next_review_which_covers_that_turn() {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
