@@ -300,6 +300,19 @@ pub enum ModelChoice {
     },
 }
 
+impl ModelChoice {
+    /// `provider/model` at `thinking`, as a host that builds a roster in code names it
+    /// (its role string is `provider/model:thinking`).
+    pub fn resolved(provider: &str, model: &str, thinking: ThinkingLevel) -> Self {
+        ModelChoice::Resolved {
+            role: format!("{provider}/{model}:{}", thinking.as_str()),
+            provider: provider.to_string(),
+            model: model.to_string(),
+            thinking,
+        }
+    }
+}
+
 impl fmt::Display for ModelChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -399,6 +412,19 @@ impl Roster {
     /// Whether there is no named advisor (RO12: today's unnamed advisor runs alone).
     pub fn is_empty(&self) -> bool {
         self.advisors.is_empty()
+    }
+
+    /// A roster built in code (no files): `advisors` in order, with `shared` as the shared
+    /// instructions (RO6), when given.
+    pub fn in_code(advisors: Vec<RosterAdvisor>, shared: Option<&str>) -> Self {
+        Self {
+            advisors,
+            instructions: shared.map(|text| SharedInstructions {
+                text: text.to_string(),
+                files: Vec::new(),
+            }),
+            ..Self::default()
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use advisor::model::{
 };
 use advisor::roster::{
     ModelChoice, Roster, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
-    SharedInstructions, Sourced,
+    Sourced,
 };
 use advisor::settings::SyncBacklog;
 use advisor::watchdog::WatchdogConfig;
@@ -46,24 +46,14 @@ impl RosterModels for Models {
 
 /// A resolved entry named `name`, every field at its default.
 fn entry(name: &str) -> RosterAdvisor {
-    let model = ModelChoice::Resolved {
-        role: "scripted/test".into(),
-        provider: "scripted".into(),
-        model: "test".into(),
-        thinking: ThinkingLevel::default(),
-    };
-    RosterAdvisor::new(name, model)
+    RosterAdvisor::new(
+        name,
+        ModelChoice::resolved("scripted", "test", ThinkingLevel::default()),
+    )
 }
 
 fn roster_of(entries: Vec<RosterAdvisor>, shared: Option<&str>) -> Roster {
-    Roster {
-        advisors: entries,
-        instructions: shared.map(|text| SharedInstructions {
-            text: text.into(),
-            files: Vec::new(),
-        }),
-        ..Roster::default()
-    }
+    Roster::in_code(entries, shared)
 }
 
 /// A session whose roster is `roster` with clients `models`; no session model.

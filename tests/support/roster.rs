@@ -42,12 +42,7 @@ pub fn slug_in(system: &str) -> Option<&str> {
 pub fn advisor(name: &str, provider: &str, model: &str, when: Option<&[&str]>) -> RosterAdvisor {
     let mut advisor = RosterAdvisor::new(
         name,
-        ModelChoice::Resolved {
-            role: format!("{provider}/{model}:off"),
-            provider: provider.to_string(),
-            model: model.to_string(),
-            thinking: ThinkingLevel::Off,
-        },
+        ModelChoice::resolved(provider, model, ThinkingLevel::Off),
     );
     advisor.instructions = Sourced::default_value(Some(format!("{MARKER}{name}.")));
     advisor.when = Sourced::default_value(when.map(|globs| {

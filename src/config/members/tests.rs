@@ -4,7 +4,7 @@ use std::sync::Arc;
 use super::*;
 use crate::model::scripted::ScriptedModel;
 use crate::model::ThinkingLevel;
-use crate::roster::{RosterModels, RosterTool, SharedInstructions, Sourced};
+use crate::roster::{RosterModels, RosterTool, Sourced};
 
 /// Builds every entry's client from a script, or fails for the slug `broken`.
 struct Models;
@@ -20,24 +20,14 @@ impl RosterModels for Models {
 
 /// A resolved entry called `name` with the defaults of RO8–RO17.
 fn entry(name: &str) -> RosterAdvisor {
-    let model = ModelChoice::Resolved {
-        role: "openai/gpt-5".into(),
-        provider: "openai".into(),
-        model: "gpt-5".into(),
-        thinking: ThinkingLevel::default(),
-    };
-    RosterAdvisor::new(name, model)
+    RosterAdvisor::new(
+        name,
+        ModelChoice::resolved("openai", "gpt-5", ThinkingLevel::default()),
+    )
 }
 
 fn roster(entries: Vec<RosterAdvisor>, shared: Option<&str>) -> Roster {
-    Roster {
-        advisors: entries,
-        instructions: shared.map(|text| SharedInstructions {
-            text: text.into(),
-            files: Vec::new(),
-        }),
-        ..Roster::default()
-    }
+    Roster::in_code(entries, shared)
 }
 
 fn config_with(roster: Roster) -> RuntimeConfig {
