@@ -107,12 +107,20 @@ impl RuntimeConfig {
     }
 
     /// Whether a turn end can ever make the host wait: only under a syncBacklog threshold
-    /// (S1) or the `reconfirm` policy's catch-up block (D5). Settings are fixed for a
-    /// session's life, so when this is false the handle hands the turn over without
+    /// (S1) or the `reconfirm` policy's catch-up block (D5), the session's or a roster
+    /// entry's (RO15). A roster with entries, or one reloaded at turn ends (RO21), may have
+    /// an entry under `reconfirm` at any turn end, so it counts as one; the supervisor
+    /// answers such a turn end at once when it planned no catch-up. Settings are fixed for
+    /// a session's life, so when this is false the handle hands the turn over without
     /// waiting for an answer: the primary never waits on the advisor's mailboxes.
     pub fn turn_end_may_wait(&self) -> bool {
+        let roster = self
+            .roster
+            .as_ref()
+            .is_some_and(|setup| setup.reload.is_some() || !setup.roster.is_empty());
         self.settings.sync_backlog != SyncBacklog::Off
             || self.settings.policy == DeliveryPolicy::Reconfirm
+            || roster
     }
 
     /// The configuration of a subagent's own advisor (W7), or `None` when

@@ -147,6 +147,14 @@ impl AdvisorHandle {
             .await
     }
 
+    /// Whether [`AdvisorHandle::turn_end`] waits for the advisor's answer: a syncBacklog
+    /// threshold (S1) or a catch-up block (D5) may hold it, the session's `reconfirm` or a
+    /// roster entry's (RO15). When false it hands the turn over at once; a host that bounds
+    /// its own wait for a turn end needs no bound then.
+    pub fn turn_end_waits(&self) -> bool {
+        self.turn_end_waits
+    }
+
     /// [`AdvisorHandle::turn_end`] with what the host knows about the turn: whether the
     /// primary will call its model again (`will_continue`, §3 Expanded, P1). Left `None`,
     /// it is derived from the turn's last assistant message (a tool call: it continues).

@@ -273,7 +273,7 @@ impl SessionSetup {
                 model: &self.model,
                 models: &self.models,
             };
-            config.roster = discovery.setup(redactor.as_ref());
+            config.roster = Some(discovery.setup(redactor.as_ref()));
             config.watchdog = Some(watchdog);
         }
         SessionPrepared { config, notices }
@@ -321,8 +321,9 @@ struct RosterDiscovery<'a> {
 
 impl RosterDiscovery<'_> {
     /// The roster found where WATCHDOG.md is (RO1), with a model builder for its entries
-    /// and reload (RO21); `None` when no roster file exists (RO12).
-    fn setup(&self, redactor: Option<&Redactor>) -> Option<RosterSetup> {
+    /// and reload (RO21). Without a roster file it is empty (the session runs its unnamed
+    /// advisor, RO12) and still watched, so a roster file written later is read (W8).
+    fn setup(&self, redactor: Option<&Redactor>) -> RosterSetup {
         let mut endpoints: Vec<ProviderConfig> = Vec::new();
         if let SessionModel::Endpoint { config, .. } = self.model {
             endpoints.push((**config).clone());
@@ -338,13 +339,13 @@ impl RosterDiscovery<'_> {
                 _ => None,
             },
         };
-        Some(RosterSetup::discover(
+        RosterSetup::discover(
             self.watchdog.clone(),
             self.roster_settings(),
             Arc::clone(&self.models.catalog),
             redactor,
             Arc::new(models),
-        ))
+        )
     }
 
     /// The roster's fallbacks (RO8, RO10): the settings files (with where each key is set),

@@ -199,7 +199,11 @@ impl AdvisorStatus {
                 ),
                 None => state.to_string(),
             };
-            let model = a.model.as_deref().unwrap_or(LINES.get("noModelNamed"));
+            // RO23: an entry without a model says so in its state alone.
+            let (form, model) = match a.model.as_deref() {
+                Some(model) if a.state != AdvisorState::NoModel => ("advisorLine", model),
+                _ => ("advisorLineNoModel", ""),
+            };
             out.push_str("  ");
             let u = &a.agent.lifetime;
             let vars = [
@@ -214,7 +218,7 @@ impl AdvisorStatus {
                 ("output", &u.output.to_string()),
                 ("cost", &format!("{:.4}", u.cost)),
             ];
-            line(out, "advisorLine", &vars);
+            line(out, form, &vars);
         }
         let u = &self.agent.lifetime;
         let estimated = if self.usage_estimated || u.estimated {
@@ -438,7 +442,7 @@ mod tests {
             "stateNoModelNamed",
             "stateFailing",
             "stateReason",
-            "noModelNamed",
+            "advisorLineNoModel",
             "total",
         ];
         for key in keys {

@@ -73,6 +73,9 @@ pub struct AdvisorAgent {
     /// The ask whose model call runs now: its future (cancelled when a reset, `/advisor
     /// off` or dispose ends the ask, G8) and where its answer goes.
     running_ask: Option<RunningAsk>,
+    /// The review running now: its future, cancelled when the agent is stopped (RO19,
+    /// RO21); a session reset (R1) lets it end and discards its result.
+    running_review: Option<SpawnHandle>,
 }
 
 /// An ask in flight.
@@ -111,6 +114,7 @@ impl AdvisorAgent {
             last_system: String::new(),
             quarantine_streak: 0,
             running_ask: None,
+            running_review: None,
         }
     }
 
@@ -153,7 +157,9 @@ impl AdvisorAgent {
             Work::Review { batch, prompt } => {
                 let span = tracing::info_span!("review", review, epoch, turns = batch.turns);
                 let fut = contained(reviewer.review(prompt).instrument(span)).into_actor(self);
-                ctx.spawn(fut.map(move |run, act, ctx| act.review_done(run, epoch, review, ctx)));
+                let future = ctx
+                    .spawn(fut.map(move |run, act, ctx| act.review_done(run, epoch, review, ctx)));
+                self.running_review = Some(future);
             }
             Work::Ask(PendingAsk {
                 question, reply, ..
@@ -193,6 +199,7 @@ impl AdvisorAgent {
         review: u64,
         ctx: &mut Context<Self>,
     ) {
+        self.running_review = None;
         if self.absorb(&mut run, epoch, false) {
             match run.result {
                 Ok(()) if run.quarantined.is_some() => {
@@ -374,6 +381,7 @@ impl Supervised for AdvisorAgent {
     fn restarting(&mut self, _ctx: &mut Context<Self>) {
         // The asker hears `Released` when the reply is dropped.
         self.running_ask = None;
+        self.running_review = None;
         self.state.restarted();
         self.context.clear();
         self.epoch += 1;
@@ -417,11 +425,22 @@ impl Handler<ResetAdvisor> for AdvisorAgent {
         self.epoch = msg.epoch;
         self.state.reset(msg.cause);
         self.context.clear();
+        let mut ended = false;
         if let Some(ask) = self.running_ask.take() {
             // G8: the ask ends now, not when its call does; dropping the future cancels the
             // HTTP request. Its context went with it, and the reset clears it anyway.
             ctx.cancel_future(ask.future);
             let _ = ask.reply.send(Err(AskError::Ended(msg.cause)));
+            ended = true;
+        }
+        if let Some(review) = self.running_review.take_if(|_| msg.stopping) {
+            // RO19, RO21: a stopped advisor's review ends now: dropping its future cancels
+            // the model call (and the provider slot it holds) and any tool call it awaits,
+            // so it raises nothing more under a registration started after this one.
+            ctx.cancel_future(review);
+            ended = true;
+        }
+        if ended {
             self.state.finished_stale();
             self.maybe_start(ctx);
         }

@@ -54,8 +54,8 @@ pub struct Supervisor {
     /// A branch change happened: the next turn end seeds the emission guard from the
     /// branch's advisories (P3).
     seed_guard: bool,
-    /// The transcript's length at the last turn end: where a member rebuilt at the next
-    /// one starts reading (RO21).
+    /// The transcript's length at the last turn end (0 after a reset, R1): where a member
+    /// rebuilt or added before the next one starts reading (RO21).
     turn_end_len: Option<usize>,
     /// A check of the roster files is running (RO21).
     roster_checking: bool,
@@ -151,6 +151,9 @@ impl Supervisor {
         tracing::info!(?kind, epoch = self.epoch, "advisor reset");
         let branch = changes_branch(kind);
         self.seed_guard |= branch;
+        // R1, RO21: the rewound members read the transcript from 0 at the next turn end; a
+        // member rebuilt or added before it does the same.
+        self.turn_end_len = Some(0);
         self.router().do_send(ResetDelivery {
             epoch: self.epoch,
             branch,
@@ -160,6 +163,7 @@ impl Supervisor {
             children.agent.do_send(ResetAdvisor {
                 epoch: self.epoch,
                 cause: AskEnd::Rewritten(kind),
+                stopping: false,
             });
             if matches!(kind, RewriteKind::NewSession | RewriteKind::SessionSwitch) {
                 // P7: a halt lasts until /advisor on, new settings or a new session.
@@ -177,7 +181,7 @@ impl Supervisor {
             self.enabled = true;
             return notice("noModelAssigned", &[]);
         }
-        if !self.enabled || !self.any_running() {
+        if !self.enabled {
             self.enabled = true;
             self.stop_children(ctx, AskEnd::TurnedOff);
             self.router().do_send(SetDeliveryEnabled { enabled: true });
@@ -191,15 +195,16 @@ impl Supervisor {
             let seed = self.seed_at_end();
             self.start_members(ctx, seed);
         } else {
+            // On already, even with every member paused by name: no reset, so the notes the
+            // paused members left deferred or held stay (RO19).
             for agent in self.agents() {
                 agent.do_send(ResumeReviews);
             }
-            for index in 0..self.members.len() {
-                if std::mem::take(&mut self.members[index].held_off) {
-                    let seed = self.seed_at_end();
-                    self.start_member(ctx, index, seed);
-                }
+            for member in &mut self.members {
+                member.held_off = false;
             }
+            let seed = self.seed_at_end();
+            self.start_members(ctx, seed);
         }
         notice("on", &[])
     }

@@ -804,7 +804,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            lines[1].starts_with("  Security: no model, no model (no API key)"),
+            lines[1].starts_with("  Security: no model (no API key), context "),
             "{text}"
         );
         let json: serde_json::Value =

@@ -49,6 +49,23 @@ pub enum RewriteKind {
     Detected,
 }
 
+impl RewriteKind {
+    /// The kind in the serve protocol's words (V2: `compaction`, `switch`, `new`, `fork`,
+    /// `tree`, `rewind`, `prune`; `detected` for one the feed found).
+    pub fn word(self) -> &'static str {
+        match self {
+            RewriteKind::Compaction => "compaction",
+            RewriteKind::SessionSwitch => "switch",
+            RewriteKind::NewSession => "new",
+            RewriteKind::Branch => "fork",
+            RewriteKind::TreeNavigation => "tree",
+            RewriteKind::Rewind => "rewind",
+            RewriteKind::Prune => "prune",
+            RewriteKind::Detected => "detected",
+        }
+    }
+}
+
 /// What the advisor tells the host, through the `Recipient<HostEvent>` it was given.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ActixMessage)]
 #[rtype(result = "()")]

@@ -49,6 +49,11 @@ pub struct ResetAdvisor {
     pub epoch: u64,
     /// Why: what a question queued or running is answered with (its model call cancelled).
     pub cause: AskEnd,
+    /// The agent is being stopped (`/advisor off`, a removed or rebuilt roster entry,
+    /// RO19, RO21): its running review is cancelled too, so none of its model calls, tool
+    /// calls or raises happen afterwards. A session reset (R1) lets it run to its end, its
+    /// advice dropped and its usage counted.
+    pub stopping: bool,
 }
 
 /// A review or ask failed (agent → supervisor, for status): counted in `failures` (C3).

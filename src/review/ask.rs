@@ -23,6 +23,9 @@ pub enum AskError {
     /// The advisor is off or has no model (K2).
     #[error("the advisor is not running")]
     NotRunning,
+    /// The named advisor an ask went to is off, paused or has no model (RO20).
+    #[error("advisor {0} is not running")]
+    MemberNotRunning(String),
     /// `ADVISOR_NO_REVIEW`: no model calls are made.
     #[error("the advisor makes no model calls (ADVISOR_NO_REVIEW)")]
     NoReview,
@@ -63,7 +66,7 @@ pub enum AskError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AskEnd {
     /// The host rewrote the transcript (R1): the advisor's context is gone.
-    #[error("the transcript was rewritten ({0:?})")]
+    #[error("the transcript was rewritten ({})", .0.word())]
     Rewritten(RewriteKind),
     /// `/advisor off`.
     #[error("the advisor was turned off")]
@@ -136,6 +139,19 @@ mod tests {
         assert_eq!(
             AskError::TimedOut(330).to_string(),
             "the advisor did not answer within 330 s"
+        );
+    }
+
+    #[test]
+    fn g8_v2_an_ask_ended_by_a_rewrite_names_the_kind_in_the_protocols_words() {
+        let ended = |kind| AskError::Ended(AskEnd::Rewritten(kind)).to_string();
+        assert_eq!(
+            ended(RewriteKind::TreeNavigation),
+            "the ask was ended: the transcript was rewritten (tree)"
+        );
+        assert_eq!(
+            ended(RewriteKind::SessionSwitch),
+            "the ask was ended: the transcript was rewritten (switch)"
         );
     }
 }

@@ -193,8 +193,15 @@ impl Dispatcher {
         let (session, roster) = opened?;
         let status = session.handle.status().await.map_err(gone)?;
         let mut result = status_json(&status);
-        if let (Some(roster), Value::Object(map)) = (roster, &mut result) {
-            map.insert("roster".into(), roster);
+        if let Value::Object(map) = &mut result {
+            // D5, RO15: whether a turn end may hold the host (it bounds its wait by it).
+            map.insert(
+                "turnEndWaits".into(),
+                session.handle.turn_end_waits().into(),
+            );
+            if let Some(roster) = roster {
+                map.insert("roster".into(), roster);
+            }
         }
         Ok(result)
     }
@@ -288,7 +295,8 @@ impl Dispatcher {
     async fn ask(&self, params: Params) -> Result<Value, RpcError> {
         let (s, p) = self.served(&params).await?;
         let question = p.string("question")?;
-        let advisor = p.opt_string("advisor")?;
+        // A blank name is no name (RO20).
+        let advisor = p.opt_string("advisor")?.filter(|a| !a.trim().is_empty());
         match s.handle.ask_advisor(&question, advisor.as_deref()).await {
             Ok(answer) => Ok(json!({ "answer": answer })),
             Err(HandleError::Ask(AskError::BadQuestion(chars))) => Err(p.invalid(
@@ -377,7 +385,7 @@ async fn settled(slot: &Slot) -> Option<Arc<ServedSession>> {
 pub fn ask_error(e: &AskError) -> RpcError {
     let reason = match e {
         AskError::Disabled => "disabled",
-        AskError::NotRunning => "notRunning",
+        AskError::NotRunning | AskError::MemberNotRunning(_) => "notRunning",
         AskError::NoReview => "noReview",
         AskError::BadQuestion(_) => "badQuestion",
         AskError::Paused(_) => "paused",

@@ -9,15 +9,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
-use advisor::domain::host::HostEvent;
-use advisor::domain::transcript::{Transcript, TranscriptMessage};
+use advisor::domain::host::{HostEvent, RewriteKind};
+use advisor::domain::transcript::{
+    AssistantBlock, AssistantMessage, Transcript, TranscriptMessage,
+};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{
     ModelClient, ModelError, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel,
 };
 use advisor::roster::{
-    ModelChoice, Roster, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
-    Sourced,
+    ModelChoice, PolicyChoice, Roster, RosterAdvisor, RosterModels, RosterReload, RosterSettings,
+    RosterSetup, Sourced,
 };
 use advisor::settings::SyncBacklog;
 use advisor::watchdog::WatchdogConfig;
@@ -112,7 +114,7 @@ async fn ro12_without_a_roster_the_unnamed_advisor_reviews_and_its_advice_has_no
     assert!(!status.render().contains("advisors:"));
     assert_eq!(
         h.command("/advisor off Security").await.unwrap(),
-        "advisor: no advisor named \"Security\"; the advisors are: this session has no named advisors"
+        "advisor: no advisor named \"Security\"; this session has no roster, only its one unnamed advisor"
     );
 }
 
@@ -351,7 +353,9 @@ async fn ro20_an_ask_goes_to_the_named_advisor_else_the_first_enabled_entry() {
     );
     assert_eq!(
         h.ask_advisor("who?", Some("off duty")).await,
-        Err(HandleError::Ask(AskError::NotRunning))
+        Err(HandleError::Ask(AskError::MemberNotRunning(
+            "Off Duty".into()
+        )))
     );
 }
 
@@ -594,6 +598,49 @@ async fn ro21_a_changed_entry_is_rebuilt_before_its_next_review_which_covers_tha
     assert_eq!(rebuilt.messages.len(), 1, "a fresh context");
 }
 
+#[actix::test]
+async fn r1_ro21_an_entry_rebuilt_after_a_compaction_reviews_the_whole_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    let write = |instructions: &str| {
+        let text = format!(
+            "advisors:\n  - name: Architecture\n    model: openai/gpt-5\n    instructions: {instructions}\n"
+        );
+        fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
+    };
+    write("Old rule.");
+    let arch = ScriptedModel::new([]);
+    let models = Models::default().with("architecture", arch.clone());
+    let (h, _events) = start(reloading(dir.path(), &repo, models));
+    let t = Transcript::from_messages([TranscriptMessage::user("turn 0")]);
+    h.turn_end(&t).await.unwrap();
+    write("A much newer rule.");
+    let rebuilt_rule = || {
+        let last = arch.requests().last().cloned();
+        last.is_some_and(|r| r.system.ends_with("A much newer rule."))
+    };
+    // Each turn is compacted before it ends, so the rebuild (whichever turn end makes it)
+    // comes after a reset: R1's replay of the whole transcript. Bounded to a minute.
+    let turns = async {
+        let mut turn = 1;
+        while !rebuilt_rule() {
+            h.rewrite(RewriteKind::Compaction).await.unwrap();
+            t.push(TranscriptMessage::user(format!("turn {turn}")));
+            h.turn_end(&t).await.unwrap();
+            turn += 1;
+            h.status().await.unwrap();
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), turns)
+        .await
+        .expect("the changed entry is rebuilt");
+    let rebuilt = arch.requests().last().unwrap().clone();
+    let delta = last_user_text(&rebuilt);
+    assert!(delta.contains("turn 0"), "the whole transcript: {delta}");
+    assert_eq!(rebuilt.messages.len(), 1, "a fresh context");
+}
+
 fn read_call(path: &str) -> TranscriptMessage {
     serde_json::from_value(serde_json::json!({
         "role": "assistant",
@@ -735,11 +782,13 @@ async fn w3_ro13_a_watchdog_warning_is_told_once_for_all_advisors_naming_none() 
 }
 
 #[actix::test]
-async fn ro19_after_off_name_a_review_already_running_delivers_nothing() {
+async fn ro19_off_then_on_name_cancels_the_running_review_so_its_blocker_never_reaches_the_primary()
+{
     let arch = ScriptedModel::new([]);
     let (sec, mut asked, gate) = GatedModel::new(
         vec![
             ScriptedReply::advise("s1", "Parameterise the query.", Some("blocker")),
+            ScriptedReply::text(""),
             ScriptedReply::text(""),
         ],
         true,
@@ -749,41 +798,120 @@ async fn ro19_after_off_name_a_review_already_running_delivers_nothing() {
         .with("architecture", arch.clone())
         .with("security", sec);
     let roster = roster_of(vec![entry("Architecture"), entry("Security")], None);
-    let (h, mut events) = start(roster_config(roster, models, SyncBacklog::Off));
+    let (h, mut events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("write the search endpoint")]);
-    h.turn_end(&t).await.unwrap();
-    // Security's review is running, its answer held back.
+    let first = actix::spawn({
+        let (h, t) = (h.clone(), t.clone());
+        async move { h.turn_end(&t).await }
+    });
+    // Security's review is in its model call, its answer (the blocker) held back.
     next_request(&mut asked).await;
     assert_eq!(
         h.command("/advisor off Security").await.unwrap(),
         "advisor Security: off"
     );
-    gate.add_permits(2);
-    // The review goes on and its `advise` call reaches the router; bounded to a minute.
-    let raised = async {
-        loop {
-            let status = h.status().await.unwrap();
-            if status.advisors[1].deliveries.raised() > 0 {
-                break status;
-            }
-            tokio::task::yield_now().await;
-        }
-    };
-    let status = tokio::time::timeout(std::time::Duration::from_secs(60), raised)
-        .await
-        .expect("the running review raised its note");
-    let security = &status.advisors[1].deliveries;
-    assert_eq!(security.dropped_summary(), "disabled 1", "{security:?}");
+    first.await.unwrap().unwrap();
+    assert_eq!(
+        h.command("/advisor on Security").await.unwrap(),
+        "advisor Security: on"
+    );
+    gate.add_permits(3);
+    t.push(TranscriptMessage::user("turn two"));
+    // Waits for the restarted Security's review of turn two.
+    h.turn_end(&t).await.unwrap();
+    let mut seen = Vec::new();
+    while let Ok(request) = asked.try_recv() {
+        seen.push(request);
+    }
+    assert_eq!(seen.len(), 1, "only the restarted advisor's call: {seen:?}");
+    assert_eq!(seen[0].messages.len(), 1, "a fresh context");
+    assert!(last_user_text(&seen[0]).contains("turn two"));
+    assert_eq!(
+        gate.available_permits(),
+        2,
+        "the old review's call was cancelled before its answer"
+    );
     let advice = contents(&h.step_boundary().await.unwrap());
     assert!(!advice.contains("Parameterise"), "{advice}");
-    h.status().await.unwrap();
+    let status = h.status().await.unwrap();
     let woke = drain(&mut events).into_iter().any(|e| {
         matches!(&e, HostEvent::Wake { card } | HostEvent::Card { card }
             if card.content.contains("Parameterise"))
     });
-    assert!(!woke, "nothing of Security's reaches the primary");
-    let status = h.status().await.unwrap();
-    assert_eq!(status.advisors[1].deliveries.delivered(), 0);
+    assert!(!woke, "nothing of the old review reaches the primary");
+    assert_eq!(status.advisors[1].deliveries.raised(), 0);
     drop(asked);
+}
+
+#[actix::test]
+async fn ro19_on_while_every_advisor_is_paused_by_name_keeps_their_held_notes() {
+    let sec = ScriptedModel::new([
+        ScriptedReply::advise("s1", "Parameterise the query.", Some("blocker")),
+        ScriptedReply::text(""),
+    ]);
+    let models = Models::default().with("security", sec.clone());
+    let mut security = entry("Security");
+    security.policy = Sourced::default_value(Some(PolicyChoice::Reconfirm));
+    let roster = roster_of(vec![security], None);
+    let (h, _events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("write the search endpoint")]);
+    h.turn_end(&t).await.unwrap();
+    let held = |s: &advisor::AdvisorStatus| s.advisors[0].deliveries.held;
+    assert_eq!(held(&h.status().await.unwrap()), 1, "D4: held");
+    h.command("/advisor off Security").await.unwrap();
+    assert_eq!(h.command("/advisor on").await.unwrap(), "advisor: on");
+    let status = h.status().await.unwrap();
+    assert_eq!(held(&status), 1, "still held: the session was on, no reset");
+    assert_eq!(status.advisors[0].deliveries.dropped_summary(), "");
+    assert_eq!(status.advisors[0].state, AdvisorState::Running);
+}
+
+#[actix::test]
+async fn ro15_d5_a_roster_entry_under_reconfirm_makes_the_turn_end_wait_for_the_catch_up() {
+    tokio::time::pause();
+    let (sec, _asked, _gate) = GatedModel::new(vec![], true);
+    let models = Models::default().with("security", sec);
+    let mut security = entry("Security");
+    security.policy = Sourced::default_value(Some(PolicyChoice::Reconfirm));
+    let roster = roster_of(vec![security], None);
+    let mut cfg = roster_config(roster, models, SyncBacklog::Off);
+    cfg.settings.policy = advisor::settings::DeliveryPolicy::Defer;
+    let (h, _events) = start(cfg);
+    assert!(h.turn_end_waits());
+    let answer = TranscriptMessage::Assistant(AssistantMessage {
+        content: vec![AssistantBlock::Text {
+            text: "Done.".into(),
+        }],
+        stop_reason: Some("stop".into()),
+    });
+    let t = Transcript::from_messages([TranscriptMessage::user("go"), answer]);
+    let started = tokio::time::Instant::now();
+    h.turn_end(&t).await.unwrap();
+    // A terminal turn's catch-up block waits for the review, up to 120 s (D5).
+    assert_eq!(started.elapsed().as_secs(), 120);
+}
+
+#[actix::test]
+async fn ro20_an_ask_without_a_name_goes_to_the_first_running_advisor() {
+    let arch = ScriptedModel::new([ScriptedReply::text("Architecture answers.")]);
+    let models = Models::default().with("architecture", arch.clone());
+    // Security has no model; Audit is paused by name.
+    let roster = roster_of(
+        vec![entry("Security"), entry("Audit"), entry("Architecture")],
+        None,
+    );
+    let models = models.with("audit", ScriptedModel::new([]));
+    let mut cfg = roster_config(roster, models, SyncBacklog::Below(1));
+    cfg.settings.consult = true;
+    let (h, _events) = start(cfg);
+    h.command("/advisor off Audit").await.unwrap();
+    assert_eq!(h.ask("and this?").await.unwrap(), "Architecture answers.");
+    h.command("/advisor off Architecture").await.unwrap();
+    let refused = h.ask("and now?").await.unwrap_err().to_string();
+    assert!(
+        refused.contains("advisor Security is not running"),
+        "{refused}"
+    );
 }

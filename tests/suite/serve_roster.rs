@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use advisor::model::scripted::ScriptedModel;
+use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::providers::testing::{ScriptedResponse, SseServer};
 use advisor::providers::{ApiKind, Catalog};
 use advisor::serve::{serve, ServeDefaults, ServeOptions};
@@ -85,6 +85,7 @@ async fn ro23_open_reports_the_resolved_advisors_and_the_roster_warnings() {
     let r = open(&mut c, "s1", dir.path(), json!({"policy": "reconfirm"})).await;
     let advisors = r["roster"]["advisors"].as_array().expect("advisors");
     assert_eq!(advisors.len(), 2, "{r}");
+    assert_eq!(r["turnEndWaits"], true, "D5, RO15: {r}");
     assert_eq!(
         advisors[0],
         json!({"name": "Architecture", "slug": "architecture", "enabled": true,
@@ -140,6 +141,20 @@ async fn ro23_session_ask_takes_an_advisor_and_refuses_a_bad_one() {
     assert_eq!(e["code"], -32000, "{e}");
     assert_eq!(e["data"], json!({"reason": "unknownAdvisor"}), "{e}");
     assert!(e["message"].as_str().unwrap().contains("Nobody"), "{e}");
+}
+
+#[actix::test]
+async fn ro20_a_blank_advisor_name_asks_the_default_advisor() {
+    let (mut c, _server) = start(ScriptedModel::new([ScriptedReply::text("Because.")]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "s1", dir.path(), json!({})).await;
+    let r = c
+        .call(
+            "session/ask",
+            json!({"sessionId": "s1", "question": "Why?", "advisor": "  "}),
+        )
+        .await;
+    assert_eq!(r, json!({"answer": "Because."}));
 }
 
 /// One turn of `session`: a user message and a final answer, after `base`.

@@ -189,8 +189,10 @@ impl Supervisor {
 
     /// The line answering a name no advisor has (RO19, RO20).
     fn unknown_advisor(&self, name: &str) -> String {
-        let known = self.member_names();
-        notice("unknownAdvisor", &[("name", name), ("known", &known)])
+        match self.member_names() {
+            Some(known) => notice("unknownAdvisor", &[("name", name), ("known", &known)]),
+            None => notice("unknownAdvisorNoRoster", &[("name", name)]),
+        }
     }
 
     /// `/advisor on NAME` (RO19): resumes one advisor; the others are untouched.

@@ -68,12 +68,18 @@ impl Member {
         self.children.as_ref().map(|c| c.feed.clone())
     }
 
-    /// Stops its actors: waiters released, its review and ask ended with `cause` (the agent
-    /// moves to `epoch`, so a review still running is discarded when it ends).
+    /// Stops its actors: waiters released, its ask ended with `cause` and a review still
+    /// running cancelled (its model call dropped, so it makes no further model call, tool
+    /// call or raise and frees its slot of the provider's call limit); the agent moves to
+    /// `epoch` (RO19, RO21).
     pub fn stop(&mut self, epoch: u64, cause: AskEnd) {
         if let Some(children) = self.children.take() {
             children.agent.do_send(ReleaseWaiters);
-            children.agent.do_send(ResetAdvisor { epoch, cause });
+            children.agent.do_send(ResetAdvisor {
+                epoch,
+                cause,
+                stopping: true,
+            });
         }
     }
 
@@ -114,14 +120,11 @@ impl Supervisor {
         self.members.iter().position(|m| m.plan.answers_to(typed))
     }
 
-    /// The names of the named members, for a line about an unknown one.
-    pub(super) fn member_names(&self) -> String {
+    /// The names of the named members, for a line about an unknown one; `None` when the
+    /// session has none (no roster, RO12).
+    pub(super) fn member_names(&self) -> Option<String> {
         let names: Vec<&str> = self.members.iter().filter_map(|m| m.plan.name()).collect();
-        if names.is_empty() {
-            notice("noNamedAdvisors", &[])
-        } else {
-            names.join(", ")
-        }
+        (!names.is_empty()).then(|| names.join(", "))
     }
 
     /// The agents of the running members.

@@ -88,8 +88,9 @@ impl Handler<ReviewQuarantined> for Supervisor {
 
 impl Supervisor {
     /// The agent an ask goes to (RO20): the advisor named (its name or slug), else the
-    /// unnamed advisor, else the roster's first enabled entry.
-    fn asked(&self, advisor: Option<&str>) -> Result<Option<actix::Addr<AdvisorAgent>>, AskError> {
+    /// unnamed advisor, else the roster's first running entry, else its first enabled one.
+    /// One that does not run is [`AskError::NotRunning`], named when it has a name.
+    fn asked(&self, advisor: Option<&str>) -> Result<actix::Addr<AdvisorAgent>, AskError> {
         let member = match advisor {
             Some(name) => {
                 let index = self
@@ -99,14 +100,18 @@ impl Supervisor {
             }
             None => {
                 let unnamed = self.members.iter().find(|m| m.plan.label.is_none());
+                let running = || self.members.iter().find(|m| m.children.is_some());
                 let first = || self.members.iter().find(|m| m.plan.enabled);
-                match unnamed.or_else(first) {
+                match unnamed.or_else(running).or_else(first) {
                     Some(member) => member,
-                    None => return Ok(None),
+                    None => return Err(AskError::NotRunning),
                 }
             }
         };
-        Ok(member.agent())
+        member.agent().ok_or_else(|| match member.plan.name() {
+            Some(name) => AskError::MemberNotRunning(name.to_string()),
+            None => AskError::NotRunning,
+        })
     }
 }
 
@@ -120,7 +125,7 @@ impl Handler<AskAdvisor> for Supervisor {
             if !consult {
                 return Err(AskError::Disabled);
             }
-            let agent = agent?.ok_or(AskError::NotRunning)?;
+            let agent = agent?;
             agent.send(msg).await.unwrap_or(Err(AskError::Released))
         })
     }
