@@ -879,7 +879,6 @@ async fn ro15_d5_a_roster_entry_under_reconfirm_makes_the_turn_end_wait_for_the_
     let mut cfg = roster_config(roster, models, SyncBacklog::Off);
     cfg.settings.policy = advisor::settings::DeliveryPolicy::Defer;
     let (h, _events) = start(cfg);
-    assert!(h.turn_end_waits());
     let answer = TranscriptMessage::Assistant(AssistantMessage {
         content: vec![AssistantBlock::Text {
             text: "Done.".into(),
@@ -891,6 +890,7 @@ async fn ro15_d5_a_roster_entry_under_reconfirm_makes_the_turn_end_wait_for_the_
     h.turn_end(&t).await.unwrap();
     // A terminal turn's catch-up block waits for the review, up to 120 s (D5).
     assert_eq!(started.elapsed().as_secs(), 120);
+    assert!(h.turn_end_waits(), "told to a host (serve's turnEndWaits)");
 }
 
 #[actix::test]

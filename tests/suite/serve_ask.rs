@@ -210,7 +210,7 @@ async fn g8_r1_r2_an_ask_is_ended_at_once_by_close_reopen_rewrite_or_off_and_its
             json!({"sessionId": "s1", "kind": "compaction", "leaf": "b",
                 "messages": [user("summary")]}),
             "rewritten",
-            "the transcript was rewritten (Compaction)",
+            "the transcript was rewritten (compaction)",
         ),
         (
             "session/command",
