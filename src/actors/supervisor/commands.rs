@@ -222,8 +222,8 @@ impl Supervisor {
         notice("memberOn", &[("name", &label)])
     }
 
-    /// `/advisor off NAME` (RO19): pauses one advisor for this session; the others' reviews,
-    /// in flight or queued, go on (the session's epoch stays).
+    /// `/advisor off NAME` (RO19): pauses one advisor for this session, its running review
+    /// cancelled; the others' reviews, in flight or queued, go on (the session's epoch stays).
     fn member_off(&mut self, ctx: &mut Context<Self>, name: &str) -> String {
         let Some(index) = self.find_member(name) else {
             return self.unknown_advisor(name);
@@ -231,7 +231,8 @@ impl Supervisor {
         let next = self.epoch + 1;
         self.members[index].held_off = true;
         if let Some(label) = &self.members[index].plan.label {
-            // Before the reply: a review still running delivers nothing more.
+            // Before the reply: a raise already on its way is dropped; the review itself
+            // is cancelled by the stop below (its agent's ResetAdvisor).
             let slug = label.slug.clone();
             self.router().do_send(PauseAdvisor { slug, paused: true });
         }
