@@ -963,7 +963,11 @@ mod ro17_tests {
 
     #[test]
     fn ro17_a_read_with_a_line_selector_matches_its_path() {
-        for selected in ["src/parser.ts:10-40", "src/parser.ts:10+5", "src/parser.ts:7"] {
+        for selected in [
+            "src/parser.ts:10-40",
+            "src/parser.ts:10+5",
+            "src/parser.ts:7",
+        ] {
             assert!(reviews(&["src/**/*.ts"], read(selected)), "{selected}");
         }
         // Not a selector: the path as given.
