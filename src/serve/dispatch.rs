@@ -106,6 +106,7 @@ impl Dispatcher {
             "session/rewrite" => self.rewrite(params).await,
             "session/command" => {
                 let (s, p) = self.served(params).await?;
+                // Unlike `Params::string`, an empty line is a command: it answers the usage (C1).
                 let line = match p.get("line") {
                     Some(Value::String(line)) => line.clone(),
                     _ => p.string("line")?,
@@ -389,9 +390,11 @@ async fn settled(slot: &Slot) -> Option<Arc<ServedSession>> {
 }
 
 /// An ask the advisor could not answer: -32000 with the reason as `data {reason}` (one of
-/// `disabled`, `notRunning`, `noReview`, `paused`, `failing`, `model`, `noAnswer`,
-/// `timedOut`, `released`, `quarantined`, `ended`) and the handle's sentence as the
-/// message; an ended ask also names its `cause` (`rewritten`, `turnedOff`, `closed`).
+/// `disabled`, `notRunning`, `noReview`, `badQuestion`, `paused`, `failing`, `model`,
+/// `quarantined`, `unknownAdvisor`, `noAnswer`, `timedOut`, `released`, `ended`) and the
+/// handle's sentence as the message; an ended ask also names its `cause` (`rewritten`,
+/// `turnedOff`, `closed`, `quarantined`). `session/ask` answers a bad question as -32602
+/// naming `question` instead.
 pub fn ask_error(e: &AskError) -> RpcError {
     let reason = match e {
         AskError::Disabled => "disabled",
