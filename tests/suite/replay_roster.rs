@@ -48,14 +48,8 @@ async fn ro23_replay_names_each_notes_advisor_in_json_and_text_and_lists_each_in
     let server = SseServer::start(answers()).await.expect("bind");
     let run = replay_in(root.path(), &path, &server, &["--json"]).await;
     assert!(run.ok, "stderr: {}", run.stderr);
-    let mut models: Vec<String> = server
-        .requests()
-        .iter()
-        .map(|r| r.json()["model"].as_str().unwrap_or_default().to_string())
-        .collect();
-    models.sort();
     assert_eq!(
-        models,
+        requested_models(&server),
         ["arch", "arch", "sec", "sec"],
         "each advisor reviews each turn"
     );
