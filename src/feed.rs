@@ -208,11 +208,13 @@ impl FeedCursor {
     /// updates whose read, edit or write calls touched a matching path (relative to
     /// `workspace_root`); the others are [`FeedOutcome::Skipped`] and carried into the next
     /// reviewed update, bounded like a replay after a reset (R1). `None` reviews every
-    /// update.
+    /// update. A relative root is taken from the current directory, as the host's
+    /// absolute paths are.
     pub fn with_when(mut self, when: Option<PathFilter>, workspace_root: &Path) -> Self {
+        let root = std::path::absolute(workspace_root).unwrap_or_else(|_| workspace_root.into());
         self.when = when.map(|filter| WhenPaths {
             filter,
-            root: normalize_lexically(workspace_root),
+            root: normalize_lexically(&root),
         });
         self.scanned = 0;
         self
@@ -959,6 +961,21 @@ mod ro17_tests {
         assert!(reviews(&["db/*.sql"], read("../ws/db/a.sql")));
         assert!(reviews(&["db/*.sql"], read("src/../db/a.sql")));
         assert!(!reviews(&["db/*.sql"], read("../wsx/db/a.sql")));
+    }
+
+    #[test]
+    fn ro17_a_relative_root_is_taken_from_the_current_directory() {
+        let filter = PathFilter::new(vec!["db/*.sql".into()]).expect("valid globs");
+        let c = FeedCursor::new(TranscriptView::Compact, None)
+            .with_when(Some(filter), Path::new("ws/./x/.."));
+        let when = c.when.as_ref().expect("a filter");
+        let cwd = std::env::current_dir().expect("a current directory");
+        let inside = cwd.join("ws/db/a.sql");
+        assert!(when.matches("db/a.sql"));
+        assert!(when.matches(&inside.display().to_string()));
+        assert!(!when.matches(&cwd.join("db/a.sql").display().to_string()));
+        assert!(!when.matches("../db/a.sql"));
+        assert!(!when.matches("/db/a.sql"));
     }
 
     #[test]
