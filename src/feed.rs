@@ -1,7 +1,7 @@
 //! The transcript cursor (SPEC X1–X4, R1): turns a turn end into the delta the advisor is
 //! sent, and detects host-side rewrites. Pure logic; the TranscriptFeed actor wraps it.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -10,6 +10,7 @@ use crate::domain::transcript::{AssistantBlock, Transcript, TranscriptMark, Tran
 use crate::redact::Redactor;
 use crate::render::{render_batch, render_delta, ExpandedMemory, TranscriptView};
 use crate::roster::PathFilter;
+use crate::tools::read::split_selector;
 use crate::watchdog::normalize_lexically;
 
 /// The heading that starts every queued delta (X3).
@@ -207,11 +208,13 @@ impl FeedCursor {
     /// updates whose read, edit or write calls touched a matching path (relative to
     /// `workspace_root`); the others are [`FeedOutcome::Skipped`] and carried into the next
     /// reviewed update, bounded like a replay after a reset (R1). `None` reviews every
-    /// update.
+    /// update. A relative root is taken from the current directory, as the host's
+    /// absolute paths are.
     pub fn with_when(mut self, when: Option<PathFilter>, workspace_root: &Path) -> Self {
+        let root = std::path::absolute(workspace_root).unwrap_or_else(|_| workspace_root.into());
         self.when = when.map(|filter| WhenPaths {
             filter,
-            root: normalize_lexically(workspace_root),
+            root: normalize_lexically(&root),
         });
         self.scanned = 0;
         self
@@ -463,7 +466,10 @@ impl WhenPaths {
                     AssistantBlock::ToolCall {
                         name, arguments, ..
                     } if PATH_TOOLS.iter().any(|t| t.eq_ignore_ascii_case(name)) => {
-                        path_arguments(arguments).any(|path| self.matches(path))
+                        let read = name.eq_ignore_ascii_case("read");
+                        path_arguments(arguments)
+                            .map(|path| if read { without_selector(path) } else { path })
+                            .any(|path| self.matches(path))
                     }
                     _ => false,
                 })
@@ -472,19 +478,32 @@ impl WhenPaths {
         })
     }
 
-    /// Whether `path`, made relative to the root when absolute and under it, matches.
+    /// Whether `path` (relative ones taken from the root), lexically normalised, lies under
+    /// the root and its part below the root matches: a path outside the workspace never
+    /// matches, whatever the globs.
     fn matches(&self, path: &str) -> bool {
-        let normal = normalize_lexically(Path::new(path));
-        let relative = match normal.strip_prefix(&self.root) {
-            Ok(inside) if normal.is_absolute() => inside,
-            _ => normal.as_path(),
+        let normal = normalize_lexically(&self.root.join(path));
+        let Ok(relative) = normal.strip_prefix(&self.root) else {
+            return false;
         };
-        let text: Vec<&str> = relative
-            .components()
-            .filter_map(|c| c.as_os_str().to_str())
-            .collect();
+        let mut text = Vec::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(part) => match part.to_str() {
+                    Some(part) => text.push(part),
+                    None => return false,
+                },
+                _ => return false,
+            }
+        }
         !text.is_empty() && self.filter.matches(&text.join("/"))
     }
+}
+
+/// A read call's path without the read tool's line selector (`src/a.ts:10-40`, T3); the
+/// path as given when what follows its last `:` is no valid selector.
+fn without_selector(path: &str) -> &str {
+    split_selector(path).map_or(path, |(bare, _)| bare)
 }
 
 /// The non-empty strings of a call's path arguments (a string or a list of strings each).
@@ -918,6 +937,65 @@ mod ro17_tests {
         assert!(reviews(&["db/*.sql"], read("./db/a.sql")));
         assert!(!reviews(&["db/*.sql"], read("/elsewhere/db/a.sql")));
         assert!(!reviews(&["db/*.sql"], read("/wsx/db/a.sql")));
+    }
+
+    #[test]
+    fn ro17_a_path_outside_the_workspace_never_matches() {
+        for outside in [
+            "/elsewhere/a.sql",
+            "../other/a.sql",
+            "/ws/../etc/a.sql",
+            "../../a.sql",
+            "db/../../a.sql",
+        ] {
+            assert!(!reviews(&["**/*.sql"], read(outside)), "{outside}");
+            assert!(!reviews(&["**"], read(outside)), "{outside}");
+        }
+        assert!(!reviews(&["**"], read("/etc/passwd")));
+        assert!(!reviews(&["**"], read("/")));
+        assert!(!reviews(&["**"], read("/ws")));
+    }
+
+    #[test]
+    fn ro17_a_relative_path_that_leaves_and_reenters_the_root_matches() {
+        assert!(reviews(&["db/*.sql"], read("../ws/db/a.sql")));
+        assert!(reviews(&["db/*.sql"], read("src/../db/a.sql")));
+        assert!(!reviews(&["db/*.sql"], read("../wsx/db/a.sql")));
+    }
+
+    #[test]
+    fn ro17_a_relative_root_is_taken_from_the_current_directory() {
+        let filter = PathFilter::new(vec!["db/*.sql".into()]).expect("valid globs");
+        let c = FeedCursor::new(TranscriptView::Compact, None)
+            .with_when(Some(filter), Path::new("ws/./x/.."));
+        let when = c.when.as_ref().expect("a filter");
+        let cwd = std::env::current_dir().expect("a current directory");
+        let inside = cwd.join("ws/db/a.sql");
+        assert!(when.matches("db/a.sql"));
+        assert!(when.matches(&inside.display().to_string()));
+        assert!(!when.matches(&cwd.join("db/a.sql").display().to_string()));
+        assert!(!when.matches("../db/a.sql"));
+        assert!(!when.matches("/db/a.sql"));
+    }
+
+    #[test]
+    fn ro17_a_read_with_a_line_selector_matches_its_path() {
+        for selected in [
+            "src/parser.ts:10-40",
+            "src/parser.ts:10+5",
+            "src/parser.ts:7",
+        ] {
+            assert!(reviews(&["src/**/*.ts"], read(selected)), "{selected}");
+        }
+        // Not a selector: the path as given.
+        assert!(reviews(&["src/*.ts:x"], read("src/a.ts:x")));
+        // A bad selector falls back to the raw string.
+        assert!(reviews(&["src/*.ts:9-3"], read("src/a.ts:9-3")));
+        // Only the read tool takes a selector.
+        assert!(!reviews(
+            &["src/*.ts"],
+            call("edit", json!({"path": "src/a.ts:10-40"}))
+        ));
     }
 
     #[test]

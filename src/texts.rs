@@ -1,6 +1,8 @@
 //! Text tables compiled in from the data files under `config/prompts/`, and the small
 //! helpers that fill them. Every model- or user-facing sentence lives in such a file; the
-//! modules that speak (the `advise` tool, delivery, the review engine) include their own.
+//! modules that speak (the `advise` tool, delivery, the review engine) include their own,
+//! and so does the `advisor` command with [`Table`] and [`fill`], the module's only public
+//! items.
 //!
 //! A table file holds one `key: text` per line; lines starting with `#` are comments.
 //! `{name}` placeholders are filled by [`fill`]; [`exceeds_chars`] measures a text against a
@@ -14,18 +16,23 @@ pub(crate) fn notice(key: &'static str, vars: &[(&str, &str)]) -> String {
     fill(NOTICES.get(key), vars)
 }
 
-/// A `key: text` table compiled in from a data file.
+/// A `key: text` table compiled in from a data file (`include_str!`): one `key: text` per
+/// line, `#` comment lines skipped.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Table(pub(crate) &'static str);
+pub struct Table(
+    /// The file's text.
+    pub &'static str,
+);
 
 impl Table {
     /// The text for `key`; the key itself when the table has no such line (the tests check
     /// that every key in use is there).
-    pub(crate) fn get(&self, key: &'static str) -> &'static str {
+    pub fn get(&self, key: &'static str) -> &'static str {
         self.lookup(key).unwrap_or(key)
     }
 
-    pub(crate) fn lookup(&self, key: &str) -> Option<&'static str> {
+    /// The text for `key`, trimmed; `None` when the table has no such line.
+    pub fn lookup(&self, key: &str) -> Option<&'static str> {
         self.0
             .lines()
             .filter(|line| !line.starts_with('#'))
@@ -37,7 +44,7 @@ impl Table {
 }
 
 /// `template` with each `{name}` of `vars` replaced by its value.
-pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
+pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = template.to_string();
     for (name, value) in vars {
         out = out.replace(&format!("{{{name}}}"), value);
@@ -71,7 +78,7 @@ pub(crate) fn plural(n: usize) -> &'static str {
 /// True when `note` has more than `max_chars` characters. Costs O(1) for a note whose byte
 /// length is within the cap, and at most `max_chars` steps otherwise: a 50 MB note is never
 /// walked to its end, copied or normalised.
-pub fn exceeds_chars(note: &str, max_chars: usize) -> bool {
+pub(crate) fn exceeds_chars(note: &str, max_chars: usize) -> bool {
     note.len() > max_chars && note.chars().nth(max_chars).is_some()
 }
 

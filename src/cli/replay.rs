@@ -21,8 +21,8 @@
 //!   the exit code; a malformed `--ask` is an error before anything runs;
 //! - exit 0 when the replay ran to the end (a failing advisor shows in the status); exit 1
 //!   with one line on standard error for unusable input (missing file, not a session file,
-//!   a bad settings file, the advisor disabled by the settings, no model configured, a
-//!   malformed `--ask`).
+//!   a bad settings file, the advisor disabled by the settings, no model configured for
+//!   the session nor for an enabled advisor of its roster, a malformed `--ask`).
 //!
 //! Settings (K1), in order, each over the one before: the defaults; `<agentDir>/config.yml`;
 //! `<root>/.omp/config.yml`, where root is the replay's workspace root (`--root`, else the
@@ -37,6 +37,9 @@
 //! else `modes.advisor` from `<root>/.pi/modes.json` or `<agentDir>/modes.json` (M1).
 //! `advisor.enabled: false` in the files stops the replay with one line (K2), unless
 //! `--model` is given: naming a model on the command line asks for this run explicitly.
+//! When no session model is named, or its provider's key is missing, the replay runs
+//! without one as long as an enabled advisor of the roster builds a model of its own (the
+//! unnamed advisor does not run beside a roster, RO12).
 //!
 //! The system prompt is `<agentDir>/system-prompts/advisor.md` when it exists (G1), and
 //! the WATCHDOG.md files found from the root and in the agent directory are appended to it
@@ -154,9 +157,21 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         api: args.provider.api,
         ..ModelSource::new(Arc::new(catalog), keys)
     };
-    let model = models
-        .build(&models.spec(role.clone(), &settings))
-        .map_err(model_error)?;
+    // No session model (none named, or its key missing) is no error yet: a roster whose
+    // advisors name their own models runs without one (RO12), as `advisor serve` does.
+    let (model, no_model) = match models.build(&models.spec(role.clone(), &settings)) {
+        Ok(model) => (
+            SessionModel::Own {
+                model,
+                selector: role,
+            },
+            None,
+        ),
+        Err(e @ (ProviderError::NoModel | ProviderError::MissingKey { .. })) => {
+            (SessionModel::None, Some(e))
+        }
+        Err(e) => return Err(model_error(e)),
+    };
     let session_id = driver.header().id.clone();
     let setup = SessionSetup {
         session_id: session_id.unwrap_or_else(|| "replay".to_string()),
@@ -165,15 +180,15 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         loaded,
         settings,
         host_layer: None,
-        model: SessionModel::Own {
-            model,
-            selector: role,
-        },
+        model,
         models,
         context_files: None,
         audit_path: args.audit.clone(),
     };
     let prepared = setup.build();
+    if let Some(error) = no_model.filter(|_| !roster_has_a_model(&prepared.config)) {
+        return Err(model_error(error));
+    }
     for notice in &prepared.notices {
         printer.notice(notice);
     }
@@ -187,6 +202,18 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
         ..drain_options(args.drain_timeout)
     };
     replay_in_runtime(config, driver, options, asks, printer)
+}
+
+/// Whether an enabled advisor of the session's roster has a model of its own to review
+/// with: without a session model, the replay runs only when one does (RO8, RO12).
+fn roster_has_a_model(config: &RuntimeConfig) -> bool {
+    config.roster.iter().any(|setup| {
+        setup
+            .roster
+            .advisors
+            .iter()
+            .any(|advisor| advisor.enabled.value && setup.models.build(advisor).is_ok())
+    })
 }
 
 /// The session file (or standard input) as a driver; its malformed lines are reported on

@@ -83,7 +83,7 @@ impl Dispatcher {
             "session/turnEnd" => self.turn_end(params).await,
             "session/stepBoundary" => self.step_boundary(params).await,
             "session/runState" => {
-                let (s, p) = self.served(&params).await?;
+                let (s, p) = self.served(params).await?;
                 s.handle
                     .run_state(p.boolean("running")?)
                     .await
@@ -91,7 +91,7 @@ impl Dispatcher {
                 Ok(json!({}))
             }
             "session/interrupt" => {
-                let (s, p) = self.served(&params).await?;
+                let (s, p) = self.served(params).await?;
                 s.handle
                     .interrupt(p.boolean("byUser")?)
                     .await
@@ -99,13 +99,14 @@ impl Dispatcher {
                 Ok(json!({}))
             }
             "session/userPrompt" => {
-                let (s, _) = self.served(&params).await?;
+                let (s, _) = self.served(params).await?;
                 s.handle.user_prompt().await.map_err(gone)?;
                 Ok(json!({}))
             }
             "session/rewrite" => self.rewrite(params).await,
             "session/command" => {
-                let (s, p) = self.served(&params).await?;
+                let (s, p) = self.served(params).await?;
+                // Unlike `Params::string`, an empty line is a command: it answers the usage (C1).
                 let line = match p.get("line") {
                     Some(Value::String(line)) => line.clone(),
                     _ => p.string("line")?,
@@ -115,7 +116,7 @@ impl Dispatcher {
             }
             "session/ask" => self.ask(params).await,
             "session/status" => {
-                let (s, _) = self.served(&params).await?;
+                let (s, _) = self.served(params).await?;
                 let status = s.handle.status().await.map_err(gone)?;
                 Ok(status_json(&status))
             }
@@ -149,12 +150,25 @@ impl Dispatcher {
         }
     }
 
-    async fn served(&self, params: &Params) -> Result<(Arc<ServedSession>, Params), RpcError> {
+    /// The open session `params` name, and the params back (taken by value: a call's raw
+    /// `messages` is never copied). A call that waited on an open which failed looks again:
+    /// a failed re-open puts the session it would have replaced back.
+    async fn served(&self, params: Params) -> Result<(Arc<ServedSession>, Params), RpcError> {
         let id = params.string("sessionId")?;
         let not_open = || params.invalid("sessionId", format!("`{id}` is not an open session"));
-        let slot = self.table.lock().get(&id).cloned().ok_or_else(not_open)?;
-        let session = settled(&slot).await.ok_or_else(not_open)?;
-        Ok((session, params.clone()))
+        let lookup = || self.table.lock().get(&id).cloned().ok_or_else(not_open);
+        let slot = lookup()?;
+        let session = match settled(&slot).await {
+            Some(session) => session,
+            None => {
+                let now = lookup()?;
+                if Arc::ptr_eq(&now, &slot) {
+                    return Err(not_open());
+                }
+                settled(&now).await.ok_or_else(not_open)?
+            }
+        };
+        Ok((session, params))
     }
 
     async fn open(&self, mut params: Params) -> Result<Value, RpcError> {
@@ -165,7 +179,7 @@ impl Dispatcher {
         let mut opening = Arc::clone(&slot)
             .try_write_owned()
             .map_err(|_| RpcError::internal("a new session slot was locked"))?;
-        let previous = self
+        let mut previous = self
             .table
             .lock()
             .insert(session_id.clone(), Arc::clone(&slot));
@@ -173,12 +187,17 @@ impl Dispatcher {
         *opening = match &opened {
             Ok((session, _)) => SlotState::Open(Arc::clone(session)),
             Err(_) => {
+                // A failed re-open leaves the session it would have replaced running, unless
+                // a later open of the id has replaced this one meanwhile.
                 let mut table = self.table.lock();
                 if table
                     .get(&session_id)
                     .is_some_and(|s| Arc::ptr_eq(s, &slot))
                 {
-                    table.remove(&session_id);
+                    match previous.take() {
+                        Some(previous) => table.insert(session_id.clone(), previous),
+                        None => table.remove(&session_id),
+                    };
                 }
                 SlotState::Failed
             }
@@ -246,7 +265,7 @@ impl Dispatcher {
     }
 
     async fn turn_end(&self, params: Params) -> Result<Value, RpcError> {
-        let (s, mut p) = self.served(&params).await?;
+        let (s, mut p) = self.served(params).await?;
         let base = p.opt_string("base")?;
         let leaf = p.string("leaf")?;
         let messages = take_messages(&mut p)?;
@@ -261,14 +280,14 @@ impl Dispatcher {
     }
 
     async fn step_boundary(&self, params: Params) -> Result<Value, RpcError> {
-        let (s, _) = self.served(&params).await?;
+        let (s, _) = self.served(params).await?;
         let advice = s.handle.step_boundary().await.map_err(gone)?;
         let deliveries: Vec<Value> = advice.deliveries().map(delivery_json).collect();
         Ok(json!({ "deliveries": deliveries }))
     }
 
     async fn rewrite(&self, params: Params) -> Result<Value, RpcError> {
-        let (s, mut p) = self.served(&params).await?;
+        let (s, mut p) = self.served(params).await?;
         let kind_name = p.string("kind")?;
         let kind = rewrite_kind(&kind_name).ok_or_else(|| {
             p.invalid(
@@ -293,7 +312,7 @@ impl Dispatcher {
     /// The optional `advisor` param names the roster's advisor to ask (RO20); one the
     /// session does not have is the ask error with reason `unknownAdvisor`.
     async fn ask(&self, params: Params) -> Result<Value, RpcError> {
-        let (s, p) = self.served(&params).await?;
+        let (s, p) = self.served(params).await?;
         let question = p.string("question")?;
         // A blank name is no name (RO20).
         let advisor = p.opt_string("advisor")?.filter(|a| !a.trim().is_empty());
@@ -315,7 +334,7 @@ impl Dispatcher {
     }
 
     async fn close(&self, params: Params) -> Result<Value, RpcError> {
-        let (session, _) = self.served(&params).await?;
+        let (session, params) = self.served(params).await?;
         let id = params.string("sessionId")?;
         {
             let mut table = self.table.lock();
@@ -379,9 +398,11 @@ async fn settled(slot: &Slot) -> Option<Arc<ServedSession>> {
 }
 
 /// An ask the advisor could not answer: -32000 with the reason as `data {reason}` (one of
-/// `disabled`, `notRunning`, `noReview`, `paused`, `failing`, `model`, `noAnswer`,
-/// `timedOut`, `released`, `quarantined`, `ended`) and the handle's sentence as the
-/// message; an ended ask also names its `cause` (`rewritten`, `turnedOff`, `closed`).
+/// `disabled`, `notRunning`, `noReview`, `badQuestion`, `paused`, `failing`, `model`,
+/// `quarantined`, `unknownAdvisor`, `noAnswer`, `timedOut`, `released`, `ended`) and the
+/// handle's sentence as the message; an ended ask also names its `cause` (`rewritten`,
+/// `turnedOff`, `closed`, `quarantined`). `session/ask` answers a bad question as -32602
+/// naming `question` instead.
 pub fn ask_error(e: &AskError) -> RpcError {
     let reason = match e {
         AskError::Disabled => "disabled",

@@ -25,7 +25,7 @@ use crate::setup::{
 };
 use crate::shared::SharedResources;
 use crate::texts::notice;
-use crate::watchdog::ContextFile;
+use crate::watchdog::{bound_context_files, ContextFile};
 use serde_json::value::RawValue;
 
 /// What the server applies to sessions that name less themselves.
@@ -142,6 +142,12 @@ pub struct OpenParams {
 /// The most endpoints `providers` may hold (V4).
 pub const MAX_PROVIDER_ENDPOINTS: usize = 256;
 
+/// The most files `contextFiles` may hold (V4).
+pub const MAX_CONTEXT_FILES: usize = 64;
+
+/// The longest path, in bytes, of a file in `contextFiles` (V4).
+pub const MAX_CONTEXT_PATH_BYTES: usize = 4 * 1024;
+
 /// Where the settings of the params are said to come from, in messages.
 const PARAMS_SOURCE: &str = "session/open settings";
 
@@ -184,14 +190,7 @@ impl OpenParams {
         };
         let context_files = match params.take("contextFiles") {
             None => None,
-            Some(value) => Some(serde_json::from_value::<Vec<ContextFile>>(value).map_err(
-                |e| {
-                    RpcError::invalid_params(
-                        "contextFiles",
-                        format!("must be a list of {{path, content}} objects: {e}"),
-                    )
-                },
-            )?),
+            Some(value) => Some(parse_context_files(value)?),
         };
         let providers = match params.take("providers") {
             None => Vec::new(),
@@ -211,6 +210,33 @@ impl OpenParams {
             providers,
         })
     }
+}
+
+/// `contextFiles`: a list of at most [`MAX_CONTEXT_FILES`] `{path, content}` objects, each
+/// path at most [`MAX_CONTEXT_PATH_BYTES`] long, else -32602 naming `contextFiles`; kept only
+/// as far as the `<project-context>` block uses them (each content cut at 32 KiB, all of
+/// them, paths included, at 128 KiB; P8).
+fn parse_context_files(value: Value) -> Result<Vec<ContextFile>, RpcError> {
+    let invalid = |why: String| RpcError::invalid_params("contextFiles", why);
+    match &value {
+        Value::Array(items) if items.len() > MAX_CONTEXT_FILES => {
+            return Err(invalid(format!(
+                "holds more than {MAX_CONTEXT_FILES} files"
+            )));
+        }
+        _ => {}
+    }
+    let files = serde_json::from_value::<Vec<ContextFile>>(value)
+        .map_err(|e| invalid(format!("must be a list of {{path, content}} objects: {e}")))?;
+    if let Some(i) = files
+        .iter()
+        .position(|f| f.path.len() > MAX_CONTEXT_PATH_BYTES)
+    {
+        return Err(invalid(format!(
+            "the path of file {i} is longer than {MAX_CONTEXT_PATH_BYTES} bytes"
+        )));
+    }
+    Ok(bound_context_files(files))
 }
 
 /// `providers`: a list of at most [`MAX_PROVIDER_ENDPOINTS`] endpoint objects, each naming
@@ -933,6 +959,41 @@ mod tests {
         let mut p = params(json!({"sessionId": "s", "cwd": dir.path(), "contextFiles": ["x"]}));
         let err = OpenParams::parse(&mut p).unwrap_err();
         assert!(format!("{err:?}").contains("contextFiles"), "{err:?}");
+    }
+
+    #[test]
+    fn v4_context_files_are_capped_in_number_and_path_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = |path: String| json!({"path": path, "content": "x"});
+        let too_many: Vec<Value> = (0..=MAX_CONTEXT_FILES)
+            .map(|i| entry(format!("/r/{i}.md")))
+            .collect();
+        let long_path = vec![entry(format!("/{}", "p".repeat(MAX_CONTEXT_PATH_BYTES)))];
+        for files in [too_many, long_path] {
+            let mut p = params(json!({"sessionId": "s", "cwd": dir.path(), "contextFiles": files}));
+            let err = OpenParams::parse(&mut p).unwrap_err();
+            assert_eq!(err.code, -32602, "{err:?}");
+            assert!(err.message.contains("contextFiles"), "{err:?}");
+        }
+        let at_caps: Vec<Value> = (0..MAX_CONTEXT_FILES)
+            .map(|i| entry(format!("/{i}/{}", "p".repeat(MAX_CONTEXT_PATH_BYTES - 8))))
+            .collect();
+        let mut p = params(json!({"sessionId": "s", "cwd": dir.path(), "contextFiles": at_caps}));
+        assert!(OpenParams::parse(&mut p).is_ok());
+    }
+
+    #[test]
+    fn v4_context_files_contents_are_cut_when_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<Value> = (0..MAX_CONTEXT_FILES)
+            .map(|i| json!({"path": format!("/r/{i}.md"), "content": format!("{i}").repeat(1 << 20)}))
+            .collect();
+        let mut p = params(json!({"sessionId": "s", "cwd": dir.path(), "contextFiles": files}));
+        let kept = OpenParams::parse(&mut p).unwrap().context_files.unwrap();
+        let bytes: usize = kept.iter().map(|f| f.content.len()).sum();
+        assert!(bytes <= 128 * 1024 + 32 * 1024 + 16, "{bytes} bytes kept");
+        assert!(kept.iter().all(|f| f.content.len() <= 32 * 1024 + 4));
+        assert_eq!(kept[0].path, "/r/0.md");
     }
 
     #[test]

@@ -8,7 +8,7 @@ pub(crate) mod advise;
 mod args;
 mod confine;
 pub mod find;
-mod read;
+pub(crate) mod read;
 pub mod search;
 mod walk;
 

@@ -46,7 +46,7 @@ pub use read::{MAX_FILE_BYTES, MAX_TOTAL_BYTES};
 pub(crate) use discovery::{candidates, candidates_named, walk_dirs, Candidate, CandidateKind};
 pub(crate) use imports::expand_imports_within;
 pub(crate) use paths::{expand_tilde, normalize_lexically};
-pub(crate) use project::format_project_context;
+pub(crate) use project::{bound_context_files, format_project_context};
 pub(crate) use read::{read_text, ReadError};
 
 use crate::redact::Redactor;

@@ -157,49 +157,38 @@ fn skipped(path: &Path, err: &ReadError) -> String {
 
 /// The `<project-context>` block of `files` (P8), `None` when there are none: the line
 /// saying they bind the agent, then one `<file path="…">` each. Byte-identical copies are
-/// left out; each file is cut at [`MAX_CONTEXT_FILE_BYTES`] and the whole at
-/// [`MAX_CONTEXT_TOTAL_BYTES`], with the cut marked; the content is redacted (X5) when a
-/// redactor is given.
+/// left out; each file is cut at [`MAX_CONTEXT_FILE_BYTES`] and the whole (the files' paths
+/// and tags counted with their contents) at [`MAX_CONTEXT_TOTAL_BYTES`], with the cut
+/// marked; the content is redacted (X5) when a redactor is given.
 pub fn format_project_context(
     files: &[ContextFile],
     redactor: Option<&Redactor>,
 ) -> Option<String> {
-    let mut seen: Vec<&str> = Vec::new();
     let mut body = String::new();
-    let mut left = MAX_CONTEXT_TOTAL_BYTES;
-    for file in files {
-        if seen.contains(&file.content.as_str()) {
-            continue;
-        }
-        seen.push(&file.content);
-        if left == 0 {
+    for part in plan(files) {
+        let Part::File {
+            open,
+            content,
+            marker,
+            ..
+        } = part
+        else {
             body.push_str(&fill(TEXTS.get("totalCut"), &[("limit", "128 KB")]));
             body.push('\n');
             break;
-        }
-        let mut content = cut(&file.content, MAX_CONTEXT_FILE_BYTES);
-        let mut marker = (content.len() < file.content.len())
-            .then(|| fill(TEXTS.get("fileCut"), &[("limit", "32 KB")]));
-        if content.len() > left {
-            content = cut(content, left);
-            marker = Some(fill(TEXTS.get("totalCut"), &[("limit", "128 KB")]));
-        }
-        left -= content.len();
+        };
         let content = match redactor {
             Some(redactor) => redactor.redact(content).into_owned(),
             None => content.to_string(),
         };
-        body.push_str(&format!(
-            "<file path=\"{}\">\n",
-            escape_attribute(&file.path)
-        ));
+        body.push_str(&open);
         body.push_str(content.trim_end_matches('\n'));
         body.push('\n');
         if let Some(marker) = marker {
-            body.push_str(&marker);
+            body.push_str(&marker.text());
             body.push('\n');
         }
-        body.push_str("</file>\n");
+        body.push_str(CLOSE_TAG);
     }
     if body.is_empty() {
         return None;
@@ -208,6 +197,119 @@ pub fn format_project_context(
         "<project-context>\n{}\n{body}</project-context>",
         TEXTS.get("intro")
     ))
+}
+
+/// What a host's own list of files keeps of them: what [`format_project_context`] uses, so
+/// a session holds no more than its block shows. Byte-identical copies are dropped; a file
+/// cut in the block keeps one character past the cut (so the cut is still seen and marked),
+/// and the files past the total are dropped but for the first, cut at the per-file cap, by
+/// which the block says the rest was left out. The block of the kept files is the block of
+/// `files`.
+pub(crate) fn bound_context_files(files: Vec<ContextFile>) -> Vec<ContextFile> {
+    let kept: Vec<(usize, usize)> = plan(&files)
+        .into_iter()
+        .map(|part| match part {
+            Part::File {
+                index,
+                content,
+                marker,
+                ..
+            } => {
+                let whole = &files[index].content;
+                let past = marker.map_or(0, |_| {
+                    whole[content.len()..]
+                        .chars()
+                        .next()
+                        .map_or(0, char::len_utf8)
+                });
+                (index, content.len() + past)
+            }
+            Part::TotalCut { index } => (
+                index,
+                cut(&files[index].content, MAX_CONTEXT_FILE_BYTES + 4).len(),
+            ),
+        })
+        .collect();
+    let mut files: Vec<Option<ContextFile>> = files.into_iter().map(Some).collect();
+    kept.into_iter()
+        .filter_map(|(index, len)| {
+            let mut file = files.get_mut(index)?.take()?;
+            file.content.truncate(len);
+            file.content.shrink_to_fit();
+            Some(file)
+        })
+        .collect()
+}
+
+/// The closing tag of one file in the block.
+const CLOSE_TAG: &str = "</file>\n";
+
+/// Why a file's content is cut in the block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// At [`MAX_CONTEXT_FILE_BYTES`].
+    File,
+    /// At what was left of [`MAX_CONTEXT_TOTAL_BYTES`].
+    Total,
+}
+
+impl Cut {
+    /// The line marking the cut.
+    fn text(self) -> String {
+        match self {
+            Cut::File => fill(TEXTS.get("fileCut"), &[("limit", "32 KB")]),
+            Cut::Total => fill(TEXTS.get("totalCut"), &[("limit", "128 KB")]),
+        }
+    }
+}
+
+/// One part of the block, in order.
+enum Part<'a> {
+    /// `files[index]`: its opening tag, the content used and how it was cut.
+    File {
+        index: usize,
+        open: String,
+        content: &'a str,
+        marker: Option<Cut>,
+    },
+    /// The total is spent when `files[index]` comes: it and the rest are left out.
+    TotalCut { index: usize },
+}
+
+/// The parts of the block of `files`: byte-identical copies left out, each content cut at
+/// [`MAX_CONTEXT_FILE_BYTES`], and every file's tags and content counted against
+/// [`MAX_CONTEXT_TOTAL_BYTES`]; a file whose tags do not fit ends the block.
+fn plan(files: &[ContextFile]) -> Vec<Part<'_>> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut parts = Vec::new();
+    let mut left = MAX_CONTEXT_TOTAL_BYTES;
+    for (index, file) in files.iter().enumerate() {
+        if seen.contains(&file.content.as_str()) {
+            continue;
+        }
+        seen.push(&file.content);
+        let open = format!("<file path=\"{}\">\n", escape_attribute(&file.path));
+        let tags = open.len() + CLOSE_TAG.len();
+        if tags >= left {
+            parts.push(Part::TotalCut { index });
+            break;
+        }
+        left -= tags;
+        let mut content = cut(&file.content, MAX_CONTEXT_FILE_BYTES);
+        let mut marker = (content.len() < file.content.len()).then_some(Cut::File);
+        if content.len() > left {
+            content = cut(content, left);
+            marker = Some(Cut::Total);
+        }
+        left -= content.len();
+        parts.push(Part::File {
+            index,
+            open,
+            content,
+            marker,
+        });
+    }
+    parts
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.
@@ -397,17 +499,19 @@ mod tests {
             })
             .collect();
         let block = format_project_context(&files, None).unwrap();
+        // The fourth file's tags and those before it leave less than 32 KB of its content:
+        // it is cut at the total, and the fifth is left out.
         assert_eq!(
             block
                 .matches(&fill(TEXTS.get("fileCut"), &[("limit", "32 KB")]))
                 .count(),
-            4
+            3
         );
         assert_eq!(
             block
                 .matches(&fill(TEXTS.get("totalCut"), &[("limit", "128 KB")]))
                 .count(),
-            1
+            2
         );
         assert!(!block.contains("/p/4/"), "the fifth file is past the total");
         let content: usize = (0..4)
@@ -426,6 +530,72 @@ mod tests {
             "{block}"
         );
         assert_eq!(format_project_context(&[], None), None);
+    }
+
+    #[test]
+    fn p8_paths_and_tags_count_against_the_total() {
+        let files: Vec<ContextFile> = (0..64)
+            .map(|i| ContextFile {
+                path: format!("/{i}/{}", "p".repeat(4_000)),
+                content: format!("rule {i}"),
+            })
+            .collect();
+        let block = format_project_context(&files, None).unwrap();
+        assert!(
+            block.len() <= MAX_CONTEXT_TOTAL_BYTES + 1_024,
+            "{} bytes",
+            block.len()
+        );
+        assert!(block.contains("rule 0\n"));
+        assert!(block.contains(&fill(TEXTS.get("totalCut"), &[("limit", "128 KB")])));
+        assert!(!block.contains("rule 63"), "past the total");
+    }
+
+    #[test]
+    fn p8_a_hosts_list_keeps_only_what_its_block_uses() {
+        let cases: Vec<Vec<ContextFile>> = vec![
+            // Five large files: cuts at 32 KB and at the total.
+            (0..5)
+                .map(|i| file(&format!("/p/{i}"), &i.to_string().repeat(40 * 1024)))
+                .collect(),
+            // A multi-byte character across the cut, duplicates, then a file past the total.
+            vec![
+                file(
+                    "/a",
+                    &format!("{}é{}", "a".repeat(32 * 1024 - 1), "b".repeat(10)),
+                ),
+                file(
+                    "/a2",
+                    &format!("{}é{}", "a".repeat(32 * 1024 - 1), "b".repeat(10)),
+                ),
+                file("/b", &"x".repeat(33 * 1024)),
+                file("/c", &"y".repeat(33 * 1024)),
+                file("/d", &"z".repeat(40 * 1024)),
+                file("/e", "small"),
+                file("/f", "after"),
+            ],
+            // Files under the caps stay whole.
+            vec![file("/s", "one"), file("/t", "two"), file("/s2", "one")],
+        ];
+        for files in cases {
+            let block = format_project_context(&files, None);
+            let kept = bound_context_files(files.clone());
+            assert_eq!(format_project_context(&kept, None), block);
+            let bytes: usize = kept.iter().map(|f| f.content.len() + f.path.len()).sum();
+            assert!(
+                bytes <= MAX_CONTEXT_TOTAL_BYTES + MAX_CONTEXT_FILE_BYTES + 16,
+                "{bytes}"
+            );
+        }
+        let kept = bound_context_files(vec![file("/s", "one"), file("/s2", "one")]);
+        assert_eq!(kept, [file("/s", "one")], "copies dropped");
+    }
+
+    fn file(path: &str, content: &str) -> ContextFile {
+        ContextFile {
+            path: path.into(),
+            content: content.into(),
+        }
     }
 
     #[test]

@@ -48,14 +48,8 @@ async fn ro23_replay_names_each_notes_advisor_in_json_and_text_and_lists_each_in
     let server = SseServer::start(answers()).await.expect("bind");
     let run = replay_in(root.path(), &path, &server, &["--json"]).await;
     assert!(run.ok, "stderr: {}", run.stderr);
-    let mut models: Vec<String> = server
-        .requests()
-        .iter()
-        .map(|r| r.json()["model"].as_str().unwrap_or_default().to_string())
-        .collect();
-    models.sort();
     assert_eq!(
-        models,
+        requested_models(&server),
         ["arch", "arch", "sec", "sec"],
         "each advisor reviews each turn"
     );
@@ -137,4 +131,94 @@ async fn ro23_replay_no_watchdog_leaves_the_roster_out() {
     assert!(note.get("advisor").is_none(), "{note}");
     assert!(lines.last().unwrap()["status"].get("advisors").is_none());
     assert_eq!(server.request_count(), 2, "one advisor, two turns");
+}
+
+/// `advisor replay` of `session` in `root` naming no session model unless `extra` does (no
+/// `--model`, no `ADVISOR_MODEL`, an empty agent directory), the roster's `local/…` models
+/// reached at the test server.
+async fn replay_without_a_model(
+    root: &Path,
+    session: &Path,
+    server: &SseServer,
+    extra: &[&str],
+) -> super::replay_e2e::Run {
+    let agent = tempfile::tempdir().expect("agent dir");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .arg("replay")
+        .arg(session)
+        .args(["--api", "openai-completions", "--json"])
+        .args(["--base-url", &server.base_url()])
+        .args(["--policy", "interrupt", "--transcript", "compact"])
+        .arg("--root")
+        .arg(root)
+        .args(extra)
+        .env("PI_CODING_AGENT_DIR", agent.path())
+        .env_remove("ADVISOR_MODEL")
+        .env_remove("OPENROUTER_API_KEY")
+        .env_remove("ADVISOR_NO_REVIEW")
+        .env_remove("ADVISOR_COMPACT_AT")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the advisor binary runs");
+    super::replay_e2e::Run {
+        ok: out.status.success(),
+        stdout: String::from_utf8(out.stdout).expect("utf-8 output"),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The model ids the server was asked for, sorted.
+fn requested_models(server: &SseServer) -> Vec<String> {
+    let mut models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    models.sort();
+    models
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ro12_replay_runs_a_roster_whose_advisors_name_their_models_without_a_session_model() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = two_turn_session(dir.path());
+    let root = tempfile::tempdir().expect("root");
+    roster_in(root.path());
+    // No model named anywhere; then one named whose provider's key is missing.
+    for extra in [&[][..], &["--model", "openrouter/some/model"][..]] {
+        let server = SseServer::start(answers()).await.expect("bind");
+        let run = replay_without_a_model(root.path(), &path, &server, extra).await;
+        assert!(run.ok, "{extra:?}: stderr: {}", run.stderr);
+        assert_eq!(requested_models(&server), ["arch", "arch", "sec", "sec"]);
+        let lines = json_lines(&run.stdout);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.get("channel").is_some() && l["note"] == NOTE),
+            "stdout:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ro12_replay_without_a_model_for_any_advisor_is_one_error_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = two_turn_session(dir.path());
+    let root = tempfile::tempdir().expect("root");
+    std::fs::create_dir_all(root.path().join(".omp")).unwrap();
+    // One entry without a model (it would use the session's), one turned off.
+    std::fs::write(
+        root.path().join(".omp/WATCHDOG.yml"),
+        "advisors:\n  - name: Architecture\n  - name: Security\n    model: local/sec\n    enabled: false\n",
+    )
+    .unwrap();
+    let server = SseServer::start(answers()).await.expect("bind");
+    let run = replay_without_a_model(root.path(), &path, &server, &[]).await;
+    assert!(!run.ok, "stdout: {}", run.stdout);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("--model"), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert_eq!(server.request_count(), 0);
 }

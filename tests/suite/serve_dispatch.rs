@@ -923,3 +923,44 @@ async fn m1_v4_serve_model_errors_tell_a_client_no_cli_flag() {
         "{message}"
     );
 }
+
+#[actix::test]
+async fn v2_a_failed_reopen_leaves_the_open_session_running() {
+    let (mut c, _server) = start(ScriptedModel::new([]));
+    let dir = tempfile::tempdir().unwrap();
+    open(&mut c, "b", dir.path(), json!({})).await;
+    // A mark of this session: turned off.
+    c.call(
+        "session/command",
+        json!({"sessionId": "b", "line": "/advisor off"}),
+    )
+    .await;
+    let missing = dir.path().join("no-such-dir");
+    // The re-open, and a status call sent right behind it (it waits for the open).
+    let reopen = c
+        .request("session/open", open_params("b", &missing, json!({})))
+        .await;
+    let behind = c.request("session/status", json!({"sessionId": "b"})).await;
+    let e = c.reply(&reopen).await;
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    assert_eq!(e["error"]["data"]["field"], "cwd", "{e}");
+    let s = c.reply(&behind).await;
+    assert_eq!(s["result"]["enabled"], false, "the same session: {s}");
+    let s = c.call("session/status", json!({"sessionId": "b"})).await;
+    assert_eq!(s["enabled"], false, "{s}");
+    let r = c
+        .call("session/command", json!({"sessionId": "b", "line": "on"}))
+        .await;
+    assert!(!r["text"].as_str().unwrap().is_empty());
+    assert_eq!(
+        c.call("session/status", json!({"sessionId": "b"})).await["enabled"],
+        true,
+        "still served"
+    );
+    // A re-open that succeeds replaces it.
+    c.call("session/command", json!({"sessionId": "b", "line": "off"}))
+        .await;
+    open(&mut c, "b", dir.path(), json!({})).await;
+    let s = c.call("session/status", json!({"sessionId": "b"})).await;
+    assert_eq!(s["enabled"], true, "a fresh session: {s}");
+}
