@@ -131,8 +131,6 @@ export interface Card {
 	channel?: string;
 	content: string;
 	notes?: { severity?: string; note: string; advisor?: string }[];
-	/** The advisor(s) of the whole card, when the server names them there. */
-	advisor?: string;
 }
 
 /** The custom message pi stores for an advisory (D2). */
