@@ -47,8 +47,13 @@ const EVENT_BUDGET_MS = 2_000;
 /** `turnEnd` may wait for syncBacklog up to 30 s by design (S1), plus slack; liveness checks
  * meanwhile tell such a wait from a wedged child. */
 const TURN_END_TIMEOUT_MS = 35_000;
-/** With the reconfirm policy a terminal turn's catch-up may wait up to 120 s (D5), plus slack. */
-const CATCH_UP_TIMEOUT_MS = 125_000;
+/** The longest the server holds `turnEnd` by design: the syncBacklog wait (30 s, S1) and the
+ * reconfirm catch-up of a terminal turn (120 s, D5) one after the other, plus slack. Used when
+ * the reconfirm policy is in play (the session's or a roster entry's), when the server says its
+ * turn end may wait without saying why (`turnEndWaits`), and as the deadline of a turn end
+ * nobody waits for: a server that holds it is not failed for that (a wedged one misses the step
+ * boundary's deadline right after). */
+const TURN_END_LONGEST_MS = 155_000;
 /** How often a long wait checks that the child still answers at all (each check has the
  * event budget to answer). */
 const PROBE_EVERY_MS = 1_000;
@@ -92,7 +97,8 @@ const EXTENSION_VERSION = "0.1.0";
 /** The `advisor serve` protocol this extension speaks (V2 `initialize`). */
 const PROTOCOL_VERSION = 1;
 const USAGE = "usage: /advisor [toggle|on [NAME]|off [NAME]|status|dump [NAME] [raw]|test <nit|concern|blocker> <note>]";
-/** The most roster names kept from `session/open` (RO23), and the longest name used. */
+/** The most roster names kept from `session/open` and `session/status` (RO23), and the
+ * longest name used. */
 const MAX_ROSTER_NAMES = 64;
 const MAX_NAME_CHARS = 200;
 
@@ -337,10 +343,41 @@ async function endpointOf(model: any, registry: any, thinking?: string): Promise
 /** APIs `advisor serve` speaks; a model of another is not passed. */
 const SERVE_APIS = new Set(["openai-completions", "anthropic-messages"]);
 
+const isText = (v: unknown): v is string => typeof v === "string" && v !== "";
+const isCount = (v: unknown) => v === undefined || (Number.isSafeInteger(v) && (v as number) > 0);
+
+/**
+ * Whether `advisor serve` takes an endpoint object in `providers` (its rules for `session/open`):
+ * `id`, `baseUrl` and `api` non-empty strings, an API it speaks, a named `provider`,
+ * `contextWindow` and `maxTokens` positive integers when given, `reasoning` a boolean, `apiKey`
+ * a string, `headers` strings, `cost` numbers. The server refuses the whole list for one bad
+ * endpoint, so a bad one is left out here instead.
+ */
+function serverTakes(e: { [key: string]: Json }): boolean {
+	const ok =
+		isText(e.id) &&
+		isText(e.baseUrl) &&
+		isText(e.api) &&
+		SERVE_APIS.has(e.api) &&
+		typeof e.provider === "string" &&
+		e.provider.trim() !== "" &&
+		isCount(e.contextWindow) &&
+		isCount(e.maxTokens) &&
+		(e.reasoning === undefined || typeof e.reasoning === "boolean") &&
+		(e.apiKey === undefined || typeof e.apiKey === "string");
+	const object = (v: Json | undefined) => v === undefined || (v !== null && typeof v === "object" && !Array.isArray(v));
+	if (!ok || !object(e.headers) || !object(e.cost)) return false;
+	const headers = Object.values((e.headers ?? {}) as { [key: string]: Json });
+	const cost = (e.cost ?? {}) as { [key: string]: Json };
+	const price = (v: Json | undefined) => v === undefined || (typeof v === "number" && Number.isFinite(v));
+	return headers.every((h) => typeof h === "string") && ["input", "output", "cacheRead", "cacheWrite"].every((k) => price(cost[k]));
+}
+
 /**
  * The models of the providers only pi knows (those of `<agentDir>/models.json`), as endpoint
  * objects for `session/open`'s `providers` (RO8, RO23): a roster entry naming one of them is
- * reached where pi reaches it. At most `MAX_PROVIDER_ENDPOINTS`; none when the registry fails.
+ * reached where pi reaches it. At most `MAX_PROVIDER_ENDPOINTS`, each one the server takes
+ * (`serverTakes`); none when the registry fails.
  */
 async function piOnlyEndpoints(ctx: ExtensionContext, agentDir: string): Promise<Json[]> {
 	const registry = ctx.modelRegistry;
@@ -354,7 +391,8 @@ async function piOnlyEndpoints(ctx: ExtensionContext, agentDir: string): Promise
 	} catch {
 		return [];
 	}
-	return Promise.all(models.slice(0, MAX_PROVIDER_ENDPOINTS).map((m) => endpointOf(m, registry)));
+	const endpoints = await Promise.all(models.map((m) => endpointOf(m, registry)));
+	return endpoints.filter(serverTakes).slice(0, MAX_PROVIDER_ENDPOINTS);
 }
 
 /**
@@ -484,7 +522,6 @@ function cardAdvisors(card: Card): string[] {
 			if (name && !names.includes(name)) names.push(name);
 		}
 	};
-	add(card.advisor);
 	for (const note of Array.isArray(card.notes) ? card.notes : []) add(note?.advisor);
 	return names;
 }
@@ -955,7 +992,7 @@ class Supervisor {
 /** How a session call waits: within the event's budget, not at all, or long by design. */
 type Wait =
 	| { kind: "budget"; budget: Budget }
-	| { kind: "fire" }
+	| { kind: "fire"; ms?: number }
 	| { kind: "long"; signal: AbortSignal | undefined; ms: number };
 
 const FIRE: Wait = { kind: "fire" };
@@ -984,10 +1021,15 @@ interface AdvisorSession {
 	cursor: string | null;
 	/** The server's `turnEnd` waits by design (syncBacklog on, or the reconfirm policy, S1/D5). */
 	turnEndWaits: boolean;
-	/** The reconfirm policy: a turn end may wait for the catch-up (D5). */
+	/** The reconfirm policy (the session's or a roster entry's), or a server that says its turn
+	 * end waits without saying why: a turn end may wait for the catch-up too (D5). */
 	reconfirm: boolean;
+	/** The open's result said whether `turnEnd` waits (`turnEndWaits`): no guessing then. */
+	serverSaysWaits: boolean;
 	/** The server's branch may differ from ours: the next turn re-sends it whole first. */
 	resync: boolean;
+	/** A `session/status` for the roster's names is on its way (one at a time). */
+	refreshing: Promise<void> | undefined;
 	/** What the server was last told of pi's run state (`session/runState`). */
 	running: boolean;
 }
@@ -1092,7 +1134,7 @@ function callOn(s: AdvisorSession, method: string, params: Record<string, unknow
 			case "budget":
 				return sup.call(method, full, wait.budget);
 			case "fire":
-				return sup.fire(method, full);
+				return sup.fire(method, full, wait.ms);
 			case "long":
 				return sup.callLong(method, full, wait.signal, wait.ms);
 		}
@@ -1138,9 +1180,33 @@ function onNotification(method: string, params: any): void {
 			break;
 		case "session/notice":
 			if (typeof params.text === "string") notify(inPiTerms(params.text));
+			// A reload's notice (RO21) may be about an advisor added, removed or renamed.
+			if (b.session.phase === "open") void refreshRoster(b.session);
 			break;
 		// session/steerReady: no pi hook fires inside a tool batch; the card stays in the
 		// server's outbox until the next turn_end takes it.
+	}
+}
+
+/**
+ * Whether the server's `turnEnd` may wait, from a `session/open` or `session/status` result:
+ * the open's `turnEndWaits` when it has one (the server knows: syncBacklog, reconfirm for the
+ * session or any roster entry, a roster that may appear); else the extension's own reading of
+ * the settings, plus the reconfirm policy of the session or of any advisor the result lists.
+ */
+function turnEndWaitsFrom(s: AdvisorSession, result: any): void {
+	if (typeof result?.turnEndWaits === "boolean") {
+		s.serverSaysWaits = true;
+		s.turnEndWaits = result.turnEndWaits;
+		// Which wait it is the server does not say: the longest one is covered.
+		s.reconfirm = result.turnEndWaits;
+		return;
+	}
+	if (s.serverSaysWaits) return;
+	const listed = result?.roster?.advisors ?? result?.advisors;
+	const advisors: any[] = Array.isArray(listed) ? listed : [];
+	if (result?.policy === "reconfirm" || advisors.some((a) => a?.policy === "reconfirm")) {
+		s.turnEndWaits = s.reconfirm = true;
 	}
 }
 
@@ -1188,13 +1254,16 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 		cursor: replay ? null : leaf,
 		turnEndWaits: reconfirm || syncBacklogOn(ctx.cwd, agentDir),
 		reconfirm,
+		serverSaysWaits: false,
 		resync: false,
+		refreshing: undefined,
 		running: false,
 	};
 	b.session = s;
 	const fail = (reason: string) => {
 		s.phase = "failed";
 		s.reason = reason;
+		if (b.session === s) setRoster([]);
 		if (b.session === s) notify(`advisor: unavailable: ${reason}`, "warning");
 		markOpened(false);
 	};
@@ -1218,12 +1287,13 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 			const status = await answer;
 			if (status === undefined) return markOpened(false);
 			s.phase = "open";
-			if (status?.policy === "reconfirm") s.turnEndWaits = s.reconfirm = true;
+			turnEndWaitsFrom(s, status);
 			if (b.session === s) rosterOpened(s, status);
 			markOpened(true);
 		} catch (e) {
 			if (!(e instanceof RpcError)) return markOpened(false); // the child's failure says so
-			const aboutModel = (e.data as any)?.field === "model" || CLI_FLAGS.test(e.message);
+			const field = (e.data as any)?.field;
+			const aboutModel = (typeof field === "string" && field.startsWith("model")) || CLI_FLAGS.test(e.message);
 			fail((aboutModel && named && modelProblem(named, ctx)) || inPiTerms(e.message));
 		}
 	})();
@@ -1239,18 +1309,11 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
  */
 function rosterOpened(s: AdvisorSession, result: any): void {
 	const b = bridge();
-	b.roster = rosterOf(result);
+	setRoster(rosterOf(result));
 	for (const warning of rosterWarningsOf(result)) {
 		if (b.warningsShown.has(warning)) continue;
 		b.warningsShown.add(warning);
 		notify(`advisor: ${warning}`, "warning");
-	}
-	if (b.pi && askNames(b.roster) !== b.askNames) {
-		try {
-			registerAskTool(b.pi, b.roster);
-		} catch {
-			// pi replaced its session meanwhile (a stale API object): the next factory run registers it.
-		}
 	}
 	if (b.paused.piSession !== s.id) b.paused = { piSession: s.id, slugs: new Set() };
 	for (const slug of b.paused.slugs) {
@@ -1258,11 +1321,43 @@ function rosterOpened(s: AdvisorSession, result: any): void {
 	}
 }
 
+/** The roster's names as the extension knows them now; `ask_advisor` is registered again when
+ * they changed (pi refreshes its tool list). */
+function setRoster(roster: RosterName[]): void {
+	const b = bridge();
+	b.roster = roster;
+	if (b.pi && askNames(roster) !== b.askNames) {
+		try {
+			registerAskTool(b.pi, roster);
+		} catch {
+			// pi replaced its session meanwhile (a stale API object): the next factory run registers it.
+		}
+	}
+}
+
+/**
+ * Reads the roster's names again from `session/status`'s per-advisor list (RO21: a reload adds,
+ * removes and renames advisors during the session; no `advisors` there means no roster), and —
+ * when the open did not say — whether a turn end may now wait for an advisor's catch-up. One
+ * read at a time; waits as `wait` says.
+ */
+function refreshRoster(s: AdvisorSession, wait: Wait = FIRE): Promise<void> {
+	if (s.phase !== "open") return Promise.resolve();
+	s.refreshing ??= quietly(s, "session/status", {}, wait).then((status) => {
+		s.refreshing = undefined;
+		if (!status || typeof status !== "object" || bridge().session !== s) return;
+		turnEndWaitsFrom(s, status);
+		setRoster(rosterOf(status));
+	});
+	return s.refreshing;
+}
+
 /** Closes the current session (its audit is flushed, G7); nothing waits for it. */
 function closeSession(): void {
 	const b = bridge();
 	const s = b.session;
 	b.session = undefined;
+	if (b.roster.length > 0) setRoster([]);
 	if (s && s.phase !== "failed") b.closing = quietly(s, "session/close", {});
 }
 
@@ -1314,10 +1409,10 @@ async function sendTurn(s: AdvisorSession, ctx: ExtensionContext, event: any, bu
 		if (e instanceof RpcError && e.code === -32010) s.resync = true;
 	};
 	if (!s.turnEndWaits) {
-		callOn(s, "session/turnEnd", params, FIRE).catch(mismatch);
+		callOn(s, "session/turnEnd", params, { kind: "fire", ms: TURN_END_LONGEST_MS }).catch(mismatch);
 		return budget;
 	}
-	const long: Wait = { kind: "long", signal: budget.signal, ms: s.reconfirm ? CATCH_UP_TIMEOUT_MS : TURN_END_TIMEOUT_MS };
+	const long: Wait = { kind: "long", signal: budget.signal, ms: s.reconfirm ? TURN_END_LONGEST_MS : TURN_END_TIMEOUT_MS };
 	try {
 		await callOn(s, "session/turnEnd", params, long);
 	} catch (e) {
@@ -1440,6 +1535,8 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 		const open = openedSession();
 		if (!open) return `advisor: ${stateWords()}`;
 		const reply = await forward(open, `${resume ? "on" : "off"} ${name}`);
+		// An advisor a reload added since the names were last read (RO21).
+		if (!rosterEntry(b.roster, name)) await refreshRoster(open, { kind: "budget", budget: new Budget() });
 		const entry = rosterEntry(b.roster, name);
 		if (entry) {
 			if (b.paused.piSession !== open.id) b.paused = { piSession: open.id, slugs: new Set() };
@@ -1464,7 +1561,10 @@ async function command(args: string, ctx: ExtensionContext): Promise<string> {
 			const about = verb === "status" ? piStatus() : "";
 			const open = openedSession();
 			if (!open) return `advisor: ${stateWords()}; ${named()}${about}`;
-			return `${await forward(open, [verb, ...line.split(/\s+/).slice(1)].join(" "))}${about}`;
+			const text = await forward(open, [verb, ...line.split(/\s+/).slice(1)].join(" "));
+			// The names as they are now (RO21), for completion and `ask_advisor`.
+			if (verb === "status") await refreshRoster(open, { kind: "budget", budget: new Budget() });
+			return `${text}${about}`;
 		}
 		default:
 			return USAGE;
@@ -1537,8 +1637,9 @@ async function askAdvisor(rawQuestion: unknown, rawAdvisor: unknown, signal: Abo
 	const question = typeof rawQuestion === "string" ? rawQuestion.trim() : "";
 	const advisor = typeof rawAdvisor === "string" && rawAdvisor.trim() ? rawAdvisor.trim().slice(0, MAX_NAME_CHARS) : undefined;
 	if (!question) return askResult("", `${ASK_TOOL}: the question is empty`, true, advisor);
-	if (question.length > MAX_QUESTION_CHARS) {
-		return askResult(question.slice(0, 200), `${ASK_TOOL}: the question is longer than ${MAX_QUESTION_CHARS} characters; ask a shorter one`, true, advisor);
+	const chars = [...question];
+	if (chars.length > MAX_QUESTION_CHARS) {
+		return askResult(chars.slice(0, 200).join(""), `${ASK_TOOL}: the question is longer than ${MAX_QUESTION_CHARS} characters; ask a shorter one`, true, advisor);
 	}
 	const s = openedSession();
 	// The primary reads this: the state, not what the user can do about it.
@@ -1625,6 +1726,8 @@ const core: Core = {
 		// No way to tell a user's abort from an extension's: pi's only abort is the user's (D6).
 		if (aborted) void quietly(s, "session/interrupt", { byUser: true });
 		setRunning(s, false);
+		// A reload during the run (RO21) may have changed the names `ask_advisor` lists.
+		void refreshRoster(s);
 	},
 	customMessage: (card) => customMessage(card),
 	recordTiming: (ms) => recordTiming(ms),

@@ -131,8 +131,6 @@ export interface Card {
 	channel?: string;
 	content: string;
 	notes?: { severity?: string; note: string; advisor?: string }[];
-	/** The advisor(s) of the whole card, when the server names them there. */
-	advisor?: string;
 }
 
 /** The custom message pi stores for an advisory (D2). */
@@ -236,8 +234,9 @@ function boundaryLine(): LineAdapter {
 // pi rebuilds its transcript from the file (compaction, new, resume, fork), which has them.
 
 /** The longest a request waits at a turn's gate, a backstop: the turn's own waits are bounded
- * by the core (syncBacklog 30 s, S1; the reconfirm catch-up 120 s, D5; liveness checks). */
-const GATE_TIMEOUT_MS = 130_000;
+ * by the core (a held turn end at most 155 s: syncBacklog 30 s, S1, and the reconfirm catch-up
+ * 120 s, D5, plus slack; the step boundary's 2 s; liveness checks). */
+const GATE_TIMEOUT_MS = 160_000;
 /** Advisories kept for re-insertion; older ones drop out of later requests (the file keeps them). */
 const MAX_LEDGER = 256;
 /** Turn keys remembered as handled. */

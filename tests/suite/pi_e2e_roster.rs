@@ -146,22 +146,65 @@ fn serve_with_base_url(dir: &std::path::Path, server: &ModelServer) -> std::path
     path
 }
 
-/// The acceptance scenario of issue 20 on one pi line.
-fn two_advisors_through_pi(line: Line, reach: Reach) {
-    let Some(tools) = pi_of(line.version()) else {
-        return;
-    };
+/// pi's tools of one line, the scripted primary and advisors, and a workspace whose
+/// `WATCHDOG.yml` is `roster` (D3's routing: a nit raised mid-run is an aside in the very next
+/// request); the runtime keeps the servers running. A `let` pattern binds every field (a
+/// field it leaves out is dropped at once, and a dropped server stops).
+struct RosterWorld {
+    tools: super::pi_e2e::PiTools,
+    primary: ModelServer,
+    advisor: ModelServer,
+    setup: Setup,
+    _rt: tokio::runtime::Runtime,
+}
+
+/// The `RosterWorld` of `line` with `roster`; `None` when that pi is not installed.
+fn roster_world(line: Line, roster: &str) -> Option<RosterWorld> {
+    let tools = pi_of(line.version())?;
     let rt = runtime();
     let primary_srv = ModelServer::start(&rt, Arc::new(primary));
     let advisor_srv = ModelServer::start(&rt, Arc::new(roster_advisor));
-    // D3's routing: a nit raised mid-run is an aside in the very next request.
     let setup = Setup::new(
         &primary_srv,
         &advisor_srv,
         &format!("{ENABLED_SYNC}  policy: interrupt\n"),
         "the parser ignores empty lines\n",
     );
-    std::fs::write(setup.work.join("WATCHDOG.yml"), ROSTER).expect("WATCHDOG.yml");
+    std::fs::write(setup.work.join("WATCHDOG.yml"), roster).expect("WATCHDOG.yml");
+    Some(RosterWorld {
+        tools,
+        primary: primary_srv,
+        advisor: advisor_srv,
+        setup,
+        _rt: rt,
+    })
+}
+
+/// Adds provider `name` to pi's `models.json`: a copy of the advisor's provider, as `edit`
+/// changes it.
+fn add_provider(setup: &Setup, name: &str, edit: impl FnOnce(&mut Value)) {
+    let models_path = setup.agent.join("models.json");
+    let mut models: Value =
+        serde_json::from_str(&std::fs::read_to_string(&models_path).expect("models.json"))
+            .expect("models.json is JSON");
+    let mut copy = models["providers"]["advisorprov"].clone();
+    edit(&mut copy);
+    models["providers"][name] = copy;
+    std::fs::write(&models_path, models.to_string()).expect("models.json");
+}
+
+/// The acceptance scenario of issue 20 on one pi line.
+fn two_advisors_through_pi(line: Line, reach: Reach) {
+    let Some(RosterWorld {
+        tools,
+        primary: primary_srv,
+        advisor: advisor_srv,
+        setup,
+        _rt,
+    }) = roster_world(line, ROSTER)
+    else {
+        return;
+    };
     let wrapper = match reach {
         Reach::PiRegistry => None,
         Reach::ServeFlags => Some(serve_with_base_url(&setup.work, &advisor_srv)),
@@ -354,29 +397,21 @@ advisors:
 /// knows (not the session's advisor model) reviews with it: the extension passes pi's
 /// endpoints of such providers to `session/open`, and serve reaches the entry there.
 fn entry_naming_another_pi_only_provider(line: Line) {
-    let Some(tools) = pi_of(line.version()) else {
+    let Some(RosterWorld {
+        tools,
+        primary: primary_srv,
+        advisor: advisor_srv,
+        setup,
+        _rt,
+    }) = roster_world(line, SIDE_ROSTER)
+    else {
         return;
     };
-    let rt = runtime();
-    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
-    let advisor_srv = ModelServer::start(&rt, Arc::new(roster_advisor));
-    let setup = Setup::new(
-        &primary_srv,
-        &advisor_srv,
-        &format!("{ENABLED_SYNC}  policy: interrupt\n"),
-        "the parser ignores empty lines\n",
-    );
-    std::fs::write(setup.work.join("WATCHDOG.yml"), SIDE_ROSTER).expect("WATCHDOG.yml");
-    let models_path = setup.agent.join("models.json");
-    let mut models: Value =
-        serde_json::from_str(&std::fs::read_to_string(&models_path).expect("models.json"))
-            .expect("models.json is JSON");
-    let mut side = models["providers"]["advisorprov"].clone();
-    side["apiKey"] = json!("side-secret");
-    side["models"][0]["id"] = json!("side-model");
-    side["models"][0]["name"] = json!("side-model");
-    models["providers"]["sideprov"] = side;
-    std::fs::write(&models_path, models.to_string()).expect("models.json");
+    add_provider(&setup, "sideprov", |side| {
+        side["apiKey"] = json!("side-secret");
+        side["models"][0]["id"] = json!("side-model");
+        side["models"][0]["name"] = json!("side-model");
+    });
     let mut pi = setup.start(&tools, true, &[]);
 
     prompt_settled(
@@ -429,14 +464,21 @@ fn ro8_ro23_on_pi_073_an_entry_naming_another_pi_only_provider_reaches_it() {
 // The extension's side alone, against a scripted `advisor serve`
 
 /// A scripted `advisor serve` (Node, on the PATH pi runs with): it logs every request as a
-/// JSON line to `$FAKE_SERVE_LOG`, opens sessions with a two-advisor roster and one roster
-/// warning, hands out at the first step boundary one aside carrying both advisors' nits, echoes
-/// commands (`scripted: LINE`) and answers an ask with the advisor it was addressed to.
+/// JSON line to `$FAKE_SERVE_LOG` (with the time it arrived, `at`, in ms), opens sessions with a
+/// two-advisor roster and one roster warning (fields of `$FAKE_OPEN_RESULT`, a JSON object,
+/// replace the result's), hands out at the first step boundary one aside carrying both
+/// advisors' nits, answers `session/turnEnd` after `$FAKE_TURN_END_HOLD_MS` (logging
+/// `answered session/turnEnd` then), lists the opened
+/// roster's advisors in `session/status`, echoes commands
+/// (`scripted: LINE`) and answers an ask with the advisor it was addressed to.
 const SCRIPTED_SERVE: &str = r#"#!/usr/bin/env node
 const fs = require("node:fs");
 const log = process.env.FAKE_SERVE_LOG;
 let handed = false;
 let buffer = "";
+const openExtra = JSON.parse(process.env.FAKE_OPEN_RESULT || "{}");
+const hold = Number(process.env.FAKE_TURN_END_HOLD_MS || 0);
+let opened = {};
 const reply = (id, result) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id, result }) + "\n");
 const aside = {
   channel: "aside",
@@ -455,11 +497,11 @@ process.stdin.on("data", (chunk) => {
     buffer = buffer.slice(nl + 1);
     if (!line.trim()) continue;
     const msg = JSON.parse(line);
-    fs.appendFileSync(log, JSON.stringify({ method: msg.method, params: msg.params }) + "\n");
+    fs.appendFileSync(log, JSON.stringify({ method: msg.method, params: msg.params, at: Date.now() }) + "\n");
     const p = msg.params || {};
     switch (msg.method) {
       case "initialize": reply(msg.id, { protocolVersion: 1 }); break;
-      case "session/open": reply(msg.id, {
+      case "session/open": reply(msg.id, opened = {
         enabled: true, policy: "interrupt",
         roster: {
           advisors: [
@@ -468,7 +510,13 @@ process.stdin.on("data", (chunk) => {
           ],
           warnings: ['WATCHDOG.yml: advisor "Broken": `maxNotesPerUpdate` must be a whole number from 1 to 32, not 0; entry skipped'],
         },
+        ...openExtra,
       }); break;
+      case "session/turnEnd": setTimeout(() => {
+        fs.appendFileSync(log, JSON.stringify({ method: "answered session/turnEnd", at: Date.now() }) + "\n");
+        reply(msg.id, {});
+      }, hold); break;
+      case "session/status": reply(msg.id, { enabled: true, policy: opened.policy, advisors: opened.roster?.advisors ?? [] }); break;
       case "session/stepBoundary":
         reply(msg.id, { deliveries: handed ? [] : [aside] });
         handed = true;
@@ -515,31 +563,65 @@ fn command_lines(path: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-/// RO19, RO20, RO23 in the extension, on one pi line: the names of an aside's notes land in
-/// `details.advisor`; the roster warning is shown once; `/advisor dump NAME raw` and
-/// `/advisor off NAME` reach `session/command` word for word, the pause is not written to the
-/// state file, and a new advisor process reopening the session is told it again;
-/// `ask_advisor` lists the names and passes the one the primary chose as `advisor`.
-fn extension_roster_side(line: Line) {
-    let Some(tools) = pi_of(line.version()) else {
-        return;
-    };
+/// pi with the extension against the scripted serve (its log at `log`); the primary's server
+/// and what keeps the servers running are kept with it (a `let` pattern binds every field).
+struct Scripted {
+    pi: super::pi_e2e::Pi,
+    primary: ModelServer,
+    setup: Setup,
+    log: std::path::PathBuf,
+    _unused: ModelServer,
+    _rt: tokio::runtime::Runtime,
+}
+
+/// Starts pi on `line` with `settings` and the scripted serve, which also gets `env`; `None`
+/// when that pi is not installed.
+fn scripted_pi(line: Line, settings: &str, env: &[(&str, &str)]) -> Option<Scripted> {
+    let tools = pi_of(line.version())?;
     let rt = runtime();
     let primary_srv = ModelServer::start(&rt, Arc::new(primary));
     let unused = ModelServer::start(&rt, Arc::new(roster_advisor));
     let setup = Setup::new(
         &primary_srv,
         &unused,
-        ENABLED_SYNC,
+        settings,
         "the parser ignores empty lines\n",
     );
     let bin = scripted_serve(&setup.work);
     let log = setup.work.join("serve.log");
-    let env = [
+    let mut all = vec![
         ("ADVISOR_BIN", bin.to_str().expect("utf-8 path")),
         ("FAKE_SERVE_LOG", log.to_str().expect("utf-8 path")),
     ];
-    let mut pi = setup.start(&tools, true, &env);
+    all.extend_from_slice(env);
+    let pi = setup.start(&tools, true, &all);
+    Some(Scripted {
+        pi,
+        primary: primary_srv,
+        setup,
+        log,
+        _unused: unused,
+        _rt: rt,
+    })
+}
+
+/// RO19, RO20, RO23 in the extension, on one pi line: the names of an aside's notes land in
+/// `details.advisor`; the roster warning is shown once; `/advisor dump NAME raw` and
+/// `/advisor off NAME` reach `session/command` word for word, the pause is not written to the
+/// state file, and a new advisor process reopening the session is told it again;
+/// `ask_advisor` lists the names and passes the one the primary chose as `advisor`.
+fn extension_roster_side(line: Line) {
+    let Some(Scripted {
+        mut pi,
+        primary: primary_srv,
+        setup,
+        log,
+        _unused,
+        _rt,
+    }) = scripted_pi(line, ENABLED_SYNC, &[])
+    else {
+        return;
+    };
     prompt_settled(&mut pi, line, "One. [read:notes.txt] [say:one]");
 
     let requests = primary_requests(&primary_srv);
@@ -647,4 +729,295 @@ fn ro19_ro20_ro23_on_pi_16_the_extension_names_pauses_for_the_session_and_asks_b
 #[test]
 fn ro19_ro20_ro23_on_pi_073_the_extension_names_pauses_for_the_session_and_asks_by_name() {
     extension_roster_side(Line::Legacy);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A turn end the server holds (S1, D5, RO23): the scripted serve answers `session/turnEnd`
+// only after `HELD_TURN_END`, longer than the 10 s a call nobody waits on may take.
+
+/// How long the scripted serve holds each `session/turnEnd`.
+const HELD_TURN_END: std::time::Duration = std::time::Duration::from_secs(11);
+
+/// The requests the scripted serve logged, as (method, when it arrived in ms).
+fn serve_times(path: &std::path::Path) -> Vec<(String, u64)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| {
+            (
+                v["method"].as_str().unwrap_or_default().to_string(),
+                v["at"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// One run of one turn on pi 1.6.0 with settings that turn neither syncBacklog nor reconfirm
+/// on, against a scripted serve whose open result has `open_result`'s fields and which holds
+/// the turn end: the extension waits for it when `waits` (the step boundary goes out after its
+/// answer; else at once), the advisor process is not failed for it, and the run ends.
+fn held_turn_end(open_result: Value, waits: bool) {
+    let open = open_result.to_string();
+    let hold = HELD_TURN_END.as_millis().to_string();
+    let env = [
+        ("FAKE_OPEN_RESULT", open.as_str()),
+        ("FAKE_TURN_END_HOLD_MS", hold.as_str()),
+    ];
+    let Some(Scripted {
+        mut pi,
+        log,
+        primary: _primary,
+        setup: _setup,
+        _unused,
+        _rt,
+    }) = scripted_pi(Line::Current, super::pi_e2e::ENABLED_ASYNC, &env)
+    else {
+        return;
+    };
+    // The open is answered before the turn ends (what it said decides how the turn end waits).
+    eventually("the session opened", || {
+        serve_log(&log).iter().any(|(m, _)| m == "session/open")
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mark = pi.len();
+    pi.call(json!({"type": "prompt", "message": "One. [say:one]"}));
+    pi.wait_within(
+        mark,
+        "the run's end",
+        HELD_TURN_END + std::time::Duration::from_secs(30),
+        |v| v["type"] == Line::Current.settled(),
+    );
+    let times = serve_times(&log);
+    let turn_end = times
+        .iter()
+        .find(|(m, _)| m == "session/turnEnd")
+        .map(|(_, at)| *at)
+        .expect("a turn end");
+    let boundary = times
+        .iter()
+        .find(|(m, at)| m == "session/stepBoundary" && *at >= turn_end)
+        .map(|(_, at)| *at)
+        .expect("a step boundary after the turn end");
+    let held = HELD_TURN_END.as_millis() as u64 - 200;
+    assert_eq!(
+        boundary - turn_end >= held,
+        waits,
+        "the turn end was waited for ({waits}): the step boundary came {} ms after it",
+        boundary - turn_end
+    );
+    // The held answer came: the process was not ended before it (a failed one would be).
+    eventually("the held turn end answered", || {
+        serve_log(&log)
+            .iter()
+            .any(|(m, _)| m == "answered session/turnEnd")
+    });
+    let failed = pi.notices_holding(0, "did not answer");
+    assert!(failed.is_empty(), "the advisor was not failed: {failed:?}");
+    let opens = times.iter().filter(|(m, _)| m == "session/open").count();
+    assert_eq!(opens, 1, "one advisor process, never restarted");
+    pi.quit();
+}
+
+/// RO23, D5: a roster entry with the reconfirm policy (the session's own is `interrupt`, and
+/// the open says nothing of `turnEndWaits`) makes the turn end one that may wait for the
+/// catch-up; a server that holds it past 10 s is waited for, not failed.
+#[test]
+fn ro23_d5_on_pi_16_a_reconfirm_roster_entry_makes_the_turn_end_wait() {
+    held_turn_end(
+        json!({
+            "roster": {
+                "advisors": [
+                    {"name": "Architecture", "slug": "architecture", "enabled": true, "policy": "interrupt"},
+                    {"name": "Security", "slug": "security", "enabled": true, "policy": "reconfirm"},
+                ],
+                "warnings": [],
+            },
+        }),
+        true,
+    );
+}
+
+/// S1, D5: the open's `turnEndWaits: true` decides, whatever the extension reads in the
+/// settings (here: syncBacklog off, no roster): the held turn end is waited for, not failed.
+#[test]
+fn s1_d5_on_pi_16_the_opens_turn_end_waits_decides_and_a_long_hold_is_waited_for() {
+    held_turn_end(json!({ "roster": null, "turnEndWaits": true }), true);
+}
+
+/// S2, F4: a turn end the extension does not wait for (no syncBacklog, no reconfirm anywhere,
+/// an open that does not say) but the server holds past 10 s anyway does not get the advisor
+/// process failed: its deadline covers the server's longest wait by design.
+#[test]
+fn s2_on_pi_16_a_turn_end_nobody_waits_for_may_be_held_past_ten_seconds() {
+    held_turn_end(json!({}), false);
+}
+
+/// Architecture alone, then Security added by a reload (RO21).
+const ONE_ADVISOR: &str = "\
+advisors:
+  - name: Architecture
+    instructions: You are ARCH-REVIEWER; weigh the structure of each change.
+";
+
+/// RO21/RO23 on one pi line with the real `advisor serve`: an advisor added to WATCHDOG.yml
+/// during the session is, once a run has ended, listed in `ask_advisor`'s `advisor` argument
+/// and asked by name.
+fn added_advisor_is_listed_after_a_run(line: Line) {
+    let Some(RosterWorld {
+        tools,
+        primary: primary_srv,
+        advisor: advisor_srv,
+        setup,
+        _rt,
+    }) = roster_world(line, ONE_ADVISOR)
+    else {
+        return;
+    };
+    let wrapper = serve_with_base_url(&setup.work, &advisor_srv);
+    let env = [("ADVISOR_BIN", wrapper.to_str().expect("utf-8 path"))];
+    let mut pi = setup.start(&tools, true, &env);
+
+    prompt_settled(
+        &mut pi,
+        line,
+        "Round one. ROUND-1 [read:notes.txt] [say:round-one-done]",
+    );
+    wait_reviewed(&advisor_srv, &["Architecture"], "ROUND-ONE-DONE");
+    let before = primary_requests(&primary_srv).len();
+    prompt_settled(&mut pi, line, "Round two. [say:round-two-done]");
+    let (_, described) = ask_tool(&primary_requests(&primary_srv)[before]);
+    assert!(
+        described.contains("\"Architecture\"") && !described.contains("Security"),
+        "{described}"
+    );
+    wait_reviewed(&advisor_srv, &["Architecture"], "ROUND-TWO-DONE");
+
+    // Security joins: the reload at the next turn end starts it (RO21).
+    std::fs::write(setup.work.join("WATCHDOG.yml"), ROSTER).expect("WATCHDOG.yml");
+    prompt_settled(
+        &mut pi,
+        line,
+        "Round three. ROUND-3 [read:notes.txt] [say:round-three-done]",
+    );
+    wait_reviewed(&advisor_srv, &["Architecture"], "ROUND-THREE-DONE");
+    prompt_settled(&mut pi, line, "Round four. [say:round-four-done]");
+    wait_reviewed(&advisor_srv, &["Security"], "ROUND-FOUR-DONE");
+
+    // After those runs ask_advisor lists Security, and the primary asks it by name.
+    let before = primary_requests(&primary_srv).len();
+    prompt_settled(
+        &mut pi,
+        line,
+        "Round five. [ask:Is the path check enough?] [asking:Security] [say:asked]",
+    );
+    let requests = primary_requests(&primary_srv);
+    let (tool, described) = ask_tool(&requests[before]);
+    for (who, _) in ADVISORS {
+        assert!(
+            described.contains(&format!("\"{who}\"")),
+            "the advisor argument lists {who}: {tool}"
+        );
+    }
+    let results = tool_messages(requests.last().expect("requests"));
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains(&format!("Security answers: {ASK_ANSWER}"))),
+        "the added advisor answered: {results:?}"
+    );
+    pi.quit();
+}
+
+/// RO21/RO23 on pi 1.6.0: an advisor added mid-session is listed after a run.
+#[test]
+fn ro21_ro23_on_pi_16_an_advisor_added_mid_session_is_listed_after_a_run() {
+    added_advisor_is_listed_after_a_run(Line::Current);
+}
+
+/// The same on pi 0.73.1.
+#[test]
+fn ro21_ro23_on_pi_073_an_advisor_added_mid_session_is_listed_after_a_run() {
+    added_advisor_is_listed_after_a_run(Line::Legacy);
+}
+
+/// RO8/RO23 on pi 1.6.0: a model of `models.json` that `advisor serve` would refuse as a
+/// `providers` endpoint (a `contextWindow` that is no whole number, which pi takes) is left out of the open, so the advisor does
+/// not become unavailable for it: the roster's advisors review as without it.
+#[test]
+fn ro8_ro23_on_pi_16_a_models_json_model_serve_would_refuse_does_not_disable_the_advisor() {
+    let line = Line::Current;
+    let Some(RosterWorld {
+        tools,
+        primary: primary_srv,
+        setup,
+        advisor: _advisor,
+        _rt,
+    }) = roster_world(line, ROSTER)
+    else {
+        return;
+    };
+    add_provider(&setup, "badprov", |bad| {
+        bad["models"][0]["id"] = json!("odd-window");
+        bad["models"][0]["name"] = json!("odd-window");
+        bad["models"][0]["contextWindow"] = json!(1000.5);
+    });
+    let mut pi = setup.start(&tools, true, &[]);
+
+    prompt_settled(
+        &mut pi,
+        line,
+        "Round one. ROUND-1 [read:notes.txt] [say:round-one-done]",
+    );
+    let unavailable = pi.notices_holding(0, "unavailable");
+    assert!(unavailable.is_empty(), "{unavailable:?}");
+    let after_read = request_text(&primary_requests(&primary_srv)[1]);
+    for (who, _) in ADVISORS {
+        assert!(
+            after_read.contains(&format!("{who} note on ROUND-1")),
+            "{who}'s nit reaches the request after the read: {after_read}"
+        );
+    }
+    pi.quit();
+}
+
+/// G8 on pi 1.6.0: `ask_advisor` counts a question's characters as the server does (code
+/// points, not UTF-16 units): 5000 characters outside the basic plane are asked, not refused.
+#[test]
+fn g8_on_pi_16_a_question_is_measured_in_characters() {
+    let line = Line::Current;
+    let Some(Scripted {
+        mut pi,
+        primary: primary_srv,
+        log,
+        setup: _setup,
+        _unused,
+        _rt,
+    }) = scripted_pi(line, ENABLED_SYNC, &[])
+    else {
+        return;
+    };
+    eventually("the session opened", || {
+        serve_log(&log).iter().any(|(m, _)| m == "session/open")
+    });
+    let question = "\u{1F50D}".repeat(5000);
+    prompt_settled(&mut pi, line, &format!("Ask. [ask:{question}] [say:asked]"));
+    let asks: Vec<Value> = serve_log(&log)
+        .into_iter()
+        .filter(|(m, _)| m == "session/ask")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(asks.len(), 1, "the question was asked");
+    assert_eq!(
+        asks[0]["question"].as_str().map(|q| q.chars().count()),
+        Some(5000)
+    );
+    let results = tool_messages(primary_requests(&primary_srv).last().expect("requests"));
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("answered by the default advisor")),
+        "{results:?}"
+    );
+    pi.quit();
 }
