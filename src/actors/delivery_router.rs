@@ -8,8 +8,9 @@ use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
-    GetUndelivered, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor, RemoveAdvisor,
-    ResetDelivery, ReviewSucceeded, SeedGuard, SetDeliveryEnabled,
+    GetUndelivered, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor,
+    RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, ReviewSucceeded, SeedGuard,
+    SetDeliveryEnabled,
 };
 use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
 use crate::settings::DeliveryPolicy;
@@ -254,7 +255,15 @@ impl Handler<RemoveAdvisor> for DeliveryRouter {
     type Result = ();
 
     fn handle(&mut self, msg: RemoveAdvisor, _ctx: &mut Context<Self>) {
-        self.state.remove_advisor(&msg.slug);
+        self.state.remove_advisor(msg.advisor.as_deref());
+    }
+}
+
+impl Handler<RegisterUnnamedAdvisor> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, msg: RegisterUnnamedAdvisor, _ctx: &mut Context<Self>) {
+        self.state.register_unnamed(msg.max_notes);
     }
 }
 
@@ -498,7 +507,7 @@ mod tests {
         raise(&router, &s, 1, "sec concern", Some(Severity::Concern)).await;
         router
             .send(RemoveAdvisor {
-                slug: a.slug.clone(),
+                advisor: Some(a.slug.clone()),
             })
             .await
             .unwrap();
