@@ -535,6 +535,38 @@ mod tests {
     }
 
     #[actix::test]
+    async fn ro12_ro21_the_unnamed_advisor_removed_then_registered_again_with_a_new_budget() {
+        let (router, _host) = running_router().await;
+        let unnamed = |review: u64, note: &str| RaiseAdvice {
+            epoch: 0,
+            review,
+            advisory: Advisory::new(note, None),
+            advisor: None,
+        };
+        router.send(unnamed(1, "rename x")).await.unwrap();
+        router.send(RemoveAdvisor { advisor: None }).await.unwrap();
+        assert_eq!(
+            router.send(unnamed(1, "drop the clone")).await.unwrap(),
+            RaiseOutcome::Dropped(DropReason::Removed)
+        );
+        assert!(router.send(TakeStepAdvice).await.unwrap().is_empty());
+        router
+            .send(RegisterUnnamedAdvisor { max_notes: 1 })
+            .await
+            .unwrap();
+        assert_eq!(
+            router.send(unnamed(2, "rename x")).await.unwrap(),
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            router.send(unnamed(2, "drop the clone")).await.unwrap(),
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        let status = router.send(GetDeliveryStatus).await.unwrap();
+        assert_eq!(status.counts.dropped[&DropReason::Removed], 2);
+    }
+
+    #[actix::test]
     async fn p3_ro13_a_branch_seed_gives_each_advisor_back_its_own_advice() {
         let (router, _host) = running_router().await;
         let (a, s) = (arch(), sec());
