@@ -8,7 +8,7 @@ use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
-    GetUndelivered, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor,
+    GetUndelivered, InjectAdvice, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor,
     RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, ReviewSucceeded, SeedGuard,
     SetDeliveryEnabled,
 };
@@ -66,6 +66,16 @@ impl Handler<RaiseAdvice> for DeliveryRouter {
         let (outcome, events) =
             self.state
                 .raise_as(msg.advisor.as_ref(), msg.epoch, msg.review, msg.advisory);
+        self.emit(events);
+        actix::MessageResult(outcome)
+    }
+}
+
+impl Handler<InjectAdvice> for DeliveryRouter {
+    type Result = actix::MessageResult<InjectAdvice>;
+
+    fn handle(&mut self, msg: InjectAdvice, _ctx: &mut Context<Self>) -> Self::Result {
+        let (outcome, events) = self.state.inject(msg.epoch, msg.review, msg.advisory);
         self.emit(events);
         actix::MessageResult(outcome)
     }
@@ -222,7 +232,7 @@ impl Handler<GetUndelivered> for DeliveryRouter {
     }
 }
 
-/// Raises advice at the router (`advise`, `/advisor test`) and answers its outcome; while
+/// Raises advice at the router (`advise`) and answers its outcome; while
 /// the router restarts (F5), the tool text that says so.
 pub async fn raise_advice(
     router: &Recipient<RaiseAdvice>,

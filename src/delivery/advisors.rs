@@ -1077,11 +1077,17 @@ mod tests {
         let a = arch();
         r.register_advisor(&a, Some(DeliveryPolicy::Interrupt), 4, Severity::Blocker);
         // `/advisor test`: raised as the unnamed advisor, no review of it.
-        r.raise(0, u64::MAX, adv("injected", Some(Severity::Nit)));
+        let (outcome, _) = r.inject(0, u64::MAX, adv("injected", Some(Severity::Nit)));
+        assert_eq!(outcome, RaiseOutcome::Recorded);
         assert!(r.turn_ended(true, true).is_none(), "no catch-up block");
         // A review of the unnamed advisor puts it in use.
         r.review_started(0, 1, 1);
         assert!(r.turn_ended(true, true).is_some());
+        // Replaced by the roster, it is out of use; the user's check is still taken.
+        r.remove_advisor(None);
+        let (outcome, _) = r.inject(0, u64::MAX - 1, adv("injected again", None));
+        assert_eq!(outcome, RaiseOutcome::Recorded);
+        assert!(r.turn_ended(true, true).is_none());
     }
 
     #[test]

@@ -503,12 +503,37 @@ impl RouterState {
         label: Option<&AdvisorLabel>,
         epoch: u64,
         review: u64,
-        mut advisory: Advisory,
+        advisory: Advisory,
     ) -> (RaiseOutcome, Vec<HostEvent>) {
         let owner = owner_of(label);
         if self.guards.is_removed(&owner) {
             return (self.drop_note(&owner, DropReason::Removed), Vec::new());
         }
+        self.raise_checked(label, epoch, review, advisory)
+    }
+
+    /// `/advisor test` (C2): raises `advisory` as the unnamed advisor's, through the same
+    /// guard and routes, as review `review` of `epoch`. It is the user's check, not an
+    /// advisor's raise: it does not put the unnamed advisor's policy in use (RO15), and it
+    /// is taken when a roster replaced the unnamed advisor too (RO12, RO21).
+    pub fn inject(
+        &mut self,
+        epoch: u64,
+        review: u64,
+        advisory: Advisory,
+    ) -> (RaiseOutcome, Vec<HostEvent>) {
+        self.raise_checked(None, epoch, review, advisory)
+    }
+
+    /// [`RouterState::raise_as`] past the roster's check.
+    fn raise_checked(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        epoch: u64,
+        review: u64,
+        mut advisory: Advisory,
+    ) -> (RaiseOutcome, Vec<HostEvent>) {
+        let owner = owner_of(label);
         let guard = self.guards.for_label(label);
         let (policy, cap) = (guard.policy, guard.max_severity);
         if let Some(label) = label {

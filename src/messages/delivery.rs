@@ -20,6 +20,21 @@ pub struct RaiseAdvice {
     pub advisor: Option<AdvisorLabel>,
 }
 
+/// `/advisor test` (C2): raises `advisory` as the unnamed advisor's through the normal
+/// delivery path and answers its outcome. Unlike [`RaiseAdvice`] it is the user's check: it
+/// does not put the unnamed advisor's policy in use (RO15) and is taken when a roster
+/// replaced the unnamed advisor too (RO12, RO21).
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "RaiseOutcome")]
+pub struct InjectAdvice {
+    /// The session's epoch.
+    pub epoch: u64,
+    /// The review number it counts as (each injection its own update, D8).
+    pub review: u64,
+    /// The advice.
+    pub advisory: Advisory,
+}
+
 /// Starts a new delivery epoch (R1).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]

@@ -903,6 +903,12 @@ async fn ro12_ro21_a_roster_that_replaces_the_unnamed_advisor_drops_its_undelive
     assert_eq!(status.deliveries.pending, 0);
     let advice = contents(&h.step_boundary().await.unwrap());
     assert!(!advice.contains("Rename the helper."), "{advice}");
+    // C2: the user's check still goes the normal delivery path.
+    let reply = h
+        .command("/advisor test nit tidy the imports")
+        .await
+        .unwrap();
+    assert!(reply.ends_with("Recorded."), "{reply}");
 }
 
 #[actix::test]
