@@ -125,10 +125,12 @@ impl Supervisor {
     /// RO12, RO21: roster files without entries give the unnamed advisor the shared
     /// instructions and `maxNotesPerUpdate`; when either differs from `before` (its plan
     /// before the roster changed), a running unnamed advisor is rebuilt before its next
-    /// review and the router given its new budget.
+    /// review and the router given its new budget. Once the roster has entries, the
+    /// unnamed advisor is not changed but removed ([`Self::apply_roster`]).
     fn update_unnamed(&mut self, before: &MemberPlan) {
         let after = self.config.unnamed_plan();
-        if after.instructions == before.instructions && after.max_notes == before.max_notes {
+        let same = after.instructions == before.instructions && after.max_notes == before.max_notes;
+        if same || !self.config.roster_is_empty() {
             return;
         }
         let max_notes = after.max_notes;
