@@ -8,8 +8,9 @@ use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
-    GetUndelivered, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor, RemoveAdvisor,
-    ResetDelivery, ReviewSucceeded, SeedGuard, SetDeliveryEnabled,
+    GetUndelivered, InjectAdvice, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor,
+    RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, ReviewSucceeded, SeedGuard,
+    SetDeliveryEnabled,
 };
 use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
 use crate::settings::DeliveryPolicy;
@@ -65,6 +66,16 @@ impl Handler<RaiseAdvice> for DeliveryRouter {
         let (outcome, events) =
             self.state
                 .raise_as(msg.advisor.as_ref(), msg.epoch, msg.review, msg.advisory);
+        self.emit(events);
+        actix::MessageResult(outcome)
+    }
+}
+
+impl Handler<InjectAdvice> for DeliveryRouter {
+    type Result = actix::MessageResult<InjectAdvice>;
+
+    fn handle(&mut self, msg: InjectAdvice, _ctx: &mut Context<Self>) -> Self::Result {
+        let (outcome, events) = self.state.inject(msg.epoch, msg.review, msg.advisory);
         self.emit(events);
         actix::MessageResult(outcome)
     }
@@ -221,7 +232,7 @@ impl Handler<GetUndelivered> for DeliveryRouter {
     }
 }
 
-/// Raises advice at the router (`advise`, `/advisor test`) and answers its outcome; while
+/// Raises advice at the router (`advise`) and answers its outcome; while
 /// the router restarts (F5), the tool text that says so.
 pub async fn raise_advice(
     router: &Recipient<RaiseAdvice>,
@@ -254,7 +265,15 @@ impl Handler<RemoveAdvisor> for DeliveryRouter {
     type Result = ();
 
     fn handle(&mut self, msg: RemoveAdvisor, _ctx: &mut Context<Self>) {
-        self.state.remove_advisor(&msg.slug);
+        self.state.remove_advisor(msg.advisor.as_deref());
+    }
+}
+
+impl Handler<RegisterUnnamedAdvisor> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, msg: RegisterUnnamedAdvisor, _ctx: &mut Context<Self>) {
+        self.state.register_unnamed(msg.max_notes);
     }
 }
 
@@ -498,7 +517,7 @@ mod tests {
         raise(&router, &s, 1, "sec concern", Some(Severity::Concern)).await;
         router
             .send(RemoveAdvisor {
-                slug: a.slug.clone(),
+                advisor: Some(a.slug.clone()),
             })
             .await
             .unwrap();
@@ -523,6 +542,38 @@ mod tests {
         assert_eq!(status.counts.dropped[&DropReason::Removed], 2);
         assert_eq!(status.counts.pending, 0);
         assert_eq!(status.counts.raised(), 3);
+    }
+
+    #[actix::test]
+    async fn ro12_ro21_the_unnamed_advisor_removed_then_registered_again_with_a_new_budget() {
+        let (router, _host) = running_router().await;
+        let unnamed = |review: u64, note: &str| RaiseAdvice {
+            epoch: 0,
+            review,
+            advisory: Advisory::new(note, None),
+            advisor: None,
+        };
+        router.send(unnamed(1, "rename x")).await.unwrap();
+        router.send(RemoveAdvisor { advisor: None }).await.unwrap();
+        assert_eq!(
+            router.send(unnamed(1, "drop the clone")).await.unwrap(),
+            RaiseOutcome::Dropped(DropReason::Removed)
+        );
+        assert!(router.send(TakeStepAdvice).await.unwrap().is_empty());
+        router
+            .send(RegisterUnnamedAdvisor { max_notes: 1 })
+            .await
+            .unwrap();
+        assert_eq!(
+            router.send(unnamed(2, "rename x")).await.unwrap(),
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            router.send(unnamed(2, "drop the clone")).await.unwrap(),
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        let status = router.send(GetDeliveryStatus).await.unwrap();
+        assert_eq!(status.counts.dropped[&DropReason::Removed], 2);
     }
 
     #[actix::test]

@@ -9,14 +9,14 @@ use actix::{Addr, Recipient};
 
 use crate::actors::advisor_agent::{AdvisorAgent, AgentSetup};
 use crate::actors::agent_port::AgentLinks;
-use crate::actors::delivery_router::{raise_advice, DeliveryRouter};
+use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::config::{MemberPlan, RuntimeConfig};
 use crate::delivery::{CatchUpEnd, CatchUpPlan};
 use crate::domain::advice::Advisory;
 use crate::domain::transcript::Transcript;
-use crate::messages::delivery::{CatchUpFinished, RaiseAdvice};
+use crate::messages::delivery::{CatchUpFinished, InjectAdvice, RaiseAdvice};
 use crate::messages::feed::SeedCursor;
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, GetAgentStatus,
@@ -244,14 +244,20 @@ pub async fn test_advice(
 ) -> String {
     // Each injection counts as its own update (C2, D8): review ids from the top of the range,
     // far from the agent's, so a user's checks are never budgeted as one review.
-    let raise = RaiseAdvice {
+    // RO12, RO15: the user's check, not the unnamed advisor's raise (InjectAdvice).
+    let inject = InjectAdvice {
         epoch,
         review: u64::MAX - nth,
         advisory,
-        advisor: None,
     };
-    match raise_advice(&router.recipient(), raise).await {
+    match router.send(inject).await {
         Ok(outcome) => notice("test", &[("outcome", &outcome.tool_text(usize::MAX))]),
-        Err(restarting) => notice("test", &[("outcome", restarting)]),
+        Err(_) => notice(
+            "test",
+            &[(
+                "outcome",
+                crate::tools::advise::TOOL_RESULTS.get("routerRestarting"),
+            )],
+        ),
     }
 }

@@ -5,13 +5,14 @@
 //! Pure data; the router decides.
 
 use std::collections::btree_map::Entry;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::budget::{NoteBudget, ReviewId};
 use super::guard::{GuardHistory, HISTORY_CAP};
 use crate::domain::advice::{AdvisorLabel, Advisory, Severity};
 use crate::settings::DeliveryPolicy;
+use crate::texts::exceeds_chars;
 
 /// Whose a note is: a named advisor's slug, or `None` for the unnamed advisor (RO12).
 pub type Owner = Option<Arc<str>>;
@@ -23,14 +24,19 @@ pub type Owner = Option<Arc<str>>;
 /// in the same epoch, cover the same update.
 pub type UpdateId = (u64, u64);
 
-/// Where a note waiting in the router came from: its advisor and the update its review
-/// covered (RO13, RO22).
+/// Where a note waiting in the router came from: its advisor, the update its review
+/// covered and the advisors whose same note was merged into it (RO13, RO22).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Origin {
     /// The advisor that raised it.
     pub owner: Owner,
-    /// The update its review covered; `None` for notes that predate it.
-    pub update: Option<UpdateId>,
+    /// The update its review covered (a reconfirmation moves it to the reconfirming
+    /// review's, RO22).
+    pub update: UpdateId,
+    /// The slugs of the other named advisors whose same note was merged into it (RO22), in
+    /// raise order: they remember it too, and forget it when it is dropped before it
+    /// reaches the primary for a reason of its owner's (displaced, removed, discarded).
+    pub co_authors: Vec<Arc<str>>,
 }
 
 /// One advisor's guard and delivery settings.
@@ -83,8 +89,13 @@ impl AdvisorGuard {
 pub(super) struct Guards {
     unnamed: AdvisorGuard,
     named: BTreeMap<Arc<str>, AdvisorGuard>,
-    /// The unnamed advisor raised or reviewed something: its policy is in use.
+    /// The unnamed advisor reviewed something since it last (re)started: its policy is in
+    /// use (RO15). A raise alone (`/advisor test`, C2) does not count.
     unnamed_used: bool,
+    /// The advisors that left the roster (RO21; `None`: the unnamed advisor replaced by
+    /// the roster's entries): what their reviews still raise is dropped `removed`, and no
+    /// guard is made for them again until they are registered again.
+    removed: BTreeSet<Owner>,
     /// The named advice of the branch last seeded from (P3, the newest
     /// [`HISTORY_CAP`]), to seed an advisor the router hears of only later.
     branch_seed: Vec<Advisory>,
@@ -98,6 +109,7 @@ impl Guards {
             unnamed: AdvisorGuard::new(None, policy, per_update),
             named: BTreeMap::new(),
             unnamed_used: false,
+            removed: BTreeSet::new(),
             branch_seed: Vec::new(),
         }
     }
@@ -112,14 +124,25 @@ impl Guards {
         self.unnamed.budget.per_update()
     }
 
+    /// Whether `owner` left the roster and was not registered again (RO21).
+    pub(super) fn is_removed(&self, owner: &Owner) -> bool {
+        self.removed.contains(owner)
+    }
+
+    /// A review of the advisor `label` starts: the unnamed advisor's policy is in use from
+    /// now on (RO15).
+    pub(super) fn reviewing(&mut self, label: Option<&AdvisorLabel>) {
+        if label.is_none() {
+            self.unnamed_used = true;
+        }
+    }
+
     /// The guard of `label`'s advisor, made with the session's settings when the router
-    /// has not heard of it yet.
+    /// has not heard of it yet. Callers check [`Guards::is_removed`] first: a removed
+    /// advisor's guard is not made again.
     pub(super) fn for_label(&mut self, label: Option<&AdvisorLabel>) -> &mut AdvisorGuard {
         match label {
-            None => {
-                self.unnamed_used = true;
-                &mut self.unnamed
-            }
+            None => &mut self.unnamed,
             Some(label) => {
                 let known = if self.named.contains_key(&label.slug) {
                     Vec::new()
@@ -161,9 +184,9 @@ impl Guards {
 
     /// Whether a note of any advisor in use may be delivered under `policy`: the named
     /// advisors' policies, and the session's when the unnamed advisor is in use or no
-    /// named one is known.
+    /// named one is known (and the unnamed advisor was not removed, RO21).
     pub(super) fn uses(&self, policy: DeliveryPolicy) -> bool {
-        let unnamed = self.named.is_empty() || self.unnamed_used;
+        let unnamed = (self.named.is_empty() || self.unnamed_used) && !self.removed.contains(&None);
         (unnamed && self.unnamed.policy == policy)
             || self.named.values().any(|g| g.policy == policy)
     }
@@ -184,6 +207,7 @@ impl Guards {
         max_severity: Severity,
     ) {
         let session = self.unnamed.policy;
+        self.removed.remove(&Some(label.slug.clone()));
         let guard = self.for_label(Some(label));
         guard.name = Some(label.name.clone());
         guard.policy = policy.unwrap_or(session);
@@ -207,23 +231,46 @@ impl Guards {
                 .map(|(slug, g)| (slug.clone(), fresh(g)))
                 .collect(),
             unnamed_used: self.unnamed_used,
+            removed: self.removed.clone(),
             branch_seed: Vec::new(),
         }
     }
 
-    /// Forgets the advisor `slug` (RO21): its registration and guard.
-    pub(super) fn remove(&mut self, slug: &str) -> bool {
-        self.named.remove(slug).is_some()
+    /// The unnamed advisor runs (again, RO12) with `per_update` notes per update (the
+    /// roster's shared `maxNotesPerUpdate`, RO12): its raises are taken again.
+    pub(super) fn register_unnamed(&mut self, per_update: usize) {
+        self.removed.remove(&None);
+        self.unnamed.budget.set_per_update(per_update);
+    }
+
+    /// Forgets the advisor `owner` (RO21): a named one's registration and guard; the
+    /// unnamed advisor's memory and budget (its settings stay the session's), and it is no
+    /// longer in use. Until registered again, the advisor counts as removed. Whether the
+    /// router knew it.
+    pub(super) fn remove(&mut self, owner: &Owner) -> bool {
+        self.removed.insert(owner.clone());
+        match owner {
+            Some(slug) => self.named.remove(slug).is_some(),
+            None => {
+                let fresh =
+                    AdvisorGuard::new(None, self.unnamed.policy, self.unnamed.budget.per_update());
+                self.unnamed = fresh;
+                std::mem::take(&mut self.unnamed_used)
+            }
+        }
     }
 
     /// Seeds every guard's memory from the advisories of the branch (P3): the unnamed
     /// advisor's from those without an `advisor` attribute, a named advisor's from those
     /// naming it (one of a merged note's names, RO22) and from those naming no advisor the
     /// router knows (advice of an advisor since renamed or removed). An advisor the router
-    /// hears of later is seeded from the same advice when it first comes.
-    pub(super) fn seed(&mut self, advisories: &[Advisory]) {
+    /// hears of later is seeded from the same advice when it first comes. Notes longer
+    /// than `max_chars` characters are left out: the router never delivers such a note,
+    /// and the seed keeps no text of unbounded length.
+    pub(super) fn seed(&mut self, advisories: &[Advisory], max_chars: usize) {
         let (unnamed, named): (Vec<Advisory>, Vec<Advisory>) = advisories
             .iter()
+            .filter(|a| !exceeds_chars(&a.note, max_chars))
             .cloned()
             .partition(|a| a.advisor.is_none());
         self.unnamed.history.seed(&unnamed);
@@ -303,11 +350,11 @@ mod tests {
             !g.uses(DeliveryPolicy::Interrupt),
             "the unnamed advisor is not in use"
         );
-        g.for_label(None);
+        g.reviewing(None);
         assert!(g.uses(DeliveryPolicy::Interrupt));
         g.register(&arch, None, 2, Severity::Concern);
         assert_eq!(g.policy(&Some("arch".into())), DeliveryPolicy::Interrupt);
-        assert!(g.remove("arch"));
+        assert!(g.remove(&Some("arch".into())));
         assert!(g.get_mut(&Some("arch".into())).is_none());
     }
 
@@ -316,12 +363,15 @@ mod tests {
         let mut g = Guards::new(DeliveryPolicy::Interrupt, 4);
         g.register(&label("arch", "Architecture"), None, 4, Severity::Blocker);
         g.register(&label("sec", "Security"), None, 4, Severity::Blocker);
-        g.seed(&[
-            Advisory::new("unnamed note", None),
-            Advisory::new("arch note", None).with_advisor("Architecture"),
-            Advisory::new("both note", None).with_advisor("Architecture, Security"),
-            Advisory::new("old note", None).with_advisor("Renamed"),
-        ]);
+        g.seed(
+            &[
+                Advisory::new("unnamed note", None),
+                Advisory::new("arch note", None).with_advisor("Architecture"),
+                Advisory::new("both note", None).with_advisor("Architecture, Security"),
+                Advisory::new("old note", None).with_advisor("Renamed"),
+            ],
+            2000,
+        );
         let rank = |g: &mut Guards, owner: Owner, key: &str| {
             g.get_mut(&owner).and_then(|x| x.history.rank(key))
         };
@@ -716,8 +766,8 @@ mod tests {
         let mut held = RouterState::new(DeliveryPolicy::Reconfirm, 2);
         raise(&mut held, &a, 1, "arch held", Some(Severity::Blocker));
         raise(&mut held, &s, 1, "sec held", Some(Severity::Blocker));
-        r.remove_advisor("architecture");
-        held.remove_advisor("architecture");
+        r.remove_advisor(Some("architecture"));
+        held.remove_advisor(Some("architecture"));
         let step = r.step_boundary();
         assert!(step.steers.is_empty());
         let notes: Vec<&str> = step
@@ -895,28 +945,25 @@ mod tests {
     #[test]
     fn ro15_ro16_f5_a_restarted_router_keeps_the_registrations_and_forgets_the_rest() {
         let mut r = router().with_immune_turns(0);
+        r.reset(2);
         r.run_state(true);
         let a = arch();
         r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 1, Severity::Concern);
-        raise(&mut r, &a, 1, "rename x", None);
+        let in_epoch = |r: &mut RouterState, note: &str, sev: Option<Severity>| {
+            r.raise_as(Some(&a), 2, 1, named(&a, note, sev)).0
+        };
+        in_epoch(&mut r, "rename x", None);
         let mut fresh = r.restarted();
         assert_eq!(fresh.policy(), DeliveryPolicy::Interrupt);
         assert_eq!(fresh.max_notes_per_update(), 2);
         assert!(fresh.step_boundary().is_empty(), "nothing queued survives");
         assert_eq!(
-            raise(&mut fresh, &a, 1, "rename x", None).0,
+            in_epoch(&mut fresh, "rename x", None),
             RaiseOutcome::Recorded,
-            "a fresh memory and budget"
+            "a fresh memory and budget, in the same epoch"
         );
         assert_eq!(
-            raise(
-                &mut fresh,
-                &a,
-                1,
-                "tests never ran",
-                Some(Severity::Blocker)
-            )
-            .0,
+            in_epoch(&mut fresh, "tests never ran", Some(Severity::Blocker)),
             RaiseOutcome::Held,
             "its policy kept"
         );
@@ -925,6 +972,235 @@ mod tests {
             Some(Severity::Concern),
             "its cap kept"
         );
+        assert_eq!(
+            fresh.raise_as(Some(&a), 1, 1, named(&a, "old", None)).0,
+            RaiseOutcome::Dropped(DropReason::StaleEpoch)
+        );
+        // The run state stays: the primary still runs, a concern steers.
+        assert_eq!(
+            fresh
+                .raise(2, 1, adv("wrong file", Some(Severity::Concern)))
+                .1,
+            vec![HostEvent::SteerReady]
+        );
+        // Delivery switched off by `/advisor off` stays off.
+        r.set_enabled(false);
+        assert_eq!(
+            in_epoch(&mut r.restarted(), "anything", None),
+            RaiseOutcome::Dropped(DropReason::Disabled)
+        );
+    }
+
+    #[test]
+    fn ro21_ro16_a_removed_advisors_late_raise_is_dropped_removed() {
+        let mut r = router();
+        r.run_state(true);
+        let a = arch();
+        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 4, Severity::Nit);
+        r.remove_advisor(Some(&a.slug));
+        // Its review was already running: its start, a raise, a discarded attempt.
+        assert!(r.advisor_review_batch(Some(&a), 0, 2, 1, false).is_empty());
+        let (outcome, events) = raise(&mut r, &a, 2, "data loss", Some(Severity::Blocker));
+        assert_eq!(outcome, RaiseOutcome::Dropped(DropReason::Removed));
+        assert!(events.is_empty());
+        assert_eq!(
+            outcome.tool_text(4),
+            "Advice discarded: this advisor was removed from the roster."
+        );
+        assert_eq!(r.advisor_discard_attempt(Some(&a), 0, 2), 0);
+        assert!(r.step_boundary().is_empty(), "nothing reaches the primary");
+        assert!(r.held().is_empty());
+        assert_eq!(
+            r.per_advisor()["architecture"].dropped[&DropReason::Removed],
+            1
+        );
+        assert_eq!(r.counts().raised(), 1);
+        // Back in the roster, registered again: heard again, under its cap.
+        r.register_advisor(&a, None, 4, Severity::Nit);
+        assert_eq!(
+            raise(&mut r, &a, 3, "data loss", Some(Severity::Blocker)),
+            (RaiseOutcome::Recorded, Vec::new())
+        );
+    }
+
+    #[test]
+    fn ro12_ro21_a_replaced_unnamed_advisors_notes_are_dropped_removed_until_it_runs_again() {
+        let mut r = RouterState::new(DeliveryPolicy::Reconfirm, 2);
+        r.review_started(0, 1, 1);
+        assert_eq!(
+            r.raise(0, 1, adv("data loss", Some(Severity::Concern))).0,
+            RaiseOutcome::Held
+        );
+        assert_eq!(
+            r.raise(0, 1, adv("rename x", None)).0,
+            RaiseOutcome::Recorded
+        );
+        // The roster's first entry replaced it.
+        r.remove_advisor(None);
+        assert!(r.held().is_empty());
+        assert!(
+            r.turn_ended(false, true).is_none(),
+            "no catch-up for an advisor no longer in use"
+        );
+        assert_eq!(
+            r.raise(0, 1, adv("tests never ran", Some(Severity::Blocker)))
+                .0,
+            RaiseOutcome::Dropped(DropReason::Removed)
+        );
+        r.run_state(true);
+        assert!(r.step_boundary().is_empty());
+        assert_eq!(r.counts().dropped[&DropReason::Removed], 3);
+        assert_eq!((r.counts().held, r.counts().pending), (0, 0));
+        // The roster's last entry went: it runs again, with the roster's budget and a
+        // memory that kept nothing of the dropped notes.
+        r.register_unnamed(1);
+        assert_eq!(r.max_notes_per_update(), 1);
+        r.review_started(0, 2, 1);
+        assert_eq!(
+            r.raise(0, 2, adv("rename x", None)).0,
+            RaiseOutcome::Recorded
+        );
+        assert_eq!(
+            r.raise(0, 2, adv("rename y", None)).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget)
+        );
+        assert_eq!(
+            r.raise(0, 2, adv("data loss", Some(Severity::Concern))).0,
+            RaiseOutcome::Held
+        );
+        assert!(r.turn_ended(false, true).is_some(), "in use again");
+    }
+
+    #[test]
+    fn ro15_c2_an_advisor_test_raise_does_not_put_the_unnamed_policy_in_use() {
+        let mut r = RouterState::new(DeliveryPolicy::Reconfirm, 2);
+        let a = arch();
+        r.register_advisor(&a, Some(DeliveryPolicy::Interrupt), 4, Severity::Blocker);
+        // `/advisor test`: raised as the unnamed advisor, no review of it.
+        let (outcome, _) = r.inject(0, u64::MAX, adv("injected", Some(Severity::Nit)));
+        assert_eq!(outcome, RaiseOutcome::Recorded);
+        assert!(r.turn_ended(true, true).is_none(), "no catch-up block");
+        // A review of the unnamed advisor puts it in use.
+        r.review_started(0, 1, 1);
+        assert!(r.turn_ended(true, true).is_some());
+        // Replaced by the roster, it is out of use; the user's check is still taken.
+        r.remove_advisor(None);
+        let (outcome, _) = r.inject(0, u64::MAX - 1, adv("injected again", None));
+        assert_eq!(outcome, RaiseOutcome::Recorded);
+        assert!(r.turn_ended(true, true).is_none());
+    }
+
+    #[test]
+    fn ro19_d9_off_name_drops_that_advisors_held_notes_and_no_turn_end_waits_for_them() {
+        let mut r = router();
+        r.run_state(true);
+        let (a, s) = (arch(), sec());
+        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 4, Severity::Blocker);
+        r.register_advisor(&s, None, 4, Severity::Blocker);
+        assert_eq!(
+            raise(&mut r, &a, 1, "data loss", Some(Severity::Concern)).0,
+            RaiseOutcome::Held
+        );
+        raise(&mut r, &a, 1, "rename x", None);
+        raise(&mut r, &s, 1, "escape the query", None);
+        r.pause_advisor(&a.slug, true);
+        assert!(r.held().is_empty());
+        assert!(
+            r.turn_ended(false, true).is_none(),
+            "a mid-run turn end plans no catch-up"
+        );
+        if let Some(plan) = r.turn_ended(true, true) {
+            let events = r.catch_up_finished(&plan, crate::delivery::CatchUpEnd::TimedOut);
+            assert!(
+                !events.iter().any(|e| matches!(e, HostEvent::Wake { .. })),
+                "{events:?}"
+            );
+        }
+        let aside = r.step_boundary().aside.expect("its queued nit stays");
+        assert_eq!(aside.notes.len(), 2);
+        let arch_counts = &r.per_advisor()["architecture"];
+        assert_eq!(arch_counts.dropped[&DropReason::Disabled], 1);
+        assert_eq!(arch_counts.held, 0);
+    }
+
+    #[test]
+    fn ro22_a_merged_note_dropped_for_its_first_advisor_is_forgotten_by_both() {
+        let (a, s) = (arch(), sec());
+        // Displaced by the first advisor's budget.
+        let mut r = router();
+        r.run_state(true);
+        raise(&mut r, &a, 1, "nit one", None);
+        raise(&mut r, &a, 1, "check the null case", None);
+        assert_eq!(
+            raise(&mut r, &s, 1, "Check the null case", None).0,
+            RaiseOutcome::Dropped(DropReason::DuplicateOf)
+        );
+        assert_eq!(
+            raise(&mut r, &a, 1, "wrong table", Some(Severity::Concern)).0,
+            RaiseOutcome::Recorded
+        );
+        let aside = r.step_boundary().aside.expect("the first nit");
+        assert_eq!(aside.notes.len(), 1, "the merged note was displaced");
+        assert_eq!(
+            raise(&mut r, &s, 2, "check the null case", None).0,
+            RaiseOutcome::Recorded,
+            "Security never got it to the primary"
+        );
+        // Its first advisor removed.
+        let mut r = router();
+        r.run_state(true);
+        raise(&mut r, &a, 1, "check the null case", None);
+        raise(&mut r, &s, 1, "check the null case", None);
+        r.remove_advisor(Some(&a.slug));
+        assert!(r.step_boundary().is_empty());
+        assert_eq!(
+            raise(&mut r, &s, 2, "check the null case", None).0,
+            RaiseOutcome::Recorded
+        );
+        // Its first advisor's attempt discarded (a deferred note, P1).
+        let mut r = crate::delivery::testing::defer();
+        r.run_state(true);
+        r.advisor_review_batch(Some(&a), 0, 1, 1, true);
+        r.advisor_review_batch(Some(&s), 0, 1, 1, true);
+        raise(&mut r, &a, 1, "check the null case", None);
+        raise(&mut r, &s, 1, "check the null case", None);
+        r.advisor_discard_attempt(Some(&a), 0, 1);
+        assert!(r.undelivered().is_empty());
+        assert_eq!(
+            raise(&mut r, &s, 1, "check the null case", None).0,
+            RaiseOutcome::Deferred
+        );
+    }
+
+    #[test]
+    fn p3_ro13_the_seed_keeps_no_note_longer_than_the_note_cap() {
+        let mut g = Guards::new(DeliveryPolicy::Interrupt, 4);
+        let long = "x".repeat(11);
+        g.seed(
+            &[
+                Advisory::new(long.clone(), None).with_advisor("Ghost"),
+                Advisory::new(long.clone(), None),
+                Advisory::new("short", None).with_advisor("Ghost"),
+            ],
+            10,
+        );
+        let seeded: Vec<&str> = g.branch_seed.iter().map(|a| a.note.as_str()).collect();
+        assert_eq!(seeded, ["short"]);
+        assert_eq!(g.unnamed.history.rank(&long), None);
+        let guard = g.for_label(Some(&arch()));
+        assert_eq!(guard.history.rank("short"), Some(1));
+    }
+
+    #[test]
+    fn l2_d9_an_undelivered_held_note_takes_the_channel_its_advisors_policy_calls_for() {
+        let mut r = router();
+        let a = arch();
+        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 4, Severity::Blocker);
+        raise(&mut r, &a, 1, "data loss", Some(Severity::Concern));
+        // Its entry now says `defer`; after a terminal answer a concern is a card (P1).
+        r.register_advisor(&a, Some(DeliveryPolicy::Defer), 4, Severity::Blocker);
+        r.boundary(true, false);
+        assert_eq!(r.undelivered()[0].channel, Channel::Card);
     }
 
     #[test]
@@ -1014,7 +1290,7 @@ mod tests {
                         r.run_state(note % 2 == 0);
                         r.interrupt(note % 3 == 0);
                     }
-                    _ => r.remove_advisor(&who.slug),
+                    _ => r.remove_advisor(Some(&who.slug)),
                 }
             }
             proptest::prop_assert_eq!(r.counts(), &sum(&r));

@@ -113,14 +113,26 @@ impl RouterState {
         }
     }
 
-    /// A router as this one was made and with the advisors registered with it, with
-    /// nothing queued, held or remembered (F5: the actor restarted after a panic).
+    /// A router as this one was made, with the advisors registered with it (paused and
+    /// removed ones included) and the session's state — its epoch, turn count, run state,
+    /// delivery switch, user-interrupt latch, replay and immunity — but nothing queued,
+    /// held, deferred or remembered and no budget used (F5: the actor restarted after a
+    /// panic).
     pub fn restarted(&self) -> Self {
         let mut fresh = Self::new(self.policy(), self.max_notes_per_update())
             .with_immune_turns(self.immune_turns)
             .with_max_note_chars(self.max_note_chars);
         fresh.guards = self.guards.settings_only();
         fresh.paused = self.paused.clone();
+        fresh.epoch = self.epoch;
+        fresh.turns = self.turns;
+        fresh.running = self.running;
+        fresh.suppressed = self.suppressed;
+        fresh.enabled = self.enabled;
+        fresh.replayed = self.replayed;
+        fresh.answered = self.answered;
+        fresh.immune_left = self.immune_left;
+        fresh.last_turn_terminal = self.last_turn_terminal;
         fresh
     }
 
@@ -188,46 +200,108 @@ impl RouterState {
         tracing::info!(advisor = %label.slug, ?policy, max_notes, max_severity = max_severity.as_str(), "advisor registered");
     }
 
+    /// The unnamed advisor runs (again) with `max_notes_per_update` notes per update (RO12:
+    /// the roster's shared `maxNotesPerUpdate` when its files have no entries): after the
+    /// roster replaced it ([`RouterState::remove_advisor`]), its raises are taken again.
+    pub fn register_unnamed(&mut self, max_notes_per_update: usize) {
+        self.guards.register_unnamed(max_notes_per_update);
+        tracing::info!(
+            max_notes = max_notes_per_update,
+            "unnamed advisor registered"
+        );
+    }
+
     /// Pauses (`paused`) or resumes the named advisor `slug` (RO19): from now until it is
     /// resumed or registered again, its raises are dropped `disabled` — a review that was
-    /// running when `/advisor off NAME` came delivers nothing more. The notes it raised
-    /// before stay where they are.
+    /// running when `/advisor off NAME` came delivers nothing more. Its held notes (D9) are
+    /// dropped `disabled` too: no review of it will reconfirm or recant them, so they would
+    /// only hold the turn ends up (D5) and go out unconfirmed. The notes it raised that are
+    /// queued, in the outbox or deferred stay where they are.
     pub fn pause_advisor(&mut self, slug: &str, paused: bool) {
         if paused {
             self.paused.insert(slug.into());
+            let owner: Owner = Some(slug.into());
+            let held = self.held.take(|h| h.origin.owner == owner).len() as u64;
+            if held > 0 {
+                self.tally(&owner, |c| c.held -= held);
+                self.count_drop(&owner, DropReason::Disabled, held);
+            }
         } else {
             self.paused.remove(slug);
         }
         tracing::info!(advisor = slug, paused, "advisor paused");
     }
 
-    /// The named advisor `slug` left the roster (RO21): the notes it raised that the
-    /// primary has not got yet — queued, in the outbox, deferred or held — are dropped
-    /// `removed`, and its registration and guard are forgotten. Its counters stay.
-    pub fn remove_advisor(&mut self, slug: &str) {
-        let owner: Owner = Some(slug.into());
+    /// The advisor `slug` left the roster (RO21; `None`: the unnamed advisor, replaced by
+    /// the roster's entries, RO12): the notes it raised that the primary has not got yet —
+    /// queued, in the outbox, deferred or held — are dropped `removed`, and its
+    /// registration and guard are forgotten (the unnamed advisor's memory and budget, and
+    /// it is no longer in use). What its reviews still raise is dropped `removed` until it
+    /// is registered again. Its counters stay.
+    pub fn remove_advisor(&mut self, slug: Option<&str>) {
+        let owner: Owner = slug.map(Into::into);
         let ours = |o: &Origin| o.owner == owner;
-        let mut n = 0u64;
-        self.asides.retain(|q| {
-            !ours(&q.origin) || {
-                n += 1;
-                false
+        let mut gone: Vec<(Origin, String, Severity)> = Vec::new();
+        let (asides, kept): (Vec<QueuedAside>, Vec<QueuedAside>) = std::mem::take(&mut self.asides)
+            .into_iter()
+            .partition(|q| ours(&q.origin));
+        self.asides = kept;
+        gone.extend(asides.into_iter().map(|q| {
+            let severity = q.advisory.effective_severity();
+            (q.origin, q.key, severity)
+        }));
+        let (steers, kept): (Vec<OutboxSteer>, Vec<OutboxSteer>) = std::mem::take(&mut self.steers)
+            .into_iter()
+            .partition(|s| ours(&s.origin));
+        self.steers = kept;
+        gone.extend(steers.into_iter().map(|s| {
+            let severity = s
+                .card
+                .notes
+                .first()
+                .map_or(Severity::Nit, Advisory::effective_severity);
+            (s.origin, s.key, severity)
+        }));
+        for note in self.deferred.take_where(|d| ours(&d.origin)) {
+            let severity = note.severity();
+            gone.push((note.origin, note.key, severity));
+        }
+        let pending = gone.len() as u64;
+        self.tally(&owner, |c| c.pending -= pending);
+        let held = self.held.take(|h| ours(&h.origin));
+        let held_n = held.len() as u64;
+        self.tally(&owner, |c| c.held -= held_n);
+        for note in held {
+            let severity = note.severity();
+            gone.push((note.origin, note.key, severity));
+        }
+        self.count_drop(&owner, DropReason::Removed, pending + held_n);
+        // RO22: a note merged from other advisors' goes with its owner; they may say it again.
+        for (origin, key, severity) in &gone {
+            self.forget_note(origin, key, *severity);
+        }
+        if let Some(slug) = slug {
+            self.paused.remove(slug);
+        }
+        let known = self.guards.remove(&owner);
+        tracing::info!(
+            advisor = slug,
+            known,
+            dropped = gone.len(),
+            "advisor removed"
+        );
+    }
+
+    /// Forgets `key` at `severity` in the memories of the advisor of `origin` and of its
+    /// co-authors (RO22): the note was dropped before it reached the primary, so a later
+    /// repeat is not a duplicate of it.
+    fn forget_note(&mut self, origin: &Origin, key: &str, severity: Severity) {
+        let co_authors = origin.co_authors.iter().cloned().map(Some);
+        for owner in std::iter::once(origin.owner.clone()).chain(co_authors) {
+            if let Some(guard) = self.guards.get_mut(&owner) {
+                guard.history.forget(key, severity.rank());
             }
-        });
-        self.steers.retain(|s| {
-            !ours(&s.origin) || {
-                n += 1;
-                false
-            }
-        });
-        n += self.deferred.take_where(|d| ours(&d.origin)).len() as u64;
-        self.tally(&owner, |c| c.pending -= n);
-        let held = self.held.take(|h| ours(&h.origin)).len() as u64;
-        self.tally(&owner, |c| c.held -= held);
-        self.count_drop(&owner, DropReason::Removed, n + held);
-        self.paused.remove(slug);
-        let known = self.guards.remove(slug);
-        tracing::info!(advisor = slug, known, dropped = n + held, "advisor removed");
+        }
     }
 
     /// Applies `f` to the session's counters and to `owner`'s (D10).
@@ -282,7 +356,8 @@ impl RouterState {
         review: u64,
         updates: usize,
     ) {
-        if epoch == self.epoch {
+        if epoch == self.epoch && !self.guards.is_removed(&owner_of(label)) {
+            self.guards.reviewing(label);
             let now = self.update_now(epoch);
             let guard = self.guards.for_label(label);
             guard.budget.start((epoch, review), updates);
@@ -307,7 +382,8 @@ impl RouterState {
     /// `updates` × its `maxNotesPerUpdate` (D8, RO10, RO13). Under `defer` (its policy,
     /// RO15) a review of a `wip` batch has its nits and concerns deferred (P1), and a
     /// review of a final batch is a final boundary that releases what earlier reviews
-    /// deferred. Returns the events of the release.
+    /// deferred. Returns the events of the release. A review of a removed advisor (RO21)
+    /// changes nothing.
     pub fn advisor_review_batch(
         &mut self,
         label: Option<&AdvisorLabel>,
@@ -316,8 +392,11 @@ impl RouterState {
         updates: usize,
         wip: bool,
     ) -> Vec<HostEvent> {
-        self.advisor_review_started(label, epoch, review, updates);
         let owner = owner_of(label);
+        if self.guards.is_removed(&owner) {
+            return Vec::new();
+        }
+        self.advisor_review_started(label, epoch, review, updates);
         if epoch != self.epoch || self.guards.policy(&owner) != DeliveryPolicy::Defer {
             return Vec::new();
         }
@@ -411,7 +490,8 @@ impl RouterState {
     /// (`None`: the unnamed advisor). Returns what the advisor is told and the events for
     /// the host.
     ///
-    /// The guard, in order: disabled, stale epoch, too long (a bounded count on the raw
+    /// The guard, in order: a removed advisor (RO21: dropped `removed`, no guard made for
+    /// it), disabled, stale epoch, too long (a bounded count on the raw
     /// note, before it is normalised or stored), content-free, the advisor's severity cap
     /// (RO16), a held note of the advisor raised again (D9), a duplicate in the advisor's
     /// memory, the same note of another named advisor about the same update still
@@ -419,6 +499,34 @@ impl RouterState {
     /// note over budget displaces the newest lower-ranked nit of the same review that the
     /// host has not taken yet, or is dropped itself.
     pub fn raise_as(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        epoch: u64,
+        review: u64,
+        advisory: Advisory,
+    ) -> (RaiseOutcome, Vec<HostEvent>) {
+        let owner = owner_of(label);
+        if self.guards.is_removed(&owner) {
+            return (self.drop_note(&owner, DropReason::Removed), Vec::new());
+        }
+        self.raise_checked(label, epoch, review, advisory)
+    }
+
+    /// `/advisor test` (C2): raises `advisory` as the unnamed advisor's, through the same
+    /// guard and routes, as review `review` of `epoch`. It is the user's check, not an
+    /// advisor's raise: it does not put the unnamed advisor's policy in use (RO15), and it
+    /// is taken when a roster replaced the unnamed advisor too (RO12, RO21).
+    pub fn inject(
+        &mut self,
+        epoch: u64,
+        review: u64,
+        advisory: Advisory,
+    ) -> (RaiseOutcome, Vec<HostEvent>) {
+        self.raise_checked(None, epoch, review, advisory)
+    }
+
+    /// [`RouterState::raise_as`] past the roster's check.
+    fn raise_checked(
         &mut self,
         label: Option<&AdvisorLabel>,
         epoch: u64,
@@ -458,7 +566,8 @@ impl RouterState {
         let update = self.guards.for_label(label).update_of(id, now);
         let origin = Origin {
             owner: owner.clone(),
-            update: Some(update),
+            update,
+            co_authors: Vec::new(),
         };
         if let Some(outcome) = self.reraise(&origin, &key, review, severity) {
             return (outcome, Vec::new());
@@ -599,13 +708,20 @@ impl RouterState {
     /// that became a blocker goes at once (P1). Both advisors remember the note at the
     /// merged severity, except when it is held: held notes are remembered when they go
     /// out (D8), and a held note its advisor recants (D9) is not the other's to lose, so
-    /// the other may raise it again. `None` when there is no such note.
+    /// the other may raise it again. The other advisor becomes a co-author of the note
+    /// ([`Origin::co_authors`]). `None` when there is no such note.
     fn merge_duplicate(
         &mut self,
         origin: &Origin,
         key: &str,
         incoming: &Advisory,
     ) -> Option<Vec<HostEvent>> {
+        let author = origin.owner.clone()?;
+        let co_author = |into: &mut Origin| {
+            if !into.co_authors.contains(&author) {
+                into.co_authors.push(author.clone());
+            }
+        };
         let same = |k: &str, o: &Origin| {
             k == key && o.update == origin.update && o.owner.is_some() && o.owner != origin.owner
         };
@@ -624,6 +740,7 @@ impl RouterState {
         };
         if let Some(i) = self.asides.iter().position(|q| same(&q.key, &q.origin)) {
             merge(&mut self.asides[i].advisory);
+            co_author(&mut self.asides[i].origin);
             let owner = self.asides[i].origin.owner.clone();
             let merged = self.asides[i].advisory.effective_severity();
             self.remember(&owner, key, merged);
@@ -638,6 +755,7 @@ impl RouterState {
         }
         if let Some(i) = self.steers.iter().position(|s| same(&s.key, &s.origin)) {
             let steer = &mut self.steers[i];
+            co_author(&mut steer.origin);
             let note = steer.card.notes.first_mut()?;
             merge(note);
             let merged = note.clone();
@@ -650,6 +768,7 @@ impl RouterState {
         }
         if let Some(note) = self.deferred.find_mut(|n| same(&n.key, &n.origin)) {
             merge(&mut note.advisory);
+            co_author(&mut note.origin);
             let (owner, merged) = (note.origin.owner.clone(), note.severity());
             self.remember(&owner, key, merged);
             self.remember(&origin.owner, key, merged);
@@ -663,6 +782,7 @@ impl RouterState {
         }
         let held = self.held.find_mut(|h| same(&h.key, &h.origin))?;
         merge(&mut held.advisory);
+        co_author(&mut held.origin);
         Some(Vec::new())
     }
 
@@ -675,15 +795,12 @@ impl RouterState {
 
     /// D8 over budget: drops the newest note of `owner`'s review `id` still in the aside
     /// queue that ranks below `severity`, so the higher-ranked note takes its place. False
-    /// when there is none (the host took them, or nothing ranks lower).
+    /// when there is none (the host took them, or nothing ranks lower). A displaced note
+    /// never reached the primary: its advisor and its co-authors (RO22) forget it.
     fn displace_lower(&mut self, owner: &Owner, id: ReviewId, severity: Severity) -> bool {
         if let Some(displaced) = self.deferred.displace_lower(owner, id, severity) {
             // P1: a still-deferred note of the same review gives way first.
-            if let Some(guard) = self.guards.get_mut(owner) {
-                guard
-                    .history
-                    .forget(&displaced.key, displaced.severity().rank());
-            }
+            self.forget_note(&displaced.origin, &displaced.key, displaced.severity());
             self.tally(owner, |c| c.pending -= 1);
             self.count_drop(owner, DropReason::OverBudget, 1);
             tracing::info!(
@@ -701,11 +818,9 @@ impl RouterState {
             return false;
         };
         let displaced = self.asides.remove(index);
-        let rank = displaced.advisory.effective_severity().rank();
         // It never reached the primary: a later repeat is not a duplicate of it.
-        if let Some(guard) = self.guards.get_mut(owner) {
-            guard.history.forget(&displaced.key, rank);
-        }
+        let displaced_severity = displaced.advisory.effective_severity();
+        self.forget_note(&displaced.origin, &displaced.key, displaced_severity);
         self.tally(owner, |c| c.pending -= 1);
         self.count_drop(owner, DropReason::OverBudget, 1);
         tracing::info!(
@@ -856,8 +971,9 @@ impl RouterState {
     }
 
     /// What the router still holds back from the primary, as it would be delivered now: the
-    /// queued nits as one aside, the steering cards in the outbox, then each held note
-    /// (D9) on its own. Takes nothing; for a host with no next step boundary to come (the
+    /// queued nits as one aside, the steering cards in the outbox, then each deferred note
+    /// (P1) and each held note (D9) on its own, each on the channel its advisor's policy
+    /// calls for now. Takes nothing; for a host with no next step boundary to come (the
     /// end of a replay, L2).
     pub fn undelivered(&self) -> Vec<Delivery> {
         let mut out = Vec::new();
@@ -871,13 +987,8 @@ impl RouterState {
             out.push(self.build(channel, vec![(deferred.advisory.clone(), policy)]));
         }
         for held in self.held.as_slice() {
-            let severity = held.severity();
-            let channel = if severity == Severity::Concern && self.immune() {
-                Channel::Aside
-            } else {
-                self.interrupt_channel()
-            };
             let policy = self.guards.policy(&held.origin.owner);
+            let channel = self.channel_for(policy, held.severity());
             out.push(self.build(channel, vec![(held.advisory.clone(), policy)]));
         }
         out
@@ -1016,6 +1127,9 @@ impl RouterState {
             let owner = note.origin.owner.clone();
             self.tally(&owner, |c| c.held -= 1);
             self.remember(&owner, &note.key, note.severity());
+            for co_author in &note.origin.co_authors {
+                self.remember(&Some(co_author.clone()), &note.key, note.severity());
+            }
             events.extend(self.route(note.advisory, note.key, note.origin, None));
         }
         events
@@ -1082,17 +1196,18 @@ impl RouterState {
     /// attempt's: the notes it held are dropped (`discarded`) and free their place in the
     /// review's note budget, and the held notes it raised again lose that reconfirmation
     /// (and any escalation). Advice it delivered cannot be recalled; its dedupe memory
-    /// stays, so a replay does not repeat it. Returns how many holds were rolled back.
+    /// stays, so a replay does not repeat it. Returns how many holds were rolled back. A
+    /// removed advisor's (RO21) has nothing left to roll back.
     pub fn advisor_discard_attempt(
         &mut self,
         label: Option<&AdvisorLabel>,
         epoch: u64,
         review: u64,
     ) -> usize {
-        if epoch != self.epoch {
+        let owner = owner_of(label);
+        if epoch != self.epoch || self.guards.is_removed(&owner) {
             return 0;
         }
-        let owner = owner_of(label);
         let id = (epoch, review);
         let deferred = self
             .deferred
@@ -1109,12 +1224,13 @@ impl RouterState {
             self.tally(&owner, |c| c.held -= dropped as u64);
             self.count_drop(&owner, DropReason::Discarded, dropped as u64);
         }
-        let guard = self.guards.for_label(label);
-        // Its deferred notes will be raised again by the next attempt: not duplicates then.
+        // Its deferred notes will be raised again by the next attempt: not duplicates then,
+        // nor for their co-authors (RO22).
         for note in &deferred {
-            guard.history.forget(&note.key, note.severity().rank());
+            self.forget_note(&note.origin, &note.key, note.severity());
         }
         let counted = discarded.iter().filter(|h| h.counted()).count();
+        let guard = self.guards.for_label(label);
         guard.budget.give_back(id, deferred.len() + counted);
         dropped
     }
@@ -1149,7 +1265,7 @@ impl RouterState {
     /// that names it (RO13, RO18), the unnamed advisor's from the advice that names none.
     pub fn seed_guard(&mut self, epoch: u64, advisories: &[Advisory]) {
         if epoch == self.epoch {
-            self.guards.seed(advisories);
+            self.guards.seed(advisories, self.max_note_chars);
             tracing::info!(
                 advisories = advisories.len(),
                 "emission guards seeded from the branch"

@@ -20,6 +20,21 @@ pub struct RaiseAdvice {
     pub advisor: Option<AdvisorLabel>,
 }
 
+/// `/advisor test` (C2): raises `advisory` as the unnamed advisor's through the normal
+/// delivery path and answers its outcome. Unlike [`RaiseAdvice`] it is the user's check: it
+/// does not put the unnamed advisor's policy in use (RO15) and is taken when a roster
+/// replaced the unnamed advisor too (RO12, RO21).
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "RaiseOutcome")]
+pub struct InjectAdvice {
+    /// The session's epoch.
+    pub epoch: u64,
+    /// The review number it counts as (each injection its own update, D8).
+    pub review: u64,
+    /// The advice.
+    pub advisory: Advisory,
+}
+
 /// Starts a new delivery epoch (R1).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
@@ -126,7 +141,8 @@ pub struct DiscardAttempt {
 }
 
 /// Asks for what the router still holds back from the primary, as it would be delivered
-/// now: queued nits, outbox steers, held notes (L2's end of a replay). Takes nothing.
+/// now: queued nits, outbox steers, deferred notes (P1), held notes (L2's end of a replay).
+/// Takes nothing.
 #[derive(Debug, Clone, Copy, Default, ActixMessage)]
 #[rtype(result = "Vec<Delivery>")]
 pub struct GetUndelivered;
@@ -165,11 +181,25 @@ pub struct PauseAdvisor {
     pub paused: bool,
 }
 
-/// A named advisor left the roster (RO21): the notes it still holds are dropped with reason
-/// `removed` (D10).
+/// An advisor left the roster (RO21), or the unnamed advisor was replaced by the roster's
+/// entries (RO12): the notes it still holds are dropped with reason `removed` (D10), and so
+/// is whatever its reviews still raise until it is registered again ([`RegisterAdvisor`],
+/// or [`RegisterUnnamedAdvisor`] for the unnamed advisor).
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
 pub struct RemoveAdvisor {
-    /// The advisor's slug.
-    pub slug: std::sync::Arc<str>,
+    /// The advisor's slug; `None`: the unnamed advisor.
+    pub advisor: Option<std::sync::Arc<str>>,
+}
+
+/// The unnamed advisor runs (RO12): sent by the supervisor when it starts the unnamed
+/// advisor again after the roster's last entry went, or when the shared settings of roster
+/// files without entries change (RO21). Sets its notes per update and takes its raises
+/// again after a [`RemoveAdvisor`].
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct RegisterUnnamedAdvisor {
+    /// Its D8 budget per update: the roster's shared `maxNotesPerUpdate`, else the
+    /// session's.
+    pub max_notes: usize,
 }

@@ -845,25 +845,33 @@ async fn ro19_off_then_on_name_cancels_the_running_review_so_its_blocker_never_r
 }
 
 #[actix::test]
-async fn ro19_on_while_every_advisor_is_paused_by_name_keeps_their_held_notes() {
+async fn ro19_on_while_every_advisor_is_paused_by_name_keeps_their_deferred_notes() {
     let sec = ScriptedModel::new([
         ScriptedReply::advise("s1", "Parameterise the query.", Some("blocker")),
         ScriptedReply::text(""),
     ]);
     let models = Models::default().with("security", sec.clone());
     let mut security = entry("Security");
-    security.policy = Sourced::default_value(Some(PolicyChoice::Reconfirm));
+    security.policy = Sourced::default_value(Some(PolicyChoice::Defer));
     let roster = roster_of(vec![security], None);
     let (h, _events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
     h.run_state(true).await.unwrap();
     let t = Transcript::from_messages([TranscriptMessage::user("write the search endpoint")]);
     h.turn_end(&t).await.unwrap();
-    let held = |s: &advisor::AdvisorStatus| s.advisors[0].deliveries.held;
-    assert_eq!(held(&h.status().await.unwrap()), 1, "D4: held");
+    let pending = |s: &advisor::AdvisorStatus| s.advisors[0].deliveries.pending;
+    assert_eq!(
+        pending(&h.status().await.unwrap()),
+        1,
+        "P1: deferred to the end of the run"
+    );
     h.command("/advisor off Security").await.unwrap();
     assert_eq!(h.command("/advisor on").await.unwrap(), "advisor: on");
     let status = h.status().await.unwrap();
-    assert_eq!(held(&status), 1, "still held: the session was on, no reset");
+    assert_eq!(
+        pending(&status),
+        1,
+        "still deferred: the session was on, no reset"
+    );
     assert_eq!(status.advisors[0].deliveries.dropped_summary(), "");
     assert_eq!(status.advisors[0].state, AdvisorState::Running);
 }
@@ -913,5 +921,196 @@ async fn ro20_an_ask_without_a_name_goes_to_the_first_running_advisor() {
     assert!(
         refused.contains("advisor Security is not running"),
         "{refused}"
+    );
+}
+
+#[actix::test]
+async fn ro21_ro16_a_removed_advisors_running_review_delivers_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    let capped = "advisors:\n  - name: Architecture\n    model: openai/gpt-5\n  - name: Security\n    model: openai/gpt-5\n    maxSeverity: nit\n    policy: reconfirm\n";
+    fs::write(repo.join("WATCHDOG.yml"), capped).unwrap();
+    let arch = ScriptedModel::new([]);
+    let (sec, mut asked, gate) = GatedModel::new(
+        vec![
+            ScriptedReply::advise("s1", "Parameterise the query.", Some("blocker")),
+            ScriptedReply::text(""),
+        ],
+        true,
+    );
+    let gate = gate.expect("gated");
+    let models = Models::default()
+        .with("architecture", arch.clone())
+        .with("security", sec);
+    let mut cfg = reloading(dir.path(), &repo, models);
+    cfg.settings.sync_backlog = SyncBacklog::Off;
+    let (h, mut events) = start(cfg);
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("write the search endpoint")]);
+    h.turn_end(&t).await.unwrap();
+    // Security's review is running, its answer held back; then its entry goes.
+    next_request(&mut asked).await;
+    write_roster(&repo, &["Architecture"]);
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    until_advisors(&h, 1).await;
+    gate.add_permits(2);
+    // The review goes on and its `advise` call reaches the router; bounded to a minute.
+    let raised = async {
+        loop {
+            let status = h.status().await.unwrap();
+            if status.deliveries.raised() > 0 {
+                break status;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), raised)
+        .await
+        .expect("the running review raised its note");
+    assert_eq!(status.deliveries.dropped_summary(), "removed 1");
+    assert_eq!(status.deliveries.delivered(), 0);
+    let advice = contents(&h.step_boundary().await.unwrap());
+    assert!(!advice.contains("Parameterise"), "{advice}");
+    h.status().await.unwrap();
+    let told = drain(&mut events).into_iter().any(|e| {
+        matches!(&e, HostEvent::Wake { card } | HostEvent::Card { card }
+            if card.content.contains("Parameterise"))
+    });
+    assert!(
+        !told,
+        "nothing of the removed Security's reaches the primary"
+    );
+    drop(asked);
+}
+
+/// A session whose roster files under `dir` are looked for but not there yet, with
+/// `unnamed` as the session's (unnamed) advisor's model and `architecture` for the entry of
+/// that name once a file names it.
+fn watched_without_roster(
+    dir: &Path,
+    repo: &Path,
+    unnamed: &ScriptedModel,
+    architecture: &ScriptedModel,
+) -> RuntimeConfig {
+    let watchdog = WatchdogConfig {
+        cwd: repo.to_path_buf(),
+        agent_dir: Some(dir.join("agent")),
+        home: Some(dir.to_path_buf()),
+    };
+    let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
+    let models = Models::default().with("architecture", architecture.clone());
+    let setup = RosterSetup::discover(
+        watchdog,
+        RosterSettings::default(),
+        catalog,
+        None,
+        Arc::new(models),
+    );
+    assert!(setup.roster.is_empty());
+    config(Arc::new(unnamed.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.roster = Some(setup);
+    })
+}
+
+#[actix::test]
+async fn ro12_ro21_a_roster_that_replaces_the_unnamed_advisor_drops_its_undelivered_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    let unnamed = ScriptedModel::new([
+        ScriptedReply::advise("u1", "Rename the helper.", Some("nit")),
+        ScriptedReply::text(""),
+    ]);
+    let arch = ScriptedModel::new([]);
+    let cfg = watched_without_roster(dir.path(), &repo, &unnamed, &arch);
+    let (h, _events) = start(cfg);
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(h.status().await.unwrap().deliveries.pending, 1, "queued");
+    write_roster(&repo, &["Architecture"]);
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.unwrap();
+    until_advisors(&h, 1).await;
+    let status = h.status().await.unwrap();
+    assert_eq!(status.deliveries.dropped_summary(), "removed 1");
+    assert_eq!(status.deliveries.pending, 0);
+    let advice = contents(&h.step_boundary().await.unwrap());
+    assert!(!advice.contains("Rename the helper."), "{advice}");
+    // C2: the user's check still goes the normal delivery path.
+    let reply = h
+        .command("/advisor test nit tidy the imports")
+        .await
+        .unwrap();
+    assert!(reply.ends_with("Recorded."), "{reply}");
+}
+
+#[actix::test]
+async fn ro12_ro21_shared_instructions_written_mid_session_reach_the_unnamed_advisor() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    let unnamed = ScriptedModel::new([]);
+    let arch = ScriptedModel::new([]);
+    let cfg = watched_without_roster(dir.path(), &repo, &unnamed, &arch);
+    let (h, _events) = start(cfg);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn 0")]);
+    h.turn_end(&t).await.unwrap();
+    assert!(!unnamed.requests()[0].system.contains("Prefer small diffs."));
+    // A roster file without entries: its shared instructions are the unnamed advisor's.
+    fs::write(
+        repo.join("WATCHDOG.yml"),
+        "instructions: Prefer small diffs.\n",
+    )
+    .unwrap();
+    let instructed = || {
+        let last = unnamed.requests().last().cloned();
+        last.is_some_and(|r| r.system.ends_with("Prefer small diffs."))
+    };
+    // Each turn end starts a check, or asks for one more while one runs; bounded to a
+    // minute of turns on a loaded machine.
+    let turns = async {
+        let mut turn = 1;
+        while !instructed() {
+            t.push(TranscriptMessage::user(format!("turn {turn}")));
+            h.turn_end(&t).await.unwrap();
+            turn += 1;
+            h.status().await.unwrap();
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), turns)
+        .await
+        .expect("the unnamed advisor is rebuilt with the shared instructions");
+    assert!(
+        h.status().await.unwrap().advisors.is_empty(),
+        "still unnamed"
+    );
+}
+
+#[actix::test]
+async fn ro19_d9_off_name_drops_that_advisors_held_notes() {
+    let arch = ScriptedModel::new([
+        ScriptedReply::advise("a1", "The migration drops a column.", Some("concern")),
+        ScriptedReply::text(""),
+    ]);
+    let sec = ScriptedModel::new([]);
+    let mut cfg = two_advisors(&arch, &sec);
+    cfg.settings.policy = advisor::settings::DeliveryPolicy::Reconfirm;
+    let (h, _events) = start(cfg);
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("add the migration")]);
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(h.status().await.unwrap().held_notes.len(), 1, "held (D4)");
+    assert_eq!(
+        h.command("/advisor off Architecture").await.unwrap(),
+        "advisor Architecture: off"
+    );
+    let status = h.status().await.unwrap();
+    assert!(status.held_notes.is_empty(), "{:?}", status.held_notes);
+    assert_eq!(
+        status.advisors[0].deliveries.dropped_summary(),
+        "disabled 1"
     );
 }

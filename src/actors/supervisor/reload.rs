@@ -1,14 +1,17 @@
 //! The Supervisor's hot reload of the roster files (RO21, as W8 for WATCHDOG.md): checked
 //! off the actor's thread at each turn end, never holding the turn end; an added entry
 //! starts seeded at the transcript's end (X4), a removed one is stopped and its held notes
-//! dropped by the router, a changed one is rebuilt before its next review.
+//! dropped by the router, a changed one is rebuilt before its next review. The unnamed
+//! advisor (RO12) is told apart too: replaced by the first entry, its notes are dropped by
+//! the router; back when the last entry goes; rebuilt when the shared instructions or
+//! `maxNotesPerUpdate` of entry-less roster files change.
 
 use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
 
 use super::members::Member;
 use super::Supervisor;
 use crate::config::{MemberPlan, RosterDiff};
-use crate::messages::delivery::RemoveAdvisor;
+use crate::messages::delivery::{RegisterUnnamedAdvisor, RemoveAdvisor};
 use crate::messages::review::AskEnd;
 use crate::roster::{refresh, Roster, RosterRefresh};
 use crate::texts::notice;
@@ -58,6 +61,7 @@ impl Supervisor {
     /// Runs `roster` from now on: what changed is started, stopped or marked for rebuild;
     /// an added entry reads from the last turn end on (X4).
     fn apply_roster(&mut self, ctx: &mut Context<Self>, roster: Roster) {
+        let unnamed_before = self.config.unnamed_plan();
         let Some(setup) = self.config.roster.as_mut() else {
             return;
         };
@@ -72,6 +76,7 @@ impl Supervisor {
         for warning in fresh {
             self.notice_about(None, notice("warning", &[("warning", &warning)]));
         }
+        self.update_unnamed(&unnamed_before);
         if diff.is_empty() {
             return;
         }
@@ -96,7 +101,12 @@ impl Supervisor {
         let len = self.turn_end_len.or(self.initial_len);
         let seed = self.last_transcript.clone().zip(len);
         if self.members.is_empty() && self.config.roster_is_empty() {
-            self.members.push(Member::new(self.config.unnamed_plan()));
+            // RO12: the last entry went; the router takes the unnamed advisor's raises again.
+            let plan = self.config.unnamed_plan();
+            self.router().do_send(RegisterUnnamedAdvisor {
+                max_notes: plan.max_notes,
+            });
+            self.members.push(Member::new(plan));
         } else {
             for slug in &diff.added {
                 if let Some(plan) = self.plan_of(slug) {
@@ -112,6 +122,26 @@ impl Supervisor {
         }
     }
 
+    /// RO12, RO21: roster files without entries give the unnamed advisor the shared
+    /// instructions and `maxNotesPerUpdate`; when either differs from `before` (its plan
+    /// before the roster changed), a running unnamed advisor is rebuilt before its next
+    /// review and the router given its new budget. Once the roster has entries, the
+    /// unnamed advisor is not changed but removed ([`Self::apply_roster`]).
+    fn update_unnamed(&mut self, before: &MemberPlan) {
+        let after = self.config.unnamed_plan();
+        let same = after.instructions == before.instructions && after.max_notes == before.max_notes;
+        if same || !self.config.roster_is_empty() {
+            return;
+        }
+        let max_notes = after.max_notes;
+        let Some(member) = self.member_of(None) else {
+            return;
+        };
+        member.rebuild = Some(after);
+        tracing::info!(max_notes, "the unnamed advisor's roster settings changed");
+        self.router().do_send(RegisterUnnamedAdvisor { max_notes });
+    }
+
     /// The plan of the roster entry `slug` as the roster stands now.
     fn plan_of(&self, slug: &str) -> Option<MemberPlan> {
         let setup = self.config.roster.as_ref()?;
@@ -120,7 +150,7 @@ impl Supervisor {
     }
 
     /// Stops and forgets the member `slug` (`None`: the unnamed advisor); the router drops
-    /// a named one's held notes (`removed`, D10).
+    /// its undelivered notes and what its reviews still raise (`removed`, D10).
     fn remove_member(&mut self, slug: Option<&str>) {
         let next = self.epoch + 1;
         let router = self.router();
@@ -129,9 +159,9 @@ impl Supervisor {
                 return true;
             }
             member.stop(next, AskEnd::TurnedOff);
-            if let Some(slug) = slug {
-                router.do_send(RemoveAdvisor { slug: slug.into() });
-            }
+            router.do_send(RemoveAdvisor {
+                advisor: slug.map(Into::into),
+            });
             false
         });
     }
