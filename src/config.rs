@@ -109,10 +109,12 @@ impl RuntimeConfig {
     /// Whether a turn end can ever make the host wait: only under a syncBacklog threshold
     /// (S1) or the `reconfirm` policy's catch-up block (D5), the session's or a roster
     /// entry's (RO15). A roster with entries, or one reloaded at turn ends (RO21), may have
-    /// an entry under `reconfirm` at any turn end, so it counts as one; the supervisor
-    /// answers such a turn end at once when it planned no catch-up. Settings are fixed for
-    /// a session's life, so when this is false the handle hands the turn over without
-    /// waiting for an answer: the primary never waits on the advisor's mailboxes.
+    /// an entry under `reconfirm` at any turn end, so it counts as one. Settings are fixed
+    /// for a session's life, so when this is false the handle hands the turn over without
+    /// waiting for an answer: the primary never waits on the advisor's mailboxes. When it
+    /// is true, the supervisor keeps a flag the handle reads at each turn end: whether a
+    /// threshold is set or an advisor it runs now delivers under `reconfirm`; only then
+    /// does the handle wait.
     pub fn turn_end_may_wait(&self) -> bool {
         let roster = self
             .roster

@@ -56,9 +56,11 @@ pub struct AdvisorHandle {
     system: Option<actix::System>,
     /// The session's place on a shared runtime (A6), when it was opened on one.
     lease: Option<Arc<SessionLease>>,
-    /// Whether a turn end can make the host wait (S1, D5); when not, `turn_end` does not
-    /// wait for the supervisor's answer.
-    turn_end_waits: bool,
+    /// Whether a turn end can ever make the host wait (S1, D5, RO15), fixed at open.
+    turn_end_may_wait: bool,
+    /// Whether a turn end may make the host wait now, kept by the supervisor as roster
+    /// entries change; when not, `turn_end` does not wait for the supervisor's answer.
+    turn_end_waits: Arc<AtomicBool>,
     /// Set (for every clone) once `dispose` has closed a session of its own thread or of a
     /// shared runtime, so a turn end that does not wait still answers `Stopped` after it.
     closed: Arc<AtomicBool>,
@@ -68,26 +70,33 @@ impl AdvisorHandle {
     /// Starts the runtime inside the current actix system (for actix-web servers and
     /// `#[actix::main]` programs). Host events go to `host`.
     pub fn start(config: RuntimeConfig, host: Recipient<HostEvent>) -> Self {
-        let turn_end_waits = config.turn_end_may_wait();
+        let turn_end_may_wait = config.turn_end_may_wait();
+        let turn_end_waits = Arc::new(AtomicBool::new(turn_end_may_wait));
         Self {
-            supervisor: Supervisor::new(config, host).start(),
+            supervisor: Supervisor::new(config, host)
+                .with_turn_end_flag(Arc::clone(&turn_end_waits))
+                .start(),
             system: None,
             lease: None,
+            turn_end_may_wait,
             turn_end_waits,
             closed: Arc::default(),
         }
     }
 
     /// A handle on a session opened on a shared runtime.
+    /// `turn_end_waits` is the flag the supervisor keeps (`Supervisor::with_turn_end_flag`).
     pub(crate) fn opened(
         supervisor: Addr<Supervisor>,
         lease: SessionLease,
-        turn_end_waits: bool,
+        turn_end_may_wait: bool,
+        turn_end_waits: Arc<AtomicBool>,
     ) -> Self {
         Self {
             supervisor,
             system: None,
             lease: Some(Arc::new(lease)),
+            turn_end_may_wait,
             turn_end_waits,
             closed: Arc::default(),
         }
@@ -99,7 +108,9 @@ impl AdvisorHandle {
     pub async fn spawn_dedicated(
         config: RuntimeConfig,
     ) -> Result<(Self, UnboundedReceiver<HostEvent>), HandleError> {
-        let turn_end_waits = config.turn_end_may_wait();
+        let turn_end_may_wait = config.turn_end_may_wait();
+        let turn_end_waits = Arc::new(AtomicBool::new(turn_end_may_wait));
+        let flag = Arc::clone(&turn_end_waits);
         let seed_len = config.initial_transcript.as_ref().map(Transcript::len);
         let (events_tx, events_rx) = unbounded_channel();
         let (ready_tx, ready_rx) = oneshot::channel();
@@ -111,6 +122,7 @@ impl AdvisorHandle {
                     let forwarder = EventForwarder::new(events_tx).start();
                     let supervisor = Supervisor::new(config, forwarder.recipient())
                         .seeded_at(seed_len)
+                        .with_turn_end_flag(flag)
                         .start();
                     let _ = ready_tx.send((supervisor, actix::System::current()));
                 });
@@ -125,6 +137,7 @@ impl AdvisorHandle {
                 supervisor,
                 system: Some(system),
                 lease: None,
+                turn_end_may_wait,
                 turn_end_waits,
                 closed: Arc::default(),
             },
@@ -147,12 +160,15 @@ impl AdvisorHandle {
             .await
     }
 
-    /// Whether [`AdvisorHandle::turn_end`] waits for the advisor's answer: a syncBacklog
-    /// threshold (S1) or a catch-up block (D5) may hold it, the session's `reconfirm` or a
-    /// roster entry's (RO15). When false it hands the turn over at once; a host that bounds
-    /// its own wait for a turn end needs no bound then.
+    /// Whether [`AdvisorHandle::turn_end`] may ever wait for the advisor's answer in this
+    /// session: a syncBacklog threshold (S1) or a catch-up block (D5) may hold it, the
+    /// session's `reconfirm` or a roster entry's (RO15), and a roster that is reloaded may
+    /// gain such an entry (RO21). When false it always hands the turn over at once; a host
+    /// that bounds its own wait for a turn end needs no bound then. While the session's
+    /// advisors give nothing to wait for (no threshold, none under `reconfirm`), a turn end
+    /// is handed over at once even when this is true.
     pub fn turn_end_waits(&self) -> bool {
-        self.turn_end_waits
+        self.turn_end_may_wait
     }
 
     /// [`AdvisorHandle::turn_end`] with what the host knows about the turn: whether the
@@ -167,7 +183,7 @@ impl AdvisorHandle {
             transcript: transcript.mark(),
             will_continue: options.will_continue,
         };
-        let turn = if self.turn_end_waits {
+        let turn = if self.turn_end_waits.load(Ordering::Acquire) {
             turn
         } else if self.closed.load(Ordering::Acquire) {
             return Err(HandleError::Stopped);

@@ -27,8 +27,11 @@ use crate::messages::review::{
 };
 use crate::messages::tools::ClearToolSession;
 use members::Member;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::config::RuntimeConfig;
+use crate::settings::{DeliveryPolicy, SyncBacklog};
 use crate::texts::notice;
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it.
@@ -61,6 +64,9 @@ pub struct Supervisor {
     roster_checking: bool,
     /// A turn ended while it ran: check again when it ends.
     roster_recheck: bool,
+    /// Whether a turn end may be held now (S1, D5, RO15), shared with the session's
+    /// handles: kept current as roster entries come, go and change.
+    turn_end_waits: Arc<AtomicBool>,
 }
 
 impl Supervisor {
@@ -71,7 +77,7 @@ impl Supervisor {
         let last_transcript = config.initial_transcript.clone();
         let initial_len = last_transcript.as_ref().map(Transcript::len);
         let members = config.member_plans().into_iter().map(Member::new).collect();
-        Self {
+        let supervisor = Self {
             config,
             host,
             router: None,
@@ -88,7 +94,37 @@ impl Supervisor {
             turn_end_len: None,
             roster_checking: false,
             roster_recheck: false,
-        }
+            turn_end_waits: Arc::default(),
+        };
+        supervisor.update_turn_end_waits();
+        supervisor
+    }
+
+    /// Shares `flag` with the session's handles: from now on it says whether a turn end
+    /// may be held, so a handle waits for the answer only then (S1, D5, RO15).
+    pub(crate) fn with_turn_end_flag(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.turn_end_waits = flag;
+        self.update_turn_end_waits();
+        self
+    }
+
+    /// Recomputes whether a turn end may be held: a syncBacklog threshold (S1), or a
+    /// catch-up block (D5) because the session's policy or an advisor's is `reconfirm`
+    /// (RO15). Called when the members change (RO21).
+    pub(super) fn update_turn_end_waits(&self) {
+        let settings = &self.config.settings;
+        let reconfirm = |policy: Option<DeliveryPolicy>| {
+            policy.unwrap_or(settings.policy) == DeliveryPolicy::Reconfirm
+        };
+        let waits = settings.sync_backlog != SyncBacklog::Off
+            || self.members.iter().any(|m| {
+                reconfirm(m.plan.policy)
+                    || m.rebuild
+                        .as_ref()
+                        .is_some_and(|plan| reconfirm(plan.policy))
+            })
+            || (self.members.is_empty() && settings.policy == DeliveryPolicy::Reconfirm);
+        self.turn_end_waits.store(waits, Ordering::Release);
     }
 
     /// Seeds at `len` messages of the initial transcript (X4) instead of the length it has

@@ -40,7 +40,7 @@
 //! # }
 //! ```
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use actix::{Actor, Arbiter, ArbiterHandle};
@@ -195,7 +195,9 @@ impl AdvisorRuntime {
     /// no thread and does not wait; host events arrive on the returned receiver.
     pub fn open(&self, config: RuntimeConfig) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
         let config = config.share(&self.inner.shared);
-        let turn_end_waits = config.turn_end_may_wait();
+        let turn_end_may_wait = config.turn_end_may_wait();
+        let turn_end_waits = Arc::new(AtomicBool::new(turn_end_may_wait));
+        let flag = Arc::clone(&turn_end_waits);
         let worker = self.pick();
         worker.sessions.fetch_add(1, Ordering::AcqRel);
         let (events_tx, events_rx) = unbounded_channel();
@@ -205,7 +207,9 @@ impl AdvisorRuntime {
         let host = forwarder.recipient();
         let seed_len = config.initial_transcript.as_ref().map(|t| t.len());
         let supervisor = Supervisor::start_in_arbiter(&worker.arbiter, move |_| {
-            Supervisor::new(config, host).seeded_at(seed_len)
+            Supervisor::new(config, host)
+                .seeded_at(seed_len)
+                .with_turn_end_flag(flag)
         });
         let lease = SessionLease::new(
             supervisor.clone(),
@@ -214,7 +218,7 @@ impl AdvisorRuntime {
             Arc::clone(&self.inner) as Arc<dyn std::any::Any + Send + Sync>,
         );
         (
-            AdvisorHandle::opened(supervisor, lease, turn_end_waits),
+            AdvisorHandle::opened(supervisor, lease, turn_end_may_wait, turn_end_waits),
             events_rx,
         )
     }

@@ -902,6 +902,56 @@ async fn ro15_d5_a_roster_entry_under_reconfirm_makes_the_turn_end_wait_for_the_
 }
 
 #[actix::test]
+async fn ro15_ro21_a_reconfirm_entry_added_mid_session_makes_the_next_final_turn_end_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    let interrupt =
+        "advisors:\n  - name: Architecture\n    model: openai/gpt-5\n    policy: interrupt\n";
+    fs::write(repo.join("WATCHDOG.yml"), interrupt).unwrap();
+    // Both advisors' reviews stay in their model calls: a catch-up can only time out.
+    let (arch, _arch_asked, _arch_gate) = GatedModel::new(vec![], true);
+    let (sec, _sec_asked, _sec_gate) = GatedModel::new(vec![], true);
+    let models = Models::default()
+        .with("architecture", arch)
+        .with("security", sec);
+    let mut cfg = reloading(dir.path(), &repo, models);
+    cfg.settings.sync_backlog = SyncBacklog::Off;
+    cfg.settings.policy = advisor::settings::DeliveryPolicy::Defer;
+    let (h, _events) = start(cfg);
+    assert!(
+        h.turn_end_waits(),
+        "a reloaded roster may gain a reconfirm entry"
+    );
+    let answer = || {
+        TranscriptMessage::Assistant(AssistantMessage {
+            content: vec![AssistantBlock::Text {
+                text: "Done.".into(),
+            }],
+            stop_reason: Some("stop".into()),
+        })
+    };
+    let t = Transcript::from_messages([TranscriptMessage::user("go"), answer()]);
+    // Nothing is under reconfirm: the final turn end is handed over, not held.
+    h.turn_end(&t).await.unwrap();
+    let both =
+        format!("{interrupt}  - name: Security\n    model: openai/gpt-5\n    policy: reconfirm\n");
+    fs::write(repo.join("WATCHDOG.yml"), both).unwrap();
+    t.push(TranscriptMessage::user("and the tests"));
+    t.push(answer());
+    h.turn_end(&t).await.unwrap();
+    until_advisors(&h, 2).await;
+    // RO15: Security delivers under reconfirm now, so a final turn end waits for the
+    // catch-up (D5), up to 120 s.
+    tokio::time::pause();
+    t.push(TranscriptMessage::user("one more"));
+    t.push(answer());
+    let started = tokio::time::Instant::now();
+    h.turn_end(&t).await.unwrap();
+    assert_eq!(started.elapsed().as_secs(), 120);
+}
+
+#[actix::test]
 async fn ro20_an_ask_without_a_name_goes_to_the_first_running_advisor() {
     let arch = ScriptedModel::new([ScriptedReply::text("Architecture answers.")]);
     let models = Models::default().with("architecture", arch.clone());

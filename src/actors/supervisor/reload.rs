@@ -115,6 +115,7 @@ impl Supervisor {
             }
         }
         self.order_members();
+        self.update_turn_end_waits();
         if self.enabled {
             for index in 0..self.members.len() {
                 self.start_member(ctx, index, seed.clone());
@@ -191,16 +192,22 @@ impl Supervisor {
         let next = self.epoch + 1;
         let len = previous_len.or(self.initial_len);
         let seed = self.last_transcript.clone().zip(len);
+        let mut rebuilt = false;
         for index in 0..self.members.len() {
             let Some(plan) = self.members[index].rebuild.take() else {
                 continue;
             };
+            rebuilt = true;
             let was_running = self.members[index].children.is_some();
             self.stop_member(ctx, index, next, AskEnd::TurnedOff);
             self.members[index].plan = plan;
             if was_running || self.enabled {
                 self.start_member(ctx, index, seed.clone());
             }
+        }
+        if rebuilt {
+            // The old plan's policy no longer counts (RO15).
+            self.update_turn_end_waits();
         }
     }
 }
