@@ -212,9 +212,7 @@ async fn ro13_one_failing_advisor_leaves_the_other_reviewing() {
 
 #[actix::test]
 async fn ro11_the_system_prompt_is_builtin_then_watchdog_then_shared_then_own_instructions() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    let (dir, repo) = git_repo();
     fs::write(repo.join("WATCHDOG.md"), "Never touch the vendored SDK.").unwrap();
     let arch = ScriptedModel::new([]);
     let sec = ScriptedModel::new([]);
@@ -412,6 +410,23 @@ fn write_roster(repo: &Path, names: &[&str]) {
     fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
 }
 
+/// A temporary directory holding a repository `repo` (its `.git` marks the project root
+/// where roster files are found); the directory also serves as home and agent directory.
+fn git_repo() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    (dir, repo)
+}
+
+/// Writes a roster of one entry, Architecture, with `instructions`.
+fn write_architecture(repo: &Path, instructions: &str) {
+    let text = format!(
+        "advisors:\n  - name: Architecture\n    model: openai/gpt-5\n    instructions: {instructions}\n"
+    );
+    fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
+}
+
 /// A session on the roster files of `repo` (under `dir`, which also holds the agent
 /// directory and home), checked again at turn ends (RO21).
 fn reloading(dir: &Path, repo: &Path, models: Models) -> RuntimeConfig {
@@ -459,9 +474,7 @@ async fn until_advisors(h: &advisor::AdvisorHandle, n: usize) {
 
 #[actix::test]
 async fn ro21_an_added_entry_starts_at_the_transcripts_end_and_a_removed_one_stops() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    let (dir, repo) = git_repo();
     write_roster(&repo, &["Architecture"]);
     let arch = ScriptedModel::new([]);
     let sec = ScriptedModel::new([]);
@@ -502,9 +515,7 @@ async fn ro21_an_added_entry_starts_at_the_transcripts_end_and_a_removed_one_sto
 
 #[actix::test]
 async fn ro21_w8_a_roster_file_written_after_the_session_opened_starts_its_advisors() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    let (dir, repo) = git_repo();
     let watchdog = WatchdogConfig {
         cwd: repo.clone(),
         agent_dir: Some(dir.path().join("agent")),
@@ -554,15 +565,8 @@ async fn ro21_w8_a_roster_file_written_after_the_session_opened_starts_its_advis
 
 #[actix::test]
 async fn ro21_a_changed_entry_is_rebuilt_before_its_next_review_which_covers_that_turn() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
-    let write = |instructions: &str| {
-        let text = format!(
-            "advisors:\n  - name: Architecture\n    model: openai/gpt-5\n    instructions: {instructions}\n"
-        );
-        fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
-    };
+    let (dir, repo) = git_repo();
+    let write = |instructions: &str| write_architecture(&repo, instructions);
     write("Old rule.");
     let arch = ScriptedModel::new([]);
     let models = Models::default().with("architecture", arch.clone());
@@ -600,15 +604,8 @@ async fn ro21_a_changed_entry_is_rebuilt_before_its_next_review_which_covers_tha
 
 #[actix::test]
 async fn r1_ro21_an_entry_rebuilt_after_a_compaction_reviews_the_whole_transcript() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
-    let write = |instructions: &str| {
-        let text = format!(
-            "advisors:\n  - name: Architecture\n    model: openai/gpt-5\n    instructions: {instructions}\n"
-        );
-        fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
-    };
+    let (dir, repo) = git_repo();
+    let write = |instructions: &str| write_architecture(&repo, instructions);
     write("Old rule.");
     let arch = ScriptedModel::new([]);
     let models = Models::default().with("architecture", arch.clone());
@@ -685,9 +682,7 @@ async fn ro17_ro19_an_advisor_whose_paths_were_not_touched_skips_the_turn_and_st
 
 #[test]
 fn ro24_every_roster_session_points_at_the_process_catalog_instead_of_copying_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    let (dir, repo) = git_repo();
     write_roster(&repo, &["Architecture", "Security"]);
     let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
     let open = |id: &str| {
@@ -749,9 +744,7 @@ async fn ro17_ro19_the_skipped_updates_count_survives_off_name_and_on_name() {
 
 #[actix::test]
 async fn w3_ro13_a_watchdog_warning_is_told_once_for_all_advisors_naming_none() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    let (dir, repo) = git_repo();
     fs::write(repo.join("WATCHDOG.md"), "Keep it small. @notes.bin").unwrap();
     fs::write(repo.join("notes.bin"), [0xff, 0xfe, 0x00]).unwrap();
     let arch = ScriptedModel::new([]);
@@ -903,9 +896,7 @@ async fn ro15_d5_a_roster_entry_under_reconfirm_makes_the_turn_end_wait_for_the_
 
 #[actix::test]
 async fn ro15_ro21_a_reconfirm_entry_added_mid_session_makes_the_next_final_turn_end_wait() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    let (dir, repo) = git_repo();
     let interrupt =
         "advisors:\n  - name: Architecture\n    model: openai/gpt-5\n    policy: interrupt\n";
     fs::write(repo.join("WATCHDOG.yml"), interrupt).unwrap();
@@ -976,9 +967,7 @@ async fn ro20_an_ask_without_a_name_goes_to_the_first_running_advisor() {
 
 #[actix::test]
 async fn ro21_ro16_a_removed_advisors_running_review_delivers_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    let (dir, repo) = git_repo();
     let capped = "advisors:\n  - name: Architecture\n    model: openai/gpt-5\n  - name: Security\n    model: openai/gpt-5\n    maxSeverity: nit\n    policy: reconfirm\n";
     fs::write(repo.join("WATCHDOG.yml"), capped).unwrap();
     let arch = ScriptedModel::new([]);
@@ -1066,9 +1055,7 @@ fn watched_without_roster(
 
 #[actix::test]
 async fn ro12_ro21_a_roster_that_replaces_the_unnamed_advisor_drops_its_undelivered_notes() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    let (dir, repo) = git_repo();
     let unnamed = ScriptedModel::new([
         ScriptedReply::advise("u1", "Rename the helper.", Some("nit")),
         ScriptedReply::text(""),
@@ -1099,9 +1086,7 @@ async fn ro12_ro21_a_roster_that_replaces_the_unnamed_advisor_drops_its_undelive
 
 #[actix::test]
 async fn ro12_ro21_shared_instructions_written_mid_session_reach_the_unnamed_advisor() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    let (dir, repo) = git_repo();
     let unnamed = ScriptedModel::new([]);
     let arch = ScriptedModel::new([]);
     let cfg = watched_without_roster(dir.path(), &repo, &unnamed, &arch);
