@@ -19,6 +19,9 @@ use crate::handle::{AskEnd, AskError, HandleError, TurnEndOptions, MAX_QUESTION_
 use crate::runtime::AdvisorRuntime;
 use crate::status::AdvisorStatus;
 
+/// The longest advisor name `session/ask` takes (RO20); a longer one is `-32602`.
+const MAX_ADVISOR_NAME_CHARS: usize = 1024;
+
 /// What an ask ended by `session/close` says (G8).
 const ENDED_BY_CLOSE: &str = "the session was closed (session/close)";
 /// What an ask ended by a `session/open` of the same id says.
@@ -314,8 +317,17 @@ impl Dispatcher {
     async fn ask(&self, params: Params) -> Result<Value, RpcError> {
         let (s, p) = self.served(params).await?;
         let question = p.string("question")?;
-        // A blank name is no name (RO20).
+        // A blank name is no name (RO20); a name is bounded before it is looked up or
+        // echoed in an error.
         let advisor = p.opt_string("advisor")?.filter(|a| !a.trim().is_empty());
+        if let Some(chars) = advisor.as_deref().map(|a| a.chars().count()) {
+            if chars > MAX_ADVISOR_NAME_CHARS {
+                return Err(p.invalid(
+                    "advisor",
+                    format!("must be at most {MAX_ADVISOR_NAME_CHARS} characters, it has {chars}"),
+                ));
+            }
+        }
         match s.handle.ask_advisor(&question, advisor.as_deref()).await {
             Ok(answer) => Ok(json!({ "answer": answer })),
             Err(HandleError::Ask(AskError::BadQuestion(chars))) => Err(p.invalid(

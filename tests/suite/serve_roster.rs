@@ -141,6 +141,16 @@ async fn ro23_session_ask_takes_an_advisor_and_refuses_a_bad_one() {
     assert_eq!(e["code"], -32000, "{e}");
     assert_eq!(e["data"], json!({"reason": "unknownAdvisor"}), "{e}");
     assert!(e["message"].as_str().unwrap().contains("Nobody"), "{e}");
+    // V4: a name is bounded before it is looked up or echoed.
+    let e = c
+        .call_err(
+            "session/ask",
+            json!({"sessionId": "s1", "question": "Why?", "advisor": "n".repeat(1025)}),
+        )
+        .await;
+    assert_eq!(e["code"], -32602, "{e}");
+    assert_eq!(e["data"], json!({"field": "advisor"}), "{e}");
+    assert!(e["message"].as_str().unwrap().len() < 200, "{e}");
 }
 
 #[actix::test]
