@@ -387,18 +387,24 @@ pub fn status_json(status: &AdvisorStatus) -> Value {
     v
 }
 
-/// The rewrite kinds of V2.
+/// The rewrite kinds of V2, read by their words ([`RewriteKind::word`]; `resume` is also
+/// a session switch). `detected` is the feed's own and not a host's to send.
 pub fn rewrite_kind(name: &str) -> Option<RewriteKind> {
-    Some(match name {
-        "compaction" => RewriteKind::Compaction,
-        "switch" | "resume" => RewriteKind::SessionSwitch,
-        "new" => RewriteKind::NewSession,
-        "fork" => RewriteKind::Branch,
-        "tree" => RewriteKind::TreeNavigation,
-        "rewind" => RewriteKind::Rewind,
-        "prune" => RewriteKind::Prune,
-        _ => return None,
-    })
+    use RewriteKind::*;
+    if name == "resume" {
+        return Some(SessionSwitch);
+    }
+    [
+        Compaction,
+        SessionSwitch,
+        NewSession,
+        Branch,
+        TreeNavigation,
+        Rewind,
+        Prune,
+    ]
+    .into_iter()
+    .find(|kind| kind.word() == name)
 }
 
 /// The served session of a slot once it has finished opening; `None` when the open failed.
@@ -463,6 +469,7 @@ mod tests {
         ];
         for (name, kind) in kinds {
             assert_eq!(rewrite_kind(name), Some(kind), "{name}");
+            assert_eq!(rewrite_kind(kind.word()), Some(kind), "{name}");
         }
         assert_eq!(rewrite_kind("detected"), None);
         assert_eq!(rewrite_kind("Compaction"), None);
