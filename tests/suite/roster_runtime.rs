@@ -648,10 +648,8 @@ fn read_call(path: &str) -> TranscriptMessage {
     .expect("an assistant message")
 }
 
-#[actix::test]
-async fn ro17_ro19_an_advisor_whose_paths_were_not_touched_skips_the_turn_and_status_counts_it() {
-    let arch = ScriptedModel::new([]);
-    let db = ScriptedModel::new([]);
+/// Architecture reviewing every update and Migrations only those touching `db/**` (RO17).
+fn architecture_and_migrations(arch: &ScriptedModel, db: &ScriptedModel) -> RuntimeConfig {
     let models = Models::default()
         .with("architecture", arch.clone())
         .with("migrations", db.clone());
@@ -660,7 +658,13 @@ async fn ro17_ro19_an_advisor_whose_paths_were_not_touched_skips_the_turn_and_st
         advisor::roster::PathFilter::new(vec!["db/**".into()]).unwrap(),
     ));
     let roster = roster_of(vec![entry("Architecture"), migrations], None);
-    let (h, _events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
+    roster_config(roster, models, SyncBacklog::Below(1))
+}
+
+#[actix::test]
+async fn ro17_ro19_an_advisor_whose_paths_were_not_touched_skips_the_turn_and_status_counts_it() {
+    let (arch, db) = (ScriptedModel::new([]), ScriptedModel::new([]));
+    let (h, _events) = start(architecture_and_migrations(&arch, &db));
     let t = Transcript::from_messages([TranscriptMessage::user("tidy the parser")]);
     t.push(read_call("src/parser.rs"));
     h.turn_end(&t).await.unwrap();
@@ -715,17 +719,8 @@ fn ro24_every_roster_session_points_at_the_process_catalog_instead_of_copying_it
 
 #[actix::test]
 async fn ro17_ro19_the_skipped_updates_count_survives_off_name_and_on_name() {
-    let arch = ScriptedModel::new([]);
-    let db = ScriptedModel::new([]);
-    let models = Models::default()
-        .with("architecture", arch.clone())
-        .with("migrations", db.clone());
-    let mut migrations = entry("Migrations");
-    migrations.when = Sourced::default_value(Some(
-        advisor::roster::PathFilter::new(vec!["db/**".into()]).unwrap(),
-    ));
-    let roster = roster_of(vec![entry("Architecture"), migrations], None);
-    let (h, _events) = start(roster_config(roster, models, SyncBacklog::Below(1)));
+    let (arch, db) = (ScriptedModel::new([]), ScriptedModel::new([]));
+    let (h, _events) = start(architecture_and_migrations(&arch, &db));
     let skipped = || async { h.status().await.unwrap().advisors[1].skipped_updates };
     let t = Transcript::from_messages([TranscriptMessage::user("tidy the parser")]);
     t.push(read_call("src/parser.rs"));
