@@ -15,6 +15,7 @@
 mod parse;
 mod setup;
 mod tools;
+mod yaml;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

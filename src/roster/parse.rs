@@ -102,7 +102,7 @@ pub(crate) fn parse_file(
         warnings.push(skip(text("tooDeep", &[("max", &max), ("line", &line)])));
         return None;
     }
-    let value: Value = match serde_norway::from_str(source) {
+    let value: Value = match super::yaml::from_str(source) {
         Ok(value) => value,
         Err(err) => {
             let error = err.to_string();
@@ -687,5 +687,25 @@ mod tests {
             (None, None, None)
         );
         assert!(entry.instructions.is_none() && entry.when.is_none());
+    }
+
+    #[test]
+    fn ro5_an_out_of_range_number_skips_its_entry_not_the_file() {
+        let (parsed, warnings) = parse(
+            "advisors:\n  - name: Huge\n    maxNotesPerUpdate: 99999999999999999999999\n  - name: Healthy\n",
+        );
+        let names: Vec<_> = parsed
+            .expect("the file is kept")
+            .entries
+            .iter()
+            .map(|e| e.name.clone())
+            .collect();
+        assert_eq!(names, ["Healthy"]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("/p/WATCHDOG.yml: advisor \"Huge\": `maxNotesPerUpdate`")
+                && warnings[0].ends_with("; entry skipped"),
+            "{warnings:?}"
+        );
     }
 }
