@@ -575,7 +575,7 @@ pub fn load(
 }
 
 /// Reads one roster file within the caps (RO3); `None` when it is missing or skipped (the
-/// reason in `warnings`, except for a missing file or a directory).
+/// reason in `warnings`, except for a missing file).
 fn read_roster_file(
     candidate: &Candidate,
     confinement: &Confinement,
@@ -611,7 +611,12 @@ fn read_roster_file(
             None
         }
         Ok(read) => Some(read.content),
-        Err(ReadError::Missing | ReadError::NotAFile) => None,
+        Err(ReadError::Missing) => None,
+        // A directory named like a roster file is a mistake worth a line, as a FIFO is.
+        Err(ReadError::NotAFile) => {
+            warnings.push(skipped(&ReadError::Special("a directory")));
+            None
+        }
         Err(err) => {
             warnings.push(skipped(&err));
             None

@@ -406,6 +406,22 @@ fn ro3_a_fifo_is_refused_without_waiting() {
 }
 
 #[test]
+fn ro3_a_roster_file_that_is_a_directory_is_skipped_with_a_warning() {
+    let tree = Tree::new();
+    let dir = tree.proj.join("WATCHDOG.yml");
+    fs::create_dir_all(&dir).unwrap();
+    let roster = tree.load("proj");
+    assert!(roster.is_empty());
+    assert_eq!(
+        warning_lines(&roster),
+        [format!(
+            "{}: not a regular file (a directory); file skipped",
+            dir.display()
+        )]
+    );
+}
+
+#[test]
 fn ro3_an_oversized_roster_file_is_skipped_not_cut() {
     let tree = Tree::new();
     let big = format!("advisors: [{{name: A}}]\n#{}\n", "x".repeat(MAX_FILE_BYTES));
