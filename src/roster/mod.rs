@@ -56,6 +56,11 @@ pub const ROSTER_FILES: [&str; 2] = ["WATCHDOG.yml", "WATCHDOG.yaml"];
 /// The largest `maxNotesPerUpdate` an advisor gets (RO10); a larger value is capped.
 pub const MAX_NOTES_PER_UPDATE: usize = 32;
 
+/// The most advisors a roster runs (RO24): a cloned repository's file of a thousand
+/// entries must not cost the user a thousand model calls a turn. Entries past it (in a
+/// file, then in the merged roster) are skipped with one warning per file.
+pub const MAX_ADVISORS: usize = 16;
+
 /// `maxNotesPerUpdate` when nothing sets it (RO10).
 pub const DEFAULT_NOTES_PER_UPDATE: usize = 4;
 
@@ -683,6 +688,20 @@ fn merge(
             .join("\n\n"),
         files: shared.into_iter().map(|(_, file)| file).collect(),
     });
+    if placed.len() > MAX_ADVISORS {
+        let mut dropped: Vec<(PathBuf, usize)> = Vec::new();
+        for extra in placed.drain(MAX_ADVISORS..) {
+            match dropped.iter_mut().find(|(file, _)| *file == extra.file) {
+                Some((_, count)) => *count += 1,
+                None => dropped.push((extra.file, 1)),
+            }
+        }
+        warnings.extend(
+            dropped
+                .into_iter()
+                .map(|(file, count)| parse::too_many(&file, count)),
+        );
+    }
     let advisors = placed
         .into_iter()
         .map(|placed| resolve(placed, top_notes.as_ref(), settings, catalog))

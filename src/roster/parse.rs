@@ -8,7 +8,7 @@ use std::str::FromStr;
 use serde_norway::{Mapping, Value};
 
 use super::tools::{resolve_grant, Rejected, RosterTool};
-use super::{text, PathFilter, PolicyChoice, RosterWarning, MAX_NOTES_PER_UPDATE};
+use super::{text, PathFilter, PolicyChoice, RosterWarning, MAX_ADVISORS, MAX_NOTES_PER_UPDATE};
 use crate::domain::advice::Severity;
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{looks_like, too_deep, yaml_kind, MAX_YAML_DEPTH};
@@ -143,10 +143,19 @@ pub(crate) fn parse_file(
             "advisors" => match value {
                 Value::Null => {}
                 Value::Sequence(items) => {
-                    for (index, item) in items.iter().enumerate() {
+                    let mut items = items.iter().enumerate();
+                    // RO24: past the cap nothing is checked, and one line says how many.
+                    while parsed.entries.len() < MAX_ADVISORS {
+                        let Some((index, item)) = items.next() else {
+                            break;
+                        };
                         if let Some(entry) = parse_entry(file, index + 1, item, warnings) {
                             parsed.entries.push(entry);
                         }
+                    }
+                    let rest = items.count();
+                    if rest > 0 {
+                        warnings.push(too_many(file, rest));
                     }
                 }
                 other => warnings.push(ignored(kind_text("advisorsNotList", other))),
@@ -432,6 +441,16 @@ fn unknown_key(file: &Path, label: Option<&str>, key: &str, known: &[&str]) -> R
         Some(label) => RosterWarning::entry(file, label, Some(&key), message),
         None => RosterWarning::file(file, Some(&key), message),
     }
+}
+
+/// The warning for `count` entries of `file` past the roster's cap (RO24).
+pub(crate) fn too_many(file: &Path, count: usize) -> RosterWarning {
+    let (count, max) = (count.to_string(), MAX_ADVISORS.to_string());
+    RosterWarning::file(
+        file,
+        Some("advisors"),
+        text("tooManyAdvisors", &[("count", &count), ("max", &max)]),
+    )
 }
 
 /// The warning for a `maxNotesPerUpdate` above the cap.

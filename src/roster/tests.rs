@@ -577,3 +577,39 @@ fn ro1_ro12_ro21_discover_finds_the_roster_where_watchdog_md_is_and_watches_for_
         Some("no model for security")
     );
 }
+
+#[test]
+fn ro24_a_roster_runs_at_most_sixteen_advisors() {
+    let many = |prefix: &str, n: usize| {
+        let mut text = String::from("advisors:\n");
+        for i in 0..n {
+            text.push_str(&format!("  - name: {prefix} {i}\n"));
+        }
+        text
+    };
+    // One file of 1,000: the first 16 are kept, the rest are not even checked.
+    let roster = merged(
+        &[("/p/WATCHDOG.yml", &many("P", 1_000))],
+        &RosterSettings::default(),
+    );
+    assert_eq!(roster.advisors.len(), MAX_ADVISORS);
+    assert_eq!(roster.advisors[15].name, "P 15");
+    assert_eq!(
+        warning_lines(&roster),
+        ["/p/WATCHDOG.yml: 984 more advisors skipped: a roster runs at most 16"]
+    );
+    // Two files of 10: the user's 10 first, then 6 of the project's.
+    let roster = merged(
+        &[
+            ("/u/WATCHDOG.yml", &many("U", 10)),
+            ("/p/WATCHDOG.yml", &many("P", 10)),
+        ],
+        &RosterSettings::default(),
+    );
+    assert_eq!(roster.advisors.len(), MAX_ADVISORS);
+    assert_eq!(roster.advisors[15].name, "P 5");
+    assert_eq!(
+        warning_lines(&roster),
+        ["/p/WATCHDOG.yml: 4 more advisors skipped: a roster runs at most 16"]
+    );
+}

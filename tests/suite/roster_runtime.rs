@@ -1144,3 +1144,62 @@ async fn ro19_d9_off_name_drops_that_advisors_held_notes() {
         "disabled 1"
     );
 }
+
+/// Every entry reviews with one scripted client.
+struct Everyone(ScriptedModel);
+
+impl RosterModels for Everyone {
+    fn build(&self, _advisor: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
+        Ok(Arc::new(self.0.clone()))
+    }
+}
+
+#[actix::test]
+async fn ro24_a_cloned_repositorys_thousand_entries_cost_sixteen_model_calls_a_turn() {
+    let (dir, repo) = git_repo();
+    let mut text = String::from("advisors:\n");
+    for i in 0..1_000 {
+        text.push_str(&format!(
+            "  - name: Reviewer {i}\n    model: openai/gpt-5\n"
+        ));
+    }
+    fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
+    let watchdog = WatchdogConfig {
+        cwd: repo.clone(),
+        agent_dir: Some(dir.path().join("agent")),
+        home: Some(dir.path().to_path_buf()),
+    };
+    let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
+    let model = ScriptedModel::new([]);
+    let setup = RosterSetup::discover(
+        watchdog,
+        RosterSettings::default(),
+        catalog,
+        None,
+        Arc::new(Everyone(model.clone())),
+    );
+    let skipped: Vec<String> = setup
+        .roster
+        .warnings
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let mut cfg = roster_config(setup.roster, Models::default(), SyncBacklog::Below(1));
+    if let Some(roster) = cfg.roster.as_mut() {
+        roster.models = Arc::new(Everyone(model.clone()));
+    }
+    let (h, _events) = start(cfg);
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.unwrap();
+    let calls = model.request_count();
+    eprintln!("RO24: model calls for one turn with a 1,000-entry roster: {calls}");
+    assert_eq!(calls, 16, "one call per advisor that runs");
+    assert_eq!(h.status().await.unwrap().advisors.len(), 16);
+    assert_eq!(
+        skipped,
+        [format!(
+            "{}: 984 more advisors skipped: a roster runs at most 16",
+            repo.join("WATCHDOG.yml").display()
+        )]
+    );
+}
