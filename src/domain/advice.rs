@@ -163,8 +163,26 @@ pub fn escape_xml_text(s: &str) -> String {
     out
 }
 
+/// Escapes an attribute value (an advisor's name, RO18; D4's `context`): `&`, `<`, `>` and
+/// `"`; tab, newline and carriage return as character references (a parser would turn them
+/// into spaces); and every character XML 1.0 forbids (the other C0 controls, U+FFFE,
+/// U+FFFF) as U+FFFD, so the element stays well-formed whatever the name holds.
 fn escape_xml_attr(s: &str) -> String {
-    escape_xml_text(s).replace('"', "&quot;")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The XML of several notes delivered as one message: elements joined by `\n` (D2).
@@ -256,6 +274,22 @@ mod tests {
         let xml = a.to_xml(None);
         assert_eq!(xml.matches("severity=\"blocker\"").count(), 1);
         assert!(xml.contains("\n&lt;note&gt; &amp;\n"));
+    }
+
+    #[test]
+    fn ro18_an_advisor_name_is_escaped_to_well_formed_xml() {
+        let name = "Ctl\u{1b}[31mRED\u{7}\u{202e} \"q\" <a> & b\nnext\u{ffff}";
+        let xml = Advisory::new("note", None).with_advisor(name).to_xml(None);
+        let attribute = xml
+            .strip_prefix("<advisory advisor=\"")
+            .and_then(|rest| rest.split(" guidance=").next())
+            .unwrap();
+        assert_eq!(
+            attribute,
+            "Ctl\u{fffd}[31mRED\u{fffd}\u{202e} &quot;q&quot; &lt;a&gt; &amp; b&#10;next\u{fffd}\""
+        );
+        let forbidden = |c: char| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
+        assert!(!xml.chars().any(forbidden), "{xml:?}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 pub(crate) use parse::slugify;
+pub use parse::MAX_NAME_CHARS;
 pub use setup::{RosterModels, RosterReload, RosterSetup};
 pub use tools::RosterTool;
 
@@ -368,10 +369,13 @@ pub struct RosterAdvisor {
 impl RosterAdvisor {
     /// An entry named `name` using `model`, every other field at its default (RO7–RO17),
     /// with no file: for a host or a test that builds its roster in code.
+    /// The name is cleaned as a file's is (RO7: no control or bidi characters, at most
+    /// [`MAX_NAME_CHARS`] characters).
     pub fn new(name: &str, model: ModelChoice) -> Self {
+        let name = parse::clean_name(name).name;
         Self {
-            slug: slugify(name),
-            name: name.trim().to_string(),
+            slug: slugify(&name),
+            name,
             file: PathBuf::new(),
             overrides: Vec::new(),
             enabled: Sourced::default_value(true),

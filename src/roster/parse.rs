@@ -86,6 +86,65 @@ pub fn slugify(name: &str) -> String {
     slug
 }
 
+/// The most characters an advisor's name keeps (RO7): it rides in every advisory.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// A name as [`clean_name`] leaves it.
+pub(crate) struct Cleaned {
+    /// The name: trimmed, without control or bidi characters, at most [`MAX_NAME_CHARS`].
+    pub(crate) name: String,
+    /// Whether control or bidi characters were removed.
+    pub(crate) stripped: bool,
+    /// Whether it was cut to [`MAX_NAME_CHARS`].
+    pub(crate) cut: bool,
+}
+
+/// Whether `c` may not appear in a name (RO7): a control character (C0, DEL, C1: an
+/// escape sequence, a bell, a newline), or one that reorders or hides text (bidi embeddings,
+/// overrides and isolates, the directional marks, zero-width characters).
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200b}'..='\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{061c}'
+                | '\u{feff}'
+        )
+}
+
+/// `raw` as a display name (RO7): control and bidi characters removed (a run of them
+/// between two words leaves one space), trimmed, cut to [`MAX_NAME_CHARS`] characters.
+pub(crate) fn clean_name(raw: &str) -> Cleaned {
+    let mut name = String::with_capacity(raw.len().min(4 * MAX_NAME_CHARS));
+    let mut stripped = false;
+    let mut gap = false;
+    for c in raw.trim().chars() {
+        if unprintable(c) {
+            stripped = true;
+            gap |= c.is_whitespace();
+            continue;
+        }
+        if gap && !c.is_whitespace() && !name.is_empty() && !name.ends_with(' ') {
+            name.push(' ');
+        }
+        gap = false;
+        name.push(c);
+    }
+    let kept = name.trim();
+    let cut = kept.chars().count() > MAX_NAME_CHARS;
+    let name = match kept.char_indices().nth(MAX_NAME_CHARS) {
+        Some((at, _)) => kept[..at].trim_end().to_string(),
+        None => kept.to_string(),
+    };
+    Cleaned {
+        name,
+        stripped,
+        cut,
+    }
+}
+
 /// Parses the text of the roster file `file` (RO4). `None` when the whole file is skipped
 /// (nested too deep, not YAML, not a mapping at the top); the reason is in `warnings`
 /// either way, with every key and entry problem of a file that is kept.
@@ -184,13 +243,30 @@ fn parse_entry(
         ));
         return None;
     };
+    let mut name_notes = Vec::new();
     let name = match field(map, "name").map(text_field) {
-        Some(Ok(Some(name))) => name.trim().to_string(),
-        problem => {
-            let problem = match problem {
-                Some(Err(problem)) => problem,
-                _ => text("required", &[]),
-            };
+        Some(Ok(Some(raw))) => match clean_name(&raw) {
+            Cleaned { name, .. } if name.is_empty() => Err(text("nameUnprintable", &[])),
+            Cleaned {
+                name,
+                stripped,
+                cut,
+            } => {
+                if stripped {
+                    name_notes.push("nameStripped");
+                }
+                if cut {
+                    name_notes.push("nameCut");
+                }
+                Ok(name)
+            }
+        },
+        Some(Err(problem)) => Err(problem),
+        _ => Err(text("required", &[])),
+    };
+    let name = match name {
+        Ok(name) => name,
+        Err(problem) => {
             warnings.push(RosterWarning::entry(
                 file,
                 &position,
@@ -201,6 +277,12 @@ fn parse_entry(
         }
     };
     let label = format!("\"{}\"", clip(&name, SHOWN_CHARS));
+    let max = MAX_NAME_CHARS.to_string();
+    warnings.extend(
+        name_notes.into_iter().map(|key| {
+            RosterWarning::entry(file, &label, Some("name"), text(key, &[("max", &max)]))
+        }),
+    );
     let mut entry = Entry {
         slug: slugify(&name),
         name,
@@ -724,6 +806,32 @@ mod tests {
         assert!(
             warnings[0].starts_with("/p/WATCHDOG.yml: advisor \"Huge\": `maxNotesPerUpdate`")
                 && warnings[0].ends_with("; entry skipped"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn ro7_control_and_bidi_characters_are_removed_from_a_name_and_it_is_capped() {
+        let (parsed, warnings) = parse(
+            "advisors:\n  - name: \"Ctl\\e[31mRED\\e[0m\\a\\u202E\\nSecond line\"\n  - name: \"\\e\\u202E\\a\"\n",
+        );
+        let entries = parsed.unwrap().entries;
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].name, "Ctl[31mRED[0m Second line");
+        assert_eq!(
+            warnings,
+            [
+                "/p/WATCHDOG.yml: advisor \"Ctl[31mRED[0m Second line\": `name` held control or bidi characters; they were removed",
+                "/p/WATCHDOG.yml: advisor #2: `name` has nothing printable; entry skipped",
+            ]
+        );
+        let long = "N".repeat(10 * 1024);
+        let (parsed, warnings) = parse(&format!("advisors:\n  - name: {long}\n"));
+        let entries = parsed.unwrap().entries;
+        assert_eq!(entries[0].name, "N".repeat(MAX_NAME_CHARS));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].ends_with(": `name` is longer than 64 characters; it was cut"),
             "{warnings:?}"
         );
     }
