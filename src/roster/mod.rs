@@ -20,6 +20,7 @@ mod yaml;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
@@ -62,11 +63,19 @@ pub const MAX_NOTES_PER_UPDATE: usize = 32;
 /// file, then in the merged roster) are skipped with one warning per file.
 pub const MAX_ADVISORS: usize = 16;
 
+/// The most `when.paths` globs one advisor keeps (RO17, RO24); the rest are dropped with a
+/// warning.
+pub const MAX_GLOBS_PER_ADVISOR: usize = 64;
+
+/// The most `when.paths` globs one roster file keeps over all its entries (RO17, RO24): a
+/// 10,000-glob file cost 240 MB and 2 s per session before.
+pub const MAX_GLOBS_PER_FILE: usize = 256;
+
 /// `maxNotesPerUpdate` when nothing sets it (RO10).
 pub const DEFAULT_NOTES_PER_UPDATE: usize = 4;
 
 /// Where a resolved value came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Source {
     /// Nothing set it: the rule's default.
@@ -115,7 +124,7 @@ impl fmt::Display for Source {
 }
 
 /// A value with where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Sourced<T> {
     /// The value.
     pub value: T,
@@ -235,8 +244,9 @@ impl FromStr for PolicyChoice {
 #[derive(Debug, Clone, Serialize)]
 pub struct PathFilter {
     patterns: Vec<String>,
+    /// Compiled once per load; the sessions sharing a load share it (RO24).
     #[serde(skip)]
-    set: GlobSet,
+    set: Arc<GlobSet>,
 }
 
 impl PathFilter {
@@ -262,7 +272,10 @@ impl PathFilter {
         let set = builder
             .build()
             .map_err(|err| text("whenUncompiled", &[("error", &err.to_string())]))?;
-        Ok(Self { patterns, set })
+        Ok(Self {
+            patterns,
+            set: Arc::new(set),
+        })
     }
 
     /// The globs as written.
@@ -465,7 +478,7 @@ pub fn refresh(
 }
 
 /// What the settings say that the roster falls back to (RO8, RO10).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RosterSettings {
     /// `modelRoles.advisor`, when set.
     pub advisor_role: Option<Sourced<String>>,

@@ -8,7 +8,10 @@ use std::str::FromStr;
 use serde_norway::{Mapping, Value};
 
 use super::tools::{resolve_grant, Rejected, RosterTool};
-use super::{text, PathFilter, PolicyChoice, RosterWarning, MAX_ADVISORS, MAX_NOTES_PER_UPDATE};
+use super::{
+    text, PathFilter, PolicyChoice, RosterWarning, MAX_ADVISORS, MAX_GLOBS_PER_ADVISOR,
+    MAX_GLOBS_PER_FILE, MAX_NOTES_PER_UPDATE,
+};
 use crate::domain::advice::Severity;
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{looks_like, too_deep, yaml_kind, MAX_YAML_DEPTH};
@@ -203,12 +206,14 @@ pub(crate) fn parse_file(
                 Value::Null => {}
                 Value::Sequence(items) => {
                     let mut items = items.iter().enumerate();
+                    let mut globs_left = MAX_GLOBS_PER_FILE;
                     // RO24: past the cap nothing is checked, and one line says how many.
                     while parsed.entries.len() < MAX_ADVISORS {
                         let Some((index, item)) = items.next() else {
                             break;
                         };
-                        if let Some(entry) = parse_entry(file, index + 1, item, warnings) {
+                        let found = parse_entry(file, index + 1, item, warnings, &mut globs_left);
+                        if let Some(entry) = found {
                             parsed.entries.push(entry);
                         }
                     }
@@ -232,6 +237,7 @@ fn parse_entry(
     index: usize,
     item: &Value,
     warnings: &mut Vec<RosterWarning>,
+    globs_left: &mut usize,
 ) -> Option<Entry> {
     let position = format!("#{index}");
     let Value::Mapping(map) = item else {
@@ -301,7 +307,12 @@ fn parse_entry(
             notes.push(unknown_key(file, Some(&label), &key_text(key), ENTRY_KEYS));
             continue;
         };
-        let checked = set_field(&mut entry, key, value, file, &label, &mut notes);
+        let place = Place {
+            file,
+            label: &label,
+            globs_left: &mut *globs_left,
+        };
+        let checked = set_field(&mut entry, key, value, place, &mut notes);
         if let Err(problem) = checked {
             let named = if problem.starts_with('`') {
                 problem
@@ -321,16 +332,28 @@ fn parse_entry(
     Some(entry)
 }
 
+/// Where an entry's field is checked: its file, its label, and the `when.paths` globs the
+/// file has left (RO24).
+struct Place<'a> {
+    file: &'a Path,
+    label: &'a str,
+    globs_left: &'a mut usize,
+}
+
 /// Checks the field `key` of an entry (RO6–RO17) and sets it on `entry`; warnings that do
 /// not skip the entry go to `notes`.
 fn set_field(
     entry: &mut Entry,
     key: &str,
     value: &Value,
-    file: &Path,
-    label: &str,
+    place: Place<'_>,
     notes: &mut Vec<RosterWarning>,
 ) -> Result<(), String> {
+    let Place {
+        file,
+        label,
+        globs_left,
+    } = place;
     match key {
         "name" => Ok(()),
         "enabled" => flag_field(value).map(|v| entry.enabled = v),
@@ -357,7 +380,20 @@ fn set_field(
         "maxSeverity" => {
             choice_field(value, "nit, concern, blocker").map(|v| entry.max_severity = v)
         }
-        "when" => when_field(value).map(|v| entry.when = v),
+        "when" => when_field(value, globs_left).map(|(v, written)| {
+            entry.when = v;
+            if let (Some(kept), Some(written)) = (&entry.when, written) {
+                let vars = [
+                    ("count", written.to_string()),
+                    ("kept", kept.patterns().len().to_string()),
+                    ("perAdvisor", MAX_GLOBS_PER_ADVISOR.to_string()),
+                    ("perFile", MAX_GLOBS_PER_FILE.to_string()),
+                ];
+                let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let message = text("globsCut", &vars);
+                notes.push(RosterWarning::entry(file, label, Some("when"), message));
+            }
+        }),
         other => {
             notes.push(unknown_key(file, Some(label), other, ENTRY_KEYS));
             Ok(())
@@ -444,10 +480,15 @@ fn choice_field<T: FromStr>(value: &Value, allowed: &str) -> Result<Option<T>, S
     }
 }
 
-/// `when: { paths: [globs] }` (RO17), or nothing.
-fn when_field(value: &Value) -> Result<Option<PathFilter>, String> {
+/// `when: { paths: [globs] }` (RO17), or nothing; with the number of globs written when
+/// some were dropped: past [`MAX_GLOBS_PER_ADVISOR`], or past the `globs_left` of the file
+/// (RO24). Only the kept globs are compiled.
+fn when_field(
+    value: &Value,
+    globs_left: &mut usize,
+) -> Result<(Option<PathFilter>, Option<usize>), String> {
     let map = match value {
-        Value::Null => return Ok(None),
+        Value::Null => return Ok((None, None)),
         Value::Mapping(map) => map,
         other => return Err(kind_text("whenNotMapping", other)),
     };
@@ -474,11 +515,20 @@ fn when_field(value: &Value) -> Result<Option<PathFilter>, String> {
             }
         }
     }
-    let patterns = patterns.ok_or_else(|| text("whenNoPaths", &[]))?;
+    let mut patterns = patterns.ok_or_else(|| text("whenNoPaths", &[]))?;
     if patterns.is_empty() {
         return Err(text("whenEmpty", &[]));
     }
-    PathFilter::new(patterns).map(Some)
+    if *globs_left == 0 {
+        let max = MAX_GLOBS_PER_FILE.to_string();
+        return Err(text("globsUsedUp", &[("perFile", &max)]));
+    }
+    let written = patterns.len();
+    let kept = written.min(MAX_GLOBS_PER_ADVISOR).min(*globs_left);
+    patterns.truncate(kept);
+    *globs_left -= kept;
+    let filter = PathFilter::new(patterns)?;
+    Ok((Some(filter), (kept < written).then_some(written)))
 }
 
 /// The line `key` about a value of the wrong kind (`{kind}`).
@@ -833,6 +883,38 @@ mod tests {
         assert!(
             warnings[0].ends_with(": `name` is longer than 64 characters; it was cut"),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn ro24_when_globs_are_capped_per_advisor_and_per_file() {
+        let entry = |name: &str, globs: usize| {
+            let mut text = format!("  - name: {name}\n    when:\n      paths:\n");
+            for i in 0..globs {
+                text.push_str(&format!("        - \"src/{name}/m{i}/**\"\n"));
+            }
+            text
+        };
+        let mut text = String::from("advisors:\n");
+        for (name, globs) in [("a", 1_000), ("b", 64), ("c", 64), ("d", 100), ("e", 1)] {
+            text.push_str(&entry(name, globs));
+        }
+        let (parsed, warnings) = parse(&text);
+        let kept: Vec<(String, usize)> = parsed
+            .unwrap()
+            .entries
+            .iter()
+            .map(|e| (e.name.clone(), e.when.as_ref().unwrap().patterns().len()))
+            .collect();
+        let kept: Vec<(&str, usize)> = kept.iter().map(|(n, k)| (n.as_str(), *k)).collect();
+        assert_eq!(kept, [("a", 64), ("b", 64), ("c", 64), ("d", 64)]);
+        assert_eq!(
+            warnings,
+            [
+                "/p/WATCHDOG.yml: advisor \"a\": `when.paths` lists 1000 globs; the first 64 are used (at most 64 an advisor, 256 a file)",
+                "/p/WATCHDOG.yml: advisor \"d\": `when.paths` lists 100 globs; the first 64 are used (at most 64 an advisor, 256 a file)",
+                "/p/WATCHDOG.yml: advisor \"e\": `when.paths`: the file's 256 globs are used up by the entries before; entry skipped",
+            ]
         );
     }
 }
