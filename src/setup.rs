@@ -22,7 +22,8 @@ use crate::providers::{
 };
 use crate::redact::Redactor;
 use crate::roster::{
-    ModelChoice, RosterAdvisor, RosterModels, RosterSettings, RosterSetup, Source, Sourced,
+    ModelChoice, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup, Source,
+    Sourced,
 };
 use crate::settings::{
     config_files, read_config_layers, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer,
@@ -339,13 +340,13 @@ impl RosterDiscovery<'_> {
                 _ => None,
             },
         };
-        RosterSetup::discover(
-            self.watchdog.clone(),
-            self.roster_settings(),
-            Arc::clone(&self.models.catalog),
-            redactor,
-            Arc::new(models),
-        )
+        let reload = RosterReload {
+            watchdog: self.watchdog.clone(),
+            settings: self.roster_settings(),
+            catalog: Arc::clone(&self.models.catalog),
+            cache: self.models.shared.as_ref().map(|s| s.roster_cache()),
+        };
+        RosterSetup::discover_with(reload, redactor, Arc::new(models))
     }
 
     /// The roster's fallbacks (RO8, RO10): the settings files (with where each key is set),

@@ -12,6 +12,7 @@
 //! All functions that touch the filesystem are blocking; call them at the program's edge
 //! or from the blocking pool.
 
+mod cache;
 mod parse;
 mod setup;
 mod tools;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
+pub use cache::{RosterCache, RosterCacheStats};
 pub(crate) use parse::slugify;
 pub use parse::MAX_NAME_CHARS;
 pub use setup::{RosterModels, RosterReload, RosterSetup};

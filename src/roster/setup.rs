@@ -7,8 +7,10 @@ use std::sync::Arc;
 use crate::model::ModelClient;
 use crate::providers::Catalog;
 use crate::redact::Redactor;
-use crate::roster::{load, Roster, RosterAdvisor, RosterSettings};
-use crate::watchdog::WatchdogConfig;
+use crate::roster::{
+    load, refresh, Roster, RosterAdvisor, RosterCache, RosterRefresh, RosterSettings,
+};
+use crate::watchdog::{Fingerprint, WatchdogConfig};
 
 /// Builds the model client of one roster entry (RO8). The host owns the keys and the
 /// environment, so it supplies this; `Err` is the reason the advisor shows `no model`
@@ -29,6 +31,32 @@ pub struct RosterReload {
     /// The model catalog entries resolve against, shared with the process's other sessions
     /// (A6, RO24): a roster session holds a pointer, never its own copy.
     pub catalog: Arc<Catalog>,
+    /// The process's roster loads (RO24): the sessions of one project read and compile
+    /// its files once; `None` loads for this session alone.
+    pub cache: Option<Arc<RosterCache>>,
+}
+
+impl RosterReload {
+    /// The roster again when the files changed since `previous` (RO21), through the cache
+    /// when there is one. Blocking.
+    pub fn refresh(&self, redactor: Option<&Redactor>, previous: &Fingerprint) -> RosterRefresh {
+        match &self.cache {
+            Some(cache) => cache.refresh(
+                &self.watchdog,
+                &self.settings,
+                &self.catalog,
+                redactor,
+                Some(previous),
+            ),
+            None => refresh(
+                &self.watchdog,
+                &self.settings,
+                &self.catalog,
+                redactor,
+                Some(previous),
+            ),
+        }
+    }
 }
 
 /// A roster as a session runs it: the resolved advisors, the model builder and, when the
@@ -58,15 +86,36 @@ impl RosterSetup {
         redactor: Option<&Redactor>,
         models: Arc<dyn RosterModels>,
     ) -> Self {
-        let roster = load(&watchdog, &settings, &catalog, redactor);
+        let reload = RosterReload {
+            watchdog,
+            settings,
+            catalog,
+            cache: None,
+        };
+        Self::discover_with(reload, redactor, models)
+    }
+
+    /// [`RosterSetup::discover`] where `reload` says, through its cache when it has one
+    /// (RO24: the sessions of one project share a load and its compiled globs). Blocking.
+    pub fn discover_with(
+        reload: RosterReload,
+        redactor: Option<&Redactor>,
+        models: Arc<dyn RosterModels>,
+    ) -> Self {
+        let RosterReload {
+            watchdog,
+            settings,
+            catalog,
+            ..
+        } = &reload;
+        let roster = match &reload.cache {
+            Some(cache) => cache.load(watchdog, settings, catalog, redactor),
+            None => load(watchdog, settings, catalog, redactor),
+        };
         Self {
             roster,
             models,
-            reload: Some(RosterReload {
-                watchdog,
-                settings,
-                catalog,
-            }),
+            reload: Some(reload),
         }
     }
 

@@ -240,9 +240,12 @@ impl Dispatcher {
         let defaults = self.defaults.clone();
         let shared = Arc::clone(self.runtime.shared());
         let params = open.clone();
-        let prepared = tokio::task::spawn_blocking(move || prepare(params, &defaults, &shared))
+        // A6: discovery on a bounded share of the blocking pool, however many opens wait.
+        let discovery = Arc::clone(&shared);
+        let prepared = discovery
+            .discover(move || prepare(params, &defaults, &shared))
             .await
-            .map_err(RpcError::internal)??;
+            .ok_or_else(|| RpcError::internal("session setup failed"))??;
         if *self.shutting_down.lock() {
             return Err(RpcError::internal("the server is shutting down"));
         }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::sync::Semaphore;
 
 use crate::model::limit::{provider_of, CallCounts, CallLimit, LimitedModel};
 use crate::model::ModelClient;
@@ -17,11 +18,13 @@ use crate::providers::{
 };
 use crate::redact::Redactor;
 use crate::review::quarantine::OutputGuard;
+use crate::roster::RosterCache;
 use watchdog_cache::WatchdogCache;
 
 /// Resources every session of a process uses and none owns: the compiled secret patterns
 /// (X5), the model catalog (M3), one HTTP client per provider endpoint, one limit on
-/// concurrent model calls per provider, and the WATCHDOG.md results per directory (W8).
+/// concurrent model calls per provider, and the WATCHDOG.md and roster results per
+/// directory (W8, RO24).
 #[derive(Debug)]
 pub struct SharedResources {
     redactor: Option<Redactor>,
@@ -32,6 +35,8 @@ pub struct SharedResources {
     limits: Mutex<HashMap<String, Arc<CallLimit>>>,
     max_concurrent_reviews: Option<usize>,
     watchdog: Arc<WatchdogCache>,
+    roster: Arc<RosterCache>,
+    discovery: Arc<Semaphore>,
     /// Where model calls run (a runtime of their own), `None` = on the caller's thread.
     calls_on: Option<tokio::runtime::Handle>,
 }
@@ -65,6 +70,8 @@ impl SharedResources {
             limits: Mutex::new(HashMap::new()),
             max_concurrent_reviews,
             watchdog: Arc::new(WatchdogCache::new()),
+            roster: Arc::new(RosterCache::new()),
+            discovery: Arc::new(Semaphore::new(DISCOVERY_THREADS)),
             calls_on: None,
         }
     }
@@ -95,6 +102,25 @@ impl SharedResources {
     /// The WATCHDOG.md results cache.
     pub fn watchdog_cache(&self) -> Arc<WatchdogCache> {
         Arc::clone(&self.watchdog)
+    }
+
+    /// The roster loads cache (RO24): one load, and one set of compiled globs, per project.
+    pub fn roster_cache(&self) -> Arc<RosterCache> {
+        Arc::clone(&self.roster)
+    }
+
+    /// Runs `work` — a session's file discovery: settings, WATCHDOG files, instruction files,
+    /// the roster — on tokio's blocking pool, at most [`DISCOVERY_THREADS`] at once for the
+    /// whole process; the others wait their turn as tasks (A6: opening sessions adds actors,
+    /// never threads; 10,000 pipelined opens grew the pool by 60 threads). `None` when the
+    /// work panicked.
+    pub async fn discover<R, F>(&self, work: F) -> Option<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let _permit = Arc::clone(&self.discovery).acquire_owned().await.ok()?;
+        tokio::task::spawn_blocking(work).await.ok()
     }
 
     /// The HTTP client for one endpoint (base URL and connect timeout), created on first
@@ -186,6 +212,10 @@ impl SharedResources {
     }
 }
 
+/// How many sessions' file discovery runs at once in a process (A6): enough to keep a
+/// disk busy, few enough that opening thousands of sessions adds no thread worth counting.
+pub const DISCOVERY_THREADS: usize = 2;
+
 /// Compiles the output quarantine's patterns (P5); a failure is logged and leaves the
 /// quarantine off.
 pub(crate) fn compile_output_guard() -> Option<Arc<OutputGuard>> {
@@ -193,4 +223,61 @@ pub(crate) fn compile_output_guard() -> Option<Arc<OutputGuard>> {
         .map(Arc::new)
         .map_err(|e| tracing::error!(error = %e, "output quarantine unavailable"))
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a6_session_discovery_runs_at_most_two_at_once() {
+        let shared = Arc::new(SharedResources::with_catalog(Catalog::empty(), None, None));
+        let (started, running, most) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = Arc::new(std::sync::Mutex::new(gate));
+        let opens: Vec<_> = (0..20)
+            .map(|_| {
+                let (shared, started, running, most, gate) = (
+                    Arc::clone(&shared),
+                    Arc::clone(&started),
+                    Arc::clone(&running),
+                    Arc::clone(&most),
+                    Arc::clone(&gate),
+                );
+                tokio::spawn(async move {
+                    shared
+                        .discover(move || {
+                            started.fetch_add(1, Ordering::SeqCst);
+                            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(now, Ordering::SeqCst);
+                            // Each open's discovery blocks until the test lets one through.
+                            let _ = gate.lock().map(|gate| gate.recv());
+                            running.fetch_sub(1, Ordering::SeqCst);
+                        })
+                        .await
+                })
+            })
+            .collect();
+        for released in 0..20 {
+            // Wait until as many have started as may run at once, then let one through.
+            while started.load(Ordering::SeqCst) < (released + DISCOVERY_THREADS).min(20) {
+                tokio::task::yield_now().await;
+            }
+            release.send(()).unwrap();
+        }
+        for open in opens {
+            assert!(open.await.unwrap().is_some());
+        }
+        assert_eq!(started.load(Ordering::SeqCst), 20);
+        assert!(
+            most.load(Ordering::SeqCst) <= DISCOVERY_THREADS,
+            "{} ran at once",
+            most.load(Ordering::SeqCst)
+        );
+    }
 }

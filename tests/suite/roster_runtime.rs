@@ -445,6 +445,7 @@ fn reloading(dir: &Path, repo: &Path, models: Models) -> RuntimeConfig {
             watchdog,
             settings,
             catalog,
+            cache: None,
         });
     }
     cfg

@@ -13,7 +13,7 @@ use super::Supervisor;
 use crate::config::{MemberPlan, RosterDiff};
 use crate::messages::delivery::{RegisterUnnamedAdvisor, RemoveAdvisor};
 use crate::messages::review::AskEnd;
-use crate::roster::{refresh, Roster, RosterRefresh};
+use crate::roster::{Roster, RosterRefresh};
 use crate::texts::notice;
 
 impl Supervisor {
@@ -34,15 +34,8 @@ impl Supervisor {
         self.roster_checking = true;
         let previous = setup.roster.fingerprint.clone();
         let redactor = self.config.redactor();
-        let check = tokio::task::spawn_blocking(move || {
-            refresh(
-                &reload.watchdog,
-                &reload.settings,
-                &reload.catalog,
-                redactor.as_ref(),
-                Some(&previous),
-            )
-        });
+        let check =
+            tokio::task::spawn_blocking(move || reload.refresh(redactor.as_ref(), &previous));
         let applied =
             async move { check.await.ok() }
                 .into_actor(self)
