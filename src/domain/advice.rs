@@ -165,7 +165,7 @@ pub fn escape_xml_text(s: &str) -> String {
 
 /// Escapes an attribute value (an advisor's name, RO18; D4's `context`): `&`, `<`, `>` and
 /// `"`; tab, newline and carriage return as character references (a parser would turn them
-/// into spaces); and every character XML 1.0 forbids (the other C0 controls, U+FFFE,
+/// into spaces); and every character XML 1.0 forbids (the other controls below U+0020, U+FFFE,
 /// U+FFFF) as U+FFFD, so the element stays well-formed whatever the name holds.
 fn escape_xml_attr(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

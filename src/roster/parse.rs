@@ -102,7 +102,7 @@ pub(crate) struct Cleaned {
     pub(crate) cut: bool,
 }
 
-/// Whether `c` may not appear in a name (RO7): a control character (C0, DEL, C1: an
+/// Whether `c` may not appear in a name (RO7): a control character (U+0000–U+001F, U+007F–U+009F: an
 /// escape sequence, a bell, a newline), or one that reorders or hides text (bidi embeddings,
 /// overrides and isolates, the directional marks, zero-width characters).
 fn unprintable(c: char) -> bool {
