@@ -152,15 +152,18 @@ impl AdvisorLabel {
 /// Escapes `&`, `<` and `>` so a note can neither close nor open an element (D2).
 pub fn escape_xml_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
+    s.chars().for_each(|c| push_text_char(&mut out, c));
     out
+}
+
+/// Pushes `c`, escaped as [`escape_xml_text`] escapes it.
+fn push_text_char(out: &mut String, c: char) {
+    match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        c => out.push(c),
+    }
 }
 
 /// Escapes an attribute value (an advisor's name, RO18; D4's `context`): `&`, `<`, `>` and
@@ -171,15 +174,12 @@ fn escape_xml_attr(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\t' => out.push_str("&#9;"),
             '\n' => out.push_str("&#10;"),
             '\r' => out.push_str("&#13;"),
             '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
+            c => push_text_char(&mut out, c),
         }
     }
     out

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{load, Roster, RosterRefresh, RosterSettings, ROSTER_FILES};
+use super::{load, refresh_by, Roster, RosterRefresh, RosterSettings, ROSTER_FILES};
 use crate::providers::Catalog;
 use crate::redact::Redactor;
 use crate::watchdog::{Fingerprint, WatchdogConfig};
@@ -85,12 +85,9 @@ impl RosterCache {
         redactor: Option<&Redactor>,
         previous: Option<&Fingerprint>,
     ) -> RosterRefresh {
-        match previous {
-            Some(fingerprint) if fingerprint.is_current_named(config, &ROSTER_FILES) => {
-                RosterRefresh::Unchanged
-            }
-            _ => RosterRefresh::Rebuilt(Box::new(self.load(config, settings, catalog, redactor))),
-        }
+        refresh_by(config, previous, || {
+            self.load(config, settings, catalog, redactor)
+        })
     }
 
     /// The counters now.

@@ -471,11 +471,23 @@ pub fn refresh(
     redactor: Option<&Redactor>,
     previous: Option<&Fingerprint>,
 ) -> RosterRefresh {
+    refresh_by(config, previous, || {
+        load(config, settings, catalog, redactor)
+    })
+}
+
+/// `Unchanged` when `previous` still matches the disk's metadata (RO21), else what `reload`
+/// gives. Blocking.
+pub(crate) fn refresh_by(
+    config: &WatchdogConfig,
+    previous: Option<&Fingerprint>,
+    reload: impl FnOnce() -> Roster,
+) -> RosterRefresh {
     match previous {
         Some(fingerprint) if fingerprint.is_current_named(config, &ROSTER_FILES) => {
             RosterRefresh::Unchanged
         }
-        _ => RosterRefresh::Rebuilt(Box::new(load(config, settings, catalog, redactor))),
+        _ => RosterRefresh::Rebuilt(Box::new(reload())),
     }
 }
 

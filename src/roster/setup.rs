@@ -8,7 +8,7 @@ use crate::model::ModelClient;
 use crate::providers::Catalog;
 use crate::redact::Redactor;
 use crate::roster::{
-    load, refresh, Roster, RosterAdvisor, RosterCache, RosterRefresh, RosterSettings,
+    load, refresh_by, Roster, RosterAdvisor, RosterCache, RosterRefresh, RosterSettings,
 };
 use crate::watchdog::{Fingerprint, WatchdogConfig};
 
@@ -40,21 +40,14 @@ impl RosterReload {
     /// The roster again when the files changed since `previous` (RO21), through the cache
     /// when there is one. Blocking.
     pub fn refresh(&self, redactor: Option<&Redactor>, previous: &Fingerprint) -> RosterRefresh {
+        refresh_by(&self.watchdog, Some(previous), || self.load(redactor))
+    }
+
+    /// The roster as the files say now, through the cache when there is one. Blocking.
+    pub fn load(&self, redactor: Option<&Redactor>) -> Roster {
         match &self.cache {
-            Some(cache) => cache.refresh(
-                &self.watchdog,
-                &self.settings,
-                &self.catalog,
-                redactor,
-                Some(previous),
-            ),
-            None => refresh(
-                &self.watchdog,
-                &self.settings,
-                &self.catalog,
-                redactor,
-                Some(previous),
-            ),
+            Some(cache) => cache.load(&self.watchdog, &self.settings, &self.catalog, redactor),
+            None => load(&self.watchdog, &self.settings, &self.catalog, redactor),
         }
     }
 }
@@ -102,16 +95,7 @@ impl RosterSetup {
         redactor: Option<&Redactor>,
         models: Arc<dyn RosterModels>,
     ) -> Self {
-        let RosterReload {
-            watchdog,
-            settings,
-            catalog,
-            ..
-        } = &reload;
-        let roster = match &reload.cache {
-            Some(cache) => cache.load(watchdog, settings, catalog, redactor),
-            None => load(watchdog, settings, catalog, redactor),
-        };
+        let roster = reload.load(redactor);
         Self {
             roster,
             models,
