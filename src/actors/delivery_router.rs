@@ -9,7 +9,7 @@ use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
     GetUndelivered, InjectAdvice, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor,
-    RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, ReviewSucceeded, SeedGuard,
+    RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, ReviewEnded, ReviewSucceeded, SeedGuard,
     SetDeliveryEnabled,
 };
 use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
@@ -205,6 +205,15 @@ impl Handler<ReviewSucceeded> for DeliveryRouter {
     fn handle(&mut self, msg: ReviewSucceeded, _ctx: &mut Context<Self>) {
         self.state
             .advisor_review_succeeded(msg.advisor.as_ref(), msg.epoch, msg.review);
+    }
+}
+
+impl Handler<ReviewEnded> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReviewEnded, _ctx: &mut Context<Self>) {
+        let released = self.state.advisor_review_ended(msg.advisor.as_ref());
+        self.emit(released);
     }
 }
 
