@@ -517,6 +517,84 @@ mod tests {
         assert_eq!(status.counts.raised(), 4);
     }
 
+    /// RO22 through the mailbox under each policy: the final answer's turn end, both
+    /// advisors' reviews start, each raises the same concern and its review ends; the host
+    /// gets one delivery naming both.
+    #[actix::test]
+    async fn ro22_under_each_policy_the_same_concern_about_the_final_turn_reaches_the_host_once() {
+        for policy in [
+            DeliveryPolicy::Defer,
+            DeliveryPolicy::Interrupt,
+            DeliveryPolicy::Reconfirm,
+        ] {
+            let host = HostRecorder::default().start();
+            let router = DeliveryRouter::new(policy, 2, 0, host.clone().recipient()).start();
+            let (a, s) = (arch(), sec());
+            let plan = router
+                .send(PlanTurnEnd {
+                    terminal: true,
+                    answered: true,
+                    wip: false,
+                    can_wait: true,
+                })
+                .await
+                .unwrap();
+            for who in [&a, &s] {
+                router
+                    .send(GetHeldPreamble {
+                        epoch: 0,
+                        review: 1,
+                        updates: 1,
+                        wip: false,
+                        advisor: Some(who.clone()),
+                    })
+                    .await
+                    .unwrap();
+            }
+            for (who, note) in [(&a, "Data loss on retry"), (&s, "data loss on retry.")] {
+                raise(&router, who, 1, note, Some(Severity::Concern)).await;
+                router
+                    .send(ReviewSucceeded {
+                        epoch: 0,
+                        review: 1,
+                        advisor: Some(who.clone()),
+                    })
+                    .await
+                    .unwrap();
+                router
+                    .send(ReviewEnded {
+                        advisor: Some(who.clone()),
+                    })
+                    .await
+                    .unwrap();
+            }
+            if let Some(plan) = plan {
+                let end = crate::delivery::CatchUpEnd::TimedOut;
+                router.send(CatchUpFinished { plan, end }).await.unwrap();
+            }
+            let events = host.send(TakeEvents).await.unwrap();
+            let delivered: Vec<&Delivery> = events
+                .iter()
+                .filter_map(|e| match e {
+                    HostEvent::Card { card } | HostEvent::Wake { card } => Some(card),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(delivered.len(), 1, "{policy:?}: {events:?}");
+            assert_eq!(
+                delivered[0].notes[0].advisor.as_deref(),
+                Some("Architecture, Security"),
+                "{policy:?}"
+            );
+            let status = router.send(GetDeliveryStatus).await.unwrap();
+            assert_eq!(
+                status.counts.dropped[&DropReason::DuplicateOf],
+                1,
+                "{policy:?}"
+            );
+        }
+    }
+
     #[actix::test]
     async fn ro21_remove_advisor_drops_its_undelivered_notes_and_keeps_the_others() {
         let (router, host) = running_router().await;
