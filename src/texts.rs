@@ -115,6 +115,7 @@ mod tests {
             "quarantined",
             "switched",
             "reverted",
+            "syncWait",
         ];
         for key in keys {
             assert!(

@@ -949,7 +949,7 @@ class Supervisor {
 			const times = `${this.deaths.length} times in ${DEATH_WINDOW_MS / 60_000} minutes`;
 			this.say(
 				`advisor: ${reason}. That is ${times}, so pi goes on without an advisor. ` +
-					"Set ADVISOR_SERVE_LOG=FILE to see why in the advisor's log, then /advisor on to try again.",
+					"To see why, quit pi and start it again with ADVISOR_SERVE_LOG=FILE set (the advisor then logs to FILE); or /advisor on to try again now.",
 			);
 		} else {
 			const wait = RESTART_BACKOFF_MS[Math.min(this.streak, RESTART_BACKOFF_MS.length) - 1];
@@ -1700,7 +1700,12 @@ function registerAskTool(pi: ExtensionAPI, roster: RosterName[]): void {
 		parameters: askParameters(roster),
 		async execute(_toolCallId, params, signal, _onUpdate, ctx) {
 			const p = params as { question?: unknown; advisor?: unknown };
-			return askAdvisor(p?.question, p?.advisor, signal, ctx);
+			const result = await askAdvisor(p?.question, p?.advisor, signal, ctx);
+			// pi 0.73 flags a tool result as an error only when the tool throws (a returned
+			// `isError` is ignored); pi 1.6 flags both. Throwing the error text makes it an error
+			// result on both lines, with the same text for the primary.
+			if (result.isError) throw new Error(result.content[0].text);
+			return result;
 		},
 	});
 }

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::actors::agent_port::{AgentLinks, AgentPort};
-use crate::messages::delivery::ReviewSucceeded;
+use crate::messages::delivery::{ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
     AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, DumpContext, EndHalt,
     GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
@@ -220,7 +220,15 @@ impl AdvisorAgent {
                 Err(err) => self.failed(err, ctx),
             }
         }
+        self.review_ended();
         self.maybe_start(ctx);
+    }
+
+    /// Tells the router the review in progress ended (RO22: cards waiting for it go out).
+    fn review_ended(&self) {
+        self.links.review_ended.do_send(ReviewEnded {
+            advisor: self.links.advisor.clone(),
+        });
     }
 
     /// P5: the review's turn was withheld. The batch is gone with the advisor's context and
@@ -438,6 +446,7 @@ impl Handler<ResetAdvisor> for AdvisorAgent {
             // the model call (and the provider slot it holds) and any tool call it awaits,
             // so it raises nothing more under a registration started after this one.
             ctx.cancel_future(review);
+            self.review_ended();
             ended = true;
         }
         if ended {

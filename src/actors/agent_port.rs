@@ -8,7 +8,7 @@ use actix::Recipient;
 use serde_json::Value;
 
 use crate::domain::advice::AdvisorLabel;
-use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewSucceeded};
+use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, BacklogDropped, NoticeRaised, ReviewFailed, ReviewQuarantined,
 };
@@ -41,6 +41,8 @@ pub struct AgentLinks {
     pub held_preamble: Recipient<GetHeldPreamble>,
     /// Where successful reviews are reported so unconfirmed held notes are dropped (D9).
     pub review_succeeded: Recipient<ReviewSucceeded>,
+    /// Where the end of every review is reported, so cards waiting for it go out (RO22).
+    pub review_ended: Recipient<ReviewEnded>,
     /// Where discarded attempts are reported so their holds are rolled back (G5).
     pub discard_attempt: Recipient<DiscardAttempt>,
     /// Where the advisor's transcript is recorded, when the host gave an audit path (G7).

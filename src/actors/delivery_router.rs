@@ -9,7 +9,7 @@ use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
     CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
     GetUndelivered, InjectAdvice, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor,
-    RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, ReviewSucceeded, SeedGuard,
+    RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, ReviewEnded, ReviewSucceeded, SeedGuard,
     SetDeliveryEnabled,
 };
 use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
@@ -205,6 +205,15 @@ impl Handler<ReviewSucceeded> for DeliveryRouter {
     fn handle(&mut self, msg: ReviewSucceeded, _ctx: &mut Context<Self>) {
         self.state
             .advisor_review_succeeded(msg.advisor.as_ref(), msg.epoch, msg.review);
+    }
+}
+
+impl Handler<ReviewEnded> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReviewEnded, _ctx: &mut Context<Self>) {
+        let released = self.state.advisor_review_ended(msg.advisor.as_ref());
+        self.emit(released);
     }
 }
 
@@ -506,6 +515,84 @@ mod tests {
         assert_eq!(status.per_advisor["architecture"].aside, 2);
         assert_eq!(status.per_advisor["security"].aside, 1);
         assert_eq!(status.counts.raised(), 4);
+    }
+
+    /// RO22 through the mailbox under each policy: the final answer's turn end, both
+    /// advisors' reviews start, each raises the same concern and its review ends; the host
+    /// gets one delivery naming both.
+    #[actix::test]
+    async fn ro22_under_each_policy_the_same_concern_about_the_final_turn_reaches_the_host_once() {
+        for policy in [
+            DeliveryPolicy::Defer,
+            DeliveryPolicy::Interrupt,
+            DeliveryPolicy::Reconfirm,
+        ] {
+            let host = HostRecorder::default().start();
+            let router = DeliveryRouter::new(policy, 2, 0, host.clone().recipient()).start();
+            let (a, s) = (arch(), sec());
+            let plan = router
+                .send(PlanTurnEnd {
+                    terminal: true,
+                    answered: true,
+                    wip: false,
+                    can_wait: true,
+                })
+                .await
+                .unwrap();
+            for who in [&a, &s] {
+                router
+                    .send(GetHeldPreamble {
+                        epoch: 0,
+                        review: 1,
+                        updates: 1,
+                        wip: false,
+                        advisor: Some(who.clone()),
+                    })
+                    .await
+                    .unwrap();
+            }
+            for (who, note) in [(&a, "Data loss on retry"), (&s, "data loss on retry.")] {
+                raise(&router, who, 1, note, Some(Severity::Concern)).await;
+                router
+                    .send(ReviewSucceeded {
+                        epoch: 0,
+                        review: 1,
+                        advisor: Some(who.clone()),
+                    })
+                    .await
+                    .unwrap();
+                router
+                    .send(ReviewEnded {
+                        advisor: Some(who.clone()),
+                    })
+                    .await
+                    .unwrap();
+            }
+            if let Some(plan) = plan {
+                let end = crate::delivery::CatchUpEnd::TimedOut;
+                router.send(CatchUpFinished { plan, end }).await.unwrap();
+            }
+            let events = host.send(TakeEvents).await.unwrap();
+            let delivered: Vec<&Delivery> = events
+                .iter()
+                .filter_map(|e| match e {
+                    HostEvent::Card { card } | HostEvent::Wake { card } => Some(card),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(delivered.len(), 1, "{policy:?}: {events:?}");
+            assert_eq!(
+                delivered[0].notes[0].advisor.as_deref(),
+                Some("Architecture, Security"),
+                "{policy:?}"
+            );
+            let status = router.send(GetDeliveryStatus).await.unwrap();
+            assert_eq!(
+                status.counts.dropped[&DropReason::DuplicateOf],
+                1,
+                "{policy:?}"
+            );
+        }
     }
 
     #[actix::test]

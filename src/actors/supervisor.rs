@@ -11,7 +11,7 @@ use actix::{
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
-use crate::actors::wiring::wait_after_turn;
+use crate::actors::wiring::{wait_after_turn, SlowWaitNotice};
 use crate::delivery::turn_end::TurnEndPlan;
 use crate::delivery::CatchUpPlan;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
@@ -67,6 +67,8 @@ pub struct Supervisor {
     /// Whether a turn end may be held now (S1, D5, RO15), shared with the session's
     /// handles: kept current as roster entries come, go and change.
     turn_end_waits: Arc<AtomicBool>,
+    /// A syncBacklog wait ran long and the user was told so (S1): said once per session.
+    sync_wait_said: Arc<AtomicBool>,
 }
 
 impl Supervisor {
@@ -95,6 +97,7 @@ impl Supervisor {
             roster_checking: false,
             roster_recheck: false,
             turn_end_waits: Arc::default(),
+            sync_wait_said: Arc::default(),
         };
         supervisor.update_turn_end_waits();
         supervisor
@@ -313,12 +316,18 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         let threshold = self.config.settings.sync_backlog.threshold();
         let cap = self.config.settings.sync_wait_cap;
         let hold = self.config.hold_wait_through_retries;
+        // A replay paces itself with this wait (L2): nothing to tell a user there.
+        let slow = threshold.filter(|_| !hold).map(|threshold| SlowWaitNotice {
+            host: self.host.clone(),
+            said: Arc::clone(&self.sync_wait_said),
+            threshold,
+        });
         let planned_rx = self.observe_turn(ctx, &router, &feeds, &msg.transcript, turn_ended);
         self.turn_waits += 1;
         Box::pin(
             async move {
                 let plan = planned_rx.await.ok().flatten();
-                wait_after_turn(agents, router, plan, threshold, cap, hold).await;
+                wait_after_turn(agents, router, plan, threshold, cap, hold, slow).await;
             }
             .into_actor(self)
             .map(|(), act, ctx| {

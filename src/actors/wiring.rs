@@ -2,6 +2,7 @@
 //! executor of one advisor run, to the session's router and watchdog loader), and how a
 //! turn end waits on them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use crate::actors::transcript_feed::TranscriptFeed;
 use crate::config::{MemberPlan, RuntimeConfig};
 use crate::delivery::{CatchUpEnd, CatchUpPlan};
 use crate::domain::advice::Advisory;
+use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
 use crate::messages::delivery::{CatchUpFinished, InjectAdvice, RaiseAdvice};
 use crate::messages::feed::SeedCursor;
@@ -111,6 +113,7 @@ pub fn start_children(
         notices: reports.notices,
         held_preamble: router.clone().recipient(),
         review_succeeded: router.clone().recipient(),
+        review_ended: router.clone().recipient(),
         discard_attempt: router.clone().recipient(),
         audit,
     };
@@ -165,10 +168,43 @@ fn start_executor(
     })
 }
 
+/// How long a syncBacklog wait runs before the user is told what the agent waits for (S1).
+pub const SLOW_WAIT_NOTICE_AFTER: Duration = Duration::from_secs(5);
+
+/// The one line a session's user gets when a syncBacklog wait runs past
+/// [`SLOW_WAIT_NOTICE_AFTER`] (S1): what the agent waits for and how to turn the wait off,
+/// as the `reconfirm` catch-up says its waits (D5).
+pub struct SlowWaitNotice {
+    /// Where the notice goes.
+    pub host: Recipient<HostEvent>,
+    /// Whether the session said it already: once per session.
+    pub said: Arc<AtomicBool>,
+    /// The wait's threshold and cap, for the text.
+    pub threshold: usize,
+}
+
+impl SlowWaitNotice {
+    /// Says it, unless the session did already.
+    fn say(&self, cap: Duration) {
+        if self.said.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let text = notice(
+            "syncWait",
+            &[
+                ("threshold", &self.threshold.to_string()),
+                ("secs", &cap.as_secs().to_string()),
+            ],
+        );
+        self.host.do_send(HostEvent::notice(text));
+    }
+}
+
 /// The wait a turn end makes: the catch-up block when the router planned one (D5), else
 /// the syncBacklog wait (S1) up to its cap, which `hold_through_retries` (a replay) extends
 /// while an advisor is retrying after a failure. With a roster it waits for every running
-/// advisor: the largest backlog counts (RO13).
+/// advisor: the largest backlog counts (RO13). A syncBacklog wait still running after
+/// [`SLOW_WAIT_NOTICE_AFTER`] says so through `slow`, once per session.
 pub async fn wait_after_turn(
     agents: Vec<Addr<AdvisorAgent>>,
     router: Addr<DeliveryRouter>,
@@ -176,6 +212,7 @@ pub async fn wait_after_turn(
     threshold: Option<usize>,
     cap: Duration,
     hold_through_retries: bool,
+    slow: Option<SlowWaitNotice>,
 ) {
     if let Some(plan) = plan {
         let waited = tokio::time::timeout(plan.timeout, await_all(&agents, 1)).await;
@@ -190,14 +227,27 @@ pub async fn wait_after_turn(
     } else if let Some(threshold) = threshold {
         let waited = await_all(&agents, threshold);
         tokio::pin!(waited);
+        let mut limit = cap;
+        let slow = slow.filter(|s| !s.said.load(Ordering::Relaxed));
+        if let Some(slow) = slow.filter(|_| SLOW_WAIT_NOTICE_AFTER < cap) {
+            if tokio::time::timeout(SLOW_WAIT_NOTICE_AFTER, &mut waited)
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            slow.say(cap);
+            limit = cap - SLOW_WAIT_NOTICE_AFTER;
+        }
         loop {
-            if tokio::time::timeout(cap, &mut waited).await.is_ok() {
+            if tokio::time::timeout(limit, &mut waited).await.is_ok() {
                 break;
             }
             // A replay holds the wait through retries (S1): while an advisor has
             // failed and not yet succeeded, the cap does not end the wait; F1–F3 bound it
             // (the retry succeeds, the backlog is dropped, or the advisor pauses).
             if hold_through_retries && any_retrying(&agents).await {
+                limit = cap;
                 continue;
             }
             tracing::info!("syncBacklog wait hit its cap; the primary goes on");

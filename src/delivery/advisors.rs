@@ -56,6 +56,9 @@ pub(super) struct AdvisorGuard {
     pub(super) wip_review: Option<ReviewId>,
     /// The update its review in progress covers (RO22).
     pub(super) update: Option<(ReviewId, UpdateId)>,
+    /// A review of it is running (from its start until the agent says it ended): cards of
+    /// the same update wait for it (RO22).
+    pub(super) reviewing: bool,
 }
 
 impl AdvisorGuard {
@@ -68,6 +71,7 @@ impl AdvisorGuard {
             history: GuardHistory::new(),
             wip_review: None,
             update: None,
+            reviewing: false,
         }
     }
 
@@ -189,6 +193,17 @@ impl Guards {
         let unnamed = (self.named.is_empty() || self.unnamed_used) && !self.removed.contains(&None);
         (unnamed && self.unnamed.policy == policy)
             || self.named.values().any(|g| g.policy == policy)
+    }
+
+    /// Whether a named advisor other than `origin`'s owner and its co-authors is reviewing
+    /// the update of `origin` now (RO22): its same note would merge into `origin`'s.
+    pub(super) fn another_reviewing(&self, origin: &Origin) -> bool {
+        self.named.iter().any(|(slug, g)| {
+            g.reviewing
+                && origin.owner.as_ref() != Some(slug)
+                && !origin.co_authors.contains(slug)
+                && g.update.is_some_and(|(_, update)| update == origin.update)
+        })
     }
 
     /// Every guard.
@@ -400,7 +415,7 @@ mod tests {
 
     use crate::delivery::testing::{adv, router};
     use crate::delivery::{DropReason, RaiseOutcome, RouterState};
-    use crate::domain::advice::Channel;
+    use crate::domain::advice::{Channel, Delivery};
     use crate::domain::host::HostEvent;
 
     fn arch() -> AdvisorLabel {
@@ -1233,6 +1248,111 @@ mod tests {
         assert_eq!(r.held()[0].advisory.advisor.as_deref(), Some("Security"));
     }
 
+    /// RO22 under each policy: two advisors review the final turn and raise the same concern;
+    /// the primary gets one delivery naming both, however the policy routes it — a card after
+    /// the terminal answer (`defer`, the default), a wake (`interrupt`), a held note released
+    /// by the catch-up (`reconfirm`) — and the second advisor's note counts `duplicateOf`.
+    #[test]
+    fn ro22_under_each_policy_two_advisors_same_concern_about_the_final_turn_is_delivered_once() {
+        use crate::delivery::CatchUpEnd;
+        let (a, s) = (arch(), sec());
+        for policy in [
+            DeliveryPolicy::Defer,
+            DeliveryPolicy::Interrupt,
+            DeliveryPolicy::Reconfirm,
+        ] {
+            let mut r = RouterState::new(policy, 2);
+            // The final answer: the turn ends, the run settles, both reviews start.
+            r.run_state(true);
+            let mut events = r.boundary(true, false);
+            let plan = r.turn_ended(true, true);
+            events.extend(r.run_state(false));
+            events.extend(r.advisor_review_batch(Some(&a), 0, 1, 1, false));
+            events.extend(r.advisor_review_batch(Some(&s), 0, 1, 1, false));
+            let mut outcomes = Vec::new();
+            for (who, note) in [
+                (&a, "the migration drops a column"),
+                (&s, "The migration drops a column."),
+            ] {
+                let (outcome, raised) = raise(&mut r, who, 1, note, Some(Severity::Concern));
+                outcomes.push(outcome);
+                events.extend(raised);
+                r.advisor_review_succeeded(Some(who), 0, 1);
+                events.extend(r.advisor_review_ended(Some(who)));
+            }
+            let [first, second] = [outcomes[0].clone(), outcomes[1].clone()];
+            if let Some(plan) = plan {
+                events.extend(r.catch_up_finished(&plan, CatchUpEnd::Settled));
+            }
+            events.extend(
+                r.step_boundary()
+                    .steers
+                    .into_iter()
+                    .map(|card| HostEvent::Card { card }),
+            );
+            let delivered: Vec<&Delivery> = events
+                .iter()
+                .filter_map(|e| match e {
+                    HostEvent::Card { card } | HostEvent::Wake { card } => Some(card),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(delivered.len(), 1, "{policy:?}: {events:?}");
+            assert!(
+                delivered[0]
+                    .content
+                    .contains("advisor=\"Architecture, Security\""),
+                "{policy:?}: {}",
+                delivered[0].content
+            );
+            assert_ne!(
+                first,
+                RaiseOutcome::Dropped(DropReason::DuplicateOf),
+                "{policy:?}"
+            );
+            assert!(
+                matches!(
+                    second,
+                    RaiseOutcome::Dropped(DropReason::DuplicateOf)
+                        | RaiseOutcome::Declined(DropReason::DuplicateOf)
+                ),
+                "{policy:?}: {second:?}"
+            );
+            assert_eq!(r.counts().pending, 0, "{policy:?}");
+        }
+    }
+
+    /// RO22: a card waits only for another advisor's review of the same update; once every
+    /// such review ended — or at the next turn end — it goes out, and a card of an advisor
+    /// nobody else is reviewing with goes out at once.
+    #[test]
+    fn ro22_a_card_waits_for_the_other_review_of_its_update_and_no_longer() {
+        let (a, s) = (arch(), sec());
+        let mut r = RouterState::new(DeliveryPolicy::Defer, 2);
+        r.boundary(true, false);
+        r.turn_ended(true, true);
+        r.advisor_review_batch(Some(&a), 0, 1, 1, false);
+        // Alone: out at once.
+        let (_, events) = raise(&mut r, &a, 1, "rename the flag", Some(Severity::Concern));
+        assert_eq!(events.len(), 1, "{events:?}");
+        r.advisor_review_batch(Some(&s), 0, 1, 1, false);
+        let (_, events) = raise(&mut r, &a, 1, "add a test", Some(Severity::Concern));
+        assert!(events.is_empty(), "waits for Security's review");
+        assert_eq!(r.undelivered().len(), 1);
+        let out = r.advisor_review_ended(Some(&s));
+        assert_eq!(out.len(), 1, "{out:?}");
+        // Waiting again; the next turn end sends it whatever still runs.
+        r.advisor_review_batch(Some(&a), 0, 2, 1, false);
+        r.advisor_review_batch(Some(&s), 0, 2, 1, false);
+        raise(&mut r, &a, 2, "log the error", Some(Severity::Concern));
+        let out = r.boundary(false, true);
+        assert!(
+            matches!(&out[..], [HostEvent::Card { card }] if card.content.contains("log the error")),
+            "{out:?}"
+        );
+        assert_eq!(r.counts().pending, 0);
+    }
+
     /// The sum of the named advisors' counters.
     fn sum(r: &RouterState) -> crate::delivery::DeliveryCounts {
         let mut total = crate::delivery::DeliveryCounts::default();
@@ -1280,6 +1400,7 @@ mod tests {
                     }
                     6 => {
                         r.advisor_review_succeeded(Some(who), 0, review);
+                        r.advisor_review_ended(Some(who));
                         r.advisor_discard_attempt(Some(who), 0, review);
                         if let Some(plan) = r.turn_ended(note % 2 == 0, true) {
                             r.catch_up_finished(&plan, crate::delivery::CatchUpEnd::TimedOut);

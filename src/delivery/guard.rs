@@ -213,6 +213,7 @@ mod tests {
             content: Content::Text("<advisory>not ours</advisory>".into()),
             display: true,
             details: None,
+            attribution: None,
         });
         let messages: Vec<Arc<TranscriptMessage>> = [
             TranscriptMessage::user("<advisory>typed by the user</advisory>"),

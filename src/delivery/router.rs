@@ -64,6 +64,10 @@ pub struct RouterState {
     enabled: bool,
     asides: Vec<QueuedAside>,
     steers: Vec<OutboxSteer>,
+    /// Cards of a named advisor waiting for another named advisor's review of the same
+    /// update to end (RO22): its same note merges into them instead of going out as a
+    /// second card. They go out when no such review runs any more, or at the next turn end.
+    cards: Vec<OutboxSteer>,
     held: HeldNotes,
     /// A branch change replayed the transcript (P3): until the next user
     /// prompt, concerns and blockers are cards, never wakes.
@@ -100,6 +104,7 @@ impl RouterState {
             enabled: true,
             asides: Vec::new(),
             steers: Vec::new(),
+            cards: Vec::new(),
             held: HeldNotes::default(),
             replayed: false,
             deferred: DeferredNotes::default(),
@@ -250,18 +255,21 @@ impl RouterState {
             let severity = q.advisory.effective_severity();
             (q.origin, q.key, severity)
         }));
-        let (steers, kept): (Vec<OutboxSteer>, Vec<OutboxSteer>) = std::mem::take(&mut self.steers)
-            .into_iter()
-            .partition(|s| ours(&s.origin));
-        self.steers = kept;
-        gone.extend(steers.into_iter().map(|s| {
-            let severity = s
-                .card
-                .notes
-                .first()
-                .map_or(Severity::Nit, Advisory::effective_severity);
-            (s.origin, s.key, severity)
-        }));
+        // The outbox's steers and the cards waiting for another review (RO22).
+        for outbox in [&mut self.steers, &mut self.cards] {
+            let (theirs, kept): (Vec<OutboxSteer>, Vec<OutboxSteer>) = std::mem::take(outbox)
+                .into_iter()
+                .partition(|s| ours(&s.origin));
+            *outbox = kept;
+            gone.extend(theirs.into_iter().map(|s| {
+                let severity = s
+                    .card
+                    .notes
+                    .first()
+                    .map_or(Severity::Nit, Advisory::effective_severity);
+                (s.origin, s.key, severity)
+            }));
+        }
         for note in self.deferred.take_where(|d| ours(&d.origin)) {
             let severity = note.severity();
             gone.push((note.origin, note.key, severity));
@@ -362,6 +370,7 @@ impl RouterState {
             let guard = self.guards.for_label(label);
             guard.budget.start((epoch, review), updates);
             guard.update = Some(((epoch, review), now));
+            guard.reviewing = true;
         }
     }
 
@@ -413,11 +422,45 @@ impl RouterState {
     /// deferred notes are released now, before the turn's delta is queued, and routed as a
     /// terminal answer calls for. Call before [`RouterState::turn_ended`].
     pub fn boundary(&mut self, answered: bool, wip: bool) -> Vec<HostEvent> {
+        // A new update: cards still waiting for a review of an earlier one go out (RO22).
+        let mut events = self.release_cards(true);
         self.answered = answered && !wip;
         if wip || !self.guards.uses(DeliveryPolicy::Defer) {
-            return Vec::new();
+            return events;
         }
-        self.release_deferred()
+        events.extend(self.release_deferred());
+        events
+    }
+
+    /// The review in progress of the advisor `label` ended, whatever its end (RO22): the
+    /// cards that waited for it go out unless another advisor's review of their update
+    /// still runs.
+    pub fn advisor_review_ended(&mut self, label: Option<&AdvisorLabel>) -> Vec<HostEvent> {
+        if let Some(guard) = self.guards.get_mut(&owner_of(label)) {
+            guard.reviewing = false;
+        }
+        self.release_cards(false)
+    }
+
+    /// Sends the waiting cards and wakes (RO22): all of them, or with `all` false those no
+    /// other advisor's running review of their update waits for. Each takes the channel its
+    /// note calls for now (a run may have started meanwhile: then it steers).
+    fn release_cards(&mut self, all: bool) -> Vec<HostEvent> {
+        let (waiting, ready): (Vec<OutboxSteer>, Vec<OutboxSteer>) =
+            std::mem::take(&mut self.cards)
+                .into_iter()
+                .partition(|c| !all && self.guards.another_reviewing(&c.origin));
+        self.cards = waiting;
+        let mut events = Vec::with_capacity(ready.len());
+        for waited in ready {
+            let owner = waited.origin.owner.clone();
+            self.tally(&owner, |c| c.pending -= 1);
+            let Some(note) = waited.card.notes.first().cloned() else {
+                continue;
+            };
+            events.extend(self.route_now(note, waited.key, waited.origin, None));
+        }
+        events
     }
 
     /// Routes every deferred note now (a final boundary, P1); later notes of the reviews in
@@ -766,6 +809,29 @@ impl RouterState {
             self.steers[i].card = self.build(Channel::Steer, vec![(merged, policy)]);
             return Some(Vec::new());
         }
+        if let Some(i) = self.cards.iter().position(|c| same(&c.key, &c.origin)) {
+            let card = &mut self.cards[i];
+            co_author(&mut card.origin);
+            let note = card.card.notes.first_mut()?;
+            merge(note);
+            let merged = note.clone();
+            let owner = card.origin.owner.clone();
+            let policy = self.guards.policy(&owner);
+            let severity = merged.effective_severity();
+            self.remember(&owner, key, severity);
+            self.remember(&origin.owner, key, severity);
+            let channel = self.channel_for(policy, severity);
+            if channel == Channel::Card
+                || (channel == Channel::Wake && severity != Severity::Blocker)
+            {
+                self.cards[i].card = self.build(channel, vec![(merged, policy)]);
+                return Some(Vec::new());
+            }
+            // Merged into a blocker: it goes at once (P1).
+            let waiting = self.cards.remove(i);
+            self.tally(&owner, |c| c.pending -= 1);
+            return Some(self.route(merged, waiting.key, waiting.origin, None));
+        }
         if let Some(note) = self.deferred.find_mut(|n| same(&n.key, &n.origin)) {
             merge(&mut note.advisory);
             co_author(&mut note.origin);
@@ -911,7 +977,35 @@ impl RouterState {
         }
     }
 
+    /// Routes a note on the channel its advisor's policy calls for now. A card, or a wake
+    /// for a nit or concern, of a named advisor waits while another named advisor reviews
+    /// the same update (RO22), so that advisor's same note merges into it.
     fn route(
+        &mut self,
+        advisory: Advisory,
+        key: String,
+        origin: Origin,
+        raised_by: Option<ReviewId>,
+    ) -> Vec<HostEvent> {
+        let severity = advisory.effective_severity();
+        let policy = self.guards.policy(&origin.owner);
+        let waits = match self.channel_for(policy, severity) {
+            Channel::Card => true,
+            Channel::Wake => severity != Severity::Blocker,
+            _ => false,
+        };
+        if waits && origin.owner.is_some() && self.guards.another_reviewing(&origin) {
+            let owner = origin.owner.clone();
+            let card = self.build(self.channel_for(policy, severity), vec![(advisory, policy)]);
+            self.cards.push(OutboxSteer { card, key, origin });
+            self.tally(&owner, |c| c.pending += 1);
+            return Vec::new();
+        }
+        self.route_now(advisory, key, origin, raised_by)
+    }
+
+    /// [`Self::route`] without waiting for another advisor's review.
+    fn route_now(
         &mut self,
         advisory: Advisory,
         key: String,
@@ -981,6 +1075,7 @@ impl RouterState {
             out.push(self.aside_of(&self.asides));
         }
         out.extend(self.steers.iter().map(|s| s.card.clone()));
+        out.extend(self.cards.iter().map(|c| c.card.clone()));
         for deferred in self.deferred.as_slice() {
             let policy = self.guards.policy(&deferred.origin.owner);
             let channel = self.channel_for(policy, deferred.severity());
@@ -1298,6 +1393,7 @@ impl RouterState {
                 .chain(
                     std::mem::take(&mut self.steers)
                         .into_iter()
+                        .chain(std::mem::take(&mut self.cards))
                         .map(|s| s.origin.owner),
                 )
                 .collect();

@@ -251,6 +251,7 @@ impl Delivery {
             content: Content::Text(self.content.clone()),
             display: true,
             details: serde_json::to_value(&self.notes).ok(),
+            attribution: Some("agent".to_string()),
         })
     }
 }
@@ -258,6 +259,16 @@ impl Delivery {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn d2_p9_a_saved_delivery_is_an_agent_attributed_advisor_message() {
+        let card = Delivery::new(Channel::Card, vec![Advisory::new("x", None)], None);
+        let saved = serde_json::to_value(card.to_message()).unwrap();
+        assert_eq!(saved["role"], "custom");
+        assert_eq!(saved["customType"], "advisor");
+        assert_eq!(saved["display"], true);
+        assert_eq!(saved["attribution"], "agent");
+    }
 
     #[test]
     fn d2_xml_without_severity_has_no_attribute() {

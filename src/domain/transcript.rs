@@ -198,6 +198,10 @@ pub struct CustomMessage {
     /// Extension-defined details.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// Who wrote it, when the host records that: `agent` for the advisor's deliveries (D2,
+    /// as oh-my-pi saves them), absent for a message the host does not attribute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<String>,
 }
 
 impl CustomMessage {

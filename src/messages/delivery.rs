@@ -123,6 +123,15 @@ pub struct ReviewSucceeded {
     pub advisor: Option<AdvisorLabel>,
 }
 
+/// The advisor's review in progress ended, whatever its end — success, failure, a reset, a
+/// stop (agent → router): cards waiting for it go out (RO22).
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct ReviewEnded {
+    /// The named advisor whose review it was (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
+}
+
 /// An attempt of a review was thrown away and the review will be tried again (agent →
 /// router, G5): the holds and reconfirmations the attempt made are rolled back (delivered
 /// advice cannot be recalled). Sent, and awaited, before the next attempt starts; answers

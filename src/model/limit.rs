@@ -269,6 +269,7 @@ mod tests {
             tools: Vec::new(),
             max_tokens: 10,
             thinking: ThinkingLevel::Off,
+            reminder: None,
         }
     }
 

@@ -168,6 +168,10 @@ pub struct ModelRequest {
     pub max_tokens: u32,
     /// Reasoning effort.
     pub thinking: ThinkingLevel,
+    /// A text sent as its own part before the text of the first user message (P8: the
+    /// date and working directory `<system-reminder>`, as oh-my-pi sends it); never part of
+    /// the stored conversation.
+    pub reminder: Option<String>,
 }
 
 impl ModelRequest {
@@ -180,6 +184,7 @@ impl ModelRequest {
             .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
             .sum();
         self.system.len()
+            + self.reminder.as_ref().map_or(0, String::len)
             + self
                 .messages
                 .iter()

@@ -103,7 +103,10 @@ pub fn request_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
     }
     body.insert(
         "messages".into(),
-        Value::Array(messages_json(&request.messages)),
+        Value::Array(messages_json(
+            &request.messages,
+            request.reminder.as_deref(),
+        )),
     );
     Value::Object(body)
 }
@@ -125,8 +128,10 @@ pub fn tools_json(tools: &[ToolSchema]) -> Value {
 }
 
 /// The wire message list with cache breakpoints. Consecutive tool results share one user
-/// message (they are always appended together, one round at a time).
-pub fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
+/// message (they are always appended together, one round at a time). The first user
+/// message opens with `reminder` as a text block of its own when there is one (P8).
+pub fn messages_json(messages: &[ChatMessage], reminder: Option<&str>) -> Vec<Value> {
+    let mut reminder = reminder;
     let mut out: Vec<Value> = Vec::with_capacity(messages.len());
     let mut results: Vec<Value> = Vec::new();
     for message in messages {
@@ -153,7 +158,12 @@ pub fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
         match message {
             ChatMessage::User { text } => {
                 let text = if text.is_empty() { "(empty)" } else { text };
-                out.push(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
+                let mut content = Vec::with_capacity(2);
+                if let Some(first) = reminder.take() {
+                    content.push(json!({"type": "text", "text": first}));
+                }
+                content.push(json!({"type": "text", "text": text}));
+                out.push(json!({"role": "user", "content": content}));
             }
             ChatMessage::Assistant { parts } => out.push(assistant_json(parts)),
             ChatMessage::ToolResult { .. } => {}
@@ -525,6 +535,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn p8_the_reminder_is_a_text_block_of_its_own_in_the_first_user_message() {
+        let msgs = [
+            ChatMessage::User { text: "u1".into() },
+            ChatMessage::User { text: "u2".into() },
+        ];
+        let out = messages_json(&msgs, Some("<system-reminder>r</system-reminder>"));
+        let first = out[0]["content"].as_array().unwrap();
+        assert_eq!(first.len(), 2);
+        assert_eq!(first[0]["text"], "<system-reminder>r</system-reminder>");
+        assert_eq!(first[1]["text"], "u1");
+        assert_eq!(out[1]["content"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
     fn m2_thinking_budget_leaves_room_for_the_answer() {
         assert_eq!(thinking_budget(ThinkingLevel::Off, 64_000), None);
         assert_eq!(thinking_budget(ThinkingLevel::Medium, 64_000), Some(10_000));
@@ -566,7 +590,7 @@ mod tests {
             },
             ChatMessage::User { text: "u2".into() },
         ];
-        let out = messages_json(&msgs);
+        let out = messages_json(&msgs, None);
         assert_eq!(out.len(), 4);
         assert!(out[0]["content"][0].get("cache_control").is_none());
         assert_eq!(out[2]["content"].as_array().unwrap().len(), 2);

@@ -158,7 +158,11 @@ fn body_for(config: &ProviderConfig, request: &ModelRequest, legacy_max_tokens: 
     // end of the previous message list (M5).
     body.insert(
         "messages".into(),
-        Value::Array(messages_json(&request.system, &request.messages)),
+        Value::Array(messages_json(
+            &request.system,
+            &request.messages,
+            request.reminder.as_deref(),
+        )),
     );
     Value::Object(body)
 }
@@ -182,13 +186,25 @@ pub fn tools_json(tools: &[ToolSchema]) -> Value {
     )
 }
 
-/// The wire message list: the system prompt, then one message per conversation message.
-/// Each message's JSON depends only on that message, so a conversation that extends
-/// another serialises to a list that extends the other's (M5).
-pub fn messages_json(system: &str, messages: &[ChatMessage]) -> Vec<Value> {
+/// The wire message list: the system prompt, then one message per conversation message;
+/// the first user message's content is two text parts, `reminder` and its own text, when
+/// there is a reminder (P8). Each message's JSON depends only on that message (and the
+/// reminder, fixed per context), so a conversation that extends another serialises to a
+/// list that extends the other's (M5).
+pub fn messages_json(system: &str, messages: &[ChatMessage], reminder: Option<&str>) -> Vec<Value> {
     let mut out = Vec::with_capacity(messages.len() + 1);
     out.push(json!({"role": "system", "content": system}));
-    out.extend(messages.iter().map(message_json));
+    let mut reminder = reminder;
+    for message in messages {
+        match (message, reminder) {
+            (ChatMessage::User { text }, Some(first)) => {
+                reminder = None;
+                let parts = [first, text].map(|t| json!({"type": "text", "text": t}));
+                out.push(json!({"role": "user", "content": parts}));
+            }
+            _ => out.push(message_json(message)),
+        }
+    }
     out
 }
 
@@ -675,6 +691,28 @@ impl StreamDecoder for OpenAiStream {
 mod tests {
     use super::*;
 
+    #[test]
+    fn p8_the_reminder_is_a_text_part_of_its_own_in_the_first_user_message() {
+        let msgs = [
+            ChatMessage::User { text: "u1".into() },
+            ChatMessage::User { text: "u2".into() },
+        ];
+        let out = messages_json("s", &msgs, Some("<system-reminder>\nr\n</system-reminder>"));
+        assert_eq!(
+            out[1]["content"],
+            json!([
+                {"type": "text", "text": "<system-reminder>\nr\n</system-reminder>"},
+                {"type": "text", "text": "u1"}
+            ])
+        );
+        assert_eq!(
+            out[2]["content"],
+            json!("u2"),
+            "the first user message only"
+        );
+        assert_eq!(messages_json("s", &msgs, None)[1]["content"], json!("u1"));
+    }
+
     fn stream(chunks: &[Value]) -> Result<OpenAiStream, ModelError> {
         let mut s = OpenAiStream::new(Prices::default(), 400);
         for c in chunks {
@@ -864,6 +902,7 @@ mod tests {
             tools: vec![],
             max_tokens: 100_000,
             thinking: ThinkingLevel::Xhigh,
+            reminder: None,
         };
         let b = request_body(&cfg, &req);
         assert_eq!(b["max_completion_tokens"], json!(4096));

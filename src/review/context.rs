@@ -43,23 +43,24 @@ impl AdvisorContext {
         self.last_prompt_tokens + ((after + incoming.len()) / 4) as u64
     }
 
-    /// The messages of the next request (P8): the context with the reminder of today's
-    /// date and the working directory `cwd` prepended to its first user message. The
-    /// reminder is never stored in the context, so the system prompt and the messages stay
-    /// byte-stable (M5); it is made once per context, so a new day does not rewrite the
-    /// cached prefix.
-    pub fn request_messages(&mut self, today: &str, cwd: &str) -> Vec<ChatMessage> {
+    /// The reminder of the next request (P8): today's date and the working directory
+    /// `cwd`, sent as a text part of its own before the first user message's text
+    /// ([`crate::model::ModelRequest::reminder`]); `None` while the context has no user
+    /// message. It is never stored in the context, so the system prompt and the messages
+    /// stay byte-stable (M5), and it is made once per context, so a new day does not
+    /// rewrite the cached prefix.
+    pub fn request_reminder(&mut self, today: &str, cwd: &str) -> Option<String> {
+        if !self
+            .messages
+            .iter()
+            .any(|m| matches!(m, ChatMessage::User { .. }))
+        {
+            return None;
+        }
         let reminder = self
             .reminder
             .get_or_insert_with(|| fill(REMINDER, &[("date", today), ("cwd", cwd)]));
-        let mut messages = self.messages.clone();
-        if let Some(ChatMessage::User { text }) = messages
-            .iter_mut()
-            .find(|m| matches!(m, ChatMessage::User { .. }))
-        {
-            *text = format!("{reminder}\n\n{text}");
-        }
-        messages
+        Some(reminder.clone())
     }
 
     /// Clears the history (re-prime, reset).

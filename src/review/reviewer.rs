@@ -359,7 +359,8 @@ impl<P: ReviewPort> Reviewer<P> {
             let today = today();
             let request = ModelRequest {
                 system: self.run.system.clone(),
-                messages: self.run.context.request_messages(&today, &self.engine.cwd),
+                reminder: self.run.context.request_reminder(&today, &self.engine.cwd),
+                messages: self.run.context.messages.clone(),
                 tools: tools.clone(),
                 max_tokens: self.max_tokens(),
                 thinking: self.engine.model.thinking(),
@@ -384,6 +385,16 @@ impl<P: ReviewPort> Reviewer<P> {
                     hazards = %labels(&hazards),
                     "advisor output quarantined: nothing of the turn is dispatched"
                 );
+                // P9: the transcript file records the withheld reply as oh-my-pi does: an
+                // errored assistant message naming the hazards, with the call's usage; the
+                // withheld text itself is not written.
+                let text = texts::fill(texts::QUARANTINED, &[("labels", &labels(&hazards))]);
+                self.audit(AuditEvent::Spend {
+                    model: self.engine.model.info().id,
+                    usage,
+                    text: text.clone(),
+                    error: Some(text),
+                });
                 self.run.quarantined = Some(hazards);
                 return Ok(());
             }
@@ -629,6 +640,7 @@ impl<P: ReviewPort> Reviewer<P> {
             tools: Vec::new(),
             max_tokens: self.max_tokens(),
             thinking: self.engine.model.thinking(),
+            reminder: None,
         };
         let span = tracing::info_span!("summary_call", model = %self.engine.model.info().id, messages = cut);
         let response = self.call(request, span).await?;

@@ -35,6 +35,12 @@ pub const EXECUTOR_RESTARTING: &str =
 /// request (P8); `{date}` is YYYY-MM-DD, `{cwd}` the working directory.
 pub const REMINDER: &str = include_str!("../../config/prompts/review-reminder.md").trim_ascii_end();
 
+/// What the transcript file records for a reply the output quarantine withheld (P5, P9),
+/// in oh-my-pi's words, as the text and error of an errored assistant message;
+/// `{labels}` names the hazard classes.
+pub const QUARANTINED: &str =
+    include_str!("../../config/prompts/review-quarantined.md").trim_ascii_end();
+
 /// The system prompt of the summary call a compaction makes (G5).
 pub const SUMMARY_INSTRUCTION: &str =
     include_str!("../../config/prompts/review-summary.md").trim_ascii_end();

@@ -133,6 +133,7 @@ impl TranscriptWriter {
         }
         if !self.has_header {
             self.has_header = true;
+            push_line(out, &title_line(at_ms));
             let header = json!({
                 "type": "session",
                 "version": 3,
@@ -287,6 +288,25 @@ impl TranscriptWriter {
             "timestamp": iso_time(at_ms),
         })
     }
+}
+
+/// How long oh-my-pi makes a session file's title line (its padding included, without the
+/// newline), so that a title can later be written over it in place.
+const TITLE_LINE_CHARS: usize = 255;
+
+/// The title line that opens a new file, as oh-my-pi writes it (P9): an empty title, the
+/// time, and spaces padding the line to [`TITLE_LINE_CHARS`].
+fn title_line(at_ms: u64) -> Value {
+    let mut title = json!({
+        "type": "title",
+        "v": 1,
+        "title": "",
+        "updatedAt": iso_time(at_ms),
+        "pad": "",
+    });
+    let pad = TITLE_LINE_CHARS.saturating_sub(title.to_string().len());
+    title["pad"] = Value::String(" ".repeat(pad));
+    title
 }
 
 fn push_line(out: &mut String, value: &Value) {
@@ -510,8 +530,21 @@ mod tests {
         for event in [&update, &reply, &result, &evicted] {
             text.push_str(&w.lines(0, 1, 1_796_160_548_071, event));
         }
-        let lines = parse(&text);
-        assert_eq!(lines.len(), 5);
+        let mut lines = parse(&text);
+        assert_eq!(lines.len(), 6);
+        // P9: oh-my-pi's title line first, padded so a title can be written in place.
+        let title = lines.remove(0);
+        assert_eq!(
+            (
+                title["type"].as_str(),
+                title["v"].as_u64(),
+                title["title"].as_str()
+            ),
+            (Some("title"), Some(1), Some(""))
+        );
+        assert_eq!(title["updatedAt"], "2026-12-01T21:29:08.071Z");
+        assert!(title["pad"].as_str().unwrap().bytes().all(|b| b == b' '));
+        assert_eq!(text.lines().next().unwrap().len(), 255);
         let header = &lines[0];
         assert_eq!(
             (header["type"].as_str(), header["version"].as_u64()),
@@ -588,13 +621,13 @@ mod tests {
             (150, 10)
         );
         assert!((restored.lifetime.cost - 0.75).abs() < 1e-12);
-        let last = parse(text.lines().nth(3).unwrap())[0]["id"].clone();
+        let last = parse(text.lines().nth(4).unwrap())[0]["id"].clone();
         assert_eq!(restored.last_id.as_deref(), last.as_str());
         let mut again = TranscriptWriter::new("/w", 1, &restored);
         let appended = again.lines(1, 1, 13, &spend(1, 0.0));
         assert!(appended.starts_with('\n'), "the torn line is ended first");
         let more = parse(appended.trim_start());
-        assert_eq!(more.len(), 1, "no second header");
+        assert_eq!(more.len(), 1, "no second title or header");
         assert_eq!(more[0]["parentId"], last);
         assert_ne!(more[0]["id"], last);
     }

@@ -169,17 +169,19 @@ pub enum Incoming {
 /// its own text, and a `messages` param stays raw JSON text (V4: what a held message costs
 /// is its bytes plus a small constant, never a JSON tree of it).
 pub fn parse_line(line: &[u8]) -> Incoming {
+    // The whole line is read once as JSON first, building nothing: a lone surrogate, invalid
+    // UTF-8 in a string, a number no float holds or nesting past serde_json's depth limit
+    // anywhere in it is a parse error (-32700), not a request of the wrong shape.
+    if let Err(e) = serde_json::from_slice::<WellFormed>(line) {
+        return Incoming::Invalid {
+            id: RequestId::null(),
+            error: RpcError::parse_error(e),
+        };
+    }
     let Ok(members) = serde_json::from_slice::<HashMap<String, &RawValue>>(line) else {
-        // Not an object of members: say what it is.
-        return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
-            Err(e) => Incoming::Invalid {
-                id: RequestId::null(),
-                error: RpcError::parse_error(e),
-            },
-            Ok(_) => Incoming::Invalid {
-                id: RequestId::null(),
-                error: RpcError::invalid_request("expected one JSON object per line"),
-            },
+        return Incoming::Invalid {
+            id: RequestId::null(),
+            error: RpcError::invalid_request("expected one JSON object per line"),
         };
     };
     let value_of = |name: &str| {
@@ -232,6 +234,62 @@ pub fn parse_line(line: &[u8]) -> Incoming {
     match id {
         Some(id) => Incoming::Request { id, method, params },
         None => Incoming::Notification { method, params },
+    }
+}
+
+/// A JSON text read to the end and thrown away: every string decoded (escapes, UTF-8), every
+/// number converted, every level of nesting entered (so serde_json's depth limit applies),
+/// and no value built. Reading one fails exactly where reading a [`Value`] of the same text
+/// would fail, at a cost of one pass over the bytes (V4).
+struct WellFormed;
+
+impl<'de> serde::Deserialize<'de> for WellFormed {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(WellFormedVisitor)
+    }
+}
+
+struct WellFormedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for WellFormedVisitor {
+    type Value = WellFormed;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<WellFormed, E> {
+        Ok(WellFormed)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<WellFormed, E> {
+        Ok(WellFormed)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<WellFormed, E> {
+        Ok(WellFormed)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<WellFormed, E> {
+        Ok(WellFormed)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<WellFormed, E> {
+        Ok(WellFormed)
+    }
+
+    fn visit_unit<E>(self) -> Result<WellFormed, E> {
+        Ok(WellFormed)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<WellFormed, A::Error> {
+        while seq.next_element::<WellFormed>()?.is_some() {}
+        Ok(WellFormed)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<WellFormed, A::Error> {
+        while map.next_entry::<WellFormed, WellFormed>()?.is_some() {}
+        Ok(WellFormed)
     }
 }
 
@@ -437,6 +495,53 @@ mod tests {
             error_of(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":"s"}"#),
             (json!(1), INVALID_REQUEST)
         );
+    }
+
+    #[test]
+    fn v4_a_line_that_is_not_readable_json_anywhere_is_a_parse_error() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let request = |params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"session/command","params":{params}}}"#)
+        };
+        let mut bad_utf8 = request(r#"{"sessionId":"s","line":"aXb"}"#).into_bytes();
+        let x = bad_utf8.iter().position(|b| *b == b'X').unwrap();
+        bad_utf8[x] = 0xff;
+        let lines: Vec<Vec<u8>> = vec![
+            request(r#"{"sessionId":"s","line":"\ud800"}"#).into(),
+            request(r#"{"sessionId":"s","n":1e999999}"#).into(),
+            request(&format!(r#"{{"sessionId":"s","deep":{deep}}}"#)).into(),
+            request(&format!(r#"{{"sessionId":"s","messages":[{deep}]}}"#)).into(),
+            request(r#"{"sessionId":"s","messages":["\udc00"]}"#).into(),
+            bad_utf8,
+            br#""\ud800""#.to_vec(),
+            b"1e999999".to_vec(),
+            deep.clone().into(),
+            br#"{"jsonrpc":"2.0","id":1,"method":"x\ud800"}"#.to_vec(),
+        ];
+        for line in lines {
+            match parse_line(&line) {
+                Incoming::Invalid { id, error } => {
+                    assert_eq!(
+                        (id.to_value(), error.code),
+                        (Value::Null, PARSE_ERROR),
+                        "{} → {error:?}",
+                        String::from_utf8_lossy(&line)
+                    );
+                    assert!(error.message.starts_with("parse error: "), "{error:?}");
+                }
+                other => panic!("{} parsed as {other:?}", String::from_utf8_lossy(&line)),
+            }
+        }
+        // Nesting up to the limit is still read.
+        let fine = request(&format!(
+            r#"{{"sessionId":"s","deep":{}1{}}}"#,
+            "[".repeat(100),
+            "]".repeat(100)
+        ));
+        assert!(matches!(
+            parse_line(fine.as_bytes()),
+            Incoming::Request { .. }
+        ));
     }
 
     #[test]

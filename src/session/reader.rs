@@ -282,6 +282,8 @@ struct RawEntry {
     display: Option<bool>,
     #[serde(default)]
     details: Option<Value>,
+    #[serde(default)]
+    attribution: Option<String>,
 }
 
 /// Where a compaction's first kept entry is, before branch indices are known.
@@ -323,6 +325,7 @@ fn interpret(
             content: raw.content.unwrap_or_default(),
             display: raw.display.unwrap_or(false),
             details: raw.details,
+            attribution: raw.attribution,
         })),
         "branch_summary" => match raw.summary {
             Some(summary) if !summary.is_empty() => {

@@ -1592,7 +1592,7 @@ pub(super) fn world(config: &str, notes: &str) -> World {
 }
 
 /// The tool results for `tool` in a session file, as (text, isError).
-fn tool_results_in(file: &str, tool: &str) -> Vec<(String, bool)> {
+pub(super) fn tool_results_in(file: &str, tool: &str) -> Vec<(String, bool)> {
     session_entries(file)
         .into_iter()
         .filter(|e| {
@@ -2085,6 +2085,13 @@ fn v5_dead_child_restarts_with_backoff() {
     let gave_up = pi.wait_notice(mark, "stopped");
     assert!(
         gave_up.contains("3 times in 10 minutes") && gave_up.contains("/advisor on"),
+        "{gave_up}"
+    );
+    // An environment variable cannot be set inside a running pi: the notice says to start pi
+    // again with it, never to set it and then turn the advisor on.
+    assert!(
+        gave_up.contains("start it again with ADVISOR_SERVE_LOG=FILE set")
+            && !gave_up.contains("Set ADVISOR_SERVE_LOG"),
         "{gave_up}"
     );
     std::thread::sleep(Duration::from_millis(1100));

@@ -437,6 +437,43 @@ fn v5_g8_r1_on_pi_16_consult_and_compaction_new_session_fork_resets() {
     compaction_and_new_session_reset(Line::Current);
 }
 
+/// G8 on both lines: an `ask_advisor` call that fails (here: consulting is off) is recorded as
+/// an error tool result — pi 0.73 flags one only when the tool throws — with the text that
+/// says why, and the run goes on.
+fn a_failed_ask_is_an_error_result(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let w = world(&format!("{ENABLED_SYNC}  consult: false\n"), "notes\n");
+    let mut pi = w.setup.start(&tools, true, &[]);
+    prompt_settled(
+        &mut pi,
+        line,
+        "Check first. [ask:Should I delete the build dir?] [say:went on]",
+    );
+    let requests = primary_requests(&w.primary);
+    assert_eq!(requests.len(), 2, "ask, then the final answer");
+    let file = session_file(&mut pi);
+    let saved = super::pi_e2e::tool_results_in(&file, "ask_advisor");
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert!(
+        saved[0].0.contains("consulting the advisor is turned off"),
+        "the primary reads why: {saved:?}"
+    );
+    assert!(saved[0].1, "saved as an error result: {saved:?}");
+    pi.quit();
+}
+
+#[test]
+fn g8_v5_on_pi_073_a_failed_ask_advisor_is_an_error_tool_result() {
+    a_failed_ask_is_an_error_result(Line::Legacy);
+}
+
+#[test]
+fn g8_v5_on_pi_16_a_failed_ask_advisor_is_an_error_tool_result() {
+    a_failed_ask_is_an_error_result(Line::Current);
+}
+
 // ---------------------------------------------------------------------------------------------
 // A pi older than the oldest tested gets one notice
 

@@ -193,6 +193,83 @@ fn add_provider(setup: &Setup, name: &str, edit: impl FnOnce(&mut Value)) {
     std::fs::write(&models_path, models.to_string()).expect("models.json");
 }
 
+/// Both roster advisors raise the same concern about an update holding `SAME-CONCERN` (the
+/// same words but for case and the full stop, RO22's "the same"); silence otherwise.
+fn same_concern_advisor(body: &Value) -> Reply {
+    let silence = || Reply::now(text_sse(""));
+    let Some(who) = reviewer(body) else {
+        return silence();
+    };
+    let msgs = messages(body);
+    if msgs.last().is_none_or(|m| m["role"] != "user")
+        || !update_text(&msgs).contains("SAME-CONCERN")
+    {
+        return silence();
+    }
+    let note = match who {
+        "Architecture" => "The parser drops the last line when it has no newline",
+        _ => "the parser drops the last line when it has no newline.",
+    };
+    let args = json!({"severity": "concern", "note": note});
+    Reply::now(tool_sse("call_advise", "advise", args))
+}
+
+/// RO22 on one pi line, under the default policy (`defer`) and without syncBacklog: both
+/// advisors raise the same concern about the final answer; after it a concern is a card, and
+/// the session gets one card naming both, not one per advisor.
+fn same_concern_is_one_card(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let rt = runtime();
+    let primary_srv = ModelServer::start(&rt, Arc::new(primary));
+    let advisor_srv = ModelServer::start(&rt, Arc::new(same_concern_advisor));
+    let setup = Setup::new(
+        &primary_srv,
+        &advisor_srv,
+        super::pi_e2e::ENABLED_ASYNC,
+        "the parser ignores empty lines\n",
+    );
+    std::fs::write(setup.work.join("WATCHDOG.yml"), ROSTER).expect("WATCHDOG.yml");
+    let mut pi = setup.start(&tools, true, &[]);
+    prompt_settled(&mut pi, line, "Finish up. SAME-CONCERN [say:all-done]");
+    wait_reviewed(&advisor_srv, &["Architecture", "Security"], "ALL-DONE");
+    let file = session_file(&mut pi);
+    eventually("the card saved", || !advisor_entries(&file).is_empty());
+    // Both reviews answered; give a second card, if one were coming, the time to land.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let saved = advisor_entries(&file);
+    assert_eq!(saved.len(), 1, "one card, not one per advisor: {saved:#?}");
+    // Both names, in the order the two reviews happened to raise it.
+    let names = saved[0]["details"]["advisor"].as_str().unwrap_or_default();
+    let mut sorted: Vec<&str> = names.split(", ").collect();
+    sorted.sort_unstable();
+    assert_eq!(sorted, ["Architecture", "Security"], "{names}");
+    let content = message_text(&saved[0]);
+    assert_eq!(
+        content.matches("drops the last line").count(),
+        1,
+        "{content}"
+    );
+    assert!(
+        content.contains(&format!("advisor=\"{names}\" severity=\"concern\"")),
+        "{content}"
+    );
+    pi.quit();
+}
+
+/// RO22 on pi 1.6.0: the same concern of two advisors about the final answer is one card.
+#[test]
+fn ro22_on_pi_16_the_same_concern_of_two_advisors_is_one_card() {
+    same_concern_is_one_card(Line::Current);
+}
+
+/// The same on pi 0.73.1.
+#[test]
+fn ro22_on_pi_073_the_same_concern_of_two_advisors_is_one_card() {
+    same_concern_is_one_card(Line::Legacy);
+}
+
 /// The acceptance scenario of issue 20 on one pi line.
 fn two_advisors_through_pi(line: Line, reach: Reach) {
     let Some(RosterWorld {

@@ -88,9 +88,13 @@ async fn p8_project_instructions_sit_between_the_built_in_prompt_and_the_watchdo
 }
 
 #[actix::test]
-async fn p8_date_and_cwd_are_a_reminder_on_the_first_user_message_never_stored() {
+async fn p8_date_and_cwd_are_a_reminder_part_of_the_first_user_message_never_stored() {
     let (requests, repo, _tmp) = two_reviews(|_| {}).await;
     let first = user_text(&requests[0].messages[0]);
+    // Its own text part before the first user message's text (oh-my-pi's shape), not joined
+    // into that text.
+    assert!(!first.contains("system-reminder"), "{first}");
+    let reminder = requests[0].reminder.clone().unwrap_or_default();
     let today = {
         let out = std::process::Command::new("date")
             .args(["-u", "+%Y-%m-%d"])
@@ -98,10 +102,11 @@ async fn p8_date_and_cwd_are_a_reminder_on_the_first_user_message_never_stored()
             .unwrap();
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
-    assert!(first.starts_with("<system-reminder>\n"), "{first}");
-    let (reminder, update) = first
-        .split_once("</system-reminder>\n\n")
-        .expect("one reminder");
+    assert!(
+        reminder.starts_with("<system-reminder>\n") && reminder.ends_with("</system-reminder>"),
+        "{reminder}"
+    );
+    let update = first;
     assert!(reminder.contains(&today), "{reminder}");
     assert!(
         reminder.contains(&format!("'{}'", repo.display())),
@@ -112,9 +117,10 @@ async fn p8_date_and_cwd_are_a_reminder_on_the_first_user_message_never_stored()
         !requests[0].system.contains(&today),
         "not in the system prompt"
     );
-    // The second request: the same first message (a cached prefix), and no reminder on
-    // the new update.
+    // The second request: the same first message and reminder (a cached prefix), and no
+    // reminder on the new update.
     assert_eq!(requests[1].messages[0], requests[0].messages[0]);
+    assert_eq!(requests[1].reminder, requests[0].reminder);
     let last = user_text(requests[1].messages.last().unwrap());
     assert!(
         last.contains("second turn") && !last.contains("system-reminder"),

@@ -81,6 +81,7 @@ fn request(messages: Vec<ChatMessage>) -> ModelRequest {
         tools: vec![],
         max_tokens: 4096,
         thinking: ThinkingLevel::Medium,
+        reminder: None,
     }
 }
 

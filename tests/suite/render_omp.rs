@@ -246,9 +246,8 @@ fn sent_parts(server: &advisor::providers::testing::SseServer) -> Vec<Vec<String
                 .map_or(0, |i| i + 1);
             messages[start..]
                 .iter()
-                .map(|m| m["content"].as_str().unwrap_or_default())
-                // P8's reminder rides in front of the context's first user message.
-                .map(|text| crate::support::without_reminder(text).to_string())
+                // P8's reminder is a part of its own in the context's first user message.
+                .map(|m| crate::support::wire_user_text(&m["content"]))
                 .collect()
         })
         .collect()

@@ -40,8 +40,7 @@ fn user_texts(body: &Value) -> Vec<String> {
             messages
                 .iter()
                 .filter(|m| m["role"] == "user")
-                .filter_map(|m| m["content"].as_str())
-                .map(|t| crate::support::without_reminder(t).to_string())
+                .map(|m| crate::support::wire_user_text(&m["content"]))
                 .collect()
         })
         .unwrap_or_default()

@@ -190,10 +190,8 @@ pub(super) fn last_user_text(body: &Value) -> String {
     body["messages"]
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
-        .map(crate::support::without_reminder)
+        .map(|m| crate::support::wire_user_text(&m["content"]))
         .unwrap_or_default()
-        .to_string()
 }
 
 /// The first turn at or after `target` whose delta is reviewed.
@@ -485,8 +483,9 @@ async fn g7_l2_audit_flag_writes_the_advisors_transcript_as_json_lines() {
         .as_str()
         .is_some_and(|t| t.contains("### Session update"))));
     assert_eq!(
-        lines[0]["type"], "session",
-        "P9: a session file of version 3"
+        (lines[0]["type"].as_str(), lines[1]["type"].as_str()),
+        (Some("title"), Some("session")),
+        "P9: a session file of version 3, opened by oh-my-pi's title line"
     );
 }
 

@@ -203,6 +203,7 @@ async fn p6_a6_a_backup_s_calls_go_through_its_own_provider_s_limit() {
             tools: vec![],
             max_tokens: 16,
             thinking: advisor::model::ThinkingLevel::Off,
+            reminder: None,
         })
         .await
         .unwrap();

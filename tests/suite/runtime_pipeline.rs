@@ -489,6 +489,64 @@ async fn s1_wait_is_capped_at_30_seconds_in_virtual_time() {
     );
 }
 
+/// S1: a syncBacklog wait that runs past 5 s tells the user, once per session, what the agent
+/// is waiting for and how to turn the wait off; a shorter wait says nothing.
+#[actix::test]
+async fn s1_a_wait_past_five_seconds_says_so_once_per_session() {
+    tokio::time::pause();
+    let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
+    let gate = gate.unwrap();
+    let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
+    let notices = |rx: &mut _| {
+        drain(rx)
+            .into_iter()
+            .filter_map(|e| match e {
+                HostEvent::Notice { text, .. } => Some(text),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    // A review done within 4 s: no word.
+    let t = Transcript::from_messages([TranscriptMessage::user("one")]);
+    let (h2, t2) = (h.clone(), t.clone());
+    let waiting = tokio::spawn(async move { h2.turn_end(&t2).await });
+    next_request(&mut arrivals).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    gate.add_permits(1);
+    waiting.await.unwrap().unwrap();
+    assert_eq!(notices(&mut rx), Vec::<String>::new());
+    // Two slow turns: each waits its 30 s, one notice in all, after 5 s of the first.
+    for text in ["two", "three"] {
+        t.push(TranscriptMessage::user(text));
+        let (h2, t2) = (h.clone(), t.clone());
+        let started = tokio::time::Instant::now();
+        let waiting = tokio::spawn(async move { h2.turn_end(&t2).await });
+        next_request(&mut arrivals).await;
+        tokio::time::sleep(Duration::from_millis(5100)).await;
+        let said = notices(&mut rx);
+        if text == "two" {
+            assert_eq!(said.len(), 1, "{said:?}");
+            assert!(
+                said[0].contains("waiting for the advisor")
+                    && said[0].contains("advisor.syncBacklog: 1")
+                    && said[0].contains("up to 30s")
+                    && said[0].contains("advisor.syncBacklog: off"),
+                "{said:?}"
+            );
+        } else {
+            assert_eq!(said, Vec::<String>::new(), "said once per session");
+        }
+        waiting.await.unwrap().unwrap();
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_secs(30) && waited < Duration::from_secs(31),
+            "the notice does not change the wait: {waited:?}"
+        );
+        gate.add_permits(1);
+    }
+    assert_eq!(notices(&mut rx), Vec::<String>::new());
+}
+
 #[actix::test]
 async fn s1_user_abort_releases_the_wait() {
     tokio::time::pause();

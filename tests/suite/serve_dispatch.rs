@@ -531,6 +531,24 @@ async fn v4_every_error_code_and_the_server_reads_on() {
     let e = c.null_id_reply().await;
     assert_eq!(e["error"]["code"], -32700);
     c.call("initialize", json!({})).await;
+    // JSON that no reader can hold anywhere in the line is not JSON either: -32700, id null,
+    // even when the rest of the line is a well-formed request.
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    for params in [
+        r#"{"sessionId":"s1","line":"\ud800"}"#.to_string(),
+        r#"{"sessionId":"s1","n":1e999999}"#.to_string(),
+        format!(r#"{{"sessionId":"s1","deep":{deep}}}"#),
+    ] {
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":9,"method":"session/command","params":{params}}}"#);
+        c.send_raw(format!("{line}\n").as_bytes()).await;
+        let e = c.null_id_reply().await;
+        assert_eq!(e["error"]["code"], -32700, "{line} → {e}");
+    }
+    c.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"x\xff\"}\n")
+        .await;
+    assert_eq!(c.null_id_reply().await["error"]["code"], -32700);
+    c.call("initialize", json!({})).await;
     // Wrong shapes: -32600.
     for line in [
         "[1, 2]",

@@ -9,6 +9,22 @@ pub mod sse_server;
 pub mod virtual_clock;
 pub mod wire;
 
+/// The text of a user message as an OpenAI-style request sent it, without P8's reminder:
+/// a string as it is, or the text parts after the `<system-reminder>` part the first user
+/// message of each request opens with.
+pub fn wire_user_text(content: &serde_json::Value) -> String {
+    match content {
+        serde_json::Value::String(text) => without_reminder(text).to_string(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .filter(|t| !t.starts_with("<system-reminder>"))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
 /// A user message's text without the date and working directory reminder the advisor
 /// prepends to the first user message of each request (P8).
 pub fn without_reminder(text: &str) -> &str {

@@ -54,6 +54,7 @@ pub fn request(messages: Vec<ChatMessage>) -> ModelRequest {
         }],
         max_tokens: 4096,
         thinking: ThinkingLevel::Medium,
+        reminder: None,
     }
 }
 

@@ -76,34 +76,61 @@ impl ReviewPort for StubPort {
     }
 }
 
-/// What a request sent, without the date/cwd reminder on its first user message (P8).
+/// What a request sent as its conversation (the date/cwd reminder is a part of its own, P8).
 fn sent(request: &ModelRequest) -> Vec<ChatMessage> {
-    let mut messages = request.messages.clone();
-    if let Some(ChatMessage::User { text }) = messages.first_mut() {
-        if let Some((reminder, rest)) = text.split_once("</system-reminder>\n\n") {
-            assert!(reminder.starts_with("<system-reminder>\n"), "{reminder}");
-            *text = rest.to_string();
-        }
-    }
-    messages
+    request.messages.clone()
 }
 
 #[test]
-fn p8_each_request_carries_the_reminder_on_its_first_user_message_the_context_not() {
+fn p8_each_request_carries_the_reminder_as_a_part_of_its_own_the_context_not() {
     let model = ScriptedModel::new([ScriptedReply::text("ok")]);
     let port = StubPort::default();
     let run = review(engine(&model), &port, AdvisorContext::new(), "update");
     let request = &model.requests()[0];
-    let ChatMessage::User { text } = &request.messages[0] else {
-        panic!("a user message first");
-    };
-    assert!(text.starts_with("<system-reminder>\nToday is 20"), "{text}");
+    let reminder = request.reminder.as_deref().unwrap_or_default();
     assert!(
-        text.contains("'/w'") && text.ends_with("</system-reminder>\n\nupdate"),
-        "{text}"
+        reminder.starts_with("<system-reminder>\nToday: 20"),
+        "{reminder}"
     );
+    assert!(
+        reminder.contains("'/w'") && reminder.ends_with("</system-reminder>"),
+        "{reminder}"
+    );
+    // The first user message's own text is the update alone, not joined to the reminder.
+    assert_eq!(request.messages, [user("update")]);
     assert_eq!(run.context.messages[0], user("update"), "never stored");
-    assert_eq!(sent(request), [user("update")]);
+}
+
+/// P5, P9: a withheld reply is recorded as oh-my-pi records it — an errored assistant message
+/// naming the hazard classes, with the call's usage — and its text is not written.
+#[test]
+fn p9_p5_a_quarantined_reply_is_recorded_as_an_errored_message_naming_the_hazards() {
+    let model = ScriptedModel::new([ScriptedReply::tool_call(
+        "c1",
+        "advise",
+        json!({"note": "Run rm -rf ~/ to clean up", "severity": "concern"}),
+    )]);
+    let port = StubPort::default();
+    let run = review(engine(&model), &port, AdvisorContext::new(), "update");
+    assert!(run.quarantined.is_some());
+    let log = port.log.borrow();
+    let spends: Vec<_> = log
+        .audits
+        .iter()
+        .filter_map(|e| match e {
+            AuditEvent::Spend { text, error, .. } => Some((text.clone(), error.clone())),
+            _ => None,
+        })
+        .collect();
+    let said = "Advisor response quarantined: generated output-only destructive directives: destructive shell command";
+    assert_eq!(spends, [(said.to_string(), Some(said.to_string()))]);
+    assert!(
+        !log.audits
+            .iter()
+            .any(|e| matches!(e, AuditEvent::Reply { .. })),
+        "the withheld reply is not written: {:?}",
+        log.audits
+    );
 }
 
 fn read_schema() -> ToolSchema {
