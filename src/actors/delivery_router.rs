@@ -3,7 +3,7 @@
 
 use actix::{Actor, Context, Handler, Recipient, Supervised};
 
-use crate::delivery::RouterState;
+use crate::delivery::{AdviceTap, RaisedAdvice, RouterState};
 use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
@@ -19,6 +19,7 @@ use crate::settings::DeliveryPolicy;
 pub struct DeliveryRouter {
     state: RouterState,
     host: Recipient<HostEvent>,
+    tap: Option<AdviceTap>,
 }
 
 impl DeliveryRouter {
@@ -33,7 +34,14 @@ impl DeliveryRouter {
         Self {
             state: RouterState::new(policy, max_notes_per_update).with_immune_turns(immune_turns),
             host,
+            tap: None,
         }
+    }
+
+    /// The same router sending a copy of every raise and its outcome to `tap` (EV3).
+    pub fn with_tap(mut self, tap: Option<AdviceTap>) -> Self {
+        self.tap = tap;
+        self
     }
 
     /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
@@ -63,9 +71,25 @@ impl Handler<RaiseAdvice> for DeliveryRouter {
     type Result = actix::MessageResult<RaiseAdvice>;
 
     fn handle(&mut self, msg: RaiseAdvice, _ctx: &mut Context<Self>) -> Self::Result {
+        let copy = self.tap.as_ref().map(|_| {
+            let mut advisory = msg.advisory.clone();
+            if let Some(label) = &msg.advisor {
+                advisory.advisor = Some(label.name.to_string());
+            }
+            advisory
+        });
         let (outcome, events) =
             self.state
                 .raise_as(msg.advisor.as_ref(), msg.epoch, msg.review, msg.advisory);
+        if let (Some(tap), Some(advisory)) = (&self.tap, copy) {
+            // A host that stopped listening is no reason to stop delivering.
+            let _ = tap.send(RaisedAdvice {
+                advisory,
+                review: msg.review,
+                outcome: outcome.clone(),
+                at: std::time::Instant::now(),
+            });
+        }
         self.emit(events);
         actix::MessageResult(outcome)
     }
