@@ -7,7 +7,8 @@
 //! - [`run`]: replaying every case through one runtime as `advisor replay` does (EV2, EV5);
 //! - [`score`]: scoring one case run (EV3);
 //! - [`report`]: the JSON lines, the table and `report.md` (EV6);
-//! - [`compare`]: configurations side by side and the chart (EV6).
+//! - [`compare`]: configurations side by side and the chart (EV6);
+//! - `testing`: a known advisor and its case preparer, for tests and benchmarks (EV9).
 //!
 //! Everything but [`run`] is plain synchronous code.
 
@@ -17,6 +18,8 @@ pub mod corpus;
 pub mod report;
 pub mod run;
 pub mod score;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 
 use case::CaseClass;
 use corpus::Case;
