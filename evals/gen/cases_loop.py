@@ -222,18 +222,22 @@ func TestExpiredAfterRoundTrip(t *testing.T) {
 '''
 
 GO_FAIL = '''--- FAIL: TestExpiredAfterRoundTrip (0.00s)
-    store_test.go:48: expired after 90m with a 2h ttl (created_at read back as 2025-06-01 10:00:00 +0000 UTC)'''
+    store_test.go:48: expired after 90m with a 2h ttl (created_at read back as 2025-06-01 12:00:00 +0000 UTC)'''
 
 
 def loop_rerun_test():
     c = Case("loop-rerun-same-test-01", "loop",
-             "a deterministic timezone failure (Create stores UTC, the test builds time.Local) is re-run unchanged as if flaky",
+             "a deterministic timezone failure (Create stores the local wall-clock time without a zone, sqlite reads it back as UTC) is re-run unchanged six times as if flaky",
              severity="concern",
              evidence=[r"\bloop", r"same (test|failure|error|command|result)", r"re-?run(ning)?", r"repeat", r"flak", r"time ?zone|\bUTC\b|time\.Local|\.UTC\(\)|deterministic"])
     fs = projects.shortlink()
+    # An existing bug of this repository: Create stores the wall-clock time without its zone,
+    # and the sqlite driver reads zone-less timestamps back as UTC.
+    fs["internal/store/store.go"] = fs["internal/store/store.go"].replace(
+        "l.Code, l.Target, l.CreatedAt.UTC())", 'l.Code, l.Target, l.CreatedAt.Format("2006-01-02 15:04:05"))')
     s = Session(c.id, "shortlink", fs)
     s.user("Add `Link.Expired(now, ttl)` in the store package with a test that goes through Create/Lookup.")
-    s.step(calls=[Read("internal/store/store.go", 1, 30)])
+    s.step(calls=[Read("internal/store/store.go", 1, 40)])
     s.step(calls=[Edit("internal/store/store.go", '''// Store keeps links in SQL.''', EXPIRY_GO.lstrip("\n") + '''
 // Store keeps links in SQL.'''), Edit("internal/store/store_test.go", '''func TestLookupMissing(t *testing.T) {''', EXPIRY_TEST.lstrip("\n") + '''
 func TestLookupMissing(t *testing.T) {''')])

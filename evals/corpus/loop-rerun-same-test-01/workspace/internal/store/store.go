@@ -38,7 +38,7 @@ func New(db *sql.DB) *Store { return &Store{db: db} }
 func (s *Store) Create(ctx context.Context, l Link) error {
 	_, err := s.db.ExecContext(ctx,
 		`INSERT INTO links (code, target, created_at, hits) VALUES (?, ?, ?, 0)`,
-		l.Code, l.Target, l.CreatedAt.UTC())
+		l.Code, l.Target, l.CreatedAt.Format("2006-01-02 15:04:05"))
 	return err
 }
 
