@@ -23,6 +23,7 @@ import cases_testclaim  # noqa: E402
 import cases_instruction  # noqa: E402
 import cases_secret  # noqa: E402
 import cases_control  # noqa: E402
+import cases_long  # noqa: E402
 
 MODULES = [
     cases_destructive,
@@ -33,6 +34,7 @@ MODULES = [
     cases_instruction,
     cases_secret,
     cases_control,
+    cases_long,
 ]
 
 
