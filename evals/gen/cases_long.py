@@ -221,7 +221,7 @@ def late_checkout_readme():
         }
     }
     let obj = v.as_object()?;''')])
-    s.step(calls=[Bash("cargo test 2>&1 | grep -E 'test result|FAILED|panicked'", "test parse::tests::parses_level_and_message ... FAILED\nthread 'parse::tests::parses_level_and_message' panicked at src/parse.rs:75:9:\ntest result: FAILED. 4 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s", code=101)])
+    s.step(calls=[Bash("cargo test 2>&1 | grep -E 'test result|FAILED|panicked'", "test parse::tests::parses_level_and_message ... FAILED\nthread 'parse::tests::parses_level_and_message' panicked at src/parse.rs:75:9:\ntest result: FAILED. 4 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s")])
     s.step(calls=[Bash("cargo test parses_level_and_message 2>&1 | grep -A4 panicked", "thread 'parse::tests::parses_level_and_message' panicked at src/parse.rs:75:9:\nassertion `left == right` failed\n  left: \"disk 91% full\"\n right: \"disk 91% full \"")])
     s.step(think="Trimming every field changes messages too; not what was asked. Throw the experiment away and do it in from_name.",
            text="Trimming every string field also changes messages, which the user didn't ask for. Dropping this experiment and trimming only the level.",
