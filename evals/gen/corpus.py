@@ -267,6 +267,7 @@ class Session:
         self.marks = {}
         self.context = 3200 + self.rng.randint(0, 900)  # system prompt and tool schemas
         self.calls = 0
+        self.orient = None  # a function that adds the opening look around, set by the case list
         self._header()
 
     # -- plumbing
@@ -336,12 +337,15 @@ class Session:
 
     # -- the public surface
     def user(self, text):
+        first = not any(e.get("message", {}).get("role") == "user" for e in self.lines if e["type"] == "message")
         self._tick(20, 90)
         self._pending_user = len(text)
         self._entry(
             "message",
             message={"role": "user", "content": [{"type": "text", "text": text}], "timestamp": _ms(self.clock)},
         )
+        if first and self.orient:
+            self.orient(self)
         return self
 
     def step(self, text=None, calls=(), think=None, mark=None):
