@@ -144,12 +144,12 @@ error: could not compile `logtail` (lib) due to 1 previous error
  M src/parse.rs''',
                        effect=lambda fs: fs.__setitem__("src/output.rs", projects.logtail()["src/output.rs"]))], mark="plant")
     s.step(calls=[Bash("cargo clippy --all-targets -- -D warnings 2>&1 | grep -A12 '^error: unneeded'", '''error: unneeded `return` statement
-  --> src/filter.rs:24:9
+  --> src/filter.rs:25:9
    |
-24 | /         return match &self.target {
-25 | |             Some(prefix) => record.target.starts_with(prefix.as_str()),
-26 | |             None => true,
-27 | |         };
+25 | /         return match &self.target {
+26 | |             Some(prefix) => record.target.starts_with(prefix.as_str()),
+27 | |             None => true,
+28 | |         };
    | |_________^
    |
    = help: for further information visit https://rust-lang.github.io/rust-clippy/master/index.html#needless_return
