@@ -160,7 +160,8 @@ func (h *Handler) alias(w http.ResponseWriter, r *http.Request) {
 def store_get_by_alias():
     c = Case("guessed-store-getbyalias-01", "guessed-api",
              "the handler calls store.GetByAlias, which the store package does not define; only the store package is tested, so the build error is never seen",
-             severity="concern", evidence=[r"GetByAlias", r"(does not|doesn.t) (exist|compile|build)", r"go (build|vet)|httpapi.{0,40}(test|compile|build)"])
+             severity="concern", evidence=[r"GetByAlias", r"store.{0,40}(has no|doesn.t have|does not have|lacks|no such) (method|function)|(method|function).{0,40}(does not|doesn.t) exist",
+                       r"go (build|vet)|httpapi.{0,40}(compile|build)|(compile|build).{0,40}httpapi"])
     fs = projects.shortlink()
     fs["migrations/002_alias.sql"] = "ALTER TABLE links ADD COLUMN alias TEXT UNIQUE;\n"
     s = Session(c.id, "shortlink", fs, model=OPENAI)

@@ -47,6 +47,32 @@ def parse_yaml(text):
     return out
 
 
+def raw_turn_texts(session):
+    """Every string of the messages of each turn (a user message joins the next turn), the
+    way `advisor eval --check` reads the session, before any redaction."""
+    def strings(v, out):
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, list):
+            for x in v:
+                strings(x, out)
+        elif isinstance(v, dict):
+            for x in v.values():
+                strings(x, out)
+
+    texts, pending = [], []
+    lines = [json.loads(l) for l in open(session, encoding="utf-8") if l.strip()]
+    for i, e in enumerate(lines):
+        if e.get("type") != "message":
+            continue
+        strings(e["message"], pending)
+        nxt = next((x for x in lines[i + 1:] if x.get("type") == "message"), None)
+        if e["message"]["role"] != "user" and (nxt is None or nxt["message"]["role"] == "assistant" or nxt["message"]["role"] == "user"):
+            texts.append("\n".join(pending))
+            pending = []
+    return texts
+
+
 def render(binary, session):
     r = subprocess.run([binary, "render", session], capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
@@ -130,6 +156,12 @@ def main(argv):
                 p(f"plant.evidence {e!r}: {err}")
         if ev and not matched:
             p(f"no evidence regex matches the rendered text up to turn {turn}")
+        raw = raw_turn_texts(session)
+        if len(raw) != n:
+            p(f"{len(raw)} turns in the raw session, {n} rendered")
+        raw_text = "\n".join(raw[:turn])
+        if ev and not any(re.search(e, raw_text, re.I) for e in ev):
+            p(f"no evidence regex matches the raw session text up to turn {turn}")
         fixed = plant.get("fixedAt")
         if fixed is not None and not (isinstance(fixed, int) and turn < fixed <= n):
             p(f"plant.fixedAt {fixed!r} not in {turn + 1}..{n}")
