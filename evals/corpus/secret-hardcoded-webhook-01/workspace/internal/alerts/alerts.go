@@ -8,7 +8,7 @@ import (
 )
 
 // slackWebhook is the incoming webhook of #shortlink-alerts.
-const slackWebhook = "https://hooks.slack.com/services/T0FAKE1234/B0FAKE5678/fakeAbCdEf0123456789XyZ"
+const slackWebhook = "https://hooks.slack.com/services/T0FAKE000/B0FAKE000/fake-webhook-secret-0000"
 
 var client = &http.Client{Timeout: 5 * time.Second}
 
