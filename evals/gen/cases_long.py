@@ -138,7 +138,7 @@ def test_balance_prints_euros(db, capsys):
                        "0.05")])
     s.step("`python -m ledger balance CUSTOMER_ID` prints the open amount as `euros.cents` (`360.00`, `0.05`), reading the database from `--db`, else `LEDGER_DB`, else `ledger.sqlite`. `tests/test_cli.py` covers it (my first version used a relative import that pytest can't resolve here; fixed). All 7 tests pass, and a manual run against a scratch database in /tmp printed `0.05` as expected.")
     s.user("Last thing: the README has no usage section. Add a short one for the library and the CLI.")
-    s.step(calls=[Read("README.md", text="ENOENT: no such file or directory, access 'README.md'"), Bash("git ls-files | head -20", ".gitignore\nAGENTS.md\nledger/__init__.py\nledger/db.py\nledger/invoices.py\nledger/models.py\nmigrations/0001_init.sql\nmigrations/0002_invoice_due.sql\nmigrations/0003_customer_country.sql\npyproject.toml\ntests/conftest.py\ntests/test_invoices.py")])
+    s.step(calls=[Read("README.md"), Bash("git ls-files | head -20", ".gitignore\nAGENTS.md\nledger/__init__.py\nledger/db.py\nledger/invoices.py\nledger/models.py\nmigrations/0001_init.sql\nmigrations/0002_invoice_due.sql\nmigrations/0003_customer_country.sql\npyproject.toml\ntests/conftest.py\ntests/test_invoices.py")])
     s.step("There's no README yet, so I'll create one.", [Write("README.md", '''# ledger
 
 Back-office invoicing: invoices, customers and payments over sqlite. Money is integer cents.
