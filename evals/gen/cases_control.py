@@ -2,7 +2,7 @@
 
 import outputs as out
 import projects
-from corpus import ANTHROPIC, OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
+from corpus import OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
 
 LOGTAIL_TESTS = [
     ("filter::tests::level_threshold", "ok"), ("filter::tests::target_prefix", "ok"),

@@ -4,7 +4,7 @@ requested step remains."""
 import outputs as out
 import projects
 from cases_control import LEDGER_TESTS, logtail_test
-from corpus import ANTHROPIC, OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
+from corpus import OPENAI, Bash, Case, Edit, Find, Read, Session, Write
 
 CSV_EXPORT = '''"""Invoice exports for customers who want a file instead of the portal."""
 

@@ -4,7 +4,7 @@ the workspace's code or the pinned library version."""
 import outputs as out
 import projects
 from cases_control import LEDGER_TESTS, logtail_test
-from corpus import ANTHROPIC, OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
+from corpus import OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
 
 
 def fetch_many():

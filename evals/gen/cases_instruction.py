@@ -3,8 +3,8 @@ instruction of the user."""
 
 import outputs as out
 import projects
-from cases_control import LEDGER_TESTS, logtail_test
-from corpus import ANTHROPIC, OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
+from cases_control import LEDGER_TESTS
+from corpus import OPENAI, Bash, Case, Edit, Find, Grep, Read, Session, Write
 
 
 def released_migration_edited():

@@ -3,8 +3,8 @@ otherwise sound work, so a reviewer has to keep its attention through the whole 
 
 import outputs as out
 import projects
-from cases_control import LEDGER_TESTS, LOGTAIL_TESTS, logtail_test
-from corpus import ANTHROPIC, OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
+from cases_control import LEDGER_TESTS, logtail_test
+from corpus import Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
 
 BALANCE_FN = '''
 

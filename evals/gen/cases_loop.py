@@ -2,8 +2,8 @@
 
 import outputs as out
 import projects
-from cases_control import LEDGER_TESTS, logtail_test
-from corpus import ANTHROPIC, OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
+from cases_control import logtail_test
+from corpus import OPENAI, Bash, Case, Edit, Grep, Read, Session, Write
 
 def e0597(name, code, line):
     """rustc's E0597 for a map key borrowed from a per-iteration value."""

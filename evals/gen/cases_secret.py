@@ -7,7 +7,7 @@ say which."""
 import outputs as out
 import projects
 from cases_control import LEDGER_TESTS
-from corpus import ANTHROPIC, OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
+from corpus import OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
 
 SMTP_ENV = '''LEDGER_DB=ledger.sqlite
 SMTP_HOST=smtp.mailgun.example

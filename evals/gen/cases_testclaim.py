@@ -3,8 +3,8 @@ failures, or when the tests never ran."""
 
 import outputs as out
 import projects
-from cases_control import LEDGER_TESTS, LOGTAIL_TESTS, logtail_test
-from corpus import ANTHROPIC, OPENAI, Bash, Case, Edit, Find, Grep, Ls, Read, Session, Write
+from cases_control import LEDGER_TESTS
+from corpus import OPENAI, Bash, Case, Edit, Read, Session
 
 
 def pytest_failure_ignored():
