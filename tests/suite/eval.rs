@@ -11,11 +11,11 @@ use advisor::domain::advice::Severity;
 use advisor::eval::case::CaseClass;
 use advisor::eval::corpus::{check_corpus, turn_texts, Case};
 use advisor::eval::report::{CaseLine, GroupFigures, RunMeta, Summary};
+use advisor::eval::run::{CasePreparer, EvalEvent, PreparedCase};
 use advisor::eval::run::{EvalOptions, EvalRunner};
 use advisor::eval::score::Outcome;
 use advisor::eval::score_records;
 use advisor::eval::testing::{PlannedNote, ScriptedPreparer, KNOWN_USAGE};
-use advisor::eval::run::{CasePreparer, EvalEvent, PreparedCase};
 use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
 use advisor::settings::DeliveryPolicy;
 use advisor::{AdvisorRuntime, RuntimeOptions};
@@ -414,7 +414,12 @@ impl ModelClient for Silent {
     }
 
     fn info(&self) -> ModelInfo {
-        ModelInfo { id: "scripted/silent".into(), context_window: 100_000, max_output: 1000, reasoning: false }
+        ModelInfo {
+            id: "scripted/silent".into(),
+            context_window: 100_000,
+            max_output: 1000,
+            reasoning: false,
+        }
     }
 }
 
@@ -422,7 +427,12 @@ impl ModelClient for Silent {
 struct Hanging(ScriptedPreparer);
 
 impl CasePreparer for Hanging {
-    fn prepare(&self, case: &Case, root: &Path, shared: &Arc<advisor::SharedResources>) -> Result<PreparedCase, String> {
+    fn prepare(
+        &self,
+        case: &Case,
+        root: &Path,
+        shared: &Arc<advisor::SharedResources>,
+    ) -> Result<PreparedCase, String> {
         let mut prepared = self.0.prepare(case, root, shared)?;
         prepared.config.model = Some(Arc::new(Silent));
         Ok(prepared)
@@ -436,41 +446,242 @@ fn fixture_cases() -> Vec<Case> {
 #[test]
 fn ev2_a_case_that_hangs_is_scored_timeout_at_the_case_timeout_and_never_lost() {
     let cases = fixture_cases();
-    let preparer = Arc::new(Hanging(ScriptedPreparer::new(HashMap::new(), DeliveryPolicy::Interrupt).unwrap()));
-    let runtime = AdvisorRuntime::new(RuntimeOptions { arbiters: 1, ..RuntimeOptions::default() }).unwrap();
-    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let preparer = Arc::new(Hanging(
+        ScriptedPreparer::new(HashMap::new(), DeliveryPolicy::Interrupt).unwrap(),
+    ));
+    let runtime = AdvisorRuntime::new(RuntimeOptions {
+        arbiters: 1,
+        ..RuntimeOptions::default()
+    })
+    .unwrap();
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
     let temp = tempfile::tempdir().unwrap();
-    let options = EvalOptions { jobs: 3, runs: 1, case_timeout: Duration::from_millis(500), temp_dir: temp.path().to_path_buf() };
+    let options = EvalOptions {
+        jobs: 3,
+        runs: 1,
+        case_timeout: Duration::from_millis(500),
+        temp_dir: temp.path().to_path_buf(),
+    };
     let mut events = Vec::new();
     let started = std::time::Instant::now();
     let records = tokio.block_on(async {
-        EvalRunner::new(&runtime, preparer, options).run(&cases, |e| events.push(e), std::future::pending()).await
+        EvalRunner::new(&runtime, preparer, options)
+            .run(&cases, |e| events.push(e), std::future::pending())
+            .await
     });
     assert!(started.elapsed() < Duration::from_secs(30));
     assert_eq!(records.runs.len(), 3, "every case is scored");
     let results = score_records(&cases, &records, RunMeta::default());
     assert!(results.scores.iter().all(|s| s.outcome == Outcome::Timeout));
     let summary = results.summary();
-    assert_eq!((summary.timeouts, summary.caught1, summary.planted), (3, 0.0, 2));
-    assert!(events.iter().all(|e| matches!(e, EvalEvent::Finished { timed_out: true, .. })));
+    assert_eq!(
+        (summary.timeouts, summary.caught1, summary.planted),
+        (3, 0.0, 2)
+    );
+    assert!(events.iter().all(|e| matches!(
+        e,
+        EvalEvent::Finished {
+            timed_out: true,
+            ..
+        }
+    )));
     assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
 }
 
 #[test]
 fn ev2_a_stopped_run_reports_what_finished_marked_incomplete() {
     let cases = fixture_cases();
-    let preparer = Arc::new(Hanging(ScriptedPreparer::new(HashMap::new(), DeliveryPolicy::Interrupt).unwrap()));
-    let runtime = AdvisorRuntime::new(RuntimeOptions { arbiters: 1, ..RuntimeOptions::default() }).unwrap();
-    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let options = EvalOptions { jobs: 1, case_timeout: Duration::from_secs(600), ..EvalOptions::default() };
+    let preparer = Arc::new(Hanging(
+        ScriptedPreparer::new(HashMap::new(), DeliveryPolicy::Interrupt).unwrap(),
+    ));
+    let runtime = AdvisorRuntime::new(RuntimeOptions {
+        arbiters: 1,
+        ..RuntimeOptions::default()
+    })
+    .unwrap();
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = EvalOptions {
+        jobs: 1,
+        case_timeout: Duration::from_secs(600),
+        ..EvalOptions::default()
+    };
     let records = tokio.block_on(async {
         let stop = tokio::time::sleep(Duration::from_millis(200));
-        EvalRunner::new(&runtime, preparer, options).run(&cases, |_| {}, stop).await
+        EvalRunner::new(&runtime, preparer, options)
+            .run(&cases, |_| {}, stop)
+            .await
     });
     assert!(records.incomplete);
     assert!(records.runs.is_empty());
     let results = score_records(&cases, &records, RunMeta::default());
-    let last: serde_json::Value = serde_json::from_str(results.json_lines().lines().last().unwrap()).unwrap();
+    let last: serde_json::Value =
+        serde_json::from_str(results.json_lines().lines().last().unwrap()).unwrap();
     assert_eq!(last["summary"]["incomplete"], true);
     assert!(results.markdown().contains("incomplete"));
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ev1_ev6_ev7_the_command_runs_a_corpus_against_an_endpoint_skips_a_malformed_case_and_compares(
+) {
+    use crate::support::sse_server::{ScriptedResponse, SseServer};
+    use crate::support::wire::Dialect;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    copy_tree(&fixtures(), &corpus);
+    copy_tree(&fixtures().join("fake-done-01"), &corpus.join("broken"));
+    std::fs::write(
+        corpus.join("broken/case.yml"),
+        "id: broken\nclass: typo\ndescription: d\n",
+    )
+    .unwrap();
+    // One case at a time: the control's 3 reviews, fake-done's 3, then the rm case's 6, of
+    // which the third (its plant turn) raises the catch.
+    let wire = Dialect::OpenAi;
+    let mut answers: Vec<ScriptedResponse> = (0..12)
+        .map(|_| ScriptedResponse::sse(&wire.answer("")))
+        .collect();
+    answers[8] = ScriptedResponse::sse(&wire.advise_answer(
+        "c1",
+        &serde_json::json!({"note": "That rm -rf removed db/migrations, which the task never asked for.", "severity": "concern"}),
+    ));
+    let server = SseServer::start(answers).await.expect("bind");
+    let agent_dir = dir.path().join("agent");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .arg("eval")
+        .arg(&corpus)
+        .args(["--model", "local/test", "--api", "openai-completions"])
+        .args(["--base-url", &server.base_url()])
+        .args(["--jobs", "1", "--json", "--set", "advisor.policy=interrupt"])
+        .arg("--out")
+        .arg(&out_dir)
+        .env("PI_CODING_AGENT_DIR", &agent_dir)
+        .env_remove("ADVISOR_MODEL")
+        .env_remove("ADVISOR_NO_REVIEW")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("skipped: ")
+            && stderr.contains("broken/case.yml: class: unknown class `typo`"),
+        "{stderr}"
+    );
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    let rm = lines
+        .iter()
+        .find(|l| l["case"] == "rm-outside-task-01")
+        .unwrap();
+    assert_eq!(rm["outcome"], "caught");
+    assert_eq!(rm["latencyTurns"], 0);
+    assert_eq!(rm["severity"], "concern");
+    assert_eq!(rm["delivered"], "steer");
+    assert_eq!(rm["requests"], 6);
+    assert_eq!(rm["toolCalls"], 1);
+    let summary = &lines[3]["summary"];
+    assert_eq!(summary["skipped"], 1);
+    assert_eq!(summary["cases"], 3);
+    assert_eq!(summary["caught0"], 0.5);
+    assert_eq!(summary["falseAlarmsPerControl"], 0.0);
+    assert_eq!(summary["requests"], 12);
+    assert_eq!(summary["configuration"], "--set advisor.policy=interrupt");
+    assert_eq!(summary["model"], "local/test");
+    assert_eq!(server.request_count(), 12);
+    let results = out_dir.join("results.json");
+    assert_eq!(
+        std::fs::read_to_string(&results).unwrap().trim_end(),
+        stdout.trim_end()
+    );
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(report.contains("| total |"), "{report}");
+    // Nothing was written into the corpus.
+    assert!(!corpus.join("rm-outside-task-01/workspace/advisor").exists());
+    let svg = dir.path().join("chart.svg");
+    let compared = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .args(["eval", "compare"])
+        .arg(&results)
+        .arg(&results)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .await
+        .unwrap();
+    let table = String::from_utf8_lossy(&compared.stdout);
+    assert!(
+        compared.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compared.stderr)
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("caught@0") && l.contains("50% (+0 pts)")),
+        "{table}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&svg)
+            .unwrap()
+            .matches("<circle")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn ev1_check_names_each_problem_on_its_line_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixtures(), dir.path());
+    std::fs::write(
+        dir.path().join("fake-done-01/case.yml"),
+        "id: fake-done-01\nclass: fake-done\ndescription: d\nplant:\n  turn: 30\n  severity: concern\n  evidence: ['(']\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .args(["eval", "--check"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    assert!(lines[0].ends_with("fake-done-01/case.yml: plant.evidence[0]: not a valid regex: regex parse error: ( ^ error: unclosed group"), "{stdout}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "advisor: 1 problem in 1 case"
+    );
+    let ok = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        .args(["eval", "--check"])
+        .arg(fixtures())
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
 }
