@@ -380,6 +380,31 @@ mod tests {
     }
 
     #[actix::test]
+    async fn ev3_the_tap_copies_every_raise_with_its_outcome_and_advisor() {
+        let host = HostRecorder::default().start();
+        let (tap, mut copies) = tokio::sync::mpsc::unbounded_channel();
+        let router = DeliveryRouter::new(DeliveryPolicy::Interrupt, 2, 0, host.recipient())
+            .with_tap(Some(tap))
+            .start();
+        router
+            .send(RunStateChanged { running: true })
+            .await
+            .unwrap();
+        let a = arch();
+        let first = raise(&router, &a, 1, "Split the module", Some(Severity::Concern)).await;
+        let again = raise(&router, &a, 2, "Split the module", Some(Severity::Concern)).await;
+        assert_eq!(again, RaiseOutcome::Dropped(DropReason::Duplicate));
+        let one = copies.try_recv().unwrap();
+        let two = copies.try_recv().unwrap();
+        assert!(copies.try_recv().is_err());
+        assert_eq!((one.review, one.outcome), (1, first));
+        assert_eq!(one.advisory.advisor.as_deref(), Some("Architecture"));
+        assert_eq!(one.advisory.note, "Split the module");
+        assert_eq!(two.outcome, RaiseOutcome::Dropped(DropReason::Duplicate));
+        assert!(two.at >= one.at);
+    }
+
+    #[actix::test]
     async fn ro13_held_preambles_and_reviews_through_the_mailbox_are_per_advisor() {
         let host = HostRecorder::default().start();
         let router = DeliveryRouter::new(DeliveryPolicy::Reconfirm, 2, 0, host.recipient()).start();
