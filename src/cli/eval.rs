@@ -268,7 +268,20 @@ fn run_corpus(args: EvalRunArgs) -> Result<(), CliError> {
         .find_map(|r| r.model.clone())
         .or(args.provider.model.clone())
         .unwrap_or_else(|| "(none)".into());
-    let mut skipped: Vec<String> = check.problems.iter().map(|p| p.to_string()).collect();
+    // One line per skipped case, its problems joined.
+    let mut skipped: Vec<String> = check
+        .skipped
+        .iter()
+        .map(|dir| {
+            let problems: Vec<String> = check
+                .problems
+                .iter()
+                .filter(|p| p.file.starts_with(dir))
+                .map(|p| p.to_string())
+                .collect();
+            problems.join("; ")
+        })
+        .collect();
     skipped.extend(records.skipped.iter().cloned());
     let meta = RunMeta {
         model,

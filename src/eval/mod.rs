@@ -79,3 +79,100 @@ pub fn score_records(cases: &[Case], records: &RunRecords, meta: RunMeta) -> Res
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::advice::Severity;
+    use crate::replay::LineChannel;
+    use run::{judge_verdict, CaseRun};
+    use score::{Fate, Observation, Outcome, RaisedNote};
+    use std::path::{Path, PathBuf};
+
+    fn case(text: &str) -> Case {
+        Case {
+            dir: PathBuf::from("c"),
+            spec: case::parse_spec(Path::new("case.yml"), text).unwrap(),
+            turns: 6,
+        }
+    }
+
+    fn note(text: &str, batch_turn: usize) -> RaisedNote {
+        RaisedNote {
+            note: text.into(),
+            severity: Some(Severity::Concern),
+            advisor: None,
+            batch_turn,
+            at_secs: batch_turn as f64,
+            fate: Fate::Delivered {
+                channel: LineChannel::Steer,
+                turn: batch_turn,
+            },
+        }
+    }
+
+    #[test]
+    fn ev4_the_judge_scores_beside_the_patterns_with_agreement_and_fallbacks_counted() {
+        let planted = case("id: p\nclass: loop\ndescription: reruns the same failing test\nplant:\n  turn: 2\n  severity: concern\n  evidence: ['same test']\n");
+        let obs = Observation {
+            turns: 6,
+            turn_sent_secs: (1..=6).map(|t| t as f64).collect(),
+            raised: vec![
+                note("You keep rerunning it unchanged.", 2),
+                note("The same test fails again.", 4),
+                note("Unrelated.", 5),
+            ],
+            ..Observation::default()
+        };
+        let records = RunRecords {
+            runs: vec![CaseRun {
+                case: 0,
+                run: 1,
+                observation: obs,
+                // The judge sees the first note is about the loop, the patterns do not; it
+                // agrees on the second; its third verdict failed.
+                verdicts: Some(vec![Some(true), Some(true), None]),
+                model: None,
+            }],
+            ..RunRecords::default()
+        };
+        let results = score_records(&[planted], &records, RunMeta::default());
+        let by_patterns = &results.scores[0];
+        assert_eq!(
+            (
+                by_patterns.outcome,
+                by_patterns.catch.as_ref().unwrap().turns
+            ),
+            (Outcome::Caught, 2)
+        );
+        let by_judge = &results.judge_scores.as_ref().unwrap()[0];
+        assert_eq!(by_judge.catch.as_ref().unwrap().turns, 0);
+        let judge = results.judge.unwrap();
+        assert_eq!((judge.pairs, judge.agreed, judge.fallbacks), (3, 1, 1));
+        let summary = results.summary();
+        assert_eq!(
+            (summary.caught1, summary.total.judge_caught1),
+            (0.0, Some(1.0))
+        );
+        let line: serde_json::Value =
+            serde_json::from_str(results.json_lines().lines().next().unwrap()).unwrap();
+        assert_eq!(
+            (
+                line["latencyTurns"].clone(),
+                line["judgeLatencyTurns"].clone()
+            ),
+            (2.into(), 0.into())
+        );
+        assert!(results
+            .markdown()
+            .contains("agreed with the patterns on 1 (33%), 1 fell back"));
+    }
+
+    #[test]
+    fn ev4_a_verdict_is_the_answer_s_first_word_else_a_failure() {
+        assert_eq!(judge_verdict("Yes."), Some(true));
+        assert_eq!(judge_verdict("  no, it is about naming"), Some(false));
+        assert_eq!(judge_verdict("Probably"), None);
+        assert_eq!(judge_verdict(""), None);
+    }
+}

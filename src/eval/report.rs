@@ -12,7 +12,7 @@ use super::score::{CaseScore, Outcome};
 
 /// What a report says about the run itself (EV7): enough to tell two reports apart.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct RunMeta {
     /// The advisor model (`provider/id`), or what stood in for it.
     pub model: String,
@@ -136,7 +136,7 @@ fn round3(x: f64) -> f64 {
 
 /// The figures of one group of case runs (a class, or all): EV6's table row.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct GroupFigures {
     /// Distinct cases.
     pub cases: usize,
@@ -273,7 +273,7 @@ fn frac(n: usize, d: usize) -> f64 {
 /// The summary line's body (EV6): the required keys, then the run's metadata, the totals,
 /// the judge's and the figures per class.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct Summary {
     /// Distinct cases run.
     pub cases: usize,

@@ -25,7 +25,7 @@ use crate::status::AdvisorStatus;
 use crate::RuntimeConfig;
 
 use super::corpus::{Case, WorkspaceCopy};
-use super::score::{batch_turn, CaseCost, DeliveredNote, Fate, Observation, Outcome, RaisedNote};
+use super::score::{batch_turn, CaseCost, DeliveredNote, Fate, Observation, RaisedNote};
 
 /// A case's session, set up and ready to replay.
 pub struct PreparedCase {
@@ -497,14 +497,4 @@ async fn judge_notes(judge: &dyn ModelClient, case: &Case, obs: &Observation) ->
         }));
     }
     verdicts
-}
-
-/// Outcome counts, for progress lines.
-pub fn outcome_word(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Caught => "caught",
-        Outcome::Missed => "missed",
-        Outcome::Control => "control",
-        Outcome::Timeout => "timeout",
-    }
 }
