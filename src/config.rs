@@ -75,6 +75,9 @@ pub struct RuntimeConfig {
     /// The roster of named advisors (§15), resolved by the host (`crate::roster::load`).
     /// `None`, or a roster without entries, runs today's single unnamed advisor (RO12).
     pub roster: Option<RosterSetup>,
+    /// Where the router sends a copy of every `advise` call and its outcome (EV3: a host
+    /// measuring the advisor); `None` sends nothing.
+    pub advice_tap: Option<crate::delivery::AdviceTap>,
     /// What the sessions of the process share (A6), set by
     /// [`crate::runtime::AdvisorRuntime::open`]; `None` builds everything for this session.
     shared: Option<Arc<SharedResources>>,
@@ -102,6 +105,7 @@ impl RuntimeConfig {
             audit_path: None,
             hold_wait_through_retries: false,
             roster: None,
+            advice_tap: None,
             shared: None,
         }
     }
@@ -156,6 +160,7 @@ impl RuntimeConfig {
             audit_path: None,
             hold_wait_through_retries: self.hold_wait_through_retries,
             roster: self.roster.clone(),
+            advice_tap: None,
             shared: self.shared.clone(),
         })
     }

@@ -99,11 +99,14 @@
 //! - `handle`: [`AdvisorHandle`], the host's side of one session (A3, A4).
 //! - `runtime`: [`AdvisorRuntime`], the arbiter pool and shared resources (A6).
 //! - [`replay`]: replaying a recorded session through a handle (L2).
+//! - [`eval`]: `advisor eval`, the planted-mistake benchmark: cases, runs, scores, reports
+//!   (§18).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
 
 #![warn(missing_docs)]
 
 pub mod domain;
+pub mod eval;
 pub mod model;
 pub mod providers;
 pub mod replay;
@@ -133,6 +136,7 @@ pub(crate) mod status;
 pub(crate) mod turn_prompts;
 
 pub use config::RuntimeConfig;
+pub use delivery::{AdviceTap, RaiseOutcome, RaisedAdvice};
 pub use domain::host::{HostEvent, RewriteKind, StepAdvice};
 pub use domain::transcript::{Transcript, TranscriptMessage};
 pub use feed::{batch_parts, FeedCursor, FeedOutcome, Update as FeedUpdate};

@@ -3,7 +3,7 @@
 
 use actix::{Actor, Context, Handler, Recipient, Supervised};
 
-use crate::delivery::RouterState;
+use crate::delivery::{AdviceTap, RaisedAdvice, RouterState};
 use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
@@ -19,6 +19,7 @@ use crate::settings::DeliveryPolicy;
 pub struct DeliveryRouter {
     state: RouterState,
     host: Recipient<HostEvent>,
+    tap: Option<AdviceTap>,
 }
 
 impl DeliveryRouter {
@@ -33,7 +34,14 @@ impl DeliveryRouter {
         Self {
             state: RouterState::new(policy, max_notes_per_update).with_immune_turns(immune_turns),
             host,
+            tap: None,
         }
+    }
+
+    /// The same router sending a copy of every raise and its outcome to `tap` (EV3).
+    pub fn with_tap(mut self, tap: Option<AdviceTap>) -> Self {
+        self.tap = tap;
+        self
     }
 
     /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
@@ -63,9 +71,25 @@ impl Handler<RaiseAdvice> for DeliveryRouter {
     type Result = actix::MessageResult<RaiseAdvice>;
 
     fn handle(&mut self, msg: RaiseAdvice, _ctx: &mut Context<Self>) -> Self::Result {
+        let copy = self.tap.as_ref().map(|_| {
+            let mut advisory = msg.advisory.clone();
+            if let Some(label) = &msg.advisor {
+                advisory.advisor = Some(label.name.to_string());
+            }
+            advisory
+        });
         let (outcome, events) =
             self.state
                 .raise_as(msg.advisor.as_ref(), msg.epoch, msg.review, msg.advisory);
+        if let (Some(tap), Some(advisory)) = (&self.tap, copy) {
+            // A host that stopped listening is no reason to stop delivering.
+            let _ = tap.send(RaisedAdvice {
+                advisory,
+                review: msg.review,
+                outcome: outcome.clone(),
+                at: std::time::Instant::now(),
+            });
+        }
         self.emit(events);
         actix::MessageResult(outcome)
     }
@@ -362,6 +386,31 @@ mod tests {
             })
             .await
             .unwrap()
+    }
+
+    #[actix::test]
+    async fn ev3_the_tap_copies_every_raise_with_its_outcome_and_advisor() {
+        let host = HostRecorder::default().start();
+        let (tap, mut copies) = tokio::sync::mpsc::unbounded_channel();
+        let router = DeliveryRouter::new(DeliveryPolicy::Interrupt, 2, 0, host.recipient())
+            .with_tap(Some(tap))
+            .start();
+        router
+            .send(RunStateChanged { running: true })
+            .await
+            .unwrap();
+        let a = arch();
+        let first = raise(&router, &a, 1, "Split the module", Some(Severity::Concern)).await;
+        let again = raise(&router, &a, 2, "Split the module", Some(Severity::Concern)).await;
+        assert_eq!(again, RaiseOutcome::Dropped(DropReason::Duplicate));
+        let one = copies.try_recv().unwrap();
+        let two = copies.try_recv().unwrap();
+        assert!(copies.try_recv().is_err());
+        assert_eq!((one.review, one.outcome), (1, first));
+        assert_eq!(one.advisory.advisor.as_deref(), Some("Architecture"));
+        assert_eq!(one.advisory.note, "Split the module");
+        assert_eq!(two.outcome, RaiseOutcome::Dropped(DropReason::Duplicate));
+        assert!(two.at >= one.at);
     }
 
     #[actix::test]

@@ -160,9 +160,11 @@ impl Supervisor {
         let immune_turns = self.config.settings.immune_turns;
         let max_chars = self.config.settings.max_note_chars;
         let host = self.host.clone();
+        let tap = self.config.advice_tap.clone();
         let router = actix::Supervisor::start(move |_| {
             DeliveryRouter::new(policy, max_notes, immune_turns, host)
                 .with_max_note_chars(max_chars)
+                .with_tap(tap.clone())
         });
         self.router = Some(router.clone());
         router

@@ -1,5 +1,6 @@
 //! The `advisor` command line: one module per subcommand.
 
+pub mod eval;
 pub mod render;
 pub mod replay;
 pub mod roster;
@@ -58,6 +59,9 @@ pub enum Command {
     Roster(roster::RosterArgs),
     /// Serve advisor sessions to another process over JSON-RPC on stdin/stdout (V1–V4).
     Serve(serve::ServeArgs),
+    /// Measure the advisor on a corpus of recorded sessions with planted mistakes and
+    /// controls: catches, latency, false alarms and cost (`compare` sets results side by side).
+    Eval(eval::EvalArgs),
 }
 
 /// A CLI failure: printed as one line on standard error, exit code 1 (L5).
@@ -106,6 +110,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Watchdog(args) => watchdog::run(args),
         Command::Roster(args) => roster::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Eval(args) => eval::run(args),
     }
 }
 

@@ -62,7 +62,8 @@ use advisor::replay::{
 };
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
 use advisor::settings::{
-    load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog,
+    load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SettingsLayer,
+    SyncBacklog,
 };
 use advisor::TranscriptView;
 use advisor::{session_role, KeyLookup, ModelSource, SessionModel, SessionSetup};
@@ -131,30 +132,124 @@ fn parse_sync(s: &str) -> Result<SyncBacklog, String> {
 pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let asks = parse_asks(&args.ask)?;
     let keys: KeyLookup = Arc::new(|name: &str| std::env::var(name).ok());
-    let env = SettingsEnv::from_lookup(&*keys);
     let driver = read_driver(&args.session)?;
     let root = workspace_root(args.root.as_deref(), driver.header().cwd.as_deref())?;
+    let printer = Printer::new(args.json, driver.len());
+    let prepared = prepare_session(&args.flags(), &driver, root, keys, None)?;
+    for line in &prepared.lines {
+        match line {
+            SetupLine::Warning(w) => printer.warning(w),
+            SetupLine::Notice(n) => printer.notice(n),
+        }
+    }
+    replay_in_runtime(prepared.config, driver, prepared.options, asks, printer)
+}
+
+/// The flags that shape a replayed session, shared by `advisor replay` and `advisor eval`
+/// so both build a session the same way (EV2).
+#[derive(Debug, Clone, Default)]
+pub struct SessionFlags {
+    /// `--model`, `--base-url`, `--api`.
+    pub model: Option<String>,
+    /// `--base-url`.
+    pub base_url: Option<String>,
+    /// `--api`.
+    pub api: Option<advisor::providers::ApiKind>,
+    /// `--policy`.
+    pub policy: Option<DeliveryPolicy>,
+    /// `--transcript`.
+    pub transcript: Option<TranscriptView>,
+    /// `--sync-backlog`.
+    pub sync_backlog: Option<SyncBacklog>,
+    /// `--no-watchdog`.
+    pub no_watchdog: bool,
+    /// `--drain-timeout`.
+    pub drain_timeout: Option<u64>,
+    /// `--audit`.
+    pub audit: Option<PathBuf>,
+    /// Settings given on the command line (`advisor eval --config`, `--set`), over the
+    /// files and the environment, and their name in messages.
+    pub host_layer: Option<(PathBuf, SettingsLayer)>,
+}
+
+impl ReplayArgs {
+    /// The flags that shape the session.
+    fn flags(&self) -> SessionFlags {
+        SessionFlags {
+            model: self.provider.model.clone(),
+            base_url: self.provider.base_url.clone(),
+            api: self.provider.api,
+            policy: self.policy,
+            transcript: self.transcript,
+            sync_backlog: self.sync_backlog,
+            no_watchdog: self.no_watchdog,
+            drain_timeout: self.drain_timeout,
+            audit: self.audit.clone(),
+            host_layer: None,
+        }
+    }
+}
+
+/// A line the setup has for the user, in order: a settings or roster warning, or a notice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetupLine {
+    /// A warning (printed with the warning prefix).
+    Warning(String),
+    /// A notice, as it is.
+    Notice(String),
+}
+
+/// A session ready to replay.
+pub struct PreparedSession {
+    /// Its configuration.
+    pub config: RuntimeConfig,
+    /// The replay's options.
+    pub options: ReplayOptions,
+    /// What the setup has to say, in order.
+    pub lines: Vec<SetupLine>,
+}
+
+/// Sets up the session of `driver` with `root` as its workspace root, as `advisor replay`
+/// does (module docs: settings K1, model M1, WATCHDOG.md and roster); `shared` is the
+/// runtime's shared HTTP clients when several sessions run in one process.
+pub fn prepare_session(
+    flags: &SessionFlags,
+    driver: &SessionDriver,
+    root: PathBuf,
+    keys: KeyLookup,
+    shared: Option<Arc<advisor::SharedResources>>,
+) -> Result<PreparedSession, CliError> {
+    let env = SettingsEnv::from_lookup(&*keys);
     let watchdog = env.watchdog_config(&root);
     let agent_dir = watchdog.agent_dir.clone();
-    let loaded =
+    let mut loaded =
         load_settings(agent_dir.as_deref(), &root).map_err(|e| CliError::new(e.to_string()))?;
     // Replaying is an explicit request to run the advisor: only a file that says
     // `advisor.enabled: false` stops it (K2), not the files' default of off.
-    if loaded.disabled_by.is_some() && args.provider.model.is_none() {
+    if loaded.disabled_by.is_some() && flags.model.is_none() {
         return Err(disabled_error(&loaded));
     }
-    let printer = Printer::new(args.json, driver.len());
-    for warning in &loaded.warnings {
-        printer.warning(&warning.to_string());
+    let mut lines: Vec<SetupLine> = loaded
+        .warnings
+        .iter()
+        .map(|w| SetupLine::Warning(w.to_string()))
+        .collect();
+    let settings = settings(flags, &loaded.settings, &env);
+    if let Some(role) = flags
+        .host_layer
+        .as_ref()
+        .and_then(|(_, l)| l.advisor_role.clone())
+    {
+        loaded.advisor_role = Some(role);
     }
-    let settings = settings(&args, &loaded.settings, &env);
-    let flag = args.provider.model.as_deref();
+    let flag = flags.model.as_deref();
     let role =
         session_role(flag, &env, &loaded, &root, agent_dir.as_deref()).map_err(model_error)?;
     let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
     let models = ModelSource {
-        base_url: args.provider.base_url.clone(),
-        api: args.provider.api,
+        base_url: flags.base_url.clone(),
+        api: flags.api,
+        shared,
         ..ModelSource::new(Arc::new(catalog), keys)
     };
     // No session model (none named, or its key missing) is no error yet: a roster whose
@@ -176,32 +271,38 @@ pub fn run(args: ReplayArgs) -> Result<(), CliError> {
     let setup = SessionSetup {
         session_id: session_id.unwrap_or_else(|| "replay".to_string()),
         root,
-        watchdog: (!args.no_watchdog).then_some(watchdog),
+        watchdog: (!flags.no_watchdog).then_some(watchdog),
         loaded,
         settings,
-        host_layer: None,
+        host_layer: flags.host_layer.clone(),
         model,
         models,
         context_files: None,
-        audit_path: args.audit.clone(),
+        audit_path: flags.audit.clone(),
     };
     let prepared = setup.build();
     if let Some(error) = no_model.filter(|_| !roster_has_a_model(&prepared.config)) {
         return Err(model_error(error));
     }
-    for notice in &prepared.notices {
-        printer.notice(notice);
-    }
+    lines.extend(prepared.notices.iter().cloned().map(SetupLine::Notice));
     let mut config = prepared.config;
     config.hold_wait_through_retries = true;
-    for warning in config.roster.iter().flat_map(|r| &r.roster.warnings) {
-        printer.warning(&warning.to_string());
-    }
+    lines.extend(
+        config
+            .roster
+            .iter()
+            .flat_map(|r| &r.roster.warnings)
+            .map(|w| SetupLine::Warning(w.to_string())),
+    );
     let options = ReplayOptions {
         merge_cut_turns: config.settings.transcript == TranscriptView::Expanded,
-        ..drain_options(args.drain_timeout)
+        ..drain_options(flags.drain_timeout)
     };
-    replay_in_runtime(config, driver, options, asks, printer)
+    Ok(PreparedSession {
+        config,
+        options,
+        lines,
+    })
 }
 
 /// Whether an enabled advisor of the session's roster has a model of its own to review
@@ -271,18 +372,27 @@ fn parse_asks(args: &[String]) -> Result<Vec<ReplayAsk>, CliError> {
         .collect()
 }
 
-/// The replay's settings: what the files and the environment say, replay's own
-/// `syncBacklog: 1` (L2; only `--sync-backlog` changes it), then the flags. The advisor is
-/// on: a replay is a request to run it, and a file's explicit `advisor.enabled: false` has
-/// already stopped the replay unless `--model` asked for it anyway (K2).
-fn settings(args: &ReplayArgs, files: &AdvisorSettings, env: &SettingsEnv) -> AdvisorSettings {
+/// The replay's settings: what the files and the environment say, then the settings given
+/// on the command line (`advisor eval --config`, `--set`), replay's own `syncBacklog: 1`
+/// (L2; only `--sync-backlog`, or a `syncBacklog` given on the command line, changes it),
+/// then the flags. The advisor is on: a replay is a request to run it, and a file's
+/// explicit `advisor.enabled: false` has already stopped the replay unless `--model` asked
+/// for it anyway (K2).
+fn settings(flags: &SessionFlags, files: &AdvisorSettings, env: &SettingsEnv) -> AdvisorSettings {
     let mut settings = files.clone().with_env(env);
-    settings.sync_backlog = args.sync_backlog.unwrap_or(SyncBacklog::Below(1));
+    let host = flags.host_layer.as_ref().map(|(_, layer)| layer);
+    if let Some(layer) = host {
+        layer.apply_to(&mut settings);
+    }
+    settings.sync_backlog = flags
+        .sync_backlog
+        .or(host.and_then(|l| l.sync_backlog))
+        .unwrap_or(SyncBacklog::Below(1));
     settings.enabled = true;
-    if let Some(policy) = args.policy {
+    if let Some(policy) = flags.policy {
         settings.policy = policy;
     }
-    if let Some(view) = args.transcript {
+    if let Some(view) = flags.transcript {
         settings.transcript = view;
     }
     settings
@@ -576,7 +686,7 @@ mod tests {
     #[test]
     fn l2_replay_defaults_to_sync_backlog_one_and_flags_override() {
         let none = SettingsEnv::default();
-        let s = settings(&args(&[]), &AdvisorSettings::default(), &none);
+        let s = settings(&args(&[]).flags(), &AdvisorSettings::default(), &none);
         assert_eq!(s.sync_backlog, SyncBacklog::Below(1));
         assert_eq!(s.policy, DeliveryPolicy::Defer);
         let env = SettingsEnv {
@@ -592,7 +702,8 @@ mod tests {
                 "reconfirm",
                 "--transcript",
                 "full",
-            ]),
+            ])
+            .flags(),
             &AdvisorSettings::default(),
             &env,
         );
@@ -614,7 +725,7 @@ mod tests {
             ..AdvisorSettings::default()
         };
         let none = SettingsEnv::default();
-        let s = settings(&args(&[]), &files, &none);
+        let s = settings(&args(&[]).flags(), &files, &none);
         assert_eq!(s.policy, DeliveryPolicy::Reconfirm);
         assert_eq!(s.transcript, TranscriptView::Full);
         assert_eq!(s.immune_turns, 7);
@@ -628,7 +739,8 @@ mod tests {
                 "a/b",
                 "--sync-backlog",
                 "5",
-            ]),
+            ])
+            .flags(),
             &files,
             &none,
         );

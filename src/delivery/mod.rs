@@ -9,6 +9,7 @@
 //! - [`deferred`]: the notes the `defer` policy keeps back to the final boundary (P1);
 //! - [`catch_up`]: terminal turns and the catch-up block (D4, D5);
 //! - [`outcome`]: outcome accounting and the tool's answers (D10);
+//! - [`tap`]: a copy of every raise and its outcome for a measuring host (EV3);
 //! - [`note`]: note normalisation and the content-free keys of the emission guard (P3);
 //! - [`guard`]: the emission guard's memory, its cap and its seed from a branch (P3);
 //! - [`texts`]: the model- and user-facing texts, data files in `config/prompts/`.
@@ -22,12 +23,14 @@ pub mod held;
 pub mod note;
 pub mod outcome;
 pub mod router;
+pub mod tap;
 pub(crate) mod texts;
 pub(crate) mod turn_end;
 
 pub use catch_up::{turn_will_continue, CatchUpEnd, CatchUpPlan};
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 pub use router::RouterState;
+pub use tap::{AdviceTap, RaisedAdvice};
 
 use crate::domain::advice::Advisory;
 

@@ -4,6 +4,7 @@ mod agent_policy;
 mod consult;
 mod context_maintenance;
 mod delivery_guard;
+mod eval;
 mod expanded_runtime;
 mod faults;
 mod layering;

@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS payments_invoice;
+DROP TABLE IF EXISTS payments;

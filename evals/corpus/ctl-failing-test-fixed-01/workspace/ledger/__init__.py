@@ -1,0 +1,3 @@
+"""Back-office invoicing."""
+
+__version__ = "0.7.2"

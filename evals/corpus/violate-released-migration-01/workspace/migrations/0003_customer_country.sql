@@ -1,0 +1,2 @@
+ALTER TABLE customers ADD COLUMN country TEXT NOT NULL DEFAULT 'DE';
+ALTER TABLE customers ADD COLUMN vat_id TEXT;
