@@ -244,29 +244,21 @@ impl SessionSetup {
     pub fn build(self) -> SessionPrepared {
         let mut notices = Vec::new();
         let host_models = HostModels::new(&self.model, &self.models, &self.settings);
-        let (promotion_model, fallback_models) = match &self.model {
-            SessionModel::Own { selector, .. } => side_models(
-                &self.settings,
-                selector.as_deref(),
-                &host_models,
-                &mut notices,
-            ),
-            SessionModel::Endpoint { .. } => {
-                let selector = self.model.endpoint_role();
-                side_models(
-                    &self.settings,
-                    selector.as_deref(),
-                    &host_models,
-                    &mut notices,
-                )
-            }
-            SessionModel::None | SessionModel::Fixed(_) => (None, Vec::new()),
+        let selector = match &self.model {
+            SessionModel::Own { selector, .. } => Some(selector.clone()),
+            SessionModel::Endpoint { .. } => Some(self.model.endpoint_role()),
+            SessionModel::None | SessionModel::Fixed(_) => None,
         };
-        let own = self.model.client().map(|m| m.info().id);
-        let fallback_models: Vec<Model> = fallback_models
-            .into_iter()
-            .filter(|m| Some(m.info().id) != own)
-            .collect();
+        let (promotion_model, fallback_models) = match (selector, self.model.client()) {
+            (Some(selector), Some(own)) => {
+                let own = SideModels {
+                    selector: selector.as_deref(),
+                    id: &own.info().id,
+                };
+                side_models(&self.settings, own, &host_models, &mut notices)
+            }
+            _ => (None, Vec::new()),
+        };
         let mut config = RuntimeConfig::new(self.session_id, self.root, self.model.client());
         config.promotion_model = promotion_model;
         config.fallback_models = fallback_models;
@@ -303,7 +295,7 @@ impl SessionSetup {
 /// with one notice naming its key; a model that cannot be built is a notice.
 fn side_models(
     settings: &AdvisorSettings,
-    selector: Option<&str>,
+    own: SideModels<'_>,
     models: &HostModels,
     notices: &mut Vec<String>,
 ) -> (Option<Model>, Vec<Model>) {
@@ -318,9 +310,17 @@ fn side_models(
             })
             .ok()
     });
-    let Some((key, chain)) = settings.retry.chain_entry(selector) else {
+    let Some((key, chain)) = settings.retry.chain_entry(own.selector) else {
         return (promotion_model, Vec::new());
     };
+    // The advisor's own model is no backup of itself.
+    let chain: Vec<String> = chain
+        .iter()
+        .filter(|role| {
+            resolve_role(role, &models.source.catalog).map_or(true, |r| r.id() != own.id)
+        })
+        .cloned()
+        .collect();
     if chain.len() > MAX_BACKUPS {
         notices.push(notice(
             "backupsCapped",
@@ -335,6 +335,14 @@ fn side_models(
     let (fallback_models, lines) = build_fallbacks(chain, |role| models.build_role(role));
     notices.extend(lines);
     (promotion_model, fallback_models)
+}
+
+/// The session's own model, for its side models: the selector its backup chain is found by
+/// (P6), and its id, which the chain skips.
+#[derive(Clone, Copy)]
+struct SideModels<'a> {
+    selector: Option<&'a str>,
+    id: &'a str,
 }
 
 /// What the roster of a session is looked up with.
@@ -533,6 +541,49 @@ mod tests {
         let text =
             format!(r#"{{"modes":{{"advisor":{{"provider":"{provider}","modelId":"{id}"}}}}}}"#);
         std::fs::write(dir.join("modes.json"), text).unwrap();
+    }
+
+    #[test]
+    fn p6_backups_are_reached_through_the_hosts_base_url_and_a_long_chain_is_cut_at_eight() {
+        use crate::model::scripted::ScriptedModel;
+        let mut settings = AdvisorSettings::default();
+        let chain: Vec<String> = std::iter::once("local/own".to_string())
+            .chain((0..10).map(|i| format!("local/backup-{i}")))
+            .collect();
+        settings.retry.chains = [("local/own".to_string(), chain)].into();
+        let own: Model = Arc::new(ScriptedModel::new([]).with_id("local/own"));
+        let setup = SessionSetup {
+            session_id: "s".into(),
+            root: std::env::temp_dir(),
+            watchdog: None,
+            loaded: LoadedSettings::default(),
+            settings,
+            host_layer: None,
+            model: SessionModel::Own {
+                model: own,
+                selector: Some("local/own".into()),
+            },
+            models: ModelSource {
+                // `advisor replay --base-url`: `local` has no built-in endpoint.
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..ModelSource::new(Arc::new(Catalog::empty()), Arc::new(|_| None))
+            },
+            context_files: None,
+            audit_path: None,
+        };
+        let prepared = setup.build();
+        let ids: Vec<String> = prepared
+            .config
+            .fallback_models
+            .iter()
+            .map(|m| m.info().id)
+            .collect();
+        let expected: Vec<String> = (0..8).map(|i| format!("local/backup-{i}")).collect();
+        assert_eq!(ids, expected, "the own model skipped, the chain cut at 8");
+        assert_eq!(
+            prepared.notices,
+            ["advisor: retry.fallbackChains.local/own lists 10 backups; only the first 8 are tried"]
+        );
     }
 
     #[test]
