@@ -27,6 +27,7 @@ use crate::roster::{
 };
 use crate::settings::{
     config_files, read_config_layers, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer,
+    MAX_BACKUPS,
 };
 use crate::shared::SharedResources;
 use crate::texts::notice;
@@ -108,8 +109,8 @@ impl ModelSource {
     }
 }
 
-/// The spec of a role reached at its provider's own endpoint (a backup model, P6, or a
-/// role a client names), with the session's output cap and request timeout (M4).
+/// The spec of a role reached at its provider's own endpoint (a role a client names), with
+/// the session's output cap and request timeout (M4).
 pub fn provider_spec(role: Option<String>, settings: &AdvisorSettings) -> ModelSpec {
     ModelSpec {
         role,
@@ -165,9 +166,10 @@ pub enum SessionModel {
         /// `provider/id[:thinking]`, when the model was named by one.
         selector: Option<String>,
     },
-    /// A model the host resolved itself (serve's endpoint object): it has no backup chain
-    /// (P6); roster entries that name no model review with it, and an entry naming its
-    /// provider and id is reached at its endpoint (RO8).
+    /// A model the host resolved itself (serve's endpoint object): its backup chain (P6) is
+    /// the one keyed by its `provider/id[:thinking]`; roster entries that name no model
+    /// review with it, and an entry or backup naming its provider and id is reached at its
+    /// endpoint (RO8).
     Endpoint {
         /// The client.
         model: Model,
@@ -242,17 +244,21 @@ impl SessionSetup {
     /// settings files for the roster's sources): run it off the actor thread.
     pub fn build(self) -> SessionPrepared {
         let mut notices = Vec::new();
-        let (promotion_model, fallback_models) = match &self.model {
-            SessionModel::Own { selector, .. } => side_models(
-                &self.settings,
-                selector.as_deref(),
-                &self.models,
-                &mut notices,
-            ),
-            SessionModel::Endpoint { .. } => {
-                side_models(&self.settings, None, &self.models, &mut notices)
+        let host_models = HostModels::new(&self.model, &self.models, &self.settings);
+        let selector = match &self.model {
+            SessionModel::Own { selector, .. } => Some(selector.clone()),
+            SessionModel::Endpoint { .. } => Some(self.model.endpoint_role()),
+            SessionModel::None | SessionModel::Fixed(_) => None,
+        };
+        let (promotion_model, fallback_models) = match (selector, self.model.client()) {
+            (Some(selector), Some(own)) => {
+                let own = SideModels {
+                    selector: selector.as_deref(),
+                    id: &own.info().id,
+                };
+                side_models(&self.settings, own, &host_models, &mut notices)
             }
-            SessionModel::None | SessionModel::Fixed(_) => (None, Vec::new()),
+            _ => (None, Vec::new()),
         };
         let mut config = RuntimeConfig::new(self.session_id, self.root, self.model.client());
         config.promotion_model = promotion_model;
@@ -273,6 +279,7 @@ impl SessionSetup {
                 settings: &config.settings,
                 model: &self.model,
                 models: &self.models,
+                host_models,
             };
             config.roster = Some(discovery.setup(redactor.as_ref()));
             config.watchdog = Some(watchdog);
@@ -282,18 +289,20 @@ impl SessionSetup {
 }
 
 /// The models beside the session's own: the larger-window model of
-/// `advisor.contextPromotion` (G5), reached like the session's own, and the backups of
-/// `retry.fallbackChains` for `selector` (P6), reached at their providers' own endpoints.
-/// One that cannot be built is a notice.
+/// `advisor.contextPromotion` (G5) and the backups of `retry.fallbackChains` for `selector`
+/// (P6), both reached as roster entries are ([`HostModels`]): at an endpoint the host
+/// resolved for their provider (serve's `providers`, the session's own endpoint), else with
+/// the host's keys, `--base-url` and `--api`. A chain longer than [`MAX_BACKUPS`] is cut
+/// with one notice naming its key; a model that cannot be built is a notice.
 fn side_models(
     settings: &AdvisorSettings,
-    selector: Option<&str>,
-    models: &ModelSource,
+    own: SideModels<'_>,
+    models: &HostModels,
     notices: &mut Vec<String>,
 ) -> (Option<Model>, Vec<Model>) {
     let promotion_model = settings.context_promotion.as_ref().and_then(|role| {
         models
-            .build(&models.spec(Some(role.clone()), settings))
+            .build_role(role)
             .map_err(|e| {
                 notices.push(notice(
                     "promotionOff",
@@ -302,12 +311,39 @@ fn side_models(
             })
             .ok()
     });
-    let chain = settings.retry.chain_for(selector);
-    let (fallback_models, lines) = build_fallbacks(chain, |role| {
-        models.build(&provider_spec(Some(role.to_string()), settings))
-    });
+    let Some((key, chain)) = settings.retry.chain_entry(own.selector) else {
+        return (promotion_model, Vec::new());
+    };
+    // The advisor's own model is no backup of itself.
+    let chain: Vec<String> = chain
+        .iter()
+        .filter(|role| {
+            resolve_role(role, &models.source.catalog).map_or(true, |r| r.id() != own.id)
+        })
+        .cloned()
+        .collect();
+    if chain.len() > MAX_BACKUPS {
+        notices.push(notice(
+            "backupsCapped",
+            &[
+                ("key", key),
+                ("count", &chain.len().to_string()),
+                ("max", &MAX_BACKUPS.to_string()),
+            ],
+        ));
+    }
+    let chain = &chain[..chain.len().min(MAX_BACKUPS)];
+    let (fallback_models, lines) = build_fallbacks(chain, |role| models.build_role(role));
     notices.extend(lines);
     (promotion_model, fallback_models)
+}
+
+/// The session's own model, for its side models: the selector its backup chain is found by
+/// (P6), and its id, which the chain skips.
+#[derive(Clone, Copy)]
+struct SideModels<'a> {
+    selector: Option<&'a str>,
+    id: &'a str,
 }
 
 /// What the roster of a session is looked up with.
@@ -318,6 +354,7 @@ struct RosterDiscovery<'a> {
     settings: &'a AdvisorSettings,
     model: &'a SessionModel,
     models: &'a ModelSource,
+    host_models: HostModels,
 }
 
 impl RosterDiscovery<'_> {
@@ -325,28 +362,13 @@ impl RosterDiscovery<'_> {
     /// and reload (RO21). Without a roster file it is empty (the session runs its unnamed
     /// advisor, RO12) and still watched, so a roster file written later is read (W8).
     fn setup(&self, redactor: Option<&Redactor>) -> RosterSetup {
-        let mut endpoints: Vec<ProviderConfig> = Vec::new();
-        if let SessionModel::Endpoint { config, .. } = self.model {
-            endpoints.push((**config).clone());
-        }
-        endpoints.extend(self.models.endpoints.iter().cloned());
-        let models = SessionRosterModels {
-            source: self.models.clone(),
-            endpoints,
-            max_output_tokens: self.settings.max_output_tokens,
-            request_timeout: self.settings.request_timeout,
-            fixed: match self.model {
-                SessionModel::Fixed(model) => Some(Arc::clone(model)),
-                _ => None,
-            },
-        };
         let reload = RosterReload {
             watchdog: self.watchdog.clone(),
             settings: self.roster_settings(),
             catalog: Arc::clone(&self.models.catalog),
             cache: self.models.shared.as_ref().map(|s| s.roster_cache()),
         };
-        RosterSetup::discover_with(reload, redactor, Arc::new(models))
+        RosterSetup::discover_with(reload, redactor, Arc::new(self.host_models.clone()))
     }
 
     /// The roster's fallbacks (RO8, RO10): the settings files (with where each key is set),
@@ -401,12 +423,15 @@ impl RosterDiscovery<'_> {
 /// host resolved it (serve's endpoint object, RO8, RO14).
 const ENDPOINT_SOURCE: &str = "session/open model";
 
-/// Builds each roster entry's client like the session's own model (RO8): at the endpoint the
-/// host resolved for its provider and id (the session's own, then the host's `providers`;
-/// one of the same provider lends its base URL, dialect, key and headers to another id),
-/// else with the host's keys, `--base-url` and `--api`; always with the entry's thinking
-/// level and the session's output cap and request timeout. A fixed model serves every entry.
-struct SessionRosterModels {
+/// Builds the clients of the models a session's settings name beside its own — each roster
+/// entry's (RO8), the backups (P6), the promotion model (G5) — like the session's own model:
+/// at the endpoint the host resolved for their provider and id (the session's own, then the
+/// host's `providers`; one of the same provider lends its base URL, dialect, key and headers
+/// to another id), else with the host's keys, `--base-url` and `--api`; always with the named
+/// thinking level and the session's output cap and request timeout. A fixed model serves
+/// every entry.
+#[derive(Clone)]
+struct HostModels {
     source: ModelSource,
     endpoints: Vec<ProviderConfig>,
     max_output_tokens: u32,
@@ -414,20 +439,59 @@ struct SessionRosterModels {
     fixed: Option<Model>,
 }
 
-impl RosterModels for SessionRosterModels {
+impl RosterModels for HostModels {
     fn build(&self, advisor: &RosterAdvisor) -> Result<Model, String> {
         if let Some(fixed) = &self.fixed {
             return Ok(Arc::clone(fixed));
         }
-        let (role, provider, model, thinking) = match &advisor.model.value {
-            ModelChoice::NoModel { reason, .. } => return Err(reason.clone()),
+        match &advisor.model.value {
+            ModelChoice::NoModel { reason, .. } => Err(reason.clone()),
             ModelChoice::Resolved {
                 role,
                 provider,
                 model,
                 thinking,
-            } => (role, provider, model, *thinking),
-        };
+            } => self
+                .build_resolved(role, provider, model, *thinking)
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
+
+impl HostModels {
+    /// The models of a session whose own model is `model`, reached through `source`.
+    fn new(model: &SessionModel, source: &ModelSource, settings: &AdvisorSettings) -> Self {
+        let mut endpoints: Vec<ProviderConfig> = Vec::new();
+        if let SessionModel::Endpoint { config, .. } = model {
+            endpoints.push((**config).clone());
+        }
+        endpoints.extend(source.endpoints.iter().cloned());
+        Self {
+            source: source.clone(),
+            endpoints,
+            max_output_tokens: settings.max_output_tokens,
+            request_timeout: settings.request_timeout,
+            fixed: match model {
+                SessionModel::Fixed(model) => Some(Arc::clone(model)),
+                _ => None,
+            },
+        }
+    }
+
+    /// The client of a role string (`provider/id[:thinking]`, M1).
+    fn build_role(&self, role: &str) -> Result<Model, ProviderError> {
+        let resolved = resolve_role(role, &self.source.catalog)?;
+        self.build_resolved(role, &resolved.provider, &resolved.model, resolved.thinking)
+    }
+
+    /// The client of `role`, resolved as `provider`, `model` and `thinking`.
+    fn build_resolved(
+        &self,
+        role: &str,
+        provider: &str,
+        model: &str,
+        thinking: ThinkingLevel,
+    ) -> Result<Model, ProviderError> {
         let config = match self.endpoint_config(provider, model) {
             Some(mut config) => {
                 config.thinking = thinking;
@@ -437,22 +501,19 @@ impl RosterModels for SessionRosterModels {
             }
             None => {
                 let spec = ModelSpec {
-                    role: Some(role.clone()),
+                    role: Some(role.to_string()),
                     base_url: self.source.base_url.clone(),
                     api: self.source.api,
                     max_output_tokens: Some(self.max_output_tokens),
                     request_timeout: Some(self.request_timeout),
                     ..ModelSpec::default()
                 };
-                resolve_config(&spec, &self.source.catalog, &*self.source.keys)
-                    .map_err(|e| e.to_string())?
+                resolve_config(&spec, &self.source.catalog, &*self.source.keys)?
             }
         };
-        self.source.client(config).map_err(|e| e.to_string())
+        self.source.client(config)
     }
-}
 
-impl SessionRosterModels {
     /// The host's endpoint of `provider/model`; else, when the host resolved another model of
     /// `provider`, that endpoint for `model`, with the catalog's facts about it.
     fn endpoint_config(&self, provider: &str, model: &str) -> Option<ProviderConfig> {
@@ -481,6 +542,49 @@ mod tests {
         let text =
             format!(r#"{{"modes":{{"advisor":{{"provider":"{provider}","modelId":"{id}"}}}}}}"#);
         std::fs::write(dir.join("modes.json"), text).unwrap();
+    }
+
+    #[test]
+    fn p6_backups_are_reached_through_the_hosts_base_url_and_a_long_chain_is_cut_at_eight() {
+        use crate::model::scripted::ScriptedModel;
+        let mut settings = AdvisorSettings::default();
+        let chain: Vec<String> = std::iter::once("local/own".to_string())
+            .chain((0..10).map(|i| format!("local/backup-{i}")))
+            .collect();
+        settings.retry.chains = [("local/own".to_string(), chain)].into();
+        let own: Model = Arc::new(ScriptedModel::new([]).with_id("local/own"));
+        let setup = SessionSetup {
+            session_id: "s".into(),
+            root: std::env::temp_dir(),
+            watchdog: None,
+            loaded: LoadedSettings::default(),
+            settings,
+            host_layer: None,
+            model: SessionModel::Own {
+                model: own,
+                selector: Some("local/own".into()),
+            },
+            models: ModelSource {
+                // `advisor replay --base-url`: `local` has no built-in endpoint.
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..ModelSource::new(Arc::new(Catalog::empty()), Arc::new(|_| None))
+            },
+            context_files: None,
+            audit_path: None,
+        };
+        let prepared = setup.build();
+        let ids: Vec<String> = prepared
+            .config
+            .fallback_models
+            .iter()
+            .map(|m| m.info().id)
+            .collect();
+        let expected: Vec<String> = (0..8).map(|i| format!("local/backup-{i}")).collect();
+        assert_eq!(ids, expected, "the own model skipped, the chain cut at 8");
+        assert_eq!(
+            prepared.notices,
+            ["advisor: retry.fallbackChains.local/own lists 10 backups; only the first 8 are tried"]
+        );
     }
 
     #[test]

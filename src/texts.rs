@@ -108,6 +108,7 @@ mod tests {
             "noModel",
             "promotionOff",
             "backupOff",
+            "backupsCapped",
             "pausedTimed",
             "pausedUntilFixed",
             "resumed",

@@ -263,6 +263,7 @@ impl AdvisorAgent {
         if self.switch_to_backup(&error) {
             return;
         }
+        let error = self.fallback.explained(&*self.engine.model, error);
         let step = self.state.failed(&error, SystemTime::now());
         self.carry_out(step, &error, ctx);
     }

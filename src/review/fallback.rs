@@ -5,7 +5,10 @@
 //!
 //! Plain state, driven by the agent with the current instant: [`Fallback::on_failure`]
 //! decides a switch, [`Fallback::revert_due`] a return. The chain's models were built by the
-//! host (only those with a key), each behind its provider's call limit (A6).
+//! host (only those with a key), each behind its provider's call limit (A6); at most
+//! [`MAX_BACKUPS`] of them are tried. An error retrying cannot fix (F3: 401/403, an unknown
+//! model, an exhausted quota) on a backup ends the walk down the chain: the advisor pauses,
+//! and the one notice of the pause names the chain ([`Fallback::explained`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::model::{ModelClient, ModelError};
-use crate::settings::FallbackRevert;
+use crate::settings::{FallbackRevert, MAX_BACKUPS};
 
 /// Why a model failed, for its cooldown (P6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,12 +139,13 @@ pub struct Fallback {
 
 impl Fallback {
     /// The state of an advisor whose own model is `own`, with the backup `chain` in order
-    /// (empty: no fallback) and the revert policy.
+    /// (empty: no fallback; past [`MAX_BACKUPS`] left out) and the revert policy.
     pub fn new(
         own: Arc<dyn ModelClient>,
-        chain: Vec<Arc<dyn ModelClient>>,
+        mut chain: Vec<Arc<dyn ModelClient>>,
         revert: FallbackRevert,
     ) -> Self {
+        chain.truncate(MAX_BACKUPS);
         Self {
             own,
             chain,
@@ -154,7 +158,8 @@ impl Fallback {
 
     /// A review on `current` failed with `error` at `now`: `current` cools down, and the
     /// first chain model after it that is neither cooling down nor `current` itself is the
-    /// switch, if any. Context overflows never switch.
+    /// switch, if any. Context overflows never switch, and neither does an error retrying
+    /// cannot fix on a backup (F3): the walk ends there.
     pub fn on_failure(
         &mut self,
         current: &dyn ModelClient,
@@ -167,6 +172,9 @@ impl Fallback {
         let from = current.info().id;
         self.cooldowns
             .insert(from.clone(), now + cooldown_for(error));
+        if matches!(error, ModelError::Permanent { .. }) && from != self.own.info().id {
+            return None;
+        }
         let start = self
             .chain
             .iter()
@@ -191,6 +199,26 @@ impl Fallback {
             from,
             reason,
         })
+    }
+
+    /// `error` of a review on `current` as the failure policy is given it when no backup
+    /// takes the batch: an error retrying cannot fix (F3) names the chain, so the one notice
+    /// of the pause says which models there are besides the one that failed.
+    pub fn explained(&self, current: &dyn ModelClient, error: ModelError) -> ModelError {
+        match error {
+            ModelError::Permanent { message } if !self.chain.is_empty() => {
+                let mut models = vec![self.own.info().id];
+                models.extend(self.chain.iter().map(|m| m.info().id));
+                ModelError::Permanent {
+                    message: format!(
+                        "{} failed: {message} (backup chain: {})",
+                        current.info().id,
+                        models.join(" → ")
+                    ),
+                }
+            }
+            other => other,
+        }
     }
 
     /// Before a review at `now`: the advisor's own model when it is on a backup, the
@@ -336,5 +364,54 @@ mod tests {
             .on_failure(&*own, &error("HTTP 500", None), t0)
             .expect("switch");
         assert_eq!(s.model.info().id, "b/one");
+    }
+
+    #[test]
+    fn p6_f3_a_permanent_error_on_a_backup_ends_the_walk_and_the_pause_names_the_chain() {
+        let own = model("a/own");
+        let chain: Vec<Arc<dyn ModelClient>> =
+            (0..1000).map(|i| model(&format!("b/{i}"))).collect();
+        let mut f = Fallback::new(Arc::clone(&own), chain, FallbackRevert::CooldownExpiry);
+        let t0 = Instant::now();
+        let unauthorized = || ModelError::Permanent {
+            message: "HTTP 401: invalid key".into(),
+        };
+        // The own model's permanent error still hands the batch to the first backup (P6).
+        let s = f.on_failure(&*own, &unauthorized(), t0).expect("a switch");
+        assert_eq!(s.model.info().id, "b/0");
+        // The backup's ends the walk: no second backup is asked.
+        assert!(f.on_failure(&*s.model, &unauthorized(), t0).is_none());
+        assert_eq!(f.switches(), 1);
+        let ModelError::Permanent { message } = f.explained(&*s.model, unauthorized()) else {
+            panic!("still permanent");
+        };
+        let eight: Vec<String> = (0..MAX_BACKUPS).map(|i| format!("b/{i}")).collect();
+        assert_eq!(
+            message,
+            format!(
+                "b/0 failed: HTTP 401: invalid key (backup chain: a/own → {})",
+                eight.join(" → ")
+            ),
+            "the chain named, cut at {MAX_BACKUPS} backups"
+        );
+        // A retryable error walks on, but never past the cap.
+        let mut f = Fallback::new(
+            Arc::clone(&own),
+            (0..20).map(|i| model(&format!("c/{i}"))).collect(),
+            FallbackRevert::CooldownExpiry,
+        );
+        let mut current = Arc::clone(&own);
+        let mut calls = 1;
+        while let Some(s) = f.on_failure(&*current, &error("HTTP 500", None), t0) {
+            current = s.model;
+            calls += 1;
+        }
+        assert_eq!(calls, 1 + MAX_BACKUPS);
+        // Without a chain the error is the policy's as it was.
+        let none = Fallback::new(Arc::clone(&own), vec![], FallbackRevert::CooldownExpiry);
+        assert_eq!(
+            none.explained(&*own, unauthorized()).to_string(),
+            unauthorized().to_string()
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! The queue of deltas waiting for review and their coalescing into batches (G2), with
-//! the record of turns dropped after repeated failures (F2).
+//! the record of turns dropped after repeated failures (F2). A batch that failed is retried
+//! as it was, alone: the turns that came meanwhile wait behind it (P7).
 
 use std::collections::VecDeque;
 
@@ -54,6 +55,8 @@ pub struct ReviewQueue {
     /// Whether the newest pending delta is WIP (a batch is WIP when its last delta is).
     pending_wip: bool,
     in_flight: Option<Batch>,
+    /// A batch that failed, to be retried as it was before the pending deltas (P7).
+    retry: Option<Batch>,
     missed_turns: usize,
     /// The expanded view's standing context already sent (kept across reviews).
     memory: ExpandedMemory,
@@ -79,14 +82,24 @@ impl ReviewQueue {
         self.pending_wip = wip;
     }
 
-    /// Turns not yet reviewed or dropped, the in-flight batch included (G2).
+    /// Turns not yet reviewed or dropped, the in-flight batch and a batch waiting for its
+    /// retry included (G2).
     pub fn backlog(&self) -> usize {
-        self.pending.len() + self.in_flight.as_ref().map_or(0, |b| b.turns)
+        let turns = |b: &Option<Batch>| b.as_ref().map_or(0, |b| b.turns);
+        self.pending.len() + turns(&self.in_flight) + turns(&self.retry)
     }
 
-    /// Takes every pending delta as one batch, when none is in flight (coalescing, G2).
+    /// The next batch, when none is in flight: a failed batch waiting for its retry, as it
+    /// was (P7), else every pending delta as one batch (coalescing, G2).
     pub fn take_batch(&mut self) -> Option<Batch> {
-        if self.in_flight.is_some() || self.pending.is_empty() {
+        if self.in_flight.is_some() {
+            return None;
+        }
+        if let Some(batch) = self.retry.take() {
+            self.in_flight = Some(batch.clone());
+            return Some(batch);
+        }
+        if self.pending.is_empty() {
             return None;
         }
         let deltas: Vec<Update> = self.pending.drain(..).collect();
@@ -130,18 +143,13 @@ impl ReviewQueue {
         }
     }
 
-    /// The in-flight batch failed: it goes back to the head of the queue, to be merged with
-    /// newer deltas on the next try (F1). What it would have sent of the standing context
-    /// is forgotten.
+    /// The in-flight batch failed: it is the next batch, retried as it was, and the deltas
+    /// that came meanwhile wait behind it (F1, P7). What it would have sent of the standing
+    /// context is forgotten.
     pub fn finish_failed(&mut self) {
         self.in_flight_memory = None;
         if let Some(batch) = self.in_flight.take() {
-            if self.pending.is_empty() {
-                self.pending_wip = batch.wip;
-            }
-            for delta in batch.deltas.into_iter().rev() {
-                self.pending.push_front(delta);
-            }
+            self.retry = Some(batch);
         }
     }
 
@@ -161,6 +169,7 @@ impl ReviewQueue {
         self.pending.clear();
         self.pending_wip = false;
         self.in_flight = None;
+        self.retry = None;
         self.in_flight_memory = None;
         self.missed_turns = 0;
         self.memory.clear();
@@ -198,24 +207,33 @@ mod tests {
         q.push_turn("d".into(), false);
         let batch = q.take_batch().unwrap();
         assert!(!batch.wip, "the last turn was final");
-        // A failed batch keeps its flag unless newer turns came meanwhile.
-        q.finish_failed();
-        assert!(!q.take_batch().unwrap().wip);
+        // A failed batch keeps its flag; a newer WIP turn is the next batch's.
         q.push_turn("e".into(), true);
         q.finish_failed();
+        assert!(
+            !q.take_batch().unwrap().wip,
+            "the retry is the batch as it was"
+        );
+        q.finish_ok();
         assert!(q.take_batch().unwrap().wip, "the newer WIP turn is last");
     }
 
     #[test]
-    fn f1_failed_batch_returns_to_the_head_and_merges() {
+    fn p7_a_failed_batch_is_retried_as_it_was_and_what_came_meanwhile_waits_behind_it() {
         let mut q = ReviewQueue::new();
         q.push("a");
         q.take_batch();
         q.push("b");
         q.finish_failed();
+        assert_eq!(q.backlog(), 2);
+        assert_eq!(q.take_batch().unwrap().deltas, vec![Update::from("a")]);
+        q.push("c");
+        q.finish_failed();
+        assert_eq!(q.take_batch().unwrap().deltas, vec![Update::from("a")]);
+        q.finish_ok();
         assert_eq!(
             q.take_batch().unwrap().deltas,
-            vec![Update::from("a"), Update::from("b")]
+            vec![Update::from("b"), Update::from("c")]
         );
     }
 

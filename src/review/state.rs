@@ -493,9 +493,10 @@ mod tests {
         assert!(matches!(s.await_backlog(1), Ok(BacklogWait::Failing)));
         s.push("b".into());
         s.retry_due();
-        assert_eq!(review_prompt(s.next_work(now)), "a\n\nb");
+        assert_eq!(review_prompt(s.next_work(now)), "a", "the same batch (P7)");
         s.review_succeeded();
         assert_eq!(s.consecutive_failures(), 0);
+        assert_eq!(review_prompt(s.next_work(now)), "b");
     }
 
     #[test]
@@ -571,7 +572,7 @@ mod tests {
     }
 
     #[test]
-    fn p7_a_third_strike_drops_the_batch_in_flight_and_three_drops_halt_until_a_new_session() {
+    fn p7_a_third_strike_drops_only_the_batch_retried_and_what_queued_behind_it_is_reviewed_next() {
         let now = Instant::now();
         let mut s = state(false);
         s.push("a".into());
@@ -579,35 +580,41 @@ mod tests {
         s.push("b".into());
         s.failed(&server_error(), SystemTime::now());
         s.retry_due();
-        // The retry coalesced "a" and "b"; "c" arrives while it runs and stays pending.
-        s.next_work(now);
+        // The retry is the batch as it was; "b" and "c" wait behind it.
+        assert_eq!(review_prompt(s.next_work(now)), "a");
         s.push("c".into());
         s.failed(&server_error(), SystemTime::now());
         s.retry_due();
-        s.next_work(now);
+        assert_eq!(review_prompt(s.next_work(now)), "a");
         s.push("d".into());
         assert_eq!(
             s.failed(&server_error(), SystemTime::now()),
-            FailureStep::Dropped { turns: 3 }
+            FailureStep::Dropped { turns: 1 }
         );
-        assert_eq!(s.backlog(), 1, "the pending turn is kept");
-        assert!(review_prompt(s.next_work(now)).contains("skipped 3 turns"));
+        assert_eq!(
+            s.backlog(),
+            3,
+            "the turns behind the dropped batch are kept"
+        );
+        let next = review_prompt(s.next_work(now));
+        assert!(next.contains("skipped 1 turn"), "{next}");
+        assert!(next.ends_with("b\n\nc\n\nd"), "{next}");
         s.failed(&server_error(), SystemTime::now());
         s.retry_due();
         s.next_work(now);
         s.failed(&server_error(), SystemTime::now());
         s.retry_due();
         s.push("e".into());
-        s.next_work(now);
+        assert!(review_prompt(s.next_work(now)).ends_with("b\n\nc\n\nd"));
         assert_eq!(
             s.failed(&server_error(), SystemTime::now()),
-            FailureStep::Dropped { turns: 2 }
+            FailureStep::Dropped { turns: 3 }
         );
         s.push("f".into());
         let FailureStep::Halted { turns, reason } = three_strikes(&mut s, now) else {
             panic!("the third dropped batch in a row halts");
         };
-        assert_eq!(turns, 1);
+        assert_eq!(turns, 2);
         assert!(reason.starts_with("halted after 3 reviews in a row were dropped (last error: model call failed (retryable): HTTP 500"), "{reason}");
         assert_eq!(s.paused(), Some(reason.as_str()));
         assert_eq!(s.dropped_turns(), 6);

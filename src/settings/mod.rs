@@ -24,7 +24,7 @@ pub use load::{
     config_files, load_settings, read_config_layers, LoadedSettings, CONFIG_FILE,
     MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
 };
-pub use retry::{FallbackRevert, RetryLayer, RetrySettings};
+pub use retry::{FallbackRevert, RetryLayer, RetrySettings, MAX_BACKUPS};
 pub(crate) use yaml::{kind as yaml_kind, looks_like};
 pub use yaml::{SettingsLayer, SettingsWarning};
 

@@ -76,14 +76,24 @@ impl Default for RetrySettings {
     }
 }
 
+/// The most backups of one chain that are tried (P6): the rest of a longer chain is left
+/// out, with one notice naming its key and length.
+pub const MAX_BACKUPS: usize = 8;
+
 impl RetrySettings {
     /// The chain for the advisor whose model selector is `selector`
     /// (`provider/model-id[:thinking]`): the key equal to the selector, else to it without
     /// its thinking suffix, else `provider/*`, else `advisor`, else `default`. Empty when
     /// fallback is off or no key applies.
     pub fn chain_for(&self, selector: Option<&str>) -> &[String] {
+        self.chain_entry(selector).map_or(&[], |(_, chain)| chain)
+    }
+
+    /// The key and chain [`RetrySettings::chain_for`] finds; `None` when fallback is off or
+    /// no key applies.
+    pub fn chain_entry(&self, selector: Option<&str>) -> Option<(&str, &[String])> {
         if !self.model_fallback {
-            return &[];
+            return None;
         }
         let mut keys: Vec<String> = Vec::new();
         if let Some(selector) = selector.map(str::trim).filter(|s| !s.is_empty()) {
@@ -100,8 +110,8 @@ impl RetrySettings {
         keys.push("advisor".to_string());
         keys.push("default".to_string());
         keys.iter()
-            .find_map(|k| self.chains.get(k))
-            .map_or(&[], Vec::as_slice)
+            .find_map(|k| self.chains.get_key_value(k))
+            .map(|(key, chain)| (key.as_str(), chain.as_slice()))
     }
 }
 

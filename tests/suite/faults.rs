@@ -508,16 +508,21 @@ async fn f3_a_429_asking_for_100000_s_pauses_and_resumes_by_itself() {
                 s.agent.reviews,
                 s.agent.backlog
             ),
-            (1, 0, 1, 0),
+            (1, 0, 2, 0),
             "{dialect:?}: failures, consecutive, reviews, backlog"
         );
         assert_eq!(s.deliveries.wake, 1, "{dialect:?}");
-        // The 429, then the resumed review's advise-only turn, which ends it (P2).
-        assert_eq!(server.request_count(), 2, "{dialect:?}");
-        let prompt = String::from_utf8_lossy(&server.requests()[1].body).into_owned();
+        // The 429, the resumed review's advise-only turn, which ends it (P2), then the turn
+        // that queued behind it (P7).
+        assert_eq!(server.request_count(), 3, "{dialect:?}");
+        let prompt = |i: usize| String::from_utf8_lossy(&server.requests()[i].body).into_owned();
         assert!(
-            prompt.contains("add retries") && prompt.contains("log each attempt"),
-            "{dialect:?}: the resumed review covers both turns"
+            prompt(1).contains("add retries") && !prompt(1).contains("log each attempt"),
+            "{dialect:?}: the resumed review is the batch kept, as it was"
+        );
+        assert!(
+            prompt(2).contains("log each attempt"),
+            "{dialect:?}: the turn behind it is reviewed next"
         );
     }
 }

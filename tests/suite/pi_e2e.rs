@@ -125,6 +125,16 @@ impl Reply {
         Self::after(Duration::ZERO, sse)
     }
 
+    /// An error answer with `status` (401, or 500 for any other), sent after `delay`.
+    pub(super) fn error(status: u16, delay: Duration) -> Self {
+        let body = json!({"error": {"message": "scripted failure", "code": status}});
+        Self {
+            delay,
+            sse: body.to_string(),
+            status,
+        }
+    }
+
     fn after(delay: Duration, sse: String) -> Self {
         Self {
             delay,

@@ -182,7 +182,7 @@ fn roster_world(line: Line, roster: &str) -> Option<RosterWorld> {
 
 /// Adds provider `name` to pi's `models.json`: a copy of the advisor's provider, as `edit`
 /// changes it.
-fn add_provider(setup: &Setup, name: &str, edit: impl FnOnce(&mut Value)) {
+pub(super) fn add_provider(setup: &Setup, name: &str, edit: impl FnOnce(&mut Value)) {
     let models_path = setup.agent.join("models.json");
     let mut models: Value =
         serde_json::from_str(&std::fs::read_to_string(&models_path).expect("models.json"))

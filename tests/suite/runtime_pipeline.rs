@@ -375,14 +375,16 @@ async fn f1_retry_waits_for_retry_after_in_virtual_time() {
     tokio::time::sleep(Duration::from_secs(19)).await;
     assert_eq!(model.request_count(), 1);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let status = h.status().await.unwrap();
-    assert_eq!(model.request_count(), 2);
-    assert_eq!(
-        status.agent.backlog, 0,
-        "retried batch merged with the newer delta"
-    );
+    h.await_drain().await.unwrap();
+    assert_eq!(model.request_count(), 3);
     let text = last_user_text(&model.requests()[1]);
-    assert!(text.contains("go") && text.contains("next"), "{text}");
+    assert!(
+        text.contains("go") && !text.contains("next"),
+        "the retry is the same batch (P7): {text}"
+    );
+    let text = last_user_text(&model.requests()[2]);
+    assert!(text.contains("next"), "then the turn behind it: {text}");
+    assert_eq!(h.status().await.unwrap().agent.backlog, 0);
 }
 
 #[actix::test]
@@ -408,7 +410,11 @@ async fn f3_permanent_error_pauses_with_a_notice_and_does_not_block() {
     assert_eq!(model.request_count(), 1, "no retries burnt");
     h.command("/advisor on").await.unwrap();
     h.turn_end(&t).await.unwrap();
-    assert_eq!(model.request_count(), 2, "resumed");
+    assert_eq!(
+        model.request_count(),
+        3,
+        "resumed: the batch kept, then the turn behind it (P7)"
+    );
 }
 
 #[actix::test]

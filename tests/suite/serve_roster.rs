@@ -309,7 +309,7 @@ async fn ro23_a_notice_about_a_named_advisor_carries_its_name() {
 
 /// A server with the built-in catalog and nothing else: no `--base-url`, no keys, so a
 /// provider only the host knows is reached only through what `session/open` passes.
-fn start_plain() -> Client {
+pub(super) fn start_plain() -> Client {
     let (client_w, server_r) = tokio::io::duplex(1 << 16);
     let (server_w, client_r) = tokio::io::duplex(1 << 16);
     let defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
