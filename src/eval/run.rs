@@ -461,6 +461,7 @@ pub fn judge_request(case: &Case, note: &str) -> ModelRequest {
         tools: Vec::new(),
         max_tokens: 16,
         thinking: ThinkingLevel::Off,
+        reminder: None,
     }
 }
 
