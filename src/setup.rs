@@ -625,4 +625,46 @@ mod tests {
         assert_eq!(role(Some(&agent)).as_deref(), Some("p/root"));
         assert_eq!(role(None).as_deref(), Some("p/root"));
     }
+
+    #[test]
+    fn ro24_sessions_opened_on_one_project_share_its_compiled_globs() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::write(
+            repo.join("WATCHDOG.yml"),
+            "advisors:\n  - name: Migrations\n    when: {paths: [\"db/**\"]}\n",
+        )
+        .unwrap();
+        let shared = Arc::new(SharedResources::with_catalog(Catalog::empty(), None, None));
+        let catalog = Arc::new(Catalog::empty());
+        let open = |id: &str| {
+            let mut models = ModelSource::new(Arc::clone(&catalog), Arc::new(|_: &str| None));
+            models.shared = Some(Arc::clone(&shared));
+            let setup = SessionSetup {
+                session_id: id.into(),
+                root: repo.clone(),
+                watchdog: Some(WatchdogConfig {
+                    cwd: repo.clone(),
+                    agent_dir: Some(dir.path().join("agent")),
+                    home: Some(dir.path().to_path_buf()),
+                }),
+                loaded: LoadedSettings::default(),
+                settings: AdvisorSettings::default(),
+                host_layer: None,
+                model: SessionModel::None,
+                models,
+                context_files: None,
+                audit_path: None,
+            };
+            let roster = setup.build().config.roster.unwrap().roster;
+            roster.advisors[0].when.value.clone().unwrap()
+        };
+        let (first, second) = (open("a"), open("b"));
+        assert!(
+            first.shares_compiled_globs(&second),
+            "the second session reuses the first one's load"
+        );
+        assert_eq!(shared.roster_cache().stats().loads, 1);
+    }
 }

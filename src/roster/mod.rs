@@ -285,6 +285,12 @@ impl PathFilter {
         &self.patterns
     }
 
+    /// Whether `other` uses the very same compiled globs (RO24: one compilation per load,
+    /// shared by the sessions of a project).
+    pub fn shares_compiled_globs(&self, other: &PathFilter) -> bool {
+        Arc::ptr_eq(&self.set, &other.set)
+    }
+
     /// Whether `path` (relative to the workspace root) matches one of the globs.
     pub fn matches(&self, path: &str) -> bool {
         self.set.is_match(path)
