@@ -21,6 +21,7 @@ use crate::providers::{
     resolve_role, ApiKind, Catalog, ModelSpec, ProviderConfig, ProviderError,
 };
 use crate::redact::Redactor;
+use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::roster::{
     ModelChoice, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup, Source,
     Sourced,
@@ -289,8 +290,8 @@ impl SessionSetup {
 }
 
 /// The models beside the session's own: the larger-window model of
-/// `advisor.contextPromotion` (G5) and the backups of `retry.fallbackChains` for `selector`
-/// (P6), both reached as roster entries are ([`HostModels`]): at an endpoint the host
+/// `advisor.contextPromotion` (G5) and the backups of `retry.fallbackChains` for the own
+/// model's selector, the own model left out (P6), both reached as roster entries are ([`HostModels`]): at an endpoint the host
 /// resolved for their provider (serve's `providers`, the session's own endpoint), else with
 /// the host's keys, `--base-url` and `--api`. A chain longer than [`MAX_BACKUPS`] is cut
 /// with one notice naming its key; a model that cannot be built is a notice.
@@ -326,7 +327,7 @@ fn side_models(
         notices.push(notice(
             "backupsCapped",
             &[
-                ("key", key),
+                ("key", &clip(key, SHOWN_CHARS)),
                 ("count", &chain.len().to_string()),
                 ("max", &MAX_BACKUPS.to_string()),
             ],

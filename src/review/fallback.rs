@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::model::{ModelClient, ModelError};
+use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{FallbackRevert, MAX_BACKUPS};
 
 /// Why a model failed, for its cooldown (P6).
@@ -207,8 +208,9 @@ impl Fallback {
     pub fn explained(&self, current: &dyn ModelClient, error: ModelError) -> ModelError {
         match error {
             ModelError::Permanent { message } if !self.chain.is_empty() => {
-                let mut models = vec![self.own.info().id];
-                models.extend(self.chain.iter().map(|m| m.info().id));
+                let id = |m: &Arc<dyn ModelClient>| clip(&m.info().id, SHOWN_CHARS).into_owned();
+                let mut models = vec![id(&self.own)];
+                models.extend(self.chain.iter().map(id));
                 ModelError::Permanent {
                     message: format!(
                         "{} failed: {message} (backup chain: {})",

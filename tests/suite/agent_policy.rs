@@ -82,14 +82,16 @@ async fn f3_a_retry_after_of_100000_s_pauses_says_until_when_and_resumes_by_itse
     // A turn with nothing new waits for the drain (S1): the resumed review has run.
     h.turn_end(&t).await.unwrap();
     let status = h.status().await.unwrap();
-    assert_eq!(model.request_count(), 2);
-    assert_eq!((status.agent.backlog, status.agent.reviews), (0, 1));
+    assert_eq!(model.request_count(), 3);
+    assert_eq!((status.agent.backlog, status.agent.reviews), (0, 2));
     assert!(status.paused.is_none());
+    // P7: the batch kept is reviewed as it was, then the turn queued behind it.
     let prompt = last_user_text(&model.requests()[1]);
     assert!(
-        prompt.contains("turn one") && prompt.contains("turn two"),
+        prompt.contains("turn one") && !prompt.contains("turn two"),
         "{prompt}"
     );
+    assert!(last_user_text(&model.requests()[2]).contains("turn two"));
 }
 
 #[actix::test]
@@ -154,7 +156,7 @@ async fn s1_with_the_replay_flag_a_retry_after_past_the_30_s_cap_still_holds_the
 }
 
 #[actix::test]
-async fn s2_without_the_flag_a_live_host_goes_on_and_the_turns_are_merged() {
+async fn s2_p7_without_the_flag_a_live_host_goes_on_and_the_retry_is_the_batch_as_it_was() {
     tokio::time::pause();
     let model = ScriptedModel::new([server_error()]);
     let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
@@ -170,8 +172,9 @@ async fn s2_without_the_flag_a_live_host_goes_on_and_the_turns_are_merged() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     h.turn_end(&t).await.unwrap();
     let texts = updates(&model);
-    assert_eq!(texts.len(), 2, "{texts:?}");
-    assert!(texts[1].contains("turn one") && texts[1].contains("turn two"));
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(texts[1].contains("turn one") && !texts[1].contains("turn two"));
+    assert!(texts[2].contains("turn two"), "{texts:?}");
 }
 
 #[actix::test]
