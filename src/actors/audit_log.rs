@@ -292,10 +292,13 @@ mod tests {
         let (_, notices) = write_twice_and_flush(path.clone()).await;
         assert!(notices.is_empty(), "{notices:?}");
         let text = std::fs::read_to_string(&path).unwrap();
-        // P9: the header, then one entry each.
-        assert_eq!(text.lines().count(), 3, "{text}");
+        // P9: oh-my-pi's title line, the header, then one entry each.
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(text.starts_with("{\"type\":\"title\",\"v\":1"), "{text}");
         assert!(
-            text.starts_with("{\"type\":\"session\",\"version\":3"),
+            text.lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with("{\"type\":\"session\",\"version\":3")),
             "{text}"
         );
     }

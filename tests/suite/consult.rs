@@ -269,9 +269,11 @@ async fn g8_g7_the_question_and_answer_are_audit_lines() {
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<serde_json::Value> = text
         .lines()
+        .skip(1)
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    // P9: the session header, then the question and the answer.
+    // P9: after oh-my-pi's title line, the session header, then the question and the answer.
+    assert!(text.starts_with("{\"type\":\"title\""), "{text}");
     assert_eq!(lines.len(), 3, "{text}");
     assert!(lines[1]["message"]["content"][0]["text"]
         .as_str()
