@@ -437,6 +437,7 @@ impl Redactor {
 fn accept(rule: &Rule, caps: &Captures<'_>, text: &str) -> Option<(SecretKind, Range<usize>)> {
     let value = caps.name("v").or_else(|| caps.name("q"))?;
     let mut kind = rule.kind;
+    let mut range = value.range();
     let ok = match rule.check {
         Check::None => true,
         Check::Random => caps.name("b").is_some_and(|b| looks_random(b.as_str())),
@@ -448,30 +449,135 @@ fn accept(rule: &Rule, caps: &Captures<'_>, text: &str) -> Option<(SecretKind, R
                 .starts_with(|c: char| c.is_ascii_lowercase())
             {
                 kind = SecretKind::ConfigSecret;
-                config_name(text, suffix.range()).map(str::to_ascii_uppercase)
+                config_name(text, suffix.range())
             } else {
-                env_name(text, suffix.range()).map(str::to_string)
-            };
+                env_name(text, suffix.range())
+            }?;
+            let name_start = suffix.end() - name.len();
             let op = caps.name("op").map_or("=", |m| m.as_str());
+            let quoted = caps.name("q").is_some();
+            let colon = op.trim_start().starts_with(':') && !op.contains(":=");
+            let tight = op == "=";
+            let start = statement_start(text, name_start);
+            // An assignment that starts a line takes the rest of the line when that is
+            // plain words (`DB_PASSWORD=correct horse battery staple`,
+            // YAML's `password: correct horse battery staple`).
+            if !quoted && (tight || colon) && start == Start::Line {
+                range.end = words_to_line_end(text, range.start, range.end);
+            }
+            let rest = &text[range.end..];
             let shape = ValueShape {
-                quoted: caps.name("q").is_some(),
-                colon: op.trim_start().starts_with(':') && !op.contains(":="),
-                tight: op == "=",
+                quoted,
+                colon,
+                tight,
                 config_key: kind == SecretKind::ConfigSecret,
-                ends_line: ends_line(&text[value.end()..]),
+                ends_line: ends_line(rest),
+                starts_line: start != Start::Inside,
+                followed_by_comma: rest.starts_with(','),
             };
             // A bare value right before `(`, `<`, `{` or `[` is a call, a generic type or a
             // literal of code (`hashlib.sha256(…)`, `OnceLock<String>`), not a secret.
-            let code = !shape.quoted
-                && matches!(
-                    text.as_bytes().get(value.end()),
-                    Some(b'(' | b'<' | b'{' | b'[')
-                );
-            !code && name.is_some_and(|name| plausible_env_secret(&name, value.as_str(), shape))
+            let code =
+                !shape.quoted && matches!(rest.as_bytes().first(), Some(b'(' | b'<' | b'{' | b'['));
+            let name = name.to_ascii_uppercase();
+            !code && plausible_env_secret(&name, &text[range.clone()], shape)
         }
         Check::Url => plausible_url_password(value.as_str()),
     };
-    (ok && !value.as_str().starts_with(PLACEHOLDER_OPEN)).then(|| (kind, value.range()))
+    (ok && !value.as_str().starts_with(PLACEHOLDER_OPEN)).then_some((kind, range))
+}
+
+/// Where an assignment's name stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// At the start of a line, possibly after `export`, `ENV`, `set` or a YAML list's `-`:
+    /// a `.env`, YAML or Dockerfile line, whose bare value may hold spaces.
+    Line,
+    /// At the start of a shell command elsewhere: after `;`, `&&`, `$`, `env`, `sudo`,
+    /// `-e`/`--env`, another `NAME=value` of the same command, or in a rendered tool
+    /// call (`bash(NAME=…)`, `command: NAME=…`).
+    Command,
+    /// Anywhere else: inside code or prose.
+    Inside,
+}
+
+/// Words that may stand before an assignment at the start of a line.
+const LINE_PREFIXES: &[&str] = &["export", "ENV", "set", "setenv", "-"];
+
+/// Words that may stand before an assignment at the start of a shell command.
+const COMMAND_PREFIXES: &[&str] = &["env", "sudo", "-e", "--env", "--build-arg", "$"];
+
+/// Where the name starting at `at` stands (see [`Start`]).
+fn statement_start(text: &str, at: usize) -> Start {
+    let mut before = text[..at].trim_end_matches([' ', '\t']);
+    let mut start = Start::Line;
+    // At most a few steps back: a prefix word, or an earlier `NAME=value` of the same
+    // command (`DB_USER=app DB_PASSWORD=…`).
+    for _ in 0..4 {
+        if before.is_empty() || before.ends_with(['\n', '\r']) || before.ends_with("\\n") {
+            return start;
+        }
+        if before.ends_with(';')
+            || before.ends_with("&&")
+            || before.ends_with("bash(")
+            || before.ends_with("command:")
+        {
+            return Start::Command;
+        }
+        let word_start = before
+            .rfind([' ', '\t', '\n', '\r', '(', ';'])
+            .map_or(0, |i| i + 1);
+        let word = &before[word_start..];
+        let assignment = word.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        });
+        if COMMAND_PREFIXES.contains(&word) {
+            return Start::Command;
+        }
+        if assignment {
+            start = Start::Command;
+        } else if !LINE_PREFIXES.contains(&word) {
+            return Start::Inside;
+        }
+        before = before[..word_start].trim_end_matches([' ', '\t']);
+    }
+    Start::Inside
+}
+
+/// Where a bare value that starts at `start` and ends at `end` ends when it and the rest of
+/// its line are words of letters (a passphrase such as `correct horse battery staple`): the
+/// end of the line's last word; otherwise `end`.
+fn words_to_line_end(text: &str, start: usize, end: usize) -> usize {
+    let letters = |word: &[u8]| word.iter().all(u8::is_ascii_alphabetic);
+    if !letters(&text.as_bytes()[start..end]) {
+        return end;
+    }
+    let mut at = end;
+    let mut last = end;
+    let bytes = text.as_bytes();
+    loop {
+        let rest = &text[at..];
+        if ends_line(rest) {
+            return last;
+        }
+        let blanks = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+        if blanks == 0 {
+            return end;
+        }
+        let word_start = at + blanks;
+        let word_len = bytes[word_start..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphabetic())
+            .count();
+        if word_len == 0 {
+            return end;
+        }
+        at = word_start + word_len;
+        last = at;
+    }
 }
 
 /// The whole environment-style name that ends with the suffix at `suffix`: the run of
@@ -648,6 +754,10 @@ struct ValueShape {
     config_key: bool,
     /// Nothing but blanks or a comment follows it on its line.
     ends_line: bool,
+    /// The assignment starts a line or a shell command (see [`Start`]).
+    starts_line: bool,
+    /// A `,` follows it: an argument or a field of code.
+    followed_by_comma: bool,
 }
 
 /// Whether `rest` (what follows a value) ends the line: blanks, then the end of the text,
@@ -689,6 +799,14 @@ fn plausible_env_secret(name: &str, value: &str, shape: ValueShape) -> bool {
     if shape.quoted {
         return true;
     }
+    // Words that name the key itself refer to it (`password=new_password`, YAML
+    // `token: the access token`).
+    let words_only = value
+        .chars()
+        .all(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '.' | ':' | '-' | ' ' | '\t'));
+    if words_only && names_the_key(name, value) {
+        return false;
+    }
     // Digits or other symbols: not a word or an identifier.
     let code_like = value
         .chars()
@@ -712,9 +830,57 @@ fn plausible_env_secret(name: &str, value: &str, shape: ValueShape) -> bool {
         // `password: CorrectHorseBatteryStaple`).
         return !shape.colon || (shape.config_key && shape.ends_line);
     }
-    // `NAME=value` in a shell or `.env` file is text, not code, unless it reads as a
-    // lower-case path (`settings.api_key`).
-    shape.tight && !shape.config_key && upper
+    if !upper {
+        // Lower case only: a passphrase where a shell assignment or configuration is
+        // written (`SMTP_PASSWORD=correcthorsebatterystaple`, YAML `token: …` ending its
+        // line), an identifier or a path where code is (`password=new_password,`,
+        // `API_KEY=settings.api_key`, `token: crate::auth::token`).
+        if value.contains("::") {
+            return false;
+        }
+        return shape.starts_line
+            && ((shape.tight && !shape.followed_by_comma) || (shape.colon && shape.ends_line));
+    }
+    // `NAME=Value.Path` in a shell or `.env` file is text, not code.
+    shape.tight && !shape.config_key
+}
+
+/// Whether `value` names the secret it is assigned to rather than holding it: one of its
+/// words (split at `.`, `_`, `-`, `:` and where lower case turns upper) holds the last word
+/// of `name` (`password=new_password`, `API_KEY=settings.api_key`, `token: next_token`).
+fn names_the_key(name: &str, value: &str) -> bool {
+    let last = name
+        .rsplit(['_', '-'])
+        .next()
+        .unwrap_or(name)
+        .to_ascii_lowercase();
+    let stem = match last.as_str() {
+        "password" | "passwd" => "passw",
+        other => other,
+    };
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in value.chars() {
+        let boundary = !c.is_ascii_alphanumeric() || (c.is_ascii_uppercase() && previous_lower);
+        if boundary && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_ascii_alphanumeric() {
+            word.push(c.to_ascii_lowercase());
+        }
+        previous_lower = c.is_ascii_lowercase();
+    }
+    words.push(word);
+    // A long stem anywhere in a word (`hashedpassword`); `key` only at a word's ends.
+    !stem.is_empty()
+        && words.iter().any(|w| {
+            if stem.len() >= 5 {
+                w.contains(stem)
+            } else {
+                w.starts_with(stem) || w.ends_with(stem)
+            }
+        })
 }
 
 #[cfg(test)]

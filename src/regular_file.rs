@@ -8,6 +8,8 @@
 //!   opened, so a FIFO, a device such as `/dev/zero` or a socket is refused at once;
 //! - the file is then opened with `O_NONBLOCK`, and the open file's own metadata is checked
 //!   again, so a path swapped for a FIFO between the two steps cannot block either;
+//! - a file of procfs, sysfs or another kernel pseudo filesystem is refused (checked on the
+//!   open file, so after symlinks): it passes for a regular file but is made up on reading;
 //! - reads stop after the cap plus one byte, so a file's size never decides how much memory
 //!   is used.
 //!
@@ -91,7 +93,38 @@ pub fn open_regular(path: &Path) -> Result<File, FileError> {
     non_blocking(&mut options);
     let file = options.open(path).map_err(classify)?;
     check_regular(&file.metadata().map_err(FileError::Io)?)?;
+    check_not_pseudo(&file)?;
     Ok(file)
+}
+
+/// Refuses a file of a kernel pseudo filesystem (procfs, sysfs and their kin): its entries
+/// pass for regular files but are made up on reading (`/proc/self/environ` is the
+/// process's environment, secrets included). Checked on the open file, so a symlink into
+/// `/proc` is refused wherever it sits.
+#[cfg(target_os = "linux")]
+fn check_not_pseudo(file: &File) -> Result<(), FileError> {
+    // The `f_type` magic numbers of `statfs(2)`.
+    const PSEUDO: [(i128, &str); 8] = [
+        (0x9fa0, "a procfs file"),
+        (0x6265_6572, "a sysfs file"),
+        (0x6462_6720, "a debugfs file"),
+        (0x7472_6163, "a tracefs file"),
+        (0x7363_6673, "a securityfs file"),
+        (0x2743_8cfc, "a cgroup file"),
+        (0x6367_7270, "a cgroup file"),
+        (0xcafe_4a11, "a bpf file"),
+    ];
+    let stat = rustix::fs::fstatfs(file).map_err(|err| FileError::Io(err.into()))?;
+    let kind = i128::from(stat.f_type);
+    match PSEUDO.iter().find(|(magic, _)| *magic == kind) {
+        Some((_, what)) => Err(FileError::NotRegular(what)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn check_not_pseudo(_file: &File) -> Result<(), FileError> {
+    Ok(())
 }
 
 /// Reads at most `cap` bytes of the regular file at `path`; `truncated` says it held more.
@@ -255,6 +288,30 @@ mod tests {
             read_bytes_capped(&dir.path().join("none"), 10),
             Err(FileError::Missing)
         ));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn p8_procfs_and_sysfs_files_are_refused_even_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let environ = dir.path().join("AGENTS.md");
+        std::os::unix::fs::symlink("/proc/self/environ", &environ).unwrap();
+        let err = read_text_capped(&environ, 1024).unwrap_err();
+        assert_eq!(err.to_string(), "not a regular file (a procfs file)");
+        let err = read_bytes_capped(Path::new("/proc/self/status"), 1024).unwrap_err();
+        assert_eq!(err.to_string(), "not a regular file (a procfs file)");
+        if Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            let err = read_bytes_capped(
+                Path::new("/sys/kernel/mm/transparent_hugepage/enabled"),
+                1024,
+            )
+            .unwrap_err();
+            assert_eq!(err.to_string(), "not a regular file (a sysfs file)");
+        }
+        // An ordinary file is still read.
+        let plain = dir.path().join("plain.md");
+        std::fs::write(&plain, "rules").unwrap();
+        assert_eq!(read_text_capped(&plain, 10).unwrap().content, "rules");
     }
 
     #[test]

@@ -89,6 +89,67 @@ fn occurrences(haystack: &str, needle: &str) -> usize {
 }
 
 // ---------------------------------------------------------------------------------------------
+// P8: the project's instruction files in oh-my-pi's order
+
+/// The first advisor request holds the user's `<agentDir>/AGENTS.md` first, then the
+/// project's from the repository root (farthest) to the working directory (nearest), as live
+/// oh-my-pi 18.3.4 sends them.
+fn project_files_come_in_oh_my_pis_order(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let w = world(ENABLED_SYNC, "the parser ignores empty lines\n");
+    let root = w.setup.work.parent().expect("the scenario's directory");
+    std::fs::create_dir_all(root.join(".git")).expect("a repository around the workspace");
+    let files = [
+        (
+            w.setup.agent.join("AGENTS.md"),
+            "USER-RULES answer in British English",
+        ),
+        (root.join("AGENTS.md"), "FARTHEST-RULES keep the changelog"),
+        (
+            w.setup.work.join("AGENTS.md"),
+            "NEAREST-RULES add no dependencies",
+        ),
+    ];
+    for (path, text) in &files {
+        std::fs::write(path, format!("{text}\n")).expect("an instruction file");
+    }
+    let mut pi = w.setup.start(&tools, true, &[]);
+    prompt_settled(&mut pi, line, "Read the notes. [read:notes.txt] [say:done]");
+    eventually("the first review", || !reviews(&w.advisor).is_empty());
+    let first = w.advisor.bodies().into_iter().next().expect("a request");
+    let system = messages(&first)
+        .first()
+        .map(message_text)
+        .unwrap_or_default();
+    let at: Vec<usize> = files
+        .iter()
+        .map(|(path, text)| {
+            let tagged = format!("<file path=\"{}\">\n{text}\n</file>", path.display());
+            system
+                .find(&tagged)
+                .unwrap_or_else(|| panic!("{tagged} in the system prompt: {system}"))
+        })
+        .collect();
+    assert!(
+        at[0] < at[1] && at[1] < at[2],
+        "the user's file, then farthest to nearest: {system}"
+    );
+    pi.quit();
+}
+
+#[test]
+fn p8_on_pi_073_project_files_come_in_oh_my_pis_order() {
+    project_files_come_in_oh_my_pis_order(Line::Legacy);
+}
+
+#[test]
+fn p8_on_pi_16_project_files_come_in_oh_my_pis_order() {
+    project_files_come_in_oh_my_pis_order(Line::Current);
+}
+
+// ---------------------------------------------------------------------------------------------
 // An advisory about the user's request reaches the primary's next request and the session file
 
 /// A nit raised on the first (tool) turn is in the very next model request, right after that

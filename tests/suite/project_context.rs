@@ -71,19 +71,23 @@ async fn p8_project_instructions_sit_between_the_built_in_prompt_and_the_watchdo
         .find("The workspace root is")
         .expect("the built-in prompt's end");
     assert!(root_line < context && context < watchdog, "{system}");
-    let project_file = format!(
-        "<file path=\"{}\">\nNever touch the migrations folder.\n</file>",
-        repo.join("AGENTS.md").display()
-    );
     let user_file = format!(
-        "<file path=\"{}\">\nAnswer in British English.\n</file>\n</project-context>",
+        "<file path=\"{}\">\nAnswer in British English.\n</file>\n",
         repo.parent().unwrap().join("agent/AGENTS.md").display()
     );
-    let (at_project, at_user) = (
-        system.find(&project_file).expect(&project_file),
-        system.find(&user_file).expect(&user_file),
+    let project_file = format!(
+        "<file path=\"{}\">\nNever touch the migrations folder.\n</file>\n</project-context>",
+        repo.join("AGENTS.md").display()
     );
-    assert!(at_project < at_user, "the user's file comes last");
+    let (at_user, at_project) = (
+        system.find(&user_file).expect(&user_file),
+        system.find(&project_file).expect(&project_file),
+    );
+    let first_file = context + system[context..].find("<file path=").unwrap();
+    assert!(
+        first_file == at_user && at_user < at_project,
+        "the user's file comes first, as oh-my-pi sends it: {system}"
+    );
     assert_eq!(requests[1].system, *system, "byte-stable (M5)");
 }
 

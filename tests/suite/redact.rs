@@ -441,6 +441,104 @@ fn x5_the_crate_source_has_no_false_positives() {
     assert!(stray.is_empty(), "{stray:#?}");
 }
 
+/// X5: the value of a key whose name says secret is a secret whatever its letters are —
+/// lower-case passphrases included, where a shell assignment, a `.env` line or YAML writes
+/// them.
+#[test]
+fn x5_lower_case_passphrases_under_secret_names_are_redacted() {
+    let env = "[redacted:env-secret]";
+    let config = "[redacted:config-secret]";
+    let cases = [
+        (
+            "SMTP_PASSWORD=correcthorsebatterystaple",
+            format!("SMTP_PASSWORD={env}"),
+        ),
+        (
+            "DB_PASSWORD=correct.horse.battery.staple",
+            format!("DB_PASSWORD={env}"),
+        ),
+        (
+            "DB_PASSWORD=correct_horse_battery_staple",
+            format!("DB_PASSWORD={env}"),
+        ),
+        (
+            "export DB_PASSWORD=correcthorsebatterystaple",
+            format!("export DB_PASSWORD={env}"),
+        ),
+        (
+            "DB_PASSWORD=correct horse battery staple",
+            format!("DB_PASSWORD={env}"),
+        ),
+        (
+            "DB_HOST=db\nDB_PASSWORD=correcthorsebatterystaple\nDB_PORT=5432",
+            format!("DB_HOST=db\nDB_PASSWORD={env}\nDB_PORT=5432"),
+        ),
+        (
+            "docker run -e DB_PASSWORD=correcthorsebattery app",
+            format!("docker run -e DB_PASSWORD={env} app"),
+        ),
+        (
+            "→ bash(SMTP_PASSWORD=correcthorsebatterystaple ./send.sh) ⇒ pending",
+            format!("→ bash(SMTP_PASSWORD={env} ./send.sh) ⇒ pending"),
+        ),
+        (
+            "database:\n  password: correcthorsebatterystaple\n  host: db",
+            format!("database:\n  password: {config}\n  host: db"),
+        ),
+        (
+            "secret: correcthorsebatterystaple",
+            format!("secret: {config}"),
+        ),
+        (
+            "  token: correcthorsebatterystaple",
+            format!("  token: {config}"),
+        ),
+        (
+            "password: correct horse battery staple",
+            format!("password: {config}"),
+        ),
+        (
+            "environment:\n  - DB_PASSWORD=correcthorsebatterystaple",
+            format!("environment:\n  - DB_PASSWORD={env}"),
+        ),
+        (
+            "db_password=correcthorsebattery",
+            format!("db_password={config}"),
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(redact(text), expected, "{text}");
+    }
+}
+
+/// X5: code that names a secret key keeps its identifiers, calls and types; the key and
+/// the line tell it from configuration, not the value's case.
+#[test]
+fn x5_lower_case_code_under_secret_names_stays_intact() {
+    let keep = [
+        "password: String,",
+        "token = self.next_token()",
+        "let password = read_password()?",
+        "    password=new_password,",
+        "    api_key=cfg.openai,",
+        "API_KEY=settings.api_key",
+        "token: crate::auth::token",
+        "password: string",
+        "token = lexer.advance",
+        "self.password = password",
+        "DB_PASSWORD=$DB_PASSWORD",
+        "  password: hashedpassword",
+        "    token: tokenizer",
+        "f(password=password)",
+        "connect(host, password=secretvalue)",
+        "the password: hunter is what they typed",
+    ];
+    let r = redactor();
+    for text in keep {
+        assert_eq!(r.redact(text), text);
+    }
+}
+
 #[test]
 fn x5_credentials_inside_urls_lose_their_password_and_keep_the_user() {
     let cases = [
