@@ -43,8 +43,8 @@ if summary is None:
     sys.exit("no summary line in " + results)
 start, end = "<!-- eval-results:start -->", "<!-- eval-results:end -->"
 header = ("| model | date | configuration | corpus | cases | caught@0 | caught@1 | caught@3 "
-          "| false alarms/control | tokens/case | cost/case | timeouts |")
-rule = "|" + "---|" * 12
+          "| false alarms/control | tokens/case | cost/case | timeouts | failed calls |")
+rule = "|" + "---|" * 13
 def pct(x): return f"{x * 100:.0f}%"
 t = summary["total"]
 tokens = t["tokensPerCase"]
@@ -56,7 +56,8 @@ row = (f"| `{summary['model']}` | {summary['date'][:10]} | `{summary['configurat
        f"| `{summary['corpusHash']}` | {summary['cases']} ({summary['planted']} planted, "
        f"{summary['controls']} controls){incomplete} | {pct(summary['caught0'])} | "
        f"{pct(summary['caught1'])} | {pct(summary['caught3'])} | "
-       f"{summary['falseAlarmsPerControl']:.2f} | {tok} | {cost} | {summary['timeouts']} |")
+       f"{summary['falseAlarmsPerControl']:.2f} | {tok} | {cost} | {summary['timeouts']} | "
+       f"{summary.get('failures', 0)} |")
 text = open(readme).read()
 if start not in text or end not in text:
     sys.exit(f"{readme}: the markers {start} and {end} are missing")

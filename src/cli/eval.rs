@@ -342,7 +342,7 @@ fn report_check(check: &CorpusCheck) -> Result<(), CliError> {
 fn text_report(results: &advisor::eval::report::Results) -> String {
     let s = results.summary();
     let mut text = format!(
-        "model {} · configuration {} · corpus {} · {} cases, {} planted and {} control runs, {} skipped, {} timeouts{}\n\n",
+        "model {} · configuration {} · corpus {} · {} cases, {} planted and {} control runs, {} skipped, {} timeouts, {} failed model calls, {} turns never reviewed{}\n\n",
         s.meta.model,
         s.meta.configuration,
         s.meta.corpus_hash,
@@ -351,6 +351,8 @@ fn text_report(results: &advisor::eval::report::Results) -> String {
         s.controls,
         s.skipped,
         s.timeouts,
+        s.failures,
+        s.dropped_turns,
         if s.meta.incomplete { " · INCOMPLETE" } else { "" },
     );
     text.push_str(&results.table());

@@ -231,10 +231,11 @@ pub fn svg_chart(columns: &[Column]) -> String {
             i * 20
         );
         let x = max_x * i as f64 / 5.0;
-        let label = if priced {
-            format!("${x:.3}")
-        } else {
-            format!("{x:.1}k")
+        // The axis title carries the unit; ticks are plain numbers.
+        let label = match (priced, max_x >= 5.0) {
+            (true, _) => format!("{x:.3}"),
+            (false, true) => format!("{x:.0}"),
+            (false, false) => format!("{x:.1}"),
         };
         let _ = writeln!(
             s,

@@ -174,12 +174,12 @@ pub fn check_case(dir: &Path, hash: &mut Fnv) -> Result<Case, Vec<CaseProblem>> 
 /// the messages that turn end added, as the replay's driver steps through the file.
 pub fn turn_texts(path: &Path) -> Result<Vec<String>, String> {
     let branch = read_session_with(path, &ReadLimits::default()).map_err(|e| e.to_string())?;
-    let mut driver = SessionDriver::new(branch);
+    let driver = SessionDriver::new(branch);
     let transcript = driver.transcript();
     let mut seen = 0usize;
     let mut texts = Vec::new();
     let mut pending = String::new();
-    while let Some(step) = driver.next() {
+    for step in driver {
         let len = transcript.len();
         if len < seen {
             seen = len;

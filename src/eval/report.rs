@@ -89,6 +89,10 @@ pub struct CaseLine {
     pub tool_calls: u64,
     /// Wall time, seconds.
     pub wall_secs: f64,
+    /// Failed model calls.
+    pub failures: u64,
+    /// Turns never reviewed because their reviews kept failing.
+    pub dropped_turns: u64,
     /// With `--judge`: the outcome by the judge's matching.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_outcome: Option<Outcome>,
@@ -124,6 +128,8 @@ impl CaseLine {
             reviews: c.reviews,
             tool_calls: c.tool_calls,
             wall_secs: round3(c.wall_secs),
+            failures: c.failures,
+            dropped_turns: c.dropped_turns,
             judge_outcome: judge.map(|j| j.outcome),
             judge_latency_turns: judge.and_then(|j| j.catch.as_ref().map(|c| c.turns)),
         }
@@ -303,6 +309,10 @@ pub struct Summary {
     pub output_tokens: u64,
     /// Dollars in all.
     pub cost: f64,
+    /// Failed model calls in all: when not 0, some scores measure failures, not judgement.
+    pub failures: u64,
+    /// Turns never reviewed because their reviews kept failing, in all.
+    pub dropped_turns: u64,
     /// The run's metadata.
     #[serde(flatten)]
     pub meta: RunMeta,
@@ -367,6 +377,8 @@ impl Results {
             cached_tokens: sum(&|s| s.cost.cached_tokens),
             output_tokens: sum(&|s| s.cost.output_tokens),
             cost: self.scores.iter().map(|s| s.cost.cost).sum(),
+            failures: sum(&|s| s.cost.failures),
+            dropped_turns: sum(&|s| s.cost.dropped_turns),
             meta: self.meta.clone(),
             total,
             classes,
@@ -400,7 +412,7 @@ impl Results {
         let s = self.summary();
         let mut out = String::from("# advisor eval\n\n");
         out.push_str(&format!(
-            "- model: `{}`\n- configuration: `{}`\n- corpus: `{}`\n- date: {}\n- runs per case: {}\n- skipped: {}, timeouts: {}{}\n\n",
+            "- model: `{}`\n- configuration: `{}`\n- corpus: `{}`\n- date: {}\n- runs per case: {}\n- skipped: {}, timeouts: {}, failed model calls: {}, turns never reviewed: {}{}\n\n",
             s.meta.model,
             s.meta.configuration,
             s.meta.corpus_hash,
@@ -408,6 +420,8 @@ impl Results {
             s.meta.runs,
             s.skipped,
             s.timeouts,
+            s.failures,
+            s.dropped_turns,
             if s.meta.incomplete { "\n- **incomplete**: interrupted before every case ran" } else { "" },
         ));
         out.push_str(&render_table(&s, true));

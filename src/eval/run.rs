@@ -402,10 +402,12 @@ fn cost_of(status: Option<&AdvisorStatus>, tool_calls: u64, wall: Duration) -> C
     let Some(status) = status else {
         return cost;
     };
+    cost.failures = status.failures;
     let agents = std::iter::once(&status.agent).chain(status.advisors.iter().map(|a| &a.agent));
     for agent in agents {
         cost.requests += agent.model_calls;
         cost.reviews += agent.reviews;
+        cost.dropped_turns += agent.dropped_turns;
         cost.input_tokens += agent.lifetime.input;
         cost.cached_tokens += agent.lifetime.cache_read;
         cost.cache_write_tokens += agent.lifetime.cache_write;

@@ -117,6 +117,11 @@ pub struct CaseCost {
     pub tool_calls: u64,
     /// Wall time of the run, in seconds.
     pub wall_secs: f64,
+    /// Failed model calls (retried or not): a run whose reviews failed is no measure of
+    /// the model's judgement.
+    pub failures: u64,
+    /// Turns never reviewed because their reviews kept failing (F2).
+    pub dropped_turns: u64,
 }
 
 impl CaseCost {
@@ -136,6 +141,8 @@ impl CaseCost {
         self.reviews += other.reviews;
         self.tool_calls += other.tool_calls;
         self.wall_secs += other.wall_secs;
+        self.failures += other.failures;
+        self.dropped_turns += other.dropped_turns;
     }
 }
 

@@ -353,6 +353,7 @@ fn check_report(corpus: &Path, jobs: usize) -> Summary {
             "{id}"
         );
         assert_eq!(line.raised, e.notes.len(), "{id}");
+        assert_eq!((line.failures, line.dropped_turns), (0, 0), "{id}");
         match line.latency_secs {
             Some(secs) => assert!(secs.is_finite() && secs >= 0.0, "{id}"),
             None => assert!(e.latency.is_none(), "{id}"),
