@@ -45,17 +45,29 @@ pub fn run(args: RenderArgs) -> Result<(), CliError> {
         ];
         eprintln!("{}", texts::line("malformed", &vars));
     }
-    let prompts = TurnPrompts::new(SessionDriver::new(branch), args.transcript);
+    let mut prompts = TurnPrompts::new(SessionDriver::new(branch), args.transcript);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    for prompt in prompts {
-        let line = serde_json::to_string(&prompt)
-            .map_err(|e| CliError::new(format!("cannot encode turn {}: {e}", prompt.turn)))?;
-        if writeln!(out, "{line}").is_err() {
+    for prompt in prompts.by_ref() {
+        // Straight into the output buffer, with no string per line.
+        let written = match serde_json::to_writer(&mut out, &prompt) {
+            Ok(()) => out.write_all(b"\n"),
+            Err(e) if e.is_io() => Err(e.into()),
+            Err(e) => {
+                return Err(CliError::new(format!(
+                    "cannot encode turn {}: {e}",
+                    prompt.turn
+                )))
+            }
+        };
+        if written.is_err() {
             // The reader went away (for example `| head`): stop quietly.
             return Ok(());
         }
     }
     out.flush().ok();
+    // The process ends here: freeing every message of a long session one by one would
+    // cost a fifth of the run, and the system takes the memory back at once.
+    std::mem::forget(prompts);
     Ok(())
 }

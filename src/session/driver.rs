@@ -81,7 +81,7 @@ impl SessionDriver {
             .entries
             .into_iter()
             .map(|entry| match entry {
-                BranchEntry::Message(m) => Item::Message(Arc::new(m)),
+                BranchEntry::Message(m) => Item::Message(m),
                 BranchEntry::Compaction {
                     summary,
                     first_kept,
@@ -271,7 +271,7 @@ mod tests {
     use serde_json::json;
 
     fn m(value: serde_json::Value) -> BranchEntry {
-        BranchEntry::Message(serde_json::from_value(value).expect("a message"))
+        BranchEntry::Message(Arc::new(serde_json::from_value(value).expect("a message")))
     }
 
     fn user(text: &str) -> BranchEntry {

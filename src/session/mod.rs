@@ -67,6 +67,7 @@ mod advisor_file;
 mod diagnostics;
 mod driver;
 mod input;
+mod lean;
 mod reader;
 mod tree;
 

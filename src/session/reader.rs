@@ -10,6 +10,7 @@
 
 use std::io::{self, BufRead, BufReader, Seek};
 use std::path::Path;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
@@ -17,6 +18,7 @@ use serde_json::Value;
 
 use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits, SessionError};
 use super::input::{open_regular, spool, Line, Lines};
+use super::lean::{self, EntryFields, LeanEntry};
 use super::tree::{report_cycle, skim_tree};
 use crate::domain::transcript::{BranchSummaryMessage, Content, CustomMessage, TranscriptMessage};
 
@@ -52,7 +54,8 @@ pub struct SessionHeader {
 pub enum BranchEntry {
     /// A message the primary model sees: `message` entries as they are, `custom_message`
     /// entries as [`TranscriptMessage::Custom`], `branch_summary` entries as [`TranscriptMessage::BranchSummary`].
-    Message(TranscriptMessage),
+    /// Shared, so that the driver and the transcript take the message without copying it.
+    Message(Arc<TranscriptMessage>),
     /// The primary's context was compacted here.
     Compaction {
         /// The summary that replaces the older messages.
@@ -82,13 +85,20 @@ pub struct SessionBranch {
     pub diagnostics: Diagnostics,
 }
 
+impl BranchEntry {
+    /// The message, when the entry is one.
+    pub fn message(&self) -> Option<&TranscriptMessage> {
+        match self {
+            BranchEntry::Message(m) => Some(m),
+            BranchEntry::Compaction { .. } | BranchEntry::ResetBoundary => None,
+        }
+    }
+}
+
 impl SessionBranch {
     /// The messages of the branch, in order (compactions left out).
     pub fn messages(&self) -> impl Iterator<Item = &TranscriptMessage> {
-        self.entries.iter().filter_map(|e| match e {
-            BranchEntry::Message(m) => Some(m),
-            BranchEntry::Compaction { .. } | BranchEntry::ResetBoundary => None,
-        })
+        self.entries.iter().filter_map(BranchEntry::message)
     }
 
     /// Number of compaction entries on the branch.
@@ -254,36 +264,13 @@ fn str_field(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
-/// The fields of one entry line the reader uses; everything else is ignored unparsed.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawEntry {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    message: Option<TranscriptMessage>,
-    #[serde(default)]
-    summary: Option<String>,
-    #[serde(default)]
-    first_kept_entry_id: Option<String>,
-    #[serde(default)]
-    first_kept_entry_index: Option<u64>,
-    #[serde(default)]
-    tokens_before: Option<u64>,
-    #[serde(default)]
-    from_id: Option<String>,
-    #[serde(default)]
-    custom_type: Option<String>,
-    #[serde(default)]
-    content: Option<Content>,
-    #[serde(default)]
-    display: Option<bool>,
-    #[serde(default)]
-    details: Option<Value>,
-    #[serde(default)]
-    attribution: Option<String>,
+/// One entry line read the general way: the transcript's own types, which decide what
+/// any shape means.
+type RawEntry<'a> = EntryFields<'a, TranscriptMessage, Content, Value>;
+
+/// The entry of a line read the general way; `None` without a `type`.
+fn general(raw: RawEntry<'_>) -> Option<LeanEntry<'_>> {
+    raw.into_entry(|m| m, |c| c, |v| v)
 }
 
 /// Where a compaction's first kept entry is, before branch indices are known.
@@ -298,7 +285,7 @@ enum KeptTarget {
 
 /// An entry parsed but not yet placed in the branch.
 enum Pending {
-    Message(TranscriptMessage),
+    Message(Arc<TranscriptMessage>),
     ResetBoundary,
     Compaction {
         summary: String,
@@ -308,32 +295,29 @@ enum Pending {
 }
 
 /// Interprets one parsed entry line; `None` for entries that carry no message.
-fn interpret(
-    raw: RawEntry,
-    kind: &str,
-    diagnostics: &mut Diagnostics,
-) -> Result<Option<Pending>, String> {
+fn interpret(raw: LeanEntry<'_>, diagnostics: &mut Diagnostics) -> Result<Option<Pending>, String> {
+    let kind = &*raw.kind;
     Ok(Some(match kind {
         "message" => {
             let message = raw
                 .message
                 .ok_or_else(|| "message entry without a message".to_string())?;
-            Pending::Message(upgrade_hook_message(message))
+            Pending::Message(Arc::new(upgrade_hook_message(message)))
         }
-        "custom_message" => Pending::Message(TranscriptMessage::Custom(CustomMessage {
+        "custom_message" => Pending::Message(Arc::new(TranscriptMessage::Custom(CustomMessage {
             custom_type: raw.custom_type.unwrap_or_default(),
             content: raw.content.unwrap_or_default(),
             display: raw.display.unwrap_or(false),
             details: raw.details,
             attribution: raw.attribution,
-        })),
+        }))),
         "branch_summary" => match raw.summary {
-            Some(summary) if !summary.is_empty() => {
-                Pending::Message(TranscriptMessage::BranchSummary(BranchSummaryMessage {
+            Some(summary) if !summary.is_empty() => Pending::Message(Arc::new(
+                TranscriptMessage::BranchSummary(BranchSummaryMessage {
                     summary,
                     from_id: raw.from_id.unwrap_or_default(),
-                }))
-            }
+                }),
+            )),
             _ => {
                 diagnostics.skip("branch_summary");
                 return Ok(None);
@@ -375,15 +359,19 @@ fn upgrade_hook_message(message: TranscriptMessage) -> TranscriptMessage {
     }
 }
 
-/// Parses one line in full; records it as malformed on failure.
-fn parse_entry(
+/// Parses one line in full, the fast way when it can ([`lean::parse_entry`]), else the
+/// general way; records it as malformed on failure.
+fn parse_entry<'a>(
     line: usize,
-    bytes: &[u8],
+    bytes: &'a [u8],
     diagnostics: &mut Diagnostics,
-) -> Option<(RawEntry, String)> {
+) -> Option<LeanEntry<'a>> {
+    if let Some(entry) = lean::parse_entry(bytes) {
+        return Some(entry);
+    }
     match serde_json::from_slice::<RawEntry>(bytes) {
-        Ok(mut raw) => match raw.kind.take() {
-            Some(kind) => Some((raw, kind)),
+        Ok(raw) => match general(raw) {
+            Some(entry) => Some(entry),
             None => {
                 diagnostics
                     .malformed
@@ -407,9 +395,29 @@ struct BranchBuilder {
 
 impl BranchBuilder {
     fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    fn with_capacity(entries: usize) -> Self {
         Self {
-            entries: Vec::new(),
-            keys: Vec::new(),
+            entries: Vec::with_capacity(entries),
+            keys: Vec::with_capacity(entries),
+        }
+    }
+
+    /// Sets the first kept entry of the compaction at `index`, placed with no target, to
+    /// the entry keyed `target_key` — as [`BranchBuilder::push`] would have with every
+    /// entry after the compaction already placed, which does not change the outcome.
+    fn resolve(&mut self, index: usize, target_key: Option<usize>) {
+        let Some(&key) = self.keys.get(index) else {
+            return;
+        };
+        if let (Some(t), Some(BranchEntry::Compaction { first_kept, .. })) =
+            (target_key, self.entries.get_mut(index))
+        {
+            if t < key {
+                *first_kept = self.keys.partition_point(|k| *k < t);
+            }
         }
     }
 
@@ -457,6 +465,12 @@ fn read_linear<R: BufRead + Seek>(
             diagnostics.malformed.push((line, reason));
             continue;
         };
+        // The fast way reads only lines the general way reads the same.
+        if let Some(entry) = lean::parse_entry(bytes) {
+            ordinal += 1;
+            place_linear(&mut builder, ordinal, line, entry, diagnostics);
+            continue;
+        }
         let parsed = match serde_json::from_slice::<RawEntry>(bytes) {
             Ok(raw) => {
                 ordinal += 1;
@@ -471,35 +485,46 @@ fn read_linear<R: BufRead + Seek>(
             }
             Err(e) => Err(e),
         };
-        let mut raw = match parsed {
+        let raw = match parsed {
             Ok(raw) => raw,
             Err(e) => {
                 diagnostics.malformed.push((line, describe_json_error(&e)));
                 continue;
             }
         };
-        let Some(kind) = raw.kind.take() else {
+        let Some(entry) = general(raw) else {
             diagnostics
                 .malformed
                 .push((line, "entry has no \"type\"".to_string()));
             continue;
         };
-        match interpret(raw, &kind, diagnostics) {
-            Ok(Some(pending)) => {
-                let target = match &pending {
-                    Pending::Compaction {
-                        target: KeptTarget::Ordinal(i),
-                        ..
-                    } if *i > 0 => Some(*i),
-                    _ => None,
-                };
-                builder.push(ordinal, pending, target);
-            }
-            Ok(None) => {}
-            Err(reason) => diagnostics.malformed.push((line, reason)),
-        }
+        place_linear(&mut builder, ordinal, line, entry, diagnostics);
     }
     Ok(builder.entries)
+}
+
+/// Interprets a version 1 entry (its file ordinal known) and places it.
+fn place_linear(
+    builder: &mut BranchBuilder,
+    ordinal: usize,
+    line: usize,
+    entry: LeanEntry<'_>,
+    diagnostics: &mut Diagnostics,
+) {
+    match interpret(entry, diagnostics) {
+        Ok(Some(pending)) => {
+            let target = match &pending {
+                Pending::Compaction {
+                    target: KeptTarget::Ordinal(i),
+                    ..
+                } if *i > 0 => Some(*i),
+                _ => None,
+            };
+            builder.push(ordinal, pending, target);
+        }
+        Ok(None) => {}
+        Err(reason) => diagnostics.malformed.push((line, reason)),
+    }
 }
 
 /// Second pass over a version 2/3 file: parses the lines on the branch.
@@ -508,15 +533,25 @@ fn read_branch<R: BufRead + Seek>(
     path_lines: &[usize],
     diagnostics: &mut Diagnostics,
 ) -> io::Result<Vec<BranchEntry>> {
-    // (line, position on the path), sorted by line for a single forward scan.
+    // (line, position on the path), sorted by line for a single forward scan. A branch
+    // written in file order (the usual case) needs no reordering: its entries go straight
+    // into the branch.
     let mut wanted: Vec<(usize, usize)> = path_lines
         .iter()
         .enumerate()
         .map(|(pos, line)| (*line, pos))
         .collect();
-    wanted.sort_unstable();
-    let mut parsed: Vec<Option<Pending>> = Vec::with_capacity(path_lines.len());
-    parsed.resize_with(path_lines.len(), || None);
+    let in_order = wanted.windows(2).all(|w| w[0].0 < w[1].0);
+    if !in_order {
+        wanted.sort_unstable();
+    }
+    let mut parsed: Vec<Option<Pending>> = Vec::new();
+    if !in_order {
+        parsed.resize_with(path_lines.len(), || None);
+    }
+    let mut builder = BranchBuilder::with_capacity(if in_order { path_lines.len() } else { 0 });
+    // Compactions placed in file order, resolved once every id on the branch is known.
+    let mut unresolved: Vec<(usize, String)> = Vec::new();
     let mut ids: FxHashMap<String, usize> = FxHashMap::default();
     let mut next = wanted.iter().peekable();
     while let Some(&&(want_line, pos)) = next.peek() {
@@ -532,13 +567,21 @@ fn read_branch<R: BufRead + Seek>(
             tracing::warn!(line, "session file changed while it was read");
             break;
         };
-        let Some((mut raw, kind)) = parse_entry(line, bytes, diagnostics) else {
+        let Some(mut entry) = parse_entry(line, bytes, diagnostics) else {
             continue;
         };
-        if let Some(id) = raw.id.take() {
-            ids.insert(id, pos);
+        if let Some(id) = entry.id.take() {
+            ids.insert(id.into_owned(), pos);
         }
-        match interpret(raw, &kind, diagnostics) {
+        match interpret(entry, diagnostics) {
+            Ok(Some(mut pending)) if in_order => {
+                if let Pending::Compaction { target, .. } = &mut pending {
+                    if let KeptTarget::Id(id) = std::mem::replace(target, KeptTarget::Unknown) {
+                        unresolved.push((builder.entries.len(), id));
+                    }
+                }
+                builder.push(pos, pending, None);
+            }
             Ok(Some(pending)) => {
                 if let Some(slot) = parsed.get_mut(pos) {
                     *slot = Some(pending);
@@ -548,7 +591,15 @@ fn read_branch<R: BufRead + Seek>(
             Err(reason) => diagnostics.malformed.push((line, reason)),
         }
     }
-    let mut builder = BranchBuilder::new();
+    if in_order {
+        for (index, id) in unresolved {
+            builder.resolve(index, ids.get(&id).copied());
+        }
+        return Ok(builder.entries);
+    }
+    builder
+        .entries
+        .reserve_exact(parsed.iter().flatten().count());
     for (pos, pending) in parsed.into_iter().enumerate() {
         let Some(pending) = pending else { continue };
         let target = match &pending {
@@ -606,10 +657,10 @@ mod tests {
             .entries
             .iter()
             .map(|e| match e {
-                BranchEntry::Message(TranscriptMessage::User(u)) => {
-                    u.content.joined_text("", false)
-                }
-                BranchEntry::Message(m) => m.role().to_string(),
+                BranchEntry::Message(m) => match m.as_ref() {
+                    TranscriptMessage::User(u) => u.content.joined_text("", false),
+                    m => m.role().to_string(),
+                },
                 BranchEntry::Compaction { first_kept, .. } => format!("compaction>{first_kept}"),
                 BranchEntry::ResetBoundary => "reset".to_string(),
             })
@@ -801,6 +852,43 @@ mod tests {
     }
 
     #[test]
+    fn l1_every_recorded_line_the_fast_way_reads_it_reads_as_the_general_way_does() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut files = Vec::new();
+        let mut dirs = vec![root];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() >= 10, "{files:?}");
+        let (mut fast, mut total) = (0usize, 0usize);
+        for path in files {
+            let text = std::fs::read_to_string(&path).expect("a fixture");
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                total += 1;
+                let general = serde_json::from_str::<RawEntry>(line)
+                    .ok()
+                    .and_then(general);
+                if let Some(entry) = lean::parse_entry(line.as_bytes()) {
+                    fast += 1;
+                    assert_eq!(Some(entry), general, "{}: {line}", path.display());
+                }
+            }
+        }
+        // Nearly every line is of a shape the fast way knows.
+        assert!(
+            fast * 100 >= total * 95,
+            "{fast} of {total} lines read the fast way"
+        );
+    }
+
+    #[test]
     fn l1_oh_my_pi_title_slot_precedes_the_header() {
         let b = read(&[
             json!({"type":"title","v":1,"title":"Fix flaky test","pad":"    "}),
@@ -828,8 +916,8 @@ mod tests {
             json!({"type":"brand_new_kind","id":"6","parentId":"5"}),
         ]);
         assert_eq!(b.entries.len(), 2);
-        match &b.entries[0] {
-            BranchEntry::Message(TranscriptMessage::Custom(c)) => {
+        match b.entries[0].message() {
+            Some(TranscriptMessage::Custom(c)) => {
                 assert_eq!(c.custom_type, "note");
                 assert_eq!(c.content.joined_text("", false), "hi");
                 assert!(c.display);
@@ -837,8 +925,8 @@ mod tests {
             }
             other => panic!("not a custom message: {other:?}"),
         }
-        match &b.entries[1] {
-            BranchEntry::Message(TranscriptMessage::BranchSummary(s)) => {
+        match b.entries[1].message() {
+            Some(TranscriptMessage::BranchSummary(s)) => {
                 assert_eq!(s.summary, "tried X");
                 assert_eq!(s.from_id, "9");
             }
@@ -866,8 +954,8 @@ mod tests {
                 json!({"role":"hookMessage","customType":"reminder","content":"x","display":false}),
             ),
         ]);
-        match &b.entries[0] {
-            BranchEntry::Message(TranscriptMessage::Custom(c)) => {
+        match b.entries[0].message() {
+            Some(TranscriptMessage::Custom(c)) => {
                 assert_eq!(c.custom_type, "reminder")
             }
             other => panic!("not custom: {other:?}"),
@@ -881,8 +969,8 @@ mod tests {
             msg(Some("1"), None, json!({"role":"hologram","x":1})),
         ]);
         assert!(matches!(
-            &b.entries[0],
-            BranchEntry::Message(TranscriptMessage::Unknown { role, .. }) if role == "hologram"
+            b.entries[0].message(),
+            Some(TranscriptMessage::Unknown { role, .. }) if role == "hologram"
         ));
     }
 

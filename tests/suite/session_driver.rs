@@ -50,7 +50,9 @@ fn entry(index: usize, kind: &Kind) -> BranchEntry {
         }
         Kind::Reset => return BranchEntry::ResetBoundary,
     };
-    BranchEntry::Message(serde_json::from_value(value).expect("a message"))
+    BranchEntry::Message(std::sync::Arc::new(
+        serde_json::from_value(value).expect("a message"),
+    ))
 }
 
 proptest! {

@@ -23,10 +23,10 @@ fn read(name: &str) -> SessionBranch {
 /// A one-word description of an entry: user text, role, or `compaction>N`.
 fn describe(entry: &BranchEntry) -> String {
     match entry {
-        BranchEntry::Message(TranscriptMessage::User(u)) => {
-            format!("user:{}", u.content.joined_text("", false))
-        }
-        BranchEntry::Message(m) => m.role().to_string(),
+        BranchEntry::Message(m) => match m.as_ref() {
+            TranscriptMessage::User(u) => format!("user:{}", u.content.joined_text("", false)),
+            m => m.role().to_string(),
+        },
         BranchEntry::Compaction { first_kept, .. } => format!("compaction>{first_kept}"),
         BranchEntry::ResetBoundary => "reset".to_string(),
     }
@@ -134,8 +134,8 @@ fn l1_version3_branched_file_follows_the_side_branch_of_the_last_entry() {
     assert_eq!(b.diagnostics.off_branch, 3);
     assert_eq!(b.diagnostics.skipped.get("custom"), Some(&1));
     assert_eq!(b.diagnostics.skipped.get("session_info"), Some(&1));
-    match &b.entries[4] {
-        BranchEntry::Message(TranscriptMessage::Custom(c)) => {
+    match b.entries[4].message() {
+        Some(TranscriptMessage::Custom(c)) => {
             assert_eq!(c.custom_type, "project-rules");
             assert_eq!(
                 c.content.joined_text("", false),
@@ -146,8 +146,8 @@ fn l1_version3_branched_file_follows_the_side_branch_of_the_last_entry() {
         }
         other => panic!("expected the custom message, got {other:?}"),
     }
-    match &b.entries[3] {
-        BranchEntry::Message(TranscriptMessage::BranchSummary(s)) => {
+    match b.entries[3].message() {
+        Some(TranscriptMessage::BranchSummary(s)) => {
             assert_eq!(s.from_id, "e0000006")
         }
         other => panic!("expected the branch summary, got {other:?}"),
@@ -254,8 +254,8 @@ fn l1_recorded_pi_session_with_two_compactions() {
         if let BranchEntry::Compaction { first_kept, .. } = entry {
             assert!(
                 matches!(
-                    &b.entries[*first_kept],
-                    BranchEntry::Message(TranscriptMessage::User(_))
+                    b.entries[*first_kept].message(),
+                    Some(TranscriptMessage::User(_))
                 ),
                 "first kept entry {first_kept} is {:?}",
                 b.entries[*first_kept]

@@ -1,0 +1,214 @@
+//! Issue 31's benchmark: reading a session file and rendering every prompt of it in the
+//! compact view (SPEC L1, L3: what `advisor render --transcript compact` does), next to
+//! serde_json's own parse of the same lines into `IgnoredAny` — the limit a JSON-lines reader
+//! can approach — in the same run.
+//!
+//! Three files: a synthetic oh-my-pi (version 3) session of 40,000 short turns generated
+//! here (a user prompt every 20 turns; each turn an assistant message with thinking, one
+//! line of text and one `edit` call, then its tool result: about 82,000 messages of about
+//! 400 bytes, 33 MB), and the two recorded pi sessions of `tests/fixtures/pi-sessions/`.
+//!
+//! Criterion measures each; then a summary line per file gives the median MB/s (10^6 bytes)
+//! of five plain runs of each, the ratio to the limit, and the process's peak resident
+//! memory while reading + rendering once (`VmHWM`, reset before the run through
+//! `/proc/self/clear_refs`; the figure includes the benchmark process itself).
+//!
+//! Run with `cargo bench --bench read`; `ADVISOR_BENCH_TURNS` changes the synthetic size.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::hint::black_box;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use advisor::session::{read_session, SessionDriver};
+use advisor::TranscriptView;
+use advisor::TurnPrompts;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+/// The synthetic session: `turns` turns in oh-my-pi's version 3 format.
+fn synthetic_session(turns: usize) -> String {
+    let mut out = String::with_capacity(turns * 820);
+    out.push_str(
+        r#"{"type":"session","version":3,"id":"bench","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/repo"}"#,
+    );
+    out.push('\n');
+    let mut entry = 0usize;
+    let mut line = |out: &mut String, message: &str| {
+        entry += 1;
+        let parent = match entry {
+            1 => "null".to_string(),
+            n => format!("\"{:08x}\"", n - 1),
+        };
+        let _ = writeln!(
+            out,
+            r#"{{"type":"message","id":"{entry:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:00.000Z","message":{message}}}"#
+        );
+    };
+    for t in 0..turns {
+        if t % 20 == 0 {
+            let user = format!(
+                r#"{{"role":"user","content":[{{"type":"text","text":"Please continue with step {t} of the refactor."}}],"timestamp":1}}"#
+            );
+            line(&mut out, &user);
+        }
+        let assistant = format!(
+            r#"{{"role":"assistant","content":[{{"type":"thinking","thinking":"The next edit renames the helper in module {t}."}},{{"type":"text","text":"Renaming the helper in src/m{t}.rs."}},{{"type":"toolCall","id":"call_{t}","name":"edit","arguments":{{"path":"src/m{t}.rs","oldText":"fn old_helper()","newText":"fn new_helper()"}}}}],"stopReason":"toolUse","timestamp":2}}"#
+        );
+        line(&mut out, &assistant);
+        let result = format!(
+            r#"{{"role":"toolResult","toolCallId":"call_{t}","toolName":"edit","content":[{{"type":"text","text":"Successfully replaced text in src/m{t}.rs."}}],"isError":false,"details":{{"diff":"-1 fn old_helper()\n+1 fn new_helper()"}},"timestamp":3}}"#
+        );
+        line(&mut out, &result);
+    }
+    out
+}
+
+/// serde_json's own parse of every line into `IgnoredAny`: the limit.
+fn limit(path: &Path) -> usize {
+    let mut reader = BufReader::with_capacity(1 << 16, File::open(path).expect("readable"));
+    let mut line = Vec::new();
+    let mut lines = 0usize;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).expect("readable") == 0 {
+            return lines;
+        }
+        if serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_ok() {
+            lines += 1;
+        }
+    }
+}
+
+/// What `advisor render --transcript compact` does: read the branch, render every prompt and
+/// write it as a JSON line (here to a sink).
+fn read_and_render(path: &Path) -> usize {
+    let branch = read_session(path).expect("a session");
+    let prompts = TurnPrompts::new(SessionDriver::new(branch), TranscriptView::Compact);
+    let mut out = BufWriter::new(std::io::sink());
+    let mut count = 0usize;
+    for prompt in prompts {
+        serde_json::to_writer(&mut out, &prompt).expect("encodable");
+        out.write_all(b"\n").expect("sink");
+        count += 1;
+    }
+    count
+}
+
+/// Peak resident memory since the last reset, in MB (`VmHWM`), when the kernel says.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1000.0)
+}
+
+/// Resets `VmHWM` to the current resident size (Linux).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn median_seconds(runs: usize, mut run: impl FnMut()) -> f64 {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            run();
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[runs / 2].as_secs_f64()
+}
+
+struct Session {
+    name: &'static str,
+    path: PathBuf,
+    bytes: u64,
+    /// Keeps the synthetic file alive.
+    _temp: Option<tempfile::NamedTempFile>,
+}
+
+fn sessions() -> Vec<Session> {
+    let turns = std::env::var("ADVISOR_BENCH_TURNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40_000);
+    let mut temp = tempfile::NamedTempFile::new().expect("a temporary file");
+    temp.write_all(synthetic_session(turns).as_bytes())
+        .expect("writable");
+    temp.flush().expect("writable");
+    let mut all = vec![Session {
+        name: "synthetic-40k-turns",
+        path: temp.path().to_path_buf(),
+        bytes: 0,
+        _temp: Some(temp),
+    }];
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pi-sessions");
+    for (name, file) in [
+        ("before-compaction", "before-compaction.jsonl"),
+        ("large-session", "large-session.jsonl"),
+    ] {
+        let path = dir.join(file);
+        if path.exists() {
+            all.push(Session {
+                name,
+                path,
+                bytes: 0,
+                _temp: None,
+            });
+        } else {
+            eprintln!("fixture {} is missing; not measured", path.display());
+        }
+    }
+    for session in &mut all {
+        session.bytes = std::fs::metadata(&session.path).expect("a file").len();
+    }
+    all
+}
+
+fn read_render(c: &mut Criterion) {
+    let sessions = sessions();
+    for session in &sessions {
+        let mut group = c.benchmark_group(session.name);
+        group
+            .throughput(Throughput::Bytes(session.bytes))
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(3));
+        group.bench_function("serde_json IgnoredAny (limit)", |b| {
+            b.iter(|| black_box(limit(&session.path)))
+        });
+        group.bench_function("read + render compact", |b| {
+            b.iter(|| black_box(read_and_render(&session.path)))
+        });
+        group.finish();
+    }
+    for session in &sessions {
+        let mb = session.bytes as f64 / 1e6;
+        let limit_s = median_seconds(5, || {
+            black_box(limit(&session.path));
+        });
+        let ours_s = median_seconds(5, || {
+            black_box(read_and_render(&session.path));
+        });
+        reset_peak_rss();
+        let before = peak_rss_mb().unwrap_or(f64::NAN);
+        let prompts = read_and_render(&session.path);
+        let peak = peak_rss_mb().unwrap_or(f64::NAN);
+        println!(
+            "{}: {mb:.1} MB, {prompts} prompts; read + render compact {:.0} MB/s, \
+             serde_json IgnoredAny {:.0} MB/s (ratio {:.2}); peak RSS {peak:.1} MB \
+             ({:.2}× the file; {:.1} MB above the {before:.1} MB before the run)",
+            session.name,
+            mb / ours_s,
+            mb / limit_s,
+            limit_s / ours_s,
+            peak / mb,
+            peak - before,
+        );
+    }
+}
+
+criterion_group!(benches, read_render);
+criterion_main!(benches);

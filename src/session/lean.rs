@@ -1,0 +1,687 @@
+//! The fast way to read one entry line (SPEC L1): straight from the line's bytes into the
+//! typed transcript, with no intermediate `serde_json::Value` tree, names and kinds borrowed
+//! from the line, and containers sized to what they hold.
+//!
+//! It covers the shapes pi and oh-my-pi write: a message object whose first key is `role`,
+//! of a known role, with blocks of known types and fields of the expected types. Anything
+//! else — an unknown role or block type, a field of the wrong shape, a duplicate key, a
+//! non-object where an object is expected — makes it give up, and the caller reads the line
+//! the general way ([`super::reader`]'s `RawEntry` and the transcript's own `Deserialize`),
+//! which decides what such a line means. So this path only ever answers where the general
+//! one would answer the same, and every diagnostic comes from the general one.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Number, Value};
+
+use crate::domain::transcript::{
+    AssistantBlock, AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, Content,
+    ContentBlock, CustomMessage, ExecutionMessage, ToolResultMessage, TranscriptMessage,
+    UserMessage,
+};
+
+/// The entry fields the reader uses, however they were read.
+#[derive(Debug, PartialEq)]
+pub(super) struct LeanEntry<'a> {
+    /// The entry's `type` (always present: an entry without one is left to the general way).
+    pub(super) kind: Cow<'a, str>,
+    pub(super) id: Option<Cow<'a, str>>,
+    pub(super) message: Option<TranscriptMessage>,
+    pub(super) summary: Option<String>,
+    pub(super) first_kept_entry_id: Option<String>,
+    pub(super) first_kept_entry_index: Option<u64>,
+    pub(super) tokens_before: Option<u64>,
+    pub(super) from_id: Option<String>,
+    pub(super) custom_type: Option<String>,
+    pub(super) content: Option<Content>,
+    pub(super) display: Option<bool>,
+    pub(super) details: Option<Value>,
+    pub(super) attribution: Option<String>,
+}
+
+/// Reads one entry line the fast way; `None` when the line is to be read the general way.
+pub(super) fn parse_entry(bytes: &[u8]) -> Option<LeanEntry<'_>> {
+    let Obj(fields) =
+        serde_json::from_slice::<Obj<EntryFields<'_, FastMessage, FastContent, LeanValue>>>(bytes)
+            .ok()?;
+    fields.into_entry(|m| m.0, |c| c.0, |v| v.0)
+}
+
+/// The fields of one entry line the reader uses (everything else is ignored unparsed), with
+/// the message, content and details read as `M`, `C` and `V`: the transcript's own types
+/// the general way, the fast way's types here.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct EntryFields<'a, M, C, V> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    id: Option<Text<'a>>,
+    // An absent `Option` reads as `None` (`default` would ask `M: Default`).
+    message: Option<M>,
+    #[serde(default)]
+    summary: Option<String>,
+    #[serde(default)]
+    first_kept_entry_id: Option<String>,
+    #[serde(default)]
+    first_kept_entry_index: Option<u64>,
+    #[serde(default)]
+    tokens_before: Option<u64>,
+    #[serde(default)]
+    from_id: Option<String>,
+    #[serde(default)]
+    custom_type: Option<String>,
+    content: Option<C>,
+    #[serde(default)]
+    display: Option<bool>,
+    details: Option<V>,
+    #[serde(default)]
+    attribution: Option<String>,
+}
+
+impl<'a, M, C, V> EntryFields<'a, M, C, V> {
+    /// The entry, its message, content and details turned into the transcript's types;
+    /// `None` without a `type`.
+    pub(super) fn into_entry(
+        self,
+        message: impl FnOnce(M) -> TranscriptMessage,
+        content: impl FnOnce(C) -> Content,
+        details: impl FnOnce(V) -> Value,
+    ) -> Option<LeanEntry<'a>> {
+        Some(LeanEntry {
+            kind: self.kind?.0,
+            id: self.id.map(|t| t.0),
+            message: self.message.map(message),
+            summary: self.summary,
+            first_kept_entry_id: self.first_kept_entry_id,
+            first_kept_entry_index: self.first_kept_entry_index,
+            tokens_before: self.tokens_before,
+            from_id: self.from_id,
+            custom_type: self.custom_type,
+            content: self.content.map(content),
+            display: self.display,
+            details: self.details.map(details),
+            attribution: self.attribution,
+        })
+    }
+}
+
+/// A string borrowed from the line when it has no escapes.
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// A JSON object read into `T`; anything else (serde would read a struct from an array
+/// too) is refused.
+struct Obj<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(ObjVisitor(PhantomData))
+            .map(Obj)
+    }
+}
+
+/// Whether a field was present at all (whatever its value, `null` included): a second
+/// `role` key makes the fast way give up, since the general way reads the last one.
+#[derive(Default)]
+struct Seen(bool);
+
+impl<'de> Deserialize<'de> for Seen {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(deserializer).map(|_| Seen(true))
+    }
+}
+
+/// Refuses a view that saw a second `role`.
+fn once<E: de::Error>(role: &Seen) -> Result<(), E> {
+    if role.0 {
+        Err(E::custom("duplicate role"))
+    } else {
+        Ok(())
+    }
+}
+
+/// A message of a known role, its `role` first.
+struct FastMessage(TranscriptMessage);
+
+impl<'de> Deserialize<'de> for FastMessage {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(MessageVisitor)
+    }
+}
+
+struct MessageVisitor;
+
+impl<'de> Visitor<'de> for MessageVisitor {
+    type Value = FastMessage;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FastMessage, A::Error> {
+        match map.next_key::<Text<'de>>()? {
+            Some(key) if key.0 == "role" => {}
+            _ => return Err(de::Error::custom("role is not the first key")),
+        }
+        let role: Text<'de> = map.next_value()?;
+        let rest = MapAccessDeserializer::new(map);
+        let message = match &*role.0 {
+            "user" => TranscriptMessage::User(UserView::deserialize(rest)?.into_message()?),
+            "developer" => {
+                TranscriptMessage::Developer(UserView::deserialize(rest)?.into_message()?)
+            }
+            "assistant" => {
+                TranscriptMessage::Assistant(AssistantView::deserialize(rest)?.into_message()?)
+            }
+            "toolResult" => {
+                TranscriptMessage::ToolResult(ToolResultView::deserialize(rest)?.into_message()?)
+            }
+            "bashExecution" => {
+                TranscriptMessage::BashExecution(ExecutionView::deserialize(rest)?.into_message()?)
+            }
+            "pythonExecution" => TranscriptMessage::PythonExecution(
+                ExecutionView::deserialize(rest)?.into_message()?,
+            ),
+            "custom" => TranscriptMessage::Custom(CustomView::deserialize(rest)?.into_message()?),
+            "branchSummary" => TranscriptMessage::BranchSummary(
+                BranchSummaryView::deserialize(rest)?.into_message()?,
+            ),
+            "compactionSummary" => TranscriptMessage::CompactionSummary(
+                CompactionSummaryView::deserialize(rest)?.into_message()?,
+            ),
+            _ => return Err(de::Error::custom("role left to the general way")),
+        };
+        Ok(FastMessage(message))
+    }
+}
+
+/// [`UserMessage`]'s fields.
+#[derive(Deserialize)]
+struct UserView {
+    #[serde(default)]
+    role: Seen,
+    #[serde(default)]
+    content: Option<FastContent>,
+}
+
+impl UserView {
+    fn into_message<E: de::Error>(self) -> Result<UserMessage, E> {
+        once(&self.role)?;
+        Ok(UserMessage {
+            content: self.content.map(|c| c.0).unwrap_or_default(),
+        })
+    }
+}
+
+/// [`AssistantMessage`]'s fields.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AssistantView {
+    #[serde(default)]
+    role: Seen,
+    #[serde(default)]
+    content: AssistantBlocks,
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+impl AssistantView {
+    fn into_message<E: de::Error>(self) -> Result<AssistantMessage, E> {
+        once(&self.role)?;
+        Ok(AssistantMessage {
+            content: self.content.0,
+            stop_reason: self.stop_reason,
+        })
+    }
+}
+
+/// [`ToolResultMessage`]'s fields.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResultView {
+    #[serde(default)]
+    role: Seen,
+    #[serde(default)]
+    tool_call_id: String,
+    #[serde(default)]
+    tool_name: String,
+    #[serde(default)]
+    content: Option<FastContent>,
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    details: Option<LeanValue>,
+}
+
+impl ToolResultView {
+    fn into_message<E: de::Error>(self) -> Result<ToolResultMessage, E> {
+        once(&self.role)?;
+        Ok(ToolResultMessage {
+            tool_call_id: self.tool_call_id,
+            tool_name: self.tool_name,
+            content: self.content.map(|c| c.0).unwrap_or_default(),
+            is_error: self.is_error,
+            details: self.details.map(|v| v.0),
+        })
+    }
+}
+
+/// [`ExecutionMessage`]'s fields.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecutionView {
+    #[serde(default)]
+    role: Seen,
+    #[serde(default, alias = "code")]
+    command: String,
+    #[serde(default)]
+    output: String,
+    #[serde(default)]
+    exit_code: Option<i64>,
+    #[serde(default)]
+    cancelled: bool,
+    #[serde(default)]
+    truncated: bool,
+    #[serde(default)]
+    exclude_from_context: bool,
+}
+
+impl ExecutionView {
+    fn into_message<E: de::Error>(self) -> Result<ExecutionMessage, E> {
+        once(&self.role)?;
+        Ok(ExecutionMessage {
+            command: self.command,
+            output: self.output,
+            exit_code: self.exit_code,
+            cancelled: self.cancelled,
+            truncated: self.truncated,
+            exclude_from_context: self.exclude_from_context,
+        })
+    }
+}
+
+/// [`CustomMessage`]'s fields.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CustomView {
+    #[serde(default)]
+    role: Seen,
+    #[serde(default)]
+    custom_type: String,
+    #[serde(default)]
+    content: Option<FastContent>,
+    #[serde(default)]
+    display: bool,
+    #[serde(default)]
+    details: Option<LeanValue>,
+    #[serde(default)]
+    attribution: Option<String>,
+}
+
+impl CustomView {
+    fn into_message<E: de::Error>(self) -> Result<CustomMessage, E> {
+        once(&self.role)?;
+        Ok(CustomMessage {
+            custom_type: self.custom_type,
+            content: self.content.map(|c| c.0).unwrap_or_default(),
+            display: self.display,
+            details: self.details.map(|v| v.0),
+            attribution: self.attribution,
+        })
+    }
+}
+
+/// [`BranchSummaryMessage`]'s fields.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BranchSummaryView {
+    #[serde(default)]
+    role: Seen,
+    #[serde(default)]
+    summary: String,
+    #[serde(default)]
+    from_id: String,
+}
+
+impl BranchSummaryView {
+    fn into_message<E: de::Error>(self) -> Result<BranchSummaryMessage, E> {
+        once(&self.role)?;
+        Ok(BranchSummaryMessage {
+            summary: self.summary,
+            from_id: self.from_id,
+        })
+    }
+}
+
+/// [`CompactionSummaryMessage`]'s fields.
+#[derive(Deserialize)]
+struct CompactionSummaryView {
+    #[serde(default)]
+    role: Seen,
+    #[serde(default)]
+    summary: String,
+}
+
+impl CompactionSummaryView {
+    fn into_message<E: de::Error>(self) -> Result<CompactionSummaryMessage, E> {
+        once(&self.role)?;
+        Ok(CompactionSummaryMessage {
+            summary: self.summary,
+        })
+    }
+}
+
+/// An assistant message's blocks: an array of known blocks (a missing field is empty, as
+/// in the general way; `null` is refused there and here).
+#[derive(Default)]
+struct AssistantBlocks(Vec<AssistantBlock>);
+
+impl<'de> Deserialize<'de> for AssistantBlocks {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BlocksVisitor;
+        impl<'de> Visitor<'de> for BlocksVisitor {
+            type Value = AssistantBlocks;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of blocks")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::new();
+                while let Some(Obj(fields)) = seq.next_element::<Obj<AssistantBlockFields>>()? {
+                    blocks.push(fields.into_block()?);
+                }
+                blocks.shrink_to_fit();
+                Ok(AssistantBlocks(blocks))
+            }
+        }
+        deserializer.deserialize_seq(BlocksVisitor)
+    }
+}
+
+/// The fields an assistant block of a known type may use.
+#[derive(Deserialize)]
+struct AssistantBlockFields<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Text<'a>>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<LeanValue>,
+}
+
+impl AssistantBlockFields<'_> {
+    /// The block, as the general way reads it; an error where it would keep the block
+    /// opaque.
+    fn into_block<E: de::Error>(self) -> Result<AssistantBlock, E> {
+        let kind = self.kind.as_ref().map(|k| &*k.0);
+        Ok(match (kind, self.text, self.thinking, self.id, self.name) {
+            (Some("text"), Some(text), ..) => AssistantBlock::Text { text },
+            (Some("thinking"), _, Some(thinking), ..) => AssistantBlock::Thinking { thinking },
+            (Some("redactedThinking" | "redacted_thinking"), ..) => {
+                AssistantBlock::RedactedThinking
+            }
+            (Some("toolCall"), _, _, Some(id), Some(name)) => AssistantBlock::ToolCall {
+                id,
+                name,
+                arguments: self.arguments.map_or(Value::Null, |v| v.0),
+            },
+            _ => return Err(E::custom("block left to the general way")),
+        })
+    }
+}
+
+/// Message content: a string or an array of text and image blocks.
+struct FastContent(Content);
+
+impl<'de> Deserialize<'de> for FastContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor;
+        impl<'de> Visitor<'de> for ContentVisitor {
+            type Value = FastContent;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(FastContent(Content::Text(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(FastContent(Content::Text(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(FastContent(Content::default()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::new();
+                while let Some(Obj(fields)) = seq.next_element::<Obj<ContentBlockFields>>()? {
+                    blocks.push(fields.into_block()?);
+                }
+                blocks.shrink_to_fit();
+                Ok(FastContent(Content::Blocks(blocks)))
+            }
+        }
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
+/// The fields a content block of a known type may use.
+#[derive(Deserialize)]
+struct ContentBlockFields<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Text<'a>>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    data: Option<String>,
+    #[serde(default, rename = "mimeType")]
+    mime_type: Option<String>,
+}
+
+impl ContentBlockFields<'_> {
+    fn into_block<E: de::Error>(self) -> Result<ContentBlock, E> {
+        match (self.kind.as_ref().map(|k| &*k.0), self.text) {
+            (Some("text"), Some(text)) => Ok(ContentBlock::Text { text }),
+            (Some("image"), _) => Ok(ContentBlock::Image {
+                data: self.data,
+                mime_type: self.mime_type,
+            }),
+            _ => Err(E::custom("block left to the general way")),
+        }
+    }
+}
+
+/// The JSON key serde_json reserves for raw values inside its own token stream; an object
+/// that uses it is left to the general way, which treats it specially.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// A `serde_json::Value` read straight from the input, equal to what serde_json's own
+/// `Value` reads, with every array and object sized to what it holds (serde_json grows them
+/// by doubling, and a one-key object would keep room for three).
+struct LeanValue(Value);
+
+impl<'de> Deserialize<'de> for LeanValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LeanVisitor).map(LeanValue)
+    }
+}
+
+struct LeanVisitor;
+
+impl<'de> Visitor<'de> for LeanVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(LeanVisitor)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(LeanValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        items.shrink_to_fit();
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut pairs: Vec<(String, Value)> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == RAW_VALUE_TOKEN {
+                return Err(de::Error::custom("raw value token left to the general way"));
+            }
+            let LeanValue(value) = map.next_value()?;
+            pairs.push((key, value));
+        }
+        let mut object = Map::with_capacity(pairs.len());
+        for (key, value) in pairs {
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The general way: what the reader's `RawEntry` reads from a message.
+    fn general(message: &Value) -> TranscriptMessage {
+        serde_json::from_value(message.clone()).expect("a message")
+    }
+
+    fn lean(message: &Value) -> Option<TranscriptMessage> {
+        let line = json!({"type": "message", "id": "1", "message": message}).to_string();
+        parse_entry(line.as_bytes()).and_then(|e| e.message)
+    }
+
+    #[test]
+    fn l1_known_shapes_read_the_fast_way_equal_the_general_way() {
+        let messages = [
+            json!({"role":"user","content":"hi"}),
+            json!({"role":"user","content":null}),
+            json!({"role":"user"}),
+            json!({"role":"user","content":[{"type":"text","text":"a"},{"type":"image","data":"AAA","mimeType":"image/png"},{"type":"image"}]}),
+            json!({"role":"developer","content":[{"type":"text","text":"x\n\"y\""}]}),
+            json!({"role":"assistant","content":[{"type":"thinking","thinking":"t","thinkingSignature":"s"},{"type":"text","text":"a"},{"type":"redactedThinking","data":"x"},{"type":"toolCall","id":"c1","name":"edit","arguments":{"path":"a","z":[1,2.5,-3,null,true],"a":{"b":{}}}}],"stopReason":"toolUse","usage":{"input":1}}),
+            json!({"role":"assistant","content":[{"type":"toolCall","id":"c2","name":"x","arguments":null}],"stopReason":null}),
+            json!({"role":"assistant","content":[{"type":"toolCall","id":"c3","name":"x"}]}),
+            json!({"role":"assistant"}),
+            json!({"role":"toolResult","toolCallId":"c1","toolName":"edit","content":[{"type":"text","text":"ok"}],"isError":false,"details":{"diff":"-a\n+b"}}),
+            json!({"role":"toolResult","toolCallId":"c1","toolName":"bash","content":"plain","isError":true}),
+            json!({"role":"bashExecution","command":"ls","output":"a","exitCode":0,"cancelled":false,"truncated":false}),
+            json!({"role":"pythonExecution","code":"print(1)","output":"1","exitCode":null,"excludeFromContext":true}),
+            json!({"role":"custom","customType":"advisor","content":"x","display":true,"details":{"k":[1]}}),
+            json!({"role":"branchSummary","summary":"s","fromId":"abc"}),
+            json!({"role":"compactionSummary","summary":"s","tokensBefore":5}),
+        ];
+        for message in messages {
+            let fast = lean(&message);
+            assert_eq!(fast.as_ref(), Some(&general(&message)), "{message}");
+        }
+    }
+
+    #[test]
+    fn l1_every_other_shape_is_left_to_the_general_way() {
+        let messages = [
+            json!({"content":"no role first","role":"user"}),
+            json!({"role":"hologram","x":1}),
+            json!({"role":"hookMessage","customType":"r","content":"x"}),
+            json!({"role":"user","content":42}),
+            json!({"role":"user","content":[{"type":"sparkle"}]}),
+            json!({"role":"user","content":["bare string block"]}),
+            json!({"role":"user","content":[{"type":"text","text":7}]}),
+            json!({"role":"user","content":[{"type":"image","data":7}]}),
+            json!({"role":"assistant","content":null}),
+            json!({"role":"assistant","content":[{"type":"text"}]}),
+            json!({"role":"assistant","content":[{"type":"toolCall","id":"1"}]}),
+            json!({"role":"assistant","content":[["text","a"]]}),
+            json!({"role":"assistant","content":[],"stopReason":3}),
+            json!({"role":"toolResult","toolCallId":null}),
+            json!({"role":"toolResult","details":{"$serde_json::private::RawValue":"1"}}),
+            json!({"role":"bashExecution","command":"a","code":"b"}),
+            json!({"role":"bashExecution","exitCode":1.5}),
+        ];
+        for message in messages {
+            assert_eq!(lean(&message), None, "{message}");
+        }
+        // A second `role` (serde_json's Value keeps the last one), a message that is not
+        // an object, an entry that is an array.
+        let twice =
+            r#"{"type":"message","message":{"role":"user","content":"a","role":"assistant"}}"#;
+        assert!(parse_entry(twice.as_bytes()).is_none());
+        let twice_null = r#"{"type":"message","message":{"role":"user","role":null}}"#;
+        assert!(parse_entry(twice_null.as_bytes()).is_none());
+        assert!(parse_entry(br#"{"type":"message","message":["user"]}"#).is_none());
+        assert!(parse_entry(br#"["message","1"]"#).is_none());
+        assert!(parse_entry(br#"{"id":"1"}"#).is_none());
+        assert!(parse_entry(br#"{"type":"message","type":"x"}"#).is_none());
+    }
+
+    #[test]
+    fn l1_lean_values_equal_serde_json_values_in_content_and_order() {
+        let text = r#"{"z":1,"a":[{"y":null,"b":"\u00e9\n"},-2,3.25,1e300,18446744073709551615,-9223372036854775808],"m":{},"k":{"k":1,"k":2}}"#;
+        let LeanValue(lean) = serde_json::from_str(text).expect("lean");
+        let general: Value = serde_json::from_str(text).expect("general");
+        assert_eq!(lean, general);
+        assert_eq!(lean.to_string(), general.to_string());
+    }
+}
