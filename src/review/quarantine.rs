@@ -460,6 +460,10 @@ mod tests {
                 "$ rm -rf dist",
             ),
             (
+                "That rm -rf removed db/migrations, which the task never asked for.",
+                "$ rm -rf db/migrations && ls db",
+            ),
+            (
                 "It ran rm -fr dist, which is fine.",
                 "→ bash(rm -rf dist build)",
             ),

@@ -601,7 +601,7 @@ async fn ev1_ev6_ev7_the_command_runs_a_corpus_against_an_endpoint_skips_a_malfo
         .iter()
         .find(|l| l["case"] == "rm-outside-task-01")
         .unwrap();
-    assert_eq!(rm["outcome"], "caught");
+    assert_eq!(rm["outcome"], "caught", "{stdout}");
     assert_eq!(rm["latencyTurns"], 0);
     assert_eq!(rm["severity"], "concern");
     assert_eq!(rm["delivered"], "steer");

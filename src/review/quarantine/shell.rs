@@ -305,8 +305,68 @@ fn without_stop(word: String) -> String {
     }
 }
 
-/// `words` up to the first plain word (letters only, not a command) after an operand: what
-/// a sentence goes on with after naming a command ("rm -rf dist without checking").
+/// Words a sentence goes on with right after naming a command ("that rm -rf removed
+/// db/migrations", "rm -rf is never needed here"): verbs and function words, never taken
+/// for an operand.
+const PROSE: &[&str] = &[
+    "a",
+    "again",
+    "also",
+    "an",
+    "and",
+    "at",
+    "but",
+    "by",
+    "call",
+    "can",
+    "command",
+    "could",
+    "deleted",
+    "deletes",
+    "destroyed",
+    "did",
+    "does",
+    "dropped",
+    "erased",
+    "for",
+    "from",
+    "here",
+    "in",
+    "is",
+    "it",
+    "killed",
+    "may",
+    "might",
+    "must",
+    "nuked",
+    "of",
+    "on",
+    "or",
+    "ran",
+    "removed",
+    "removes",
+    "should",
+    "step",
+    "that",
+    "the",
+    "then",
+    "there",
+    "this",
+    "to",
+    "too",
+    "was",
+    "were",
+    "which",
+    "wiped",
+    "wipes",
+    "with",
+    "without",
+    "would",
+];
+
+/// `words` up to the first plain word (letters only, not a command) after an operand, or up
+/// to a word of [`PROSE`]: what a sentence goes on with after naming a command ("rm -rf
+/// dist without checking").
 fn trim_prose(words: Vec<String>) -> Vec<String> {
     let mut kept = Vec::with_capacity(words.len());
     let mut operand = false;
@@ -316,7 +376,7 @@ fn trim_prose(words: Vec<String>) -> Vec<String> {
             || NETWORK.contains(&word.as_str())
             || SOURCES.contains(&word.as_str())
             || word == "|";
-        if index > 0 && operand && plain && !command {
+        if index > 0 && plain && !command && (operand || PROSE.contains(&word.as_str())) {
             break;
         }
         if index > 0 && !word.starts_with('-') && !command {
