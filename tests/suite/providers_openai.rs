@@ -635,6 +635,16 @@ fn local_config(server: &SseServer, role: &str) -> ProviderConfig {
     advisor::providers::resolve_config(&spec, &Catalog::builtin().unwrap(), &|_| None).unwrap()
 }
 
+/// The output-bound fields each request to `server` carried: (`max_tokens`,
+/// `max_completion_tokens`), `null` where absent.
+fn sent_bound_fields(server: &SseServer) -> Vec<(Value, Value)> {
+    server
+        .requests()
+        .iter()
+        .map(|r| bound_fields(&r.json()))
+        .collect()
+}
+
 /// The output-bound fields a request body carries: (`max_tokens`, `max_completion_tokens`).
 fn bound_fields(body: &Value) -> (Value, Value) {
     (
@@ -671,13 +681,8 @@ async fn p10_local_servers_and_openrouter_get_max_tokens_and_openai_max_completi
             .await
             .unwrap();
     }
-    let fields: Vec<_> = server
-        .requests()
-        .iter()
-        .map(|r| bound_fields(&r.json()))
-        .collect();
     assert_eq!(
-        fields,
+        sent_bound_fields(&server),
         vec![
             (json!(8), Value::Null),
             (json!(8), Value::Null),
@@ -741,13 +746,8 @@ async fn p10_a_reply_streaming_past_the_bound_is_ended_there_and_the_endpoint_ge
     for c in [&one, &two] {
         c.complete(req.clone()).await.unwrap();
     }
-    let fields: Vec<_> = server
-        .requests()
-        .iter()
-        .map(|r| bound_fields(&r.json()))
-        .collect();
     assert_eq!(
-        fields,
+        sent_bound_fields(&server),
         vec![
             (Value::Null, json!(8)),
             (json!(8), Value::Null),
@@ -786,13 +786,8 @@ async fn p10_reported_completion_tokens_above_the_bound_switch_the_field() {
         "the answer itself is kept as it came"
     );
     client.complete(req).await.unwrap();
-    let fields: Vec<_> = server
-        .requests()
-        .iter()
-        .map(|r| bound_fields(&r.json()))
-        .collect();
     assert_eq!(
-        fields,
+        sent_bound_fields(&server),
         vec![(json!(8), Value::Null), (Value::Null, json!(8))]
     );
 }
@@ -811,13 +806,8 @@ async fn p10_an_endpoint_refusing_max_tokens_is_asked_again_with_max_completion_
     for _ in 0..2 {
         client.complete(request(vec![user("hi")])).await.unwrap();
     }
-    let fields: Vec<_> = server
-        .requests()
-        .iter()
-        .map(|r| bound_fields(&r.json()))
-        .collect();
     assert_eq!(
-        fields,
+        sent_bound_fields(&server),
         vec![
             (json!(4096), Value::Null),
             (Value::Null, json!(4096)),
