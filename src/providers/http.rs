@@ -7,7 +7,7 @@
 //! either cap the call ends as an output-limit stop ([`StopReason::MaxTokens`], G5
 //! reactive) with the text cut.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -305,24 +305,82 @@ pub(crate) struct Outgoing<'a> {
     pub output_bound: u32,
 }
 
-/// What an endpoint was found to refuse, learnt from its answers and kept for every later
-/// request to it (P10). One per base URL: the sessions of a process share it through
-/// [`crate::runtime::SharedResources`].
+/// The request field that carries the output bound in the `openai-completions` dialect (P10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundField {
+    /// `max_completion_tokens`: what OpenAI's own endpoint honours (its reasoning models
+    /// refuse `max_tokens`).
+    MaxCompletionTokens,
+    /// `max_tokens`: what every other OpenAI-compatible server honours (llama.cpp's,
+    /// llama-cpp-python's, vLLM, Ollama, OpenRouter).
+    MaxTokens,
+}
+
+impl BoundField {
+    /// The field's name in the request body.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::MaxCompletionTokens => "max_completion_tokens",
+            Self::MaxTokens => "max_tokens",
+        }
+    }
+
+    /// The other field.
+    pub fn other(self) -> Self {
+        match self {
+            Self::MaxCompletionTokens => Self::MaxTokens,
+            Self::MaxTokens => Self::MaxCompletionTokens,
+        }
+    }
+
+    fn bit(self, refused: bool) -> u8 {
+        match (self, refused) {
+            (Self::MaxCompletionTokens, true) => 1,
+            (Self::MaxTokens, true) => 2,
+            (Self::MaxCompletionTokens, false) => 4,
+            (Self::MaxTokens, false) => 8,
+        }
+    }
+}
+
+/// What an endpoint was found to refuse or ignore, learnt from its answers and kept for
+/// every later request to it (P10). One per base URL: the sessions of a process share it
+/// through [`crate::runtime::SharedResources`].
 #[derive(Debug, Default)]
 pub struct EndpointQuirks {
-    legacy_max_tokens: AtomicBool,
+    /// [`BoundField::bit`] flags: which bound fields were refused (a 400 naming the field)
+    /// and which were ignored (a reply longer than the bound asked for).
+    bound_fields: AtomicU8,
 }
 
 impl EndpointQuirks {
-    /// Whether the endpoint refused `max_completion_tokens`, so the output bound goes in
-    /// `max_tokens` (P10).
-    pub fn legacy_max_tokens(&self) -> bool {
-        self.legacy_max_tokens.load(Ordering::Relaxed)
+    /// The field to send the output bound in: `preferred` unless the endpoint refused or
+    /// ignored it and the other is not known to fail too; when both failed, the one that was
+    /// only ignored (it costs a long reply, a refused one costs the call), else `preferred`.
+    pub fn bound_field(&self, preferred: BoundField) -> BoundField {
+        let flags = self.bound_fields.load(Ordering::Relaxed);
+        let failed = |f: BoundField| flags & (f.bit(true) | f.bit(false)) != 0;
+        let refused = |f: BoundField| flags & f.bit(true) != 0;
+        let other = preferred.other();
+        if !failed(preferred) {
+            preferred
+        } else if !failed(other) || (refused(preferred) && !refused(other)) {
+            other
+        } else {
+            preferred
+        }
     }
 
-    /// Remembers that the endpoint refused `max_completion_tokens`.
-    pub fn note_legacy_max_tokens(&self) {
-        self.legacy_max_tokens.store(true, Ordering::Relaxed);
+    /// Remembers that the endpoint answered 400 to `field`.
+    pub fn note_refused(&self, field: BoundField) {
+        self.bound_fields
+            .fetch_or(field.bit(true), Ordering::Relaxed);
+    }
+
+    /// Remembers that the endpoint answered with more output than `field` asked for.
+    pub fn note_ignored(&self, field: BoundField) {
+        self.bound_fields
+            .fetch_or(field.bit(false), Ordering::Relaxed);
     }
 }
 
@@ -413,5 +471,34 @@ impl Transport {
         }
         .instrument(span)
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn p10_the_bound_field_moves_off_a_failed_field_and_prefers_an_ignored_one_to_a_refused_one() {
+        use BoundField::{MaxCompletionTokens as Completion, MaxTokens as Legacy};
+        let fresh = EndpointQuirks::default();
+        assert_eq!(fresh.bound_field(Completion), Completion);
+        assert_eq!(fresh.bound_field(Legacy), Legacy);
+
+        let ignores = EndpointQuirks::default();
+        ignores.note_ignored(Legacy);
+        assert_eq!(ignores.bound_field(Legacy), Completion);
+        assert_eq!(ignores.bound_field(Completion), Completion);
+        // Both ignored: nothing better to send than the flavor's own.
+        ignores.note_ignored(Completion);
+        assert_eq!(ignores.bound_field(Legacy), Legacy);
+
+        let refuses = EndpointQuirks::default();
+        refuses.note_refused(Completion);
+        assert_eq!(refuses.bound_field(Completion), Legacy);
+        // Refused one, ignored the other: the ignored one still gets an answer.
+        refuses.note_ignored(Legacy);
+        assert_eq!(refuses.bound_field(Completion), Legacy);
+        assert_eq!(refuses.bound_field(Legacy), Legacy);
     }
 }

@@ -31,7 +31,7 @@ use std::time::Duration;
 pub use catalog::{Catalog, CatalogEntry, Prices, MAX_CATALOG_BYTES};
 pub use error::{ErrorSource, ProviderError};
 pub use fallback::build_fallbacks;
-pub use http::{event_cap, reply_cap, EndpointQuirks};
+pub use http::{event_cap, reply_cap, BoundField, EndpointQuirks};
 pub(crate) use resolve::resolve_role;
 pub use resolve::{
     advisor_role_from_modes, advisor_role_from_modes_file, modes_candidates, MAX_MODES_BYTES,

@@ -3,11 +3,15 @@
 //!
 //! Request choices:
 //! - `stream: true` with `stream_options.include_usage` so the last chunk carries usage;
-//! - the output bound goes in `max_completion_tokens` (OpenAI's reasoning models reject
-//!   `max_tokens`), and `store: false` asks the provider not to keep the exchange (P10); an
-//!   endpoint that answers 400 naming `max_completion_tokens` is asked again at once with
-//!   `max_tokens`, and every later request to that endpoint uses `max_tokens`
-//!   ([`super::EndpointQuirks`], shared by the sessions of a process);
+//! - `store: false` asks the provider not to keep the exchange, and the output bound goes in
+//!   the field the endpoint honours (P10): `max_completion_tokens` on OpenAI's own endpoint
+//!   (its reasoning models refuse `max_tokens`), `max_tokens` everywhere else (llama.cpp's
+//!   and llama-cpp-python's servers, among others, ignore `max_completion_tokens`). What an
+//!   endpoint shows is remembered for it ([`super::EndpointQuirks`], shared by the sessions
+//!   of a process) and later requests send the other field: a 400 refusing the field sent is
+//!   asked again at once with the other; a reply longer than the bound (the reported
+//!   `completion_tokens`, or more streamed pieces than the bound allows, where the stream is
+//!   also ended) proves the endpoint ignored the field;
 //! - for models the catalog marks as reasoning: `reasoning: {effort}` on OpenRouter,
 //!   `reasoning_effort` elsewhere (`xhigh` is sent as `high`); `off` sends nothing, leaving
 //!   the model's default, except on OpenAI where it asks for `minimal`;
@@ -21,17 +25,25 @@
 //! `model_context_window_exceeded` (passed through by proxies in front of Anthropic) is a
 //! context overflow carrying the call's usage (G5 reactive), as in the Anthropic dialect.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use serde_json::{json, Map, Value};
 
 use super::catalog::Prices;
 use super::error::classify_stream_error;
-use super::http::{cut_text, Outgoing, StreamDecoder, Transport};
+use super::http::{cut_text, BoundField, Outgoing, StreamDecoder, Transport};
 use super::sse::SseEvent;
 use super::{priced, ProviderConfig};
 use crate::model::{
     AssistantPart, ChatMessage, ModelError, ModelRequest, ModelResponse, StopReason, ThinkingLevel,
     ToolSchema, Usage,
 };
+
+/// Streamed pieces allowed past the output bound before a reply counts as ignoring it: a
+/// piece (a chunk carrying reply text) is one token on every server seen, the slack covers
+/// one that splits a token.
+const OVERRUN_SLACK_PIECES: u64 = 16;
 
 /// Reasoning fields of an assistant message, in the order they are sent back.
 const REASONING_TEXT_FIELDS: [&str; 2] = ["reasoning", "reasoning_content"];
@@ -52,6 +64,14 @@ impl Flavor {
             _ => Self::Generic,
         }
     }
+
+    /// The output-bound field sent until the endpoint shows otherwise (P10).
+    fn bound_field(self) -> BoundField {
+        match self {
+            Self::OpenAi => BoundField::MaxCompletionTokens,
+            Self::OpenRouter | Self::Generic => BoundField::MaxTokens,
+        }
+    }
 }
 
 /// Sends one request in the `openai-completions` dialect over `transport` and decodes the
@@ -60,67 +80,125 @@ pub(crate) async fn send(
     transport: &Transport,
     request: &ModelRequest,
 ) -> Result<ModelResponse, ModelError> {
-    let legacy = transport.quirks.legacy_max_tokens();
-    match send_once(transport, request, legacy).await {
-        Err(err) if !legacy && refuses_completion_tokens(&err) => {
+    let preferred = Flavor::of(&transport.config).bound_field();
+    let field = transport.quirks.bound_field(preferred);
+    let result = match send_once(transport, request, field).await {
+        Err(err) if refuses_field(&err, field) => {
             // P10: remembered for the endpoint, so this costs one extra request per process.
+            transport.quirks.note_refused(field);
+            let next = transport.quirks.bound_field(preferred);
+            if next == field {
+                return Err(err);
+            }
             tracing::info!(
                 base_url = %transport.config.base_url,
-                "the endpoint refuses max_completion_tokens: asking with max_tokens"
+                refused = field.name(),
+                "the endpoint refuses the output-bound field: asking with {}",
+                next.name()
             );
-            transport.quirks.note_legacy_max_tokens();
-            send_once(transport, request, true).await
+            send_once(transport, request, next)
+                .await
+                .map(|sent| (sent, next))
         }
-        other => other,
+        other => other.map(|sent| (sent, field)),
+    };
+    let (Sent { response, overran }, field) = result?;
+    if overran {
+        // P10: the reply ran past the bound, so the endpoint ignores this field.
+        transport.quirks.note_ignored(field);
+        tracing::warn!(
+            base_url = %transport.config.base_url,
+            ignored = field.name(),
+            next = transport.quirks.bound_field(preferred).name(),
+            "the endpoint ignored the output bound: later requests send the other field"
+        );
     }
+    Ok(response)
+}
+
+/// An answer and whether its stream proved the endpoint ignored the output bound.
+struct Sent {
+    response: ModelResponse,
+    overran: bool,
 }
 
 async fn send_once(
     transport: &Transport,
     request: &ModelRequest,
-    legacy_max_tokens: bool,
-) -> Result<ModelResponse, ModelError> {
+    field: BoundField,
+) -> Result<Sent, ModelError> {
     let config = &transport.config;
-    let body = body_for(config, request, legacy_max_tokens);
+    let body = body_for(config, request, field);
     let auth = config
         .api_key
         .as_ref()
         .map(|key| ("authorization", format!("Bearer {key}")));
-    let decoder = OpenAiStream::new(config.prices, request.char_len());
+    let bound = config.output_bound(request.max_tokens);
+    let decoder = OpenAiStream::new(config.prices, request.char_len()).watching(bound);
+    let overran = decoder.overran_flag();
     let outgoing = Outgoing {
         api: "openai-completions",
         path: "chat/completions",
         fixed: &[],
         auth,
         body: &body,
-        output_bound: config.output_bound(request.max_tokens),
+        output_bound: bound,
     };
-    transport.send(outgoing, decoder).await
+    let response = transport.send(outgoing, decoder).await?;
+    Ok(Sent {
+        response,
+        overran: overran.load(Ordering::Relaxed),
+    })
 }
 
-/// Whether a failed call is an endpoint's 400 refusing the `max_completion_tokens` field
-/// (OpenAI's own shape: `{"error": {"message": "Unsupported parameter:
-/// 'max_completion_tokens' …", "param": "max_completion_tokens", "code":
-/// "unsupported_parameter"}}`; older servers say "Unrecognized request argument").
-fn refuses_completion_tokens(err: &ModelError) -> bool {
+/// Words with which servers refuse a request field they do not take (OpenAI: "Unsupported
+/// parameter", older servers: "Unrecognized request argument", pydantic: "Extra inputs are
+/// not permitted").
+const REFUSAL_WORDS: [&str; 6] = [
+    "unsupported",
+    "not supported",
+    "unrecognized",
+    "unknown",
+    "not permitted",
+    "extra",
+];
+
+/// Whether a failed call is an endpoint's 400 (or 422) refusing `field` (OpenAI's own shape:
+/// `{"error": {"message": "Unsupported parameter: 'max_completion_tokens' …", "param":
+/// "max_completion_tokens", "code": "unsupported_parameter"}}`). A 400 that names the field
+/// for its value (too large for the context) is not a refusal of the field.
+fn refuses_field(err: &ModelError, field: BoundField) -> bool {
     let message = match err {
         ModelError::Retryable { message, .. }
         | ModelError::Permanent { message }
         | ModelError::ContextOverflow { message, .. } => message,
     };
-    message.starts_with("HTTP 400") && message.contains("max_completion_tokens")
+    let lower = message.to_ascii_lowercase();
+    (lower.starts_with("http 400") || lower.starts_with("http 422"))
+        && names_field(&lower, field.name())
+        && REFUSAL_WORDS.iter().any(|w| lower.contains(w))
+}
+
+/// Whether `text` names `field` as a whole word (`max_tokens` is not named by
+/// `max_completion_tokens`, nor by `max_tokens_per_call`).
+fn names_field(text: &str, field: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(field).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + field.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
 }
 
 /// The JSON body of one request (deterministic: same request, same bytes), with the output
-/// bound in `max_completion_tokens` (P10).
+/// bound in the field the endpoint's flavor starts with (P10).
 #[cfg(test)]
 pub fn request_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
-    body_for(config, request, false)
+    body_for(config, request, Flavor::of(config).bound_field())
 }
 
-/// The JSON body with the output bound in `max_tokens` when `legacy_max_tokens`, else in
-/// `max_completion_tokens`.
-fn body_for(config: &ProviderConfig, request: &ModelRequest, legacy_max_tokens: bool) -> Value {
+/// The JSON body with the output bound in `field`.
+fn body_for(config: &ProviderConfig, request: &ModelRequest, field: BoundField) -> Value {
     let flavor = Flavor::of(config);
     let mut body = Map::new();
     body.insert("model".into(), json!(config.model_id));
@@ -128,12 +206,7 @@ fn body_for(config: &ProviderConfig, request: &ModelRequest, legacy_max_tokens: 
     body.insert("stream_options".into(), json!({"include_usage": true}));
     body.insert("store".into(), json!(false));
     let bound = config.output_bound(request.max_tokens);
-    let bound_field = if legacy_max_tokens {
-        "max_tokens"
-    } else {
-        "max_completion_tokens"
-    };
-    body.insert(bound_field.into(), json!(bound));
+    body.insert(field.name().into(), json!(bound));
     if config.info.reasoning {
         let effort = match request.thinking {
             ThinkingLevel::Off if flavor == Flavor::OpenAi => Some("minimal"),
@@ -288,6 +361,15 @@ pub struct OpenAiStream {
     finish: Option<String>,
     usage: Option<Value>,
     done: bool,
+    /// The output bound the request asked for, when watched (P10).
+    bound: Option<u32>,
+    /// Chunks that carried reply text, reasoning or tool-call fragments.
+    pieces: u64,
+    /// Set when the stream proved the endpoint ignored the bound: more pieces than the bound
+    /// allows (the stream then ends), or a reported `completion_tokens` above it.
+    overran: Arc<AtomicBool>,
+    /// Whether the stream was ended for having more pieces than the bound allows.
+    cut_short: bool,
 }
 
 impl OpenAiStream {
@@ -305,6 +387,43 @@ impl OpenAiStream {
             finish: None,
             usage: None,
             done: false,
+            bound: None,
+            pieces: 0,
+            overran: Arc::default(),
+            cut_short: false,
+        }
+    }
+
+    /// Watches the reply against the output bound the request asked for (P10): a stream with
+    /// more pieces than `bound` (plus [`OVERRUN_SLACK_PIECES`]) ends there as an output-limit
+    /// stop, as if the server had honoured the bound.
+    pub fn watching(mut self, bound: u32) -> Self {
+        self.bound = Some(bound);
+        self
+    }
+
+    /// The flag set when the stream proves the endpoint ignored the bound; readable after
+    /// the stream is consumed.
+    fn overran_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.overran)
+    }
+
+    /// Checks the pieces so far and the reported usage against the bound.
+    fn check_bound(&mut self) {
+        let Some(bound) = self.bound.map(u64::from) else {
+            return;
+        };
+        let reported = self
+            .usage
+            .as_ref()
+            .and_then(|u| u.get("completion_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        if self.pieces > bound + OVERRUN_SLACK_PIECES {
+            self.cut_short = true;
+        }
+        if self.cut_short || reported > bound {
+            self.overran.store(true, Ordering::Relaxed);
         }
     }
 
@@ -336,7 +455,11 @@ impl OpenAiStream {
             return Ok(());
         };
         if let Some(delta) = choice.get("delta") {
+            let before = self.received;
             self.on_delta(delta);
+            if self.received > before {
+                self.pieces += 1;
+            }
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             if reason == "error" {
@@ -588,11 +711,13 @@ impl StreamDecoder for OpenAiStream {
             message: format!("malformed stream chunk: {e}"),
             retry_after: None,
         })?;
-        self.on_chunk(&chunk)
+        self.on_chunk(&chunk)?;
+        self.check_bound();
+        Ok(())
     }
 
     fn is_done(&self) -> bool {
-        self.done
+        self.done || self.cut_short
     }
 
     fn reply_bytes(&self) -> usize {
@@ -619,6 +744,22 @@ impl StreamDecoder for OpenAiStream {
     }
 
     fn finish(self) -> Result<ModelResponse, ModelError> {
+        if self.cut_short {
+            // P10: the endpoint ignored the bound; what an endpoint honouring it would have
+            // sent (about `bound` tokens, an output-limit stop) is kept, the rest never read.
+            tracing::debug!(pieces = self.pieces, "reply passed its output bound: ended");
+            let usage = self.normalised_usage();
+            let mut parts = Vec::new();
+            parts.extend(self.thinking_part());
+            if !self.text.is_empty() {
+                parts.push(AssistantPart::Text { text: self.text });
+            }
+            return Ok(ModelResponse {
+                parts,
+                usage,
+                stop: StopReason::MaxTokens,
+            });
+        }
         let truncated = |what: &str| ModelError::Retryable {
             usage: Some(self.normalised_usage()),
             message: format!("the stream ended {what}"),
@@ -887,6 +1028,70 @@ mod tests {
     }
 
     #[test]
+    fn p10_a_refusal_names_the_field_as_a_word_with_a_refusal_word() {
+        let err = |m: &str| ModelError::Permanent { message: m.into() };
+        let completion = BoundField::MaxCompletionTokens;
+        let legacy = BoundField::MaxTokens;
+        let openai = err("HTTP 400: Unsupported parameter: 'max_completion_tokens' is not supported with this model. Use 'max_tokens' instead.");
+        assert!(refuses_field(&openai, completion));
+        let pydantic =
+            err("HTTP 422: body.max_tokens: Extra inputs are not permitted (extra_forbidden)");
+        assert!(refuses_field(&pydantic, legacy));
+        let value = err("HTTP 400: 'max_tokens' is too large: 4096");
+        assert!(!refuses_field(&value, legacy));
+        let server = err("HTTP 500: unknown parameter max_tokens");
+        assert!(!refuses_field(&server, legacy));
+        assert!(!names_field("max_completion_tokens", "max_tokens"));
+        assert!(!names_field("max_tokens_per_call", "max_tokens"));
+        assert!(names_field("'max_tokens'", "max_tokens"));
+    }
+
+    #[test]
+    fn p10_more_pieces_than_the_bound_end_the_stream_as_a_length_stop() {
+        let mut s = OpenAiStream::new(Prices::default(), 400).watching(4);
+        let flag = s.overran_flag();
+        let mut fed = 0;
+        while !s.is_done() && fed < 100 {
+            s.on_event(SseEvent {
+                event: None,
+                data: delta(json!({"content": "x"})).to_string(),
+            })
+            .unwrap();
+            fed += 1;
+        }
+        assert_eq!(fed, 4 + OVERRUN_SLACK_PIECES + 1);
+        assert!(flag.load(Ordering::Relaxed));
+        let r = s.finish().unwrap();
+        assert_eq!(r.stop, StopReason::MaxTokens);
+        assert_eq!(
+            r.parts,
+            vec![AssistantPart::Text {
+                text: "x".repeat(fed as usize)
+            }]
+        );
+    }
+
+    #[test]
+    fn p10_a_reply_within_the_bound_is_not_flagged() {
+        let mut s = OpenAiStream::new(Prices::default(), 400).watching(8);
+        let flag = s.overran_flag();
+        for c in [
+            delta(json!({"content": "ok"})),
+            finish("stop"),
+            json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 8}}),
+        ] {
+            s.on_event(SseEvent {
+                event: None,
+                data: c.to_string(),
+            })
+            .unwrap();
+        }
+        done(&mut s);
+        assert_eq!(s.finish().unwrap().stop, StopReason::EndTurn);
+        assert!(!flag.load(Ordering::Relaxed));
+    }
+
+    #[test]
     fn m2_openai_proper_uses_max_completion_tokens_and_effort() {
         let mut cfg = ProviderConfig::new(
             super::super::ApiKind::OpenAiCompletions,
@@ -912,14 +1117,15 @@ mod tests {
         cfg.provider = "openrouter".into();
         let b = request_body(&cfg, &req);
         assert_eq!(
-            b["max_completion_tokens"],
+            b["max_tokens"],
             json!(4096),
-            "P10: every endpoint"
+            "P10: OpenRouter takes max_tokens"
         );
-        assert_eq!(b["reasoning"], json!({"effort": "high"}));
-        let b = body_for(&cfg, &req, true);
-        assert_eq!(b["max_tokens"], json!(4096));
         assert!(b.get("max_completion_tokens").is_none());
+        assert_eq!(b["reasoning"], json!({"effort": "high"}));
+        let b = body_for(&cfg, &req, BoundField::MaxCompletionTokens);
+        assert_eq!(b["max_completion_tokens"], json!(4096));
+        assert!(b.get("max_tokens").is_none());
         cfg.provider = "llamacpp".into();
         cfg.info.reasoning = false;
         let b = request_body(&cfg, &req);

@@ -16,6 +16,7 @@ mod project_context;
 mod providers_anthropic;
 mod providers_common;
 mod providers_limits;
+mod providers_llama_real;
 mod providers_openai;
 mod providers_runtime;
 mod reconfirm;

@@ -404,7 +404,7 @@ async fn m1_build_client_from_role_string_with_overrides() {
     assert_eq!(reqs[0].path, "/v1/chat/completions");
     let b = reqs[0].json();
     assert_eq!(b["model"], "z-ai/glm-5.2");
-    assert_eq!(b["max_completion_tokens"], 2000);
+    assert_eq!(b["max_tokens"], 2000, "P10: OpenRouter takes max_tokens");
     assert_eq!(b["reasoning"], json!({"effort": "high"}));
     assert_eq!(reqs[1].path, "/v1/messages");
     assert_eq!(reqs[1].json()["model"], "claude-proxy");

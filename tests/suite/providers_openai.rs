@@ -11,7 +11,7 @@ use advisor::model::{
 use advisor::providers::{ApiKind, Catalog, ModelSpec, ProviderConfig, StreamingClient};
 use serde_json::{json, Value};
 use sse_server::{
-    config_for, fragments, request, sse_event, start, user, ScriptedResponse, SseServer,
+    config_for, fragments, request, sse_event, start, user, BodyPart, ScriptedResponse, SseServer,
 };
 
 const KEY: &str = "sk-or-test-key-0123456789";
@@ -84,7 +84,8 @@ async fn m2_openai_text_only_answer() {
     assert_eq!(b["model"], "z-ai/glm-5.2");
     assert_eq!(b["stream"], true);
     assert_eq!(b["stream_options"], json!({"include_usage": true}));
-    assert_eq!(b["max_completion_tokens"], 4096);
+    assert_eq!(b["max_tokens"], 4096, "P10: OpenRouter takes max_tokens");
+    assert!(b.get("max_completion_tokens").is_none());
     assert_eq!(b["store"], false);
     assert_eq!(b["reasoning"], json!({"effort": "medium"}));
     assert_eq!(b["tools"][0]["function"]["name"], "read");
@@ -566,8 +567,8 @@ async fn p10_an_endpoint_refusing_max_completion_tokens_is_asked_again_with_max_
     .await;
     // Two sessions of one process: their clients share what the endpoint refused.
     let shared = advisor::SharedResources::new(None);
-    let one = shared.client_for(config(&server)).unwrap();
-    let two = shared.client_for(config(&server)).unwrap();
+    let one = shared.client_for(openai_config(&server)).unwrap();
+    let two = shared.client_for(openai_config(&server)).unwrap();
     let r = one.complete(request(vec![user("hi")])).await.unwrap();
     assert_eq!(
         r.parts,
@@ -595,6 +596,12 @@ async fn p10_an_endpoint_refusing_max_completion_tokens_is_asked_again_with_max_
     }
 }
 
+/// OpenAI's own provider pointed at `server`: the flavor that starts with
+/// `max_completion_tokens` (P10).
+fn openai_config(server: &SseServer) -> ProviderConfig {
+    config_for(server, "openai/gpt-5", "OPENAI_API_KEY", KEY)
+}
+
 #[tokio::test]
 async fn p10_another_400_is_not_asked_again_and_max_completion_tokens_stays() {
     let server = start(vec![ScriptedResponse::json(
@@ -602,7 +609,8 @@ async fn p10_another_400_is_not_asked_again_and_max_completion_tokens_stays() {
         r#"{"error":{"message":"Invalid 'messages': empty","type":"invalid_request_error","param":"messages"}}"#,
     )])
     .await;
-    let err = client(&server)
+    let err = StreamingClient::new(openai_config(&server))
+        .unwrap()
         .complete(request(vec![user("hi")]))
         .await
         .unwrap_err();
@@ -614,4 +622,210 @@ async fn p10_another_400_is_not_asked_again_and_max_completion_tokens_stays() {
         (&b["max_completion_tokens"], &b["store"]),
         (&json!(4096), &json!(false))
     );
+}
+
+/// A `--base-url` endpoint under any provider name but `openai`.
+fn local_config(server: &SseServer, role: &str) -> ProviderConfig {
+    let spec = ModelSpec {
+        role: Some(role.into()),
+        base_url: Some(server.base_url()),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..ModelSpec::default()
+    };
+    advisor::providers::resolve_config(&spec, &Catalog::builtin().unwrap(), &|_| None).unwrap()
+}
+
+/// The output-bound fields each request to `server` carried: (`max_tokens`,
+/// `max_completion_tokens`), `null` where absent.
+fn sent_bound_fields(server: &SseServer) -> Vec<(Value, Value)> {
+    server
+        .requests()
+        .iter()
+        .map(|r| bound_fields(&r.json()))
+        .collect()
+}
+
+/// The output-bound fields a request body carries: (`max_tokens`, `max_completion_tokens`).
+fn bound_fields(body: &Value) -> (Value, Value) {
+    (
+        body.get("max_tokens").cloned().unwrap_or(Value::Null),
+        body.get("max_completion_tokens")
+            .cloned()
+            .unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn p10_local_servers_and_openrouter_get_max_tokens_and_openai_max_completion_tokens() {
+    // llama-cpp-python's server ignores max_completion_tokens: sent alone, nothing caps the
+    // reply. Every endpoint but OpenAI's own gets the field it honours.
+    let server = start(vec![
+        short_answer("a"),
+        short_answer("b"),
+        short_answer("c"),
+        short_answer("d"),
+    ])
+    .await;
+    let configs = [
+        local_config(&server, "llamacpp/gemma-3-270m"),
+        local_config(&server, "mylab/gemma-3-270m"),
+        config(&server),
+        openai_config(&server),
+    ];
+    for cfg in configs {
+        let mut req = request(vec![user("hi")]);
+        req.max_tokens = 8;
+        StreamingClient::new(cfg)
+            .unwrap()
+            .complete(req)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        sent_bound_fields(&server),
+        vec![
+            (json!(8), Value::Null),
+            (json!(8), Value::Null),
+            (json!(8), Value::Null),
+            (Value::Null, json!(8)),
+        ]
+    );
+}
+
+/// One streamed token, as llama.cpp's servers send them (one chunk per token).
+fn token_chunk() -> Vec<u8> {
+    chunk(json!({"content": "tok "}), None).into_bytes()
+}
+
+/// A server that ignores the bound it was sent: 5,000 tokens, then its own length stop.
+fn runaway_answer() -> ScriptedResponse {
+    let mut response =
+        ScriptedResponse::sse(&chunk(json!({"role": "assistant", "content": ""}), None));
+    response.body.push(BodyPart::Repeat {
+        bytes: token_chunk(),
+        times: 5_000,
+    });
+    response.then(BodyPart::Chunk(
+        [chunk(json!({}), Some("length")), DONE.to_string()]
+            .concat()
+            .into_bytes(),
+    ))
+}
+
+#[tokio::test]
+async fn p10_a_reply_streaming_past_the_bound_is_ended_there_and_the_endpoint_gets_the_other_field()
+{
+    // OpenAI's flavor pointed at a server that ignores max_completion_tokens (what the issue
+    // measured on llama-cpp-python's server: 4,059 tokens for a request asking for 8).
+    let server = start(vec![
+        runaway_answer(),
+        short_answer("second"),
+        short_answer("third"),
+    ])
+    .await;
+    let shared = advisor::SharedResources::new(None);
+    let one = shared.client_for(openai_config(&server)).unwrap();
+    let two = shared.client_for(openai_config(&server)).unwrap();
+    let mut req = request(vec![user("hi")]);
+    req.max_tokens = 8;
+    let r = one.complete(req.clone()).await.unwrap();
+    assert_eq!(
+        r.stop,
+        StopReason::MaxTokens,
+        "an output-limit stop at the bound"
+    );
+    let [AssistantPart::Text { text }] = r.parts.as_slice() else {
+        panic!("{:?}", r.parts)
+    };
+    let tokens = text.matches("tok").count();
+    assert!(
+        (8..=8 + 16 + 1).contains(&tokens),
+        "kept about the 8 tokens asked for, not 5,000: {tokens}"
+    );
+    // Remembered for the endpoint, by both sessions of the process.
+    for c in [&one, &two] {
+        c.complete(req.clone()).await.unwrap();
+    }
+    assert_eq!(
+        sent_bound_fields(&server),
+        vec![
+            (Value::Null, json!(8)),
+            (json!(8), Value::Null),
+            (json!(8), Value::Null),
+        ],
+        "one request ignored the field; the rest send the other"
+    );
+}
+
+#[tokio::test]
+async fn p10_reported_completion_tokens_above_the_bound_switch_the_field() {
+    // A local server ignoring max_tokens that sends its reply in one chunk (no piece count to
+    // see) but reports the tokens it made.
+    let long = ScriptedResponse::sse(
+        &[
+            chunk(
+                json!({"role": "assistant", "content": "a long answer"}),
+                None,
+            ),
+            chunk(json!({}), Some("stop")),
+            usage_chunk(
+                json!({"prompt_tokens": 120, "completion_tokens": 900, "total_tokens": 1020}),
+            ),
+            DONE.to_string(),
+        ]
+        .concat(),
+    );
+    let server = start(vec![long, short_answer("second")]).await;
+    let client = StreamingClient::new(local_config(&server, "llamacpp/gemma-3-270m")).unwrap();
+    let mut req = request(vec![user("hi")]);
+    req.max_tokens = 8;
+    let r = client.complete(req.clone()).await.unwrap();
+    assert_eq!(
+        (r.stop, r.usage.output),
+        (StopReason::EndTurn, 900),
+        "the answer itself is kept as it came"
+    );
+    client.complete(req).await.unwrap();
+    assert_eq!(
+        sent_bound_fields(&server),
+        vec![(json!(8), Value::Null), (Value::Null, json!(8))]
+    );
+}
+
+#[tokio::test]
+async fn p10_an_endpoint_refusing_max_tokens_is_asked_again_with_max_completion_tokens() {
+    // An OpenAI reasoning model behind a gateway under another provider name.
+    let refusal = r#"{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}"#;
+    let server = start(vec![
+        ScriptedResponse::json(400, refusal),
+        short_answer("first"),
+        short_answer("second"),
+    ])
+    .await;
+    let client = StreamingClient::new(local_config(&server, "gateway/gpt-5")).unwrap();
+    for _ in 0..2 {
+        client.complete(request(vec![user("hi")])).await.unwrap();
+    }
+    assert_eq!(
+        sent_bound_fields(&server),
+        vec![
+            (json!(4096), Value::Null),
+            (Value::Null, json!(4096)),
+            (Value::Null, json!(4096)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn p10_a_400_about_the_bounds_value_is_not_a_refusal_of_the_field() {
+    // vLLM's answer when the bound does not fit the context: it names max_tokens, but for
+    // its value.
+    let too_large = r#"{"object":"error","message":"'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum context length is 2048 tokens and your request has 100 input tokens (4096 > 2048 - 100).","type":"BadRequestError","param":null,"code":400}"#;
+    let server = start(vec![ScriptedResponse::json(400, too_large)]).await;
+    let client = StreamingClient::new(local_config(&server, "vllm/qwen3")).unwrap();
+    client
+        .complete(request(vec![user("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(server.request_count(), 1, "not asked again");
 }
