@@ -44,6 +44,7 @@ fn counting(max_tokens: u32) -> ModelRequest {
         tools: vec![],
         max_tokens,
         thinking: ThinkingLevel::Off,
+        reminder: None,
     }
 }
 
