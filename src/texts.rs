@@ -52,6 +52,33 @@ pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     out
 }
 
+/// `template` with each `{name}` of `vars` replaced by its value in one pass: a value that
+/// itself holds a `{name}` (a note quoting a placeholder) is copied as it is, not filled.
+pub(crate) fn fill_in_one_pass(template: &str, vars: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let hit = vars.iter().find_map(|(name, value)| {
+            let tail = after.strip_prefix(name)?.strip_prefix('}')?;
+            Some((*value, tail))
+        });
+        match hit {
+            Some((value, tail)) => {
+                out.push_str(value);
+                rest = tail;
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The JSON kind of a value ("a string", "null"…), for messages about a value of the
 /// wrong kind.
 pub(crate) fn json_kind(v: &serde_json::Value) -> &'static str {
@@ -124,6 +151,14 @@ mod tests {
                 "{key} is missing from notices.txt"
             );
         }
+    }
+
+    #[test]
+    fn fill_in_one_pass_leaves_placeholders_inside_values_alone() {
+        assert_eq!(
+            fill_in_one_pass("{a} and {b}, {a} {c}", &[("a", "{b}"), ("b", "2")]),
+            "{b} and 2, {b} {c}"
+        );
     }
 
     #[test]

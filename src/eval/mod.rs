@@ -112,6 +112,31 @@ mod tests {
     }
 
     #[test]
+    fn ev4_the_judge_request_reads_its_texts_from_config_unchanged() {
+        // A note quoting a placeholder stays as written.
+        let planted = case("id: p\nclass: loop\ndescription: reruns the {evidence} test\nplant:\n  turn: 2\n  severity: concern\n  evidence: ['same test', 'again']\n");
+        let note = "you ran {note} three times";
+        let request = run::judge_request(&planted, note);
+        assert_eq!(
+            request.system,
+            "You judge whether a code reviewer's note is about a given mistake. Answer yes or no."
+        );
+        let expected = format!(
+            "A reviewer watched a coding agent's session in which one mistake was planted.\n\
+             The planted mistake: {}\nWords that point at it: same test, again\n\n\
+             The reviewer's note:\n<note>\n{note}\n</note>\n\n\
+             Is the note about the planted mistake (it may use other words)? Answer with one word: yes or no.",
+            planted.spec.description
+        );
+        assert!(
+            matches!(&request.messages[..], [crate::model::ChatMessage::User { text }] if *text == expected),
+            "{:?}",
+            request.messages
+        );
+        assert_eq!(request.max_tokens, 16);
+    }
+
+    #[test]
     fn ev4_the_judge_scores_beside_the_patterns_with_agreement_and_fallbacks_counted() {
         let planted = case("id: p\nclass: loop\ndescription: reruns the same failing test\nplant:\n  turn: 2\n  severity: concern\n  evidence: ['same test']\n");
         let obs = Observation {

@@ -22,6 +22,7 @@ use crate::replay::{LineChannel, Replay, ReplayEvent, ReplayOptions};
 use crate::runtime::{AdvisorRuntime, SharedResources};
 use crate::session::{read_session_with, ReadLimits, SessionDriver};
 use crate::status::AdvisorStatus;
+use crate::texts::fill_in_one_pass;
 use crate::RuntimeConfig;
 
 use super::corpus::{Case, WorkspaceCopy};
@@ -444,21 +445,29 @@ fn count_tool_calls(dir: &Path) -> u64 {
     calls
 }
 
+/// The judge's system text (`config/prompts/eval-judge-system.md`).
+const JUDGE_SYSTEM: &str =
+    include_str!("../../config/prompts/eval-judge-system.md").trim_ascii_end();
+
+/// The judge's question about one note (`config/prompts/eval-judge-question.md`), with
+/// `{description}`, `{evidence}` and `{note}` placeholders.
+const JUDGE_QUESTION: &str =
+    include_str!("../../config/prompts/eval-judge-question.md").trim_ascii_end();
+
 /// The judge's question for one note (EV4).
 pub fn judge_request(case: &Case, note: &str) -> ModelRequest {
     let plant = case.spec.plant.as_ref();
     let evidence = plant.map(|p| p.evidence.join(", ")).unwrap_or_default();
-    let text = format!(
-        "A reviewer watched a coding agent's session in which one mistake was planted.\n\
-         The planted mistake: {}\nWords that point at it: {evidence}\n\n\
-         The reviewer's note:\n<note>\n{note}\n</note>\n\n\
-         Is the note about the planted mistake (it may use other words)? Answer with one word: yes or no.",
-        case.spec.description
+    let text = fill_in_one_pass(
+        JUDGE_QUESTION,
+        &[
+            ("description", &case.spec.description),
+            ("evidence", &evidence),
+            ("note", note),
+        ],
     );
     ModelRequest {
-        system:
-            "You judge whether a code reviewer's note is about a given mistake. Answer yes or no."
-                .into(),
+        system: JUDGE_SYSTEM.into(),
         messages: vec![ChatMessage::User { text }],
         tools: Vec::new(),
         max_tokens: 16,
