@@ -145,6 +145,7 @@ pub use model::ModelClient;
 pub use providers::build_client;
 pub use redact::{Redactor, SecretKind};
 pub use render::{render_delta, ExpandedMemory, TranscriptView};
+pub use review::transcript_file::iso_seconds;
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
 pub use setup::{

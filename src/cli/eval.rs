@@ -19,7 +19,7 @@
 //! settings files, the environment, WATCHDOG.md and the roster apply as they do there;
 //! `--set` and `--config` add settings over the files.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -29,8 +29,8 @@ use advisor::eval::corpus::{check_corpus, Case, CorpusCheck, WorkspaceCopy};
 use advisor::eval::report::{judge_line, RunMeta};
 use advisor::eval::run::{CasePreparer, EvalEvent, EvalOptions, EvalRunner, PreparedCase};
 use advisor::eval::score_records;
+use advisor::iso_seconds;
 use advisor::providers::{Catalog, ModelSpec};
-use advisor::session::{read_session_with, ReadLimits, SessionDriver};
 use advisor::settings::{AdvisorSettings, DeliveryPolicy, SettingsLayer, SyncBacklog};
 use advisor::TranscriptView;
 use advisor::{
@@ -40,7 +40,7 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::replay::{prepare_session, SessionFlags};
-use super::{CliError, ModelArgs};
+use super::{out, CliError, ModelArgs};
 
 /// The largest settings file `--config` reads, and the largest results file `compare` reads.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -384,9 +384,7 @@ impl CasePreparer for CliPreparer {
         root: &Path,
         shared: &Arc<SharedResources>,
     ) -> Result<PreparedCase, String> {
-        let branch = read_session_with(&case.session(), &ReadLimits::default())
-            .map_err(|e| e.to_string())?;
-        let driver = SessionDriver::new(branch);
+        let driver = case.driver()?;
         let prepared = prepare_session(
             &self.flags,
             &driver,
@@ -566,31 +564,7 @@ fn progress_bar(total: u64) -> ProgressBar {
 
 /// `YYYY-MM-DDTHH:MM:SSZ` of `time`.
 fn iso_date(time: SystemTime) -> String {
-    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-fn out(text: &str) {
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    let _ = writeln!(lock, "{text}");
-    let _ = lock.flush();
+    iso_seconds(time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()))
 }
 
 #[cfg(test)]

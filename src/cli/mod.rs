@@ -11,6 +11,7 @@ pub mod watchdog;
 
 use advisor::providers::ApiKind;
 use clap::{Args, Parser, Subcommand};
+use std::io::Write;
 
 /// `--model`, `--base-url` and `--api`, shared by `advisor replay` and `advisor serve`.
 #[derive(Debug, Clone, Args)]
@@ -99,6 +100,14 @@ impl From<&advisor::providers::ProviderError> for CliError {
             None => Self(error.to_string()),
         }
     }
+}
+
+/// Writes one block to standard output; a closed pipe is not an error worth reporting.
+pub fn out(text: &str) {
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    let _ = writeln!(lock, "{text}");
+    let _ = lock.flush();
 }
 
 /// Runs the parsed command.

@@ -49,7 +49,7 @@
 //! `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …), read here and handed to the library as a
 //! lookup.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,7 +72,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
-use super::{texts, CliError, ModelArgs};
+use super::{out, texts, CliError, ModelArgs};
 
 /// Arguments of `advisor replay`.
 #[derive(Debug, Args)]
@@ -656,14 +656,6 @@ fn not_reached_text(turn: usize, question: &str) -> String {
         "askNeverAsked",
         &[("turn", &turn), ("question", question.trim())],
     )
-}
-
-/// Writes one block to standard output; a closed pipe is not an error worth reporting.
-fn out(text: &str) {
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    let _ = writeln!(lock, "{text}");
-    let _ = lock.flush();
 }
 
 #[cfg(test)]

@@ -38,6 +38,13 @@ impl Case {
     pub fn workspace(&self) -> PathBuf {
         self.dir.join("workspace")
     }
+
+    /// A driver over the session, read as `advisor replay` reads one; the error as text.
+    pub fn driver(&self) -> Result<SessionDriver, String> {
+        let branch = read_session_with(&self.session(), &ReadLimits::default())
+            .map_err(|e| e.to_string())?;
+        Ok(SessionDriver::new(branch))
+    }
 }
 
 /// What checking a corpus found (EV1).

@@ -18,7 +18,6 @@ use crate::model::{
 use crate::providers::Catalog;
 use crate::replay::ReplayOptions;
 use crate::runtime::SharedResources;
-use crate::session::{read_session_with, ReadLimits, SessionDriver};
 use crate::settings::{AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog};
 use crate::setup::{ModelSource, SessionModel, SessionSetup};
 use crate::TranscriptView;
@@ -152,9 +151,7 @@ impl CasePreparer for ScriptedPreparer {
         root: &Path,
         shared: &Arc<SharedResources>,
     ) -> Result<PreparedCase, String> {
-        let branch = read_session_with(&case.session(), &ReadLimits::default())
-            .map_err(|e| e.to_string())?;
-        let driver = SessionDriver::new(branch);
+        let driver = case.driver()?;
         let plan = self.plans.get(&case.spec.id).cloned().unwrap_or_default();
         let settings = AdvisorSettings {
             sync_backlog: SyncBacklog::Below(1),

@@ -448,7 +448,17 @@ fn uuid_like(salt: u64, at_ms: u64) -> String {
 
 /// `at_ms` as an ISO 8601 UTC time with milliseconds (`2026-01-02T03:04:05.678Z`).
 pub fn iso_time(at_ms: u64) -> String {
-    let secs = at_ms / 1000;
+    format!("{}.{:03}Z", civil_time(at_ms / 1000), at_ms % 1000)
+}
+
+/// `secs` since the epoch as an ISO 8601 UTC time to the second (`2026-01-02T03:04:05Z`).
+pub fn iso_seconds(secs: u64) -> String {
+    format!("{}Z", civil_time(secs))
+}
+
+/// `secs` since the epoch as a UTC date and time of day without a zone
+/// (`2026-01-02T03:04:05`).
+fn civil_time(secs: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Days since 1970-01-01 to a civil date (proleptic Gregorian).
     let z = days as i64 + 719_468;
@@ -461,11 +471,10 @@ pub fn iso_time(at_ms: u64) -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
         rem / 3600,
         rem % 3600 / 60,
-        rem % 60,
-        at_ms % 1000
+        rem % 60
     )
 }
 
