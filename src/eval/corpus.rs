@@ -120,9 +120,7 @@ pub fn check_case(dir: &Path, hash: &mut Fnv) -> Result<Case, Vec<CaseProblem>> 
     let session = dir.join("session.jsonl");
     let texts = match turn_texts(&session) {
         Ok(texts) => {
-            if let Ok(bytes) = fs::read(&session) {
-                hash.add_file(dir, &session, &bytes);
-            }
+            hash.add_path(dir, &session);
             Some(texts)
         }
         Err(reason) => {
@@ -160,9 +158,7 @@ pub fn check_case(dir: &Path, hash: &mut Fnv) -> Result<Case, Vec<CaseProblem>> 
     match workspace_files(&workspace) {
         Ok(files) => {
             for (path, _) in &files {
-                if let Ok(bytes) = fs::read(path) {
-                    hash.add_file(dir, path, &bytes);
-                }
+                hash.add_path(dir, path);
             }
         }
         Err(reason) => problems.push(CaseProblem::new(&workspace, "-", reason)),
@@ -348,13 +344,39 @@ impl Fnv {
     /// Adds a file of case `dir`: its path below the corpus (the case's name and the path
     /// inside it) and its bytes.
     pub fn add_file(&mut self, dir: &Path, path: &Path, bytes: &[u8]) {
+        self.add_name(dir, path);
+        self.add(bytes);
+        self.add(&[0]);
+    }
+
+    /// Adds the regular file at `path` of case `dir` as [`Fnv::add_file`] does, read in
+    /// chunks through the regular-file check, so a session of any length is hashed without
+    /// being held whole; a file that cannot be read adds nothing (the checks name it).
+    pub fn add_path(&mut self, dir: &Path, path: &Path) {
+        let Ok(mut file) = crate::regular_file::open_regular(path) else {
+            return;
+        };
+        let mut hash = self.clone();
+        hash.add_name(dir, path);
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => hash.add(&buf[..n]),
+                Err(_) => return,
+            }
+        }
+        hash.add(&[0]);
+        *self = hash;
+    }
+
+    /// The file's path below the corpus, ended by a zero byte.
+    fn add_name(&mut self, dir: &Path, path: &Path) {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
         let rel = path.strip_prefix(dir).unwrap_or(path);
         self.add(name.unwrap_or_default().as_bytes());
         self.add(b"/");
         self.add(rel.to_string_lossy().as_bytes());
-        self.add(&[0]);
-        self.add(bytes);
         self.add(&[0]);
     }
 
