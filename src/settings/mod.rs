@@ -70,6 +70,43 @@ impl FromStr for DeliveryPolicy {
     }
 }
 
+/// `advisor.reviewMode` and a roster entry's `reviewMode` (CA1): which boundaries an
+/// advisor's review cadence counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReviewMode {
+    /// Every boundary is eligible, work-in-progress tool rounds included (the default).
+    #[default]
+    Turn,
+    /// Only final boundaries are eligible; the deltas of a run's work-in-progress rounds
+    /// are held and reviewed with its final boundary.
+    AgentEnd,
+}
+
+impl fmt::Display for ReviewMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReviewMode::Turn => "turn",
+            ReviewMode::AgentEnd => "agent-end",
+        })
+    }
+}
+
+impl FromStr for ReviewMode {
+    type Err = SettingsError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "turn" => Ok(Self::Turn),
+            "agent-end" => Ok(Self::AgentEnd),
+            _ => Err(SettingsError::Invalid {
+                key: "advisor.reviewMode",
+                value: s.to_string(),
+                allowed: "turn, agent-end",
+            }),
+        }
+    }
+}
+
 /// `advisor.syncBacklog` (S1): how far the primary waits for the advisor after a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyncBacklog {
@@ -302,6 +339,21 @@ pub(crate) fn parse_compact_at(raw: Option<&str>) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ca1_review_mode_parses_its_two_values_only() {
+        assert_eq!("turn".parse::<ReviewMode>().ok(), Some(ReviewMode::Turn));
+        assert_eq!(
+            "agent-end".parse::<ReviewMode>().ok(),
+            Some(ReviewMode::AgentEnd)
+        );
+        assert_eq!(ReviewMode::AgentEnd.to_string(), "agent-end");
+        let err = "every-step".parse::<ReviewMode>().unwrap_err().to_string();
+        assert!(
+            err.contains("advisor.reviewMode") && err.contains("turn, agent-end"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn s1_sync_backlog_parses_allowed_values_only() {
