@@ -352,6 +352,10 @@ pub struct DeliveryLine {
     /// The named advisor that raised the note (RO23); absent for the unnamed advisor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advisor: Option<String>,
+    /// How many turns ago the turn its review covered ended (CA14): on every note of a
+    /// merged final-boundary delivery, absent on a live one.
+    #[serde(default, rename = "turnsAgo", skip_serializing_if = "Option::is_none")]
+    pub turns_ago: Option<u64>,
 }
 
 /// One line per note of `delivery`; the notes of a batched aside each get a line with the
@@ -376,6 +380,7 @@ fn lines(turn: usize, channel: LineChannel, delivery: &Delivery) -> Vec<Delivery
             note: advisory.note.clone(),
             content: delivery.content.clone(),
             advisor: advisory.advisor.clone(),
+            turns_ago: advisory.turns_ago,
         })
         .collect()
 }

@@ -126,11 +126,13 @@ export function detectPi(pi: any): PiInfo {
 // The core the adapters drive (implemented in advisor.ts)
 
 /** A card or delivery as the server sends it: `{channel, content, notes}`; with a roster each
- * note names its `advisor` (one name, or several comma-joined, RO18, RO22). */
+ * note names its `advisor` (one name, or several comma-joined, RO18, RO22). The notes of a
+ * merged final-boundary delivery (CA14) each carry `turnsAgo`: how many turns back the turn
+ * its review covered ended (0 for the newest). */
 export interface Card {
 	channel?: string;
 	content: string;
-	notes?: { severity?: string; note: string; advisor?: string }[];
+	notes?: { severity?: string; note: string; advisor?: string; turnsAgo?: number }[];
 }
 
 /** The custom message pi stores for an advisory (D2). */
@@ -272,7 +274,8 @@ function matches(message: any, anchor: Anchor): boolean {
 }
 
 /** An advisory as one notice line per note: `advisor (concern): …`, or with a roster
- * `advisor Security (concern): …` (RO23). */
+ * `advisor Security (concern): …` (RO23); a note of a merged delivery about an earlier turn
+ * shows `T-N` after its severity (CA14): `advisor Security (concern · T-2): …`. */
 function noticeOf(card: Card): string {
 	const notes = Array.isArray(card.notes) ? card.notes : [];
 	if (notes.length === 0) return `advisor: ${card.content}`;
@@ -280,7 +283,9 @@ function noticeOf(card: Card): string {
 		const name = typeof n.advisor === "string" && n.advisor.trim() ? n.advisor : card.advisor;
 		return typeof name === "string" && name.trim() ? ` ${name.trim()}` : "";
 	};
-	return notes.map((n) => `advisor${who(n)} (${n.severity ?? "nit"}): ${n.note}`).join("\n");
+	const ago = (n: { turnsAgo?: number }) =>
+		typeof n.turnsAgo === "number" && n.turnsAgo > 0 ? ` · T-${n.turnsAgo}` : "";
+	return notes.map((n) => `advisor${who(n)} (${n.severity ?? "nit"}${ago(n)}): ${n.note}`).join("\n");
 }
 
 function waitAtMost(promise: Promise<void>, signal: AbortSignal | undefined, ms: number): Promise<void> {

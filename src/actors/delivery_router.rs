@@ -7,10 +7,10 @@ use crate::delivery::{AdviceTap, RaisedAdvice, RouterState};
 use crate::domain::advice::Delivery;
 use crate::domain::host::HostEvent;
 use crate::messages::delivery::{
-    CatchUpFinished, DeliveryStatus, DiscardAttempt, GetDeliveryStatus, GetHeldPreamble,
-    GetUndelivered, InjectAdvice, PauseAdvisor, PlanTurnEnd, RaiseAdvice, RegisterAdvisor,
-    RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, ReviewEnded, ReviewSucceeded, SeedGuard,
-    SetDeliveryEnabled,
+    CatchUpFinished, CloseWindow, DeliveryStatus, DiscardAttempt, GetDeliveryStatus,
+    GetHeldPreamble, GetUndelivered, InjectAdvice, PauseAdvisor, PlanTurnEnd, RaiseAdvice,
+    RegisterAdvisor, RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, ReviewEnded,
+    ReviewSucceeded, SeedGuard, SetDeliveryEnabled,
 };
 use crate::messages::host::{RunInterrupted, RunStateChanged, TakeStepAdvice, UserPrompted};
 use crate::settings::DeliveryPolicy;
@@ -148,6 +148,9 @@ impl Handler<ResetDelivery> for DeliveryRouter {
         } else {
             self.state.reset(msg.epoch);
         }
+        if msg.conversation {
+            self.state.new_conversation();
+        }
     }
 }
 
@@ -189,14 +192,30 @@ impl Handler<PlanTurnEnd> for DeliveryRouter {
     type Result = actix::MessageResult<PlanTurnEnd>;
 
     fn handle(&mut self, msg: PlanTurnEnd, _ctx: &mut Context<Self>) -> Self::Result {
-        // P1: a final boundary releases what was deferred, before the turn's delta queues.
-        let released = self.state.boundary(msg.answered, msg.wip);
-        self.emit(released);
-        let plan = self.state.turn_ended(msg.terminal, msg.can_wait);
-        if let Some(plan) = &plan {
+        // CA13, CA20: a final boundary opens its window and releases what was deferred into
+        // it, before the turn's delta queues.
+        let (events, planned) = self.state.plan_turn_end(
+            msg.answered,
+            msg.wip,
+            msg.terminal,
+            msg.can_wait,
+            msg.last_prompt,
+            msg.review_mode,
+        );
+        self.emit(events);
+        if let Some(plan) = &planned.catch_up {
             self.emit(vec![HostEvent::notice(plan.notice())]);
         }
-        actix::MessageResult(plan)
+        actix::MessageResult(planned)
+    }
+}
+
+impl Handler<CloseWindow> for DeliveryRouter {
+    type Result = ();
+
+    fn handle(&mut self, msg: CloseWindow, _ctx: &mut Context<Self>) {
+        let events = self.state.close_window(msg.window);
+        self.emit(events);
     }
 }
 
@@ -281,8 +300,13 @@ impl Handler<RegisterAdvisor> for DeliveryRouter {
     type Result = ();
 
     fn handle(&mut self, msg: RegisterAdvisor, _ctx: &mut Context<Self>) {
-        self.state
-            .register_advisor(&msg.label, msg.policy, msg.max_notes, msg.max_severity);
+        self.state.register_advisor(
+            &msg.label,
+            msg.policy,
+            msg.max_notes,
+            msg.max_severity,
+            msg.review_mode,
+        );
     }
 }
 
@@ -478,6 +502,7 @@ mod tests {
                 policy: None,
                 max_notes: 1,
                 max_severity: Severity::Concern,
+                review_mode: Default::default(),
             })
             .await
             .unwrap();
@@ -487,6 +512,7 @@ mod tests {
                 policy: Some(DeliveryPolicy::Reconfirm),
                 max_notes: 4,
                 max_severity: Severity::Blocker,
+                review_mode: Default::default(),
             })
             .await
             .unwrap();
@@ -585,6 +611,8 @@ mod tests {
                     answered: true,
                     wip: false,
                     can_wait: true,
+                    last_prompt: Default::default(),
+                    review_mode: Default::default(),
                 })
                 .await
                 .unwrap();
@@ -617,10 +645,12 @@ mod tests {
                     .await
                     .unwrap();
             }
-            if let Some(plan) = plan {
+            if let Some(plan) = plan.catch_up {
                 let end = crate::delivery::CatchUpEnd::TimedOut;
                 router.send(CatchUpFinished { plan, end }).await.unwrap();
             }
+            let window = plan.window.expect("a final boundary opens a window");
+            router.send(CloseWindow { window }).await.unwrap();
             let events = host.send(TakeEvents).await.unwrap();
             let delivered: Vec<&Delivery> = events
                 .iter()
@@ -720,6 +750,7 @@ mod tests {
             .send(ResetDelivery {
                 epoch: 1,
                 branch: true,
+                conversation: true,
             })
             .await
             .unwrap();

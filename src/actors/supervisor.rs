@@ -13,10 +13,12 @@ use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::actors::wiring::{wait_after_turn, SlowWaitNotice};
 use crate::delivery::turn_end::TurnEndPlan;
-use crate::delivery::CatchUpPlan;
+use crate::delivery::TurnEndPlanned;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::{Transcript, TranscriptMark};
-use crate::messages::delivery::{PlanTurnEnd, ResetDelivery, SeedGuard, SetDeliveryEnabled};
+use crate::messages::delivery::{
+    CloseWindow, PlanTurnEnd, ResetDelivery, SeedGuard, SetDeliveryEnabled,
+};
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
@@ -31,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::config::RuntimeConfig;
-use crate::settings::{DeliveryPolicy, SyncBacklog};
+use crate::settings::{DeliveryPolicy, ReviewMode, SyncBacklog};
 use crate::texts::notice;
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it.
@@ -198,6 +200,7 @@ impl Supervisor {
         self.router().do_send(ResetDelivery {
             epoch: self.epoch,
             branch,
+            conversation: new_conversation(kind),
         });
         // R1: session-wide, every member alike.
         for children in self.members.iter().filter_map(|m| m.children.as_ref()) {
@@ -229,6 +232,7 @@ impl Supervisor {
             self.router().do_send(ResetDelivery {
                 epoch: self.epoch,
                 branch: false,
+                conversation: false,
             });
             for member in &mut self.members {
                 member.held_off = false;
@@ -256,6 +260,18 @@ impl Supervisor {
         self.router().do_send(SetDeliveryEnabled { enabled: false });
         notice("off", &[])
     }
+}
+
+/// Whether a rewrite begins another conversation (CA8): its T, guidance turn, immune turns
+/// and continuation mark start over. A rewind keeps them (compat).
+fn new_conversation(kind: RewriteKind) -> bool {
+    matches!(
+        kind,
+        RewriteKind::SessionSwitch
+            | RewriteKind::NewSession
+            | RewriteKind::Branch
+            | RewriteKind::TreeNavigation
+    )
 }
 
 /// Whether a rewrite moves the advisor to another branch (P3's seed), as
@@ -308,10 +324,26 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             answered: plan.answered,
             wip: plan.wip,
             can_wait: plan.review,
+            last_prompt: plan.last_prompt,
+            review_mode: self.unnamed_review_mode(),
         };
         let feeds: Vec<_> = self.members.iter().filter_map(Member::feed).collect();
         if !plan.review || feeds.is_empty() {
-            router.do_send(turn_ended);
+            // Nothing to wait for: a final boundary's window (CA13) closes at once, before
+            // the supervisor takes its next message.
+            let planned = router.send(turn_ended);
+            ctx.wait(
+                async move {
+                    if let Ok(TurnEndPlanned {
+                        window: Some(window),
+                        ..
+                    }) = planned.await
+                    {
+                        let _ = router.send(CloseWindow { window }).await;
+                    }
+                }
+                .into_actor(self),
+            );
             return Box::pin(actix::fut::ready(()));
         }
         let agents = self.agents();
@@ -328,8 +360,22 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         self.turn_waits += 1;
         Box::pin(
             async move {
-                let plan = planned_rx.await.ok().flatten();
-                wait_after_turn(agents, router, plan, threshold, cap, hold, slow).await;
+                let planned = planned_rx.await.unwrap_or_default();
+                wait_after_turn(
+                    agents,
+                    router.clone(),
+                    planned.catch_up,
+                    threshold,
+                    cap,
+                    hold,
+                    slow,
+                )
+                .await;
+                // CA13: the waits are over; the window's notes go out as one message
+                // before the turn end returns.
+                if let Some(window) = planned.window {
+                    let _ = router.send(CloseWindow { window }).await;
+                }
             }
             .into_actor(self)
             .map(|(), act, ctx| {
@@ -343,9 +389,19 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
 }
 
 impl Supervisor {
+    /// The unnamed advisor's review mode (CA1, CA5), read at every boundary. The settings
+    /// key `advisor.reviewMode` feeds it once the cadence work adds it to the settings;
+    /// until then it is `turn`.
+    fn unnamed_review_mode(&self) -> ReviewMode {
+        ReviewMode::default()
+    }
+
     /// Tells the router and every member's feed of the turn end `turn_ended` at
-    /// `transcript`; the receiver gets the router's catch-up plan (D5) once all have
-    /// answered. A feed that saw a rewrite resets the session first.
+    /// `transcript`; the receiver gets the router's plan — the catch-up block (D5), whether
+    /// the boundary is a continuation's (CA17), the window it opened (CA13) — once all have
+    /// answered. The router is told first and answers before any feed is told, so the
+    /// feeds' observation can depend on the plan. A feed that saw a rewrite resets the
+    /// session first.
     fn observe_turn(
         &mut self,
         ctx: &mut Context<Self>,
@@ -353,22 +409,15 @@ impl Supervisor {
         feeds: &[Addr<TranscriptFeed>],
         transcript: &TranscriptMark,
         turn_ended: PlanTurnEnd,
-    ) -> tokio::sync::oneshot::Receiver<Option<CatchUpPlan>> {
-        // All enqueued now, the router first: it hears of the turn end before the review of
-        // its delta can raise anything (D4's terminal flag, D7's count). Every member's
-        // feed gets the same turn (RO13).
+    ) -> tokio::sync::oneshot::Receiver<TurnEndPlanned> {
+        // The router first: it hears of the turn end before the review of its delta can
+        // raise anything (D4's terminal flag, D7's count, CA13's window), and its answer
+        // (CA17: a continuation boundary) is known before the feeds observe. Every
+        // member's feed gets the same turn (RO13).
         let (wip, epoch) = (turn_ended.wip, self.epoch);
         let plan = router.send(turn_ended);
-        let observed: Vec<_> = feeds
-            .iter()
-            .map(|feed| {
-                feed.send(ObserveTurn {
-                    transcript: transcript.clone(),
-                    epoch,
-                    wip,
-                })
-            })
-            .collect();
+        let feeds = feeds.to_vec();
+        let transcript = transcript.clone();
         // The turn is observed before the supervisor takes its next message: a host that
         // did not wait for this turn end (nothing to wait for, see `AdvisorHandle::turn_end`)
         // still has its next turn end checked against this one's cursor and epoch, and a
@@ -376,8 +425,15 @@ impl Supervisor {
         let (planned_tx, planned_rx) = tokio::sync::oneshot::channel();
         ctx.wait(
             async move {
+                let plan = plan.await.unwrap_or_default();
+                let observed = feeds.iter().map(|feed| {
+                    feed.send(ObserveTurn {
+                        transcript: transcript.clone(),
+                        epoch,
+                        wip,
+                    })
+                });
                 let outcomes = futures_util::future::join_all(observed).await;
-                let plan = plan.await.ok().flatten();
                 (plan, outcomes)
             }
             .into_actor(self)

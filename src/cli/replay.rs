@@ -537,6 +537,8 @@ impl Printer {
                 .filter_map(|line| serde_json::to_string(line).ok())
                 .collect::<Vec<_>>()
                 .join("\n")
+        } else if delivery.notes.iter().any(|n| n.turns_ago.is_some()) {
+            merged_text(turn, channel, delivery)
         } else {
             let named = match advisor_names(delivery) {
                 Some(names) => format!(" · {names}"),
@@ -597,6 +599,41 @@ impl Printer {
             outcome.status.render().trim_end()
         )
     }
+}
+
+/// A merged final-boundary delivery (CA14) in text mode: a block per note, in the
+/// message's order, each headed `── turn N · CHANNEL · SEVERITY · T-K · NAME ──` (severity
+/// when given, `T-K` when the note is about a turn K turns back, the name for a named
+/// advisor's), the guidance text (CA15) opening the first block when the message has it.
+fn merged_text(turn: usize, channel: LineChannel, delivery: &Delivery) -> String {
+    let guidance = delivery
+        .content
+        .strip_prefix(crate::delivery::window::guidance_text())
+        .is_some();
+    let mut out = String::new();
+    for (i, note) in delivery.notes.iter().enumerate() {
+        let mut heading = format!("── turn {turn} · {}", channel.as_str());
+        if let Some(severity) = note.severity {
+            heading.push_str(" · ");
+            heading.push_str(severity.as_str());
+        }
+        if let Some(k) = note.turns_ago.filter(|k| *k > 0) {
+            heading.push_str(&format!(" · T-{k}"));
+        }
+        if let Some(name) = &note.advisor {
+            heading.push_str(" · ");
+            heading.push_str(name);
+        }
+        out.push_str(&heading);
+        out.push_str(" ──\n");
+        if i == 0 && guidance {
+            out.push_str(crate::delivery::window::guidance_text());
+            out.push('\n');
+        }
+        out.push_str(&note.to_xml(None));
+        out.push('\n');
+    }
+    out
 }
 
 /// The names of the named advisors whose notes a delivery carries, in order, each once

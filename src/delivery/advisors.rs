@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::budget::{NoteBudget, ReviewId};
 use super::guard::{GuardHistory, HISTORY_CAP};
 use crate::domain::advice::{AdvisorLabel, Advisory, Severity};
-use crate::settings::DeliveryPolicy;
+use crate::settings::{DeliveryPolicy, ReviewMode};
 use crate::texts::exceeds_chars;
 
 /// Whose a note is: a named advisor's slug, or `None` for the unnamed advisor (RO12).
@@ -48,6 +48,9 @@ pub(super) struct AdvisorGuard {
     pub(super) policy: DeliveryPolicy,
     /// The highest severity it may deliver (RO16).
     pub(super) max_severity: Severity,
+    /// Its review mode (CA1): whether its concern asks for a continuation on its own
+    /// (CA16, CA18).
+    pub(super) review_mode: ReviewMode,
     /// Its note budget (D8, RO10).
     pub(super) budget: NoteBudget,
     /// Its dedupe memory (D8, P3).
@@ -67,6 +70,7 @@ impl AdvisorGuard {
             name,
             policy,
             max_severity: Severity::Blocker,
+            review_mode: ReviewMode::Turn,
             budget: NoteBudget::new(per_update),
             history: GuardHistory::new(),
             wip_review: None,
@@ -186,6 +190,21 @@ impl Guards {
             .map_or(self.unnamed.policy, |g| g.policy)
     }
 
+    /// The review mode of `owner` (CA1): its own, else the unnamed advisor's (the live
+    /// `advisor.reviewMode`, CA5).
+    pub(super) fn review_mode(&self, owner: &Owner) -> ReviewMode {
+        owner
+            .as_ref()
+            .and_then(|slug| self.named.get(slug))
+            .map_or(self.unnamed.review_mode, |g| g.review_mode)
+    }
+
+    /// The unnamed advisor reviews in `mode` now (CA5: the settings are read at every
+    /// boundary).
+    pub(super) fn set_unnamed_review_mode(&mut self, mode: ReviewMode) {
+        self.unnamed.review_mode = mode;
+    }
+
     /// Whether a note of any advisor in use may be delivered under `policy`: the named
     /// advisors' policies, and the session's when the unnamed advisor is in use or no
     /// named one is known (and the unnamed advisor was not removed, RO21).
@@ -211,15 +230,16 @@ impl Guards {
         std::iter::once(&mut self.unnamed).chain(self.named.values_mut())
     }
 
-    /// Registers `label`'s advisor (RO15, RO16, RO10): its policy (`None`: the session's),
-    /// its notes per update and its severity cap. Registering again changes the settings
-    /// and keeps its memory.
+    /// Registers `label`'s advisor (RO15, RO16, RO10, CA1): its policy (`None`: the
+    /// session's), its notes per update, its severity cap and its review mode. Registering
+    /// again changes the settings and keeps its memory.
     pub(super) fn register(
         &mut self,
         label: &AdvisorLabel,
         policy: Option<DeliveryPolicy>,
         max_notes: usize,
         max_severity: Severity,
+        review_mode: ReviewMode,
     ) {
         let session = self.unnamed.policy;
         self.removed.remove(&Some(label.slug.clone()));
@@ -228,6 +248,7 @@ impl Guards {
         guard.policy = policy.unwrap_or(session);
         guard.budget.set_per_update(max_notes);
         guard.max_severity = max_severity;
+        guard.review_mode = review_mode;
     }
 
     /// The same advisors with their settings and nothing else: empty memories and budgets
@@ -236,6 +257,7 @@ impl Guards {
         let fresh = |g: &AdvisorGuard| {
             let mut guard = AdvisorGuard::new(g.name.clone(), g.policy, g.budget.per_update());
             guard.max_severity = g.max_severity;
+            guard.review_mode = g.review_mode;
             guard
         };
         Self {
@@ -357,7 +379,13 @@ mod tests {
         let arch = label("arch", "Architecture");
         assert_eq!(g.for_label(Some(&arch)).policy, DeliveryPolicy::Interrupt);
         assert_eq!(g.for_label(Some(&arch)).budget.per_update(), 4);
-        g.register(&arch, Some(DeliveryPolicy::Reconfirm), 2, Severity::Concern);
+        g.register(
+            &arch,
+            Some(DeliveryPolicy::Reconfirm),
+            2,
+            Severity::Concern,
+            ReviewMode::Turn,
+        );
         assert_eq!(g.policy(&Some("arch".into())), DeliveryPolicy::Reconfirm);
         assert_eq!(g.policy(&Some("gone".into())), DeliveryPolicy::Interrupt);
         assert!(g.uses(DeliveryPolicy::Reconfirm));
@@ -367,7 +395,7 @@ mod tests {
         );
         g.reviewing(None);
         assert!(g.uses(DeliveryPolicy::Interrupt));
-        g.register(&arch, None, 2, Severity::Concern);
+        g.register(&arch, None, 2, Severity::Concern, ReviewMode::Turn);
         assert_eq!(g.policy(&Some("arch".into())), DeliveryPolicy::Interrupt);
         assert!(g.remove(&Some("arch".into())));
         assert!(g.get_mut(&Some("arch".into())).is_none());
@@ -376,8 +404,20 @@ mod tests {
     #[test]
     fn p3_ro13_the_seed_gives_each_advisor_its_own_advice_and_unknown_names_to_all() {
         let mut g = Guards::new(DeliveryPolicy::Interrupt, 4);
-        g.register(&label("arch", "Architecture"), None, 4, Severity::Blocker);
-        g.register(&label("sec", "Security"), None, 4, Severity::Blocker);
+        g.register(
+            &label("arch", "Architecture"),
+            None,
+            4,
+            Severity::Blocker,
+            ReviewMode::Turn,
+        );
+        g.register(
+            &label("sec", "Security"),
+            None,
+            4,
+            Severity::Blocker,
+            ReviewMode::Turn,
+        );
         g.seed(
             &[
                 Advisory::new("unnamed note", None),
@@ -446,8 +486,8 @@ mod tests {
         let mut r = router();
         r.run_state(true);
         let (a, s) = (arch(), sec());
-        r.register_advisor(&a, None, 4, Severity::Blocker);
-        r.register_advisor(&s, None, 4, Severity::Blocker);
+        r.register_advisor(&a, None, 4, Severity::Blocker, ReviewMode::Turn);
+        r.register_advisor(&s, None, 4, Severity::Blocker, ReviewMode::Turn);
         let queued = raise(&mut r, &s, 1, "escape the query", None).0;
         assert_eq!(queued, RaiseOutcome::Recorded);
         r.pause_advisor(&s.slug, true);
@@ -476,7 +516,7 @@ mod tests {
         let dropped = &r.per_advisor()["security"].dropped;
         assert_eq!(dropped.get(&DropReason::Disabled), Some(&1));
         // Registered again (`/advisor on NAME` starts it), it delivers again.
-        r.register_advisor(&s, None, 4, Severity::Blocker);
+        r.register_advisor(&s, None, 4, Severity::Blocker, ReviewMode::Turn);
         let resumed = raise(
             &mut r,
             &s,
@@ -615,9 +655,15 @@ mod tests {
         let mut r = router();
         r.run_state(true);
         let (a, s) = (arch(), sec());
-        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 4, Severity::Blocker);
+        r.register_advisor(
+            &a,
+            Some(DeliveryPolicy::Reconfirm),
+            4,
+            Severity::Blocker,
+            ReviewMode::Turn,
+        );
         // Registered without a policy: the session's.
-        r.register_advisor(&s, None, 4, Severity::Blocker);
+        r.register_advisor(&s, None, 4, Severity::Blocker, ReviewMode::Turn);
         assert_eq!(
             raise(&mut r, &a, 1, "held one", Some(Severity::Concern)).0,
             RaiseOutcome::Held
@@ -658,8 +704,8 @@ mod tests {
         let mut r = router().with_immune_turns(0);
         r.run_state(true);
         let (a, s) = (arch(), sec());
-        r.register_advisor(&a, None, 4, Severity::Concern);
-        r.register_advisor(&s, None, 4, Severity::Nit);
+        r.register_advisor(&a, None, 4, Severity::Concern, ReviewMode::Turn);
+        r.register_advisor(&s, None, 4, Severity::Nit, ReviewMode::Turn);
         raise(&mut r, &a, 1, "tests never ran", Some(Severity::Blocker));
         raise(&mut r, &a, 1, "wrong table", Some(Severity::Concern));
         assert_eq!(
@@ -765,8 +811,15 @@ mod tests {
             r.undelivered()[0].notes[0].advisor.as_deref(),
             Some("Security")
         );
-        let events = r.boundary(true, false);
-        assert!(card_of(&events).starts_with("<advisory advisor=\"Security\""));
+        assert!(r.boundary(true, false).is_empty());
+        let events = r.close_open_window();
+        assert_eq!(
+            card_of(&events),
+            format!(
+                "{}\n<advisory advisor=\"Security\" severity=\"concern\" guidance=\"weigh, don't blindly obey\">\nwrong table\n</advisory>",
+                crate::delivery::window::GUIDANCE
+            )
+        );
     }
 
     #[test]
@@ -774,7 +827,7 @@ mod tests {
         let mut r = router().with_immune_turns(0);
         r.run_state(true);
         let (a, s) = (arch(), sec());
-        r.register_advisor(&a, None, 4, Severity::Blocker);
+        r.register_advisor(&a, None, 4, Severity::Blocker, ReviewMode::Turn);
         raise(&mut r, &a, 1, "arch nit", None);
         raise(&mut r, &a, 1, "arch concern", Some(Severity::Concern));
         raise(&mut r, &s, 1, "sec nit", None);
@@ -809,7 +862,7 @@ mod tests {
         assert_eq!(held.counts().dropped[&DropReason::Removed], 1);
         assert_eq!(held.counts().held, 1);
         // Its guard is forgotten: back in the roster, it starts with an empty memory.
-        r.register_advisor(&a, None, 4, Severity::Blocker);
+        r.register_advisor(&a, None, 4, Severity::Blocker, ReviewMode::Turn);
         assert_eq!(
             raise(&mut r, &a, 2, "arch nit", None).0,
             RaiseOutcome::Recorded
@@ -963,7 +1016,13 @@ mod tests {
         r.reset(2);
         r.run_state(true);
         let a = arch();
-        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 1, Severity::Concern);
+        r.register_advisor(
+            &a,
+            Some(DeliveryPolicy::Reconfirm),
+            1,
+            Severity::Concern,
+            ReviewMode::Turn,
+        );
         let in_epoch = |r: &mut RouterState, note: &str, sev: Option<Severity>| {
             r.raise_as(Some(&a), 2, 1, named(&a, note, sev)).0
         };
@@ -1011,7 +1070,13 @@ mod tests {
         let mut r = router();
         r.run_state(true);
         let a = arch();
-        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 4, Severity::Nit);
+        r.register_advisor(
+            &a,
+            Some(DeliveryPolicy::Reconfirm),
+            4,
+            Severity::Nit,
+            ReviewMode::Turn,
+        );
         r.remove_advisor(Some(&a.slug));
         // Its review was already running: its start, a raise, a discarded attempt.
         assert!(r.advisor_review_batch(Some(&a), 0, 2, 1, false).is_empty());
@@ -1031,7 +1096,7 @@ mod tests {
         );
         assert_eq!(r.counts().raised(), 1);
         // Back in the roster, registered again: heard again, under its cap.
-        r.register_advisor(&a, None, 4, Severity::Nit);
+        r.register_advisor(&a, None, 4, Severity::Nit, ReviewMode::Turn);
         assert_eq!(
             raise(&mut r, &a, 3, "data loss", Some(Severity::Blocker)),
             (RaiseOutcome::Recorded, Vec::new())
@@ -1090,7 +1155,13 @@ mod tests {
     fn ro15_c2_an_advisor_test_raise_does_not_put_the_unnamed_policy_in_use() {
         let mut r = RouterState::new(DeliveryPolicy::Reconfirm, 2);
         let a = arch();
-        r.register_advisor(&a, Some(DeliveryPolicy::Interrupt), 4, Severity::Blocker);
+        r.register_advisor(
+            &a,
+            Some(DeliveryPolicy::Interrupt),
+            4,
+            Severity::Blocker,
+            ReviewMode::Turn,
+        );
         // `/advisor test`: raised as the unnamed advisor, no review of it.
         let (outcome, _) = r.inject(0, u64::MAX, adv("injected", Some(Severity::Nit)));
         assert_eq!(outcome, RaiseOutcome::Recorded);
@@ -1110,8 +1181,14 @@ mod tests {
         let mut r = router();
         r.run_state(true);
         let (a, s) = (arch(), sec());
-        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 4, Severity::Blocker);
-        r.register_advisor(&s, None, 4, Severity::Blocker);
+        r.register_advisor(
+            &a,
+            Some(DeliveryPolicy::Reconfirm),
+            4,
+            Severity::Blocker,
+            ReviewMode::Turn,
+        );
+        r.register_advisor(&s, None, 4, Severity::Blocker, ReviewMode::Turn);
         assert_eq!(
             raise(&mut r, &a, 1, "data loss", Some(Severity::Concern)).0,
             RaiseOutcome::Held
@@ -1210,10 +1287,22 @@ mod tests {
     fn l2_d9_an_undelivered_held_note_takes_the_channel_its_advisors_policy_calls_for() {
         let mut r = router();
         let a = arch();
-        r.register_advisor(&a, Some(DeliveryPolicy::Reconfirm), 4, Severity::Blocker);
+        r.register_advisor(
+            &a,
+            Some(DeliveryPolicy::Reconfirm),
+            4,
+            Severity::Blocker,
+            ReviewMode::Turn,
+        );
         raise(&mut r, &a, 1, "data loss", Some(Severity::Concern));
         // Its entry now says `defer`; after a terminal answer a concern is a card (P1).
-        r.register_advisor(&a, Some(DeliveryPolicy::Defer), 4, Severity::Blocker);
+        r.register_advisor(
+            &a,
+            Some(DeliveryPolicy::Defer),
+            4,
+            Severity::Blocker,
+            ReviewMode::Turn,
+        );
         r.boundary(true, false);
         assert_eq!(r.undelivered()[0].channel, Channel::Card);
     }
@@ -1284,6 +1373,7 @@ mod tests {
             if let Some(plan) = plan {
                 events.extend(r.catch_up_finished(&plan, CatchUpEnd::Settled));
             }
+            events.extend(r.close_open_window());
             events.extend(
                 r.step_boundary()
                     .steers
@@ -1331,6 +1421,7 @@ mod tests {
         let mut r = RouterState::new(DeliveryPolicy::Defer, 2);
         r.boundary(true, false);
         r.turn_ended(true, true);
+        r.close_open_window();
         r.advisor_review_batch(Some(&a), 0, 1, 1, false);
         // Alone: out at once.
         let (_, events) = raise(&mut r, &a, 1, "rename the flag", Some(Severity::Concern));
@@ -1381,7 +1472,7 @@ mod tests {
             let policy = [DeliveryPolicy::Interrupt, DeliveryPolicy::Defer, DeliveryPolicy::Reconfirm][policy as usize];
             let mut r = RouterState::new(policy, 2).with_immune_turns(1);
             let who = [arch(), sec(), label("perf", "Performance")];
-            r.register_advisor(&who[2], Some(DeliveryPolicy::Reconfirm), 1, Severity::Concern);
+            r.register_advisor(&who[2], Some(DeliveryPolicy::Reconfirm), 1, Severity::Concern, ReviewMode::Turn);
             let mut review = 1;
             for (op, w, sev, note) in steps {
                 let who = &who[w as usize];

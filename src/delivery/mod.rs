@@ -12,6 +12,7 @@
 //! - [`tap`]: a copy of every raise and its outcome for a measuring host (EV3);
 //! - [`note`]: note normalisation and the content-free keys of the emission guard (P3);
 //! - [`guard`]: the emission guard's memory, its cap and its seed from a branch (P3);
+//! - [`window`]: the final-boundary window and its merged delivery (CA13–CA17);
 //! - [`texts`]: the model- and user-facing texts, data files in `config/prompts/`.
 
 pub mod advisors;
@@ -26,11 +27,15 @@ pub mod router;
 pub mod tap;
 pub(crate) mod texts;
 pub(crate) mod turn_end;
+pub mod window;
+#[cfg(test)]
+mod window_tests;
 
 pub use catch_up::{turn_will_continue, CatchUpEnd, CatchUpPlan};
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
-pub use router::RouterState;
+pub use router::{RouterState, TurnEndPlanned};
 pub use tap::{AdviceTap, RaisedAdvice};
+pub use window::LastPrompt;
 
 use crate::domain::advice::Advisory;
 

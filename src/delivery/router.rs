@@ -18,9 +18,12 @@ use super::held::{HeldNote, HeldNotes, Reraised};
 use super::note::{is_content_free_key, normalize_note};
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 use super::texts::{EARLIER_STEP, FINAL_ANSWER};
+use super::window::{
+    guidance_due, merge_order, qualifies, BoundaryWindow, LastPrompt, WindowNote, GUIDANCE,
+};
 use crate::domain::advice::{AdvisorLabel, Advisory, Channel, Delivery, Severity};
 use crate::domain::host::{HostEvent, StepAdvice};
-use crate::settings::DeliveryPolicy;
+use crate::settings::{DeliveryPolicy, ReviewMode};
 use crate::texts::exceeds_chars;
 
 /// The note cap when none is configured (`advisor.maxNoteChars`, K1).
@@ -42,10 +45,44 @@ struct QueuedAside {
 #[derive(Debug, Clone)]
 struct OutboxSteer {
     card: Delivery,
-    /// The dedupe key of its note.
+    /// The dedupe key of its (first) note.
     key: String,
-    /// Its advisor and update (RO13, RO22).
+    /// Its (first) note's advisor and update (RO13, RO22).
     origin: Origin,
+    /// The advisors and updates of the other notes of a merged final-boundary delivery
+    /// (CA14), in its order; empty for a card of one note. A merged card is one message: it
+    /// goes out whole.
+    others: Vec<Origin>,
+}
+
+impl OutboxSteer {
+    /// A card of one note.
+    fn single(card: Delivery, key: String, origin: Origin) -> Self {
+        Self {
+            card,
+            key,
+            origin,
+            others: Vec::new(),
+        }
+    }
+
+    /// The advisors of its notes, one entry per note.
+    fn owners(&self) -> impl Iterator<Item = &Owner> {
+        std::iter::once(&self.origin.owner).chain(self.others.iter().map(|o| &o.owner))
+    }
+}
+
+/// What the router answers a primary turn end (CA13, CA17, D5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnEndPlanned {
+    /// The catch-up block the turn end waits through (D5), if any.
+    pub catch_up: Option<CatchUpPlan>,
+    /// The boundary is an advisor continuation's (CA17): its review cadence counts nothing
+    /// here and nothing is scheduled or waited on (CA4).
+    pub continuation: bool,
+    /// The final-boundary window this turn end opened (CA13), to close by its id when the
+    /// turn end's waits are over; `None` at a WIP boundary.
+    pub window: Option<u64>,
 }
 
 /// The router's state: outbox, aside queue, held notes, latch, immunity, the advisors'
@@ -85,6 +122,21 @@ pub struct RouterState {
     per_advisor: BTreeMap<String, DeliveryCounts>,
     /// The named advisors paused by `/advisor off NAME` (RO19): what they raise is dropped.
     paused: BTreeSet<Arc<str>>,
+    /// T (CA14): the conversation's turn ends, +1 at every boundary, WIP rounds and
+    /// continuation turns included; 0 again when another conversation begins (CA8).
+    conversation_turns: u64,
+    /// The final-boundary window open now (CA13).
+    window: Option<BoundaryWindow>,
+    /// Windows opened in the session: the next one's id.
+    windows: u64,
+    /// T when the guidance text was last shown (CA15); `None`: not yet in this
+    /// conversation.
+    guidance_at: Option<u64>,
+    /// The last genuine user prompt at the latest boundary (CA17).
+    last_prompt: LastPrompt,
+    /// The continuation mark (CA17): the last genuine user prompt when an advisor delivery
+    /// last started a turn; boundaries under the same prompt are continuation boundaries.
+    mark: Option<LastPrompt>,
 }
 
 impl RouterState {
@@ -115,6 +167,12 @@ impl RouterState {
             counts: DeliveryCounts::default(),
             per_advisor: BTreeMap::new(),
             paused: BTreeSet::new(),
+            conversation_turns: 0,
+            window: None,
+            windows: 0,
+            guidance_at: None,
+            last_prompt: LastPrompt::default(),
+            mark: None,
         }
     }
 
@@ -138,6 +196,11 @@ impl RouterState {
         fresh.answered = self.answered;
         fresh.immune_left = self.immune_left;
         fresh.last_turn_terminal = self.last_turn_terminal;
+        fresh.conversation_turns = self.conversation_turns;
+        fresh.windows = self.windows;
+        fresh.guidance_at = self.guidance_at;
+        fresh.last_prompt = self.last_prompt.clone();
+        fresh.mark = self.mark.clone();
         fresh
     }
 
@@ -189,17 +252,19 @@ impl RouterState {
         self.held.as_slice()
     }
 
-    /// Registers the named advisor `label` (RO15, RO16, RO10): its delivery policy
-    /// (`None`: the session's), its notes per update and its severity cap. Registering it
-    /// again applies a changed entry and keeps its memory and notes.
+    /// Registers the named advisor `label` (RO15, RO16, RO10, CA1): its delivery policy
+    /// (`None`: the session's), its notes per update, its severity cap and its review mode.
+    /// Registering it again applies a changed entry and keeps its memory and notes.
     pub fn register_advisor(
         &mut self,
         label: &AdvisorLabel,
         policy: Option<DeliveryPolicy>,
         max_notes: usize,
         max_severity: Severity,
+        review_mode: ReviewMode,
     ) {
-        self.guards.register(label, policy, max_notes, max_severity);
+        self.guards
+            .register(label, policy, max_notes, max_severity, review_mode);
         self.per_advisor.entry(label.slug.to_string()).or_default();
         self.paused.remove(&label.slug);
         tracing::info!(advisor = %label.slug, ?policy, max_notes, max_severity = max_severity.as_str(), "advisor registered");
@@ -255,11 +320,12 @@ impl RouterState {
             let severity = q.advisory.effective_severity();
             (q.origin, q.key, severity)
         }));
-        // The outbox's steers and the cards waiting for another review (RO22).
+        // The outbox's steers and the cards waiting for another review (RO22); a merged
+        // final-boundary card (CA14) is one message of several advisors and stays whole.
         for outbox in [&mut self.steers, &mut self.cards] {
             let (theirs, kept): (Vec<OutboxSteer>, Vec<OutboxSteer>) = std::mem::take(outbox)
                 .into_iter()
-                .partition(|s| ours(&s.origin));
+                .partition(|s| ours(&s.origin) && s.others.is_empty());
             *outbox = kept;
             gone.extend(theirs.into_iter().map(|s| {
                 let severity = s
@@ -273,6 +339,17 @@ impl RouterState {
         for note in self.deferred.take_where(|d| ours(&d.origin)) {
             let severity = note.severity();
             gone.push((note.origin, note.key, severity));
+        }
+        if let Some(window) = &mut self.window {
+            let (theirs, kept): (Vec<WindowNote>, Vec<WindowNote>) =
+                std::mem::take(&mut window.notes)
+                    .into_iter()
+                    .partition(|n| ours(&n.origin));
+            window.notes = kept;
+            gone.extend(theirs.into_iter().map(|n| {
+                let severity = n.advisory.effective_severity();
+                (n.origin, n.key, severity)
+            }));
         }
         let pending = gone.len() as u64;
         self.tally(&owner, |c| c.pending -= pending);
@@ -417,19 +494,206 @@ impl RouterState {
         }
     }
 
+    /// A primary turn end, the router's whole part of it (CA13, CA17, CA20, D5, D7):
+    /// `answered` when the turn was a terminal answer, `wip` when the primary goes on,
+    /// `terminal` when its last assistant message called no tools (D4), `can_wait` when an
+    /// advisor runs that the turn end could wait for, `last_prompt` the transcript's last
+    /// genuine user prompt, `mode` the unnamed advisor's review mode as the settings say
+    /// now (CA5). Returns the events to send now and what the turn end waits for; the
+    /// window it opened is closed by [`RouterState::close_window`] when the waits end.
+    pub fn plan_turn_end(
+        &mut self,
+        answered: bool,
+        wip: bool,
+        terminal: bool,
+        can_wait: bool,
+        last_prompt: LastPrompt,
+        mode: ReviewMode,
+    ) -> (Vec<HostEvent>, TurnEndPlanned) {
+        self.guards.set_unnamed_review_mode(mode);
+        let continuation = self.continuation_boundary(&last_prompt, wip);
+        self.last_prompt = last_prompt;
+        let events = self.boundary(answered, wip);
+        let catch_up = self.turn_ended(terminal, can_wait);
+        let window = self.window.as_ref().map(|w| w.id);
+        let planned = TurnEndPlanned {
+            catch_up,
+            continuation,
+            window,
+        };
+        (events, planned)
+    }
+
+    /// CA17: whether a boundary under `prompt` is an advisor continuation's. It is while
+    /// the mark holds that prompt, up to and including the continuation's final boundary
+    /// (not `wip`), after which the mark clears; another prompt clears it.
+    fn continuation_boundary(&mut self, prompt: &LastPrompt, wip: bool) -> bool {
+        match &self.mark {
+            Some(mark) if mark == prompt => {
+                if !wip {
+                    self.mark = None;
+                }
+                true
+            }
+            Some(_) => {
+                self.mark = None;
+                false
+            }
+            None => false,
+        }
+    }
+
     /// A primary turn ended (P1): `answered` when it was a terminal answer, `wip` when the
-    /// primary goes on. A turn end that is not WIP is a final boundary: under `defer` the
-    /// deferred notes are released now, before the turn's delta is queued, and routed as a
-    /// terminal answer calls for. Call before [`RouterState::turn_ended`].
+    /// primary goes on. A turn end that is not WIP is a final boundary: its window opens
+    /// (CA13) and every advisor's deferred notes are released into it (CA20), before the
+    /// turn's delta is queued. A window a turn end left open (its host did not wait) closes
+    /// first. Call before [`RouterState::turn_ended`].
     pub fn boundary(&mut self, answered: bool, wip: bool) -> Vec<HostEvent> {
-        // A new update: cards still waiting for a review of an earlier one go out (RO22).
-        let mut events = self.release_cards(true);
-        self.answered = answered && !wip;
-        if wip || !self.guards.uses(DeliveryPolicy::Defer) {
+        let mut events = self.flush_window();
+        if wip {
+            // A new update: cards still waiting for a review of an earlier one go out (RO22),
+            // as the turn before left the run.
+            events.extend(self.release_cards(true));
+            self.answered = false;
             return events;
         }
+        self.answered = answered;
+        self.windows += 1;
+        self.window = Some(BoundaryWindow {
+            id: self.windows,
+            notes: Vec::new(),
+        });
+        tracing::info!(window = self.windows, "final-boundary window opened");
+        events.extend(self.release_cards(true));
         events.extend(self.release_deferred());
         events
+    }
+
+    /// The window `id` closes (CA13: its turn end's waits are over): what it buffered goes
+    /// out as one message (CA14–CA16). A window already closed changes nothing.
+    pub fn close_window(&mut self, id: u64) -> Vec<HostEvent> {
+        if self.window.as_ref().is_some_and(|w| w.id == id) {
+            self.flush_window()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Buffers a note routed while the window is open (CA13), whatever its severity and
+    /// policy; it waits as `pending`.
+    fn buffer(&mut self, advisory: Advisory, key: String, origin: Origin) -> Vec<HostEvent> {
+        let owner = origin.owner.clone();
+        if let Some(window) = &mut self.window {
+            tracing::info!(
+                severity = advisory.effective_severity().as_str(),
+                window = window.id,
+                "advisory buffered for the merged delivery"
+            );
+            window.notes.push(WindowNote {
+                advisory,
+                key,
+                origin,
+            });
+            self.tally(&owner, |c| c.pending += 1);
+        }
+        Vec::new()
+    }
+
+    /// Closes the open window: its notes as one message (CA14), opened by the guidance text
+    /// when it is due (CA15), on one channel (CA16): a continuation — a steer while the run
+    /// still takes steering, else a wake — when a note qualifies on its own and neither the
+    /// user-interrupt latch (D6) nor a branch change's replay (P3) holds, else a card.
+    fn flush_window(&mut self) -> Vec<HostEvent> {
+        let Some(window) = self.window.take() else {
+            return Vec::new();
+        };
+        let mut notes = window.notes;
+        tracing::info!(
+            window = window.id,
+            notes = notes.len(),
+            "final-boundary window closed"
+        );
+        if notes.is_empty() {
+            return Vec::new();
+        }
+        for note in &notes {
+            self.tally(&note.origin.owner, |c| c.pending -= 1);
+        }
+        merge_order(&mut notes, self.turns);
+        let immune = self.immune();
+        let continuation = !self.suppressed
+            && !self.replayed
+            && notes.iter().any(|n| {
+                let mode = self.guards.review_mode(&n.origin.owner);
+                qualifies(n.advisory.effective_severity(), mode, immune)
+            });
+        let channel = match (continuation, self.running) {
+            (true, true) => Channel::Steer,
+            (true, false) => Channel::Wake,
+            (false, _) => Channel::Card,
+        };
+        let parts = notes
+            .iter()
+            .map(|n| (n.advisory.clone(), self.guards.policy(&n.origin.owner)))
+            .collect();
+        let mut card = self.build(channel, parts);
+        if guidance_due(self.guidance_at, self.conversation_turns) {
+            card.content = format!("{GUIDANCE}\n{}", card.content);
+            self.guidance_at = Some(self.conversation_turns);
+        }
+        tracing::info!(
+            channel = channel.as_str(),
+            notes = notes.len(),
+            "merged advisories routed"
+        );
+        if continuation {
+            self.mark_continuation();
+        }
+        let mut origins = notes.into_iter().map(|n| (n.key, n.origin));
+        if channel == Channel::Steer {
+            let Some((key, origin)) = origins.next() else {
+                return Vec::new();
+            };
+            let others: Vec<Origin> = origins.map(|(_, o)| o).collect();
+            let steer = OutboxSteer {
+                card,
+                key,
+                origin,
+                others,
+            };
+            let owners: Vec<Owner> = steer.owners().cloned().collect();
+            for owner in &owners {
+                self.tally(owner, |c| c.pending += 1);
+            }
+            self.steers.push(steer);
+            return vec![HostEvent::SteerReady];
+        }
+        for (_, origin) in origins {
+            self.delivered(&origin.owner, channel, 1);
+        }
+        match channel {
+            Channel::Wake => vec![HostEvent::Wake { card }],
+            _ => vec![HostEvent::Card { card }],
+        }
+    }
+
+    /// An advisor delivery starts a turn (CA17): the boundaries under the last genuine user
+    /// prompt are continuation boundaries until the continuation's final one.
+    fn mark_continuation(&mut self) {
+        tracing::info!("advisor continuation marked");
+        self.mark = Some(self.last_prompt.clone());
+    }
+
+    /// Whether the mark is set (CA17).
+    #[cfg(test)]
+    pub fn marked(&self) -> bool {
+        self.mark.is_some()
+    }
+
+    /// Closes whatever window is open, as its turn end's close would.
+    #[cfg(test)]
+    pub fn close_open_window(&mut self) -> Vec<HostEvent> {
+        self.flush_window()
     }
 
     /// The review in progress of the advisor `label` ended, whatever its end (RO22): the
@@ -788,8 +1052,7 @@ impl RouterState {
             let merged = self.asides[i].advisory.effective_severity();
             self.remember(&owner, key, merged);
             self.remember(&origin.owner, key, merged);
-            let policy = self.guards.policy(&owner);
-            if self.channel_for(policy, merged) == Channel::Aside {
+            if self.channel_for(&owner, merged) == Channel::Aside {
                 return Some(Vec::new());
             }
             let queued = self.asides.remove(i);
@@ -820,7 +1083,7 @@ impl RouterState {
             let severity = merged.effective_severity();
             self.remember(&owner, key, severity);
             self.remember(&origin.owner, key, severity);
-            let channel = self.channel_for(policy, severity);
+            let channel = self.channel_for(&owner, severity);
             if channel == Channel::Card
                 || (channel == Channel::Wake && severity != Severity::Blocker)
             {
@@ -845,6 +1108,22 @@ impl RouterState {
             let note = self.deferred.remove(|n| same(&n.key, &n.origin))?;
             self.tally(&owner, |c| c.pending -= 1);
             return Some(self.route(note.advisory, note.key, note.origin, Some(note.review)));
+        }
+        let buffered = self
+            .window
+            .as_mut()
+            .and_then(|w| w.notes.iter_mut().find(|n| same(&n.key, &n.origin)));
+        if let Some(note) = buffered {
+            // CA13: RO22 merges inside the window too.
+            merge(&mut note.advisory);
+            co_author(&mut note.origin);
+            let (owner, merged) = (
+                note.origin.owner.clone(),
+                note.advisory.effective_severity(),
+            );
+            self.remember(&owner, key, merged);
+            self.remember(&origin.owner, key, merged);
+            return Some(Vec::new());
         }
         let held = self.held.find_mut(|h| same(&h.key, &h.origin))?;
         merge(&mut held.advisory);
@@ -955,9 +1234,11 @@ impl RouterState {
         }
     }
 
-    /// The channel a note takes now under `policy`: under `interrupt` and `reconfirm` as D3
-    /// says, under `defer` as P1 says; D6, D7 and a branch change's replay (P3) on top.
-    fn channel_for(&self, policy: DeliveryPolicy, severity: Severity) -> Channel {
+    /// The channel a note of `owner` takes now under its policy: under `interrupt` and
+    /// `reconfirm` as D3 says, under `defer` as P1 and CA18 say; D6, D7 and a branch
+    /// change's replay (P3) on top.
+    fn channel_for(&self, owner: &Owner, severity: Severity) -> Channel {
+        let policy = self.guards.policy(owner);
         if policy != DeliveryPolicy::Defer {
             let immune_concern = severity == Severity::Concern && self.immune();
             if !severity.interrupts() || immune_concern {
@@ -966,7 +1247,13 @@ impl RouterState {
             return self.interrupt_channel();
         }
         if self.answered && severity != Severity::Blocker {
-            // After a terminal answer: visible, starts no turn.
+            // CA18: after a terminal answer an `agent-end` advisor's concern (outside the
+            // immune turns) starts one continuation; other nits and concerns are visible
+            // and start no turn.
+            let mode = self.guards.review_mode(owner);
+            if qualifies(severity, mode, self.immune()) {
+                return self.interrupt_channel();
+            }
             return Channel::Card;
         }
         let immune_concern = severity == Severity::Concern && self.immune();
@@ -987,17 +1274,21 @@ impl RouterState {
         origin: Origin,
         raised_by: Option<ReviewId>,
     ) -> Vec<HostEvent> {
+        if self.window.is_some() {
+            return self.buffer(advisory, key, origin);
+        }
         let severity = advisory.effective_severity();
         let policy = self.guards.policy(&origin.owner);
-        let waits = match self.channel_for(policy, severity) {
+        let waits = match self.channel_for(&origin.owner, severity) {
             Channel::Card => true,
             Channel::Wake => severity != Severity::Blocker,
             _ => false,
         };
         if waits && origin.owner.is_some() && self.guards.another_reviewing(&origin) {
             let owner = origin.owner.clone();
-            let card = self.build(self.channel_for(policy, severity), vec![(advisory, policy)]);
-            self.cards.push(OutboxSteer { card, key, origin });
+            let channel = self.channel_for(&origin.owner, severity);
+            let card = self.build(channel, vec![(advisory, policy)]);
+            self.cards.push(OutboxSteer::single(card, key, origin));
             self.tally(&owner, |c| c.pending += 1);
             return Vec::new();
         }
@@ -1012,9 +1303,12 @@ impl RouterState {
         origin: Origin,
         raised_by: Option<ReviewId>,
     ) -> Vec<HostEvent> {
+        if self.window.is_some() {
+            return self.buffer(advisory, key, origin);
+        }
         let severity = advisory.effective_severity();
         let policy = self.guards.policy(&origin.owner);
-        let channel = self.channel_for(policy, severity);
+        let channel = self.channel_for(&origin.owner, severity);
         let owner = origin.owner.clone();
         if channel == Channel::Aside {
             tracing::info!(
@@ -1039,7 +1333,7 @@ impl RouterState {
         );
         match channel {
             Channel::Steer => {
-                self.steers.push(OutboxSteer { card, key, origin });
+                self.steers.push(OutboxSteer::single(card, key, origin));
                 self.tally(&owner, |c| c.pending += 1);
                 vec![HostEvent::SteerReady]
             }
@@ -1049,6 +1343,7 @@ impl RouterState {
             }
             _ => {
                 self.delivered(&owner, Channel::Wake, 1);
+                self.mark_continuation();
                 vec![HostEvent::Wake { card }]
             }
         }
@@ -1078,13 +1373,17 @@ impl RouterState {
         out.extend(self.cards.iter().map(|c| c.card.clone()));
         for deferred in self.deferred.as_slice() {
             let policy = self.guards.policy(&deferred.origin.owner);
-            let channel = self.channel_for(policy, deferred.severity());
+            let channel = self.channel_for(&deferred.origin.owner, deferred.severity());
             out.push(self.build(channel, vec![(deferred.advisory.clone(), policy)]));
         }
         for held in self.held.as_slice() {
             let policy = self.guards.policy(&held.origin.owner);
-            let channel = self.channel_for(policy, held.severity());
+            let channel = self.channel_for(&held.origin.owner, held.severity());
             out.push(self.build(channel, vec![(held.advisory.clone(), policy)]));
+        }
+        for note in self.window.iter().flat_map(|w| &w.notes) {
+            let policy = self.guards.policy(&note.origin.owner);
+            out.push(self.build(Channel::Card, vec![(note.advisory.clone(), policy)]));
         }
         out
     }
@@ -1112,8 +1411,11 @@ impl RouterState {
         let steers = std::mem::take(&mut self.steers);
         let mut cards = Vec::with_capacity(steers.len());
         for steer in steers {
-            self.tally(&steer.origin.owner, |c| c.pending -= 1);
-            self.delivered(&steer.origin.owner, channel, 1);
+            let owners: Vec<Owner> = steer.owners().cloned().collect();
+            for owner in &owners {
+                self.tally(owner, |c| c.pending -= 1);
+                self.delivered(owner, channel, 1);
+            }
             cards.push(steer.card);
         }
         cards
@@ -1138,7 +1440,12 @@ impl RouterState {
     }
 
     fn flush_steers(&mut self, channel: Channel) -> Vec<HostEvent> {
-        self.take_steers(channel)
+        let steers = self.take_steers(channel);
+        if channel == Channel::Wake && !steers.is_empty() {
+            // A wake starts a turn of an idle primary (CA17).
+            self.mark_continuation();
+        }
+        steers
             .into_iter()
             .map(|mut card| {
                 card.channel = channel;
@@ -1161,10 +1468,12 @@ impl RouterState {
         self.flush_steers(Channel::Card)
     }
 
-    /// A user prompt clears the latch (D6) and ends a branch change's replay (P3).
+    /// A user prompt clears the latch (D6), ends a branch change's replay (P3) and clears
+    /// the continuation mark (CA17).
     pub fn user_prompt(&mut self) {
         self.suppressed = false;
         self.replayed = false;
+        self.mark = None;
     }
 
     /// A primary turn ended (`terminal` when it was the final answer): one immune turn is
@@ -1173,6 +1482,7 @@ impl RouterState {
     /// runs to wait for.
     pub fn turn_ended(&mut self, terminal: bool, can_wait: bool) -> Option<CatchUpPlan> {
         self.turns += 1;
+        self.conversation_turns += 1;
         self.last_turn_terminal = terminal;
         self.immune_left = self.immune_left.saturating_sub(1);
         if !self.guards.uses(DeliveryPolicy::Reconfirm) || !self.enabled || !can_wait {
@@ -1342,7 +1652,33 @@ impl RouterState {
         }
         self.drop_deferred(DropReason::Reset);
         self.drop_held(DropReason::StaleEpoch);
+        self.drop_buffered(DropReason::Reset);
         self.catch_up.reset();
+    }
+
+    /// Another conversation begins (CA8: new session, switch or resume, fork, tree move):
+    /// T, the guidance turn (CA15), the immune turns (CA19) and the continuation mark
+    /// (CA17) start over. Call with the reset that comes with it.
+    pub fn new_conversation(&mut self) {
+        self.conversation_turns = 0;
+        self.guidance_at = None;
+        self.immune_left = 0;
+        self.mark = None;
+        tracing::info!("conversation counters reset");
+    }
+
+    /// Drops the notes buffered in the open window (CA8); the window stays open, so its
+    /// turn end closes it as usual.
+    fn drop_buffered(&mut self, reason: DropReason) {
+        let notes = self
+            .window
+            .as_mut()
+            .map(|w| std::mem::take(&mut w.notes))
+            .unwrap_or_default();
+        for note in notes {
+            self.tally(&note.origin.owner, |c| c.pending -= 1);
+            self.count_drop(&note.origin.owner, reason, 1);
+        }
     }
 
     /// A reset that moved to another branch (R1: session switch, resume, new session, fork,
@@ -1387,15 +1723,14 @@ impl RouterState {
     pub fn set_enabled(&mut self, enabled: bool) {
         self.enabled = enabled;
         if !enabled {
+            let outbox: Vec<OutboxSteer> = std::mem::take(&mut self.steers)
+                .into_iter()
+                .chain(std::mem::take(&mut self.cards))
+                .collect();
             let owners: Vec<Owner> = std::mem::take(&mut self.asides)
                 .into_iter()
                 .map(|q| q.origin.owner)
-                .chain(
-                    std::mem::take(&mut self.steers)
-                        .into_iter()
-                        .chain(std::mem::take(&mut self.cards))
-                        .map(|s| s.origin.owner),
-                )
+                .chain(outbox.iter().flat_map(|s| s.owners().cloned()))
                 .collect();
             for owner in owners {
                 self.tally(&owner, |c| c.pending -= 1);
@@ -1403,6 +1738,7 @@ impl RouterState {
             }
             self.drop_deferred(DropReason::Disabled);
             self.drop_held(DropReason::Disabled);
+            self.drop_buffered(DropReason::Disabled);
         }
     }
 }
@@ -1886,17 +2222,19 @@ mod tests {
             r.raise(0, 1, adv("Rename X!", None)).0,
             RaiseOutcome::Deferred
         );
-        // A WIP turn end keeps them back; a final one with a terminal answer releases them.
+        // A WIP turn end keeps them back; a final one with a terminal answer releases them
+        // into its window (CA20), which sends them as one card (CA14, CA16).
         assert!(r.boundary(false, true).is_empty());
-        let events = r.boundary(true, false);
-        let cards: Vec<&str> = events
+        assert!(r.boundary(true, false).is_empty());
+        let events = r.close_open_window();
+        let cards: Vec<Vec<&str>> = events
             .iter()
             .map(|e| match e {
-                HostEvent::Card { card } => card.notes[0].note.as_str(),
+                HostEvent::Card { card } => card.notes.iter().map(|n| n.note.as_str()).collect(),
                 other => panic!("expected cards, got {other:?}"),
             })
             .collect();
-        assert_eq!(cards, ["rename x", "the loop never ends"]);
+        assert_eq!(cards, [["the loop never ends", "rename x"]]);
         assert_eq!(r.counts().card, 2);
         assert_eq!(r.counts().pending, 0);
     }
@@ -1942,10 +2280,16 @@ mod tests {
         r.run_state(true);
         r.review_batch(0, 1, 1, true);
         r.raise(0, 1, adv("wrong table", Some(Severity::Concern)));
-        assert_eq!(r.boundary(false, false), vec![HostEvent::SteerReady]);
+        assert_eq!(r.boundary(false, false), vec![]);
+        // CA16: at a final boundary a turn-mode concern starts no continuation.
+        assert!(matches!(
+            &r.close_open_window()[..],
+            [HostEvent::Card { .. }]
+        ));
         // After a terminal answer, outside a WIP review: nit and concern cards, blocker wake.
         let mut r = defer();
         r.boundary(true, false);
+        r.close_open_window();
         r.run_state(false);
         r.review_batch(0, 1, 1, false);
         assert_eq!(r.raise(0, 1, adv("tidy", None)).0, RaiseOutcome::Delivered);

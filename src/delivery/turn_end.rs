@@ -7,6 +7,7 @@
 
 use super::catch_up::{turn_was_answer, turn_was_terminal, turn_will_continue};
 use super::guard::branch_advisories;
+use super::window::LastPrompt;
 use crate::domain::advice::Advisory;
 use crate::domain::transcript::TranscriptMark;
 
@@ -24,6 +25,8 @@ pub struct TurnEndPlan {
     /// An advisor runs: the feed observes the turn and the host's turn end may wait for its
     /// review (S1). Otherwise the router alone hears of the turn end (D7 counts it).
     pub review: bool,
+    /// The transcript's last genuine user prompt (CA17).
+    pub last_prompt: LastPrompt,
 }
 
 impl TurnEndPlan {
@@ -31,7 +34,8 @@ impl TurnEndPlan {
     /// work in progress (`None`: the turn's assistant message made a tool call);
     /// `seed_guard` is set after a branch change; `running` says an advisor is enabled
     /// and running. The terminal and answer checks read the last message only (O(1)); the
-    /// seed reads the branch (O(branch)), once per branch change.
+    /// seed reads the branch (O(branch)), once per branch change; the last user prompt is
+    /// found scanning back from the end (the turns since the prompt).
     pub fn decide(
         transcript: &TranscriptMark,
         will_continue: Option<bool>,
@@ -47,6 +51,7 @@ impl TurnEndPlan {
             wip,
             seed_guard: seed_guard.then(|| transcript.read(branch_advisories).unwrap_or_default()),
             review: running,
+            last_prompt: transcript.read(LastPrompt::of).unwrap_or_default(),
         }
     }
 }

@@ -79,6 +79,11 @@ pub struct Advisory {
     /// unnamed advisor of a session without a roster (RO12: no `advisor` attribute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advisor: Option<String>,
+    /// How many primary turns ago the turn its review covered ended (CA14): set on the
+    /// notes of a merged final-boundary delivery (0 for the newest turn), `None` on a
+    /// delivery of one note routed live.
+    #[serde(default, rename = "turnsAgo", skip_serializing_if = "Option::is_none")]
+    pub turns_ago: Option<u64>,
 }
 
 impl Advisory {
@@ -88,6 +93,7 @@ impl Advisory {
             note: note.into(),
             severity,
             advisor: None,
+            turns_ago: None,
         }
     }
 
@@ -102,7 +108,9 @@ impl Advisory {
         self.severity.unwrap_or(Severity::Nit)
     }
 
-    /// The `<advisory>` element for this note (D2), with an optional extra `context` attribute.
+    /// The `<advisory>` element for this note (D2), with an optional extra `context`
+    /// attribute. Attributes in this order, absent ones left out (CA14): `advisor`,
+    /// `severity`, `turns_ago` (exactly when it is above 0), `guidance`, `context`.
     pub fn to_xml(&self, context: Option<&str>) -> String {
         let mut out = String::with_capacity(self.note.len() + 80);
         out.push_str("<advisory");
@@ -114,6 +122,11 @@ impl Advisory {
         if let Some(sev) = self.severity {
             out.push_str(" severity=\"");
             out.push_str(sev.as_str());
+            out.push('"');
+        }
+        if let Some(n) = self.turns_ago.filter(|n| *n > 0) {
+            out.push_str(" turns_ago=\"");
+            out.push_str(&n.to_string());
             out.push('"');
         }
         out.push_str(" guidance=\"weigh, don't blindly obey\"");

@@ -3,7 +3,7 @@
 use actix::Message as ActixMessage;
 
 pub use crate::delivery::DeliveryStatus;
-use crate::delivery::{CatchUpEnd, CatchUpPlan, RaiseOutcome};
+use crate::delivery::{CatchUpEnd, CatchUpPlan, LastPrompt, RaiseOutcome, TurnEndPlanned};
 use crate::domain::advice::{AdvisorLabel, Advisory, Delivery};
 
 /// The advisor called `advise` (mid-review, G3).
@@ -44,6 +44,10 @@ pub struct ResetDelivery {
     /// The reset moved to another branch (session switch, resume, new session, fork, tree
     /// move, rewind): its replay starts no run until the next user prompt (P3), and the guard is seeded from the branch ([`SeedGuard`]).
     pub branch: bool,
+    /// Another conversation begins (CA8: new session, switch or resume, fork, tree move;
+    /// not a rewind): T, the guidance turn, the immune turns and the continuation mark
+    /// start over.
+    pub conversation: bool,
 }
 
 /// Seeds the emission guard's memory from the advisories present in the branch the advisor
@@ -66,10 +70,13 @@ pub struct SetDeliveryEnabled {
 }
 
 /// Plans delivery at a primary turn end (supervisor → router, after the host's
-/// [`crate::messages::host::PrimaryTurnEnded`]): counts down immune turns (D7) and, under
-/// `reconfirm`, answers whether the turn end waits for the advisor (D5).
-#[derive(Debug, Clone, Copy, ActixMessage)]
-#[rtype(result = "Option<CatchUpPlan>")]
+/// [`crate::messages::host::PrimaryTurnEnded`]): counts the boundary (D7, CA14), opens the
+/// window of a final boundary and releases the deferred notes into it (CA13, CA20), and
+/// answers whether the boundary is an advisor continuation's (CA17) and, under `reconfirm`,
+/// whether the turn end waits for the advisor (D5). The window is closed by
+/// [`CloseWindow`] when the turn end's waits are over.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "TurnEndPlanned")]
 pub struct PlanTurnEnd {
     /// The turn's last assistant message called no tools (D4).
     pub terminal: bool,
@@ -80,6 +87,20 @@ pub struct PlanTurnEnd {
     pub wip: bool,
     /// An advisor runs that the turn end could wait for.
     pub can_wait: bool,
+    /// The transcript's last genuine user prompt (CA17).
+    pub last_prompt: LastPrompt,
+    /// The unnamed advisor's review mode as the settings say now (CA1, CA5).
+    pub review_mode: crate::settings::ReviewMode,
+}
+
+/// The turn end's waits are over (supervisor → router, CA13): the final-boundary window
+/// `window` closes and what it buffered goes out as one message (CA14–CA16). A window
+/// closed already (a later turn end closed it) changes nothing.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct CloseWindow {
+    /// The window's id, as [`PlanTurnEnd`] answered it.
+    pub window: u64,
 }
 
 /// A catch-up block ended (supervisor → router): deliver or keep the held notes (D5).
@@ -175,6 +196,9 @@ pub struct RegisterAdvisor {
     pub max_notes: usize,
     /// Its severity cap (RO16).
     pub max_severity: crate::domain::advice::Severity,
+    /// Its review mode (CA1, CA6): whether its concern asks for a continuation on its own
+    /// (CA16, CA18).
+    pub review_mode: crate::settings::ReviewMode,
 }
 
 /// A named advisor was paused by `/advisor off NAME` (`paused`), or resumed (RO19): while

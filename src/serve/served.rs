@@ -232,9 +232,10 @@ pub fn open_on(
 }
 
 /// A card or delivery as the client sees it: `{channel, content, notes: [{severity, note,
-/// advisor?}]}` with `severity` null when the advisor gave none and `advisor` the name of
-/// the named advisor that raised the note (names comma-joined for a note two raised, RO22),
-/// absent for the unnamed advisor (RO12, RO23).
+/// advisor?, turnsAgo?}]}` with `severity` null when the advisor gave none, `advisor` the
+/// name of the named advisor that raised the note (names comma-joined for a note two raised,
+/// RO22), absent for the unnamed advisor (RO12, RO23), and `turnsAgo` on every note of a
+/// merged final-boundary delivery (CA14: 0 for the newest turn), absent on a live one.
 pub fn delivery_json(delivery: &Delivery) -> Value {
     let notes: Vec<Value> = delivery
         .notes
@@ -243,6 +244,9 @@ pub fn delivery_json(delivery: &Delivery) -> Value {
             let mut note = json!({ "severity": n.severity.map(|s| s.as_str()), "note": n.note });
             if let Some(advisor) = &n.advisor {
                 note["advisor"] = json!(advisor);
+            }
+            if let Some(turns_ago) = n.turns_ago {
+                note["turnsAgo"] = json!(turns_ago);
             }
             note
         })

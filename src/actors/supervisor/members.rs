@@ -210,6 +210,9 @@ impl Supervisor {
                 policy: member.plan.policy,
                 max_notes: member.plan.max_notes,
                 max_severity: member.plan.max_severity,
+                // CA6: the entry's `reviewMode` feeds this once the member plan carries it
+                // (the cadence work); until then every named advisor counts as `turn`.
+                review_mode: crate::settings::ReviewMode::default(),
             });
         }
         if member.audit.is_none() {
