@@ -358,6 +358,12 @@ pub struct DeliveryLine {
     pub turns_ago: Option<u64>,
 }
 
+/// The guidance text that opens a merged final-boundary delivery when it is due (CA15), for
+/// renderers that show such a delivery note by note.
+pub fn merged_guidance() -> &'static str {
+    crate::delivery::window::GUIDANCE
+}
+
 /// One line per note of `delivery`; the notes of a batched aside each get a line with the
 /// same `content` (L2).
 pub fn delivery_lines(turn: usize, delivery: &Delivery) -> Vec<DeliveryLine> {

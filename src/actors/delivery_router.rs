@@ -199,6 +199,7 @@ impl Handler<PlanTurnEnd> for DeliveryRouter {
             msg.wip,
             msg.terminal,
             msg.can_wait,
+            msg.window,
             msg.last_prompt,
             msg.review_mode,
         );
@@ -611,6 +612,7 @@ mod tests {
                     answered: true,
                     wip: false,
                     can_wait: true,
+                    window: true,
                     last_prompt: Default::default(),
                     review_mode: Default::default(),
                 })

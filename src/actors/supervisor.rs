@@ -324,6 +324,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             answered: plan.answered,
             wip: plan.wip,
             can_wait: plan.review,
+            window: plan.window,
             last_prompt: plan.last_prompt,
             review_mode: self.unnamed_review_mode(),
         };

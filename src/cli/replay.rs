@@ -608,7 +608,7 @@ impl Printer {
 fn merged_text(turn: usize, channel: LineChannel, delivery: &Delivery) -> String {
     let guidance = delivery
         .content
-        .strip_prefix(crate::delivery::window::guidance_text())
+        .strip_prefix(advisor::replay::merged_guidance())
         .is_some();
     let mut out = String::new();
     for (i, note) in delivery.notes.iter().enumerate() {
@@ -627,7 +627,7 @@ fn merged_text(turn: usize, channel: LineChannel, delivery: &Delivery) -> String
         out.push_str(&heading);
         out.push_str(" ──\n");
         if i == 0 && guidance {
-            out.push_str(crate::delivery::window::guidance_text());
+            out.push_str(advisor::replay::merged_guidance());
             out.push('\n');
         }
         out.push_str(&note.to_xml(None));

@@ -499,21 +499,25 @@ impl RouterState {
     /// `terminal` when its last assistant message called no tools (D4), `can_wait` when an
     /// advisor runs that the turn end could wait for, `last_prompt` the transcript's last
     /// genuine user prompt, `mode` the unnamed advisor's review mode as the settings say
-    /// now (CA5). Returns the events to send now and what the turn end waits for; the
-    /// window it opened is closed by [`RouterState::close_window`] when the waits end.
+    /// now (CA5), `window` whether a final boundary opens the window (see
+    /// [`RouterState::boundary_of`]). Returns the events to send now and what the turn end
+    /// waits for; the window it opened is closed by [`RouterState::close_window`] when the
+    /// waits end.
+    #[allow(clippy::too_many_arguments)]
     pub fn plan_turn_end(
         &mut self,
         answered: bool,
         wip: bool,
         terminal: bool,
         can_wait: bool,
+        window: bool,
         last_prompt: LastPrompt,
         mode: ReviewMode,
     ) -> (Vec<HostEvent>, TurnEndPlanned) {
         self.guards.set_unnamed_review_mode(mode);
         let continuation = self.continuation_boundary(&last_prompt, wip);
         self.last_prompt = last_prompt;
-        let events = self.boundary(answered, wip);
+        let events = self.boundary_of(answered, wip, window);
         let catch_up = self.turn_ended(terminal, can_wait);
         let window = self.window.as_ref().map(|w| w.id);
         let planned = TurnEndPlanned {
@@ -548,13 +552,25 @@ impl RouterState {
     /// (CA13) and every advisor's deferred notes are released into it (CA20), before the
     /// turn's delta is queued. A window a turn end left open (its host did not wait) closes
     /// first. Call before [`RouterState::turn_ended`].
+    #[cfg(test)]
     pub fn boundary(&mut self, answered: bool, wip: bool) -> Vec<HostEvent> {
+        self.boundary_of(answered, wip, true)
+    }
+
+    /// [`RouterState::boundary`], where a final boundary opens the window only when
+    /// `window`: a turn end whose turn the host ended before its model answered (no
+    /// assistant message closes it, and the host did not say the run stops) is counted and
+    /// releases the deferred notes, routed at once as before CA13.
+    pub fn boundary_of(&mut self, answered: bool, wip: bool, window: bool) -> Vec<HostEvent> {
         let mut events = self.flush_window();
-        if wip {
+        if wip || !window {
             // A new update: cards still waiting for a review of an earlier one go out (RO22),
             // as the turn before left the run.
             events.extend(self.release_cards(true));
-            self.answered = false;
+            self.answered = answered && !wip;
+            if !wip {
+                events.extend(self.release_deferred());
+            }
             return events;
         }
         self.answered = answered;

@@ -20,6 +20,10 @@ pub struct TurnEndPlan {
     pub answered: bool,
     /// The primary will call its model again in this run (P1).
     pub wip: bool,
+    /// A final boundary that opens the merged-delivery window (CA13): not WIP, and the turn
+    /// ended in an assistant message without tool calls or the host said the run stops. A
+    /// turn end the host reports before its model answered opens none.
+    pub window: bool,
     /// P3: the advisories of the branch, when the guard is to be seeded at this turn end.
     pub seed_guard: Option<Vec<Advisory>>,
     /// An advisor runs: the feed observes the turn and the host's turn end may wait for its
@@ -45,8 +49,10 @@ impl TurnEndPlan {
         let last = transcript.last();
         let wip =
             will_continue.unwrap_or_else(|| transcript.read(turn_will_continue).unwrap_or(false));
+        let terminal = turn_was_terminal(last.as_deref());
         TurnEndPlan {
-            terminal: turn_was_terminal(last.as_deref()),
+            window: !wip && (terminal || will_continue == Some(false)),
+            terminal,
             answered: turn_was_answer(last.as_deref()),
             wip,
             seed_guard: seed_guard.then(|| transcript.read(branch_advisories).unwrap_or_default()),

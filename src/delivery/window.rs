@@ -16,11 +16,6 @@ use crate::settings::ReviewMode;
 pub(crate) const GUIDANCE: &str =
     include_str!("../../config/prompts/delivery-boundary-guidance.txt").trim_ascii_end();
 
-/// The guidance text (CA15), for renderers that show a merged delivery note by note.
-pub fn guidance_text() -> &'static str {
-    GUIDANCE
-}
-
 /// After the first merged delivery of a conversation, the guidance text comes again only
 /// when this many turns have passed since it was last shown (CA15).
 pub const GUIDANCE_EVERY: u64 = 50;

@@ -26,7 +26,7 @@ fn turn_in(
     p: &LastPrompt,
     mode: ReviewMode,
 ) -> (Vec<HostEvent>, TurnEndPlanned) {
-    r.plan_turn_end(answered, wip, answered, true, p.clone(), mode)
+    r.plan_turn_end(answered, wip, answered, true, true, p.clone(), mode)
 }
 
 /// [`turn_in`] with the unnamed advisor in `turn` mode.

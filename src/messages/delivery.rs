@@ -87,6 +87,9 @@ pub struct PlanTurnEnd {
     pub wip: bool,
     /// An advisor runs that the turn end could wait for.
     pub can_wait: bool,
+    /// A final boundary opens the window (CA13): its turn ended in an assistant message
+    /// without tool calls, or the host said the run stops.
+    pub window: bool,
     /// The transcript's last genuine user prompt (CA17).
     pub last_prompt: LastPrompt,
     /// The unnamed advisor's review mode as the settings say now (CA1, CA5).

@@ -8,6 +8,7 @@ mod eval;
 mod expanded_runtime;
 mod faults;
 mod layering;
+mod merged_delivery;
 mod pi_e2e;
 mod pi_e2e_backups;
 mod pi_e2e_lines;

@@ -192,10 +192,15 @@ async fn d4_nits_go_out_at_once_tagged_and_after_a_terminal_turn_carry_the_final
         vec!["Recorded."],
         "nits are not held"
     );
-    let aside = h.step_boundary().await.unwrap().aside.expect("the nit");
-    assert!(aside.content.contains(EARLIER), "{}", aside.content);
-    assert!(aside.content.ends_with(FINAL_ANSWER_NOTE));
     assert!(notice(next_event(&mut rx).await).contains("catching up"));
+    // CA13: raised inside the terminal turn's window, the nit goes out with its merged card.
+    let card = match next_event(&mut rx).await {
+        HostEvent::Card { card } => card,
+        other => panic!("expected the merged card, got {other:?}"),
+    };
+    assert!(card.content.contains(EARLIER), "{}", card.content);
+    assert!(card.content.ends_with(FINAL_ANSWER_NOTE));
+    assert!(h.step_boundary().await.unwrap().is_empty());
     assert!(drain(&mut rx).is_empty());
 }
 

@@ -263,7 +263,7 @@ async fn p2_the_fifth_identical_call_is_told_to_stop_and_a_sixth_ends_the_review
 }
 
 /// An assistant message that calls a tool (the turn is work in progress).
-fn tool_call_turn(command: &str) -> TranscriptMessage {
+pub(super) fn tool_call_turn(command: &str) -> TranscriptMessage {
     serde_json::from_value(serde_json::json!({
         "role": "assistant",
         "content": [{"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": command}}],
@@ -273,7 +273,7 @@ fn tool_call_turn(command: &str) -> TranscriptMessage {
 }
 
 /// The result of [`tool_call_turn`]'s call.
-fn tool_output(text: &str) -> TranscriptMessage {
+pub(super) fn tool_output(text: &str) -> TranscriptMessage {
     serde_json::from_value(serde_json::json!({
         "role": "toolResult", "toolCallId": "c1", "toolName": "bash",
         "content": [{"type": "text", "text": text}], "isError": false
@@ -282,7 +282,7 @@ fn tool_output(text: &str) -> TranscriptMessage {
 }
 
 /// A terminal answer: stopped, text, no tool calls.
-fn final_answer(text: &str) -> TranscriptMessage {
+pub(super) fn final_answer(text: &str) -> TranscriptMessage {
     serde_json::from_value(serde_json::json!({
         "role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop"
     }))
@@ -407,9 +407,12 @@ async fn p1_will_continue_from_the_host_decides_and_a_user_abort_does_not_releas
         will_continue: Some(false),
     };
     h.turn_end_with(&t, done).await.unwrap();
-    let step = h.step_boundary().await.unwrap();
-    let aside = step.aside.expect("not an answer: the nit is an aside");
-    assert_eq!(aside.notes[0].note, "The config is read twice.");
+    // CA16: the final boundary's window sends it as one card (no continuation for a nit).
+    match next_event(&mut rx).await {
+        HostEvent::Card { card } => assert_eq!(card.notes[0].note, "The config is read twice."),
+        other => panic!("expected the merged card, got {other:?}"),
+    }
+    assert!(h.step_boundary().await.unwrap().is_empty());
     h.dispose().await.unwrap();
 }
 

@@ -167,7 +167,8 @@ async fn v2_binary_reviews_a_turn_through_a_resolved_endpoint_and_hands_back_the
     .await;
     c.call(
         "session/turnEnd",
-        json!({"sessionId": "s1", "base": null, "leaf": "e1",
+        // Work in progress: D3's aside, not a final boundary's merged card (CA13).
+        json!({"sessionId": "s1", "base": null, "leaf": "e1", "willContinue": true,
             "messages": [user("Handle empty input in parse()"), assistant("I changed parse().")]}),
     )
     .await;

@@ -100,7 +100,8 @@ async fn v2_d3_turn_end_then_step_boundary_hands_over_the_reviewed_nit() {
     let r = c
         .call(
             "session/turnEnd",
-            json!({"sessionId": "s1", "base": null, "leaf": "e2",
+            // Work in progress: D3's aside, not a final boundary's merged card (CA13).
+            json!({"sessionId": "s1", "base": null, "leaf": "e2", "willContinue": true,
                 "messages": [user("Fix the null check in the parser"), assistant("Done, I edited parse().")]}),
         )
         .await;

@@ -168,10 +168,12 @@ async fn ro20_a_blank_advisor_name_asks_the_default_advisor() {
 }
 
 /// One turn of `session`: a user message and a final answer, after `base`.
+/// A WIP turn (`willContinue`), so its nits take D3's routing, not the merged delivery of
+/// a final boundary (CA13).
 async fn turn(c: &mut Client, base: Option<&str>, leaf: &str, ask: &str) -> Value {
     c.call(
         "session/turnEnd",
-        json!({"sessionId": "s1", "base": base, "leaf": leaf,
+        json!({"sessionId": "s1", "base": base, "leaf": leaf, "willContinue": true,
             "messages": [user(ask), assistant("Done.")]}),
     )
     .await;

@@ -49,6 +49,10 @@ fn ids_cited_in_src(root: &Path) -> Vec<(String, String)> {
         let text = std::fs::read_to_string(&file).expect("a source file is readable");
         for (index, line) in text.lines().enumerate() {
             for found in pattern.find_iter(line) {
+                // §16's scenarios (CA-S1 … CA-S12) are named, not rule ids of their own.
+                if line[..found.start()].ends_with("CA-") {
+                    continue;
+                }
                 let place = format!("{}:{}", file.display(), index + 1);
                 cited.push((found.as_str().to_string(), place));
             }
