@@ -3,14 +3,18 @@
 //!
 //! Output contract:
 //! - text mode: each delivery as `── turn N · CHANNEL ──` (`── turn N · CHANNEL · NAME ──`
-//!   for a named advisor's, RO23) followed by the advisory XML the primary would receive;
+//!   for a named advisor's, RO23) followed by the advisory XML the primary would receive; a
+//!   merged final-boundary delivery (CA14) as one block per note, each headed
+//!   `── turn N · CHANNEL · SEVERITY · T-K · NAME ──` (`T-K` for a note about a turn K turns
+//!   back), the guidance text opening the first block when the message has it;
 //!   notices on standard error; a progress bar on standard error when it is a terminal; at
 //!   the end, what the primary never received (queued nits, held notes) as
 //!   `── turn N · pending ──` blocks, then the final status (C3) and one line per named
 //!   advisor;
 //! - `--json`: one JSON object per line on standard output:
 //!   `{"turn":N,"channel":"aside|steer|wake|card|pending","severity":"nit"|…|null,"note":…,"content":…,"advisor":…}`
-//!   per note (`advisor` only for a named advisor's) (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
+//!   per note (`advisor` only for a named advisor's; `"turnsAgo":K` on each note of a merged
+//!   final-boundary delivery, CA14) (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
 //!   and a last `{"status":{…}}` line;
 //! - `--ask TURN:QUESTION` (repeatable, G8): the question is put to the advisor right after
 //!   that turn's step boundary, and its answer follows that turn's deliveries: text mode a
@@ -881,6 +885,46 @@ mod tests {
             json,
             bar: ProgressBar::hidden(),
         }
+    }
+
+    #[test]
+    fn ca14_a_merged_delivery_prints_t_n_in_each_heading_and_turns_ago_in_json() {
+        let mut late =
+            Advisory::new("Check the token", Some(Severity::Concern)).with_advisor("Security");
+        late.turns_ago = Some(2);
+        let mut now = Advisory::new("Tidy", Some(Severity::Nit));
+        now.turns_ago = Some(0);
+        let notes = vec![now.clone(), late.clone()];
+        let mut card = Delivery::new(Channel::Card, notes, None);
+        card.content = format!(
+            "{}\n{}\n{}",
+            advisor::replay::merged_guidance(),
+            now.to_xml(None),
+            late.to_xml(None)
+        );
+        let text = printer(false).delivery_text(7, &card);
+        assert_eq!(
+            text,
+            format!(
+                "── turn 7 · card · nit ──\n{}\n{}\n── turn 7 · card · concern · T-2 · Security ──\n{}\n",
+                advisor::replay::merged_guidance(),
+                now.to_xml(None),
+                late.to_xml(None)
+            )
+        );
+        assert!(late.to_xml(None).contains(" turns_ago=\"2\" guidance="));
+        let json = printer(true).delivery_text(7, &card);
+        let lines: Vec<serde_json::Value> = json
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["turnsAgo"], 0);
+        assert_eq!(lines[1]["turnsAgo"], 2);
+        assert_eq!(lines[1]["advisor"], "Security");
+        // A live delivery has no turnsAgo.
+        let live = Delivery::new(Channel::Steer, vec![Advisory::new("x", None)], None);
+        let json = printer(true).delivery_text(3, &live);
+        assert!(!json.contains("turnsAgo"), "{json}");
     }
 
     #[test]

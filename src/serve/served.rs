@@ -416,6 +416,21 @@ mod tests {
     }
 
     #[test]
+    fn ca14_the_notes_of_a_merged_card_carry_turns_ago() {
+        let mut late = Advisory::new("old", Some(Severity::Concern));
+        late.turns_ago = Some(2);
+        let mut now = Advisory::new("new", Some(Severity::Blocker));
+        now.turns_ago = Some(0);
+        let card = Delivery::new(Channel::Wake, vec![now, late], None);
+        let v: Value = serde_json::from_str(&event_line("s1", &HostEvent::Wake { card })).unwrap();
+        assert_eq!(
+            v["params"]["card"]["notes"],
+            json!([{"severity": "blocker", "note": "new", "turnsAgo": 0},
+                {"severity": "concern", "note": "old", "turnsAgo": 2}])
+        );
+    }
+
+    #[test]
     fn ro23_cards_and_notices_name_their_advisor_and_the_unnamed_ones_do_not() {
         let card = Delivery::new(
             Channel::Card,
