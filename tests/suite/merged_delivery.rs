@@ -178,3 +178,53 @@ async fn ca18_ca_s6_a_late_note_after_a_terminal_answer() {
         h.dispose().await.unwrap();
     }
 }
+
+/// CA-S11: immune turns 3 and a continuation sent at T = 5: concerns raised at T = 6, 7, 8
+/// (WIP rounds of the woken run) are asides, the one at T = 9 steers.
+#[actix::test]
+async fn ca19_ca_s11_the_immune_turns_count_every_boundary_from_the_continuation() {
+    tokio::time::pause();
+    let model = ScriptedModel::new([]);
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |c| {
+        c.settings.policy = DeliveryPolicy::Interrupt;
+        c.settings.immune_turns = 3;
+    });
+    h.user_prompt().await.unwrap();
+    h.run_state(true).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("migrate the schema")]);
+    for step in 1..=4 {
+        model.push(ScriptedReply::text(""));
+        t.push(tool_call_turn(&format!("step {step}")));
+        t.push(tool_output("ok"));
+        h.turn_end(&t).await.unwrap();
+    }
+    h.run_state(false).await.unwrap();
+    model.push(advising(&[(
+        "The migration drops the users table.",
+        "blocker",
+    )]));
+    t.push(final_answer("Migrated."));
+    h.turn_end(&t).await.unwrap();
+    assert!(matches!(
+        drain(&mut rx).as_slice(),
+        [HostEvent::Wake { .. }]
+    ));
+    // The woken run.
+    h.run_state(true).await.unwrap();
+    for turn in 6..=9u64 {
+        model.push(advising(&[(&format!("concern at {turn}"), "concern")]));
+        t.push(tool_call_turn(&format!("step {turn}")));
+        t.push(tool_output("ok"));
+        h.turn_end(&t).await.unwrap();
+        let step = h.step_boundary().await.unwrap();
+        if turn < 9 {
+            assert!(drain(&mut rx).is_empty(), "T = {turn}: no steer");
+            let aside = step.aside.expect("an aside");
+            assert_eq!(aside.notes[0].note, format!("concern at {turn}"));
+        } else {
+            assert_eq!(drain(&mut rx), vec![HostEvent::SteerReady], "T = 9 steers");
+            assert_eq!(step.steers.len(), 1);
+        }
+    }
+    h.dispose().await.unwrap();
+}
