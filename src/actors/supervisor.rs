@@ -11,11 +11,12 @@ use actix::{
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
-use crate::actors::wiring::{wait_after_turn, SlowWaitNotice};
+use crate::actors::wiring::{wait_after_turn, CatchUp, SlowWaitNotice, TurnWaits};
 use crate::delivery::turn_end::TurnEndPlan;
 use crate::delivery::CatchUpPlan;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::{Transcript, TranscriptMark};
+use crate::feed::Update;
 use crate::messages::delivery::{PlanTurnEnd, ResetDelivery, SeedGuard, SetDeliveryEnabled};
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::host::{
@@ -23,9 +24,10 @@ use crate::messages::host::{
     TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::{
-    AskEnd, EndHalt, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews,
+    AskEnd, EndHalt, FlushAudit, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
 };
 use crate::messages::tools::ClearToolSession;
+use crate::review::cadence::{Boundary, Decision};
 use members::Member;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -111,15 +113,22 @@ impl Supervisor {
         self
     }
 
-    /// Recomputes whether a turn end may be held: a syncBacklog threshold (S1), or a
-    /// catch-up block (D5) because the session's policy or an advisor's is `reconfirm`
-    /// (RO15). Called when the members change (RO21).
+    /// Recomputes whether a turn end may be held: a syncBacklog threshold (S1, CA9: the
+    /// session's or an advisor's own), or a catch-up block (D5) because the session's
+    /// policy or an advisor's is `reconfirm` (RO15). Called when the members change (RO21).
     pub(super) fn update_turn_end_waits(&self) {
         let settings = &self.config.settings;
         let reconfirm = |policy: Option<DeliveryPolicy>| {
             policy.unwrap_or(settings.policy) == DeliveryPolicy::Reconfirm
         };
-        let waits = settings.sync_backlog != SyncBacklog::Off
+        let syncs = |plan: &crate::config::MemberPlan| {
+            plan.sync_backlog.unwrap_or(settings.sync_backlog) != SyncBacklog::Off
+        };
+        let waits = (self.members.is_empty() && settings.sync_backlog != SyncBacklog::Off)
+            || self
+                .members
+                .iter()
+                .any(|m| syncs(&m.plan) || m.rebuild.as_ref().is_some_and(syncs))
             || self.members.iter().any(|m| {
                 reconfirm(m.plan.policy)
                     || m.rebuild
@@ -171,10 +180,10 @@ impl Supervisor {
     }
 
     /// Stops every member and starts a new epoch: what a member still runs is discarded.
-    fn stop_children(&mut self, ctx: &mut Context<Self>, cause: AskEnd) {
+    fn stop_children(&mut self, cause: AskEnd) {
         let next = self.epoch + 1;
         for index in 0..self.members.len() {
-            self.stop_member(ctx, index, next, cause);
+            self.stop_member(index, next, cause);
         }
         self.epoch = next;
     }
@@ -192,6 +201,16 @@ impl Supervisor {
         tracing::info!(?kind, epoch = self.epoch, "advisor reset");
         let branch = changes_branch(kind);
         self.seed_guard |= branch;
+        // CA8: every reset drops the held updates (the bounded replay covers them); the
+        // counters restart only when another conversation begins.
+        let new_conversation = begins_conversation(kind);
+        for member in &mut self.members {
+            if new_conversation {
+                member.cadence.restart();
+            } else {
+                member.cadence.drop_held();
+            }
+        }
         // R1, RO21: the rewound members read the transcript from 0 at the next turn end; a
         // member rebuilt or added before it does the same.
         self.turn_end_len = Some(0);
@@ -224,7 +243,7 @@ impl Supervisor {
         }
         if !self.enabled {
             self.enabled = true;
-            self.stop_children(ctx, AskEnd::TurnedOff);
+            self.stop_children(AskEnd::TurnedOff);
             self.router().do_send(SetDeliveryEnabled { enabled: true });
             self.router().do_send(ResetDelivery {
                 epoch: self.epoch,
@@ -250,9 +269,13 @@ impl Supervisor {
         notice("on", &[])
     }
 
-    fn disable(&mut self, ctx: &mut Context<Self>, cause: AskEnd) -> String {
+    fn disable(&mut self, _ctx: &mut Context<Self>, cause: AskEnd) -> String {
         self.enabled = false;
-        self.stop_children(ctx, cause);
+        self.stop_children(cause);
+        for member in &mut self.members {
+            // CA7 (our choice): turning the advisor off drops what it held and its count.
+            member.cadence.restart();
+        }
         self.router().do_send(SetDeliveryEnabled { enabled: false });
         notice("off", &[])
     }
@@ -268,6 +291,18 @@ fn changes_branch(kind: RewriteKind) -> bool {
             | RewriteKind::Branch
             | RewriteKind::TreeNavigation
             | RewriteKind::Rewind
+    )
+}
+
+/// Whether a rewrite begins another conversation (CA8): the counters restart. Compaction,
+/// pruning, a rewrite the feed detected and a rewind keep them.
+fn begins_conversation(kind: RewriteKind) -> bool {
+    matches!(
+        kind,
+        RewriteKind::SessionSwitch
+            | RewriteKind::NewSession
+            | RewriteKind::Branch
+            | RewriteKind::TreeNavigation
     )
 }
 
@@ -309,27 +344,38 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             wip: plan.wip,
             can_wait: plan.review,
         };
-        let feeds: Vec<_> = self.members.iter().filter_map(Member::feed).collect();
+        let feeds: Vec<_> = self
+            .members
+            .iter()
+            .filter_map(|m| Some((m.plan.slug().map(str::to_string), m.feed()?)))
+            .collect();
         if !plan.review || feeds.is_empty() {
             router.do_send(turn_ended);
             return Box::pin(actix::fut::ready(()));
         }
         let agents = self.agents();
-        let threshold = self.config.settings.sync_backlog.threshold();
         let cap = self.config.settings.sync_wait_cap;
         let hold = self.config.hold_wait_through_retries;
         // A replay paces itself with this wait (L2): nothing to tell a user there.
-        let slow = threshold.filter(|_| !hold).map(|threshold| SlowWaitNotice {
+        let slow = (!hold).then(|| SlowWaitNotice {
             host: self.host.clone(),
             said: Arc::clone(&self.sync_wait_said),
-            threshold,
         });
-        let planned_rx = self.observe_turn(ctx, &router, &feeds, &msg.transcript, turn_ended);
+        let planned_rx = self.observe_turn(ctx, &router, feeds, &msg.transcript, turn_ended);
         self.turn_waits += 1;
         Box::pin(
             async move {
-                let plan = planned_rx.await.ok().flatten();
-                wait_after_turn(agents, router, plan, threshold, cap, hold, slow).await;
+                let (plan, scheduled) = planned_rx.await.unwrap_or_default();
+                let waits = TurnWaits {
+                    agents,
+                    scheduled,
+                    router,
+                    plan,
+                    cap,
+                    hold_through_retries: hold,
+                    slow,
+                };
+                wait_after_turn(waits).await;
             }
             .into_actor(self)
             .map(|(), act, ctx| {
@@ -343,32 +389,34 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
 }
 
 impl Supervisor {
-    /// Tells the router and every member's feed of the turn end `turn_ended` at
-    /// `transcript`; the receiver gets the router's catch-up plan (D5) once all have
-    /// answered. A feed that saw a rewrite resets the session first.
+    /// Tells the router and every member's feed (by slug) of the turn end `turn_ended` at
+    /// `transcript`; each member's capture goes through its cadence (CA1–CA4) and a
+    /// scheduled review is queued at its agent. The receiver gets the router's catch-up
+    /// plan (D5) and the members whose review was scheduled (CA9) once all have answered.
+    /// A feed that saw a rewrite resets the session first.
     fn observe_turn(
         &mut self,
         ctx: &mut Context<Self>,
         router: &Addr<DeliveryRouter>,
-        feeds: &[Addr<TranscriptFeed>],
+        feeds: Vec<(Option<String>, Addr<TranscriptFeed>)>,
         transcript: &TranscriptMark,
         turn_ended: PlanTurnEnd,
-    ) -> tokio::sync::oneshot::Receiver<Option<CatchUpPlan>> {
+    ) -> tokio::sync::oneshot::Receiver<(Option<CatchUpPlan>, Vec<CatchUp>)> {
         // All enqueued now, the router first: it hears of the turn end before the review of
         // its delta can raise anything (D4's terminal flag, D7's count). Every member's
         // feed gets the same turn (RO13).
-        let (wip, epoch) = (turn_ended.wip, self.epoch);
+        let wip = turn_ended.wip;
         let plan = router.send(turn_ended);
-        let observed: Vec<_> = feeds
-            .iter()
-            .map(|feed| {
-                feed.send(ObserveTurn {
+        let (slugs, observed): (Vec<_>, Vec<_>) = feeds
+            .into_iter()
+            .map(|(slug, feed)| {
+                let observed = feed.send(ObserveTurn {
                     transcript: transcript.clone(),
-                    epoch,
                     wip,
-                })
+                });
+                (slug, observed)
             })
-            .collect();
+            .unzip();
         // The turn is observed before the supervisor takes its next message: a host that
         // did not wait for this turn end (nothing to wait for, see `AdvisorHandle::turn_end`)
         // still has its next turn end checked against this one's cursor and epoch, and a
@@ -382,16 +430,81 @@ impl Supervisor {
             }
             .into_actor(self)
             .map(move |(plan, outcomes), act, _ctx| {
-                if outcomes
+                let scheduled = if outcomes
                     .iter()
                     .any(|o| matches!(o, Ok(TurnObserved::Rewrite)))
                 {
                     act.reset(RewriteKind::Detected);
-                }
-                let _ = planned_tx.send(plan);
+                    Vec::new()
+                } else {
+                    let captured =
+                        slugs
+                            .into_iter()
+                            .zip(outcomes)
+                            .filter_map(|(slug, o)| match o {
+                                Ok(TurnObserved::Captured {
+                                    update,
+                                    paths_match,
+                                }) => Some((slug, update, paths_match)),
+                                _ => None,
+                            });
+                    act.schedule(captured.collect(), wip)
+                };
+                let _ = planned_tx.send((plan, scheduled));
             }),
         );
         planned_rx
+    }
+
+    /// Runs each member's capture of a boundary through its cadence (CA1–CA4): a scheduled
+    /// review goes to its agent as one review carrying what it held (CA3, CA12); answers
+    /// the members whose review was scheduled, with their catch-up (CA9).
+    fn schedule(
+        &mut self,
+        captured: Vec<(Option<String>, Option<Update>, bool)>,
+        wip: bool,
+    ) -> Vec<CatchUp> {
+        let epoch = self.epoch;
+        let settings = &self.config.settings;
+        let mut scheduled = Vec::new();
+        for (slug, update, paths_match) in captured {
+            let Some(member) = self
+                .members
+                .iter_mut()
+                .find(|m| m.plan.slug() == slug.as_deref())
+            else {
+                continue;
+            };
+            let Some(agent) = member.agent() else {
+                continue;
+            };
+            if !paths_match && update.is_some() {
+                member.skipped_updates += 1;
+            }
+            let cadence = member.plan.cadence(settings);
+            let boundary = Boundary {
+                final_boundary: !wip,
+                // CA17's continuation mark is decided where deliveries are (the router);
+                // until the router reports it with the turn end, no boundary is one.
+                continuation: false,
+                paths_match,
+            };
+            let decision = member.cadence.on_boundary(cadence, boundary, update, wip);
+            if let Decision::Scheduled { updates, wip } = decision {
+                if !updates.is_empty() {
+                    agent.do_send(QueueDelta {
+                        epoch,
+                        updates,
+                        wip,
+                    });
+                }
+                scheduled.push(CatchUp {
+                    agent,
+                    sync: cadence.sync,
+                });
+            }
+        }
+        scheduled
     }
 }
 

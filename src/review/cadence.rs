@@ -8,7 +8,7 @@
 //! review and one backlog unit, CA12) or the delta is held.
 
 use crate::feed::Update;
-use crate::settings::{ReviewMode, SyncBacklog};
+use crate::settings::{describe_cadence, ReviewMode, SyncBacklog};
 
 /// The most updates one advisor holds (CA3): past it the oldest held update is dropped, so
 /// an `agent-end` advisor over a run of thousands of tool rounds keeps a bounded memory.
@@ -42,11 +42,7 @@ impl Cadence {
     /// What `advisor roster` and status say of it: `turn · every update`,
     /// `agent-end · every 3 eligible updates` (CA6).
     pub fn describe(&self) -> String {
-        match self.interval {
-            1 if self.mode == ReviewMode::Turn => format!("{} · every update", self.mode),
-            1 => format!("{} · every run", self.mode),
-            n => format!("{} · every {n} eligible updates", self.mode),
-        }
+        describe_cadence(self.mode, self.interval)
     }
 }
 
@@ -79,6 +75,7 @@ pub enum Decision {
     Held,
 }
 
+#[cfg(test)]
 impl Decision {
     /// Whether the boundary scheduled this advisor's review (CA9: only then is it waited on).
     pub fn scheduled(&self) -> bool {
@@ -177,6 +174,7 @@ impl AdvisorCadence {
 
     /// Held updates dropped past [`MAX_HELD_UPDATES`] or [`MAX_HELD_CHARS`] since the last
     /// review that sent the held ones.
+    #[cfg(test)]
     pub fn dropped_updates(&self) -> u64 {
         self.dropped
     }

@@ -111,12 +111,36 @@ impl FromStr for ReviewMode {
 /// number carries exactly.
 pub const MAX_REVIEW_INTERVAL: u64 = (1 << 53) - 1;
 
+impl Serialize for ReviewMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ReviewMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A review cadence in words (CA6, `advisor roster`): `turn · every update`,
+/// `agent-end · every run`, `agent-end · every 3 eligible updates`.
+pub fn describe_cadence(mode: ReviewMode, interval: u64) -> String {
+    match interval {
+        0 | 1 if mode == ReviewMode::Turn => format!("{mode} · every update"),
+        0 | 1 => format!("{mode} · every run"),
+        n => format!("{mode} · every {n} eligible updates"),
+    }
+}
+
 /// The values `syncBacklog` takes, for messages.
 pub const SYNC_BACKLOG_ALLOWED: &str = "off, 1, 3, 5, strict";
 
 /// `advisor.syncBacklog` and a roster entry's `syncBacklog` (S1, CA9): how far the primary
 /// waits for an advisor whose review was scheduled at a turn end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SyncBacklog {
     /// Never wait (the default).
     #[default]

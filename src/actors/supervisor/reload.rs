@@ -81,6 +81,20 @@ impl Supervisor {
             // RO12: the unnamed advisor runs only while the roster has no entry.
             self.remove_member(None);
         }
+        for slug in &diff.retuned {
+            // CA7: a cadence edit rebuilds nothing; it applies from the next boundary.
+            let plan = self.plan_of(slug);
+            let member = self
+                .members
+                .iter_mut()
+                .find(|m| m.plan.slug() == Some(slug));
+            if let (Some(member), Some(plan)) = (member, plan) {
+                member.plan.retune(&plan);
+                if let Some(pending) = member.rebuild.as_mut() {
+                    pending.retune(&plan);
+                }
+            }
+        }
         for slug in &diff.changed {
             let plan = self.plan_of(slug);
             if let Some(member) = self
@@ -192,7 +206,8 @@ impl Supervisor {
             };
             rebuilt = true;
             let was_running = self.members[index].children.is_some();
-            self.stop_member(ctx, index, next, AskEnd::TurnedOff);
+            // CA7: the successor keeps the member's held updates and counter.
+            self.stop_member(index, next, AskEnd::TurnedOff);
             self.members[index].plan = plan;
             if was_running || self.enabled {
                 self.start_member(ctx, index, seed.clone());
