@@ -130,7 +130,7 @@ impl AdvisorCadence {
             return Decision::Held;
         }
         self.eligible += 1;
-        if self.eligible % cadence.interval.max(1) != 0 {
+        if !self.eligible.is_multiple_of(cadence.interval.max(1)) {
             return Decision::Held;
         }
         let (updates, last_wip) = self.drain();

@@ -601,28 +601,57 @@ fn review_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ReviewMode>, D:
     word(d, "turn, agent-end")
 }
 
-/// The cadence keys of the `advisor:` block whose bad values are warnings, not errors
-/// (CA5, CA9): the key, its allowed values, the value used instead, and the check.
-const LENIENT_KEYS: [(&str, &str, &str, fn(&Value) -> bool); 3] = [
-    ("reviewMode", "turn, agent-end", "turn", |v| {
-        v.as_str()
-            .is_some_and(|s| s.trim().to_ascii_lowercase().parse::<ReviewMode>().is_ok())
-    }),
-    (
-        "reviewInterval",
-        "a whole number from 1 to 9007199254740991",
-        "1",
-        |v| matches!(v, Value::Number(n) if n.as_u64().is_some_and(|n| (1..=MAX_REVIEW_INTERVAL).contains(&n))),
-    ),
-    ("syncBacklog", SYNC_BACKLOG_ALLOWED, "off", |v| {
-        let text = match v {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            Value::Bool(false) => return true,
-            _ => return false,
-        };
-        text.parse::<SyncBacklog>().is_ok()
-    }),
+/// A key of the `advisor:` block whose bad value is a warning, not an error (CA5, CA9).
+struct LenientKey {
+    /// The key in the block.
+    key: &'static str,
+    /// Its full path, for the warning.
+    path: &'static str,
+    /// Its allowed values, for the warning.
+    allowed: &'static str,
+    /// The value used instead of a bad one, as written in a file.
+    used: &'static str,
+    /// Whether a value is allowed.
+    valid: fn(&Value) -> bool,
+}
+
+/// The cadence keys whose bad values are warnings (CA5, CA9).
+const LENIENT_KEYS: [LenientKey; 3] = [
+    LenientKey {
+        key: "reviewMode",
+        path: "advisor.reviewMode",
+        allowed: "turn, agent-end",
+        used: "turn",
+        valid: |v| {
+            v.as_str()
+                .is_some_and(|s| s.trim().to_ascii_lowercase().parse::<ReviewMode>().is_ok())
+        },
+    },
+    LenientKey {
+        key: "reviewInterval",
+        path: "advisor.reviewInterval",
+        allowed: "a whole number from 1 to 9007199254740991",
+        used: "1",
+        valid: |v| {
+            matches!(v, Value::Number(n)
+                if n.as_u64().is_some_and(|n| (1..=MAX_REVIEW_INTERVAL).contains(&n)))
+        },
+    },
+    LenientKey {
+        key: "syncBacklog",
+        path: "advisor.syncBacklog",
+        allowed: SYNC_BACKLOG_ALLOWED,
+        used: "off",
+        valid: |v| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(false) => return true,
+                _ => return false,
+            };
+            text.parse::<SyncBacklog>().is_ok()
+        },
+    },
 ];
 
 /// Checks the cadence keys of `document`'s `advisor:` block (CA5, CA9): each bad value is
@@ -633,11 +662,11 @@ fn lenient_cadence_keys(file: &Path, document: &mut Value) -> Vec<SettingsWarnin
     let Some(Value::Mapping(block)) = document.get_mut("advisor") else {
         return warnings;
     };
-    for (key, allowed, used, valid) in LENIENT_KEYS {
-        let Some(value) = block.get_mut(key) else {
+    for lenient in LENIENT_KEYS {
+        let Some(value) = block.get_mut(lenient.key) else {
             continue;
         };
-        if value.is_null() || valid(value) {
+        if value.is_null() || (lenient.valid)(value) {
             continue;
         }
         let shown = match &*value {
@@ -648,18 +677,14 @@ fn lenient_cadence_keys(file: &Path, document: &mut Value) -> Vec<SettingsWarnin
         };
         warnings.push(SettingsWarning::BadValue {
             file: file.to_path_buf(),
-            key: match key {
-                "reviewMode" => "advisor.reviewMode",
-                "reviewInterval" => "advisor.reviewInterval",
-                _ => "advisor.syncBacklog",
-            },
+            key: lenient.path,
             value: clip(&shown, SHOWN_CHARS).into_owned(),
-            allowed,
-            used,
+            allowed: lenient.allowed,
+            used: lenient.used,
         });
-        *value = match key {
+        *value = match lenient.key {
             "reviewInterval" => Value::Number(1.into()),
-            _ => Value::String(used.to_string()),
+            _ => Value::String(lenient.used.to_string()),
         };
     }
     warnings
