@@ -260,3 +260,33 @@ async fn ca_s9_ca11_each_scheduled_advisor_waits_under_its_own_value_the_others_
     assert!(waited < Duration::from_secs(30), "{waited:?}");
     drop(b_gate);
 }
+
+#[actix::test]
+async fn ca4_an_ask_first_sends_the_held_updates_as_one_review_counter_unchanged() {
+    let model = ScriptedModel::new([]);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.settings.review_interval = 3;
+    });
+    let t = Transcript::from_messages([]);
+    turn(&h, &t, 1, false).await;
+    turn(&h, &t, 2, false).await;
+    assert_eq!(model.request_count(), 0, "both held");
+    // The review of what was held answers first, then the question.
+    model.push(ScriptedReply::text("Reviewed."));
+    model.push(ScriptedReply::text("Turns 1 and 2 look fine."));
+    h.ask("How does it look?").await.unwrap();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_eq!(turns_in(&last_user_text(&requests[0])), [1, 2]);
+    let status = h.status().await.unwrap();
+    assert_eq!(
+        (status.cadence.held_updates, status.cadence.eligible_updates),
+        (0, 2)
+    );
+    turn(&h, &t, 3, false).await;
+    assert_eq!(
+        model.request_count(),
+        3,
+        "the count went on: 3 is scheduled"
+    );
+}
