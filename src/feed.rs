@@ -125,12 +125,8 @@ pub enum FeedOutcome {
     /// A non-blank delta of the expanded view: the turn's messages, rendered with the rest
     /// of their batch.
     Turn(TurnDelta),
-    /// Nothing new worth reviewing (the cursor still moved to the end, unless skipped
-    /// updates are pending: they stay for the next reviewed update, RO17).
+    /// Nothing new worth reviewing; the cursor still moved to the end.
     Blank,
-    /// The update touched no path the cursor's `when: { paths }` matches (RO17): nothing is
-    /// queued and the cursor did not move, so the next reviewed update carries this one.
-    Skipped,
     /// The transcript is shorter than the cursor or its seen prefix changed (X1): the caller
     /// resets the advisor (R1). The cursor is left at 0.
     Rewrite,
@@ -158,11 +154,11 @@ pub struct FeedCursor {
     /// Secret redaction applied to every delta (X5); `None` = off.
     redactor: Option<Redactor>,
     /// A named advisor's `when: { paths }` (RO17): only updates touching a matching path
-    /// are reviewed; `None` reviews every update.
+    /// are eligible for its cadence (CA4); `None` matches every update.
     when: Option<WhenPaths>,
-    /// With `when`: the transcript length up to which skipped updates were read and found
-    /// to touch no matching path (RO17); above `seen` while skipped updates are pending.
-    scanned: usize,
+    /// Whether the last update the cursor read touched a path `when` matches (always true
+    /// without `when`).
+    matched: bool,
 }
 
 impl Default for FeedCursor {
@@ -181,7 +177,7 @@ impl FeedCursor {
             replay_budget,
             redactor: build_redactor(),
             when: None,
-            scanned: 0,
+            matched: true,
         }
     }
 
@@ -200,29 +196,28 @@ impl FeedCursor {
             replay_budget,
             redactor,
             when: None,
-            scanned: 0,
+            matched: true,
         }
     }
 
-    /// The cursor of a named advisor with `when: { paths }` (RO17): it reviews only the
-    /// updates whose read, edit or write calls touched a matching path (relative to
-    /// `workspace_root`); the others are [`FeedOutcome::Skipped`] and carried into the next
-    /// reviewed update, bounded like a replay after a reset (R1). `None` reviews every
-    /// update. A relative root is taken from the current directory, as the host's
-    /// absolute paths are.
+    /// The cursor of a named advisor with `when: { paths }` (RO17): every update is still
+    /// captured (CA3), and [`FeedCursor::paths_matched`] says whether its read, edit or
+    /// write calls touched a matching path (relative to `workspace_root`); one that did
+    /// not is held, never eligible (CA4). `None` matches every update. A relative root is
+    /// taken from the current directory, as the host's absolute paths are.
     pub fn with_when(mut self, when: Option<PathFilter>, workspace_root: &Path) -> Self {
         let root = std::path::absolute(workspace_root).unwrap_or_else(|_| workspace_root.into());
         self.when = when.map(|filter| WhenPaths {
             filter,
             root: normalize_lexically(&root),
         });
-        self.scanned = 0;
         self
     }
 
-    /// Whether skipped updates (RO17) wait to be carried into the next reviewed one.
-    pub fn skip_pending(&self) -> bool {
-        self.scanned > self.seen
+    /// Whether the last update read touched a path the cursor's `when: { paths }` matches
+    /// (RO17, CA4); true without `when`.
+    pub fn paths_matched(&self) -> bool {
+        self.matched
     }
 
     /// Turns secret redaction (X5) on or off; the patterns are compiled once, when it is
@@ -257,14 +252,12 @@ impl FeedCursor {
     pub fn seed_at(&mut self, transcript: &Transcript, len: usize) {
         self.seen = len.min(transcript.len());
         self.last = self.seen.checked_sub(1).and_then(|i| transcript.get(i));
-        self.scanned = 0;
     }
 
     /// Rewinds to the start (R1): the next turn end sends the whole transcript.
     pub fn reset(&mut self) {
         self.seen = 0;
         self.last = None;
-        self.scanned = 0;
     }
 
     /// Takes a turn end: checks the seen prefix, renders the messages after the cursor
@@ -296,21 +289,16 @@ impl FeedCursor {
             self.reset();
             return FeedOutcome::Rewrite;
         };
-        let pending = self.skip_pending();
-        let (delta, last) = match read {
-            Reading::Reviewed { delta, last } => (delta, last),
-            Reading::Untouched { new, last } => return self.untouched(at, &new, last, pending),
-        };
+        let Reading {
+            delta,
+            last,
+            matched,
+        } = read;
         let from_start = self.seen == 0;
         self.seen = at.len();
         self.last = last;
-        self.scanned = 0;
-        // The skipped updates' delta is carried, cut like a replay after a reset (RO17, R1).
-        let budget = if from_start || pending {
-            self.replay_budget
-        } else {
-            None
-        };
+        self.matched = matched;
+        let budget = if from_start { self.replay_budget } else { None };
         if self.view == TranscriptView::Expanded {
             return self.turn_delta(delta, budget, will_continue);
         }
@@ -327,61 +315,26 @@ impl FeedCursor {
 
     /// Reads the transcript at `at`: `None` when its content was replaced since the mark
     /// was taken, `Some(None)` when the seen prefix is gone (X1), else the messages after
-    /// the cursor without the advisor's own (X2), or, when `when` (RO17) finds the
-    /// messages not yet scanned touch none of its paths, those messages as untouched.
+    /// the cursor without the advisor's own (X2) and whether they touched a path `when`
+    /// matches (RO17, CA4).
     fn read_turn(&self, at: &TranscriptMark) -> Option<Option<Reading>> {
         at.read(|messages| {
             let len = messages.len();
             if len < self.seen || !self.prefix_unchanged(messages) {
                 return None;
             }
-            let reviewed = |from: usize| -> Vec<Arc<TranscriptMessage>> {
-                messages[from..]
+            let new = &messages[self.seen..];
+            let matched = self.when.as_ref().is_none_or(|when| when.touched(new));
+            Some(Reading {
+                delta: new
                     .iter()
                     .filter(|m| !m.is_advisor_message())
                     .cloned()
-                    .collect()
-            };
-            let last = messages.last().cloned();
-            // RO17: only what was not already found untouched is looked at again.
-            let new_from = self.scanned.clamp(self.seen, len);
-            if let Some(when) = &self.when {
-                if !when.touched(&messages[new_from..]) {
-                    return Some(Reading::Untouched {
-                        new: reviewed(new_from),
-                        last,
-                    });
-                }
-            }
-            Some(Reading::Reviewed {
-                delta: reviewed(self.seen),
-                last,
+                    .collect(),
+                last: messages.last().cloned(),
+                matched,
             })
         })
-    }
-
-    /// An update `when` skips (RO17): one that shows nothing moves the cursor past it
-    /// when no skipped update is pending; otherwise the cursor stays and only the scan
-    /// moves on, so the skipped messages go out with the next reviewed update.
-    fn untouched(
-        &mut self,
-        at: &TranscriptMark,
-        new: &[Arc<TranscriptMessage>],
-        last: Option<Arc<TranscriptMessage>>,
-        pending: bool,
-    ) -> FeedOutcome {
-        let blank = render_delta(self.view, new).trim().is_empty();
-        if blank && !pending {
-            self.seen = at.len();
-            self.last = last;
-            return FeedOutcome::Blank;
-        }
-        self.scanned = at.len();
-        if blank {
-            FeedOutcome::Blank
-        } else {
-            FeedOutcome::Skipped
-        }
     }
 
     /// The expanded view's outcome: the messages (bounded after a reset), or blank when
@@ -428,19 +381,13 @@ impl FeedCursor {
     }
 }
 
-/// What the cursor read at a turn end.
-enum Reading {
-    /// The delta to review: the messages after the cursor, the advisor's own left out.
-    Reviewed {
-        delta: Vec<Arc<TranscriptMessage>>,
-        last: Option<Arc<TranscriptMessage>>,
-    },
-    /// RO17: the messages not yet looked at touched no matching path; those messages, the
-    /// advisor's own left out.
-    Untouched {
-        new: Vec<Arc<TranscriptMessage>>,
-        last: Option<Arc<TranscriptMessage>>,
-    },
+/// What the cursor read at a turn end: the delta (the messages after the cursor, the
+/// advisor's own left out), the last message, and whether the new messages touched a path
+/// `when` matches (RO17, CA4).
+struct Reading {
+    delta: Vec<Arc<TranscriptMessage>>,
+    last: Option<Arc<TranscriptMessage>>,
+    matched: bool,
 }
 
 /// Tools whose path arguments `when: { paths }` looks at (RO17), any case.
@@ -824,7 +771,7 @@ mod tests {
 #[cfg(test)]
 mod ro17_tests {
     use super::*;
-    use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
+
     use serde_json::json;
 
     const ROOT: &str = "/ws";
@@ -853,13 +800,14 @@ mod ro17_tests {
         cursor_for(globs, TranscriptView::Compact, None)
     }
 
-    /// Whether the update a cursor with `globs` gets for `message` alone is reviewed.
+    /// Whether the update a cursor with `globs` gets for `message` alone matches its paths
+    /// (RO17, CA4: eligible for its cadence).
     fn reviews(globs: &[&str], message: TranscriptMessage) -> bool {
         let t = Transcript::from_messages([message]);
-        match cursor(globs).observe(&t) {
-            FeedOutcome::Delta(_) => true,
-            FeedOutcome::Skipped => false,
-            other => panic!("expected a delta or a skip, got {other:?}"),
+        let mut c = cursor(globs);
+        match c.observe(&t) {
+            FeedOutcome::Delta(_) | FeedOutcome::Blank => c.paths_matched(),
+            other => panic!("expected a delta, got {other:?}"),
         }
     }
 
@@ -871,53 +819,31 @@ mod ro17_tests {
     }
 
     #[test]
-    fn ro17_an_update_touching_a_matching_path_is_reviewed_the_others_skipped() {
+    fn ca4_ro17_an_update_touching_no_matching_path_is_captured_and_marked_unmatched() {
         let t = Transcript::from_messages([TranscriptMessage::user("fix it"), read("src/a.rs")]);
         let mut c = cursor(&["db/**"]);
-        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        assert_eq!(c.position(), 0, "a skip does not move the cursor");
-        assert!(c.skip_pending());
+        let first = delta(c.observe(&t));
+        assert!(!c.paths_matched(), "src/a.rs matches no glob");
+        assert!(
+            first.contains("src/a.rs"),
+            "captured at once (CA3): {first}"
+        );
+        assert_eq!(
+            c.position(),
+            2,
+            "the cursor moves: the delta is held elsewhere"
+        );
         t.push(call(
             "edit",
             json!({"path": "db/001_init.sql", "old": "a", "new": "b"}),
         ));
         let d = delta(c.observe(&t));
-        assert!(d.contains("db/001_init.sql"), "{d}");
+        assert!(c.paths_matched());
+        assert!(
+            d.contains("db/001_init.sql") && !d.contains("fix it"),
+            "{d}"
+        );
         assert_eq!(c.position(), 3);
-        assert!(!c.skip_pending());
-    }
-
-    #[test]
-    fn ro17_the_skipped_updates_delta_is_carried_into_the_next_reviewed_one() {
-        let t = Transcript::from_messages([TranscriptMessage::user("start")]);
-        let mut c = cursor(&["db/**"]);
-        c.seed(&t);
-        t.push(TranscriptMessage::user("first skipped turn"));
-        t.push(read("src/a.rs"));
-        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        t.push(TranscriptMessage::user("second skipped turn"));
-        t.push(call("write", json!({"path": "src/b.rs", "content": "x"})));
-        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        t.push(TranscriptMessage::user("the turn that matches"));
-        t.push(read("db/schema.sql"));
-        let d = delta(c.observe(&t));
-        assert_eq!(d.matches(UPDATE_HEADING).count(), 1, "one update: {d}");
-        for part in [
-            "first skipped turn",
-            "src/a.rs",
-            "second skipped turn",
-            "src/b.rs",
-            "the turn that matches",
-            "db/schema.sql",
-        ] {
-            assert!(d.contains(part), "{part} missing from {d}");
-        }
-        assert!(!d.contains("start"), "the seeded part stays out (X4): {d}");
-        // Reviewed: the next update starts after it.
-        t.push(TranscriptMessage::user("later"));
-        t.push(read("db/other.sql"));
-        let next = delta(c.observe(&t));
-        assert!(!next.contains("first skipped turn"), "{next}");
     }
 
     #[test]
@@ -1026,136 +952,5 @@ mod ro17_tests {
             globs,
             TranscriptMessage::user("please look at db/a.sql")
         ));
-    }
-
-    #[test]
-    fn ro17_the_carried_delta_is_bounded_like_a_replay_after_a_reset() {
-        let t = Transcript::from_messages([TranscriptMessage::user("start")]);
-        let mut c = cursor_for(&["db/**"], TranscriptView::Compact, Some(2_000));
-        // Seeded, so the cut is the carry's, not the first replay's.
-        c.seed(&t);
-        for i in 0..60 {
-            t.push(TranscriptMessage::user(format!(
-                "skipped turn {i} {}",
-                "x".repeat(50)
-            )));
-            t.push(read("src/lib.rs"));
-            assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        }
-        t.push(read("db/a.sql"));
-        let d = delta(c.observe(&t));
-        assert!(d.len() <= 2_000 + UPDATE_HEADING.len(), "{}", d.len());
-        assert!(d.contains("earlier messages of the session omitted"), "{d}");
-        assert!(d.contains("db/a.sql"));
-        assert!(d.contains("skipped turn 59"));
-        assert!(!d.contains("skipped turn 0 "));
-        // The next reviewed update is not cut.
-        t.push(TranscriptMessage::user("y".repeat(3_000)));
-        t.push(read("db/b.sql"));
-        assert!(delta(c.observe(&t)).len() > 3_000);
-    }
-
-    #[test]
-    fn ro17_expanded_view_carries_the_skipped_messages_bounded() {
-        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
-        let mut c = cursor_for(&["db/**"], TranscriptView::Expanded, Some(1_500));
-        c.seed(&t);
-        for i in 0..40 {
-            t.push(TranscriptMessage::user(format!(
-                "turn {i} {}",
-                "z".repeat(60)
-            )));
-            assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        }
-        t.push(read("db/a.sql"));
-        match c.observe(&t) {
-            FeedOutcome::Turn(turn) => {
-                assert!(turn.omitted > 0, "bounded");
-                assert_eq!(turn.omitted + turn.messages.len(), 41);
-            }
-            other => panic!("expected a turn, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn ro17_x1_a_rewrite_with_a_pending_skip_starts_over() {
-        let t = Transcript::from_messages([TranscriptMessage::user("a"), read("db/a.sql")]);
-        let mut c = cursor(&["db/**"]);
-        assert!(matches!(c.observe(&t), FeedOutcome::Delta(_)));
-        t.push(TranscriptMessage::user("skipped part"));
-        t.push(read("src/x.rs"));
-        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        assert!(c.skip_pending());
-        t.replace([
-            TranscriptMessage::user("compacted summary"),
-            TranscriptMessage::user("more"),
-            TranscriptMessage::user("and more"),
-            TranscriptMessage::user("and more again"),
-            TranscriptMessage::user("still more"),
-        ]);
-        assert_eq!(c.observe(&t), FeedOutcome::Rewrite);
-        assert_eq!(c.position(), 0);
-        assert!(!c.skip_pending(), "the pending skip went with the rewrite");
-        // From the start again: untouched, so skipped; then a match sends it all.
-        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        t.push(read("db/b.sql"));
-        let d = delta(c.observe(&t));
-        assert!(
-            d.contains("compacted summary") && d.contains("db/b.sql"),
-            "{d}"
-        );
-        assert!(!d.contains("skipped part"), "{d}");
-    }
-
-    #[test]
-    fn ro17_x4_seeding_drops_a_pending_skip() {
-        let t = Transcript::from_messages([TranscriptMessage::user("old"), read("src/a.rs")]);
-        let mut c = cursor(&["db/**"]);
-        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        c.seed(&t);
-        assert!(!c.skip_pending());
-        t.push(read("db/a.sql"));
-        let d = delta(c.observe(&t));
-        assert!(!d.contains("old") && !d.contains("src/a.rs"), "{d}");
-    }
-
-    #[test]
-    fn ro17_x2_advisor_messages_stay_out_of_the_carried_delta() {
-        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
-        let mut c = cursor(&["db/**"]);
-        c.seed(&t);
-        t.push(read("src/a.rs"));
-        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        let advice = Delivery::new(
-            Channel::Aside,
-            vec![Advisory::new("secret advice text", Some(Severity::Nit))],
-            None,
-        );
-        t.push(advice.to_message());
-        t.push(read("db/a.sql"));
-        let d = delta(c.observe(&t));
-        assert!(!d.contains("secret advice text"), "{d}");
-        assert!(d.contains("src/a.rs") && d.contains("db/a.sql"), "{d}");
-    }
-
-    #[test]
-    fn ro17_x3_a_blank_update_is_blank_and_keeps_a_pending_skip() {
-        let t = Transcript::from_messages([TranscriptMessage::user("go")]);
-        let mut c = cursor(&["db/**"]);
-        c.seed(&t);
-        // Nothing pending: a blank update moves the cursor as without a filter.
-        t.push(TranscriptMessage::user("   "));
-        assert_eq!(c.observe(&t), FeedOutcome::Blank);
-        assert_eq!(c.position(), 2);
-        // Pending: a blank update is no skip, and the skipped part stays pending.
-        t.push(read("src/a.rs"));
-        assert_eq!(c.observe(&t), FeedOutcome::Skipped);
-        t.push(TranscriptMessage::user(" "));
-        assert_eq!(c.observe(&t), FeedOutcome::Blank);
-        assert_eq!(c.position(), 2);
-        assert!(c.skip_pending());
-        t.push(read("db/a.sql"));
-        let d = delta(c.observe(&t));
-        assert!(d.contains("src/a.rs") && d.contains("db/a.sql"), "{d}");
     }
 }

@@ -152,7 +152,7 @@ pub use setup::{
     session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared, SessionSetup,
 };
 pub use status::{
-    AdvisorState, AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason,
-    FallbackStatus, NamedAdvisorStatus,
+    AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, DeliveryCounts, DeliveryStatus,
+    DropReason, FallbackStatus, NamedAdvisorStatus,
 };
 pub use turn_prompts::TurnPrompts;

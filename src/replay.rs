@@ -77,6 +77,10 @@ pub struct ReplayOptions {
     pub drain_timeout: Duration,
     /// The same when the input ended in an error (P11: 30 s).
     pub drain_timeout_after_error: Duration,
+    /// Whether the drain timeout was given explicitly (`--drain-timeout`): only then does
+    /// it bound an advisor whose catch-up is `strict` (CA21, our choice); otherwise such a
+    /// drain waits until it is done, halted, paused or stopped.
+    pub drain_timeout_explicit: bool,
     /// While the advisor is failing (a retry pending, F1) the drain cannot be awaited until
     /// the retry starts; the wait looks again after this long.
     pub failure_recheck: Duration,
@@ -86,11 +90,16 @@ pub struct ReplayOptions {
     pub merge_cut_turns: bool,
 }
 
+/// The drain's bound for a `strict` advisor without `--drain-timeout` (CA21): in effect
+/// none (a century), so only its success, a halt, a quota pause or a stop ends it.
+const STRICT_DRAIN_BOUND: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 impl Default for ReplayOptions {
     fn default() -> Self {
         Self {
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             drain_timeout_after_error: DRAIN_TIMEOUT_AFTER_ERROR,
+            drain_timeout_explicit: false,
             failure_recheck: Duration::from_secs(1),
             merge_cut_turns: false,
         }
@@ -537,7 +546,19 @@ impl Replay {
             .checked_sub(1)
             .and_then(|i| transcript.get(i))
             .is_some_and(|m| ended_in_error(&m));
-        let bound = if ended_in_error {
+        let status = self.handle.status().await?;
+        let strict = if status.advisors.is_empty() {
+            status.cadence.sync_backlog.is_strict()
+        } else {
+            status
+                .advisors
+                .iter()
+                .any(|a| a.cadence.sync_backlog.is_strict())
+        };
+        let bound = if strict && !self.options.drain_timeout_explicit {
+            // CA21 (3): a strict advisor's drain has no time budget of its own.
+            STRICT_DRAIN_BOUND
+        } else if ended_in_error {
             self.options.drain_timeout_after_error
         } else {
             self.options.drain_timeout

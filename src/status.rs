@@ -6,7 +6,7 @@ pub use crate::delivery::{DeliveryCounts, DeliveryStatus, DropReason};
 use crate::domain::advice::Advisory;
 pub use crate::review::fallback::FallbackStatus;
 pub use crate::review::AgentStatus;
-use crate::settings::DeliveryPolicy;
+use crate::settings::{DeliveryPolicy, ReviewMode, SyncBacklog};
 use crate::texts::{fill, Table};
 
 /// What `/advisor status` reports.
@@ -44,10 +44,66 @@ pub struct AdvisorStatus {
     /// runs on a shared runtime and has called the provider.
     #[serde(default)]
     pub provider_calls: Option<crate::model::limit::CallCounts>,
+    /// The unnamed advisor's cadence (CA12); with a roster, each named advisor has its own
+    /// in [`NamedAdvisorStatus::cadence`] and this one is the default.
+    #[serde(default)]
+    pub cadence: CadenceStatus,
     /// One entry per named advisor of the roster, in roster order (RO19); empty for a
     /// session without a roster (RO12). The fields above are then the session's totals.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub advisors: Vec<NamedAdvisorStatus>,
+}
+
+/// One advisor's review cadence as status shows it (CA1, CA2, CA9, CA12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CadenceStatus {
+    /// Its review mode in effect (CA1).
+    pub review_mode: ReviewMode,
+    /// Its review interval in effect (CA2).
+    pub review_interval: u64,
+    /// Its catch-up in effect (CA9).
+    pub sync_backlog: SyncBacklog,
+    /// Updates captured and held for its next scheduled review (CA3); never backlog.
+    pub held_updates: usize,
+    /// Eligible updates counted since the conversation began (CA2, CA8).
+    pub eligible_updates: u64,
+}
+
+impl CadenceStatus {
+    /// Whether it is the default cadence with nothing held (status then says nothing of it).
+    pub fn is_plain(&self) -> bool {
+        let plain = CadenceStatus {
+            sync_backlog: self.sync_backlog,
+            eligible_updates: self.eligible_updates,
+            ..CadenceStatus::default()
+        };
+        *self == plain && self.sync_backlog != SyncBacklog::Strict
+    }
+
+    /// Its status line `form` (CA12).
+    fn render(&self, form: &'static str, out: &mut String) {
+        let cadence = crate::settings::describe_cadence(self.review_mode, self.review_interval);
+        let vars = [
+            ("cadence", cadence.as_str()),
+            ("sync", &self.sync_backlog.to_string()),
+            ("held", &self.held_updates.to_string()),
+            ("eligible", &self.eligible_updates.to_string()),
+        ];
+        line(out, form, &vars);
+    }
+}
+
+impl Default for CadenceStatus {
+    fn default() -> Self {
+        Self {
+            review_mode: ReviewMode::Turn,
+            review_interval: 1,
+            sync_backlog: SyncBacklog::Off,
+            held_updates: 0,
+            eligible_updates: 0,
+        }
+    }
 }
 
 /// What one named advisor of the roster is doing (RO8, RO19).
@@ -84,9 +140,12 @@ pub struct NamedAdvisorStatus {
     pub model: Option<String>,
     /// Its delivery policy (RO15).
     pub policy: DeliveryPolicy,
-    /// Updates its `when` skipped (RO17).
+    /// Updates its `when` did not match (RO17): held, never eligible (CA4).
     #[serde(default)]
     pub skipped_updates: u64,
+    /// Its review cadence, held updates and counter (CA12).
+    #[serde(default)]
+    pub cadence: CadenceStatus,
     /// Its own delivery counters (D10).
     pub deliveries: DeliveryCounts,
     /// Its backlog, context and lifetime usage.
@@ -178,6 +237,9 @@ impl AdvisorStatus {
         }
         let policy = format!("{:?}", self.policy).to_lowercase();
         line(out, "policy", &[("policy", &policy)]);
+        if !named && !self.cadence.is_plain() {
+            self.cadence.render("cadence", out);
+        }
     }
 
     /// One line per named advisor (name, model, state, context use, tokens, cost) and the
@@ -219,6 +281,10 @@ impl AdvisorStatus {
                 ("cost", &format!("{:.4}", u.cost)),
             ];
             line(out, form, &vars);
+            if !a.cadence.is_plain() {
+                out.push_str("    ");
+                a.cadence.render("advisorCadence", out);
+            }
         }
         let u = &self.agent.lifetime;
         let estimated = if self.usage_estimated || u.estimated {
@@ -405,6 +471,38 @@ fn line(out: &mut String, key: &'static str, vars: &[(&str, &str)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ca12_status_shows_an_advisors_cadence_held_updates_and_counter() {
+        let mut status = AdvisorStatus {
+            enabled: true,
+            ..AdvisorStatus::default()
+        };
+        assert!(
+            !status.render().contains("cadence"),
+            "the default says nothing"
+        );
+        status.cadence = CadenceStatus {
+            review_mode: ReviewMode::AgentEnd,
+            review_interval: 3,
+            sync_backlog: SyncBacklog::Strict,
+            held_updates: 2,
+            eligible_updates: 5,
+        };
+        let text = status.render();
+        assert!(
+            text.contains(
+                "cadence: agent-end · every 3 eligible updates, catch-up strict; 2 held update(s), \
+                 5 eligible update(s) counted"
+            ),
+            "{text}"
+        );
+        let json = serde_json::to_value(&status).expect("serializable");
+        assert_eq!(json["cadence"]["heldUpdates"], 2);
+        assert_eq!(json["cadence"]["eligibleUpdates"], 5);
+        assert_eq!(json["cadence"]["reviewMode"], "agent-end");
+        assert_eq!(json["cadence"]["syncBacklog"], "strict");
+    }
 
     #[test]
     fn c3_every_status_line_is_in_its_file() {

@@ -75,7 +75,7 @@ impl TurnPrompts {
                         FeedOutcome::Delta(prompt) => return Some((turn, Update::Text(prompt))),
                         FeedOutcome::Turn(delta) => return Some((turn, Update::Turn(delta))),
                         // The mirror's cursor has no `when` filter (RO17): never skipped.
-                        FeedOutcome::Blank | FeedOutcome::Skipped => {}
+                        FeedOutcome::Blank => {}
                         // A rewrite the host did not announce: the cursor is back at 0 and
                         // the next turn sends everything, as in the runtime.
                         FeedOutcome::Rewrite => self.memory.clear(),

@@ -140,7 +140,7 @@ impl AdvisorAgent {
         let (epoch, review) = (self.epoch, self.review_seq);
         // The session updates the review covers set its note budget (D8); an ask covers none.
         let (updates, wip) = match &work {
-            Work::Review { batch, .. } => (batch.turns, batch.wip),
+            Work::Review { batch, .. } => (batch.units, batch.wip),
             Work::Ask(_) => (0, false),
         };
         let port = AgentPort {
@@ -402,7 +402,7 @@ impl Handler<QueueDelta> for AdvisorAgent {
 
     fn handle(&mut self, msg: QueueDelta, ctx: &mut Context<Self>) {
         if msg.epoch == self.epoch {
-            self.state.push_turn(msg.update, msg.wip);
+            self.state.push_review(msg.updates, msg.wip);
             self.maybe_start(ctx);
         }
     }

@@ -11,11 +11,12 @@ use actix::{
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
-use crate::actors::wiring::{wait_after_turn, SlowWaitNotice};
+use crate::actors::wiring::{wait_after_turn, CatchUp, SlowWaitNotice, TurnWaits};
 use crate::delivery::turn_end::TurnEndPlan;
 use crate::delivery::TurnEndPlanned;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::{Transcript, TranscriptMark};
+use crate::feed::Update;
 use crate::messages::delivery::{
     CloseWindow, PlanTurnEnd, ResetDelivery, SeedGuard, SetDeliveryEnabled,
 };
@@ -25,9 +26,10 @@ use crate::messages::host::{
     TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::{
-    AskEnd, EndHalt, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews,
+    AskEnd, EndHalt, FlushAudit, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
 };
 use crate::messages::tools::ClearToolSession;
+use crate::review::cadence::{Boundary, Decision};
 use members::Member;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -113,15 +115,22 @@ impl Supervisor {
         self
     }
 
-    /// Recomputes whether a turn end may be held: a syncBacklog threshold (S1), or a
-    /// catch-up block (D5) because the session's policy or an advisor's is `reconfirm`
-    /// (RO15). Called when the members change (RO21).
+    /// Recomputes whether a turn end may be held: a syncBacklog threshold (S1, CA9: the
+    /// session's or an advisor's own), or a catch-up block (D5) because the session's
+    /// policy or an advisor's is `reconfirm` (RO15). Called when the members change (RO21).
     pub(super) fn update_turn_end_waits(&self) {
         let settings = &self.config.settings;
         let reconfirm = |policy: Option<DeliveryPolicy>| {
             policy.unwrap_or(settings.policy) == DeliveryPolicy::Reconfirm
         };
-        let waits = settings.sync_backlog != SyncBacklog::Off
+        let syncs = |plan: &crate::config::MemberPlan| {
+            plan.sync_backlog.unwrap_or(settings.sync_backlog) != SyncBacklog::Off
+        };
+        let waits = (self.members.is_empty() && settings.sync_backlog != SyncBacklog::Off)
+            || self
+                .members
+                .iter()
+                .any(|m| syncs(&m.plan) || m.rebuild.as_ref().is_some_and(syncs))
             || self.members.iter().any(|m| {
                 reconfirm(m.plan.policy)
                     || m.rebuild
@@ -173,10 +182,10 @@ impl Supervisor {
     }
 
     /// Stops every member and starts a new epoch: what a member still runs is discarded.
-    fn stop_children(&mut self, ctx: &mut Context<Self>, cause: AskEnd) {
+    fn stop_children(&mut self, cause: AskEnd) {
         let next = self.epoch + 1;
         for index in 0..self.members.len() {
-            self.stop_member(ctx, index, next, cause);
+            self.stop_member(index, next, cause);
         }
         self.epoch = next;
     }
@@ -194,13 +203,23 @@ impl Supervisor {
         tracing::info!(?kind, epoch = self.epoch, "advisor reset");
         let branch = changes_branch(kind);
         self.seed_guard |= branch;
+        // CA8: every reset drops the held updates (the bounded replay covers them); the
+        // counters restart only when another conversation begins.
+        let new_conversation = begins_conversation(kind);
+        for member in &mut self.members {
+            if new_conversation {
+                member.cadence.restart();
+            } else {
+                member.cadence.drop_held();
+            }
+        }
         // R1, RO21: the rewound members read the transcript from 0 at the next turn end; a
         // member rebuilt or added before it does the same.
         self.turn_end_len = Some(0);
         self.router().do_send(ResetDelivery {
             epoch: self.epoch,
             branch,
-            conversation: new_conversation(kind),
+            conversation: new_conversation,
         });
         // R1: session-wide, every member alike.
         for children in self.members.iter().filter_map(|m| m.children.as_ref()) {
@@ -227,7 +246,7 @@ impl Supervisor {
         }
         if !self.enabled {
             self.enabled = true;
-            self.stop_children(ctx, AskEnd::TurnedOff);
+            self.stop_children(AskEnd::TurnedOff);
             self.router().do_send(SetDeliveryEnabled { enabled: true });
             self.router().do_send(ResetDelivery {
                 epoch: self.epoch,
@@ -254,24 +273,16 @@ impl Supervisor {
         notice("on", &[])
     }
 
-    fn disable(&mut self, ctx: &mut Context<Self>, cause: AskEnd) -> String {
+    fn disable(&mut self, _ctx: &mut Context<Self>, cause: AskEnd) -> String {
         self.enabled = false;
-        self.stop_children(ctx, cause);
+        self.stop_children(cause);
+        for member in &mut self.members {
+            // CA7 (our choice): turning the advisor off drops what it held and its count.
+            member.cadence.restart();
+        }
         self.router().do_send(SetDeliveryEnabled { enabled: false });
         notice("off", &[])
     }
-}
-
-/// Whether a rewrite begins another conversation (CA8): its T, guidance turn, immune turns
-/// and continuation mark start over. A rewind keeps them (compat).
-fn new_conversation(kind: RewriteKind) -> bool {
-    matches!(
-        kind,
-        RewriteKind::SessionSwitch
-            | RewriteKind::NewSession
-            | RewriteKind::Branch
-            | RewriteKind::TreeNavigation
-    )
 }
 
 /// Whether a rewrite moves the advisor to another branch (P3's seed), as
@@ -284,6 +295,18 @@ fn changes_branch(kind: RewriteKind) -> bool {
             | RewriteKind::Branch
             | RewriteKind::TreeNavigation
             | RewriteKind::Rewind
+    )
+}
+
+/// Whether a rewrite begins another conversation (CA8): the counters restart. Compaction,
+/// pruning, a rewrite the feed detected and a rewind keep them.
+fn begins_conversation(kind: RewriteKind) -> bool {
+    matches!(
+        kind,
+        RewriteKind::SessionSwitch
+            | RewriteKind::NewSession
+            | RewriteKind::Branch
+            | RewriteKind::TreeNavigation
     )
 }
 
@@ -328,7 +351,11 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             last_prompt: plan.last_prompt,
             review_mode: self.unnamed_review_mode(),
         };
-        let feeds: Vec<_> = self.members.iter().filter_map(Member::feed).collect();
+        let feeds: Vec<_> = self
+            .members
+            .iter()
+            .filter_map(|m| Some((m.plan.slug().map(str::to_string), m.feed()?)))
+            .collect();
         if !plan.review || feeds.is_empty() {
             // Nothing to wait for: a final boundary's window (CA13) closes at once, before
             // the supervisor takes its next message.
@@ -348,33 +375,32 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             return Box::pin(actix::fut::ready(()));
         }
         let agents = self.agents();
-        let threshold = self.config.settings.sync_backlog.threshold();
         let cap = self.config.settings.sync_wait_cap;
         let hold = self.config.hold_wait_through_retries;
         // A replay paces itself with this wait (L2): nothing to tell a user there.
-        let slow = threshold.filter(|_| !hold).map(|threshold| SlowWaitNotice {
+        let slow = (!hold).then(|| SlowWaitNotice {
             host: self.host.clone(),
             said: Arc::clone(&self.sync_wait_said),
-            threshold,
         });
-        let planned_rx = self.observe_turn(ctx, &router, &feeds, &msg.transcript, turn_ended);
+        let planned_rx = self.observe_turn(ctx, &router, feeds, &msg.transcript, turn_ended);
         self.turn_waits += 1;
         Box::pin(
             async move {
-                let planned = planned_rx.await.unwrap_or_default();
-                wait_after_turn(
+                let (planned, scheduled) = planned_rx.await.unwrap_or_default();
+                let window = planned.window;
+                let waits = TurnWaits {
                     agents,
-                    router.clone(),
-                    planned.catch_up,
-                    threshold,
+                    scheduled,
+                    router: router.clone(),
+                    plan: planned.catch_up,
                     cap,
-                    hold,
+                    hold_through_retries: hold,
                     slow,
-                )
-                .await;
+                };
+                wait_after_turn(waits).await;
                 // CA13: the waits are over; the window's notes go out as one message
                 // before the turn end returns.
-                if let Some(window) = planned.window {
+                if let Some(window) = window {
                     let _ = router.send(CloseWindow { window }).await;
                 }
             }
@@ -390,34 +416,34 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
 }
 
 impl Supervisor {
-    /// The unnamed advisor's review mode (CA1, CA5), read at every boundary. The settings
-    /// key `advisor.reviewMode` feeds it once the cadence work adds it to the settings;
-    /// until then it is `turn`.
+    /// The unnamed advisor's review mode (CA1, CA5), read from the live settings at every
+    /// boundary.
     fn unnamed_review_mode(&self) -> ReviewMode {
-        ReviewMode::default()
+        self.config.settings.review_mode
     }
 
-    /// Tells the router and every member's feed of the turn end `turn_ended` at
-    /// `transcript`; the receiver gets the router's plan — the catch-up block (D5), whether
-    /// the boundary is a continuation's (CA17), the window it opened (CA13) — once all have
-    /// answered. The router is told first and answers before any feed is told, so the
-    /// feeds' observation can depend on the plan. A feed that saw a rewrite resets the
-    /// session first.
+    /// Tells the router and every member's feed (by slug) of the turn end `turn_ended` at
+    /// `transcript`. The router is told first and answers before any feed is told, so its
+    /// plan — the catch-up block (D5), whether the boundary is a continuation's (CA17), the
+    /// window it opened (CA13) — is known when each member's capture goes through its
+    /// cadence (CA1–CA4) and a scheduled review is queued at its agent. The receiver gets
+    /// that plan and the members whose review was scheduled (CA9) once all have answered.
+    /// A feed that saw a rewrite resets the session first.
     fn observe_turn(
         &mut self,
         ctx: &mut Context<Self>,
         router: &Addr<DeliveryRouter>,
-        feeds: &[Addr<TranscriptFeed>],
+        feeds: Vec<(Option<String>, Addr<TranscriptFeed>)>,
         transcript: &TranscriptMark,
         turn_ended: PlanTurnEnd,
-    ) -> tokio::sync::oneshot::Receiver<TurnEndPlanned> {
+    ) -> tokio::sync::oneshot::Receiver<(TurnEndPlanned, Vec<CatchUp>)> {
         // The router first: it hears of the turn end before the review of its delta can
         // raise anything (D4's terminal flag, D7's count, CA13's window), and its answer
         // (CA17: a continuation boundary) is known before the feeds observe. Every
         // member's feed gets the same turn (RO13).
-        let (wip, epoch) = (turn_ended.wip, self.epoch);
+        let wip = turn_ended.wip;
         let plan = router.send(turn_ended);
-        let feeds = feeds.to_vec();
+        let (slugs, feeds): (Vec<_>, Vec<_>) = feeds.into_iter().unzip();
         let transcript = transcript.clone();
         // The turn is observed before the supervisor takes its next message: a host that
         // did not wait for this turn end (nothing to wait for, see `AdvisorHandle::turn_end`)
@@ -430,7 +456,6 @@ impl Supervisor {
                 let observed = feeds.iter().map(|feed| {
                     feed.send(ObserveTurn {
                         transcript: transcript.clone(),
-                        epoch,
                         wip,
                     })
                 });
@@ -439,16 +464,82 @@ impl Supervisor {
             }
             .into_actor(self)
             .map(move |(plan, outcomes), act, _ctx| {
-                if outcomes
+                let scheduled = if outcomes
                     .iter()
                     .any(|o| matches!(o, Ok(TurnObserved::Rewrite)))
                 {
                     act.reset(RewriteKind::Detected);
-                }
-                let _ = planned_tx.send(plan);
+                    Vec::new()
+                } else {
+                    let captured =
+                        slugs
+                            .into_iter()
+                            .zip(outcomes)
+                            .filter_map(|(slug, o)| match o {
+                                Ok(TurnObserved::Captured {
+                                    update,
+                                    paths_match,
+                                }) => Some((slug, update, paths_match)),
+                                _ => None,
+                            });
+                    act.schedule(captured.collect(), wip, plan.continuation)
+                };
+                let _ = planned_tx.send((plan, scheduled));
             }),
         );
         planned_rx
+    }
+
+    /// Runs each member's capture of a boundary through its cadence (CA1–CA4): a scheduled
+    /// review goes to its agent as one review carrying what it held (CA3, CA12); answers
+    /// the members whose review was scheduled, with their catch-up (CA9).
+    fn schedule(
+        &mut self,
+        captured: Vec<(Option<String>, Option<Update>, bool)>,
+        wip: bool,
+        continuation: bool,
+    ) -> Vec<CatchUp> {
+        let epoch = self.epoch;
+        let settings = &self.config.settings;
+        let mut scheduled = Vec::new();
+        for (slug, update, paths_match) in captured {
+            let Some(member) = self
+                .members
+                .iter_mut()
+                .find(|m| m.plan.slug() == slug.as_deref())
+            else {
+                continue;
+            };
+            let Some(agent) = member.agent() else {
+                continue;
+            };
+            if !paths_match && update.is_some() {
+                member.skipped_updates += 1;
+            }
+            let cadence = member.plan.cadence(settings);
+            let boundary = Boundary {
+                final_boundary: !wip,
+                // CA17: the router keeps the continuation mark and answered it with the
+                // turn end's plan.
+                continuation,
+                paths_match,
+            };
+            let decision = member.cadence.on_boundary(cadence, boundary, update, wip);
+            if let Decision::Scheduled { updates, wip } = decision {
+                if !updates.is_empty() {
+                    agent.do_send(QueueDelta {
+                        epoch,
+                        updates,
+                        wip,
+                    });
+                }
+                scheduled.push(CatchUp {
+                    agent,
+                    sync: cadence.sync,
+                });
+            }
+        }
+        scheduled
     }
 }
 

@@ -1,32 +1,25 @@
-//! TranscriptFeed: holds the cursor over the primary transcript (X1–X4) and queues each
-//! non-blank delta for the AdvisorAgent; with a `when: { paths }` filter it skips the
-//! updates that touched no matching path and counts them (RO17).
+//! TranscriptFeed: holds the cursor over the primary transcript (X1–X4) and captures each
+//! turn end's delta at once, as the primary saw it then (CA3), with whether it touched a
+//! path the advisor's `when: { paths }` matches (RO17, CA4). The supervisor decides from
+//! the advisor's cadence whether it is reviewed now or held.
 
-use actix::{Actor, Context, Handler, Recipient, Supervised};
+use actix::{Actor, Context, Handler, Supervised};
 
 use crate::feed::{FeedCursor, FeedOutcome, Update};
-use crate::messages::feed::{
-    GetSkippedUpdates, ObserveTurn, RewindCursor, SeedCursor, TurnObserved,
-};
-use crate::messages::review::QueueDelta;
+use crate::messages::feed::{ObserveTurn, RewindCursor, SeedCursor, TurnObserved};
 
 /// The feed actor: a thin shell over [`FeedCursor`].
 pub struct TranscriptFeed {
     fresh: FeedCursor,
     cursor: FeedCursor,
-    advisor: Recipient<QueueDelta>,
-    /// Updates skipped for the cursor's `when: { paths }` (RO17), kept across restarts.
-    skipped: u64,
 }
 
 impl TranscriptFeed {
-    /// A feed queuing deltas to `advisor`.
-    pub fn new(cursor: FeedCursor, advisor: Recipient<QueueDelta>) -> Self {
+    /// A feed over `cursor`.
+    pub fn new(cursor: FeedCursor) -> Self {
         Self {
             fresh: cursor.clone(),
             cursor,
-            advisor,
-            skipped: 0,
         }
     }
 }
@@ -45,32 +38,17 @@ impl Handler<ObserveTurn> for TranscriptFeed {
     type Result = actix::MessageResult<ObserveTurn>;
 
     fn handle(&mut self, msg: ObserveTurn, _ctx: &mut Context<Self>) -> Self::Result {
-        let observed = match self.cursor.observe_turn(&msg.transcript, Some(msg.wip)) {
-            FeedOutcome::Delta(prompt) => {
-                self.advisor.do_send(QueueDelta {
-                    epoch: msg.epoch,
-                    update: Update::Text(prompt),
-                    wip: msg.wip,
-                });
-                TurnObserved::Queued
-            }
-            FeedOutcome::Turn(turn) => {
-                self.advisor.do_send(QueueDelta {
-                    epoch: msg.epoch,
-                    update: Update::Turn(turn),
-                    wip: msg.wip,
-                });
-                TurnObserved::Queued
-            }
-            FeedOutcome::Blank => TurnObserved::Blank,
-            FeedOutcome::Rewrite => TurnObserved::Rewrite,
-            FeedOutcome::Superseded => TurnObserved::Superseded,
-            FeedOutcome::Skipped => {
-                self.skipped += 1;
-                TurnObserved::Skipped
-            }
+        let update = match self.cursor.observe_turn(&msg.transcript, Some(msg.wip)) {
+            FeedOutcome::Delta(prompt) => Some(Update::Text(prompt)),
+            FeedOutcome::Turn(turn) => Some(Update::Turn(turn)),
+            FeedOutcome::Blank => None,
+            FeedOutcome::Rewrite => return actix::MessageResult(TurnObserved::Rewrite),
+            FeedOutcome::Superseded => return actix::MessageResult(TurnObserved::Superseded),
         };
-        actix::MessageResult(observed)
+        actix::MessageResult(TurnObserved::Captured {
+            update,
+            paths_match: self.cursor.paths_matched(),
+        })
     }
 }
 
@@ -90,57 +68,17 @@ impl Handler<RewindCursor> for TranscriptFeed {
     }
 }
 
-impl Handler<GetSkippedUpdates> for TranscriptFeed {
-    type Result = u64;
-
-    fn handle(&mut self, _msg: GetSkippedUpdates, _ctx: &mut Context<Self>) -> u64 {
-        self.skipped
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
-    use actix::{Actor, Context, Handler};
+    use actix::Actor;
     use serde_json::json;
 
     use super::*;
     use crate::domain::transcript::{Transcript, TranscriptMessage};
     use crate::render::TranscriptView;
     use crate::roster::PathFilter;
-
-    /// Stands in for the AdvisorAgent: keeps every queued update's text.
-    #[derive(Default)]
-    struct Recorder {
-        queued: Vec<String>,
-    }
-
-    impl Actor for Recorder {
-        type Context = Context<Self>;
-    }
-
-    impl Handler<QueueDelta> for Recorder {
-        type Result = ();
-
-        fn handle(&mut self, msg: QueueDelta, _ctx: &mut Context<Self>) {
-            if let Update::Text(text) = msg.update {
-                self.queued.push(text);
-            }
-        }
-    }
-
-    #[derive(actix::Message)]
-    #[rtype(result = "Vec<String>")]
-    struct GetQueued;
-
-    impl Handler<GetQueued> for Recorder {
-        type Result = actix::MessageResult<GetQueued>;
-
-        fn handle(&mut self, _msg: GetQueued, _ctx: &mut Context<Self>) -> Self::Result {
-            actix::MessageResult(self.queued.clone())
-        }
-    }
 
     fn read(path: &str) -> TranscriptMessage {
         serde_json::from_value(json!({
@@ -152,49 +90,38 @@ mod tests {
         .expect("an assistant message")
     }
 
+    fn text(observed: TurnObserved) -> (String, bool) {
+        match observed {
+            TurnObserved::Captured {
+                update: Some(Update::Text(text)),
+                paths_match,
+            } => (text, paths_match),
+            other => panic!("expected a captured text delta, got {other:?}"),
+        }
+    }
+
     #[actix::test]
-    async fn ro17_feed_queues_nothing_for_a_skipped_update_and_counts_it() {
-        let recorder = Recorder::default().start();
+    async fn ca4_ro17_every_update_is_captured_at_once_and_marked_whether_its_paths_match() {
         let filter = PathFilter::new(vec!["migrations/**".into()]).expect("a valid glob");
         let cursor = FeedCursor::new(TranscriptView::Compact, None)
             .with_when(Some(filter), Path::new("/repo"));
-        let feed = TranscriptFeed::new(cursor, recorder.clone().recipient()).start();
+        let feed = TranscriptFeed::new(cursor).start();
         let observe = |t: &Transcript| ObserveTurn {
             transcript: t.mark(),
-            epoch: 0,
             wip: false,
         };
 
         let t = Transcript::from_messages([TranscriptMessage::user("tidy the parser")]);
         t.push(read("src/parser.rs"));
-        assert_eq!(feed.send(observe(&t)).await, Ok(TurnObserved::Skipped));
-        t.push(TranscriptMessage::user("and the README"));
-        t.push(read("/repo/README.md"));
-        assert_eq!(feed.send(observe(&t)).await, Ok(TurnObserved::Skipped));
-        assert_eq!(feed.send(GetSkippedUpdates).await, Ok(2));
-        assert_eq!(recorder.send(GetQueued).await, Ok(Vec::new()));
-
+        let (first, matched) = text(feed.send(observe(&t)).await.expect("answered"));
+        assert!(!matched && first.contains("src/parser.rs"), "{first}");
         t.push(TranscriptMessage::user("now the migration"));
         t.push(read("/repo/migrations/0042_users.sql"));
-        assert_eq!(feed.send(observe(&t)).await, Ok(TurnObserved::Queued));
-        let queued = recorder
-            .send(GetQueued)
-            .await
-            .expect("the recorder answers");
-        assert_eq!(queued.len(), 1, "one update, carrying the skipped ones");
-        for part in [
-            "tidy the parser",
-            "src/parser.rs",
-            "and the README",
-            "now the migration",
-            "0042_users.sql",
-        ] {
-            assert!(
-                queued[0].contains(part),
-                "{part} missing from {}",
-                queued[0]
-            );
-        }
-        assert_eq!(feed.send(GetSkippedUpdates).await, Ok(2));
+        let (second, matched) = text(feed.send(observe(&t)).await.expect("answered"));
+        assert!(matched, "{second}");
+        assert!(
+            second.contains("0042_users.sql") && !second.contains("tidy the parser"),
+            "the earlier update was captured with its own turn: {second}"
+        );
     }
 }

@@ -28,6 +28,7 @@ use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::ModelClient;
 use crate::redact::Redactor;
 use crate::review::{ReviewEngine, ReviewLimits};
+use crate::settings::SyncBacklog;
 use crate::texts::notice;
 use crate::tools::ToolSession;
 
@@ -131,8 +132,7 @@ pub fn start_children(
     let cursor = config
         .feed_cursor(settings.transcript, Some(budget))
         .with_when(plan.when.clone(), &config.workspace_root);
-    let agent_rcpt = agent.clone().recipient();
-    let feed = actix::Supervisor::start(move |_| TranscriptFeed::new(cursor, agent_rcpt));
+    let feed = actix::Supervisor::start(move |_| TranscriptFeed::new(cursor));
     if let Some((transcript, len)) = seed {
         feed.do_send(SeedCursor { transcript, len });
     }
@@ -174,25 +174,24 @@ pub const SLOW_WAIT_NOTICE_AFTER: Duration = Duration::from_secs(5);
 /// The one line a session's user gets when a syncBacklog wait runs past
 /// [`SLOW_WAIT_NOTICE_AFTER`] (S1): what the agent waits for and how to turn the wait off,
 /// as the `reconfirm` catch-up says its waits (D5).
+#[derive(Clone)]
 pub struct SlowWaitNotice {
     /// Where the notice goes.
     pub host: Recipient<HostEvent>,
     /// Whether the session said it already: once per session.
     pub said: Arc<AtomicBool>,
-    /// The wait's threshold and cap, for the text.
-    pub threshold: usize,
 }
 
 impl SlowWaitNotice {
-    /// Says it, unless the session did already.
-    fn say(&self, cap: Duration) {
+    /// Says it for a wait under `threshold` capped at `cap`, unless the session did already.
+    fn say(&self, threshold: usize, cap: Duration) {
         if self.said.swap(true, Ordering::Relaxed) {
             return;
         }
         let text = notice(
             "syncWait",
             &[
-                ("threshold", &self.threshold.to_string()),
+                ("threshold", &threshold.to_string()),
                 ("secs", &cap.as_secs().to_string()),
             ],
         );
@@ -200,20 +199,51 @@ impl SlowWaitNotice {
     }
 }
 
+/// An advisor whose review a boundary scheduled, and how far the primary waits for it
+/// (CA9).
+pub struct CatchUp {
+    /// Its agent.
+    pub agent: Addr<AdvisorAgent>,
+    /// Its catch-up in effect.
+    pub sync: SyncBacklog,
+}
+
+/// What a turn end waits on.
+pub struct TurnWaits {
+    /// Every running advisor's agent: the catch-up block (D5) waits for them all.
+    pub agents: Vec<Addr<AdvisorAgent>>,
+    /// The advisors whose review was scheduled at this boundary (CA9).
+    pub scheduled: Vec<CatchUp>,
+    /// The session's router, told when a catch-up block ends.
+    pub router: Addr<DeliveryRouter>,
+    /// The router's catch-up block, when it planned one (D5).
+    pub plan: Option<CatchUpPlan>,
+    /// A numeric catch-up's wall-clock cap (S1: 30 s).
+    pub cap: Duration,
+    /// A replay holds a numeric wait through retries past its cap (S1, L2).
+    pub hold_through_retries: bool,
+    /// The once-per-session line about a slow wait; `None` in a replay.
+    pub slow: Option<SlowWaitNotice>,
+}
+
 /// The wait a turn end makes: the catch-up block when the router planned one (D5), else
-/// the syncBacklog wait (S1) up to its cap, which `hold_through_retries` (a replay) extends
-/// while an advisor is retrying after a failure. With a roster it waits for every running
-/// advisor: the largest backlog counts (RO13). A syncBacklog wait still running after
-/// [`SLOW_WAIT_NOTICE_AFTER`] says so through `slow`, once per session.
-pub async fn wait_after_turn(
-    agents: Vec<Addr<AdvisorAgent>>,
-    router: Addr<DeliveryRouter>,
-    plan: Option<CatchUpPlan>,
-    threshold: Option<usize>,
-    cap: Duration,
-    hold_through_retries: bool,
-    slow: Option<SlowWaitNotice>,
-) {
+/// the catch-up of every advisor whose review was scheduled here (CA9), each under its own
+/// value and in parallel: a number waits while that advisor's backlog is at least it, at
+/// most the cap (which `hold_through_retries`, a replay, extends while the advisor is
+/// retrying after a failure); `strict` waits until it has nothing queued or running, with
+/// no cap (CA10). Advisors that scheduled nothing are not waited on, whatever their
+/// backlog. What CA11 lists releases every wait: an interrupt or reset wakes the waiters,
+/// a failing or paused advisor answers at once.
+pub async fn wait_after_turn(waits: TurnWaits) {
+    let TurnWaits {
+        agents,
+        scheduled,
+        router,
+        plan,
+        cap,
+        hold_through_retries,
+        slow,
+    } = waits;
     if let Some(plan) = plan {
         let waited = tokio::time::timeout(plan.timeout, await_all(&agents, 1)).await;
         let end = match waited {
@@ -224,35 +254,62 @@ pub async fn wait_after_turn(
         };
         // Awaited, so what it delivers is there at the next step boundary.
         let _ = router.send(CatchUpFinished { plan, end }).await;
-    } else if let Some(threshold) = threshold {
-        let waited = await_all(&agents, threshold);
-        tokio::pin!(waited);
-        let mut limit = cap;
-        let slow = slow.filter(|s| !s.said.load(Ordering::Relaxed));
-        if let Some(slow) = slow.filter(|_| SLOW_WAIT_NOTICE_AFTER < cap) {
-            if tokio::time::timeout(SLOW_WAIT_NOTICE_AFTER, &mut waited)
-                .await
-                .is_ok()
-            {
-                return;
+        return;
+    }
+    let each = scheduled.into_iter().filter_map(|catch_up| {
+        let threshold = catch_up.sync.threshold()?;
+        let agent = catch_up.agent;
+        let slow = slow.clone();
+        Some(async move {
+            if catch_up.sync.is_strict() {
+                // CA10: no wall-clock cap.
+                await_all(std::slice::from_ref(&agent), threshold).await;
+            } else {
+                capped_wait(agent, threshold, cap, hold_through_retries, slow).await;
             }
-            slow.say(cap);
-            limit = cap - SLOW_WAIT_NOTICE_AFTER;
+        })
+    });
+    futures_util::future::join_all(each).await;
+}
+
+/// A numeric catch-up (S1, CA9): waits while `agent`'s backlog is at least `threshold`, at
+/// most `cap`; a wait still running after [`SLOW_WAIT_NOTICE_AFTER`] says so through
+/// `slow`, once per session.
+async fn capped_wait(
+    agent: Addr<AdvisorAgent>,
+    threshold: usize,
+    cap: Duration,
+    hold_through_retries: bool,
+    slow: Option<SlowWaitNotice>,
+) {
+    let agents = [agent];
+    let waited = await_all(&agents, threshold);
+    tokio::pin!(waited);
+    let mut limit = cap;
+    let slow = slow.filter(|s| !s.said.load(Ordering::Relaxed));
+    if let Some(slow) = slow.filter(|_| SLOW_WAIT_NOTICE_AFTER < cap) {
+        if tokio::time::timeout(SLOW_WAIT_NOTICE_AFTER, &mut waited)
+            .await
+            .is_ok()
+        {
+            return;
         }
-        loop {
-            if tokio::time::timeout(limit, &mut waited).await.is_ok() {
-                break;
-            }
-            // A replay holds the wait through retries (S1): while an advisor has
-            // failed and not yet succeeded, the cap does not end the wait; F1–F3 bound it
-            // (the retry succeeds, the backlog is dropped, or the advisor pauses).
-            if hold_through_retries && any_retrying(&agents).await {
-                limit = cap;
-                continue;
-            }
-            tracing::info!("syncBacklog wait hit its cap; the primary goes on");
+        slow.say(threshold, cap);
+        limit = cap - SLOW_WAIT_NOTICE_AFTER;
+    }
+    loop {
+        if tokio::time::timeout(limit, &mut waited).await.is_ok() {
             break;
         }
+        // A replay holds the wait through retries (S1): while an advisor has
+        // failed and not yet succeeded, the cap does not end the wait; F1–F3 bound it
+        // (the retry succeeds, the backlog is dropped, or the advisor pauses).
+        if hold_through_retries && any_retrying(&agents).await {
+            limit = cap;
+            continue;
+        }
+        tracing::info!("syncBacklog wait hit its cap; the primary goes on");
+        break;
     }
 }
 

@@ -659,6 +659,7 @@ fn drain_options(drain_timeout: Option<u64>) -> ReplayOptions {
         Some(secs) => ReplayOptions {
             drain_timeout: Duration::from_secs(secs),
             drain_timeout_after_error: Duration::from_secs(secs),
+            drain_timeout_explicit: true,
             ..ReplayOptions::default()
         },
         None => ReplayOptions::default(),
@@ -984,6 +985,7 @@ mod tests {
             reason: reason.map(str::to_string),
             policy: DeliveryPolicy::Interrupt,
             skipped_updates: 0,
+            cadence: advisor::CadenceStatus::default(),
             deliveries: DeliveryCounts::default(),
             agent: AgentStatus::default(),
         };

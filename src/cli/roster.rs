@@ -10,7 +10,7 @@ use clap::Args;
 
 use advisor::providers::Catalog;
 use advisor::roster::{load, Roster, RosterAdvisor, RosterSettings, Sourced};
-use advisor::settings::{config_files, read_config_layers};
+use advisor::settings::{config_files, describe_cadence, read_config_layers, SyncBacklog};
 use advisor::Redactor;
 
 use super::watchdog::DiscoveryArgs;
@@ -109,7 +109,7 @@ pub fn human(roster: &Roster) -> String {
         out.push_str("\nno named advisor: the unnamed advisor runs alone\n");
     }
     for advisor in &roster.advisors {
-        advisor_block(&mut out, advisor);
+        advisor_block(&mut out, advisor, roster.inherited_sync_backlog.as_ref());
     }
     if !roster.warnings.is_empty() {
         out.push_str("\nwarnings:\n");
@@ -120,8 +120,13 @@ pub fn human(roster: &Roster) -> String {
     out
 }
 
-/// One advisor's block.
-fn advisor_block(out: &mut String, advisor: &RosterAdvisor) {
+/// One advisor's block; `inherited` is the `advisor.syncBacklog` an entry without its own
+/// follows (CA9).
+fn advisor_block(
+    out: &mut String,
+    advisor: &RosterAdvisor,
+    inherited: Option<&Sourced<SyncBacklog>>,
+) {
     let _ = writeln!(
         out,
         "\nadvisor {} (\"{}\")  [{}]",
@@ -173,6 +178,7 @@ fn advisor_block(out: &mut String, advisor: &RosterAdvisor) {
         None => "every update".to_string(),
     };
     line(out, "when", &when, &advisor.when);
+    cadence_lines(out, advisor, inherited);
     match &advisor.instructions.value {
         Some(text) => {
             let _ = writeln!(out, "  instructions:  [{}]", advisor.instructions.source);
@@ -180,6 +186,31 @@ fn advisor_block(out: &mut String, advisor: &RosterAdvisor) {
         }
         None => line(out, "instructions", "none", &advisor.instructions),
     }
+}
+
+/// The effective cadence and catch-up (CA6): `cadence: agent-end · every 3 eligible
+/// updates`, `catch-up: inherit → strict (advisor.syncBacklog)`, each with its sources.
+fn cadence_lines(
+    out: &mut String,
+    advisor: &RosterAdvisor,
+    inherited: Option<&Sourced<SyncBacklog>>,
+) {
+    let (mode, interval) = (&advisor.review_mode.source, &advisor.review_interval.source);
+    let sources = if mode == interval {
+        mode.to_string()
+    } else {
+        format!("reviewMode: {mode}; reviewInterval: {interval}")
+    };
+    let cadence = describe_cadence(advisor.review_mode.value, advisor.review_interval.value);
+    let _ = writeln!(out, "  cadence: {cadence}  [{sources}]");
+    let catch_up = match advisor.sync_backlog.value {
+        Some(own) => own.to_string(),
+        None => {
+            let followed = inherited.map_or(SyncBacklog::Off, |s| s.value);
+            format!("inherit → {followed} (advisor.syncBacklog)")
+        }
+    };
+    line(out, "catch-up", &catch_up, &advisor.sync_backlog);
 }
 
 /// `  key: value  [source]`.

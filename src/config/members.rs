@@ -9,8 +9,9 @@ use std::sync::Arc;
 use super::RuntimeConfig;
 use crate::domain::advice::{AdvisorLabel, Severity};
 use crate::model::ModelClient;
+use crate::review::cadence::Cadence;
 use crate::roster::{ModelChoice, PathFilter, PolicyChoice, Roster, RosterAdvisor, RosterSetup};
-use crate::settings::DeliveryPolicy;
+use crate::settings::{AdvisorSettings, DeliveryPolicy, ReviewMode, SyncBacklog};
 use crate::tools::ToolRegistry;
 
 /// What one advisor of the session is started with: the unnamed advisor (RO12) or one
@@ -39,6 +40,13 @@ pub struct MemberPlan {
     /// Its transcript file (P9): the unnamed advisor's path, or `__advisor.<slug>.jsonl`
     /// beside it (RO13).
     pub audit_path: Option<PathBuf>,
+    /// Its `reviewMode` (CA1, CA6); `None`: `advisor.reviewMode`, read at every boundary
+    /// (CA5: the unnamed advisor only; an entry without one is `turn`).
+    pub review_mode: Option<ReviewMode>,
+    /// Its `reviewInterval` (CA2, CA6); `None`: `advisor.reviewInterval` (CA5, as above).
+    pub review_interval: Option<u64>,
+    /// Its `syncBacklog` (CA9); `None`: `advisor.syncBacklog`, followed live.
+    pub sync_backlog: Option<SyncBacklog>,
 }
 
 impl MemberPlan {
@@ -50,6 +58,27 @@ impl MemberPlan {
     /// The slug: the entry's, `None` for the unnamed advisor.
     pub fn slug(&self) -> Option<&str> {
         self.label.as_ref().map(|l| &*l.slug)
+    }
+
+    /// Its cadence in effect under `settings` (CA5, CA9): its own values, the settings'
+    /// for those it leaves to them.
+    pub fn cadence(&self, settings: &AdvisorSettings) -> Cadence {
+        Cadence {
+            mode: self.review_mode.unwrap_or(settings.review_mode),
+            interval: self
+                .review_interval
+                .unwrap_or(settings.review_interval)
+                .max(1),
+            sync: self.sync_backlog.unwrap_or(settings.sync_backlog),
+        }
+    }
+
+    /// Takes `other`'s cadence fields (CA7: an entry whose only change is its cadence is
+    /// not rebuilt; the values apply from the next boundary).
+    pub fn retune(&mut self, other: &MemberPlan) {
+        self.review_mode = other.review_mode;
+        self.review_interval = other.review_interval;
+        self.sync_backlog = other.sync_backlog;
     }
 
     /// Whether `typed` names this advisor (RO7, RO20): its name, any case, or a text whose
@@ -118,6 +147,9 @@ impl RuntimeConfig {
             max_severity: Severity::Blocker,
             when: None,
             audit_path: self.audit_path.clone(),
+            review_mode: None,
+            review_interval: None,
+            sync_backlog: None,
         }
     }
 
@@ -151,6 +183,10 @@ impl RuntimeConfig {
             max_severity: entry.max_severity.value,
             when: entry.when.value.clone(),
             audit_path,
+            // CA5: an entry uses only its own cadence fields; its catch-up may inherit.
+            review_mode: Some(entry.review_mode.value),
+            review_interval: Some(entry.review_interval.value),
+            sync_backlog: entry.sync_backlog.value,
         }
     }
 }
@@ -162,9 +198,12 @@ pub struct RosterDiff {
     pub added: Vec<String>,
     /// Entries that are gone: stopped, their held notes dropped (`removed`, D10).
     pub removed: Vec<String>,
-    /// Entries that differ (any field, or the shared instructions they are prompted with):
-    /// rebuilt before their next review.
+    /// Entries that differ (any field but the cadence ones, or the shared instructions
+    /// they are prompted with): rebuilt before their next review.
     pub changed: Vec<String>,
+    /// Entries whose only change is `reviewMode`, `reviewInterval` or `syncBacklog` (CA7):
+    /// nothing is rebuilt, the values apply from the next boundary, counters kept.
+    pub retuned: Vec<String>,
 }
 
 impl RosterDiff {
@@ -179,9 +218,10 @@ impl RosterDiff {
         for entry in &new.advisors {
             match before.get(entry.slug.as_str()) {
                 None => diff.added.push(entry.slug.clone()),
-                Some(previous) if shared_changed || *previous != entry => {
+                Some(previous) if shared_changed || !previous.same_but_cadence(entry) => {
                     diff.changed.push(entry.slug.clone());
                 }
+                Some(previous) if *previous != entry => diff.retuned.push(entry.slug.clone()),
                 Some(_) => {}
             }
         }
@@ -195,7 +235,10 @@ impl RosterDiff {
 
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.changed.is_empty()
+            && self.retuned.is_empty()
     }
 }
 

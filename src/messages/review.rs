@@ -10,17 +10,18 @@ use crate::feed::Update;
 
 pub use crate::review::{AgentStatus, AskEnd, AskError, AuditEvent, BacklogWait};
 
-/// Queues one turn's delta for review.
+/// Queues one scheduled review (CA2, CA3): the updates the advisor held, oldest first, then
+/// the boundary's own delta; one backlog unit (CA12).
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
 pub struct QueueDelta {
-    /// The epoch the delta was rendered in; stale ones are ignored.
+    /// The epoch the deltas were rendered in; stale ones are ignored.
     pub epoch: u64,
-    /// `### Session update\n\n` + the rendered delta (compact, full), or the turn's
+    /// Each `### Session update\n\n` + a rendered delta (compact, full), or a turn's
     /// messages, rendered with their batch (expanded).
-    pub update: Update,
-    /// The turn is work in progress: the primary will call its model again (§3 Expanded,
-    /// P1). A batch is WIP when its last delta is ([`crate::review::queue::Batch::wip`]).
+    pub updates: Vec<Update>,
+    /// The review is work in progress: its last delta's turn goes on (§3 Expanded, P1). A
+    /// batch is WIP when its last delta is ([`crate::review::queue::Batch::wip`]).
     pub wip: bool,
 }
 

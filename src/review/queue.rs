@@ -15,6 +15,9 @@ pub struct Batch {
     pub deltas: Vec<Update>,
     /// Turns the batch covers (one per delta).
     pub turns: usize,
+    /// Scheduled reviews the batch covers (CA12): its backlog units and its note budget;
+    /// one review carrying held updates is one unit however many deltas it has.
+    pub units: usize,
     /// The batch is work in progress: its last delta's turn made tool calls and the primary
     /// goes on (§3 Expanded's footer, P1's deferral).
     pub wip: bool,
@@ -52,6 +55,8 @@ impl ReviewPrompt {
 #[derive(Debug, Default)]
 pub struct ReviewQueue {
     pending: VecDeque<Update>,
+    /// Scheduled reviews among `pending` (CA12).
+    pending_units: usize,
     /// Whether the newest pending delta is WIP (a batch is WIP when its last delta is).
     pending_wip: bool,
     in_flight: Option<Batch>,
@@ -77,16 +82,29 @@ impl ReviewQueue {
     }
 
     /// Queues one delta (one turn); `wip` when the turn is work in progress (P1).
+    #[cfg(test)]
     pub fn push_turn(&mut self, delta: Update, wip: bool) {
-        self.pending.push_back(delta);
+        self.push_review(vec![delta], wip);
+    }
+
+    /// Queues one scheduled review of `deltas` (held updates first, CA3): one backlog unit
+    /// (CA12); `wip` when its last delta is work in progress (P1). Nothing to queue when
+    /// `deltas` is empty.
+    pub fn push_review(&mut self, deltas: Vec<Update>, wip: bool) {
+        if deltas.is_empty() {
+            return;
+        }
+        self.pending.extend(deltas);
+        self.pending_units += 1;
         self.pending_wip = wip;
     }
 
-    /// Turns not yet reviewed or dropped, the in-flight batch and a batch waiting for its
-    /// retry included (G2).
+    /// Scheduled reviews not yet reviewed or dropped, the in-flight batch and a batch
+    /// waiting for its retry included (G2, CA12: one unit however many held updates a
+    /// review carries).
     pub fn backlog(&self) -> usize {
-        let turns = |b: &Option<Batch>| b.as_ref().map_or(0, |b| b.turns);
-        self.pending.len() + turns(&self.in_flight) + turns(&self.retry)
+        let units = |b: &Option<Batch>| b.as_ref().map_or(0, |b| b.units);
+        self.pending_units + units(&self.in_flight) + units(&self.retry)
     }
 
     /// The next batch, when none is in flight: a failed batch waiting for its retry, as it
@@ -105,6 +123,7 @@ impl ReviewQueue {
         let deltas: Vec<Update> = self.pending.drain(..).collect();
         let batch = Batch {
             turns: deltas.len(),
+            units: std::mem::take(&mut self.pending_units),
             deltas,
             wip: std::mem::take(&mut self.pending_wip),
         };
@@ -167,6 +186,7 @@ impl ReviewQueue {
     /// context counts as never sent.
     pub fn clear(&mut self) {
         self.pending.clear();
+        self.pending_units = 0;
         self.pending_wip = false;
         self.in_flight = None;
         self.retry = None;
@@ -194,6 +214,23 @@ mod tests {
         assert_eq!(q.backlog(), 3, "in-flight turns count");
         q.finish_ok();
         assert_eq!(q.take_batch().unwrap().deltas, vec![Update::from("c")]);
+    }
+
+    #[test]
+    fn ca12_a_review_carrying_held_updates_is_one_backlog_unit() {
+        let mut q = ReviewQueue::new();
+        q.push_review(vec!["1".into(), "2".into(), "3".into()], false);
+        assert_eq!(q.backlog(), 1);
+        q.push_review(Vec::new(), false);
+        assert_eq!(q.backlog(), 1, "nothing to send queues nothing");
+        q.push_turn("4".into(), false);
+        assert_eq!(q.backlog(), 2);
+        let batch = q.take_batch().unwrap();
+        assert_eq!((batch.turns, batch.units), (4, 2));
+        assert_eq!(q.prompt_for(&batch).joined(), "1\n\n2\n\n3\n\n4");
+        assert_eq!(q.backlog(), 2);
+        q.finish_ok();
+        assert_eq!(q.backlog(), 0);
     }
 
     #[test]

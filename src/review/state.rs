@@ -135,10 +135,10 @@ impl ReviewState {
         self.queue.push(delta);
     }
 
-    /// Queues one turn's update (a rendered delta, or the expanded view's messages); `wip`
-    /// when the turn is work in progress (P1).
-    pub fn push_turn(&mut self, update: Update, wip: bool) {
-        self.queue.push_turn(update, wip);
+    /// Queues one scheduled review of `updates`, held ones first (CA3): one backlog unit
+    /// (CA12).
+    pub fn push_review(&mut self, updates: Vec<Update>, wip: bool) {
+        self.queue.push_review(updates, wip);
     }
 
     /// Turns not yet reviewed or dropped (G2).

@@ -38,7 +38,7 @@ use crate::providers::resolve_role;
 use crate::providers::Catalog;
 use crate::redact::Redactor;
 use crate::regular_file::{clip, SHOWN_CHARS};
-use crate::settings::{AdvisorSettings, SettingsLayer, SettingsWarning};
+use crate::settings::{AdvisorSettings, ReviewMode, SettingsLayer, SettingsWarning, SyncBacklog};
 use crate::texts::{fill, Table};
 use crate::watchdog::{
     candidates_named, read_text, size_text, Budget, Candidate, Confinement, Fingerprint, ReadError,
@@ -385,6 +385,13 @@ pub struct RosterAdvisor {
     pub max_severity: Sourced<Severity>,
     /// `when`; `None` reviews every update (RO17).
     pub when: Sourced<Option<PathFilter>>,
+    /// `reviewMode` (CA6); omitted is `turn`, whatever the settings say (CA5).
+    pub review_mode: Sourced<ReviewMode>,
+    /// `reviewInterval` (CA6); omitted is 1, whatever the settings say (CA5).
+    pub review_interval: Sourced<u64>,
+    /// `syncBacklog` (CA6, CA9); `None` inherits `advisor.syncBacklog` live, its source
+    /// the setting when one is known.
+    pub sync_backlog: Sourced<Option<SyncBacklog>>,
 }
 
 impl RosterAdvisor {
@@ -407,7 +414,19 @@ impl RosterAdvisor {
             policy: Sourced::default_value(None),
             max_severity: Sourced::default_value(Severity::Blocker),
             when: Sourced::default_value(None),
+            review_mode: Sourced::default_value(ReviewMode::Turn),
+            review_interval: Sourced::default_value(1),
+            sync_backlog: Sourced::default_value(None),
         }
+    }
+
+    /// Whether `other` differs from this entry at most in its cadence fields (CA7).
+    pub fn same_but_cadence(&self, other: &RosterAdvisor) -> bool {
+        let mut retuned = other.clone();
+        retuned.review_mode = self.review_mode.clone();
+        retuned.review_interval = self.review_interval.clone();
+        retuned.sync_backlog = self.sync_backlog.clone();
+        *self == retuned
     }
 }
 
@@ -430,6 +449,10 @@ pub struct Roster {
     pub instructions: Option<SharedInstructions>,
     /// The top-level `maxNotesPerUpdate` in effect (the most specific file's), if any.
     pub max_notes_per_update: Option<Sourced<usize>>,
+    /// `advisor.syncBacklog` as the settings give it, when they set it: what an entry
+    /// without its own `syncBacklog` follows (CA9, RO14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherited_sync_backlog: Option<Sourced<SyncBacklog>>,
     /// The advisors in roster order: the order each slug first appears.
     pub advisors: Vec<RosterAdvisor>,
     /// Everything skipped, dropped, capped or refused, in load order.
@@ -504,6 +527,8 @@ pub struct RosterSettings {
     pub advisor_role: Option<Sourced<String>>,
     /// `advisor.maxNotesPerUpdate`, when set.
     pub max_notes_per_update: Option<Sourced<usize>>,
+    /// `advisor.syncBacklog`, when set: what an entry without its own follows (CA9).
+    pub sync_backlog: Option<Sourced<SyncBacklog>>,
 }
 
 impl RosterSettings {
@@ -523,6 +548,9 @@ impl RosterSettings {
                 out.max_notes_per_update =
                     Some(Sourced::new(notes, source("advisor.maxNotesPerUpdate")));
             }
+            if let Some(sync) = layer.sync_backlog {
+                out.sync_backlog = Some(Sourced::new(sync, source("advisor.syncBacklog")));
+            }
         }
         out
     }
@@ -537,6 +565,10 @@ impl RosterSettings {
             max_notes_per_update: Some(Sourced::new(
                 settings.max_notes_per_update,
                 setting("advisor.maxNotesPerUpdate"),
+            )),
+            sync_backlog: Some(Sourced::new(
+                settings.sync_backlog,
+                setting("advisor.syncBacklog"),
             )),
         }
     }
@@ -747,6 +779,7 @@ fn merge(
         files: paths,
         instructions,
         max_notes_per_update: top_notes,
+        inherited_sync_backlog: settings.sync_backlog.clone(),
         advisors,
         warnings,
         fingerprint: Fingerprint::default(),
@@ -794,6 +827,13 @@ fn resolve(
         policy: or_default(entry.policy.map(Some), None, own()),
         max_severity: or_default(entry.max_severity, Severity::Blocker, own()),
         when: or_default(entry.when.map(Some), None, own()),
+        review_mode: or_default(entry.review_mode, ReviewMode::Turn, own()),
+        review_interval: or_default(entry.review_interval, 1, own()),
+        sync_backlog: match (entry.sync_backlog, &settings.sync_backlog) {
+            (Some(own_value), _) => Sourced::new(Some(own_value), own()),
+            (None, Some(setting)) => Sourced::new(None, setting.source.clone()),
+            (None, None) => Sourced::default_value(None),
+        },
         slug: entry.slug,
         name: entry.name,
         file,

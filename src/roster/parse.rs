@@ -14,7 +14,10 @@ use super::{
 };
 use crate::domain::advice::Severity;
 use crate::regular_file::{clip, SHOWN_CHARS};
-use crate::settings::{looks_like, too_deep, yaml_kind, MAX_YAML_DEPTH};
+use crate::settings::{
+    looks_like, too_deep, yaml_kind, ReviewMode, SyncBacklog, MAX_REVIEW_INTERVAL, MAX_YAML_DEPTH,
+    SYNC_BACKLOG_ALLOWED,
+};
 
 /// The keys of a roster file's top level.
 const TOP_KEYS: &[&str] = &["instructions", "maxNotesPerUpdate", "advisors"];
@@ -30,6 +33,9 @@ const ENTRY_KEYS: &[&str] = &[
     "policy",
     "maxSeverity",
     "when",
+    "reviewMode",
+    "reviewInterval",
+    "syncBacklog",
 ];
 
 /// What one file says, checked; `@` imports not yet expanded.
@@ -67,6 +73,12 @@ pub(crate) struct Entry {
     pub(crate) max_severity: Option<Severity>,
     /// `when`.
     pub(crate) when: Option<PathFilter>,
+    /// `reviewMode` (CA6).
+    pub(crate) review_mode: Option<ReviewMode>,
+    /// `reviewInterval` (CA6).
+    pub(crate) review_interval: Option<u64>,
+    /// `syncBacklog` (CA6).
+    pub(crate) sync_backlog: Option<SyncBacklog>,
 }
 
 /// The slug of an advisor name (RO7): lower case, every run of characters other than ASCII
@@ -300,6 +312,9 @@ fn parse_entry(
         policy: None,
         max_severity: None,
         when: None,
+        review_mode: None,
+        review_interval: None,
+        sync_backlog: None,
     };
     let mut notes = Vec::new();
     for (key, value) in map {
@@ -380,6 +395,9 @@ fn set_field(
         "maxSeverity" => {
             choice_field(value, "nit, concern, blocker").map(|v| entry.max_severity = v)
         }
+        "reviewMode" => choice_field(value, "turn, agent-end").map(|v| entry.review_mode = v),
+        "reviewInterval" => interval_field(value).map(|v| entry.review_interval = v),
+        "syncBacklog" => sync_field(value).map(|v| entry.sync_backlog = v),
         "when" => when_field(value, globs_left).map(|(v, written)| {
             entry.when = v;
             if let (Some(kept), Some(written)) = (&entry.when, written) {
@@ -458,6 +476,39 @@ fn notes_field(value: &Value) -> Result<(Option<usize>, Option<u64>), String> {
         },
         other => Err(allowed(yaml_kind(other))),
     }
+}
+
+/// `reviewInterval` (CA6): a YAML integer from 1 to 2^53 − 1, or nothing; a quoted number,
+/// a fraction, `.nan`, `.inf` or anything else is a problem.
+fn interval_field(value: &Value) -> Result<Option<u64>, String> {
+    let shown = match value {
+        Value::Null => return Ok(None),
+        Value::Number(number) => match number.as_u64() {
+            Some(n) if (1..=MAX_REVIEW_INTERVAL).contains(&n) => return Ok(Some(n)),
+            _ => number.to_string(),
+        },
+        Value::String(word) => format!("{:?}", clip(word, SHOWN_CHARS)),
+        other => yaml_kind(other).to_string(),
+    };
+    Err(text("intervalRange", &[("value", &shown)]))
+}
+
+/// `syncBacklog` (CA6): `off`, `1`, `3`, `5` or `strict`, numbers quoted or not, or
+/// nothing.
+fn sync_field(value: &Value) -> Result<Option<SyncBacklog>, String> {
+    let shown = match value {
+        Value::Null => return Ok(None),
+        Value::String(word) => word.clone(),
+        Value::Number(number) => number.to_string(),
+        other => yaml_kind(other).to_string(),
+    };
+    shown.parse().map(Some).map_err(|_| {
+        let value = clip(&shown, SHOWN_CHARS);
+        text(
+            "choiceWord",
+            &[("allowed", SYNC_BACKLOG_ALLOWED), ("value", &value)],
+        )
+    })
 }
 
 /// One of a fixed set of words (any case), or nothing.

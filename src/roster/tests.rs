@@ -115,6 +115,7 @@ fn ro10_max_notes_entry_then_top_level_then_setting_then_four() {
                 file: None,
             },
         )),
+        sync_backlog: None,
     };
     let files = [
         ("/u/WATCHDOG.yml", "maxNotesPerUpdate: 7\n"),
@@ -164,6 +165,7 @@ fn ro8_model_from_entry_else_the_advisor_role_else_no_model() {
             },
         )),
         max_notes_per_update: None,
+        sync_backlog: None,
     };
     let roster = merged(
         &[(
@@ -611,5 +613,86 @@ fn ro24_a_roster_runs_at_most_sixteen_advisors() {
     assert_eq!(
         warning_lines(&roster),
         ["/p/WATCHDOG.yml: 4 more advisors skipped: a roster runs at most 16"]
+    );
+}
+
+#[test]
+fn ca6_ca_s10_malformed_cadence_fields_skip_the_entry_with_a_warning_healthy_ones_run() {
+    let text = "advisors:\n  - name: Good\n    reviewMode: agent-end\n    reviewInterval: 3\n    \
+                syncBacklog: strict\n  - name: Bad\n    reviewMode: every-step\n  - name: Zero\n    \
+                reviewInterval: 0\n  - name: Quoted\n    reviewInterval: \"3\"\n  - name: Two\n    \
+                syncBacklog: 2\n  - name: Half\n    reviewInterval: 1.5\n  - name: Quoted5\n    \
+                syncBacklog: \"5\"\n";
+    let roster = merged(&[("/p/WATCHDOG.yml", text)], &RosterSettings::default());
+    let names: Vec<&str> = roster.advisors.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["Good", "Quoted5"]);
+    let good = &roster.advisors[0];
+    assert_eq!(good.review_mode.value, ReviewMode::AgentEnd);
+    assert_eq!(good.review_interval.value, 3);
+    assert_eq!(good.sync_backlog.value, Some(SyncBacklog::Strict));
+    assert_eq!(good.review_mode.source, entry_file("/p/WATCHDOG.yml"));
+    assert_eq!(
+        roster.advisors[1].sync_backlog.value,
+        Some(SyncBacklog::Below(5)),
+        "numbers quoted or not"
+    );
+    let lines = warning_lines(&roster);
+    assert_eq!(lines.len(), 5, "{lines:#?}");
+    for (name, field) in [
+        ("Bad", "reviewMode"),
+        ("Zero", "reviewInterval"),
+        ("Quoted", "reviewInterval"),
+        ("Two", "syncBacklog"),
+        ("Half", "reviewInterval"),
+    ] {
+        let warning = roster
+            .warnings
+            .iter()
+            .find(|w| w.advisor.as_deref() == Some(&format!("\"{name}\"")))
+            .unwrap_or_else(|| panic!("no warning for {name}: {lines:#?}"));
+        assert_eq!(warning.field.as_deref(), Some(field), "{warning}");
+        let line = warning.to_string();
+        assert!(
+            line.starts_with("/p/WATCHDOG.yml: advisor \"") && line.contains("entry skipped"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn ca5_ca9_an_entry_without_cadence_fields_is_turn_every_update_and_inherits_the_catch_up() {
+    let settings = RosterSettings {
+        sync_backlog: Some(Sourced::new(
+            SyncBacklog::Strict,
+            Source::Setting {
+                key: "advisor.syncBacklog",
+                file: Some("/u/config.yml".into()),
+            },
+        )),
+        ..RosterSettings::default()
+    };
+    let roster = merged(
+        &[(
+            "/p/WATCHDOG.yml",
+            "advisors:\n  - name: Plain\n  - name: Off\n    syncBacklog: off\n",
+        )],
+        &settings,
+    );
+    let plain = &roster.advisors[0];
+    assert_eq!(plain.review_mode, Sourced::default_value(ReviewMode::Turn));
+    assert_eq!(plain.review_interval, Sourced::default_value(1));
+    assert_eq!(plain.sync_backlog.value, None, "inherits, live");
+    assert_eq!(
+        plain.sync_backlog.source.to_string(),
+        "setting advisor.syncBacklog in /u/config.yml"
+    );
+    assert_eq!(
+        roster.advisors[1].sync_backlog.value,
+        Some(SyncBacklog::Off),
+        "an explicit off beats a global strict"
+    );
+    assert_eq!(
+        roster.inherited_sync_backlog.map(|s| s.value),
+        Some(SyncBacklog::Strict)
     );
 }

@@ -541,6 +541,7 @@ mod tests {
             model: None,
             policy: crate::settings::DeliveryPolicy::Defer,
             skipped_updates: 3,
+            cadence: crate::status::CadenceStatus::default(),
             deliveries: crate::status::DeliveryCounts::default(),
             agent: crate::status::AgentStatus::default(),
         });

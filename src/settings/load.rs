@@ -80,7 +80,15 @@ pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsEr
         }
         tracing::debug!(file = %file.display(), ?layer, "settings file read");
         merged = layer.over(merged);
-        loaded.warnings.extend(warnings);
+        for warning in warnings {
+            // CA5: each distinct bad value is told once, whichever files repeat it.
+            let repeated = matches!(&warning, SettingsWarning::BadValue { key, value, .. }
+                if loaded.warnings.iter().any(|w| matches!(w,
+                    SettingsWarning::BadValue { key: k, value: v, .. } if k == key && v == value)));
+            if !repeated {
+                loaded.warnings.push(warning);
+            }
+        }
         loaded.files.push(file);
     }
     merged.apply_to(&mut loaded.settings);

@@ -107,23 +107,64 @@ impl FromStr for ReviewMode {
     }
 }
 
-/// `advisor.syncBacklog` (S1): how far the primary waits for the advisor after a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The largest `reviewInterval` (CA2, CA6): 2^53 − 1, the largest whole number a JSON
+/// number carries exactly.
+pub const MAX_REVIEW_INTERVAL: u64 = (1 << 53) - 1;
+
+impl Serialize for ReviewMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ReviewMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A review cadence in words (CA6, `advisor roster`): `turn · every update`,
+/// `agent-end · every run`, `agent-end · every 3 eligible updates`.
+pub fn describe_cadence(mode: ReviewMode, interval: u64) -> String {
+    match interval {
+        0 | 1 if mode == ReviewMode::Turn => format!("{mode} · every update"),
+        0 | 1 => format!("{mode} · every run"),
+        n => format!("{mode} · every {n} eligible updates"),
+    }
+}
+
+/// The values `syncBacklog` takes, for messages.
+pub const SYNC_BACKLOG_ALLOWED: &str = "off, 1, 3, 5, strict";
+
+/// `advisor.syncBacklog` and a roster entry's `syncBacklog` (S1, CA9): how far the primary
+/// waits for an advisor whose review was scheduled at a turn end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SyncBacklog {
     /// Never wait (the default).
     #[default]
     Off,
-    /// Wait until the backlog is below this threshold (1, 3 or 5).
+    /// Wait until the backlog is below this threshold (1, 3 or 5), at most the wait cap.
     Below(usize),
+    /// Wait until the advisor has no queued or running review left, without a wall-clock
+    /// cap (CA10); only what CA11 lists releases it earlier.
+    Strict,
 }
 
 impl SyncBacklog {
-    /// The threshold, when waiting is on.
+    /// The threshold, when waiting is on (`strict`: 1).
     pub fn threshold(self) -> Option<usize> {
         match self {
             SyncBacklog::Off => None,
             SyncBacklog::Below(n) => Some(n),
+            SyncBacklog::Strict => Some(1),
         }
+    }
+
+    /// Whether the wait has no wall-clock cap (CA10).
+    pub fn is_strict(self) -> bool {
+        self == SyncBacklog::Strict
     }
 }
 
@@ -132,6 +173,7 @@ impl fmt::Display for SyncBacklog {
         match self {
             SyncBacklog::Off => f.write_str("off"),
             SyncBacklog::Below(n) => write!(f, "{n}"),
+            SyncBacklog::Strict => f.write_str("strict"),
         }
     }
 }
@@ -145,10 +187,11 @@ impl FromStr for SyncBacklog {
             "1" => Ok(Self::Below(1)),
             "3" => Ok(Self::Below(3)),
             "5" => Ok(Self::Below(5)),
+            "strict" => Ok(Self::Strict),
             _ => Err(SettingsError::Invalid {
                 key: "advisor.syncBacklog",
                 value: s.to_string(),
-                allowed: "off, 1, 3, 5",
+                allowed: SYNC_BACKLOG_ALLOWED,
             }),
         }
     }
@@ -230,8 +273,12 @@ pub enum SettingsError {
 pub struct AdvisorSettings {
     /// `advisor.enabled`.
     pub enabled: bool,
-    /// `advisor.syncBacklog`.
+    /// `advisor.syncBacklog`: the catch-up of every advisor without its own (CA9).
     pub sync_backlog: SyncBacklog,
+    /// `advisor.reviewMode` (CA1, CA5): the unnamed advisor's review mode.
+    pub review_mode: ReviewMode,
+    /// `advisor.reviewInterval` (CA2, CA5): the unnamed advisor's review interval, 1 or more.
+    pub review_interval: u64,
     /// `advisor.subagents` (W7): each subagent session gets its own advisor.
     pub subagents: bool,
     /// `advisor.policy`.
@@ -288,6 +335,8 @@ impl Default for AdvisorSettings {
         Self {
             enabled: true,
             sync_backlog: SyncBacklog::Off,
+            review_mode: ReviewMode::Turn,
+            review_interval: 1,
             subagents: false,
             policy: DeliveryPolicy::Defer,
             transcript: TranscriptView::Expanded,
@@ -361,9 +410,17 @@ mod tests {
         assert_eq!("3".parse::<SyncBacklog>(), Ok(SyncBacklog::Below(3)));
         let err = "2".parse::<SyncBacklog>().unwrap_err().to_string();
         assert!(
-            err.contains("advisor.syncBacklog") && err.contains("off, 1, 3, 5"),
+            err.contains("advisor.syncBacklog") && err.contains("off, 1, 3, 5, strict"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn ca9_ca10_strict_is_a_sync_backlog_value_with_threshold_one() {
+        assert_eq!("strict".parse::<SyncBacklog>(), Ok(SyncBacklog::Strict));
+        assert_eq!(SyncBacklog::Strict.threshold(), Some(1));
+        assert!(SyncBacklog::Strict.is_strict() && !SyncBacklog::Below(1).is_strict());
+        assert_eq!(SyncBacklog::Strict.to_string(), "strict");
     }
 
     #[test]

@@ -26,7 +26,8 @@ use serde_norway::Value;
 
 use super::depth::{too_deep, MAX_YAML_DEPTH};
 use super::{
-    AdvisorSettings, DeliveryPolicy, FallbackRevert, RetryLayer, SettingsError, SyncBacklog,
+    AdvisorSettings, DeliveryPolicy, FallbackRevert, RetryLayer, ReviewMode, SettingsError,
+    SyncBacklog, MAX_REVIEW_INTERVAL, SYNC_BACKLOG_ALLOWED,
 };
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::render::TranscriptView;
@@ -50,6 +51,20 @@ pub enum SettingsWarning {
         /// The file.
         file: PathBuf,
     },
+    /// A cadence key has a value outside its allowed set (CA5, CA9): the default is used
+    /// instead and the session runs.
+    BadValue {
+        /// The file.
+        file: PathBuf,
+        /// The key's full path, e.g. `advisor.reviewInterval`.
+        key: &'static str,
+        /// The value as written, cut to about 200 characters.
+        value: String,
+        /// The allowed values.
+        allowed: &'static str,
+        /// The value used instead.
+        used: &'static str,
+    },
 }
 
 impl fmt::Display for SettingsWarning {
@@ -71,6 +86,17 @@ impl fmt::Display for SettingsWarning {
                 "{}: the prompt override is blank; using the built-in prompt",
                 file.display()
             ),
+            SettingsWarning::BadValue {
+                file,
+                key,
+                value,
+                allowed,
+                used,
+            } => write!(
+                f,
+                "{}: invalid value `{value}` for {key} (allowed: {allowed}); {used} is used",
+                file.display()
+            ),
         }
     }
 }
@@ -87,9 +113,15 @@ pub struct SettingsLayer {
     /// `advisor.enabled`.
     #[serde(deserialize_with = "flag")]
     pub enabled: Option<bool>,
-    /// `advisor.syncBacklog`.
+    /// `advisor.syncBacklog` (a bad value is a warning, `off` used: CA9).
     #[serde(deserialize_with = "sync_backlog")]
     pub sync_backlog: Option<SyncBacklog>,
+    /// `advisor.reviewMode` (CA1; a bad value is a warning, `turn` used: CA5).
+    #[serde(deserialize_with = "review_mode")]
+    pub review_mode: Option<ReviewMode>,
+    /// `advisor.reviewInterval` (CA2; a bad value is a warning, 1 used: CA5).
+    #[serde(deserialize_with = "whole::<_, _, 1, MAX_REVIEW_INTERVAL>")]
+    pub review_interval: Option<u64>,
     /// `advisor.subagents`.
     #[serde(deserialize_with = "flag")]
     pub subagents: Option<bool>,
@@ -176,10 +208,11 @@ impl SettingsLayer {
                 message: format!("nested more than {MAX_YAML_DEPTH} levels deep (line {line})"),
             });
         }
-        let value: Value = serde_norway::from_str(text).map_err(|e| SettingsError::NotYaml {
-            file: file.to_path_buf(),
-            message: clip(&e.to_string(), SHOWN_CHARS).into_owned(),
-        })?;
+        let mut value: Value =
+            serde_norway::from_str(text).map_err(|e| SettingsError::NotYaml {
+                file: file.to_path_buf(),
+                message: clip(&e.to_string(), SHOWN_CHARS).into_owned(),
+            })?;
         match &value {
             Value::Null => return Ok((Self::default(), Vec::new())),
             Value::Mapping(_) => {}
@@ -193,6 +226,7 @@ impl SettingsLayer {
                 })
             }
         }
+        let mut bad_values = lenient_cadence_keys(file, &mut value);
         let mut ignored = Vec::new();
         let document: Document = serde_path_to_error::deserialize(
             serde_ignored::Deserializer::new(value, &mut |path: serde_ignored::Path<'_>| {
@@ -200,10 +234,11 @@ impl SettingsLayer {
             }),
         )
         .map_err(|err| invalid_in(file, &err))?;
-        let warnings = ignored
+        let mut warnings: Vec<SettingsWarning> = ignored
             .iter()
             .filter_map(|keys| unknown_key(file, keys))
             .collect();
+        warnings.append(&mut bad_values);
         let mut layer = document.advisor.unwrap_or_default();
         layer.advisor_role = document.model_roles.and_then(|roles| roles.advisor);
         layer.retry = document.retry.unwrap_or_default();
@@ -216,6 +251,8 @@ impl SettingsLayer {
             advisor_role: self.advisor_role.or(base.advisor_role),
             enabled: self.enabled.or(base.enabled),
             sync_backlog: self.sync_backlog.or(base.sync_backlog),
+            review_mode: self.review_mode.or(base.review_mode),
+            review_interval: self.review_interval.or(base.review_interval),
             subagents: self.subagents.or(base.subagents),
             policy: self.policy.or(base.policy),
             transcript: self.transcript.or(base.transcript),
@@ -244,6 +281,12 @@ impl SettingsLayer {
         }
         if let Some(v) = self.sync_backlog {
             settings.sync_backlog = v;
+        }
+        if let Some(v) = self.review_mode {
+            settings.review_mode = v;
+        }
+        if let Some(v) = self.review_interval {
+            settings.review_interval = v;
         }
         if let Some(v) = self.subagents {
             settings.subagents = v;
@@ -543,7 +586,7 @@ pub(super) fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::E
 }
 
 fn sync_backlog<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SyncBacklog>, D::Error> {
-    field(d, "off, 1, 3, 5", |v| {
+    field(d, SYNC_BACKLOG_ALLOWED, |v| {
         let text = match v {
             Scalar::Text(s) => s.clone(),
             Scalar::Unsigned(_) | Scalar::Signed(_) | Scalar::Float(_) => v.shown(),
@@ -552,6 +595,99 @@ fn sync_backlog<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SyncBacklog>, 
         };
         text.parse().ok()
     })
+}
+
+fn review_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ReviewMode>, D::Error> {
+    word(d, "turn, agent-end")
+}
+
+/// A key of the `advisor:` block whose bad value is a warning, not an error (CA5, CA9).
+struct LenientKey {
+    /// The key in the block.
+    key: &'static str,
+    /// Its full path, for the warning.
+    path: &'static str,
+    /// Its allowed values, for the warning.
+    allowed: &'static str,
+    /// The value used instead of a bad one, as written in a file.
+    used: &'static str,
+    /// Whether a value is allowed.
+    valid: fn(&Value) -> bool,
+}
+
+/// The cadence keys whose bad values are warnings (CA5, CA9).
+const LENIENT_KEYS: [LenientKey; 3] = [
+    LenientKey {
+        key: "reviewMode",
+        path: "advisor.reviewMode",
+        allowed: "turn, agent-end",
+        used: "turn",
+        valid: |v| {
+            v.as_str()
+                .is_some_and(|s| s.trim().to_ascii_lowercase().parse::<ReviewMode>().is_ok())
+        },
+    },
+    LenientKey {
+        key: "reviewInterval",
+        path: "advisor.reviewInterval",
+        allowed: "a whole number from 1 to 9007199254740991",
+        used: "1",
+        valid: |v| {
+            matches!(v, Value::Number(n)
+                if n.as_u64().is_some_and(|n| (1..=MAX_REVIEW_INTERVAL).contains(&n)))
+        },
+    },
+    LenientKey {
+        key: "syncBacklog",
+        path: "advisor.syncBacklog",
+        allowed: SYNC_BACKLOG_ALLOWED,
+        used: "off",
+        valid: |v| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(false) => return true,
+                _ => return false,
+            };
+            text.parse::<SyncBacklog>().is_ok()
+        },
+    },
+];
+
+/// Checks the cadence keys of `document`'s `advisor:` block (CA5, CA9): each bad value is
+/// replaced by its default and answered as a warning naming the key, so the file is still
+/// used. Null stays "not set".
+fn lenient_cadence_keys(file: &Path, document: &mut Value) -> Vec<SettingsWarning> {
+    let mut warnings = Vec::new();
+    let Some(Value::Mapping(block)) = document.get_mut("advisor") else {
+        return warnings;
+    };
+    for lenient in LENIENT_KEYS {
+        let Some(value) = block.get_mut(lenient.key) else {
+            continue;
+        };
+        if value.is_null() || (lenient.valid)(value) {
+            continue;
+        }
+        let shown = match &*value {
+            Value::String(s) => format!("{s:?}"),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            other => kind(other).to_string(),
+        };
+        warnings.push(SettingsWarning::BadValue {
+            file: file.to_path_buf(),
+            key: lenient.path,
+            value: clip(&shown, SHOWN_CHARS).into_owned(),
+            allowed: lenient.allowed,
+            used: lenient.used,
+        });
+        *value = match lenient.key {
+            "reviewInterval" => Value::Number(1.into()),
+            _ => Value::String(lenient.used.to_string()),
+        };
+    }
+    warnings
 }
 
 fn word<'de, D, T: std::str::FromStr>(d: D, allowed: &'static str) -> Result<Option<T>, D::Error>
@@ -637,6 +773,7 @@ where
         (1, 1_000_000) => "a whole number from 1 to 1000000",
         (1, 86_400) => "a whole number from 1 to 86400",
         (1, 4096) => "a whole number from 1 to 4096",
+        (1, MAX_REVIEW_INTERVAL) => "a whole number from 1 to 9007199254740991",
         _ => "a whole number",
     };
     field(d, allowed, |v| match v {
@@ -780,6 +917,8 @@ mod tests {
                 advisor_role: Some("anthropic/claude-sonnet-4-5:high".into()),
                 enabled: Some(false),
                 sync_backlog: Some(SyncBacklog::Below(3)),
+                review_mode: None,
+                review_interval: None,
                 subagents: Some(true),
                 policy: Some(DeliveryPolicy::Reconfirm),
                 transcript: Some(TranscriptView::Full),
@@ -905,6 +1044,57 @@ mod tests {
     }
 
     #[test]
+    fn ca5_ca9_bad_cadence_values_warn_naming_the_key_and_use_the_default() {
+        let (layer, warnings) = parse(
+            "advisor:\n  reviewMode: every-step\n  reviewInterval: 2.5\n  syncBacklog: 2\n  \
+             policy: interrupt\n",
+        )
+        .unwrap();
+        assert_eq!(layer.review_mode, Some(ReviewMode::Turn));
+        assert_eq!(layer.review_interval, Some(1));
+        assert_eq!(layer.sync_backlog, Some(SyncBacklog::Off));
+        assert_eq!(
+            layer.policy,
+            Some(DeliveryPolicy::Interrupt),
+            "the file is used"
+        );
+        let lines: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "/agent/config.yml: invalid value `\"every-step\"` for advisor.reviewMode (allowed: turn, agent-end); turn is used",
+                "/agent/config.yml: invalid value `2.5` for advisor.reviewInterval (allowed: a whole number from 1 to 9007199254740991); 1 is used",
+                "/agent/config.yml: invalid value `2` for advisor.syncBacklog (allowed: off, 1, 3, 5, strict); off is used",
+            ]
+        );
+        for bad in [
+            "0",
+            "-1",
+            "\"3\"",
+            ".nan",
+            ".inf",
+            "9007199254740992",
+            "true",
+        ] {
+            let (layer, warnings) = parse(&format!("advisor:\n  reviewInterval: {bad}\n")).unwrap();
+            assert_eq!(layer.review_interval, Some(1), "{bad}");
+            assert!(
+                warnings.len() == 1 && warnings[0].to_string().contains("advisor.reviewInterval"),
+                "{bad}: {warnings:?}"
+            );
+        }
+        let (layer, warnings) = parse(
+            "advisor:\n  reviewMode: agent-end\n  reviewInterval: 9007199254740991\n  \
+             syncBacklog: strict\n",
+        )
+        .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(layer.review_mode, Some(ReviewMode::AgentEnd));
+        assert_eq!(layer.review_interval, Some(MAX_REVIEW_INTERVAL));
+        assert_eq!(layer.sync_backlog, Some(SyncBacklog::Strict));
+    }
+
+    #[test]
     fn k1_unknown_keys_are_warnings_with_their_full_path() {
         let (layer, warnings) = parse(
             "advisor:\n  polcy: reconfirm\n  colour: red\n  compaction:\n    threshold: 5\n  \
@@ -932,16 +1122,6 @@ mod tests {
                 "advisor:\n  policy: loud\n",
                 "advisor.policy",
                 "interrupt, reconfirm",
-            ),
-            (
-                "advisor:\n  syncBacklog: 2\n",
-                "advisor.syncBacklog",
-                "off, 1, 3, 5",
-            ),
-            (
-                "advisor:\n  syncBacklog: true\n",
-                "advisor.syncBacklog",
-                "off, 1, 3, 5",
             ),
             (
                 "advisor:\n  transcript: short\n",
@@ -1088,7 +1268,7 @@ mod tests {
             .into_iter()
             .map(|w| match w {
                 SettingsWarning::UnknownKey { suggestion, .. } => suggestion,
-                SettingsWarning::BlankPrompt { .. } => None,
+                SettingsWarning::BlankPrompt { .. } | SettingsWarning::BadValue { .. } => None,
             })
             .collect();
         assert_eq!(

@@ -824,7 +824,7 @@ async fn replay(dialect: Dialect, path: &Path) -> Replay {
                         server.push(ScriptedResponse::sse(&dialect.text("", tokens)));
                         1
                     }
-                    FeedOutcome::Blank | FeedOutcome::Skipped => 0,
+                    FeedOutcome::Blank => 0,
                     FeedOutcome::Rewrite | FeedOutcome::Superseded => {
                         panic!("turn {turn}: unannounced rewrite")
                     }

@@ -30,7 +30,8 @@ fn tree(home: &Path) {
     write(
         home,
         ".omp/agent/config.yml",
-        "modelRoles:\n  advisor: openrouter/google/gemini-2.5-pro\nadvisor:\n  maxNotesPerUpdate: 6\n",
+        "modelRoles:\n  advisor: openrouter/google/gemini-2.5-pro\nadvisor:\n  maxNotesPerUpdate: 6\n  \
+         syncBacklog: strict\n",
     );
     write(
         home,
@@ -58,6 +59,8 @@ fn tree(home: &Path) {
          \x20   tools: [write, lsp]\n\
          \x20   policy: reconfirm\n\
          \x20   maxSeverity: concern\n\
+         \x20   reviewMode: agent-end\n\
+         \x20   reviewInterval: 3\n\
          \x20   when:\n\
          \x20     paths: [\"migrations/**\"]\n",
     );
@@ -73,7 +76,8 @@ fn tree(home: &Path) {
          advisors:\n\
          \x20 - name: Tests\n\
          \x20   enabled: false\n\
-         \x20   model: gpt5\n",
+         \x20   model: gpt5\n\
+         \x20   syncBacklog: \"5\"\n",
     );
 }
 
@@ -108,6 +112,8 @@ advisor architecture (\"architecture\")  [H/proj/WATCHDOG.yml]
   policy: the session's (advisor.policy)  [default]
   maxSeverity: blocker  [default]
   when: every update  [default]
+  cadence: turn · every update  [default]
+  catch-up: inherit → strict (advisor.syncBacklog)  [setting advisor.syncBacklog in H/.omp/agent/config.yml]
   instructions:  [H/proj/WATCHDOG.yml]
     Watch module boundaries.
 
@@ -120,6 +126,8 @@ advisor tests (\"Tests\")  [H/proj/app/.omp/WATCHDOG.yaml]
   policy: the session's (advisor.policy)  [default]
   maxSeverity: blocker  [default]
   when: every update  [default]
+  cadence: turn · every update  [default]
+  catch-up: 5  [H/proj/app/.omp/WATCHDOG.yaml]
   instructions: none  [default]
 
 advisor db-migrations (\"DB Migrations\")  [H/proj/WATCHDOG.yml]
@@ -130,6 +138,8 @@ advisor db-migrations (\"DB Migrations\")  [H/proj/WATCHDOG.yml]
   policy: reconfirm  [H/proj/WATCHDOG.yml]
   maxSeverity: concern  [H/proj/WATCHDOG.yml]
   when: paths migrations/**  [H/proj/WATCHDOG.yml]
+  cadence: agent-end · every 3 eligible updates  [H/proj/WATCHDOG.yml]
+  catch-up: inherit → strict (advisor.syncBacklog)  [setting advisor.syncBacklog in H/.omp/agent/config.yml]
   instructions: none  [default]
 
 warnings:
@@ -186,7 +196,10 @@ fn ro14_roster_json_is_one_document_with_sources_and_warnings() {
                 "maxNotesPerUpdate": {"value": 4, "source": default},
                 "policy": {"value": null, "source": default},
                 "maxSeverity": {"value": "blocker", "source": default},
-                "when": {"value": null, "source": default}
+                "when": {"value": null, "source": default},
+                "reviewMode": {"value": "turn", "source": default},
+                "reviewInterval": {"value": 1, "source": default},
+                "syncBacklog": {"value": null, "source": default}
             }],
             "warnings": [
                 {

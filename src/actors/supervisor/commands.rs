@@ -11,15 +11,14 @@ use super::members::Member;
 use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
 use crate::actors::audit_log::AuditLog;
-use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::wiring::{await_all, test_advice};
 use crate::command::{parse_command, AdvisorCommand};
 use crate::domain::advice::Delivery;
 use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered, PauseAdvisor};
-use crate::messages::feed::GetSkippedUpdates;
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
 use crate::messages::review::{
-    AgentStatus, AskEnd, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage, ResumeReviews,
+    AgentStatus, AskEnd, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage, QueueDelta,
+    ResumeReviews,
 };
 use crate::status::{AdvisorStatus, NamedAdvisorStatus};
 use crate::texts::notice;
@@ -27,7 +26,6 @@ use crate::texts::notice;
 /// What the status asks of one member, and its line without the agent's part.
 struct MemberQuery {
     agent: Option<Addr<AdvisorAgent>>,
-    feed: Option<Addr<TranscriptFeed>>,
     audit: Option<Addr<AuditLog>>,
     line: Option<NamedAdvisorStatus>,
     enabled: bool,
@@ -35,7 +33,12 @@ struct MemberQuery {
 }
 
 impl MemberQuery {
-    fn of(member: &Member, session_enabled: bool, policy: crate::settings::DeliveryPolicy) -> Self {
+    fn of(
+        member: &Member,
+        session_enabled: bool,
+        settings: &crate::settings::AdvisorSettings,
+    ) -> Self {
+        let policy = settings.policy;
         let line = member.plan.label.as_ref().map(|label| {
             let (state, reason) = member.state(session_enabled, None);
             NamedAdvisorStatus {
@@ -45,27 +48,18 @@ impl MemberQuery {
                 reason,
                 model: member.plan.model.as_ref().ok().map(|m| m.info().id),
                 policy: member.plan.policy.unwrap_or(policy),
-                // The runs before this one's, plus its feed's below (RO17).
-                skipped_updates: member.skipped_before,
+                skipped_updates: member.skipped_updates,
+                cadence: member.cadence_status(settings),
                 deliveries: Default::default(),
                 agent: AgentStatus::default(),
             }
         });
         Self {
             agent: member.agent(),
-            feed: member.feed(),
             audit: member.audit.clone(),
             line,
             enabled: session_enabled,
             held_off: member.held_off,
-        }
-    }
-
-    /// The updates its `when` skipped since it started (RO17), counted by its feed.
-    async fn skipped_updates(&self) -> u64 {
-        match &self.feed {
-            Some(feed) => feed.send(GetSkippedUpdates).await.unwrap_or(0),
-            None => 0,
         }
     }
 
@@ -92,8 +86,14 @@ impl Supervisor {
         let queries: Vec<MemberQuery> = self
             .members
             .iter()
-            .map(|m| MemberQuery::of(m, enabled, policy))
+            .map(|m| MemberQuery::of(m, enabled, &self.config.settings))
             .collect();
+        let cadence = self
+            .members
+            .iter()
+            .find(|m| m.is(None))
+            .map(|m| m.cadence_status(&self.config.settings))
+            .unwrap_or_default();
         let mut status = AdvisorStatus {
             enabled,
             model: model.map(|m| m.info().id),
@@ -101,6 +101,7 @@ impl Supervisor {
             policy,
             failures: self.members.iter().map(|m| m.failures).sum(),
             provider_calls: self.config.provider_calls(),
+            cadence,
             ..AdvisorStatus::default()
         };
         async move {
@@ -112,7 +113,6 @@ impl Supervisor {
             let mut agents = Vec::new();
             for query in queries {
                 let agent = query.agent_status().await;
-                let skipped = query.skipped_updates().await;
                 match query.line {
                     None => {
                         if let Some(agent) = agent {
@@ -120,7 +120,6 @@ impl Supervisor {
                         }
                     }
                     Some(mut line) => {
-                        line.skipped_updates += skipped;
                         if let Some(counts) = per_advisor.get(&line.slug) {
                             line.deliveries = counts.clone();
                         }
@@ -224,19 +223,21 @@ impl Supervisor {
 
     /// `/advisor off NAME` (RO19): pauses one advisor for this session, its running review
     /// cancelled; the others' reviews, in flight or queued, go on (the session's epoch stays).
-    fn member_off(&mut self, ctx: &mut Context<Self>, name: &str) -> String {
+    fn member_off(&mut self, name: &str) -> String {
         let Some(index) = self.find_member(name) else {
             return self.unknown_advisor(name);
         };
         let next = self.epoch + 1;
         self.members[index].held_off = true;
+        // CA7 (our choice): a paused advisor drops its held updates and counts from 0.
+        self.members[index].cadence.restart();
         if let Some(label) = &self.members[index].plan.label {
             // Before the reply: a raise already on its way is dropped; the review itself
             // is cancelled by the stop below (its agent's ResetAdvisor).
             let slug = label.slug.clone();
             self.router().do_send(PauseAdvisor { slug, paused: true });
         }
-        self.stop_member(ctx, index, next, AskEnd::TurnedOff);
+        self.stop_member(index, next, AskEnd::TurnedOff);
         let label = self.members[index].plan.name().unwrap_or_default();
         notice("memberOff", &[("name", label)])
     }
@@ -261,7 +262,7 @@ impl Handler<RunCommand> for Supervisor {
             }) => self.member_on(ctx, &name),
             Ok(AdvisorCommand::Off {
                 advisor: Some(name),
-            }) => self.member_off(ctx, &name),
+            }) => self.member_off(&name),
             Ok(AdvisorCommand::Test(advisory)) => {
                 self.tests_injected += 1;
                 let fut = test_advice(self.router(), self.epoch, self.tests_injected, advisory);
@@ -301,11 +302,35 @@ impl Handler<AwaitDrain> for Supervisor {
 
     fn handle(&mut self, _msg: AwaitDrain, _ctx: &mut Context<Self>) -> Self::Result {
         let agents = if self.enabled {
-            self.agents()
+            self.send_held()
         } else {
             Vec::new()
         };
         Box::pin(async move { await_all(&agents, 1).await })
+    }
+}
+
+impl Supervisor {
+    /// The headless drain (CA21 (2)): every running advisor sends what it holds as one
+    /// review, its counter unchanged, so an `agent-end` or interval reviewer still sees the
+    /// final answer. Answers the running advisors' agents.
+    fn send_held(&mut self) -> Vec<Addr<AdvisorAgent>> {
+        let epoch = self.epoch;
+        let mut agents = Vec::new();
+        for member in &mut self.members {
+            let Some(agent) = member.agent() else {
+                continue;
+            };
+            if let Some((updates, wip)) = member.cadence.take_held() {
+                agent.do_send(QueueDelta {
+                    epoch,
+                    updates,
+                    wip,
+                });
+            }
+            agents.push(agent);
+        }
+        agents
     }
 }
 

@@ -2,7 +2,7 @@
 //! (RO12). Each has its own actors, transcript file, failure count and `/advisor off NAME`
 //! pause; all run on the session's arbiter (A6).
 
-use actix::{Actor, ActorFutureExt, Addr, AsyncContext, Context, WrapFuture};
+use actix::{Actor, Addr, AsyncContext, Context};
 
 use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
@@ -15,9 +15,10 @@ use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
 use crate::messages::delivery::RegisterAdvisor;
-use crate::messages::feed::GetSkippedUpdates;
 use crate::messages::review::{AskEnd, ReleaseWaiters, ResetAdvisor};
-use crate::status::AdvisorState;
+use crate::review::cadence::AdvisorCadence;
+use crate::settings::AdvisorSettings;
+use crate::status::{AdvisorState, CadenceStatus};
 use crate::texts::{notice, NOTICES};
 
 /// One advisor of the session.
@@ -34,9 +35,12 @@ pub(crate) struct Member {
     pub failures: u64,
     /// Its entry changed on disk: the new plan, swapped in before its next review (RO21).
     pub rebuild: Option<MemberPlan>,
-    /// The updates its `when` skipped (RO17) in the runs before the current one: each
-    /// stopped feed's count is added here, so a pause or rebuild never restarts the count.
-    pub skipped_before: u64,
+    /// The updates its `when` did not match (RO17, CA4), over every run: a pause or
+    /// rebuild never restarts the count.
+    pub skipped_updates: u64,
+    /// Its eligible-update counter and held updates (CA2, CA3): kept across a rebuild
+    /// (CA7), dropped by a reset (CA8) or a pause.
+    pub cadence: AdvisorCadence,
 }
 
 impl Member {
@@ -49,7 +53,8 @@ impl Member {
             held_off: false,
             failures: 0,
             rebuild: None,
-            skipped_before: 0,
+            skipped_updates: 0,
+            cadence: AdvisorCadence::new(),
         }
     }
 
@@ -80,6 +85,18 @@ impl Member {
                 cause,
                 stopping: true,
             });
+        }
+    }
+
+    /// Its cadence in effect under `settings`, held updates and counter (CA12).
+    pub fn cadence_status(&self, settings: &AdvisorSettings) -> CadenceStatus {
+        let cadence = self.plan.cadence(settings);
+        CadenceStatus {
+            review_mode: cadence.mode,
+            review_interval: cadence.interval,
+            sync_backlog: cadence.sync,
+            held_updates: self.cadence.held_updates(),
+            eligible_updates: self.cadence.eligible_updates(),
         }
     }
 
@@ -132,37 +149,11 @@ impl Supervisor {
         self.members.iter().filter_map(Member::agent).collect()
     }
 
-    /// Stops member `index` (see [`Member::stop`]) and adds the updates its feed skipped
-    /// (RO17) to the member's total before the supervisor takes its next message, so a
-    /// status asked after the stop counts them.
-    pub(super) fn stop_member(
-        &mut self,
-        ctx: &mut Context<Self>,
-        index: usize,
-        epoch: u64,
-        cause: AskEnd,
-    ) {
-        let Some(member) = self.members.get_mut(index) else {
-            return;
-        };
-        let feed = member.feed();
-        member.stop(epoch, cause);
-        let Some(feed) = feed else {
-            return;
-        };
-        let slug = member.plan.slug().map(str::to_string);
-        let counted = async move { feed.send(GetSkippedUpdates).await.unwrap_or(0) }
-            .into_actor(self)
-            .map(move |skipped, act, _ctx| {
-                let advisor = act
-                    .members
-                    .iter_mut()
-                    .find(|m| m.plan.slug() == slug.as_deref());
-                if let Some(member) = advisor {
-                    member.skipped_before += skipped;
-                }
-            });
-        ctx.wait(counted);
+    /// Stops member `index` (see [`Member::stop`]).
+    pub(super) fn stop_member(&mut self, index: usize, epoch: u64, cause: AskEnd) {
+        if let Some(member) = self.members.get_mut(index) {
+            member.stop(epoch, cause);
+        }
     }
 
     /// Whether any member runs.
@@ -210,9 +201,8 @@ impl Supervisor {
                 policy: member.plan.policy,
                 max_notes: member.plan.max_notes,
                 max_severity: member.plan.max_severity,
-                // CA6: the entry's `reviewMode` feeds this once the member plan carries it
-                // (the cadence work); until then every named advisor counts as `turn`.
-                review_mode: crate::settings::ReviewMode::default(),
+                // CA6, CA16, CA18: the entry's own review mode.
+                review_mode: member.plan.cadence(&self.config.settings).mode,
             });
         }
         if member.audit.is_none() {

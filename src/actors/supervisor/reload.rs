@@ -11,7 +11,7 @@ use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
 use super::members::Member;
 use super::Supervisor;
 use crate::config::{MemberPlan, RosterDiff};
-use crate::messages::delivery::{RegisterUnnamedAdvisor, RemoveAdvisor};
+use crate::messages::delivery::{RegisterAdvisor, RegisterUnnamedAdvisor, RemoveAdvisor};
 use crate::messages::review::AskEnd;
 use crate::roster::{Roster, RosterRefresh};
 use crate::texts::notice;
@@ -80,6 +80,37 @@ impl Supervisor {
         if !self.config.roster_is_empty() {
             // RO12: the unnamed advisor runs only while the roster has no entry.
             self.remove_member(None);
+        }
+        let mut retuned = Vec::new();
+        for slug in &diff.retuned {
+            // CA7: a cadence edit rebuilds nothing; it applies from the next boundary.
+            let plan = self.plan_of(slug);
+            let member = self
+                .members
+                .iter_mut()
+                .find(|m| m.plan.slug() == Some(slug));
+            if let (Some(member), Some(plan)) = (member, plan) {
+                member.plan.retune(&plan);
+                if let Some(pending) = member.rebuild.as_mut() {
+                    pending.retune(&plan);
+                }
+                // CA16, CA18: the router routes by the entry's review mode; tell it the new one.
+                if let Some(label) = member.plan.label.clone().filter(|_| member.runnable()) {
+                    retuned.push(RegisterAdvisor {
+                        label,
+                        policy: member.plan.policy,
+                        max_notes: member.plan.max_notes,
+                        max_severity: member.plan.max_severity,
+                        review_mode: member.plan.cadence(&self.config.settings).mode,
+                    });
+                }
+            }
+        }
+        if !retuned.is_empty() {
+            let router = self.router();
+            for register in retuned {
+                router.do_send(register);
+            }
         }
         for slug in &diff.changed {
             let plan = self.plan_of(slug);
@@ -192,7 +223,8 @@ impl Supervisor {
             };
             rebuilt = true;
             let was_running = self.members[index].children.is_some();
-            self.stop_member(ctx, index, next, AskEnd::TurnedOff);
+            // CA7: the successor keeps the member's held updates and counter.
+            self.stop_member(index, next, AskEnd::TurnedOff);
             self.members[index].plan = plan;
             if was_running || self.enabled {
                 self.start_member(ctx, index, seed.clone());

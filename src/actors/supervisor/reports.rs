@@ -4,13 +4,14 @@
 //! running, and a line about a named advisor names it. The agent decided what each
 //! failure means; nothing here decides.
 
-use actix::{Context, Handler, ResponseFuture};
+use actix::{AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
 
 use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
-use crate::messages::feed::{ObserveTurn, RewindCursor};
+use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::review::{
-    AdvisorPaused, AskAdvisor, BacklogDropped, NoticeRaised, ReviewFailed, ReviewQuarantined,
+    AdvisorPaused, AskAdvisor, BacklogDropped, NoticeRaised, QueueDelta, ReviewFailed,
+    ReviewQuarantined,
 };
 use crate::messages::tools::ClearToolSession;
 use crate::review::failure::{dropped_notice, pause_notice, quarantine_notice};
@@ -54,15 +55,17 @@ impl Handler<AdvisorPaused> for Supervisor {
 impl Handler<ReviewQuarantined> for Supervisor {
     type Result = ();
 
-    fn handle(&mut self, msg: ReviewQuarantined, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: ReviewQuarantined, ctx: &mut Context<Self>) {
         if msg.epoch != self.epoch {
             return;
         }
         let (epoch, transcript) = (self.epoch, self.last_transcript.clone());
-        let Some(children) = self
-            .member_of(msg.advisor.as_ref())
-            .and_then(|m| m.children.as_ref())
-        else {
+        let Some(member) = self.member_of(msg.advisor.as_ref()) else {
+            return;
+        };
+        // The re-prime (or the next turn end after a rewind) covers what it held (CA8).
+        member.cadence.drop_held();
+        let Some(children) = member.children.as_ref() else {
             return;
         };
         children.feed.do_send(RewindCursor);
@@ -74,11 +77,25 @@ impl Handler<ReviewQuarantined> for Supervisor {
                 let wip = mark
                     .read(crate::delivery::turn_will_continue)
                     .unwrap_or(false);
-                children.feed.do_send(ObserveTurn {
-                    transcript: mark,
-                    epoch,
-                    wip,
-                });
+                let (feed, agent) = (children.feed.clone(), children.agent.clone());
+                let reprime = async move {
+                    let observed = feed.send(ObserveTurn {
+                        transcript: mark,
+                        wip,
+                    });
+                    if let Ok(TurnObserved::Captured {
+                        update: Some(update),
+                        ..
+                    }) = observed.await
+                    {
+                        agent.do_send(QueueDelta {
+                            epoch,
+                            updates: vec![update],
+                            wip,
+                        });
+                    }
+                };
+                ctx.spawn(reprime.into_actor(self));
             }
         } else {
             self.notice_about(msg.advisor.as_ref(), quarantine_notice(&msg.labels));
@@ -121,6 +138,22 @@ impl Handler<AskAdvisor> for Supervisor {
     fn handle(&mut self, msg: AskAdvisor, _ctx: &mut Context<Self>) -> Self::Result {
         let consult = self.config.settings.consult;
         let agent = self.asked(msg.advisor.as_deref());
+        if let (true, Ok(asked)) = (consult, &agent) {
+            // CA4 (our choice): an advisor holding updates first sends them as one review,
+            // its counter unchanged, so its answer knows the latest work.
+            let epoch = self.epoch;
+            let holder = self
+                .members
+                .iter_mut()
+                .find(|m| m.agent().as_ref() == Some(asked));
+            if let Some((updates, wip)) = holder.and_then(|m| m.cadence.take_held()) {
+                asked.do_send(QueueDelta {
+                    epoch,
+                    updates,
+                    wip,
+                });
+            }
+        }
         Box::pin(async move {
             if !consult {
                 return Err(AskError::Disabled);

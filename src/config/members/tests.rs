@@ -185,3 +185,46 @@ fn ro21_changed_shared_instructions_change_every_entry() {
     let new = roster(vec![entry("A"), entry("B")], Some("Two."));
     assert_eq!(RosterDiff::between(&old, &new).changed, ["a", "b"]);
 }
+
+#[test]
+fn ca7_a_cadence_only_edit_retunes_and_rebuilds_nothing_any_other_edit_rebuilds() {
+    let old = roster(vec![entry("A"), entry("B")], None);
+    let mut new_a = entry("A");
+    new_a.review_mode = Sourced::default_value(crate::settings::ReviewMode::AgentEnd);
+    new_a.review_interval = Sourced::default_value(3);
+    new_a.sync_backlog = Sourced::default_value(Some(crate::settings::SyncBacklog::Strict));
+    let mut new_b = entry("B");
+    new_b.max_notes_per_update = Sourced::default_value(9);
+    new_b.review_interval = Sourced::default_value(2);
+    let diff = RosterDiff::between(&old, &roster(vec![new_a, new_b], None));
+    assert_eq!(diff.retuned, ["a"]);
+    assert_eq!(diff.changed, ["b"], "another field changed too: a rebuild");
+    assert!(!diff.is_empty());
+}
+
+#[test]
+fn ca5_ca9_an_entry_plan_uses_its_own_cadence_the_unnamed_one_the_settings() {
+    let mut own = entry("Own");
+    own.review_mode = Sourced::default_value(crate::settings::ReviewMode::AgentEnd);
+    let mut config = config_with(roster(vec![own], None));
+    config.settings.review_mode = crate::settings::ReviewMode::Turn;
+    config.settings.review_interval = 5;
+    config.settings.sync_backlog = crate::settings::SyncBacklog::Below(3);
+    let plan = &config.member_plans()[0];
+    let cadence = plan.cadence(&config.settings);
+    assert_eq!(cadence.mode, crate::settings::ReviewMode::AgentEnd);
+    assert_eq!(
+        cadence.interval, 1,
+        "an entry's omitted interval is 1, whatever the settings"
+    );
+    assert_eq!(
+        cadence.sync,
+        crate::settings::SyncBacklog::Below(3),
+        "inherited"
+    );
+    let unnamed = config.unnamed_plan().cadence(&config.settings);
+    assert_eq!(
+        (unnamed.mode, unnamed.interval),
+        (crate::settings::ReviewMode::Turn, 5)
+    );
+}
