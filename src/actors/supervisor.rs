@@ -25,7 +25,6 @@ use crate::messages::host::{
 use crate::messages::review::{
     AskEnd, EndHalt, FlushAudit, ReleaseWaiters, ResetAdvisor, ResumeReviews,
 };
-use crate::messages::tools::ClearToolSession;
 use members::Member;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -211,7 +210,6 @@ impl Supervisor {
                 children.agent.do_send(EndHalt);
             }
             children.feed.do_send(RewindCursor);
-            children.executor.do_send(ClearToolSession);
         }
     }
 

@@ -71,6 +71,15 @@ pub struct AgentStatus {
     /// Switches to a backup model so far (P6).
     #[serde(default)]
     pub fallbacks: u64,
+    /// Tool calls past the review's tool budget, not run (SP1).
+    #[serde(default)]
+    pub budget_refused: u64,
+    /// Re-reads answered with a pointer to the earlier result still in the context (SP2).
+    #[serde(default)]
+    pub rereads_saved: u64,
+    /// The bytes of those earlier results, not sent again (SP2).
+    #[serde(default)]
+    pub reread_bytes_saved: u64,
 }
 
 impl AgentStatus {
@@ -109,6 +118,9 @@ impl AgentStatus {
             quarantines: totals.quarantines,
             fallback: None,
             fallbacks: 0,
+            budget_refused: totals.tool_spend.budget_refused,
+            rereads_saved: totals.tool_spend.rereads_saved,
+            reread_bytes_saved: totals.tool_spend.reread_bytes_saved,
         }
     }
 }

@@ -385,6 +385,8 @@ pub struct RosterAdvisor {
     pub max_severity: Sourced<Severity>,
     /// `when`; `None` reviews every update (RO17).
     pub when: Sourced<Option<PathFilter>>,
+    /// `toolBudget` (SP1); `None` is the session's `advisor.toolBudget`.
+    pub tool_budget: Sourced<Option<u32>>,
 }
 
 impl RosterAdvisor {
@@ -407,6 +409,7 @@ impl RosterAdvisor {
             policy: Sourced::default_value(None),
             max_severity: Sourced::default_value(Severity::Blocker),
             when: Sourced::default_value(None),
+            tool_budget: Sourced::default_value(None),
         }
     }
 }
@@ -794,6 +797,7 @@ fn resolve(
         policy: or_default(entry.policy.map(Some), None, own()),
         max_severity: or_default(entry.max_severity, Severity::Blocker, own()),
         when: or_default(entry.when.map(Some), None, own()),
+        tool_budget: or_default(entry.tool_budget.map(Some), None, own()),
         slug: entry.slug,
         name: entry.name,
         file,

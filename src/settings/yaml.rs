@@ -27,6 +27,7 @@ use serde_norway::Value;
 use super::depth::{too_deep, MAX_YAML_DEPTH};
 use super::{
     AdvisorSettings, DeliveryPolicy, FallbackRevert, RetryLayer, SettingsError, SyncBacklog,
+    MAX_TOOL_BUDGET,
 };
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::render::TranscriptView;
@@ -135,6 +136,9 @@ pub struct SettingsLayer {
     /// `advisor.evictStaleResults`.
     #[serde(deserialize_with = "flag")]
     pub evict_stale_results: Option<bool>,
+    /// `advisor.toolBudget` (SP1).
+    #[serde(deserialize_with = "whole::<_, _, 0, { MAX_TOOL_BUDGET as u64 }>")]
+    pub tool_budget: Option<u32>,
 }
 
 /// The file as the advisor reads it; every other top-level key is the agent's.
@@ -233,6 +237,7 @@ impl SettingsLayer {
             consult: self.consult.or(base.consult),
             retry: self.retry.over(base.retry),
             evict_stale_results: self.evict_stale_results.or(base.evict_stale_results),
+            tool_budget: self.tool_budget.or(base.tool_budget),
         }
     }
 
@@ -287,6 +292,9 @@ impl SettingsLayer {
         self.retry.apply_to(&mut settings.retry);
         if let Some(v) = self.evict_stale_results {
             settings.evict_stale_results = v;
+        }
+        if let Some(v) = self.tool_budget {
+            settings.tool_budget = v;
         }
     }
 }
@@ -637,6 +645,7 @@ where
         (1, 1_000_000) => "a whole number from 1 to 1000000",
         (1, 86_400) => "a whole number from 1 to 86400",
         (1, 4096) => "a whole number from 1 to 4096",
+        (0, 50) => "a whole number from 0 to 50",
         _ => "a whole number",
     };
     field(d, allowed, |v| match v {
@@ -769,7 +778,7 @@ mod tests {
              \x20 transcript: full\n  immuneTurns: 0\n  maxNotesPerUpdate: 4\n  maxOutputTokens: 8000\n\
              \x20 compaction:\n    thresholdTokens: 90000\n  contextPromotion: openrouter/big/model\n\
              \x20 redactSecrets: false\n  maxNoteChars: 500\n  requestTimeoutSecs: 60\n\
-             \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n\
+             \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n  toolBudget: 7\n\
              theme: dark\nhooks: [a, b]\n",
         )
         .unwrap();
@@ -795,6 +804,7 @@ mod tests {
                 consult: Some(false),
                 retry: RetryLayer::default(),
                 evict_stale_results: Some(false),
+                tool_budget: Some(7),
             }
         );
         let mut settings = AdvisorSettings::default();
@@ -819,6 +829,7 @@ mod tests {
         assert_eq!(settings.request_timeout, std::time::Duration::from_secs(60));
         assert_eq!(settings.max_concurrent_reviews, 4);
         assert!(!settings.consult);
+        assert_eq!(settings.tool_budget, 7, "SP1: toolBudget is read");
     }
 
     #[test]
@@ -926,6 +937,30 @@ mod tests {
     }
 
     #[test]
+    fn sp1_tool_budget_is_a_whole_number_from_0_to_50_default_3() {
+        assert_eq!(AdvisorSettings::default().tool_budget, 3);
+        for (text, budget) in [("0", 0), ("50", 50), ("12", 12)] {
+            let (layer, _) = parse(&format!("advisor:\n  toolBudget: {text}\n")).unwrap();
+            assert_eq!(layer.tool_budget, Some(budget), "{text}");
+        }
+        let (layer, _) = parse("advisor:\n  toolBudget:\n").unwrap();
+        assert_eq!(layer.tool_budget, None, "an empty value sets nothing");
+        assert_eq!(
+            error("advisor:\n  toolBudget: 51\n"),
+            "invalid value `51` for advisor.toolBudget in /agent/config.yml: allowed values are \
+             a whole number from 0 to 50"
+        );
+        for bad in ["2.5", "-3", "lots", "[3]", "true"] {
+            let message = error(&format!("advisor:\n  toolBudget: {bad}\n"));
+            assert!(
+                message.contains("advisor.toolBudget in /agent/config.yml")
+                    && message.ends_with("a whole number from 0 to 50"),
+                "{bad}: {message}"
+            );
+        }
+    }
+
+    #[test]
     fn k1_invalid_values_name_the_key_the_file_and_the_allowed_values() {
         let cases = [
             (
@@ -997,6 +1032,21 @@ mod tests {
                 "modelRoles:\n  advisor: 7\n",
                 "modelRoles.advisor",
                 "provider/model-id",
+            ),
+            (
+                "advisor:\n  toolBudget: 51\n",
+                "advisor.toolBudget",
+                "a whole number from 0 to 50",
+            ),
+            (
+                "advisor:\n  toolBudget: -1\n",
+                "advisor.toolBudget",
+                "a whole number from 0 to 50",
+            ),
+            (
+                "advisor:\n  toolBudget: three\n",
+                "advisor.toolBudget",
+                "a whole number from 0 to 50",
             ),
             ("modelRoles: fast\n", "modelRoles", "mapping"),
             ("advisor: on\n", "advisor", "mapping"),

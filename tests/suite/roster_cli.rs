@@ -186,7 +186,8 @@ fn ro14_roster_json_is_one_document_with_sources_and_warnings() {
                 "maxNotesPerUpdate": {"value": 4, "source": default},
                 "policy": {"value": null, "source": default},
                 "maxSeverity": {"value": "blocker", "source": default},
-                "when": {"value": null, "source": default}
+                "when": {"value": null, "source": default},
+                "toolBudget": {"value": null, "source": default}
             }],
             "warnings": [
                 {

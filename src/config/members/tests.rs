@@ -185,3 +185,16 @@ fn ro21_changed_shared_instructions_change_every_entry() {
     let new = roster(vec![entry("A"), entry("B")], Some("Two."));
     assert_eq!(RosterDiff::between(&old, &new).changed, ["a", "b"]);
 }
+
+#[test]
+fn sp1_a_roster_entry_s_tool_budget_wins_over_the_setting() {
+    let mut own = entry("Frugal");
+    own.tool_budget = Sourced::default_value(Some(0));
+    let mut config = config_with(roster(vec![own, entry("Default")], None));
+    config.settings.tool_budget = 9;
+    let plans = config.member_plans();
+    let budgets: Vec<u32> = plans.iter().map(|p| p.tool_budget).collect();
+    assert_eq!(budgets, [0, 9]);
+    config.roster = None;
+    assert_eq!(config.unnamed_plan().tool_budget, 9);
+}
