@@ -410,6 +410,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sp2_p4_re_reads_are_saved_for_the_tools_whose_results_are_evicted() {
+        assert_eq!(EVICTABLE_TOOLS, super::super::rereads::REREADABLE_TOOLS);
+    }
+
+    #[test]
     fn g5_estimate_adds_chars_after_the_last_report() {
         let mut c = AdvisorContext::new();
         c.messages.push(ChatMessage::User {

@@ -13,15 +13,19 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
-use super::context::EVICTABLE_TOOLS;
 use crate::model::ChatMessage;
+use crate::tools::{find, read, search};
 
 /// Most calls one ledger remembers; the oldest give way.
 pub const MAX_RECORDS: usize = 256;
 
+/// The tools whose calls may be answered from an earlier result (SP2): the same ones whose
+/// stale results P4 evicts.
+pub const REREADABLE_TOOLS: [&str; 3] = [read::NAME, search::NAME, find::NAME];
+
 /// Whether calls of the tool `name` may be answered from an earlier result (SP2).
 pub fn rereadable(name: &str) -> bool {
-    EVICTABLE_TOOLS.contains(&name)
+    REREADABLE_TOOLS.contains(&name)
 }
 
 /// One call whose result went into the context.
@@ -144,7 +148,6 @@ fn text_hash(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::context::stale_placeholder;
     use serde_json::json;
 
     fn result(name: &str, text: &str) -> ChatMessage {
@@ -202,7 +205,7 @@ mod tests {
         let args = json!({"path": "a.rs"});
         // P4 replaced the text by its placeholder.
         let mut evicted = messages.clone();
-        evicted[1] = result("read", &stale_placeholder(90));
+        evicted[1] = result("read", "[Stale result elided - 90 tokens]");
         assert!(ledger.earlier("read", &args, &evicted).is_none());
         // A compaction moved another message into its place.
         let mut compacted = messages.clone();
