@@ -122,6 +122,15 @@ pub struct CaseCost {
     pub failures: u64,
     /// Turns never reviewed because their reviews kept failing (F2).
     pub dropped_turns: u64,
+    /// Tool calls past a review's tool budget, not run (SP1).
+    #[serde(default)]
+    pub budget_refused: u64,
+    /// Re-reads answered with a pointer to an earlier result (SP2).
+    #[serde(default)]
+    pub rereads_saved: u64,
+    /// The bytes those re-reads did not send again (SP2).
+    #[serde(default)]
+    pub reread_bytes_saved: u64,
 }
 
 impl CaseCost {
@@ -143,6 +152,9 @@ impl CaseCost {
         self.wall_secs += other.wall_secs;
         self.failures += other.failures;
         self.dropped_turns += other.dropped_turns;
+        self.budget_refused += other.budget_refused;
+        self.rereads_saved += other.rereads_saved;
+        self.reread_bytes_saved += other.reread_bytes_saved;
     }
 }
 
