@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::delivery::{DeliveryCounts, DeliveryStatus, DropReason};
 use crate::domain::advice::Advisory;
 pub use crate::review::fallback::FallbackStatus;
-pub use crate::review::AgentStatus;
+pub use crate::review::{AgentStatus, ToolSpendCounts};
 use crate::settings::DeliveryPolicy;
 use crate::texts::{fill, Table};
 
@@ -135,9 +135,7 @@ impl AdvisorStatus {
             total.consult_usage.add(&a.consult_usage);
             total.quarantines += a.quarantines;
             total.fallbacks += a.fallbacks;
-            total.budget_refused += a.budget_refused;
-            total.rereads_saved += a.rereads_saved;
-            total.reread_bytes_saved += a.reread_bytes_saved;
+            total.tool_spend.add(&a.tool_spend);
             total.consecutive_failures = total.consecutive_failures.max(a.consecutive_failures);
             total.failing |= a.failing;
         }
@@ -308,7 +306,7 @@ impl AdvisorStatus {
     /// What the tool budget refused and the re-reads not paid for (SP1, SP2), when either
     /// did something.
     fn render_tool_spend(&self, out: &mut String) {
-        let a = &self.agent;
+        let a = &self.agent.tool_spend;
         if a.budget_refused == 0 && a.rereads_saved == 0 {
             return;
         }
@@ -501,9 +499,11 @@ mod tests {
         assert_eq!(json["agent"]["rereadsSaved"], 0);
         assert_eq!(json["agent"]["rereadBytesSaved"], 0);
         let one = AgentStatus {
-            budget_refused: 2,
-            rereads_saved: 1,
-            reread_bytes_saved: 1200,
+            tool_spend: ToolSpendCounts {
+                budget_refused: 2,
+                rereads_saved: 1,
+                reread_bytes_saved: 1200,
+            },
             ..AgentStatus::default()
         };
         status.add_roster_totals(&[one.clone(), one]);

@@ -136,8 +136,8 @@ impl CaseLine {
             wall_secs: round3(c.wall_secs),
             failures: c.failures,
             dropped_turns: c.dropped_turns,
-            budget_refused: c.budget_refused,
-            rereads_saved: c.rereads_saved,
+            budget_refused: c.tool_spend.budget_refused,
+            rereads_saved: c.tool_spend.rereads_saved,
             judge_outcome: judge.map(|j| j.outcome),
             judge_latency_turns: judge.and_then(|j| j.catch.as_ref().map(|c| c.turns)),
         }

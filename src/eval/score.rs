@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::delivery::DropReason;
 use crate::domain::advice::Severity;
 use crate::replay::LineChannel;
+use crate::status::ToolSpendCounts;
 
 use super::case::{CaseClass, CaseSpec};
 
@@ -122,15 +123,9 @@ pub struct CaseCost {
     pub failures: u64,
     /// Turns never reviewed because their reviews kept failing (F2).
     pub dropped_turns: u64,
-    /// Tool calls past a review's tool budget, not run (SP1).
-    #[serde(default)]
-    pub budget_refused: u64,
-    /// Re-reads answered with a pointer to an earlier result (SP2).
-    #[serde(default)]
-    pub rereads_saved: u64,
-    /// The bytes those re-reads did not send again (SP2).
-    #[serde(default)]
-    pub reread_bytes_saved: u64,
+    /// What the tool budget refused and the re-reads not paid for (SP1, SP2), flattened.
+    #[serde(flatten)]
+    pub tool_spend: ToolSpendCounts,
 }
 
 impl CaseCost {
@@ -152,9 +147,7 @@ impl CaseCost {
         self.wall_secs += other.wall_secs;
         self.failures += other.failures;
         self.dropped_turns += other.dropped_turns;
-        self.budget_refused += other.budget_refused;
-        self.rereads_saved += other.rereads_saved;
-        self.reread_bytes_saved += other.reread_bytes_saved;
+        self.tool_spend.add(&other.tool_spend);
     }
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{ModelClient, Usage};
 use crate::review::fallback::FallbackStatus;
-use crate::review::{AdvisorContext, ReviewState, ReviewTotals};
+use crate::review::{AdvisorContext, ReviewState, ReviewTotals, ToolSpendCounts};
 
 /// The agent's part of the status (C3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -71,15 +71,10 @@ pub struct AgentStatus {
     /// Switches to a backup model so far (P6).
     #[serde(default)]
     pub fallbacks: u64,
-    /// Tool calls past the review's tool budget, not run (SP1).
-    #[serde(default)]
-    pub budget_refused: u64,
-    /// Re-reads answered with a pointer to the earlier result still in the context (SP2).
-    #[serde(default)]
-    pub rereads_saved: u64,
-    /// The bytes of those earlier results, not sent again (SP2).
-    #[serde(default)]
-    pub reread_bytes_saved: u64,
+    /// What the tool budget refused and the re-reads not paid for (SP1, SP2): flattened,
+    /// `budgetRefused`, `rereadsSaved` and `rereadBytesSaved` beside the fields above.
+    #[serde(flatten)]
+    pub tool_spend: ToolSpendCounts,
 }
 
 impl AgentStatus {
@@ -118,9 +113,7 @@ impl AgentStatus {
             quarantines: totals.quarantines,
             fallback: None,
             fallbacks: 0,
-            budget_refused: totals.tool_spend.budget_refused,
-            rereads_saved: totals.tool_spend.rereads_saved,
-            reread_bytes_saved: totals.tool_spend.reread_bytes_saved,
+            tool_spend: totals.tool_spend,
         }
     }
 }

@@ -46,7 +46,7 @@ impl ToolBudget {
 
 /// What the spend controls of the tool loop did (SP1, SP2), per review and in total.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ToolSpendCounts {
     /// Calls past the tool budget, not run (SP1).
     pub budget_refused: u64,

@@ -86,7 +86,7 @@ async fn sp1_through_the_mailboxes_calls_past_the_default_budget_are_refused_and
     let aside = h.step_boundary().await.unwrap().aside.expect("advise ran");
     assert_eq!(aside.notes[0].note, "Check the empty-input case.");
     let agent = h.status().await.unwrap().agent;
-    assert_eq!(agent.budget_refused, 2);
+    assert_eq!(agent.tool_spend.budget_refused, 2);
     let text = h.status().await.unwrap().render();
     assert!(
         text.contains("tool spend: 2 call(s) past the tool budget not run"),
@@ -126,7 +126,8 @@ async fn sp2_through_the_mailboxes_a_re_read_is_a_pointer_until_the_file_changes
     let requests = model.requests();
     assert_eq!(tool_results(&requests[5])[2], "1|file a, edited");
     let agent = h.status().await.unwrap().agent;
-    assert_eq!((agent.rereads_saved, agent.reread_bytes_saved), (1, 8));
+    let spend = agent.tool_spend;
+    assert_eq!((spend.rereads_saved, spend.reread_bytes_saved), (1, 8));
 }
 
 /// The defect SP2 fixes, through the real executor: once P4 evicted a read's result, the
@@ -158,7 +159,7 @@ async fn sp2_p4_through_the_mailboxes_an_evicted_read_is_read_again_in_full() {
     );
     assert!(!last[1].contains("unchanged"), "{:.200}", last[1]);
     let agent = h.status().await.unwrap().agent;
-    assert_eq!((agent.evictions, agent.rereads_saved), (1, 0));
+    assert_eq!((agent.evictions, agent.tool_spend.rereads_saved), (1, 0));
 }
 
 /// An OpenAI-style streamed answer making `calls` in parallel.
