@@ -944,6 +944,46 @@ mod tests {
     }
 
     #[test]
+    fn sp1_sp2_the_json_status_line_carries_the_tool_spend() {
+        let mut status = advisor::AdvisorStatus {
+            enabled: true,
+            ..advisor::AdvisorStatus::default()
+        };
+        status.agent.tool_spend = advisor::ToolSpendCounts {
+            budget_refused: 3,
+            rereads_saved: 2,
+            reread_bytes_saved: 900,
+        };
+        let outcome = ReplayOutcome {
+            turns: 1,
+            runs: 1,
+            compactions: 0,
+            drained: true,
+            outstanding: None,
+            pending: 0,
+            asks_not_reached: 0,
+            elapsed: Duration::from_secs(1),
+            status,
+        };
+        let json: serde_json::Value =
+            serde_json::from_str(&printer(true).finish_text(&outcome)).unwrap();
+        let agent = &json["status"]["agent"];
+        assert_eq!(
+            (
+                &agent["budgetRefused"],
+                &agent["rereadsSaved"],
+                &agent["rereadBytesSaved"]
+            ),
+            (&3.into(), &2.into(), &900.into())
+        );
+        let text = printer(false).finish_text(&outcome);
+        assert!(
+            text.contains("tool spend: 3 call(s) past the tool budget not run"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn l5_no_model_error_names_the_ways_out() {
         let text = model_error(ProviderError::NoModel).to_string();
         for word in ["OPENROUTER_API_KEY", "--model", "--base-url"] {
