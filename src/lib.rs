@@ -153,6 +153,6 @@ pub use setup::{
 };
 pub use status::{
     AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, DeliveryCounts, DeliveryStatus,
-    DropReason, FallbackStatus, NamedAdvisorStatus,
+    DropReason, FallbackStatus, NamedAdvisorStatus, ToolSpendCounts,
 };
 pub use turn_prompts::TurnPrompts;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::delivery::{DeliveryCounts, DeliveryStatus, DropReason};
 use crate::domain::advice::Advisory;
 pub use crate::review::fallback::FallbackStatus;
-pub use crate::review::AgentStatus;
+pub use crate::review::{AgentStatus, ToolSpendCounts};
 use crate::settings::{DeliveryPolicy, ReviewMode, SyncBacklog};
 use crate::texts::{fill, Table};
 
@@ -194,6 +194,7 @@ impl AdvisorStatus {
             total.consult_usage.add(&a.consult_usage);
             total.quarantines += a.quarantines;
             total.fallbacks += a.fallbacks;
+            total.tool_spend.add(&a.tool_spend);
             total.consecutive_failures = total.consecutive_failures.max(a.consecutive_failures);
             total.failing |= a.failing;
         }
@@ -213,6 +214,7 @@ impl AdvisorStatus {
         } else {
             self.render_roster(&mut out);
         }
+        self.render_tool_spend(&mut out);
         self.render_failures(&mut out);
         self.render_notes(&mut out);
         out
@@ -367,6 +369,22 @@ impl AdvisorStatus {
         }
     }
 
+    /// What the tool budget refused and the re-reads not paid for (SP1, SP2), when either
+    /// did something.
+    fn render_tool_spend(&self, out: &mut String) {
+        let a = &self.agent.tool_spend;
+        if a.budget_refused == 0 && a.rereads_saved == 0 {
+            return;
+        }
+        let vars = [
+            ("refused", a.budget_refused.to_string()),
+            ("rereads", a.rereads_saved.to_string()),
+            ("bytes", a.reread_bytes_saved.to_string()),
+        ];
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        line(out, "toolSpend", &vars);
+    }
+
     /// Failures, the backup model (P6), quarantines (P5), the pause and the provider's calls.
     fn render_failures(&self, out: &mut String) {
         let a = &self.agent;
@@ -518,6 +536,7 @@ mod tests {
             "context",
             "maintenance",
             "evictions",
+            "toolSpend",
             "estimated",
             "tokens",
             "cost",
@@ -561,5 +580,47 @@ mod tests {
         let text = status.render();
         assert!(text.starts_with("advisor: enabled\nmodel: openai/gpt-5 (thinking medium)\n"));
         assert!(text.contains("lifetime cost: $0.0000\n"), "{text}");
+    }
+
+    #[test]
+    fn sp1_sp2_the_tool_spend_shows_in_the_text_and_the_json_and_adds_up_over_a_roster() {
+        let mut status = AdvisorStatus {
+            enabled: true,
+            ..AdvisorStatus::default()
+        };
+        assert!(
+            !status.render().contains("tool spend"),
+            "nothing to say yet"
+        );
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["agent"]["budgetRefused"], 0);
+        assert_eq!(json["agent"]["rereadsSaved"], 0);
+        assert_eq!(json["agent"]["rereadBytesSaved"], 0);
+        let one = AgentStatus {
+            tool_spend: ToolSpendCounts {
+                budget_refused: 2,
+                rereads_saved: 1,
+                reread_bytes_saved: 1200,
+            },
+            ..AgentStatus::default()
+        };
+        status.add_roster_totals(&[one.clone(), one]);
+        assert!(
+            status.render().contains(
+                "tool spend: 4 call(s) past the tool budget not run, 2 re-read(s) answered from \
+                 the context (2400 bytes not sent)\n"
+            ),
+            "{}",
+            status.render()
+        );
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(
+            (
+                &json["agent"]["budgetRefused"],
+                &json["agent"]["rereadsSaved"],
+                &json["agent"]["rereadBytesSaved"]
+            ),
+            (&4.into(), &2.into(), &2400.into())
+        );
     }
 }

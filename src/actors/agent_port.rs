@@ -12,7 +12,7 @@ use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewEnded, Re
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, BacklogDropped, NoticeRaised, ReviewFailed, ReviewQuarantined,
 };
-use crate::messages::tools::{ClearToolSession, ExecuteTool};
+use crate::messages::tools::ExecuteTool;
 use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::review::reviewer::WatchdogBlocks;
 use crate::review::{AuditEvent, ReviewPort, ToolReply};
@@ -23,8 +23,6 @@ pub struct AgentLinks {
     pub advisor: Option<AdvisorLabel>,
     /// Where tool calls go (the ToolExecutor).
     pub executor: Recipient<ExecuteTool>,
-    /// Where the tool session is cleared on compaction and re-prime (T3).
-    pub tool_session: Recipient<ClearToolSession>,
     /// The watchdog loader, when watchdog files are in use.
     pub watchdog: Option<Recipient<GetWatchdogPrompt>>,
     /// Failed reviews and asks, for status (the Supervisor).
@@ -64,18 +62,30 @@ pub(crate) struct AgentPort {
 }
 
 impl ReviewPort for AgentPort {
-    async fn execute_tool(&self, name: &str, arguments: Value) -> Option<ToolReply> {
+    async fn execute_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        unchanged_since: Option<u64>,
+    ) -> Option<ToolReply> {
         let call = ExecuteTool {
             epoch: self.epoch,
             review: self.review,
             name: name.to_string(),
             arguments,
+            unchanged_since,
         };
         let out = self.links.executor.send(call).await.ok()?;
         Some(ToolReply {
             text: out.text,
             is_error: out.is_error,
+            fingerprint: out.fingerprint,
+            unchanged: out.unchanged,
         })
+    }
+
+    fn review_number(&self) -> u64 {
+        self.review
     }
 
     async fn held_preamble(&self) -> String {
@@ -111,10 +121,6 @@ impl ReviewPort for AgentPort {
             joined: prompt.joined(),
             warnings: prompt.warnings,
         })
-    }
-
-    fn clear_tool_session(&self) {
-        self.links.tool_session.do_send(ClearToolSession);
     }
 
     fn audits(&self) -> bool {

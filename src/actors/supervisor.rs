@@ -28,7 +28,6 @@ use crate::messages::host::{
 use crate::messages::review::{
     AskEnd, EndHalt, FlushAudit, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
 };
-use crate::messages::tools::ClearToolSession;
 use crate::review::cadence::{Boundary, Decision};
 use members::Member;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -233,7 +232,6 @@ impl Supervisor {
                 children.agent.do_send(EndHalt);
             }
             children.feed.do_send(RewindCursor);
-            children.executor.do_send(ClearToolSession);
         }
     }
 

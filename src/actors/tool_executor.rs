@@ -10,7 +10,7 @@ use tracing::Instrument;
 use crate::actors::delivery_router::raise_advice;
 use crate::domain::advice::AdvisorLabel;
 use crate::messages::delivery::RaiseAdvice;
-use crate::messages::tools::{ClearToolSession, ExecuteTool, ToolOutput};
+use crate::messages::tools::{ExecuteTool, ToolOutput};
 use crate::redact::Redactor;
 use crate::tools::{advise, ToolError, ToolKind, ToolRegistry, ToolSession, WorkspaceTool};
 
@@ -61,16 +61,14 @@ impl Actor for ToolExecutor {
     type Context = Context<Self>;
 }
 
-impl Supervised for ToolExecutor {
-    fn restarting(&mut self, _ctx: &mut Context<Self>) {
-        self.session.clear();
-    }
-}
+impl Supervised for ToolExecutor {}
 
 fn error_output(err: ToolError) -> ToolOutput {
     ToolOutput {
         text: err.to_string(),
         is_error: true,
+        fingerprint: None,
+        unchanged: false,
     }
 }
 
@@ -101,7 +99,9 @@ impl Handler<ExecuteTool> for ToolExecutor {
     }
 }
 
-/// Runs a workspace tool on the blocking pool, its result redacted (X5).
+/// Runs a workspace tool on the blocking pool, its result redacted (X5). The files the call
+/// covers are fingerprinted first (SP2): when they still give the fingerprint of the earlier
+/// call the review names, the tool is not run and the output says the files are unchanged.
 async fn run_blocking(
     tool: Arc<dyn WorkspaceTool>,
     msg: ExecuteTool,
@@ -109,21 +109,30 @@ async fn run_blocking(
     redactor: Option<Redactor>,
 ) -> ToolOutput {
     let joined = tokio::task::spawn_blocking(move || {
-        tool.run(&msg.arguments, &session)
-            .map(|text| match &redactor {
-                Some(r) => r.redact(&text).into_owned(),
-                None => text,
-            })
+        let fingerprint = tool.fingerprint(&msg.arguments, &session);
+        if fingerprint.is_some() && fingerprint == msg.unchanged_since {
+            return ToolOutput {
+                text: String::new(),
+                is_error: false,
+                fingerprint,
+                unchanged: true,
+            };
+        }
+        match tool.run(&msg.arguments, &session) {
+            Ok(text) => ToolOutput {
+                text: match &redactor {
+                    Some(r) => r.redact(&text).into_owned(),
+                    None => text,
+                },
+                is_error: false,
+                fingerprint,
+                unchanged: false,
+            },
+            Err(e) => error_output(e),
+        }
     })
     .await;
-    match joined {
-        Ok(Ok(text)) => ToolOutput {
-            text,
-            is_error: false,
-        },
-        Ok(Err(e)) => error_output(e),
-        Err(e) => error_output(ToolError::Failed(format!("the tool crashed: {e}"))),
-    }
+    joined.unwrap_or_else(|e| error_output(ToolError::Failed(format!("the tool crashed: {e}"))))
 }
 
 /// Raises an `advise` call at the router (T6, G3), labelled with the named advisor (RO13,
@@ -152,16 +161,10 @@ async fn raise(
         Ok(outcome) => ToolOutput {
             text: outcome.tool_text(max_notes),
             is_error: outcome.is_error(),
+            fingerprint: None,
+            unchanged: false,
         },
         Err(restarting) => error_output(ToolError::Failed(restarting.into())),
-    }
-}
-
-impl Handler<ClearToolSession> for ToolExecutor {
-    type Result = ();
-
-    fn handle(&mut self, _msg: ClearToolSession, _ctx: &mut Context<Self>) {
-        self.session.clear();
     }
 }
 
@@ -226,6 +229,7 @@ mod tests {
             review: 7,
             name: name.into(),
             arguments,
+            unchanged_since: None,
         }
     }
 
@@ -258,7 +262,9 @@ mod tests {
             advise,
             ToolOutput {
                 text: "Recorded.".into(),
-                is_error: false
+                is_error: false,
+                fingerprint: None,
+                unchanged: false,
             }
         );
         let raised = router.send(GetRaised).await.expect("the router answers");

@@ -38,7 +38,9 @@ pub struct Children {
     pub feed: Addr<TranscriptFeed>,
     /// The agent.
     pub agent: Addr<AdvisorAgent>,
-    /// The tool executor.
+    /// The tool executor. Nothing is sent to it but the agent's tool calls (its tool
+    /// session keeps no state to clear, SP2); the supervisor's tests reach it here.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub executor: Addr<ToolExecutor>,
 }
 
@@ -98,14 +100,17 @@ pub fn start_children(
         base_prompt: config.base_prompt().into(),
         instructions: plan.instructions.clone(),
         cwd: config.workspace_root.display().to_string().into(),
-        limits: ReviewLimits::from_settings(&settings),
+        limits: ReviewLimits {
+            // SP1: a roster entry's own budget wins over the setting.
+            tool_budget: plan.tool_budget,
+            ..ReviewLimits::from_settings(&settings)
+        },
         guard: config.output_guard(),
         redactor: redactor.clone(),
     };
     let links = AgentLinks {
         advisor: plan.label.clone(),
         executor: executor.clone().recipient(),
-        tool_session: executor.clone().recipient(),
         watchdog,
         failed: reports.failed,
         dropped: reports.dropped,

@@ -989,20 +989,7 @@ mod tests {
             deliveries: DeliveryCounts::default(),
             agent: AgentStatus::default(),
         };
-        let mut outcome = ReplayOutcome {
-            turns: 3,
-            runs: 1,
-            compactions: 0,
-            drained: true,
-            outstanding: None,
-            pending: 0,
-            asks_not_reached: 0,
-            elapsed: Duration::from_secs(1),
-            status: advisor::AdvisorStatus {
-                enabled: true,
-                ..advisor::AdvisorStatus::default()
-            },
-        };
+        let mut outcome = drained_after(3);
         outcome.status.advisors = vec![
             named("Architecture", AdvisorState::Running, None),
             named("Security", AdvisorState::NoModel, Some("no API key")),
@@ -1024,6 +1011,50 @@ mod tests {
         let json: serde_json::Value =
             serde_json::from_str(&printer(true).finish_text(&outcome)).unwrap();
         assert_eq!(json["status"]["advisors"][1]["state"], "noModel");
+    }
+
+    /// A replay of `turns` turns that ran to the end, the advisor enabled.
+    fn drained_after(turns: usize) -> ReplayOutcome {
+        ReplayOutcome {
+            turns,
+            runs: 1,
+            compactions: 0,
+            drained: true,
+            outstanding: None,
+            pending: 0,
+            asks_not_reached: 0,
+            elapsed: Duration::from_secs(1),
+            status: advisor::AdvisorStatus {
+                enabled: true,
+                ..advisor::AdvisorStatus::default()
+            },
+        }
+    }
+
+    #[test]
+    fn sp1_sp2_the_json_status_line_carries_the_tool_spend() {
+        let mut outcome = drained_after(1);
+        outcome.status.agent.tool_spend = advisor::ToolSpendCounts {
+            budget_refused: 3,
+            rereads_saved: 2,
+            reread_bytes_saved: 900,
+        };
+        let json: serde_json::Value =
+            serde_json::from_str(&printer(true).finish_text(&outcome)).unwrap();
+        let agent = &json["status"]["agent"];
+        assert_eq!(
+            (
+                &agent["budgetRefused"],
+                &agent["rereadsSaved"],
+                &agent["rereadBytesSaved"]
+            ),
+            (&3.into(), &2.into(), &900.into())
+        );
+        let text = printer(false).finish_text(&outcome);
+        assert!(
+            text.contains("tool spend: 3 call(s) past the tool budget not run"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -173,6 +173,10 @@ fn advisor_block(
         advisor.max_severity.value.as_str(),
         &advisor.max_severity,
     );
+    // SP1: shown when the entry sets it; otherwise advisor.toolBudget applies.
+    if let Some(budget) = advisor.tool_budget.value {
+        line(out, "toolBudget", &budget.to_string(), &advisor.tool_budget);
+    }
     let when = match &advisor.when.value {
         Some(filter) => format!("paths {}", filter.patterns().join(", ")),
         None => "every update".to_string(),

@@ -37,6 +37,9 @@ pub struct MemberPlan {
     pub max_severity: Severity,
     /// `when` (RO17); `None` reviews every update.
     pub when: Option<PathFilter>,
+    /// Its tool budget per review (SP1): the entry's `toolBudget`, else
+    /// `advisor.toolBudget`.
+    pub tool_budget: u32,
     /// Its transcript file (P9): the unnamed advisor's path, or `__advisor.<slug>.jsonl`
     /// beside it (RO13).
     pub audit_path: Option<PathBuf>,
@@ -146,6 +149,7 @@ impl RuntimeConfig {
             policy: None,
             max_severity: Severity::Blocker,
             when: None,
+            tool_budget: self.settings.tool_budget,
             audit_path: self.audit_path.clone(),
             review_mode: None,
             review_interval: None,
@@ -182,6 +186,7 @@ impl RuntimeConfig {
             policy: entry.policy.value.map(policy_of),
             max_severity: entry.max_severity.value,
             when: entry.when.value.clone(),
+            tool_budget: entry.tool_budget.value.unwrap_or(self.settings.tool_budget),
             audit_path,
             // CA5: an entry uses only its own cadence fields; its catch-up may inherit.
             review_mode: Some(entry.review_mode.value),

@@ -93,6 +93,12 @@ pub struct CaseLine {
     pub failures: u64,
     /// Turns never reviewed because their reviews kept failing.
     pub dropped_turns: u64,
+    /// Tool calls past a review's tool budget, not run (SP1).
+    #[serde(default)]
+    pub budget_refused: u64,
+    /// Re-reads answered with a pointer to an earlier result (SP2).
+    #[serde(default)]
+    pub rereads_saved: u64,
     /// With `--judge`: the outcome by the judge's matching.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_outcome: Option<Outcome>,
@@ -130,6 +136,8 @@ impl CaseLine {
             wall_secs: round3(c.wall_secs),
             failures: c.failures,
             dropped_turns: c.dropped_turns,
+            budget_refused: c.tool_spend.budget_refused,
+            rereads_saved: c.tool_spend.rereads_saved,
             judge_outcome: judge.map(|j| j.outcome),
             judge_latency_turns: judge.and_then(|j| j.catch.as_ref().map(|c| c.turns)),
         }

@@ -414,6 +414,7 @@ fn cost_of(status: Option<&AdvisorStatus>, tool_calls: u64, wall: Duration) -> C
         cost.cache_write_tokens += agent.lifetime.cache_write;
         cost.output_tokens += agent.lifetime.output;
         cost.cost += agent.lifetime.cost;
+        cost.tool_spend.add(&agent.tool_spend);
     }
     cost
 }

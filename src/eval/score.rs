@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::delivery::DropReason;
 use crate::domain::advice::Severity;
 use crate::replay::LineChannel;
+use crate::status::ToolSpendCounts;
 
 use super::case::{CaseClass, CaseSpec};
 
@@ -122,6 +123,9 @@ pub struct CaseCost {
     pub failures: u64,
     /// Turns never reviewed because their reviews kept failing (F2).
     pub dropped_turns: u64,
+    /// What the tool budget refused and the re-reads not paid for (SP1, SP2), flattened.
+    #[serde(flatten)]
+    pub tool_spend: ToolSpendCounts,
 }
 
 impl CaseCost {
@@ -143,6 +147,7 @@ impl CaseCost {
         self.wall_secs += other.wall_secs;
         self.failures += other.failures;
         self.dropped_turns += other.dropped_turns;
+        self.tool_spend.add(&other.tool_spend);
     }
 }
 

@@ -47,11 +47,14 @@ pub const KNOWN_USAGE: Usage = Usage {
 };
 
 /// A model that plays a known advisor: a request ending in a user message starts a review;
-/// the planned notes of that review are raised with one `advise` call each, in one answer;
-/// any other request (the tools' results came back) ends the review with no text.
+/// the planned notes of that review are raised with one `advise` call each, in one answer,
+/// after [`KnownAdvisor::with_reads`] `read` calls when set (each of another file, so a tool
+/// budget, SP1, has calls to refuse); any other request (the tools' results came back) ends
+/// the review with no text.
 pub struct KnownAdvisor {
     plan: Vec<PlannedNote>,
     reviews: Mutex<usize>,
+    reads: usize,
 }
 
 impl KnownAdvisor {
@@ -60,7 +63,14 @@ impl KnownAdvisor {
         Self {
             plan,
             reviews: Mutex::new(0),
+            reads: 0,
         }
+    }
+
+    /// The same advisor making `reads` `read` calls before its notes in every review.
+    pub fn with_reads(mut self, reads: usize) -> Self {
+        self.reads = reads;
+        self
     }
 
     /// Reviews started so far.
@@ -78,7 +88,13 @@ impl ModelClient for KnownAdvisor {
                 *n += 1;
                 *n
             };
-            self.plan
+            let reads = (0..self.reads).map(|i| AssistantPart::ToolCall {
+                id: format!("r{review}-read{i}"),
+                name: "read".into(),
+                arguments: json!({ "path": format!("notes-{i}.md") }),
+            });
+            let notes = self
+                .plan
                 .iter()
                 .filter(|p| p.review == review)
                 .enumerate()
@@ -92,8 +108,8 @@ impl ModelClient for KnownAdvisor {
                         name: "advise".into(),
                         arguments: args,
                     }
-                })
-                .collect()
+                });
+            reads.chain(notes).collect()
         } else {
             Vec::new()
         };
@@ -127,6 +143,8 @@ pub struct ScriptedPreparer {
     plans: HashMap<String, Vec<PlannedNote>>,
     policy: DeliveryPolicy,
     catalog: Arc<Catalog>,
+    reads: usize,
+    tool_budget: Option<u32>,
 }
 
 impl ScriptedPreparer {
@@ -140,7 +158,22 @@ impl ScriptedPreparer {
             plans,
             policy,
             catalog: Arc::new(Catalog::builtin().map_err(|e| e.to_string())?),
+            reads: 0,
+            tool_budget: None,
         })
+    }
+
+    /// Every case's advisor makes `reads` `read` calls before its notes in each review
+    /// ([`KnownAdvisor::with_reads`]).
+    pub fn with_reads(mut self, reads: usize) -> Self {
+        self.reads = reads;
+        self
+    }
+
+    /// `advisor.toolBudget` for every case (SP1); unset, the default applies.
+    pub fn with_tool_budget(mut self, budget: u32) -> Self {
+        self.tool_budget = Some(budget);
+        self
     }
 }
 
@@ -153,11 +186,13 @@ impl CasePreparer for ScriptedPreparer {
     ) -> Result<PreparedCase, String> {
         let driver = case.driver()?;
         let plan = self.plans.get(&case.spec.id).cloned().unwrap_or_default();
+        let defaults = AdvisorSettings::default();
         let settings = AdvisorSettings {
             sync_backlog: SyncBacklog::Below(1),
             enabled: true,
             policy: self.policy,
-            ..AdvisorSettings::default()
+            tool_budget: self.tool_budget.unwrap_or(defaults.tool_budget),
+            ..defaults
         };
         let setup = SessionSetup {
             session_id: case.spec.id.clone(),
@@ -166,7 +201,7 @@ impl CasePreparer for ScriptedPreparer {
             loaded: LoadedSettings::default(),
             settings,
             host_layer: None,
-            model: SessionModel::Fixed(Arc::new(KnownAdvisor::new(plan))),
+            model: SessionModel::Fixed(Arc::new(KnownAdvisor::new(plan).with_reads(self.reads))),
             models: ModelSource {
                 shared: Some(Arc::clone(shared)),
                 ..ModelSource::new(Arc::clone(&self.catalog), Arc::new(|_: &str| None))

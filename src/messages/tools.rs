@@ -15,6 +15,10 @@ pub struct ExecuteTool {
     pub name: String,
     /// Its arguments.
     pub arguments: Value,
+    /// SP2: the fingerprint of an earlier call with the same arguments whose result is still
+    /// in the advisor's context. When the files the call covers still give it, the tool is
+    /// not run and the output says so ([`ToolOutput::unchanged`]).
+    pub unchanged_since: Option<u64>,
 }
 
 /// What the model sees as the tool result.
@@ -24,9 +28,10 @@ pub struct ToolOutput {
     pub text: String,
     /// Whether it is an error.
     pub is_error: bool,
+    /// The fingerprint of the files a workspace tool's call covered, taken before it ran
+    /// (SP2); `None` for `advise`, a failed call or a tree too large to fingerprint.
+    pub fingerprint: Option<u64>,
+    /// SP2: the files still give [`ExecuteTool::unchanged_since`]; the tool was not run and
+    /// `text` is empty.
+    pub unchanged: bool,
 }
-
-/// Forgets the tool session's read record and caches (context reset or compaction, T3).
-#[derive(Debug, Clone, Copy, ActixMessage)]
-#[rtype(result = "()")]
-pub struct ClearToolSession;

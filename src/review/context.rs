@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::rereads::ReadLedger;
 use super::texts::{fill, REMINDER, SUMMARY_HEADING, SUMMARY_INTRO};
 use crate::model::{AssistantPart, ChatMessage, Usage};
 
@@ -19,6 +20,8 @@ pub struct AdvisorContext {
     /// The date and working directory reminder of this context (P8), fixed when its first
     /// request is built so the cached prefix stays the same; a fresh context gets a new one.
     reminder: Option<String>,
+    /// The read/search/find calls whose results this context holds (SP2).
+    pub rereads: ReadLedger,
 }
 
 impl AdvisorContext {
@@ -81,6 +84,8 @@ impl AdvisorContext {
         self.last_prompt_tokens = overhead_tokens;
         self.covered = 0;
         self.reminder = None;
+        // SP2: a compacted context is a new one; nothing earlier is pointed at.
+        self.rereads.clear();
     }
 
     /// P4: replaces the stale results of the advisor's own `read`/`search`/`find` calls by
@@ -108,6 +113,7 @@ impl AdvisorContext {
     pub fn truncate(&mut self, len: usize) {
         self.messages.truncate(len);
         self.covered = self.covered.min(len);
+        self.rereads.truncate(len);
     }
 }
 
@@ -402,6 +408,11 @@ impl MaintenanceCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sp2_p4_re_reads_are_saved_for_the_tools_whose_results_are_evicted() {
+        assert_eq!(EVICTABLE_TOOLS, super::super::rereads::REREADABLE_TOOLS);
+    }
 
     #[test]
     fn g5_estimate_adds_chars_after_the_last_report() {

@@ -11,6 +11,8 @@
 //!   maintenance (G5), usage (G4), talking outward through [`ReviewPort`];
 //! - [`quarantine`]: the output quarantine of an advisor turn (P5);
 //! - [`repeat`]: the repeated-call guard of a review (P2);
+//! - [`tool_spend`]: the tool budget of a review and the spend counters (SP1, SP2);
+//! - [`rereads`]: the calls whose results the context holds, for re-reads not paid (SP2);
 //! - [`ask`]: consulting the advisor (G8);
 //! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
 //! - [`transcript_file`]: the advisor's transcript file in oh-my-pi's session format (P9);
@@ -25,10 +27,12 @@ pub mod fallback;
 pub mod quarantine;
 pub mod queue;
 pub mod repeat;
+pub mod rereads;
 pub mod reviewer;
 pub mod state;
 pub mod status;
 pub mod texts;
+pub mod tool_spend;
 pub mod transcript_file;
 
 pub use ask::{AskEnd, AskError};
@@ -39,6 +43,7 @@ pub use queue::ReviewPrompt;
 pub use reviewer::{ReviewEngine, ReviewLimits, ReviewPort, ReviewRun, Reviewer, ToolReply};
 pub use state::{BacklogWait, FailureStep, ReviewState, Work};
 pub use status::AgentStatus;
+pub use tool_spend::ToolSpendCounts;
 
 use crate::model::Usage;
 
@@ -59,6 +64,8 @@ pub struct ReviewTotals {
     pub consult_usage: Usage,
     /// Advisor turns withheld by the output quarantine (P5).
     pub quarantines: u64,
+    /// What the tool budget refused and the re-reads not paid for (SP1, SP2).
+    pub tool_spend: ToolSpendCounts,
 }
 
 impl ReviewTotals {
@@ -67,6 +74,7 @@ impl ReviewTotals {
         self.lifetime.add(&run.usage);
         self.model_calls += run.calls;
         self.maintenance.add(&run.maintenance);
+        self.tool_spend.add(&run.tool_spend);
         if ask {
             self.consults += 1;
             self.consult_usage.add(&run.usage);

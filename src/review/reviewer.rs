@@ -25,6 +25,8 @@ use super::context::{
 use super::failure::failed_call_usage;
 use super::quarantine::{labels, Hazard, OutputGuard};
 use super::repeat::{Repeat, RepeatGuard, REPEAT_LIMIT};
+use super::rereads::{rereadable, ReadRecord};
+use super::tool_spend::{ToolBudget, ToolSpendCounts};
 use super::{ask, texts, ReviewPrompt};
 use crate::model::{
     AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, ModelResponse, StopReason,
@@ -41,6 +43,22 @@ pub struct ToolReply {
     pub text: String,
     /// Whether the tool failed.
     pub is_error: bool,
+    /// The fingerprint of the files the call covered (SP2), when it was taken.
+    pub fingerprint: Option<u64>,
+    /// SP2: the files still gave the earlier call's fingerprint; the tool was not run.
+    pub unchanged: bool,
+}
+
+impl ToolReply {
+    /// A reply of `text` that is no workspace result (an error, a refusal, `advise`).
+    pub fn plain(text: impl Into<String>, is_error: bool) -> Self {
+        Self {
+            text: text.into(),
+            is_error,
+            fingerprint: None,
+            unchanged: false,
+        }
+    }
 }
 
 /// The watchdog part of this review's system prompt (W5) and the warnings to show (W3).
@@ -56,17 +74,25 @@ pub struct WatchdogBlocks {
 /// epoch and the review number).
 pub trait ReviewPort {
     /// Runs a tool call (a workspace tool, or `advise`, which raises the advice at once,
-    /// G3); `None` when the executor could not be reached.
-    fn execute_tool(&self, name: &str, arguments: Value)
-        -> impl Future<Output = Option<ToolReply>>;
+    /// G3); `None` when the executor could not be reached. `unchanged_since` is the
+    /// fingerprint of an earlier call with the same arguments whose result the context still
+    /// holds (SP2): when the files still give it the tool is not run
+    /// ([`ToolReply::unchanged`]).
+    fn execute_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        unchanged_since: Option<u64>,
+    ) -> impl Future<Output = Option<ToolReply>>;
+    /// The number of the review (or ask) this port serves, which a re-read's pointer names
+    /// (SP2).
+    fn review_number(&self) -> u64;
     /// The held notes this review must raise again to keep (D9); empty when none.
     fn held_preamble(&self) -> impl Future<Output = String>;
     /// Attempt `attempt` was thrown away: roll back what it held (G5). Resolves when done.
     fn discard_attempt(&self, attempt: u32) -> impl Future<Output = ()>;
     /// The watchdog blocks for this review, `None` when watchdog files are off.
     fn watchdog(&self) -> impl Future<Output = Option<WatchdogBlocks>>;
-    /// The tool session forgets what was read (compaction, re-prime, T3).
-    fn clear_tool_session(&self);
     /// Whether audit events are recorded (G7); when not, none are built.
     fn audits(&self) -> bool;
     /// Records an audit event (G7).
@@ -90,6 +116,8 @@ pub struct ReviewLimits {
     pub max_note_chars: usize,
     /// Whether stale read/search/find results are evicted before each review (P4).
     pub evict_stale_results: bool,
+    /// Calls of workspace tools one review may make (SP1).
+    pub tool_budget: u32,
 }
 
 impl ReviewLimits {
@@ -102,6 +130,7 @@ impl ReviewLimits {
             compact_threshold_tokens: settings.compact_threshold_tokens,
             max_note_chars: settings.max_note_chars,
             evict_stale_results: settings.evict_stale_results,
+            tool_budget: settings.tool_budget,
         }
     }
 }
@@ -162,6 +191,8 @@ pub struct ReviewRun {
     /// The hazard classes for which the output quarantine withheld a turn (P5): none of
     /// its tool calls ran and it is not in the context.
     pub quarantined: Option<Vec<Hazard>>,
+    /// What the tool budget refused and the re-reads not paid for (SP1, SP2).
+    pub tool_spend: ToolSpendCounts,
 }
 
 impl ReviewRun {
@@ -189,6 +220,7 @@ impl ReviewRun {
             maintenance: MaintenanceCounts::default(),
             promoted: None,
             quarantined: None,
+            tool_spend: ToolSpendCounts::default(),
         }
     }
 }
@@ -216,6 +248,8 @@ pub struct Reviewer<P> {
     port: P,
     mode: Mode,
     run: ReviewRun,
+    /// Tool calls this review has made so far, for the pointer of a re-read (SP2).
+    calls_made: u32,
 }
 
 impl<P: ReviewPort> Reviewer<P> {
@@ -225,6 +259,7 @@ impl<P: ReviewPort> Reviewer<P> {
             engine,
             port,
             mode: Mode::Review,
+            calls_made: 0,
             run: ReviewRun {
                 context,
                 usage: Usage::default(),
@@ -235,6 +270,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 maintenance: MaintenanceCounts::default(),
                 promoted: None,
                 quarantined: None,
+                tool_spend: ToolSpendCounts::default(),
             },
         }
     }
@@ -353,6 +389,7 @@ impl<P: ReviewPort> Reviewer<P> {
             self.append(ChatMessage::User { text });
         }
         let mut repeats = RepeatGuard::new();
+        let mut budget = ToolBudget::new(self.engine.limits.tool_budget);
         let tools = self.offered_tools();
         let max_rounds = self.engine.limits.max_tool_rounds;
         for round in 0..=max_rounds {
@@ -410,7 +447,8 @@ impl<P: ReviewPort> Reviewer<P> {
             }
             let last_round = round == max_rounds;
             let advise_only = calls.iter().all(|(_, name, _)| name == advise::NAME);
-            let (ended, last_ok) = self.run_calls(calls, round, &mut repeats).await;
+            let guards = (&mut repeats, &mut budget);
+            let (ended, last_ok) = self.run_calls(calls, round, guards).await;
             if ended || last_round {
                 return Ok(());
             }
@@ -423,15 +461,16 @@ impl<P: ReviewPort> Reviewer<P> {
         Ok(())
     }
 
-    /// Runs one round's tool calls in order under the repeated-call guard (P2): a call past
-    /// the guard ends the review and is not run, nor is any after it; the last call of the
-    /// last-but-one round tells the model to finish (G3). Answers whether the guard ended the
-    /// review and whether the last call succeeded.
+    /// Runs one round's tool calls in order under the repeated-call guard (P2) and the tool
+    /// budget (SP1): a call past the guard ends the review and is not run, nor is any after
+    /// it; a call past the budget is not run; the last call of the last-but-one round tells
+    /// the model to finish (G3). Answers whether the guard ended the review and whether the
+    /// last call succeeded.
     async fn run_calls(
         &mut self,
         calls: Vec<(String, String, Value)>,
         round: usize,
-        repeats: &mut RepeatGuard,
+        (repeats, budget): (&mut RepeatGuard, &mut ToolBudget),
     ) -> (bool, bool) {
         let max_rounds = self.engine.limits.max_tool_rounds;
         let last_round = round == max_rounds;
@@ -439,10 +478,19 @@ impl<P: ReviewPort> Reviewer<P> {
         let mut last_ok = false;
         let mut ended = false;
         for (i, (call_id, name, arguments)) in calls.into_iter().enumerate() {
-            let mut reply = match (ended, repeats.observe(&name, &arguments)) {
-                (false, Repeat::Run) => self.run_tool(&name, arguments, last_round).await,
+            self.calls_made += 1;
+            let call = self.calls_made;
+            let repeat = repeats.observe(&name, &arguments);
+            // SP1: a call G3 or P2 does not run costs nothing of the budget.
+            let admitted = last_round
+                || ended
+                || repeat == Repeat::End
+                || budget.admit(&name, self.offers(&name));
+            let gate = (last_round, admitted.then_some(()).ok_or(budget.budget()));
+            let mut reply = match (ended, repeat) {
+                (false, Repeat::Run) => self.run_tool(&name, arguments.clone(), gate).await,
                 (false, Repeat::Warn) => {
-                    let mut reply = self.run_tool(&name, arguments, last_round).await;
+                    let mut reply = self.run_tool(&name, arguments.clone(), gate).await;
                     let warning = texts::fill(
                         texts::REPEATED_CALL,
                         &[("count", &REPEAT_LIMIT.to_string())],
@@ -456,10 +504,7 @@ impl<P: ReviewPort> Reviewer<P> {
                         tracing::info!(tool = %name, "repeated call after the warning: review ends");
                     }
                     ended = true;
-                    ToolReply {
-                        text: texts::REPEAT_NOT_RUN.to_string(),
-                        is_error: true,
-                    }
+                    ToolReply::plain(texts::REPEAT_NOT_RUN, true)
                 }
             };
             if round + 1 == max_rounds && i + 1 == count && !ended {
@@ -468,12 +513,30 @@ impl<P: ReviewPort> Reviewer<P> {
             }
             last_ok = !reply.is_error;
             let text = self.redacted(reply.text);
+            let record = match reply.fingerprint {
+                Some(fingerprint) if !reply.is_error && !reply.unchanged && rereadable(&name) => {
+                    let index = self.run.context.messages.len();
+                    let place = (self.port.review_number(), call);
+                    Some(ReadRecord::new(
+                        &name,
+                        arguments,
+                        fingerprint,
+                        place,
+                        index,
+                        &text,
+                    ))
+                }
+                _ => None,
+            };
             self.append(ChatMessage::ToolResult {
                 call_id,
                 name,
                 text,
                 is_error: reply.is_error,
             });
+            if let Some(record) = record {
+                self.run.context.rereads.record(record);
+            }
         }
         (ended, last_ok)
     }
@@ -487,20 +550,63 @@ impl<P: ReviewPort> Reviewer<P> {
             .check(parts, &self.run.context.messages)
     }
 
-    async fn run_tool(&self, name: &str, arguments: Value, budget_used: bool) -> ToolReply {
-        let refused = |text: &str| ToolReply {
-            text: text.to_string(),
-            is_error: true,
-        };
-        if budget_used {
-            return refused(texts::TOOL_NOT_RUN);
+    /// Whether this run offers the tool `name` (SP1 counts only the advisor's own tools).
+    fn offers(&self, name: &str) -> bool {
+        self.engine.tools.iter().any(|t| t.name == name)
+    }
+
+    /// Runs one call, or says why it is not run: past the last round (G3), past the tool
+    /// budget (`admitted` is `Err(budget)`, SP1), `advise` in an ask (G8). A `read`, `search`
+    /// or `find` repeating an earlier call whose result the context still holds is answered
+    /// with a pointer to it when its files are unchanged (SP2).
+    async fn run_tool(
+        &mut self,
+        name: &str,
+        arguments: Value,
+        (last_round, admitted): (bool, Result<(), u32>),
+    ) -> ToolReply {
+        if last_round {
+            return ToolReply::plain(texts::TOOL_NOT_RUN, true);
+        }
+        if let Err(budget) = admitted {
+            tracing::info!(tool = %name, budget, "tool budget spent: call not run");
+            self.run.tool_spend.budget_refused += 1;
+            let calls = texts::tool_calls(budget);
+            return ToolReply::plain(texts::fill(texts::BUDGET_SPENT, &[("calls", &calls)]), true);
         }
         if self.mode == Mode::Ask && name == advise::NAME {
-            return refused(texts::ASK_NO_ADVISE);
+            return ToolReply::plain(texts::ASK_NO_ADVISE, true);
         }
-        match self.port.execute_tool(name, arguments).await {
-            Some(reply) => reply,
-            None => refused(texts::EXECUTOR_RESTARTING),
+        let earlier = rereadable(name)
+            .then(|| {
+                self.run
+                    .context
+                    .rereads
+                    .earlier(name, &arguments, &self.run.context.messages)
+                    .cloned()
+            })
+            .flatten();
+        let since = earlier.as_ref().map(|e| e.fingerprint);
+        let Some(reply) = self.port.execute_tool(name, arguments, since).await else {
+            return ToolReply::plain(texts::EXECUTOR_RESTARTING, true);
+        };
+        match earlier {
+            Some(earlier) if reply.unchanged => {
+                tracing::info!(tool = %name, review = earlier.review, call = earlier.call, bytes = earlier.bytes, "re-read answered from the context");
+                self.run.tool_spend.rereads_saved += 1;
+                self.run.tool_spend.reread_bytes_saved += earlier.bytes as u64;
+                let vars = [
+                    ("review", earlier.review.to_string()),
+                    ("call", earlier.call.to_string()),
+                    ("bytes", earlier.bytes.to_string()),
+                ];
+                let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                ToolReply {
+                    text: texts::fill(texts::REREAD_SAVED, &vars),
+                    ..reply
+                }
+            }
+            _ => reply,
         }
     }
 
@@ -579,6 +685,8 @@ impl<P: ReviewPort> Reviewer<P> {
                 );
                 self.engine.model = Arc::clone(&candidate);
                 self.run.promoted = Some(candidate);
+                // SP2: a promoted model starts a new advisor context for re-reads.
+                self.run.context.rereads.clear();
                 self.run.maintenance.record(MaintenanceKind::Promotion);
                 self.audit_maintenance(MaintenanceKind::Promotion, "threshold");
                 if !needs_maintenance(&self.run.context, prompt, self.threshold()) {
@@ -661,15 +769,15 @@ impl<P: ReviewPort> Reviewer<P> {
         Ok(text)
     }
 
-    /// Ends a maintenance event: a re-prime clears the history; either way the tool session
-    /// forgets what it read (T3) and the event is counted and audited.
+    /// Ends a maintenance event: a re-prime clears the history (a compaction has already
+    /// replaced it; either way the context's re-read ledger starts afresh, SP2) and the event
+    /// is counted and audited.
     fn finish_maintenance(&mut self, prompt: &str, kind: MaintenanceKind, trigger: &str) {
         if kind == MaintenanceKind::Reprime {
             self.run.context.clear();
         }
         self.run.maintenance.record(kind);
         self.audit_maintenance(kind, trigger);
-        self.port.clear_tool_session();
         tracing::info!(
             kind = kind.as_str(),
             messages = self.run.context.messages.len(),

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{ModelClient, Usage};
 use crate::review::fallback::FallbackStatus;
-use crate::review::{AdvisorContext, ReviewState, ReviewTotals};
+use crate::review::{AdvisorContext, ReviewState, ReviewTotals, ToolSpendCounts};
 
 /// The agent's part of the status (C3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -71,6 +71,10 @@ pub struct AgentStatus {
     /// Switches to a backup model so far (P6).
     #[serde(default)]
     pub fallbacks: u64,
+    /// What the tool budget refused and the re-reads not paid for (SP1, SP2): flattened,
+    /// `budgetRefused`, `rereadsSaved` and `rereadBytesSaved` beside the fields above.
+    #[serde(flatten)]
+    pub tool_spend: ToolSpendCounts,
 }
 
 impl AgentStatus {
@@ -109,6 +113,7 @@ impl AgentStatus {
             quarantines: totals.quarantines,
             fallback: None,
             fallbacks: 0,
+            tool_spend: totals.tool_spend,
         }
     }
 }

@@ -17,6 +17,17 @@ pub const FINISH_NOW: &str =
 pub const TOOL_NOT_RUN: &str =
     include_str!("../../config/prompts/review-tool-not-run.md").trim_ascii_end();
 
+/// The tool result of a call past the review's tool budget (SP1); `{calls}` is "1 tool
+/// call" or "N tool calls".
+pub const BUDGET_SPENT: &str =
+    include_str!("../../config/prompts/review-budget-spent.md").trim_ascii_end();
+
+/// The one-line result of a call repeating an earlier one whose result is still in the
+/// context, over unchanged files (SP2); `{review}` and `{call}` name the earlier call,
+/// `{bytes}` its result's length.
+pub const REREAD_SAVED: &str =
+    include_str!("../../config/prompts/review-reread-saved.md").trim_ascii_end();
+
 /// Appended once to the result of the call a model has made [`crate::review::repeat::REPEAT_LIMIT`]
 /// times in a row with the same arguments (P2); `{count}` is that number.
 pub const REPEATED_CALL: &str =
@@ -62,6 +73,11 @@ pub const ASK_NO_ADVISE: &str =
 
 pub(crate) use crate::texts::fill;
 
+/// "1 tool call" or "N tool calls".
+pub fn tool_calls(n: u32) -> String {
+    format!("{n} tool call{}", if n == 1 { "" } else { "s" })
+}
+
 /// "1 turn" or "N turns".
 pub fn turns(n: usize) -> String {
     format!("{n} turn{}", if n == 1 { "" } else { "s" })
@@ -77,6 +93,8 @@ mod tests {
             MISSED_TURNS,
             FINISH_NOW,
             TOOL_NOT_RUN,
+            BUDGET_SPENT,
+            REREAD_SAVED,
             EXECUTOR_RESTARTING,
             SUMMARY_INSTRUCTION,
             SUMMARY_HEADING,

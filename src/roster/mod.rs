@@ -392,6 +392,8 @@ pub struct RosterAdvisor {
     /// `syncBacklog` (CA6, CA9); `None` inherits `advisor.syncBacklog` live, its source
     /// the setting when one is known.
     pub sync_backlog: Sourced<Option<SyncBacklog>>,
+    /// `toolBudget` (SP1); `None` is the session's `advisor.toolBudget`.
+    pub tool_budget: Sourced<Option<u32>>,
 }
 
 impl RosterAdvisor {
@@ -417,6 +419,7 @@ impl RosterAdvisor {
             review_mode: Sourced::default_value(ReviewMode::Turn),
             review_interval: Sourced::default_value(1),
             sync_backlog: Sourced::default_value(None),
+            tool_budget: Sourced::default_value(None),
         }
     }
 
@@ -834,6 +837,7 @@ fn resolve(
             (None, Some(setting)) => Sourced::new(None, setting.source.clone()),
             (None, None) => Sourced::default_value(None),
         },
+        tool_budget: or_default(entry.tool_budget.map(Some), None, own()),
         slug: entry.slug,
         name: entry.name,
         file,

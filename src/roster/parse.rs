@@ -15,8 +15,8 @@ use super::{
 use crate::domain::advice::Severity;
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{
-    looks_like, too_deep, yaml_kind, ReviewMode, SyncBacklog, MAX_REVIEW_INTERVAL, MAX_YAML_DEPTH,
-    SYNC_BACKLOG_ALLOWED,
+    looks_like, too_deep, yaml_kind, ReviewMode, SyncBacklog, MAX_REVIEW_INTERVAL, MAX_TOOL_BUDGET,
+    MAX_YAML_DEPTH, SYNC_BACKLOG_ALLOWED,
 };
 
 /// The keys of a roster file's top level.
@@ -36,6 +36,7 @@ const ENTRY_KEYS: &[&str] = &[
     "reviewMode",
     "reviewInterval",
     "syncBacklog",
+    "toolBudget",
 ];
 
 /// What one file says, checked; `@` imports not yet expanded.
@@ -79,6 +80,8 @@ pub(crate) struct Entry {
     pub(crate) review_interval: Option<u64>,
     /// `syncBacklog` (CA6).
     pub(crate) sync_backlog: Option<SyncBacklog>,
+    /// `toolBudget` (SP1).
+    pub(crate) tool_budget: Option<u32>,
 }
 
 /// The slug of an advisor name (RO7): lower case, every run of characters other than ASCII
@@ -315,6 +318,7 @@ fn parse_entry(
         review_mode: None,
         review_interval: None,
         sync_backlog: None,
+        tool_budget: None,
     };
     let mut notes = Vec::new();
     for (key, value) in map {
@@ -392,6 +396,7 @@ fn set_field(
             notes.extend(clamped.map(|raw| clamp_warning(file, Some(label), raw)));
         }),
         "policy" => choice_field(value, "defer, interrupt, reconfirm").map(|v| entry.policy = v),
+        "toolBudget" => budget_field(value).map(|v| entry.tool_budget = v),
         "maxSeverity" => {
             choice_field(value, "nit, concern, blocker").map(|v| entry.max_severity = v)
         }
@@ -457,6 +462,23 @@ fn names_field(value: &Value) -> Result<Option<Vec<String>>, String> {
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
         other => Err(kind_text("toolsNotList", other)),
+    }
+}
+
+/// A whole number from 0 to [`MAX_TOOL_BUDGET`] (SP1), or nothing; anything else makes
+/// the entry malformed (RO5).
+fn budget_field(value: &Value) -> Result<Option<u32>, String> {
+    let allowed = |value: &str| {
+        let max = MAX_TOOL_BUDGET.to_string();
+        text("budgetRange", &[("max", &max), ("value", value)])
+    };
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(number) => match number.as_u64() {
+            Some(n) if n <= u64::from(MAX_TOOL_BUDGET) => Ok(u32::try_from(n).ok()),
+            _ => Err(allowed(&number.to_string())),
+        },
+        other => Err(allowed(yaml_kind(other))),
     }
 }
 
@@ -908,6 +930,40 @@ mod tests {
             warnings[0].starts_with("/p/WATCHDOG.yml: advisor \"Huge\": `maxNotesPerUpdate`")
                 && warnings[0].ends_with("; entry skipped"),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn sp1_ro5_a_tool_budget_is_0_to_50_and_a_bad_one_skips_its_entry_naming_the_range() {
+        let (parsed, warnings) = parse(
+            "advisors:\n  - name: Frugal\n    toolBudget: 0\n  - name: Curious\n    toolBudget: 50\n\
+             \x20 - name: Greedy\n    toolBudget: 51\n  - name: Vague\n    toolBudget: some\n\
+             \x20 - name: Half\n    toolBudget: 1.5\n  - name: Plain\n    toolBudget:\n",
+        );
+        let budgets: Vec<_> = parsed
+            .expect("the file is kept")
+            .entries
+            .iter()
+            .map(|e| (e.name.clone(), e.tool_budget))
+            .collect();
+        assert_eq!(
+            budgets,
+            [
+                ("Frugal".to_string(), Some(0)),
+                ("Curious".to_string(), Some(50)),
+                ("Plain".to_string(), None),
+            ]
+        );
+        assert_eq!(
+            warnings,
+            [
+                "/p/WATCHDOG.yml: advisor \"Greedy\": `toolBudget` must be a whole number from 0 \
+                 to 50, not 51; entry skipped",
+                "/p/WATCHDOG.yml: advisor \"Vague\": `toolBudget` must be a whole number from 0 \
+                 to 50, not a string; entry skipped",
+                "/p/WATCHDOG.yml: advisor \"Half\": `toolBudget` must be a whole number from 0 \
+                 to 50, not 1.5; entry skipped",
+            ]
         );
     }
 

@@ -267,6 +267,13 @@ pub enum SettingsError {
     },
 }
 
+/// `advisor.toolBudget` when nothing sets it (SP1).
+pub const DEFAULT_TOOL_BUDGET: u32 = 3;
+
+/// The largest `advisor.toolBudget` (and roster `toolBudget`) allowed (SP1); the smallest
+/// is 0.
+pub const MAX_TOOL_BUDGET: u32 = 50;
+
 /// The `advisor:` block of the settings (K1) plus runtime knobs, with the documented
 /// defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -328,6 +335,9 @@ pub struct AdvisorSettings {
     /// stale read/search/find results by placeholders when that saves more than the
     /// prompt cache loses.
     pub evict_stale_results: bool,
+    /// `advisor.toolBudget` (SP1): calls of workspace tools one review may make (0–50);
+    /// a call past it is not run. `advise` is never counted.
+    pub tool_budget: u32,
 }
 
 impl Default for AdvisorSettings {
@@ -358,6 +368,7 @@ impl Default for AdvisorSettings {
             consult: true,
             retry: RetrySettings::default(),
             evict_stale_results: true,
+            tool_budget: DEFAULT_TOOL_BUDGET,
         }
     }
 }

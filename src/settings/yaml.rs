@@ -27,7 +27,7 @@ use serde_norway::Value;
 use super::depth::{too_deep, MAX_YAML_DEPTH};
 use super::{
     AdvisorSettings, DeliveryPolicy, FallbackRevert, RetryLayer, ReviewMode, SettingsError,
-    SyncBacklog, MAX_REVIEW_INTERVAL, SYNC_BACKLOG_ALLOWED,
+    SyncBacklog, MAX_REVIEW_INTERVAL, MAX_TOOL_BUDGET, SYNC_BACKLOG_ALLOWED,
 };
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::render::TranscriptView;
@@ -167,6 +167,9 @@ pub struct SettingsLayer {
     /// `advisor.evictStaleResults`.
     #[serde(deserialize_with = "flag")]
     pub evict_stale_results: Option<bool>,
+    /// `advisor.toolBudget` (SP1).
+    #[serde(deserialize_with = "whole::<_, _, 0, { MAX_TOOL_BUDGET as u64 }>")]
+    pub tool_budget: Option<u32>,
 }
 
 /// The file as the advisor reads it; every other top-level key is the agent's.
@@ -270,6 +273,7 @@ impl SettingsLayer {
             consult: self.consult.or(base.consult),
             retry: self.retry.over(base.retry),
             evict_stale_results: self.evict_stale_results.or(base.evict_stale_results),
+            tool_budget: self.tool_budget.or(base.tool_budget),
         }
     }
 
@@ -330,6 +334,9 @@ impl SettingsLayer {
         self.retry.apply_to(&mut settings.retry);
         if let Some(v) = self.evict_stale_results {
             settings.evict_stale_results = v;
+        }
+        if let Some(v) = self.tool_budget {
+            settings.tool_budget = v;
         }
     }
 }
@@ -774,6 +781,7 @@ where
         (1, 86_400) => "a whole number from 1 to 86400",
         (1, 4096) => "a whole number from 1 to 4096",
         (1, MAX_REVIEW_INTERVAL) => "a whole number from 1 to 9007199254740991",
+        (0, 50) => "a whole number from 0 to 50",
         _ => "a whole number",
     };
     field(d, allowed, |v| match v {
@@ -906,7 +914,7 @@ mod tests {
              \x20 transcript: full\n  immuneTurns: 0\n  maxNotesPerUpdate: 4\n  maxOutputTokens: 8000\n\
              \x20 compaction:\n    thresholdTokens: 90000\n  contextPromotion: openrouter/big/model\n\
              \x20 redactSecrets: false\n  maxNoteChars: 500\n  requestTimeoutSecs: 60\n\
-             \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n\
+             \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n  toolBudget: 7\n\
              theme: dark\nhooks: [a, b]\n",
         )
         .unwrap();
@@ -934,6 +942,7 @@ mod tests {
                 consult: Some(false),
                 retry: RetryLayer::default(),
                 evict_stale_results: Some(false),
+                tool_budget: Some(7),
             }
         );
         let mut settings = AdvisorSettings::default();
@@ -958,6 +967,7 @@ mod tests {
         assert_eq!(settings.request_timeout, std::time::Duration::from_secs(60));
         assert_eq!(settings.max_concurrent_reviews, 4);
         assert!(!settings.consult);
+        assert_eq!(settings.tool_budget, 7, "SP1: toolBudget is read");
     }
 
     #[test]
@@ -1116,6 +1126,30 @@ mod tests {
     }
 
     #[test]
+    fn sp1_tool_budget_is_a_whole_number_from_0_to_50_default_3() {
+        assert_eq!(AdvisorSettings::default().tool_budget, 3);
+        for (text, budget) in [("0", 0), ("50", 50), ("12", 12)] {
+            let (layer, _) = parse(&format!("advisor:\n  toolBudget: {text}\n")).unwrap();
+            assert_eq!(layer.tool_budget, Some(budget), "{text}");
+        }
+        let (layer, _) = parse("advisor:\n  toolBudget:\n").unwrap();
+        assert_eq!(layer.tool_budget, None, "an empty value sets nothing");
+        assert_eq!(
+            error("advisor:\n  toolBudget: 51\n"),
+            "invalid value `51` for advisor.toolBudget in /agent/config.yml: allowed values are \
+             a whole number from 0 to 50"
+        );
+        for bad in ["2.5", "-3", "lots", "[3]", "true"] {
+            let message = error(&format!("advisor:\n  toolBudget: {bad}\n"));
+            assert!(
+                message.contains("advisor.toolBudget in /agent/config.yml")
+                    && message.ends_with("a whole number from 0 to 50"),
+                "{bad}: {message}"
+            );
+        }
+    }
+
+    #[test]
     fn k1_invalid_values_name_the_key_the_file_and_the_allowed_values() {
         let cases = [
             (
@@ -1177,6 +1211,21 @@ mod tests {
                 "modelRoles:\n  advisor: 7\n",
                 "modelRoles.advisor",
                 "provider/model-id",
+            ),
+            (
+                "advisor:\n  toolBudget: 51\n",
+                "advisor.toolBudget",
+                "a whole number from 0 to 50",
+            ),
+            (
+                "advisor:\n  toolBudget: -1\n",
+                "advisor.toolBudget",
+                "a whole number from 0 to 50",
+            ),
+            (
+                "advisor:\n  toolBudget: three\n",
+                "advisor.toolBudget",
+                "a whole number from 0 to 50",
             ),
             ("modelRoles: fast\n", "modelRoles", "mapping"),
             ("advisor: on\n", "advisor", "mapping"),

@@ -113,6 +113,19 @@ impl WorkspaceTool for FindTool {
         let args: FindArgs = args::parse(NAME, args)?;
         find(session.root(), &query_of(args)?)
     }
+
+    fn fingerprint(&self, args: &Value, session: &ToolSession) -> Option<u64> {
+        let args: FindArgs = args::parse(NAME, args).ok()?;
+        let query = query_of(args).ok()?;
+        let root = confine::canonical_root(session.root()).ok()?;
+        let mut digest = 0u64;
+        for pattern in &query.patterns {
+            let plan = plan(&root, pattern).ok()?;
+            let builder = walk::builder(&[plan.base.as_path()], query.hidden, query.gitignore);
+            digest = digest.rotate_left(7) ^ walk::digest(&builder)?;
+        }
+        Some(digest)
+    }
 }
 
 /// Validates the arguments into a query.
@@ -356,6 +369,20 @@ mod tests {
 
     fn run(s: &ToolSession, args: Value) -> Result<String, ToolError> {
         FindTool.run(&args, s)
+    }
+
+    #[test]
+    fn sp2_find_is_fingerprinted_by_the_directories_it_walks() {
+        let (d, s) = tree(&["src/a.rs", "src/b.rs", "docs/c.md"]);
+        let print = |args: Value| FindTool.fingerprint(&args, &s);
+        let rs = json!({"paths": "src/*.rs"});
+        let before = print(rs.clone()).expect("a small tree is fingerprinted");
+        assert_eq!(print(rs.clone()), Some(before));
+        std::fs::write(d.path().join("docs/new.md"), "x").unwrap();
+        assert_eq!(print(rs.clone()), Some(before), "outside the walk");
+        std::fs::write(d.path().join("src/new.rs"), "x").unwrap();
+        assert_ne!(print(rs).unwrap(), before, "a new entry where it walks");
+        assert_eq!(print(json!({"paths": ""})), None, "bad arguments");
     }
 
     #[test]

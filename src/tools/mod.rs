@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::model::ToolSchema;
@@ -41,21 +40,13 @@ pub enum ToolError {
     UnknownTool(String),
 }
 
-/// Per-session state of the workspace tools (T1): the record of ranges read, caches.
-/// Cleared when the advisor context is reset or compacted.
-#[derive(Debug, Default)]
-pub struct ToolSessionState {
-    /// Ranges already read, by canonical path: `(content hash, start line, end line)`.
-    pub reads: BTreeMap<PathBuf, Vec<(u64, usize, usize)>>,
-}
-
-/// The advisor's isolated tool session (T1): id `<primary-id>-advisor`, workspace root,
-/// and its own state.
+/// The advisor's isolated tool session (T1): id `<primary-id>-advisor` and workspace root.
+/// It keeps no record of what the tools showed: what is still in the advisor's context is
+/// the context's to say (SP2).
 #[derive(Debug)]
 pub struct ToolSession {
     id: String,
     root: PathBuf,
-    state: Mutex<ToolSessionState>,
 }
 
 impl ToolSession {
@@ -64,7 +55,6 @@ impl ToolSession {
         Self {
             id: format!("{primary_id}-advisor"),
             root: root.into(),
-            state: Mutex::new(ToolSessionState::default()),
         }
     }
 
@@ -87,16 +77,6 @@ impl ToolSession {
     pub fn root(&self) -> &Path {
         &self.root
     }
-
-    /// Locks the session state.
-    pub fn state(&self) -> parking_lot::MutexGuard<'_, ToolSessionState> {
-        self.state.lock()
-    }
-
-    /// Forgets everything read (context reset or compaction).
-    pub fn clear(&self) {
-        *self.state.lock() = ToolSessionState::default();
-    }
 }
 
 /// A workspace tool the advisor can call.
@@ -107,6 +87,14 @@ pub trait WorkspaceTool: Send + Sync {
     fn schema(&self) -> ToolSchema;
     /// Runs the tool. Blocking: call it from the blocking pool.
     fn run(&self, args: &Value, session: &ToolSession) -> Result<String, ToolError>;
+    /// A digest of the size and modification time of every file and directory this call's
+    /// result depends on, taken without opening a file (SP2): the same digest later means
+    /// the same call would answer the same. `None` (the default) when the call cannot be
+    /// fingerprinted — bad arguments, a tree too large — and is then always run. Blocking:
+    /// call it from the blocking pool.
+    fn fingerprint(&self, _args: &Value, _session: &ToolSession) -> Option<u64> {
+        None
+    }
 }
 
 /// What a registered tool is, which decides how the ToolExecutor runs it.

@@ -12,13 +12,11 @@
 //!   symlinks with a trailing `@` (at most 1,000 entries).
 //! - Binary files (a NUL byte in the first 8 KB) are refused. Invalid UTF-8 is shown lossily:
 //!   each bad byte sequence becomes `�`. Files over 64 MB are refused (use `search`).
-//! - Re-reading lines already shown in this tool session, while the file's content is
-//!   unchanged, answers with one short "unchanged since you last read it" line. The record is
-//!   the session's ([`ToolSessionState::reads`]): it is per advisor and cleared with
-//!   [`ToolSession::clear`].
-
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::Path;
+//! - The tool keeps no record of what it showed: whether an earlier result is still in the
+//!   advisor's context is the context's to say (SP2, `review::rereads`), so a result that
+//!   stale-result eviction (P4) or a compaction removed is never pointed at. What `read`
+//!   gives for that is its [`WorkspaceTool::fingerprint`]: the size and modification time of
+//!   the file or directory it would show.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -27,7 +25,7 @@ use serde_json::Value;
 use crate::model::ToolSchema;
 use crate::regular_file::{self, FileError};
 use crate::tools::confine::{self, Confined};
-use crate::tools::{args, ToolError, ToolSession, ToolSessionState, WorkspaceTool};
+use crate::tools::{args, walk, ToolError, ToolSession, WorkspaceTool};
 
 /// The tool's name.
 pub const NAME: &str = "read";
@@ -49,7 +47,8 @@ a directory. Paths are relative to the workspace root. Add a selector to the pat
 lines: `src/lib.rs:50` (from line 50), `src/lib.rs:50-200` (lines 50 to 200), \
 `src/lib.rs:50+150` (150 lines from line 50). Without an end you get 300 lines; one call shows \
 at most 3000 lines or 50 KB, and a cut result tells you the selector to continue with. \
-Binary files are refused. Lines you already read that have not changed are not sent again.";
+Binary files are refused. Repeating an earlier call over a file that has not changed, while \
+its result is still in your context, answers with a pointer to that result.";
 
 /// Arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -141,6 +140,15 @@ impl WorkspaceTool for ReadTool {
         let args: ReadArgs = args::parse(NAME, args)?;
         read(session, &args.path)
     }
+
+    fn fingerprint(&self, args: &Value, session: &ToolSession) -> Option<u64> {
+        let args: ReadArgs = args::parse(NAME, args).ok()?;
+        let root = confine::canonical_root(session.root()).ok()?;
+        let (path, _) = split_selector(args.path.trim()).ok()?;
+        let target = confine::resolve(&root, path).ok()?;
+        let meta = std::fs::metadata(&target.path).ok()?;
+        Some(walk::stat_hash(&target.path, Some(&meta)))
+    }
 }
 
 /// Runs `read` for `path_arg` (path plus optional selector) in `session`.
@@ -192,16 +200,14 @@ pub fn read(session: &ToolSession, path_arg: &str) -> Result<String, ToolError> 
         Err(FileError::Io(e)) => return Err(confine::io_error(&target.display, &e)),
         Err(e) => return Err(ToolError::Failed(format!("`{}`: {e}", target.display))),
     };
-    let mut state = session.state();
-    render_file(&target, &bytes, selector, &mut state)
+    render_file(&target, &bytes, selector)
 }
 
-/// Renders the selected lines of a file's `bytes`, consulting and updating the read record.
+/// Renders the selected lines of a file's `bytes`.
 pub fn render_file(
     target: &Confined,
     bytes: &[u8],
     selector: Option<Selector>,
-    state: &mut ToolSessionState,
 ) -> Result<String, ToolError> {
     let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
     if sniff.contains(&0) {
@@ -256,15 +262,6 @@ pub fn render_file(
         shown_end = number;
     }
 
-    let hash = content_hash(bytes);
-    if already_seen(state, &target.path, hash, start, shown_end) {
-        return Ok(format!(
-            "[`{}:{start}-{shown_end}` is unchanged since you last read it; its lines are already in your context]",
-            target.display
-        ));
-    }
-    record(state, &target.path, hash, start, shown_end);
-
     let cut_short = shown_end < wanted_end || (explicit_end.is_none() && shown_end < total);
     if cut_short && shown_end < total {
         out.push_str(&format!(
@@ -283,50 +280,6 @@ fn floor_char_boundary(s: &str, max: usize) -> usize {
         i -= 1;
     }
     i
-}
-
-fn content_hash(bytes: &[u8]) -> u64 {
-    let mut h = DefaultHasher::new();
-    bytes.hash(&mut h);
-    h.finish()
-}
-
-/// Whether lines `start..=end` of the file at `path` were all shown before while its content
-/// hashed to `hash`.
-fn already_seen(
-    state: &ToolSessionState,
-    path: &Path,
-    hash: u64,
-    start: usize,
-    end: usize,
-) -> bool {
-    let Some(records) = state.reads.get(path) else {
-        return false;
-    };
-    let mut ranges: Vec<(usize, usize)> = records
-        .iter()
-        .filter(|r| r.0 == hash)
-        .map(|r| (r.1, r.2))
-        .collect();
-    ranges.sort_unstable();
-    let mut covered_to = start - 1;
-    for (a, b) in ranges {
-        if a > covered_to + 1 {
-            break;
-        }
-        covered_to = covered_to.max(b);
-        if covered_to >= end {
-            return true;
-        }
-    }
-    false
-}
-
-/// Records lines `start..=end` as shown; records of older content of the file are dropped.
-fn record(state: &mut ToolSessionState, path: &Path, hash: u64, start: usize, end: usize) {
-    let records = state.reads.entry(path.to_path_buf()).or_default();
-    records.retain(|r| r.0 == hash);
-    records.push((hash, start, end));
 }
 
 /// Lists a directory: names sorted, `/` after sub-directories, `@` after symlinks.
@@ -548,26 +501,39 @@ mod tests {
     }
 
     #[test]
-    fn t3_rereading_an_unchanged_range_answers_unchanged() {
+    fn sp2_read_shows_its_lines_every_time_and_fingerprints_size_and_mtime() {
         let text = numbered(500);
-        let (d, s) = session_with(&[("f.txt", text.as_bytes())]);
+        let (d, s) = session_with(&[("f.txt", text.as_bytes()), ("src/a.rs", b"x")]);
+        let print = |args: Value| ReadTool.fingerprint(&args, &s);
+        // The tool itself never claims the lines are already in the context: that is the
+        // context's to say (SP2), so an evicted result can never be pointed at.
         assert!(run(&s, "f.txt:10-20").unwrap().starts_with("10|"));
-        let again = run(&s, "f.txt:12-18").unwrap();
+        assert!(run(&s, "f.txt:12-18").unwrap().starts_with("12|"));
+        assert!(run(&s, "f.txt:10-20").unwrap().starts_with("10|"));
+        let before = print(json!({"path": "f.txt:10-20"})).expect("a file is fingerprinted");
+        assert_eq!(print(json!({"path": "f.txt:10-20"})), Some(before));
         assert_eq!(
-            again,
-            "[`f.txt:12-18` is unchanged since you last read it; its lines are already in your context]"
+            print(json!({"path": "f.txt"})),
+            Some(before),
+            "the selector is the arguments' business, not the file's"
         );
-        // Union of two reads covers a range that neither covers alone.
-        assert!(run(&s, "f.txt:21-30").unwrap().starts_with("21|"));
-        assert!(run(&s, "f.txt:15-25").unwrap().contains("unchanged"));
-        // A range only partly read is shown again.
-        assert!(run(&s, "f.txt:25-35").unwrap().starts_with("25|"));
-        // A changed file is shown again.
+        // A changed size changes the fingerprint.
         std::fs::write(d.path().join("f.txt"), numbered(501)).unwrap();
-        assert!(run(&s, "f.txt:12-18").unwrap().starts_with("12|"));
-        // Clearing the session forgets the record.
-        s.clear();
-        assert!(run(&s, "f.txt:12-18").unwrap().starts_with("12|"));
+        let grown = print(json!({"path": "f.txt"})).unwrap();
+        assert_ne!(grown, before);
+        // The same size with a new modification time changes it too.
+        let file = std::fs::File::options()
+            .write(true)
+            .open(d.path().join("f.txt"))
+            .unwrap();
+        file.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(7))
+            .unwrap();
+        assert_ne!(print(json!({"path": "f.txt"})).unwrap(), grown);
+        // A directory is fingerprinted by its own metadata; bad arguments are not.
+        assert!(print(json!({"path": "src"})).is_some());
+        assert_eq!(print(json!({"path": "nope.txt"})), None);
+        assert_eq!(print(json!({"path": "../outside"})), None);
+        assert_eq!(print(json!({})), None);
     }
 
     #[test]

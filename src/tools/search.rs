@@ -119,6 +119,15 @@ impl WorkspaceTool for SearchTool {
         let paths = args.paths.unwrap_or_default();
         search(session.root(), paths.items(), &query)
     }
+
+    fn fingerprint(&self, args: &Value, session: &ToolSession) -> Option<u64> {
+        let args: SearchArgs = args::parse(NAME, args).ok()?;
+        let root = confine::canonical_root(session.root()).ok()?;
+        let paths = args.paths.unwrap_or_default();
+        let targets = targets(&root, paths.items()).ok()?;
+        let starts: Vec<&Path> = targets.iter().map(|t| t.path.as_path()).collect();
+        walk::digest(&walk::builder(&starts, true, args.gitignore))
+    }
 }
 
 /// Runs `query` over `paths` (root-relative; empty means the whole root) under `root`.
@@ -390,6 +399,29 @@ mod tests {
 
     fn run(s: &ToolSession, args: Value) -> Result<String, ToolError> {
         SearchTool.run(&args, s)
+    }
+
+    #[test]
+    fn sp2_search_is_fingerprinted_by_the_files_it_would_search() {
+        let (d, s) = tree(&[("src/x.rs", "needle\n"), ("docs/y.md", "text\n")]);
+        let print = |args: Value| SearchTool.fingerprint(&args, &s);
+        let all = json!({"pattern": "needle"});
+        let src = json!({"pattern": "needle", "paths": "src"});
+        let (before, before_src) = (print(all.clone()).unwrap(), print(src.clone()).unwrap());
+        assert_eq!(
+            print(all.clone()),
+            Some(before),
+            "the same tree, the same print"
+        );
+        // A file outside `src` changes the whole tree's print, not `src`'s.
+        std::fs::write(d.path().join("docs/y.md"), "more text\n").unwrap();
+        assert_ne!(print(all.clone()).unwrap(), before);
+        assert_eq!(print(src.clone()), Some(before_src));
+        // A new file in `src` changes `src`'s.
+        std::fs::write(d.path().join("src/z.rs"), "needle\n").unwrap();
+        assert_ne!(print(src).unwrap(), before_src);
+        assert_eq!(print(json!({"pattern": "x", "paths": "../out"})), None);
+        assert_eq!(print(json!({"paths": "src"})), None, "bad arguments");
     }
 
     #[test]

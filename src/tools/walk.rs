@@ -58,3 +58,49 @@ where
     });
     timed_out.into_inner()
 }
+
+/// Most entries a [`digest`] looks at; a larger tree gives no digest (SP2: its calls always
+/// run).
+pub const MAX_DIGEST_ENTRIES: u64 = 20_000;
+
+/// How long a [`digest`] may walk; a slower one gives no digest.
+pub const DIGEST_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A digest of the path, size and modification time of every entry `builder`'s walk sees
+/// (SP2): stat only, no file is opened. Entries are combined in any order, so the parallel
+/// walk gives the same digest for the same tree. `None` when the walk passes
+/// [`MAX_DIGEST_ENTRIES`] or [`DIGEST_TIME_LIMIT`]: such a tree is not fingerprinted.
+pub fn digest(builder: &WalkBuilder) -> Option<u64> {
+    use std::sync::atomic::AtomicU64;
+    let sum = AtomicU64::new(0);
+    let count = AtomicU64::new(0);
+    let deadline = Instant::now() + DIGEST_TIME_LIMIT;
+    let timed_out = run_until(builder, deadline, || {
+        let (sum, count) = (&sum, &count);
+        move |entry: &DirEntry| {
+            let meta = entry.metadata().ok();
+            let one = stat_hash(entry.path(), meta.as_ref());
+            sum.fetch_add(one, Ordering::Relaxed);
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let count = count.into_inner();
+    if timed_out || count > MAX_DIGEST_ENTRIES {
+        return None;
+    }
+    Some(sum.into_inner() ^ count.rotate_left(32))
+}
+
+/// The hash of one path's size and modification time (SP2); a path whose metadata could not
+/// be read hashes its path alone.
+pub fn stat_hash(path: &Path, meta: Option<&std::fs::Metadata>) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut h = DefaultHasher::new();
+    path.hash(&mut h);
+    if let Some(meta) = meta {
+        meta.len().hash(&mut h);
+        meta.is_dir().hash(&mut h);
+        meta.modified().ok().hash(&mut h);
+    }
+    h.finish()
+}

@@ -147,6 +147,15 @@ fn plan(cases: &[Case]) -> BTreeMap<String, Expected> {
 }
 
 fn run_corpus(corpus: &Path, jobs: usize) -> (Vec<Case>, String, BTreeMap<String, Expected>) {
+    run_corpus_with(corpus, jobs, |p| p)
+}
+
+/// [`run_corpus`] with the known advisor's preparer as `tune` makes it.
+fn run_corpus_with(
+    corpus: &Path,
+    jobs: usize,
+    tune: impl FnOnce(ScriptedPreparer) -> ScriptedPreparer,
+) -> (Vec<Case>, String, BTreeMap<String, Expected>) {
     let check = check_corpus(corpus).unwrap();
     assert!(check.problems.is_empty(), "{:?}", check.problems);
     let expected = plan(&check.cases);
@@ -154,7 +163,9 @@ fn run_corpus(corpus: &Path, jobs: usize) -> (Vec<Case>, String, BTreeMap<String
         .iter()
         .map(|(id, e)| (id.clone(), e.notes.clone()))
         .collect();
-    let preparer = Arc::new(ScriptedPreparer::new(plans, DeliveryPolicy::Interrupt).unwrap());
+    let preparer = Arc::new(tune(
+        ScriptedPreparer::new(plans, DeliveryPolicy::Interrupt).unwrap(),
+    ));
     let runtime = AdvisorRuntime::new(RuntimeOptions {
         arbiters: 2,
         ..RuntimeOptions::default()
@@ -404,6 +415,76 @@ fn ev9_ev8_the_shipped_corpus_against_a_known_advisor_scores_every_figure_exactl
     for class in CaseClass::ALL.iter().filter(|c| !c.is_control()) {
         assert!(summary.classes[class].planted >= 4, "{class}");
     }
+}
+
+/// The report's summary and case lines of a run of the shipped corpus tuned by `tune`.
+fn shipped_run(
+    tune: impl FnOnce(ScriptedPreparer) -> ScriptedPreparer,
+) -> (Summary, Vec<CaseLine>) {
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("evals/corpus");
+    let (_, json, _) = run_corpus_with(&corpus, 4, tune);
+    let mut lines: Vec<&str> = json.lines().collect();
+    let summary: serde_json::Value = serde_json::from_str(lines.pop().unwrap()).unwrap();
+    let summary: Summary = serde_json::from_value(summary["summary"].clone()).unwrap();
+    let parsed = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (summary, parsed)
+}
+
+/// The figures of judgement a spend control must not make worse: catches at each latency,
+/// their latency, false alarms and nits on controls.
+#[derive(Debug, PartialEq)]
+struct Judgement {
+    caught: (f64, f64, f64),
+    catches: usize,
+    latency_turns: Option<f64>,
+    false_alarms: (Option<f64>, Option<f64>),
+    nits_per_control: Option<f64>,
+}
+
+fn judgement(g: &GroupFigures) -> Judgement {
+    Judgement {
+        caught: (g.caught0, g.caught1, g.caught3),
+        catches: g.catches,
+        latency_turns: g.latency_turns,
+        false_alarms: (g.false_alarms_per_control, g.false_alarms_per_100_turns),
+        nits_per_control: g.nits_per_control,
+    }
+}
+
+/// SP1 measured on EV9's known advisor over the shipped corpus: an advisor that reads five
+/// files before its notes in every review, under the default tool budget (3), loses two reads
+/// of every review and still catches exactly what it catches with a budget of 50 and what
+/// the plain known advisor (EV9, every figure checked against its plan) catches: caught@0/1/3,
+/// latency, false alarms and nits per control, in total and per class.
+#[test]
+fn sp1_ev9_the_default_tool_budget_costs_the_known_advisor_no_catch_and_no_false_alarm() {
+    let (plain, _) = shipped_run(|p| p);
+    let (budgeted, lines) = shipped_run(|p| p.with_reads(5));
+    let (open, open_lines) = shipped_run(|p| p.with_reads(5).with_tool_budget(50));
+    for (name, summary) in [("default budget", &budgeted), ("budget 50", &open)] {
+        assert_eq!(judgement(&summary.total), judgement(&plain.total), "{name}");
+        for (class, figures) in &summary.classes {
+            assert_eq!(
+                judgement(figures),
+                judgement(&plain.classes[class]),
+                "{name}: {class}"
+            );
+        }
+    }
+    // The budget did bite: two of the five reads refused in every review, none with 50.
+    let refused: u64 = lines.iter().map(|l| l.budget_refused).sum();
+    let reviews: u64 = lines.iter().map(|l| l.reviews).sum();
+    assert!(reviews >= 40, "{reviews}");
+    assert_eq!(refused, 2 * reviews);
+    assert_eq!(open_lines.iter().map(|l| l.budget_refused).sum::<u64>(), 0);
+    eprintln!(
+        "caught@1 {:.3} / false alarms per control {:?}: plain, default budget, budget 50 alike; \
+         {refused} reads refused over {reviews} reviews",
+        budgeted.total.caught1, budgeted.total.false_alarms_per_control
+    );
 }
 
 /// A model that never answers: every review hangs.

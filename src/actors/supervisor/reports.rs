@@ -13,7 +13,6 @@ use crate::messages::review::{
     AdvisorPaused, AskAdvisor, BacklogDropped, NoticeRaised, QueueDelta, ReviewFailed,
     ReviewQuarantined,
 };
-use crate::messages::tools::ClearToolSession;
 use crate::review::failure::{dropped_notice, pause_notice, quarantine_notice};
 use crate::review::AskError;
 
@@ -69,7 +68,6 @@ impl Handler<ReviewQuarantined> for Supervisor {
             return;
         };
         children.feed.do_send(RewindCursor);
-        children.executor.do_send(ClearToolSession);
         if msg.reprime {
             // P5: silently, the whole current transcript as one update (R1 bounds it).
             if let Some(transcript) = &transcript {

@@ -228,3 +228,16 @@ fn ca5_ca9_an_entry_plan_uses_its_own_cadence_the_unnamed_one_the_settings() {
         (crate::settings::ReviewMode::Turn, 5)
     );
 }
+
+#[test]
+fn sp1_a_roster_entry_s_tool_budget_wins_over_the_setting() {
+    let mut own = entry("Frugal");
+    own.tool_budget = Sourced::default_value(Some(0));
+    let mut config = config_with(roster(vec![own, entry("Default")], None));
+    config.settings.tool_budget = 9;
+    let plans = config.member_plans();
+    let budgets: Vec<u32> = plans.iter().map(|p| p.tool_budget).collect();
+    assert_eq!(budgets, [0, 9]);
+    config.roster = None;
+    assert_eq!(config.unnamed_plan().tool_budget, 9);
+}

@@ -16,35 +16,59 @@ use crate::model::scripted::{ScriptedModel, ScriptedReply};
 struct Log {
     tool_calls: Vec<(String, Value)>,
     discarded: Vec<u32>,
-    cleared: u32,
+    /// The `unchanged_since` of each tool call (SP2).
+    since: Vec<Option<u64>>,
     audits: Vec<AuditEvent>,
     notices: Vec<String>,
 }
 
-/// A port answering every workspace tool with `file contents` and `advise` with
-/// `Recorded.`, recording everything.
+/// A port answering every workspace tool with `body` (`file contents` when unset) and
+/// `advise` with `Recorded.`, recording everything. Its files give `fingerprint` (SP2):
+/// a call whose `unchanged_since` matches it is answered unchanged, not run.
 #[derive(Clone, Default)]
 struct StubPort {
     log: Rc<RefCell<Log>>,
     preamble: String,
     watchdog: Option<WatchdogBlocks>,
+    body: Option<String>,
+    fingerprint: Rc<std::cell::Cell<Option<u64>>>,
+    review: u64,
 }
 
 impl ReviewPort for StubPort {
-    async fn execute_tool(&self, name: &str, arguments: Value) -> Option<ToolReply> {
-        self.log
-            .borrow_mut()
-            .tool_calls
-            .push((name.to_string(), arguments));
-        let text = if name == advise::NAME {
-            "Recorded."
-        } else {
-            "file contents"
-        };
+    async fn execute_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        unchanged_since: Option<u64>,
+    ) -> Option<ToolReply> {
+        let mut log = self.log.borrow_mut();
+        log.since.push(unchanged_since);
+        if name == advise::NAME {
+            log.tool_calls.push((name.to_string(), arguments));
+            return Some(ToolReply::plain("Recorded.", false));
+        }
+        let fingerprint = self.fingerprint.get();
+        if fingerprint.is_some() && fingerprint == unchanged_since {
+            return Some(ToolReply {
+                text: String::new(),
+                is_error: false,
+                fingerprint,
+                unchanged: true,
+            });
+        }
+        log.tool_calls.push((name.to_string(), arguments));
+        let text = self.body.as_deref().unwrap_or("file contents");
         Some(ToolReply {
             text: text.to_string(),
             is_error: false,
+            fingerprint,
+            unchanged: false,
         })
+    }
+
+    fn review_number(&self) -> u64 {
+        self.review
     }
 
     async fn held_preamble(&self) -> String {
@@ -57,10 +81,6 @@ impl ReviewPort for StubPort {
 
     async fn watchdog(&self) -> Option<WatchdogBlocks> {
         self.watchdog.clone()
-    }
-
-    fn clear_tool_session(&self) {
-        self.log.borrow_mut().cleared += 1;
     }
 
     fn audits(&self) -> bool {
@@ -156,6 +176,8 @@ fn engine(model: &ScriptedModel) -> ReviewEngine {
             compact_threshold_tokens: None,
             max_note_chars: 2000,
             evict_stale_results: true,
+            // SP1 has tests of its own; these count on every call running.
+            tool_budget: 50,
         },
         guard: crate::review::quarantine::OutputGuard::new()
             .ok()
@@ -334,7 +356,6 @@ fn g5_an_overflow_is_discarded_and_the_batch_replayed_once_into_a_fresh_context(
         [1],
         "the router rolls back the attempt's holds"
     );
-    assert_eq!(log.cleared, 1, "T3: the reads are no longer in the context");
     assert!(log
         .audits
         .iter()
@@ -444,7 +465,6 @@ fn g5_past_the_threshold_the_older_history_is_summarised_and_the_recent_review_k
     );
     assert_eq!(run.calls, 2, "the summary call counts (G4)");
     let log = port.log.borrow();
-    assert_eq!(log.cleared, 1);
     assert!(log.audits.iter().any(|e| matches!(
         e,
         AuditEvent::Maintenance {
@@ -480,7 +500,6 @@ fn g5_promotion_to_a_larger_window_is_enough_when_it_brings_the_estimate_under()
     assert!(run.promoted.is_some());
     assert_eq!(small.request_count(), 0);
     assert_eq!(large.requests()[0].messages.len(), 3, "the history is kept");
-    assert_eq!(port.log.borrow().cleared, 0, "nothing was shed");
 }
 
 #[test]
@@ -682,6 +701,7 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
             // P4 would elide the stale read before the third review and so spare the
             // compaction this test needs to reach the summary path.
             evict_stale_results: false,
+            tool_budget: 50,
         },
         guard: None,
         redactor: Some(redactor.clone()),
@@ -690,12 +710,19 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
     #[derive(Clone)]
     struct FilePort(StubPort, String);
     impl ReviewPort for FilePort {
-        async fn execute_tool(&self, name: &str, arguments: Value) -> Option<ToolReply> {
-            self.0.execute_tool(name, arguments).await?;
-            Some(ToolReply {
-                text: self.1.clone(),
-                is_error: false,
-            })
+        async fn execute_tool(
+            &self,
+            name: &str,
+            arguments: Value,
+            unchanged_since: Option<u64>,
+        ) -> Option<ToolReply> {
+            self.0
+                .execute_tool(name, arguments, unchanged_since)
+                .await?;
+            Some(ToolReply::plain(self.1.clone(), false))
+        }
+        fn review_number(&self) -> u64 {
+            self.0.review_number()
         }
         async fn held_preamble(&self) -> String {
             self.0.held_preamble().await
@@ -705,9 +732,6 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
         }
         async fn watchdog(&self) -> Option<WatchdogBlocks> {
             self.0.watchdog().await
-        }
-        fn clear_tool_session(&self) {
-            self.0.clear_tool_session()
         }
         fn audits(&self) -> bool {
             true
@@ -802,4 +826,294 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
     for (path, _) in first_request {
         assert!(!audits.contains(&raw_value(path)), "{path} in the audit");
     }
+}
+
+/// The texts of the tool results in `messages`, in order.
+fn results(messages: &[ChatMessage]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::ToolResult { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn budgeted(model: &ScriptedModel, budget: u32) -> ReviewEngine {
+    let mut engine = engine(model);
+    engine.limits.tool_budget = budget;
+    engine
+}
+
+#[test]
+fn sp1_parallel_calls_past_the_budget_are_not_run_and_the_model_is_told_to_advise_or_end() {
+    let read = |id: &str, path: &str| (id.to_string(), json!({ "path": path }));
+    let calls: Vec<(String, Value)> = vec![
+        read("1", "a"),
+        read("2", "b"),
+        read("3", "c"),
+        read("4", "d"),
+        read("5", "e"),
+    ];
+    let mut parallel: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "read", args.clone()))
+        .collect();
+    parallel.insert(2, ("n", "advise", json!({"note": "Check the error path."})));
+    parallel.push(("x", "unknown_tool", json!({})));
+    let model = ScriptedModel::new([
+        ScriptedReply::tool_calls(&parallel),
+        ScriptedReply::text("done"),
+    ]);
+    let port = StubPort::default();
+    let run = review(budgeted(&model, 3), &port, AdvisorContext::new(), "update");
+    assert!(run.result.is_ok());
+    let log = port.log.borrow();
+    let ran: Vec<(&str, &Value)> = log
+        .tool_calls
+        .iter()
+        .map(|(n, a)| (n.as_str(), a))
+        .collect();
+    assert_eq!(
+        ran,
+        [
+            ("read", &json!({"path": "a"})),
+            ("read", &json!({"path": "b"})),
+            ("advise", &json!({"note": "Check the error path."})),
+            ("read", &json!({"path": "c"})),
+            ("unknown_tool", &json!({})),
+        ],
+        "three reads and advise ran (advise is never counted), and the unknown tool went to \
+         the executor to be refused there (T7), uncounted"
+    );
+    let spent = texts::fill(texts::BUDGET_SPENT, &[("calls", "3 tool calls")]);
+    assert_eq!(
+        spent,
+        "Not run: this review's budget of 3 tool calls is spent. Advise now with what you have, \
+         or end the review."
+    );
+    let got = results(&run.context.messages);
+    assert_eq!(got[4], spent);
+    assert_eq!(got[5], spent);
+    assert_eq!(run.tool_spend.budget_refused, 2);
+    // The refusal reaches the model's next request.
+    let next = &model.requests()[1];
+    assert_eq!(
+        results(&next.messages)
+            .iter()
+            .filter(|t| **t == spent)
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn sp1_the_budget_runs_over_the_rounds_of_one_review_and_starts_again_at_the_next() {
+    let call = |path: &str| ScriptedReply::tool_call("c", "read", json!({ "path": path }));
+    let model = ScriptedModel::new([
+        call("a"),
+        call("b"),
+        call("c"),
+        ScriptedReply::text("done"),
+        call("d"),
+        ScriptedReply::text("done"),
+    ]);
+    let port = StubPort::default();
+    let first = review(budgeted(&model, 2), &port, AdvisorContext::new(), "one");
+    assert_eq!(first.tool_spend.budget_refused, 1);
+    assert_eq!(
+        results(&first.context.messages)[2],
+        texts::fill(texts::BUDGET_SPENT, &[("calls", "2 tool calls")])
+    );
+    let second = review(budgeted(&model, 2), &port, first.context, "two");
+    assert_eq!(
+        second.tool_spend.budget_refused, 0,
+        "a new review, a new budget"
+    );
+    assert_eq!(port.log.borrow().tool_calls.len(), 3, "a, b, then d");
+}
+
+#[test]
+fn sp1_g3_a_call_of_the_round_past_the_cap_is_g3_s_and_costs_no_budget() {
+    // Budget 0: every workspace call is refused by SP1, except in the round past G3's
+    // cap, where G3's own text answers and nothing is counted as refused by the budget.
+    let call = || ScriptedReply::tool_call("c", "read", json!({"path": "a"}));
+    let model = ScriptedModel::new([call(), call()]);
+    let mut engine = budgeted(&model, 0);
+    engine.limits.max_tool_rounds = 1;
+    let port = StubPort::default();
+    let run = review(engine, &port, AdvisorContext::new(), "update");
+    let got = results(&run.context.messages);
+    assert_eq!(
+        got[0],
+        format!(
+            "{}\n\n{}",
+            texts::fill(texts::BUDGET_SPENT, &[("calls", "0 tool calls")]),
+            texts::FINISH_NOW
+        )
+    );
+    assert_eq!(got[1], texts::TOOL_NOT_RUN);
+    assert_eq!(run.tool_spend.budget_refused, 1);
+    assert!(port.log.borrow().tool_calls.is_empty());
+}
+
+/// A port whose files give `fingerprint`, answering reads with `body`, as review `review`.
+fn files(fingerprint: u64, body: &str, review: u64) -> StubPort {
+    StubPort {
+        body: Some(body.to_string()),
+        fingerprint: Rc::new(std::cell::Cell::new(Some(fingerprint))),
+        review,
+        ..StubPort::default()
+    }
+}
+
+#[test]
+fn sp2_a_repeated_read_over_unchanged_files_is_a_pointer_to_the_earlier_call() {
+    let read = |path: &str| ScriptedReply::tool_call("c", "read", json!({ "path": path }));
+    let model = ScriptedModel::new([
+        read("src/lib.rs"),
+        read("src/main.rs"),
+        ScriptedReply::text("ok"),
+        read("src/lib.rs"),
+        read("src/lib.rs:2"),
+        ScriptedReply::text("ok"),
+    ]);
+    let mut engine = engine(&model);
+    engine.limits.evict_stale_results = false;
+    let port = files(42, "1|fn main() {}", 4);
+    let first = review(engine.clone(), &port, AdvisorContext::new(), "one");
+    let port = StubPort {
+        log: Rc::clone(&port.log),
+        review: 5,
+        ..port
+    };
+    let second = review(engine, &port, first.context, "two");
+    let got = results(&second.context.messages);
+    assert_eq!(
+        got[2],
+        "[Not sent again: this is the same call as call 1 of review 4, and the files it covers \
+         are unchanged since, so its result (14 bytes) is still above in your context.]"
+    );
+    assert_eq!(got[3], "1|fn main() {}", "other arguments run as usual");
+    assert_eq!(
+        (
+            second.tool_spend.rereads_saved,
+            second.tool_spend.reread_bytes_saved
+        ),
+        (1, 14)
+    );
+    let log = port.log.borrow();
+    assert_eq!(log.since, [None, None, Some(42), None]);
+    assert_eq!(log.tool_calls.len(), 3, "the re-read was not run");
+}
+
+#[test]
+fn sp2_a_changed_file_is_read_again_in_full() {
+    let read = || ScriptedReply::tool_call("c", "read", json!({"path": "a.rs"}));
+    let model = ScriptedModel::new([
+        read(),
+        ScriptedReply::text("ok"),
+        read(),
+        ScriptedReply::text("ok"),
+    ]);
+    let mut engine = engine(&model);
+    engine.limits.evict_stale_results = false;
+    let port = files(42, "1|old", 1);
+    let first = review(engine.clone(), &port, AdvisorContext::new(), "one");
+    port.fingerprint.set(Some(43));
+    let second = review(engine, &port, first.context, "two");
+    assert_eq!(results(&second.context.messages), ["1|old", "1|old"]);
+    assert_eq!(second.tool_spend.rereads_saved, 0);
+    assert_eq!(
+        port.log.borrow().since,
+        [None, Some(42)],
+        "asked, and it had changed"
+    );
+}
+
+/// The defect SP2 fixes: while a read's result is in the context the same read is a
+/// pointer; once P4 evicted it, the read is run again and its lines sent, never answered
+/// "already in your context".
+#[test]
+fn sp2_p4_after_an_eviction_the_same_read_runs_and_its_lines_are_sent_again() {
+    let body: String = (1..=200).map(|i| format!("{i}|line {i}\n")).collect();
+    let read = || ScriptedReply::tool_call("c", "read", json!({"path": "big.rs"}));
+    let ok = || ScriptedReply::text("ok");
+    let model = ScriptedModel::new([read(), ok(), read(), ok(), read(), ok()]);
+    let port = files(42, &body, 1);
+    let first = review(engine(&model), &port, AdvisorContext::new(), "one");
+    let second = review(engine(&model), &port, first.context, "two");
+    assert_eq!(
+        second.maintenance.evictions, 0,
+        "the first result is not stale yet"
+    );
+    assert_eq!(second.tool_spend.rereads_saved, 1);
+    assert!(results(&second.context.messages)[1].starts_with("[Not sent again"));
+    let third = review(engine(&model), &port, second.context, "three");
+    assert_eq!(third.maintenance.evictions, 1, "P4 elided the first result");
+    let got = results(&third.context.messages);
+    assert!(got[0].starts_with("[Stale result elided"), "{}", got[0]);
+    assert_eq!(got[2], body, "the lines are sent again");
+    assert_eq!(third.tool_spend.rereads_saved, 0);
+    assert_eq!(
+        port.log.borrow().since,
+        [None, Some(42), None],
+        "after the eviction there is no earlier result to point at"
+    );
+}
+
+#[test]
+fn sp2_a_compaction_or_a_promotion_starts_a_new_context_for_re_reads() {
+    let messages = vec![
+        user("old"),
+        ChatMessage::Assistant {
+            parts: vec![AssistantPart::ToolCall {
+                id: "c".into(),
+                name: "read".into(),
+                arguments: json!({"path": "a.rs"}),
+            }],
+        },
+        ChatMessage::ToolResult {
+            call_id: "c".into(),
+            name: "read".into(),
+            text: "1|a".into(),
+            is_error: false,
+        },
+        answer("fine"),
+    ];
+    let remembered = || {
+        let mut context = measured(messages.clone(), 900);
+        let record = ReadRecord::new("read", json!({"path": "a.rs"}), 42, (1, 1), 2, "1|a");
+        context.rereads.record(record);
+        assert!(context
+            .rereads
+            .earlier("read", &json!({"path": "a.rs"}), &context.messages)
+            .is_some());
+        context
+    };
+    // A promotion keeps the history but not the re-read ledger.
+    let small = ScriptedModel::new([]).with_context_window(1_000);
+    let large = ScriptedModel::new([
+        ScriptedReply::tool_call("d", "read", json!({"path": "a.rs"})),
+        ScriptedReply::text("ok"),
+    ])
+    .with_context_window(10_000);
+    let mut engine = engine(&small);
+    engine.promotion = Some(Arc::new(large.clone()));
+    let port = files(42, "1|a", 2);
+    let run = review(engine, &port, remembered(), "next");
+    assert_eq!(run.maintenance.promotions, 1);
+    assert_eq!(
+        port.log.borrow().since,
+        [None],
+        "the read runs after a promotion"
+    );
+    assert_eq!(results(&run.context.messages), ["1|a", "1|a"]);
+    // A compaction replaces the history: nothing earlier is pointed at.
+    let mut context = remembered();
+    context.compact(1, summary_message("sum"), 10);
+    assert!(context
+        .rereads
+        .earlier("read", &json!({"path": "a.rs"}), &context.messages)
+        .is_none());
 }
