@@ -352,6 +352,10 @@ pub struct DeliveryLine {
     /// The named advisor that raised the note (RO23); absent for the unnamed advisor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advisor: Option<String>,
+    /// The model that produced the note, after fallback (SP8); absent for a note no model
+    /// wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// One line per note of `delivery`; the notes of a batched aside each get a line with the
@@ -376,6 +380,7 @@ fn lines(turn: usize, channel: LineChannel, delivery: &Delivery) -> Vec<Delivery
             note: advisory.note.clone(),
             content: delivery.content.clone(),
             advisor: advisory.advisor.clone(),
+            model: advisory.model.clone(),
         })
         .collect()
 }

@@ -126,11 +126,12 @@ export function detectPi(pi: any): PiInfo {
 // The core the adapters drive (implemented in advisor.ts)
 
 /** A card or delivery as the server sends it: `{channel, content, notes}`; with a roster each
- * note names its `advisor` (one name, or several comma-joined, RO18, RO22). */
+ * note names its `advisor` (one name, or several comma-joined, RO18, RO22), and each note its
+ * `model` (the one that produced it, after fallback, SP8). */
 export interface Card {
 	channel?: string;
 	content: string;
-	notes?: { severity?: string; note: string; advisor?: string }[];
+	notes?: { severity?: string; note: string; advisor?: string; model?: string }[];
 }
 
 /** The custom message pi stores for an advisory (D2). */

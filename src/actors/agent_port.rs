@@ -64,12 +64,13 @@ pub(crate) struct AgentPort {
 }
 
 impl ReviewPort for AgentPort {
-    async fn execute_tool(&self, name: &str, arguments: Value) -> Option<ToolReply> {
+    async fn execute_tool(&self, name: &str, arguments: Value, model: &str) -> Option<ToolReply> {
         let call = ExecuteTool {
             epoch: self.epoch,
             review: self.review,
             name: name.to_string(),
             arguments,
+            model: Some(model.to_string()),
         };
         let out = self.links.executor.send(call).await.ok()?;
         Some(ToolReply {

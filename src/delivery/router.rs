@@ -810,6 +810,7 @@ impl RouterState {
         let severity = incoming.effective_severity();
         let merge = |into: &mut Advisory| {
             add_advisor_name(into, &name);
+            into.add_model(incoming.model.as_deref());
             if severity > into.effective_severity() {
                 into.severity = incoming.severity;
             }

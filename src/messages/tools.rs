@@ -15,6 +15,10 @@ pub struct ExecuteTool {
     pub name: String,
     /// Its arguments.
     pub arguments: Value,
+    /// The model that made the call (`provider/id`, after fallback, P6); an `advise` note
+    /// carries it to the primary (SP8). `None` when no model made it (tests, tools run by
+    /// hand).
+    pub model: Option<String>,
 }
 
 /// What the model sees as the tool result.

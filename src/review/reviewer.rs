@@ -56,9 +56,15 @@ pub struct WatchdogBlocks {
 /// epoch and the review number).
 pub trait ReviewPort {
     /// Runs a tool call (a workspace tool, or `advise`, which raises the advice at once,
-    /// G3); `None` when the executor could not be reached.
-    fn execute_tool(&self, name: &str, arguments: Value)
-        -> impl Future<Output = Option<ToolReply>>;
+    /// G3) made by the model `model` (`provider/id`: the one this review calls now, after a
+    /// fallback or promotion; an `advise` note carries it, SP8); `None` when the executor
+    /// could not be reached.
+    fn execute_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        model: &str,
+    ) -> impl Future<Output = Option<ToolReply>>;
     /// The held notes this review must raise again to keep (D9); empty when none.
     fn held_preamble(&self) -> impl Future<Output = String>;
     /// Attempt `attempt` was thrown away: roll back what it held (G5). Resolves when done.
@@ -498,7 +504,8 @@ impl<P: ReviewPort> Reviewer<P> {
         if self.mode == Mode::Ask && name == advise::NAME {
             return refused(texts::ASK_NO_ADVISE);
         }
-        match self.port.execute_tool(name, arguments).await {
+        let model = self.engine.model.info().id;
+        match self.port.execute_tool(name, arguments, &model).await {
             Some(reply) => reply,
             None => refused(texts::EXECUTOR_RESTARTING),
         }

@@ -41,6 +41,7 @@ mod serve_client;
 mod serve_dispatch;
 mod serve_roster;
 mod serve_shared;
+mod serve_spend;
 mod session_driver;
 mod session_memory;
 mod session_reader;

@@ -48,6 +48,7 @@ async fn f5_a_stopped_actor_is_restarted_and_the_same_address_keeps_working() {
             review: 1,
             name: "advise".into(),
             arguments: serde_json::json!({"note": "still alive", "severity": "nit"}),
+            model: None,
         })
         .await
         .expect("the restarted executor answers");

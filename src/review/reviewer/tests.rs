@@ -31,7 +31,7 @@ struct StubPort {
 }
 
 impl ReviewPort for StubPort {
-    async fn execute_tool(&self, name: &str, arguments: Value) -> Option<ToolReply> {
+    async fn execute_tool(&self, name: &str, arguments: Value, _model: &str) -> Option<ToolReply> {
         self.log
             .borrow_mut()
             .tool_calls
@@ -690,8 +690,13 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
     #[derive(Clone)]
     struct FilePort(StubPort, String);
     impl ReviewPort for FilePort {
-        async fn execute_tool(&self, name: &str, arguments: Value) -> Option<ToolReply> {
-            self.0.execute_tool(name, arguments).await?;
+        async fn execute_tool(
+            &self,
+            name: &str,
+            arguments: Value,
+            model: &str,
+        ) -> Option<ToolReply> {
+            self.0.execute_tool(name, arguments, model).await?;
             Some(ToolReply {
                 text: self.1.clone(),
                 is_error: false,
