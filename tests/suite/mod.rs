@@ -12,6 +12,7 @@ mod pi_e2e;
 mod pi_e2e_backups;
 mod pi_e2e_lines;
 mod pi_e2e_roster;
+mod pi_e2e_spend;
 mod project_context;
 mod providers_anthropic;
 mod providers_common;
