@@ -361,6 +361,10 @@ pub struct DeliveryLine {
     /// The named advisor that raised the note (RO23); absent for the unnamed advisor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advisor: Option<String>,
+    /// The model that produced the note, after fallback (SP8); absent for a note no model
+    /// wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// How many turns ago the turn its review covered ended (CA14): on every note of a
     /// merged final-boundary delivery, absent on a live one.
     #[serde(default, rename = "turnsAgo", skip_serializing_if = "Option::is_none")]
@@ -396,6 +400,7 @@ fn lines(turn: usize, channel: LineChannel, delivery: &Delivery) -> Vec<Delivery
             content: delivery.content.clone(),
             advisor: advisory.advisor.clone(),
             turns_ago: advisory.turns_ago,
+            model: advisory.model.clone(),
         })
         .collect()
 }

@@ -454,6 +454,11 @@ impl AdvisorStatus {
             // D10: why notes were dropped (tooLong, overBudget, duplicate…).
             line(out, "dropped", &[("dropped", &dropped)]);
         }
+        if d.wakes_refused > 0 {
+            // SP3: the blocker lane's wake limit turned wakes into cards.
+            let refused = d.wakes_refused.to_string();
+            line(out, "wakesRefused", &[("wakesRefused", &refused)]);
+        }
         if !self.held_notes.is_empty() || self.policy == DeliveryPolicy::Reconfirm {
             let count = self.held_notes.len().to_string();
             line(out, "heldNotes", &[("count", &count)]);
@@ -549,6 +554,7 @@ mod tests {
             "providerCalls",
             "notes",
             "dropped",
+            "wakesRefused",
             "heldNotes",
             "heldNote",
             "advisors",
@@ -622,5 +628,28 @@ mod tests {
             ),
             (&4.into(), &2.into(), &2400.into())
         );
+    }
+
+    #[test]
+    fn sp3_status_shows_the_blocker_lane_s_drops_and_refused_wakes() {
+        let mut status = AdvisorStatus::default();
+        status.deliveries.drop(DropReason::NearDuplicate, 3);
+        status.deliveries.drop(DropReason::TooShort, 1);
+        status.deliveries.card = 2;
+        status.deliveries.wakes_refused = 2;
+        let text = status.render();
+        assert!(
+            text.contains("dropped: nearDuplicate 3, tooShort 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("wakes refused: 2 (past 2 per user prompt; sent as cards)\n"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["deliveries"]["wakesRefused"], 2);
+        assert_eq!(json["deliveries"]["dropped"]["nearDuplicate"], 3);
+        assert_eq!(json["deliveries"]["dropped"]["tooShort"], 1);
+        assert!(!AdvisorStatus::default().render().contains("wakes refused"));
     }
 }

@@ -527,14 +527,34 @@ function cardAdvisors(card: Card): string[] {
 }
 
 /**
+ * The models that produced a card's notes (SP8), in order, each once: a note's `model` is one
+ * `provider/id`, or several comma-joined for a note two advisors raised (RO22). Empty for a
+ * note no model wrote (`/advisor test`).
+ */
+function cardModels(card: Card): string[] {
+	const models: string[] = [];
+	for (const note of Array.isArray(card.notes) ? card.notes : []) {
+		if (typeof note?.model !== "string") continue;
+		for (const part of note.model.split(",")) {
+			const model = part.trim();
+			if (model && !models.includes(model)) models.push(model);
+		}
+	}
+	return models;
+}
+
+/**
  * A delivery or card as the custom message pi stores (D2: `customType: "advisor"`, notes in
  * details). With a roster, `details.advisor` names who raised it (RO23): one name, or the
- * names comma-joined for a message carrying several advisors' notes.
+ * names comma-joined for a message carrying several advisors' notes; `details.model` names
+ * the model that produced it, after fallback (SP8), models comma-joined likewise.
  */
 function customMessage(card: Card) {
 	const details: Record<string, unknown> = { channel: card.channel, notes: card.notes ?? [] };
 	const names = cardAdvisors(card);
 	if (names.length > 0) details.advisor = names.join(", ");
+	const models = cardModels(card);
+	if (models.length > 0) details.model = models.join(", ");
 	return { customType: CUSTOM_TYPE, content: card.content, display: true, details };
 }
 

@@ -126,13 +126,14 @@ export function detectPi(pi: any): PiInfo {
 // The core the adapters drive (implemented in advisor.ts)
 
 /** A card or delivery as the server sends it: `{channel, content, notes}`; with a roster each
- * note names its `advisor` (one name, or several comma-joined, RO18, RO22). The notes of a
- * merged final-boundary delivery (CA14) each carry `turnsAgo`: how many turns back the turn
- * its review covered ended (0 for the newest). */
+ * note names its `advisor` (one name, or several comma-joined, RO18, RO22), and each note its
+ * `model` (the one that produced it, after fallback, SP8). The notes of a merged final-boundary
+ * delivery (CA14) each carry `turnsAgo`: how many turns back the turn its review covered ended
+ * (0 for the newest). */
 export interface Card {
 	channel?: string;
 	content: string;
-	notes?: { severity?: string; note: string; advisor?: string; turnsAgo?: number }[];
+	notes?: { severity?: string; note: string; advisor?: string; model?: string; turnsAgo?: number }[];
 }
 
 /** The custom message pi stores for an advisory (D2). */

@@ -67,6 +67,7 @@ impl ReviewPort for AgentPort {
         name: &str,
         arguments: Value,
         unchanged_since: Option<u64>,
+        model: &str,
     ) -> Option<ToolReply> {
         let call = ExecuteTool {
             epoch: self.epoch,
@@ -74,6 +75,7 @@ impl ReviewPort for AgentPort {
             name: name.to_string(),
             arguments,
             unchanged_since,
+            model: Some(model.to_string()),
         };
         let out = self.links.executor.send(call).await.ok()?;
         Some(ToolReply {

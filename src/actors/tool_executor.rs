@@ -147,10 +147,12 @@ async fn raise(
         Ok(a) => a,
         Err(e) => return error_output(e),
     };
-    let advisory = match &advisor {
+    let mut advisory = match &advisor {
         Some(label) => advisory.with_advisor(label.name.as_ref()),
         None => advisory,
     };
+    // SP8: the note names the model that wrote it.
+    advisory.model = msg.model;
     let raise = RaiseAdvice {
         epoch: msg.epoch,
         review: msg.review,
@@ -230,6 +232,7 @@ mod tests {
             name: name.into(),
             arguments,
             unchanged_since: None,
+            model: Some("prov/advisor-model".into()),
         }
     }
 
@@ -273,5 +276,10 @@ mod tests {
         assert_eq!(raised[0].advisory.note, "add a down migration");
         assert_eq!(raised[0].advisory.advisor.as_deref(), Some("DB Migrations"));
         assert_eq!(raised[0].advisor.as_ref().map(|l| &*l.slug), Some("db"));
+        // SP8: the note names the model that made the call.
+        assert_eq!(
+            raised[0].advisory.model.as_deref(),
+            Some("prov/advisor-model")
+        );
     }
 }

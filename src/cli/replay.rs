@@ -3,18 +3,19 @@
 //!
 //! Output contract:
 //! - text mode: each delivery as `── turn N · CHANNEL ──` (`── turn N · CHANNEL · NAME ──`
-//!   for a named advisor's, RO23) followed by the advisory XML the primary would receive; a
-//!   merged final-boundary delivery (CA14) as one block per note, each headed
-//!   `── turn N · CHANNEL · SEVERITY · T-K · NAME ──` (`T-K` for a note about a turn K turns
-//!   back), the guidance text opening the first block when the message has it;
+//!   for a named advisor's, RO23; then ` · MODEL`, the model that produced its notes, SP8)
+//!   followed by the advisory XML the primary would receive; a merged final-boundary delivery
+//!   (CA14) as one block per note, each headed `── turn N · CHANNEL · SEVERITY · T-K · NAME ──`
+//!   (`T-K` for a note about a turn K turns back), the guidance text opening the first block
+//!   when the message has it;
 //!   notices on standard error; a progress bar on standard error when it is a terminal; at
 //!   the end, what the primary never received (queued nits, held notes) as
 //!   `── turn N · pending ──` blocks, then the final status (C3) and one line per named
 //!   advisor;
 //! - `--json`: one JSON object per line on standard output:
-//!   `{"turn":N,"channel":"aside|steer|wake|card|pending","severity":"nit"|…|null,"note":…,"content":…,"advisor":…}`
-//!   per note (`advisor` only for a named advisor's; `"turnsAgo":K` on each note of a merged
-//!   final-boundary delivery, CA14) (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
+//!   `{"turn":N,"channel":"aside|steer|wake|card|pending","severity":"nit"|…|null,"note":…,"content":…,"advisor":…,"model":…}`
+//!   per note (`advisor` only for a named advisor's, `model` the model that produced it, SP8;
+//!   `"turnsAgo":K` on each note of a merged final-boundary delivery, CA14) (the notes of one batched aside share `content`), `{"notice":"…"}` per notice,
 //!   and a last `{"status":{…}}` line;
 //! - `--ask TURN:QUESTION` (repeatable, G8): the question is put to the advisor right after
 //!   that turn's step boundary, and its answer follows that turn's deliveries: text mode a
@@ -58,7 +59,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use advisor::domain::advice::Delivery;
+use advisor::domain::advice::{notes_models, Delivery};
 use advisor::providers::{Catalog, ProviderError};
 use advisor::replay::{
     delivery_lines, pending_lines, AskLine, LineChannel, Outstanding, Replay, ReplayAsk,
@@ -544,10 +545,14 @@ impl Printer {
         } else if delivery.notes.iter().any(|n| n.turns_ago.is_some()) {
             merged_text(turn, channel, delivery)
         } else {
-            let named = match advisor_names(delivery) {
+            let mut named = match advisor_names(delivery) {
                 Some(names) => format!(" · {names}"),
                 None => String::new(),
             };
+            // SP8: the model that produced the notes.
+            if let Some(models) = notes_models(&delivery.notes) {
+                named.push_str(&format!(" · {models}"));
+            }
             format!(
                 "── turn {turn} · {}{named} ──\n{}\n",
                 channel.as_str(),
@@ -808,6 +813,37 @@ mod tests {
         let fallback = workspace_root(None, missing.to_str()).unwrap();
         assert_eq!(fallback, std::env::current_dir().unwrap());
         assert!(workspace_root(Some(&missing), Some(d)).is_err());
+    }
+
+    #[test]
+    fn sp8_the_heading_and_the_json_line_name_the_model_of_the_note() {
+        let d = Delivery::new(
+            Channel::Steer,
+            vec![
+                Advisory::new("the migration drops a column", Some(Severity::Blocker))
+                    .with_advisor("Security")
+                    .with_model("advisorprov/backup-model"),
+            ],
+            None,
+        );
+        let text = printer(false).delivery_text(3, &d);
+        assert!(
+            text.starts_with("── turn 3 · steer · Security · advisorprov/backup-model ──\n"),
+            "{text}"
+        );
+        let line: serde_json::Value =
+            serde_json::from_str(&printer(true).delivery_text(3, &d)).unwrap();
+        assert_eq!(line["model"], "advisorprov/backup-model");
+        let unnamed = Delivery::new(
+            Channel::Card,
+            vec![Advisory::new("check the null case", None).with_model("openai/gpt-5")],
+            None,
+        );
+        let text = printer(false).delivery_text(4, &unnamed);
+        assert!(
+            text.starts_with("── turn 4 · card · openai/gpt-5 ──\n"),
+            "{text}"
+        );
     }
 
     #[test]

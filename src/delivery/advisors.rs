@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::budget::{NoteBudget, ReviewId};
 use super::guard::{GuardHistory, HISTORY_CAP};
+use super::lane::RecentNotes;
 use crate::domain::advice::{AdvisorLabel, Advisory, Severity};
 use crate::settings::{DeliveryPolicy, ReviewMode};
 use crate::texts::exceeds_chars;
@@ -55,6 +56,8 @@ pub(super) struct AdvisorGuard {
     pub(super) budget: NoteBudget,
     /// Its dedupe memory (D8, P3).
     pub(super) history: GuardHistory,
+    /// Its notes of the last 20 primary turns, for the near-duplicate check (SP3).
+    pub(super) recent: RecentNotes,
     /// Its review in progress covers a WIP batch (P1, under `defer`).
     pub(super) wip_review: Option<ReviewId>,
     /// The update its review in progress covers (RO22).
@@ -73,10 +76,25 @@ impl AdvisorGuard {
             review_mode: ReviewMode::Turn,
             budget: NoteBudget::new(per_update),
             history: GuardHistory::new(),
+            recent: RecentNotes::default(),
             wip_review: None,
             update: None,
             reviewing: false,
         }
+    }
+
+    /// Remembers that its note `key` goes out at `rank` in primary turn `turn`: in the
+    /// dedupe memory (P3) and among its recent notes (SP3).
+    pub(super) fn remember(&mut self, turn: u64, key: &str, rank: u8) {
+        self.history.record(key, rank);
+        self.recent.record(turn, key, rank);
+    }
+
+    /// Forgets its note `key` at `rank`: it was dropped before it reached the primary, so
+    /// a later repeat is neither a duplicate (P3) nor a near duplicate (SP3) of it.
+    pub(super) fn forget(&mut self, key: &str, rank: u8) {
+        self.history.forget(key, rank);
+        self.recent.forget(key, rank);
     }
 
     /// The update review `id` covers: the one recorded when it started, else `now`
@@ -311,6 +329,7 @@ impl Guards {
             .cloned()
             .partition(|a| a.advisor.is_none());
         self.unnamed.history.seed(&unnamed);
+        self.unnamed.recent.clear();
         let skip = named.len().saturating_sub(HISTORY_CAP);
         self.branch_seed = named.into_iter().skip(skip).collect();
         let known = self.known_names();
@@ -340,6 +359,8 @@ fn seed_named(guard: &mut AdvisorGuard, named: &[Advisory], known: &[Arc<str>]) 
         .cloned()
         .collect();
     guard.history.seed(&own);
+    // SP3's window is of this session's turns; the branch's notes are P3's seed alone.
+    guard.recent.clear();
 }
 
 /// The names an `advisor` attribute lists: the whole value, and each name of a merged
@@ -1456,6 +1477,7 @@ mod tests {
             total.reconfirmed += c.reconfirmed;
             total.pending += c.pending;
             total.capped += c.capped;
+            total.wakes_refused += c.wakes_refused;
             for (reason, n) in &c.dropped {
                 total.drop(*reason, *n);
             }
@@ -1479,7 +1501,7 @@ mod tests {
                 let sev = [None, Some(Severity::Nit), Some(Severity::Concern), Some(Severity::Blocker)][sev as usize];
                 match op {
                     0..=3 => {
-                        r.raise_as(Some(who), 0, review, named(who, &format!("note {note}"), sev));
+                        r.raise_as(Some(who), 0, review, named(who, &format!("proptest note {note}"), sev));
                     }
                     4 => {
                         r.step_boundary();

@@ -1,7 +1,10 @@
 //! The note budget of the emission guard (D8): at most `maxNotesPerUpdate` non-blocker notes
 //! per session update a review covered, so a review that coalesced k updates (G2) allows k ×
-//! the budget. Blockers are exempt: never counted. Which note gives way when a review is
-//! over budget is the router's decision (the highest-ranked notes win); this is the count.
+//! the budget. A review's first [`FREE_BLOCKERS`] blockers are exempt; each further one
+//! takes a place like any other note (SP3). Which note gives way when a review is over budget
+//! is the router's decision (the highest-ranked notes win); this is the count.
+
+use super::lane::FREE_BLOCKERS;
 
 /// A review, as the router tells reviews apart: its epoch and its number.
 pub(super) type ReviewId = (u64, u64);
@@ -13,6 +16,8 @@ pub(super) struct NoteBudget {
     review: Option<ReviewId>,
     allowed: usize,
     used: usize,
+    /// The blockers the review delivered without taking a place (SP3).
+    free_blockers: usize,
 }
 
 impl NoteBudget {
@@ -23,6 +28,7 @@ impl NoteBudget {
             review: None,
             allowed: 0,
             used: 0,
+            free_blockers: 0,
         }
     }
 
@@ -42,6 +48,7 @@ impl NoteBudget {
         self.review = Some(review);
         self.allowed = self.per_update.saturating_mul(updates.max(1));
         self.used = 0;
+        self.free_blockers = 0;
     }
 
     /// Takes a place for a note of `review`: false when its budget is used up. A review the
@@ -57,6 +64,27 @@ impl NoteBudget {
         true
     }
 
+    /// Takes one of the review's [`FREE_BLOCKERS`] blockers exempt from the budget (SP3):
+    /// false once the review delivered that many, and the blocker must then take a place
+    /// ([`NoteBudget::take`]). A review the router was not told about covers one update.
+    pub(super) fn take_free_blocker(&mut self, review: ReviewId) -> bool {
+        if self.review != Some(review) {
+            self.start(review, 1);
+        }
+        if self.free_blockers >= FREE_BLOCKERS {
+            return false;
+        }
+        self.free_blockers += 1;
+        true
+    }
+
+    /// Gives `n` exempt blockers back to `review` (its held blockers were rolled back, G5).
+    pub(super) fn give_back_blockers(&mut self, review: ReviewId, n: usize) {
+        if self.review == Some(review) {
+            self.free_blockers = self.free_blockers.saturating_sub(n);
+        }
+    }
+
     /// Gives `n` places back to `review` (its notes were rolled back, G5).
     pub(super) fn give_back(&mut self, review: ReviewId, n: usize) {
         if self.review == Some(review) {
@@ -69,6 +97,7 @@ impl NoteBudget {
         self.review = None;
         self.allowed = 0;
         self.used = 0;
+        self.free_blockers = 0;
     }
 }
 
@@ -86,6 +115,25 @@ mod tests {
         // Zero updates still count as one.
         b.start((0, 3), 0);
         assert_eq!((0..7).filter(|_| b.take((0, 3))).count(), 2);
+    }
+
+    #[test]
+    fn sp3_a_review_delivers_two_blockers_free_then_blockers_take_places() {
+        let mut b = NoteBudget::new(1);
+        b.start((0, 1), 1);
+        assert!(b.take_free_blocker((0, 1)));
+        assert!(b.take_free_blocker((0, 1)));
+        assert!(!b.take_free_blocker((0, 1)), "the third is counted");
+        assert!(b.take((0, 1)), "and takes the one place");
+        assert!(!b.take_free_blocker((0, 1)) && !b.take((0, 1)));
+        b.give_back_blockers((0, 1), 1);
+        assert!(
+            b.take_free_blocker((0, 1)),
+            "a rolled-back blocker frees its exemption"
+        );
+        // The next review has its two again.
+        assert!(b.take_free_blocker((0, 2)) && b.take_free_blocker((0, 2)));
+        assert!(!b.take_free_blocker((0, 2)));
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! - [`router`]: routing and the outbox (D1–D3, D6–D8), the router's state;
 //! - [`advisors`]: each advisor's guard, policy and severity cap (RO13, RO15, RO16);
-//! - `budget`: the note budget per session update a review covers (D8);
+//! - `budget`: the note budget per session update a review covers (D8, SP3);
+//! - [`lane`]: the bounded blocker lane — too-short and near-duplicate notes, the wake limit
+//!   (SP3);
 //! - [`held`]: the notes the `reconfirm` policy holds, and their preamble (D9);
 //! - [`deferred`]: the notes the `defer` policy keeps back to the final boundary (P1);
 //! - [`catch_up`]: terminal turns and the catch-up block (D4, D5);
@@ -21,6 +23,7 @@ pub mod catch_up;
 pub mod deferred;
 pub mod guard;
 pub mod held;
+pub mod lane;
 pub mod note;
 pub mod outcome;
 pub mod router;
@@ -62,19 +65,24 @@ pub(crate) mod testing {
     use crate::domain::advice::{Advisory, Severity};
     use crate::settings::DeliveryPolicy;
 
-    /// An `interrupt` router allowing 2 notes per update.
+    // The routers of the tests of the other rules take placeholder notes (`"a"`, `"c1"`)
+    // shorter than SP3's minimum; SP3's tests build theirs with `RouterState::new`.
+
+    /// An `interrupt` router allowing 2 notes per update, of any length.
     pub(crate) fn router() -> RouterState {
-        RouterState::new(DeliveryPolicy::Interrupt, 2)
+        RouterState::new(DeliveryPolicy::Interrupt, 2).with_min_note_chars(0)
     }
 
-    /// A `defer` router allowing 2 notes per update, no immune turns.
+    /// A `defer` router allowing 2 notes per update, no immune turns, of any length.
     pub(crate) fn defer() -> RouterState {
-        RouterState::new(DeliveryPolicy::Defer, 2).with_immune_turns(0)
+        RouterState::new(DeliveryPolicy::Defer, 2)
+            .with_immune_turns(0)
+            .with_min_note_chars(0)
     }
 
-    /// A `reconfirm` router allowing 2 notes per update.
+    /// A `reconfirm` router allowing 2 notes per update, of any length.
     pub(crate) fn reconfirm() -> RouterState {
-        RouterState::new(DeliveryPolicy::Reconfirm, 2)
+        RouterState::new(DeliveryPolicy::Reconfirm, 2).with_min_note_chars(0)
     }
 
     /// An advisory.

@@ -41,11 +41,16 @@ pub enum DropReason {
     DuplicateOf,
     /// Its advisor left the roster before the note was delivered (RO21).
     Removed,
+    /// Its words overlap those of a note its advisor delivered in the last 20 primary turns
+    /// by 90% or more, at the same or a higher severity (SP3: a reworded repeat).
+    NearDuplicate,
+    /// Fewer than 8 characters once trimmed (SP3).
+    TooShort,
 }
 
 impl DropReason {
     /// Every reason, in the order status lists them.
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 14] = [
         DropReason::Duplicate,
         DropReason::ContentFree,
         DropReason::Empty,
@@ -58,6 +63,8 @@ impl DropReason {
         DropReason::Reset,
         DropReason::DuplicateOf,
         DropReason::Removed,
+        DropReason::NearDuplicate,
+        DropReason::TooShort,
     ];
 
     /// The camelCase name used in status output.
@@ -75,6 +82,8 @@ impl DropReason {
             DropReason::Reset => "reset",
             DropReason::DuplicateOf => "duplicateOf",
             DropReason::Removed => "removed",
+            DropReason::NearDuplicate => "nearDuplicate",
+            DropReason::TooShort => "tooShort",
         }
     }
 }
@@ -171,6 +180,11 @@ pub struct DeliveryCounts {
     /// also counted where it ended, so this is not part of [`DeliveryCounts::raised`].
     #[serde(default)]
     pub capped: u64,
+    /// Notes that would have woken an idle primary past the two advisor-started wakes
+    /// allowed per user prompt, delivered as cards instead (SP3); each is also counted as a
+    /// card, so this is not part of [`DeliveryCounts::raised`].
+    #[serde(default)]
+    pub wakes_refused: u64,
 }
 
 impl DeliveryCounts {

@@ -15,6 +15,7 @@ use super::budget::ReviewId;
 use super::catch_up::{best_effort_notice, CatchUp, CatchUpEnd, CatchUpPlan, HeldRelease};
 use super::deferred::{DeferredNote, DeferredNotes};
 use super::held::{HeldNote, HeldNotes, Reraised};
+use super::lane::{is_too_short, WakeLimit, MIN_NOTE_CHARS};
 use super::note::{is_content_free_key, normalize_note};
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 use super::texts::{EARLIER_STEP, FINAL_ANSWER};
@@ -92,6 +93,8 @@ pub struct RouterState {
     /// Each advisor's guard, policy and cap; the unnamed advisor's are the session's.
     guards: Guards,
     max_note_chars: usize,
+    /// Notes shorter than this once trimmed are dropped `tooShort` (SP3).
+    min_note_chars: usize,
     immune_turns: u32,
     epoch: u64,
     /// Primary turn ends heard of in the session: tells updates apart (RO22).
@@ -137,6 +140,8 @@ pub struct RouterState {
     /// The continuation mark (CA17): the last genuine user prompt when an advisor delivery
     /// last started a turn; boundaries under the same prompt are continuation boundaries.
     mark: Option<LastPrompt>,
+    /// The advisor-started wakes since the last user prompt (SP3).
+    wakes: WakeLimit,
 }
 
 impl RouterState {
@@ -148,6 +153,7 @@ impl RouterState {
         Self {
             guards: Guards::new(policy, max_notes_per_update),
             max_note_chars: DEFAULT_MAX_NOTE_CHARS,
+            min_note_chars: MIN_NOTE_CHARS,
             immune_turns: 3,
             epoch: 0,
             turns: 0,
@@ -173,6 +179,7 @@ impl RouterState {
             guidance_at: None,
             last_prompt: LastPrompt::default(),
             mark: None,
+            wakes: WakeLimit::default(),
         }
     }
 
@@ -185,6 +192,7 @@ impl RouterState {
         let mut fresh = Self::new(self.policy(), self.max_notes_per_update())
             .with_immune_turns(self.immune_turns)
             .with_max_note_chars(self.max_note_chars);
+        fresh.min_note_chars = self.min_note_chars;
         fresh.guards = self.guards.settings_only();
         fresh.paused = self.paused.clone();
         fresh.epoch = self.epoch;
@@ -201,6 +209,7 @@ impl RouterState {
         fresh.guidance_at = self.guidance_at;
         fresh.last_prompt = self.last_prompt.clone();
         fresh.mark = self.mark.clone();
+        fresh.wakes = self.wakes;
         fresh
     }
 
@@ -214,6 +223,14 @@ impl RouterState {
     /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
     pub fn with_max_note_chars(mut self, max_chars: usize) -> Self {
         self.max_note_chars = max_chars;
+        self
+    }
+
+    /// The same router taking notes of any length from 0 characters up (SP3's `tooShort`
+    /// off): for the unit tests of the other rules, whose notes are placeholders like `"a"`.
+    #[cfg(test)]
+    pub(crate) fn with_min_note_chars(mut self, min_chars: usize) -> Self {
+        self.min_note_chars = min_chars;
         self
     }
 
@@ -384,7 +401,7 @@ impl RouterState {
         let co_authors = origin.co_authors.iter().cloned().map(Some);
         for owner in std::iter::once(origin.owner.clone()).chain(co_authors) {
             if let Some(guard) = self.guards.get_mut(&owner) {
-                guard.history.forget(key, severity.rank());
+                guard.forget(key, severity.rank());
             }
         }
     }
@@ -791,7 +808,7 @@ impl RouterState {
         // Raised again while deferred: one note, at the higher severity.
         if severity > existing.severity() {
             existing.advisory.severity = Some(severity);
-            guard.history.record(key, severity.rank());
+            guard.remember(self.turns, key, severity.rank());
         }
         self.count_drop(owner, DropReason::Duplicate, 1);
         tracing::info!("deferred advisory raised again");
@@ -815,12 +832,14 @@ impl RouterState {
     ///
     /// The guard, in order: a removed advisor (RO21: dropped `removed`, no guard made for
     /// it), disabled, stale epoch, too long (a bounded count on the raw
-    /// note, before it is normalised or stored), content-free, the advisor's severity cap
-    /// (RO16), a held note of the advisor raised again (D9), a duplicate in the advisor's
-    /// memory, the same note of another named advisor about the same update still
-    /// undelivered (RO22), then the advisor's budget (D8): blockers are never counted; a
-    /// note over budget displaces the newest lower-ranked nit of the same review that the
-    /// host has not taken yet, or is dropped itself.
+    /// note, before it is normalised or stored), content-free, too short (SP3), the
+    /// advisor's severity cap (RO16), a held note of the advisor raised again (D9), a
+    /// duplicate in the advisor's memory, a near duplicate of a note it delivered in the last
+    /// 20 primary turns (SP3), the same note of another named advisor about the same update
+    /// still undelivered (RO22), then the advisor's budget (D8): a review's first two
+    /// blockers are not counted, later ones are (SP3); a note over budget displaces the
+    /// newest lower-ranked nit of the same review that the host has not taken yet, or is
+    /// dropped itself.
     pub fn raise_as(
         &mut self,
         label: Option<&AdvisorLabel>,
@@ -882,6 +901,9 @@ impl RouterState {
         if is_content_free_key(&key) {
             return (self.drop_note(&owner, DropReason::ContentFree), Vec::new());
         }
+        if is_too_short(&advisory.note, self.min_note_chars) {
+            return (self.drop_note(&owner, DropReason::TooShort), Vec::new());
+        }
         self.cap_severity(&owner, cap, &mut advisory);
         let severity = advisory.effective_severity();
         let id = (epoch, review);
@@ -908,11 +930,24 @@ impl RouterState {
         {
             return (self.drop_note(&owner, DropReason::Duplicate), Vec::new());
         }
+        let turn = self.turns;
+        if self
+            .guards
+            .for_label(label)
+            .recent
+            .near_duplicate(turn, &key, severity.rank())
+        {
+            return (
+                self.drop_note(&owner, DropReason::NearDuplicate),
+                Vec::new(),
+            );
+        }
         if let Some(merged) = self.merge_across_advisors(&origin, &key, &advisory) {
             return merged;
         }
-        let counted = severity != Severity::Blocker;
         let guard = self.guards.for_label(label);
+        // SP3: a review's first two blockers are exempt from the budget; later ones count.
+        let counted = severity != Severity::Blocker || !guard.budget.take_free_blocker(id);
         if counted && !guard.budget.take(id) && !self.displace_lower(&owner, id, severity) {
             return (self.drop_note(&owner, DropReason::OverBudget), Vec::new());
         }
@@ -922,7 +957,7 @@ impl RouterState {
             review: id,
             origin,
         };
-        self.route_by_policy(label, policy, note)
+        self.route_by_policy(label, policy, note, counted)
     }
 
     /// A note over the character cap is refused and counted for `owner`; the outcome
@@ -973,15 +1008,16 @@ impl RouterState {
 
     /// The last step of a raise that passed every check: the advisor's delivery policy
     /// decides whether `note` is held for reconfirmation (D4), deferred to the end of the
-    /// turn, or routed now. `note.review` is the review that raised it.
+    /// turn, or routed now. `note.review` is the review that raised it; `counted` when it
+    /// took a place in that review's note budget (D8, SP3).
     fn route_by_policy(
         &mut self,
         label: Option<&AdvisorLabel>,
         policy: DeliveryPolicy,
         note: DeferredNote,
+        counted: bool,
     ) -> (RaiseOutcome, Vec<HostEvent>) {
         let severity = note.advisory.effective_severity();
-        let counted = severity != Severity::Blocker;
         let DeferredNote {
             advisory,
             key,
@@ -999,10 +1035,12 @@ impl RouterState {
             self.tally(&owner, |c| c.held += 1);
             return (RaiseOutcome::Held, Vec::new());
         }
+        let turn = self.turns;
         let guard = self.guards.for_label(label);
-        guard.history.record(&key, severity.rank());
+        guard.remember(turn, &key, severity.rank());
         if policy == DeliveryPolicy::Defer {
-            if counted && guard.wip_review == Some(id) {
+            // P1: a blocker goes at once, counted or not.
+            if severity != Severity::Blocker && guard.wip_review == Some(id) {
                 tracing::info!(
                     severity = severity.as_str(),
                     "advisory deferred to the end of the turn"
@@ -1052,6 +1090,7 @@ impl RouterState {
         let severity = incoming.effective_severity();
         let merge = |into: &mut Advisory| {
             add_advisor_name(into, &name);
+            into.add_model(incoming.model.as_deref());
             if severity > into.effective_severity() {
                 into.severity = incoming.severity;
             }
@@ -1149,8 +1188,9 @@ impl RouterState {
 
     /// Records in `owner`'s memory that its note `key` now goes out at `severity`.
     fn remember(&mut self, owner: &Owner, key: &str, severity: Severity) {
+        let turn = self.turns;
         if let Some(guard) = self.guards.get_mut(owner) {
-            guard.history.record(key, severity.rank());
+            guard.remember(turn, key, severity.rank());
         }
     }
 
@@ -1324,8 +1364,8 @@ impl RouterState {
         }
         let severity = advisory.effective_severity();
         let policy = self.guards.policy(&origin.owner);
-        let channel = self.channel_for(&origin.owner, severity);
         let owner = origin.owner.clone();
+        let channel = self.limit_wake(&owner, self.channel_for(&owner, severity));
         if channel == Channel::Aside {
             tracing::info!(
                 severity = severity.as_str(),
@@ -1365,6 +1405,18 @@ impl RouterState {
         }
     }
 
+    /// SP3: a wake past the two allowed per user prompt becomes a card, counted
+    /// `wakesRefused` for `owner`; any other channel, or a wake still allowed (now used),
+    /// stays.
+    fn limit_wake(&mut self, owner: &Owner, channel: Channel) -> Channel {
+        if channel != Channel::Wake || self.wakes.take() {
+            return channel;
+        }
+        tracing::info!("advisor-started wake refused: sent as a card");
+        self.tally(owner, |c| c.wakes_refused += 1);
+        Channel::Card
+    }
+
     /// The queued nits of every advisor as one aside message (D3, RO18), each keeping its
     /// name.
     fn aside_of(&self, queued: &[QueuedAside]) -> Delivery {
@@ -1387,14 +1439,19 @@ impl RouterState {
         }
         out.extend(self.steers.iter().map(|s| s.card.clone()));
         out.extend(self.cards.iter().map(|c| c.card.clone()));
+        let shown = |channel: Channel| match channel {
+            // SP3: no wake left, it would go as a card.
+            Channel::Wake if self.wakes.spent() => Channel::Card,
+            other => other,
+        };
         for deferred in self.deferred.as_slice() {
             let policy = self.guards.policy(&deferred.origin.owner);
-            let channel = self.channel_for(&deferred.origin.owner, deferred.severity());
+            let channel = shown(self.channel_for(&deferred.origin.owner, deferred.severity()));
             out.push(self.build(channel, vec![(deferred.advisory.clone(), policy)]));
         }
         for held in self.held.as_slice() {
             let policy = self.guards.policy(&held.origin.owner);
-            let channel = self.channel_for(&held.origin.owner, held.severity());
+            let channel = shown(self.channel_for(&held.origin.owner, held.severity()));
             out.push(self.build(channel, vec![(held.advisory.clone(), policy)]));
         }
         for note in self.window.iter().flat_map(|w| &w.notes) {
@@ -1455,22 +1512,37 @@ impl RouterState {
         self.flush_steers(channel)
     }
 
+    /// Takes the outbox's steers as `channel` (wake or card); past the wakes allowed per
+    /// user prompt a wake is a card (SP3).
     fn flush_steers(&mut self, channel: Channel) -> Vec<HostEvent> {
-        let steers = self.take_steers(channel);
-        if channel == Channel::Wake && !steers.is_empty() {
+        let steers = std::mem::take(&mut self.steers);
+        let mut events = Vec::with_capacity(steers.len());
+        let mut woke = false;
+        for steer in steers {
+            let owners: Vec<Owner> = steer.owners().cloned().collect();
+            // SP3: past the wakes allowed per user prompt a wake goes as a card, counted
+            // against the advisor that raised the note first.
+            let channel = match owners.first() {
+                Some(first) => self.limit_wake(first, channel),
+                None => channel,
+            };
+            for owner in &owners {
+                self.tally(owner, |c| c.pending -= 1);
+                self.delivered(owner, channel, 1);
+            }
+            woke |= channel == Channel::Wake;
+            let mut card = steer.card;
+            card.channel = channel;
+            events.push(match channel {
+                Channel::Wake => HostEvent::Wake { card },
+                _ => HostEvent::Card { card },
+            });
+        }
+        if woke {
             // A wake starts a turn of an idle primary (CA17).
             self.mark_continuation();
         }
-        steers
-            .into_iter()
-            .map(|mut card| {
-                card.channel = channel;
-                match channel {
-                    Channel::Wake => HostEvent::Wake { card },
-                    _ => HostEvent::Card { card },
-                }
-            })
-            .collect()
+        events
     }
 
     /// The host aborted the run (D6): a user interrupt latches suppression and turns outbox
@@ -1484,12 +1556,13 @@ impl RouterState {
         self.flush_steers(Channel::Card)
     }
 
-    /// A user prompt clears the latch (D6), ends a branch change's replay (P3) and clears
-    /// the continuation mark (CA17).
+    /// A user prompt clears the latch (D6), ends a branch change's replay (P3), clears the
+    /// continuation mark (CA17) and allows two advisor-started wakes again (SP3).
     pub fn user_prompt(&mut self) {
         self.suppressed = false;
         self.replayed = false;
         self.mark = None;
+        self.wakes.user_prompted();
     }
 
     /// A primary turn ended (`terminal` when it was the final answer): one immune turn is
@@ -1651,8 +1724,14 @@ impl RouterState {
             self.forget_note(&note.origin, &note.key, note.severity());
         }
         let counted = discarded.iter().filter(|h| h.counted()).count();
+        // SP3: a held blocker that took no place gives its exemption back.
+        let free_blockers = discarded
+            .iter()
+            .filter(|h| !h.counted() && h.severity() == Severity::Blocker)
+            .count();
         let guard = self.guards.for_label(label);
         guard.budget.give_back(id, deferred.len() + counted);
+        guard.budget.give_back_blockers(id, free_blockers);
         dropped
     }
 
@@ -2044,29 +2123,47 @@ mod tests {
     }
 
     #[test]
-    fn d8_blockers_are_never_counted_and_never_dropped_for_budget() {
+    fn sp3_d8_a_review_s_first_two_blockers_are_free_and_later_ones_take_places() {
         let mut r = router();
         r.run_state(true);
-        for i in 0..5 {
-            let (outcome, events) =
-                r.raise(0, 1, adv(&format!("blocker {i}"), Some(Severity::Blocker)));
-            assert_eq!(outcome, RaiseOutcome::Recorded);
-            assert_eq!(events, vec![HostEvent::SteerReady]);
+        let outcomes: Vec<RaiseOutcome> = (0..5)
+            .map(|i| {
+                r.raise(0, 1, adv(&format!("blocker {i}"), Some(Severity::Blocker)))
+                    .0
+            })
+            .collect();
+        // Two free, two in the review's two places, the fifth over budget.
+        assert_eq!(
+            outcomes,
+            [
+                RaiseOutcome::Recorded,
+                RaiseOutcome::Recorded,
+                RaiseOutcome::Recorded,
+                RaiseOutcome::Recorded,
+                RaiseOutcome::Dropped(DropReason::OverBudget)
+            ]
+        );
+        assert_eq!(
+            r.raise(0, 1, adv("nit a", None)).0,
+            RaiseOutcome::Dropped(DropReason::OverBudget),
+            "the blockers took the places"
+        );
+        assert_eq!(r.step_boundary().steers.len(), 4);
+        // The next review: two nits fill its places; its third blocker displaces the
+        // newest nit the host has not taken.
+        r.review_started(0, 2, 1);
+        r.raise(0, 2, adv("nit x", None));
+        r.raise(0, 2, adv("nit y", None));
+        for i in 0..3 {
+            let note = format!("later blocker {i}");
+            let (outcome, _) = r.raise(0, 2, adv(&note, Some(Severity::Blocker)));
+            assert_eq!(outcome, RaiseOutcome::Recorded, "{note}");
         }
-        // The blockers took no place: the review still has its 2.
-        assert_eq!(r.raise(0, 1, adv("nit a", None)).0, RaiseOutcome::Recorded);
-        assert_eq!(
-            r.raise(0, 1, adv("concern b", Some(Severity::Concern))).0,
-            RaiseOutcome::Recorded
-        );
-        assert_eq!(
-            r.raise(0, 1, adv("blocker late", Some(Severity::Blocker)))
-                .0,
-            RaiseOutcome::Recorded
-        );
         let step = r.step_boundary();
-        assert_eq!(step.steers.len(), 7);
-        assert_eq!(step.aside.map(|a| a.notes.len()), Some(1));
+        assert_eq!(step.steers.len(), 3);
+        let kept = step.aside.expect("the nit kept").notes;
+        assert_eq!((kept.len(), kept[0].note.as_str()), (1, "nit x"));
+        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&3));
     }
 
     #[test]

@@ -84,6 +84,11 @@ pub struct Advisory {
     /// delivery of one note routed live.
     #[serde(default, rename = "turnsAgo", skip_serializing_if = "Option::is_none")]
     pub turns_ago: Option<u64>,
+    /// The model that produced it (`provider/id`, after fallback, P6; SP8), models
+    /// comma-joined for a note two advisors raised (RO22); `None` for a note no model wrote
+    /// (`/advisor test`, C2). Not part of the XML the primary reads (D2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl Advisory {
@@ -94,13 +99,34 @@ impl Advisory {
             severity,
             advisor: None,
             turns_ago: None,
+            model: None,
         }
+    }
+
+    /// The same advisory, produced by the model `model` (SP8).
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
     }
 
     /// The same advisory, raised by the named advisor `name` (RO18).
     pub fn with_advisor(mut self, name: impl Into<String>) -> Self {
         self.advisor = Some(name.into());
         self
+    }
+
+    /// Adds `model` to the models of a note two advisors raised (RO22, SP8): comma-joined,
+    /// in raise order, each once.
+    pub fn add_model(&mut self, model: Option<&str>) {
+        let Some(model) = model else { return };
+        match &mut self.model {
+            Some(models) if models.split(", ").any(|m| m == model) => {}
+            Some(models) => {
+                models.push_str(", ");
+                models.push_str(model);
+            }
+            None => self.model = Some(model.to_string()),
+        }
     }
 
     /// The severity used for routing: the given one, or nit.
@@ -196,6 +222,22 @@ fn escape_xml_attr(s: &str) -> String {
         }
     }
     out
+}
+
+/// The distinct models of `notes` in order, comma-joined (SP8: a card's or an aside's
+/// `model`); `None` when no note names one.
+pub fn notes_models(notes: &[Advisory]) -> Option<String> {
+    let mut models: Vec<&str> = Vec::new();
+    for model in notes
+        .iter()
+        .filter_map(|n| n.model.as_deref())
+        .flat_map(|m| m.split(", "))
+    {
+        if !models.contains(&model) {
+            models.push(model);
+        }
+    }
+    (!models.is_empty()).then(|| models.join(", "))
 }
 
 /// The XML of several notes delivered as one message: elements joined by `\n` (D2).
@@ -314,6 +356,35 @@ mod tests {
         );
         let forbidden = |c: char| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
         assert!(!xml.chars().any(forbidden), "{xml:?}");
+    }
+
+    #[test]
+    fn sp8_models_are_kept_per_note_out_of_the_xml_and_joined_once_per_card() {
+        let a = Advisory::new("check the null case", None).with_model("openai/gpt-5");
+        assert!(
+            !a.to_xml(None).contains("gpt-5"),
+            "the primary reads no model"
+        );
+        let mut merged = a.clone();
+        merged.add_model(Some("anthropic/claude"));
+        merged.add_model(Some("openai/gpt-5"));
+        merged.add_model(None);
+        assert_eq!(
+            merged.model.as_deref(),
+            Some("openai/gpt-5, anthropic/claude")
+        );
+        let notes = [a, Advisory::new("from /advisor test", None), merged];
+        assert_eq!(
+            notes_models(&notes).as_deref(),
+            Some("openai/gpt-5, anthropic/claude")
+        );
+        assert_eq!(notes_models(&notes[1..2]), None);
+        let saved = serde_json::to_value(&notes[0]).unwrap();
+        assert_eq!(saved["model"], "openai/gpt-5");
+        assert!(serde_json::to_value(&notes[1])
+            .unwrap()
+            .get("model")
+            .is_none());
     }
 
     #[test]

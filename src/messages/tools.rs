@@ -19,6 +19,10 @@ pub struct ExecuteTool {
     /// in the advisor's context. When the files the call covers still give it, the tool is
     /// not run and the output says so ([`ToolOutput::unchanged`]).
     pub unchanged_since: Option<u64>,
+    /// The model that made the call (`provider/id`, after fallback, P6); an `advise` note
+    /// carries it to the primary (SP8). `None` when no model made it (tests, tools run by
+    /// hand).
+    pub model: Option<String>,
 }
 
 /// What the model sees as the tool result.

@@ -74,15 +74,17 @@ pub struct WatchdogBlocks {
 /// epoch and the review number).
 pub trait ReviewPort {
     /// Runs a tool call (a workspace tool, or `advise`, which raises the advice at once,
-    /// G3); `None` when the executor could not be reached. `unchanged_since` is the
-    /// fingerprint of an earlier call with the same arguments whose result the context still
-    /// holds (SP2): when the files still give it the tool is not run
-    /// ([`ToolReply::unchanged`]).
+    /// G3) made by the model `model` (`provider/id`: the one this review calls now, after a
+    /// fallback or promotion; an `advise` note carries it, SP8); `None` when the executor
+    /// could not be reached. `unchanged_since` is the fingerprint of an earlier call with the
+    /// same arguments whose result the context still holds (SP2): when the files still give
+    /// it the tool is not run ([`ToolReply::unchanged`]).
     fn execute_tool(
         &self,
         name: &str,
         arguments: Value,
         unchanged_since: Option<u64>,
+        model: &str,
     ) -> impl Future<Output = Option<ToolReply>>;
     /// The number of the review (or ask) this port serves, which a re-read's pointer names
     /// (SP2).
@@ -587,7 +589,8 @@ impl<P: ReviewPort> Reviewer<P> {
             })
             .flatten();
         let since = earlier.as_ref().map(|e| e.fingerprint);
-        let Some(reply) = self.port.execute_tool(name, arguments, since).await else {
+        let model = self.engine.model.info().id;
+        let Some(reply) = self.port.execute_tool(name, arguments, since, &model).await else {
             return ToolReply::plain(texts::EXECUTOR_RESTARTING, true);
         };
         match earlier {

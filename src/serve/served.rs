@@ -10,7 +10,7 @@ use tokio::sync::mpsc::Sender;
 
 use super::open::ParsedMessages;
 use super::protocol::{notification_line, RpcError, SESSION_ERROR};
-use crate::domain::advice::Delivery;
+use crate::domain::advice::{notes_models, Delivery};
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
 use crate::handle::AdvisorHandle;
@@ -231,11 +231,13 @@ pub fn open_on(
     handle
 }
 
-/// A card or delivery as the client sees it: `{channel, content, notes: [{severity, note,
-/// advisor?, turnsAgo?}]}` with `severity` null when the advisor gave none, `advisor` the
-/// name of the named advisor that raised the note (names comma-joined for a note two raised,
-/// RO22), absent for the unnamed advisor (RO12, RO23), and `turnsAgo` on every note of a
-/// merged final-boundary delivery (CA14: 0 for the newest turn), absent on a live one.
+/// A card or delivery as the client sees it: `{channel, content, model?, notes: [{severity,
+/// note, advisor?, model?, turnsAgo?}]}` with `severity` null when the advisor gave none,
+/// `advisor` the name of the named advisor that raised the note (names comma-joined for a note
+/// two raised, RO22), absent for the unnamed advisor (RO12, RO23), `model` the model that
+/// produced the note, after fallback (SP8; the card's: its notes' models, each once), absent
+/// for a note no model wrote (`/advisor test`), and `turnsAgo` on every note of a merged
+/// final-boundary delivery (CA14: 0 for the newest turn), absent on a live one.
 pub fn delivery_json(delivery: &Delivery) -> Value {
     let notes: Vec<Value> = delivery
         .notes
@@ -248,14 +250,21 @@ pub fn delivery_json(delivery: &Delivery) -> Value {
             if let Some(turns_ago) = n.turns_ago {
                 note["turnsAgo"] = json!(turns_ago);
             }
+            if let Some(model) = &n.model {
+                note["model"] = json!(model);
+            }
             note
         })
         .collect();
-    json!({
+    let mut card = json!({
         "channel": delivery.channel.as_str(),
         "content": delivery.content,
         "notes": notes,
-    })
+    });
+    if let Some(models) = notes_models(&delivery.notes) {
+        card["model"] = json!(models);
+    }
+    card
 }
 
 /// The notification line for a host event of session `session_id` (V2).

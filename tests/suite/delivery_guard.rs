@@ -76,11 +76,11 @@ async fn d8_g2_a_review_of_two_coalesced_updates_gets_twice_the_budget_and_block
         )
     };
     let calls = [
-        advise("1", "nit one", "nit"),
-        advise("2", "nit two", "nit"),
-        advise("3", "nit three", "nit"),
-        advise("4", "nit four", "nit"),
-        advise("5", "nit five", "nit"),
+        advise("1", "tidy nit one", "nit"),
+        advise("2", "tidy nit two", "nit"),
+        advise("3", "tidy nit three", "nit"),
+        advise("4", "tidy nit four", "nit"),
+        advise("5", "tidy nit five", "nit"),
         advise("6", "The migration drops a column.", "blocker"),
         advise("7", "The loop never ends on empty input.", "concern"),
     ];
@@ -160,7 +160,7 @@ async fn d8_g2_a_review_of_two_coalesced_updates_gets_twice_the_budget_and_block
         .into_iter()
         .map(|a| a.note)
         .collect();
-    assert_eq!(aside, ["nit one", "nit two", "nit three"]);
+    assert_eq!(aside, ["tidy nit one", "tidy nit two", "tidy nit three"]);
     let steers: Vec<(Channel, String)> = step
         .steers
         .iter()

@@ -135,7 +135,7 @@ impl Reply {
         }
     }
 
-    fn after(delay: Duration, sse: String) -> Self {
+    pub(super) fn after(delay: Duration, sse: String) -> Self {
         Self {
             delay,
             sse,

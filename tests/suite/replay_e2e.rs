@@ -371,7 +371,7 @@ async fn l2_example_session_replays_with_a_steer_after_the_failing_test() {
     assert!(run.ok, "stderr: {}", run.stderr);
     assert!(
         run.stdout.starts_with(
-            "── turn 4 · steer ──\n\
+            "── turn 4 · steer · local/test ──\n\
              <advisory severity=\"concern\" guidance=\"weigh, don't blindly obey\">\n\
              The failing test shows the pair should be mid - 1 and mid.\n</advisory>\n"
         ),

@@ -132,10 +132,11 @@ async fn s1_l2_a_transient_500_costs_one_retry_and_every_turn_keeps_its_advice()
     let expected: Vec<(usize, &str, &str)> = advice
         .iter()
         .map(|(turn, (note, severity))| {
+            // SP8: the heading ends with the model that wrote the note.
             let channel = if *severity == "blocker" {
-                "steer"
+                "steer · local/test"
             } else {
-                "aside"
+                "aside · local/test"
             };
             (*turn, channel, *note)
         })

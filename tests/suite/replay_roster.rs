@@ -95,10 +95,11 @@ async fn ro23_replay_names_each_notes_advisor_in_json_and_text_and_lists_each_in
     assert!(!headers.is_empty(), "stdout:\n{}", run.stdout);
     for header in &headers {
         assert!(
-            header.ends_with(" · Architecture ──")
-                || header.ends_with(" · Security ──")
-                || header.ends_with(" · Architecture, Security ──")
-                || header.ends_with(" · Security, Architecture ──"),
+            // SP8: each advisor's model after its name.
+            header.ends_with(" · Architecture · local/arch ──")
+                || header.ends_with(" · Security · local/sec ──")
+                || header.ends_with(" · Architecture, Security · local/arch, local/sec ──")
+                || header.ends_with(" · Security, Architecture · local/sec, local/arch ──"),
             "{header}"
         );
     }

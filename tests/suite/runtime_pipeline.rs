@@ -572,7 +572,7 @@ async fn s1_user_abort_releases_the_wait() {
 async fn d10_every_advisory_ends_delivered_held_or_dropped() {
     let model = ScriptedModel::new([
         ScriptedReply::tool_calls(&[
-            ("1", "advise", json!({"note": "a nit"})),
+            ("1", "advise", json!({"note": "a nit about naming"})),
             ("2", "advise", json!({"note": "lgtm"})),
             (
                 "3",
@@ -580,7 +580,7 @@ async fn d10_every_advisory_ends_delivered_held_or_dropped() {
                 json!({"note": "a concern", "severity": "concern"}),
             ),
         ]),
-        advise_then_look("4", "a nit", None),
+        advise_then_look("4", "a nit about naming", None),
         ScriptedReply::text(""),
     ]);
     let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
@@ -669,11 +669,11 @@ async fn k2_enabled_without_a_model_reports_it_and_does_not_crash() {
     let text = h.command("/advisor status").await.unwrap();
     assert!(text.contains("no advisor model is assigned"), "{text}");
     // C2 still works through the normal delivery path.
-    let reply = h.command("/advisor test nit be tidy").await.unwrap();
+    let reply = h.command("/advisor test nit be tidy please").await.unwrap();
     assert!(reply.contains("Recorded."), "{reply}");
     assert_eq!(
         h.step_boundary().await.unwrap().aside.unwrap().notes[0].note,
-        "be tidy"
+        "be tidy please"
     );
 }
 

@@ -179,7 +179,8 @@ async fn v2_binary_reviews_a_turn_through_a_resolved_endpoint_and_hands_back_the
         r["deliveries"],
         json!([{"channel": "aside",
             "content": "<advisory severity=\"nit\" guidance=\"weigh, don't blindly obey\">\nAdd a test for the empty input.\n</advisory>",
-            "notes": [{"severity": "nit", "note": "Add a test for the empty input."}]}])
+            "notes": [{"severity": "nit", "note": "Add a test for the empty input.", "model": "custom/test-model"}],
+            "model": "custom/test-model"}])
     );
     let first = server.requests()[0].json();
     assert_eq!(first["model"], "test-model");

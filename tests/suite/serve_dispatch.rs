@@ -119,8 +119,9 @@ async fn v2_d3_turn_end_then_step_boundary_hands_over_the_reviewed_nit() {
     assert_eq!(deliveries[0]["channel"], "aside");
     assert_eq!(
         deliveries[0]["notes"],
-        json!([{"severity": "nit", "note": "Run the parser tests first."}])
+        json!([{"severity": "nit", "note": "Run the parser tests first.", "model": "scripted/test"}])
     );
+    assert_eq!(deliveries[0]["model"], "scripted/test", "SP8");
     assert!(deliveries[0]["content"]
         .as_str()
         .unwrap()

@@ -49,6 +49,7 @@ async fn f5_a_stopped_actor_is_restarted_and_the_same_address_keeps_working() {
             name: "advise".into(),
             arguments: serde_json::json!({"note": "still alive", "severity": "nit"}),
             unchanged_since: None,
+            model: None,
         })
         .await
         .expect("the restarted executor answers");

@@ -41,6 +41,7 @@ impl ReviewPort for StubPort {
         name: &str,
         arguments: Value,
         unchanged_since: Option<u64>,
+        _model: &str,
     ) -> Option<ToolReply> {
         let mut log = self.log.borrow_mut();
         log.since.push(unchanged_since);
@@ -715,9 +716,10 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
             name: &str,
             arguments: Value,
             unchanged_since: Option<u64>,
+            model: &str,
         ) -> Option<ToolReply> {
             self.0
-                .execute_tool(name, arguments, unchanged_since)
+                .execute_tool(name, arguments, unchanged_since, model)
                 .await?;
             Some(ToolReply::plain(self.1.clone(), false))
         }
