@@ -5,6 +5,7 @@
 //! else is kept as an opaque item (`Unknown`) so that a newer session file never crashes the
 //! runtime. Opaque items render as `[role]`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -21,7 +22,8 @@ pub enum ContentBlock {
         /// The text.
         text: String,
     },
-    /// An image (its data is never rendered; it shows as `[image]`).
+    /// An image (its data is never rendered; it shows as `[image]`, or `[image: PATH]` when
+    /// it carries the file it came from, CA24).
     Image {
         /// Base64 data, when present.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,6 +31,10 @@ pub enum ContentBlock {
         /// MIME type, when present.
         #[serde(default, rename = "mimeType", skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
+        /// The file the image came from (pasted or dragged into the host), when the host
+        /// recorded it (CA24).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
     },
     /// A block of a type this crate does not know, kept as it was.
     #[serde(untagged)]
@@ -51,18 +57,36 @@ impl Default for Content {
     }
 }
 
+impl ContentBlock {
+    /// How an image block reads in a rendered transcript (CA24): `[image: PATH]` when it
+    /// carries the file it came from (a blank path counts as none), else `[image]`; `None`
+    /// for any other block.
+    pub fn image_label(&self) -> Option<Cow<'static, str>> {
+        let ContentBlock::Image { path, .. } = self else {
+            return None;
+        };
+        Some(match path.as_deref().map(str::trim) {
+            Some(path) if !path.is_empty() => Cow::Owned(format!("[image: {path}]")),
+            _ => Cow::Borrowed("[image]"),
+        })
+    }
+}
+
 impl Content {
     /// The text of the content: the string, or the text blocks joined by `sep`, with images
-    /// rendered as `[image]` when `images` is true (unknown blocks are left out).
+    /// rendered as `[image]` (`[image: PATH]` with a path, CA24) when `images` is true
+    /// (unknown blocks are left out).
     pub fn joined_text(&self, sep: &str, images: bool) -> String {
         match self {
             Content::Text(s) => s.clone(),
             Content::Blocks(blocks) => {
-                let mut parts: Vec<&str> = Vec::with_capacity(blocks.len());
+                let mut parts: Vec<Cow<'_, str>> = Vec::with_capacity(blocks.len());
                 for block in blocks {
                     match block {
-                        ContentBlock::Text { text } => parts.push(text),
-                        ContentBlock::Image { .. } if images => parts.push("[image]"),
+                        ContentBlock::Text { text } => parts.push(Cow::Borrowed(text)),
+                        ContentBlock::Image { .. } if images => {
+                            parts.extend(block.image_label());
+                        }
                         _ => {}
                     }
                 }
@@ -365,6 +389,10 @@ impl<'de> Deserialize<'de> for ContentBlock {
                     .map(str::to_string),
                 mime_type: value
                     .get("mimeType")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                path: value
+                    .get("path")
                     .and_then(Value::as_str)
                     .map(str::to_string),
             },

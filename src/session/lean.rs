@@ -497,6 +497,8 @@ struct ContentBlockFields<'a> {
     data: Option<String>,
     #[serde(default, rename = "mimeType")]
     mime_type: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
 }
 
 impl ContentBlockFields<'_> {
@@ -506,6 +508,7 @@ impl ContentBlockFields<'_> {
             (Some("image"), _) => Ok(ContentBlock::Image {
                 data: self.data,
                 mime_type: self.mime_type,
+                path: self.path,
             }),
             _ => Err(E::custom("block left to the general way")),
         }
@@ -620,6 +623,8 @@ mod tests {
             json!({"role":"user","content":null}),
             json!({"role":"user"}),
             json!({"role":"user","content":[{"type":"text","text":"a"},{"type":"image","data":"AAA","mimeType":"image/png"},{"type":"image"}]}),
+            // CA24: an image carrying the file it came from.
+            json!({"role":"user","content":[{"type":"image","data":"AAA","mimeType":"image/png","path":"/tmp/a.png"}]}),
             json!({"role":"developer","content":[{"type":"text","text":"x\n\"y\""}]}),
             json!({"role":"assistant","content":[{"type":"thinking","thinking":"t","thinkingSignature":"s"},{"type":"text","text":"a"},{"type":"redactedThinking","data":"x"},{"type":"toolCall","id":"c1","name":"edit","arguments":{"path":"a","z":[1,2.5,-3,null,true],"a":{"b":{}}}}],"stopReason":"toolUse","usage":{"input":1}}),
             json!({"role":"assistant","content":[{"type":"toolCall","id":"c2","name":"x","arguments":null}],"stopReason":null}),
