@@ -152,7 +152,8 @@ pub use setup::{
     session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared, SessionSetup,
 };
 pub use status::{
-    AdvisorState, AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason,
-    FallbackStatus, NamedAdvisorStatus,
+    AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus,
+    DropReason, FallbackStatus, NamedAdvisorStatus, PrimarySpend, RatioBasis, SessionSpend,
+    SpendRatio, ToolCallCounts,
 };
 pub use turn_prompts::TurnPrompts;

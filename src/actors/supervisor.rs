@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use crate::config::RuntimeConfig;
 use crate::settings::{DeliveryPolicy, SyncBacklog};
+use crate::status::PrimaryTally;
 use crate::texts::notice;
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it.
@@ -69,6 +70,8 @@ pub struct Supervisor {
     turn_end_waits: Arc<AtomicBool>,
     /// A syncBacklog wait ran long and the user was told so (S1): said once per session.
     sync_wait_said: Arc<AtomicBool>,
+    /// The primary's usage as its transcript's assistant messages record it (SP5).
+    primary_spend: PrimaryTally,
 }
 
 impl Supervisor {
@@ -98,6 +101,7 @@ impl Supervisor {
             roster_recheck: false,
             turn_end_waits: Arc::default(),
             sync_wait_said: Arc::default(),
+            primary_spend: PrimaryTally::default(),
         };
         supervisor.update_turn_end_waits();
         supervisor
@@ -190,6 +194,8 @@ impl Supervisor {
     fn reset(&mut self, kind: RewriteKind) {
         self.epoch += 1;
         tracing::info!(?kind, epoch = self.epoch, "advisor reset");
+        // SP5: what the primary spent stays; the rewritten transcript is not counted again.
+        self.primary_spend.rewritten();
         let branch = changes_branch(kind);
         self.seed_guard |= branch;
         // R1, RO21: the rewound members read the transcript from 0 at the next turn end; a
@@ -288,6 +294,8 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
 
     fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
         self.last_transcript = Some(msg.transcript.transcript().clone());
+        let tally = &mut self.primary_spend;
+        msg.transcript.read(|messages| tally.observe(messages));
         let previous_len = self.turn_end_len.replace(msg.transcript.len());
         // RO21: an entry that changed on disk is rebuilt before its next review, reading
         // from the previous turn end so this turn is its first.

@@ -905,6 +905,7 @@ mod tests {
             skipped_updates: 0,
             deliveries: DeliveryCounts::default(),
             agent: AgentStatus::default(),
+            spend: Default::default(),
         };
         let mut outcome = ReplayOutcome {
             turns: 3,

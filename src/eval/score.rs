@@ -122,6 +122,12 @@ pub struct CaseCost {
     pub failures: u64,
     /// Turns never reviewed because their reviews kept failing (F2).
     pub dropped_turns: u64,
+    /// `advise` calls, as status counted them (SP5).
+    #[serde(default)]
+    pub advise_calls: u64,
+    /// What the primary spent, when the case's session carries usage (SP5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<crate::status::PrimarySpend>,
 }
 
 impl CaseCost {
@@ -143,6 +149,12 @@ impl CaseCost {
         self.wall_secs += other.wall_secs;
         self.failures += other.failures;
         self.dropped_turns += other.dropped_turns;
+        self.advise_calls += other.advise_calls;
+        if let Some(theirs) = &other.primary {
+            self.primary
+                .get_or_insert_with(Default::default)
+                .add(theirs);
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 //! - [`quarantine`]: the output quarantine of an advisor turn (P5);
 //! - [`repeat`]: the repeated-call guard of a review (P2);
 //! - [`ask`]: consulting the advisor (G8);
+//! - [`spend`]: the tool calls of reviews (SP5) and the silent-advisor notice (SP4);
 //! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
 //! - [`transcript_file`]: the advisor's transcript file in oh-my-pi's session format (P9);
 //! - [`texts`]: the model-facing texts, data files under `config/prompts/`.
@@ -24,6 +25,7 @@ pub mod quarantine;
 pub mod queue;
 pub mod repeat;
 pub mod reviewer;
+pub mod spend;
 pub mod state;
 pub mod status;
 pub mod texts;
@@ -57,6 +59,8 @@ pub struct ReviewTotals {
     pub consult_usage: Usage,
     /// Advisor turns withheld by the output quarantine (P5).
     pub quarantines: u64,
+    /// The tool calls of every run (SP5).
+    pub tool_calls: spend::ToolCallCounts,
 }
 
 impl ReviewTotals {
@@ -64,6 +68,7 @@ impl ReviewTotals {
     pub fn add_run(&mut self, run: &ReviewRun, ask: bool) {
         self.lifetime.add(&run.usage);
         self.model_calls += run.calls;
+        self.tool_calls.add(&run.tool_calls);
         self.maintenance.add(&run.maintenance);
         if ask {
             self.consults += 1;

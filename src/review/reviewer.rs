@@ -162,6 +162,8 @@ pub struct ReviewRun {
     /// The hazard classes for which the output quarantine withheld a turn (P5): none of
     /// its tool calls ran and it is not in the context.
     pub quarantined: Option<Vec<Hazard>>,
+    /// The tool calls the model made, run or not (SP5).
+    pub tool_calls: crate::review::spend::ToolCallCounts,
 }
 
 impl ReviewRun {
@@ -189,6 +191,7 @@ impl ReviewRun {
             maintenance: MaintenanceCounts::default(),
             promoted: None,
             quarantined: None,
+            tool_calls: Default::default(),
         }
     }
 }
@@ -235,6 +238,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 maintenance: MaintenanceCounts::default(),
                 promoted: None,
                 quarantined: None,
+                tool_calls: Default::default(),
             },
         }
     }
@@ -439,6 +443,7 @@ impl<P: ReviewPort> Reviewer<P> {
         let mut last_ok = false;
         let mut ended = false;
         for (i, (call_id, name, arguments)) in calls.into_iter().enumerate() {
+            self.run.tool_calls.count(&name);
             let mut reply = match (ended, repeats.observe(&name, &arguments)) {
                 (false, Repeat::Run) => self.run_tool(&name, arguments, last_round).await,
                 (false, Repeat::Warn) => {

@@ -71,6 +71,9 @@ pub struct AgentStatus {
     /// Switches to a backup model so far (P6).
     #[serde(default)]
     pub fallbacks: u64,
+    /// The tool calls of its reviews and asks (SP5).
+    #[serde(default)]
+    pub tool_calls: crate::review::spend::ToolCallCounts,
 }
 
 impl AgentStatus {
@@ -109,6 +112,7 @@ impl AgentStatus {
             quarantines: totals.quarantines,
             fallback: None,
             fallbacks: 0,
+            tool_calls: totals.tool_calls,
         }
     }
 }

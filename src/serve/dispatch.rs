@@ -543,6 +543,7 @@ mod tests {
             skipped_updates: 3,
             deliveries: crate::status::DeliveryCounts::default(),
             agent: crate::status::AgentStatus::default(),
+            spend: Default::default(),
         });
         let v = status_json(&status);
         let named = &v["advisors"][0];

@@ -241,15 +241,21 @@ struct AssistantView {
     content: AssistantBlocks,
     #[serde(default)]
     stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<LeanValue>,
+    #[serde(default)]
+    timestamp: Option<LeanValue>,
 }
 
 impl AssistantView {
     fn into_message<E: de::Error>(self) -> Result<AssistantMessage, E> {
         once(&self.role)?;
-        Ok(AssistantMessage {
-            content: self.content.0,
-            stop_reason: self.stop_reason,
-        })
+        let mut message = AssistantMessage::new(self.content.0, self.stop_reason);
+        message.usage = self
+            .usage
+            .and_then(|v| crate::domain::transcript::MessageUsage::from_value(&v.0));
+        message.timestamp = self.timestamp.and_then(|v| v.0.as_u64());
+        Ok(message)
     }
 }
 

@@ -47,6 +47,7 @@ mod session_reader;
 mod settings_cli;
 mod shared_runtime;
 mod spec_ids;
+mod spend_visible;
 mod tools_cli;
 mod tools_workspace;
 mod watchdog_cli;

@@ -49,6 +49,7 @@ impl MemberQuery {
                 skipped_updates: member.skipped_before,
                 deliveries: Default::default(),
                 agent: AgentStatus::default(),
+                spend: Default::default(),
             }
         });
         Self {
@@ -103,6 +104,7 @@ impl Supervisor {
             provider_calls: self.config.provider_calls(),
             ..AdvisorStatus::default()
         };
+        let primary = self.primary_spend.spend();
         async move {
             let mut per_advisor = Default::default();
             if let Ok(delivery) = router.send(GetDeliveryStatus).await {
@@ -141,6 +143,7 @@ impl Supervisor {
             if !status.advisors.is_empty() {
                 status.add_roster_totals(&agents);
             }
+            status.add_spend(primary);
             status
         }
     }
