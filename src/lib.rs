@@ -152,7 +152,8 @@ pub use setup::{
     session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared, SessionSetup,
 };
 pub use status::{
-    AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, DeliveryCounts, DeliveryStatus,
-    DropReason, FallbackStatus, NamedAdvisorStatus, ToolSpendCounts,
+    AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, DeliveryCounts,
+    DeliveryStatus, DropReason, FallbackStatus, NamedAdvisorStatus, PrimarySpend, RatioBasis,
+    SessionSpend, SpendRatio, ToolCallCounts, ToolSpendCounts,
 };
 pub use turn_prompts::TurnPrompts;

@@ -5,9 +5,14 @@ use serde::{Deserialize, Serialize};
 pub use crate::delivery::{DeliveryCounts, DeliveryStatus, DropReason};
 use crate::domain::advice::Advisory;
 pub use crate::review::fallback::FallbackStatus;
+pub use crate::review::spend::ToolCallCounts;
 pub use crate::review::{AgentStatus, ToolSpendCounts};
 use crate::settings::{DeliveryPolicy, ReviewMode, SyncBacklog};
 use crate::texts::{fill, Table};
+
+mod spend;
+pub(crate) use spend::PrimaryTally;
+pub use spend::{AdvisorSpend, PrimarySpend, RatioBasis, SessionSpend, SpendRatio};
 
 /// What `/advisor status` reports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -52,6 +57,9 @@ pub struct AdvisorStatus {
     /// session without a roster (RO12). The fields above are then the session's totals.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub advisors: Vec<NamedAdvisorStatus>,
+    /// What the advisors spent beside the primary (SP5).
+    #[serde(default)]
+    pub spend: SessionSpend,
 }
 
 /// One advisor's review cadence as status shows it (CA1, CA2, CA9, CA12).
@@ -150,9 +158,24 @@ pub struct NamedAdvisorStatus {
     pub deliveries: DeliveryCounts,
     /// Its backlog, context and lifetime usage.
     pub agent: AgentStatus,
+    /// What it spent, and its ratio to the primary (SP5).
+    #[serde(default)]
+    pub spend: AdvisorSpend,
 }
 
 impl AdvisorStatus {
+    /// Fills in the spend (SP5) from the agents' parts already taken in and the primary's
+    /// figures (`None`: the session's messages carry no usage, the ratios are unknown).
+    pub fn add_spend(&mut self, primary: Option<PrimarySpend>) {
+        for a in &mut self.advisors {
+            a.spend = AdvisorSpend::of(&a.agent).against(primary.as_ref());
+        }
+        self.spend = SessionSpend {
+            advisors: AdvisorSpend::of(&self.agent).against(primary.as_ref()),
+            primary,
+        };
+    }
+
     /// Takes in the router's part: counters, latch, held notes.
     pub fn add_delivery(&mut self, delivery: DeliveryStatus) {
         self.deliveries = delivery.counts;
@@ -195,6 +218,7 @@ impl AdvisorStatus {
             total.quarantines += a.quarantines;
             total.fallbacks += a.fallbacks;
             total.tool_spend.add(&a.tool_spend);
+            total.tool_calls.add(&a.tool_calls);
             total.consecutive_failures = total.consecutive_failures.max(a.consecutive_failures);
             total.failing |= a.failing;
         }
@@ -215,9 +239,59 @@ impl AdvisorStatus {
             self.render_roster(&mut out);
         }
         self.render_tool_spend(&mut out);
+        self.render_spend(&mut out);
         self.render_failures(&mut out);
         self.render_notes(&mut out);
         out
+    }
+
+    /// Spend (SP5): the advisors' (each named one's, then the total), the primary's and the
+    /// ratio, unknown when the session's messages carry no usage.
+    fn render_spend(&self, out: &mut String) {
+        for a in &self.advisors {
+            let s = &a.spend;
+            out.push_str("  ");
+            let vars = [
+                ("name", a.name.as_str()),
+                ("requests", &s.requests.to_string()),
+                ("uncached", &s.input_uncached.to_string()),
+                ("cached", &s.input_cached.to_string()),
+                ("output", &s.output.to_string()),
+                ("cost", &cost_text(s.cost)),
+                ("perReview", &per_review_text(s.tool_calls_per_review)),
+                ("ratio", &ratio_text(s.ratio.as_ref())),
+            ];
+            line(out, "spendNamed", &vars);
+        }
+        let s = &self.spend.advisors;
+        let vars = [
+            ("requests", s.requests.to_string()),
+            ("reviews", s.reviews.to_string()),
+            ("uncached", s.input_uncached.to_string()),
+            ("cached", s.input_cached.to_string()),
+            ("output", s.output.to_string()),
+            ("cost", cost_text(s.cost)),
+            ("perReview", per_review_text(s.tool_calls_per_review)),
+            ("tools", s.tool_calls.to_string()),
+            ("advise", s.advise_calls.to_string()),
+        ];
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        line(out, "spend", &vars);
+        match &self.spend.primary {
+            Some(p) => {
+                let vars = [
+                    ("uncached", p.input_uncached.to_string()),
+                    ("cached", p.input_cached.to_string()),
+                    ("output", p.output.to_string()),
+                    ("cost", cost_text(p.cost)),
+                    ("messages", p.messages.to_string()),
+                ];
+                let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                line(out, "primary", &vars);
+            }
+            None => line(out, "primaryUnknown", &[]),
+        }
+        line(out, "ratio", &[("ratio", &ratio_text(s.ratio.as_ref()))]);
     }
 
     /// State, model and policy.
@@ -472,6 +546,37 @@ impl AdvisorStatus {
     }
 }
 
+/// A cost in dollars with four decimals, or `unknown` without prices (SP5).
+fn cost_text(cost: Option<f64>) -> String {
+    match cost {
+        Some(cost) => format!("${cost:.4}"),
+        None => LINES.get("costUnknown").to_string(),
+    }
+}
+
+/// Tool calls per review with one decimal, or `none yet` before the first review.
+fn per_review_text(per_review: Option<f64>) -> String {
+    match per_review {
+        Some(n) => format!("{n:.1}"),
+        None => LINES.get("perReviewNone").to_string(),
+    }
+}
+
+/// A spend ratio with two decimals and its basis, or `unknown` (SP5: never 0 for want of
+/// figures).
+fn ratio_text(ratio: Option<&SpendRatio>) -> String {
+    match ratio {
+        Some(r) => {
+            let key = match r.basis {
+                RatioBasis::Cost => "ratioCost",
+                RatioBasis::InputTokens => "ratioTokens",
+            };
+            fill(LINES.get(key), &[("value", &format!("{:.2}", r.value))])
+        }
+        None => LINES.get("ratioUnknown").to_string(),
+    }
+}
+
 /// The share of the window `tokens` take, in percent with one decimal.
 fn percent(tokens: u64, window: u64) -> String {
     let share = if window > 0 {
@@ -567,6 +672,16 @@ mod tests {
             "stateReason",
             "advisorLineNoModel",
             "total",
+            "spend",
+            "spendNamed",
+            "primary",
+            "primaryUnknown",
+            "ratio",
+            "costUnknown",
+            "ratioUnknown",
+            "ratioCost",
+            "ratioTokens",
+            "perReviewNone",
         ];
         for key in keys {
             assert!(

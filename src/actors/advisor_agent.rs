@@ -32,6 +32,7 @@ use crate::render::dump::{advisor_dump, DumpHeader};
 use crate::review::failure::resumed_notice;
 use crate::review::fallback::{self, Fallback};
 use crate::review::quarantine::{self, Hazard};
+use crate::review::spend::SilenceWatch;
 use crate::review::state::{AskReply, PendingAsk};
 use crate::review::{
     AdvisorContext, AskError, FailurePolicy, FailureStep, ReviewEngine, ReviewRun, ReviewState,
@@ -76,6 +77,8 @@ pub struct AdvisorAgent {
     /// The review running now: its future, cancelled when the agent is stopped (RO19,
     /// RO21); a session reset (R1) lets it end and discards its result.
     running_review: Option<SpawnHandle>,
+    /// Whether the advisor spends without ever advising (SP4).
+    silence: SilenceWatch,
 }
 
 /// An ask in flight.
@@ -115,6 +118,7 @@ impl AdvisorAgent {
             quarantine_streak: 0,
             running_ask: None,
             running_review: None,
+            silence: SilenceWatch::default(),
         }
     }
 
@@ -209,6 +213,7 @@ impl AdvisorAgent {
                 Ok(()) => {
                     self.quarantine_streak = 0;
                     self.totals.reviews += 1;
+                    self.watch_silence(&run);
                     // D9: before any waiter wakes, so a catch-up block's end sees the pruning.
                     self.links.review_succeeded.do_send(ReviewSucceeded {
                         epoch,
@@ -222,6 +227,27 @@ impl AdvisorAgent {
         }
         self.review_ended();
         self.maybe_start(ctx);
+    }
+
+    /// SP4: tells the user, once, of an advisor that finished its 50th review on its model
+    /// without one `advise` call while spending more than 100k input tokens.
+    fn watch_silence(&mut self, run: &ReviewRun) {
+        let model = self.engine.model.info().id;
+        if let Some(silent) = self
+            .silence
+            .review_finished(&model, &run.usage, &run.tool_calls)
+        {
+            tracing::warn!(
+                %model,
+                reviews = silent.reviews,
+                input_tokens = silent.input_tokens,
+                "the advisor reviews without advising"
+            );
+            self.links.notices.do_send(NoticeRaised {
+                text: silent.notice(),
+                advisor: self.links.advisor.clone(),
+            });
+        }
     }
 
     /// Tells the router the review in progress ended (RO22: cards waiting for it go out).

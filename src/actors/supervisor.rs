@@ -35,6 +35,7 @@ use std::sync::Arc;
 
 use crate::config::RuntimeConfig;
 use crate::settings::{DeliveryPolicy, ReviewMode, SyncBacklog};
+use crate::status::PrimaryTally;
 use crate::texts::notice;
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it.
@@ -72,6 +73,8 @@ pub struct Supervisor {
     turn_end_waits: Arc<AtomicBool>,
     /// A syncBacklog wait ran long and the user was told so (S1): said once per session.
     sync_wait_said: Arc<AtomicBool>,
+    /// The primary's usage as its transcript's assistant messages record it (SP5).
+    primary_spend: PrimaryTally,
 }
 
 impl Supervisor {
@@ -101,6 +104,7 @@ impl Supervisor {
             roster_recheck: false,
             turn_end_waits: Arc::default(),
             sync_wait_said: Arc::default(),
+            primary_spend: PrimaryTally::default(),
         };
         supervisor.update_turn_end_waits();
         supervisor
@@ -200,6 +204,8 @@ impl Supervisor {
     fn reset(&mut self, kind: RewriteKind) {
         self.epoch += 1;
         tracing::info!(?kind, epoch = self.epoch, "advisor reset");
+        // SP5: what the primary spent stays; the rewritten transcript is not counted again.
+        self.primary_spend.rewritten();
         let branch = changes_branch(kind);
         self.seed_guard |= branch;
         // CA8: every reset drops the held updates (the bounded replay covers them); the
@@ -325,6 +331,8 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
 
     fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
         self.last_transcript = Some(msg.transcript.transcript().clone());
+        let tally = &mut self.primary_spend;
+        msg.transcript.read(|messages| tally.observe(messages));
         let previous_len = self.turn_end_len.replace(msg.transcript.len());
         // RO21: an entry that changed on disk is rebuilt before its next review, reading
         // from the previous turn end so this turn is its first.

@@ -1024,6 +1024,7 @@ mod tests {
             cadence: advisor::CadenceStatus::default(),
             deliveries: DeliveryCounts::default(),
             agent: AgentStatus::default(),
+            spend: Default::default(),
         };
         let mut outcome = drained_after(3);
         outcome.status.advisors = vec![

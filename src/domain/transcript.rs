@@ -5,6 +5,7 @@
 //! else is kept as an opaque item (`Unknown`) so that a newer session file never crashes the
 //! runtime. Opaque items render as `[role]`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -21,7 +22,8 @@ pub enum ContentBlock {
         /// The text.
         text: String,
     },
-    /// An image (its data is never rendered; it shows as `[image]`).
+    /// An image (its data is never rendered; it shows as `[image]`, or `[image: PATH]` when
+    /// it carries the file it came from, CA24).
     Image {
         /// Base64 data, when present.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,6 +31,10 @@ pub enum ContentBlock {
         /// MIME type, when present.
         #[serde(default, rename = "mimeType", skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
+        /// The file the image came from (pasted or dragged into the host), when the host
+        /// recorded it (CA24).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
     },
     /// A block of a type this crate does not know, kept as it was.
     #[serde(untagged)]
@@ -51,18 +57,36 @@ impl Default for Content {
     }
 }
 
+impl ContentBlock {
+    /// How an image block reads in a rendered transcript (CA24): `[image: PATH]` when it
+    /// carries the file it came from (a blank path counts as none), else `[image]`; `None`
+    /// for any other block.
+    pub fn image_label(&self) -> Option<Cow<'static, str>> {
+        let ContentBlock::Image { path, .. } = self else {
+            return None;
+        };
+        Some(match path.as_deref().map(str::trim) {
+            Some(path) if !path.is_empty() => Cow::Owned(format!("[image: {path}]")),
+            _ => Cow::Borrowed("[image]"),
+        })
+    }
+}
+
 impl Content {
     /// The text of the content: the string, or the text blocks joined by `sep`, with images
-    /// rendered as `[image]` when `images` is true (unknown blocks are left out).
+    /// rendered as `[image]` (`[image: PATH]` with a path, CA24) when `images` is true
+    /// (unknown blocks are left out).
     pub fn joined_text(&self, sep: &str, images: bool) -> String {
         match self {
             Content::Text(s) => s.clone(),
             Content::Blocks(blocks) => {
-                let mut parts: Vec<&str> = Vec::with_capacity(blocks.len());
+                let mut parts: Vec<Cow<'_, str>> = Vec::with_capacity(blocks.len());
                 for block in blocks {
                     match block {
-                        ContentBlock::Text { text } => parts.push(text),
-                        ContentBlock::Image { .. } if images => parts.push("[image]"),
+                        ContentBlock::Text { text } => parts.push(Cow::Borrowed(text)),
+                        ContentBlock::Image { .. } if images => {
+                            parts.extend(block.image_label());
+                        }
                         _ => {}
                     }
                 }
@@ -121,6 +145,89 @@ pub struct AssistantMessage {
     /// Why the model stopped (`stop`, `toolUse`, `length`, `aborted`, `error`…), when recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// The primary model's usage for this message, when the host recorded it (pi and
+    /// oh-my-pi do; SP5). A malformed record reads as none, never as an error.
+    #[serde(
+        default,
+        deserialize_with = "lenient_usage",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub usage: Option<MessageUsage>,
+    /// When the message was written, in milliseconds since the epoch, when recorded (pi and
+    /// oh-my-pi do): tells a message kept across a compaction from a new one (SP5).
+    #[serde(
+        default,
+        deserialize_with = "lenient_stamp",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timestamp: Option<u64>,
+}
+
+impl AssistantMessage {
+    /// A message of `content` that stopped for `stop_reason`, with no usage recorded.
+    pub fn new(content: Vec<AssistantBlock>, stop_reason: Option<String>) -> Self {
+        Self {
+            content,
+            stop_reason,
+            usage: None,
+            timestamp: None,
+        }
+    }
+}
+
+/// The primary model's usage of one assistant message as pi and oh-my-pi record it
+/// (`usage: {input, output, cacheRead, cacheWrite, cost: {total}}`, SP5).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageUsage {
+    /// Input tokens neither read from nor written to the cache.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Input tokens read from the cache.
+    pub cache_read: u64,
+    /// Input tokens written to the cache.
+    pub cache_write: u64,
+    /// The cost in dollars, when the host priced the call (`cost.total`, or a number).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+impl MessageUsage {
+    /// Reads a recorded `usage` object; `None` when it is not an object or names neither
+    /// input nor output tokens. A token count that is not a whole number counts as 0; a
+    /// cost that is not a finite number of 0 or more as none.
+    pub fn from_value(value: &Value) -> Option<Self> {
+        let object = value.as_object()?;
+        let count = |key: &str| object.get(key).and_then(Value::as_u64);
+        let (input, output) = (count("input"), count("output"));
+        if input.is_none() && output.is_none() {
+            return None;
+        }
+        let cost = match object.get("cost") {
+            Some(Value::Object(parts)) => parts.get("total").and_then(Value::as_f64),
+            Some(other) => other.as_f64(),
+            None => None,
+        }
+        .filter(|c| c.is_finite() && *c >= 0.0);
+        Some(Self {
+            input: input.unwrap_or(0),
+            output: output.unwrap_or(0),
+            cache_read: count("cacheRead").unwrap_or(0),
+            cache_write: count("cacheWrite").unwrap_or(0),
+            cost,
+        })
+    }
+}
+
+/// `usage` of an assistant message: whatever it holds, read by [`MessageUsage::from_value`].
+fn lenient_usage<'de, D: Deserializer<'de>>(d: D) -> Result<Option<MessageUsage>, D::Error> {
+    Ok(MessageUsage::from_value(&Value::deserialize(d)?))
+}
+
+/// `timestamp` of an assistant message: a whole number of milliseconds, else none.
+fn lenient_stamp<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Value::deserialize(d)?.as_u64())
 }
 
 impl AssistantMessage {
@@ -279,10 +386,7 @@ impl TranscriptMessage {
                 arguments: serde_json::json!({}),
             });
         }
-        TranscriptMessage::Assistant(AssistantMessage {
-            content,
-            stop_reason: stop.map(str::to_string),
-        })
+        TranscriptMessage::Assistant(AssistantMessage::new(content, stop.map(str::to_string)))
     }
 }
 
@@ -365,6 +469,10 @@ impl<'de> Deserialize<'de> for ContentBlock {
                     .map(str::to_string),
                 mime_type: value
                     .get("mimeType")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                path: value
+                    .get("path")
                     .and_then(Value::as_str)
                     .map(str::to_string),
             },

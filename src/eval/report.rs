@@ -334,6 +334,8 @@ pub struct Summary {
     /// The skipped cases and why, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_cases: Vec<String>,
+    /// What the advisors spent beside the primaries of the cases (SP5).
+    pub spend: SpendBlock,
 }
 
 /// A whole run's results: every case run, scored, and what the run was.
@@ -392,6 +394,7 @@ impl Results {
             classes,
             judge: self.judge,
             skipped_cases: self.skipped.clone(),
+            spend: SpendBlock::of(&self.scores),
         }
     }
 
@@ -440,6 +443,7 @@ impl Results {
             out.push_str(&format!("\n- skipped: {line}"));
         }
         out.push('\n');
+        out.push_str(&s.spend.markdown());
         out
     }
 }
@@ -572,4 +576,172 @@ pub fn render_table(summary: &Summary, markdown: bool) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The report's spend block (SP5): every run's advisor spend added up, the primaries' where
+/// the cases' sessions carry usage, and the ratio of the two (unknown without usage).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SpendBlock {
+    /// The advisors' spend in all, with the ratio to the primaries'.
+    pub advisors: crate::status::AdvisorSpend,
+    /// The primaries' spend in all; `None` when no case's session carries usage.
+    pub primary: Option<crate::status::PrimarySpend>,
+}
+
+impl SpendBlock {
+    /// The block of `scores`' runs.
+    pub fn of(scores: &[CaseScore]) -> Self {
+        let mut total = super::score::CaseCost::default();
+        for score in scores {
+            total.add(&score.cost);
+        }
+        let usage = crate::model::Usage {
+            input: total.input_tokens,
+            output: total.output_tokens,
+            cache_read: total.cached_tokens,
+            cache_write: total.cache_write_tokens,
+            cost: total.cost,
+            estimated: false,
+        };
+        // The runs count their tool calls with `advise` among them.
+        let calls = crate::review::spend::ToolCallCounts {
+            tool_calls: total.tool_calls.saturating_sub(total.advise_calls),
+            advise_calls: total.advise_calls,
+        };
+        let advisors =
+            crate::status::AdvisorSpend::from_parts(total.requests, total.reviews, &usage, &calls);
+        Self {
+            advisors: advisors.against(total.primary.as_ref()),
+            primary: total.primary,
+        }
+    }
+
+    /// The block in `report.md`.
+    pub fn markdown(&self) -> String {
+        let a = &self.advisors;
+        let cost = |c: Option<f64>| c.map_or_else(|| "unknown".to_string(), |c| format!("${c:.4}"));
+        let mut out = format!(
+            "\n## Spend\n\n- advisor: {} requests, {} reviews, input {} uncached + {} cached, output {} tokens, cost {}, tool calls per review {}\n",
+            a.requests,
+            a.reviews,
+            a.input_uncached,
+            a.input_cached,
+            a.output,
+            cost(a.cost),
+            a.tool_calls_per_review
+                .map_or_else(|| "-".to_string(), |n| format!("{n:.1}")),
+        );
+        match &self.primary {
+            Some(p) => out.push_str(&format!(
+                "- primary: input {} uncached + {} cached, output {} tokens, cost {}\n",
+                p.input_uncached,
+                p.input_cached,
+                p.output,
+                cost(p.cost)
+            )),
+            None => out.push_str("- primary: the sessions carry no usage\n"),
+        }
+        let ratio = match &a.ratio {
+            Some(r) => format!(
+                "{:.2}× by {}",
+                r.value,
+                match r.basis {
+                    crate::status::RatioBasis::Cost => "cost",
+                    crate::status::RatioBasis::InputTokens => "input tokens",
+                }
+            ),
+            None => "unknown".to_string(),
+        };
+        out.push_str(&format!("- advisor ÷ primary: {ratio}\n"));
+        out
+    }
+}
+
+#[cfg(test)]
+mod spend_tests {
+    use super::*;
+    use crate::eval::score::CaseCost;
+    use crate::status::{PrimarySpend, RatioBasis};
+
+    fn run(cost: CaseCost) -> CaseScore {
+        CaseScore {
+            case: "c".into(),
+            class: CaseClass::Loop,
+            run: 1,
+            outcome: Outcome::Missed,
+            catch: None,
+            severity: None,
+            expected: None,
+            false_alarms: 0,
+            nits: 0,
+            turns: 1,
+            raised: 0,
+            cost,
+        }
+    }
+
+    fn advisor_cost(primary: Option<PrimarySpend>) -> CaseCost {
+        CaseCost {
+            requests: 4,
+            input_tokens: 1_000,
+            cached_tokens: 3_000,
+            output_tokens: 40,
+            cost: 0.02,
+            reviews: 2,
+            tool_calls: 5,
+            advise_calls: 1,
+            primary,
+            ..CaseCost::default()
+        }
+    }
+
+    #[test]
+    fn sp5_the_report_adds_up_the_runs_spend_beside_the_primaries() {
+        let primary = PrimarySpend {
+            messages: 3,
+            input_uncached: 10_000,
+            input_cached: 30_000,
+            output: 500,
+            cost: Some(0.2),
+        };
+        let results = Results {
+            scores: vec![run(advisor_cost(Some(primary))), run(advisor_cost(None))],
+            ..Results::default()
+        };
+        let spend = results.summary().spend;
+        assert_eq!((spend.advisors.requests, spend.advisors.reviews), (8, 4));
+        assert_eq!(
+            (spend.advisors.tool_calls, spend.advisors.advise_calls),
+            (8, 2)
+        );
+        assert_eq!(spend.advisors.tool_calls_per_review, Some(2.5));
+        let ratio = spend.advisors.ratio.unwrap();
+        assert_eq!(ratio.basis, RatioBasis::Cost);
+        assert!((ratio.value - 0.2).abs() < 1e-9, "{ratio:?}");
+        let md = results.markdown();
+        assert!(md.contains("## Spend"), "{md}");
+        assert!(md.contains("- advisor ÷ primary: 0.20× by cost"), "{md}");
+        let json = results.json_lines();
+        assert!(
+            json.contains(r#""spend":{"advisors":{"requests":8"#),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn sp5_a_report_whose_sessions_carry_no_usage_says_the_ratio_is_unknown() {
+        let results = Results {
+            scores: vec![run(advisor_cost(None))],
+            ..Results::default()
+        };
+        let spend = results.summary().spend;
+        assert_eq!((spend.primary, spend.advisors.ratio), (None, None));
+        let md = results.markdown();
+        assert!(
+            md.contains("- primary: the sessions carry no usage"),
+            "{md}"
+        );
+        assert!(md.contains("- advisor ÷ primary: unknown"), "{md}");
+    }
 }

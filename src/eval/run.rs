@@ -404,6 +404,9 @@ fn cost_of(status: Option<&AdvisorStatus>, tool_calls: u64, wall: Duration) -> C
         return cost;
     };
     cost.failures = status.failures;
+    // SP5: the spend block of the report.
+    cost.advise_calls = status.spend.advisors.advise_calls;
+    cost.primary = status.spend.primary;
     let agents = std::iter::once(&status.agent).chain(status.advisors.iter().map(|a| &a.agent));
     for agent in agents {
         cost.requests += agent.model_calls;

@@ -126,6 +126,12 @@ pub struct CaseCost {
     /// What the tool budget refused and the re-reads not paid for (SP1, SP2), flattened.
     #[serde(flatten)]
     pub tool_spend: ToolSpendCounts,
+    /// `advise` calls, as status counted them (SP5).
+    #[serde(default)]
+    pub advise_calls: u64,
+    /// What the primary spent, when the case's session carries usage (SP5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<crate::status::PrimarySpend>,
 }
 
 impl CaseCost {
@@ -148,6 +154,12 @@ impl CaseCost {
         self.failures += other.failures;
         self.dropped_turns += other.dropped_turns;
         self.tool_spend.add(&other.tool_spend);
+        self.advise_calls += other.advise_calls;
+        if let Some(theirs) = &other.primary {
+            self.primary
+                .get_or_insert_with(Default::default)
+                .add(theirs);
+        }
     }
 }
 

@@ -346,15 +346,17 @@ fn push_escaped(out: &mut String, text: &str) {
 }
 
 /// The text of a content: the string, or the text blocks joined by `\n` with every other
-/// block as `[image]`.
+/// block as `[image]` (an image with its file as `[image: PATH]`, CA24).
 fn content_text(content: &Content) -> String {
     match content {
         Content::Text(s) => s.clone(),
         Content::Blocks(blocks) => blocks
             .iter()
             .map(|b| match b {
-                ContentBlock::Text { text } => text.as_str(),
-                _ => "[image]",
+                ContentBlock::Text { text } => std::borrow::Cow::Borrowed(text.as_str()),
+                other => other
+                    .image_label()
+                    .unwrap_or(std::borrow::Cow::Borrowed("[image]")),
             })
             .collect::<Vec<_>>()
             .join("\n"),

@@ -189,7 +189,8 @@ pub(crate) fn content_is_blank(content: &Content, images: bool) -> bool {
     }
 }
 
-/// Appends the content's text blocks joined by `sep` (images as `[image]` when `images`):
+/// Appends the content's text blocks joined by `sep` (images as `[image]`, or
+/// `[image: PATH]` with a path, when `images`, CA24):
 /// what [`Content::joined_text`] returns, without the intermediate allocation.
 pub(crate) fn push_joined(out: &mut String, content: &Content, sep: &str, images: bool) {
     match content {
@@ -197,9 +198,13 @@ pub(crate) fn push_joined(out: &mut String, content: &Content, sep: &str, images
         Content::Blocks(blocks) => {
             let mut first = true;
             for block in blocks {
+                let image;
                 let part = match block {
                     ContentBlock::Text { text } => text.as_str(),
-                    ContentBlock::Image { .. } if images => "[image]",
+                    ContentBlock::Image { .. } if images => {
+                        image = block.image_label().unwrap_or_default();
+                        &*image
+                    }
                     _ => continue,
                 };
                 if !first {
@@ -215,6 +220,29 @@ pub(crate) fn push_joined(out: &mut String, content: &Content, sep: &str, images
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A user message with two images: one pasted from a file (its path recorded), one
+    /// without a path, as a session line carries them.
+    fn user_with_images() -> Vec<Arc<TranscriptMessage>> {
+        let line = r#"{"role":"user","content":[{"type":"text","text":"see this"},{"type":"image","data":"aGk=","mimeType":"image/png","path":"/home/u/shot.png"},{"type":"image","data":"aGk=","mimeType":"image/png"}]}"#;
+        vec![Arc::new(serde_json::from_str(line).unwrap())]
+    }
+
+    #[test]
+    fn ca24_an_image_with_its_file_renders_its_path_in_every_view() {
+        let delta = user_with_images();
+        for view in [
+            TranscriptView::Expanded,
+            TranscriptView::Compact,
+            TranscriptView::Full,
+        ] {
+            let text = render_delta(view, &delta);
+            assert!(
+                text.contains("see this\n[image: /home/u/shot.png]\n[image]"),
+                "{view:?}: {text}"
+            );
+        }
+    }
 
     #[test]
     fn view_parses_and_names_allowed_values() {
@@ -271,6 +299,7 @@ mod tests {
             ContentBlock::Image {
                 data: None,
                 mime_type: None,
+                path: None,
             },
             ContentBlock::Text { text: "b".into() },
         ]);
@@ -283,6 +312,7 @@ mod tests {
         let only_image = Content::Blocks(vec![ContentBlock::Image {
             data: None,
             mime_type: None,
+            path: None,
         }]);
         assert!(content_is_blank(&only_image, false));
         assert!(!content_is_blank(&only_image, true));

@@ -14,6 +14,7 @@
 //! - [`tool_spend`]: the tool budget of a review and the spend counters (SP1, SP2);
 //! - [`rereads`]: the calls whose results the context holds, for re-reads not paid (SP2);
 //! - [`ask`]: consulting the advisor (G8);
+//! - [`spend`]: the tool calls of reviews (SP5) and the silent-advisor notice (SP4);
 //! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
 //! - [`transcript_file`]: the advisor's transcript file in oh-my-pi's session format (P9);
 //! - [`texts`]: the model-facing texts, data files under `config/prompts/`.
@@ -29,6 +30,7 @@ pub mod queue;
 pub mod repeat;
 pub mod rereads;
 pub mod reviewer;
+pub mod spend;
 pub mod state;
 pub mod status;
 pub mod texts;
@@ -66,6 +68,8 @@ pub struct ReviewTotals {
     pub quarantines: u64,
     /// What the tool budget refused and the re-reads not paid for (SP1, SP2).
     pub tool_spend: ToolSpendCounts,
+    /// The tool calls of every run (SP5).
+    pub tool_calls: spend::ToolCallCounts,
 }
 
 impl ReviewTotals {
@@ -73,6 +77,7 @@ impl ReviewTotals {
     pub fn add_run(&mut self, run: &ReviewRun, ask: bool) {
         self.lifetime.add(&run.usage);
         self.model_calls += run.calls;
+        self.tool_calls.add(&run.tool_calls);
         self.maintenance.add(&run.maintenance);
         self.tool_spend.add(&run.tool_spend);
         if ask {

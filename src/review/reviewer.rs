@@ -195,6 +195,8 @@ pub struct ReviewRun {
     pub quarantined: Option<Vec<Hazard>>,
     /// What the tool budget refused and the re-reads not paid for (SP1, SP2).
     pub tool_spend: ToolSpendCounts,
+    /// The tool calls the model made, run or not (SP5).
+    pub tool_calls: crate::review::spend::ToolCallCounts,
 }
 
 impl ReviewRun {
@@ -223,6 +225,7 @@ impl ReviewRun {
             promoted: None,
             quarantined: None,
             tool_spend: ToolSpendCounts::default(),
+            tool_calls: Default::default(),
         }
     }
 }
@@ -273,6 +276,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 promoted: None,
                 quarantined: None,
                 tool_spend: ToolSpendCounts::default(),
+                tool_calls: Default::default(),
             },
         }
     }
@@ -480,6 +484,7 @@ impl<P: ReviewPort> Reviewer<P> {
         let mut last_ok = false;
         let mut ended = false;
         for (i, (call_id, name, arguments)) in calls.into_iter().enumerate() {
+            self.run.tool_calls.count(&name);
             self.calls_made += 1;
             let call = self.calls_made;
             let repeat = repeats.observe(&name, &arguments);

@@ -75,6 +75,9 @@ pub struct AgentStatus {
     /// `budgetRefused`, `rereadsSaved` and `rereadBytesSaved` beside the fields above.
     #[serde(flatten)]
     pub tool_spend: ToolSpendCounts,
+    /// The tool calls of its reviews and asks (SP5).
+    #[serde(default)]
+    pub tool_calls: crate::review::spend::ToolCallCounts,
 }
 
 impl AgentStatus {
@@ -114,6 +117,7 @@ impl AgentStatus {
             fallback: None,
             fallbacks: 0,
             tool_spend: totals.tool_spend,
+            tool_calls: totals.tool_calls,
         }
     }
 }

@@ -544,6 +544,7 @@ mod tests {
             cadence: crate::status::CadenceStatus::default(),
             deliveries: crate::status::DeliveryCounts::default(),
             agent: crate::status::AgentStatus::default(),
+            spend: Default::default(),
         });
         let v = status_json(&status);
         let named = &v["advisors"][0];

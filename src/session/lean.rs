@@ -241,15 +241,21 @@ struct AssistantView {
     content: AssistantBlocks,
     #[serde(default)]
     stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<LeanValue>,
+    #[serde(default)]
+    timestamp: Option<LeanValue>,
 }
 
 impl AssistantView {
     fn into_message<E: de::Error>(self) -> Result<AssistantMessage, E> {
         once(&self.role)?;
-        Ok(AssistantMessage {
-            content: self.content.0,
-            stop_reason: self.stop_reason,
-        })
+        let mut message = AssistantMessage::new(self.content.0, self.stop_reason);
+        message.usage = self
+            .usage
+            .and_then(|v| crate::domain::transcript::MessageUsage::from_value(&v.0));
+        message.timestamp = self.timestamp.and_then(|v| v.0.as_u64());
+        Ok(message)
     }
 }
 
@@ -497,6 +503,8 @@ struct ContentBlockFields<'a> {
     data: Option<String>,
     #[serde(default, rename = "mimeType")]
     mime_type: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
 }
 
 impl ContentBlockFields<'_> {
@@ -506,6 +514,7 @@ impl ContentBlockFields<'_> {
             (Some("image"), _) => Ok(ContentBlock::Image {
                 data: self.data,
                 mime_type: self.mime_type,
+                path: self.path,
             }),
             _ => Err(E::custom("block left to the general way")),
         }
@@ -620,6 +629,8 @@ mod tests {
             json!({"role":"user","content":null}),
             json!({"role":"user"}),
             json!({"role":"user","content":[{"type":"text","text":"a"},{"type":"image","data":"AAA","mimeType":"image/png"},{"type":"image"}]}),
+            // CA24: an image carrying the file it came from.
+            json!({"role":"user","content":[{"type":"image","data":"AAA","mimeType":"image/png","path":"/tmp/a.png"}]}),
             json!({"role":"developer","content":[{"type":"text","text":"x\n\"y\""}]}),
             json!({"role":"assistant","content":[{"type":"thinking","thinking":"t","thinkingSignature":"s"},{"type":"text","text":"a"},{"type":"redactedThinking","data":"x"},{"type":"toolCall","id":"c1","name":"edit","arguments":{"path":"a","z":[1,2.5,-3,null,true],"a":{"b":{}}}}],"stopReason":"toolUse","usage":{"input":1}}),
             json!({"role":"assistant","content":[{"type":"toolCall","id":"c2","name":"x","arguments":null}],"stopReason":null}),

@@ -52,6 +52,7 @@ mod settings_cli;
 mod shared_runtime;
 mod spec_ids;
 mod spend_tools;
+mod spend_visible;
 mod tools_cli;
 mod tools_workspace;
 mod watchdog_cli;

@@ -40,10 +40,10 @@ fn reconfirming(cfg: &mut RuntimeConfig) {
 
 /// The primary's final answer: an assistant message with no tool calls (a terminal turn).
 fn final_answer(text: &str) -> TranscriptMessage {
-    TranscriptMessage::Assistant(AssistantMessage {
-        content: vec![AssistantBlock::Text { text: text.into() }],
-        stop_reason: Some("stop".into()),
-    })
+    TranscriptMessage::Assistant(AssistantMessage::new(
+        vec![AssistantBlock::Text { text: text.into() }],
+        Some("stop".into()),
+    ))
 }
 
 fn notice(event: HostEvent) -> String {

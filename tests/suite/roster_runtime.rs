@@ -876,12 +876,12 @@ async fn ro15_d5_a_roster_entry_under_reconfirm_makes_the_turn_end_wait_for_the_
     let mut cfg = roster_config(roster, models, SyncBacklog::Off);
     cfg.settings.policy = advisor::settings::DeliveryPolicy::Defer;
     let (h, _events) = start(cfg);
-    let answer = TranscriptMessage::Assistant(AssistantMessage {
-        content: vec![AssistantBlock::Text {
+    let answer = TranscriptMessage::Assistant(AssistantMessage::new(
+        vec![AssistantBlock::Text {
             text: "Done.".into(),
         }],
-        stop_reason: Some("stop".into()),
-    });
+        Some("stop".into()),
+    ));
     let t = Transcript::from_messages([TranscriptMessage::user("go"), answer]);
     let started = tokio::time::Instant::now();
     h.turn_end(&t).await.unwrap();
@@ -911,12 +911,12 @@ async fn ro15_ro21_a_reconfirm_entry_added_mid_session_makes_the_next_final_turn
         "a reloaded roster may gain a reconfirm entry"
     );
     let answer = || {
-        TranscriptMessage::Assistant(AssistantMessage {
-            content: vec![AssistantBlock::Text {
+        TranscriptMessage::Assistant(AssistantMessage::new(
+            vec![AssistantBlock::Text {
                 text: "Done.".into(),
             }],
-            stop_reason: Some("stop".into()),
-        })
+            Some("stop".into()),
+        ))
     };
     let t = Transcript::from_messages([TranscriptMessage::user("go"), answer()]);
     // Nothing is under reconfirm: the final turn end is handed over, not held.

@@ -82,14 +82,14 @@ pub fn setup(roster: Roster, model: Arc<dyn ModelClient>) -> RosterSetup {
 pub fn turn(id: &str, text: &str, path: &str) -> [TranscriptMessage; 4] {
     [
         TranscriptMessage::user(text),
-        TranscriptMessage::Assistant(AssistantMessage {
-            content: vec![AssistantBlock::ToolCall {
+        TranscriptMessage::Assistant(AssistantMessage::new(
+            vec![AssistantBlock::ToolCall {
                 id: id.into(),
                 name: "edit".into(),
                 arguments: json!({"path": path, "oldText": "a", "newText": "b"}),
             }],
-            stop_reason: Some("toolUse".into()),
-        }),
+            Some("toolUse".into()),
+        )),
         TranscriptMessage::ToolResult(ToolResultMessage {
             tool_call_id: id.into(),
             tool_name: "edit".into(),
@@ -97,11 +97,11 @@ pub fn turn(id: &str, text: &str, path: &str) -> [TranscriptMessage; 4] {
             is_error: false,
             details: None,
         }),
-        TranscriptMessage::Assistant(AssistantMessage {
-            content: vec![AssistantBlock::Text {
+        TranscriptMessage::Assistant(AssistantMessage::new(
+            vec![AssistantBlock::Text {
                 text: "Done.".into(),
             }],
-            stop_reason: Some("stop".into()),
-        }),
+            Some("stop".into()),
+        )),
     ]
 }

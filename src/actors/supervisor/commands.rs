@@ -52,6 +52,7 @@ impl MemberQuery {
                 cadence: member.cadence_status(settings),
                 deliveries: Default::default(),
                 agent: AgentStatus::default(),
+                spend: Default::default(),
             }
         });
         Self {
@@ -104,6 +105,7 @@ impl Supervisor {
             cadence,
             ..AdvisorStatus::default()
         };
+        let primary = self.primary_spend.spend();
         async move {
             let mut per_advisor = Default::default();
             if let Ok(delivery) = router.send(GetDeliveryStatus).await {
@@ -140,6 +142,7 @@ impl Supervisor {
             if !status.advisors.is_empty() {
                 status.add_roster_totals(&agents);
             }
+            status.add_spend(primary);
             status
         }
     }
