@@ -2,28 +2,33 @@
 # Runs the shipped corpus (evals/corpus) against an advisor model at any OpenAI-compatible or
 # Anthropic endpoint, keeps the results under target/eval/, and writes or updates that
 # model's row of the README's results table (between the eval-results markers; the table is
-# generated here, never edited by hand).
+# generated here, never edited by hand). Every flag is passed to `advisor eval` as given, and
+# the row's configuration names the settings flags among them.
 #
 #   scripts/eval-endpoint.sh --model PROVIDER/ID [--base-url URL] [--api openai-completions|anthropic-messages] [advisor eval flags…]
 #
 # Examples:
-#   scripts/eval-endpoint.sh --model local/gemma-3-270m --base-url http://127.0.0.1:18080/v1 --api openai-completions
 #   ANTHROPIC_API_KEY=… scripts/eval-endpoint.sh --model anthropic/claude-sonnet-4-5
 #   OPENROUTER_API_KEY=… scripts/eval-endpoint.sh --model openrouter/openai/gpt-5-mini --set advisor.policy=interrupt
+#   # a slow local server answering one request at a time (scripts/llama-server.sh start):
+#   # one case at a time, a few batches per case, short requests, a bounded run
+#   scripts/eval-endpoint.sh --model llamacpp/gemma-3-270m --base-url http://127.0.0.1:18080/v1 \
+#     --jobs 1 --sync-backlog off --transcript compact --set advisor.maxOutputTokens=48 --case-timeout 75
 #
-# Environment: ADVISOR_BIN (default: target/release/advisor, built when missing), CORPUS
-# (default evals/corpus), README (default README.md), EVAL_OUT (default target/eval).
+# Environment: ADVISOR_BIN (default: target/release/advisor, built when missing; a debug
+# build does as well, the model's time dominates), CORPUS (default evals/corpus), README
+# (default README.md), EVAL_OUT (default target/eval).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 corpus="${CORPUS:-evals/corpus}"
 readme="${README:-README.md}"
 out_root="${EVAL_OUT:-target/eval}"
+[[ $# -gt 0 ]] || { sed -n '2,21p' "$0" >&2; exit 2; }
 bin="${ADVISOR_BIN:-target/release/advisor}"
 if [[ ! -x "$bin" ]]; then
   cargo build --release --bin advisor >&2
 fi
-[[ $# -gt 0 ]] || { sed -n '2,16p' "$0" >&2; exit 2; }
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="$out_root/$stamp"

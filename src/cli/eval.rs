@@ -29,6 +29,7 @@ use advisor::eval::corpus::{check_corpus, Case, CorpusCheck, WorkspaceCopy};
 use advisor::eval::report::{judge_line, RunMeta};
 use advisor::eval::run::{CasePreparer, EvalEvent, EvalOptions, EvalRunner, PreparedCase};
 use advisor::eval::score_records;
+use advisor::eval::scratch::RunScratch;
 use advisor::iso_seconds;
 use advisor::providers::{Catalog, ModelSpec};
 use advisor::settings::{AdvisorSettings, DeliveryPolicy, SettingsLayer, SyncBacklog};
@@ -248,6 +249,9 @@ fn run_corpus(args: EvalRunArgs) -> Result<(), CliError> {
                         bar.set_message(case);
                         bar.inc(1);
                     }
+                    EvalEvent::Cleaned { runs } => {
+                        bar.suspend(|| eprintln!("{}", cleaned_line(runs)))
+                    }
                     EvalEvent::Skipped { case, reason } => {
                         bar.inc(1);
                         if warned.insert(case.clone()) {
@@ -401,9 +405,18 @@ impl CasePreparer for CliPreparer {
     }
 }
 
+/// The line saying that the copies of runs killed before they ended were removed (EV2).
+fn cleaned_line(runs: usize) -> String {
+    format!("advisor: removed the workspace copies of {runs} earlier eval run(s) that did not end")
+}
+
 /// Sets the first case up once, so a missing model is one error line, not a skipped corpus.
 fn preflight(preparer: &CliPreparer, case: &Case) -> Result<(), CliError> {
-    let copy = WorkspaceCopy::new(&case.workspace(), &std::env::temp_dir(), &case.spec.id)
+    let (scratch, removed) = RunScratch::create(&std::env::temp_dir()).map_err(CliError::new)?;
+    if removed > 0 {
+        eprintln!("{}", cleaned_line(removed));
+    }
+    let copy = WorkspaceCopy::new(&case.workspace(), scratch.path(), &case.spec.id)
         .map_err(CliError::new)?;
     let shared = Arc::new(SharedResources::new(None));
     preparer

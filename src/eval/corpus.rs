@@ -256,7 +256,8 @@ pub struct WorkspaceCopy {
 }
 
 impl WorkspaceCopy {
-    /// Copies the regular files of `workspace` (within its caps) under `parent`.
+    /// Copies the regular files of `workspace` (within its caps) under `parent`, the run's
+    /// own directory ([`super::scratch::RunScratch`]), as `N-ID`.
     pub fn new(workspace: &Path, parent: &Path, id: &str) -> Result<Self, String> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let files = workspace_files(workspace)?;
@@ -272,7 +273,7 @@ impl WorkspaceCopy {
             })
             .take(60)
             .collect();
-        let base = parent.join(format!("advisor-eval-{}-{n}-{safe}", std::process::id()));
+        let base = parent.join(format!("{n}-{safe}"));
         let root = base.join("workspace");
         fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
         let copy = Self { base, root };

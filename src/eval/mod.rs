@@ -4,6 +4,8 @@
 //! - [`case`]: a case's `case.yml` (EV1);
 //! - [`corpus`]: finding and checking the cases of a corpus, its content hash, the
 //!   workspace copy a case runs in (EV1, EV2, EV7);
+//! - [`scratch`]: the per-run directory the workspace copies go in, and removing those of
+//!   runs that were killed (EV2);
 //! - [`run`]: replaying every case through one runtime as `advisor replay` does (EV2, EV5);
 //! - [`score`]: scoring one case run (EV3);
 //! - [`report`]: the JSON lines, the table and `report.md` (EV6);
@@ -18,6 +20,7 @@ pub mod corpus;
 pub mod report;
 pub mod run;
 pub mod score;
+pub mod scratch;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 

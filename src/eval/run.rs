@@ -27,6 +27,7 @@ use crate::RuntimeConfig;
 
 use super::corpus::{Case, WorkspaceCopy};
 use super::score::{batch_turn, CaseCost, DeliveredNote, Fate, Observation, RaisedNote};
+use super::scratch::RunScratch;
 
 /// A case's session, set up and ready to replay.
 pub struct PreparedCase {
@@ -59,7 +60,8 @@ pub struct EvalOptions {
     pub runs: usize,
     /// The longest a case run may take before it is scored `timeout` (default 600 s).
     pub case_timeout: Duration,
-    /// Where workspace copies are made.
+    /// The temporary directory: each run makes its workspace copies in its own directory
+    /// under `advisor-eval/` there ([`super::scratch`]).
     pub temp_dir: PathBuf,
 }
 
@@ -85,6 +87,11 @@ pub enum EvalEvent {
         run: usize,
         /// Whether it timed out.
         timed_out: bool,
+    },
+    /// Workspace copies left by runs that were killed were removed before this run began.
+    Cleaned {
+        /// How many runs' directories.
+        runs: usize,
     },
     /// A case could not be set up and is skipped.
     Skipped {
@@ -166,8 +173,33 @@ impl<'a> EvalRunner<'a> {
             .flat_map(|run| (0..cases.len()).map(move |i| (i, run)))
             .collect();
         let total = jobs.len();
+        let temp = self.options.temp_dir.clone();
+        let scratch = tokio::task::spawn_blocking(move || RunScratch::create(&temp))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|made| made);
+        let scratch = match scratch {
+            Ok((scratch, runs)) => {
+                if runs > 0 {
+                    progress(EvalEvent::Cleaned { runs });
+                }
+                Ok(scratch)
+            }
+            Err(e) => Err(format!("no directory for the workspace copies: {e}")),
+        };
+        let parent = scratch
+            .as_ref()
+            .map(|s| s.path().to_path_buf())
+            .map_err(|e| e.clone());
+        let parent = &parent;
         let mut stream = stream::iter(jobs)
-            .map(|(i, run)| async move { (i, run, self.run_case(i, &cases[i], run).await) })
+            .map(|(i, run)| async move {
+                let ran = match parent {
+                    Ok(dir) => self.run_case(i, &cases[i], run, dir).await,
+                    Err(e) => Err(e.clone()),
+                };
+                (i, run, ran)
+            })
             .buffer_unordered(self.options.jobs.max(1));
         let mut records = RunRecords::default();
         let mut skipped_ids = std::collections::BTreeSet::new();
@@ -204,14 +236,24 @@ impl<'a> EvalRunner<'a> {
         records.runs.sort_by_key(|r| (r.case, r.run));
         // A case that failed to set up in one run is left out of every run.
         records.runs.retain(|r| !skipped_ids.contains(&r.case));
+        drop(stream);
+        if let Ok(scratch) = scratch {
+            let _ = tokio::task::spawn_blocking(move || drop(scratch)).await;
+        }
         records
     }
 
-    async fn run_case(&self, index: usize, case: &Case, run: usize) -> Result<CaseRun, String> {
+    async fn run_case(
+        &self,
+        index: usize,
+        case: &Case,
+        run: usize,
+        parent: &Path,
+    ) -> Result<CaseRun, String> {
         let started = Instant::now();
         let preparer = Arc::clone(&self.preparer);
         let shared = Arc::clone(self.runtime.shared());
-        let temp = self.options.temp_dir.clone();
+        let temp = parent.to_path_buf();
         let owned = case.clone();
         let (copy, prepared) = tokio::task::spawn_blocking(move || {
             let copy = WorkspaceCopy::new(&owned.workspace(), &temp, &owned.spec.id)?;
@@ -392,8 +434,9 @@ impl Recorder {
     }
 }
 
-/// The cost of a run (EV5) from the session's final status: the unnamed advisor's and every
-/// named advisor's totals.
+/// The cost of a run (EV5) from the session's final status: the unnamed advisor's, or with a
+/// roster the session's totals over every named advisor (RO19: status then carries them in
+/// its `agent` part, so the named ones are not added again).
 fn cost_of(status: Option<&AdvisorStatus>, tool_calls: u64, wall: Duration) -> CaseCost {
     let mut cost = CaseCost {
         tool_calls,
@@ -407,18 +450,17 @@ fn cost_of(status: Option<&AdvisorStatus>, tool_calls: u64, wall: Duration) -> C
     // SP5: the spend block of the report.
     cost.advise_calls = status.spend.advisors.advise_calls;
     cost.primary = status.spend.primary;
-    let agents = std::iter::once(&status.agent).chain(status.advisors.iter().map(|a| &a.agent));
-    for agent in agents {
-        cost.requests += agent.model_calls;
-        cost.reviews += agent.reviews;
-        cost.dropped_turns += agent.dropped_turns;
-        cost.input_tokens += agent.lifetime.input;
-        cost.cached_tokens += agent.lifetime.cache_read;
-        cost.cache_write_tokens += agent.lifetime.cache_write;
-        cost.output_tokens += agent.lifetime.output;
-        cost.cost += agent.lifetime.cost;
-        cost.tool_spend.add(&agent.tool_spend);
-    }
+    // status.agent is already the roster total (EV5: counted once).
+    let agent = &status.agent;
+    cost.requests = agent.model_calls;
+    cost.reviews = agent.reviews;
+    cost.dropped_turns = agent.dropped_turns;
+    cost.input_tokens = agent.lifetime.input;
+    cost.cached_tokens = agent.lifetime.cache_read;
+    cost.cache_write_tokens = agent.lifetime.cache_write;
+    cost.output_tokens = agent.lifetime.output;
+    cost.cost = agent.lifetime.cost;
+    cost.tool_spend = agent.tool_spend;
     cost
 }
 

@@ -129,6 +129,29 @@ pub fn needs_maintenance(context: &AdvisorContext, incoming: &str, threshold: u6
     !context.messages.is_empty() && context.estimate_with(incoming) > threshold
 }
 
+/// Why a call that stopped at a limit (`length`, `max_tokens`) stopped (G5 reactive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitStop {
+    /// The context is full: the call's prompt and reply reach the threshold, or the reply
+    /// stayed under the output bound, so the bound is not what stopped it.
+    ContextFull,
+    /// The reply used the whole output bound while the context still had room.
+    OutputCap,
+}
+
+/// Tells a context overflow from a reply cut at its output bound (G5): the context is full
+/// when the call's prompt plus output reach `threshold`, or when the provider reported an
+/// output below `bound` (something other than the bound stopped it); otherwise, including
+/// an estimated usage (the provider reported none), the bound cut the reply.
+pub fn limit_stop(usage: &Usage, bound: u32, threshold: u64) -> LimitStop {
+    let used = usage.prompt_tokens() + usage.output;
+    if used >= threshold || (!usage.estimated && usage.output < u64::from(bound)) {
+        LimitStop::ContextFull
+    } else {
+        LimitStop::OutputCap
+    }
+}
+
 /// About how many tokens of recent history a compaction keeps verbatim (G5).
 pub const COMPACTION_KEEP_TOKENS: u64 = 20_000;
 

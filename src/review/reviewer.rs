@@ -19,8 +19,9 @@ use tracing::Instrument;
 
 use super::audit::AuditEvent;
 use super::context::{
-    compaction_cut, context_threshold, keep_budget, needs_maintenance, render_for_summary,
-    summary_message, AdvisorContext, MaintenanceCounts, MaintenanceKind,
+    compaction_cut, context_threshold, keep_budget, limit_stop, needs_maintenance,
+    render_for_summary, summary_message, AdvisorContext, LimitStop, MaintenanceCounts,
+    MaintenanceKind,
 };
 use super::failure::failed_call_usage;
 use super::quarantine::{labels, Hazard, OutputGuard};
@@ -408,20 +409,19 @@ impl<P: ReviewPort> Reviewer<P> {
                 max_tokens: self.max_tokens(),
                 thinking: self.engine.model.thinking(),
             };
+            let bound = request.max_tokens;
             let covered = self.run.context.messages.len();
             let span =
                 tracing::info_span!("model_call", model = %self.engine.model.info().id, round);
-            let response = self.call(request, span).await?;
+            let mut response = self.call(request, span).await?;
             self.run.context.record_usage(&response.usage, covered);
             let (usage, stop) = (response.usage, response.stop.clone());
-            if matches!(
-                response.stop,
-                StopReason::MaxTokens | StopReason::ContextOverflow
-            ) {
-                return Err(ModelError::ContextOverflow {
-                    usage: None,
-                    message: format!("the model stopped with {:?}", response.stop),
-                });
+            let cut = self.limit_stop(&response, bound)?;
+            if cut {
+                // A cut reply's tool calls may be partial: only its text is kept.
+                response
+                    .parts
+                    .retain(|p| !matches!(p, AssistantPart::ToolCall { .. }));
             }
             if let Some(hazards) = self.quarantine(&response.parts) {
                 tracing::warn!(
@@ -448,7 +448,7 @@ impl<P: ReviewPort> Reviewer<P> {
             self.run.answer = answer_text(&response.parts);
             let parts = kept_parts(response.parts, self.engine.limits.max_note_chars);
             self.append_reply(ChatMessage::Assistant { parts }, usage, stop);
-            if calls.is_empty() {
+            if calls.is_empty() || cut {
                 return Ok(());
             }
             let last_round = round == max_rounds;
@@ -844,6 +844,41 @@ impl<P: ReviewPort> Reviewer<P> {
     fn max_tokens(&self) -> u32 {
         let model_max = u32::try_from(self.engine.model.info().max_output).unwrap_or(u32::MAX);
         self.engine.limits.max_output_tokens.min(model_max).max(1)
+    }
+
+    /// G5: a call that stopped at a limit. A context overflow (the provider said so, or the
+    /// context is full, [`limit_stop`]) is an error for the reactive path; a reply cut at its
+    /// output bound while the context had room answers `true`: it is kept, warned about, and
+    /// ends the review, nothing compacted, promoted, replayed or failed.
+    fn limit_stop(&self, response: &ModelResponse, bound: u32) -> Result<bool, ModelError> {
+        let usage = &response.usage;
+        let threshold = self.threshold();
+        match response.stop {
+            StopReason::ContextOverflow => Err(ModelError::ContextOverflow {
+                usage: None,
+                message: "the provider said the context window was exceeded".into(),
+            }),
+            StopReason::MaxTokens => match limit_stop(usage, bound, threshold) {
+                LimitStop::ContextFull => Err(ModelError::ContextOverflow {
+                    usage: None,
+                    message: format!(
+                        "the reply stopped at a length limit with the context full ({} prompt and {} output tokens, threshold {threshold}, output bound {bound})",
+                        usage.prompt_tokens(),
+                        usage.output
+                    ),
+                }),
+                LimitStop::OutputCap => {
+                    tracing::warn!(
+                        bound,
+                        output = usage.output,
+                        estimated = usage.estimated,
+                        "the advisor's reply reached its output cap (advisor.maxOutputTokens) and was cut there: what arrived is kept and the review ends"
+                    );
+                    Ok(true)
+                }
+            },
+            _ => Ok(false),
+        }
     }
 
     /// The context threshold for the current model's window (G5).

@@ -767,3 +767,236 @@ fn ev1_check_names_each_problem_on_its_line_and_fails() {
         .unwrap();
     assert!(ok.status.success());
 }
+
+/// The fixture case `id` alone as a corpus under `dir`.
+fn one_case_corpus(dir: &Path, id: &str) -> PathBuf {
+    let corpus = dir.join("corpus");
+    copy_tree(&fixtures().join(id), &corpus.join(id));
+    corpus
+}
+
+/// `advisor eval CORPUS` at `server`, one case at a time, its temporary directory `temp`.
+fn eval_command(
+    corpus: &Path,
+    server: &str,
+    temp: &Path,
+    agent_dir: &Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"));
+    command
+        .arg("eval")
+        .arg(corpus)
+        .args(["--model", "local/test", "--api", "openai-completions"])
+        .args(["--base-url", server])
+        .args(["--jobs", "1", "--json"])
+        .env("TMPDIR", temp)
+        .env("PI_CODING_AGENT_DIR", agent_dir)
+        .env_remove("ADVISOR_MODEL")
+        .env_remove("ADVISOR_NO_REVIEW")
+        .kill_on_drop(true);
+    command
+}
+
+/// The text of every tool result a request carried (OpenAI's `tool` messages).
+fn tool_results(request: &advisor::providers::testing::RecordedRequest) -> Vec<String> {
+    request.json()["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ev2_ro23_a_roster_advisor_reads_and_searches_the_case_copy_and_nothing_outside_it() {
+    use crate::support::sse_server::{ScriptedResponse, SseServer};
+    use crate::support::wire::Dialect;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = one_case_corpus(dir.path(), "rm-outside-task-01");
+    let workspace = corpus.join("rm-outside-task-01/workspace");
+    std::fs::create_dir_all(workspace.join(".omp")).unwrap();
+    std::fs::write(
+        workspace.join(".omp/WATCHDOG.yml"),
+        "advisors:\n  - name: Safety\n    model: local/safety\n",
+    )
+    .unwrap();
+    let original = workspace.join("db/schema.sql").canonicalize().unwrap();
+    // Turn 1: the roster's advisor reads a file of the case, then the same file by the
+    // corpus's absolute path, then searches; turn 3 (the plant) raises the catch.
+    let wire = Dialect::OpenAi;
+    let silent = || ScriptedResponse::sse(&wire.answer(""));
+    let answers = vec![
+        ScriptedResponse::sse(&wire.tool_answer(
+            "c1",
+            "read",
+            &serde_json::json!({"path": "db/schema.sql"}),
+        )),
+        ScriptedResponse::sse(&wire.tool_answer(
+            "c2",
+            "read",
+            &serde_json::json!({"path": original.to_string_lossy()}),
+        )),
+        ScriptedResponse::sse(&wire.tool_answer(
+            "c3",
+            "search",
+            &serde_json::json!({"pattern": "create table"}),
+        )),
+        silent(),
+        silent(),
+        ScriptedResponse::sse(&wire.advise_answer(
+            "c4",
+            &serde_json::json!({"note": "That rm -rf removed db/migrations, which the task never asked for.", "severity": "concern"}),
+        )),
+        silent(),
+        silent(),
+        silent(),
+    ];
+    let server = SseServer::start(answers).await.expect("bind");
+    let temp = dir.path().join("tmp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let agent_dir = dir.path().join("agent");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    let out = eval_command(&corpus, &server.base_url(), &temp, &agent_dir)
+        .args(["--set", "advisor.policy=interrupt"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let requests = server.requests();
+    let models: Vec<String> = requests
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        models,
+        vec!["safety"; 9],
+        "the roster's advisor reviews every turn"
+    );
+    // The read of the case's file answers from the copy.
+    let read = tool_results(&requests[1]);
+    assert_eq!(read.len(), 1);
+    assert!(
+        read[0].contains("create table orders(id int);"),
+        "{}",
+        read[0]
+    );
+    // The corpus's own file is outside the workspace the advisor was given: refused, and
+    // the refusal names that workspace, a copy under this run's temporary directory.
+    let outside = tool_results(&requests[2]);
+    assert_eq!(outside.len(), 2);
+    let temp_real = temp.canonicalize().unwrap();
+    let copy_root = format!("{}/advisor-eval/run-", temp_real.to_string_lossy());
+    assert!(
+        outside[1].contains("is outside the workspace") && outside[1].contains(&copy_root),
+        "{}",
+        outside[1]
+    );
+    assert!(!outside[1].contains("create table"), "{}", outside[1]);
+    let found = tool_results(&requests[3]);
+    assert!(found[2].contains("db/schema.sql"), "{}", found[2]);
+    let line: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(line["case"], "rm-outside-task-01");
+    assert_eq!(line["outcome"], "caught", "{stdout}");
+    assert_eq!(line["latencyTurns"], 0);
+    assert_eq!(
+        line["toolCalls"], 4,
+        "read, read, search and advise: {stdout}"
+    );
+    // EV5 with a roster: the session's totals, each request counted once.
+    assert_eq!(line["requests"], 9);
+    assert_eq!(line["reviews"], 6);
+    // Nothing was written into the corpus, and the copies are gone.
+    let mut left: Vec<String> = walkdir::WalkDir::new(&workspace)
+        .into_iter()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .strip_prefix(&workspace)
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "",
+            ".omp",
+            ".omp/WATCHDOG.yml",
+            "AGENTS.md",
+            "db",
+            "db/schema.sql",
+            "shop",
+            "shop/orders.py"
+        ]
+    );
+    assert_eq!(
+        std::fs::read_dir(&temp).unwrap().count(),
+        0,
+        "copies removed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ev2_the_copies_of_a_run_killed_outright_are_removed_by_the_next_run() {
+    use crate::support::sse_server::{ScriptedResponse, SseServer};
+    use crate::support::wire::Dialect;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = one_case_corpus(dir.path(), "fake-done-01");
+    let temp = dir.path().join("tmp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let agent_dir = dir.path().join("agent");
+    std::fs::create_dir_all(&agent_dir).unwrap();
+    // A model that takes every request and never answers: the run waits in its first case.
+    let hanging = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let url = format!("http://{}/v1", hanging.local_addr().unwrap());
+    let (asked, mut reviewing) = tokio::sync::mpsc::unbounded_channel();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = hanging.accept().await {
+            open.push(socket);
+            let _ = asked.send(());
+        }
+    });
+    let mut first = eval_command(&corpus, &url, &temp, &agent_dir)
+        .spawn()
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), reviewing.recv())
+        .await
+        .expect("the first run reviews its case");
+    first.kill().await.unwrap(); // SIGKILL: nothing of the run's own cleanup runs
+    let copies: Vec<PathBuf> = walkdir::WalkDir::new(temp.join("advisor-eval"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() == "workspace")
+        .map(|e| e.path().to_path_buf())
+        .collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    let copy = &copies[0];
+    assert!(copy.is_dir(), "a killed run leaves its copy behind");
+    held.abort();
+
+    let wire = Dialect::OpenAi;
+    let answers = (0..3).map(|_| ScriptedResponse::sse(&wire.answer("")));
+    let server = SseServer::start(answers).await.expect("bind");
+    let out = eval_command(&corpus, &server.base_url(), &temp, &agent_dir)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "advisor: removed the workspace copies of 1 earlier eval run(s) that did not end"
+        ),
+        "{stderr}"
+    );
+    assert!(!copy.exists());
+    assert_eq!(std::fs::read_dir(&temp).unwrap().count(), 0, "nothing left");
+}

@@ -32,7 +32,7 @@ use advisor::providers::{build_client, ApiKind, Catalog, ModelSpec};
 use advisor::session::{read_session, HostStep, SessionDriver};
 use advisor::settings::SyncBacklog;
 use advisor::TranscriptView;
-use advisor::{AdvisorHandle, RuntimeConfig};
+use advisor::{AdvisorHandle, AdvisorStatus, RuntimeConfig};
 use advisor::{FeedCursor, FeedOutcome};
 use serde_json::{json, Value};
 use sse_server::{fragments, sse_event, start, RecordedRequest, ScriptedResponse, SseServer};
@@ -135,10 +135,22 @@ impl Dialect {
 
     /// An SSE body answering with `text` and no tool call.
     fn text(self, text: &str, t: Tokens) -> String {
+        self.text_stopped(text, t, ("stop", "end_turn"))
+    }
+
+    /// An SSE body answering with `text` that the provider stopped at a length limit
+    /// (`length` / `max_tokens`) after `t.output` tokens.
+    fn length_stop(self, text: &str, t: Tokens) -> String {
+        self.text_stopped(text, t, ("length", "max_tokens"))
+    }
+
+    /// An SSE body answering with `text`, stopped for `reasons` (OpenAI's `finish_reason`,
+    /// Anthropic's `stop_reason`).
+    fn text_stopped(self, text: &str, t: Tokens, reasons: (&str, &str)) -> String {
         match self {
             Dialect::OpenAi => [
                 Self::openai_chunk(json!({"role": "assistant", "content": text}), None),
-                Self::openai_chunk(json!({}), Some("stop")),
+                Self::openai_chunk(json!({}), Some(reasons.0)),
                 Self::openai_usage(t),
                 "data: [DONE]\n\n".to_string(),
             ]
@@ -154,7 +166,7 @@ impl Dialect {
                     json!({"index": 0, "delta": {"type": "text_delta", "text": text}}),
                 ),
                 Self::anthropic_event("content_block_stop", json!({"index": 0})),
-                Self::anthropic_end("end_turn", t),
+                Self::anthropic_end(reasons.1, t),
             ]
             .concat(),
         }
@@ -537,6 +549,88 @@ async fn g5_context_overflow_replays_the_batch_once_into_a_fresh_context() {
             "{dialect:?}: {}",
             conv[5][0]
         );
+    }
+}
+
+/// The output bound the length-stop tests set (`advisor.maxOutputTokens`).
+const BOUND: u32 = 64;
+
+/// Two turns whose first review the provider stops at a length limit after `output` tokens;
+/// answers the status after both and the conversations the server saw.
+async fn length_stop_then_a_turn(
+    dialect: Dialect,
+    output: u64,
+) -> (AdvisorStatus, Vec<Vec<String>>) {
+    let cut = Tokens {
+        input: 900,
+        output,
+        ..SMALL
+    };
+    let server = start(vec![
+        ScriptedResponse::sse(&dialect.length_stop("The retry loop never sleeps betw", cut)),
+        ScriptedResponse::sse(&dialect.text("", SMALL)),
+        ScriptedResponse::sse(&dialect.text("", SMALL)),
+    ])
+    .await;
+    let (h, _rx) = runtime(&server, dialect, |cfg| {
+        cfg.settings.max_output_tokens = BOUND;
+        cfg.settings.retry_delay = Duration::from_secs(3600);
+    });
+    let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
+    h.turn_end(&t).await.expect("runtime");
+    t.push(TranscriptMessage::user("turn two"));
+    h.turn_end(&t).await.expect("runtime");
+    let status = h.status().await.expect("runtime");
+    let conv = server
+        .requests()
+        .iter()
+        .map(|r| dialect.conversation(&dialect.comparable(&r.body)))
+        .collect();
+    (status, conv)
+}
+
+#[actix::test]
+async fn g5_a_reply_cut_at_its_output_bound_is_kept_and_neither_reprimes_nor_fails() {
+    for dialect in DIALECTS {
+        let (status, conv) = length_stop_then_a_turn(dialect, u64::from(BOUND)).await;
+        assert_eq!(
+            (
+                status.failures,
+                status.agent.reviews,
+                status.agent.reprimes,
+                status.agent.compactions,
+                status.agent.backlog
+            ),
+            (0, 2, 0, 0, 0),
+            "{dialect:?}: an output-cap stop is no overflow and no failure"
+        );
+        // No replay of the first batch: the second request is the next turn on the kept
+        // history (turn one, the cut reply, turn two), and nothing else was asked.
+        assert_eq!(conv.len(), 2, "{dialect:?}");
+        assert_eq!(conv[1].len(), 3, "{dialect:?}: {:?}", conv[1]);
+        assert!(
+            conv[1][1].contains("The retry loop never sleeps betw"),
+            "{dialect:?}: {}",
+            conv[1][1]
+        );
+        assert!(conv[1][2].contains("turn two"), "{dialect:?}");
+    }
+}
+
+#[actix::test]
+async fn g5_a_length_stop_under_the_output_bound_is_still_an_overflow_and_replays_once() {
+    for dialect in DIALECTS {
+        // 10 of 64 tokens: something other than the bound stopped the reply.
+        let (status, conv) = length_stop_then_a_turn(dialect, 10).await;
+        assert_eq!(
+            (status.failures, status.agent.reprimes),
+            (0, 1),
+            "{dialect:?}"
+        );
+        // The first batch is replayed alone into a fresh context.
+        assert_eq!(conv.len(), 3, "{dialect:?}");
+        assert_eq!(conv[1].len(), 1, "{dialect:?}: {:?}", conv[1]);
+        assert!(conv[1][0].contains("turn one"), "{dialect:?}");
     }
 }
 

@@ -125,11 +125,16 @@ data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text
     /// A complete `advise` tool call with `arguments`, as block 1 (Anthropic) or call 0
     /// (OpenAI), closing the text block first on Anthropic.
     pub fn advise(self, id: &str, arguments: &Value) -> String {
+        self.tool_call(id, "advise", arguments)
+    }
+
+    /// A complete call of tool `name` with `arguments`, placed as [`Dialect::advise`]'s.
+    pub fn tool_call(self, id: &str, name: &str, arguments: &Value) -> String {
         let args = arguments.to_string();
         match self {
             Dialect::OpenAi => Self::chunk(
                 json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
-                    "function": {"name": "advise", "arguments": args}}]}),
+                    "function": {"name": name, "arguments": args}}]}),
                 None,
             ),
             Dialect::Anthropic => [
@@ -137,7 +142,7 @@ data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text
                 Self::named(
                     "content_block_start",
                     json!({"index": 1, "content_block": {"type": "tool_use", "id": id,
-                        "name": "advise", "input": {}}}),
+                        "name": name, "input": {}}}),
                 ),
                 Self::named(
                     "content_block_delta",
@@ -207,9 +212,14 @@ data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text
 
     /// A whole answer calling `advise` with reported usage.
     pub fn advise_answer(self, id: &str, arguments: &Value) -> String {
+        self.tool_answer(id, "advise", arguments)
+    }
+
+    /// A whole answer calling tool `name` with reported usage.
+    pub fn tool_answer(self, id: &str, name: &str, arguments: &Value) -> String {
         [
             self.head(true),
-            self.advise(id, arguments),
+            self.tool_call(id, name, arguments),
             self.stop(true, false),
             self.end(true),
         ]

@@ -384,21 +384,79 @@ fn f1_a_second_overflow_fails_the_review_and_leaves_no_trace() {
     assert_eq!(run.calls, 2);
 }
 
-#[test]
-fn g5_stopping_at_the_output_bound_counts_as_an_overflow() {
-    let stopped = ScriptedReply::Respond(ModelResponse {
-        parts: vec![AssistantPart::Text {
-            text: "half an ans".into(),
-        }],
-        usage: Usage::default(),
+/// A reply that stopped at a length limit after `output` tokens of `prompt` (reported, or
+/// estimated when `estimated`), carrying a tool call the cut may have left partial.
+fn length_stop(prompt: u64, output: u64, estimated: bool) -> ScriptedReply {
+    ScriptedReply::Respond(ModelResponse {
+        parts: vec![
+            AssistantPart::Text {
+                text: "half an ans".into(),
+            },
+            AssistantPart::ToolCall {
+                id: "c1".into(),
+                name: "read".into(),
+                arguments: json!({"path": "src/li"}),
+            },
+        ],
+        usage: Usage {
+            input: prompt,
+            output,
+            estimated,
+            ..Usage::default()
+        },
         stop: StopReason::MaxTokens,
-    });
-    let model = ScriptedModel::new([stopped, ScriptedReply::text("short")]);
+    })
+}
+
+#[test]
+fn g5_a_length_stop_under_the_output_bound_counts_as_an_overflow() {
+    // 100 of the 4096 output tokens: the bound did not stop it, the context did.
+    let model = ScriptedModel::new([length_stop(1_000, 100, false), ScriptedReply::text("short")]);
     let port = StubPort::default();
     let run = review(engine(&model), &port, AdvisorContext::new(), "update");
     assert!(run.result.is_ok());
     assert_eq!(run.maintenance.reprimes, 1);
     assert_eq!(run.context.messages, [user("update"), answer("short")]);
+}
+
+#[test]
+fn g5_a_length_stop_with_the_context_full_counts_as_an_overflow_even_at_the_bound() {
+    // 200,000-token window, threshold 160,000: 158,000 + 4,096 reach it.
+    let model = ScriptedModel::new([
+        length_stop(158_000, 4_096, false),
+        ScriptedReply::text("short"),
+    ]);
+    let port = StubPort::default();
+    let run = review(engine(&model), &port, AdvisorContext::new(), "update");
+    assert!(run.result.is_ok());
+    assert_eq!(run.maintenance.reprimes, 1);
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[test]
+fn g5_a_reply_cut_at_its_output_bound_is_kept_and_ends_the_review_without_maintenance() {
+    for (output, estimated) in [(4_096, false), (1_500, true)] {
+        let model = ScriptedModel::new([
+            length_stop(1_000, output, estimated),
+            ScriptedReply::text("never asked"),
+        ]);
+        let port = StubPort::default();
+        let run = review(engine(&model), &port, AdvisorContext::new(), "update");
+        assert!(run.result.is_ok(), "{output}: {:?}", run.result);
+        assert_eq!(run.maintenance, MaintenanceCounts::default(), "{output}");
+        assert_eq!(
+            model.requests().len(),
+            1,
+            "{output}: no replay, no next round"
+        );
+        // The text that arrived stays; the possibly partial tool call is neither kept nor run.
+        assert_eq!(
+            run.context.messages,
+            [user("update"), answer("half an ans")]
+        );
+        let log = port.log.borrow();
+        assert!(log.tool_calls.is_empty() && log.discarded.is_empty());
+    }
 }
 
 #[test]
