@@ -17,11 +17,12 @@ use std::marker::PhantomData;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, Content,
-    ContentBlock, CustomMessage, ExecutionMessage, ToolResultMessage, TranscriptMessage,
+    ContentBlock, CustomMessage, ExecutionMessage, RawJson, ToolResultMessage, TranscriptMessage,
     UserMessage,
 };
 
@@ -44,10 +45,13 @@ pub(super) struct LeanEntry<'a> {
     pub(super) attribution: Option<String>,
 }
 
-/// Reads one entry line the fast way; `None` when the line is to be read the general way.
+/// Reads one entry line the fast way; `None` when the line is to be read the general way
+/// (a line that is not UTF-8 included). The line is checked as UTF-8 once, in one go,
+/// rather than string by string as serde_json does with bytes.
 pub(super) fn parse_entry(bytes: &[u8]) -> Option<LeanEntry<'_>> {
+    let text = std::str::from_utf8(bytes).ok()?;
     let Obj(fields) =
-        serde_json::from_slice::<Obj<EntryFields<'_, FastMessage, FastContent, LeanValue>>>(bytes)
+        serde_json::from_str::<Obj<EntryFields<'_, FastMessage, FastContent, LeanValue>>>(text)
             .ok()?;
     fields.into_entry(|m| m.0, |c| c.0, |v| v.0)
 }
@@ -268,7 +272,7 @@ struct ToolResultView {
     #[serde(default)]
     is_error: bool,
     #[serde(default)]
-    details: Option<LeanValue>,
+    details: Option<LeanRaw>,
 }
 
 impl ToolResultView {
@@ -429,7 +433,7 @@ struct AssistantBlockFields<'a> {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    arguments: Option<LeanValue>,
+    arguments: Option<LeanRaw>,
 }
 
 impl AssistantBlockFields<'_> {
@@ -446,7 +450,7 @@ impl AssistantBlockFields<'_> {
             (Some("toolCall"), _, _, Some(id), Some(name)) => AssistantBlock::ToolCall {
                 id,
                 name,
-                arguments: self.arguments.map_or(Value::Null, |v| v.0),
+                arguments: self.arguments.map_or_else(RawJson::null, |v| v.0),
             },
             _ => return Err(E::custom("block left to the general way")),
         })
@@ -509,6 +513,19 @@ impl ContentBlockFields<'_> {
             }),
             _ => Err(E::custom("block left to the general way")),
         }
+    }
+}
+
+/// A value only passed along, kept as its JSON text: borrowed from the line while read, and
+/// copied as it is when it is already serde_json's compact printing of itself.
+struct LeanRaw(RawJson);
+
+impl<'de> Deserialize<'de> for LeanRaw {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = <&'de RawValue>::deserialize(deserializer)?;
+        RawJson::from_json_text(raw.get())
+            .map(LeanRaw)
+            .ok_or_else(|| de::Error::custom("a raw value that does not parse"))
     }
 }
 
@@ -656,7 +673,6 @@ mod tests {
             json!({"role":"assistant","content":[["text","a"]]}),
             json!({"role":"assistant","content":[],"stopReason":3}),
             json!({"role":"toolResult","toolCallId":null}),
-            json!({"role":"toolResult","details":{"$serde_json::private::RawValue":"1"}}),
             json!({"role":"bashExecution","command":"a","code":"b"}),
             json!({"role":"bashExecution","exitCode":1.5}),
         ];
