@@ -197,9 +197,9 @@ pub struct CustomMessage {
     /// Whether the host shows it.
     #[serde(default)]
     pub display: bool,
-    /// Extension-defined details.
+    /// Extension-defined details, kept as their JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
+    pub details: Option<RawJson>,
     /// Who wrote it, when the host records that: `agent` for the advisor's deliveries (D2,
     /// as oh-my-pi saves them), absent for a message the host does not attribute.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -270,7 +270,8 @@ impl<'a> Batch<'a> {
 
 /// `[KIND] …`: the one-line form of a visible custom message.
 fn push_custom_line(out: &mut String, c: &CustomMessage) {
-    let details = c.details.as_ref();
+    let details = c.details.as_ref().map(RawJson::to_value);
+    let details = details.as_ref();
     let field = |key: &str| {
         details
             .and_then(|d| d.get(key))

@@ -18,7 +18,6 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
 
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, Content,
@@ -41,7 +40,7 @@ pub(super) struct LeanEntry<'a> {
     pub(super) custom_type: Option<String>,
     pub(super) content: Option<Content>,
     pub(super) display: Option<bool>,
-    pub(super) details: Option<Value>,
+    pub(super) details: Option<RawJson>,
     pub(super) attribution: Option<String>,
 }
 
@@ -51,7 +50,7 @@ pub(super) struct LeanEntry<'a> {
 pub(super) fn parse_entry(bytes: &[u8]) -> Option<LeanEntry<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
     let Obj(fields) =
-        serde_json::from_str::<Obj<EntryFields<'_, FastMessage, FastContent, LeanValue>>>(text)
+        serde_json::from_str::<Obj<EntryFields<'_, FastMessage, FastContent, LeanRaw>>>(text)
             .ok()?;
     fields.into_entry(|m| m.0, |c| c.0, |v| v.0)
 }
@@ -95,7 +94,7 @@ impl<'a, M, C, V> EntryFields<'a, M, C, V> {
         self,
         message: impl FnOnce(M) -> TranscriptMessage,
         content: impl FnOnce(C) -> Content,
-        details: impl FnOnce(V) -> Value,
+        details: impl FnOnce(V) -> RawJson,
     ) -> Option<LeanEntry<'a>> {
         Some(LeanEntry {
             kind: self.kind?.0,
@@ -335,7 +334,7 @@ struct CustomView {
     #[serde(default)]
     display: bool,
     #[serde(default)]
-    details: Option<LeanValue>,
+    details: Option<LeanRaw>,
     #[serde(default)]
     attribution: Option<String>,
 }
@@ -529,96 +528,10 @@ impl<'de> Deserialize<'de> for LeanRaw {
     }
 }
 
-/// The JSON key serde_json reserves for raw values inside its own token stream; an object
-/// that uses it is left to the general way, which treats it specially.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
-
-/// A `serde_json::Value` read straight from the input, equal to what serde_json's own
-/// `Value` reads, with every array and object sized to what it holds (serde_json grows them
-/// by doubling, and a one-key object would keep room for three).
-struct LeanValue(Value);
-
-impl<'de> Deserialize<'de> for LeanValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(LeanVisitor).map(LeanValue)
-    }
-}
-
-struct LeanVisitor;
-
-impl<'de> Visitor<'de> for LeanVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(LeanVisitor)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(LeanValue(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        items.shrink_to_fit();
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut pairs: Vec<(String, Value)> = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if key == RAW_VALUE_TOKEN {
-                return Err(de::Error::custom("raw value token left to the general way"));
-            }
-            let LeanValue(value) = map.next_value()?;
-            pairs.push((key, value));
-        }
-        let mut object = Map::with_capacity(pairs.len());
-        for (key, value) in pairs {
-            object.insert(key, value);
-        }
-        Ok(Value::Object(object))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     /// The general way: what the reader's `RawEntry` reads from a message.
     fn general(message: &Value) -> TranscriptMessage {
@@ -690,14 +603,5 @@ mod tests {
         assert!(parse_entry(br#"["message","1"]"#).is_none());
         assert!(parse_entry(br#"{"id":"1"}"#).is_none());
         assert!(parse_entry(br#"{"type":"message","type":"x"}"#).is_none());
-    }
-
-    #[test]
-    fn l1_lean_values_equal_serde_json_values_in_content_and_order() {
-        let text = r#"{"z":1,"a":[{"y":null,"b":"\u00e9\n"},-2,3.25,1e300,18446744073709551615,-9223372036854775808],"m":{},"k":{"k":1,"k":2}}"#;
-        let LeanValue(lean) = serde_json::from_str(text).expect("lean");
-        let general: Value = serde_json::from_str(text).expect("general");
-        assert_eq!(lean, general);
-        assert_eq!(lean.to_string(), general.to_string());
     }
 }
