@@ -11,8 +11,10 @@
 //! Criterion measures each; then a summary line per file gives the median MB/s (10^6 bytes)
 //! of five plain runs of each in this process, the ratio to the limit, and the peak
 //! resident memory of a whole `advisor render --transcript compact FILE` process (the
-//! release binary, run as a child with its output thrown away; `ru_maxrss` from `wait4`)
-//! with that process's own MB/s (user + system CPU time).
+//! release binary, run as a child with its output thrown away; its `VmHWM` read every
+//! millisecond until it exits — `ru_maxrss` would count the benchmark process, whose memory
+//! the child shares until its `exec`) with that process's own MB/s (user + system CPU time
+//! from `wait4`).
 //!
 //! Run with `cargo bench --bench read`; `ADVISOR_BENCH_TURNS` changes the synthetic size.
 
@@ -97,8 +99,16 @@ fn read_and_render(path: &Path) -> usize {
     count
 }
 
+/// Peak resident memory of process `pid` so far, in MB (`VmHWM`); `None` once it exited.
+fn peak_rss_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024.0 / 1e6)
+}
+
 /// Runs `advisor render --transcript compact path` as a child process; its peak resident
-/// memory in MB and its CPU time (user + system) in seconds, from `wait4`.
+/// memory in MB (sampled every millisecond) and its CPU time (user + system) in seconds.
 fn child_render(path: &Path) -> Option<(f64, f64)> {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
         .args(["render", "--transcript", "compact"])
@@ -107,6 +117,11 @@ fn child_render(path: &Path) -> Option<(f64, f64)> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .ok()?;
+    let mut peak_mb = 0f64;
+    while let Some(mb) = peak_rss_mb(child.id()) {
+        peak_mb = peak_mb.max(mb);
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let pid = libc::pid_t::try_from(child.id()).ok()?;
     let mut status = 0;
     // SAFETY: an all-zero `rusage` is a valid value; `wait4` reaps the child spawned
@@ -117,8 +132,6 @@ fn child_render(path: &Path) -> Option<(f64, f64)> {
         return None;
     }
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    // `ru_maxrss` is in KiB on Linux.
-    let peak_mb = usage.ru_maxrss as f64 * 1024.0 / 1e6;
     Some((peak_mb, seconds(usage.ru_utime) + seconds(usage.ru_stime)))
 }
 
