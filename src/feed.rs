@@ -414,9 +414,11 @@ impl WhenPaths {
                         name, arguments, ..
                     } if PATH_TOOLS.iter().any(|t| t.eq_ignore_ascii_case(name)) => {
                         let read = name.eq_ignore_ascii_case("read");
-                        path_arguments(arguments)
+                        let arguments = arguments.to_value();
+                        let touched = path_arguments(&arguments)
                             .map(|path| if read { without_selector(path) } else { path })
-                            .any(|path| self.matches(path))
+                            .any(|path| self.matches(path));
+                        touched
                     }
                     _ => false,
                 })

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::note::normalize_note;
 use crate::domain::advice::{Advisory, Severity};
-use crate::domain::transcript::{Content, TranscriptMessage};
+use crate::domain::transcript::{Content, RawJson, TranscriptMessage};
 
 /// How many keys the history keeps (P3).
 pub const HISTORY_CAP: usize = 4096;
@@ -97,7 +97,8 @@ pub fn branch_advisories(messages: &[Arc<TranscriptMessage>]) -> Vec<Advisory> {
         if !custom.is_advisor_message() {
             continue;
         }
-        let from_details = custom.details.as_ref().and_then(details_notes);
+        let details = custom.details.as_ref().map(RawJson::to_value);
+        let from_details = details.as_ref().and_then(details_notes);
         match from_details {
             Some(notes) => out.extend(notes),
             None => out.extend(content_notes(&custom.content)),
@@ -201,8 +202,11 @@ mod tests {
         );
         let mut pi_style = delivery.to_message();
         if let TranscriptMessage::Custom(c) = &mut pi_style {
-            c.details = Some(serde_json::json!({"channel": "card", "notes": [
-                {"note": "a & b", "severity": "blocker"}]}));
+            c.details = Some(
+                serde_json::json!({"channel": "card", "notes": [
+                {"note": "a & b", "severity": "blocker"}]})
+                .into(),
+            );
         }
         let mut text_only = delivery.to_message();
         if let TranscriptMessage::Custom(c) = &mut text_only {

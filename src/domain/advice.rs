@@ -305,7 +305,7 @@ impl Delivery {
             custom_type: "advisor".to_string(),
             content: Content::Text(self.content.clone()),
             display: true,
-            details: serde_json::to_value(&self.notes).ok(),
+            details: serde_json::to_value(&self.notes).ok().map(Into::into),
             attribution: Some("agent".to_string()),
         })
     }

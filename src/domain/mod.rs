@@ -4,4 +4,5 @@
 
 pub mod advice;
 pub mod host;
+mod raw_json;
 pub mod transcript;

@@ -13,6 +13,8 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+pub use super::raw_json::RawJson;
+
 /// One content block of a user, developer, tool-result or custom message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
@@ -126,9 +128,9 @@ pub enum AssistantBlock {
         id: String,
         /// The tool name.
         name: String,
-        /// The arguments object (key order preserved).
+        /// The arguments object (key order preserved), kept as its JSON text.
         #[serde(default)]
-        arguments: Value,
+        arguments: RawJson,
     },
     /// A block of a type this crate does not know, kept as it was.
     #[serde(untagged)]
@@ -260,9 +262,9 @@ pub struct ToolResultMessage {
     /// Whether the tool failed.
     #[serde(default)]
     pub is_error: bool,
-    /// Tool-specific details (for example `diff` for edits).
+    /// Tool-specific details (for example `diff` for edits), kept as their JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
+    pub details: Option<RawJson>,
 }
 
 /// A shell (`bashExecution`) or Python (`pythonExecution`) execution the user ran.
@@ -302,9 +304,9 @@ pub struct CustomMessage {
     /// Whether the host shows it.
     #[serde(default)]
     pub display: bool,
-    /// Extension-defined details.
+    /// Extension-defined details, kept as their JSON text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
+    pub details: Option<RawJson>,
     /// Who wrote it, when the host records that: `agent` for the advisor's deliveries (D2,
     /// as oh-my-pi saves them), absent for a message the host does not attribute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -383,7 +385,7 @@ impl TranscriptMessage {
             content.push(AssistantBlock::ToolCall {
                 id: "1".into(),
                 name: "read".into(),
-                arguments: serde_json::json!({}),
+                arguments: serde_json::json!({}).into(),
             });
         }
         TranscriptMessage::Assistant(AssistantMessage::new(content, stop.map(str::to_string)))
@@ -516,7 +518,9 @@ impl<'de> Deserialize<'de> for AssistantBlock {
                 (Some(id), Some(name)) => AssistantBlock::ToolCall {
                     id,
                     name,
-                    arguments: value.get("arguments").cloned().unwrap_or(Value::Null),
+                    arguments: value
+                        .get("arguments")
+                        .map_or_else(RawJson::null, |a| RawJson::from(a.clone())),
                 },
                 _ => AssistantBlock::Unknown(value),
             },

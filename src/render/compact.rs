@@ -154,6 +154,7 @@ fn render_assistant(
                 name,
                 arguments,
             } => {
+                let arguments = &arguments.to_value();
                 if let Some(intent) = arguments.get(INTENT_KEY).and_then(Value::as_str) {
                     if !intent.trim().is_empty() {
                         push_intent_line(out, intent);

@@ -21,7 +21,7 @@ use super::excerpt::{
 use super::{push_one_line, ONE_LINE_MAX};
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, CustomMessage, ExecutionMessage,
-    ToolResultMessage, TranscriptMessage,
+    RawJson, ToolResultMessage, TranscriptMessage,
 };
 
 /// The heading of the first part of a batch.
@@ -207,7 +207,7 @@ impl<'a> Batch<'a> {
                         self.shown.insert(id.as_str());
                     }
                     let mut entry = String::new();
-                    push_tool(&mut entry, name, Some(arguments), result);
+                    push_tool(&mut entry, name, Some(&arguments.to_value()), result);
                     entries.push(entry);
                 }
                 _ => {}
@@ -270,7 +270,8 @@ impl<'a> Batch<'a> {
 
 /// `[KIND] …`: the one-line form of a visible custom message.
 fn push_custom_line(out: &mut String, c: &CustomMessage) {
-    let details = c.details.as_ref();
+    let details = c.details.as_ref().map(RawJson::to_value);
+    let details = details.as_ref();
     let field = |key: &str| {
         details
             .and_then(|d| d.get(key))
@@ -397,8 +398,11 @@ fn push_tool(
         }
         _ => out.push_str("pending"),
     }
-    let diff = result
+    let details = result
         .and_then(|r| r.details.as_ref())
+        .map(RawJson::to_value);
+    let diff = details
+        .as_ref()
         .and_then(|d| d.get("diff"))
         .and_then(Value::as_str)
         .filter(|d| !d.trim().is_empty());
@@ -435,7 +439,8 @@ fn ask_arguments(arguments: &Value) -> Option<String> {
 
 /// The ask input of a result standing alone: the questions its details name.
 fn ask_questions(result: &ToolResultMessage) -> Option<String> {
-    let details = result.details.as_ref()?.as_object()?;
+    let details = result.details.as_ref()?.to_value();
+    let details = details.as_object()?;
     let questions: Vec<Value> = if let Some(Value::Array(results)) = details.get("results") {
         results
             .iter()

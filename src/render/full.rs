@@ -92,7 +92,7 @@ fn push_assistant(out: &mut String, message: &AssistantMessage, index: &ToolInde
                 arguments,
             } => {
                 out.push_str("\n\n");
-                push_tool_call(out, name, arguments, index.result_for(id));
+                push_tool_call(out, name, &arguments.to_value(), index.result_for(id));
             }
             _ => {}
         }
@@ -138,16 +138,16 @@ fn push_tool_call(
 }
 
 /// The non-blank `details.diff` of a successful result.
-fn success_diff(result: &ToolResultMessage) -> Option<&str> {
+fn success_diff(result: &ToolResultMessage) -> Option<String> {
     if result.is_error {
         return None;
     }
-    result
-        .details
-        .as_ref()?
+    let details = result.details.as_ref()?.to_value();
+    details
         .get("diff")?
         .as_str()
         .filter(|d| !d.trim().is_empty())
+        .map(str::to_string)
 }
 
 fn push_tool_result(out: &mut String, result: &ToolResultMessage) {
@@ -159,7 +159,7 @@ fn push_tool_result(out: &mut String, result: &ToolResultMessage) {
     }
     out.push_str("\n\n");
     if let Some(diff) = success_diff(result) {
-        out.push_str(diff);
+        out.push_str(&diff);
         return;
     }
     let start = out.len();

@@ -111,6 +111,16 @@ fn spool_file() -> io::Result<File> {
     ))
 }
 
+/// `line` without surrounding ASCII whitespace, and without a byte-order mark when it is
+/// the file's first line (`number` 1).
+fn trimmed(line: &[u8], number: usize) -> &[u8] {
+    let line = match line.strip_prefix(BOM) {
+        Some(rest) if number == 1 => rest,
+        _ => line,
+    };
+    line.trim_ascii()
+}
+
 /// One line as [`Lines`] returns it.
 pub(super) enum Line<'a> {
     /// The line, trimmed (never blank).
@@ -119,8 +129,10 @@ pub(super) enum Line<'a> {
     TooLong,
 }
 
-/// A line iterator over a byte source that reuses one buffer, counts line numbers and never
-/// buffers a line longer than its cap.
+/// A line iterator over a byte source that counts line numbers and never buffers a line
+/// longer than its cap. A line that lies whole in the source's buffer is handed out from
+/// there, uncopied; only a line that straddles two buffer fills is gathered in its own
+/// buffer, reused from line to line.
 pub(super) struct Lines<R> {
     reader: R,
     buf: Vec<u8>,
@@ -128,30 +140,72 @@ pub(super) struct Lines<R> {
     pub(super) number: usize,
     /// Longest line buffered, in bytes (line break excluded).
     max_line: usize,
+    /// Bytes of the source's buffer the last line was lent from, consumed before the next.
+    lent: usize,
 }
 
 /// A buffer grown past this by one long line is given back before the next line.
 const KEEP_BUFFER: usize = 1 << 20;
 
+/// Where [`Lines::read_raw`] left the line it read.
+enum Raw {
+    /// The first `n` bytes of the source's buffer.
+    Lent(usize),
+    /// In [`Lines::buf`].
+    Gathered,
+    /// Longer than the cap: skipped.
+    TooLong,
+}
+
 impl<R: BufRead + Seek> Lines<R> {
     pub(super) fn new(reader: R, max_line: usize) -> Self {
         Self {
             reader,
-            buf: Vec::with_capacity(4096),
+            buf: Vec::new(),
             number: 0,
             max_line,
+            lent: 0,
         }
     }
 
-    /// Reads the next raw line into `buf` (line break excluded) in chunks; a line that
-    /// outgrows the cap is dropped and the rest of it skipped up to the next newline.
-    /// `None` at the end of the input, else whether the line fit.
-    fn read_raw(&mut self) -> io::Result<Option<bool>> {
-        self.buf.clear();
-        if self.buf.capacity() > KEEP_BUFFER {
-            self.buf.shrink_to(4096);
+    /// Reads the next raw line (line break excluded): lent from the source's buffer when it
+    /// lies whole in it, else gathered into `buf` in chunks; a line that outgrows the cap
+    /// is dropped and the rest of it skipped up to the next newline. `None` at the end of
+    /// the input.
+    fn read_raw(&mut self) -> io::Result<Option<Raw>> {
+        if self.lent > 0 {
+            self.reader.consume(self.lent);
+            self.lent = 0;
         }
-        let (mut any, mut fits) = (false, true);
+        if self.buf.capacity() > KEEP_BUFFER {
+            self.buf = Vec::new();
+        }
+        let available = loop {
+            match self.reader.fill_buf() {
+                Ok(bytes) => break bytes,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        if available.is_empty() {
+            return Ok(None);
+        }
+        if let Some(newline) = memchr::memchr(b'\n', available) {
+            if newline <= self.max_line {
+                self.lent = newline + 1;
+                self.number += 1;
+                return Ok(Some(Raw::Lent(newline)));
+            }
+        }
+        self.gather()
+            .map(|fits| Some(if fits { Raw::Gathered } else { Raw::TooLong }))
+    }
+
+    /// Reads a line that does not lie whole in the source's buffer into `buf`; whether it
+    /// fit under the cap.
+    fn gather(&mut self) -> io::Result<bool> {
+        self.buf.clear();
+        let mut fits = true;
         loop {
             let available = match self.reader.fill_buf() {
                 Ok(bytes) => bytes,
@@ -161,8 +215,7 @@ impl<R: BufRead + Seek> Lines<R> {
             if available.is_empty() {
                 break;
             }
-            any = true;
-            let newline = available.iter().position(|b| *b == b'\n');
+            let newline = memchr::memchr(b'\n', available);
             let part = &available[..newline.unwrap_or(available.len())];
             if fits {
                 let needed = self.buf.len() + part.len();
@@ -185,38 +238,34 @@ impl<R: BufRead + Seek> Lines<R> {
                 break;
             }
         }
-        if !any {
-            return Ok(None);
-        }
         self.number += 1;
-        Ok(Some(fits))
+        Ok(fits)
     }
 
     /// The next non-blank line (trimmed) or too-long line, with its 1-based number; `None`
     /// at the end. A byte-order mark opening the first line is dropped.
     pub(super) fn next_line(&mut self) -> io::Result<Option<(usize, Line<'_>)>> {
-        loop {
-            let Some(fits) = self.read_raw()? else {
+        let raw = loop {
+            let Some(raw) = self.read_raw()? else {
                 return Ok(None);
             };
-            if !fits {
-                return Ok(Some((self.number, Line::TooLong)));
-            }
-            let from = if self.number == 1 && self.buf.starts_with(BOM) {
-                BOM.len()
-            } else {
-                0
+            let blank = match raw {
+                Raw::TooLong => false,
+                Raw::Gathered => trimmed(&self.buf, self.number).is_empty(),
+                Raw::Lent(n) => trimmed(&self.reader.fill_buf()?[..n], self.number).is_empty(),
             };
-            let text = &self.buf[from..];
-            let start = text.iter().position(|b| !b.is_ascii_whitespace());
-            let end = text.iter().rposition(|b| !b.is_ascii_whitespace());
-            if let (Some(start), Some(end)) = (start, end) {
-                return Ok(Some((
-                    self.number,
-                    Line::Text(&self.buf[from + start..=from + end]),
-                )));
+            if !blank {
+                break raw;
             }
-        }
+        };
+        let number = self.number;
+        let text = match raw {
+            Raw::TooLong => return Ok(Some((number, Line::TooLong))),
+            Raw::Gathered => trimmed(&self.buf, number),
+            // The bytes are still in the source's buffer: nothing was consumed since.
+            Raw::Lent(n) => trimmed(&self.reader.fill_buf()?[..n], number),
+        };
+        Ok(Some((number, Line::Text(text))))
     }
 
     /// The reason recorded for a line longer than the cap.
@@ -232,6 +281,8 @@ impl<R: BufRead + Seek> Lines<R> {
 
     /// Goes back to the start and skips the first `lines` lines.
     pub(super) fn rewind(&mut self, lines: usize) -> io::Result<()> {
+        // The seek drops the source's buffer, the lent line with it.
+        self.lent = 0;
         self.reader.seek(SeekFrom::Start(0))?;
         self.number = 0;
         for _ in 0..lines {

@@ -20,7 +20,9 @@ use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits, SessionEr
 use super::input::{open_regular, spool, Line, Lines};
 use super::lean::{self, EntryFields, LeanEntry};
 use super::tree::{report_cycle, skim_tree};
-use crate::domain::transcript::{BranchSummaryMessage, Content, CustomMessage, TranscriptMessage};
+use crate::domain::transcript::{
+    BranchSummaryMessage, Content, CustomMessage, RawJson, TranscriptMessage,
+};
 
 /// How many non-blank lines may precede the `session` header (oh-my-pi's title slot, or
 /// several of them in a file that was rewritten) before the file is declared not a session.
@@ -266,7 +268,7 @@ fn str_field(value: &Value, key: &str) -> Option<String> {
 
 /// One entry line read the general way: the transcript's own types, which decide what
 /// any shape means.
-type RawEntry<'a> = EntryFields<'a, TranscriptMessage, Content, Value>;
+type RawEntry<'a> = EntryFields<'a, TranscriptMessage, Content, RawJson>;
 
 /// The entry of a line read the general way; `None` without a `type`.
 fn general(raw: RawEntry<'_>) -> Option<LeanEntry<'_>> {
@@ -921,7 +923,10 @@ mod tests {
                 assert_eq!(c.custom_type, "note");
                 assert_eq!(c.content.joined_text("", false), "hi");
                 assert!(c.display);
-                assert_eq!(c.details, Some(json!({"k":1})));
+                assert_eq!(
+                    c.details.as_ref().map(RawJson::to_value),
+                    Some(json!({"k":1}))
+                );
             }
             other => panic!("not a custom message: {other:?}"),
         }

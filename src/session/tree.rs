@@ -56,6 +56,9 @@ struct Skim<'a> {
 /// small node per entry.
 #[derive(Default)]
 pub(super) struct TreeIndex {
+    /// Ids of up to 15 bytes (pi's are 8), inline: the bytes, zero-padded, then the length.
+    short: FxHashMap<[u8; 16], u32>,
+    /// Longer ids.
     symbols: FxHashMap<Box<str>, u32>,
     /// Symbol → index of the (last) entry carrying that id, or `NONE`.
     owner: Vec<u32>,
@@ -65,12 +68,25 @@ pub(super) struct TreeIndex {
 
 impl TreeIndex {
     fn intern(&mut self, id: &str) -> u32 {
-        if let Some(&s) = self.symbols.get(id) {
-            return s;
+        let next = u32::try_from(self.owner.len()).unwrap_or(NONE);
+        let bytes = id.as_bytes();
+        let s = if bytes.len() < 16 {
+            let mut key = [0u8; 16];
+            key[..bytes.len()].copy_from_slice(bytes);
+            key[15] = bytes.len() as u8;
+            *self.short.entry(key).or_insert(next)
+        } else {
+            match self.symbols.get(id) {
+                Some(&s) => s,
+                None => {
+                    self.symbols.insert(id.into(), next);
+                    next
+                }
+            }
+        };
+        if s == next {
+            self.owner.push(NONE);
         }
-        let s = u32::try_from(self.owner.len()).unwrap_or(NONE);
-        self.symbols.insert(id.into(), s);
-        self.owner.push(NONE);
         s
     }
 
@@ -234,7 +250,13 @@ pub(super) fn skim_tree<R: BufRead + Seek>(
             diagnostics.malformed.push((line, reason));
             continue;
         };
-        let skim = match serde_json::from_slice::<Skim<'_>>(bytes) {
+        // A UTF-8 line is checked in one go (serde_json checks bytes string by string);
+        // the answer, errors included, is the same.
+        let parsed = match std::str::from_utf8(bytes) {
+            Ok(text) => serde_json::from_str::<Skim<'_>>(text),
+            Err(_) => serde_json::from_slice::<Skim<'_>>(bytes),
+        };
+        let skim = match parsed {
             Ok(s) => s,
             Err(e) => {
                 diagnostics.malformed.push((line, describe_json_error(&e)));

@@ -142,7 +142,12 @@ fn l1_version3_branched_file_follows_the_side_branch_of_the_last_entry() {
                 "This project logs with the log crate."
             );
             assert!(!c.display);
-            assert_eq!(c.details, Some(serde_json::json!({"source":"RULES.md"})));
+            assert_eq!(
+                c.details
+                    .as_ref()
+                    .map(advisor::domain::transcript::RawJson::to_value),
+                Some(serde_json::json!({"source":"RULES.md"}))
+            );
         }
         other => panic!("expected the custom message, got {other:?}"),
     }

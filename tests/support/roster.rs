@@ -86,7 +86,7 @@ pub fn turn(id: &str, text: &str, path: &str) -> [TranscriptMessage; 4] {
             vec![AssistantBlock::ToolCall {
                 id: id.into(),
                 name: "edit".into(),
-                arguments: json!({"path": path, "oldText": "a", "newText": "b"}),
+                arguments: json!({"path": path, "oldText": "a", "newText": "b"}).into(),
             }],
             Some("toolUse".into()),
         )),
