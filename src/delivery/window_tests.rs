@@ -209,7 +209,7 @@ fn ca14_a_note_keeps_its_covered_turn_and_the_details_carry_turns_ago() {
         panic!("a custom message");
     };
     assert_eq!(custom.custom_type, "advisor");
-    assert_eq!(custom.details.unwrap()[0]["turnsAgo"], 3);
+    assert_eq!(custom.details.unwrap().to_value()[0]["turnsAgo"], 3);
 }
 
 /// CA-S5: merged deliveries at T = 6, 30, 56, 57: only 6 and 56 carry the guidance; after

@@ -245,9 +245,9 @@ struct AssistantView {
     #[serde(default)]
     stop_reason: Option<String>,
     #[serde(default)]
-    usage: Option<LeanValue>,
+    usage: Option<serde_json::Value>,
     #[serde(default)]
-    timestamp: Option<LeanValue>,
+    timestamp: Option<serde_json::Value>,
 }
 
 impl AssistantView {
@@ -256,8 +256,8 @@ impl AssistantView {
         let mut message = AssistantMessage::new(self.content.0, self.stop_reason);
         message.usage = self
             .usage
-            .and_then(|v| crate::domain::transcript::MessageUsage::from_value(&v.0));
-        message.timestamp = self.timestamp.and_then(|v| v.0.as_u64());
+            .and_then(|v| crate::domain::transcript::MessageUsage::from_value(&v));
+        message.timestamp = self.timestamp.and_then(|v| v.as_u64());
         Ok(message)
     }
 }
