@@ -1,6 +1,7 @@
 //! Every integration test, one module per area; they link into one binary (`tests/all.rs`).
 
 mod agent_policy;
+mod cli_help;
 mod consult;
 mod context_maintenance;
 mod delivery_guard;
