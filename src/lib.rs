@@ -53,8 +53,9 @@
 //! # Layout
 //!
 //! Modules from the bottom up: a module imports only from those above it in this list,
-//! never from one below (`tests/suite/layering.rs` checks it, `use crate::Name` of a root
-//! re-export included). Linked modules are public; the others are private, and what a
+//! never from one below, and from the defining module, never through a root re-export
+//! (`use crate::Name`): the root sits above every module (`tests/suite/layering.rs` checks
+//! both). Linked modules are public; the others are private, and what a
 //! host needs of them is re-exported at the root. Internal modules, marked *(internal)*,
 //! have nothing re-exported.
 //!
