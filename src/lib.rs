@@ -59,8 +59,8 @@
 //! host needs of them is re-exported at the root. Internal modules, marked *(internal)*,
 //! have nothing re-exported.
 //!
-//! - [`texts`]: the model- and user-facing text tables compiled in from `config/prompts/`
-//!   (the `advisor` command reads its own lines with them).
+//! - `texts`: the model- and user-facing text tables compiled in from `config/prompts/`
+//!   (the `advisor` command reads its own lines with [`TextTable`]).
 //! - `regular_file` *(internal)*: bounded reads of regular files only (no FIFOs, no devices).
 //! - [`domain`]: the transcript, advisories and deliveries, host events: plain data.
 //! - [`model`]: the model seam (`ModelClient`, requests, usage, the call limit) and a
@@ -115,7 +115,6 @@ pub mod roster;
 pub mod serve;
 pub mod session;
 pub mod settings;
-pub mod texts;
 pub mod tools;
 pub mod watchdog;
 
@@ -134,6 +133,7 @@ pub(crate) mod runtime;
 pub(crate) mod setup;
 pub(crate) mod shared;
 pub(crate) mod status;
+pub(crate) mod texts;
 pub(crate) mod turn_prompts;
 
 pub use config::RuntimeConfig;
@@ -156,4 +156,5 @@ pub use status::{
     AdvisorState, AdvisorStatus, AgentStatus, DeliveryCounts, DeliveryStatus, DropReason,
     FallbackStatus, NamedAdvisorStatus,
 };
+pub use texts::Table as TextTable;
 pub use turn_prompts::TurnPrompts;
