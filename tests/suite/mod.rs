@@ -5,6 +5,7 @@ mod cli_help;
 mod consult;
 mod context_maintenance;
 mod delivery_guard;
+mod docs_links;
 mod eval;
 mod expanded_runtime;
 mod faults;
