@@ -13,7 +13,7 @@
 #
 # llama-cpp-python ships only a source distribution, so the first install compiles llama.cpp
 # (about 10–30 minutes on 2 cores; CMAKE_ARGS keeps the build portable, -j2). Nothing here runs
-# in the default `cargo test` path: the test against this server is #[ignore]d (see README).
+# in the default `cargo test` path: the test against this server is #[ignore]d (see docs/DEVELOPMENT.md).
 # Needs python3 (>= 3.9) with venv, a C/C++ compiler and PyPI; nothing else from the network.
 set -euo pipefail
 

@@ -53,13 +53,14 @@
 //! # Layout
 //!
 //! Modules from the bottom up: a module imports only from those above it in this list,
-//! never from one below (`tests/suite/layering.rs` checks it, `use crate::Name` of a root
-//! re-export included). Linked modules are public; the others are private, and what a
+//! never from one below, and from the defining module, never through a root re-export
+//! (`use crate::Name`): the root sits above every module (`tests/suite/layering.rs` checks
+//! both). Linked modules are public; the others are private, and what a
 //! host needs of them is re-exported at the root. Internal modules, marked *(internal)*,
 //! have nothing re-exported.
 //!
-//! - [`texts`]: the model- and user-facing text tables compiled in from `config/prompts/`
-//!   (the `advisor` command reads its own lines with them).
+//! - `texts`: the model- and user-facing text tables compiled in from `config/prompts/`
+//!   (the `advisor` command reads its own lines with [`TextTable`]).
 //! - `regular_file` *(internal)*: bounded reads of regular files only (no FIFOs, no devices).
 //! - [`domain`]: the transcript, advisories and deliveries, host events: plain data.
 //! - [`model`]: the model seam (`ModelClient`, requests, usage, the call limit) and a
@@ -114,7 +115,6 @@ pub mod roster;
 pub mod serve;
 pub mod session;
 pub mod settings;
-pub mod texts;
 pub mod tools;
 pub mod watchdog;
 
@@ -133,6 +133,7 @@ pub(crate) mod runtime;
 pub(crate) mod setup;
 pub(crate) mod shared;
 pub(crate) mod status;
+pub(crate) mod texts;
 pub(crate) mod turn_prompts;
 
 pub use config::RuntimeConfig;
@@ -156,4 +157,5 @@ pub use status::{
     DeliveryStatus, DropReason, FallbackStatus, NamedAdvisorStatus, PrimarySpend, RatioBasis,
     SessionSpend, SpendRatio, ToolCallCounts, ToolSpendCounts,
 };
+pub use texts::Table as TextTable;
 pub use turn_prompts::TurnPrompts;

@@ -1,8 +1,8 @@
 //! Text tables compiled in from the data files under `config/prompts/`, and the small
 //! helpers that fill them. Every model- or user-facing sentence lives in such a file; the
 //! modules that speak (the `advise` tool, delivery, the review engine) include their own,
-//! and so does the `advisor` command with [`Table`] and [`fill`], the module's only public
-//! items.
+//! and so does the `advisor` command with [`Table`], the one item the crate root re-exports
+//! (as `TextTable`).
 //!
 //! A table file holds one `key: text` per line; lines starting with `#` are comments.
 //! `{name}` placeholders are filled by [`fill`]; [`exceeds_chars`] measures a text against a
@@ -31,6 +31,11 @@ impl Table {
         self.lookup(key).unwrap_or(key)
     }
 
+    /// The text for `key` with each `{name}` of `vars` replaced by its value ([`fill`]).
+    pub fn line(&self, key: &'static str, vars: &[(&str, &str)]) -> String {
+        fill(self.get(key), vars)
+    }
+
     /// The text for `key`, trimmed; `None` when the table has no such line.
     pub fn lookup(&self, key: &str) -> Option<&'static str> {
         self.0
@@ -44,7 +49,7 @@ impl Table {
 }
 
 /// `template` with each `{name}` of `vars` replaced by its value.
-pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = template.to_string();
     for (name, value) in vars {
         out = out.replace(&format!("{{{name}}}"), value);

@@ -9,7 +9,7 @@
 //! - a run: one warning line on standard error per case skipped; a progress bar on
 //!   standard error when it is a terminal; then on standard output the table per class
 //!   and in total (text), or with `--json` one JSON line per case run and a summary line
-//!   (the schema is in the README). `--out DIR` writes `results.json` (the JSON lines) and
+//!   (the schema is in docs/EVAL.md). `--out DIR` writes `results.json` (the JSON lines) and
 //!   `report.md` as well. Ctrl-C stops the run: what finished is reported, marked
 //!   incomplete, and the exit code is 1;
 //! - `compare`: the side-by-side table on standard output; `--svg FILE` writes the chart.

@@ -16,13 +16,16 @@ use std::io::Write;
 /// `--model`, `--base-url` and `--api`, shared by `advisor replay` and `advisor serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// The advisor model, `provider/model-id[:thinking]`.
+    /// The advisor model, `provider/model-id[:thinking]` (default: $ADVISOR_MODEL, else
+    /// `modelRoles.advisor` in config.yml, else `modes.advisor` in modes.json).
     #[arg(long)]
     pub model: Option<String>,
-    /// The provider's base URL, e.g. `http://127.0.0.1:8080/v1` for a local server.
+    /// The provider's base URL, e.g. `http://127.0.0.1:8080/v1` for a local server
+    /// (default: the provider's own).
     #[arg(long)]
     pub base_url: Option<String>,
-    /// The wire dialect: openai-completions or anthropic-messages.
+    /// The wire dialect: openai-completions or anthropic-messages (default: the provider's,
+    /// else openai-completions).
     #[arg(long, value_parser = parse_api)]
     pub api: Option<ApiKind>,
 }
@@ -47,18 +50,23 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print what the advisor would be sent for each turn of a session file (L3).
+    // L3. Help text is for users: rule ids stay in comments.
+    /// Print what the advisor would be sent for each turn of a session file.
     Render(render::RenderArgs),
-    /// Replay a session file through the advisor as a host would and print its advice (L2).
+    // L2.
+    /// Replay a session file through the advisor as a host would and print its advice.
     Replay(replay::ReplayArgs),
     /// Run one advisor tool as the advisor would and print what the model would see.
     Tool(tool::ToolArgs),
-    /// Print the watchdog blocks that would go into the system prompt (L4).
+    // L4.
+    /// Print the watchdog blocks that would go into the system prompt.
     Watchdog(watchdog::WatchdogArgs),
+    // §15, RO14.
     /// Print the roster of named advisors resolved from WATCHDOG.yml files, with where
-    /// each value came from (§15, RO14); replay and serve sessions run these advisors.
+    /// each value came from; replay and serve sessions run these advisors.
     Roster(roster::RosterArgs),
-    /// Serve advisor sessions to another process over JSON-RPC on stdin/stdout (V1–V4).
+    // V1–V4.
+    /// Serve advisor sessions to another process over JSON-RPC on stdin/stdout.
     Serve(serve::ServeArgs),
     /// Measure the advisor on a corpus of recorded sessions with planted mistakes and
     /// controls: catches, latency, false alarms and cost (`compare` sets results side by side).

@@ -17,7 +17,7 @@ use super::{texts, CliError};
 pub struct RenderArgs {
     /// The pi / oh-my-pi session file (JSON lines), or `-` for standard input.
     pub session: PathBuf,
-    /// How deltas are rendered.
+    /// How deltas are rendered: expanded, compact or full.
     #[arg(long, default_value = "expanded", value_parser = parse_view)]
     pub transcript: TranscriptView,
 }

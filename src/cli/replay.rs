@@ -87,7 +87,9 @@ pub struct ReplayArgs {
     /// Print one JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Append the advisor's own transcript to this file, as an oh-my-pi session file (P9).
+    // P9.
+    /// Append the advisor's own transcript to this file, as an oh-my-pi session file
+    /// (default: none is kept).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
     /// The advisor model (default: $ADVISOR_MODEL, then `modelRoles.advisor` in
@@ -111,12 +113,14 @@ pub struct ReplayArgs {
     /// Leave WATCHDOG.md files out of the advisor's system prompt.
     #[arg(long)]
     pub no_watchdog: bool,
+    // P11.
     /// Longest wait, in seconds, for the advisor to drain at the end of the file, through
-    /// retries (default: 600, or 30 when the session ended in an error; P11).
+    /// retries (default: 600, or 30 when the session ended in an error).
     #[arg(long, value_name = "SECS")]
     pub drain_timeout: Option<u64>,
+    // G8.
     /// Ask the advisor QUESTION right after the step boundary of turn TURN (counted from 1)
-    /// and print its answer (G8); repeatable.
+    /// and print its answer; repeatable.
     #[arg(long, value_name = "TURN:QUESTION")]
     pub ask: Vec<String>,
 }

@@ -30,8 +30,9 @@ pub struct ServeArgs {
     /// The advisor model for sessions that name none, and how to reach it.
     #[command(flatten)]
     pub provider: ModelArgs,
+    // V4.
     /// The most transcript data the process holds for all its sessions, in MiB: a call that
-    /// would pass it is refused with an error and nothing held is lost (V4).
+    /// would pass it is refused with an error and nothing held is lost.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub max_held_mib: usize,
 }

@@ -2,14 +2,14 @@
 //! `config/prompts/cli-notices.txt` (one `key: text` per line, `#` comments, `{name}`
 //! placeholders) like the library's own text tables.
 
-use advisor::texts::{fill, Table};
+use advisor::TextTable;
 
-const LINES: Table = Table(include_str!("../../config/prompts/cli-notices.txt"));
+const LINES: TextTable = TextTable(include_str!("../../config/prompts/cli-notices.txt"));
 
 /// The line `key` filled with `vars`; the key itself when the file has no such line (a
 /// test checks that every key in use is there).
 pub fn line(key: &'static str, vars: &[(&str, &str)]) -> String {
-    fill(LINES.get(key), vars)
+    LINES.line(key, vars)
 }
 
 #[cfg(test)]

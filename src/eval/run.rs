@@ -15,6 +15,7 @@ use futures_util::stream::{self, StreamExt};
 use parking_lot::Mutex;
 use tokio::sync::mpsc::unbounded_channel;
 
+use crate::config::RuntimeConfig;
 use crate::delivery::{RaiseOutcome, RaisedAdvice};
 use crate::domain::transcript::{AssistantBlock, TranscriptMessage};
 use crate::model::{ChatMessage, ModelClient, ModelRequest, ThinkingLevel};
@@ -23,7 +24,6 @@ use crate::runtime::{AdvisorRuntime, SharedResources};
 use crate::session::{read_session_with, ReadLimits, SessionDriver};
 use crate::status::AdvisorStatus;
 use crate::texts::fill_in_one_pass;
-use crate::RuntimeConfig;
 
 use super::corpus::{Case, WorkspaceCopy};
 use super::score::{batch_turn, CaseCost, DeliveredNote, Fate, Observation, RaisedNote};

@@ -16,11 +16,11 @@ use crate::model::{
     StopReason, Usage,
 };
 use crate::providers::Catalog;
+use crate::render::TranscriptView;
 use crate::replay::ReplayOptions;
 use crate::runtime::SharedResources;
 use crate::settings::{AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog};
 use crate::setup::{ModelSource, SessionModel, SessionSetup};
-use crate::TranscriptView;
 
 use super::corpus::Case;
 use super::run::{CasePreparer, PreparedCase};

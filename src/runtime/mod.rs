@@ -48,10 +48,10 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use crate::actors::event_forwarder::EventForwarder;
 use crate::actors::supervisor::Supervisor;
+use crate::config::RuntimeConfig;
 use crate::domain::host::HostEvent;
 use crate::handle::{AdvisorHandle, HandleError, SessionLease};
 use crate::model::limit::CallCounts;
-use crate::RuntimeConfig;
 
 pub use crate::shared::SharedResources;
 

@@ -10,12 +10,12 @@ use tokio::sync::mpsc::Sender;
 
 use super::open::ParsedMessages;
 use super::protocol::{notification_line, RpcError, SESSION_ERROR};
+use crate::config::RuntimeConfig;
 use crate::domain::advice::{notes_models, Delivery};
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
 use crate::handle::AdvisorHandle;
 use crate::runtime::AdvisorRuntime;
-use crate::RuntimeConfig;
 
 /// Where lines for the client go: the one writer task reads the other end (V1). Bounded
 /// ([`super::MAX_QUEUED_LINES`]): a sender waits while it is full, and the reader reads no

@@ -20,13 +20,8 @@ pub(crate) const TOOL_RESULTS: Table = Table(include_str!(
 /// The tool's name.
 pub const NAME: &str = "advise";
 
-const DESCRIPTION: &str = "Send one piece of advice to the coding agent. The note must be \
-concrete, terse and actionable: what is wrong or risky and what to do instead. Call it at most \
-once per session update, and only when it matters; stay silent when the agent is on track. \
-Severity: `nit` for cleanup or a low-risk edge case (delivered at the agent's next step, no \
-interruption); `concern` for a material risk, a likely wrong direction, a missing constraint or \
-a hallucinated API (the agent is interrupted and decides); `blocker` when continuing clearly \
-wastes the turn or produces broken output. Omitting severity means nit.";
+/// The description the model is offered, from `config/prompts/tool-advise.md`.
+const DESCRIPTION: &str = include_str!("../../config/prompts/tool-advise.md").trim_ascii_end();
 
 /// Arguments of `advise`, as the model sees them (the schema is derived from this struct;
 /// [`parse`] reads them with messages of its own).

@@ -44,12 +44,8 @@ pub const MIN_TIMEOUT_SECS: f64 = 0.5;
 /// Largest accepted `timeout`, seconds.
 pub const MAX_TIMEOUT_SECS: f64 = 60.0;
 
-const DESCRIPTION: &str = "Find files and directories of the workspace by glob pattern. A \
-pattern without `/` matches names at any depth (`*.rs`, `Cargo.toml`); a pattern with `/` \
-matches the path from the workspace root (`src/**/*.rs`, `tests/*`), where `*` stays within \
-one directory and `**` spans any number. Results are newest first, grouped under `# dir/` \
-headers; directories end with `/`. Hidden files are included and .gitignore is honoured \
-unless you set `hidden` or `gitignore` to false.";
+/// The description the model is offered, from `config/prompts/tool-find.md`.
+const DESCRIPTION: &str = include_str!("../../config/prompts/tool-find.md").trim_ascii_end();
 
 /// Arguments of `find`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -42,13 +42,8 @@ pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// How much of the start of a file is checked for a NUL byte.
 pub const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
-const DESCRIPTION: &str = "Read a file of the workspace as numbered lines (`N|text`), or list \
-a directory. Paths are relative to the workspace root. Add a selector to the path to pick \
-lines: `src/lib.rs:50` (from line 50), `src/lib.rs:50-200` (lines 50 to 200), \
-`src/lib.rs:50+150` (150 lines from line 50). Without an end you get 300 lines; one call shows \
-at most 3000 lines or 50 KB, and a cut result tells you the selector to continue with. \
-Binary files are refused. Repeating an earlier call over a file that has not changed, while \
-its result is still in your context, answers with a pointer to that result.";
+/// The description the model is offered, from `config/prompts/tool-read.md`.
+const DESCRIPTION: &str = include_str!("../../config/prompts/tool-read.md").trim_ascii_end();
 
 /// Arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]

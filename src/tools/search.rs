@@ -28,6 +28,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::ToolSchema;
+use crate::regular_file;
 use crate::tools::args::{self, PathList};
 use crate::tools::confine::{self, Confined};
 use crate::tools::{walk, ToolError, ToolSession, WorkspaceTool};
@@ -51,13 +52,8 @@ pub const BEFORE: usize = 1;
 /// Context lines after a match.
 pub const AFTER: usize = 3;
 
-const DESCRIPTION: &str = "Search the workspace's files for a regular expression (Rust regex \
-syntax, matched within single lines; escape regex characters such as `(` or `.` to match them \
-literally). Results are grouped by file under `# path` headers; matching lines are shown as \
-`*N|text` with one line of context before and three after as ` N|text`. Ignored files \
-(.gitignore) are skipped unless `gitignore` is false; hidden files are searched. 20 files per \
-page: when more match, call again with `skip` to see the next page. Use `paths` to narrow the \
-search to files or directories.";
+/// The description the model is offered, from `config/prompts/tool-search.md`.
+const DESCRIPTION: &str = include_str!("../../config/prompts/tool-search.md").trim_ascii_end();
 
 /// Arguments of `search`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -265,7 +261,9 @@ fn walk(root: &Path, targets: &[Confined], matcher: &RegexMatcher, query: &Searc
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return;
             }
-            let Ok(file) = std::fs::File::open(entry.path()) else {
+            // Opened as `read` opens files: never waiting on a FIFO put in the file's place
+            // after the walk saw it, never reading a procfs or sysfs file.
+            let Ok(file) = regular_file::open_regular(entry.path()) else {
                 return;
             };
             if file.metadata().is_ok_and(|m| m.len() > MAX_FILE_BYTES) {

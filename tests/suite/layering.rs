@@ -73,11 +73,9 @@ fn root_reexports(lib: &str) -> HashMap<String, String> {
     names
 }
 
-/// The root modules named by `crate::…` references in the non-test code of `text`, with
-/// their line numbers: `crate::module::…` names the module, `crate::Name` the module the
-/// root re-exports `Name` from (`reexports`); a name the root does not know is kept as it
-/// is, so it shows up as unlisted.
-fn crate_references(text: &str, reexports: &HashMap<String, String>) -> Vec<(usize, String)> {
+/// The first name after each `crate::` in the non-test code of `text`, with its line number
+/// (`crate::{A, b::C}` gives `A` and `b`).
+fn crate_names(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (index, line) in text.lines().enumerate() {
         if line.starts_with("#[cfg(test)]") {
@@ -101,8 +99,7 @@ fn crate_references(text: &str, reexports: &HashMap<String, String>) -> Vec<(usi
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
                 if !name.is_empty() {
-                    let module = reexports.get(&name).cloned().unwrap_or(name);
-                    found.push((index + 1, module));
+                    found.push((index + 1, name));
                 }
                 if !after.starts_with('{') {
                     break;
@@ -112,6 +109,30 @@ fn crate_references(text: &str, reexports: &HashMap<String, String>) -> Vec<(usi
         }
     }
     found
+}
+
+/// The root modules named by `crate::…` references in the non-test code of `text`, with
+/// their line numbers: `crate::module::…` names the module, `crate::Name` the module the
+/// root re-exports `Name` from (`reexports`); a name the root does not know is kept as it
+/// is, so it shows up as unlisted.
+fn crate_references(text: &str, reexports: &HashMap<String, String>) -> Vec<(usize, String)> {
+    crate_names(text)
+        .into_iter()
+        .map(|(line, name)| (line, reexports.get(&name).cloned().unwrap_or(name)))
+        .collect()
+}
+
+/// The names the non-test code of `text` imports through a root re-export (`crate::Name`),
+/// with their line numbers. The crate root sits above every module, so such an import runs
+/// upward whatever module defines the name: a module imports from the defining module.
+fn root_reexport_references(
+    text: &str,
+    reexports: &HashMap<String, String>,
+) -> Vec<(usize, String)> {
+    crate_names(text)
+        .into_iter()
+        .filter(|(_, name)| reexports.contains_key(name))
+        .collect()
 }
 
 fn upward_imports(root: &Path) -> (Vec<String>, Vec<String>) {
@@ -152,6 +173,14 @@ fn upward_imports(root: &Path) -> (Vec<String>, Vec<String>) {
             continue;
         };
         let text = std::fs::read_to_string(&file).expect("a source file");
+        for (line, name) in root_reexport_references(&text, &reexports) {
+            upward.push(format!(
+                "{}:{line}: {first} imports {name} through the crate root, which the layout puts \
+                 above every module; import it from `{}`",
+                relative.display(),
+                reexports[&name]
+            ));
+        }
         for (line, target) in crate_references(&text, &reexports) {
             match rank.get(target.as_str()) {
                 Some(&theirs) if theirs > own => upward.push(format!(
@@ -359,6 +388,15 @@ fn the_layering_check_sees_an_upward_import() {
         ]
     );
     assert_eq!(layout_order(lib), vec!["texts", "domain"]);
+    assert_eq!(
+        root_reexport_references(text, &reexports),
+        vec![
+            (3, "RuntimeConfig".to_string()),
+            (4, "HandleError".to_string()),
+            (5, "load_roster".to_string()),
+        ],
+        "a module path is no root re-export; a name the root re-exports is"
+    );
 }
 
 #[test]

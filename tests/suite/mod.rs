@@ -2,9 +2,11 @@
 
 mod agent_policy;
 mod cadence;
+mod cli_help;
 mod consult;
 mod context_maintenance;
 mod delivery_guard;
+mod docs_links;
 mod eval;
 mod expanded_runtime;
 mod faults;

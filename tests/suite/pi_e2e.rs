@@ -1820,7 +1820,7 @@ fn longest_silence(pi: &Pi, from: usize, until: usize, start: Instant) -> (Durat
     (longest, last.saturating_duration_since(start))
 }
 
-/// The bridge's wait budget per pi event (README Limits), with slack for a loaded machine.
+/// The bridge's wait budget per pi event (docs/LIMITS.md), with slack for a loaded machine.
 const BUDGET_WITH_SLACK: Duration = Duration::from_millis(3000);
 
 /// S2 / F4 through pi: an `advisor serve` that stops answering (SIGSTOP) costs pi one wait of
