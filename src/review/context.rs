@@ -139,13 +139,21 @@ pub enum LimitStop {
     OutputCap,
 }
 
+/// How many times its output bound a reply may be (estimates run high) and still count as
+/// cut by that bound (G5); the reply-size cap sits at about 8 times it.
+pub const OUTPUT_CAP_SLACK: u64 = 4;
+
 /// Tells a context overflow from a reply cut at its output bound (G5): the context is full
 /// when the call's prompt plus output reach `threshold`, or when the provider reported an
 /// output below `bound` (something other than the bound stopped it); otherwise, including
-/// an estimated usage (the provider reported none), the bound cut the reply.
+/// an estimated usage (the provider reported none), the bound cut the reply. A reply of more
+/// than [`OUTPUT_CAP_SLACK`] times the bound was not stopped by the bound but by the reply-size
+/// cap (the model ran on past it): that keeps the reactive path too (M2's huge reply).
 pub fn limit_stop(usage: &Usage, bound: u32, threshold: u64) -> LimitStop {
     let used = usage.prompt_tokens() + usage.output;
-    if used >= threshold || (!usage.estimated && usage.output < u64::from(bound)) {
+    let past_the_bound = usage.output > u64::from(bound).saturating_mul(OUTPUT_CAP_SLACK);
+    if used >= threshold || past_the_bound || (!usage.estimated && usage.output < u64::from(bound))
+    {
         LimitStop::ContextFull
     } else {
         LimitStop::OutputCap
@@ -431,6 +439,24 @@ impl MaintenanceCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn g5_m2_a_reply_far_past_its_bound_was_cut_by_the_reply_cap_and_keeps_the_reactive_path() {
+        let usage = |output| Usage {
+            input: 1_000,
+            output,
+            estimated: true,
+            ..Usage::default()
+        };
+        // About its bound (estimates run high): the bound cut it.
+        assert_eq!(limit_stop(&usage(60), 48, 100_000), LimitStop::OutputCap);
+        assert_eq!(limit_stop(&usage(192), 48, 100_000), LimitStop::OutputCap);
+        // Eight times the bound is the reply-size cap: the model ran on past the bound.
+        assert_eq!(
+            limit_stop(&usage(8 * 48), 48, 100_000),
+            LimitStop::ContextFull
+        );
+    }
 
     #[test]
     fn sp2_p4_re_reads_are_saved_for_the_tools_whose_results_are_evicted() {

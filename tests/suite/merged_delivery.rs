@@ -49,9 +49,12 @@ async fn ca14_ca16_ca_s4_the_final_turn_end_sends_one_merged_continuation() {
     tokio::time::pause();
     let model = ScriptedModel::new([
         ScriptedReply::text(""),
-        advising(&[("n2", "nit")]),
+        advising(&[("nit n2: tidy the imports", "nit")]),
         ScriptedReply::text(""),
-        advising(&[("cA", "concern"), ("bB", "blocker")]),
+        advising(&[
+            ("concern cA: the route lacks auth", "concern"),
+            ("blocker bB: the migration drops data", "blocker"),
+        ]),
     ]);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |c| {
         c.settings.policy = DeliveryPolicy::Defer;
@@ -75,9 +78,9 @@ async fn ca14_ca16_ca_s4_the_final_turn_end_sends_one_merged_continuation() {
     assert_eq!(step.steers.len(), 1, "one message");
     let expected = [
         merged_guidance().to_string(),
-        element("blocker", 0, "bB"),
-        element("concern", 0, "cA"),
-        element("nit", 2, "n2"),
+        element("blocker", 0, "blocker bB: the migration drops data"),
+        element("concern", 0, "concern cA: the route lacks auth"),
+        element("nit", 2, "nit n2: tidy the imports"),
     ]
     .join("\n");
     assert_eq!(step.steers[0].content, expected);
@@ -101,7 +104,7 @@ async fn ca15_ca_s5_the_guidance_text_comes_first_then_every_fifty_turns() {
     for turn in 1..=57u64 {
         let merged = [6, 30, 56, 57].contains(&turn);
         if merged {
-            model.push(advising(&[(&format!("tidy {turn}"), "nit")]));
+            model.push(advising(&[(&format!("tidy the imports at {turn}"), "nit")]));
             t.push(final_answer(&format!("answer {turn}")));
         } else {
             model.push(ScriptedReply::text(""));
@@ -179,8 +182,10 @@ async fn ca18_ca_s6_a_late_note_after_a_terminal_answer() {
     }
 }
 
-/// CA-S11: immune turns 3 and a continuation sent at T = 5: concerns raised at T = 6, 7, 8
-/// (WIP rounds of the woken run) are asides, the one at T = 9 steers.
+/// CA-S11: immune turns 3 and a live steer sent at T = 5 (K = 5): concerns raised at T = 6,
+/// 7, 8 (WIP rounds) are asides, the one at T = 9 steers. A live steer starts no
+/// continuation (CA17), so the rounds after it are reviewed as usual; a wake's continuation
+/// turns would not be (CA4).
 #[actix::test]
 async fn ca19_ca_s11_the_immune_turns_count_every_boundary_from_the_continuation() {
     tokio::time::pause();
@@ -198,19 +203,19 @@ async fn ca19_ca_s11_the_immune_turns_count_every_boundary_from_the_continuation
         t.push(tool_output("ok"));
         h.turn_end(&t).await.unwrap();
     }
-    h.run_state(false).await.unwrap();
     model.push(advising(&[(
         "The migration drops the users table.",
         "blocker",
     )]));
-    t.push(final_answer("Migrated."));
+    t.push(tool_call_turn("step 5"));
+    t.push(tool_output("ok"));
     h.turn_end(&t).await.unwrap();
-    assert!(matches!(
-        drain(&mut rx).as_slice(),
-        [HostEvent::Wake { .. }]
-    ));
-    // The woken run.
-    h.run_state(true).await.unwrap();
+    assert_eq!(drain(&mut rx), vec![HostEvent::SteerReady]);
+    assert_eq!(
+        h.step_boundary().await.unwrap().steers.len(),
+        1,
+        "sent at T = 5"
+    );
     for turn in 6..=9u64 {
         model.push(advising(&[(&format!("concern at {turn}"), "concern")]));
         t.push(tool_call_turn(&format!("step {turn}")));

@@ -1,7 +1,10 @@
-//! pi end to end, spend rules (SP3, SP8), on both pi lines: an advisor that raises a new
-//! blocker at every review while pi is idle wakes pi twice; the third blocker arrives as a
-//! card and starts no run, so the loop stops. Every advice message names its model in
-//! `details.model`. The scripted servers and the RPC driver are `pi_e2e`'s.
+//! pi end to end, on both pi lines: an advisor that raises a new blocker at every review while
+//! pi is idle. Its first blocker wakes pi once; the woken run is the advisor's own
+//! continuation (CA17), so its turns are held for the next scheduled review instead of being
+//! reviewed, and the loop ends there, before SP3's two-wakes-per-prompt limit is reached
+//! (that limit is covered through `advisor serve` and the router's tests). Every advice
+//! message names its model in `details.model` (SP8). The scripted servers and the RPC
+//! driver are `pi_e2e`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,7 +43,7 @@ fn looping_advisor(body: &Value) -> Reply {
     )
 }
 
-fn idle_blocker_loop_stops_after_two_wakes(line: Line) {
+fn idle_blocker_loop_stops_after_one_wake(line: Line) {
     let Some(tools) = pi_of(line.version()) else {
         return;
     };
@@ -51,19 +54,18 @@ fn idle_blocker_loop_stops_after_two_wakes(line: Line) {
     let mut pi = setup.start(&tools, true, &[]);
     let mark = pi.len();
     prompt_settled(&mut pi, line, "Answer right away.");
-    // Two wakes, each a run of its own, then the third blocker as a card.
+    // The first blocker wakes pi; wait for it.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let mut entries = Vec::new();
     while std::time::Instant::now() < deadline {
         let file = session_file(&mut pi);
-        entries = advisor_entries(&file);
-        if entries.iter().any(|e| e["details"]["channel"] == "card") {
+        if !advisor_entries(&file).is_empty() {
             break;
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    // Long enough for a fourth review to wake pi, were the loop going on.
-    std::thread::sleep(Duration::from_secs(4));
+    // A review takes 1.5 s: had the woken run been reviewed, more advice would follow.
+    std::thread::sleep(Duration::from_secs(6));
+    let entries = advisor_entries(&session_file(&mut pi));
     let channels: Vec<String> = entries
         .iter()
         .map(|e| {
@@ -73,13 +75,15 @@ fn idle_blocker_loop_stops_after_two_wakes(line: Line) {
                 .to_string()
         })
         .collect();
-    assert_eq!(channels, ["wake", "wake", "card"], "{entries:?}");
+    // CA17 stops the loop before SP3's wake limit is reached: the woken run is the advisor's
+    // own continuation, its turns are held, not reviewed, so no second blocker is raised.
+    assert_eq!(channels, ["wake"], "{entries:?}");
     assert_eq!(
         agent_starts(&pi.events_since(mark)),
-        3,
-        "the prompt's run and two wakes"
+        2,
+        "the prompt's run and one wake"
     );
-    assert_eq!(primary.bodies().len(), 3, "no run after the card");
+    assert_eq!(primary.bodies().len(), 2, "no run after the woken one");
     // SP8: every advice message names its model.
     for entry in &entries {
         assert_eq!(
@@ -89,16 +93,16 @@ fn idle_blocker_loop_stops_after_two_wakes(line: Line) {
         assert!(entry["content"].to_string().contains("blocker"), "{entry}");
     }
     let status = advisor_command(&mut pi, "status");
-    assert!(status.contains("wakes refused: 1"), "{status}");
+    assert!(!status.contains("wakes refused"), "{status}");
     pi.quit();
 }
 
 #[test]
-fn sp3_sp8_on_pi_16_an_idle_blocker_loop_stops_after_two_wakes_and_the_rest_are_cards() {
-    idle_blocker_loop_stops_after_two_wakes(Line::Current);
+fn ca17_sp8_on_pi_16_an_idle_blocker_loop_stops_after_one_wake_its_continuation_unreviewed() {
+    idle_blocker_loop_stops_after_one_wake(Line::Current);
 }
 
 #[test]
-fn sp3_sp8_on_pi_073_an_idle_blocker_loop_stops_after_two_wakes_and_the_rest_are_cards() {
-    idle_blocker_loop_stops_after_two_wakes(Line::Legacy);
+fn ca17_sp8_on_pi_073_an_idle_blocker_loop_stops_after_one_wake_its_continuation_unreviewed() {
+    idle_blocker_loop_stops_after_one_wake(Line::Legacy);
 }

@@ -52,7 +52,9 @@ fn notes_of(n: &Value) -> Vec<String> {
 async fn sp3_sp8_v2_an_idle_blocker_loop_wakes_twice_then_cards_and_each_note_names_its_model() {
     let (mut c, _server) = start(blocker_loop());
     let dir = tempfile::tempdir().unwrap();
-    let settings = json!({"syncBacklog": 1, "policy": "interrupt"});
+    // syncBacklog off: the turn end returns before the review ends, so its notes route one by
+    // one (CA13: no window holds them) and the wake limit, not the merged batch, bounds them.
+    let settings = json!({"syncBacklog": "off", "policy": "interrupt"});
     open(&mut c, "s1", dir.path(), settings).await;
     c.call("session/userPrompt", json!({"sessionId": "s1"}))
         .await;
