@@ -292,14 +292,7 @@ impl Supervisor {
 /// Whether a rewrite moves the advisor to another branch (P3's seed), as
 /// opposed to a rewrite within the branch (compaction, pruning, one the feed detected).
 fn changes_branch(kind: RewriteKind) -> bool {
-    matches!(
-        kind,
-        RewriteKind::SessionSwitch
-            | RewriteKind::NewSession
-            | RewriteKind::Branch
-            | RewriteKind::TreeNavigation
-            | RewriteKind::Rewind
-    )
+    begins_conversation(kind) || kind == RewriteKind::Rewind
 }
 
 /// Whether a rewrite begins another conversation (CA8): the counters restart. Compaction,
