@@ -150,7 +150,8 @@ pub use review::transcript_file::iso_seconds;
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
 pub use setup::{
-    session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared, SessionSetup,
+    session_role, HostSettings, KeyLookup, ModelSource, RequestedModel, SessionInputs,
+    SessionLoaded, SessionModel, SessionPrepared, SessionSetup, SetupError,
 };
 pub use status::{
     AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, DeliveryCounts,
