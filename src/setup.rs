@@ -874,4 +874,40 @@ mod tests {
         );
         assert_eq!(shared.roster_cache().stats().loads, 1);
     }
+
+    #[test]
+    fn k2_m1_load_stops_on_a_disabling_file_when_asked_and_takes_the_hosts_role() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join(".omp")).unwrap();
+        let file = root.join(".omp/config.yml");
+        std::fs::write(&file, "advisor:\n  enabled: false\n").unwrap();
+        let host_layer = SettingsLayer {
+            advisor_role: Some("local/from-host".into()),
+            ..SettingsLayer::default()
+        };
+        let inputs = |stop_when_disabled| SessionInputs {
+            session_id: "s".into(),
+            root: root.clone(),
+            env: SettingsEnv::default(),
+            watchdog: false,
+            stop_when_disabled,
+            host_layer: Some((PathBuf::from("host"), host_layer.clone())),
+            settings: &|loaded, _| loaded.settings.clone(),
+            model: RequestedModel::Discover(None),
+            models: ModelSource {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..ModelSource::new(Arc::new(Catalog::empty()), Arc::new(|_| None))
+            },
+            context_files: None,
+            audit_path: None,
+        };
+        let stopped = SessionSetup::load(inputs(true)).err();
+        assert_eq!(stopped, Some(SetupError::Disabled { file }));
+        let loaded = SessionSetup::load(inputs(false)).unwrap();
+        assert_eq!(loaded.no_model, None);
+        let model = loaded.prepared.config.model.expect("the host's role");
+        assert_eq!(model.info().id, "local/from-host");
+        assert!(!loaded.prepared.config.settings.enabled, "the host's way");
+    }
 }
