@@ -100,15 +100,14 @@
 //! - `actors` *(internal)*: thin actor shells over the logic, one per file.
 //! - `handle`: [`AdvisorHandle`], the host's side of one session (A3, A4).
 //! - `runtime`: [`AdvisorRuntime`], the arbiter pool and shared resources (A6).
-//! - [`replay`]: replaying a recorded session through a handle (L2).
-//! - [`eval`]: `advisor eval`, the planted-mistake benchmark: cases, runs, scores, reports
-//!   (§18).
+//! - [`replay`]: replaying a recorded session through a handle (L2), and under it
+//!   [`replay::eval`], `advisor eval`, the planted-mistake benchmark: cases, runs, scores,
+//!   reports (§18).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
 
 #![warn(missing_docs)]
 
 pub mod domain;
-pub mod eval;
 pub mod model;
 pub mod providers;
 pub mod replay;
@@ -151,7 +150,8 @@ pub use review::transcript_file::iso_seconds;
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
 pub use setup::{
-    session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared, SessionSetup,
+    session_role, HostSettings, KeyLookup, ModelSource, RequestedModel, SessionInputs,
+    SessionLoaded, SessionModel, SessionPrepared, SessionSetup, SetupError,
 };
 pub use status::{
     AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, DeliveryCounts,
