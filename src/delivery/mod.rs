@@ -10,6 +10,8 @@
 //! - [`held`]: the notes the `reconfirm` policy holds, and their preamble (D9);
 //! - [`deferred`]: the notes the `defer` policy keeps back to the final boundary (P1);
 //! - [`catch_up`]: terminal turns and the catch-up block (D4, D5);
+//! - `outbox`: the aside queue, the outbox's steers and the cards waiting for a review (D3,
+//!   RO22);
 //! - [`outcome`]: outcome accounting and the tool's answers (D10);
 //! - [`tap`]: a copy of every raise and its outcome for a measuring host (EV3);
 //! - [`note`]: note normalisation and the content-free keys of the emission guard (P3);
@@ -25,6 +27,7 @@ pub mod guard;
 pub mod held;
 pub mod lane;
 pub mod note;
+mod outbox;
 pub mod outcome;
 pub mod router;
 pub mod tap;

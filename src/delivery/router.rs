@@ -17,6 +17,7 @@ use super::deferred::{DeferredNote, DeferredNotes};
 use super::held::{HeldNote, HeldNotes, Reraised};
 use super::lane::{is_too_short, WakeLimit, MIN_NOTE_CHARS};
 use super::note::{is_content_free_key, normalize_note};
+use super::outbox::{Outbox, OutboxSteer, QueuedAside};
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 use super::texts::{EARLIER_STEP, FINAL_ANSWER};
 use super::window::{
@@ -29,49 +30,6 @@ use crate::texts::exceeds_chars;
 
 /// The note cap when none is configured (`advisor.maxNoteChars`, K1).
 pub const DEFAULT_MAX_NOTE_CHARS: usize = 2000;
-
-/// A nit (or an immune concern) waiting in the aside queue for the next step boundary.
-#[derive(Debug, Clone)]
-struct QueuedAside {
-    advisory: Advisory,
-    /// The dedupe key.
-    key: String,
-    /// Its advisor and update (RO13, RO22).
-    origin: Origin,
-    /// The review that raised it; `None` for a held note released by a catch-up block.
-    raised_by: Option<ReviewId>,
-}
-
-/// A steering card in the outbox, waiting for the next step boundary.
-#[derive(Debug, Clone)]
-struct OutboxSteer {
-    card: Delivery,
-    /// The dedupe key of its (first) note.
-    key: String,
-    /// Its (first) note's advisor and update (RO13, RO22).
-    origin: Origin,
-    /// The advisors and updates of the other notes of a merged final-boundary delivery
-    /// (CA14), in its order; empty for a card of one note. A merged card is one message: it
-    /// goes out whole.
-    others: Vec<Origin>,
-}
-
-impl OutboxSteer {
-    /// A card of one note.
-    fn single(card: Delivery, key: String, origin: Origin) -> Self {
-        Self {
-            card,
-            key,
-            origin,
-            others: Vec::new(),
-        }
-    }
-
-    /// The advisors of its notes, one entry per note.
-    fn owners(&self) -> impl Iterator<Item = &Owner> {
-        std::iter::once(&self.origin.owner).chain(self.others.iter().map(|o| &o.owner))
-    }
-}
 
 /// What the router answers a primary turn end (CA13, CA17, D5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -102,12 +60,9 @@ pub struct RouterState {
     running: bool,
     suppressed: bool,
     enabled: bool,
-    asides: Vec<QueuedAside>,
-    steers: Vec<OutboxSteer>,
-    /// Cards of a named advisor waiting for another named advisor's review of the same
-    /// update to end (RO22): its same note merges into them instead of going out as a
-    /// second card. They go out when no such review runs any more, or at the next turn end.
-    cards: Vec<OutboxSteer>,
+    /// What waits for the host: the aside queue, the outbox's steers and the cards that
+    /// wait for another review (D3, RO22).
+    outbox: Outbox,
     held: HeldNotes,
     /// A branch change replayed the transcript (P3): until the next user
     /// prompt, concerns and blockers are cards, never wakes.
@@ -160,9 +115,7 @@ impl RouterState {
             running: false,
             suppressed: false,
             enabled: true,
-            asides: Vec::new(),
-            steers: Vec::new(),
-            cards: Vec::new(),
+            outbox: Outbox::default(),
             held: HeldNotes::default(),
             replayed: false,
             deferred: DeferredNotes::default(),
@@ -328,31 +281,7 @@ impl RouterState {
     pub fn remove_advisor(&mut self, slug: Option<&str>) {
         let owner: Owner = slug.map(Into::into);
         let ours = |o: &Origin| o.owner == owner;
-        let mut gone: Vec<(Origin, String, Severity)> = Vec::new();
-        let (asides, kept): (Vec<QueuedAside>, Vec<QueuedAside>) = std::mem::take(&mut self.asides)
-            .into_iter()
-            .partition(|q| ours(&q.origin));
-        self.asides = kept;
-        gone.extend(asides.into_iter().map(|q| {
-            let severity = q.advisory.effective_severity();
-            (q.origin, q.key, severity)
-        }));
-        // The outbox's steers and the cards waiting for another review (RO22); a merged
-        // final-boundary card (CA14) is one message of several advisors and stays whole.
-        for outbox in [&mut self.steers, &mut self.cards] {
-            let (theirs, kept): (Vec<OutboxSteer>, Vec<OutboxSteer>) = std::mem::take(outbox)
-                .into_iter()
-                .partition(|s| ours(&s.origin) && s.others.is_empty());
-            *outbox = kept;
-            gone.extend(theirs.into_iter().map(|s| {
-                let severity = s
-                    .card
-                    .notes
-                    .first()
-                    .map_or(Severity::Nit, Advisory::effective_severity);
-                (s.origin, s.key, severity)
-            }));
-        }
+        let mut gone = self.outbox.take_single(ours);
         for note in self.deferred.take_where(|d| ours(&d.origin)) {
             let severity = note.severity();
             gone.push((note.origin, note.key, severity));
@@ -698,7 +627,7 @@ impl RouterState {
             for owner in &owners {
                 self.tally(owner, |c| c.pending += 1);
             }
-            self.steers.push(steer);
+            self.outbox.steers.push(steer);
             return vec![HostEvent::SteerReady];
         }
         for (_, origin) in origins {
@@ -744,10 +673,10 @@ impl RouterState {
     /// note calls for now (a run may have started meanwhile: then it steers).
     fn release_cards(&mut self, all: bool) -> Vec<HostEvent> {
         let (waiting, ready): (Vec<OutboxSteer>, Vec<OutboxSteer>) =
-            std::mem::take(&mut self.cards)
+            std::mem::take(&mut self.outbox.cards)
                 .into_iter()
                 .partition(|c| !all && self.guards.another_reviewing(&c.origin));
-        self.cards = waiting;
+        self.outbox.cards = waiting;
         let mut events = Vec::with_capacity(ready.len());
         for waited in ready {
             let owner = waited.origin.owner.clone();
@@ -1100,22 +1029,32 @@ impl RouterState {
                 "advisory merged with another advisor's"
             );
         };
-        if let Some(i) = self.asides.iter().position(|q| same(&q.key, &q.origin)) {
-            merge(&mut self.asides[i].advisory);
-            co_author(&mut self.asides[i].origin);
-            let owner = self.asides[i].origin.owner.clone();
-            let merged = self.asides[i].advisory.effective_severity();
+        if let Some(i) = self
+            .outbox
+            .asides
+            .iter()
+            .position(|q| same(&q.key, &q.origin))
+        {
+            merge(&mut self.outbox.asides[i].advisory);
+            co_author(&mut self.outbox.asides[i].origin);
+            let owner = self.outbox.asides[i].origin.owner.clone();
+            let merged = self.outbox.asides[i].advisory.effective_severity();
             self.remember(&owner, key, merged);
             self.remember(&origin.owner, key, merged);
             if self.channel_for(&owner, merged) == Channel::Aside {
                 return Some(Vec::new());
             }
-            let queued = self.asides.remove(i);
+            let queued = self.outbox.asides.remove(i);
             self.tally(&queued.origin.owner, |c| c.pending -= 1);
             return Some(self.route(queued.advisory, queued.key, queued.origin, queued.raised_by));
         }
-        if let Some(i) = self.steers.iter().position(|s| same(&s.key, &s.origin)) {
-            let steer = &mut self.steers[i];
+        if let Some(i) = self
+            .outbox
+            .steers
+            .iter()
+            .position(|s| same(&s.key, &s.origin))
+        {
+            let steer = &mut self.outbox.steers[i];
             co_author(&mut steer.origin);
             let note = steer.card.notes.first_mut()?;
             merge(note);
@@ -1124,11 +1063,16 @@ impl RouterState {
             let policy = self.guards.policy(&owner);
             self.remember(&owner, key, merged.effective_severity());
             self.remember(&origin.owner, key, merged.effective_severity());
-            self.steers[i].card = self.build(Channel::Steer, vec![(merged, policy)]);
+            self.outbox.steers[i].card = self.build(Channel::Steer, vec![(merged, policy)]);
             return Some(Vec::new());
         }
-        if let Some(i) = self.cards.iter().position(|c| same(&c.key, &c.origin)) {
-            let card = &mut self.cards[i];
+        if let Some(i) = self
+            .outbox
+            .cards
+            .iter()
+            .position(|c| same(&c.key, &c.origin))
+        {
+            let card = &mut self.outbox.cards[i];
             co_author(&mut card.origin);
             let note = card.card.notes.first_mut()?;
             merge(note);
@@ -1142,11 +1086,11 @@ impl RouterState {
             if channel == Channel::Card
                 || (channel == Channel::Wake && severity != Severity::Blocker)
             {
-                self.cards[i].card = self.build(channel, vec![(merged, policy)]);
+                self.outbox.cards[i].card = self.build(channel, vec![(merged, policy)]);
                 return Some(Vec::new());
             }
             // Merged into a blocker: it goes at once (P1).
-            let waiting = self.cards.remove(i);
+            let waiting = self.outbox.cards.remove(i);
             self.tally(&owner, |c| c.pending -= 1);
             return Some(self.route(merged, waiting.key, waiting.origin, None));
         }
@@ -1211,14 +1155,14 @@ impl RouterState {
             );
             return true;
         }
-        let Some(index) = self.asides.iter().rposition(|q| {
+        let Some(index) = self.outbox.asides.iter().rposition(|q| {
             q.origin.owner == *owner
                 && q.raised_by == Some(id)
                 && q.advisory.effective_severity() < severity
         }) else {
             return false;
         };
-        let displaced = self.asides.remove(index);
+        let displaced = self.outbox.asides.remove(index);
         // It never reached the primary: a later repeat is not a duplicate of it.
         let displaced_severity = displaced.advisory.effective_severity();
         self.forget_note(&displaced.origin, &displaced.key, displaced_severity);
@@ -1344,7 +1288,9 @@ impl RouterState {
             let owner = origin.owner.clone();
             let channel = self.channel_for(&origin.owner, severity);
             let card = self.build(channel, vec![(advisory, policy)]);
-            self.cards.push(OutboxSteer::single(card, key, origin));
+            self.outbox
+                .cards
+                .push(OutboxSteer::single(card, key, origin));
             self.tally(&owner, |c| c.pending += 1);
             return Vec::new();
         }
@@ -1372,7 +1318,7 @@ impl RouterState {
                 immune = severity.interrupts(),
                 "advisory queued as aside"
             );
-            self.asides.push(QueuedAside {
+            self.outbox.asides.push(QueuedAside {
                 advisory,
                 key,
                 origin,
@@ -1389,7 +1335,9 @@ impl RouterState {
         );
         match channel {
             Channel::Steer => {
-                self.steers.push(OutboxSteer::single(card, key, origin));
+                self.outbox
+                    .steers
+                    .push(OutboxSteer::single(card, key, origin));
                 self.tally(&owner, |c| c.pending += 1);
                 vec![HostEvent::SteerReady]
             }
@@ -1434,11 +1382,11 @@ impl RouterState {
     /// end of a replay, L2).
     pub fn undelivered(&self) -> Vec<Delivery> {
         let mut out = Vec::new();
-        if !self.asides.is_empty() {
-            out.push(self.aside_of(&self.asides));
+        if !self.outbox.asides.is_empty() {
+            out.push(self.aside_of(&self.outbox.asides));
         }
-        out.extend(self.steers.iter().map(|s| s.card.clone()));
-        out.extend(self.cards.iter().map(|c| c.card.clone()));
+        out.extend(self.outbox.steers.iter().map(|s| s.card.clone()));
+        out.extend(self.outbox.cards.iter().map(|c| c.card.clone()));
         let shown = |channel: Channel| match channel {
             // SP3: no wake left, it would go as a card.
             Channel::Wake if self.wakes.spent() => Channel::Card,
@@ -1464,10 +1412,10 @@ impl RouterState {
     /// The host is about to call its model: all queued nits, of every advisor, as one
     /// aside message, plus the steering cards in the outbox (D3, RO18).
     pub fn step_boundary(&mut self) -> StepAdvice {
-        let aside = if self.asides.is_empty() {
+        let aside = if self.outbox.asides.is_empty() {
             None
         } else {
-            let queued = std::mem::take(&mut self.asides);
+            let queued = std::mem::take(&mut self.outbox.asides);
             let aside = self.aside_of(&queued);
             for q in &queued {
                 self.tally(&q.origin.owner, |c| c.pending -= 1);
@@ -1481,7 +1429,7 @@ impl RouterState {
 
     /// Takes the outbox, counted as delivered on `channel`.
     fn take_steers(&mut self, channel: Channel) -> Vec<Delivery> {
-        let steers = std::mem::take(&mut self.steers);
+        let steers = std::mem::take(&mut self.outbox.steers);
         let mut cards = Vec::with_capacity(steers.len());
         for steer in steers {
             let owners: Vec<Owner> = steer.owners().cloned().collect();
@@ -1515,7 +1463,7 @@ impl RouterState {
     /// Takes the outbox's steers as `channel` (wake or card); past the wakes allowed per
     /// user prompt a wake is a card (SP3).
     fn flush_steers(&mut self, channel: Channel) -> Vec<HostEvent> {
-        let steers = std::mem::take(&mut self.steers);
+        let steers = std::mem::take(&mut self.outbox.steers);
         let mut events = Vec::with_capacity(steers.len());
         let mut woke = false;
         for steer in steers {
@@ -1818,15 +1766,7 @@ impl RouterState {
     pub fn set_enabled(&mut self, enabled: bool) {
         self.enabled = enabled;
         if !enabled {
-            let outbox: Vec<OutboxSteer> = std::mem::take(&mut self.steers)
-                .into_iter()
-                .chain(std::mem::take(&mut self.cards))
-                .collect();
-            let owners: Vec<Owner> = std::mem::take(&mut self.asides)
-                .into_iter()
-                .map(|q| q.origin.owner)
-                .chain(outbox.iter().flat_map(|s| s.owners().cloned()))
-                .collect();
+            let owners = self.outbox.take_owners();
             for owner in owners {
                 self.tally(&owner, |c| c.pending -= 1);
                 self.count_drop(&owner, DropReason::Disabled, 1);
