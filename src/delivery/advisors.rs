@@ -18,12 +18,7 @@ use crate::texts::exceeds_chars;
 /// Whose a note is: a named advisor's slug, or `None` for the unnamed advisor (RO12).
 pub type Owner = Option<Arc<str>>;
 
-/// The session update a review covers, as the router tells updates apart (RO22): the epoch
-/// and how many primary turn ends the router had heard of in the session when the review
-/// started. Every advisor reviews the delta of a turn end after the router hears of it (the
-/// supervisor tells the router first), so reviews started between the same two turn ends,
-/// in the same epoch, cover the same update.
-pub type UpdateId = (u64, u64);
+pub use super::review_ref::UpdateId;
 
 /// Where a note waiting in the router came from: its advisor, the update its review
 /// covered and the advisors whose same note was merged into it (RO13, RO22).

@@ -19,6 +19,7 @@ use super::lane::{is_too_short, WakeLimit, MIN_NOTE_CHARS};
 use super::note::{is_content_free_key, normalize_note};
 use super::outbox::{Outbox, OutboxSteer, QueuedAside};
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
+use super::review_ref::ReviewRef;
 use super::texts::{EARLIER_STEP, FINAL_ANSWER};
 use super::window::{
     guidance_due, merge_order, qualifies, BoundaryWindow, LastPrompt, WindowNote, GUIDANCE,
@@ -369,71 +370,50 @@ impl RouterState {
 
     /// The update a review starting now covers (RO22).
     fn update_now(&self, epoch: u64) -> UpdateId {
-        (epoch, self.turns)
+        UpdateId {
+            epoch,
+            turns: self.turns,
+        }
     }
 
-    #[cfg(test)]
-    /// Review `review` of `epoch` starts and covers `updates` session updates (its batch,
-    /// G2): its note budget is `updates` × `maxNotesPerUpdate` (D8). A review the router is
-    /// not told about covers one update.
-    pub fn review_started(&mut self, epoch: u64, review: u64, updates: usize) {
-        self.advisor_review_started(None, epoch, review, updates);
-    }
-
-    fn advisor_review_started(
-        &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
-        updates: usize,
-    ) {
-        if epoch == self.epoch && !self.guards.is_removed(&owner_of(label)) {
+    pub(crate) fn review_started(&mut self, review: &ReviewRef, updates: usize) {
+        let label = review.advisor.as_ref();
+        let epoch = review.epoch();
+        if epoch == self.epoch && !self.guards.is_removed(&review.owner()) {
             self.guards.reviewing(label);
             let now = self.update_now(epoch);
             let guard = self.guards.for_label(label);
-            guard.budget.start((epoch, review), updates);
-            guard.update = Some(((epoch, review), now));
+            guard.budget.start(review.id, updates);
+            guard.update = Some((review.id, now));
             guard.reviewing = true;
         }
     }
 
-    #[cfg(test)]
-    /// [`RouterState::advisor_review_batch`] of the unnamed advisor.
-    pub fn review_batch(
-        &mut self,
-        epoch: u64,
-        review: u64,
-        updates: usize,
-        wip: bool,
-    ) -> Vec<HostEvent> {
-        self.advisor_review_batch(None, epoch, review, updates, wip)
-    }
-
-    /// Review `review` of `epoch` of the advisor `label` (`None`: the unnamed advisor)
+    /// `review` (`None`: the unnamed advisor)
     /// starts and covers `updates` session updates (its batch, G2): its note budget is
     /// `updates` × its `maxNotesPerUpdate` (D8, RO10, RO13). Under `defer` (its policy,
     /// RO15) a review of a `wip` batch has its nits and concerns deferred (P1), and a
     /// review of a final batch is a final boundary that releases what earlier reviews
     /// deferred. Returns the events of the release. A review of a removed advisor (RO21)
     /// changes nothing.
-    pub fn advisor_review_batch(
+    pub fn review_batch(
         &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
+        review: &ReviewRef,
         updates: usize,
         wip: bool,
     ) -> Vec<HostEvent> {
-        let owner = owner_of(label);
+        let label = review.advisor.as_ref();
+        let epoch = review.epoch();
+        let owner = review.owner();
         if self.guards.is_removed(&owner) {
             return Vec::new();
         }
-        self.advisor_review_started(label, epoch, review, updates);
+        self.review_started(review, updates);
         if epoch != self.epoch || self.guards.policy(&owner) != DeliveryPolicy::Defer {
             return Vec::new();
         }
         if wip {
-            self.guards.for_label(label).wip_review = Some((epoch, review));
+            self.guards.for_label(label).wip_review = Some(review.id);
             Vec::new()
         } else {
             self.release_deferred()
@@ -658,11 +638,11 @@ impl RouterState {
         self.flush_window()
     }
 
-    /// The review in progress of the advisor `label` ended, whatever its end (RO22): the
+    /// The review in progress of `advisor` ended, whatever its end (RO22): the
     /// cards that waited for it go out unless another advisor's review of their update
     /// still runs.
-    pub fn advisor_review_ended(&mut self, label: Option<&AdvisorLabel>) -> Vec<HostEvent> {
-        if let Some(guard) = self.guards.get_mut(&owner_of(label)) {
+    pub fn review_ended(&mut self, advisor: Option<&AdvisorLabel>) -> Vec<HostEvent> {
+        if let Some(guard) = self.guards.get_mut(&owner_of(advisor)) {
             guard.reviewing = false;
         }
         self.release_cards(false)
@@ -744,18 +724,7 @@ impl RouterState {
         Some(RaiseOutcome::Deferred)
     }
 
-    #[cfg(test)]
-    /// [`RouterState::raise_as`] for the unnamed advisor.
-    pub fn raise(
-        &mut self,
-        epoch: u64,
-        review: u64,
-        advisory: Advisory,
-    ) -> (RaiseOutcome, Vec<HostEvent>) {
-        self.raise_as(None, epoch, review, advisory)
-    }
-
-    /// Routes one advisory raised by review `review` of `epoch` of the advisor `label`
+    /// Routes one advisory raised by `review`
     /// (`None`: the unnamed advisor). Returns what the advisor is told and the events for
     /// the host.
     ///
@@ -769,42 +738,35 @@ impl RouterState {
     /// blockers are not counted, later ones are (SP3); a note over budget displaces the
     /// newest lower-ranked nit of the same review that the host has not taken yet, or is
     /// dropped itself.
-    pub fn raise_as(
+    pub fn raise(
         &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
+        review: &ReviewRef,
         advisory: Advisory,
     ) -> (RaiseOutcome, Vec<HostEvent>) {
-        let owner = owner_of(label);
+        let owner = review.owner();
         if self.guards.is_removed(&owner) {
             return (self.drop_note(&owner, DropReason::Removed), Vec::new());
         }
-        self.raise_checked(label, epoch, review, advisory)
+        self.raise_checked(review, advisory)
     }
 
     /// `/advisor test` (C2): raises `advisory` as the unnamed advisor's, through the same
     /// guard and routes, as review `review` of `epoch`. It is the user's check, not an
     /// advisor's raise: it does not put the unnamed advisor's policy in use (RO15), and it
     /// is taken when a roster replaced the unnamed advisor too (RO12, RO21).
-    pub fn inject(
-        &mut self,
-        epoch: u64,
-        review: u64,
-        advisory: Advisory,
-    ) -> (RaiseOutcome, Vec<HostEvent>) {
-        self.raise_checked(None, epoch, review, advisory)
+    pub fn inject(&mut self, id: ReviewId, advisory: Advisory) -> (RaiseOutcome, Vec<HostEvent>) {
+        self.raise_checked(&ReviewRef { advisor: None, id }, advisory)
     }
 
-    /// [`RouterState::raise_as`] past the roster's check.
+    /// [`RouterState::raise`] past the roster's check.
     fn raise_checked(
         &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
+        review: &ReviewRef,
         mut advisory: Advisory,
     ) -> (RaiseOutcome, Vec<HostEvent>) {
-        let owner = owner_of(label);
+        let label = review.advisor.as_ref();
+        let (epoch, number) = (review.epoch(), review.number());
+        let owner = review.owner();
         let guard = self.guards.for_label(label);
         let (policy, cap) = (guard.policy, guard.max_severity);
         if let Some(label) = label {
@@ -835,7 +797,7 @@ impl RouterState {
         }
         self.cap_severity(&owner, cap, &mut advisory);
         let severity = advisory.effective_severity();
-        let id = (epoch, review);
+        let id = review.id;
         let now = self.update_now(epoch);
         let update = self.guards.for_label(label).update_of(id, now);
         let origin = Origin {
@@ -843,7 +805,7 @@ impl RouterState {
             update,
             co_authors: Vec::new(),
         };
-        if let Some(outcome) = self.reraise(&origin, &key, review, severity) {
+        if let Some(outcome) = self.reraise(&origin, &key, number, severity) {
             return (outcome, Vec::new());
         }
         if policy == DeliveryPolicy::Defer {
@@ -886,7 +848,7 @@ impl RouterState {
             review: id,
             origin,
         };
-        self.route_by_policy(label, policy, note, counted)
+        self.route_by_policy(review, policy, note, counted)
     }
 
     /// A note over the character cap is refused and counted for `owner`; the outcome
@@ -941,11 +903,12 @@ impl RouterState {
     /// took a place in that review's note budget (D8, SP3).
     fn route_by_policy(
         &mut self,
-        label: Option<&AdvisorLabel>,
+        review: &ReviewRef,
         policy: DeliveryPolicy,
         note: DeferredNote,
         counted: bool,
     ) -> (RaiseOutcome, Vec<HostEvent>) {
+        let label = review.advisor.as_ref();
         let severity = note.advisory.effective_severity();
         let DeferredNote {
             advisory,
@@ -960,7 +923,7 @@ impl RouterState {
                 severity = severity.as_str(),
                 "advisory held for reconfirmation"
             );
-            self.held.hold(advisory, key, origin, id.1, counted);
+            self.held.hold(advisory, key, origin, id.number, counted);
             self.tally(&owner, |c| c.held += 1);
             return (RaiseOutcome::Held, Vec::new());
         }
@@ -1577,47 +1540,27 @@ impl RouterState {
         events
     }
 
-    #[cfg(test)]
-    /// The held-notes preamble of review `review` of the unnamed advisor (D9).
-    pub fn held_preamble(&mut self, epoch: u64, review: u64) -> String {
-        self.advisor_held_preamble(None, epoch, review)
-    }
-
-    /// The held-notes preamble of review `review` of the advisor `label` (D9, RO13), empty
+    /// The held-notes preamble of `review` (D9, RO13), empty
     /// when it holds nothing. The notes listed are the ones this review must raise again to
     /// keep; another advisor's held notes are not its to keep or drop.
-    pub fn advisor_held_preamble(
-        &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
-    ) -> String {
+    pub fn held_preamble(&mut self, review: &ReviewRef) -> String {
+        let (epoch, number) = (review.epoch(), review.number());
         if epoch != self.epoch {
             return String::new();
         }
-        self.held.preamble(&owner_of(label), review)
+        self.held.preamble(&review.owner(), number)
     }
 
-    #[cfg(test)]
-    /// Review `review` of `epoch` of the unnamed advisor succeeded (D9).
-    pub fn review_succeeded(&mut self, epoch: u64, review: u64) {
-        self.advisor_review_succeeded(None, epoch, review);
-    }
-
-    /// Review `review` of `epoch` of the advisor `label` succeeded (D9, RO13): the notes it
+    /// `review` succeeded (D9, RO13): the notes it
     /// holds that it was shown and did not raise again are dropped (`recanted`). A failed
     /// review prunes nothing.
-    pub fn advisor_review_succeeded(
-        &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
-    ) {
+    pub fn review_succeeded(&mut self, review: &ReviewRef) {
+        let (epoch, number) = (review.epoch(), review.number());
         if epoch != self.epoch {
             return;
         }
-        let owner = owner_of(label);
-        let dropped = self.held.prune(&owner, review) as u64;
+        let owner = review.owner();
+        let dropped = self.held.prune(&owner, number) as u64;
         if dropped > 0 {
             tracing::info!(dropped, "held advisories recanted");
             self.tally(&owner, |c| c.held -= dropped);
@@ -1625,13 +1568,7 @@ impl RouterState {
         }
     }
 
-    #[cfg(test)]
-    /// [`RouterState::advisor_discard_attempt`] of the unnamed advisor.
-    pub fn discard_attempt(&mut self, epoch: u64, review: u64) -> usize {
-        self.advisor_discard_attempt(None, epoch, review)
-    }
-
-    /// An attempt of review `review` of `epoch` of the advisor `label` was thrown away
+    /// An attempt of `review` was thrown away
     /// before the review is tried again (G5: its context overflowed; F1: it failed). The
     /// attempts of one review run one after another and the agent reports a discarded one
     /// before the next starts, so everything the review changed so far is the discarded
@@ -1640,17 +1577,14 @@ impl RouterState {
     /// (and any escalation). Advice it delivered cannot be recalled; its dedupe memory
     /// stays, so a replay does not repeat it. Returns how many holds were rolled back. A
     /// removed advisor's (RO21) has nothing left to roll back.
-    pub fn advisor_discard_attempt(
-        &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
-    ) -> usize {
-        let owner = owner_of(label);
+    pub fn discard_attempt(&mut self, review: &ReviewRef) -> usize {
+        let label = review.advisor.as_ref();
+        let (epoch, number) = (review.epoch(), review.number());
+        let owner = review.owner();
         if epoch != self.epoch || self.guards.is_removed(&owner) {
             return 0;
         }
-        let id = (epoch, review);
+        let id = review.id;
         let deferred = self
             .deferred
             .take_where(|n| n.origin.owner == owner && n.review == id);
@@ -1659,10 +1593,14 @@ impl RouterState {
             self.tally(&owner, |c| c.pending -= n);
             self.count_drop(&owner, DropReason::Discarded, n);
         }
-        let discarded = self.held.discard(&owner, review);
+        let discarded = self.held.discard(&owner, number);
         let dropped = discarded.len();
         if dropped > 0 {
-            tracing::info!(dropped, review, "holds of a discarded attempt rolled back");
+            tracing::info!(
+                dropped,
+                review = number,
+                "holds of a discarded attempt rolled back"
+            );
             self.tally(&owner, |c| c.held -= dropped as u64);
             self.count_drop(&owner, DropReason::Discarded, dropped as u64);
         }
@@ -1778,9 +1716,9 @@ impl RouterState {
     }
 }
 
-/// The key of `label`'s state: its slug, `None` for the unnamed advisor.
-fn owner_of(label: Option<&AdvisorLabel>) -> Owner {
-    label.map(|l| l.slug.clone())
+/// The key of `advisor`'s state: its slug, `None` for the unnamed advisor.
+fn owner_of(advisor: Option<&AdvisorLabel>) -> Owner {
+    advisor.map(|l| l.slug.clone())
 }
 
 #[cfg(test)]

@@ -112,17 +112,17 @@ fn ro22_merges_into_steers_and_held_notes_but_not_across_updates_or_once_deliver
     );
     // Another update (a turn end between the reviews' starts): not merged.
     r.turn_ended(false, true);
-    r.advisor_review_batch(Some(&a), 0, 2, 1, false);
+    r.review_batch(&ReviewRef::new(Some(a.clone()), 0, 2), 1, false);
     raise(&mut r, &a, 2, "use a slice", None);
     r.turn_ended(false, true);
-    r.advisor_review_batch(Some(&s), 0, 2, 1, false);
+    r.review_batch(&ReviewRef::new(Some(s.clone()), 0, 2), 1, false);
     assert_eq!(
         raise(&mut r, &s, 2, "use a slice", None).0,
         RaiseOutcome::Recorded
     );
     assert_eq!(r.step_boundary().aside.unwrap().notes.len(), 3);
     // The unnamed advisor's notes are never merged (RO12).
-    r.raise(0, 3, adv("unnamed point", None));
+    r.raise(&rv(0, 3), adv("unnamed point", None));
     assert_eq!(
         raise(&mut r, &a, 3, "unnamed point", None).0,
         RaiseOutcome::Recorded
@@ -180,11 +180,11 @@ fn ro22_a_merged_note_dropped_for_its_first_advisor_is_forgotten_by_both() {
     // Its first advisor's attempt discarded (a deferred note, P1).
     let mut r = crate::delivery::testing::defer();
     r.run_state(true);
-    r.advisor_review_batch(Some(&a), 0, 1, 1, true);
-    r.advisor_review_batch(Some(&s), 0, 1, 1, true);
+    r.review_batch(&ReviewRef::new(Some(a.clone()), 0, 1), 1, true);
+    r.review_batch(&ReviewRef::new(Some(s.clone()), 0, 1), 1, true);
     raise(&mut r, &a, 1, "check the null case", None);
     raise(&mut r, &s, 1, "check the null case", None);
-    r.advisor_discard_attempt(Some(&a), 0, 1);
+    r.discard_attempt(&ReviewRef::new(Some(a.clone()), 0, 1));
     assert!(r.undelivered().is_empty());
     assert_eq!(
         raise(&mut r, &s, 1, "check the null case", None).0,
@@ -199,21 +199,21 @@ fn ro22_d9_a_held_merge_follows_reconfirmation_and_a_recant_does_not_silence_the
     raise(&mut r, &a, 1, "data loss", Some(Severity::Concern));
     r.turn_ended(false, true);
     // Architecture reconfirms it in the next update: the held note is about that one now.
-    r.advisor_held_preamble(Some(&a), 0, 2);
+    r.held_preamble(&ReviewRef::new(Some(a.clone()), 0, 2));
     assert_eq!(
         raise(&mut r, &a, 2, "data loss", None).0,
         RaiseOutcome::Reconfirmed
     );
-    r.advisor_review_batch(Some(&s), 0, 1, 1, false);
+    r.review_batch(&ReviewRef::new(Some(s.clone()), 0, 1), 1, false);
     assert_eq!(
         raise(&mut r, &s, 1, "Data loss", Some(Severity::Concern)).0,
         RaiseOutcome::Dropped(DropReason::DuplicateOf)
     );
-    r.advisor_review_succeeded(Some(&a), 0, 2);
+    r.review_succeeded(&ReviewRef::new(Some(a.clone()), 0, 2));
     r.turn_ended(false, true);
     // Architecture recants it: gone. Security still thinks so: its own note, held.
-    r.advisor_held_preamble(Some(&a), 0, 3);
-    r.advisor_review_succeeded(Some(&a), 0, 3);
+    r.held_preamble(&ReviewRef::new(Some(a.clone()), 0, 3));
+    r.review_succeeded(&ReviewRef::new(Some(a.clone()), 0, 3));
     assert!(r.held().is_empty());
     assert_eq!(
         raise(&mut r, &s, 2, "data loss", Some(Severity::Concern)).0,
@@ -241,8 +241,8 @@ fn ro22_under_each_policy_two_advisors_same_concern_about_the_final_turn_is_deli
         let mut events = r.boundary(true, false);
         let plan = r.turn_ended(true, true);
         events.extend(r.run_state(false));
-        events.extend(r.advisor_review_batch(Some(&a), 0, 1, 1, false));
-        events.extend(r.advisor_review_batch(Some(&s), 0, 1, 1, false));
+        events.extend(r.review_batch(&ReviewRef::new(Some(a.clone()), 0, 1), 1, false));
+        events.extend(r.review_batch(&ReviewRef::new(Some(s.clone()), 0, 1), 1, false));
         let mut outcomes = Vec::new();
         for (who, note) in [
             (&a, "the migration drops a column"),
@@ -251,8 +251,8 @@ fn ro22_under_each_policy_two_advisors_same_concern_about_the_final_turn_is_deli
             let (outcome, raised) = raise(&mut r, who, 1, note, Some(Severity::Concern));
             outcomes.push(outcome);
             events.extend(raised);
-            r.advisor_review_succeeded(Some(who), 0, 1);
-            events.extend(r.advisor_review_ended(Some(who)));
+            r.review_succeeded(&ReviewRef::new(Some(who.clone()), 0, 1));
+            events.extend(r.review_ended(Some(who)));
         }
         let [first, second] = [outcomes[0].clone(), outcomes[1].clone()];
         if let Some(plan) = plan {
@@ -307,19 +307,19 @@ fn ro22_a_card_waits_for_the_other_review_of_its_update_and_no_longer() {
     r.boundary(true, false);
     r.turn_ended(true, true);
     r.close_open_window();
-    r.advisor_review_batch(Some(&a), 0, 1, 1, false);
+    r.review_batch(&ReviewRef::new(Some(a.clone()), 0, 1), 1, false);
     // Alone: out at once.
     let (_, events) = raise(&mut r, &a, 1, "rename the flag", Some(Severity::Concern));
     assert_eq!(events.len(), 1, "{events:?}");
-    r.advisor_review_batch(Some(&s), 0, 1, 1, false);
+    r.review_batch(&ReviewRef::new(Some(s.clone()), 0, 1), 1, false);
     let (_, events) = raise(&mut r, &a, 1, "add a test", Some(Severity::Concern));
     assert!(events.is_empty(), "waits for Security's review");
     assert_eq!(r.undelivered().len(), 1);
-    let out = r.advisor_review_ended(Some(&s));
+    let out = r.review_ended(Some(&s));
     assert_eq!(out.len(), 1, "{out:?}");
     // Waiting again; the next turn end sends it whatever still runs.
-    r.advisor_review_batch(Some(&a), 0, 2, 1, false);
-    r.advisor_review_batch(Some(&s), 0, 2, 1, false);
+    r.review_batch(&ReviewRef::new(Some(a.clone()), 0, 2), 1, false);
+    r.review_batch(&ReviewRef::new(Some(s.clone()), 0, 2), 1, false);
     raise(&mut r, &a, 2, "log the error", Some(Severity::Concern));
     let out = r.boundary(false, true);
     assert!(

@@ -10,7 +10,7 @@ mod routing;
 
 use super::*;
 use crate::delivery::advisors::*;
-use crate::delivery::testing::{adv, defer, reconfirm, router};
+use crate::delivery::testing::{adv, defer, reconfirm, router, rv};
 use crate::domain::host::HostEvent;
 use proptest::prelude::*;
 
@@ -38,7 +38,10 @@ fn raise(
     note: &str,
     sev: Option<Severity>,
 ) -> (RaiseOutcome, Vec<HostEvent>) {
-    r.raise_as(Some(who), 0, review, named(who, note, sev))
+    r.raise(
+        &ReviewRef::new(Some(who.clone()), 0, review),
+        named(who, note, sev),
+    )
 }
 
 fn card_of(events: &[HostEvent]) -> &str {

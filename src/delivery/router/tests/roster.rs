@@ -67,11 +67,11 @@ fn ro13_each_advisor_counts_its_own_budget_per_review_from_review_one() {
     );
     // The unnamed advisor's review 1 is a third review.
     assert_eq!(
-        r.raise(0, 1, adv("unnamed nit", None)).0,
+        r.raise(&rv(0, 1), adv("unnamed nit", None)).0,
         RaiseOutcome::Recorded
     );
     // A review of two updates of one advisor doubles only its budget.
-    r.advisor_review_batch(Some(&s), 0, 2, 2, false);
+    r.review_batch(&ReviewRef::new(Some(s.clone()), 0, 2), 2, false);
     let kept = (0..5)
         .filter(|i| raise(&mut r, &s, 2, &format!("batch {i}"), None).0 == RaiseOutcome::Recorded)
         .count();
@@ -105,7 +105,7 @@ fn ro13_each_advisor_has_its_own_dedupe_memory() {
         RaiseOutcome::Dropped(DropReason::Duplicate)
     );
     assert_eq!(
-        r.raise(0, 1, adv("check the null case", None)).0,
+        r.raise(&rv(0, 1), adv("check the null case", None)).0,
         RaiseOutcome::Recorded,
         "nor did the unnamed advisor"
     );
@@ -124,30 +124,26 @@ fn ro13_d9_a_review_reconfirms_prunes_and_discards_only_its_own_held_notes() {
         RaiseOutcome::Held
     );
     r.turn_ended(false, true);
-    let preamble = r.advisor_held_preamble(Some(&a), 0, 2);
+    let preamble = r.held_preamble(&ReviewRef::new(Some(a.clone()), 0, 2));
     assert!(preamble.contains("arch worry"), "{preamble}");
     assert!(!preamble.contains("sec worry"), "{preamble}");
-    assert_eq!(
-        r.advisor_held_preamble(None, 0, 2),
-        "",
-        "the unnamed holds nothing"
-    );
+    assert_eq!(r.held_preamble(&rv(0, 2)), "", "the unnamed holds nothing");
     // Architecture raising Security's note is its own note, not a reconfirmation.
     assert_eq!(
         raise(&mut r, &a, 2, "sec worry", Some(Severity::Blocker)).0,
         RaiseOutcome::Held
     );
     // Its attempt is thrown away: only its hold goes.
-    assert_eq!(r.advisor_discard_attempt(Some(&a), 0, 2), 1);
+    assert_eq!(r.discard_attempt(&ReviewRef::new(Some(a.clone()), 0, 2)), 1);
     // Security's review 2 sees its own note, raises it again.
-    r.advisor_held_preamble(Some(&s), 0, 2);
+    r.held_preamble(&ReviewRef::new(Some(s.clone()), 0, 2));
     assert_eq!(
         raise(&mut r, &s, 2, "sec worry", None).0,
         RaiseOutcome::Reconfirmed
     );
     // Architecture's review 2 succeeds silent: its note is recanted, Security's stays.
-    r.advisor_review_succeeded(Some(&a), 0, 2);
-    r.advisor_review_succeeded(Some(&s), 0, 2);
+    r.review_succeeded(&ReviewRef::new(Some(a.clone()), 0, 2));
+    r.review_succeeded(&ReviewRef::new(Some(s.clone()), 0, 2));
     let held: Vec<(&str, bool)> = r
         .held()
         .iter()
@@ -212,7 +208,7 @@ fn ro15_each_advisor_delivers_under_its_own_policy() {
     // though the session's policy is interrupt.
     assert!(r.turn_ended(true, true).is_some());
     let mut plain = router();
-    plain.raise_as(Some(&s), 0, 1, named(&s, "x", None));
+    plain.raise(&ReviewRef::new(Some(s.clone()), 0, 1), named(&s, "x", None));
     assert!(plain.turn_ended(true, true).is_none());
 }
 
@@ -272,7 +268,7 @@ fn ro18_every_delivery_path_keeps_the_advisor_name() {
     r.run_state(true);
     raise(&mut r, &a, 1, "rename x", None);
     raise(&mut r, &s, 1, "drop the clone", Some(Severity::Nit));
-    r.raise(0, 1, adv("unnamed nit", None));
+    r.raise(&rv(0, 1), adv("unnamed nit", None));
     let aside = r.step_boundary().aside.expect("one aside");
     assert_eq!(
         aside.content,
@@ -283,7 +279,10 @@ fn ro18_every_delivery_path_keeps_the_advisor_name() {
     assert_eq!(aside.notes[0].advisor.as_deref(), Some("Architecture"));
     // Steer, and an advisory the executor did not name: the router names it.
     raise(&mut r, &a, 2, "wrong file", Some(Severity::Concern));
-    r.raise_as(Some(&s), 0, 2, adv("tests fail", Some(Severity::Blocker)));
+    r.raise(
+        &ReviewRef::new(Some(s.clone()), 0, 2),
+        adv("tests fail", Some(Severity::Blocker)),
+    );
     let steers = r.step_boundary().steers;
     assert!(steers[0]
         .content
@@ -317,7 +316,7 @@ fn ro18_every_delivery_path_keeps_the_advisor_name() {
     // Deferred notes released at the final boundary (P1).
     let mut r = crate::delivery::testing::defer();
     r.run_state(true);
-    r.advisor_review_batch(Some(&s), 0, 1, 1, true);
+    r.review_batch(&ReviewRef::new(Some(s.clone()), 0, 1), 1, true);
     assert_eq!(
         raise(&mut r, &s, 1, "wrong table", Some(Severity::Concern)).0,
         RaiseOutcome::Deferred
@@ -398,7 +397,8 @@ fn ro15_ro16_f5_a_restarted_router_keeps_the_registrations_and_forgets_the_rest(
         ReviewMode::Turn,
     );
     let in_epoch = |r: &mut RouterState, note: &str, sev: Option<Severity>| {
-        r.raise_as(Some(&a), 2, 1, named(&a, note, sev)).0
+        r.raise(&ReviewRef::new(Some(a.clone()), 2, 1), named(&a, note, sev))
+            .0
     };
     in_epoch(&mut r, "rename x", None);
     let mut fresh = r.restarted();
@@ -421,13 +421,18 @@ fn ro15_ro16_f5_a_restarted_router_keeps_the_registrations_and_forgets_the_rest(
         "its cap kept"
     );
     assert_eq!(
-        fresh.raise_as(Some(&a), 1, 1, named(&a, "old", None)).0,
+        fresh
+            .raise(
+                &ReviewRef::new(Some(a.clone()), 1, 1),
+                named(&a, "old", None)
+            )
+            .0,
         RaiseOutcome::Dropped(DropReason::StaleEpoch)
     );
     // The run state stays: the primary still runs, a concern steers.
     assert_eq!(
         fresh
-            .raise(2, 1, adv("wrong file", Some(Severity::Concern)))
+            .raise(&rv(2, 1), adv("wrong file", Some(Severity::Concern)))
             .1,
         vec![HostEvent::SteerReady]
     );
@@ -453,7 +458,9 @@ fn ro21_ro16_a_removed_advisors_late_raise_is_dropped_removed() {
     );
     r.remove_advisor(Some(&a.slug));
     // Its review was already running: its start, a raise, a discarded attempt.
-    assert!(r.advisor_review_batch(Some(&a), 0, 2, 1, false).is_empty());
+    assert!(r
+        .review_batch(&ReviewRef::new(Some(a.clone()), 0, 2), 1, false)
+        .is_empty());
     let (outcome, events) = raise(&mut r, &a, 2, "data loss", Some(Severity::Blocker));
     assert_eq!(outcome, RaiseOutcome::Dropped(DropReason::Removed));
     assert!(events.is_empty());
@@ -461,7 +468,7 @@ fn ro21_ro16_a_removed_advisors_late_raise_is_dropped_removed() {
         outcome.tool_text(4),
         "Advice discarded: this advisor was removed from the roster."
     );
-    assert_eq!(r.advisor_discard_attempt(Some(&a), 0, 2), 0);
+    assert_eq!(r.discard_attempt(&ReviewRef::new(Some(a.clone()), 0, 2)), 0);
     assert!(r.step_boundary().is_empty(), "nothing reaches the primary");
     assert!(r.held().is_empty());
     assert_eq!(
@@ -480,13 +487,14 @@ fn ro21_ro16_a_removed_advisors_late_raise_is_dropped_removed() {
 #[test]
 fn ro12_ro21_a_replaced_unnamed_advisors_notes_are_dropped_removed_until_it_runs_again() {
     let mut r = RouterState::new(DeliveryPolicy::Reconfirm, 2);
-    r.review_started(0, 1, 1);
+    r.review_started(&rv(0, 1), 1);
     assert_eq!(
-        r.raise(0, 1, adv("data loss", Some(Severity::Concern))).0,
+        r.raise(&rv(0, 1), adv("data loss", Some(Severity::Concern)))
+            .0,
         RaiseOutcome::Held
     );
     assert_eq!(
-        r.raise(0, 1, adv("rename x", None)).0,
+        r.raise(&rv(0, 1), adv("rename x", None)).0,
         RaiseOutcome::Recorded
     );
     // The roster's first entry replaced it.
@@ -497,7 +505,7 @@ fn ro12_ro21_a_replaced_unnamed_advisors_notes_are_dropped_removed_until_it_runs
         "no catch-up for an advisor no longer in use"
     );
     assert_eq!(
-        r.raise(0, 1, adv("tests never ran", Some(Severity::Blocker)))
+        r.raise(&rv(0, 1), adv("tests never ran", Some(Severity::Blocker)))
             .0,
         RaiseOutcome::Dropped(DropReason::Removed)
     );
@@ -509,17 +517,18 @@ fn ro12_ro21_a_replaced_unnamed_advisors_notes_are_dropped_removed_until_it_runs
     // memory that kept nothing of the dropped notes.
     r.register_unnamed(1);
     assert_eq!(r.max_notes_per_update(), 1);
-    r.review_started(0, 2, 1);
+    r.review_started(&rv(0, 2), 1);
     assert_eq!(
-        r.raise(0, 2, adv("rename x", None)).0,
+        r.raise(&rv(0, 2), adv("rename x", None)).0,
         RaiseOutcome::Recorded
     );
     assert_eq!(
-        r.raise(0, 2, adv("rename y", None)).0,
+        r.raise(&rv(0, 2), adv("rename y", None)).0,
         RaiseOutcome::Dropped(DropReason::OverBudget)
     );
     assert_eq!(
-        r.raise(0, 2, adv("data loss", Some(Severity::Concern))).0,
+        r.raise(&rv(0, 2), adv("data loss", Some(Severity::Concern)))
+            .0,
         RaiseOutcome::Held
     );
     assert!(r.turn_ended(false, true).is_some(), "in use again");
@@ -537,15 +546,27 @@ fn ro15_c2_an_advisor_test_raise_does_not_put_the_unnamed_policy_in_use() {
         ReviewMode::Turn,
     );
     // `/advisor test`: raised as the unnamed advisor, no review of it.
-    let (outcome, _) = r.inject(0, u64::MAX, adv("injected", Some(Severity::Nit)));
+    let (outcome, _) = r.inject(
+        ReviewId {
+            epoch: 0,
+            number: u64::MAX,
+        },
+        adv("injected", Some(Severity::Nit)),
+    );
     assert_eq!(outcome, RaiseOutcome::Recorded);
     assert!(r.turn_ended(true, true).is_none(), "no catch-up block");
     // A review of the unnamed advisor puts it in use.
-    r.review_started(0, 1, 1);
+    r.review_started(&rv(0, 1), 1);
     assert!(r.turn_ended(true, true).is_some());
     // Replaced by the roster, it is out of use; the user's check is still taken.
     r.remove_advisor(None);
-    let (outcome, _) = r.inject(0, u64::MAX - 1, adv("injected again", None));
+    let (outcome, _) = r.inject(
+        ReviewId {
+            epoch: 0,
+            number: u64::MAX - 1,
+        },
+        adv("injected again", None),
+    );
     assert_eq!(outcome, RaiseOutcome::Recorded);
     assert!(r.turn_ended(true, true).is_none());
 }
@@ -648,20 +669,20 @@ proptest::proptest! {
             let sev = [None, Some(Severity::Nit), Some(Severity::Concern), Some(Severity::Blocker)][sev as usize];
             match op {
                 0..=3 => {
-                    r.raise_as(Some(who), 0, review, named(who, &format!("proptest note {note}"), sev));
+                    r.raise(&ReviewRef::new(Some(who.clone()), 0, review), named(who, &format!("proptest note {note}"), sev));
                 }
                 4 => {
                     r.step_boundary();
                 }
                 5 => {
                     review += 1;
-                    r.advisor_review_batch(Some(who), 0, review, 1, note % 2 == 0);
-                    r.advisor_held_preamble(Some(who), 0, review);
+                    r.review_batch(&ReviewRef::new(Some(who.clone()), 0, review), 1, note % 2 == 0);
+                    r.held_preamble(&ReviewRef::new(Some(who.clone()), 0, review));
                 }
                 6 => {
-                    r.advisor_review_succeeded(Some(who), 0, review);
-                    r.advisor_review_ended(Some(who));
-                    r.advisor_discard_attempt(Some(who), 0, review);
+                    r.review_succeeded(&ReviewRef::new(Some(who.clone()), 0, review));
+                    r.review_ended(Some(who));
+                    r.discard_attempt(&ReviewRef::new(Some(who.clone()), 0, review));
                     if let Some(plan) = r.turn_ended(note % 2 == 0, true) {
                         r.catch_up_finished(&plan, crate::delivery::CatchUpEnd::TimedOut);
                     }

@@ -7,7 +7,7 @@ use super::*;
 fn d1_omitted_severity_is_routed_as_a_nit_but_keeps_no_attribute() {
     let mut r = router();
     r.run_state(true);
-    let (_, events) = r.raise(0, 1, adv("prefer a slice here", None));
+    let (_, events) = r.raise(&rv(0, 1), adv("prefer a slice here", None));
     assert!(events.is_empty(), "a nit neither steers nor wakes");
     let aside = r.step_boundary().aside.expect("queued as an aside");
     assert_eq!(aside.notes[0].severity, None);
@@ -23,11 +23,11 @@ fn d3_two_nits_in_one_step_become_one_message() {
     let mut r = router();
     r.run_state(true);
     assert_eq!(
-        r.raise(0, 1, adv("rename x", Some(Severity::Nit))).0,
+        r.raise(&rv(0, 1), adv("rename x", Some(Severity::Nit))).0,
         RaiseOutcome::Recorded
     );
     assert_eq!(
-        r.raise(0, 1, adv("drop the clone", None)).0,
+        r.raise(&rv(0, 1), adv("drop the clone", None)).0,
         RaiseOutcome::Recorded
     );
     let step = r.step_boundary();
@@ -43,7 +43,7 @@ fn d3_two_nits_in_one_step_become_one_message() {
 #[test]
 fn d3_nits_never_wake_an_idle_primary() {
     let mut r = router();
-    let (_, events) = r.raise(0, 1, adv("tidy", None));
+    let (_, events) = r.raise(&rv(0, 1), adv("tidy", None));
     assert!(events.is_empty());
     assert!(r.run_state(false).is_empty());
     assert_eq!(r.counts().pending, 1);
@@ -53,13 +53,13 @@ fn d3_nits_never_wake_an_idle_primary() {
 fn d3_concern_steers_while_running_and_wakes_while_idle() {
     let mut r = router();
     r.run_state(true);
-    let (_, events) = r.raise(0, 1, adv("wrong file", Some(Severity::Concern)));
+    let (_, events) = r.raise(&rv(0, 1), adv("wrong file", Some(Severity::Concern)));
     assert_eq!(events, vec![HostEvent::SteerReady]);
     let step = r.step_boundary();
     assert_eq!(step.steers.len(), 1);
     assert_eq!(step.steers[0].channel, Channel::Steer);
     r.run_state(false);
-    let (_, events) = r.raise(0, 2, adv("tests never ran", Some(Severity::Blocker)));
+    let (_, events) = r.raise(&rv(0, 2), adv("tests never ran", Some(Severity::Blocker)));
     match &events[..] {
         [HostEvent::Wake { card }] => assert!(card.content.contains("severity=\"blocker\"")),
         other => panic!("expected a wake, got {other:?}"),
@@ -70,7 +70,10 @@ fn d3_concern_steers_while_running_and_wakes_while_idle() {
 fn a5_outbox_steer_becomes_a_wake_when_the_primary_goes_idle() {
     let mut r = router();
     r.run_state(true);
-    r.raise(0, 1, adv("stop: the tests fail", Some(Severity::Concern)));
+    r.raise(
+        &rv(0, 1),
+        adv("stop: the tests fail", Some(Severity::Concern)),
+    );
     let events = r.run_state(false);
     assert!(matches!(&events[..], [HostEvent::Wake { card }] if card.channel == Channel::Wake));
     assert_eq!(r.counts().wake, 1);
@@ -81,18 +84,18 @@ fn a5_outbox_steer_becomes_a_wake_when_the_primary_goes_idle() {
 fn d6_user_interrupt_turns_outbox_steers_into_cards_until_user_prompt() {
     let mut r = router();
     r.run_state(true);
-    r.raise(0, 1, adv("steer me", Some(Severity::Concern)));
+    r.raise(&rv(0, 1), adv("steer me", Some(Severity::Concern)));
     let events = r.interrupt(true);
     assert!(matches!(&events[..], [HostEvent::Card { card }] if card.channel == Channel::Card));
     assert!(r.step_boundary().steers.is_empty());
     r.run_state(false);
-    let (_, events) = r.raise(0, 2, adv("another", Some(Severity::Blocker)));
+    let (_, events) = r.raise(&rv(0, 2), adv("another", Some(Severity::Blocker)));
     assert!(
         matches!(&events[..], [HostEvent::Card { .. }]),
         "suppressed: no wake"
     );
     r.user_prompt();
-    let (_, events) = r.raise(0, 3, adv("third", Some(Severity::Blocker)));
+    let (_, events) = r.raise(&rv(0, 3), adv("third", Some(Severity::Blocker)));
     assert!(matches!(&events[..], [HostEvent::Wake { .. }]));
 }
 
@@ -100,7 +103,7 @@ fn d6_user_interrupt_turns_outbox_steers_into_cards_until_user_prompt() {
 fn d6_non_user_interrupt_keeps_auto_resume() {
     let mut r = router();
     r.run_state(true);
-    r.raise(0, 1, adv("steer me", Some(Severity::Concern)));
+    r.raise(&rv(0, 1), adv("steer me", Some(Severity::Concern)));
     assert!(r.interrupt(false).is_empty());
     assert!(matches!(&r.run_state(false)[..], [HostEvent::Wake { .. }]));
 }
@@ -110,20 +113,23 @@ fn d8_repeats_dropped_escalation_passes() {
     let mut r = router();
     r.run_state(true);
     assert_eq!(
-        r.raise(0, 1, adv("check  the\tnull case", None)).0,
+        r.raise(&rv(0, 1), adv("check  the\tnull case", None)).0,
         RaiseOutcome::Recorded
     );
     assert_eq!(
-        r.raise(0, 2, adv("check the null case", None)).0,
+        r.raise(&rv(0, 2), adv("check the null case", None)).0,
         RaiseOutcome::Dropped(DropReason::Duplicate)
     );
     assert_eq!(
-        r.raise(0, 3, adv("check the null case", Some(Severity::Concern)))
-            .0,
+        r.raise(
+            &rv(0, 3),
+            adv("check the null case", Some(Severity::Concern))
+        )
+        .0,
         RaiseOutcome::Recorded
     );
     assert_eq!(
-        r.raise(0, 4, adv("check the null case", Some(Severity::Nit)))
+        r.raise(&rv(0, 4), adv("check the null case", Some(Severity::Nit)))
             .0,
         RaiseOutcome::Dropped(DropReason::Duplicate)
     );
@@ -137,16 +143,25 @@ fn d8_repeats_dropped_escalation_passes() {
 fn d8_content_free_and_over_budget_are_dropped() {
     let mut r = router();
     assert_eq!(
-        r.raise(0, 1, adv("LGTM!", None)).0,
+        r.raise(&rv(0, 1), adv("LGTM!", None)).0,
         RaiseOutcome::Dropped(DropReason::ContentFree)
     );
-    assert_eq!(r.raise(0, 1, adv("one", None)).0, RaiseOutcome::Recorded);
-    assert_eq!(r.raise(0, 1, adv("two", None)).0, RaiseOutcome::Recorded);
     assert_eq!(
-        r.raise(0, 1, adv("three", None)).0,
+        r.raise(&rv(0, 1), adv("one", None)).0,
+        RaiseOutcome::Recorded
+    );
+    assert_eq!(
+        r.raise(&rv(0, 1), adv("two", None)).0,
+        RaiseOutcome::Recorded
+    );
+    assert_eq!(
+        r.raise(&rv(0, 1), adv("three", None)).0,
         RaiseOutcome::Dropped(DropReason::OverBudget)
     );
-    assert_eq!(r.raise(0, 2, adv("three", None)).0, RaiseOutcome::Recorded);
+    assert_eq!(
+        r.raise(&rv(0, 2), adv("three", None)).0,
+        RaiseOutcome::Recorded
+    );
 }
 
 #[test]
@@ -154,10 +169,13 @@ fn r1_stale_epoch_advice_is_dropped() {
     let mut r = router();
     r.reset(1);
     assert_eq!(
-        r.raise(0, 1, adv("old", Some(Severity::Blocker))).0,
+        r.raise(&rv(0, 1), adv("old", Some(Severity::Blocker))).0,
         RaiseOutcome::Dropped(DropReason::StaleEpoch)
     );
-    assert_eq!(r.raise(1, 2, adv("new", None)).0, RaiseOutcome::Recorded);
+    assert_eq!(
+        r.raise(&rv(1, 2), adv("new", None)).0,
+        RaiseOutcome::Recorded
+    );
 }
 
 #[test]
@@ -172,7 +190,7 @@ fn d10_every_advisory_is_counted_exactly_once() {
         ("c", Some(Severity::Blocker)),
     ];
     for (i, (n, s)) in notes.iter().enumerate() {
-        r.raise(0, i as u64, adv(n, *s));
+        r.raise(&rv(0, i as u64), adv(n, *s));
     }
     r.step_boundary();
     let c = r.counts();
@@ -185,7 +203,7 @@ fn d10_every_advisory_is_counted_exactly_once() {
 fn d7_concerns_are_asides_during_immune_turns_blockers_still_interrupt() {
     let mut r = router().with_immune_turns(2);
     r.run_state(true);
-    r.raise(0, 1, adv("first concern", Some(Severity::Concern)));
+    r.raise(&rv(0, 1), adv("first concern", Some(Severity::Concern)));
     assert_eq!(r.step_boundary().steers.len(), 1);
     assert!(r.immune());
     for review in 2..=4 {
@@ -193,13 +211,12 @@ fn d7_concerns_are_asides_during_immune_turns_blockers_still_interrupt() {
             r.turn_ended(false, true);
         }
         let (_, events) = r.raise(
-            0,
-            review,
+            &rv(0, review),
             adv(&format!("concern {review}"), Some(Severity::Concern)),
         );
         assert!(events.is_empty(), "review {review}: an aside");
     }
-    let (_, events) = r.raise(0, 5, adv("a blocker", Some(Severity::Blocker)));
+    let (_, events) = r.raise(&rv(0, 5), adv("a blocker", Some(Severity::Blocker)));
     assert_eq!(events, vec![HostEvent::SteerReady]);
     let step = r.step_boundary();
     assert_eq!(step.aside.unwrap().notes.len(), 3);
@@ -209,7 +226,7 @@ fn d7_concerns_are_asides_during_immune_turns_blockers_still_interrupt() {
         r.turn_ended(false, true);
     }
     assert!(!r.immune());
-    let (_, events) = r.raise(0, 6, adv("late concern", Some(Severity::Concern)));
+    let (_, events) = r.raise(&rv(0, 6), adv("late concern", Some(Severity::Concern)));
     assert_eq!(events, vec![HostEvent::SteerReady]);
 }
 
@@ -217,8 +234,8 @@ fn d7_concerns_are_asides_during_immune_turns_blockers_still_interrupt() {
 fn d7_zero_immune_turns_turns_immunity_off() {
     let mut r = router().with_immune_turns(0);
     r.run_state(false);
-    r.raise(0, 1, adv("one", Some(Severity::Concern)));
-    let (_, events) = r.raise(0, 2, adv("two", Some(Severity::Concern)));
+    r.raise(&rv(0, 1), adv("one", Some(Severity::Concern)));
+    let (_, events) = r.raise(&rv(0, 2), adv("two", Some(Severity::Concern)));
     assert!(matches!(&events[..], [HostEvent::Wake { .. }]));
 }
 
@@ -227,7 +244,7 @@ fn d10_a_note_over_the_cap_is_refused_and_counted_too_long() {
     let mut r = router().with_max_note_chars(2000);
     r.run_state(true);
     let huge = "x".repeat(100_000);
-    let (outcome, events) = r.raise(0, 1, adv(&huge, Some(Severity::Blocker)));
+    let (outcome, events) = r.raise(&rv(0, 1), adv(&huge, Some(Severity::Blocker)));
     assert_eq!(outcome, RaiseOutcome::TooLong { max_chars: 2000 });
     assert!(outcome.is_error());
     assert!(events.is_empty());
@@ -236,10 +253,16 @@ fn d10_a_note_over_the_cap_is_refused_and_counted_too_long() {
     assert_eq!(r.counts().raised(), 1);
     // At the cap exactly, in characters (not bytes), a note passes.
     let at_cap = "é".repeat(2000);
-    assert_eq!(r.raise(0, 1, adv(&at_cap, None)).0, RaiseOutcome::Recorded);
+    assert_eq!(
+        r.raise(&rv(0, 1), adv(&at_cap, None)).0,
+        RaiseOutcome::Recorded
+    );
     // A refused note is not remembered: the shorter retry is no duplicate.
     let retry = &huge[..100];
-    assert_eq!(r.raise(0, 1, adv(retry, None)).0, RaiseOutcome::Recorded);
+    assert_eq!(
+        r.raise(&rv(0, 1), adv(retry, None)).0,
+        RaiseOutcome::Recorded
+    );
 }
 
 #[test]
@@ -247,11 +270,10 @@ fn l2_undelivered_lists_queued_nits_outbox_steers_and_held_notes_without_taking_
     let mut r = router();
     r.run_state(true);
     assert!(r.undelivered().is_empty());
-    r.raise(0, 1, adv("nit a", None));
-    r.raise(0, 1, adv("nit b", None));
+    r.raise(&rv(0, 1), adv("nit a", None));
+    r.raise(&rv(0, 1), adv("nit b", None));
     r.raise(
-        0,
-        2,
+        &rv(0, 2),
         adv("stop: the build is broken", Some(Severity::Blocker)),
     );
     let pending = r.undelivered();
@@ -264,7 +286,7 @@ fn l2_undelivered_lists_queued_nits_outbox_steers_and_held_notes_without_taking_
     assert_eq!(r.counts().pending, 3, "nothing taken");
     let mut h = reconfirm();
     h.run_state(false);
-    h.raise(0, 1, adv("held one", Some(Severity::Concern)));
+    h.raise(&rv(0, 1), adv("held one", Some(Severity::Concern)));
     let pending = h.undelivered();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].channel, Channel::Wake);
