@@ -20,7 +20,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use regex::{Captures, Regex};
 
@@ -161,10 +161,29 @@ enum Check {
 
 struct Rule {
     kind: SecretKind,
-    regex: Regex,
+    /// The rule's own pattern, compiled the first time its prefilter lets text through:
+    /// compiling every rule costs more than reading a small session, and text without
+    /// secrets never needs them.
+    pattern: String,
+    regex: OnceLock<Result<Regex, regex::Error>>,
     check: Check,
     /// The prefilter ([`Compiled::any`]) that clears text of this rule.
     group: usize,
+}
+
+impl Rule {
+    /// The rule's compiled pattern; `None` (and an error logged once) if it does not
+    /// compile, which the tests rule out for the built-in patterns.
+    fn regex(&self) -> Option<&Regex> {
+        self.regex
+            .get_or_init(|| {
+                Regex::new(&self.pattern).inspect_err(|error| {
+                    tracing::error!(kind = %self.kind, %error, "secret pattern does not compile");
+                })
+            })
+            .as_ref()
+            .ok()
+    }
 }
 
 /// The rules whose patterns go into the second prefilter: their leading literals are
@@ -347,7 +366,8 @@ impl fmt::Debug for Redactor {
 const MAX_PASSES: usize = 4;
 
 impl Redactor {
-    /// Compiles the built-in patterns.
+    /// Compiles the built-in patterns' prefilters; each rule's own pattern is compiled when
+    /// text first reaches it (see [`Redactor::compile_rules`]).
     pub fn new() -> Result<Self, RedactError> {
         let sources = rule_sources();
         let group_of = |kind: &SecretKind| usize::from(SECOND_GROUP.contains(kind));
@@ -363,20 +383,31 @@ impl Redactor {
         let any = [first?, second?];
         let rules = sources
             .into_iter()
-            .map(|(kind, pattern, check)| {
-                Regex::new(&pattern)
-                    .map(|regex| Rule {
-                        kind,
-                        regex,
-                        check,
-                        group: group_of(&kind),
-                    })
-                    .map_err(|source| RedactError::Pattern { kind, source })
+            .map(|(kind, pattern, check)| Rule {
+                kind,
+                pattern,
+                regex: OnceLock::new(),
+                check,
+                group: group_of(&kind),
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect();
         Ok(Self {
             inner: Arc::new(Compiled { any, rules }),
         })
+    }
+
+    /// Compiles every rule's own pattern now rather than when text first reaches it; the
+    /// first pattern that does not compile is the error.
+    pub fn compile_rules(&self) -> Result<(), RedactError> {
+        for rule in &self.inner.rules {
+            if let Err(source) = rule.regex.get_or_init(|| Regex::new(&rule.pattern)) {
+                return Err(RedactError::Pattern {
+                    kind: rule.kind,
+                    source: source.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// `text` with every recognised secret replaced by its placeholder; borrowed and
@@ -406,7 +437,8 @@ impl Redactor {
             if !hit[rule.group] {
                 continue;
             }
-            for caps in rule.regex.captures_iter(text) {
+            let Some(regex) = rule.regex() else { continue };
+            for caps in regex.captures_iter(text) {
                 if let Some((kind, range)) = accept(rule, &caps, text) {
                     candidates.push((Redaction { kind, range }, index));
                 }
@@ -896,7 +928,14 @@ mod tests {
 
     #[test]
     fn x5_every_builtin_pattern_compiles() {
-        assert_eq!(redactor().inner.rules.len(), rule_sources().len());
+        let redactor = redactor();
+        assert_eq!(redactor.inner.rules.len(), rule_sources().len());
+        // The rules' own patterns are compiled on first use; all of them compile.
+        assert!(redactor.inner.rules.iter().all(|r| r.regex.get().is_none()));
+        if let Err(err) = redactor.compile_rules() {
+            panic!("{err}");
+        }
+        assert!(redactor.inner.rules.iter().all(|r| r.regex().is_some()));
     }
 
     #[test]

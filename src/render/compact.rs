@@ -1,9 +1,13 @@
 //! The compact view (SPEC §3, compat with oh-my-pi's advisor): role labels, one line per
 //! tool call with its status, result bodies never shown.
 
-use std::fmt::Write as _;
+use std::borrow::Cow;
+use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{content_is_blank, push_joined, push_one_line, ToolIndex, ONE_LINE_MAX};
@@ -154,16 +158,33 @@ fn render_assistant(
                 name,
                 arguments,
             } => {
-                let arguments = &arguments.to_value();
-                if let Some(intent) = arguments.get(INTENT_KEY).and_then(Value::as_str) {
+                // Arguments kept as their compact text are read in place; others (a value
+                // that is not an object, or one holding a float) as a tree.
+                let fields = arguments.as_text().and_then(ArgFields::read);
+                let tree = match &fields {
+                    Some(_) => None,
+                    None => Some(arguments.to_value()),
+                };
+                let intent = match (&fields, &tree) {
+                    (Some(fields), _) => fields.string(INTENT_KEY),
+                    (None, Some(tree)) => {
+                        tree.get(INTENT_KEY).and_then(Value::as_str).map(Into::into)
+                    }
+                    (None, None) => None,
+                };
+                if let Some(intent) = intent {
                     if !intent.trim().is_empty() {
-                        push_intent_line(out, intent);
+                        push_intent_line(out, &intent);
                     }
                 }
                 out.push_str("→ ");
                 out.push_str(name);
                 out.push('(');
-                push_arg(out, arguments);
+                match (&fields, &tree) {
+                    (Some(fields), _) => fields.push_arg(out),
+                    (None, Some(tree)) => push_arg(out, tree),
+                    (None, None) => {}
+                }
                 out.push_str(") ⇒ ");
                 match index.result_for(id) {
                     Some(result) => push_result_status(out, result),
@@ -213,6 +234,110 @@ pub(super) fn push_arg(out: &mut String, arguments: &Value) {
     if args.keys().any(|k| k != INTENT_KEY) {
         push_one_line(out, &compact_json_without_intent(args), ONE_LINE_MAX);
     }
+}
+
+/// A tool call's arguments object read in place from its compact JSON text (what
+/// `serde_json` prints for it, so no key appears twice): each key with its value's text,
+/// in order. What [`push_arg`] writes from the tree, [`ArgFields::push_arg`] writes from
+/// these, byte for byte.
+struct ArgFields<'a>(Vec<(Str<'a>, &'a RawValue)>);
+
+/// A string, borrowed from the text when it holds no escapes.
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl<'a> ArgFields<'a> {
+    /// The fields of `text` when it is an object; `None` otherwise.
+    fn read(text: &'a str) -> Option<Self> {
+        if !text.starts_with('{') {
+            return None;
+        }
+        serde_json::from_str(text).ok()
+    }
+
+    /// The value of `key` when it is a string.
+    fn string(&self, key: &str) -> Option<Cow<'a, str>> {
+        let (_, raw) = self.0.iter().find(|(k, _)| k.0 == key)?;
+        as_string(raw)
+    }
+
+    /// [`push_arg`] of the object these fields make.
+    fn push_arg(&self, out: &mut String) {
+        for key in ARG_KEYS {
+            let Some((_, raw)) = self.0.iter().find(|(k, _)| k.0 == key) else {
+                continue;
+            };
+            match raw.get().as_bytes().first() {
+                Some(b'"') => {
+                    if let Some(s) = as_string(raw).filter(|s| !s.is_empty()) {
+                        push_one_line(out, &s, ONE_LINE_MAX);
+                        return;
+                    }
+                }
+                Some(b'[') => {
+                    // An array of strings only; anything else in it passes the key over.
+                    if let Ok(strings) = serde_json::from_str::<Vec<Str<'_>>>(raw.get()) {
+                        if !strings.is_empty() {
+                            let strings: Vec<&str> = strings.iter().map(|s| &*s.0).collect();
+                            push_one_line(out, &strings.join(", "), ONE_LINE_MAX);
+                            return;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let first_string = self
+            .0
+            .iter()
+            .filter(|(k, _)| k.0 != INTENT_KEY)
+            .find_map(|(_, raw)| as_string(raw).filter(|s| !s.is_empty()));
+        if let Some(s) = first_string {
+            push_one_line(out, &s, ONE_LINE_MAX);
+            return;
+        }
+        if self.0.iter().any(|(k, _)| k.0 != INTENT_KEY) {
+            let mut json = String::from("{");
+            for (k, raw) in self.0.iter().filter(|(k, _)| k.0 != INTENT_KEY) {
+                if json.len() > 1 {
+                    json.push(',');
+                }
+                // The value's text is already its compact printing.
+                let _ = write!(json, "{}:{}", Value::from(&*k.0), raw.get());
+            }
+            json.push('}');
+            push_one_line(out, &json, ONE_LINE_MAX);
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ArgFields<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = ArgFields<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some(entry) = map.next_entry::<Str<'de>, &'de RawValue>()? {
+                    fields.push(entry);
+                }
+                Ok(ArgFields(fields))
+            }
+        }
+        deserializer.deserialize_map(FieldsVisitor)
+    }
+}
+
+/// The string a raw value holds; `None` when it holds something else.
+fn as_string<'a>(raw: &'a RawValue) -> Option<Cow<'a, str>> {
+    if !raw.get().starts_with('"') {
+        return None;
+    }
+    serde_json::from_str::<Str<'a>>(raw.get()).ok().map(|s| s.0)
 }
 
 /// `{"k":v,…}` of every argument but the intent, keys in their original order.
@@ -402,6 +527,38 @@ mod tests {
         assert_eq!(arg(json!({"_i": "why"})), "");
         assert_eq!(arg(json!({})), "");
         assert_eq!(arg(Value::Null), "");
+    }
+
+    #[test]
+    fn l1_arguments_read_in_place_render_as_their_tree_does() {
+        let cases = [
+            json!({"command": "ls", "path": "a.rs"}),
+            json!({"path": "", "cmd": "pwd"}),
+            json!({"paths": 1, "path": ["a", "b"]}),
+            json!({"path": ["a", 1], "zzz": "x"}),
+            json!({"path": [], "zzz": ""}),
+            json!({"_i": "why", "limit": 5, "all": true}),
+            json!({"_i": "why"}),
+            json!({"_i": 7, "q\"uote": "x\ny"}),
+            json!({"_i": "", "k\u{1}": {"a": [1, "b"]}, "n": null}),
+            json!({"é": "ünïcode\t", "path": [["nested"]]}),
+            json!({}),
+        ];
+        for case in cases {
+            let raw = crate::domain::transcript::RawJson::from(case.clone());
+            let text = raw.as_text().expect("kept as text");
+            let fields = ArgFields::read(text).expect("an object");
+            let mut out = String::new();
+            fields.push_arg(&mut out);
+            assert_eq!(out, arg(case.clone()), "{text}");
+            assert_eq!(
+                fields.string(INTENT_KEY).as_deref(),
+                case.get(INTENT_KEY).and_then(Value::as_str),
+                "{text}"
+            );
+        }
+        assert!(ArgFields::read("[1]").is_none());
+        assert!(ArgFields::read("null").is_none());
     }
 
     #[test]

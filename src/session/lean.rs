@@ -21,8 +21,8 @@ use serde_json::value::RawValue;
 
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, Content,
-    ContentBlock, CustomMessage, ExecutionMessage, RawJson, ToolResultMessage, TranscriptMessage,
-    UserMessage,
+    ContentBlock, CustomMessage, ExecutionMessage, MessageUsage, RawJson, ToolResultMessage,
+    TranscriptMessage, UserMessage,
 };
 
 /// The entry fields the reader uses, however they were read.
@@ -245,7 +245,7 @@ struct AssistantView {
     #[serde(default)]
     stop_reason: Option<String>,
     #[serde(default)]
-    usage: Option<serde_json::Value>,
+    usage: Option<LeanUsage>,
     #[serde(default)]
     timestamp: Option<serde_json::Value>,
 }
@@ -254,11 +254,126 @@ impl AssistantView {
     fn into_message<E: de::Error>(self) -> Result<AssistantMessage, E> {
         once(&self.role)?;
         let mut message = AssistantMessage::new(self.content.0, self.stop_reason);
-        message.usage = self
-            .usage
-            .and_then(|v| crate::domain::transcript::MessageUsage::from_value(&v));
+        message.usage = self.usage.and_then(|u| u.0);
         message.timestamp = self.timestamp.and_then(|v| v.as_u64());
         Ok(message)
+    }
+}
+
+/// A visitor's answer of "none" for an array (read through), a boolean, a string or `null`.
+macro_rules! none_for_other_values {
+    ($lean:ident) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<$lean, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($lean(None))
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$lean, E> {
+            Ok($lean(None))
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<$lean, E> {
+            Ok($lean(None))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<$lean, E> {
+            Ok($lean(None))
+        }
+    };
+}
+
+/// An assistant message's `usage`, read as [`MessageUsage::from_value`] reads its tree,
+/// without building one (a real session has one per assistant message): the four counts
+/// and the cost, the last of a key written twice, everything else skipped unread.
+struct LeanUsage(Option<MessageUsage>);
+
+impl<'de> Deserialize<'de> for LeanUsage {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct UsageVisitor;
+        impl<'de> Visitor<'de> for UsageVisitor {
+            type Value = LeanUsage;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a usage object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LeanUsage, A::Error> {
+                let mut counts: [Option<u64>; 4] = [None; 4];
+                let mut cost: Option<f64> = None;
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    let slot = match &*key.0 {
+                        "input" => 0,
+                        "output" => 1,
+                        "cacheRead" => 2,
+                        "cacheWrite" => 3,
+                        "cost" => {
+                            cost = map.next_value::<LeanCost>()?.0;
+                            continue;
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    counts[slot] = map.next_value::<serde_json::Value>()?.as_u64();
+                }
+                let [input, output, cache_read, cache_write] = counts;
+                if input.is_none() && output.is_none() {
+                    return Ok(LeanUsage(None));
+                }
+                Ok(LeanUsage(Some(MessageUsage {
+                    input: input.unwrap_or(0),
+                    output: output.unwrap_or(0),
+                    cache_read: cache_read.unwrap_or(0),
+                    cache_write: cache_write.unwrap_or(0),
+                    cost: cost.filter(|c| c.is_finite() && *c >= 0.0),
+                })))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<LeanUsage, E> {
+                Ok(LeanUsage(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<LeanUsage, E> {
+                Ok(LeanUsage(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<LeanUsage, E> {
+                Ok(LeanUsage(None))
+            }
+            none_for_other_values!(LeanUsage);
+        }
+        deserializer.deserialize_any(UsageVisitor)
+    }
+}
+
+/// A usage's `cost`: a number, or an object's `total` (as `Value::as_f64` reads them).
+struct LeanCost(Option<f64>);
+
+impl<'de> Deserialize<'de> for LeanCost {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CostVisitor;
+        impl<'de> Visitor<'de> for CostVisitor {
+            type Value = LeanCost;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a cost")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LeanCost, A::Error> {
+                let mut total = None;
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    if key.0 == "total" {
+                        total = map.next_value::<serde_json::Value>()?.as_f64();
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(LeanCost(total))
+            }
+            none_for_other_values!(LeanCost);
+            // `Value::as_f64` of an integer is the integer cast.
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LeanCost, E> {
+                Ok(LeanCost(Some(v as f64)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LeanCost, E> {
+                Ok(LeanCost(Some(v as f64)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<LeanCost, E> {
+                Ok(LeanCost(Some(v)))
+            }
+        }
+        deserializer.deserialize_any(CostVisitor)
     }
 }
 
@@ -564,6 +679,19 @@ mod tests {
             json!({"role":"developer","content":[{"type":"text","text":"x\n\"y\""}]}),
             json!({"role":"assistant","content":[{"type":"thinking","thinking":"t","thinkingSignature":"s"},{"type":"text","text":"a"},{"type":"redactedThinking","data":"x"},{"type":"toolCall","id":"c1","name":"edit","arguments":{"path":"a","z":[1,2.5,-3,null,true],"a":{"b":{}}}}],"stopReason":"toolUse","usage":{"input":1}}),
             json!({"role":"assistant","content":[{"type":"toolCall","id":"c2","name":"x","arguments":null}],"stopReason":null}),
+            // SP5: usage in every shape the tree reading accepts.
+            json!({"role":"assistant","usage":{"input":3,"output":4,"cacheRead":5,"cacheWrite":6,"totalTokens":18,"cost":{"input":0.1,"output":0.2,"total":0.3}},"timestamp":17}),
+            json!({"role":"assistant","usage":{"output":2,"cost":1}}),
+            json!({"role":"assistant","usage":{"input":2,"cost":-1.5}}),
+            json!({"role":"assistant","usage":{"input":2.0,"output":-1,"cacheRead":"7","cost":"1"}}),
+            json!({"role":"assistant","usage":{"input":1,"cost":{"total":{"x":1}}}}),
+            json!({"role":"assistant","usage":{"input":1,"cost":[1,{"total":2}]}}),
+            json!({"role":"assistant","usage":{"input":18446744073709551615_u64,"cost":{"total":2}}}),
+            json!({"role":"assistant","usage":{"cacheRead":1,"cost":0}}),
+            json!({"role":"assistant","usage":5}),
+            json!({"role":"assistant","usage":[{"input":1}]}),
+            json!({"role":"assistant","usage":"x"}),
+            json!({"role":"assistant","usage":null,"timestamp":"t"}),
             json!({"role":"assistant","content":[{"type":"toolCall","id":"c3","name":"x"}]}),
             json!({"role":"assistant"}),
             json!({"role":"toolResult","toolCallId":"c1","toolName":"edit","content":[{"type":"text","text":"ok"}],"isError":false,"details":{"diff":"-a\n+b"}}),
@@ -577,6 +705,25 @@ mod tests {
         for message in messages {
             let fast = lean(&message);
             assert_eq!(fast.as_ref(), Some(&general(&message)), "{message}");
+        }
+    }
+
+    #[test]
+    fn sp5_a_usage_key_written_twice_reads_as_the_general_way_reads_it() {
+        let message = r#"{"role":"assistant","content":[],"usage":{"input":1,"output":2,"input":7,"cost":{"total":1,"total":2.5},"cacheRead":3,"cacheRead":null}}"#;
+        let line = format!(r#"{{"type":"message","id":"1","message":{message}}}"#);
+        let fast = parse_entry(line.as_bytes()).and_then(|e| e.message);
+        let general: TranscriptMessage = serde_json::from_str(message).expect("a message");
+        assert_eq!(fast.as_ref(), Some(&general));
+        match general {
+            TranscriptMessage::Assistant(a) => {
+                let usage = a.usage.expect("usage");
+                assert_eq!(
+                    (usage.input, usage.cache_read, usage.cost),
+                    (7, 0, Some(2.5))
+                );
+            }
+            other => panic!("not an assistant message: {other:?}"),
         }
     }
 

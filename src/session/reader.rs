@@ -12,7 +12,7 @@ use std::io::{self, BufRead, BufReader, Seek};
 use std::path::Path;
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -177,15 +177,16 @@ pub fn read_session_from_with<R: BufRead + Seek>(
     let entries = if header.version <= 1 {
         read_linear(&mut lines, &mut diagnostics).map_err(io_err)?
     } else {
-        let index = skim_tree(&mut lines, &mut diagnostics).map_err(io_err)?;
+        let mut index = skim_tree(&mut lines, &mut diagnostics).map_err(io_err)?;
         let branch = index.current_branch();
         if let Some(cycle) = &branch.cycle {
             report_cycle(cycle, &mut diagnostics);
         }
         diagnostics.off_branch = index.entry_count().saturating_sub(branch.lines.len());
+        let kept_targets = index.take_kept_targets();
         drop(index);
         lines.rewind(header_line).map_err(io_err)?;
-        read_branch(&mut lines, &branch.lines, &mut diagnostics).map_err(io_err)?
+        read_branch(&mut lines, &branch.lines, &kept_targets, &mut diagnostics).map_err(io_err)?
     };
     diagnostics.malformed.sort_by_key(|(line, _)| *line);
     let branch = SessionBranch {
@@ -530,9 +531,12 @@ fn place_linear(
 }
 
 /// Second pass over a version 2/3 file: parses the lines on the branch.
+///
+/// Only the ids in `kept_targets` (those compactions name) are remembered on the way.
 fn read_branch<R: BufRead + Seek>(
     lines: &mut Lines<R>,
     path_lines: &[usize],
+    kept_targets: &FxHashSet<Box<str>>,
     diagnostics: &mut Diagnostics,
 ) -> io::Result<Vec<BranchEntry>> {
     // (line, position on the path), sorted by line for a single forward scan. A branch
@@ -573,7 +577,9 @@ fn read_branch<R: BufRead + Seek>(
             continue;
         };
         if let Some(id) = entry.id.take() {
-            ids.insert(id.into_owned(), pos);
+            if kept_targets.contains(&*id) {
+                ids.insert(id.into_owned(), pos);
+            }
         }
         match interpret(entry, diagnostics) {
             Ok(Some(mut pending)) if in_order => {
@@ -790,6 +796,23 @@ mod tests {
         ]);
         // The kept entry is a model change (no message): keeping starts at the next entry.
         assert_eq!(texts(&b), ["a", "b", "compaction>1", "c"]);
+    }
+
+    #[test]
+    fn l1_tree_compaction_kept_ids_are_matched_as_read_escapes_and_all() {
+        // The second pass remembers only the ids compactions name (issue 31); an id
+        // written with an escape on either side is the same id.
+        let text = format!(
+            "{}\n{}\n{}\n{}\n{}\n{}\n",
+            header(Some(3)),
+            msg(Some("k1"), None, user("a")),
+            r#"{"type":"message","id":"k\u0032","parentId":"k1","message":{"role":"user","content":"b"}}"#,
+            msg(Some("k3"), Some("k2"), user("c")),
+            r#"{"type":"compaction","id":"k4","parentId":"k3","summary":"s","firstKeptEntryId":"\u006b3"}"#,
+            r#"{"type":"compaction","id":"k5","parentId":"k4","summary":"t","firstKeptEntryId":"k2"}"#,
+        );
+        let b = read_text(&text);
+        assert_eq!(texts(&b), ["a", "b", "c", "compaction>2", "compaction>1"]);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::io::{self, BufRead, Seek};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
 
 use super::diagnostics::{describe_json_error, Diagnostics, NONE};
@@ -52,10 +52,20 @@ struct Skim<'a> {
     parent_id: Option<Cow<'a, str>>,
 }
 
+/// What the first pass reads of a compaction line besides: the entry it keeps from.
+#[derive(Deserialize)]
+struct KeptFrom<'a> {
+    #[serde(rename = "firstKeptEntryId", borrow, default)]
+    first_kept_entry_id: Option<Cow<'a, str>>,
+}
+
 /// The tree of a version 2/3 file, as compact as possible: ids interned to symbols, one
 /// small node per entry.
 #[derive(Default)]
 pub(super) struct TreeIndex {
+    /// The ids compactions name as their first kept entry: the only ids the second pass
+    /// has to remember.
+    kept_targets: FxHashSet<Box<str>>,
     /// Ids of up to 15 bytes (pi's are 8), inline: the bytes, zero-padded, then the length.
     short: FxHashMap<[u8; 16], u32>,
     /// Longer ids.
@@ -64,6 +74,9 @@ pub(super) struct TreeIndex {
     owner: Vec<u32>,
     /// Per entry: its line number and its parent's symbol (`NONE` for a root).
     nodes: Vec<(usize, u32)>,
+    /// The id of the entry added last and its symbol: an entry's parent is most often the
+    /// entry before it, found so without a lookup.
+    last: (Vec<u8>, u32),
 }
 
 impl TreeIndex {
@@ -91,13 +104,26 @@ impl TreeIndex {
     }
 
     fn add(&mut self, line: usize, id: &str, parent: Option<&str>) {
+        let parent = match parent {
+            None => NONE,
+            Some(p) if !self.nodes.is_empty() && p.as_bytes() == self.last.0 => self.last.1,
+            Some(p) => self.intern(p),
+        };
         let own = self.intern(id);
-        let parent = parent.map_or(NONE, |p| self.intern(p));
+        self.last.0.clear();
+        self.last.0.extend_from_slice(id.as_bytes());
+        self.last.1 = own;
         let index = u32::try_from(self.nodes.len()).unwrap_or(NONE);
         if let Some(slot) = self.owner.get_mut(own as usize) {
             *slot = index;
         }
         self.nodes.push((line, parent));
+    }
+
+    /// The ids compactions of the file keep from (every one the second pass may look up,
+    /// and perhaps more).
+    pub(super) fn take_kept_targets(&mut self) -> FxHashSet<Box<str>> {
+        std::mem::take(&mut self.kept_targets)
     }
 
     pub(super) fn entry_count(&self) -> usize {
@@ -268,6 +294,15 @@ pub(super) fn skim_tree<R: BufRead + Seek>(
                 .malformed
                 .push((line, "entry has no \"type\"".to_string()));
             continue;
+        }
+        if skim.kind.as_deref() == Some("compaction") {
+            // A line the second pass cannot read either names no target.
+            if let Ok(KeptFrom {
+                first_kept_entry_id: Some(target),
+            }) = serde_json::from_slice(bytes)
+            {
+                index.kept_targets.insert(target.into());
+            }
         }
         match skim.id {
             Some(id) => index.add(line, &id, skim.parent_id.as_deref()),
