@@ -42,6 +42,7 @@ mod runtime_pipeline;
 mod serve_ask;
 mod serve_backups;
 mod serve_binary;
+mod serve_cadence;
 mod serve_client;
 mod serve_dispatch;
 mod serve_roster;
