@@ -331,7 +331,7 @@ pub(super) fn request_text(body: &Value) -> String {
     messages(body).iter().map(message_text).collect()
 }
 
-fn is_advisory(message: &Value) -> bool {
+pub(super) fn is_advisory(message: &Value) -> bool {
     message["role"] == "user" && message_text(message).contains("<advisory")
 }
 

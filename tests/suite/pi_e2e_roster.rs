@@ -35,7 +35,7 @@ const ADVISORS: [(&str, &str); 2] = [
 ];
 
 /// The system prompt of a request.
-fn system_text(body: &Value) -> String {
+pub(super) fn system_text(body: &Value) -> String {
     messages(body)
         .iter()
         .filter(|m| m["role"] == "system" || m["role"] == "developer")
