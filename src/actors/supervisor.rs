@@ -13,7 +13,7 @@ use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::actors::wiring::{wait_after_turn, CatchUp, SlowWaitNotice, TurnWaits};
 use crate::delivery::turn_end::TurnEndPlan;
-use crate::delivery::TurnEndPlanned;
+use crate::delivery::{PromptCursor, TurnEndPlanned};
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::{Transcript, TranscriptMark};
 use crate::feed::Update;
@@ -28,7 +28,7 @@ use crate::messages::host::{
 use crate::messages::review::{
     AskEnd, EndHalt, FlushAudit, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
 };
-use crate::review::cadence::{Boundary, Decision};
+use crate::review::cadence::{held_dropped_notice, Boundary, Decision};
 use members::Member;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -75,6 +75,8 @@ pub struct Supervisor {
     sync_wait_said: Arc<AtomicBool>,
     /// The primary's usage as its transcript's assistant messages record it (SP5).
     primary_spend: PrimaryTally,
+    /// The last genuine user prompt, kept as the transcript grows (CA17, O(delta)).
+    prompts: PromptCursor,
 }
 
 impl Supervisor {
@@ -105,6 +107,7 @@ impl Supervisor {
             turn_end_waits: Arc::default(),
             sync_wait_said: Arc::default(),
             primary_spend: PrimaryTally::default(),
+            prompts: PromptCursor::default(),
         };
         supervisor.update_turn_end_waits();
         supervisor
@@ -206,6 +209,7 @@ impl Supervisor {
         tracing::info!(?kind, epoch = self.epoch, "advisor reset");
         // SP5: what the primary spent stays; the rewritten transcript is not counted again.
         self.primary_spend.rewritten();
+        self.prompts.rewritten();
         let branch = changes_branch(kind);
         self.seed_guard |= branch;
         // CA8: every reset drops the held updates (the bounded replay covers them); the
@@ -333,7 +337,13 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         self.check_roster(ctx);
         let running = self.enabled && self.any_running();
         let seed = std::mem::take(&mut self.seed_guard);
-        let plan = TurnEndPlan::decide(&msg.transcript, msg.will_continue, seed, running);
+        let plan = TurnEndPlan::decide(
+            &msg.transcript,
+            msg.will_continue,
+            seed,
+            running,
+            &mut self.prompts,
+        );
         let router = self.router();
         if let Some(advisories) = plan.seed_guard.clone() {
             router.do_send(SeedGuard {
@@ -501,6 +511,7 @@ impl Supervisor {
         let epoch = self.epoch;
         let settings = &self.config.settings;
         let mut scheduled = Vec::new();
+        let mut dropping = Vec::new();
         for (slug, update, paths_match) in captured {
             let Some(member) = self
                 .members
@@ -524,6 +535,9 @@ impl Supervisor {
                 paths_match,
             };
             let decision = member.cadence.on_boundary(cadence, boundary, update, wip);
+            if member.cadence.take_drop_notice() {
+                dropping.push(member.plan.label.clone());
+            }
             if let Decision::Scheduled { updates, wip } = decision {
                 if !updates.is_empty() {
                     agent.do_send(QueueDelta {
@@ -537,6 +551,10 @@ impl Supervisor {
                     sync: cadence.sync,
                 });
             }
+        }
+        // CA3: a drop past the held-update cap is never silent.
+        for label in dropping {
+            self.notice_about(label.as_ref(), held_dropped_notice());
         }
         scheduled
     }

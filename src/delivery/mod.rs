@@ -38,7 +38,7 @@ pub use catch_up::{turn_will_continue, CatchUpEnd, CatchUpPlan};
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 pub use router::{RouterState, TurnEndPlanned};
 pub use tap::{AdviceTap, RaisedAdvice};
-pub use window::LastPrompt;
+pub use window::{LastPrompt, PromptCursor};
 
 use crate::domain::advice::Advisory;
 

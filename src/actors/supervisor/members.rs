@@ -97,6 +97,7 @@ impl Member {
             sync_backlog: cadence.sync,
             held_updates: self.cadence.held_updates(),
             eligible_updates: self.cadence.eligible_updates(),
+            dropped_updates: self.cadence.dropped_total(),
         }
     }
 
