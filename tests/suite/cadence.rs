@@ -1,6 +1,6 @@
 //! Review cadence (SPEC §16, CA1–CA12, CA21) through `AdvisorHandle` mailboxes: the
-//! scenarios CA-S1, CA-S2 (its cadence part), CA-S7 and CA-S9, with virtual time for the
-//! 30 s caps.
+//! scenarios CA-S1, CA-S2 (its cadence part), CA-S7, CA-S8 and CA-S9, with virtual time for
+//! the 30 s caps.
 
 use crate::support::roster::advisor;
 use crate::support::runtime as support;
@@ -9,12 +9,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use advisor::domain::host::RewriteKind;
+use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelError};
-use advisor::roster::{Roster, RosterAdvisor, RosterModels, RosterSetup, Sourced};
+use advisor::roster::{
+    ModelChoice, Roster, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
+    Sourced,
+};
 use advisor::settings::{ReviewMode, SyncBacklog};
+use advisor::watchdog::WatchdogConfig;
 use advisor::{AdvisorHandle, TurnEndOptions};
 use support::*;
 
@@ -288,5 +292,214 @@ async fn ca4_an_ask_first_sends_the_held_updates_as_one_review_counter_unchanged
         model.request_count(),
         3,
         "the count went on: 3 is scheduled"
+    );
+}
+
+/// Each entry's client by its `provider/model`; every client built is numbered, and each
+/// request records the number of the client that served it: a member that was rebuilt is
+/// served by a later client than the one it started with.
+#[derive(Clone, Default)]
+struct ByModel {
+    models: HashMap<String, Arc<dyn ModelClient>>,
+    builds: Arc<parking_lot::Mutex<Vec<String>>>,
+    served: Arc<parking_lot::Mutex<Vec<usize>>>,
+}
+
+impl RosterModels for ByModel {
+    fn build(&self, entry: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
+        let ModelChoice::Resolved {
+            provider, model, ..
+        } = &entry.model.value
+        else {
+            return Err("no model".into());
+        };
+        let id = format!("{provider}/{model}");
+        let inner = self.models.get(&id).cloned().ok_or_else(|| id.clone())?;
+        let mut builds = self.builds.lock();
+        builds.push(id);
+        Ok(Arc::new(Numbered {
+            inner,
+            number: builds.len(),
+            served: Arc::clone(&self.served),
+        }))
+    }
+}
+
+/// A client that records its number at each request.
+struct Numbered {
+    inner: Arc<dyn ModelClient>,
+    number: usize,
+    served: Arc<parking_lot::Mutex<Vec<usize>>>,
+}
+
+impl ModelClient for Numbered {
+    fn complete(&self, request: advisor::model::ModelRequest) -> advisor::model::ModelFuture {
+        self.served.lock().push(self.number);
+        self.inner.complete(request)
+    }
+
+    fn info(&self) -> advisor::model::ModelInfo {
+        self.inner.info()
+    }
+}
+
+/// A project (its `.git` marks the root where roster files are found) whose WATCHDOG.yml
+/// holds entry `E` with `fields`, and a `Broken` entry when `broken`: its warning tells the
+/// test that a reload was applied.
+fn write_e(repo: &std::path::Path, fields: &str, broken: bool) {
+    let mut text = format!("advisors:\n  - name: E\n{fields}");
+    if broken {
+        text.push_str("  - name: Broken\n    model: openai/gpt-5\n    reviewMode: every-step\n");
+    }
+    std::fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
+}
+
+/// A session on the roster files of a fresh project holding `fields` for `E`, checked
+/// again at each turn end (RO21).
+fn reloading_e(
+    fields: &str,
+    models: &ByModel,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    advisor::RuntimeConfig,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    write_e(&repo, fields, false);
+    let watchdog = WatchdogConfig {
+        cwd: repo.clone(),
+        agent_dir: Some(dir.path().join("agent")),
+        home: Some(dir.path().to_path_buf()),
+    };
+    let settings = RosterSettings::default();
+    let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
+    let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
+    assert!(roster.warnings.is_empty(), "{:?}", roster.warnings);
+    assert_eq!(roster.advisors.len(), 1);
+    let cfg = config(
+        Arc::new(ScriptedModel::new([])),
+        SyncBacklog::Below(1),
+        |cfg| {
+            cfg.model = None;
+            cfg.roster = Some(RosterSetup {
+                roster,
+                models: Arc::new(models.clone()),
+                reload: Some(RosterReload {
+                    watchdog,
+                    settings,
+                    catalog,
+                    cache: None,
+                }),
+            });
+        },
+    );
+    (dir, repo, cfg)
+}
+
+/// Waits (at most a minute: the check runs on the blocking pool) for the notice of the
+/// `Broken` entry's warning: the reload that wrote it was applied.
+async fn reload_applied(rx: &mut tokio::sync::mpsc::UnboundedReceiver<HostEvent>) {
+    let mut seen = Vec::new();
+    let applied = async {
+        loop {
+            let event = next_event(rx).await;
+            if let HostEvent::Notice { text, .. } = &event {
+                if text.contains("every-step") {
+                    return;
+                }
+            }
+            seen.push(format!("{event:?}"));
+        }
+    };
+    let waited = tokio::time::timeout(Duration::from_secs(60), applied).await;
+    assert!(waited.is_ok(), "the reload was never applied: {seen:?}");
+}
+
+#[actix::test]
+async fn ca_s8_ca7_a_model_change_rebuilds_e_with_its_held_updates_an_interval_edit_rebuilds_nothing(
+) {
+    let old = ScriptedModel::new([]);
+    let new = ScriptedModel::new([]);
+    let models = ByModel {
+        models: [
+            (
+                "openai/gpt-5".to_string(),
+                Arc::new(old.clone()) as Arc<dyn ModelClient>,
+            ),
+            ("openai/gpt-5-mini".to_string(), Arc::new(new.clone())),
+        ]
+        .into(),
+        ..ByModel::default()
+    };
+    let (_dir, repo, cfg) =
+        reloading_e("    model: openai/gpt-5\n    reviewInterval: 3\n", &models);
+    let (h, mut rx) = start(cfg);
+    let t = Transcript::from_messages([]);
+    turn(&h, &t, 1, false).await;
+    // E's model changes; the check that sees it may end before TurnEnd 2 or after it.
+    write_e(
+        &repo,
+        "    model: openai/gpt-5-mini\n    reviewInterval: 3\n",
+        true,
+    );
+    turn(&h, &t, 2, false).await;
+    reload_applied(&mut rx).await;
+    turn(&h, &t, 3, false).await;
+    assert_eq!(old.request_count(), 0, "TurnEnds 1 and 2 were held");
+    let requests = new.requests();
+    assert_eq!(requests.len(), 1, "one review at TurnEnd 3");
+    assert_eq!(
+        turns_in(&last_user_text(&requests[0])),
+        [1, 2, 3],
+        "the rebuilt E sends what its predecessor held"
+    );
+    assert_eq!(*models.builds.lock(), ["openai/gpt-5", "openai/gpt-5-mini"]);
+    assert_eq!(*models.served.lock(), [2], "served by the rebuilt E");
+    h.dispose().await.unwrap();
+
+    // Only reviewInterval 3 → 2 after TurnEnd 1: nothing rebuilds, TurnEnd 2 sends 1–2.
+    let same = ScriptedModel::new([]);
+    let models = ByModel {
+        models: [(
+            "openai/gpt-5".to_string(),
+            Arc::new(same.clone()) as Arc<dyn ModelClient>,
+        )]
+        .into(),
+        ..ByModel::default()
+    };
+    let (_dir, repo, cfg) =
+        reloading_e("    model: openai/gpt-5\n    reviewInterval: 3\n", &models);
+    let (h, mut rx) = start(cfg);
+    let t = Transcript::from_messages([]);
+    // The edit is seen by the check TurnEnd 1 starts and applies from the next boundary
+    // (TurnEnd 1 counts 1 under either interval).
+    write_e(
+        &repo,
+        "    model: openai/gpt-5\n    reviewInterval: 2\n",
+        true,
+    );
+    turn(&h, &t, 1, false).await;
+    reload_applied(&mut rx).await;
+    let status = h.status().await.unwrap();
+    let e = status.advisors.iter().find(|a| a.slug == "e").expect("E");
+    assert_eq!(
+        (
+            e.cadence.review_interval,
+            e.cadence.held_updates,
+            e.cadence.eligible_updates
+        ),
+        (2, 1, 1),
+        "the new interval applies, the counter and held update kept"
+    );
+    turn(&h, &t, 2, false).await;
+    let requests = same.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(turns_in(&last_user_text(&requests[0])), [1, 2]);
+    assert_eq!(
+        *models.served.lock(),
+        [1],
+        "nothing rebuilt: served by the client E started with"
     );
 }
