@@ -23,7 +23,7 @@ use crate::messages::delivery::{
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
-    TakeStepAdvice, TranscriptRewritten, UserPrompted,
+    SessionTransitionChanged, TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::{
     AskEnd, EndHalt, FlushAudit, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
@@ -77,6 +77,8 @@ pub struct Supervisor {
     primary_spend: PrimaryTally,
     /// The last genuine user prompt, kept as the transcript grows (CA17, O(delta)).
     prompts: PromptCursor,
+    /// A session transition is being prepared (CA11): catch-up waits return at once.
+    transitioning: Arc<AtomicBool>,
 }
 
 impl Supervisor {
@@ -108,6 +110,7 @@ impl Supervisor {
             sync_wait_said: Arc::default(),
             primary_spend: PrimaryTally::default(),
             prompts: PromptCursor::default(),
+            transitioning: Arc::default(),
         };
         supervisor.update_turn_end_waits();
         supervisor
@@ -215,6 +218,10 @@ impl Supervisor {
         // CA8: every reset drops the held updates (the bounded replay covers them); the
         // counters restart only when another conversation begins.
         let new_conversation = begins_conversation(kind);
+        // CA11: the other conversation began; the transition is over.
+        if new_conversation {
+            self.transitioning.store(false, Ordering::Relaxed);
+        }
         for member in &mut self.members {
             if new_conversation {
                 member.cadence.restart();
@@ -391,6 +398,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             host: self.host.clone(),
             said: Arc::clone(&self.sync_wait_said),
         });
+        let released = Arc::clone(&self.transitioning);
         let planned_rx = self.observe_turn(ctx, &router, feeds, &msg.transcript, turn_ended);
         self.turn_waits += 1;
         Box::pin(
@@ -405,6 +413,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
                     cap,
                     hold_through_retries: hold,
                     slow,
+                    released,
                 };
                 wait_after_turn(waits).await;
                 // CA13: the waits are over; the window's notes go out as one message
@@ -588,6 +597,22 @@ impl Handler<RunInterrupted> for Supervisor {
     }
 }
 
+impl Handler<SessionTransitionChanged> for Supervisor {
+    type Result = ();
+
+    /// CA11: a transition being prepared releases every catch-up wait, and new ones return
+    /// at once until it ends.
+    fn handle(&mut self, msg: SessionTransitionChanged, _ctx: &mut Context<Self>) {
+        self.transitioning.store(msg.preparing, Ordering::Relaxed);
+        tracing::info!(preparing = msg.preparing, "session transition");
+        if msg.preparing {
+            for agent in self.agents() {
+                agent.do_send(ReleaseWaiters);
+            }
+        }
+    }
+}
+
 impl Handler<UserPrompted> for Supervisor {
     type Result = ();
 
@@ -624,6 +649,7 @@ impl Handler<DisposeSession> for Supervisor {
 }
 
 mod commands;
+mod late_models;
 mod members;
 mod reload;
 mod reports;

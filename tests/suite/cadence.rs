@@ -19,7 +19,7 @@ use advisor::roster::{
 };
 use advisor::settings::{ReviewMode, SyncBacklog};
 use advisor::watchdog::WatchdogConfig;
-use advisor::{AdvisorHandle, TurnEndOptions};
+use advisor::{AdvisorHandle, AdvisorState, TurnEndOptions};
 use support::*;
 
 /// Ends turn `n` of `t` (a user line `turn n`), work in progress or final.
@@ -502,4 +502,150 @@ async fn ca_s8_ca7_a_model_change_rebuilds_e_with_its_held_updates_an_interval_e
         [1],
         "nothing rebuilt: served by the client E started with"
     );
+}
+
+/// Ends turn `n` of `t` (final) on a task of its own: the turn end may wait.
+fn ending(h: &AdvisorHandle, t: &Transcript, n: usize) -> tokio::task::JoinHandle<()> {
+    t.push(TranscriptMessage::user(format!("turn {n}")));
+    let (h, t) = (h.clone(), t.clone());
+    tokio::spawn(async move {
+        let options = TurnEndOptions {
+            will_continue: Some(false),
+        };
+        h.turn_end_with(&t, options)
+            .await
+            .expect("the session runs");
+    })
+}
+
+#[actix::test]
+async fn ca11_a_session_transition_releases_the_waits_and_new_ones_return_at_once_until_it_ends() {
+    tokio::time::pause();
+    let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
+    let gate = gate.expect("gated");
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Strict, |_| {});
+    let t = Transcript::from_messages([]);
+    let first = ending(&h, &t, 1);
+    next_request(&mut arrivals).await;
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(!first.is_finished(), "strict waits for the review");
+    // A switch is being prepared: the wait is released, and a new one returns at once.
+    h.session_transition(true).await.unwrap();
+    first.await.expect("released");
+    let second = ending(&h, &t, 2);
+    tokio::time::timeout(Duration::from_secs(1), second)
+        .await
+        .expect("a turn end during the transition does not wait")
+        .unwrap();
+    // Cancelled: waits are back.
+    h.session_transition(false).await.unwrap();
+    let third = ending(&h, &t, 3);
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(!third.is_finished(), "the transition was cancelled");
+    // Prepared again, then the switch: the new conversation waits again.
+    h.session_transition(true).await.unwrap();
+    third.await.expect("released");
+    h.rewrite(RewriteKind::SessionSwitch).await.unwrap();
+    let fourth = ending(&h, &t, 4);
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(!fourth.is_finished(), "the switch ended the pause");
+    gate.add_permits(100);
+    fourth.await.expect("the review ended");
+}
+
+/// Builds `late`'s client only once `known` is set (its provider registered late); every
+/// other entry's at once.
+struct LateModels {
+    known: Arc<std::sync::atomic::AtomicBool>,
+    models: HashMap<String, Arc<dyn ModelClient>>,
+}
+
+impl RosterModels for LateModels {
+    fn build(&self, entry: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
+        if entry.slug == "late" && !self.known.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("unknown provider `later`".into());
+        }
+        self.models
+            .get(&entry.slug)
+            .cloned()
+            .ok_or_else(|| format!("no model for {}", entry.slug))
+    }
+}
+
+#[actix::test]
+async fn ca23_an_advisor_without_a_model_is_resolved_again_when_the_catalog_changes() {
+    let early = ScriptedModel::new([]);
+    let late = ScriptedModel::new([]);
+    let known = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let models = LateModels {
+        known: Arc::clone(&known),
+        models: [
+            (
+                "early".to_string(),
+                Arc::new(early.clone()) as Arc<dyn ModelClient>,
+            ),
+            ("late".to_string(), Arc::new(late.clone())),
+        ]
+        .into(),
+    };
+    let roster = Roster {
+        advisors: vec![
+            advisor("Early", "openai", "gpt-5", None),
+            advisor("Late", "later", "model", None),
+        ],
+        ..Roster::default()
+    };
+    let (h, mut rx) = runtime(
+        Arc::new(ScriptedModel::new([])),
+        SyncBacklog::Below(1),
+        |cfg| {
+            cfg.model = None;
+            cfg.roster = Some(RosterSetup {
+                roster,
+                models: Arc::new(models),
+                reload: None,
+            });
+        },
+    );
+    let state = |status: &advisor::AdvisorStatus| {
+        status
+            .advisors
+            .iter()
+            .find(|a| a.slug == "late")
+            .map(|a| (a.state.clone(), a.reason.clone()))
+    };
+    let t = Transcript::from_messages([]);
+    turn(&h, &t, 1, false).await;
+    assert_eq!(
+        state(&h.status().await.unwrap()),
+        Some((
+            AdvisorState::NoModel,
+            Some("unknown provider `later`".to_string())
+        ))
+    );
+    // A change that does not make it known leaves it as it was, quietly.
+    h.model_catalog_changed().await.unwrap();
+    assert_eq!(
+        state(&h.status().await.unwrap()).map(|s| s.0),
+        Some(AdvisorState::NoModel)
+    );
+    known.store(true, std::sync::atomic::Ordering::SeqCst);
+    h.model_catalog_changed().await.unwrap();
+    assert_eq!(
+        state(&h.status().await.unwrap()),
+        Some((AdvisorState::Running, None))
+    );
+    turn(&h, &t, 2, false).await;
+    let reviewed: Vec<Vec<usize>> = late
+        .requests()
+        .iter()
+        .map(|r| turns_in(&last_user_text(r)))
+        .collect();
+    assert_eq!(reviewed, [vec![2]], "X4: it starts at the transcript's end");
+    assert_eq!(early.request_count(), 2);
+    let notices: Vec<_> = drain(&mut rx)
+        .into_iter()
+        .filter(|e| matches!(e, HostEvent::Notice { .. }))
+        .collect();
+    assert!(notices.is_empty(), "quietly: {notices:?}");
 }

@@ -168,7 +168,7 @@ impl Supervisor {
     }
 
     /// The plan of the roster entry `slug` as the roster stands now.
-    fn plan_of(&self, slug: &str) -> Option<MemberPlan> {
+    pub(super) fn plan_of(&self, slug: &str) -> Option<MemberPlan> {
         let setup = self.config.roster.as_ref()?;
         let entry = setup.roster.advisors.iter().find(|a| a.slug == slug)?;
         Some(self.config.member_plan(setup, &setup.roster, entry))
