@@ -13,7 +13,9 @@ use serde_json::{json, Map, Value};
 use super::protocol::{kind, MessagesParam, Params, RpcError, SESSION_ERROR};
 use crate::domain::transcript::TranscriptMessage;
 use crate::model::{ModelClient, ThinkingLevel};
-use crate::providers::{resolve_config, ApiKind, Catalog, Prices, ProviderConfig, ProviderError};
+use crate::providers::{
+    resolve_config, resolve_role, ApiKind, Catalog, Prices, ProviderConfig, ProviderError,
+};
 use crate::roster::{ModelChoice, RosterSetup};
 use crate::session::advisor_file_path;
 use crate::settings::{
@@ -563,6 +565,21 @@ fn session_model(
             ),
         });
     };
+    // CA22: a model of a provider the settings disable leaves the session without one, the
+    // notice naming the provider; nothing of the provider is looked up.
+    let provider = match param {
+        ModelParam::Endpoint(ep) => Some(ep.provider.clone()),
+        ModelParam::Role(role) => resolve_role(role, &defaults.catalog)
+            .ok()
+            .map(|r| r.provider),
+    };
+    if let Some(provider) = provider.filter(|p| settings.provider_disabled(p)) {
+        let error = ProviderError::DisabledProvider(provider).to_string();
+        return Ok((
+            SessionModel::None,
+            Some(notice("noModel", &[("error", &error)])),
+        ));
+    }
     let config = model_config(param, defaults, settings)
         .map_err(|e| RpcError::invalid_params("model", e))?;
     let model = models
@@ -855,6 +872,35 @@ mod tests {
             assert!(prepared.config.model.is_some());
         }
         assert_eq!(shared.http_clients(), 2, "one client per endpoint");
+    }
+
+    #[test]
+    fn ca22_a_session_model_of_a_disabled_provider_is_no_model_with_a_notice_naming_it() {
+        let shared = Arc::new(SharedResources::new(None));
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".omp")).unwrap();
+        std::fs::write(
+            dir.path().join(".omp/config.yml"),
+            "disabledProviders: [Ollama]\n",
+        )
+        .unwrap();
+        for model in [
+            json!("ollama/llama3:high"),
+            json!({"id": "llama3", "provider": "ollama", "baseUrl": "http://127.0.0.1:9/v1",
+                   "api": "openai-completions"}),
+        ] {
+            let mut p = params(json!({"sessionId": "a", "cwd": dir.path(),
+                "agentDir": dir.path().join("agent"), "model": model}));
+            let prepared = prepare(OpenParams::parse(&mut p).unwrap(), &defaults, &shared).unwrap();
+            assert!(prepared.config.model.is_none(), "{model}");
+            assert!(
+                prepared.notices.iter().any(|n| n
+                    == "advisor: no advisor model: provider `ollama` is disabled by the settings (disabledProviders)"),
+                "{model}: {:?}",
+                prepared.notices
+            );
+        }
     }
 
     #[test]
