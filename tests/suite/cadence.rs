@@ -649,3 +649,43 @@ async fn ca23_an_advisor_without_a_model_is_resolved_again_when_the_catalog_chan
         .collect();
     assert!(notices.is_empty(), "quietly: {notices:?}");
 }
+
+#[actix::test]
+async fn ca3_dropping_held_updates_past_the_cap_is_one_notice_and_a_status_counter() {
+    let model = ScriptedModel::new([]);
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |cfg| {
+        cfg.settings.review_mode = ReviewMode::AgentEnd;
+    });
+    let t = Transcript::from_messages([]);
+    // The most updates one advisor holds (CA3).
+    let cap = 512;
+    for n in 1..=cap + 2 {
+        turn(&h, &t, n, true).await;
+    }
+    let status = h.status().await.unwrap();
+    assert_eq!(status.cadence.held_updates, cap);
+    assert_eq!(status.cadence.dropped_updates, 2);
+    assert!(
+        status
+            .render()
+            .contains("2 held update(s) dropped past the cap"),
+        "{}",
+        status.render()
+    );
+    let notices: Vec<String> = drain(&mut rx)
+        .into_iter()
+        .filter_map(|e| match e {
+            HostEvent::Notice { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notices,
+        [
+            "advisor: more than 512 updates or 8 MiB held for the next scheduled review; the \
+          oldest are dropped until it runs (see /advisor status)"
+        ],
+        "one notice for the batch"
+    );
+    assert_eq!(model.request_count(), 0, "nothing reviewed yet");
+}
