@@ -247,5 +247,9 @@ impl RosterDiff {
     }
 }
 
+mod state;
+
+pub use state::{begins_conversation, turn_end_may_wait, Captured, Member, MemberChange, Members};
+
 #[cfg(test)]
 mod tests;

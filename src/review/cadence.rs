@@ -1,8 +1,9 @@
 //! Review cadence (SPEC §16, CA1–CA4, CA7, CA8, CA12): which boundaries an advisor counts,
 //! at which of them its review is scheduled, and the deltas it holds back in between.
 //!
-//! Plain code, one [`AdvisorCadence`] per advisor, kept by the supervisor beside the
-//! advisor's other member state so a rebuild hands it on (CA7). At every boundary each
+//! Plain code, one [`AdvisorCadence`] per advisor, kept in its member of the Supervisor's
+//! `Members` (`config/members/state.rs`) beside its other state, so a rebuild hands it on
+//! (CA7). At every boundary each
 //! running advisor's delta is captured at once (CA3) and handed here with the boundary's
 //! kind; the answer says whether a review goes out now (with everything held, as one
 //! review and one backlog unit, CA12) or the delta is held.
@@ -18,15 +19,20 @@ pub const MAX_HELD_UPDATES: usize = 512;
 pub const MAX_HELD_CHARS: usize = 8 << 20;
 
 /// The notice told once per batch when held updates start being dropped past
-/// [`MAX_HELD_UPDATES`] or [`MAX_HELD_CHARS`] (CA3: never silent).
-pub fn held_dropped_notice() -> String {
-    crate::texts::notice(
+/// [`MAX_HELD_UPDATES`] or [`MAX_HELD_CHARS`] (CA3: never silent), naming the advisor
+/// `name` (`None`: the unnamed advisor).
+pub fn held_dropped_notice(name: Option<&str>) -> String {
+    let text = crate::texts::notice(
         "heldDropped",
         &[
             ("updates", &MAX_HELD_UPDATES.to_string()),
             ("mib", &(MAX_HELD_CHARS >> 20).to_string()),
         ],
-    )
+    );
+    match name {
+        None => crate::texts::notice("unnamed", &[("text", &text)]),
+        Some(name) => crate::texts::notice("named", &[("name", name), ("text", &text)]),
+    }
 }
 
 /// An advisor's cadence settings in effect at a boundary (CA1, CA2, CA5, CA9).
