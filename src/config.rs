@@ -24,7 +24,8 @@ use crate::watchdog::{ContextFile, WatchdogConfig};
 mod members;
 
 pub use members::{
-    turn_end_may_wait, Captured, Member, MemberChange, MemberPlan, Members, RosterDiff,
+    begins_conversation, turn_end_may_wait, Captured, Member, MemberChange, MemberPlan, Members,
+    RosterDiff,
 };
 
 /// The built-in advisor system prompt (G1), a data file in `config/`.

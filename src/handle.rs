@@ -16,8 +16,9 @@ use crate::config::RuntimeConfig;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::Transcript;
 use crate::messages::host::{
-    CloseSession, DisposeSession, GetDump, GetStatus, PrimaryTurnEnded, RunCommand, RunInterrupted,
-    RunStateChanged, TakeStepAdvice, TranscriptRewritten, UserPrompted,
+    CloseSession, DisposeSession, GetDump, GetStatus, ModelCatalogChanged, PrimaryTurnEnded,
+    RunCommand, RunInterrupted, RunStateChanged, SessionTransitionChanged, TakeStepAdvice,
+    TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::AskAdvisor;
 pub use crate::review::ask::MAX_QUESTION_CHARS;
@@ -246,6 +247,21 @@ impl AdvisorHandle {
     /// A user-initiated prompt (D6).
     pub async fn user_prompt(&self) -> Result<(), HandleError> {
         self.call(UserPrompted).await
+    }
+
+    /// The host is preparing a session switch, new session or fork (`true`), or it ended
+    /// without one (`false`): while one is prepared, every catch-up wait is released and
+    /// new ones return at once (CA11). The rewrite that begins the other conversation ends
+    /// it too.
+    pub async fn session_transition(&self, preparing: bool) -> Result<(), HandleError> {
+        self.call(SessionTransitionChanged { preparing }).await
+    }
+
+    /// The host's model catalog changed (a provider registered, models discovered): every
+    /// named advisor at `no model` is resolved once more, quietly, and one that resolves
+    /// starts at the transcript's end (CA23).
+    pub async fn model_catalog_changed(&self) -> Result<(), HandleError> {
+        self.call(ModelCatalogChanged).await
     }
 
     /// The host replaced its transcript (R1).

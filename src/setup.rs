@@ -20,8 +20,8 @@ use std::time::Duration;
 use crate::config::RuntimeConfig;
 use crate::model::{ModelClient, ThinkingLevel};
 use crate::providers::{
-    advisor_role_from_modes_file, build_fallbacks, client_for, modes_candidates, resolve_config,
-    resolve_role, ApiKind, Catalog, ModelSpec, ProviderConfig, ProviderError,
+    advisor_role_from_modes_file, build_fallbacks, client_for, expand_role_alias, modes_candidates,
+    resolve_config, resolve_role, ApiKind, Catalog, ModelSpec, ProviderConfig, ProviderError,
 };
 use crate::redact::Redactor;
 use crate::regular_file::{clip, SHOWN_CHARS};
@@ -120,6 +120,7 @@ pub fn provider_spec(role: Option<String>, settings: &AdvisorSettings) -> ModelS
         role,
         max_output_tokens: Some(settings.max_output_tokens),
         request_timeout: Some(settings.request_timeout),
+        disabled_providers: settings.disabled_providers.clone(),
         ..ModelSpec::default()
     }
 }
@@ -139,6 +140,8 @@ pub fn session_role(
         .or(env.model.as_deref())
         .or(loaded.advisor_role.as_deref())
     {
+        // CA25: a role alias (`@slow`) resolves through `modelRoles`.
+        let role = expand_role_alias(role, &loaded.model_roles, loaded.advisor_role.as_deref())?;
         return Ok(Some(role.to_string()));
     }
     let [project, user] = modes_candidates(cwd, agent_dir.unwrap_or(cwd));
@@ -312,6 +315,16 @@ pub enum RequestedModel {
 }
 
 impl RequestedModel {
+    /// The provider of a model the host's client named (`Role`, `Endpoint`); `None` for the
+    /// others or a role that does not resolve.
+    fn provider(&self, catalog: &Catalog) -> Option<String> {
+        match self {
+            RequestedModel::Role(role) => resolve_role(role, catalog).ok().map(|r| r.provider),
+            RequestedModel::Endpoint(config) => Some(config.provider.clone()),
+            RequestedModel::Fixed(_) | RequestedModel::Discover(_) => None,
+        }
+    }
+
     /// The provider configuration of a model the host's client named (`Role`, `Endpoint`),
     /// with the session's `advisor.maxOutputTokens` and `advisor.requestTimeoutSecs` (M4);
     /// `None` for the others.
@@ -454,6 +467,17 @@ impl SessionSetup {
                         SessionModel::None
                     }
                 }
+            }
+            // CA22: a named model of a provider the settings disable leaves the session
+            // without one (the notice names the provider); nothing of it is looked up.
+            named
+                if named
+                    .provider(&models.catalog)
+                    .is_some_and(|p| settings.provider_disabled(&p)) =>
+            {
+                let provider = named.provider(&models.catalog).unwrap_or_default();
+                no_model = Some(ProviderError::DisabledProvider(provider));
+                SessionModel::None
             }
             named => {
                 let config = named
@@ -644,6 +668,8 @@ struct HostModels {
     max_output_tokens: u32,
     request_timeout: Duration,
     fixed: Option<Model>,
+    /// `disabledProviders` (CA22).
+    disabled: Vec<String>,
 }
 
 impl RosterModels for HostModels {
@@ -678,6 +704,7 @@ impl HostModels {
             endpoints,
             max_output_tokens: settings.max_output_tokens,
             request_timeout: settings.request_timeout,
+            disabled: settings.disabled_providers.clone(),
             fixed: match model {
                 SessionModel::Fixed(model) => Some(Arc::clone(model)),
                 _ => None,
@@ -699,6 +726,10 @@ impl HostModels {
         model: &str,
         thinking: ThinkingLevel,
     ) -> Result<Model, ProviderError> {
+        // CA22: not even a host's endpoint of a disabled provider is used.
+        if crate::settings::provider_listed(&self.disabled, provider) {
+            return Err(ProviderError::DisabledProvider(provider.to_string()));
+        }
         let config = match self.endpoint_config(provider, model) {
             Some(mut config) => {
                 config.thinking = thinking;
@@ -713,6 +744,7 @@ impl HostModels {
                     api: self.source.api,
                     max_output_tokens: Some(self.max_output_tokens),
                     request_timeout: Some(self.request_timeout),
+                    disabled_providers: self.disabled.clone(),
                     ..ModelSpec::default()
                 };
                 resolve_config(&spec, &self.source.catalog, &*self.source.keys)?
@@ -791,6 +823,84 @@ mod tests {
         assert_eq!(
             prepared.notices,
             ["advisor: retry.fallbackChains.local/own lists 10 backups; only the first 8 are tried"]
+        );
+    }
+
+    #[test]
+    fn ca22_p6_a_backup_or_promotion_model_of_a_disabled_provider_is_skipped() {
+        use crate::model::scripted::ScriptedModel;
+        let mut settings = AdvisorSettings::default();
+        let chain = vec!["off/backup".to_string(), "local/backup".to_string()];
+        settings.retry.chains = [("local/own".to_string(), chain)].into();
+        settings.context_promotion = Some("off/big".into());
+        settings.disabled_providers = vec!["off".into()];
+        let own: Model = Arc::new(ScriptedModel::new([]).with_id("local/own"));
+        let asked = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+        let keys = Arc::clone(&asked);
+        let setup = SessionSetup {
+            session_id: "s".into(),
+            root: std::env::temp_dir(),
+            watchdog: None,
+            loaded: LoadedSettings::default(),
+            settings,
+            host_layer: None,
+            model: SessionModel::Own {
+                model: own,
+                selector: Some("local/own".into()),
+            },
+            models: ModelSource {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..ModelSource::new(
+                    Arc::new(Catalog::empty()),
+                    Arc::new(move |name| {
+                        keys.lock().push(name.to_string());
+                        None
+                    }),
+                )
+            },
+            context_files: None,
+            audit_path: None,
+        };
+        let prepared = setup.build();
+        let ids: Vec<String> = prepared
+            .config
+            .fallback_models
+            .iter()
+            .map(|m| m.info().id)
+            .collect();
+        assert_eq!(ids, ["local/backup"]);
+        assert!(prepared.config.promotion_model.is_none());
+        assert!(
+            prepared.notices.iter().any(|n| n.contains("off/backup")
+                && n.contains("provider `off` is disabled by the settings")),
+            "{:?}",
+            prepared.notices
+        );
+        assert!(
+            !asked.lock().iter().any(|k| k == "OFF_API_KEY"),
+            "{asked:?}"
+        );
+    }
+
+    #[test]
+    fn ca25_the_session_role_may_be_a_role_alias() {
+        let dir = tempfile::tempdir().unwrap();
+        let loaded = LoadedSettings {
+            advisor_role: Some("@slow".into()),
+            model_roles: [
+                ("advisor".to_string(), "@slow".to_string()),
+                ("slow".to_string(), "s/slow".to_string()),
+            ]
+            .into(),
+            ..LoadedSettings::default()
+        };
+        let bare = SettingsEnv::default();
+        let pick = |flag| session_role(flag, &bare, &loaded, dir.path(), None);
+        assert_eq!(pick(None).unwrap().as_deref(), Some("s/slow"));
+        assert_eq!(pick(Some("@advisor")).unwrap().as_deref(), Some("s/slow"));
+        assert_eq!(
+            pick(Some("@fast")).unwrap_err(),
+            ProviderError::UnknownRoleAlias("fast".into())
         );
     }
 

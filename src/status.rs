@@ -76,6 +76,10 @@ pub struct CadenceStatus {
     pub held_updates: usize,
     /// Eligible updates counted since the conversation began (CA2, CA8).
     pub eligible_updates: u64,
+    /// Held updates dropped, oldest first, past the cap of 512 updates or 8 MiB since the
+    /// conversation began (CA3): never silent.
+    #[serde(default)]
+    pub dropped_updates: u64,
 }
 
 impl CadenceStatus {
@@ -99,6 +103,13 @@ impl CadenceStatus {
             ("eligible", &self.eligible_updates.to_string()),
         ];
         line(out, form, &vars);
+        if self.dropped_updates > 0 {
+            if form == "advisorCadence" {
+                out.push_str("    ");
+            }
+            let dropped = self.dropped_updates.to_string();
+            line(out, "cadenceDropped", &[("dropped", &dropped)]);
+        }
     }
 }
 
@@ -110,6 +121,7 @@ impl Default for CadenceStatus {
             sync_backlog: SyncBacklog::Off,
             held_updates: 0,
             eligible_updates: 0,
+            dropped_updates: 0,
         }
     }
 }
@@ -616,6 +628,7 @@ mod tests {
             sync_backlog: SyncBacklog::Strict,
             held_updates: 2,
             eligible_updates: 5,
+            dropped_updates: 0,
         };
         let text = status.render();
         assert!(
@@ -630,6 +643,25 @@ mod tests {
         assert_eq!(json["cadence"]["eligibleUpdates"], 5);
         assert_eq!(json["cadence"]["reviewMode"], "agent-end");
         assert_eq!(json["cadence"]["syncBacklog"], "strict");
+        assert!(!text.contains("dropped past the cap"), "{text}");
+    }
+
+    #[test]
+    fn ca3_status_tells_of_held_updates_dropped_past_the_cap() {
+        let mut status = AdvisorStatus {
+            enabled: true,
+            ..AdvisorStatus::default()
+        };
+        status.cadence.dropped_updates = 7;
+        let text = status.render();
+        assert!(
+            text.contains(
+                "7 held update(s) dropped past the cap (512 updates or 8 MiB), oldest first"
+            ),
+            "{text}"
+        );
+        let json = serde_json::to_value(&status).expect("serializable");
+        assert_eq!(json["cadence"]["droppedUpdates"], 7);
     }
 
     #[test]
@@ -671,6 +703,7 @@ mod tests {
             "stateFailing",
             "stateReason",
             "advisorLineNoModel",
+            "cadenceDropped",
             "total",
             "spend",
             "spendNamed",

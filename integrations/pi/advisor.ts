@@ -1048,6 +1048,9 @@ interface AdvisorSession {
 	serverSaysWaits: boolean;
 	/** The server's branch may differ from ours: the next turn re-sends it whole first. */
 	resync: boolean;
+	/** A switch, new session or fork is being prepared: the server's catch-up waits are
+	 * released until it happens or is cancelled (CA11). */
+	transitioning?: boolean;
 	/** A `session/status` for the roster's names is on its way (one at a time). */
 	refreshing: Promise<void> | undefined;
 	/** What the server was last told of pi's run state (`session/runState`). */
@@ -1819,6 +1822,18 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 		if (b.wanted) openSession(ctx, event.reason);
 	});
 
+	// CA11: pi is about to replace the session (switch, new, resume, fork): every catch-up wait
+	// is released and new ones return at once, so nothing holds the replacement. The new
+	// session is opened afresh; a cancelled switch ends the pause at the next prompt.
+	const preparing = () => {
+		const s = liveSession();
+		if (!s || s.transitioning) return;
+		s.transitioning = true;
+		void quietly(s, "session/transition", { preparing: true });
+	};
+	pi.on("session_before_switch", async () => preparing());
+	pi.on("session_before_fork", async () => preparing());
+
 	pi.on("session_shutdown", async (event) => {
 		if (event.reason !== "quit") return;
 		b.wanted = false;
@@ -1831,6 +1846,11 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 		const turn = sessionForTurn(ctx);
 		if (!turn) return;
 		const { s, fresh } = turn;
+		// A switch prepared but never made (cancelled): the catch-up waits are back (CA11).
+		if (s.transitioning) {
+			s.transitioning = false;
+			void quietly(s, "session/transition", { preparing: false });
+		}
 		// A wake starts a run too: that is not the user's prompt (D6).
 		if (adapter.isUserPrompt(event)) void quietly(s, "session/userPrompt", {});
 		setRunning(s, true);

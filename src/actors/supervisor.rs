@@ -15,16 +15,16 @@ use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::actors::wiring::{wait_after_turn, CatchUp, SlowWaitNotice, TurnWaits};
-use crate::config::{Captured, Members, RuntimeConfig};
+use crate::config::{begins_conversation, Captured, Members, RuntimeConfig};
 use crate::delivery::turn_end::TurnEndPlan;
-use crate::delivery::TurnEndPlanned;
+use crate::delivery::{PromptCursor, TurnEndPlanned};
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::TranscriptMark;
 use crate::messages::delivery::{CloseWindow, PlanTurnEnd, SeedGuard};
 use crate::messages::feed::{ObserveTurn, TurnObserved};
 use crate::messages::host::{
     CloseSession, DisposeSession, PrimaryTurnEnded, RunInterrupted, RunStateChanged,
-    TakeStepAdvice, TranscriptRewritten, UserPrompted,
+    SessionTransitionChanged, TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::{AskEnd, FlushAudit, ReleaseWaiters};
 use crate::settings::ReviewMode;
@@ -55,6 +55,11 @@ pub struct Supervisor {
     sync_wait_said: Arc<AtomicBool>,
     /// The primary's usage as its transcript's assistant messages record it (SP5).
     primary_spend: PrimaryTally,
+    /// The last genuine user prompt, kept as the transcript grows (CA17, O(delta)).
+    prompts: PromptCursor,
+    /// Set while a session transition is being prepared (CA11): catch-up waits return at
+    /// once.
+    transitioning: Arc<AtomicBool>,
 }
 
 impl Supervisor {
@@ -72,6 +77,8 @@ impl Supervisor {
             turn_end_waits: Arc::default(),
             sync_wait_said: Arc::default(),
             primary_spend: PrimaryTally::default(),
+            prompts: PromptCursor::default(),
+            transitioning: Arc::default(),
         };
         supervisor.update_turn_end_waits();
         supervisor
@@ -136,6 +143,11 @@ impl Supervisor {
     /// again (SP5); [`Members::reset`] decides the rest.
     fn reset(&mut self, ctx: &mut Context<Self>, kind: RewriteKind) {
         self.primary_spend.rewritten();
+        self.prompts.rewritten();
+        if begins_conversation(kind) {
+            // CA11: the other conversation began; the transition is over.
+            self.transitioning.store(false, Ordering::Relaxed);
+        }
         let changes = self.members.reset(kind);
         self.carry_out(ctx, changes);
     }
@@ -164,7 +176,13 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         self.check_roster(ctx);
         let running = self.members.reviewing();
         let seed = self.members.take_seed_guard();
-        let plan = TurnEndPlan::decide(&msg.transcript, msg.will_continue, seed, running);
+        let plan = TurnEndPlan::decide(
+            &msg.transcript,
+            msg.will_continue,
+            seed,
+            running,
+            &mut self.prompts,
+        );
         let router = self.router();
         if let Some(advisories) = plan.seed_guard.clone() {
             router.do_send(SeedGuard {
@@ -212,6 +230,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             host: self.host.clone(),
             said: Arc::clone(&self.sync_wait_said),
         });
+        let released = Arc::clone(&self.transitioning);
         let planned_rx = self.observe_turn(ctx, &router, feeds, &msg.transcript, turn_ended);
         self.turn_waits += 1;
         Box::pin(
@@ -226,6 +245,7 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
                     cap,
                     hold_through_retries: hold,
                     slow,
+                    released,
                 };
                 wait_after_turn(waits).await;
                 // CA13: the waits are over; the window's notes go out as one message
@@ -368,6 +388,22 @@ impl Handler<RunInterrupted> for Supervisor {
     }
 }
 
+impl Handler<SessionTransitionChanged> for Supervisor {
+    type Result = ();
+
+    /// CA11: a transition being prepared releases every catch-up wait, and new ones return
+    /// at once until it ends.
+    fn handle(&mut self, msg: SessionTransitionChanged, _ctx: &mut Context<Self>) {
+        self.transitioning.store(msg.preparing, Ordering::Relaxed);
+        tracing::info!(preparing = msg.preparing, "session transition");
+        if msg.preparing {
+            for agent in self.agents() {
+                agent.do_send(ReleaseWaiters);
+            }
+        }
+    }
+}
+
 impl Handler<UserPrompted> for Supervisor {
     type Result = ();
 
@@ -405,6 +441,7 @@ impl Handler<DisposeSession> for Supervisor {
 }
 
 mod commands;
+mod late_models;
 mod members;
 mod reload;
 mod reports;

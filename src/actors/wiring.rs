@@ -229,6 +229,9 @@ pub struct TurnWaits {
     pub hold_through_retries: bool,
     /// The once-per-session line about a slow wait; `None` in a replay.
     pub slow: Option<SlowWaitNotice>,
+    /// Set while a session transition is being prepared (CA11): a wait starting then
+    /// returns at once (a catch-up block ends as released).
+    pub released: Arc<AtomicBool>,
 }
 
 /// The wait a turn end makes: the catch-up block when the router planned one (D5), else
@@ -248,7 +251,15 @@ pub async fn wait_after_turn(waits: TurnWaits) {
         cap,
         hold_through_retries,
         slow,
+        released,
     } = waits;
+    if released.load(Ordering::Relaxed) {
+        if let Some(plan) = plan {
+            let end = CatchUpEnd::Aborted;
+            let _ = router.send(CatchUpFinished { plan, end }).await;
+        }
+        return;
+    }
     if let Some(plan) = plan {
         let waited = tokio::time::timeout(plan.timeout, await_all(&agents, 1)).await;
         let end = match waited {

@@ -249,7 +249,7 @@ impl RosterDiff {
 
 mod state;
 
-pub use state::{turn_end_may_wait, Captured, Member, MemberChange, Members};
+pub use state::{begins_conversation, turn_end_may_wait, Captured, Member, MemberChange, Members};
 
 #[cfg(test)]
 mod tests;

@@ -44,7 +44,7 @@ pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 pub use review_ref::{ReviewId, ReviewRef};
 pub use router::{RouterState, TurnEndPlanned};
 pub use tap::{AdviceTap, RaisedAdvice};
-pub use window::LastPrompt;
+pub use window::{LastPrompt, PromptCursor};
 
 use crate::domain::advice::Advisory;
 

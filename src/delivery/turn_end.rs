@@ -7,7 +7,7 @@
 
 use super::catch_up::{turn_was_answer, turn_was_terminal, turn_will_continue};
 use super::guard::branch_advisories;
-use super::window::LastPrompt;
+use super::window::{LastPrompt, PromptCursor};
 use crate::domain::advice::Advisory;
 use crate::domain::transcript::TranscriptMark;
 
@@ -39,12 +39,13 @@ impl TurnEndPlan {
     /// `seed_guard` is set after a branch change; `running` says an advisor is enabled
     /// and running. The terminal and answer checks read the last message only (O(1)); the
     /// seed reads the branch (O(branch)), once per branch change; the last user prompt is
-    /// found scanning back from the end (the turns since the prompt).
+    /// kept by `prompts`, which looks only at the messages since the last turn end.
     pub fn decide(
         transcript: &TranscriptMark,
         will_continue: Option<bool>,
         seed_guard: bool,
         running: bool,
+        prompts: &mut PromptCursor,
     ) -> Self {
         let last = transcript.last();
         let wip =
@@ -57,7 +58,9 @@ impl TurnEndPlan {
             wip,
             seed_guard: seed_guard.then(|| transcript.read(branch_advisories).unwrap_or_default()),
             review: running,
-            last_prompt: transcript.read(LastPrompt::of).unwrap_or_default(),
+            last_prompt: transcript
+                .read(|messages| prompts.observe(messages))
+                .unwrap_or_default(),
         }
     }
 }
@@ -77,7 +80,7 @@ mod tests {
     fn d4_p1_a_final_answer_is_terminal_answered_and_not_wip() {
         let t =
             Transcript::from_messages([TranscriptMessage::user("go"), assistant("done", false)]);
-        let plan = TurnEndPlan::decide(&t.mark(), None, false, true);
+        let plan = TurnEndPlan::decide(&t.mark(), None, false, true, &mut PromptCursor::default());
         assert!(plan.terminal && plan.answered && !plan.wip && plan.review);
         assert_eq!(plan.seed_guard, None);
     }
@@ -86,9 +89,16 @@ mod tests {
     fn p1_a_tool_call_is_wip_unless_the_host_says_otherwise() {
         let t =
             Transcript::from_messages([TranscriptMessage::user("go"), assistant("reading", true)]);
-        let derived = TurnEndPlan::decide(&t.mark(), None, false, true);
+        let derived =
+            TurnEndPlan::decide(&t.mark(), None, false, true, &mut PromptCursor::default());
         assert!(derived.wip && !derived.terminal && !derived.answered);
-        let told = TurnEndPlan::decide(&t.mark(), Some(false), false, true);
+        let told = TurnEndPlan::decide(
+            &t.mark(),
+            Some(false),
+            false,
+            true,
+            &mut PromptCursor::default(),
+        );
         assert!(!told.wip);
     }
 
@@ -107,7 +117,7 @@ mod tests {
             card.to_message(),
             assistant("done", false),
         ]);
-        let seeded = TurnEndPlan::decide(&t.mark(), None, true, true);
+        let seeded = TurnEndPlan::decide(&t.mark(), None, true, true, &mut PromptCursor::default());
         let notes: Vec<_> = seeded
             .seed_guard
             .expect("seeded")
@@ -116,7 +126,8 @@ mod tests {
             .collect();
         assert_eq!(notes, ["Check the null case"]);
         assert_eq!(
-            TurnEndPlan::decide(&t.mark(), None, false, true).seed_guard,
+            TurnEndPlan::decide(&t.mark(), None, false, true, &mut PromptCursor::default())
+                .seed_guard,
             None
         );
     }
@@ -124,7 +135,7 @@ mod tests {
     #[test]
     fn d7_with_no_advisor_running_the_turn_end_is_only_counted() {
         let t = Transcript::from_messages([TranscriptMessage::user("go")]);
-        let plan = TurnEndPlan::decide(&t.mark(), None, false, false);
+        let plan = TurnEndPlan::decide(&t.mark(), None, false, false, &mut PromptCursor::default());
         assert!(!plan.review && !plan.terminal && !plan.wip);
     }
 }

@@ -97,6 +97,50 @@ impl LastPrompt {
     }
 }
 
+/// Finds the last genuine user prompt (CA17) at each turn end without walking back
+/// through the run: it remembers how far it looked and the prompt it found, and at the
+/// next turn end looks only at the messages added since (O(delta), as the feed's cursor).
+/// A transcript that shrank, whose last seen message is no longer the one it saw, or that
+/// the host rewrote ([`PromptCursor::rewritten`]) is looked at from the start again, so the
+/// answer is always [`LastPrompt::of`] the whole transcript.
+#[derive(Debug, Clone, Default)]
+pub struct PromptCursor {
+    /// Messages looked at.
+    seen: usize,
+    /// The last of them, to tell that the transcript is still the one looked at.
+    last_seen: Option<Arc<TranscriptMessage>>,
+    /// The prompt found in them.
+    prompt: LastPrompt,
+    /// A rewrite happened since the last turn end.
+    rewritten: bool,
+}
+
+impl PromptCursor {
+    /// The last genuine user prompt of `messages`, the transcript at a turn end.
+    pub fn observe(&mut self, messages: &[Arc<TranscriptMessage>]) -> LastPrompt {
+        let same = !std::mem::take(&mut self.rewritten)
+            && self.seen <= messages.len()
+            && match (&self.last_seen, self.seen.checked_sub(1)) {
+                (None, _) => self.seen == 0,
+                (Some(last), Some(at)) => Arc::ptr_eq(last, &messages[at]),
+                (Some(_), None) => false,
+            };
+        let start = if same { self.seen } else { 0 };
+        let found = LastPrompt::of(&messages[start..]);
+        if found.0.is_some() || !same {
+            self.prompt = found;
+        }
+        self.seen = messages.len();
+        self.last_seen = messages.last().cloned();
+        self.prompt.clone()
+    }
+
+    /// The transcript was rewritten (R1): the next turn end looks at all of it.
+    pub fn rewritten(&mut self) {
+        self.rewritten = true;
+    }
+}
+
 impl PartialEq for LastPrompt {
     fn eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
@@ -179,5 +223,50 @@ mod tests {
         assert_eq!(a, same);
         assert_ne!(a, other);
         assert_eq!(LastPrompt::of(&[reply]), LastPrompt::default());
+    }
+
+    #[test]
+    fn ca17_the_prompt_cursor_answers_as_a_full_scan_looking_only_at_new_messages() {
+        let user = |t: &str| Arc::new(TranscriptMessage::user(t));
+        let reply = || {
+            Arc::new(TranscriptMessage::test_assistant(
+                "ok",
+                true,
+                Some("toolUse"),
+            ))
+        };
+        let mut messages = vec![user("first"), reply()];
+        let mut cursor = PromptCursor::default();
+        let mut looked = 0;
+        // A long run after one prompt: each turn end adds one message.
+        for turn in 0..200 {
+            if turn == 120 {
+                messages.push(user("second"));
+            } else {
+                messages.push(reply());
+            }
+            let before = cursor.seen;
+            let answer = cursor.observe(&messages);
+            looked += messages.len() - before;
+            assert_eq!(answer, LastPrompt::of(&messages), "turn {turn}");
+        }
+        assert_eq!(looked, messages.len(), "every message was looked at once");
+        // A rewrite, a shorter transcript or another one with new messages: the answer is
+        // still the full scan's.
+        cursor.rewritten();
+        let compacted = vec![user("summary"), reply()];
+        assert_eq!(cursor.observe(&compacted), LastPrompt::of(&compacted));
+        let other = vec![reply(), reply(), reply()];
+        assert_eq!(cursor.observe(&other), LastPrompt::default());
+        let mut grown = vec![user("x"), reply(), reply()];
+        assert_eq!(cursor.observe(&grown), LastPrompt::of(&grown));
+        grown[2] = reply();
+        grown.push(reply());
+        assert_eq!(
+            cursor.observe(&grown),
+            LastPrompt::of(&grown),
+            "a replaced message under the same length is looked at again"
+        );
+        assert_eq!(cursor.observe(&[]), LastPrompt::default());
     }
 }

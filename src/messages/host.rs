@@ -31,6 +31,24 @@ pub struct RunStateChanged {
     pub running: bool,
 }
 
+/// The host is preparing a session transition — a switch, a new session or a fork —
+/// (`preparing: true`), or it ended without one (`false`, say cancelled). While one is
+/// being prepared every catch-up wait is released and new ones return at once (CA11); the
+/// reset that begins the other conversation ends it too (R1, CA8).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct SessionTransitionChanged {
+    /// Whether a transition is being prepared.
+    pub preparing: bool,
+}
+
+/// The host's model catalog changed (a provider registered, models discovered): every
+/// advisor without a model is resolved once more, quietly; one that resolves starts at the
+/// transcript's end (CA23, X4).
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "()")]
+pub struct ModelCatalogChanged;
+
 /// The host aborted the run; `by_user` latches auto-resume suppression (D6).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]

@@ -37,6 +37,13 @@ pub enum ProviderError {
          and API (openai-completions or anthropic-messages)"
     )]
     UnknownProvider(String),
+    /// The settings disable the provider (`disabledProviders`, CA22): no advisor uses it
+    /// and no key of it is read.
+    #[error("provider `{0}` is disabled by the settings (disabledProviders)")]
+    DisabledProvider(String),
+    /// A role alias (`@slow`, CA25) that `modelRoles` does not set.
+    #[error("model role `@{0}` is not set (modelRoles.{0})")]
+    UnknownRoleAlias(String),
     /// An API kind that is neither dialect.
     #[error("unknown API `{0}`: expected openai-completions or anthropic-messages")]
     UnknownApi(String),

@@ -34,7 +34,8 @@ pub use fallback::build_fallbacks;
 pub use http::{event_cap, reply_cap, BoundField, EndpointQuirks};
 pub(crate) use resolve::resolve_role;
 pub use resolve::{
-    advisor_role_from_modes, advisor_role_from_modes_file, modes_candidates, MAX_MODES_BYTES,
+    advisor_role_from_modes, advisor_role_from_modes_file, expand_role_alias, modes_candidates,
+    MAX_MODES_BYTES,
 };
 
 use crate::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest, ThinkingLevel, Usage};
@@ -220,6 +221,9 @@ pub struct ModelSpec {
     pub idle_timeout: Option<Duration>,
     /// Total limit per call (`advisor.requestTimeoutSecs`; default 300 s).
     pub request_timeout: Option<Duration>,
+    /// `disabledProviders` (CA22): a role of one of these does not resolve, and its key is
+    /// never looked up.
+    pub disabled_providers: Vec<String>,
 }
 
 impl ModelSpec {
@@ -251,6 +255,7 @@ impl fmt::Debug for ModelSpec {
             .field("connect_timeout", &self.connect_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("request_timeout", &self.request_timeout)
+            .field("disabled_providers", &self.disabled_providers)
             .finish()
     }
 }
@@ -327,6 +332,10 @@ pub fn resolve_config(
         return Err(ProviderError::NoModel);
     }
     let resolved = resolve_role(role, catalog)?;
+    // CA22: checked before anything else of the provider is looked at, its key included.
+    if crate::settings::provider_listed(&spec.disabled_providers, &resolved.provider) {
+        return Err(ProviderError::DisabledProvider(resolved.provider));
+    }
     let known = KNOWN_PROVIDERS
         .iter()
         .find(|(name, ..)| *name == resolved.provider);
@@ -593,6 +602,34 @@ mod tests {
             cfg.endpoint("chat/completions"),
             "http://127.0.0.1:8080/v1/chat/completions"
         );
+    }
+
+    #[test]
+    fn ca22_a_disabled_provider_does_not_resolve_and_its_key_is_never_read() {
+        let looked_up = std::cell::RefCell::new(Vec::new());
+        let lookup = |name: &str| {
+            looked_up.borrow_mut().push(name.to_string());
+            Some("sk-test".to_string())
+        };
+        let spec = ModelSpec {
+            role: Some("openai/gpt-5".into()),
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            disabled_providers: vec!["OpenAI".into()],
+            ..ModelSpec::default()
+        };
+        let err = resolve_config(&spec, &Catalog::builtin().unwrap(), &lookup).unwrap_err();
+        assert_eq!(err, ProviderError::DisabledProvider("openai".into()));
+        assert_eq!(
+            err.to_string(),
+            "provider `openai` is disabled by the settings (disabledProviders)"
+        );
+        assert!(looked_up.borrow().is_empty(), "no credential read");
+        let other = ModelSpec {
+            role: Some("anthropic/claude-sonnet-4-5".into()),
+            ..spec
+        };
+        assert!(resolve_config(&other, &Catalog::builtin().unwrap(), &lookup).is_ok());
+        assert_eq!(*looked_up.borrow(), ["ANTHROPIC_API_KEY"]);
     }
 
     #[test]

@@ -60,6 +60,40 @@ pub fn resolve_role(role: &str, catalog: &Catalog) -> Result<ResolvedRole, Provi
     })
 }
 
+/// How many role aliases may lead to one another (`@advisor` → `@slow` → a model) before
+/// the chain is refused as a loop (CA25).
+const MAX_ALIAS_STEPS: usize = 4;
+
+/// Resolves a role alias (CA25): `@name` is the role `modelRoles.name` names, itself
+/// possibly an alias; anything else is returned as it is. `@advisor` is the advisor's
+/// role (`advisor`, `modelRoles.advisor` or the host's own choice) and never anything else:
+/// with it unset the alias does not resolve (our choice: there is no built-in default to
+/// fall back to). `roles` are the text roles of `modelRoles:`.
+pub fn expand_role_alias<'a>(
+    role: &'a str,
+    roles: &'a std::collections::BTreeMap<String, String>,
+    advisor: Option<&'a str>,
+) -> Result<&'a str, ProviderError> {
+    let mut at = role.trim();
+    for _ in 0..=MAX_ALIAS_STEPS {
+        let Some(name) = at.strip_prefix('@') else {
+            return Ok(at);
+        };
+        let name = name.trim();
+        let next = match name {
+            "advisor" => advisor.or_else(|| roles.get(name).map(String::as_str)),
+            _ => roles.get(name).map(String::as_str),
+        };
+        at = next
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .ok_or_else(|| ProviderError::UnknownRoleAlias(name.to_string()))?;
+    }
+    Err(ProviderError::UnknownRoleAlias(
+        role.trim().trim_start_matches('@').to_string(),
+    ))
+}
+
 #[derive(Debug, Deserialize)]
 struct ModesFile {
     #[serde(default)]
@@ -165,6 +199,49 @@ pub fn advisor_role_from_modes(
 mod tests {
     use super::*;
     use crate::providers::catalog::CatalogEntry;
+
+    #[test]
+    fn ca25_a_role_alias_resolves_through_model_roles_and_advisor_never_falls_back() {
+        let roles: std::collections::BTreeMap<String, String> = [
+            ("slow", "s/slow-model"),
+            ("default", "@slow"),
+            ("advisor", "a/from-file"),
+            ("loop", "@loop"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let expand = |role, advisor| expand_role_alias(role, &roles, advisor);
+        assert_eq!(expand("@slow", None), Ok("s/slow-model"));
+        assert_eq!(
+            expand(" @default ", None),
+            Ok("s/slow-model"),
+            "aliases chain"
+        );
+        assert_eq!(expand("p/plain:high", None), Ok("p/plain:high"));
+        assert_eq!(expand("@advisor", None), Ok("a/from-file"));
+        assert_eq!(
+            expand("@advisor", Some("h/host-choice")),
+            Ok("h/host-choice"),
+            "the advisor's role in effect, never the slow one"
+        );
+        assert_eq!(
+            expand("@smol", None),
+            Err(ProviderError::UnknownRoleAlias("smol".into()))
+        );
+        assert!(expand("@loop", None).is_err(), "a loop is refused");
+        let without: std::collections::BTreeMap<String, String> =
+            [("slow".to_string(), "s/slow-model".to_string())].into();
+        assert_eq!(
+            expand_role_alias("@advisor", &without, None),
+            Err(ProviderError::UnknownRoleAlias("advisor".into())),
+            "no fallback to the slow role"
+        );
+        assert_eq!(
+            ProviderError::UnknownRoleAlias("smol".into()).to_string(),
+            "model role `@smol` is not set (modelRoles.smol)"
+        );
+    }
 
     fn catalog_with(id: &str) -> Catalog {
         let mut c = Catalog::empty();

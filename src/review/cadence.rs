@@ -18,6 +18,23 @@ pub const MAX_HELD_UPDATES: usize = 512;
 /// The most characters of rendered text one advisor holds (CA3), for the same reason.
 pub const MAX_HELD_CHARS: usize = 8 << 20;
 
+/// The notice told once per batch when held updates start being dropped past
+/// [`MAX_HELD_UPDATES`] or [`MAX_HELD_CHARS`] (CA3: never silent), naming the advisor
+/// `name` (`None`: the unnamed advisor).
+pub fn held_dropped_notice(name: Option<&str>) -> String {
+    let text = crate::texts::notice(
+        "heldDropped",
+        &[
+            ("updates", &MAX_HELD_UPDATES.to_string()),
+            ("mib", &(MAX_HELD_CHARS >> 20).to_string()),
+        ],
+    );
+    match name {
+        None => crate::texts::notice("unnamed", &[("text", &text)]),
+        Some(name) => crate::texts::notice("named", &[("name", name), ("text", &text)]),
+    }
+}
+
 /// An advisor's cadence settings in effect at a boundary (CA1, CA2, CA5, CA9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cadence {
@@ -102,6 +119,10 @@ pub struct AdvisorCadence {
     held_chars: usize,
     /// Held updates dropped past the caps since the last scheduled review.
     dropped: u64,
+    /// Held updates dropped past the caps since the conversation began (status).
+    dropped_total: u64,
+    /// A drop happened that the user was not yet told of (one notice per batch).
+    drop_unreported: bool,
 }
 
 impl AdvisorCadence {
@@ -155,6 +176,7 @@ impl AdvisorCadence {
         self.held.clear();
         self.held_chars = 0;
         self.dropped = 0;
+        self.drop_unreported = false;
     }
 
     /// Starts over: nothing held, counter 0 (CA8: another conversation began; CA7: the
@@ -180,6 +202,19 @@ impl AdvisorCadence {
         self.dropped
     }
 
+    /// Held updates dropped past [`MAX_HELD_UPDATES`] or [`MAX_HELD_CHARS`] since the
+    /// conversation began (status shows it; a drop is never silent).
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped_total
+    }
+
+    /// Whether held updates were dropped since the batch began and the user was not told
+    /// yet: answers `true` once per batch (the first drop after a review sent the held
+    /// ones), so the host gets one notice, not one per boundary.
+    pub fn take_drop_notice(&mut self) -> bool {
+        std::mem::take(&mut self.drop_unreported)
+    }
+
     fn hold(&mut self, update: Update, wip: bool) {
         self.held_chars += chars(&update);
         self.held.push(Held { update, wip });
@@ -188,7 +223,11 @@ impl AdvisorCadence {
         {
             let oldest = self.held.remove(0);
             self.held_chars -= chars(&oldest.update);
+            if self.dropped == 0 {
+                self.drop_unreported = true;
+            }
             self.dropped += 1;
+            self.dropped_total += 1;
         }
     }
 
@@ -389,6 +428,37 @@ mod tests {
         );
         assert_eq!(sent.last().map(String::as_str), Some("last"));
         assert_eq!(c.dropped_updates(), 0);
+    }
+
+    #[test]
+    fn ca3_dropping_held_updates_is_told_once_per_batch_and_counted_for_status() {
+        let mut c = AdvisorCadence::new();
+        let end = cadence(ReviewMode::AgentEnd, 1);
+        for i in 0..MAX_HELD_UPDATES {
+            step(&mut c, end, WIP, &i.to_string());
+        }
+        assert!(!c.take_drop_notice(), "nothing dropped at the cap itself");
+        step(&mut c, end, WIP, "over");
+        assert!(c.take_drop_notice(), "the first drop is told");
+        step(&mut c, end, WIP, "over again");
+        assert!(!c.take_drop_notice(), "once per batch");
+        assert_eq!(c.dropped_total(), 2);
+        step(&mut c, end, FINAL, "sent");
+        for i in 0..=MAX_HELD_UPDATES {
+            step(&mut c, end, WIP, &i.to_string());
+        }
+        assert!(c.take_drop_notice(), "a new batch is told again");
+        // One more went when "sent" was held past the cap, one in the new batch.
+        assert_eq!(c.dropped_total(), 4, "the total runs on");
+        // One huge update past the character cap drops the ones before it.
+        let mut big = AdvisorCadence::new();
+        step(&mut big, end, WIP, "small");
+        let huge = "x".repeat(MAX_HELD_CHARS);
+        step(&mut big, end, WIP, &huge);
+        assert!(big.take_drop_notice());
+        assert_eq!((big.held_updates(), big.dropped_total()), (1, 1));
+        big.restart();
+        assert_eq!(big.dropped_total(), 0, "a new conversation starts over");
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod setup;
 mod tools;
 mod yaml;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
@@ -34,11 +35,12 @@ pub use tools::RosterTool;
 
 use crate::domain::advice::Severity;
 use crate::model::ThinkingLevel;
-use crate::providers::resolve_role;
-use crate::providers::Catalog;
+use crate::providers::{expand_role_alias, resolve_role, Catalog, ProviderError};
 use crate::redact::Redactor;
 use crate::regular_file::{clip, SHOWN_CHARS};
-use crate::settings::{AdvisorSettings, ReviewMode, SettingsLayer, SettingsWarning, SyncBacklog};
+use crate::settings::{
+    provider_listed, AdvisorSettings, ReviewMode, SettingsLayer, SettingsWarning, SyncBacklog,
+};
 use crate::texts::{fill, Table};
 use crate::watchdog::{
     candidates_named, normalize_lexically, read_text, size_text, Budget, Candidate, Confinement,
@@ -554,6 +556,11 @@ pub struct RosterSettings {
     pub max_notes_per_update: Option<Sourced<usize>>,
     /// `advisor.syncBacklog`, when set: what an entry without its own follows (CA9).
     pub sync_backlog: Option<Sourced<SyncBacklog>>,
+    /// The text roles of `modelRoles:`: what an entry's role alias (`model: "@slow"`)
+    /// resolves through (CA25).
+    pub model_roles: BTreeMap<String, String>,
+    /// `disabledProviders` (CA22): an entry whose model is of one of these has no model.
+    pub disabled_providers: Vec<String>,
 }
 
 impl RosterSettings {
@@ -576,6 +583,10 @@ impl RosterSettings {
             if let Some(sync) = layer.sync_backlog {
                 out.sync_backlog = Some(Sourced::new(sync, source("advisor.syncBacklog")));
             }
+            out.model_roles.extend(layer.model_roles.clone());
+            if let Some(disabled) = &layer.disabled_providers {
+                out.disabled_providers = disabled.clone();
+            }
         }
         out
     }
@@ -595,6 +606,8 @@ impl RosterSettings {
                 settings.sync_backlog,
                 setting("advisor.syncBacklog"),
             )),
+            model_roles: BTreeMap::new(),
+            disabled_providers: settings.disabled_providers.clone(),
         }
     }
 }
@@ -836,8 +849,11 @@ fn resolve(
         },
     };
     let model = match (&entry.model, &settings.advisor_role) {
-        (Some(role), _) => Sourced::new(model_choice(role, catalog), own()),
-        (None, Some(role)) => Sourced::new(model_choice(&role.value, catalog), role.source.clone()),
+        (Some(role), _) => Sourced::new(model_choice(role, settings, catalog), own()),
+        (None, Some(role)) => Sourced::new(
+            model_choice(&role.value, settings, catalog),
+            role.source.clone(),
+        ),
         (None, None) => Sourced::default_value(ModelChoice::NoModel {
             role: None,
             reason: text("noModelRole", &[]),
@@ -875,11 +891,29 @@ fn or_default<T>(value: Option<T>, default: T, source: Source) -> Sourced<T> {
     }
 }
 
-/// Resolves a role string (M1) into the advisor's model, or says why it cannot be used.
-fn model_choice(role: &str, catalog: &Catalog) -> ModelChoice {
-    match resolve_role(role, catalog) {
+/// Resolves a role string (M1) into the advisor's model, or says why it cannot be used: a
+/// role alias (`@slow`) through `modelRoles` (CA25), and a model of a disabled provider is
+/// none, the reason naming the provider (CA22).
+fn model_choice(role: &str, settings: &RosterSettings, catalog: &Catalog) -> ModelChoice {
+    let advisor = settings.advisor_role.as_ref().map(|r| r.value.as_str());
+    let expanded = match expand_role_alias(role, &settings.model_roles, advisor) {
+        Ok(expanded) => expanded,
+        Err(e) => {
+            return ModelChoice::NoModel {
+                role: Some(role.to_string()),
+                reason: e.to_string(),
+            }
+        }
+    };
+    match resolve_role(expanded, catalog) {
+        Ok(resolved) if provider_listed(&settings.disabled_providers, &resolved.provider) => {
+            ModelChoice::NoModel {
+                role: Some(role.to_string()),
+                reason: ProviderError::DisabledProvider(resolved.provider).to_string(),
+            }
+        }
         Ok(resolved) => ModelChoice::Resolved {
-            role: role.to_string(),
+            role: expanded.to_string(),
             provider: resolved.provider,
             model: resolved.model,
             thinking: resolved.thinking,

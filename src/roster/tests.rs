@@ -116,6 +116,7 @@ fn ro10_max_notes_entry_then_top_level_then_setting_then_four() {
             },
         )),
         sync_backlog: None,
+        ..RosterSettings::default()
     };
     let files = [
         ("/u/WATCHDOG.yml", "maxNotesPerUpdate: 7\n"),
@@ -155,6 +156,52 @@ fn ro10_max_notes_entry_then_top_level_then_setting_then_four() {
 }
 
 #[test]
+fn ca22_ca25_an_entry_model_by_role_alias_resolves_a_disabled_provider_is_no_model() {
+    let mut settings = RosterSettings {
+        advisor_role: Some(Sourced::new(
+            "anthropic/claude-sonnet-4-5".to_string(),
+            Source::Setting {
+                key: "modelRoles.advisor",
+                file: None,
+            },
+        )),
+        model_roles: [("slow".to_string(), "openai/gpt-5:high".to_string())].into(),
+        ..RosterSettings::default()
+    };
+    let text = "advisors:\n  - {name: Slow, model: '@slow'}\n  - {name: Adv, model: '@advisor'}\n  - {name: Smol, model: '@smol'}\n  - {name: Plain}\n";
+    let models = |settings: &RosterSettings| -> Vec<String> {
+        let roster = merged(&[("/p/WATCHDOG.yml", text)], settings);
+        assert!(roster.warnings.is_empty(), "{:?}", warning_lines(&roster));
+        roster
+            .advisors
+            .iter()
+            .map(|a| a.model.value.to_string())
+            .collect()
+    };
+    assert_eq!(
+        models(&settings),
+        [
+            "openai/gpt-5 (thinking high)",
+            "anthropic/claude-sonnet-4-5 (thinking medium)",
+            "no model: model role `@smol` is not set (modelRoles.smol)",
+            "anthropic/claude-sonnet-4-5 (thinking medium)",
+        ]
+    );
+    settings.disabled_providers = vec!["anthropic".into()];
+    assert_eq!(
+        models(&settings),
+        [
+            "openai/gpt-5 (thinking high)",
+            "no model: provider `anthropic` is disabled by the settings (disabledProviders)",
+            "no model: model role `@smol` is not set (modelRoles.smol)",
+            "no model: provider `anthropic` is disabled by the settings (disabledProviders)",
+        ],
+        "the advisor role of a disabled provider is never used, and @advisor does not fall back \
+         to the slow role"
+    );
+}
+
+#[test]
 fn ro8_model_from_entry_else_the_advisor_role_else_no_model() {
     let settings = RosterSettings {
         advisor_role: Some(Sourced::new(
@@ -166,6 +213,7 @@ fn ro8_model_from_entry_else_the_advisor_role_else_no_model() {
         )),
         max_notes_per_update: None,
         sync_backlog: None,
+        ..RosterSettings::default()
     };
     let roster = merged(
         &[(

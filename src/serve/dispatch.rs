@@ -106,6 +106,19 @@ impl Dispatcher {
                 Ok(json!({}))
             }
             "session/rewrite" => self.rewrite(params).await,
+            "session/transition" => {
+                let (s, p) = self.served(params).await?;
+                s.handle
+                    .session_transition(p.boolean("preparing")?)
+                    .await
+                    .map_err(gone)?;
+                Ok(json!({}))
+            }
+            "session/modelsChanged" => {
+                let (s, _) = self.served(params).await?;
+                s.handle.model_catalog_changed().await.map_err(gone)?;
+                Ok(json!({}))
+            }
             "session/command" => {
                 let (s, p) = self.served(params).await?;
                 // Unlike `Params::string`, an empty line is a command: it answers the usage (C1).

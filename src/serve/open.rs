@@ -382,6 +382,35 @@ mod tests {
     }
 
     #[test]
+    fn ca22_a_session_model_of_a_disabled_provider_is_no_model_with_a_notice_naming_it() {
+        let shared = Arc::new(SharedResources::new(None));
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".omp")).unwrap();
+        std::fs::write(
+            dir.path().join(".omp/config.yml"),
+            "disabledProviders: [Ollama]\n",
+        )
+        .unwrap();
+        for model in [
+            json!("ollama/llama3:high"),
+            json!({"id": "llama3", "provider": "ollama", "baseUrl": "http://127.0.0.1:9/v1",
+                   "api": "openai-completions"}),
+        ] {
+            let mut p = params(json!({"sessionId": "a", "cwd": dir.path(),
+                "agentDir": dir.path().join("agent"), "model": model}));
+            let prepared = prepare(OpenParams::parse(&mut p).unwrap(), &defaults, &shared).unwrap();
+            assert!(prepared.config.model.is_none(), "{model}");
+            assert!(
+                prepared.notices.iter().any(|n| n
+                    == "advisor: no advisor model: provider `ollama` is disabled by the settings (disabledProviders)"),
+                "{model}: {:?}",
+                prepared.notices
+            );
+        }
+    }
+
+    #[test]
     fn p6_a_session_gets_the_backups_of_its_chain_that_can_be_built() {
         let shared = Arc::new(SharedResources::new(None));
         let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));

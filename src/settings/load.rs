@@ -23,6 +23,9 @@ pub struct LoadedSettings {
     pub settings: AdvisorSettings,
     /// `modelRoles.advisor`, if a file sets it.
     pub advisor_role: Option<String>,
+    /// Every text role of `modelRoles:` (the advisor's included): what a role alias such as
+    /// `@slow` resolves through (CA25).
+    pub model_roles: std::collections::BTreeMap<String, String>,
     /// The content of `<agentDir>/system-prompts/advisor.md` when it exists and is not
     /// blank: it replaces the built-in prompt (G1).
     pub system_prompt_override: Option<String>,
@@ -43,6 +46,7 @@ impl Default for LoadedSettings {
                 ..AdvisorSettings::default()
             },
             advisor_role: None,
+            model_roles: Default::default(),
             system_prompt_override: None,
             files: Vec::new(),
             disabled_by: None,
@@ -93,6 +97,7 @@ pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsEr
     }
     merged.apply_to(&mut loaded.settings);
     loaded.advisor_role = merged.advisor_role;
+    loaded.model_roles = merged.model_roles;
     Ok(loaded)
 }
 

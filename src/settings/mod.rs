@@ -297,6 +297,9 @@ pub struct AdvisorSettings {
     /// `advisor.maxNotesPerUpdate` (D8): non-blocker notes per session update a review
     /// covers (a review of k coalesced updates may raise k times as many; default 4).
     pub max_notes_per_update: usize,
+    /// The top-level `disabledProviders` (CA22): providers no advisor uses — a model of
+    /// one is `no model`, a backup of one is skipped, and no key of one is read.
+    pub disabled_providers: Vec<String>,
     /// Bound on tool rounds per review (G3).
     pub max_tool_rounds: usize,
     /// Bound on output tokens per model call (`advisor.maxOutputTokens`).
@@ -369,11 +372,18 @@ impl Default for AdvisorSettings {
             retry: RetrySettings::default(),
             evict_stale_results: true,
             tool_budget: DEFAULT_TOOL_BUDGET,
+            disabled_providers: Vec::new(),
         }
     }
 }
 
 impl AdvisorSettings {
+    /// Whether `disabledProviders` names `provider` (CA22; names compare ignoring ASCII
+    /// case).
+    pub fn provider_disabled(&self, provider: &str) -> bool {
+        provider_listed(&self.disabled_providers, provider)
+    }
+
     /// Applies `ADVISOR_COMPACT_AT` (G5): clamped to 50–95; junk or 0 gives 80.
     pub fn with_compact_at(mut self, raw: Option<&str>) -> Self {
         self.compact_at_percent = parse_compact_at(raw);
@@ -386,6 +396,11 @@ impl AdvisorSettings {
         settings.no_review = settings.no_review || env.no_review;
         settings
     }
+}
+
+/// Whether `list` (a `disabledProviders` value, CA22) names `provider`, ignoring ASCII case.
+pub fn provider_listed(list: &[String], provider: &str) -> bool {
+    list.iter().any(|p| p.eq_ignore_ascii_case(provider.trim()))
 }
 
 /// Parses `ADVISOR_COMPACT_AT` (G5): clamped to 50–95; absent, junk or 0 gives 80.

@@ -110,6 +110,14 @@ pub struct SettingsLayer {
     /// `modelRoles.advisor`.
     #[serde(skip)]
     pub advisor_role: Option<String>,
+    /// Every role of `modelRoles:` that names a model as text (`slow`, `default`, …): what
+    /// a role alias `@slow` resolves through (CA25). The agent's other values are left
+    /// alone.
+    #[serde(skip)]
+    pub model_roles: BTreeMap<String, String>,
+    /// The top-level `disabledProviders:` list (CA22): providers no advisor may use.
+    #[serde(skip)]
+    pub disabled_providers: Option<Vec<String>>,
     /// `advisor.enabled`.
     #[serde(deserialize_with = "flag")]
     pub enabled: Option<bool>,
@@ -182,6 +190,8 @@ struct Document {
     advisor: Option<SettingsLayer>,
     #[serde(deserialize_with = "retry_block")]
     retry: Option<RetryLayer>,
+    #[serde(rename = "disabledProviders", deserialize_with = "provider_list")]
+    disabled_providers: Option<Vec<String>>,
 }
 
 /// `modelRoles:`; the agent's other roles are ignored.
@@ -230,6 +240,7 @@ impl SettingsLayer {
             }
         }
         let mut bad_values = lenient_cadence_keys(file, &mut value);
+        let model_roles = role_texts(&value);
         let mut ignored = Vec::new();
         let document: Document = serde_path_to_error::deserialize(
             serde_ignored::Deserializer::new(value, &mut |path: serde_ignored::Path<'_>| {
@@ -244,6 +255,13 @@ impl SettingsLayer {
         warnings.append(&mut bad_values);
         let mut layer = document.advisor.unwrap_or_default();
         layer.advisor_role = document.model_roles.and_then(|roles| roles.advisor);
+        layer.model_roles = model_roles;
+        if let Some(role) = &layer.advisor_role {
+            layer
+                .model_roles
+                .insert("advisor".to_string(), role.clone());
+        }
+        layer.disabled_providers = document.disabled_providers;
         layer.retry = document.retry.unwrap_or_default();
         Ok((layer, warnings))
     }
@@ -252,6 +270,12 @@ impl SettingsLayer {
     pub fn over(self, base: Self) -> Self {
         Self {
             advisor_role: self.advisor_role.or(base.advisor_role),
+            model_roles: {
+                let mut roles = base.model_roles;
+                roles.extend(self.model_roles);
+                roles
+            },
+            disabled_providers: self.disabled_providers.or(base.disabled_providers),
             enabled: self.enabled.or(base.enabled),
             sync_backlog: self.sync_backlog.or(base.sync_backlog),
             review_mode: self.review_mode.or(base.review_mode),
@@ -338,7 +362,55 @@ impl SettingsLayer {
         if let Some(v) = self.tool_budget {
             settings.tool_budget = v;
         }
+        if let Some(v) = &self.disabled_providers {
+            settings.disabled_providers = v.clone();
+        }
     }
+}
+
+/// The roles of `modelRoles:` given as text, trimmed, blank ones left out (CA25): what a
+/// role alias resolves through. Values of another kind belong to the agent and are skipped
+/// here (`modelRoles.advisor` itself is checked by its field).
+fn role_texts(document: &Value) -> BTreeMap<String, String> {
+    let Some(Value::Mapping(roles)) = document.get("modelRoles") else {
+        return BTreeMap::new();
+    };
+    roles
+        .iter()
+        .filter_map(|(name, role)| {
+            let (Value::String(name), Value::String(role)) = (name, role) else {
+                return None;
+            };
+            let role = role.trim();
+            (!role.is_empty() && name != "advisor").then(|| (name.clone(), role.to_string()))
+        })
+        .collect()
+}
+
+const PROVIDERS_ALLOWED: &str = "a list of provider names";
+
+/// `disabledProviders`: a list of provider names (a single name is a list of one), trimmed,
+/// blank ones left out; null is "not set"; anything else is an error naming the key (K1).
+fn provider_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let Some(value) = Option::<Value>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let items = match value {
+        Value::String(one) => vec![Value::String(one)],
+        Value::Sequence(list) => list,
+        other => return Err(refused(kind(&other), PROVIDERS_ALLOWED)),
+    };
+    let mut providers = Vec::with_capacity(items.len());
+    for item in items {
+        let Value::String(name) = item else {
+            return Err(refused(kind(&item), PROVIDERS_ALLOWED));
+        };
+        let name = name.trim();
+        if !name.is_empty() {
+            providers.push(name.to_string());
+        }
+    }
+    Ok(Some(providers))
 }
 
 /// The map keys along an ignored value's path (`["advisor", "polcy"]`).
@@ -622,8 +694,8 @@ struct LenientKey {
     valid: fn(&Value) -> bool,
 }
 
-/// The cadence keys whose bad values are warnings (CA5, CA9).
-const LENIENT_KEYS: [LenientKey; 3] = [
+/// The keys whose bad values are warnings (CA5, CA9, CA19).
+const LENIENT_KEYS: [LenientKey; 4] = [
     LenientKey {
         key: "reviewMode",
         path: "advisor.reviewMode",
@@ -659,7 +731,25 @@ const LENIENT_KEYS: [LenientKey; 3] = [
             text.parse::<SyncBacklog>().is_ok()
         },
     },
+    LenientKey {
+        key: "immuneTurns",
+        path: "advisor.immuneTurns",
+        allowed: "a number; 0 or less turns it off",
+        used: "3",
+        valid: |v| matches!(v, Value::Number(n) if n.as_f64().is_some_and(|f| !f.is_nan())),
+    },
 ];
+
+/// `advisor.immuneTurns` as a number of turns (CA19): 0 or negative is 0 (off), a fraction
+/// is truncated, past 2^32 − 1 is 2^32 − 1.
+fn immune_turns_value(value: &Value) -> Value {
+    let turns = value
+        .as_f64()
+        .unwrap_or(0.0)
+        .trunc()
+        .clamp(0.0, U32_MAX as f64);
+    Value::Number((turns as u64).into())
+}
 
 /// Checks the cadence keys of `document`'s `advisor:` block (CA5, CA9): each bad value is
 /// replaced by its default and answered as a warning naming the key, so the file is still
@@ -673,7 +763,13 @@ fn lenient_cadence_keys(file: &Path, document: &mut Value) -> Vec<SettingsWarnin
         let Some(value) = block.get_mut(lenient.key) else {
             continue;
         };
-        if value.is_null() || (lenient.valid)(value) {
+        if value.is_null() {
+            continue;
+        }
+        if (lenient.valid)(value) {
+            if lenient.key == "immuneTurns" {
+                *value = immune_turns_value(value);
+            }
             continue;
         }
         let shown = match &*value {
@@ -691,6 +787,7 @@ fn lenient_cadence_keys(file: &Path, document: &mut Value) -> Vec<SettingsWarnin
         });
         *value = match lenient.key {
             "reviewInterval" => Value::Number(1.into()),
+            "immuneTurns" => Value::Number(3.into()),
             _ => Value::String(lenient.used.to_string()),
         };
     }
@@ -923,6 +1020,15 @@ mod tests {
             layer,
             SettingsLayer {
                 advisor_role: Some("anthropic/claude-sonnet-4-5:high".into()),
+                model_roles: [
+                    (
+                        "advisor".to_string(),
+                        "anthropic/claude-sonnet-4-5:high".to_string()
+                    ),
+                    ("default".to_string(), "x/y".to_string()),
+                ]
+                .into(),
+                disabled_providers: None,
                 enabled: Some(false),
                 sync_backlog: Some(SyncBacklog::Below(3)),
                 review_mode: None,
@@ -1047,7 +1153,9 @@ mod tests {
             "advisor:\n  policy:\n  compaction:\n    thresholdTokens:\n",
             "modelRoles:\n  advisor: '  '\n",
         ] {
-            let (layer, warnings) = parse(text).unwrap();
+            let (mut layer, warnings) = parse(text).unwrap();
+            // The agent's other roles are kept only as what a role alias names (CA25).
+            layer.model_roles.remove("smol");
             assert_eq!(layer, SettingsLayer::default(), "{text:?}");
             assert!(warnings.is_empty(), "{text:?}: {warnings:?}");
         }
@@ -1102,6 +1210,85 @@ mod tests {
         assert_eq!(layer.review_mode, Some(ReviewMode::AgentEnd));
         assert_eq!(layer.review_interval, Some(MAX_REVIEW_INTERVAL));
         assert_eq!(layer.sync_backlog, Some(SyncBacklog::Strict));
+    }
+
+    #[test]
+    fn ca22_disabled_providers_is_a_list_of_names_and_anything_else_an_error_naming_it() {
+        let (layer, warnings) =
+            parse("disabledProviders: [openai, ' anthropic ', '']\nadvisor:\n  enabled: true\n")
+                .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            layer.disabled_providers,
+            Some(vec!["openai".to_string(), "anthropic".to_string()])
+        );
+        let mut settings = AdvisorSettings::default();
+        layer.apply_to(&mut settings);
+        assert!(settings.provider_disabled("OpenAI") && !settings.provider_disabled("ollama"));
+        let (one, _) = parse("disabledProviders: openai\n").unwrap();
+        assert_eq!(one.disabled_providers, Some(vec!["openai".to_string()]));
+        for bad in [
+            "disabledProviders: 3\n",
+            "disabledProviders: [openai, [x]]\n",
+            "disabledProviders: {a: b}\n",
+        ] {
+            let err = parse(bad).expect_err(bad).to_string();
+            assert!(
+                err.contains("disabledProviders") && err.contains("a list of provider names"),
+                "{bad}: {err}"
+            );
+        }
+        // A later file's list replaces an earlier one's.
+        let (user, _) = parse("disabledProviders: [openai]\n").unwrap();
+        let (project, _) = parse("disabledProviders: []\n").unwrap();
+        assert_eq!(project.over(user).disabled_providers, Some(Vec::new()));
+    }
+
+    #[test]
+    fn ca25_every_text_role_of_model_roles_is_kept_for_role_aliases() {
+        let (user, warnings) =
+            parse("modelRoles:\n  advisor: a/adv\n  slow: s/slow\n  smol: ' '\n  odd: 7\n")
+                .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let roles: Vec<_> = user
+            .model_roles
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(roles, [("advisor", "a/adv"), ("slow", "s/slow")]);
+        let (project, _) = parse("modelRoles:\n  slow: p/slow\n").unwrap();
+        let merged = project.over(user);
+        assert_eq!(merged.model_roles["slow"], "p/slow");
+        assert_eq!(merged.model_roles["advisor"], "a/adv");
+    }
+
+    #[test]
+    fn ca19_immune_turns_off_at_zero_or_less_fractions_truncated_a_non_number_warns_and_uses_3() {
+        for (written, turns) in [
+            ("0", 0),
+            ("-1", 0),
+            ("-2.5", 0),
+            ("2.9", 2),
+            ("5", 5),
+            (".inf", U32_MAX as u32),
+            ("99999999999", U32_MAX as u32),
+        ] {
+            let (layer, warnings) =
+                parse(&format!("advisor:\n  immuneTurns: {written}\n")).unwrap();
+            assert!(warnings.is_empty(), "{written}: {warnings:?}");
+            assert_eq!(layer.immune_turns, Some(turns), "{written}");
+        }
+        for bad in ["\"3\"", "three", "true", ".nan", "[1]"] {
+            let (layer, warnings) = parse(&format!("advisor:\n  immuneTurns: {bad}\n")).unwrap();
+            assert_eq!(layer.immune_turns, Some(3), "{bad}");
+            let lines: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+            assert!(
+                lines.len() == 1
+                    && lines[0].contains("advisor.immuneTurns")
+                    && lines[0].ends_with("3 is used"),
+                "{bad}: {lines:?}"
+            );
+        }
     }
 
     #[test]
@@ -1176,11 +1363,6 @@ mod tests {
                 "advisor:\n  redactSecrets: yes\n",
                 "advisor.redactSecrets",
                 "true, false",
-            ),
-            (
-                "advisor:\n  immuneTurns: -1\n",
-                "advisor.immuneTurns",
-                "0 or more",
             ),
             (
                 "advisor:\n  maxNotesPerUpdate: 0\n",

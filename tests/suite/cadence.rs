@@ -1,6 +1,6 @@
 //! Review cadence (SPEC §16, CA1–CA12, CA21) through `AdvisorHandle` mailboxes: the
-//! scenarios CA-S1, CA-S2 (its cadence part), CA-S7 and CA-S9, with virtual time for the
-//! 30 s caps.
+//! scenarios CA-S1, CA-S2 (its cadence part), CA-S7, CA-S8 and CA-S9, with virtual time for
+//! the 30 s caps.
 
 use crate::support::roster::advisor;
 use crate::support::runtime as support;
@@ -9,13 +9,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use advisor::domain::host::RewriteKind;
+use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelError};
-use advisor::roster::{Roster, RosterAdvisor, RosterModels, RosterSetup, Sourced};
+use advisor::roster::{
+    ModelChoice, Roster, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
+    Sourced,
+};
 use advisor::settings::{ReviewMode, SyncBacklog};
-use advisor::{AdvisorHandle, TurnEndOptions};
+use advisor::watchdog::WatchdogConfig;
+use advisor::{AdvisorHandle, AdvisorState, TurnEndOptions};
 use support::*;
 
 /// Ends turn `n` of `t` (a user line `turn n`), work in progress or final.
@@ -289,4 +293,399 @@ async fn ca4_an_ask_first_sends_the_held_updates_as_one_review_counter_unchanged
         3,
         "the count went on: 3 is scheduled"
     );
+}
+
+/// Each entry's client by its `provider/model`; every client built is numbered, and each
+/// request records the number of the client that served it: a member that was rebuilt is
+/// served by a later client than the one it started with.
+#[derive(Clone, Default)]
+struct ByModel {
+    models: HashMap<String, Arc<dyn ModelClient>>,
+    builds: Arc<parking_lot::Mutex<Vec<String>>>,
+    served: Arc<parking_lot::Mutex<Vec<usize>>>,
+}
+
+impl RosterModels for ByModel {
+    fn build(&self, entry: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
+        let ModelChoice::Resolved {
+            provider, model, ..
+        } = &entry.model.value
+        else {
+            return Err("no model".into());
+        };
+        let id = format!("{provider}/{model}");
+        let inner = self.models.get(&id).cloned().ok_or_else(|| id.clone())?;
+        let mut builds = self.builds.lock();
+        builds.push(id);
+        Ok(Arc::new(Numbered {
+            inner,
+            number: builds.len(),
+            served: Arc::clone(&self.served),
+        }))
+    }
+}
+
+/// A client that records its number at each request.
+struct Numbered {
+    inner: Arc<dyn ModelClient>,
+    number: usize,
+    served: Arc<parking_lot::Mutex<Vec<usize>>>,
+}
+
+impl ModelClient for Numbered {
+    fn complete(&self, request: advisor::model::ModelRequest) -> advisor::model::ModelFuture {
+        self.served.lock().push(self.number);
+        self.inner.complete(request)
+    }
+
+    fn info(&self) -> advisor::model::ModelInfo {
+        self.inner.info()
+    }
+}
+
+/// A project (its `.git` marks the root where roster files are found) whose WATCHDOG.yml
+/// holds entry `E` with `fields`, and a `Broken` entry when `broken`: its warning tells the
+/// test that a reload was applied.
+fn write_e(repo: &std::path::Path, fields: &str, broken: bool) {
+    let mut text = format!("advisors:\n  - name: E\n{fields}");
+    if broken {
+        text.push_str("  - name: Broken\n    model: openai/gpt-5\n    reviewMode: every-step\n");
+    }
+    std::fs::write(repo.join("WATCHDOG.yml"), text).unwrap();
+}
+
+/// A session on the roster files of a fresh project holding `fields` for `E`, checked
+/// again at each turn end (RO21).
+fn reloading_e(
+    fields: &str,
+    models: &ByModel,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    advisor::RuntimeConfig,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    write_e(&repo, fields, false);
+    let watchdog = WatchdogConfig {
+        cwd: repo.clone(),
+        agent_dir: Some(dir.path().join("agent")),
+        home: Some(dir.path().to_path_buf()),
+    };
+    let settings = RosterSettings::default();
+    let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
+    let roster = advisor::roster::load(&watchdog, &settings, &catalog, None);
+    assert!(roster.warnings.is_empty(), "{:?}", roster.warnings);
+    assert_eq!(roster.advisors.len(), 1);
+    let cfg = config(
+        Arc::new(ScriptedModel::new([])),
+        SyncBacklog::Below(1),
+        |cfg| {
+            cfg.model = None;
+            cfg.roster = Some(RosterSetup {
+                roster,
+                models: Arc::new(models.clone()),
+                reload: Some(RosterReload {
+                    watchdog,
+                    settings,
+                    catalog,
+                    cache: None,
+                }),
+            });
+        },
+    );
+    (dir, repo, cfg)
+}
+
+/// Waits (at most a minute: the check runs on the blocking pool) for the notice of the
+/// `Broken` entry's warning: the reload that wrote it was applied.
+async fn reload_applied(rx: &mut tokio::sync::mpsc::UnboundedReceiver<HostEvent>) {
+    let mut seen = Vec::new();
+    let applied = async {
+        loop {
+            let event = next_event(rx).await;
+            if let HostEvent::Notice { text, .. } = &event {
+                if text.contains("every-step") {
+                    return;
+                }
+            }
+            seen.push(format!("{event:?}"));
+        }
+    };
+    let waited = tokio::time::timeout(Duration::from_secs(60), applied).await;
+    assert!(waited.is_ok(), "the reload was never applied: {seen:?}");
+}
+
+#[actix::test]
+async fn ca_s8_ca7_a_model_change_rebuilds_e_with_its_held_updates_an_interval_edit_rebuilds_nothing(
+) {
+    let old = ScriptedModel::new([]);
+    let new = ScriptedModel::new([]);
+    let models = ByModel {
+        models: [
+            (
+                "openai/gpt-5".to_string(),
+                Arc::new(old.clone()) as Arc<dyn ModelClient>,
+            ),
+            ("openai/gpt-5-mini".to_string(), Arc::new(new.clone())),
+        ]
+        .into(),
+        ..ByModel::default()
+    };
+    let (_dir, repo, cfg) =
+        reloading_e("    model: openai/gpt-5\n    reviewInterval: 3\n", &models);
+    let (h, mut rx) = start(cfg);
+    let t = Transcript::from_messages([]);
+    turn(&h, &t, 1, false).await;
+    // E's model changes; the check that sees it may end before TurnEnd 2 or after it.
+    write_e(
+        &repo,
+        "    model: openai/gpt-5-mini\n    reviewInterval: 3\n",
+        true,
+    );
+    turn(&h, &t, 2, false).await;
+    reload_applied(&mut rx).await;
+    turn(&h, &t, 3, false).await;
+    assert_eq!(old.request_count(), 0, "TurnEnds 1 and 2 were held");
+    let requests = new.requests();
+    assert_eq!(requests.len(), 1, "one review at TurnEnd 3");
+    assert_eq!(
+        turns_in(&last_user_text(&requests[0])),
+        [1, 2, 3],
+        "the rebuilt E sends what its predecessor held"
+    );
+    assert_eq!(*models.builds.lock(), ["openai/gpt-5", "openai/gpt-5-mini"]);
+    assert_eq!(*models.served.lock(), [2], "served by the rebuilt E");
+    h.dispose().await.unwrap();
+
+    // Only reviewInterval 3 → 2 after TurnEnd 1: nothing rebuilds, TurnEnd 2 sends 1–2.
+    let same = ScriptedModel::new([]);
+    let models = ByModel {
+        models: [(
+            "openai/gpt-5".to_string(),
+            Arc::new(same.clone()) as Arc<dyn ModelClient>,
+        )]
+        .into(),
+        ..ByModel::default()
+    };
+    let (_dir, repo, cfg) =
+        reloading_e("    model: openai/gpt-5\n    reviewInterval: 3\n", &models);
+    let (h, mut rx) = start(cfg);
+    let t = Transcript::from_messages([]);
+    // The edit is seen by the check TurnEnd 1 starts and applies from the next boundary
+    // (TurnEnd 1 counts 1 under either interval).
+    write_e(
+        &repo,
+        "    model: openai/gpt-5\n    reviewInterval: 2\n",
+        true,
+    );
+    turn(&h, &t, 1, false).await;
+    reload_applied(&mut rx).await;
+    let status = h.status().await.unwrap();
+    let e = status.advisors.iter().find(|a| a.slug == "e").expect("E");
+    assert_eq!(
+        (
+            e.cadence.review_interval,
+            e.cadence.held_updates,
+            e.cadence.eligible_updates
+        ),
+        (2, 1, 1),
+        "the new interval applies, the counter and held update kept"
+    );
+    turn(&h, &t, 2, false).await;
+    let requests = same.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(turns_in(&last_user_text(&requests[0])), [1, 2]);
+    assert_eq!(
+        *models.served.lock(),
+        [1],
+        "nothing rebuilt: served by the client E started with"
+    );
+}
+
+/// Ends turn `n` of `t` (final) on a task of its own: the turn end may wait.
+fn ending(h: &AdvisorHandle, t: &Transcript, n: usize) -> tokio::task::JoinHandle<()> {
+    t.push(TranscriptMessage::user(format!("turn {n}")));
+    let (h, t) = (h.clone(), t.clone());
+    tokio::spawn(async move {
+        let options = TurnEndOptions {
+            will_continue: Some(false),
+        };
+        h.turn_end_with(&t, options)
+            .await
+            .expect("the session runs");
+    })
+}
+
+#[actix::test]
+async fn ca11_a_session_transition_releases_the_waits_and_new_ones_return_at_once_until_it_ends() {
+    tokio::time::pause();
+    let (model, mut arrivals, gate) = GatedModel::new(vec![], true);
+    let gate = gate.expect("gated");
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Strict, |_| {});
+    let t = Transcript::from_messages([]);
+    let first = ending(&h, &t, 1);
+    next_request(&mut arrivals).await;
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(!first.is_finished(), "strict waits for the review");
+    // A switch is being prepared: the wait is released, and a new one returns at once.
+    h.session_transition(true).await.unwrap();
+    first.await.expect("released");
+    let second = ending(&h, &t, 2);
+    tokio::time::timeout(Duration::from_secs(1), second)
+        .await
+        .expect("a turn end during the transition does not wait")
+        .unwrap();
+    // Cancelled: waits are back.
+    h.session_transition(false).await.unwrap();
+    let third = ending(&h, &t, 3);
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(!third.is_finished(), "the transition was cancelled");
+    // Prepared again, then the switch: the new conversation waits again.
+    h.session_transition(true).await.unwrap();
+    third.await.expect("released");
+    h.rewrite(RewriteKind::SessionSwitch).await.unwrap();
+    let fourth = ending(&h, &t, 4);
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(!fourth.is_finished(), "the switch ended the pause");
+    gate.add_permits(100);
+    fourth.await.expect("the review ended");
+}
+
+/// Builds `late`'s client only once `known` is set (its provider registered late); every
+/// other entry's at once.
+struct LateModels {
+    known: Arc<std::sync::atomic::AtomicBool>,
+    models: HashMap<String, Arc<dyn ModelClient>>,
+}
+
+impl RosterModels for LateModels {
+    fn build(&self, entry: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
+        if entry.slug == "late" && !self.known.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("unknown provider `later`".into());
+        }
+        self.models
+            .get(&entry.slug)
+            .cloned()
+            .ok_or_else(|| format!("no model for {}", entry.slug))
+    }
+}
+
+#[actix::test]
+async fn ca23_an_advisor_without_a_model_is_resolved_again_when_the_catalog_changes() {
+    let early = ScriptedModel::new([]);
+    let late = ScriptedModel::new([]);
+    let known = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let models = LateModels {
+        known: Arc::clone(&known),
+        models: [
+            (
+                "early".to_string(),
+                Arc::new(early.clone()) as Arc<dyn ModelClient>,
+            ),
+            ("late".to_string(), Arc::new(late.clone())),
+        ]
+        .into(),
+    };
+    let roster = Roster {
+        advisors: vec![
+            advisor("Early", "openai", "gpt-5", None),
+            advisor("Late", "later", "model", None),
+        ],
+        ..Roster::default()
+    };
+    let (h, mut rx) = runtime(
+        Arc::new(ScriptedModel::new([])),
+        SyncBacklog::Below(1),
+        |cfg| {
+            cfg.model = None;
+            cfg.roster = Some(RosterSetup {
+                roster,
+                models: Arc::new(models),
+                reload: None,
+            });
+        },
+    );
+    let state = |status: &advisor::AdvisorStatus| {
+        status
+            .advisors
+            .iter()
+            .find(|a| a.slug == "late")
+            .map(|a| (a.state.clone(), a.reason.clone()))
+    };
+    let t = Transcript::from_messages([]);
+    turn(&h, &t, 1, false).await;
+    assert_eq!(
+        state(&h.status().await.unwrap()),
+        Some((
+            AdvisorState::NoModel,
+            Some("unknown provider `later`".to_string())
+        ))
+    );
+    // A change that does not make it known leaves it as it was, quietly.
+    h.model_catalog_changed().await.unwrap();
+    assert_eq!(
+        state(&h.status().await.unwrap()).map(|s| s.0),
+        Some(AdvisorState::NoModel)
+    );
+    known.store(true, std::sync::atomic::Ordering::SeqCst);
+    h.model_catalog_changed().await.unwrap();
+    assert_eq!(
+        state(&h.status().await.unwrap()),
+        Some((AdvisorState::Running, None))
+    );
+    turn(&h, &t, 2, false).await;
+    let reviewed: Vec<Vec<usize>> = late
+        .requests()
+        .iter()
+        .map(|r| turns_in(&last_user_text(r)))
+        .collect();
+    assert_eq!(reviewed, [vec![2]], "X4: it starts at the transcript's end");
+    assert_eq!(early.request_count(), 2);
+    let notices: Vec<_> = drain(&mut rx)
+        .into_iter()
+        .filter(|e| matches!(e, HostEvent::Notice { .. }))
+        .collect();
+    assert!(notices.is_empty(), "quietly: {notices:?}");
+}
+
+#[actix::test]
+async fn ca3_dropping_held_updates_past_the_cap_is_one_notice_and_a_status_counter() {
+    let model = ScriptedModel::new([]);
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |cfg| {
+        cfg.settings.review_mode = ReviewMode::AgentEnd;
+    });
+    let t = Transcript::from_messages([]);
+    // The most updates one advisor holds (CA3).
+    let cap = 512;
+    for n in 1..=cap + 2 {
+        turn(&h, &t, n, true).await;
+    }
+    let status = h.status().await.unwrap();
+    assert_eq!(status.cadence.held_updates, cap);
+    assert_eq!(status.cadence.dropped_updates, 2);
+    assert!(
+        status
+            .render()
+            .contains("2 held update(s) dropped past the cap"),
+        "{}",
+        status.render()
+    );
+    let notices: Vec<String> = drain(&mut rx)
+        .into_iter()
+        .filter_map(|e| match e {
+            HostEvent::Notice { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notices,
+        [
+            "advisor: more than 512 updates or 8 MiB held for the next scheduled review; the \
+          oldest are dropped until it runs (see /advisor status)"
+        ],
+        "one notice for the batch"
+    );
+    assert_eq!(model.request_count(), 0, "nothing reviewed yet");
 }

@@ -631,6 +631,21 @@ async fn v4_every_error_code_and_the_server_reads_on() {
             "running",
         ),
         ("session/interrupt", json!({"sessionId": "s1"}), "byUser"),
+        (
+            "session/transition",
+            json!({"sessionId": "s1"}),
+            "preparing",
+        ),
+        (
+            "session/transition",
+            json!({"sessionId": "s1", "preparing": 1}),
+            "preparing",
+        ),
+        (
+            "session/modelsChanged",
+            json!({"sessionId": "nope"}),
+            "sessionId",
+        ),
         ("session/command", json!({"sessionId": "s1"}), "line"),
         ("session/ask", json!({"sessionId": "s1"}), "question"),
         (
@@ -651,6 +666,20 @@ async fn v4_every_error_code_and_the_server_reads_on() {
         assert_eq!(e["code"], -32602, "{method} {params} → {e}");
         assert_eq!(e["data"]["field"], field, "{method} {params} → {e}");
         assert!(e["message"].as_str().unwrap().contains(field), "{e}");
+    }
+    // CA11, CA23: the host's transition and catalog reports answer `{}`.
+    for (method, params) in [
+        (
+            "session/transition",
+            json!({"sessionId": "s1", "preparing": true}),
+        ),
+        (
+            "session/transition",
+            json!({"sessionId": "s1", "preparing": false}),
+        ),
+        ("session/modelsChanged", json!({"sessionId": "s1"})),
+    ] {
+        assert_eq!(c.call(method, params).await, json!({}), "{method}");
     }
     // A notification is run but never answered.
     c.notify(

@@ -10,7 +10,7 @@ use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::RewriteKind;
 use crate::domain::transcript::Transcript;
 use crate::feed::Update;
-use crate::review::cadence::{AdvisorCadence, Boundary, Decision};
+use crate::review::cadence::{held_dropped_notice, AdvisorCadence, Boundary, Decision};
 use crate::review::{AskEnd, AskError};
 use crate::roster::Roster;
 use crate::settings::{AdvisorSettings, DeliveryPolicy, SyncBacklog};
@@ -208,6 +208,7 @@ impl Member {
             sync_backlog: cadence.sync,
             held_updates: self.cadence.held_updates(),
             eligible_updates: self.cadence.eligible_updates(),
+            dropped_updates: self.cadence.dropped_total(),
         }
     }
 
@@ -264,7 +265,7 @@ fn changes_branch(kind: RewriteKind) -> bool {
 
 /// Whether a rewrite begins another conversation (CA8): the counters restart. Compaction,
 /// pruning, a rewrite the feed detected and a rewind keep them.
-fn begins_conversation(kind: RewriteKind) -> bool {
+pub fn begins_conversation(kind: RewriteKind) -> bool {
     matches!(
         kind,
         RewriteKind::SessionSwitch
@@ -850,6 +851,11 @@ impl Members {
             let decision = member
                 .cadence
                 .on_boundary(cadence, boundary, capture.update, wip);
+            if member.cadence.take_drop_notice() {
+                // CA3: a drop past the held-update cap is never silent.
+                let name = member.plan.label.as_ref().map(|l| l.name.to_string());
+                changes.push(MemberChange::Notice(held_dropped_notice(name.as_deref())));
+            }
             if let Decision::Scheduled { updates, wip } = decision {
                 if !updates.is_empty() {
                     changes.push(MemberChange::Queue {
@@ -866,6 +872,34 @@ impl Members {
             }
         }
         (changes, scheduled)
+    }
+
+    /// The host's model catalog changed (CA23): every named member without a model is
+    /// planned once more from its roster entry, quietly; one whose model now builds starts
+    /// at the transcript's end (X4), nothing held or counted for it.
+    pub fn models_changed(&mut self) -> Vec<MemberChange> {
+        let mut changes = Vec::new();
+        let seed = self.seed_at_end();
+        for index in 0..self.members.len() {
+            let member = &self.members[index];
+            if member.plan.model.is_ok() {
+                continue;
+            }
+            let Some(slug) = member.slug_owned() else {
+                continue;
+            };
+            let Some(plan) = self.plan_of(&slug).filter(|plan| plan.model.is_ok()) else {
+                continue;
+            };
+            tracing::info!(advisor = %slug, "a late model resolved");
+            let member = &mut self.members[index];
+            member.plan = plan;
+            member.cadence.restart();
+            if self.enabled {
+                self.start(index, seed.clone(), &mut changes);
+            }
+        }
+        changes
     }
 
     /// The headless drain (CA21 (2)): every running member sends what it holds as one
