@@ -217,6 +217,8 @@ impl Supervisor {
             } else {
                 member.cadence.drop_held();
             }
+            // SP7: a reset ends a check-in's wait.
+            member.check_in.end_wait();
         }
         // R1, RO21: the rewound members read the transcript from 0 at the next turn end; a
         // member rebuilt or added before it does the same.
@@ -523,13 +525,18 @@ impl Supervisor {
                 continuation,
                 paths_match,
             };
-            let decision = member.cadence.on_boundary(cadence, boundary, update, wip);
+            // SP7: a check-in's wait holds the review back; the cadence decides otherwise.
+            let decision =
+                member
+                    .check_in
+                    .on_boundary(&mut member.cadence, cadence, boundary, update, wip);
             if let Decision::Scheduled { updates, wip } = decision {
                 if !updates.is_empty() {
                     agent.do_send(QueueDelta {
                         epoch,
                         updates,
                         wip,
+                        turn: member.check_in.turn(),
                     });
                 }
                 scheduled.push(CatchUp {
@@ -539,6 +546,15 @@ impl Supervisor {
             }
         }
         scheduled
+    }
+}
+
+impl Supervisor {
+    /// SP7: a user prompt or an abort ends every advisor's check-in wait.
+    fn end_check_in_waits(&mut self) {
+        for member in &mut self.members {
+            member.check_in.end_wait();
+        }
     }
 }
 
@@ -564,6 +580,7 @@ impl Handler<RunInterrupted> for Supervisor {
 
     fn handle(&mut self, msg: RunInterrupted, _ctx: &mut Context<Self>) {
         self.router().do_send(msg);
+        self.end_check_in_waits();
         for agent in self.agents() {
             agent.do_send(ReleaseWaiters);
         }
@@ -575,6 +592,7 @@ impl Handler<UserPrompted> for Supervisor {
 
     fn handle(&mut self, msg: UserPrompted, _ctx: &mut Context<Self>) {
         self.router().do_send(msg);
+        self.end_check_in_waits();
     }
 }
 

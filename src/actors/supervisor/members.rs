@@ -17,6 +17,7 @@ use crate::domain::transcript::Transcript;
 use crate::messages::delivery::RegisterAdvisor;
 use crate::messages::review::{AskEnd, ReleaseWaiters, ResetAdvisor};
 use crate::review::cadence::AdvisorCadence;
+use crate::review::check_in::CheckInWait;
 use crate::settings::AdvisorSettings;
 use crate::status::{AdvisorState, CadenceStatus};
 use crate::texts::{notice, NOTICES};
@@ -41,6 +42,9 @@ pub(crate) struct Member {
     /// Its eligible-update counter and held updates (CA2, CA3): kept across a rebuild
     /// (CA7), dropped by a reset (CA8) or a pause.
     pub cadence: AdvisorCadence,
+    /// Its turn ends counted and the wait its last `check_in` asked for (SP7): kept across
+    /// a rebuild like the cadence, the wait ended by a reset.
+    pub check_in: CheckInWait,
 }
 
 impl Member {
@@ -55,6 +59,7 @@ impl Member {
             rebuild: None,
             skipped_updates: 0,
             cadence: AdvisorCadence::new(),
+            check_in: CheckInWait::new(),
         }
     }
 
@@ -216,7 +221,8 @@ impl Supervisor {
             dropped: me.clone().recipient(),
             paused: me.clone().recipient(),
             quarantined: me.clone().recipient(),
-            notices: me.recipient(),
+            notices: me.clone().recipient(),
+            checked_in: me.recipient(),
         };
         let links = ChildLinks {
             router: &router,

@@ -10,7 +10,7 @@ use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::review::{
-    AdvisorPaused, AskAdvisor, BacklogDropped, NoticeRaised, QueueDelta, ReviewFailed,
+    AdvisorPaused, AskAdvisor, BacklogDropped, CheckedIn, NoticeRaised, QueueDelta, ReviewFailed,
     ReviewQuarantined,
 };
 use crate::review::failure::{dropped_notice, pause_notice, quarantine_notice};
@@ -64,6 +64,7 @@ impl Handler<ReviewQuarantined> for Supervisor {
         };
         // The re-prime (or the next turn end after a rewind) covers what it held (CA8).
         member.cadence.drop_held();
+        let turn = member.check_in.turn();
         let Some(children) = member.children.as_ref() else {
             return;
         };
@@ -90,6 +91,7 @@ impl Handler<ReviewQuarantined> for Supervisor {
                             epoch,
                             updates: vec![update],
                             wip,
+                            turn,
                         });
                     }
                 };
@@ -144,12 +146,15 @@ impl Handler<AskAdvisor> for Supervisor {
                 .members
                 .iter_mut()
                 .find(|m| m.agent().as_ref() == Some(asked));
-            if let Some((updates, wip)) = holder.and_then(|m| m.cadence.take_held()) {
-                asked.do_send(QueueDelta {
-                    epoch,
-                    updates,
-                    wip,
-                });
+            if let Some(holder) = holder {
+                if let Some((updates, wip)) = holder.cadence.take_held() {
+                    asked.do_send(QueueDelta {
+                        epoch,
+                        updates,
+                        wip,
+                        turn: holder.check_in.turn(),
+                    });
+                }
             }
         }
         Box::pin(async move {
@@ -159,6 +164,20 @@ impl Handler<AskAdvisor> for Supervisor {
             let agent = agent?;
             agent.send(msg).await.unwrap_or(Err(AskError::Released))
         })
+    }
+}
+
+impl Handler<CheckedIn> for Supervisor {
+    type Result = ();
+
+    /// SP7: the advisor's next reviews wait for the turn end it asked for.
+    fn handle(&mut self, msg: CheckedIn, _ctx: &mut Context<Self>) {
+        if msg.epoch != self.epoch {
+            return;
+        }
+        if let Some(member) = self.member_of(msg.advisor.as_ref()) {
+            member.check_in.checked_in(msg.turn, msg.after_turns);
+        }
     }
 }
 
