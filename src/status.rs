@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::delivery::{DeliveryCounts, DeliveryStatus, DropReason};
 use crate::domain::advice::Advisory;
+pub use crate::review::check_in::CheckInCounts;
 pub use crate::review::fallback::FallbackStatus;
 pub use crate::review::spend::ToolCallCounts;
 pub use crate::review::{AgentStatus, ToolSpendCounts};
