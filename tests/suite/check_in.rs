@@ -15,7 +15,7 @@ use super::cadence::{turn, turns_in};
 use super::replay_e2e::{chunk, finish};
 use super::serve_client::{assistant, user};
 use super::serve_roster::start_plain;
-use crate::support::runtime::{last_user_text, runtime, tool_results};
+use crate::support::runtime::{last_user_text, next_request, runtime, tool_results, GatedModel};
 
 fn check_in(id: &str, args: Value) -> ScriptedReply {
     ScriptedReply::tool_call(id, "check_in", args)
@@ -192,6 +192,41 @@ async fn sp7_through_the_mailboxes_a_final_boundary_a_user_prompt_an_abort_and_a
         (agent.check_in.check_ins, agent.check_in.turns_skipped),
         (4, 4)
     );
+}
+
+#[actix::test]
+async fn sp7_ca9_a_turn_end_a_check_in_holds_is_not_waited_on_whatever_the_backlog() {
+    tokio::time::pause();
+    let (model, mut arrivals, gate) =
+        GatedModel::new(vec![check_in("c", json!({"afterTurns": 3}))], true);
+    let gate = gate.expect("gated");
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Below(1), |_| {});
+    let t = Transcript::from_messages([]);
+    // Turns 1 and 2 are scheduled while review 1 is held at the gate: each turn end waits
+    // its 30 s cap (virtual time) and returns with the backlog still there.
+    turn(&h, &t, 1, true).await;
+    let _review_1 = next_request(&mut arrivals).await;
+    turn(&h, &t, 2, true).await;
+    assert_eq!(h.status().await.unwrap().agent.backlog, 2);
+    // Review 1 calls check_in {afterTurns: 3}: its batch ended at turn end 1, so the next
+    // review waits for turn end 4. Review 2 (turn 2, queued before) starts and is held.
+    gate.add_permits(1);
+    let review_2 = next_request(&mut arrivals).await;
+    assert_eq!(turns_in(&last_user_text(&review_2)), [2]);
+    let started = tokio::time::Instant::now();
+    turn(&h, &t, 3, true).await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(1),
+        "turn end 3 scheduled nothing, so it waited for nothing: {:?}",
+        started.elapsed()
+    );
+    let status = h.status().await.unwrap();
+    assert_eq!(status.agent.backlog, 1, "review 2 still runs");
+    assert_eq!(status.agent.check_in.turns_skipped, 1);
+    gate.add_permits(10);
+    turn(&h, &t, 4, true).await;
+    let review_3 = next_request(&mut arrivals).await;
+    assert_eq!(turns_in(&last_user_text(&review_3)), [3, 4]);
 }
 
 /// An OpenAI-style streamed answer calling `check_in` with `args`.
