@@ -306,6 +306,8 @@ impl<P: ReviewPort> Reviewer<P> {
                 Err(err) => err,
             };
             self.port.discard_attempt(attempt).await;
+            // SP7: a check-in of a thrown-away attempt schedules nothing.
+            self.run.check_in = None;
             match err {
                 ModelError::ContextOverflow { message, .. } if attempt == 1 => {
                     let threshold = self.threshold();
