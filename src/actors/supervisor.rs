@@ -283,8 +283,10 @@ impl Supervisor {
         self.enabled = false;
         self.stop_children(cause);
         for member in &mut self.members {
-            // CA7 (our choice): turning the advisor off drops what it held and its count.
+            // CA7 (our choice): turning the advisor off drops what it held and its count;
+            // SP7: and ends a check-in's wait.
             member.cadence.restart();
+            member.check_in.end_wait();
         }
         self.router().do_send(SetDeliveryEnabled { enabled: false });
         notice("off", &[])

@@ -140,7 +140,7 @@ async fn sp7_sp1_through_the_mailboxes_the_first_valid_call_wins_bad_arguments_a
 }
 
 #[actix::test]
-async fn sp7_through_the_mailboxes_a_final_boundary_a_user_prompt_an_abort_and_a_reset_end_the_wait(
+async fn sp7_through_the_mailboxes_a_final_boundary_a_user_prompt_an_abort_a_reset_and_advisor_off_end_the_wait(
 ) {
     let wait5 = || check_in("c", json!({"afterTurns": 5}));
     let model = ScriptedModel::new([wait5()]);
@@ -154,9 +154,10 @@ async fn sp7_through_the_mailboxes_a_final_boundary_a_user_prompt_an_abort_and_a
     assert_eq!(model.request_count(), 2);
     assert_eq!(turns_in(&last_user_text(&model.requests()[1])), [2, 3]);
 
-    // A user prompt, an abort and a reset each end it (a reset drops the held update
-    // too, CA8: the replay covers it).
-    for (i, ender) in ["user prompt", "abort", "reset"].into_iter().enumerate() {
+    // A user prompt, an abort, a reset and turning the advisor off each end it (a reset
+    // and `/advisor off` drop the held update too: CA8, CA7).
+    let enders = ["user prompt", "abort", "reset", "off and on"];
+    for (i, ender) in enders.into_iter().enumerate() {
         let n = 4 + 3 * i;
         let before = model.request_count();
         model.push(wait5());
@@ -171,7 +172,11 @@ async fn sp7_through_the_mailboxes_a_final_boundary_a_user_prompt_an_abort_and_a
         match ender {
             "user prompt" => h.user_prompt().await.unwrap(),
             "abort" => h.interrupt(true).await.unwrap(),
-            _ => h.rewrite(RewriteKind::Compaction).await.unwrap(),
+            "reset" => h.rewrite(RewriteKind::Compaction).await.unwrap(),
+            _ => {
+                h.command("/advisor off").await.unwrap();
+                h.command("/advisor on").await.unwrap();
+            }
         }
         turn(&h, &t, n + 2, true).await;
         let requests = model.requests();
@@ -180,7 +185,7 @@ async fn sp7_through_the_mailboxes_a_final_boundary_a_user_prompt_an_abort_and_a
             before + 2,
             "{ender}: the next turn end is reviewed"
         );
-        if ender != "reset" {
+        if ["user prompt", "abort"].contains(&ender) {
             assert_eq!(
                 turns_in(&last_user_text(&requests[before + 1])),
                 [n + 1, n + 2]
@@ -190,7 +195,7 @@ async fn sp7_through_the_mailboxes_a_final_boundary_a_user_prompt_an_abort_and_a
     let agent = h.status().await.unwrap().agent;
     assert_eq!(
         (agent.check_in.check_ins, agent.check_in.turns_skipped),
-        (4, 4)
+        (5, 5)
     );
 }
 

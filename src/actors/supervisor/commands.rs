@@ -238,6 +238,8 @@ impl Supervisor {
         self.members[index].held_off = true;
         // CA7 (our choice): a paused advisor drops its held updates and counts from 0.
         self.members[index].cadence.restart();
+        // SP7: and its check-in's wait ends.
+        self.members[index].check_in.end_wait();
         if let Some(label) = &self.members[index].plan.label {
             // Before the reply: a raise already on its way is dropped; the review itself
             // is cancelled by the stop below (its agent's ResetAdvisor).
