@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::delivery::{DeliveryCounts, DeliveryStatus, DropReason};
 use crate::domain::advice::Advisory;
+pub use crate::review::check_in::CheckInCounts;
 pub use crate::review::fallback::FallbackStatus;
 pub use crate::review::spend::ToolCallCounts;
 pub use crate::review::{AgentStatus, ToolSpendCounts};
@@ -230,6 +231,7 @@ impl AdvisorStatus {
             total.quarantines += a.quarantines;
             total.fallbacks += a.fallbacks;
             total.tool_spend.add(&a.tool_spend);
+            total.check_in.add(&a.check_in);
             total.tool_calls.add(&a.tool_calls);
             total.consecutive_failures = total.consecutive_failures.max(a.consecutive_failures);
             total.failing |= a.failing;
@@ -251,6 +253,7 @@ impl AdvisorStatus {
             self.render_roster(&mut out);
         }
         self.render_tool_spend(&mut out);
+        self.render_check_ins(&mut out);
         self.render_spend(&mut out);
         self.render_failures(&mut out);
         self.render_notes(&mut out);
@@ -471,6 +474,21 @@ impl AdvisorStatus {
         line(out, "toolSpend", &vars);
     }
 
+    /// The reviews that scheduled their next one and the turn ends that skipped (SP7), when
+    /// there were any.
+    fn render_check_ins(&self, out: &mut String) {
+        let c = &self.agent.check_in;
+        if c.check_ins == 0 && c.turns_skipped == 0 {
+            return;
+        }
+        let vars = [
+            ("checkIns", c.check_ins.to_string()),
+            ("skipped", c.turns_skipped.to_string()),
+        ];
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        line(out, "checkIns", &vars);
+    }
+
     /// Failures, the backup model (P6), quarantines (P5), the pause and the provider's calls.
     fn render_failures(&self, out: &mut String) {
         let a = &self.agent;
@@ -679,6 +697,7 @@ mod tests {
             "maintenance",
             "evictions",
             "toolSpend",
+            "checkIns",
             "estimated",
             "tokens",
             "cost",
@@ -776,6 +795,35 @@ mod tests {
             ),
             (&4.into(), &2.into(), &2400.into())
         );
+    }
+
+    #[test]
+    fn sp7_status_shows_the_check_ins_in_the_text_and_the_json_and_adds_them_up_over_a_roster() {
+        let mut status = AdvisorStatus::default();
+        assert!(!status.render().contains("check-ins"), "nothing to say yet");
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["agent"]["checkIns"], 0);
+        assert_eq!(json["agent"]["turnsSkipped"], 0);
+        let one = AgentStatus {
+            check_in: crate::review::check_in::CheckInCounts {
+                check_ins: 2,
+                turns_skipped: 3,
+            },
+            ..AgentStatus::default()
+        };
+        status.add_roster_totals(&[one.clone(), one]);
+        assert!(
+            status.render().contains(
+                "check-ins: 4 review(s) chose when to look again; 6 turn end(s) started no review\n"
+            ),
+            "{}",
+            status.render()
+        );
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["agent"]["checkIns"], 4);
+        assert_eq!(json["agent"]["turnsSkipped"], 6);
+        let back: AdvisorStatus = serde_json::from_value(json).unwrap();
+        assert_eq!(back.agent.check_in.turns_skipped, 6, "read back by hosts");
     }
 
     #[test]

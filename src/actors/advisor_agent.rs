@@ -24,8 +24,8 @@ use crate::actors::agent_port::{AgentLinks, AgentPort};
 use crate::delivery::ReviewRef;
 use crate::messages::delivery::{ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
-    AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, DumpContext, EndHalt,
-    GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
+    AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn, DumpContext,
+    EndHalt, GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
     ReviewFailed, ReviewQuarantined,
 };
 use crate::model::ModelError;
@@ -162,8 +162,10 @@ impl AdvisorAgent {
             Work::Review { batch, prompt } => {
                 let span = tracing::info_span!("review", review, epoch, turns = batch.turns);
                 let fut = contained(reviewer.review(prompt).instrument(span)).into_actor(self);
-                let future = ctx
-                    .spawn(fut.map(move |run, act, ctx| act.review_done(run, epoch, review, ctx)));
+                let last_turn = batch.last_turn;
+                let future = ctx.spawn(fut.map(move |run, act, ctx| {
+                    act.review_done(run, (epoch, review, last_turn), ctx)
+                }));
                 self.running_review = Some(future);
             }
             Work::Ask(PendingAsk {
@@ -197,11 +199,12 @@ impl AdvisorAgent {
         true
     }
 
+    /// A review ended; `(epoch, review, last_turn)`: its epoch, number, and the turn end
+    /// its batch ended at (SP7).
     fn review_done(
         &mut self,
         mut run: ReviewRun,
-        epoch: u64,
-        review: u64,
+        (epoch, review, last_turn): (u64, u64, u64),
         ctx: &mut Context<Self>,
     ) {
         self.running_review = None;
@@ -215,6 +218,15 @@ impl AdvisorAgent {
                     self.quarantine_streak = 0;
                     self.totals.reviews += 1;
                     self.watch_silence(&run);
+                    if let Some(check_in) = run.check_in.take() {
+                        // SP7: the supervisor holds this advisor's next reviews back.
+                        self.links.checked_in.do_send(CheckedIn {
+                            epoch,
+                            turn: last_turn,
+                            after_turns: check_in.after_turns,
+                            advisor: self.links.advisor.clone(),
+                        });
+                    }
                     // D9: before any waiter wakes, so a catch-up block's end sees the pruning.
                     self.links.review_succeeded.do_send(ReviewSucceeded {
                         review: ReviewRef::new(self.links.advisor.clone(), epoch, review),
@@ -427,7 +439,7 @@ impl Handler<QueueDelta> for AdvisorAgent {
 
     fn handle(&mut self, msg: QueueDelta, ctx: &mut Context<Self>) {
         if msg.epoch == self.epoch {
-            self.state.push_review(msg.updates, msg.wip);
+            self.state.push_review_at(msg.updates, msg.wip, msg.turn);
             self.maybe_start(ctx);
         }
     }

@@ -11,7 +11,8 @@ use crate::delivery::ReviewRef;
 use crate::domain::advice::AdvisorLabel;
 use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
-    AdvisorPaused, AppendAudit, BacklogDropped, NoticeRaised, ReviewFailed, ReviewQuarantined,
+    AdvisorPaused, AppendAudit, BacklogDropped, CheckedIn, NoticeRaised, ReviewFailed,
+    ReviewQuarantined,
 };
 use crate::messages::tools::ExecuteTool;
 use crate::messages::watchdog::GetWatchdogPrompt;
@@ -36,6 +37,8 @@ pub struct AgentLinks {
     pub quarantined: Recipient<ReviewQuarantined>,
     /// Other lines for the user (the Supervisor, which forwards them to the host).
     pub notices: Recipient<NoticeRaised>,
+    /// Reviews that scheduled the next one with `check_in` (the Supervisor, SP7).
+    pub checked_in: Recipient<CheckedIn>,
     /// Where each review asks for the held-notes preamble (the DeliveryRouter, D9).
     pub held_preamble: Recipient<GetHeldPreamble>,
     /// Where successful reviews are reported so unconfirmed held notes are dropped (D9).

@@ -382,6 +382,8 @@ impl Handler<RunInterrupted> for Supervisor {
 
     fn handle(&mut self, msg: RunInterrupted, _ctx: &mut Context<Self>) {
         self.router().do_send(msg);
+        // SP7: an abort ends every check-in's wait.
+        self.members.end_check_in_waits();
         for agent in self.agents() {
             agent.do_send(ReleaseWaiters);
         }
@@ -409,6 +411,8 @@ impl Handler<UserPrompted> for Supervisor {
 
     fn handle(&mut self, msg: UserPrompted, _ctx: &mut Context<Self>) {
         self.router().do_send(msg);
+        // SP7: a user prompt ends every check-in's wait.
+        self.members.end_check_in_waits();
     }
 }
 

@@ -92,7 +92,8 @@ impl Handler<ExecuteTool> for ToolExecutor {
                 )
                 .instrument(span),
             ),
-            None => {
+            // SP7: `check_in` is answered by the review engine and never sent here.
+            Some(ToolKind::CheckIn) | None => {
                 let out = error_output(ToolError::UnknownTool(msg.name));
                 Box::pin(async move { out })
             }

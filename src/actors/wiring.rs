@@ -21,8 +21,8 @@ use crate::domain::transcript::Transcript;
 use crate::messages::delivery::{CatchUpFinished, InjectAdvice, RaiseAdvice};
 use crate::messages::feed::SeedCursor;
 use crate::messages::review::{
-    AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, GetAgentStatus,
-    NoticeRaised, ReviewFailed, ReviewQuarantined,
+    AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn,
+    GetAgentStatus, NoticeRaised, ReviewFailed, ReviewQuarantined,
 };
 use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::ModelClient;
@@ -56,6 +56,8 @@ pub struct AgentReports {
     pub quarantined: Recipient<ReviewQuarantined>,
     /// Lines for the user.
     pub notices: Recipient<NoticeRaised>,
+    /// Reviews that called `check_in` (SP7).
+    pub checked_in: Recipient<CheckedIn>,
 }
 
 /// What one advisor run is linked to beside the supervisor.
@@ -117,6 +119,7 @@ pub fn start_children(
         paused: reports.paused,
         quarantined: reports.quarantined,
         notices: reports.notices,
+        checked_in: reports.checked_in,
         held_preamble: router.clone().recipient(),
         review_succeeded: router.clone().recipient(),
         review_ended: router.clone().recipient(),

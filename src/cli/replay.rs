@@ -1050,6 +1050,29 @@ mod tests {
     }
 
     #[test]
+    fn sp7_the_json_status_line_and_the_text_carry_the_check_ins() {
+        let mut outcome = drained_after(4);
+        outcome.status.agent.check_in = advisor::CheckInCounts {
+            check_ins: 1,
+            turns_skipped: 2,
+        };
+        let json: serde_json::Value =
+            serde_json::from_str(&printer(true).finish_text(&outcome)).unwrap();
+        let agent = &json["status"]["agent"];
+        assert_eq!(
+            (&agent["checkIns"], &agent["turnsSkipped"]),
+            (&1.into(), &2.into())
+        );
+        let text = printer(false).finish_text(&outcome);
+        assert!(
+            text.contains(
+                "check-ins: 1 review(s) chose when to look again; 2 turn end(s) started no review"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn sp1_sp2_the_json_status_line_carries_the_tool_spend() {
         let mut outcome = drained_after(1);
         outcome.status.agent.tool_spend = advisor::ToolSpendCounts {

@@ -23,6 +23,10 @@ pub struct QueueDelta {
     /// The review is work in progress: its last delta's turn goes on (§3 Expanded, P1). A
     /// batch is WIP when its last delta is ([`crate::review::queue::Batch::wip`]).
     pub wip: bool,
+    /// The advisor's turn end the review was scheduled at
+    /// ([`crate::review::check_in::CheckInWait::turn`]): a `check_in` of the review counts
+    /// from it (SP7).
+    pub turn: u64,
 }
 
 /// Resolves once the backlog is below `threshold`, or at once while the advisor is failing
@@ -132,6 +136,21 @@ pub struct AskAdvisor {
     /// The advisor asked, by name or slug (RO20); `None`: the unnamed advisor, else the
     /// roster's first enabled entry.
     pub advisor: Option<String>,
+}
+
+/// A review called `check_in` (agent → supervisor, SP7): the advisor's next review starts
+/// `after_turns` turn ends after the one its batch ended at.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct CheckedIn {
+    /// The epoch the review ran in; a report from before a reset is ignored.
+    pub epoch: u64,
+    /// The advisor's turn end the review's batch ended at.
+    pub turn: u64,
+    /// After how many turn ends the next review starts, 1–5.
+    pub after_turns: u8,
+    /// The named advisor reporting (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
 }
 
 /// A line for the user from the agent, which has no host recipient of its own (agent →

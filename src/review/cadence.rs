@@ -170,6 +170,14 @@ impl AdvisorCadence {
         wip.map(|wip| (updates, wip))
     }
 
+    /// Holds `updates` again, oldest first, as a review scheduled but not sent leaves them
+    /// (SP7: a check-in held it back); `wip` is the flag of the last one. The counter stays.
+    pub fn hold_back(&mut self, updates: Vec<Update>, wip: bool) {
+        for update in updates {
+            self.hold(update, wip);
+        }
+    }
+
     /// Drops every held update (CA8: an R1 reset; the bounded replay covers them). The
     /// counter stays.
     pub fn drop_held(&mut self) {
@@ -250,7 +258,7 @@ fn chars(update: &Update) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn cadence(mode: ReviewMode, interval: u64) -> Cadence {
@@ -261,17 +269,20 @@ mod tests {
         }
     }
 
-    const WIP: Boundary = Boundary {
+    /// A work-in-progress boundary, eligible, its paths matched.
+    pub(in crate::review) const WIP: Boundary = Boundary {
         final_boundary: false,
         continuation: false,
         paths_match: true,
     };
-    const FINAL: Boundary = Boundary {
+    /// A final boundary, eligible, its paths matched.
+    pub(in crate::review) const FINAL: Boundary = Boundary {
         final_boundary: true,
         ..WIP
     };
 
-    fn texts(decision: &Decision) -> Vec<String> {
+    /// The texts of a scheduled review's parts; none when the delta was held.
+    pub(in crate::review) fn texts(decision: &Decision) -> Vec<String> {
         match decision {
             Decision::Scheduled { updates, .. } => updates
                 .iter()

@@ -1,6 +1,7 @@
 //! The review engine (SPEC §4, §5): plain code the AdvisorAgent wraps.
 //!
 //! - [`cadence`]: which boundaries an advisor reviews and what it holds between them (CA1–CA4);
+//! - [`check_in`]: the advisor scheduling its next review (SP7);
 //! - [`queue`]: the deltas waiting for review and their coalescing into batches (G2);
 //! - [`failure`]: the failure policy (F1–F3, P7) and its notices;
 //! - [`fallback`]: the backup reviewer, its cooldowns and revert (P6);
@@ -22,6 +23,7 @@
 pub mod ask;
 pub mod audit;
 pub mod cadence;
+pub mod check_in;
 pub mod context;
 pub mod failure;
 pub mod fallback;

@@ -21,6 +21,9 @@ pub struct Batch {
     /// The batch is work in progress: its last delta's turn made tool calls and the primary
     /// goes on (§3 Expanded's footer, P1's deferral).
     pub wip: bool,
+    /// The advisor's turn end its newest review was scheduled at (SP7: a `check_in` counts
+    /// from it); 0 when the reviews were queued without one.
+    pub last_turn: u64,
 }
 
 /// What one review sends the advisor: its user messages, in order. The compact and full
@@ -59,6 +62,8 @@ pub struct ReviewQueue {
     pending_units: usize,
     /// Whether the newest pending delta is WIP (a batch is WIP when its last delta is).
     pending_wip: bool,
+    /// The turn end the newest pending review was scheduled at (SP7).
+    pending_turn: u64,
     in_flight: Option<Batch>,
     /// A batch that failed, to be retried as it was before the pending deltas (P7).
     retry: Option<Batch>,
@@ -99,6 +104,16 @@ impl ReviewQueue {
         self.pending_wip = wip;
     }
 
+    /// [`Self::push_review`] of a review scheduled at the advisor's turn end `turn`: the
+    /// batch taking it ends there (SP7).
+    pub fn push_review_at(&mut self, deltas: Vec<Update>, wip: bool, turn: u64) {
+        if deltas.is_empty() {
+            return;
+        }
+        self.push_review(deltas, wip);
+        self.pending_turn = self.pending_turn.max(turn);
+    }
+
     /// Scheduled reviews not yet reviewed or dropped, the in-flight batch and a batch
     /// waiting for its retry included (G2, CA12: one unit however many held updates a
     /// review carries).
@@ -126,6 +141,7 @@ impl ReviewQueue {
             units: std::mem::take(&mut self.pending_units),
             deltas,
             wip: std::mem::take(&mut self.pending_wip),
+            last_turn: std::mem::take(&mut self.pending_turn),
         };
         self.in_flight = Some(batch.clone());
         Some(batch)
@@ -188,6 +204,7 @@ impl ReviewQueue {
         self.pending.clear();
         self.pending_units = 0;
         self.pending_wip = false;
+        self.pending_turn = 0;
         self.in_flight = None;
         self.retry = None;
         self.in_flight_memory = None;
@@ -231,6 +248,21 @@ mod tests {
         assert_eq!(q.backlog(), 2);
         q.finish_ok();
         assert_eq!(q.backlog(), 0);
+    }
+
+    #[test]
+    fn sp7_a_batch_ends_at_the_turn_end_of_its_newest_review() {
+        let mut q = ReviewQueue::new();
+        q.push_review_at(vec!["1".into()], true, 1);
+        q.push_review_at(vec!["2".into(), "3".into()], true, 3);
+        q.push_review_at(Vec::new(), true, 4);
+        let batch = q.take_batch().unwrap();
+        assert_eq!(batch.last_turn, 3, "nothing queued at turn end 4");
+        q.finish_failed();
+        q.push_review_at(vec!["5".into()], false, 5);
+        assert_eq!(q.take_batch().unwrap().last_turn, 3, "the retry as it was");
+        q.finish_ok();
+        assert_eq!(q.take_batch().unwrap().last_turn, 5);
     }
 
     #[test]

@@ -35,7 +35,7 @@ use crate::model::{
 };
 use crate::redact::Redactor;
 use crate::settings::AdvisorSettings;
-use crate::tools::advise;
+use crate::tools::{advise, check_in};
 
 /// What a tool call answered, as the model sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,6 +198,8 @@ pub struct ReviewRun {
     pub tool_spend: ToolSpendCounts,
     /// The tool calls the model made, run or not (SP5).
     pub tool_calls: crate::review::spend::ToolCallCounts,
+    /// What the review's first valid `check_in` call asked for (SP7).
+    pub check_in: Option<check_in::CheckIn>,
 }
 
 impl ReviewRun {
@@ -227,6 +229,7 @@ impl ReviewRun {
             quarantined: None,
             tool_spend: ToolSpendCounts::default(),
             tool_calls: Default::default(),
+            check_in: None,
         }
     }
 }
@@ -278,6 +281,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 quarantined: None,
                 tool_spend: ToolSpendCounts::default(),
                 tool_calls: Default::default(),
+                check_in: None,
             },
         }
     }
@@ -302,6 +306,8 @@ impl<P: ReviewPort> Reviewer<P> {
                 Err(err) => err,
             };
             self.port.discard_attempt(attempt).await;
+            // SP7: a check-in of a thrown-away attempt schedules nothing.
+            self.run.check_in = None;
             match err {
                 ModelError::ContextOverflow { message, .. } if attempt == 1 => {
                     let threshold = self.threshold();
@@ -376,12 +382,15 @@ impl<P: ReviewPort> Reviewer<P> {
         outcome
     }
 
-    /// The tools this run offers: no `advise` while answering a question (G8).
+    /// The tools this run offers: no `advise` nor `check_in` while answering a question
+    /// (G8, SP7).
     fn offered_tools(&self) -> Vec<ToolSchema> {
         self.engine
             .tools
             .iter()
-            .filter(|t| self.mode == Mode::Review || t.name != advise::NAME)
+            .filter(|t| {
+                self.mode == Mode::Review || (t.name != advise::NAME && t.name != check_in::NAME)
+            })
             .cloned()
             .collect()
     }
@@ -452,7 +461,10 @@ impl<P: ReviewPort> Reviewer<P> {
                 return Ok(());
             }
             let last_round = round == max_rounds;
-            let advise_only = calls.iter().all(|(_, name, _)| name == advise::NAME);
+            // SP7: a `check_in` beside the advice ends the review like the advice alone.
+            let advise_only = calls
+                .iter()
+                .all(|(_, name, _)| name == advise::NAME || name == check_in::NAME);
             let guards = (&mut repeats, &mut budget);
             let (ended, last_ok) = self.run_calls(calls, round, guards).await;
             if ended || last_round {
@@ -584,6 +596,9 @@ impl<P: ReviewPort> Reviewer<P> {
         if self.mode == Mode::Ask && name == advise::NAME {
             return ToolReply::plain(texts::ASK_NO_ADVISE, true);
         }
+        if name == check_in::NAME && self.offers(name) {
+            return self.check_in(&arguments);
+        }
         let earlier = rereadable(name)
             .then(|| {
                 self.run
@@ -616,6 +631,26 @@ impl<P: ReviewPort> Reviewer<P> {
             }
             _ => reply,
         }
+    }
+
+    /// SP7: `check_in`, answered here. The first valid call of a review is what the review
+    /// hands back ([`ReviewRun::check_in`]); a later one changes nothing and says so; bad
+    /// arguments are a tool error the model reads; in a question it schedules nothing.
+    fn check_in(&mut self, arguments: &Value) -> ToolReply {
+        if self.mode == Mode::Ask {
+            return ToolReply::plain(check_in::in_ask_text(), true);
+        }
+        let asked = match check_in::parse(arguments) {
+            Ok(asked) => asked,
+            Err(err) => return ToolReply::plain(err.to_string(), true),
+        };
+        if let Some(first) = &self.run.check_in {
+            return ToolReply::plain(check_in::already_scheduled_text(first.after_turns), false);
+        }
+        tracing::info!(after_turns = asked.after_turns, reason = ?asked.reason, "the advisor scheduled its next review");
+        let text = check_in::scheduled_text(asked.after_turns);
+        self.run.check_in = Some(asked);
+        ToolReply::plain(text, false)
     }
 
     /// One model call; its usage counts (G4), a failed call's too when its error says.

@@ -136,9 +136,9 @@ impl ReviewState {
     }
 
     /// Queues one scheduled review of `updates`, held ones first (CA3): one backlog unit
-    /// (CA12).
-    pub fn push_review(&mut self, updates: Vec<Update>, wip: bool) {
-        self.queue.push_review(updates, wip);
+    /// (CA12), scheduled at the advisor's turn end `turn` (SP7).
+    pub fn push_review_at(&mut self, updates: Vec<Update>, wip: bool, turn: u64) {
+        self.queue.push_review_at(updates, wip, turn);
     }
 
     /// Turns not yet reviewed or dropped (G2).

@@ -75,6 +75,10 @@ pub struct AgentStatus {
     /// `budgetRefused`, `rereadsSaved` and `rereadBytesSaved` beside the fields above.
     #[serde(flatten)]
     pub tool_spend: ToolSpendCounts,
+    /// What `check_in` did (SP7): flattened, `checkIns` and `turnsSkipped` beside the
+    /// fields above. The supervisor fills it in; the agent only runs the reviews.
+    #[serde(flatten)]
+    pub check_in: crate::review::check_in::CheckInCounts,
     /// The tool calls of its reviews and asks (SP5).
     #[serde(default)]
     pub tool_calls: crate::review::spend::ToolCallCounts,
@@ -118,6 +122,7 @@ impl AgentStatus {
             fallbacks: 0,
             tool_spend: totals.tool_spend,
             tool_calls: totals.tool_calls,
+            check_in: Default::default(),
         }
     }
 }

@@ -2,10 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::advise;
+use crate::tools::{advise, check_in};
 
 /// The tools whose calls the budget never counts: `advise` and `check_in` (SP1, SP7).
-pub const UNBUDGETED_TOOLS: [&str; 2] = [advise::NAME, "check_in"];
+pub const UNBUDGETED_TOOLS: [&str; 2] = [advise::NAME, check_in::NAME];
 
 /// The tool budget of one review (SP1): the calls of granted tools other than those in
 /// [`UNBUDGETED_TOOLS`], counted one by one in the order the model made them (parallel calls

@@ -1,9 +1,10 @@
-//! The `tools` grant of one roster entry (RO9): names, oh-my-pi's aliases, the default set,
-//! and the mutating tools this advisor never gets.
+//! The `tools` grant of one roster entry (RO9): names, oh-my-pi's aliases, the default set
+//! (with `check_in`, SP7), and the mutating tools this advisor never gets.
 
 use serde::Serialize;
 
-/// A workspace tool an advisor may be granted (T1); `advise` is always there.
+/// A tool an advisor may be granted: a workspace tool (T1) or `check_in` (SP7); `advise`
+/// is always there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RosterTool {
@@ -13,12 +14,19 @@ pub enum RosterTool {
     Search,
     /// `find` (T5); oh-my-pi's `glob`.
     Find,
+    /// `check_in` (SP7): the advisor schedules its next review.
+    #[serde(rename = "check_in")]
+    CheckIn,
 }
 
 impl RosterTool {
     /// What an omitted `tools` gives, and what a list left empty by dropping falls back to.
-    pub const DEFAULT_SET: [RosterTool; 3] =
-        [RosterTool::Read, RosterTool::Search, RosterTool::Find];
+    pub const DEFAULT_SET: [RosterTool; 4] = [
+        RosterTool::Read,
+        RosterTool::Search,
+        RosterTool::Find,
+        RosterTool::CheckIn,
+    ];
 
     /// The tool's name as the advisor's model sees it.
     pub fn as_str(self) -> &'static str {
@@ -26,6 +34,7 @@ impl RosterTool {
             RosterTool::Read => "read",
             RosterTool::Search => "search",
             RosterTool::Find => "find",
+            RosterTool::CheckIn => "check_in",
         }
     }
 
@@ -35,6 +44,7 @@ impl RosterTool {
             "read" => Some(RosterTool::Read),
             "search" | "grep" => Some(RosterTool::Search),
             "find" | "glob" => Some(RosterTool::Find),
+            "check_in" => Some(RosterTool::CheckIn),
             _ => None,
         }
     }
@@ -129,6 +139,23 @@ mod tests {
             [RosterTool::Search, RosterTool::Read, RosterTool::Find]
         );
         assert!(got.rejected.is_empty() && !got.fell_back);
+    }
+
+    #[test]
+    fn sp7_check_in_is_in_the_default_set_and_granted_or_left_out_like_the_others() {
+        assert!(RosterTool::DEFAULT_SET.contains(&RosterTool::CheckIn));
+        let got = grant(&["read", "Check_In"]);
+        assert_eq!(got.tools, [RosterTool::Read, RosterTool::CheckIn]);
+        assert_eq!(
+            grant(&["read"]).tools,
+            [RosterTool::Read],
+            "not named: denied"
+        );
+        assert_eq!(RosterTool::CheckIn.as_str(), "check_in");
+        assert_eq!(
+            serde_json::to_value(RosterTool::CheckIn).unwrap(),
+            serde_json::json!("check_in")
+        );
     }
 
     #[test]

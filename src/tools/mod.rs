@@ -1,4 +1,5 @@
-//! The advisor's tools (SPEC §9): the read-only workspace tools and `advise`.
+//! The advisor's tools (SPEC §9): the read-only workspace tools, `advise` and `check_in`
+//! (SP7).
 //!
 //! Tool bodies are plain synchronous functions over a [`ToolSession`]; the ToolExecutor actor
 //! runs them on the blocking pool, never on an actor thread. A tool error is text the model
@@ -6,6 +7,7 @@
 
 pub(crate) mod advise;
 mod args;
+pub mod check_in;
 mod confine;
 pub mod find;
 pub(crate) mod read;
@@ -36,7 +38,7 @@ pub enum ToolError {
     #[error("{0}")]
     Failed(String),
     /// The tool is not one the advisor has.
-    #[error("unknown tool `{0}`: the advisor has read, search, find and advise")]
+    #[error("unknown tool `{0}`: the advisor has read, search, find, advise and check_in")]
     UnknownTool(String),
 }
 
@@ -106,6 +108,9 @@ pub(crate) enum ToolKind {
     /// raises the advisory at the delivery router with the advisor's label and note budget,
     /// which it holds.
     Advise,
+    /// `check_in` (SP7): answered by the review engine itself, which hands what it asks for
+    /// to the advisor's cadence; it never reaches the executor.
+    CheckIn,
 }
 
 impl ToolKind {
@@ -114,6 +119,7 @@ impl ToolKind {
         match self {
             ToolKind::Workspace(tool) => tool.schema(),
             ToolKind::Advise => advise::schema(),
+            ToolKind::CheckIn => check_in::schema(),
         }
     }
 }
@@ -145,17 +151,20 @@ impl ToolRegistry {
         }
     }
 
-    /// The advisor's workspace tools: `read`, `search`, `find` (T1), and `advise`.
+    /// The advisor's workspace tools: `read`, `search`, `find` (T1), `advise` and
+    /// `check_in` (SP7: granted by default).
     pub fn workspace() -> Self {
         let mut registry = Self::empty();
+        registry.tools.insert(check_in::NAME, ToolKind::CheckIn);
         registry.register(Arc::new(read::ReadTool));
         registry.register(Arc::new(search::SearchTool));
         registry.register(Arc::new(find::FindTool));
         registry
     }
 
-    /// The registry with only the workspace tools named in `names` (unknown names are
-    /// ignored); `advise` is always kept (RO9).
+    /// The registry with only the tools named in `names` (unknown names are ignored):
+    /// workspace tools and `check_in` (SP7, granted like them); `advise` is always kept
+    /// (RO9).
     pub fn only(&self, names: &[&str]) -> Self {
         let tools = self
             .tools
@@ -166,10 +175,11 @@ impl ToolRegistry {
         Self { tools }
     }
 
-    /// Adds a workspace tool; one named `advise` is not added (the name is taken).
+    /// Adds a workspace tool; one named `advise` or `check_in` is not added (the name is
+    /// taken).
     pub fn register(&mut self, tool: Arc<dyn WorkspaceTool>) {
         let name = tool.name();
-        if name != advise::NAME {
+        if name != advise::NAME && name != check_in::NAME {
             self.tools.insert(name, ToolKind::Workspace(tool));
         }
     }
@@ -183,7 +193,7 @@ impl ToolRegistry {
     pub fn get(&self, name: &str) -> Option<Arc<dyn WorkspaceTool>> {
         match self.tools.get(name)? {
             ToolKind::Workspace(tool) => Some(Arc::clone(tool)),
-            ToolKind::Advise => None,
+            ToolKind::Advise | ToolKind::CheckIn => None,
         }
     }
 
@@ -192,12 +202,23 @@ impl ToolRegistry {
         self.workspace_tools().map(|(name, _)| name).collect()
     }
 
-    /// Schemas of the workspace tools followed by `advise`: what the model is offered.
+    /// Whether `check_in` is granted (SP7).
+    pub fn has_check_in(&self) -> bool {
+        self.tools.contains_key(check_in::NAME)
+    }
+
+    /// Schemas of the workspace tools followed by `advise` and, when granted, `check_in`
+    /// (SP7): what the model is offered.
     pub fn schemas_with_advise(&self) -> Vec<ToolSchema> {
         let advise = self
             .tools
             .values()
             .filter(|kind| matches!(kind, ToolKind::Advise));
+        let check_in = self
+            .tools
+            .values()
+            .filter(|kind| matches!(kind, ToolKind::CheckIn));
+        let advise = advise.chain(check_in);
         self.workspace_tools()
             .map(|(_, kind)| kind)
             .chain(advise)
@@ -241,5 +262,24 @@ mod tests {
             none.get(advise::NAME).is_none(),
             "advise is no workspace tool"
         );
+    }
+
+    #[test]
+    fn sp7_check_in_is_granted_by_default_and_granted_or_denied_like_the_workspace_tools() {
+        let all = ToolRegistry::workspace();
+        assert_eq!(all.names(), ["find", "read", "search"], "no workspace tool");
+        assert!(all.has_check_in());
+        assert_eq!(
+            schema_names(&all),
+            ["find", "read", "search", "advise", "check_in"]
+        );
+        assert!(matches!(all.tool("check_in"), Some(ToolKind::CheckIn)));
+        assert!(all.get("check_in").is_none());
+        let granted = all.only(&["read", "check_in"]);
+        assert_eq!(schema_names(&granted), ["read", "advise", "check_in"]);
+        let denied = all.only(&["read"]);
+        assert!(!denied.has_check_in());
+        assert_eq!(schema_names(&denied), ["read", "advise"]);
+        assert!(!ToolRegistry::empty().has_check_in());
     }
 }

@@ -23,7 +23,7 @@ use advisor::{AdvisorHandle, AdvisorState, TurnEndOptions};
 use support::*;
 
 /// Ends turn `n` of `t` (a user line `turn n`), work in progress or final.
-async fn turn(h: &AdvisorHandle, t: &Transcript, n: usize, wip: bool) {
+pub(super) async fn turn(h: &AdvisorHandle, t: &Transcript, n: usize, wip: bool) {
     t.push(TranscriptMessage::user(format!("turn {n}")));
     let options = TurnEndOptions {
         will_continue: Some(wip),
@@ -32,7 +32,7 @@ async fn turn(h: &AdvisorHandle, t: &Transcript, n: usize, wip: bool) {
 }
 
 /// The `turn N` lines a review's prompt carries, in order.
-fn turns_in(text: &str) -> Vec<usize> {
+pub(super) fn turns_in(text: &str) -> Vec<usize> {
     text.lines()
         .filter_map(|l| l.split("turn ").nth(1))
         .filter_map(|rest| {

@@ -2,6 +2,7 @@
 
 mod agent_policy;
 mod cadence;
+mod check_in;
 mod cli_help;
 mod consult;
 mod context_maintenance;

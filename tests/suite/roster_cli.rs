@@ -121,7 +121,7 @@ advisor tests (\"Tests\")  [H/proj/app/.omp/WATCHDOG.yaml]
   replaces the entry in H/.omp/agent/WATCHDOG.yml
   enabled: no (paused)  [H/proj/app/.omp/WATCHDOG.yaml]
   model: no model: `gpt5` is not provider/model-id[:thinking]  [H/proj/app/.omp/WATCHDOG.yaml]
-  tools: read, search, find  [default]
+  tools: read, search, find, check_in  [default]
   maxNotesPerUpdate: 3  [top level of H/proj/app/.omp/WATCHDOG.yaml]
   policy: the session's (advisor.policy)  [default]
   maxSeverity: blocker  [default]
@@ -133,7 +133,7 @@ advisor tests (\"Tests\")  [H/proj/app/.omp/WATCHDOG.yaml]
 advisor db-migrations (\"DB Migrations\")  [H/proj/WATCHDOG.yml]
   enabled: yes  [default]
   model: openrouter/google/gemini-2.5-pro (thinking medium)  [setting modelRoles.advisor in H/.omp/agent/config.yml]
-  tools: read, search, find  [default]
+  tools: read, search, find, check_in  [default]
   maxNotesPerUpdate: 3  [top level of H/proj/app/.omp/WATCHDOG.yaml]
   policy: reconfirm  [H/proj/WATCHDOG.yml]
   maxSeverity: concern  [H/proj/WATCHDOG.yml]
@@ -146,8 +146,8 @@ warnings:
   H/proj/WATCHDOG.yml: advisor \"architecture\": tool `bash` refused: this advisor never mutates (it reads, searches and advises only)
   H/proj/WATCHDOG.yml: advisor \"Broken\": `enabled` must be true or false, not a string; entry skipped
   H/proj/WATCHDOG.yml: advisor \"DB Migrations\": tool `write` refused: this advisor never mutates (it reads, searches and advises only)
-  H/proj/WATCHDOG.yml: advisor \"DB Migrations\": unknown tool `lsp` dropped (the tools are read, search, find)
-  H/proj/WATCHDOG.yml: advisor \"DB Migrations\": no tool left; the default set is used (read, search, find)
+  H/proj/WATCHDOG.yml: advisor \"DB Migrations\": unknown tool `lsp` dropped (the tools are read, search, find, check_in)
+  H/proj/WATCHDOG.yml: advisor \"DB Migrations\": no tool left; the default set is used (read, search, find, check_in)
 ";
     let expected = expected.replace("H/", &format!("{}/", home.display()));
     assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);

@@ -841,7 +841,7 @@ async fn t1_tool_list_is_exactly_read_search_find_advise_and_tools_run_in_the_wo
     let requests = model.requests();
     let mut names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     names.sort();
-    assert_eq!(names, ["advise", "find", "read", "search"]);
+    assert_eq!(names, ["advise", "check_in", "find", "read", "search"]);
     let result = requests[1]
         .messages
         .iter()

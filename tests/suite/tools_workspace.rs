@@ -32,7 +32,7 @@ fn t1_registry_has_exactly_read_search_find_plus_advise() {
     assert_eq!(registry.names(), ["find", "read", "search"]);
     let schemas = registry.schemas_with_advise();
     let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["find", "read", "search", "advise"]);
+    assert_eq!(names, ["find", "read", "search", "advise", "check_in"]);
     for s in &schemas {
         assert!(
             s.description.len() > 80,

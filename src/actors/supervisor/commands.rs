@@ -31,6 +31,8 @@ struct MemberQuery {
     line: Option<NamedAdvisorStatus>,
     enabled: bool,
     held_off: bool,
+    /// Its check-ins and the turn ends they held back (SP7), the supervisor's part.
+    check_in: crate::review::check_in::CheckInCounts,
 }
 
 impl MemberQuery {
@@ -64,12 +66,14 @@ impl MemberQuery {
             line,
             enabled: session_enabled,
             held_off: member.held_off(),
+            check_in: member.check_in_counts(),
         }
     }
 
     /// The agent's part, with the lifetime its transcript file recorded before (P9).
     async fn agent_status(&self) -> Option<AgentStatus> {
         let mut status = self.agent.as_ref()?.send(GetAgentStatus).await.ok()?;
+        status.check_in = self.check_in;
         if let Some(audit) = &self.audit {
             if let Ok(restored) = audit.send(GetRestoredUsage).await {
                 status.lifetime.add(&restored);

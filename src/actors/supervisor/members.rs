@@ -146,12 +146,14 @@ impl Supervisor {
                 epoch,
                 updates,
                 wip,
+                turn,
             } => {
                 if let Some(agent) = self.agent_of(slug.as_deref()) {
                     agent.do_send(QueueDelta {
                         epoch,
                         updates,
                         wip,
+                        turn,
                     });
                 }
             }
@@ -206,7 +208,8 @@ impl Supervisor {
             dropped: me.clone().recipient(),
             paused: me.clone().recipient(),
             quarantined: me.clone().recipient(),
-            notices: me.recipient(),
+            notices: me.clone().recipient(),
+            checked_in: me.recipient(),
         };
         let links = ChildLinks {
             router: &router,

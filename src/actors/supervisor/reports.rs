@@ -9,7 +9,7 @@ use actix::{AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
 use super::Supervisor;
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::review::{
-    AdvisorPaused, AskAdvisor, BacklogDropped, NoticeRaised, QueueDelta, ReviewFailed,
+    AdvisorPaused, AskAdvisor, BacklogDropped, CheckedIn, NoticeRaised, QueueDelta, ReviewFailed,
     ReviewQuarantined,
 };
 use crate::review::failure::{dropped_notice, pause_notice, quarantine_notice};
@@ -55,6 +55,11 @@ impl Handler<ReviewQuarantined> for Supervisor {
         }
         let epoch = self.members.epoch();
         let transcript = self.members.last_transcript().cloned();
+        let turn = self
+            .members
+            .iter()
+            .find(|m| m.is(msg.advisor.as_ref()))
+            .map_or(0, |m| m.turn());
         // The re-prime (or the next turn end after a rewind) covers what it held (CA8).
         self.members.drop_held(msg.advisor.as_ref());
         let slug = msg.advisor.as_ref().map(|l| &*l.slug);
@@ -84,6 +89,7 @@ impl Handler<ReviewQuarantined> for Supervisor {
                             epoch,
                             updates: vec![update],
                             wip,
+                            turn,
                         });
                     }
                 };
@@ -116,6 +122,16 @@ impl Handler<AskAdvisor> for Supervisor {
             let agent = agent?;
             agent.send(msg).await.unwrap_or(Err(AskError::Released))
         })
+    }
+}
+
+impl Handler<CheckedIn> for Supervisor {
+    type Result = ();
+
+    /// SP7: the advisor's next reviews wait for the turn end it asked for.
+    fn handle(&mut self, msg: CheckedIn, _ctx: &mut Context<Self>) {
+        self.members
+            .checked_in(msg.epoch, msg.advisor.as_ref(), msg.turn, msg.after_turns);
     }
 }
 

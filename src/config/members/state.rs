@@ -11,6 +11,7 @@ use crate::domain::host::RewriteKind;
 use crate::domain::transcript::Transcript;
 use crate::feed::Update;
 use crate::review::cadence::{held_dropped_notice, AdvisorCadence, Boundary, Decision};
+use crate::review::check_in::{CheckInCounts, CheckInWait};
 use crate::review::{AskEnd, AskError};
 use crate::roster::Roster;
 use crate::settings::{AdvisorSettings, DeliveryPolicy, SyncBacklog};
@@ -100,6 +101,9 @@ pub enum MemberChange {
         updates: Vec<Update>,
         /// Whether the review is work in progress (P1).
         wip: bool,
+        /// The member's turn end it was scheduled at: a `check_in` of the review counts
+        /// from it (SP7).
+        turn: u64,
     },
     /// Tell the user, naming no advisor.
     Notice(String),
@@ -142,6 +146,10 @@ pub struct Member {
     /// Its eligible-update counter and held updates (CA2, CA3): kept across a rebuild
     /// (CA7), dropped by a reset (CA8) or a pause.
     cadence: AdvisorCadence,
+    /// Its turn ends counted and the wait its last `check_in` asked for (SP7): kept across
+    /// a rebuild like the cadence; the wait ended by a reset, a pause, a user prompt or an
+    /// abort.
+    check_in: CheckInWait,
 }
 
 impl Member {
@@ -155,7 +163,18 @@ impl Member {
             rebuild: None,
             skipped_updates: 0,
             cadence: AdvisorCadence::new(),
+            check_in: CheckInWait::new(),
         }
+    }
+
+    /// Its check-ins and the turn ends they held back (SP7).
+    pub fn check_in_counts(&self) -> CheckInCounts {
+        self.check_in.counts()
+    }
+
+    /// Its current turn end: what a review queued for it now covers up to (SP7).
+    pub fn turn(&self) -> u64 {
+        self.check_in.turn()
     }
 
     /// What it runs with.
@@ -649,6 +668,8 @@ impl Members {
             } else {
                 member.cadence.drop_held();
             }
+            // SP7: a reset ends a check-in's wait.
+            member.check_in.end_wait();
         }
         // R1, RO21: the rewound members read the transcript from 0 at the next turn end; a
         // member rebuilt or added before it does the same.
@@ -711,8 +732,10 @@ impl Members {
         let mut changes = Vec::new();
         self.stop_all(cause, &mut changes);
         for member in &mut self.members {
-            // CA7 (our choice): turning the advisor off drops what it held and its count.
+            // CA7 (our choice): turning the advisor off drops what it held and its count;
+            // SP7: and ends a check-in's wait.
             member.cadence.restart();
+            member.check_in.end_wait();
         }
         changes.push(MemberChange::SetDeliveryEnabled(false));
         (notice("off", &[]), changes)
@@ -797,8 +820,10 @@ impl Members {
         };
         let member = &mut self.members[index];
         member.held_off = true;
-        // CA7 (our choice): a paused advisor drops its held updates and counts from 0.
+        // CA7 (our choice): a paused advisor drops its held updates and counts from 0;
+        // SP7: and its check-in's wait ends.
         member.cadence.restart();
+        member.check_in.end_wait();
         if let Some(slug) = member.plan.slug() {
             // Before the reply: a raise already on its way is dropped; the review itself
             // is cancelled by the stop below.
@@ -848,9 +873,14 @@ impl Members {
                 continuation,
                 paths_match: capture.paths_match,
             };
-            let decision = member
-                .cadence
-                .on_boundary(cadence, boundary, capture.update, wip);
+            // SP7: a check-in's wait holds the review back; the cadence decides otherwise.
+            let decision = member.check_in.on_boundary(
+                &mut member.cadence,
+                cadence,
+                boundary,
+                capture.update,
+                wip,
+            );
             if member.cadence.take_drop_notice() {
                 // CA3: a drop past the held-update cap is never silent.
                 let name = member.plan.label.as_ref().map(|l| l.name.to_string());
@@ -863,6 +893,7 @@ impl Members {
                         epoch,
                         updates,
                         wip,
+                        turn: member.check_in.turn(),
                     });
                 }
                 scheduled.push(Scheduled {
@@ -931,6 +962,7 @@ impl Members {
             epoch,
             updates,
             wip,
+            turn: member.check_in.turn(),
         })
     }
 
@@ -971,6 +1003,31 @@ impl Members {
         }
         if let Some(member) = self.members.iter_mut().find(|m| m.is(advisor)) {
             member.failures += 1;
+        }
+    }
+
+    /// A review of `advisor` that ran in `epoch` and whose batch ended at the member's turn
+    /// end `turn` called `check_in {afterTurns: after_turns}` (SP7): its next review waits
+    /// for turn end `turn + after_turns`. A report from before a reset is ignored.
+    pub fn checked_in(
+        &mut self,
+        epoch: u64,
+        advisor: Option<&AdvisorLabel>,
+        turn: u64,
+        after_turns: u8,
+    ) {
+        if epoch != self.epoch {
+            return;
+        }
+        if let Some(member) = self.members.iter_mut().find(|m| m.is(advisor)) {
+            member.check_in.checked_in(turn, after_turns);
+        }
+    }
+
+    /// A user prompt or an abort (SP7): every member's check-in wait ends.
+    pub fn end_check_in_waits(&mut self) {
+        for member in &mut self.members {
+            member.check_in.end_wait();
         }
     }
 

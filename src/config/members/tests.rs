@@ -241,3 +241,29 @@ fn sp1_a_roster_entry_s_tool_budget_wins_over_the_setting() {
     config.roster = None;
     assert_eq!(config.unnamed_plan().tool_budget, 9);
 }
+
+#[test]
+fn sp7_ro9_a_member_is_offered_check_in_unless_its_tools_list_leaves_it_out() {
+    let by_default = entry("Default");
+    let mut granted = entry("Granted");
+    granted.tools = Sourced::default_value(vec![RosterTool::Read, RosterTool::CheckIn]);
+    let mut denied = entry("Denied");
+    denied.tools = Sourced::default_value(vec![RosterTool::Read]);
+    let plans = config_with(roster(vec![by_default, granted, denied], None)).member_plans();
+    let offered = |plan: &MemberPlan| -> Vec<String> {
+        plan.tools
+            .schemas_with_advise()
+            .into_iter()
+            .map(|s| s.name)
+            .collect()
+    };
+    assert_eq!(
+        offered(&plans[0]),
+        ["find", "read", "search", "advise", "check_in"]
+    );
+    assert_eq!(offered(&plans[1]), ["read", "advise", "check_in"]);
+    assert_eq!(offered(&plans[2]), ["read", "advise"]);
+    let mut unnamed = config_with(Roster::default());
+    unnamed.roster = None;
+    assert!(unnamed.member_plans()[0].tools.has_check_in());
+}

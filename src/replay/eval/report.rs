@@ -99,6 +99,12 @@ pub struct CaseLine {
     /// Re-reads answered with a pointer to an earlier result (SP2).
     #[serde(default)]
     pub rereads_saved: u64,
+    /// Reviews that scheduled their next one with `check_in` (SP7).
+    #[serde(default)]
+    pub check_ins: u64,
+    /// Turn ends at which a check-in held a review back (SP7).
+    #[serde(default)]
+    pub turns_skipped: u64,
     /// With `--judge`: the outcome by the judge's matching.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_outcome: Option<Outcome>,
@@ -138,6 +144,8 @@ impl CaseLine {
             dropped_turns: c.dropped_turns,
             budget_refused: c.tool_spend.budget_refused,
             rereads_saved: c.tool_spend.rereads_saved,
+            check_ins: c.check_in.check_ins,
+            turns_skipped: c.check_in.turns_skipped,
             judge_outcome: judge.map(|j| j.outcome),
             judge_latency_turns: judge.and_then(|j| j.catch.as_ref().map(|c| c.turns)),
         }
@@ -587,6 +595,10 @@ pub struct SpendBlock {
     pub advisors: crate::status::AdvisorSpend,
     /// The primaries' spend in all; `None` when no case's session carries usage.
     pub primary: Option<crate::status::PrimarySpend>,
+    /// Reviews that scheduled their next one with `check_in`, over every run (SP7).
+    pub check_ins: u64,
+    /// Turn ends at which a check-in held a review back, over every run (SP7).
+    pub turns_skipped: u64,
 }
 
 impl SpendBlock {
@@ -614,6 +626,8 @@ impl SpendBlock {
         Self {
             advisors: advisors.against(total.primary.as_ref()),
             primary: total.primary,
+            check_ins: total.check_in.check_ins,
+            turns_skipped: total.check_in.turns_skipped,
         }
     }
 
@@ -654,6 +668,10 @@ impl SpendBlock {
             None => "unknown".to_string(),
         };
         out.push_str(&format!("- advisor ÷ primary: {ratio}\n"));
+        out.push_str(&format!(
+            "- check-ins: {} review(s) chose when to look again; {} turn end(s) started no review\n",
+            self.check_ins, self.turns_skipped
+        ));
         out
     }
 }
@@ -727,6 +745,33 @@ mod spend_tests {
             json.contains(r#""spend":{"advisors":{"requests":8"#),
             "{json}"
         );
+    }
+
+    #[test]
+    fn sp7_the_report_adds_up_the_check_ins_per_line_and_in_the_spend_block() {
+        let mut cost = advisor_cost(None);
+        cost.check_in = crate::review::check_in::CheckInCounts {
+            check_ins: 2,
+            turns_skipped: 3,
+        };
+        let results = Results {
+            scores: vec![run(cost), run(cost)],
+            ..Results::default()
+        };
+        let spend = results.summary().spend;
+        assert_eq!((spend.check_ins, spend.turns_skipped), (4, 6));
+        let md = results.markdown();
+        assert!(
+            md.contains("- check-ins: 4 review(s) chose when to look again; 6 turn end(s) started no review"),
+            "{md}"
+        );
+        let json = results.json_lines();
+        let first: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            (&first["checkIns"], &first["turnsSkipped"]),
+            (&2.into(), &3.into())
+        );
+        assert!(json.contains(r#""checkIns":4,"turnsSkipped":6"#), "{json}");
     }
 
     #[test]

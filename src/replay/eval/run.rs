@@ -461,6 +461,7 @@ fn cost_of(status: Option<&AdvisorStatus>, tool_calls: u64, wall: Duration) -> C
     cost.output_tokens = agent.lifetime.output;
     cost.cost = agent.lifetime.cost;
     cost.tool_spend = agent.tool_spend;
+    cost.check_in = agent.check_in;
     cost
 }
 

@@ -126,6 +126,10 @@ pub struct CaseCost {
     /// What the tool budget refused and the re-reads not paid for (SP1, SP2), flattened.
     #[serde(flatten)]
     pub tool_spend: ToolSpendCounts,
+    /// The reviews that scheduled their next one and the turn ends skipped (SP7),
+    /// flattened.
+    #[serde(flatten)]
+    pub check_in: crate::review::check_in::CheckInCounts,
     /// `advise` calls, as status counted them (SP5).
     #[serde(default)]
     pub advise_calls: u64,
@@ -154,6 +158,7 @@ impl CaseCost {
         self.failures += other.failures;
         self.dropped_turns += other.dropped_turns;
         self.tool_spend.add(&other.tool_spend);
+        self.check_in.add(&other.check_in);
         self.advise_calls += other.advise_calls;
         if let Some(theirs) = &other.primary {
             self.primary

@@ -597,3 +597,48 @@ fn c3_a_failure_counts_for_its_member_in_the_current_epoch_only() {
     let failures: Vec<u64> = members.iter().map(Member::failures).collect();
     assert_eq!(failures, [1, 0]);
 }
+
+#[test]
+fn sp7_a_check_in_holds_its_own_member_s_reviews_and_a_stale_one_or_a_user_prompt_does_not() {
+    let mut members = started(roster_config(vec![entry("Sec"), entry("Arch")], false));
+    let both = |text: &str| vec![capture(Some("sec"), text), capture(Some("arch"), text)];
+    let slugs = |scheduled: &[Scheduled]| -> Vec<String> {
+        scheduled
+            .iter()
+            .map(|s| name(&s.slug).to_string())
+            .collect()
+    };
+    let (changes, scheduled) = members.on_boundary(both("one"), true, false);
+    assert_eq!(slugs(&scheduled), ["sec", "arch"]);
+    assert!(matches!(changes[0], MemberChange::Queue { turn: 1, .. }));
+    let sec = AdvisorLabel::new("sec", "Sec");
+    // A report from before a reset changes nothing.
+    members.checked_in(members.epoch() + 1, Some(&sec), 1, 3);
+    let (_, scheduled) = members.on_boundary(both("two"), true, false);
+    assert_eq!(slugs(&scheduled), ["sec", "arch"]);
+    // Sec's review of turn 2 asks for turn end 4: turn end 3 schedules Arch alone (CA9:
+    // Sec is not waited on).
+    members.checked_in(members.epoch(), Some(&sec), 2, 2);
+    let (changes, scheduled) = members.on_boundary(both("three"), true, false);
+    assert_eq!(slugs(&scheduled), ["arch"]);
+    assert_eq!(shown(&changes), ["queue arch [three] wip true"]);
+    let (changes, _) = members.on_boundary(both("four"), true, false);
+    assert_eq!(
+        shown(&changes),
+        [
+            "queue sec [three,four] wip true",
+            "queue arch [four] wip true"
+        ]
+    );
+    let counts = members.get(Some("sec")).unwrap().check_in_counts();
+    assert_eq!(
+        (counts.check_ins, counts.turns_skipped),
+        (1, 1),
+        "the stale report is not counted"
+    );
+    // A user prompt (or an abort) ends the wait.
+    members.checked_in(members.epoch(), Some(&sec), 4, 5);
+    members.end_check_in_waits();
+    let (_, scheduled) = members.on_boundary(both("five"), true, false);
+    assert_eq!(slugs(&scheduled), ["sec", "arch"]);
+}
