@@ -153,9 +153,9 @@ pub use setup::{
     session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared, SessionSetup,
 };
 pub use status::{
-    AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, DeliveryCounts,
-    DeliveryStatus, DropReason, FallbackStatus, NamedAdvisorStatus, PrimarySpend, RatioBasis,
-    SessionSpend, SpendRatio, ToolCallCounts, ToolSpendCounts,
+    AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, CeilingState,
+    CeilingStatus, DeliveryCounts, DeliveryStatus, DropReason, FallbackStatus, NamedAdvisorStatus,
+    PrimarySpend, RatioBasis, SessionSpend, SpendRatio, ToolCallCounts, ToolSpendCounts,
 };
 pub use texts::Table as TextTable;
 pub use turn_prompts::TurnPrompts;

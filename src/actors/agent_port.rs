@@ -11,6 +11,7 @@ use crate::domain::advice::AdvisorLabel;
 use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, BacklogDropped, NoticeRaised, ReviewFailed, ReviewQuarantined,
+    SpendRecorded,
 };
 use crate::messages::tools::ExecuteTool;
 use crate::messages::watchdog::GetWatchdogPrompt;
@@ -35,6 +36,8 @@ pub struct AgentLinks {
     pub quarantined: Recipient<ReviewQuarantined>,
     /// Other lines for the user (the Supervisor, which forwards them to the host).
     pub notices: Recipient<NoticeRaised>,
+    /// What each model run spent, for the spend ceiling (the Supervisor, SP6).
+    pub spent: Recipient<SpendRecorded>,
     /// Where each review asks for the held-notes preamble (the DeliveryRouter, D9).
     pub held_preamble: Recipient<GetHeldPreamble>,
     /// Where successful reviews are reported so unconfirmed held notes are dropped (D9).

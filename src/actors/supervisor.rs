@@ -326,6 +326,8 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         self.last_transcript = Some(msg.transcript.transcript().clone());
         let tally = &mut self.primary_spend;
         msg.transcript.read(|messages| tally.observe(messages));
+        // SP6: before this boundary is scheduled, so a switch applies to it.
+        self.check_spend_ceilings();
         let previous_len = self.turn_end_len.replace(msg.transcript.len());
         // RO21: an entry that changed on disk is rebuilt before its next review, reading
         // from the previous turn end so this turn is its first.
@@ -418,7 +420,11 @@ impl Supervisor {
     /// The unnamed advisor's review mode (CA1, CA5), read from the live settings at every
     /// boundary.
     fn unnamed_review_mode(&self) -> ReviewMode {
-        self.config.settings.review_mode
+        match self.members.iter().find(|m| m.is(None)) {
+            // SP6: a spend ceiling may have switched it to agent-end.
+            Some(member) => member.cadence_in_effect(&self.config.settings).mode,
+            None => self.config.settings.review_mode,
+        }
     }
 
     /// Tells the router and every member's feed (by slug) of the turn end `turn_ended` at
@@ -515,7 +521,7 @@ impl Supervisor {
             if !paths_match && update.is_some() {
                 member.skipped_updates += 1;
             }
-            let cadence = member.plan.cadence(settings);
+            let cadence = member.cadence_in_effect(settings);
             let boundary = Boundary {
                 final_boundary: !wip,
                 // CA17: the router keeps the continuation mark and answered it with the
@@ -605,6 +611,7 @@ impl Handler<DisposeSession> for Supervisor {
     }
 }
 
+mod ceiling;
 mod commands;
 mod members;
 mod reload;

@@ -22,7 +22,7 @@ use crate::messages::delivery::{CatchUpFinished, InjectAdvice, RaiseAdvice};
 use crate::messages::feed::SeedCursor;
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, GetAgentStatus,
-    NoticeRaised, ReviewFailed, ReviewQuarantined,
+    NoticeRaised, ReviewFailed, ReviewQuarantined, SpendRecorded,
 };
 use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::ModelClient;
@@ -56,6 +56,8 @@ pub struct AgentReports {
     pub quarantined: Recipient<ReviewQuarantined>,
     /// Lines for the user.
     pub notices: Recipient<NoticeRaised>,
+    /// What each model run spent (SP6).
+    pub spent: Recipient<SpendRecorded>,
 }
 
 /// What one advisor run is linked to beside the supervisor.
@@ -117,6 +119,7 @@ pub fn start_children(
         paused: reports.paused,
         quarantined: reports.quarantined,
         notices: reports.notices,
+        spent: reports.spent,
         held_preamble: router.clone().recipient(),
         review_succeeded: router.clone().recipient(),
         review_ended: router.clone().recipient(),

@@ -53,6 +53,7 @@ mod session_reader;
 mod settings_cli;
 mod shared_runtime;
 mod spec_ids;
+mod spend_ceiling;
 mod spend_tools;
 mod spend_visible;
 mod tools_cli;

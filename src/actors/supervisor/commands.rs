@@ -106,6 +106,7 @@ impl Supervisor {
             ..AdvisorStatus::default()
         };
         let primary = self.primary_spend.spend();
+        let ceilings = self.ceiling_part();
         async move {
             let mut per_advisor = Default::default();
             if let Ok(delivery) = router.send(GetDeliveryStatus).await {
@@ -143,6 +144,7 @@ impl Supervisor {
                 status.add_roster_totals(&agents);
             }
             status.add_spend(primary);
+            ceilings.fill(&mut status);
             status
         }
     }
@@ -230,6 +232,14 @@ impl Supervisor {
         let Some(index) = self.find_member(name) else {
             return self.unknown_advisor(name);
         };
+        self.hold_off(index);
+        let label = self.members[index].plan.name().unwrap_or_default();
+        notice("memberOff", &[("name", label)])
+    }
+
+    /// Pauses member `index` for this session (RO19; SP6's ceiling pause): its running
+    /// review cancelled, its raises dropped, the others untouched.
+    pub(super) fn hold_off(&mut self, index: usize) {
         let next = self.epoch + 1;
         self.members[index].held_off = true;
         // CA7 (our choice): a paused advisor drops its held updates and counts from 0.
@@ -241,8 +251,6 @@ impl Supervisor {
             self.router().do_send(PauseAdvisor { slug, paused: true });
         }
         self.stop_member(index, next, AskEnd::TurnedOff);
-        let label = self.members[index].plan.name().unwrap_or_default();
-        notice("memberOff", &[("name", label)])
     }
 }
 

@@ -16,9 +16,9 @@ use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
 use crate::messages::delivery::RegisterAdvisor;
 use crate::messages::review::{AskEnd, ReleaseWaiters, ResetAdvisor};
-use crate::review::cadence::AdvisorCadence;
-use crate::settings::AdvisorSettings;
-use crate::status::{AdvisorState, CadenceStatus};
+use crate::review::cadence::{AdvisorCadence, Cadence};
+use crate::settings::{AdvisorSettings, ReviewMode};
+use crate::status::{AdvisorState, CadenceStatus, SpendCeiling};
 use crate::texts::{notice, NOTICES};
 
 /// One advisor of the session.
@@ -41,6 +41,8 @@ pub(crate) struct Member {
     /// Its eligible-update counter and held updates (CA2, CA3): kept across a rebuild
     /// (CA7), dropped by a reset (CA8) or a pause.
     pub cadence: AdvisorCadence,
+    /// Its spend over the session and what its ceiling did to it (SP6).
+    pub ceiling: SpendCeiling,
 }
 
 impl Member {
@@ -55,6 +57,7 @@ impl Member {
             rebuild: None,
             skipped_updates: 0,
             cadence: AdvisorCadence::new(),
+            ceiling: SpendCeiling::default(),
         }
     }
 
@@ -88,9 +91,24 @@ impl Member {
         }
     }
 
+    /// Its cadence in effect under `settings` (CA5): its plan's, at `agent-end` once its
+    /// spend ceiling switched it (SP6).
+    pub fn cadence_in_effect(&self, settings: &AdvisorSettings) -> Cadence {
+        let mut cadence = self.plan.cadence(settings);
+        if self.ceiling.forces_agent_end() {
+            cadence.mode = ReviewMode::AgentEnd;
+        }
+        cadence
+    }
+
+    /// Its spend ceiling in effect (SP6): its entry's, else `advisor.maxSpendRatio`.
+    pub fn spend_limit(&self, settings: &AdvisorSettings) -> Option<f64> {
+        self.plan.max_spend_ratio.or(settings.max_spend_ratio)
+    }
+
     /// Its cadence in effect under `settings`, held updates and counter (CA12).
     pub fn cadence_status(&self, settings: &AdvisorSettings) -> CadenceStatus {
-        let cadence = self.plan.cadence(settings);
+        let cadence = self.cadence_in_effect(settings);
         CadenceStatus {
             review_mode: cadence.mode,
             review_interval: cadence.interval,
@@ -114,7 +132,9 @@ impl Member {
             }
             Ok(_) => {}
         }
-        if self.held_off {
+        if self.held_off && self.ceiling.paused() {
+            (AdvisorState::Paused, Some(notice("reasonCeiling", &[])))
+        } else if self.held_off {
             (AdvisorState::Paused, Some(notice("reasonHeldOff", &[])))
         } else if !enabled {
             (AdvisorState::Off, None)
@@ -202,12 +222,15 @@ impl Supervisor {
                 max_notes: member.plan.max_notes,
                 max_severity: member.plan.max_severity,
                 // CA6, CA16, CA18: the entry's own review mode.
-                review_mode: member.plan.cadence(&self.config.settings).mode,
+                review_mode: member.cadence_in_effect(&self.config.settings).mode,
             });
         }
         if member.audit.is_none() {
             if let Some(path) = member.plan.audit_path.clone() {
-                member.audit = Some(AuditLog::new(path, cwd, host).start());
+                let audit = AuditLog::new(path, cwd, host).start();
+                // SP6, P9: the ratio counts what the file recorded before.
+                super::ceiling::restore_spend(ctx, member.plan.label.clone(), &audit);
+                member.audit = Some(audit);
             }
         }
         let audit = member.audit.clone().map(Addr::recipient);
@@ -216,7 +239,8 @@ impl Supervisor {
             dropped: me.clone().recipient(),
             paused: me.clone().recipient(),
             quarantined: me.clone().recipient(),
-            notices: me.recipient(),
+            notices: me.clone().recipient(),
+            spent: me.recipient(),
         };
         let links = ChildLinks {
             router: &router,
