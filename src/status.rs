@@ -176,6 +176,7 @@ impl AdvisorStatus {
         self.spend = SessionSpend {
             advisors: AdvisorSpend::of(&self.agent).against(primary.as_ref()),
             primary,
+            gate: self.spend.gate.take(),
         };
     }
 
@@ -297,6 +298,19 @@ impl AdvisorStatus {
         }
         line(out, "ratio", &[("ratio", &ratio_text(s.ratio.as_ref()))]);
         ceiling_line(s.ceiling.as_ref(), out);
+        if let Some(g) = &self.spend.gate {
+            let vars = [
+                ("held", g.gate_held.to_string()),
+                ("passed", g.gate_passed.to_string()),
+                ("requests", g.judge_requests.to_string()),
+                ("failures", g.judge_failures.to_string()),
+                ("input", g.judge_input_tokens.to_string()),
+                ("output", g.judge_output_tokens.to_string()),
+                ("cost", cost_text(g.judge_cost)),
+            ];
+            let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            line(out, "gate", &vars);
+        }
     }
 
     /// State, model and policy.
@@ -709,6 +723,7 @@ mod tests {
             "ceilingUnder",
             "ceilingAgentEnd",
             "ceilingPaused",
+            "gate",
         ];
         for key in keys {
             assert!(

@@ -29,6 +29,7 @@ use crate::messages::review::{
     AskEnd, EndHalt, FlushAudit, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
 };
 use crate::review::cadence::{Boundary, Decision};
+use crate::review::judge_gate::GateCounts;
 use members::Member;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -75,6 +76,10 @@ pub struct Supervisor {
     sync_wait_said: Arc<AtomicBool>,
     /// The primary's usage as its transcript's assistant messages record it (SP5).
     primary_spend: PrimaryTally,
+    /// The triage gate's counters (SP9).
+    gate: GateCounts,
+    /// WIP reviews scheduled at this boundary and waiting for the judge (SP9).
+    gated: Vec<gate::GatedReview>,
 }
 
 impl Supervisor {
@@ -105,6 +110,8 @@ impl Supervisor {
             turn_end_waits: Arc::default(),
             sync_wait_said: Arc::default(),
             primary_spend: PrimaryTally::default(),
+            gate: GateCounts::default(),
+            gated: Vec::new(),
         };
         supervisor.update_turn_end_waits();
         supervisor
@@ -387,7 +394,11 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         self.turn_waits += 1;
         Box::pin(
             async move {
-                let (planned, scheduled) = planned_rx.await.unwrap_or_default();
+                let (planned, scheduled, judged) = planned_rx.await.unwrap_or_default();
+                if let Some(judged) = judged {
+                    // SP9: the judge decides (10 s at most) before the catch-up waits.
+                    let _ = judged.await;
+                }
                 let window = planned.window;
                 let waits = TurnWaits {
                     agents,
@@ -441,7 +452,8 @@ impl Supervisor {
         feeds: Vec<(Option<String>, Addr<TranscriptFeed>)>,
         transcript: &TranscriptMark,
         turn_ended: PlanTurnEnd,
-    ) -> tokio::sync::oneshot::Receiver<(TurnEndPlanned, Vec<CatchUp>)> {
+    ) -> tokio::sync::oneshot::Receiver<(TurnEndPlanned, Vec<CatchUp>, Option<gate::JudgeDone>)>
+    {
         // The router first: it hears of the turn end before the review of its delta can
         // raise anything (D4's terminal flag, D7's count, CA13's window), and its answer
         // (CA17: a continuation boundary) is known before the feeds observe. Every
@@ -468,7 +480,8 @@ impl Supervisor {
                 (plan, outcomes)
             }
             .into_actor(self)
-            .map(move |(plan, outcomes), act, _ctx| {
+            .map(move |(plan, outcomes), act, ctx| {
+                let mut judged = None;
                 let scheduled = if outcomes
                     .iter()
                     .any(|o| matches!(o, Ok(TurnObserved::Rewrite)))
@@ -487,9 +500,12 @@ impl Supervisor {
                                 }) => Some((slug, update, paths_match)),
                                 _ => None,
                             });
-                    act.schedule(captured.collect(), wip, plan.continuation)
+                    let scheduled = act.schedule(captured.collect(), wip, plan.continuation);
+                    // SP9: the WIP reviews the gate took go to the judge first.
+                    judged = act.judge_gated(ctx);
+                    scheduled
                 };
-                let _ = planned_tx.send((plan, scheduled));
+                let _ = planned_tx.send((plan, scheduled, judged));
             }),
         );
         planned_rx
@@ -505,6 +521,7 @@ impl Supervisor {
         continuation: bool,
     ) -> Vec<CatchUp> {
         let epoch = self.epoch;
+        let gate = self.gate_on();
         let settings = &self.config.settings;
         let mut scheduled = Vec::new();
         for (slug, update, paths_match) in captured {
@@ -531,7 +548,11 @@ impl Supervisor {
             };
             let decision = member.cadence.on_boundary(cadence, boundary, update, wip);
             if let Decision::Scheduled { updates, wip } = decision {
-                if !updates.is_empty() {
+                if gate && wip && !updates.is_empty() {
+                    // SP9: a WIP review waits for the judge; final ones never do.
+                    let slug = member.plan.slug().map(str::to_string);
+                    self.gated.push(gate::GatedReview { slug, updates });
+                } else if !updates.is_empty() {
                     agent.do_send(QueueDelta {
                         epoch,
                         updates,
@@ -613,6 +634,7 @@ impl Handler<DisposeSession> for Supervisor {
 
 mod ceiling;
 mod commands;
+mod gate;
 mod members;
 mod reload;
 mod reports;

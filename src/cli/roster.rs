@@ -179,7 +179,12 @@ fn advisor_block(
     }
     // SP6: shown when the entry sets it; otherwise advisor.maxSpendRatio applies.
     if let Some(ratio) = advisor.max_spend_ratio.value {
-        line(out, "maxSpendRatio", &ratio.to_string(), &advisor.max_spend_ratio);
+        line(
+            out,
+            "maxSpendRatio",
+            &ratio.to_string(),
+            &advisor.max_spend_ratio,
+        );
     }
     let when = match &advisor.when.value {
         Some(filter) => format!("paths {}", filter.patterns().join(", ")),

@@ -587,6 +587,10 @@ pub struct SpendBlock {
     pub advisors: crate::status::AdvisorSpend,
     /// The primaries' spend in all; `None` when no case's session carries usage.
     pub primary: Option<crate::status::PrimarySpend>,
+    /// The triage gate's counters and the judge's spend over every run (SP9); `None`
+    /// when the gate was off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::review::judge_gate::GateCounts>,
 }
 
 impl SpendBlock {
@@ -614,6 +618,7 @@ impl SpendBlock {
         Self {
             advisors: advisors.against(total.primary.as_ref()),
             primary: total.primary,
+            gate: total.gate,
         }
     }
 
@@ -654,6 +659,18 @@ impl SpendBlock {
             None => "unknown".to_string(),
         };
         out.push_str(&format!("- advisor ÷ primary: {ratio}\n"));
+        if let Some(g) = &self.gate {
+            out.push_str(&format!(
+                "- triage gate: {} held, {} reviewed at once; judge {} requests ({} failed), input {}, output {} tokens, cost {}\n",
+                g.gate_held,
+                g.gate_passed,
+                g.judge_requests,
+                g.judge_failures,
+                g.judge_input_tokens,
+                g.judge_output_tokens,
+                cost(g.judge_cost)
+            ));
+        }
         out
     }
 }

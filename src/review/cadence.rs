@@ -148,6 +148,20 @@ impl AdvisorCadence {
         wip.map(|wip| (updates, wip))
     }
 
+    /// Puts the parts of a review that was not sent back in front of what is held (SP9:
+    /// the triage gate held them), each as work in progress when `wip`; they go with the
+    /// next scheduled review. The counter stays.
+    pub fn hold_back(&mut self, updates: Vec<Update>, wip: bool) {
+        let mut back: Vec<Held> = updates
+            .into_iter()
+            .map(|update| Held { update, wip })
+            .collect();
+        self.held_chars += back.iter().map(|h| chars(&h.update)).sum::<usize>();
+        back.append(&mut self.held);
+        self.held = back;
+        self.trim();
+    }
+
     /// Drops every held update (CA8: an R1 reset; the bounded replay covers them). The
     /// counter stays.
     pub fn drop_held(&mut self) {
@@ -182,6 +196,11 @@ impl AdvisorCadence {
     fn hold(&mut self, update: Update, wip: bool) {
         self.held_chars += chars(&update);
         self.held.push(Held { update, wip });
+        self.trim();
+    }
+
+    /// Drops the oldest held updates past [`MAX_HELD_UPDATES`] or [`MAX_HELD_CHARS`].
+    fn trim(&mut self) {
         while self.held.len() > 1
             && (self.held.len() > MAX_HELD_UPDATES || self.held_chars > MAX_HELD_CHARS)
         {
@@ -388,6 +407,20 @@ mod tests {
         );
         assert_eq!(sent.last().map(String::as_str), Some("last"));
         assert_eq!(c.dropped_updates(), 0);
+    }
+
+    #[test]
+    fn sp9_updates_held_back_by_the_gate_go_first_with_the_next_review() {
+        let mut c = AdvisorCadence::new();
+        let turn = cadence(ReviewMode::Turn, 1);
+        let Decision::Scheduled { updates, wip } = step(&mut c, turn, WIP, "1") else {
+            panic!("scheduled")
+        };
+        c.hold_back(updates, wip);
+        assert_eq!((c.held_updates(), c.eligible_updates()), (1, 1));
+        let review = step(&mut c, turn, FINAL, "2");
+        assert_eq!(texts(&review), ["1", "2"]);
+        assert!(matches!(review, Decision::Scheduled { wip: false, .. }));
     }
 
     #[test]

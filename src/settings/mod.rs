@@ -362,6 +362,8 @@ pub struct AdvisorSettings {
     /// `advisor.judgeThreshold` (SP9): the least probability of any judge question that
     /// sends a WIP update to review now.
     pub judge_threshold: f64,
+    /// `modelRoles.judge` (SP9): the judge model's role; the gate is off without one.
+    pub judge_role: Option<String>,
 }
 
 impl Default for AdvisorSettings {
@@ -396,6 +398,7 @@ impl Default for AdvisorSettings {
             max_spend_ratio: None,
             judge_gate: false,
             judge_threshold: DEFAULT_JUDGE_THRESHOLD,
+            judge_role: None,
         }
     }
 }

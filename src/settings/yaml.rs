@@ -375,6 +375,9 @@ impl SettingsLayer {
         if let Some(v) = self.judge_threshold {
             settings.judge_threshold = v.0;
         }
+        if let Some(v) = &self.judge_role {
+            settings.judge_role = Some(v.clone());
+        }
     }
 }
 

@@ -168,6 +168,10 @@ pub struct SessionSpend {
     pub advisors: AdvisorSpend,
     /// The primary's spend; `None` when the session's messages carry no usage.
     pub primary: Option<PrimarySpend>,
+    /// The triage gate's counters and the judge's spend (SP9); `None` while the gate is
+    /// off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::review::judge_gate::GateCounts>,
 }
 
 /// Adds up the primary's usage as the transcript grows (SP5): at each turn end the

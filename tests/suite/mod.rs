@@ -10,6 +10,7 @@ mod docs_links;
 mod eval;
 mod expanded_runtime;
 mod faults;
+mod judge_gate;
 mod layering;
 mod merged_delivery;
 mod pi_e2e;

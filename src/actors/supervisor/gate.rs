@@ -1,0 +1,76 @@
+//! The Supervisor's part of the triage gate (SP9): a work-in-progress review its cadence
+//! scheduled is first shown to the judge model, off the supervisor's mailbox; the review is
+//! queued when the judge says so (or fails, answers nonsense or takes 10 s), else its
+//! updates are held for that advisor's next review. What to decide is
+//! [`crate::review::judge_gate`]'s.
+
+use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
+
+use super::Supervisor;
+use crate::feed::{batch_parts, Update};
+use crate::messages::review::QueueDelta;
+use crate::render::ExpandedMemory;
+use crate::review::judge_gate::{ask_judge, decide, GateDecision};
+
+/// Completes (with an error: nothing is sent) once the judge's decision was carried out.
+pub(super) type JudgeDone = tokio::sync::oneshot::Receiver<()>;
+
+/// A work-in-progress review waiting for the judge: whose, and its parts.
+pub(super) struct GatedReview {
+    /// The member's slug (`None`: the unnamed advisor).
+    pub slug: Option<String>,
+    /// The parts of the one review (CA3).
+    pub updates: Vec<Update>,
+}
+
+impl Supervisor {
+    /// Whether WIP reviews go through the judge now (SP9): `advisor.judgeGate`, read live,
+    /// and a judge model the host built.
+    pub(super) fn gate_on(&self) -> bool {
+        self.config.settings.judge_gate && self.config.judge_model.is_some()
+    }
+
+    /// Shows the reviews [`Supervisor::schedule`] gated at this boundary to the judge (one
+    /// call for the boundary, about the first of them) and queues or holds them all as it
+    /// decides. Answers a receiver that completes once that is done, for the turn end to
+    /// wait on before its catch-up (CA9: the review it waits for is queued by then).
+    pub(super) fn judge_gated(&mut self, ctx: &mut Context<Self>) -> Option<JudgeDone> {
+        let pending = std::mem::take(&mut self.gated);
+        let (Some(first), Some(judge)) = (pending.first(), self.config.judge_model.clone()) else {
+            return None;
+        };
+        let (done, judged) = tokio::sync::oneshot::channel();
+        let text = batch_parts(&first.updates, &mut ExpandedMemory::default()).join("\n\n");
+        let (epoch, threshold) = (self.epoch, self.config.settings.judge_threshold);
+        let asked = async move { ask_judge(&*judge, &text).await };
+        ctx.spawn(asked.into_actor(self).map(move |run, act, _ctx| {
+            let decision = decide(&run.outcome, threshold);
+            tracing::info!(?decision, outcome = ?run.outcome, "triage gate");
+            act.gate.record(&run, decision);
+            // Dropped at the end of this closure either way: the turn end goes on.
+            let _done = done;
+            if act.epoch != epoch {
+                // A reset meanwhile dropped what was held (CA8); the replay covers these.
+                return;
+            }
+            for review in pending {
+                let Some(member) = act
+                    .members
+                    .iter_mut()
+                    .find(|m| m.plan.slug() == review.slug.as_deref())
+                else {
+                    continue;
+                };
+                match (decision, member.agent()) {
+                    (GateDecision::ReviewNow, Some(agent)) => agent.do_send(QueueDelta {
+                        epoch,
+                        updates: review.updates,
+                        wip: true,
+                    }),
+                    _ => member.cadence.hold_back(review.updates, true),
+                }
+            }
+        }));
+        Some(judged)
+    }
+}
