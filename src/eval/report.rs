@@ -747,6 +747,49 @@ mod spend_tests {
     }
 
     #[test]
+    fn sp9_the_report_s_spend_block_adds_up_the_gate_and_the_judge_apart() {
+        let gate = crate::review::judge_gate::GateCounts {
+            gate_held: 3,
+            gate_passed: 2,
+            judge_requests: 5,
+            judge_failures: 1,
+            judge_input_tokens: 700,
+            judge_output_tokens: 60,
+            judge_cost: None,
+        };
+        let gated = CaseCost {
+            gate: Some(gate),
+            ..advisor_cost(None)
+        };
+        let results = Results {
+            scores: vec![run(gated), run(gated), run(advisor_cost(None))],
+            ..Results::default()
+        };
+        let spend = results.summary().spend;
+        let total = spend.gate.expect("a run had the gate on");
+        assert_eq!((total.gate_held, total.gate_passed), (6, 4));
+        assert_eq!(
+            (total.judge_requests, total.judge_input_tokens),
+            (10, 1_400)
+        );
+        assert_eq!(
+            spend.advisors.requests, 12,
+            "the judge's requests are not the advisors'"
+        );
+        let md = results.markdown();
+        assert!(
+            md.contains("- triage gate: 6 held, 4 reviewed at once; judge 10 requests (2 failed), input 1400, output 120 tokens, cost unknown"),
+            "{md}"
+        );
+        let off = Results {
+            scores: vec![run(advisor_cost(None))],
+            ..Results::default()
+        };
+        assert_eq!(off.summary().spend.gate, None);
+        assert!(!off.markdown().contains("triage gate"));
+    }
+
+    #[test]
     fn sp5_a_report_whose_sessions_carry_no_usage_says_the_ratio_is_unknown() {
         let results = Results {
             scores: vec![run(advisor_cost(None))],
