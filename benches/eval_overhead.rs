@@ -17,11 +17,11 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use advisor::eval::corpus::{check_corpus, Case};
-use advisor::eval::report::RunMeta;
-use advisor::eval::run::{EvalOptions, EvalRunner};
-use advisor::eval::score_records;
-use advisor::eval::testing::ScriptedPreparer;
+use advisor::replay::eval::corpus::{check_corpus, Case};
+use advisor::replay::eval::report::RunMeta;
+use advisor::replay::eval::run::{EvalOptions, EvalRunner};
+use advisor::replay::eval::score_records;
+use advisor::replay::eval::testing::ScriptedPreparer;
 use advisor::settings::DeliveryPolicy;
 use advisor::{AdvisorRuntime, RuntimeOptions};
 use criterion::{black_box, Criterion};

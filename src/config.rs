@@ -15,7 +15,7 @@ use crate::redact::Redactor;
 use crate::render::TranscriptView;
 use crate::review::quarantine::OutputGuard;
 use crate::roster::RosterSetup;
-use crate::settings::{AdvisorSettings, DeliveryPolicy, SyncBacklog};
+use crate::settings::AdvisorSettings;
 use crate::shared::watchdog_cache::WatchdogCache;
 use crate::shared::{compile_output_guard, SharedResources};
 use crate::tools::ToolRegistry;
@@ -23,7 +23,9 @@ use crate::watchdog::{ContextFile, WatchdogConfig};
 
 mod members;
 
-pub use members::{MemberPlan, RosterDiff};
+pub use members::{
+    turn_end_may_wait, Captured, Member, MemberChange, MemberPlan, Members, RosterDiff,
+};
 
 /// The built-in advisor system prompt (G1), a data file in `config/`.
 pub const BUILTIN_PROMPT: &str = include_str!("../config/advisor-prompt.md");
@@ -114,23 +116,21 @@ impl RuntimeConfig {
         }
     }
 
-    /// Whether a turn end can ever make the host wait: only under a syncBacklog threshold
-    /// (S1) or the `reconfirm` policy's catch-up block (D5), the session's or a roster
-    /// entry's (RO15). A roster with entries, or one reloaded at turn ends (RO21), may have
-    /// an entry under `reconfirm` at any turn end, so it counts as one. Settings are fixed
-    /// for a session's life, so when this is false the handle hands the turn over without
-    /// waiting for an answer: the primary never waits on the advisor's mailboxes. When it
-    /// is true, the supervisor keeps a flag the handle reads at each turn end: whether a
-    /// threshold is set or an advisor it runs now delivers under `reconfirm`; only then
-    /// does the handle wait.
+    /// Whether a turn end can ever make the host wait: only when one may be held (S1's
+    /// threshold, D5's catch-up under `reconfirm`, the session's or a roster entry's, RO15:
+    /// [`turn_end_may_wait`], asked of the plans the session starts with). A roster with
+    /// entries, or one reloaded at turn ends (RO21), may have an entry under `reconfirm` at
+    /// any turn end, so it counts as one. Settings are fixed for a session's life, so when
+    /// this is false the handle hands the turn over without waiting for an answer: the
+    /// primary never waits on the advisor's mailboxes. When it is true, the supervisor keeps
+    /// a flag the handle reads at each turn end, by the same rule over the members it runs
+    /// now ([`Members::turn_end_waits`]); only when it is set does the handle wait.
     pub fn turn_end_may_wait(&self) -> bool {
         let roster = self
             .roster
             .as_ref()
             .is_some_and(|setup| setup.reload.is_some() || !setup.roster.is_empty());
-        self.settings.sync_backlog != SyncBacklog::Off
-            || self.settings.policy == DeliveryPolicy::Reconfirm
-            || roster
+        roster || turn_end_may_wait(&self.settings, &self.member_plans())
     }
 
     /// The configuration of a subagent's own advisor (W7), or `None` when

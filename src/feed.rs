@@ -1,20 +1,17 @@
 //! The transcript cursor (SPEC X1–X4, R1): turns a turn end into the delta the advisor is
 //! sent, and detects host-side rewrites. Pure logic; the TranscriptFeed actor wraps it.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::domain::transcript::{AssistantBlock, Transcript, TranscriptMark, TranscriptMessage};
 use crate::redact::Redactor;
-use crate::render::{render_batch, render_delta, ExpandedMemory, TranscriptView};
+use crate::render::{render_batch, render_delta, ExpandedMemory, TranscriptView, UPDATE_HEADING};
 use crate::roster::PathFilter;
 use crate::tools::read::split_selector;
 use crate::watchdog::normalize_lexically;
-
-/// The heading that starts every queued delta (X3).
-pub const UPDATE_HEADING: &str = "### Session update\n\n";
 
 /// One turn's messages in the expanded view (SPEC §3 Expanded): they are rendered together
 /// with the other turns of their batch when the review starts, so that a coalesced batch
@@ -427,25 +424,9 @@ impl WhenPaths {
         })
     }
 
-    /// Whether `path` (relative ones taken from the root), lexically normalised, lies under
-    /// the root and its part below the root matches: a path outside the workspace never
-    /// matches, whatever the globs.
+    /// Whether `path` lies under the root and matches the globs ([`PathFilter::matches_under`]).
     fn matches(&self, path: &str) -> bool {
-        let normal = normalize_lexically(&self.root.join(path));
-        let Ok(relative) = normal.strip_prefix(&self.root) else {
-            return false;
-        };
-        let mut text = Vec::new();
-        for component in relative.components() {
-            match component {
-                Component::Normal(part) => match part.to_str() {
-                    Some(part) => text.push(part),
-                    None => return false,
-                },
-                _ => return false,
-            }
-        }
-        !text.is_empty() && self.filter.matches(&text.join("/"))
+        self.filter.matches_under(&self.root, path)
     }
 }
 

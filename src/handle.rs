@@ -66,40 +66,73 @@ pub struct AdvisorHandle {
     closed: Arc<AtomicBool>,
 }
 
+/// One session's start, the same for every way a host starts one ([`AdvisorHandle::start`],
+/// [`AdvisorHandle::spawn_dedicated`], `AdvisorRuntime::open`): the supervisor is built
+/// from the configuration seeded at the initial transcript's length when the start was
+/// asked for (X4), and shares its turn-end flag with the session's handles.
+pub(crate) struct SessionStart {
+    config: RuntimeConfig,
+    seed_len: Option<usize>,
+    turn_end_waits: Arc<AtomicBool>,
+}
+
+/// What a session's handles are made with: the turn-end flags of its start.
+pub(crate) struct HandleFlags {
+    turn_end_may_wait: bool,
+    turn_end_waits: Arc<AtomicBool>,
+}
+
+impl SessionStart {
+    /// The start of the session `config` describes, and its handles' flags.
+    pub(crate) fn new(config: RuntimeConfig) -> (Self, HandleFlags) {
+        let turn_end_may_wait = config.turn_end_may_wait();
+        let turn_end_waits = Arc::new(AtomicBool::new(turn_end_may_wait));
+        let start = Self {
+            seed_len: config.initial_transcript.as_ref().map(Transcript::len),
+            config,
+            turn_end_waits: Arc::clone(&turn_end_waits),
+        };
+        let flags = HandleFlags {
+            turn_end_may_wait,
+            turn_end_waits,
+        };
+        (start, flags)
+    }
+
+    /// The session's supervisor, sending host events to `host`; built where it will run.
+    pub(crate) fn supervisor(self, host: Recipient<HostEvent>) -> Supervisor {
+        Supervisor::new(self.config, host)
+            .seeded_at(self.seed_len)
+            .with_turn_end_flag(self.turn_end_waits)
+    }
+}
+
+impl HandleFlags {
+    /// The handle on the started `supervisor`, with the actix system of its own thread or
+    /// its lease on a shared runtime (A6) when it has one.
+    pub(crate) fn handle(
+        self,
+        supervisor: Addr<Supervisor>,
+        system: Option<actix::System>,
+        lease: Option<SessionLease>,
+    ) -> AdvisorHandle {
+        AdvisorHandle {
+            supervisor,
+            system,
+            lease: lease.map(Arc::new),
+            turn_end_may_wait: self.turn_end_may_wait,
+            turn_end_waits: self.turn_end_waits,
+            closed: Arc::default(),
+        }
+    }
+}
+
 impl AdvisorHandle {
     /// Starts the runtime inside the current actix system (for actix-web servers and
     /// `#[actix::main]` programs). Host events go to `host`.
     pub fn start(config: RuntimeConfig, host: Recipient<HostEvent>) -> Self {
-        let turn_end_may_wait = config.turn_end_may_wait();
-        let turn_end_waits = Arc::new(AtomicBool::new(turn_end_may_wait));
-        Self {
-            supervisor: Supervisor::new(config, host)
-                .with_turn_end_flag(Arc::clone(&turn_end_waits))
-                .start(),
-            system: None,
-            lease: None,
-            turn_end_may_wait,
-            turn_end_waits,
-            closed: Arc::default(),
-        }
-    }
-
-    /// A handle on a session opened on a shared runtime.
-    /// `turn_end_waits` is the flag the supervisor keeps (`Supervisor::with_turn_end_flag`).
-    pub(crate) fn opened(
-        supervisor: Addr<Supervisor>,
-        lease: SessionLease,
-        turn_end_may_wait: bool,
-        turn_end_waits: Arc<AtomicBool>,
-    ) -> Self {
-        Self {
-            supervisor,
-            system: None,
-            lease: Some(Arc::new(lease)),
-            turn_end_may_wait,
-            turn_end_waits,
-            closed: Arc::default(),
-        }
+        let (start, flags) = SessionStart::new(config);
+        flags.handle(start.supervisor(host).start(), None, None)
     }
 
     /// Starts the session on a thread and actix system of its own, as `spawn` did before
@@ -108,10 +141,7 @@ impl AdvisorHandle {
     pub async fn spawn_dedicated(
         config: RuntimeConfig,
     ) -> Result<(Self, UnboundedReceiver<HostEvent>), HandleError> {
-        let turn_end_may_wait = config.turn_end_may_wait();
-        let turn_end_waits = Arc::new(AtomicBool::new(turn_end_may_wait));
-        let flag = Arc::clone(&turn_end_waits);
-        let seed_len = config.initial_transcript.as_ref().map(Transcript::len);
+        let (start, flags) = SessionStart::new(config);
         let (events_tx, events_rx) = unbounded_channel();
         let (ready_tx, ready_rx) = oneshot::channel();
         std::thread::Builder::new()
@@ -120,10 +150,7 @@ impl AdvisorHandle {
                 let system = actix::System::new();
                 system.block_on(async move {
                     let forwarder = EventForwarder::new(events_tx).start();
-                    let supervisor = Supervisor::new(config, forwarder.recipient())
-                        .seeded_at(seed_len)
-                        .with_turn_end_flag(flag)
-                        .start();
+                    let supervisor = start.supervisor(forwarder.recipient()).start();
                     let _ = ready_tx.send((supervisor, actix::System::current()));
                 });
                 let _ = system.run();
@@ -132,17 +159,7 @@ impl AdvisorHandle {
         let (supervisor, system) = ready_rx
             .await
             .map_err(|_| HandleError::Spawn("the runtime thread ended early".into()))?;
-        Ok((
-            Self {
-                supervisor,
-                system: Some(system),
-                lease: None,
-                turn_end_may_wait,
-                turn_end_waits,
-                closed: Arc::default(),
-            },
-            events_rx,
-        ))
+        Ok((flags.handle(supervisor, Some(system), None), events_rx))
     }
 
     /// A primary turn finished (A4). Resolves after the syncBacklog wait (S1) or the

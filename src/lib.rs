@@ -90,8 +90,9 @@
 //! - `status`: the advisor's status (C3).
 //! - `shared` *(internal)*: what every session of a process shares (HTTP clients, redactor,
 //!   catalog, call limits, WATCHDOG.md cache).
-//! - `config`: [`RuntimeConfig`], base-prompt assembly (G1) and what each advisor of a roster
-//!   is started with (`MemberPlan`, `RosterDiff`; RO11–RO13, RO21).
+//! - `config`: [`RuntimeConfig`], base-prompt assembly (G1), what each advisor of a roster
+//!   is started with (`MemberPlan`, `RosterDiff`; RO11–RO13, RO21) and the Supervisor's
+//!   decisions about its members as plain state (`Members`; RO12–RO21, R1, CA1–CA12).
 //! - `setup`: one session's [`RuntimeConfig`] from what a host worked out ([`SessionSetup`]):
 //!   the models beside its own (G5, P6), WATCHDOG.md and the roster found where it is
 //!   (W1, RO1, RO23); `advisor replay` and `advisor serve` both build sessions with it.
@@ -99,15 +100,14 @@
 //! - `actors` *(internal)*: thin actor shells over the logic, one per file.
 //! - `handle`: [`AdvisorHandle`], the host's side of one session (A3, A4).
 //! - `runtime`: [`AdvisorRuntime`], the arbiter pool and shared resources (A6).
-//! - [`replay`]: replaying a recorded session through a handle (L2).
-//! - [`eval`]: `advisor eval`, the planted-mistake benchmark: cases, runs, scores, reports
-//!   (§18).
+//! - [`replay`]: replaying a recorded session through a handle (L2), and under it
+//!   [`replay::eval`], `advisor eval`, the planted-mistake benchmark: cases, runs, scores,
+//!   reports (§18).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
 
 #![warn(missing_docs)]
 
 pub mod domain;
-pub mod eval;
 pub mod model;
 pub mod providers;
 pub mod replay;
@@ -150,7 +150,8 @@ pub use review::transcript_file::iso_seconds;
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
 pub use setup::{
-    session_role, KeyLookup, ModelSource, SessionModel, SessionPrepared, SessionSetup,
+    session_role, HostSettings, KeyLookup, ModelSource, RequestedModel, SessionInputs,
+    SessionLoaded, SessionModel, SessionPrepared, SessionSetup, SetupError,
 };
 pub use status::{
     AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, CeilingState,

@@ -5,9 +5,12 @@
 //! the advisor's transcript file (P9) and the roster of named advisors found where
 //! WATCHDOG.md is found (§15, RO1, RO23).
 //!
-//! The host decides what is its own — where the settings come from, whether a missing
-//! model is an error, what its flags or params say — and hands the result to
-//! [`SessionSetup::build`]; everything both hosts do alike happens there, once.
+//! A host says what is its own — its root and environment, how its flags or params lay
+//! over the settings files, the model it names or leaves to discovery — as
+//! [`SessionInputs`], and [`SessionSetup::load`] does the rest: it reads the settings files
+//! (K1), picks and builds the session's model (M1), and builds the configuration
+//! ([`SessionSetup::build`]). Its failures are one [`SetupError`], which each host words in
+//! its own terms (a command-line error, a JSON-RPC code).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -27,8 +30,8 @@ use crate::roster::{
     Sourced,
 };
 use crate::settings::{
-    config_files, read_config_layers, AdvisorSettings, LoadedSettings, SettingsEnv, SettingsLayer,
-    MAX_BACKUPS,
+    config_files, load_settings, read_config_layers, AdvisorSettings, LoadedSettings, SettingsEnv,
+    SettingsError, SettingsLayer, SettingsWarning, MAX_BACKUPS,
 };
 use crate::shared::SharedResources;
 use crate::texts::notice;
@@ -287,6 +290,209 @@ impl SessionSetup {
             config.watchdog = Some(watchdog);
         }
         SessionPrepared { config, notices }
+    }
+}
+
+/// The model a host asks for ([`SessionInputs::model`]).
+pub enum RequestedModel {
+    /// One model for everything ([`SessionModel::Fixed`]).
+    Fixed(Model),
+    /// A role the host's client named (serve's `model` string): resolved at its provider's
+    /// own endpoint with the session's output cap and request timeout (M1, M4); it cannot
+    /// be built: [`SetupError::Model`].
+    Role(String),
+    /// An endpoint the host resolved itself (serve's endpoint object); its output cap and
+    /// request timeout are set to the session's here (M4). It cannot be built:
+    /// [`SetupError::Model`].
+    Endpoint(Box<ProviderConfig>),
+    /// The role the host's flag names, else the environment, the files and modes.json
+    /// ([`session_role`], M1), reached through the host's `--base-url` and `--api`. None
+    /// found, or none that can be built, leaves the session without a model
+    /// ([`SessionLoaded::no_model`] says why).
+    Discover(Option<String>),
+}
+
+impl RequestedModel {
+    /// The provider configuration of a model the host's client named (`Role`, `Endpoint`),
+    /// with the session's `advisor.maxOutputTokens` and `advisor.requestTimeoutSecs` (M4);
+    /// `None` for the others.
+    pub fn named_config(
+        &self,
+        catalog: &Catalog,
+        keys: &KeyLookup,
+        settings: &AdvisorSettings,
+    ) -> Option<Result<ProviderConfig, ProviderError>> {
+        match self {
+            RequestedModel::Role(role) => {
+                let spec = provider_spec(Some(role.clone()), settings);
+                Some(resolve_config(&spec, catalog, &**keys))
+            }
+            RequestedModel::Endpoint(config) => {
+                Some(Ok(session_caps((**config).clone(), settings)))
+            }
+            RequestedModel::Fixed(_) | RequestedModel::Discover(_) => None,
+        }
+    }
+}
+
+/// `config` with the session's output cap and request timeout (M4).
+fn session_caps(mut config: ProviderConfig, settings: &AdvisorSettings) -> ProviderConfig {
+    config.max_output_tokens = settings.max_output_tokens.max(1);
+    config.request_timeout = settings.request_timeout;
+    config
+}
+
+/// How a host makes the session's settings from the files it read and the environment.
+pub type HostSettings<'a> = &'a dyn Fn(&LoadedSettings, &SettingsEnv) -> AdvisorSettings;
+
+/// What a host brings to a session's setup ([`SessionSetup::load`]).
+pub struct SessionInputs<'a> {
+    /// The primary session's id.
+    pub session_id: String,
+    /// The workspace root: where `.omp/config.yml`, WATCHDOG.md and `.pi/modes.json` are
+    /// looked up.
+    pub root: PathBuf,
+    /// The environment's settings, the host's agent directory over it.
+    pub env: SettingsEnv,
+    /// WATCHDOG.md discovery (and with it the project's instruction files and the roster).
+    pub watchdog: bool,
+    /// A file's `advisor.enabled: false` stops the setup ([`SetupError::Disabled`], K2).
+    pub stop_when_disabled: bool,
+    /// The host's own settings keys beside the files and the name they go by; a
+    /// `modelRoles.advisor` among them is the files' role (M1), and the roster's fallbacks
+    /// read them after the files (RO8, RO10).
+    pub host_layer: Option<(PathBuf, SettingsLayer)>,
+    /// The session's settings from the files and the environment, the host's way.
+    pub settings: HostSettings<'a>,
+    /// The session's model.
+    pub model: RequestedModel,
+    /// How the models are reached.
+    pub models: ModelSource,
+    /// The host's instruction files (P8); `None` discovers them.
+    pub context_files: Option<Arc<[ContextFile]>>,
+    /// The advisor's transcript file (P9), if one is kept.
+    pub audit_path: Option<PathBuf>,
+}
+
+/// A session set up from a host's inputs.
+pub struct SessionLoaded {
+    /// The configuration and the notices of its side models.
+    pub prepared: SessionPrepared,
+    /// The settings files' warnings (unknown keys and the like), in order.
+    pub warnings: Vec<SettingsWarning>,
+    /// Why a session whose model was left to discovery has none: none named
+    /// ([`ProviderError::NoModel`]), its key missing, or the role or client that failed.
+    pub no_model: Option<ProviderError>,
+}
+
+/// Why a session cannot be set up; each host words it its own way.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SetupError {
+    /// A settings file cannot be used (K1).
+    #[error("{0}")]
+    Settings(#[from] SettingsError),
+    /// A settings file disables the advisor and the host asked to stop then (K2).
+    #[error("the advisor is disabled (advisor.enabled: false in {})", file.display())]
+    Disabled {
+        /// The file that says so.
+        file: PathBuf,
+    },
+    /// The model the host's client named cannot be built (M1).
+    #[error("{0}")]
+    Model(ProviderError),
+}
+
+impl SessionSetup {
+    /// Sets a session up from what its host brings: reads the settings files from the agent
+    /// directory and the root (K1), makes the settings the host's way, picks and builds the
+    /// session's model (M1), then builds the configuration ([`SessionSetup::build`]).
+    /// Blocking (files): run it off the actor thread.
+    pub fn load(inputs: SessionInputs<'_>) -> Result<SessionLoaded, SetupError> {
+        let SessionInputs {
+            session_id,
+            root,
+            env,
+            watchdog,
+            stop_when_disabled,
+            host_layer,
+            settings,
+            model,
+            mut models,
+            context_files,
+            audit_path,
+        } = inputs;
+        let discovery = env.watchdog_config(&root);
+        let agent_dir = discovery.agent_dir.clone();
+        let mut loaded = load_settings(agent_dir.as_deref(), &root)?;
+        if let Some(file) = loaded.disabled_by.clone().filter(|_| stop_when_disabled) {
+            return Err(SetupError::Disabled { file });
+        }
+        let settings = settings(&loaded, &env);
+        if let Some(role) = host_layer
+            .as_ref()
+            .and_then(|(_, l)| l.advisor_role.clone())
+        {
+            loaded.advisor_role = Some(role);
+        }
+        models.endpoints = models
+            .endpoints
+            .iter()
+            .map(|e| session_caps(e.clone(), &settings))
+            .collect();
+        let mut no_model = None;
+        let model = match model {
+            RequestedModel::Fixed(model) => SessionModel::Fixed(model),
+            RequestedModel::Discover(flag) => {
+                let found =
+                    session_role(flag.as_deref(), &env, &loaded, &root, agent_dir.as_deref())
+                        .and_then(|role| {
+                            Ok((models.build(&models.spec(role.clone(), &settings))?, role))
+                        });
+                match found {
+                    Ok((model, selector)) => SessionModel::Own { model, selector },
+                    Err(e) => {
+                        no_model = Some(e);
+                        SessionModel::None
+                    }
+                }
+            }
+            named => {
+                let config = named
+                    .named_config(&models.catalog, &models.keys, &settings)
+                    .unwrap_or(Err(ProviderError::NoModel))
+                    .map_err(SetupError::Model)?;
+                let client = models.client(config.clone()).map_err(SetupError::Model)?;
+                match named {
+                    // The role is the model's selector, for its backup chain (P6).
+                    RequestedModel::Role(role) => SessionModel::Own {
+                        model: client,
+                        selector: Some(role),
+                    },
+                    _ => SessionModel::Endpoint {
+                        model: client,
+                        config: Box::new(config),
+                    },
+                }
+            }
+        };
+        let warnings = std::mem::take(&mut loaded.warnings);
+        let setup = SessionSetup {
+            session_id,
+            root,
+            watchdog: watchdog.then_some(discovery),
+            loaded,
+            settings,
+            host_layer,
+            model,
+            models,
+            context_files,
+            audit_path,
+        };
+        Ok(SessionLoaded {
+            prepared: setup.build(),
+            warnings,
+            no_model,
+        })
     }
 }
 
@@ -720,5 +926,41 @@ mod tests {
             "the second session reuses the first one's load"
         );
         assert_eq!(shared.roster_cache().stats().loads, 1);
+    }
+
+    #[test]
+    fn k2_m1_load_stops_on_a_disabling_file_when_asked_and_takes_the_hosts_role() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join(".omp")).unwrap();
+        let file = root.join(".omp/config.yml");
+        std::fs::write(&file, "advisor:\n  enabled: false\n").unwrap();
+        let host_layer = SettingsLayer {
+            advisor_role: Some("local/from-host".into()),
+            ..SettingsLayer::default()
+        };
+        let inputs = |stop_when_disabled| SessionInputs {
+            session_id: "s".into(),
+            root: root.clone(),
+            env: SettingsEnv::default(),
+            watchdog: false,
+            stop_when_disabled,
+            host_layer: Some((PathBuf::from("host"), host_layer.clone())),
+            settings: &|loaded, _| loaded.settings.clone(),
+            model: RequestedModel::Discover(None),
+            models: ModelSource {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..ModelSource::new(Arc::new(Catalog::empty()), Arc::new(|_| None))
+            },
+            context_files: None,
+            audit_path: None,
+        };
+        let stopped = SessionSetup::load(inputs(true)).err();
+        assert_eq!(stopped, Some(SetupError::Disabled { file }));
+        let loaded = SessionSetup::load(inputs(false)).unwrap();
+        assert_eq!(loaded.no_model, None);
+        let model = loaded.prepared.config.model.expect("the host's role");
+        assert_eq!(model.info().id, "local/from-host");
+        assert!(!loaded.prepared.config.settings.enabled, "the host's way");
     }
 }

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::actors::agent_port::{AgentLinks, AgentPort};
+use crate::delivery::ReviewRef;
 use crate::messages::delivery::{ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
     AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, DumpContext, EndHalt,
@@ -221,9 +222,7 @@ impl AdvisorAgent {
                     self.watch_silence(&run);
                     // D9: before any waiter wakes, so a catch-up block's end sees the pruning.
                     self.links.review_succeeded.do_send(ReviewSucceeded {
-                        epoch,
-                        review,
-                        advisor: self.links.advisor.clone(),
+                        review: ReviewRef::new(self.links.advisor.clone(), epoch, review),
                     });
                     self.state.review_succeeded();
                 }

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use actix::Recipient;
 use serde_json::Value;
 
+use crate::delivery::ReviewRef;
 use crate::domain::advice::AdvisorLabel;
 use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
@@ -64,6 +65,13 @@ pub(crate) struct AgentPort {
     pub wip: bool,
 }
 
+impl AgentPort {
+    /// The review, and whose (RO13).
+    fn review_ref(&self) -> ReviewRef {
+        ReviewRef::new(self.links.advisor.clone(), self.epoch, self.review)
+    }
+}
+
 impl ReviewPort for AgentPort {
     async fn execute_tool(
         &self,
@@ -95,21 +103,17 @@ impl ReviewPort for AgentPort {
 
     async fn held_preamble(&self) -> String {
         let ask = GetHeldPreamble {
-            epoch: self.epoch,
-            review: self.review,
+            review: self.review_ref(),
             updates: self.updates,
             wip: self.wip,
-            advisor: self.links.advisor.clone(),
         };
         self.links.held_preamble.send(ask).await.unwrap_or_default()
     }
 
     async fn discard_attempt(&self, attempt: u32) {
         let discard = DiscardAttempt {
-            epoch: self.epoch,
-            review: self.review,
+            review: self.review_ref(),
             attempt,
-            advisor: self.links.advisor.clone(),
         };
         let _ = self.links.discard_attempt.send(discard).await;
     }

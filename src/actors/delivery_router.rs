@@ -73,19 +73,17 @@ impl Handler<RaiseAdvice> for DeliveryRouter {
     fn handle(&mut self, msg: RaiseAdvice, _ctx: &mut Context<Self>) -> Self::Result {
         let copy = self.tap.as_ref().map(|_| {
             let mut advisory = msg.advisory.clone();
-            if let Some(label) = &msg.advisor {
+            if let Some(label) = &msg.review.advisor {
                 advisory.advisor = Some(label.name.to_string());
             }
             advisory
         });
-        let (outcome, events) =
-            self.state
-                .raise_as(msg.advisor.as_ref(), msg.epoch, msg.review, msg.advisory);
+        let (outcome, events) = self.state.raise(&msg.review, msg.advisory);
         if let (Some(tap), Some(advisory)) = (&self.tap, copy) {
             // A host that stopped listening is no reason to stop delivering.
             let _ = tap.send(RaisedAdvice {
                 advisory,
-                review: msg.review,
+                review: msg.review.number(),
                 outcome: outcome.clone(),
                 at: std::time::Instant::now(),
             });
@@ -99,7 +97,13 @@ impl Handler<InjectAdvice> for DeliveryRouter {
     type Result = actix::MessageResult<InjectAdvice>;
 
     fn handle(&mut self, msg: InjectAdvice, _ctx: &mut Context<Self>) -> Self::Result {
-        let (outcome, events) = self.state.inject(msg.epoch, msg.review, msg.advisory);
+        let (outcome, events) = self.state.inject(
+            crate::delivery::ReviewId {
+                epoch: msg.epoch,
+                number: msg.review,
+            },
+            msg.advisory,
+        );
         self.emit(events);
         actix::MessageResult(outcome)
     }
@@ -233,13 +237,9 @@ impl Handler<GetHeldPreamble> for DeliveryRouter {
     type Result = String;
 
     fn handle(&mut self, msg: GetHeldPreamble, _ctx: &mut Context<Self>) -> String {
-        let advisor = msg.advisor.as_ref();
-        let released =
-            self.state
-                .advisor_review_batch(advisor, msg.epoch, msg.review, msg.updates, msg.wip);
+        let released = self.state.review_batch(&msg.review, msg.updates, msg.wip);
         self.emit(released);
-        self.state
-            .advisor_held_preamble(advisor, msg.epoch, msg.review)
+        self.state.held_preamble(&msg.review)
     }
 }
 
@@ -247,8 +247,7 @@ impl Handler<ReviewSucceeded> for DeliveryRouter {
     type Result = ();
 
     fn handle(&mut self, msg: ReviewSucceeded, _ctx: &mut Context<Self>) {
-        self.state
-            .advisor_review_succeeded(msg.advisor.as_ref(), msg.epoch, msg.review);
+        self.state.review_succeeded(&msg.review);
     }
 }
 
@@ -256,7 +255,7 @@ impl Handler<ReviewEnded> for DeliveryRouter {
     type Result = ();
 
     fn handle(&mut self, msg: ReviewEnded, _ctx: &mut Context<Self>) {
-        let released = self.state.advisor_review_ended(msg.advisor.as_ref());
+        let released = self.state.review_ended(msg.advisor.as_ref());
         self.emit(released);
     }
 }
@@ -267,13 +266,12 @@ impl Handler<DiscardAttempt> for DeliveryRouter {
     fn handle(&mut self, msg: DiscardAttempt, _ctx: &mut Context<Self>) -> usize {
         let span = tracing::info_span!(
             "discard_attempt",
-            review = msg.review,
+            review = msg.review.number(),
             attempt = msg.attempt,
-            advisor = msg.advisor.as_ref().map(|a| &*a.slug)
+            advisor = msg.review.advisor.as_ref().map(|a| &*a.slug)
         );
         let _entered = span.enter();
-        self.state
-            .advisor_discard_attempt(msg.advisor.as_ref(), msg.epoch, msg.review)
+        self.state.discard_attempt(&msg.review)
     }
 }
 
@@ -340,6 +338,7 @@ mod tests {
     //! The roster through the router's mailbox (RO13, RO15, RO16, RO18, RO21, RO22, D10).
 
     use super::*;
+    use crate::delivery::ReviewRef;
     use crate::delivery::{DropReason, RaiseOutcome};
     use crate::domain::advice::{AdvisorLabel, Advisory, Severity};
     use actix::Addr;
@@ -404,10 +403,8 @@ mod tests {
     ) -> RaiseOutcome {
         router
             .send(RaiseAdvice {
-                epoch: 0,
-                review,
+                review: ReviewRef::new(Some(who.clone()), 0, review),
                 advisory: Advisory::new(note, severity).with_advisor(&*who.name),
-                advisor: Some(who.clone()),
             })
             .await
             .unwrap()
@@ -452,11 +449,9 @@ mod tests {
             RaiseOutcome::Held
         );
         let preamble = |who: &AdvisorLabel| GetHeldPreamble {
-            epoch: 0,
-            review: 2,
+            review: ReviewRef::new(Some(who.clone()), 0, 2),
             updates: 1,
             wip: false,
-            advisor: Some(who.clone()),
         };
         let text = router.send(preamble(&a)).await.unwrap();
         assert!(
@@ -465,9 +460,7 @@ mod tests {
         );
         router
             .send(ReviewSucceeded {
-                epoch: 0,
-                review: 2,
-                advisor: Some(a.clone()),
+                review: ReviewRef::new(Some(a.clone()), 0, 2),
             })
             .await
             .unwrap();
@@ -483,10 +476,8 @@ mod tests {
         assert_eq!(status.counts.raised(), 2);
         let rolled_back = router
             .send(DiscardAttempt {
-                epoch: 0,
-                review: 1,
+                review: ReviewRef::new(Some(s.clone()), 0, 1),
                 attempt: 1,
-                advisor: Some(s.clone()),
             })
             .await
             .unwrap();
@@ -621,11 +612,9 @@ mod tests {
             for who in [&a, &s] {
                 router
                     .send(GetHeldPreamble {
-                        epoch: 0,
-                        review: 1,
+                        review: ReviewRef::new(Some(who.clone()), 0, 1),
                         updates: 1,
                         wip: false,
-                        advisor: Some(who.clone()),
                     })
                     .await
                     .unwrap();
@@ -634,9 +623,7 @@ mod tests {
                 raise(&router, who, 1, note, Some(Severity::Concern)).await;
                 router
                     .send(ReviewSucceeded {
-                        epoch: 0,
-                        review: 1,
-                        advisor: Some(who.clone()),
+                        review: ReviewRef::new(Some(who.clone()), 0, 1),
                     })
                     .await
                     .unwrap();
@@ -716,10 +703,8 @@ mod tests {
     async fn ro12_ro21_the_unnamed_advisor_removed_then_registered_again_with_a_new_budget() {
         let (router, _host) = running_router().await;
         let unnamed = |review: u64, note: &str| RaiseAdvice {
-            epoch: 0,
-            review,
+            review: ReviewRef::new(None, 0, review),
             advisory: Advisory::new(note, None),
-            advisor: None,
         };
         router.send(unnamed(1, "rename x")).await.unwrap();
         router.send(RemoveAdvisor { advisor: None }).await.unwrap();
@@ -779,10 +764,8 @@ mod tests {
             .await
             .unwrap();
         let raise_in = |who: &AdvisorLabel, note: &str| RaiseAdvice {
-            epoch: 1,
-            review: 1,
+            review: ReviewRef::new(Some(who.clone()), 1, 1),
             advisory: Advisory::new(note, Some(Severity::Concern)).with_advisor(&*who.name),
-            advisor: Some(who.clone()),
         };
         assert_eq!(
             router
@@ -801,10 +784,8 @@ mod tests {
             "Security never did"
         );
         let unnamed = RaiseAdvice {
-            epoch: 1,
-            review: 1,
+            review: ReviewRef::new(None, 1, 1),
             advisory: Advisory::new("unnamed point", None),
-            advisor: None,
         };
         assert_eq!(
             router.send(unnamed).await.unwrap(),

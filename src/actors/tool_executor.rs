@@ -8,6 +8,7 @@ use actix::{Actor, Context, Handler, Recipient, ResponseFuture, Supervised};
 use tracing::Instrument;
 
 use crate::actors::delivery_router::raise_advice;
+use crate::delivery::ReviewRef;
 use crate::domain::advice::AdvisorLabel;
 use crate::messages::delivery::RaiseAdvice;
 use crate::messages::tools::{ExecuteTool, ToolOutput};
@@ -154,10 +155,8 @@ async fn raise(
     // SP8: the note names the model that wrote it.
     advisory.model = msg.model;
     let raise = RaiseAdvice {
-        epoch: msg.epoch,
-        review: msg.review,
+        review: ReviewRef::new(advisor, msg.epoch, msg.review),
         advisory,
-        advisor,
     };
     match raise_advice(&router, raise).await {
         Ok(outcome) => ToolOutput {
@@ -272,10 +271,16 @@ mod tests {
         );
         let raised = router.send(GetRaised).await.expect("the router answers");
         assert_eq!(raised.len(), 1);
-        assert_eq!((raised[0].epoch, raised[0].review), (3, 7));
+        assert_eq!(
+            (raised[0].review.epoch(), raised[0].review.number()),
+            (3, 7)
+        );
         assert_eq!(raised[0].advisory.note, "add a down migration");
         assert_eq!(raised[0].advisory.advisor.as_deref(), Some("DB Migrations"));
-        assert_eq!(raised[0].advisor.as_ref().map(|l| &*l.slug), Some("db"));
+        assert_eq!(
+            raised[0].review.advisor.as_ref().map(|l| &*l.slug),
+            Some("db")
+        );
         // SP8: the note names the model that made the call.
         assert_eq!(
             raised[0].advisory.model.as_deref(),

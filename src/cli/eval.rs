@@ -24,14 +24,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use advisor::eval::compare::{compare_table, label_of, read_summary, svg_chart, Column};
-use advisor::eval::corpus::{check_corpus, Case, CorpusCheck, WorkspaceCopy};
-use advisor::eval::report::{judge_line, RunMeta};
-use advisor::eval::run::{CasePreparer, EvalEvent, EvalOptions, EvalRunner, PreparedCase};
-use advisor::eval::score_records;
-use advisor::eval::scratch::RunScratch;
 use advisor::iso_seconds;
 use advisor::providers::{Catalog, ModelSpec};
+use advisor::replay::eval::compare::{compare_table, label_of, read_summary, svg_chart, Column};
+use advisor::replay::eval::corpus::{check_corpus, Case, CorpusCheck, WorkspaceCopy};
+use advisor::replay::eval::report::{judge_line, RunMeta};
+use advisor::replay::eval::run::{CasePreparer, EvalEvent, EvalOptions, EvalRunner, PreparedCase};
+use advisor::replay::eval::score_records;
+use advisor::replay::eval::scratch::RunScratch;
 use advisor::settings::{AdvisorSettings, DeliveryPolicy, SettingsLayer, SyncBacklog};
 use advisor::TranscriptView;
 use advisor::{
@@ -343,7 +343,7 @@ fn report_check(check: &CorpusCheck) -> Result<(), CliError> {
 }
 
 /// The text report: what was run, the table, the judge's line, the skipped cases.
-fn text_report(results: &advisor::eval::report::Results) -> String {
+fn text_report(results: &advisor::replay::eval::report::Results) -> String {
     let s = results.summary();
     let mut text = format!(
         "model {} · configuration {} · corpus {} · {} cases, {} planted and {} control runs, {} skipped, {} timeouts, {} failed model calls, {} turns never reviewed{}\n\n",

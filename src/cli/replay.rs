@@ -66,13 +66,10 @@ use advisor::replay::{
     ReplayEvent, ReplayOptions, ReplayOutcome,
 };
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
-use advisor::settings::{
-    load_settings, AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SettingsLayer,
-    SyncBacklog,
-};
+use advisor::settings::{AdvisorSettings, DeliveryPolicy, SettingsEnv, SettingsLayer, SyncBacklog};
 use advisor::TranscriptView;
-use advisor::{session_role, KeyLookup, ModelSource, SessionModel, SessionSetup};
 use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
+use advisor::{KeyLookup, ModelSource, RequestedModel, SessionInputs, SessionSetup, SetupError};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -228,71 +225,52 @@ pub fn prepare_session(
     keys: KeyLookup,
     shared: Option<Arc<advisor::SharedResources>>,
 ) -> Result<PreparedSession, CliError> {
-    let env = SettingsEnv::from_lookup(&*keys);
-    let watchdog = env.watchdog_config(&root);
-    let agent_dir = watchdog.agent_dir.clone();
-    let mut loaded =
-        load_settings(agent_dir.as_deref(), &root).map_err(|e| CliError::new(e.to_string()))?;
-    // Replaying is an explicit request to run the advisor: only a file that says
-    // `advisor.enabled: false` stops it (K2), not the files' default of off.
-    if loaded.disabled_by.is_some() && flags.model.is_none() {
-        return Err(disabled_error(&loaded));
+    let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
+    let models = ModelSource {
+        base_url: flags.base_url.clone(),
+        api: flags.api,
+        shared,
+        ..ModelSource::new(Arc::new(catalog), Arc::clone(&keys))
+    };
+    let session_id = driver.header().id.clone();
+    let loaded = SessionSetup::load(SessionInputs {
+        session_id: session_id.unwrap_or_else(|| "replay".to_string()),
+        root,
+        env: SettingsEnv::from_lookup(&*keys),
+        watchdog: !flags.no_watchdog,
+        // Replaying is an explicit request to run the advisor: only a file that says
+        // `advisor.enabled: false` stops it (K2), not the files' default of off, and
+        // `--model` asks for this run anyway.
+        stop_when_disabled: flags.model.is_none(),
+        host_layer: flags.host_layer.clone(),
+        settings: &|loaded, env| settings(flags, &loaded.settings, env),
+        model: RequestedModel::Discover(flags.model.clone()),
+        models,
+        context_files: None,
+        audit_path: flags.audit.clone(),
+    })
+    .map_err(|e| match e {
+        SetupError::Disabled { file } => disabled_error(Some(&file)),
+        SetupError::Model(e) => model_error(e),
+        other => CliError::new(other.to_string()),
+    })?;
+    // No session model (none named, or its key missing) is no error when a roster whose
+    // advisors name their own models runs without one (RO12), as `advisor serve` does.
+    if let Some(error) = loaded.no_model {
+        let roster_runs = matches!(
+            error,
+            ProviderError::NoModel | ProviderError::MissingKey { .. }
+        ) && roster_has_a_model(&loaded.prepared.config);
+        if !roster_runs {
+            return Err(model_error(error));
+        }
     }
     let mut lines: Vec<SetupLine> = loaded
         .warnings
         .iter()
         .map(|w| SetupLine::Warning(w.to_string()))
         .collect();
-    let settings = settings(flags, &loaded.settings, &env);
-    if let Some(role) = flags
-        .host_layer
-        .as_ref()
-        .and_then(|(_, l)| l.advisor_role.clone())
-    {
-        loaded.advisor_role = Some(role);
-    }
-    let flag = flags.model.as_deref();
-    let role =
-        session_role(flag, &env, &loaded, &root, agent_dir.as_deref()).map_err(model_error)?;
-    let catalog = Catalog::builtin().map_err(|e| CliError::new(e.to_string()))?;
-    let models = ModelSource {
-        base_url: flags.base_url.clone(),
-        api: flags.api,
-        shared,
-        ..ModelSource::new(Arc::new(catalog), keys)
-    };
-    // No session model (none named, or its key missing) is no error yet: a roster whose
-    // advisors name their own models runs without one (RO12), as `advisor serve` does.
-    let (model, no_model) = match models.build(&models.spec(role.clone(), &settings)) {
-        Ok(model) => (
-            SessionModel::Own {
-                model,
-                selector: role,
-            },
-            None,
-        ),
-        Err(e @ (ProviderError::NoModel | ProviderError::MissingKey { .. })) => {
-            (SessionModel::None, Some(e))
-        }
-        Err(e) => return Err(model_error(e)),
-    };
-    let session_id = driver.header().id.clone();
-    let setup = SessionSetup {
-        session_id: session_id.unwrap_or_else(|| "replay".to_string()),
-        root,
-        watchdog: (!flags.no_watchdog).then_some(watchdog),
-        loaded,
-        settings,
-        host_layer: flags.host_layer.clone(),
-        model,
-        models,
-        context_files: None,
-        audit_path: flags.audit.clone(),
-    };
-    let prepared = setup.build();
-    if let Some(error) = no_model.filter(|_| !roster_has_a_model(&prepared.config)) {
-        return Err(model_error(error));
-    }
+    let prepared = loaded.prepared;
     lines.extend(prepared.notices.iter().cloned().map(SetupLine::Notice));
     let mut config = prepared.config;
     config.hold_wait_through_retries = true;
@@ -408,10 +386,8 @@ fn settings(flags: &SessionFlags, files: &AdvisorSettings, env: &SettingsEnv) ->
 }
 
 /// K2: the files disable the advisor and no `--model` asks for this run anyway.
-fn disabled_error(loaded: &LoadedSettings) -> CliError {
-    let origin = loaded
-        .disabled_by
-        .as_ref()
+fn disabled_error(file: Option<&Path>) -> CliError {
+    let origin = file
         .map(|file| format!(" in {}", file.display()))
         .unwrap_or_default();
     CliError::new(format!(
@@ -713,6 +689,7 @@ fn not_reached_text(turn: usize, question: &str) -> String {
 mod tests {
     use super::*;
     use advisor::domain::advice::{Advisory, Channel, Severity};
+    use advisor::settings::LoadedSettings;
 
     fn args(extra: &[&str]) -> ReplayArgs {
         use clap::Parser;
@@ -799,7 +776,7 @@ mod tests {
             ..LoadedSettings::default()
         };
         assert_eq!(
-            disabled_error(&loaded).to_string(),
+            disabled_error(loaded.disabled_by.as_deref()).to_string(),
             "the advisor is disabled (advisor.enabled: false in /p/.omp/config.yml); pass \
              --model provider/model-id to replay with it anyway"
         );

@@ -251,5 +251,9 @@ impl RosterDiff {
     }
 }
 
+mod state;
+
+pub use state::{turn_end_may_wait, Captured, Member, MemberChange, Members};
+
 #[cfg(test)]
 mod tests;

@@ -6,8 +6,7 @@
 
 use super::lane::FREE_BLOCKERS;
 
-/// A review, as the router tells reviews apart: its epoch and its number.
-pub(super) type ReviewId = (u64, u64);
+pub(super) use super::review_ref::ReviewId;
 
 /// The budget of the review in progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,46 +107,164 @@ mod tests {
     #[test]
     fn d8_a_review_of_k_updates_allows_k_times_the_budget() {
         let mut b = NoteBudget::new(2);
-        b.start((0, 1), 3);
-        assert_eq!((0..7).filter(|_| b.take((0, 1))).count(), 6);
+        b.start(
+            ReviewId {
+                epoch: 0,
+                number: 1,
+            },
+            3,
+        );
+        assert_eq!(
+            (0..7)
+                .filter(|_| b.take(ReviewId {
+                    epoch: 0,
+                    number: 1
+                }))
+                .count(),
+            6
+        );
         // An unannounced review covers one update.
-        assert_eq!((0..7).filter(|_| b.take((0, 2))).count(), 2);
+        assert_eq!(
+            (0..7)
+                .filter(|_| b.take(ReviewId {
+                    epoch: 0,
+                    number: 2
+                }))
+                .count(),
+            2
+        );
         // Zero updates still count as one.
-        b.start((0, 3), 0);
-        assert_eq!((0..7).filter(|_| b.take((0, 3))).count(), 2);
+        b.start(
+            ReviewId {
+                epoch: 0,
+                number: 3,
+            },
+            0,
+        );
+        assert_eq!(
+            (0..7)
+                .filter(|_| b.take(ReviewId {
+                    epoch: 0,
+                    number: 3
+                }))
+                .count(),
+            2
+        );
     }
 
     #[test]
     fn sp3_a_review_delivers_two_blockers_free_then_blockers_take_places() {
         let mut b = NoteBudget::new(1);
-        b.start((0, 1), 1);
-        assert!(b.take_free_blocker((0, 1)));
-        assert!(b.take_free_blocker((0, 1)));
-        assert!(!b.take_free_blocker((0, 1)), "the third is counted");
-        assert!(b.take((0, 1)), "and takes the one place");
-        assert!(!b.take_free_blocker((0, 1)) && !b.take((0, 1)));
-        b.give_back_blockers((0, 1), 1);
+        b.start(
+            ReviewId {
+                epoch: 0,
+                number: 1,
+            },
+            1,
+        );
+        assert!(b.take_free_blocker(ReviewId {
+            epoch: 0,
+            number: 1
+        }));
+        assert!(b.take_free_blocker(ReviewId {
+            epoch: 0,
+            number: 1
+        }));
         assert!(
-            b.take_free_blocker((0, 1)),
+            !b.take_free_blocker(ReviewId {
+                epoch: 0,
+                number: 1
+            }),
+            "the third is counted"
+        );
+        assert!(
+            b.take(ReviewId {
+                epoch: 0,
+                number: 1
+            }),
+            "and takes the one place"
+        );
+        assert!(
+            !b.take_free_blocker(ReviewId {
+                epoch: 0,
+                number: 1
+            }) && !b.take(ReviewId {
+                epoch: 0,
+                number: 1
+            })
+        );
+        b.give_back_blockers(
+            ReviewId {
+                epoch: 0,
+                number: 1,
+            },
+            1,
+        );
+        assert!(
+            b.take_free_blocker(ReviewId {
+                epoch: 0,
+                number: 1
+            }),
             "a rolled-back blocker frees its exemption"
         );
         // The next review has its two again.
-        assert!(b.take_free_blocker((0, 2)) && b.take_free_blocker((0, 2)));
-        assert!(!b.take_free_blocker((0, 2)));
+        assert!(
+            b.take_free_blocker(ReviewId {
+                epoch: 0,
+                number: 2
+            }) && b.take_free_blocker(ReviewId {
+                epoch: 0,
+                number: 2
+            })
+        );
+        assert!(!b.take_free_blocker(ReviewId {
+            epoch: 0,
+            number: 2
+        }));
     }
 
     #[test]
     fn d8_reviews_are_told_apart_by_epoch_and_places_given_back_are_reusable() {
         let mut b = NoteBudget::new(1);
-        assert!(b.take((0, 1)));
-        assert!(!b.take((0, 1)));
+        assert!(b.take(ReviewId {
+            epoch: 0,
+            number: 1
+        }));
+        assert!(!b.take(ReviewId {
+            epoch: 0,
+            number: 1
+        }));
         assert!(
-            b.take((1, 1)),
+            b.take(ReviewId {
+                epoch: 1,
+                number: 1
+            }),
             "the same number in a new epoch is another review"
         );
-        b.give_back((0, 1), 1);
-        assert!(!b.take((1, 1)), "given back to another review: no effect");
-        b.give_back((1, 1), 1);
-        assert!(b.take((1, 1)));
+        b.give_back(
+            ReviewId {
+                epoch: 0,
+                number: 1,
+            },
+            1,
+        );
+        assert!(
+            !b.take(ReviewId {
+                epoch: 1,
+                number: 1
+            }),
+            "given back to another review: no effect"
+        );
+        b.give_back(
+            ReviewId {
+                epoch: 1,
+                number: 1,
+            },
+            1,
+        );
+        assert!(b.take(ReviewId {
+            epoch: 1,
+            number: 1
+        }));
     }
 }

@@ -193,7 +193,7 @@ impl CatchUp {
 mod tests {
     use super::HeldRelease;
     use super::*;
-    use crate::delivery::testing::{adv, reconfirm, router};
+    use crate::delivery::testing::{adv, reconfirm, router, rv};
     use crate::delivery::texts::FINAL_ANSWER as FINAL_ANSWER_NOTE;
     use crate::delivery::{CatchUpEnd, RaiseOutcome};
     use crate::domain::advice::Severity;
@@ -342,7 +342,7 @@ mod tests {
     fn d4_concern_and_blocker_are_held_on_first_emission() {
         let mut r = reconfirm();
         r.run_state(true);
-        let (outcome, events) = r.raise(0, 1, adv("wrong table", Some(Severity::Blocker)));
+        let (outcome, events) = r.raise(&rv(0, 1), adv("wrong table", Some(Severity::Blocker)));
         assert_eq!(outcome, RaiseOutcome::Held);
         assert_eq!(outcome.tool_text(2), "Held pending reconfirmation.");
         assert!(events.is_empty());
@@ -356,7 +356,7 @@ mod tests {
         let mut r = reconfirm();
         r.run_state(true);
         assert_eq!(
-            r.raise(0, 1, adv("rename tmp", Some(Severity::Nit))).0,
+            r.raise(&rv(0, 1), adv("rename tmp", Some(Severity::Nit))).0,
             RaiseOutcome::Recorded
         );
         let aside = r.step_boundary().aside.expect("the nit");
@@ -375,7 +375,7 @@ mod tests {
         let mut r = reconfirm();
         r.run_state(true);
         assert_eq!(r.turn_ended(true, true).map(|p| p.held), Some(0));
-        r.raise(0, 1, adv("the answer skips the error case", None));
+        r.raise(&rv(0, 1), adv("the answer skips the error case", None));
         let aside = r.step_boundary().aside.unwrap();
         assert!(
             aside.content.ends_with(FINAL_ANSWER_NOTE),
@@ -384,7 +384,7 @@ mod tests {
         );
         // A new run has no terminal turn behind it.
         r.run_state(true);
-        r.raise(0, 2, adv("another nit", None));
+        r.raise(&rv(0, 2), adv("another nit", None));
         assert!(!r
             .step_boundary()
             .aside
@@ -394,7 +394,7 @@ mod tests {
         // The interrupt policy never adds it.
         let mut i = router();
         i.turn_ended(true, true);
-        i.raise(0, 1, adv("a nit", None));
+        i.raise(&rv(0, 1), adv("a nit", None));
         let aside = i.step_boundary().aside.unwrap();
         assert!(!aside.content.contains(FINAL_ANSWER_NOTE) && !aside.content.contains("context="));
     }
@@ -403,13 +403,13 @@ mod tests {
     fn d5_settled_block_delivers_reconfirmed_notes_one_message_each() {
         let mut r = reconfirm();
         r.run_state(true);
-        r.raise(0, 1, adv("first", Some(Severity::Blocker)));
-        r.raise(0, 1, adv("second", Some(Severity::Concern)));
-        r.held_preamble(0, 2);
-        r.raise(0, 2, adv("first", Some(Severity::Blocker)));
-        r.raise(0, 2, adv("second", Some(Severity::Concern)));
-        r.raise(0, 2, adv("third", Some(Severity::Blocker)));
-        r.review_succeeded(0, 2);
+        r.raise(&rv(0, 1), adv("first", Some(Severity::Blocker)));
+        r.raise(&rv(0, 1), adv("second", Some(Severity::Concern)));
+        r.held_preamble(&rv(0, 2));
+        r.raise(&rv(0, 2), adv("first", Some(Severity::Blocker)));
+        r.raise(&rv(0, 2), adv("second", Some(Severity::Concern)));
+        r.raise(&rv(0, 2), adv("third", Some(Severity::Blocker)));
+        r.review_succeeded(&rv(0, 2));
         let plan = r.turn_ended(false, true).expect("notes held");
         assert_eq!(plan.held, 3);
         let events = r.catch_up_finished(&plan, CatchUpEnd::Settled);
@@ -426,7 +426,7 @@ mod tests {
     #[test]
     fn d5_terminal_timeout_delivers_held_notes_best_effort_with_a_notice() {
         let mut r = reconfirm();
-        r.raise(0, 1, adv("unconfirmed", Some(Severity::Blocker)));
+        r.raise(&rv(0, 1), adv("unconfirmed", Some(Severity::Blocker)));
         let plan = r.turn_ended(true, true).unwrap();
         let events = r.catch_up_finished(&plan, CatchUpEnd::TimedOut);
         match &events[..] {

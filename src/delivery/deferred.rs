@@ -109,11 +109,16 @@ impl DeferredNotes {
 mod tests {
     use super::*;
 
+    /// Review `number` of epoch 0.
+    fn id(number: u64) -> ReviewId {
+        ReviewId { epoch: 0, number }
+    }
+
     fn note(text: &str, sev: Option<Severity>, review: u64) -> DeferredNote {
         DeferredNote {
             advisory: Advisory::new(text, sev),
             key: text.to_string(),
-            review: (0, review),
+            review: id(review),
             origin: Origin::default(),
         }
     }
@@ -125,25 +130,25 @@ mod tests {
         d.push(note("c", Some(Severity::Concern), 2));
         d.push(note("n1", Some(Severity::Nit), 2));
         d.push(note("n2", None, 2));
-        let out = d.displace_lower(&None, (0, 2), Severity::Concern).unwrap();
+        let out = d.displace_lower(&None, id(2), Severity::Concern).unwrap();
         assert!(
-            d.displace_lower(&Some("other".into()), (0, 2), Severity::Concern)
+            d.displace_lower(&Some("other".into()), id(2), Severity::Concern)
                 .is_none(),
             "never another advisor's note"
         );
         assert_eq!(out.key, "n2", "the newest of the lowest");
         assert_eq!(
-            d.displace_lower(&None, (0, 2), Severity::Concern)
+            d.displace_lower(&None, id(2), Severity::Concern)
                 .unwrap()
                 .key,
             "n1"
         );
         assert!(
-            d.displace_lower(&None, (0, 2), Severity::Concern).is_none(),
+            d.displace_lower(&None, id(2), Severity::Concern).is_none(),
             "a concern does not displace a concern, nor another review's nit"
         );
         assert_eq!(d.len(), 2);
-        assert_eq!(d.take_where(|n| n.review == (0, 1)).len(), 1);
+        assert_eq!(d.take_where(|n| n.review == id(1)).len(), 1);
         assert_eq!(d.take_all().len(), 1);
     }
 }

@@ -200,7 +200,7 @@ impl HeldNotes {
 
 #[cfg(test)]
 mod tests {
-    use crate::delivery::testing::{adv, reconfirm};
+    use crate::delivery::testing::{adv, reconfirm, rv};
     use crate::delivery::{CatchUpEnd, DropReason, RaiseOutcome};
     use crate::domain::advice::Severity;
     use crate::domain::host::HostEvent;
@@ -208,14 +208,13 @@ mod tests {
     #[test]
     fn d9_preamble_lists_held_notes_with_the_instruction() {
         let mut r = reconfirm();
-        assert_eq!(r.held_preamble(0, 1), "");
+        assert_eq!(r.held_preamble(&rv(0, 1)), "");
         r.raise(
-            0,
-            1,
+            &rv(0, 1),
             adv("the  migration\ndrops a column", Some(Severity::Concern)),
         );
-        r.raise(0, 1, adv("tests never ran", Some(Severity::Blocker)));
-        let text = r.held_preamble(0, 2);
+        r.raise(&rv(0, 1), adv("tests never ran", Some(Severity::Blocker)));
+        let text = r.held_preamble(&rv(0, 2));
         assert!(
             text.starts_with("### Held advisories — reconfirm\n"),
             "{text}"
@@ -232,18 +231,18 @@ mod tests {
             text.contains("Do not announce that an item is resolved"),
             "{text}"
         );
-        assert_eq!(r.held_preamble(1, 3), "", "another epoch sees nothing");
+        assert_eq!(r.held_preamble(&rv(1, 3)), "", "another epoch sees nothing");
     }
 
     #[test]
     fn d9_held_blocker_reraised_as_a_nit_stays_a_blocker() {
         let mut r = reconfirm();
-        r.raise(0, 1, adv("Tests never ran", Some(Severity::Blocker)));
-        r.held_preamble(0, 2);
-        let (outcome, _) = r.raise(0, 2, adv("Tests  never\tran", Some(Severity::Nit)));
+        r.raise(&rv(0, 1), adv("Tests never ran", Some(Severity::Blocker)));
+        r.held_preamble(&rv(0, 2));
+        let (outcome, _) = r.raise(&rv(0, 2), adv("Tests  never\tran", Some(Severity::Nit)));
         assert_eq!(outcome, RaiseOutcome::Reconfirmed);
         assert_eq!(outcome.tool_text(2), "Recorded.");
-        r.review_succeeded(0, 2);
+        r.review_succeeded(&rv(0, 2));
         let held = &r.held()[0];
         assert!(held.confirmed);
         assert_eq!(held.advisory.severity, Some(Severity::Blocker));
@@ -253,21 +252,21 @@ mod tests {
     #[test]
     fn d9_held_concern_reraised_higher_escalates() {
         let mut r = reconfirm();
-        r.raise(0, 1, adv("wrong file", Some(Severity::Concern)));
-        r.held_preamble(0, 2);
-        r.raise(0, 2, adv("wrong file", Some(Severity::Blocker)));
+        r.raise(&rv(0, 1), adv("wrong file", Some(Severity::Concern)));
+        r.held_preamble(&rv(0, 2));
+        r.raise(&rv(0, 2), adv("wrong file", Some(Severity::Blocker)));
         assert_eq!(r.held()[0].advisory.severity, Some(Severity::Blocker));
     }
 
     #[test]
     fn d9_recanted_note_dropped_and_a_failed_review_prunes_nothing() {
         let mut r = reconfirm();
-        r.raise(0, 1, adv("stale worry", Some(Severity::Blocker)));
-        r.held_preamble(0, 2);
+        r.raise(&rv(0, 1), adv("stale worry", Some(Severity::Blocker)));
+        r.held_preamble(&rv(0, 2));
         // Review 2 failed: no report, nothing pruned; the retry lists it again.
-        r.held_preamble(0, 3);
-        r.raise(0, 3, adv("a fresh worry", Some(Severity::Concern)));
-        r.review_succeeded(0, 3);
+        r.held_preamble(&rv(0, 3));
+        r.raise(&rv(0, 3), adv("a fresh worry", Some(Severity::Concern)));
+        r.review_succeeded(&rv(0, 3));
         let notes: Vec<&str> = r.held().iter().map(|h| h.advisory.note.as_str()).collect();
         assert_eq!(
             notes,
@@ -282,16 +281,17 @@ mod tests {
     #[test]
     fn g5_d9_discarded_attempt_rolls_back_its_holds_and_keeps_earlier_ones() {
         let mut r = reconfirm();
-        r.raise(0, 1, adv("held before", Some(Severity::Blocker)));
-        r.held_preamble(0, 2);
+        r.raise(&rv(0, 1), adv("held before", Some(Severity::Blocker)));
+        r.held_preamble(&rv(0, 2));
         // Review 2's first attempt holds two phantoms; the concern takes a place in the
         // budget (2 notes), the blocker takes none.
         assert_eq!(
-            r.raise(0, 2, adv("phantom one", Some(Severity::Concern))).0,
+            r.raise(&rv(0, 2), adv("phantom one", Some(Severity::Concern)))
+                .0,
             RaiseOutcome::Held
         );
-        r.raise(0, 2, adv("phantom two", Some(Severity::Blocker)));
-        assert_eq!(r.discard_attempt(0, 2), 2);
+        r.raise(&rv(0, 2), adv("phantom two", Some(Severity::Blocker)));
+        assert_eq!(r.discard_attempt(&rv(0, 2)), 2);
         let notes: Vec<&str> = r.held().iter().map(|h| h.advisory.note.as_str()).collect();
         assert_eq!(notes, vec!["held before"]);
         assert_eq!(r.counts().held, 1);
@@ -303,35 +303,38 @@ mod tests {
         );
         // The replay has its whole budget again, and the phantom is not a duplicate.
         assert_eq!(
-            r.raise(0, 2, adv("phantom one", Some(Severity::Concern))).0,
+            r.raise(&rv(0, 2), adv("phantom one", Some(Severity::Concern)))
+                .0,
             RaiseOutcome::Held
         );
         assert_eq!(
-            r.raise(0, 2, adv("another", Some(Severity::Concern))).0,
+            r.raise(&rv(0, 2), adv("another", Some(Severity::Concern)))
+                .0,
             RaiseOutcome::Held
         );
         // Stale epochs and other reviews are left alone.
-        assert_eq!(r.discard_attempt(7, 2), 0);
-        assert_eq!(r.discard_attempt(0, 5), 0);
+        assert_eq!(r.discard_attempt(&rv(7, 2)), 0);
+        assert_eq!(r.discard_attempt(&rv(0, 5)), 0);
         assert_eq!(r.held().len(), 3);
     }
 
     #[test]
     fn g5_d9_discarded_attempt_undoes_its_reconfirmation_and_escalation() {
         let mut r = reconfirm();
-        r.raise(0, 1, adv("held before", Some(Severity::Concern)));
-        r.held_preamble(0, 2);
+        r.raise(&rv(0, 1), adv("held before", Some(Severity::Concern)));
+        r.held_preamble(&rv(0, 2));
         assert_eq!(
-            r.raise(0, 2, adv("held before", Some(Severity::Blocker))).0,
+            r.raise(&rv(0, 2), adv("held before", Some(Severity::Blocker)))
+                .0,
             RaiseOutcome::Reconfirmed
         );
         assert!(r.held()[0].confirmed);
-        r.discard_attempt(0, 2);
+        r.discard_attempt(&rv(0, 2));
         assert!(!r.held()[0].confirmed);
         assert_eq!(r.held()[0].advisory.severity, Some(Severity::Concern));
         assert_eq!(r.counts().held, 1, "the note itself stays held");
         // The replay stays silent about it: it is recanted, as if the attempt never ran.
-        r.review_succeeded(0, 2);
+        r.review_succeeded(&rv(0, 2));
         assert!(r.held().is_empty());
         assert_eq!(r.counts().dropped.get(&DropReason::Recanted), Some(&1));
     }
@@ -339,15 +342,16 @@ mod tests {
     #[test]
     fn g5_d9_reconfirmation_by_the_replay_survives() {
         let mut r = reconfirm();
-        r.raise(0, 1, adv("held before", Some(Severity::Concern)));
-        r.held_preamble(0, 2);
-        r.raise(0, 2, adv("held before", Some(Severity::Concern)));
-        r.discard_attempt(0, 2);
+        r.raise(&rv(0, 1), adv("held before", Some(Severity::Concern)));
+        r.held_preamble(&rv(0, 2));
+        r.raise(&rv(0, 2), adv("held before", Some(Severity::Concern)));
+        r.discard_attempt(&rv(0, 2));
         assert_eq!(
-            r.raise(0, 2, adv("held before", Some(Severity::Concern))).0,
+            r.raise(&rv(0, 2), adv("held before", Some(Severity::Concern)))
+                .0,
             RaiseOutcome::Reconfirmed
         );
-        r.review_succeeded(0, 2);
+        r.review_succeeded(&rv(0, 2));
         assert_eq!(r.held().len(), 1);
         assert!(r.held()[0].confirmed);
     }
@@ -356,25 +360,37 @@ mod tests {
     fn d8_a_held_note_is_not_recorded_as_delivered() {
         let mut r = reconfirm();
         r.run_state(true);
-        r.raise(0, 1, adv("check the null case", Some(Severity::Concern)));
-        r.held_preamble(0, 2);
-        r.review_succeeded(0, 2);
+        r.raise(
+            &rv(0, 1),
+            adv("check the null case", Some(Severity::Concern)),
+        );
+        r.held_preamble(&rv(0, 2));
+        r.review_succeeded(&rv(0, 2));
         assert!(r.held().is_empty());
         // Raised afresh after being recanted: not a duplicate, held again.
         assert_eq!(
-            r.raise(0, 3, adv("check the null case", Some(Severity::Concern)))
-                .0,
+            r.raise(
+                &rv(0, 3),
+                adv("check the null case", Some(Severity::Concern))
+            )
+            .0,
             RaiseOutcome::Held
         );
         // Once delivered, a repeat is a duplicate.
-        r.held_preamble(0, 4);
-        r.raise(0, 4, adv("check the null case", Some(Severity::Concern)));
+        r.held_preamble(&rv(0, 4));
+        r.raise(
+            &rv(0, 4),
+            adv("check the null case", Some(Severity::Concern)),
+        );
         let plan = r.turn_ended(false, true).unwrap();
         let events = r.catch_up_finished(&plan, CatchUpEnd::Settled);
         assert_eq!(events, vec![HostEvent::SteerReady]);
         assert_eq!(
-            r.raise(0, 5, adv("check the null case", Some(Severity::Concern)))
-                .0,
+            r.raise(
+                &rv(0, 5),
+                adv("check the null case", Some(Severity::Concern))
+            )
+            .0,
             RaiseOutcome::Dropped(DropReason::Duplicate)
         );
     }
@@ -382,7 +398,7 @@ mod tests {
     #[test]
     fn r1_reset_drops_held_notes() {
         let mut r = reconfirm();
-        r.raise(0, 1, adv("old", Some(Severity::Blocker)));
+        r.raise(&rv(0, 1), adv("old", Some(Severity::Blocker)));
         r.reset(1);
         assert!(r.held().is_empty());
         assert_eq!(r.counts().held, 0);

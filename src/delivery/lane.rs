@@ -271,7 +271,8 @@ mod tests {
 
     // SP3 through the router: what the advisor is told, what the host gets, what is counted.
     mod through_the_router {
-        use crate::delivery::testing::adv;
+        use crate::delivery::testing::{adv, rv};
+        use crate::delivery::ReviewRef;
         use crate::delivery::{DropReason, RaiseOutcome, RouterState};
         use crate::domain::advice::{AdvisorLabel, Advisory, Channel, Severity};
         use crate::domain::host::HostEvent;
@@ -296,21 +297,22 @@ mod tests {
             let mut r = RouterState::new(DeliveryPolicy::Interrupt, 4);
             r.run_state(true);
             for sev in [None, Some(Severity::Concern), Some(Severity::Blocker)] {
-                let (outcome, events) = r.raise(0, 1, adv("  fix it  ", sev));
+                let (outcome, events) = r.raise(&rv(0, 1), adv("  fix it  ", sev));
                 assert_eq!(outcome, RaiseOutcome::Dropped(DropReason::TooShort));
                 assert!(events.is_empty());
             }
             assert_eq!(
-                r.raise(0, 1, adv("fix it!!", Some(Severity::Blocker))).0,
+                r.raise(&rv(0, 1), adv("fix it!!", Some(Severity::Blocker)))
+                    .0,
                 RaiseOutcome::Recorded
             );
             // Content-free and empty keep their own reasons.
             assert_eq!(
-                r.raise(0, 1, adv("lgtm", None)).0,
+                r.raise(&rv(0, 1), adv("lgtm", None)).0,
                 RaiseOutcome::Dropped(DropReason::ContentFree)
             );
             assert_eq!(
-                r.raise(0, 1, adv("!!", None)).0,
+                r.raise(&rv(0, 1), adv("!!", None)).0,
                 RaiseOutcome::Dropped(DropReason::Empty)
             );
             assert_eq!(r.counts().dropped.get(&DropReason::TooShort), Some(&3));
@@ -324,11 +326,11 @@ mod tests {
             r.run_state(true);
             let first = "Stop: the migration drops the users table before the backup runs";
             let reworded = "the migration drops the users table before the backup runs, stop!";
-            assert_eq!(r.raise(0, 1, blocker(first)).0, RaiseOutcome::Recorded);
+            assert_eq!(r.raise(&rv(0, 1), blocker(first)).0, RaiseOutcome::Recorded);
             r.step_boundary();
             for turn in 1..=19u64 {
                 r.turn_ended(false, true);
-                let (outcome, events) = r.raise(0, turn + 1, blocker(reworded));
+                let (outcome, events) = r.raise(&rv(0, turn + 1), blocker(reworded));
                 assert_eq!(
                     outcome,
                     RaiseOutcome::Dropped(DropReason::NearDuplicate),
@@ -344,7 +346,10 @@ mod tests {
             assert!(told.contains("in other words"), "{told}");
             // Twenty turns on, it may be said again.
             r.turn_ended(false, true);
-            assert_eq!(r.raise(0, 30, blocker(reworded)).0, RaiseOutcome::Recorded);
+            assert_eq!(
+                r.raise(&rv(0, 30), blocker(reworded)).0,
+                RaiseOutcome::Recorded
+            );
         }
 
         #[test]
@@ -356,27 +361,29 @@ mod tests {
             let reworded = "The loop never ends when the input file is empty.";
             let other = "when the input file is empty the loop never ends";
             assert_eq!(
-                r.raise(0, 1, adv(note, Some(Severity::Nit))).0,
+                r.raise(&rv(0, 1), adv(note, Some(Severity::Nit))).0,
                 RaiseOutcome::Recorded
             );
             // Another advisor's note in the same words is its own.
-            let (outcome, _) = r.raise_as(Some(&arch), 0, 1, adv(other, Some(Severity::Nit)));
+            let (outcome, _) = r.raise(
+                &ReviewRef::new(Some(arch.clone()), 0, 1),
+                adv(other, Some(Severity::Nit)),
+            );
             assert_eq!(outcome, RaiseOutcome::Recorded);
             // A concern of the same words escalates: it passes; the same words again as a
             // nit do not.
             assert_eq!(
-                r.raise(0, 2, adv(other, Some(Severity::Concern))).0,
+                r.raise(&rv(0, 2), adv(other, Some(Severity::Concern))).0,
                 RaiseOutcome::Recorded
             );
             assert_eq!(
-                r.raise(0, 3, adv(reworded, Some(Severity::Nit))).0,
+                r.raise(&rv(0, 3), adv(reworded, Some(Severity::Nit))).0,
                 RaiseOutcome::Dropped(DropReason::Duplicate),
                 "the same key is P3's duplicate"
             );
             assert_eq!(
                 r.raise(
-                    0,
-                    3,
+                    &rv(0, 3),
                     adv("the loop never ends when an input file is empty", None)
                 )
                 .0,
@@ -391,7 +398,7 @@ mod tests {
             let mut seen = Vec::new();
             for review in 1..=4u64 {
                 let note = format!("blocker number {review}: the deploy script deletes {review}x");
-                let (outcome, events) = r.raise(0, review, blocker(&note));
+                let (outcome, events) = r.raise(&rv(0, review), blocker(&note));
                 assert_eq!(outcome, RaiseOutcome::Recorded);
                 seen.extend(channels(&events));
             }
@@ -412,7 +419,7 @@ mod tests {
             r.run_state(true);
             for i in 0..3 {
                 let note = format!("steered blocker {i}: the migration is unsafe {i}y");
-                r.raise(0, 10 + i, blocker(&note));
+                r.raise(&rv(0, 10 + i), blocker(&note));
             }
             let flushed = r.run_state(false);
             assert_eq!(
@@ -426,22 +433,21 @@ mod tests {
         fn sp3_the_wake_limit_is_kept_across_a_router_restart_and_shown_in_undelivered() {
             let mut r = RouterState::new(DeliveryPolicy::Interrupt, 4);
             r.run_state(false);
-            let (_, events) = r.raise(0, 1, blocker("first blocker: the tests are deleted"));
+            let (_, events) = r.raise(&rv(0, 1), blocker("first blocker: the tests are deleted"));
             assert_eq!(channels(&events), [Channel::Wake]);
             let mut restarted = r.restarted();
             let mut seen = Vec::new();
             for review in 2..=3u64 {
                 let note = format!("blocker {review}: the release tag points at {review}w");
-                seen.extend(channels(&restarted.raise(0, review, blocker(&note)).1));
+                seen.extend(channels(&restarted.raise(&rv(0, review), blocker(&note)).1));
             }
             assert_eq!(seen, [Channel::Wake, Channel::Card], "one wake was left");
             // A note kept back that would wake is listed as the card it would be.
             let mut deferred = RouterState::new(DeliveryPolicy::Defer, 4).with_immune_turns(0);
             deferred.run_state(false);
-            deferred.review_batch(0, 1, 1, true);
+            deferred.review_batch(&rv(0, 1), 1, true);
             deferred.raise(
-                0,
-                1,
+                &rv(0, 1),
                 adv("the config is read twice", Some(Severity::Concern)),
             );
             assert_eq!(deferred.undelivered()[0].channel, Channel::Wake);
@@ -449,7 +455,7 @@ mod tests {
                 "wake one: the schema is dropped",
                 "wake two: the backups are gone",
             ] {
-                let (_, events) = deferred.raise(0, 1, blocker(note));
+                let (_, events) = deferred.raise(&rv(0, 1), blocker(note));
                 assert_eq!(channels(&events), [Channel::Wake]);
             }
             assert_eq!(deferred.undelivered()[0].channel, Channel::Card);

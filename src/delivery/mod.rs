@@ -10,7 +10,10 @@
 //! - [`held`]: the notes the `reconfirm` policy holds, and their preamble (D9);
 //! - [`deferred`]: the notes the `defer` policy keeps back to the final boundary (P1);
 //! - [`catch_up`]: terminal turns and the catch-up block (D4, D5);
+//! - `outbox`: the aside queue, the outbox's steers and the cards waiting for a review (D3,
+//!   RO22);
 //! - [`outcome`]: outcome accounting and the tool's answers (D10);
+//! - `review_ref`: which review and whose ([`ReviewRef`], [`ReviewId`], [`UpdateId`]);
 //! - [`tap`]: a copy of every raise and its outcome for a measuring host (EV3);
 //! - [`note`]: note normalisation and the content-free keys of the emission guard (P3);
 //! - [`guard`]: the emission guard's memory, its cap and its seed from a branch (P3);
@@ -25,7 +28,9 @@ pub mod guard;
 pub mod held;
 pub mod lane;
 pub mod note;
+mod outbox;
 pub mod outcome;
+mod review_ref;
 pub mod router;
 pub mod tap;
 pub(crate) mod texts;
@@ -36,6 +41,7 @@ mod window_tests;
 
 pub use catch_up::{turn_will_continue, CatchUpEnd, CatchUpPlan};
 pub use outcome::{DeliveryCounts, DropReason, RaiseOutcome};
+pub use review_ref::{ReviewId, ReviewRef};
 pub use router::{RouterState, TurnEndPlanned};
 pub use tap::{AdviceTap, RaisedAdvice};
 pub use window::LastPrompt;
@@ -61,7 +67,7 @@ pub struct DeliveryStatus {
 pub(crate) mod testing {
     //! Routers and notes for the unit tests of the delivery modules.
 
-    use super::RouterState;
+    use super::{ReviewRef, RouterState};
     use crate::domain::advice::{Advisory, Severity};
     use crate::settings::DeliveryPolicy;
 
@@ -83,6 +89,11 @@ pub(crate) mod testing {
     /// A `reconfirm` router allowing 2 notes per update, of any length.
     pub(crate) fn reconfirm() -> RouterState {
         RouterState::new(DeliveryPolicy::Reconfirm, 2).with_min_note_chars(0)
+    }
+
+    /// Review `number` of `epoch` of the unnamed advisor (RO12).
+    pub(crate) fn rv(epoch: u64, number: u64) -> ReviewRef {
+        ReviewRef::new(None, epoch, number)
     }
 
     /// An advisory.

@@ -17,7 +17,9 @@ use super::deferred::{DeferredNote, DeferredNotes};
 use super::held::{HeldNote, HeldNotes, Reraised};
 use super::lane::{is_too_short, WakeLimit, MIN_NOTE_CHARS};
 use super::note::{is_content_free_key, normalize_note};
+use super::outbox::{Outbox, OutboxSteer, QueuedAside};
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
+use super::review_ref::ReviewRef;
 use super::texts::{EARLIER_STEP, FINAL_ANSWER};
 use super::window::{
     guidance_due, merge_order, qualifies, BoundaryWindow, LastPrompt, WindowNote, GUIDANCE,
@@ -29,49 +31,6 @@ use crate::texts::exceeds_chars;
 
 /// The note cap when none is configured (`advisor.maxNoteChars`, K1).
 pub const DEFAULT_MAX_NOTE_CHARS: usize = 2000;
-
-/// A nit (or an immune concern) waiting in the aside queue for the next step boundary.
-#[derive(Debug, Clone)]
-struct QueuedAside {
-    advisory: Advisory,
-    /// The dedupe key.
-    key: String,
-    /// Its advisor and update (RO13, RO22).
-    origin: Origin,
-    /// The review that raised it; `None` for a held note released by a catch-up block.
-    raised_by: Option<ReviewId>,
-}
-
-/// A steering card in the outbox, waiting for the next step boundary.
-#[derive(Debug, Clone)]
-struct OutboxSteer {
-    card: Delivery,
-    /// The dedupe key of its (first) note.
-    key: String,
-    /// Its (first) note's advisor and update (RO13, RO22).
-    origin: Origin,
-    /// The advisors and updates of the other notes of a merged final-boundary delivery
-    /// (CA14), in its order; empty for a card of one note. A merged card is one message: it
-    /// goes out whole.
-    others: Vec<Origin>,
-}
-
-impl OutboxSteer {
-    /// A card of one note.
-    fn single(card: Delivery, key: String, origin: Origin) -> Self {
-        Self {
-            card,
-            key,
-            origin,
-            others: Vec::new(),
-        }
-    }
-
-    /// The advisors of its notes, one entry per note.
-    fn owners(&self) -> impl Iterator<Item = &Owner> {
-        std::iter::once(&self.origin.owner).chain(self.others.iter().map(|o| &o.owner))
-    }
-}
 
 /// What the router answers a primary turn end (CA13, CA17, D5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -102,12 +61,9 @@ pub struct RouterState {
     running: bool,
     suppressed: bool,
     enabled: bool,
-    asides: Vec<QueuedAside>,
-    steers: Vec<OutboxSteer>,
-    /// Cards of a named advisor waiting for another named advisor's review of the same
-    /// update to end (RO22): its same note merges into them instead of going out as a
-    /// second card. They go out when no such review runs any more, or at the next turn end.
-    cards: Vec<OutboxSteer>,
+    /// What waits for the host: the aside queue, the outbox's steers and the cards that
+    /// wait for another review (D3, RO22).
+    outbox: Outbox,
     held: HeldNotes,
     /// A branch change replayed the transcript (P3): until the next user
     /// prompt, concerns and blockers are cards, never wakes.
@@ -160,9 +116,7 @@ impl RouterState {
             running: false,
             suppressed: false,
             enabled: true,
-            asides: Vec::new(),
-            steers: Vec::new(),
-            cards: Vec::new(),
+            outbox: Outbox::default(),
             held: HeldNotes::default(),
             replayed: false,
             deferred: DeferredNotes::default(),
@@ -328,31 +282,7 @@ impl RouterState {
     pub fn remove_advisor(&mut self, slug: Option<&str>) {
         let owner: Owner = slug.map(Into::into);
         let ours = |o: &Origin| o.owner == owner;
-        let mut gone: Vec<(Origin, String, Severity)> = Vec::new();
-        let (asides, kept): (Vec<QueuedAside>, Vec<QueuedAside>) = std::mem::take(&mut self.asides)
-            .into_iter()
-            .partition(|q| ours(&q.origin));
-        self.asides = kept;
-        gone.extend(asides.into_iter().map(|q| {
-            let severity = q.advisory.effective_severity();
-            (q.origin, q.key, severity)
-        }));
-        // The outbox's steers and the cards waiting for another review (RO22); a merged
-        // final-boundary card (CA14) is one message of several advisors and stays whole.
-        for outbox in [&mut self.steers, &mut self.cards] {
-            let (theirs, kept): (Vec<OutboxSteer>, Vec<OutboxSteer>) = std::mem::take(outbox)
-                .into_iter()
-                .partition(|s| ours(&s.origin) && s.others.is_empty());
-            *outbox = kept;
-            gone.extend(theirs.into_iter().map(|s| {
-                let severity = s
-                    .card
-                    .notes
-                    .first()
-                    .map_or(Severity::Nit, Advisory::effective_severity);
-                (s.origin, s.key, severity)
-            }));
-        }
+        let mut gone = self.outbox.take_single(ours);
         for note in self.deferred.take_where(|d| ours(&d.origin)) {
             let severity = note.severity();
             gone.push((note.origin, note.key, severity));
@@ -440,71 +370,50 @@ impl RouterState {
 
     /// The update a review starting now covers (RO22).
     fn update_now(&self, epoch: u64) -> UpdateId {
-        (epoch, self.turns)
+        UpdateId {
+            epoch,
+            turns: self.turns,
+        }
     }
 
-    #[cfg(test)]
-    /// Review `review` of `epoch` starts and covers `updates` session updates (its batch,
-    /// G2): its note budget is `updates` × `maxNotesPerUpdate` (D8). A review the router is
-    /// not told about covers one update.
-    pub fn review_started(&mut self, epoch: u64, review: u64, updates: usize) {
-        self.advisor_review_started(None, epoch, review, updates);
-    }
-
-    fn advisor_review_started(
-        &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
-        updates: usize,
-    ) {
-        if epoch == self.epoch && !self.guards.is_removed(&owner_of(label)) {
+    pub(crate) fn review_started(&mut self, review: &ReviewRef, updates: usize) {
+        let label = review.advisor.as_ref();
+        let epoch = review.epoch();
+        if epoch == self.epoch && !self.guards.is_removed(&review.owner()) {
             self.guards.reviewing(label);
             let now = self.update_now(epoch);
             let guard = self.guards.for_label(label);
-            guard.budget.start((epoch, review), updates);
-            guard.update = Some(((epoch, review), now));
+            guard.budget.start(review.id, updates);
+            guard.update = Some((review.id, now));
             guard.reviewing = true;
         }
     }
 
-    #[cfg(test)]
-    /// [`RouterState::advisor_review_batch`] of the unnamed advisor.
-    pub fn review_batch(
-        &mut self,
-        epoch: u64,
-        review: u64,
-        updates: usize,
-        wip: bool,
-    ) -> Vec<HostEvent> {
-        self.advisor_review_batch(None, epoch, review, updates, wip)
-    }
-
-    /// Review `review` of `epoch` of the advisor `label` (`None`: the unnamed advisor)
+    /// `review` (`None`: the unnamed advisor)
     /// starts and covers `updates` session updates (its batch, G2): its note budget is
     /// `updates` × its `maxNotesPerUpdate` (D8, RO10, RO13). Under `defer` (its policy,
     /// RO15) a review of a `wip` batch has its nits and concerns deferred (P1), and a
     /// review of a final batch is a final boundary that releases what earlier reviews
     /// deferred. Returns the events of the release. A review of a removed advisor (RO21)
     /// changes nothing.
-    pub fn advisor_review_batch(
+    pub fn review_batch(
         &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
+        review: &ReviewRef,
         updates: usize,
         wip: bool,
     ) -> Vec<HostEvent> {
-        let owner = owner_of(label);
+        let label = review.advisor.as_ref();
+        let epoch = review.epoch();
+        let owner = review.owner();
         if self.guards.is_removed(&owner) {
             return Vec::new();
         }
-        self.advisor_review_started(label, epoch, review, updates);
+        self.review_started(review, updates);
         if epoch != self.epoch || self.guards.policy(&owner) != DeliveryPolicy::Defer {
             return Vec::new();
         }
         if wip {
-            self.guards.for_label(label).wip_review = Some((epoch, review));
+            self.guards.for_label(label).wip_review = Some(review.id);
             Vec::new()
         } else {
             self.release_deferred()
@@ -698,7 +607,7 @@ impl RouterState {
             for owner in &owners {
                 self.tally(owner, |c| c.pending += 1);
             }
-            self.steers.push(steer);
+            self.outbox.steers.push(steer);
             return vec![HostEvent::SteerReady];
         }
         for (_, origin) in origins {
@@ -729,11 +638,11 @@ impl RouterState {
         self.flush_window()
     }
 
-    /// The review in progress of the advisor `label` ended, whatever its end (RO22): the
+    /// The review in progress of `advisor` ended, whatever its end (RO22): the
     /// cards that waited for it go out unless another advisor's review of their update
     /// still runs.
-    pub fn advisor_review_ended(&mut self, label: Option<&AdvisorLabel>) -> Vec<HostEvent> {
-        if let Some(guard) = self.guards.get_mut(&owner_of(label)) {
+    pub fn review_ended(&mut self, advisor: Option<&AdvisorLabel>) -> Vec<HostEvent> {
+        if let Some(guard) = self.guards.get_mut(&owner_of(advisor)) {
             guard.reviewing = false;
         }
         self.release_cards(false)
@@ -744,10 +653,10 @@ impl RouterState {
     /// note calls for now (a run may have started meanwhile: then it steers).
     fn release_cards(&mut self, all: bool) -> Vec<HostEvent> {
         let (waiting, ready): (Vec<OutboxSteer>, Vec<OutboxSteer>) =
-            std::mem::take(&mut self.cards)
+            std::mem::take(&mut self.outbox.cards)
                 .into_iter()
                 .partition(|c| !all && self.guards.another_reviewing(&c.origin));
-        self.cards = waiting;
+        self.outbox.cards = waiting;
         let mut events = Vec::with_capacity(ready.len());
         for waited in ready {
             let owner = waited.origin.owner.clone();
@@ -815,18 +724,7 @@ impl RouterState {
         Some(RaiseOutcome::Deferred)
     }
 
-    #[cfg(test)]
-    /// [`RouterState::raise_as`] for the unnamed advisor.
-    pub fn raise(
-        &mut self,
-        epoch: u64,
-        review: u64,
-        advisory: Advisory,
-    ) -> (RaiseOutcome, Vec<HostEvent>) {
-        self.raise_as(None, epoch, review, advisory)
-    }
-
-    /// Routes one advisory raised by review `review` of `epoch` of the advisor `label`
+    /// Routes one advisory raised by `review`
     /// (`None`: the unnamed advisor). Returns what the advisor is told and the events for
     /// the host.
     ///
@@ -840,42 +738,35 @@ impl RouterState {
     /// blockers are not counted, later ones are (SP3); a note over budget displaces the
     /// newest lower-ranked nit of the same review that the host has not taken yet, or is
     /// dropped itself.
-    pub fn raise_as(
+    pub fn raise(
         &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
+        review: &ReviewRef,
         advisory: Advisory,
     ) -> (RaiseOutcome, Vec<HostEvent>) {
-        let owner = owner_of(label);
+        let owner = review.owner();
         if self.guards.is_removed(&owner) {
             return (self.drop_note(&owner, DropReason::Removed), Vec::new());
         }
-        self.raise_checked(label, epoch, review, advisory)
+        self.raise_checked(review, advisory)
     }
 
     /// `/advisor test` (C2): raises `advisory` as the unnamed advisor's, through the same
     /// guard and routes, as review `review` of `epoch`. It is the user's check, not an
     /// advisor's raise: it does not put the unnamed advisor's policy in use (RO15), and it
     /// is taken when a roster replaced the unnamed advisor too (RO12, RO21).
-    pub fn inject(
-        &mut self,
-        epoch: u64,
-        review: u64,
-        advisory: Advisory,
-    ) -> (RaiseOutcome, Vec<HostEvent>) {
-        self.raise_checked(None, epoch, review, advisory)
+    pub fn inject(&mut self, id: ReviewId, advisory: Advisory) -> (RaiseOutcome, Vec<HostEvent>) {
+        self.raise_checked(&ReviewRef { advisor: None, id }, advisory)
     }
 
-    /// [`RouterState::raise_as`] past the roster's check.
+    /// [`RouterState::raise`] past the roster's check.
     fn raise_checked(
         &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
+        review: &ReviewRef,
         mut advisory: Advisory,
     ) -> (RaiseOutcome, Vec<HostEvent>) {
-        let owner = owner_of(label);
+        let label = review.advisor.as_ref();
+        let (epoch, number) = (review.epoch(), review.number());
+        let owner = review.owner();
         let guard = self.guards.for_label(label);
         let (policy, cap) = (guard.policy, guard.max_severity);
         if let Some(label) = label {
@@ -906,7 +797,7 @@ impl RouterState {
         }
         self.cap_severity(&owner, cap, &mut advisory);
         let severity = advisory.effective_severity();
-        let id = (epoch, review);
+        let id = review.id;
         let now = self.update_now(epoch);
         let update = self.guards.for_label(label).update_of(id, now);
         let origin = Origin {
@@ -914,7 +805,7 @@ impl RouterState {
             update,
             co_authors: Vec::new(),
         };
-        if let Some(outcome) = self.reraise(&origin, &key, review, severity) {
+        if let Some(outcome) = self.reraise(&origin, &key, number, severity) {
             return (outcome, Vec::new());
         }
         if policy == DeliveryPolicy::Defer {
@@ -957,7 +848,7 @@ impl RouterState {
             review: id,
             origin,
         };
-        self.route_by_policy(label, policy, note, counted)
+        self.route_by_policy(review, policy, note, counted)
     }
 
     /// A note over the character cap is refused and counted for `owner`; the outcome
@@ -1012,11 +903,12 @@ impl RouterState {
     /// took a place in that review's note budget (D8, SP3).
     fn route_by_policy(
         &mut self,
-        label: Option<&AdvisorLabel>,
+        review: &ReviewRef,
         policy: DeliveryPolicy,
         note: DeferredNote,
         counted: bool,
     ) -> (RaiseOutcome, Vec<HostEvent>) {
+        let label = review.advisor.as_ref();
         let severity = note.advisory.effective_severity();
         let DeferredNote {
             advisory,
@@ -1031,7 +923,7 @@ impl RouterState {
                 severity = severity.as_str(),
                 "advisory held for reconfirmation"
             );
-            self.held.hold(advisory, key, origin, id.1, counted);
+            self.held.hold(advisory, key, origin, id.number, counted);
             self.tally(&owner, |c| c.held += 1);
             return (RaiseOutcome::Held, Vec::new());
         }
@@ -1100,22 +992,32 @@ impl RouterState {
                 "advisory merged with another advisor's"
             );
         };
-        if let Some(i) = self.asides.iter().position(|q| same(&q.key, &q.origin)) {
-            merge(&mut self.asides[i].advisory);
-            co_author(&mut self.asides[i].origin);
-            let owner = self.asides[i].origin.owner.clone();
-            let merged = self.asides[i].advisory.effective_severity();
+        if let Some(i) = self
+            .outbox
+            .asides
+            .iter()
+            .position(|q| same(&q.key, &q.origin))
+        {
+            merge(&mut self.outbox.asides[i].advisory);
+            co_author(&mut self.outbox.asides[i].origin);
+            let owner = self.outbox.asides[i].origin.owner.clone();
+            let merged = self.outbox.asides[i].advisory.effective_severity();
             self.remember(&owner, key, merged);
             self.remember(&origin.owner, key, merged);
             if self.channel_for(&owner, merged) == Channel::Aside {
                 return Some(Vec::new());
             }
-            let queued = self.asides.remove(i);
+            let queued = self.outbox.asides.remove(i);
             self.tally(&queued.origin.owner, |c| c.pending -= 1);
             return Some(self.route(queued.advisory, queued.key, queued.origin, queued.raised_by));
         }
-        if let Some(i) = self.steers.iter().position(|s| same(&s.key, &s.origin)) {
-            let steer = &mut self.steers[i];
+        if let Some(i) = self
+            .outbox
+            .steers
+            .iter()
+            .position(|s| same(&s.key, &s.origin))
+        {
+            let steer = &mut self.outbox.steers[i];
             co_author(&mut steer.origin);
             let note = steer.card.notes.first_mut()?;
             merge(note);
@@ -1124,11 +1026,16 @@ impl RouterState {
             let policy = self.guards.policy(&owner);
             self.remember(&owner, key, merged.effective_severity());
             self.remember(&origin.owner, key, merged.effective_severity());
-            self.steers[i].card = self.build(Channel::Steer, vec![(merged, policy)]);
+            self.outbox.steers[i].card = self.build(Channel::Steer, vec![(merged, policy)]);
             return Some(Vec::new());
         }
-        if let Some(i) = self.cards.iter().position(|c| same(&c.key, &c.origin)) {
-            let card = &mut self.cards[i];
+        if let Some(i) = self
+            .outbox
+            .cards
+            .iter()
+            .position(|c| same(&c.key, &c.origin))
+        {
+            let card = &mut self.outbox.cards[i];
             co_author(&mut card.origin);
             let note = card.card.notes.first_mut()?;
             merge(note);
@@ -1142,11 +1049,11 @@ impl RouterState {
             if channel == Channel::Card
                 || (channel == Channel::Wake && severity != Severity::Blocker)
             {
-                self.cards[i].card = self.build(channel, vec![(merged, policy)]);
+                self.outbox.cards[i].card = self.build(channel, vec![(merged, policy)]);
                 return Some(Vec::new());
             }
             // Merged into a blocker: it goes at once (P1).
-            let waiting = self.cards.remove(i);
+            let waiting = self.outbox.cards.remove(i);
             self.tally(&owner, |c| c.pending -= 1);
             return Some(self.route(merged, waiting.key, waiting.origin, None));
         }
@@ -1211,14 +1118,14 @@ impl RouterState {
             );
             return true;
         }
-        let Some(index) = self.asides.iter().rposition(|q| {
+        let Some(index) = self.outbox.asides.iter().rposition(|q| {
             q.origin.owner == *owner
                 && q.raised_by == Some(id)
                 && q.advisory.effective_severity() < severity
         }) else {
             return false;
         };
-        let displaced = self.asides.remove(index);
+        let displaced = self.outbox.asides.remove(index);
         // It never reached the primary: a later repeat is not a duplicate of it.
         let displaced_severity = displaced.advisory.effective_severity();
         self.forget_note(&displaced.origin, &displaced.key, displaced_severity);
@@ -1344,7 +1251,9 @@ impl RouterState {
             let owner = origin.owner.clone();
             let channel = self.channel_for(&origin.owner, severity);
             let card = self.build(channel, vec![(advisory, policy)]);
-            self.cards.push(OutboxSteer::single(card, key, origin));
+            self.outbox
+                .cards
+                .push(OutboxSteer::single(card, key, origin));
             self.tally(&owner, |c| c.pending += 1);
             return Vec::new();
         }
@@ -1372,7 +1281,7 @@ impl RouterState {
                 immune = severity.interrupts(),
                 "advisory queued as aside"
             );
-            self.asides.push(QueuedAside {
+            self.outbox.asides.push(QueuedAside {
                 advisory,
                 key,
                 origin,
@@ -1389,7 +1298,9 @@ impl RouterState {
         );
         match channel {
             Channel::Steer => {
-                self.steers.push(OutboxSteer::single(card, key, origin));
+                self.outbox
+                    .steers
+                    .push(OutboxSteer::single(card, key, origin));
                 self.tally(&owner, |c| c.pending += 1);
                 vec![HostEvent::SteerReady]
             }
@@ -1434,11 +1345,11 @@ impl RouterState {
     /// end of a replay, L2).
     pub fn undelivered(&self) -> Vec<Delivery> {
         let mut out = Vec::new();
-        if !self.asides.is_empty() {
-            out.push(self.aside_of(&self.asides));
+        if !self.outbox.asides.is_empty() {
+            out.push(self.aside_of(&self.outbox.asides));
         }
-        out.extend(self.steers.iter().map(|s| s.card.clone()));
-        out.extend(self.cards.iter().map(|c| c.card.clone()));
+        out.extend(self.outbox.steers.iter().map(|s| s.card.clone()));
+        out.extend(self.outbox.cards.iter().map(|c| c.card.clone()));
         let shown = |channel: Channel| match channel {
             // SP3: no wake left, it would go as a card.
             Channel::Wake if self.wakes.spent() => Channel::Card,
@@ -1464,10 +1375,10 @@ impl RouterState {
     /// The host is about to call its model: all queued nits, of every advisor, as one
     /// aside message, plus the steering cards in the outbox (D3, RO18).
     pub fn step_boundary(&mut self) -> StepAdvice {
-        let aside = if self.asides.is_empty() {
+        let aside = if self.outbox.asides.is_empty() {
             None
         } else {
-            let queued = std::mem::take(&mut self.asides);
+            let queued = std::mem::take(&mut self.outbox.asides);
             let aside = self.aside_of(&queued);
             for q in &queued {
                 self.tally(&q.origin.owner, |c| c.pending -= 1);
@@ -1481,7 +1392,7 @@ impl RouterState {
 
     /// Takes the outbox, counted as delivered on `channel`.
     fn take_steers(&mut self, channel: Channel) -> Vec<Delivery> {
-        let steers = std::mem::take(&mut self.steers);
+        let steers = std::mem::take(&mut self.outbox.steers);
         let mut cards = Vec::with_capacity(steers.len());
         for steer in steers {
             let owners: Vec<Owner> = steer.owners().cloned().collect();
@@ -1515,7 +1426,7 @@ impl RouterState {
     /// Takes the outbox's steers as `channel` (wake or card); past the wakes allowed per
     /// user prompt a wake is a card (SP3).
     fn flush_steers(&mut self, channel: Channel) -> Vec<HostEvent> {
-        let steers = std::mem::take(&mut self.steers);
+        let steers = std::mem::take(&mut self.outbox.steers);
         let mut events = Vec::with_capacity(steers.len());
         let mut woke = false;
         for steer in steers {
@@ -1629,47 +1540,27 @@ impl RouterState {
         events
     }
 
-    #[cfg(test)]
-    /// The held-notes preamble of review `review` of the unnamed advisor (D9).
-    pub fn held_preamble(&mut self, epoch: u64, review: u64) -> String {
-        self.advisor_held_preamble(None, epoch, review)
-    }
-
-    /// The held-notes preamble of review `review` of the advisor `label` (D9, RO13), empty
+    /// The held-notes preamble of `review` (D9, RO13), empty
     /// when it holds nothing. The notes listed are the ones this review must raise again to
     /// keep; another advisor's held notes are not its to keep or drop.
-    pub fn advisor_held_preamble(
-        &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
-    ) -> String {
+    pub fn held_preamble(&mut self, review: &ReviewRef) -> String {
+        let (epoch, number) = (review.epoch(), review.number());
         if epoch != self.epoch {
             return String::new();
         }
-        self.held.preamble(&owner_of(label), review)
+        self.held.preamble(&review.owner(), number)
     }
 
-    #[cfg(test)]
-    /// Review `review` of `epoch` of the unnamed advisor succeeded (D9).
-    pub fn review_succeeded(&mut self, epoch: u64, review: u64) {
-        self.advisor_review_succeeded(None, epoch, review);
-    }
-
-    /// Review `review` of `epoch` of the advisor `label` succeeded (D9, RO13): the notes it
+    /// `review` succeeded (D9, RO13): the notes it
     /// holds that it was shown and did not raise again are dropped (`recanted`). A failed
     /// review prunes nothing.
-    pub fn advisor_review_succeeded(
-        &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
-    ) {
+    pub fn review_succeeded(&mut self, review: &ReviewRef) {
+        let (epoch, number) = (review.epoch(), review.number());
         if epoch != self.epoch {
             return;
         }
-        let owner = owner_of(label);
-        let dropped = self.held.prune(&owner, review) as u64;
+        let owner = review.owner();
+        let dropped = self.held.prune(&owner, number) as u64;
         if dropped > 0 {
             tracing::info!(dropped, "held advisories recanted");
             self.tally(&owner, |c| c.held -= dropped);
@@ -1677,13 +1568,7 @@ impl RouterState {
         }
     }
 
-    #[cfg(test)]
-    /// [`RouterState::advisor_discard_attempt`] of the unnamed advisor.
-    pub fn discard_attempt(&mut self, epoch: u64, review: u64) -> usize {
-        self.advisor_discard_attempt(None, epoch, review)
-    }
-
-    /// An attempt of review `review` of `epoch` of the advisor `label` was thrown away
+    /// An attempt of `review` was thrown away
     /// before the review is tried again (G5: its context overflowed; F1: it failed). The
     /// attempts of one review run one after another and the agent reports a discarded one
     /// before the next starts, so everything the review changed so far is the discarded
@@ -1692,17 +1577,14 @@ impl RouterState {
     /// (and any escalation). Advice it delivered cannot be recalled; its dedupe memory
     /// stays, so a replay does not repeat it. Returns how many holds were rolled back. A
     /// removed advisor's (RO21) has nothing left to roll back.
-    pub fn advisor_discard_attempt(
-        &mut self,
-        label: Option<&AdvisorLabel>,
-        epoch: u64,
-        review: u64,
-    ) -> usize {
-        let owner = owner_of(label);
+    pub fn discard_attempt(&mut self, review: &ReviewRef) -> usize {
+        let label = review.advisor.as_ref();
+        let (epoch, number) = (review.epoch(), review.number());
+        let owner = review.owner();
         if epoch != self.epoch || self.guards.is_removed(&owner) {
             return 0;
         }
-        let id = (epoch, review);
+        let id = review.id;
         let deferred = self
             .deferred
             .take_where(|n| n.origin.owner == owner && n.review == id);
@@ -1711,10 +1593,14 @@ impl RouterState {
             self.tally(&owner, |c| c.pending -= n);
             self.count_drop(&owner, DropReason::Discarded, n);
         }
-        let discarded = self.held.discard(&owner, review);
+        let discarded = self.held.discard(&owner, number);
         let dropped = discarded.len();
         if dropped > 0 {
-            tracing::info!(dropped, review, "holds of a discarded attempt rolled back");
+            tracing::info!(
+                dropped,
+                review = number,
+                "holds of a discarded attempt rolled back"
+            );
             self.tally(&owner, |c| c.held -= dropped as u64);
             self.count_drop(&owner, DropReason::Discarded, dropped as u64);
         }
@@ -1818,15 +1704,7 @@ impl RouterState {
     pub fn set_enabled(&mut self, enabled: bool) {
         self.enabled = enabled;
         if !enabled {
-            let outbox: Vec<OutboxSteer> = std::mem::take(&mut self.steers)
-                .into_iter()
-                .chain(std::mem::take(&mut self.cards))
-                .collect();
-            let owners: Vec<Owner> = std::mem::take(&mut self.asides)
-                .into_iter()
-                .map(|q| q.origin.owner)
-                .chain(outbox.iter().flat_map(|s| s.owners().cloned()))
-                .collect();
+            let owners = self.outbox.take_owners();
             for owner in owners {
                 self.tally(&owner, |c| c.pending -= 1);
                 self.count_drop(&owner, DropReason::Disabled, 1);
@@ -1838,645 +1716,10 @@ impl RouterState {
     }
 }
 
-/// The key of `label`'s state: its slug, `None` for the unnamed advisor.
-fn owner_of(label: Option<&AdvisorLabel>) -> Owner {
-    label.map(|l| l.slug.clone())
+/// The key of `advisor`'s state: its slug, `None` for the unnamed advisor.
+fn owner_of(advisor: Option<&AdvisorLabel>) -> Owner {
+    advisor.map(|l| l.slug.clone())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::delivery::testing::{adv, defer, reconfirm, router};
-    use proptest::prelude::*;
-
-    #[test]
-    fn d1_omitted_severity_is_routed_as_a_nit_but_keeps_no_attribute() {
-        let mut r = router();
-        r.run_state(true);
-        let (_, events) = r.raise(0, 1, adv("prefer a slice here", None));
-        assert!(events.is_empty(), "a nit neither steers nor wakes");
-        let aside = r.step_boundary().aside.expect("queued as an aside");
-        assert_eq!(aside.notes[0].severity, None);
-        assert!(
-            aside.content.starts_with("<advisory guidance="),
-            "{}",
-            aside.content
-        );
-    }
-
-    #[test]
-    fn d3_two_nits_in_one_step_become_one_message() {
-        let mut r = router();
-        r.run_state(true);
-        assert_eq!(
-            r.raise(0, 1, adv("rename x", Some(Severity::Nit))).0,
-            RaiseOutcome::Recorded
-        );
-        assert_eq!(
-            r.raise(0, 1, adv("drop the clone", None)).0,
-            RaiseOutcome::Recorded
-        );
-        let step = r.step_boundary();
-        let aside = step.aside.expect("one aside");
-        assert_eq!(aside.notes.len(), 2);
-        assert_eq!(aside.content.matches("<advisory").count(), 2);
-        assert!(aside.content.contains("</advisory>\n<advisory"));
-        assert!(step.steers.is_empty());
-        assert!(r.step_boundary().is_empty());
-        assert_eq!(r.counts().aside, 2);
-    }
-
-    #[test]
-    fn d3_nits_never_wake_an_idle_primary() {
-        let mut r = router();
-        let (_, events) = r.raise(0, 1, adv("tidy", None));
-        assert!(events.is_empty());
-        assert!(r.run_state(false).is_empty());
-        assert_eq!(r.counts().pending, 1);
-    }
-
-    #[test]
-    fn d3_concern_steers_while_running_and_wakes_while_idle() {
-        let mut r = router();
-        r.run_state(true);
-        let (_, events) = r.raise(0, 1, adv("wrong file", Some(Severity::Concern)));
-        assert_eq!(events, vec![HostEvent::SteerReady]);
-        let step = r.step_boundary();
-        assert_eq!(step.steers.len(), 1);
-        assert_eq!(step.steers[0].channel, Channel::Steer);
-        r.run_state(false);
-        let (_, events) = r.raise(0, 2, adv("tests never ran", Some(Severity::Blocker)));
-        match &events[..] {
-            [HostEvent::Wake { card }] => assert!(card.content.contains("severity=\"blocker\"")),
-            other => panic!("expected a wake, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a5_outbox_steer_becomes_a_wake_when_the_primary_goes_idle() {
-        let mut r = router();
-        r.run_state(true);
-        r.raise(0, 1, adv("stop: the tests fail", Some(Severity::Concern)));
-        let events = r.run_state(false);
-        assert!(matches!(&events[..], [HostEvent::Wake { card }] if card.channel == Channel::Wake));
-        assert_eq!(r.counts().wake, 1);
-        assert_eq!(r.counts().pending, 0);
-    }
-
-    #[test]
-    fn d6_user_interrupt_turns_outbox_steers_into_cards_until_user_prompt() {
-        let mut r = router();
-        r.run_state(true);
-        r.raise(0, 1, adv("steer me", Some(Severity::Concern)));
-        let events = r.interrupt(true);
-        assert!(matches!(&events[..], [HostEvent::Card { card }] if card.channel == Channel::Card));
-        assert!(r.step_boundary().steers.is_empty());
-        r.run_state(false);
-        let (_, events) = r.raise(0, 2, adv("another", Some(Severity::Blocker)));
-        assert!(
-            matches!(&events[..], [HostEvent::Card { .. }]),
-            "suppressed: no wake"
-        );
-        r.user_prompt();
-        let (_, events) = r.raise(0, 3, adv("third", Some(Severity::Blocker)));
-        assert!(matches!(&events[..], [HostEvent::Wake { .. }]));
-    }
-
-    #[test]
-    fn d6_non_user_interrupt_keeps_auto_resume() {
-        let mut r = router();
-        r.run_state(true);
-        r.raise(0, 1, adv("steer me", Some(Severity::Concern)));
-        assert!(r.interrupt(false).is_empty());
-        assert!(matches!(&r.run_state(false)[..], [HostEvent::Wake { .. }]));
-    }
-
-    #[test]
-    fn d8_repeats_dropped_escalation_passes() {
-        let mut r = router();
-        r.run_state(true);
-        assert_eq!(
-            r.raise(0, 1, adv("check  the\tnull case", None)).0,
-            RaiseOutcome::Recorded
-        );
-        assert_eq!(
-            r.raise(0, 2, adv("check the null case", None)).0,
-            RaiseOutcome::Dropped(DropReason::Duplicate)
-        );
-        assert_eq!(
-            r.raise(0, 3, adv("check the null case", Some(Severity::Concern)))
-                .0,
-            RaiseOutcome::Recorded
-        );
-        assert_eq!(
-            r.raise(0, 4, adv("check the null case", Some(Severity::Nit)))
-                .0,
-            RaiseOutcome::Dropped(DropReason::Duplicate)
-        );
-        assert_eq!(
-            RaiseOutcome::Dropped(DropReason::Duplicate).tool_text(2),
-            "Duplicate advice ignored."
-        );
-    }
-
-    #[test]
-    fn d8_content_free_and_over_budget_are_dropped() {
-        let mut r = router();
-        assert_eq!(
-            r.raise(0, 1, adv("LGTM!", None)).0,
-            RaiseOutcome::Dropped(DropReason::ContentFree)
-        );
-        assert_eq!(r.raise(0, 1, adv("one", None)).0, RaiseOutcome::Recorded);
-        assert_eq!(r.raise(0, 1, adv("two", None)).0, RaiseOutcome::Recorded);
-        assert_eq!(
-            r.raise(0, 1, adv("three", None)).0,
-            RaiseOutcome::Dropped(DropReason::OverBudget)
-        );
-        assert_eq!(r.raise(0, 2, adv("three", None)).0, RaiseOutcome::Recorded);
-    }
-
-    #[test]
-    fn r1_stale_epoch_advice_is_dropped() {
-        let mut r = router();
-        r.reset(1);
-        assert_eq!(
-            r.raise(0, 1, adv("old", Some(Severity::Blocker))).0,
-            RaiseOutcome::Dropped(DropReason::StaleEpoch)
-        );
-        assert_eq!(r.raise(1, 2, adv("new", None)).0, RaiseOutcome::Recorded);
-    }
-
-    #[test]
-    fn d10_every_advisory_is_counted_exactly_once() {
-        let mut r = router();
-        r.run_state(true);
-        let notes = [
-            ("a", Some(Severity::Nit)),
-            ("a", Some(Severity::Nit)),
-            ("lgtm", None),
-            ("b", Some(Severity::Concern)),
-            ("c", Some(Severity::Blocker)),
-        ];
-        for (i, (n, s)) in notes.iter().enumerate() {
-            r.raise(0, i as u64, adv(n, *s));
-        }
-        r.step_boundary();
-        let c = r.counts();
-        assert_eq!(c.raised(), notes.len() as u64);
-        assert_eq!(c.pending, 0);
-        assert_eq!((c.aside, c.steer, c.dropped_total()), (1, 2, 2));
-    }
-
-    #[test]
-    fn d7_concerns_are_asides_during_immune_turns_blockers_still_interrupt() {
-        let mut r = router().with_immune_turns(2);
-        r.run_state(true);
-        r.raise(0, 1, adv("first concern", Some(Severity::Concern)));
-        assert_eq!(r.step_boundary().steers.len(), 1);
-        assert!(r.immune());
-        for review in 2..=4 {
-            if review > 2 {
-                r.turn_ended(false, true);
-            }
-            let (_, events) = r.raise(
-                0,
-                review,
-                adv(&format!("concern {review}"), Some(Severity::Concern)),
-            );
-            assert!(events.is_empty(), "review {review}: an aside");
-        }
-        let (_, events) = r.raise(0, 5, adv("a blocker", Some(Severity::Blocker)));
-        assert_eq!(events, vec![HostEvent::SteerReady]);
-        let step = r.step_boundary();
-        assert_eq!(step.aside.unwrap().notes.len(), 3);
-        assert_eq!(step.steers.len(), 1);
-        // Immunity restarted by the blocker's steer; it lapses after three more turn ends.
-        for _ in 0..3 {
-            r.turn_ended(false, true);
-        }
-        assert!(!r.immune());
-        let (_, events) = r.raise(0, 6, adv("late concern", Some(Severity::Concern)));
-        assert_eq!(events, vec![HostEvent::SteerReady]);
-    }
-
-    #[test]
-    fn d7_zero_immune_turns_turns_immunity_off() {
-        let mut r = router().with_immune_turns(0);
-        r.run_state(false);
-        r.raise(0, 1, adv("one", Some(Severity::Concern)));
-        let (_, events) = r.raise(0, 2, adv("two", Some(Severity::Concern)));
-        assert!(matches!(&events[..], [HostEvent::Wake { .. }]));
-    }
-
-    #[test]
-    fn d10_a_note_over_the_cap_is_refused_and_counted_too_long() {
-        let mut r = router().with_max_note_chars(2000);
-        r.run_state(true);
-        let huge = "x".repeat(100_000);
-        let (outcome, events) = r.raise(0, 1, adv(&huge, Some(Severity::Blocker)));
-        assert_eq!(outcome, RaiseOutcome::TooLong { max_chars: 2000 });
-        assert!(outcome.is_error());
-        assert!(events.is_empty());
-        assert!(r.step_boundary().is_empty(), "the primary gets nothing");
-        assert_eq!(r.counts().dropped.get(&DropReason::TooLong), Some(&1));
-        assert_eq!(r.counts().raised(), 1);
-        // At the cap exactly, in characters (not bytes), a note passes.
-        let at_cap = "é".repeat(2000);
-        assert_eq!(r.raise(0, 1, adv(&at_cap, None)).0, RaiseOutcome::Recorded);
-        // A refused note is not remembered: the shorter retry is no duplicate.
-        let retry = &huge[..100];
-        assert_eq!(r.raise(0, 1, adv(retry, None)).0, RaiseOutcome::Recorded);
-    }
-
-    #[test]
-    fn d8_a_review_of_k_updates_allows_k_times_the_budget() {
-        let mut r = router();
-        r.run_state(true);
-        r.review_started(0, 1, 3);
-        let outcomes: Vec<RaiseOutcome> = (0..7)
-            .map(|i| r.raise(0, 1, adv(&format!("nit {i}"), None)).0)
-            .collect();
-        assert_eq!(
-            outcomes
-                .iter()
-                .filter(|o| **o == RaiseOutcome::Recorded)
-                .count(),
-            6
-        );
-        assert_eq!(outcomes[6], RaiseOutcome::Dropped(DropReason::OverBudget));
-        // The next review, of one update, has 2 places again.
-        r.review_started(0, 2, 1);
-        assert_eq!(r.raise(0, 2, adv("a", None)).0, RaiseOutcome::Recorded);
-        assert_eq!(r.raise(0, 2, adv("b", None)).0, RaiseOutcome::Recorded);
-        assert_eq!(
-            r.raise(0, 2, adv("c", None)).0,
-            RaiseOutcome::Dropped(DropReason::OverBudget)
-        );
-        // A start announced for another epoch changes nothing.
-        r.review_started(5, 3, 10);
-        assert_eq!(r.raise(0, 3, adv("d", None)).0, RaiseOutcome::Recorded);
-        assert_eq!(r.raise(0, 3, adv("e", None)).0, RaiseOutcome::Recorded);
-        assert_eq!(
-            r.raise(0, 3, adv("f", None)).0,
-            RaiseOutcome::Dropped(DropReason::OverBudget)
-        );
-    }
-
-    #[test]
-    fn sp3_d8_a_review_s_first_two_blockers_are_free_and_later_ones_take_places() {
-        let mut r = router();
-        r.run_state(true);
-        let outcomes: Vec<RaiseOutcome> = (0..5)
-            .map(|i| {
-                r.raise(0, 1, adv(&format!("blocker {i}"), Some(Severity::Blocker)))
-                    .0
-            })
-            .collect();
-        // Two free, two in the review's two places, the fifth over budget.
-        assert_eq!(
-            outcomes,
-            [
-                RaiseOutcome::Recorded,
-                RaiseOutcome::Recorded,
-                RaiseOutcome::Recorded,
-                RaiseOutcome::Recorded,
-                RaiseOutcome::Dropped(DropReason::OverBudget)
-            ]
-        );
-        assert_eq!(
-            r.raise(0, 1, adv("nit a", None)).0,
-            RaiseOutcome::Dropped(DropReason::OverBudget),
-            "the blockers took the places"
-        );
-        assert_eq!(r.step_boundary().steers.len(), 4);
-        // The next review: two nits fill its places; its third blocker displaces the
-        // newest nit the host has not taken.
-        r.review_started(0, 2, 1);
-        r.raise(0, 2, adv("nit x", None));
-        r.raise(0, 2, adv("nit y", None));
-        for i in 0..3 {
-            let note = format!("later blocker {i}");
-            let (outcome, _) = r.raise(0, 2, adv(&note, Some(Severity::Blocker)));
-            assert_eq!(outcome, RaiseOutcome::Recorded, "{note}");
-        }
-        let step = r.step_boundary();
-        assert_eq!(step.steers.len(), 3);
-        let kept = step.aside.expect("the nit kept").notes;
-        assert_eq!((kept.len(), kept[0].note.as_str()), (1, "nit x"));
-        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&3));
-    }
-
-    #[test]
-    fn d8_a_concern_over_budget_displaces_the_newest_nit_the_host_has_not_taken() {
-        let mut r = router();
-        r.run_state(true);
-        r.raise(0, 1, adv("nit a", None));
-        r.raise(0, 1, adv("nit b", Some(Severity::Nit)));
-        let (outcome, events) = r.raise(0, 1, adv("concern c", Some(Severity::Concern)));
-        assert_eq!(outcome, RaiseOutcome::Recorded);
-        assert_eq!(events, vec![HostEvent::SteerReady]);
-        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&1));
-        assert_eq!(r.counts().pending, 2);
-        let step = r.step_boundary();
-        let aside: Vec<String> = step
-            .aside
-            .unwrap()
-            .notes
-            .into_iter()
-            .map(|a| a.note)
-            .collect();
-        assert_eq!(aside, vec!["nit a"]);
-        assert_eq!(step.steers[0].notes[0].note, "concern c");
-        assert_eq!(r.counts().raised(), 3);
-        // The displaced nit never reached the primary: raised again later, it is no duplicate.
-        assert_eq!(r.raise(0, 2, adv("nit b", None)).0, RaiseOutcome::Recorded);
-    }
-
-    #[test]
-    fn d8_a_note_ranking_no_higher_than_what_it_would_displace_is_dropped() {
-        // No immune turns (D7): every concern steers.
-        let mut r = router().with_immune_turns(0);
-        r.run_state(true);
-        // Concerns cannot displace concerns.
-        r.raise(0, 1, adv("c1", Some(Severity::Concern)));
-        r.raise(0, 1, adv("c2", Some(Severity::Concern)));
-        assert_eq!(
-            r.raise(0, 1, adv("c3", Some(Severity::Concern))).0,
-            RaiseOutcome::Dropped(DropReason::OverBudget)
-        );
-        // Nits cannot displace nits.
-        r.raise(0, 2, adv("n1", None));
-        r.raise(0, 2, adv("n2", None));
-        assert_eq!(
-            r.raise(0, 2, adv("n3", None)).0,
-            RaiseOutcome::Dropped(DropReason::OverBudget)
-        );
-        // Nits the host already took cannot be displaced.
-        r.step_boundary();
-        assert_eq!(
-            r.raise(0, 2, adv("c4", Some(Severity::Concern))).0,
-            RaiseOutcome::Dropped(DropReason::OverBudget)
-        );
-        // Nor can the nits of another review.
-        r.raise(0, 3, adv("n4", None));
-        r.raise(0, 3, adv("n5", None));
-        r.review_started(0, 4, 1);
-        r.raise(0, 4, adv("c5", Some(Severity::Concern)));
-        r.raise(0, 4, adv("c6", Some(Severity::Concern)));
-        assert_eq!(
-            r.raise(0, 4, adv("c7", Some(Severity::Concern))).0,
-            RaiseOutcome::Dropped(DropReason::OverBudget)
-        );
-        assert_eq!(r.step_boundary().aside.unwrap().notes.len(), 2);
-        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&4));
-    }
-
-    #[test]
-    fn d8_stress_blockers_survive_sixty_turns_of_notes_that_nits_do_not() {
-        // Sixty turns, one review each, every review over budget: three nits, a concern
-        // and, every tenth turn, a blocker last.
-        // No immune turns (D7): every concern steers.
-        let mut r = RouterState::new(DeliveryPolicy::Interrupt, 2).with_immune_turns(0);
-        r.run_state(true);
-        let mut blockers = 0;
-        for turn in 1..=60u64 {
-            r.review_started(0, turn, 1);
-            for i in 0..3 {
-                r.raise(0, turn, adv(&format!("turn {turn} nit {i}"), None));
-            }
-            r.raise(
-                0,
-                turn,
-                adv(&format!("turn {turn} concern"), Some(Severity::Concern)),
-            );
-            if turn % 10 == 0 {
-                blockers += 1;
-                let (outcome, _) = r.raise(
-                    0,
-                    turn,
-                    adv(&format!("turn {turn} blocker"), Some(Severity::Blocker)),
-                );
-                assert_eq!(outcome, RaiseOutcome::Recorded, "turn {turn}");
-            }
-            r.step_boundary();
-            r.turn_ended(false, true);
-        }
-        let c = r.counts();
-        // Per turn: one nit and the concern kept (the concern displaced the second nit),
-        // the third nit dropped; every blocker delivered.
-        assert_eq!(c.aside, 60);
-        assert_eq!(c.steer, 60 + blockers);
-        assert_eq!(c.dropped.get(&DropReason::OverBudget), Some(&120));
-        assert_eq!(c.raised(), 60 * 4 + blockers);
-    }
-
-    #[test]
-    fn l2_undelivered_lists_queued_nits_outbox_steers_and_held_notes_without_taking_them() {
-        let mut r = router();
-        r.run_state(true);
-        assert!(r.undelivered().is_empty());
-        r.raise(0, 1, adv("nit a", None));
-        r.raise(0, 1, adv("nit b", None));
-        r.raise(
-            0,
-            2,
-            adv("stop: the build is broken", Some(Severity::Blocker)),
-        );
-        let pending = r.undelivered();
-        assert_eq!(pending.len(), 2);
-        assert_eq!(
-            (pending[0].channel, pending[0].notes.len()),
-            (Channel::Aside, 2)
-        );
-        assert_eq!(pending[1].channel, Channel::Steer);
-        assert_eq!(r.counts().pending, 3, "nothing taken");
-        let mut h = reconfirm();
-        h.run_state(false);
-        h.raise(0, 1, adv("held one", Some(Severity::Concern)));
-        let pending = h.undelivered();
-        assert_eq!(pending.len(), 1);
-        assert_eq!(pending[0].channel, Channel::Wake);
-        assert!(pending[0]
-            .content
-            .contains("context=\"raised about an earlier step\""));
-        assert_eq!(h.held().len(), 1, "still held");
-    }
-
-    #[test]
-    fn d8_d4_under_reconfirm_a_held_concern_over_budget_displaces_a_queued_nit() {
-        let mut r = reconfirm();
-        r.run_state(true);
-        r.raise(0, 1, adv("nit a", None));
-        r.raise(0, 1, adv("nit b", None));
-        assert_eq!(
-            r.raise(0, 1, adv("concern c", Some(Severity::Concern))).0,
-            RaiseOutcome::Held
-        );
-        assert_eq!(r.step_boundary().aside.unwrap().notes.len(), 1);
-        assert_eq!(r.counts().dropped.get(&DropReason::OverBudget), Some(&1));
-        assert_eq!(r.counts().held, 1);
-    }
-
-    #[test]
-    fn p1_a_wip_review_defers_nits_and_concerns_and_a_final_turn_end_releases_them_as_cards() {
-        let mut r = defer();
-        r.run_state(true);
-        assert!(r.review_batch(0, 1, 1, true).is_empty());
-        let (o1, e1) = r.raise(0, 1, adv("rename x", None));
-        let (o2, e2) = r.raise(0, 1, adv("the loop never ends", Some(Severity::Concern)));
-        assert_eq!((o1, o2), (RaiseOutcome::Deferred, RaiseOutcome::Deferred));
-        assert!(e1.is_empty() && e2.is_empty());
-        assert!(
-            r.step_boundary().is_empty(),
-            "nothing reaches the primary mid-work"
-        );
-        // Raised again while deferred: queued, one note.
-        assert_eq!(
-            r.raise(0, 1, adv("Rename X!", None)).0,
-            RaiseOutcome::Deferred
-        );
-        // A WIP turn end keeps them back; a final one with a terminal answer releases them
-        // into its window (CA20), which sends them as one card (CA14, CA16).
-        assert!(r.boundary(false, true).is_empty());
-        assert!(r.boundary(true, false).is_empty());
-        let events = r.close_open_window();
-        let cards: Vec<Vec<&str>> = events
-            .iter()
-            .map(|e| match e {
-                HostEvent::Card { card } => card.notes.iter().map(|n| n.note.as_str()).collect(),
-                other => panic!("expected cards, got {other:?}"),
-            })
-            .collect();
-        assert_eq!(cards, [["the loop never ends", "rename x"]]);
-        assert_eq!(r.counts().card, 2);
-        assert_eq!(r.counts().pending, 0);
-    }
-
-    #[test]
-    fn p1_a_blocker_goes_at_once_and_supersedes_a_deferred_note_of_the_same_key() {
-        let mut r = defer();
-        r.run_state(true);
-        r.review_batch(0, 1, 1, true);
-        r.raise(
-            0,
-            1,
-            adv("the migration drops a column", Some(Severity::Concern)),
-        );
-        let (outcome, events) = r.raise(
-            0,
-            1,
-            adv("The migration drops a column.", Some(Severity::Blocker)),
-        );
-        assert_eq!(outcome, RaiseOutcome::Delivered);
-        assert_eq!(events, vec![HostEvent::SteerReady]);
-        assert_eq!(r.step_boundary().steers.len(), 1);
-        assert!(r.boundary(false, false).is_empty(), "nothing left deferred");
-    }
-
-    #[test]
-    fn p1_released_notes_route_by_run_state_and_a_final_review_start_releases_too() {
-        // Mid-work and idle (the run stopped without an answer): nit aside, concern wake.
-        let mut r = defer();
-        r.run_state(true);
-        r.review_batch(0, 1, 1, true);
-        r.raise(0, 1, adv("tidy", None));
-        r.raise(0, 1, adv("wrong table", Some(Severity::Concern)));
-        r.run_state(false);
-        let events = r.review_batch(0, 2, 1, false);
-        assert!(
-            matches!(&events[..], [HostEvent::Wake { .. }]),
-            "{events:?}"
-        );
-        assert_eq!(r.step_boundary().aside.map(|a| a.notes.len()), Some(1));
-        // Running, not after an answer: concern steers.
-        let mut r = defer();
-        r.run_state(true);
-        r.review_batch(0, 1, 1, true);
-        r.raise(0, 1, adv("wrong table", Some(Severity::Concern)));
-        assert_eq!(r.boundary(false, false), vec![]);
-        // CA16: at a final boundary a turn-mode concern starts no continuation.
-        assert!(matches!(
-            &r.close_open_window()[..],
-            [HostEvent::Card { .. }]
-        ));
-        // After a terminal answer, outside a WIP review: nit and concern cards, blocker wake.
-        let mut r = defer();
-        r.boundary(true, false);
-        r.close_open_window();
-        r.run_state(false);
-        r.review_batch(0, 1, 1, false);
-        assert_eq!(r.raise(0, 1, adv("tidy", None)).0, RaiseOutcome::Delivered);
-        let (_, events) = r.raise(0, 1, adv("wrong table", Some(Severity::Concern)));
-        assert!(matches!(&events[..], [HostEvent::Card { .. }]));
-        let (_, events) = r.raise(0, 1, adv("data loss", Some(Severity::Blocker)));
-        assert!(matches!(&events[..], [HostEvent::Wake { .. }]));
-        // The next run ends the answer's window.
-        r.run_state(true);
-        let (_, events) = r.raise(0, 2, adv("another risk", Some(Severity::Concern)));
-        assert_eq!(events, vec![HostEvent::SteerReady]);
-    }
-
-    #[test]
-    fn p1_a_user_abort_keeps_deferred_notes_a_reset_drops_them() {
-        let mut r = defer();
-        r.run_state(true);
-        r.review_batch(0, 1, 1, true);
-        r.raise(0, 1, adv("wrong table", Some(Severity::Concern)));
-        assert!(r.interrupt(true).is_empty());
-        r.run_state(false);
-        assert_eq!(r.undelivered().len(), 1, "still deferred");
-        r.reset(1);
-        assert!(r.boundary(true, false).is_empty());
-        assert_eq!(r.counts().dropped.get(&DropReason::Reset), Some(&1));
-        assert_eq!(r.counts().pending, 0);
-        assert_eq!(r.counts().raised(), 1);
-    }
-
-    #[test]
-    fn p1_a_concern_over_budget_displaces_a_deferred_nit_of_its_review_only() {
-        let mut r = defer();
-        r.run_state(true);
-        r.review_batch(0, 1, 1, true);
-        r.raise(0, 1, adv("old nit", None));
-        r.review_batch(0, 2, 1, true);
-        r.raise(0, 2, adv("nit a", None));
-        r.raise(0, 2, adv("nit b", None));
-        assert_eq!(
-            r.raise(0, 2, adv("concern c", Some(Severity::Concern))).0,
-            RaiseOutcome::Deferred
-        );
-        assert_eq!(
-            r.raise(0, 2, adv("concern d", Some(Severity::Concern))).0,
-            RaiseOutcome::Deferred
-        );
-        assert_eq!(
-            r.raise(0, 2, adv("concern e", Some(Severity::Concern))).0,
-            RaiseOutcome::Declined(DropReason::OverBudget)
-        );
-        let notes: Vec<String> = r
-            .undelivered()
-            .into_iter()
-            .map(|d| d.notes[0].note.clone())
-            .collect();
-        assert_eq!(notes, ["old nit", "concern c", "concern d"]);
-        // The displaced nit never reached the primary: no duplicate later.
-        r.boundary(false, false);
-        assert_eq!(r.raise(0, 3, adv("nit b", None)).0, RaiseOutcome::Delivered);
-    }
-
-    proptest! {
-        #[test]
-        fn d2_no_note_can_break_the_advisory_element(note in ".*", sev in 0u8..4) {
-            let severity = match sev { 0 => None, 1 => Some(Severity::Nit), 2 => Some(Severity::Concern), _ => Some(Severity::Blocker) };
-            let xml = Advisory::new(note.clone(), severity).to_xml(None);
-            prop_assert_eq!(xml.matches('<').count(), 2);
-            prop_assert_eq!(xml.matches('>').count(), 2);
-            prop_assert!(xml.starts_with("<advisory"));
-            prop_assert!(xml.ends_with("\n</advisory>"));
-            let body_start = xml.find(">\n").map(|i| i + 2).unwrap_or(0);
-            let body = &xml[body_start..xml.len() - "\n</advisory>".len()];
-            let unescaped = body.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
-            prop_assert_eq!(unescaped, note);
-        }
-    }
-}
+mod tests;

@@ -48,7 +48,7 @@ pub(super) struct BoundaryWindow {
 /// turn blocker → concern → nit; then routing order (the sort is stable).
 pub(super) fn merge_order(notes: &mut [WindowNote], turns: u64) {
     for note in notes.iter_mut() {
-        note.advisory.turns_ago = Some(turns.saturating_sub(note.origin.update.1));
+        note.advisory.turns_ago = Some(turns.saturating_sub(note.origin.update.turns));
     }
     notes.sort_by_key(|n| {
         (
@@ -116,7 +116,10 @@ mod tests {
             advisory: Advisory::new(text, Some(sev)),
             key: text.into(),
             origin: Origin {
-                update: (0, covered),
+                update: crate::delivery::advisors::UpdateId {
+                    epoch: 0,
+                    turns: covered,
+                },
                 ..Origin::default()
             },
         }

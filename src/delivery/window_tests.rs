@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use super::router::TurnEndPlanned;
-use super::testing::{adv, defer, router};
+use super::testing::{adv, defer, router, rv};
 use super::window::{LastPrompt, GUIDANCE};
+use super::ReviewRef;
 use super::{DropReason, RaiseOutcome, RouterState};
 use crate::domain::advice::{AdvisorLabel, Advisory, Channel, Delivery, Severity};
 use crate::domain::host::HostEvent;
@@ -72,13 +73,13 @@ fn ca13_inside_the_window_every_note_is_buffered_whatever_its_severity_and_polic
         let (events, planned) = turn(&mut r, false, false, &p);
         assert!(events.is_empty());
         let window = planned.window.expect("a final boundary opens a window");
-        r.review_batch(0, 1, 1, false);
+        r.review_batch(&rv(0, 1), 1, false);
         for (note, sev) in [
             ("tidy the names", Severity::Nit),
             ("the cache is never invalidated", Severity::Concern),
             ("the build is broken", Severity::Blocker),
         ] {
-            let (_, events) = r.raise(0, 1, adv(note, Some(sev)));
+            let (_, events) = r.raise(&rv(0, 1), adv(note, Some(sev)));
             assert!(events.is_empty(), "{policy:?}: {note} went out: {events:?}");
         }
         assert_eq!(r.counts().pending, 3, "{policy:?}: buffered notes wait");
@@ -96,10 +97,13 @@ fn ca13_inside_the_window_every_note_is_buffered_whatever_its_severity_and_polic
         // aside, and a WIP boundary opens no window.
         let (_, planned) = turn(&mut r, true, false, &p);
         assert_eq!(planned.window, None, "{policy:?}");
-        r.review_batch(0, 2, 1, false);
-        let (_, events) = r.raise(0, 2, adv("the test deletes $HOME", Some(Severity::Blocker)));
+        r.review_batch(&rv(0, 2), 1, false);
+        let (_, events) = r.raise(
+            &rv(0, 2),
+            adv("the test deletes $HOME", Some(Severity::Blocker)),
+        );
         assert_eq!(events, vec![HostEvent::SteerReady], "{policy:?}");
-        r.raise(0, 2, adv("prefer iter()", Some(Severity::Nit)));
+        r.raise(&rv(0, 2), adv("prefer iter()", Some(Severity::Nit)));
         assert!(r.step_boundary().aside.is_some(), "{policy:?}");
     }
 }
@@ -109,8 +113,8 @@ fn ca13_a_turn_end_a_host_did_not_wait_for_closes_at_the_next_one_and_a_reset_dr
     let mut r = router();
     let p = prompt("go");
     let (_, first) = turn(&mut r, false, true, &p);
-    r.review_batch(0, 1, 1, false);
-    r.raise(0, 1, adv("rename the flag", None));
+    r.review_batch(&rv(0, 1), 1, false);
+    r.raise(&rv(0, 1), adv("rename the flag", None));
     // The next turn end comes before the first window was closed: it goes out first.
     let (events, second) = turn(&mut r, false, true, &p);
     assert_eq!(only_delivery(&events).notes[0].note, "rename the flag");
@@ -118,8 +122,8 @@ fn ca13_a_turn_end_a_host_did_not_wait_for_closes_at_the_next_one_and_a_reset_dr
         r.close_window(first.window.unwrap()).is_empty(),
         "stale close"
     );
-    r.review_batch(0, 2, 1, false);
-    r.raise(0, 2, adv("add a test", None));
+    r.review_batch(&rv(0, 2), 1, false);
+    r.raise(&rv(0, 2), adv("add a test", None));
     r.reset(1);
     assert_eq!(r.counts().dropped.get(&DropReason::Reset), Some(&1));
     assert_eq!(r.counts().pending, 0);
@@ -139,21 +143,27 @@ fn ca14_ca_s4_one_merged_message_newest_turn_first_then_severity_then_routing_or
     r.run_state(true);
     turn(&mut r, true, false, &p);
     turn(&mut r, true, false, &p);
-    r.advisor_review_batch(Some(&a), 0, 1, 1, true);
-    let (outcome, _) = r.raise_as(Some(&a), 0, 1, named(&a, "n2", Severity::Nit));
+    r.review_batch(&ReviewRef::new(Some(a.clone()), 0, 1), 1, true);
+    let (outcome, _) = r.raise(
+        &ReviewRef::new(Some(a.clone()), 0, 1),
+        named(&a, "n2", Severity::Nit),
+    );
     assert_eq!(outcome, RaiseOutcome::Deferred);
     turn(&mut r, true, false, &p);
     let (events, planned) = turn(&mut r, false, true, &p);
     assert!(events.is_empty(), "released into the window (CA20)");
     r.run_state(false);
-    r.advisor_review_batch(Some(&a), 0, 2, 1, false);
-    r.advisor_review_batch(Some(&b), 0, 1, 3, false);
+    r.review_batch(&ReviewRef::new(Some(a.clone()), 0, 2), 1, false);
+    r.review_batch(&ReviewRef::new(Some(b.clone()), 0, 1), 3, false);
     for (who, review, note, sev) in [
         (&a, 2, "cA", Severity::Concern),
         (&b, 1, "bB", Severity::Blocker),
         (&b, 1, "nB", Severity::Nit),
     ] {
-        let (_, events) = r.raise_as(Some(who), 0, review, named(who, note, sev));
+        let (_, events) = r.raise(
+            &ReviewRef::new(Some(who.clone()), 0, review),
+            named(who, note, sev),
+        );
         assert!(events.is_empty(), "{note} buffered");
     }
     let events = r.close_window(planned.window.unwrap());
@@ -191,8 +201,8 @@ fn ca14_a_note_keeps_its_covered_turn_and_the_details_carry_turns_ago() {
     let mut r = defer();
     let p = prompt("go");
     turn(&mut r, true, false, &p);
-    r.review_batch(0, 1, 1, true);
-    r.raise(0, 1, adv("a & b < c", Some(Severity::Concern)));
+    r.review_batch(&rv(0, 1), 1, true);
+    r.raise(&rv(0, 1), adv("a & b < c", Some(Severity::Concern)));
     turn(&mut r, true, false, &p);
     turn(&mut r, true, false, &p);
     let (_, planned) = turn(&mut r, false, true, &p);
@@ -223,8 +233,8 @@ fn ca15_ca_s5_guidance_on_the_first_merged_delivery_then_every_fifty_turns() {
     let mut deliver_at = |r: &mut RouterState, t: u64, epoch: u64| {
         review += 1;
         let (_, planned) = turn(r, false, true, &p);
-        r.review_batch(epoch, review, 1, false);
-        r.raise(epoch, review, adv(&format!("nit at {t}"), None));
+        r.review_batch(&rv(epoch, review), 1, false);
+        r.raise(&rv(epoch, review), adv(&format!("nit at {t}"), None));
         let events = r.close_window(planned.window.unwrap());
         only_delivery(&events).content.starts_with(GUIDANCE)
     };
@@ -245,7 +255,7 @@ fn ca15_ca_s5_guidance_on_the_first_merged_delivery_then_every_fifty_turns() {
     // A live (unmerged) delivery never carries it.
     r.user_prompt();
     r.run_state(true);
-    let (_, events) = r.raise(1, 99, adv("live blocker", Some(Severity::Blocker)));
+    let (_, events) = r.raise(&rv(1, 99), adv("live blocker", Some(Severity::Blocker)));
     assert_eq!(events, vec![HostEvent::SteerReady]);
     assert!(!r.step_boundary().steers[0].content.contains(GUIDANCE));
 }
@@ -257,13 +267,14 @@ fn ca16_at_most_one_continuation_a_steer_while_the_run_takes_steering_else_one_w
     let mut r = router();
     let p = prompt("go");
     let (_, planned) = turn(&mut r, false, true, &p);
-    r.advisor_review_batch(Some(&a), 0, 1, 1, false);
-    r.advisor_review_batch(Some(&b), 0, 1, 1, false);
-    r.raise_as(Some(&a), 0, 1, named(&a, "tests fail", Severity::Blocker));
-    r.raise_as(
-        Some(&b),
-        0,
-        1,
+    r.review_batch(&ReviewRef::new(Some(a.clone()), 0, 1), 1, false);
+    r.review_batch(&ReviewRef::new(Some(b.clone()), 0, 1), 1, false);
+    r.raise(
+        &ReviewRef::new(Some(a.clone()), 0, 1),
+        named(&a, "tests fail", Severity::Blocker),
+    );
+    r.raise(
+        &ReviewRef::new(Some(b.clone()), 0, 1),
         named(&b, "secret in log", Severity::Blocker),
     );
     let events = r.close_window(planned.window.unwrap());
@@ -274,9 +285,9 @@ fn ca16_at_most_one_continuation_a_steer_while_the_run_takes_steering_else_one_w
     let mut r = router();
     r.run_state(true);
     let (_, planned) = turn(&mut r, false, true, &p);
-    r.review_batch(0, 1, 1, false);
-    r.raise(0, 1, adv("tests fail", Some(Severity::Blocker)));
-    r.raise(0, 1, adv("rename", None));
+    r.review_batch(&rv(0, 1), 1, false);
+    r.raise(&rv(0, 1), adv("tests fail", Some(Severity::Blocker)));
+    r.raise(&rv(0, 1), adv("rename", None));
     assert_eq!(
         r.close_window(planned.window.unwrap()),
         vec![HostEvent::SteerReady]
@@ -318,7 +329,7 @@ fn ca16_only_a_blocker_or_an_agent_end_concern_qualifies_and_the_gates_make_it_a
         match gate {
             "immune" => {
                 // A live wake before this boundary arms the immune turns (CA19).
-                r.raise(0, 0, adv("earlier blocker", Some(Severity::Blocker)));
+                r.raise(&rv(0, 0), adv("earlier blocker", Some(Severity::Blocker)));
             }
             "latch" => {
                 r.interrupt(true);
@@ -327,8 +338,8 @@ fn ca16_only_a_blocker_or_an_agent_end_concern_qualifies_and_the_gates_make_it_a
             _ => {}
         }
         let (_, planned) = turn_in(&mut r, false, true, &p, mode);
-        r.review_batch(0, 1, 1, false);
-        r.raise(0, 1, adv("the one note", Some(severity)));
+        r.review_batch(&rv(0, 1), 1, false);
+        r.raise(&rv(0, 1), adv("the one note", Some(severity)));
         let events = r.close_window(planned.window.unwrap());
         assert_eq!(
             only_delivery(&events).channel,
@@ -347,8 +358,8 @@ fn ca17_boundaries_under_the_marked_prompt_are_continuation_boundaries_until_its
     let p = prompt("fix the bug");
     let (_, planned) = turn(&mut r, false, true, &p);
     assert!(!planned.continuation);
-    r.review_batch(0, 1, 1, false);
-    r.raise(0, 1, adv("the fix is wrong", Some(Severity::Blocker)));
+    r.review_batch(&rv(0, 1), 1, false);
+    r.raise(&rv(0, 1), adv("the fix is wrong", Some(Severity::Blocker)));
     r.close_window(planned.window.unwrap());
     assert!(r.marked(), "the wake started a continuation");
     // The woken run: a WIP turn and its final one are continuation boundaries.
@@ -366,8 +377,7 @@ fn ca17_boundaries_under_the_marked_prompt_are_continuation_boundaries_until_its
     // another conversation.
     for clear in ["user prompt", "other prompt", "new conversation"] {
         r.raise(
-            0,
-            50,
+            &rv(0, 50),
             adv(&format!("blocker before {clear}"), Some(Severity::Blocker)),
         );
         r.run_state(false);
@@ -396,12 +406,12 @@ fn ca17_a_card_or_a_steer_into_a_working_run_sets_no_mark() {
     r.run_state(true);
     let p = prompt("go");
     turn(&mut r, true, false, &p);
-    r.review_batch(0, 1, 1, true);
-    r.raise(0, 1, adv("wrong file", Some(Severity::Concern)));
+    r.review_batch(&rv(0, 1), 1, true);
+    r.raise(&rv(0, 1), adv("wrong file", Some(Severity::Concern)));
     r.step_boundary();
     assert!(!r.marked(), "a live steer into the run");
     let (_, planned) = turn(&mut r, false, true, &p);
-    r.raise(0, 2, adv("a nit", None));
+    r.raise(&rv(0, 2), adv("a nit", None));
     r.close_window(planned.window.unwrap());
     assert!(!r.marked(), "a card starts nothing");
 }
@@ -430,10 +440,10 @@ fn ca18_ca_s6_late_notes_after_a_terminal_answer() {
         let (_, planned) = turn_in(&mut r, false, true, &p, mode);
         // The waits end at once (sync off): the window closes empty.
         assert!(r.close_window(planned.window.unwrap()).is_empty());
-        r.review_batch(0, 1, 1, false);
+        r.review_batch(&rv(0, 1), 1, false);
         // The run ends; or the host starts turn 2 of the same run.
         r.run_state(continued);
-        let (_, events) = r.raise(0, 1, adv("late", Some(severity)));
+        let (_, events) = r.raise(&rv(0, 1), adv("late", Some(severity)));
         let kinds: Vec<&str> = events
             .iter()
             .map(|e| match e {
@@ -467,8 +477,8 @@ fn ca19_ca_s11_every_boundary_counts_from_the_continuation_s_turn() {
             turn(&mut r, true, false, &p);
         }
         let (_, planned) = turn(&mut r, false, true, &p);
-        r.review_batch(0, 1, 1, false);
-        r.raise(0, 1, adv("stop: wrong repo", Some(Severity::Blocker)));
+        r.review_batch(&rv(0, 1), 1, false);
+        r.raise(&rv(0, 1), adv("stop: wrong repo", Some(Severity::Blocker)));
         let events = r.close_window(planned.window.unwrap());
         assert_eq!(only_delivery(&events).channel, Channel::Wake);
         r.run_state(true);
@@ -476,16 +486,15 @@ fn ca19_ca_s11_every_boundary_counts_from_the_continuation_s_turn() {
     };
     let mut r = continued();
     turn(&mut r, true, false, &p);
-    r.review_batch(0, 6, 1, false);
-    let (_, events) = r.raise(0, 6, adv("blocker at 6", Some(Severity::Blocker)));
+    r.review_batch(&rv(0, 6), 1, false);
+    let (_, events) = r.raise(&rv(0, 6), adv("blocker at 6", Some(Severity::Blocker)));
     assert_eq!(events, vec![HostEvent::SteerReady], "blockers are exempt");
     let mut r = continued();
     for t in 6..=9u64 {
         turn(&mut r, true, false, &p);
-        r.review_batch(0, t, 1, false);
+        r.review_batch(&rv(0, t), 1, false);
         let (_, events) = r.raise(
-            0,
-            t,
+            &rv(0, t),
             adv(&format!("concern at {t}"), Some(Severity::Concern)),
         );
         if t < 9 {
@@ -503,13 +512,13 @@ fn ca20_every_final_boundary_releases_deferred_notes_into_its_window_wip_ones_no
     let p = prompt("go");
     r.run_state(true);
     turn(&mut r, true, false, &p);
-    r.review_batch(0, 1, 1, true);
-    r.raise(0, 1, adv("first", Some(Severity::Concern)));
+    r.review_batch(&rv(0, 1), 1, true);
+    r.raise(&rv(0, 1), adv("first", Some(Severity::Concern)));
     let (events, _) = turn(&mut r, true, false, &p);
     assert!(events.is_empty(), "a WIP boundary releases nothing");
     assert_eq!(r.counts().pending, 1);
     // A continuation's final boundary releases them too.
-    r.raise(0, 9, adv("wake up", Some(Severity::Blocker)));
+    r.raise(&rv(0, 9), adv("wake up", Some(Severity::Blocker)));
     r.run_state(false);
     assert!(r.marked());
     let (_, planned) = turn(&mut r, false, true, &p);

@@ -3,21 +3,19 @@
 use actix::Message as ActixMessage;
 
 pub use crate::delivery::DeliveryStatus;
-use crate::delivery::{CatchUpEnd, CatchUpPlan, LastPrompt, RaiseOutcome, TurnEndPlanned};
+use crate::delivery::{
+    CatchUpEnd, CatchUpPlan, LastPrompt, RaiseOutcome, ReviewRef, TurnEndPlanned,
+};
 use crate::domain::advice::{AdvisorLabel, Advisory, Delivery};
 
 /// The advisor called `advise` (mid-review, G3).
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "RaiseOutcome")]
 pub struct RaiseAdvice {
-    /// The epoch of the review.
-    pub epoch: u64,
-    /// The review's number.
-    pub review: u64,
+    /// The review that raised it, and whose (RO13).
+    pub review: ReviewRef,
     /// The advice.
     pub advisory: Advisory,
-    /// The named advisor that raised it (RO13); `None`: the unnamed advisor (RO12).
-    pub advisor: Option<AdvisorLabel>,
 }
 
 /// `/advisor test` (C2): raises `advisory` as the unnamed advisor's through the normal
@@ -121,30 +119,22 @@ pub struct CatchUpFinished {
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "String")]
 pub struct GetHeldPreamble {
-    /// The review's epoch.
-    pub epoch: u64,
-    /// The review's number.
-    pub review: u64,
+    /// The review, and whose (RO13).
+    pub review: ReviewRef,
     /// The session updates (turns) the review covers, its batch (G2): the review may raise
     /// `updates` × `maxNotesPerUpdate` non-blocker notes (D8).
     pub updates: usize,
     /// The batch is work in progress (P1): under `defer` the review's nits and concerns
     /// wait for the next final boundary; a review of a final batch releases what waits.
     pub wip: bool,
-    /// The named advisor whose review it is (RO13); `None`: the unnamed advisor.
-    pub advisor: Option<AdvisorLabel>,
 }
 
 /// A review succeeded (agent → router): held notes it did not raise again are dropped (D9).
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "()")]
 pub struct ReviewSucceeded {
-    /// The review's epoch.
-    pub epoch: u64,
-    /// The review's number.
-    pub review: u64,
-    /// The named advisor whose review it is (RO13); `None`: the unnamed advisor.
-    pub advisor: Option<AdvisorLabel>,
+    /// The review, and whose (RO13).
+    pub review: ReviewRef,
 }
 
 /// The advisor's review in progress ended, whatever its end — success, failure, a reset, a
@@ -163,14 +153,10 @@ pub struct ReviewEnded {
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "usize")]
 pub struct DiscardAttempt {
-    /// The review's epoch.
-    pub epoch: u64,
-    /// The review's number.
-    pub review: u64,
+    /// The review, and whose (RO13).
+    pub review: ReviewRef,
     /// The attempt's number within the review, from 1 (for tracing).
     pub attempt: u32,
-    /// The named advisor whose review it is (RO13); `None`: the unnamed advisor.
-    pub advisor: Option<AdvisorLabel>,
 }
 
 /// Asks for what the router still holds back from the primary, as it would be delivered

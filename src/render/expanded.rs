@@ -24,8 +24,9 @@ use crate::domain::transcript::{
     RawJson, ToolResultMessage, TranscriptMessage,
 };
 
-/// The heading of the first part of a batch.
-pub const HEADING: &str = "### Session update\n\n";
+/// The heading that starts every update the advisor is sent (X3): the first part of a
+/// batch, and every queued delta of the other views (`feed.rs`).
+pub const UPDATE_HEADING: &str = "### Session update\n\n";
 /// Appended to the last part of a batch whose last turn will continue (WIP).
 pub const WIP_FOOTER: &str = "\n\n---\n\n[in progress — more steps follow]";
 /// Replaces standing context the advisor was already sent, unchanged.
@@ -63,7 +64,7 @@ struct Batch<'a> {
 }
 
 /// Renders one batch (the messages of its turns, oldest first) into its parts: the first
-/// starts with [`HEADING`], the last of a `wip` batch ends with [`WIP_FOOTER`]. Empty when
+/// starts with [`UPDATE_HEADING`], the last of a `wip` batch ends with [`WIP_FOOTER`]. Empty when
 /// nothing shows. `memory` is updated with the standing context sent.
 pub fn render_batch(
     messages: &[Arc<TranscriptMessage>],
@@ -72,7 +73,7 @@ pub fn render_batch(
 ) -> Vec<String> {
     let mut parts = render_parts(messages, memory);
     if let Some(first) = parts.first_mut() {
-        first.insert_str(0, HEADING);
+        first.insert_str(0, UPDATE_HEADING);
     }
     if wip {
         if let Some(last) = parts.last_mut() {

@@ -13,7 +13,7 @@ pub mod excerpt;
 pub mod expanded;
 mod full;
 
-pub use expanded::{render_batch, ExpandedMemory};
+pub use expanded::{render_batch, ExpandedMemory, UPDATE_HEADING};
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,8 +1,9 @@
 //! Review cadence (SPEC §16, CA1–CA4, CA7, CA8, CA12): which boundaries an advisor counts,
 //! at which of them its review is scheduled, and the deltas it holds back in between.
 //!
-//! Plain code, one [`AdvisorCadence`] per advisor, kept by the supervisor beside the
-//! advisor's other member state so a rebuild hands it on (CA7). At every boundary each
+//! Plain code, one [`AdvisorCadence`] per advisor, kept in its member of the Supervisor's
+//! `Members` (`config/members/state.rs`) beside its other state, so a rebuild hands it on
+//! (CA7). At every boundary each
 //! running advisor's delta is captured at once (CA3) and handed here with the boundary's
 //! kind; the answer says whether a review goes out now (with everything held, as one
 //! review and one backlog unit, CA12) or the delta is held.

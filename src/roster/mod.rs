@@ -19,7 +19,7 @@ mod tools;
 mod yaml;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -41,8 +41,8 @@ use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{AdvisorSettings, ReviewMode, SettingsLayer, SettingsWarning, SyncBacklog};
 use crate::texts::{fill, Table};
 use crate::watchdog::{
-    candidates_named, read_text, size_text, Budget, Candidate, Confinement, Fingerprint, ReadError,
-    WatchdogConfig, MAX_FILE_BYTES, MAX_TOTAL_BYTES,
+    candidates_named, normalize_lexically, read_text, size_text, Budget, Candidate, Confinement,
+    Fingerprint, ReadError, WatchdogConfig, MAX_FILE_BYTES, MAX_TOTAL_BYTES,
 };
 use parse::{parse_file, Entry, ParsedFile};
 
@@ -294,6 +294,28 @@ impl PathFilter {
     /// Whether `path` (relative to the workspace root) matches one of the globs.
     pub fn matches(&self, path: &str) -> bool {
         self.set.is_match(path)
+    }
+
+    /// Whether `path` as a tool call names it (relative ones taken from `root`, which is
+    /// lexically normalised), lexically normalised, lies under `root` and its part below
+    /// the root matches (RO17): a path outside the workspace never matches, whatever the
+    /// globs.
+    pub fn matches_under(&self, root: &Path, path: &str) -> bool {
+        let normal = normalize_lexically(&root.join(path));
+        let Ok(relative) = normal.strip_prefix(root) else {
+            return false;
+        };
+        let mut text = Vec::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(part) => match part.to_str() {
+                    Some(part) => text.push(part),
+                    None => return false,
+                },
+                _ => return false,
+            }
+        }
+        !text.is_empty() && self.matches(&text.join("/"))
     }
 }
 

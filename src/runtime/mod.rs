@@ -40,7 +40,7 @@
 //! # }
 //! ```
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use actix::{Actor, Arbiter, ArbiterHandle};
@@ -50,7 +50,7 @@ use crate::actors::event_forwarder::EventForwarder;
 use crate::actors::supervisor::Supervisor;
 use crate::config::RuntimeConfig;
 use crate::domain::host::HostEvent;
-use crate::handle::{AdvisorHandle, HandleError, SessionLease};
+use crate::handle::{AdvisorHandle, HandleError, SessionLease, SessionStart};
 use crate::model::limit::CallCounts;
 
 pub use crate::shared::SharedResources;
@@ -194,10 +194,7 @@ impl AdvisorRuntime {
     /// providers' call limits) and starts its actors on the least loaded arbiter. Starts
     /// no thread and does not wait; host events arrive on the returned receiver.
     pub fn open(&self, config: RuntimeConfig) -> (AdvisorHandle, UnboundedReceiver<HostEvent>) {
-        let config = config.share(&self.inner.shared);
-        let turn_end_may_wait = config.turn_end_may_wait();
-        let turn_end_waits = Arc::new(AtomicBool::new(turn_end_may_wait));
-        let flag = Arc::clone(&turn_end_waits);
+        let (start, flags) = SessionStart::new(config.share(&self.inner.shared));
         let worker = self.pick();
         worker.sessions.fetch_add(1, Ordering::AcqRel);
         let (events_tx, events_rx) = unbounded_channel();
@@ -205,22 +202,15 @@ impl AdvisorRuntime {
             EventForwarder::new(events_tx)
         });
         let host = forwarder.recipient();
-        let seed_len = config.initial_transcript.as_ref().map(|t| t.len());
-        let supervisor = Supervisor::start_in_arbiter(&worker.arbiter, move |_| {
-            Supervisor::new(config, host)
-                .seeded_at(seed_len)
-                .with_turn_end_flag(flag)
-        });
+        let supervisor =
+            Supervisor::start_in_arbiter(&worker.arbiter, move |_| start.supervisor(host));
         let lease = SessionLease::new(
             supervisor.clone(),
             Arc::clone(&worker.sessions),
             Arc::clone(&self.inner.shared),
             Arc::clone(&self.inner) as Arc<dyn std::any::Any + Send + Sync>,
         );
-        (
-            AdvisorHandle::opened(supervisor, lease, turn_end_may_wait, turn_end_waits),
-            events_rx,
-        )
+        (flags.handle(supervisor, None, Some(lease)), events_rx)
     }
 
     /// The resources the sessions share.

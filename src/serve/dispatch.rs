@@ -9,9 +9,8 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::{Notify, RwLock};
 
-use super::open::{
-    parse_messages, prepare, roster_json, OpenParams, ParsedMessages, ServeDefaults,
-};
+use super::open::{prepare, roster_json, ServeDefaults};
+use super::params::{parse_messages, OpenParams, ParsedMessages};
 use super::protocol::{notification_line, Params, RpcError, PROTOCOL_VERSION, SESSION_ERROR};
 use super::served::{delivery_json, open_on, HeldBudget, Outbox, ServedSession, TranscriptLog};
 use crate::domain::host::RewriteKind;

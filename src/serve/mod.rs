@@ -3,8 +3,9 @@
 //! line, many sessions per process.
 //!
 //! Inside (private modules): `lines`, the bounded LF splitter (64 MiB per line, refused
-//! without buffering it); `protocol`, framing, error codes, typed params; `open`, a
-//! session's settings and model from its params and files; `served`, one served session
+//! without buffering it); `protocol`, framing, error codes, typed params; `params`,
+//! `session/open`'s params as they come over the wire; `open`, a session's settings and model
+//! from its params and files; `served`, one served session
 //! (`ServedSession`: its transcript, cursor check and notifications); `dispatch`, the
 //! method table.
 //!
@@ -16,6 +17,7 @@
 mod dispatch;
 mod lines;
 mod open;
+mod params;
 mod protocol;
 mod served;
 

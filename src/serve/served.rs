@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::mpsc::Sender;
 
-use super::open::ParsedMessages;
+use super::params::ParsedMessages;
 use super::protocol::{notification_line, RpcError, SESSION_ERROR};
 use crate::config::RuntimeConfig;
 use crate::domain::advice::{notes_models, Delivery};
@@ -35,7 +35,7 @@ pub enum LeafState {
 pub const DEFAULT_HELD_BYTES: usize = 1 << 30;
 
 /// The budget for the transcripts a serve process holds, across its sessions (V4): each
-/// message counts its JSON bytes plus [`super::open::MESSAGE_OVERHEAD_BYTES`].
+/// message counts its JSON bytes plus [`super::params::MESSAGE_OVERHEAD_BYTES`].
 #[derive(Debug)]
 pub struct HeldBudget {
     limit: usize,

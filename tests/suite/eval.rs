@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use advisor::domain::advice::Severity;
-use advisor::eval::case::CaseClass;
-use advisor::eval::corpus::{check_corpus, turn_texts, Case};
-use advisor::eval::report::{CaseLine, GroupFigures, RunMeta, Summary};
-use advisor::eval::run::{CasePreparer, EvalEvent, PreparedCase};
-use advisor::eval::run::{EvalOptions, EvalRunner};
-use advisor::eval::score::Outcome;
-use advisor::eval::score_records;
-use advisor::eval::testing::{PlannedNote, ScriptedPreparer, KNOWN_USAGE};
 use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
+use advisor::replay::eval::case::CaseClass;
+use advisor::replay::eval::corpus::{check_corpus, turn_texts, Case};
+use advisor::replay::eval::report::{CaseLine, GroupFigures, RunMeta, Summary};
+use advisor::replay::eval::run::{CasePreparer, EvalEvent, PreparedCase};
+use advisor::replay::eval::run::{EvalOptions, EvalRunner};
+use advisor::replay::eval::score::Outcome;
+use advisor::replay::eval::score_records;
+use advisor::replay::eval::testing::{PlannedNote, ScriptedPreparer, KNOWN_USAGE};
 use advisor::settings::DeliveryPolicy;
 use advisor::{AdvisorRuntime, RuntimeOptions};
 

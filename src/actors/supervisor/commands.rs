@@ -7,19 +7,20 @@ use std::future::Future;
 use actix::{Addr, Context, Handler, ResponseActFuture, ResponseFuture, WrapFuture};
 use futures_util::FutureExt;
 
-use super::members::Member;
+use super::members::MemberActors;
 use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
 use crate::actors::audit_log::AuditLog;
 use crate::actors::wiring::{await_all, test_advice};
 use crate::command::{parse_command, AdvisorCommand};
+use crate::config::Member;
 use crate::domain::advice::Delivery;
-use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered, PauseAdvisor};
+use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered};
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
 use crate::messages::review::{
-    AgentStatus, AskEnd, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage, QueueDelta,
-    ResumeReviews,
+    AgentStatus, BacklogWait, DumpContext, GetAgentStatus, GetRestoredUsage,
 };
+use crate::review::AskEnd;
 use crate::status::{AdvisorStatus, NamedAdvisorStatus};
 use crate::texts::notice;
 
@@ -35,20 +36,22 @@ struct MemberQuery {
 impl MemberQuery {
     fn of(
         member: &Member,
+        actors: Option<&MemberActors>,
         session_enabled: bool,
         settings: &crate::settings::AdvisorSettings,
     ) -> Self {
         let policy = settings.policy;
-        let line = member.plan.label.as_ref().map(|label| {
+        let plan = member.plan();
+        let line = plan.label.as_ref().map(|label| {
             let (state, reason) = member.state(session_enabled, None);
             NamedAdvisorStatus {
                 name: label.name.to_string(),
                 slug: label.slug.to_string(),
                 state,
                 reason,
-                model: member.plan.model.as_ref().ok().map(|m| m.info().id),
-                policy: member.plan.policy.unwrap_or(policy),
-                skipped_updates: member.skipped_updates,
+                model: plan.model.as_ref().ok().map(|m| m.info().id),
+                policy: plan.policy.unwrap_or(policy),
+                skipped_updates: member.skipped_updates(),
                 cadence: member.cadence_status(settings),
                 deliveries: Default::default(),
                 agent: AgentStatus::default(),
@@ -56,11 +59,11 @@ impl MemberQuery {
             }
         });
         Self {
-            agent: member.agent(),
-            audit: member.audit.clone(),
+            agent: actors.and_then(|a| Some(a.children.as_ref()?.agent.clone())),
+            audit: actors.and_then(|a| a.audit.clone()),
             line,
             enabled: session_enabled,
-            held_off: member.held_off,
+            held_off: member.held_off(),
         }
     }
 
@@ -81,27 +84,27 @@ impl Supervisor {
     /// agent's asked for. With a roster, one entry per advisor and the session's totals.
     fn status(&mut self) -> impl Future<Output = AdvisorStatus> + 'static {
         let router = self.router();
-        let model = self.config.model.as_ref();
-        let policy = self.config.settings.policy;
-        let enabled = self.enabled;
+        let config = self.members.config();
+        let model = config.model.as_ref();
+        let policy = config.settings.policy;
+        let enabled = self.members.enabled();
         let queries: Vec<MemberQuery> = self
             .members
             .iter()
-            .map(|m| MemberQuery::of(m, enabled, &self.config.settings))
+            .map(|m| MemberQuery::of(m, self.actors_of(m.slug()), enabled, &config.settings))
             .collect();
         let cadence = self
             .members
-            .iter()
-            .find(|m| m.is(None))
-            .map(|m| m.cadence_status(&self.config.settings))
+            .get(None)
+            .map(|m| m.cadence_status(&config.settings))
             .unwrap_or_default();
         let mut status = AdvisorStatus {
             enabled,
             model: model.map(|m| m.info().id),
             thinking: model.map(|m| m.thinking().as_str().to_string()),
             policy,
-            failures: self.members.iter().map(|m| m.failures).sum(),
-            provider_calls: self.config.provider_calls(),
+            failures: self.members.iter().map(Member::failures).sum(),
+            provider_calls: config.provider_calls(),
             cadence,
             ..AdvisorStatus::default()
         };
@@ -155,19 +158,13 @@ impl Supervisor {
     /// The advisors' transcripts (C4, RO19): the unnamed advisor's alone, or one section
     /// per named advisor, or the one `advisor` names.
     fn dump(&self, raw: bool, advisor: Option<&str>) -> impl Future<Output = String> + 'static {
-        let chosen: Result<Vec<&Member>, String> = match advisor {
-            Some(name) => self
-                .find_member(name)
-                .map(|i| vec![&self.members[i]])
-                .ok_or_else(|| self.unknown_advisor(name)),
-            None => Ok(self.members.iter().collect()),
-        };
+        let chosen = self.members.chosen(advisor);
         let sections: Vec<(Option<String>, Option<Addr<AdvisorAgent>>)> = chosen
             .as_ref()
             .map(|members| {
                 members
                     .iter()
-                    .map(|m| (m.plan.name().map(str::to_string), m.agent()))
+                    .map(|m| (m.plan().name().map(str::to_string), self.agent_of(m.slug())))
                     .collect()
             })
             .unwrap_or_default();
@@ -193,93 +190,25 @@ impl Supervisor {
             out
         }
     }
-
-    /// The line answering a name no advisor has (RO19, RO20).
-    fn unknown_advisor(&self, name: &str) -> String {
-        match self.member_names() {
-            Some(known) => notice("unknownAdvisor", &[("name", name), ("known", &known)]),
-            None => notice("unknownAdvisorNoRoster", &[("name", name)]),
-        }
-    }
-
-    /// `/advisor on NAME` (RO19): resumes one advisor; the others are untouched.
-    fn member_on(&mut self, ctx: &mut Context<Self>, name: &str) -> String {
-        let Some(index) = self.find_member(name) else {
-            return self.unknown_advisor(name);
-        };
-        let member = &mut self.members[index];
-        let label = member.plan.name().unwrap_or_default().to_string();
-        if let Err(reason) = &member.plan.model {
-            return notice("memberNoModel", &[("name", &label), ("reason", reason)]);
-        }
-        if !member.plan.enabled {
-            return notice("memberNotEnabled", &[("name", &label)]);
-        }
-        member.held_off = false;
-        if !self.enabled {
-            return notice("memberOnWhileOff", &[("name", &label)]);
-        }
-        match member.agent() {
-            Some(agent) => agent.do_send(ResumeReviews),
-            None => {
-                let seed = self.seed_at_end();
-                self.start_member(ctx, index, seed);
-            }
-        }
-        notice("memberOn", &[("name", &label)])
-    }
-
-    /// `/advisor off NAME` (RO19): pauses one advisor for this session, its running review
-    /// cancelled; the others' reviews, in flight or queued, go on (the session's epoch stays).
-    fn member_off(&mut self, name: &str) -> String {
-        let Some(index) = self.find_member(name) else {
-            return self.unknown_advisor(name);
-        };
-        self.hold_off(index);
-        let label = self.members[index].plan.name().unwrap_or_default();
-        notice("memberOff", &[("name", label)])
-    }
-
-    /// Pauses member `index` for this session (RO19; SP6's ceiling pause): its running
-    /// review cancelled, its raises dropped, the others untouched.
-    pub(super) fn hold_off(&mut self, index: usize) {
-        let next = self.epoch + 1;
-        self.members[index].held_off = true;
-        // CA7 (our choice): a paused advisor drops its held updates and counts from 0.
-        self.members[index].cadence.restart();
-        if let Some(label) = &self.members[index].plan.label {
-            // Before the reply: a raise already on its way is dropped; the review itself
-            // is cancelled by the stop below (its agent's ResetAdvisor).
-            let slug = label.slug.clone();
-            self.router().do_send(PauseAdvisor { slug, paused: true });
-        }
-        self.stop_member(index, next, AskEnd::TurnedOff);
-    }
 }
 
 impl Handler<RunCommand> for Supervisor {
     type Result = ResponseActFuture<Self, String>;
 
     fn handle(&mut self, msg: RunCommand, ctx: &mut Context<Self>) -> Self::Result {
-        let reply = match parse_command(&msg.line) {
-            Ok(AdvisorCommand::Toggle) => {
-                if self.enabled {
-                    self.disable(ctx, AskEnd::TurnedOff)
-                } else {
-                    self.enable(ctx)
-                }
-            }
-            Ok(AdvisorCommand::On { advisor: None }) => self.enable(ctx),
-            Ok(AdvisorCommand::Off { advisor: None }) => self.disable(ctx, AskEnd::TurnedOff),
+        let (reply, changes) = match parse_command(&msg.line) {
+            Ok(AdvisorCommand::Toggle) => self.members.toggle(),
+            Ok(AdvisorCommand::On { advisor: None }) => self.members.enable(),
+            Ok(AdvisorCommand::Off { advisor: None }) => self.members.disable(AskEnd::TurnedOff),
             Ok(AdvisorCommand::On {
                 advisor: Some(name),
-            }) => self.member_on(ctx, &name),
+            }) => self.members.member_on(&name),
             Ok(AdvisorCommand::Off {
                 advisor: Some(name),
-            }) => self.member_off(&name),
+            }) => self.members.member_off(&name),
             Ok(AdvisorCommand::Test(advisory)) => {
-                self.tests_injected += 1;
-                let fut = test_advice(self.router(), self.epoch, self.tests_injected, advisory);
+                let (epoch, nth) = self.members.next_test();
+                let fut = test_advice(self.router(), epoch, nth, advisory);
                 return Box::pin(fut.into_actor(self));
             }
             Ok(AdvisorCommand::Status) => {
@@ -289,8 +218,9 @@ impl Handler<RunCommand> for Supervisor {
             Ok(AdvisorCommand::Dump { raw, advisor }) => {
                 return Box::pin(self.dump(raw, advisor.as_deref()).into_actor(self));
             }
-            Err(usage) => usage,
+            Err(usage) => (usage, Vec::new()),
         };
+        self.carry_out(ctx, changes);
         Box::pin(actix::fut::ready(reply))
     }
 }
@@ -314,37 +244,17 @@ impl Handler<GetDump> for Supervisor {
 impl Handler<AwaitDrain> for Supervisor {
     type Result = ResponseFuture<BacklogWait>;
 
-    fn handle(&mut self, _msg: AwaitDrain, _ctx: &mut Context<Self>) -> Self::Result {
-        let agents = if self.enabled {
-            self.send_held()
+    fn handle(&mut self, _msg: AwaitDrain, ctx: &mut Context<Self>) -> Self::Result {
+        // CA21 (2): every running advisor sends what it holds as one review, its counter
+        // unchanged, so an `agent-end` or interval reviewer still sees the final answer.
+        let agents = if self.members.enabled() {
+            let changes = self.members.drain();
+            self.carry_out(ctx, changes);
+            self.agents()
         } else {
             Vec::new()
         };
         Box::pin(async move { await_all(&agents, 1).await })
-    }
-}
-
-impl Supervisor {
-    /// The headless drain (CA21 (2)): every running advisor sends what it holds as one
-    /// review, its counter unchanged, so an `agent-end` or interval reviewer still sees the
-    /// final answer. Answers the running advisors' agents.
-    fn send_held(&mut self) -> Vec<Addr<AdvisorAgent>> {
-        let epoch = self.epoch;
-        let mut agents = Vec::new();
-        for member in &mut self.members {
-            let Some(agent) = member.agent() else {
-                continue;
-            };
-            if let Some((updates, wip)) = member.cadence.take_held() {
-                agent.do_send(QueueDelta {
-                    epoch,
-                    updates,
-                    wip,
-                });
-            }
-            agents.push(agent);
-        }
-        agents
     }
 }
 

@@ -1,6 +1,9 @@
-//! The Supervisor's members (RO13): one per roster entry, or the unnamed advisor alone
-//! (RO12). Each has its own actors, transcript file, failure count and `/advisor off NAME`
-//! pause; all run on the session's arbiter (A6).
+//! The Supervisor's members' actors (RO13): each member of [`Members`] that runs has its
+//! feed, agent and executor, and its transcript file (P9) once it ran; all run on the
+//! session's arbiter (A6). What starts, stops or is removed is decided by [`Members`]; here
+//! its [`MemberChange`]s are carried out.
+
+use std::collections::HashMap;
 
 use actix::{Actor, Addr, AsyncContext, Context};
 
@@ -10,230 +13,201 @@ use crate::actors::audit_log::AuditLog;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::actors::wiring::{start_children, AgentReports, ChildLinks, Children};
-use crate::config::MemberPlan;
+use crate::config::{MemberChange, MemberPlan, Members};
 use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
-use crate::messages::delivery::RegisterAdvisor;
-use crate::messages::review::{AskEnd, ReleaseWaiters, ResetAdvisor};
-use crate::review::cadence::{AdvisorCadence, Cadence};
-use crate::settings::{AdvisorSettings, ReviewMode};
-use crate::status::{AdvisorState, CadenceStatus, SpendCeiling};
+use crate::messages::delivery::{
+    PauseAdvisor, RegisterAdvisor, RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery,
+    SetDeliveryEnabled,
+};
+use crate::messages::feed::RewindCursor;
+use crate::messages::review::{EndHalt, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews};
 use crate::texts::{notice, NOTICES};
 
-/// One advisor of the session.
-pub(crate) struct Member {
-    /// What it is started with.
-    pub plan: MemberPlan,
-    /// Its actors while it runs.
+/// One member's actors, by its slug (`None`: the unnamed advisor).
+#[derive(Default)]
+pub(super) struct MemberActors {
+    /// Its feed, agent and executor while it runs.
     pub children: Option<Children>,
-    /// Its transcript file (P9), started on its first run; kept across pauses.
+    /// Its transcript file (P9), started on its first run; kept across pauses and rebuilds.
     pub audit: Option<Addr<AuditLog>>,
-    /// Paused by `/advisor off NAME` (RO19).
-    pub held_off: bool,
-    /// Its failed reviews so far (C3).
-    pub failures: u64,
-    /// Its entry changed on disk: the new plan, swapped in before its next review (RO21).
-    pub rebuild: Option<MemberPlan>,
-    /// The updates its `when` did not match (RO17, CA4), over every run: a pause or
-    /// rebuild never restarts the count.
-    pub skipped_updates: u64,
-    /// Its eligible-update counter and held updates (CA2, CA3): kept across a rebuild
-    /// (CA7), dropped by a reset (CA8) or a pause.
-    pub cadence: AdvisorCadence,
-    /// Its spend over the session and what its ceiling did to it (SP6).
-    pub ceiling: SpendCeiling,
 }
 
-impl Member {
-    /// A member of `plan`, not started.
-    pub fn new(plan: MemberPlan) -> Self {
-        Self {
-            plan,
-            children: None,
-            audit: None,
-            held_off: false,
-            failures: 0,
-            rebuild: None,
-            skipped_updates: 0,
-            cadence: AdvisorCadence::new(),
-            ceiling: SpendCeiling::default(),
-        }
-    }
-
-    /// Whether it may run: enabled in its entry, not paused by the user, with a model.
-    pub fn runnable(&self) -> bool {
-        self.plan.enabled && !self.held_off && self.plan.model.is_ok()
-    }
-
-    /// Its agent, while it runs.
-    pub fn agent(&self) -> Option<Addr<AdvisorAgent>> {
-        self.children.as_ref().map(|c| c.agent.clone())
-    }
-
-    /// Its feed, while it runs.
-    pub fn feed(&self) -> Option<Addr<TranscriptFeed>> {
-        self.children.as_ref().map(|c| c.feed.clone())
-    }
-
-    /// Stops its actors: waiters released, its ask ended with `cause` and a review still
-    /// running cancelled (its model call dropped, so it makes no further model call, tool
-    /// call or raise and frees its slot of the provider's call limit); the agent moves to
-    /// `epoch` (RO19, RO21).
-    pub fn stop(&mut self, epoch: u64, cause: AskEnd) {
-        if let Some(children) = self.children.take() {
-            children.agent.do_send(ReleaseWaiters);
-            children.agent.do_send(ResetAdvisor {
-                epoch,
-                cause,
-                stopping: true,
-            });
-        }
-    }
-
-    /// Its cadence in effect under `settings` (CA5): its plan's, at `agent-end` once its
-    /// spend ceiling switched it (SP6).
-    pub fn cadence_in_effect(&self, settings: &AdvisorSettings) -> Cadence {
-        let mut cadence = self.plan.cadence(settings);
-        if self.ceiling.forces_agent_end() {
-            cadence.mode = ReviewMode::AgentEnd;
-        }
-        cadence
-    }
-
-    /// Its spend ceiling in effect (SP6): its entry's, else `advisor.maxSpendRatio`.
-    pub fn spend_limit(&self, settings: &AdvisorSettings) -> Option<f64> {
-        self.plan.max_spend_ratio.or(settings.max_spend_ratio)
-    }
-
-    /// Its cadence in effect under `settings`, held updates and counter (CA12).
-    pub fn cadence_status(&self, settings: &AdvisorSettings) -> CadenceStatus {
-        let cadence = self.cadence_in_effect(settings);
-        CadenceStatus {
-            review_mode: cadence.mode,
-            review_interval: cadence.interval,
-            sync_backlog: cadence.sync,
-            held_updates: self.cadence.held_updates(),
-            eligible_updates: self.cadence.eligible_updates(),
-        }
-    }
-
-    /// Whether this is the member `advisor` names (`None`: the unnamed advisor).
-    pub fn is(&self, advisor: Option<&AdvisorLabel>) -> bool {
-        self.plan.slug() == advisor.map(|l| &*l.slug)
-    }
-
-    /// Its state and why (RO8, RO19) in a session that is `enabled`, with its agent's pause.
-    pub fn state(&self, enabled: bool, paused: Option<&str>) -> (AdvisorState, Option<String>) {
-        match &self.plan.model {
-            Err(reason) => return (AdvisorState::NoModel, Some(reason.clone())),
-            Ok(_) if !self.plan.enabled => {
-                return (AdvisorState::Paused, Some(notice("reasonNotEnabled", &[])));
-            }
-            Ok(_) => {}
-        }
-        if self.held_off && self.ceiling.paused() {
-            (AdvisorState::Paused, Some(notice("reasonCeiling", &[])))
-        } else if self.held_off {
-            (AdvisorState::Paused, Some(notice("reasonHeldOff", &[])))
-        } else if !enabled {
-            (AdvisorState::Off, None)
-        } else if let Some(reason) = paused {
-            (AdvisorState::Failing, Some(reason.to_string()))
-        } else {
-            (AdvisorState::Running, None)
-        }
-    }
-}
+/// The members' actors by slug.
+pub(super) type ActorsBySlug = HashMap<Option<String>, MemberActors>;
 
 impl Supervisor {
-    /// The member `advisor` names (`None`: the unnamed advisor).
-    pub(super) fn member_of(&mut self, advisor: Option<&AdvisorLabel>) -> Option<&mut Member> {
-        self.members.iter_mut().find(|m| m.is(advisor))
+    /// The actors of the member `slug`, while it has any.
+    pub(super) fn actors_of(&self, slug: Option<&str>) -> Option<&MemberActors> {
+        self.actors.get(&slug.map(str::to_string))
     }
 
-    /// The index of the named member `typed` (its name or slug, RO7).
-    pub(super) fn find_member(&self, typed: &str) -> Option<usize> {
-        self.members.iter().position(|m| m.plan.answers_to(typed))
+    /// The agent of the member `slug`, while it runs.
+    pub(super) fn agent_of(&self, slug: Option<&str>) -> Option<Addr<AdvisorAgent>> {
+        let children = self.actors_of(slug)?.children.as_ref()?;
+        Some(children.agent.clone())
     }
 
-    /// The names of the named members, for a line about an unknown one; `None` when the
-    /// session has none (no roster, RO12).
-    pub(super) fn member_names(&self) -> Option<String> {
-        let names: Vec<&str> = self.members.iter().filter_map(|m| m.plan.name()).collect();
-        (!names.is_empty()).then(|| names.join(", "))
+    /// The feed of the member `slug`, while it runs.
+    pub(super) fn feed_of(&self, slug: Option<&str>) -> Option<Addr<TranscriptFeed>> {
+        let children = self.actors_of(slug)?.children.as_ref()?;
+        Some(children.feed.clone())
     }
 
-    /// The agents of the running members.
+    /// The agents of the running members, in member order.
     pub(super) fn agents(&self) -> Vec<Addr<AdvisorAgent>> {
-        self.members.iter().filter_map(Member::agent).collect()
+        self.members
+            .iter()
+            .filter_map(|m| self.agent_of(m.slug()))
+            .collect()
     }
 
-    /// Stops member `index` (see [`Member::stop`]).
-    pub(super) fn stop_member(&mut self, index: usize, epoch: u64, cause: AskEnd) {
-        if let Some(member) = self.members.get_mut(index) {
-            member.stop(epoch, cause);
+    /// Carries out what [`Members`] decided, in order; then the turn-end wait flag follows
+    /// the members as they are now (S1, D5, RO15, RO21).
+    pub(super) fn carry_out(&mut self, ctx: &mut Context<Self>, changes: Vec<MemberChange>) {
+        for change in changes {
+            self.carry_out_one(ctx, change);
+        }
+        self.update_turn_end_waits();
+    }
+
+    fn carry_out_one(&mut self, ctx: &mut Context<Self>, change: MemberChange) {
+        match change {
+            MemberChange::Start { slug, seed } => self.start_member(ctx, slug, seed),
+            MemberChange::Stop { slug, epoch, cause } => {
+                let actors = self.actors.get_mut(&slug);
+                if let Some(children) = actors.and_then(|a| a.children.take()) {
+                    // Its model call dropped, it makes no further model call, tool call or
+                    // raise and frees its slot of the provider's call limit (RO19, RO21).
+                    children.agent.do_send(ReleaseWaiters);
+                    children.agent.do_send(ResetAdvisor {
+                        epoch,
+                        cause,
+                        stopping: true,
+                    });
+                }
+            }
+            MemberChange::Remove { slug } => {
+                self.actors.remove(&slug);
+                let advisor = slug.map(Into::into);
+                self.router().do_send(RemoveAdvisor { advisor });
+            }
+            MemberChange::Register { slug } => {
+                if let Some(register) = self.registration(Some(&slug)) {
+                    self.router().do_send(register);
+                }
+            }
+            MemberChange::RegisterUnnamed { max_notes } => {
+                self.router().do_send(RegisterUnnamedAdvisor { max_notes });
+            }
+            MemberChange::PauseAtRouter { slug } => {
+                let slug = slug.into();
+                self.router().do_send(PauseAdvisor { slug, paused: true });
+            }
+            MemberChange::Resume { slug } => {
+                if let Some(agent) = self.agent_of(slug.as_deref()) {
+                    agent.do_send(ResumeReviews);
+                }
+            }
+            MemberChange::Rewind {
+                slug,
+                epoch,
+                cause,
+                end_halt,
+            } => {
+                let actors = self.actors.get(&slug);
+                if let Some(children) = actors.and_then(|a| a.children.as_ref()) {
+                    children.agent.do_send(ResetAdvisor {
+                        epoch,
+                        cause,
+                        stopping: false,
+                    });
+                    if end_halt {
+                        children.agent.do_send(EndHalt);
+                    }
+                    children.feed.do_send(RewindCursor);
+                }
+            }
+            MemberChange::ResetDelivery {
+                epoch,
+                branch,
+                conversation,
+            } => self.router().do_send(ResetDelivery {
+                epoch,
+                branch,
+                conversation,
+            }),
+            MemberChange::SetDeliveryEnabled(enabled) => {
+                self.router().do_send(SetDeliveryEnabled { enabled });
+            }
+            MemberChange::Queue {
+                slug,
+                epoch,
+                updates,
+                wip,
+            } => {
+                if let Some(agent) = self.agent_of(slug.as_deref()) {
+                    agent.do_send(QueueDelta {
+                        epoch,
+                        updates,
+                        wip,
+                    });
+                }
+            }
+            MemberChange::Notice(text) => self.notice_about(None, text),
         }
     }
 
-    /// Whether any member runs.
-    pub(super) fn any_running(&self) -> bool {
-        self.members.iter().any(|m| m.children.is_some())
+    /// What the router is told of the named member `slug` (RO10, RO15, RO16; CA6, CA16,
+    /// CA18: the entry's own review mode); `None` for the unnamed advisor.
+    fn registration(&self, slug: Option<&str>) -> Option<RegisterAdvisor> {
+        let member = self.members.get(slug)?;
+        let plan: &MemberPlan = member.plan();
+        Some(RegisterAdvisor {
+            label: plan.label.clone()?,
+            policy: plan.policy,
+            max_notes: plan.max_notes,
+            max_severity: plan.max_severity,
+            // SP6: at agent-end once its spend ceiling switched it.
+            review_mode: member
+                .cadence_in_effect(&self.members.config().settings)
+                .mode,
+        })
     }
 
-    /// Starts every runnable member, seeded at `seed` (X4).
-    pub(super) fn start_members(
+    /// Starts the actors of the member `slug`, reading from `seed` (X4); a named one is
+    /// registered with the router first (RO10, RO15, RO16).
+    fn start_member(
         &mut self,
         ctx: &mut Context<Self>,
-        seed: Option<(Transcript, usize)>,
-    ) {
-        for index in 0..self.members.len() {
-            self.start_member(ctx, index, seed.clone());
-        }
-    }
-
-    /// Starts member `index` when it may run and is not running, seeded at `seed` (X4); a
-    /// named one is registered with the router first (RO10, RO15, RO16).
-    pub(super) fn start_member(
-        &mut self,
-        ctx: &mut Context<Self>,
-        index: usize,
+        slug: Option<String>,
         seed: Option<(Transcript, usize)>,
     ) {
         let router = self.router();
-        let runnable = self.members.get(index).is_some_and(Member::runnable);
-        let watchdog = runnable.then(|| self.watchdog_loader(ctx)).flatten();
-        let cwd = self.config.workspace_root.display().to_string();
-        let host = self.host.clone();
-        let me = ctx.address();
-        let Some(member) = self.members.get_mut(index) else {
+        let watchdog = self.watchdog_loader(ctx);
+        if let Some(register) = self.registration(slug.as_deref()) {
+            router.do_send(register);
+        }
+        let members: &Members = &self.members;
+        let config = members.config();
+        let Some(plan) = members.get(slug.as_deref()).map(|m| m.plan()) else {
             return;
         };
-        let Ok(model) = member.plan.model.clone() else {
+        let Ok(model) = plan.model.clone() else {
             return;
         };
-        if !member.runnable() || member.children.is_some() {
-            return;
-        }
-        if let Some(label) = &member.plan.label {
-            router.do_send(RegisterAdvisor {
-                label: label.clone(),
-                policy: member.plan.policy,
-                max_notes: member.plan.max_notes,
-                max_severity: member.plan.max_severity,
-                // CA6, CA16, CA18: the entry's own review mode.
-                review_mode: member.cadence_in_effect(&self.config.settings).mode,
-            });
-        }
-        if member.audit.is_none() {
-            if let Some(path) = member.plan.audit_path.clone() {
-                let audit = AuditLog::new(path, cwd, host).start();
+        let actors = self.actors.entry(slug.clone()).or_default();
+        if actors.audit.is_none() {
+            if let Some(path) = plan.audit_path.clone() {
+                let cwd = config.workspace_root.display().to_string();
+                let audit = AuditLog::new(path, cwd, self.host.clone()).start();
                 // SP6, P9: the ratio counts what the file recorded before.
-                super::ceiling::restore_spend(ctx, member.plan.label.clone(), &audit);
-                member.audit = Some(audit);
+                super::ceiling::restore_spend(ctx, slug, &audit);
+                actors.audit = Some(audit);
             }
         }
-        let audit = member.audit.clone().map(Addr::recipient);
+        let me = ctx.address();
         let reports = AgentReports {
             failed: me.clone().recipient(),
             dropped: me.clone().recipient(),
@@ -245,11 +219,11 @@ impl Supervisor {
         let links = ChildLinks {
             router: &router,
             watchdog: watchdog.map(Addr::recipient),
-            audit,
+            audit: actors.audit.clone().map(Addr::recipient),
             reports,
         };
-        let children = start_children(&self.config, &member.plan, model, links, self.epoch, seed);
-        member.children = Some(children);
+        let epoch = members.epoch();
+        actors.children = Some(start_children(config, plan, model, links, epoch, seed));
     }
 
     /// The session's WATCHDOG.md loader, started on first use when watchdog files are in
@@ -258,11 +232,11 @@ impl Supervisor {
         if let Some(loader) = &self.watchdog {
             return Some(loader.clone());
         }
-        let config = self.config.watchdog.clone()?;
-        let loader = WatchdogLoader::new(config)
-            .with_cache(self.config.watchdog_cache())
-            .with_redactor(self.config.redactor())
-            .with_context_files(self.config.context_files.clone())
+        let config = self.members.config();
+        let loader = WatchdogLoader::new(config.watchdog.clone()?)
+            .with_cache(config.watchdog_cache())
+            .with_redactor(config.redactor())
+            .with_context_files(config.context_files.clone())
             .with_notices(ctx.address().recipient())
             .start();
         self.watchdog = Some(loader.clone());
@@ -299,52 +273,7 @@ fn unnamed_prefix() -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::config::RuntimeConfig;
-    use crate::model::scripted::ScriptedModel;
-
-    fn member(model: Result<(), &str>, enabled: bool) -> Member {
-        let config = RuntimeConfig::new("p", "/w", Some(Arc::new(ScriptedModel::new([]))));
-        let mut plan = config.unnamed_plan();
-        plan.label = Some(AdvisorLabel::new("sec", "Sec"));
-        plan.enabled = enabled;
-        if let Err(reason) = model {
-            plan.model = Err(reason.to_string());
-        }
-        Member::new(plan)
-    }
-
-    #[test]
-    fn ro8_ro19_a_members_state_says_why_it_does_not_run() {
-        let state = |m: &Member, on: bool, paused: Option<&str>| m.state(on, paused).0;
-        let no_model = member(Err("no key for acme"), true);
-        assert_eq!(
-            no_model.state(true, None),
-            (AdvisorState::NoModel, Some("no key for acme".into()))
-        );
-        assert_eq!(
-            state(&member(Ok(()), false), true, None),
-            AdvisorState::Paused
-        );
-        let mut held = member(Ok(()), true);
-        held.held_off = true;
-        assert_eq!(
-            held.state(true, None),
-            (AdvisorState::Paused, Some("paused by /advisor off".into()))
-        );
-        assert_eq!(state(&member(Ok(()), true), false, None), AdvisorState::Off);
-        assert_eq!(
-            member(Ok(()), true).state(true, Some("invalid key")),
-            (AdvisorState::Failing, Some("invalid key".into()))
-        );
-        assert_eq!(
-            state(&member(Ok(()), true), true, None),
-            AdvisorState::Running
-        );
-        assert!(!member(Err("x"), true).runnable() && member(Ok(()), true).runnable());
-    }
 
     #[test]
     fn ro23_every_notice_about_the_advisor_has_the_prefix_named_notice_replaces() {

@@ -7,7 +7,6 @@
 use actix::{AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
 
 use super::Supervisor;
-use crate::actors::advisor_agent::AdvisorAgent;
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::review::{
     AdvisorPaused, AskAdvisor, BacklogDropped, NoticeRaised, QueueDelta, ReviewFailed,
@@ -20,11 +19,7 @@ impl Handler<ReviewFailed> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: ReviewFailed, _ctx: &mut Context<Self>) {
-        if msg.epoch == self.epoch {
-            if let Some(member) = self.member_of(msg.advisor.as_ref()) {
-                member.failures += 1;
-            }
-        }
+        self.members.review_failed(msg.epoch, msg.advisor.as_ref());
     }
 }
 
@@ -32,8 +27,8 @@ impl Handler<BacklogDropped> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: BacklogDropped, _ctx: &mut Context<Self>) {
-        if msg.epoch == self.epoch {
-            let limit = self.config.settings.max_consecutive_failures;
+        if msg.epoch == self.members.epoch() {
+            let limit = self.members.config().settings.max_consecutive_failures;
             let text = dropped_notice(limit, &msg.error, msg.turns);
             self.notice_about(msg.advisor.as_ref(), text);
         }
@@ -44,7 +39,7 @@ impl Handler<AdvisorPaused> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: AdvisorPaused, _ctx: &mut Context<Self>) {
-        if msg.epoch == self.epoch {
+        if msg.epoch == self.members.epoch() {
             let text = pause_notice(&msg.reason, msg.resume_at.is_some());
             self.notice_about(msg.advisor.as_ref(), text);
         }
@@ -55,16 +50,15 @@ impl Handler<ReviewQuarantined> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: ReviewQuarantined, ctx: &mut Context<Self>) {
-        if msg.epoch != self.epoch {
+        if msg.epoch != self.members.epoch() {
             return;
         }
-        let (epoch, transcript) = (self.epoch, self.last_transcript.clone());
-        let Some(member) = self.member_of(msg.advisor.as_ref()) else {
-            return;
-        };
+        let epoch = self.members.epoch();
+        let transcript = self.members.last_transcript().cloned();
         // The re-prime (or the next turn end after a rewind) covers what it held (CA8).
-        member.cadence.drop_held();
-        let Some(children) = member.children.as_ref() else {
+        self.members.drop_held(msg.advisor.as_ref());
+        let slug = msg.advisor.as_ref().map(|l| &*l.slug);
+        let Some(children) = self.actors_of(slug).and_then(|a| a.children.as_ref()) else {
             return;
         };
         children.feed.do_send(RewindCursor);
@@ -101,57 +95,20 @@ impl Handler<ReviewQuarantined> for Supervisor {
     }
 }
 
-impl Supervisor {
-    /// The agent an ask goes to (RO20): the advisor named (its name or slug), else the
-    /// unnamed advisor, else the roster's first running entry, else its first enabled one.
-    /// One that does not run is [`AskError::NotRunning`], named when it has a name.
-    fn asked(&self, advisor: Option<&str>) -> Result<actix::Addr<AdvisorAgent>, AskError> {
-        let member = match advisor {
-            Some(name) => {
-                let index = self
-                    .find_member(name)
-                    .ok_or_else(|| AskError::UnknownAdvisor(name.to_string()))?;
-                &self.members[index]
-            }
-            None => {
-                let unnamed = self.members.iter().find(|m| m.plan.label.is_none());
-                let running = || self.members.iter().find(|m| m.children.is_some());
-                let first = || self.members.iter().find(|m| m.plan.enabled);
-                match unnamed.or_else(running).or_else(first) {
-                    Some(member) => member,
-                    None => return Err(AskError::NotRunning),
-                }
-            }
-        };
-        member.agent().ok_or_else(|| match member.plan.name() {
-            Some(name) => AskError::MemberNotRunning(name.to_string()),
-            None => AskError::NotRunning,
-        })
-    }
-}
-
 impl Handler<AskAdvisor> for Supervisor {
     type Result = ResponseFuture<Result<String, AskError>>;
 
-    fn handle(&mut self, msg: AskAdvisor, _ctx: &mut Context<Self>) -> Self::Result {
-        let consult = self.config.settings.consult;
-        let agent = self.asked(msg.advisor.as_deref());
-        if let (true, Ok(asked)) = (consult, &agent) {
+    fn handle(&mut self, msg: AskAdvisor, ctx: &mut Context<Self>) -> Self::Result {
+        let consult = self.members.config().settings.consult;
+        let asked = self.members.asked(msg.advisor.as_deref());
+        if let (true, Ok(slug)) = (consult, &asked) {
             // CA4 (our choice): an advisor holding updates first sends them as one review,
             // its counter unchanged, so its answer knows the latest work.
-            let epoch = self.epoch;
-            let holder = self
-                .members
-                .iter_mut()
-                .find(|m| m.agent().as_ref() == Some(asked));
-            if let Some((updates, wip)) = holder.and_then(|m| m.cadence.take_held()) {
-                asked.do_send(QueueDelta {
-                    epoch,
-                    updates,
-                    wip,
-                });
-            }
+            let held = self.members.send_held(slug.as_deref());
+            self.carry_out(ctx, held.into_iter().collect());
         }
+        let agent =
+            asked.and_then(|slug| self.agent_of(slug.as_deref()).ok_or(AskError::NotRunning));
         Box::pin(async move {
             if !consult {
                 return Err(AskError::Disabled);

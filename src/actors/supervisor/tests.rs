@@ -24,10 +24,9 @@ struct GetExecutor;
 impl Handler<GetExecutor> for Supervisor {
     type Result = Option<Addr<ToolExecutor>>;
     fn handle(&mut self, _msg: GetExecutor, _ctx: &mut Context<Self>) -> Self::Result {
-        self.members[0]
-            .children
-            .as_ref()
-            .map(|c| c.executor.clone())
+        let first = self.members.iter().next()?.slug();
+        let children = self.actors_of(first)?.children.as_ref()?;
+        Some(children.executor.clone())
     }
 }
 

@@ -7,7 +7,7 @@ use crate::model::ThinkingLevel;
 use crate::roster::{RosterModels, RosterTool, Sourced};
 
 /// Builds every entry's client from a script, or fails for the slug `broken`.
-struct Models;
+pub(crate) struct Models;
 
 impl RosterModels for Models {
     fn build(&self, advisor: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
@@ -19,7 +19,7 @@ impl RosterModels for Models {
 }
 
 /// A resolved entry called `name` with the defaults of RO8–RO17.
-fn entry(name: &str) -> RosterAdvisor {
+pub(crate) fn entry(name: &str) -> RosterAdvisor {
     RosterAdvisor::new(
         name,
         ModelChoice::resolved("openai", "gpt-5", ThinkingLevel::default()),

@@ -198,7 +198,7 @@ fn expanded_custom_kinds_and_hidden_ones() {
         value["role"] = json!("custom");
         let got = parts(&[msg(value)], false);
         match expected {
-            Some(line) => assert_eq!(got, vec![format!("{HEADING}{line}\n")]),
+            Some(line) => assert_eq!(got, vec![format!("{UPDATE_HEADING}{line}\n")]),
             None => assert!(got.is_empty(), "{got:?}"),
         }
     }

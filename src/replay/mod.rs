@@ -34,6 +34,11 @@
 //! already holds what the primary did next, and the feed drops advisor messages anyway (X2).
 //!
 //! The replay prints nothing: everything goes to the caller's sink as a [`ReplayEvent`].
+//!
+//! [`eval`] replays a corpus of such sessions with planted mistakes and scores what the
+//! advisor said (`advisor eval`, §18).
+
+pub mod eval;
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

@@ -678,7 +678,7 @@ impl SpendBlock {
 #[cfg(test)]
 mod spend_tests {
     use super::*;
-    use crate::eval::score::CaseCost;
+    use crate::replay::eval::score::CaseCost;
     use crate::status::{PrimarySpend, RatioBasis};
 
     fn run(cost: CaseCost) -> CaseScore {

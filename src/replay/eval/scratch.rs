@@ -1,12 +1,14 @@
-//! Where a run keeps its workspace copies (EV2): one directory per run under
-//! `<temp>/advisor-eval/`, named after the run's process id and the process's start time,
-//! removed when the run ends. A run killed outright (SIGKILL, a crash) cannot remove its
+//! Where a run keeps its workspace copies (EV2): one directory per process under
+//! `<temp>/advisor-eval/`, named after the process id and the process's start time, and in
+//! it one directory per run of the process (`0`, `1`, …: runs of one process share its id
+//! and start time, so each has its own), removed when the run ends. A run killed outright (SIGKILL, a crash) cannot remove its
 //! own, so every run first removes the directories of runs whose process is gone; the start
 //! time tells a live run from a dead one whose process id was reused.
 
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The directory under the system's temporary directory that holds every run's copies.
 pub const SCRATCH_ROOT: &str = "advisor-eval";
@@ -91,8 +93,8 @@ pub fn remove_stale(root: &Path, alive: impl Fn(&RunId) -> bool) -> usize {
     removed
 }
 
-/// This run's directory for workspace copies; removed (with the root, when that is left
-/// empty) when dropped.
+/// This run's directory for workspace copies, inside its process's; removed (with the
+/// process's directory and the root, when they are left empty) when dropped.
 #[derive(Debug)]
 pub struct RunScratch {
     path: PathBuf,
@@ -100,11 +102,14 @@ pub struct RunScratch {
 
 impl RunScratch {
     /// Removes the directories of runs that are over under `<temp>/advisor-eval`, then makes
-    /// this run's; answers it and how many stale directories were removed.
+    /// this run's, in this process's (`run-PID-START/N`); answers it and how many stale
+    /// directories were removed.
     pub fn create(temp: &Path) -> Result<(Self, usize), String> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         let root = temp.join(SCRATCH_ROOT);
         let removed = remove_stale(&root, RunId::alive);
-        let path = root.join(RunId::current().dir_name());
+        let run = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = root.join(RunId::current().dir_name()).join(run.to_string());
         // Another run may remove the root when it leaves it empty: try again once.
         let made = fs::create_dir_all(&path).or_else(|_| fs::create_dir_all(&path));
         made.map_err(|e| format!("{}: {e}", path.display()))?;
@@ -120,9 +125,9 @@ impl RunScratch {
 impl Drop for RunScratch {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.path);
-        if let Some(root) = self.path.parent() {
-            // Fails, as it should, while another run's directory is there.
-            let _ = fs::remove_dir(root);
+        // Each fails, as it should, while another run's directory is there.
+        for dir in self.path.ancestors().skip(1).take(2) {
+            let _ = fs::remove_dir(dir);
         }
     }
 }
@@ -211,7 +216,10 @@ mod tests {
             .join("3-case/workspace/AGENTS.md")
             .is_file());
         assert!(root.join("run-1-1").is_file() && root.join("keep-me").is_dir());
-        assert_eq!(scratch.path(), root.join(me.dir_name()));
+        assert_eq!(
+            scratch.path().parent(),
+            Some(root.join(me.dir_name()).as_path())
+        );
         assert!(scratch.path().is_dir());
         drop(scratch);
         assert!(!root.join(me.dir_name()).exists());
@@ -224,6 +232,24 @@ mod tests {
         let (scratch, removed) = RunScratch::create(temp.path()).unwrap();
         assert_eq!(removed, 0);
         drop(scratch);
+        assert_eq!(fs::read_dir(temp.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn ev2_two_runs_of_one_process_at_once_keep_their_own_copies() {
+        let temp = tempfile::tempdir().unwrap();
+        let (first, _) = RunScratch::create(temp.path()).unwrap();
+        let (second, _) = RunScratch::create(temp.path()).unwrap();
+        assert_ne!(first.path(), second.path(), "one process id, two runs");
+        let copy = second.path().join("0-case/workspace");
+        fs::create_dir_all(&copy).unwrap();
+        fs::write(copy.join("AGENTS.md"), "rules").unwrap();
+        drop(first);
+        assert!(
+            copy.join("AGENTS.md").is_file(),
+            "the run that ended first leaves the other's copies alone"
+        );
+        drop(second);
         assert_eq!(fs::read_dir(temp.path()).unwrap().count(), 0);
     }
 }

@@ -494,12 +494,12 @@ fn count_tool_calls(dir: &Path) -> u64 {
 
 /// The judge's system text (`config/prompts/eval-judge-system.md`).
 const JUDGE_SYSTEM: &str =
-    include_str!("../../config/prompts/eval-judge-system.md").trim_ascii_end();
+    include_str!("../../../config/prompts/eval-judge-system.md").trim_ascii_end();
 
 /// The judge's question about one note (`config/prompts/eval-judge-question.md`), with
 /// `{description}`, `{evidence}` and `{note}` placeholders.
 const JUDGE_QUESTION: &str =
-    include_str!("../../config/prompts/eval-judge-question.md").trim_ascii_end();
+    include_str!("../../../config/prompts/eval-judge-question.md").trim_ascii_end();
 
 /// The judge's question for one note (EV4).
 pub fn judge_request(case: &Case, note: &str) -> ModelRequest {

@@ -358,7 +358,7 @@ pub fn score(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::case::parse_spec;
+    use crate::replay::eval::case::parse_spec;
     use std::path::Path;
 
     fn spec(fixed: &str) -> CaseSpec {

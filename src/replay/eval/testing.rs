@@ -19,8 +19,8 @@ use crate::providers::Catalog;
 use crate::render::TranscriptView;
 use crate::replay::ReplayOptions;
 use crate::runtime::SharedResources;
-use crate::settings::{AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SyncBacklog};
-use crate::setup::{ModelSource, SessionModel, SessionSetup};
+use crate::settings::{AdvisorSettings, DeliveryPolicy, SettingsEnv, SyncBacklog};
+use crate::setup::{ModelSource, RequestedModel, SessionInputs, SessionSetup};
 
 use super::corpus::Case;
 use super::run::{CasePreparer, PreparedCase};
@@ -137,8 +137,10 @@ impl ModelClient for KnownAdvisor {
     }
 }
 
-/// Sets each case up as `advisor replay` would with default settings (no settings files,
-/// no agent directory), its model a [`KnownAdvisor`] playing the plan for the case's id.
+/// Sets each case up with the session setup every host shares ([`SessionSetup::load`]),
+/// as `advisor replay` would with default settings (no agent directory; the settings files
+/// of the case's workspace, if any, are read but do not change the settings), its model a
+/// [`KnownAdvisor`] playing the plan for the case's id.
 pub struct ScriptedPreparer {
     plans: HashMap<String, Vec<PlannedNote>>,
     policy: DeliveryPolicy,
@@ -194,22 +196,24 @@ impl CasePreparer for ScriptedPreparer {
             tool_budget: self.tool_budget.unwrap_or(defaults.tool_budget),
             ..defaults
         };
-        let setup = SessionSetup {
+        let loaded = SessionSetup::load(SessionInputs {
             session_id: case.spec.id.clone(),
             root: root.to_path_buf(),
-            watchdog: Some(SettingsEnv::default().watchdog_config(root)),
-            loaded: LoadedSettings::default(),
-            settings,
+            env: SettingsEnv::default(),
+            watchdog: true,
+            stop_when_disabled: false,
             host_layer: None,
-            model: SessionModel::Fixed(Arc::new(KnownAdvisor::new(plan).with_reads(self.reads))),
+            settings: &|_, _| settings.clone(),
+            model: RequestedModel::Fixed(Arc::new(KnownAdvisor::new(plan).with_reads(self.reads))),
             models: ModelSource {
                 shared: Some(Arc::clone(shared)),
                 ..ModelSource::new(Arc::clone(&self.catalog), Arc::new(|_: &str| None))
             },
             context_files: None,
             audit_path: None,
-        };
-        let mut config = setup.build().config;
+        })
+        .map_err(|e| e.to_string())?;
+        let mut config = loaded.prepared.config;
         config.hold_wait_through_retries = true;
         let options = ReplayOptions {
             merge_cut_turns: config.settings.transcript == TranscriptView::Expanded,
