@@ -45,6 +45,9 @@ pub struct RuntimeConfig {
     /// [`AdvisorSettings::context_promotion`]): when the context fills up and this model's
     /// window is larger, the advisor switches to it for the rest of the session (G5).
     pub promotion_model: Option<Arc<dyn ModelClient>>,
+    /// The judge of the triage gate (SP9), built by the host from `modelRoles.judge` when
+    /// `advisor.judgeGate` is on; `None`: every update is reviewed as cadence says.
+    pub judge_model: Option<Arc<dyn ModelClient>>,
     /// The backup models of `retry.fallbackChains`, in order (built by the host from
     /// [`crate::settings::RetrySettings::chain_for`], only those it could build — a model
     /// without a key is left out): a failing review is retried on the first of them that
@@ -99,6 +102,7 @@ impl RuntimeConfig {
             settings: AdvisorSettings::default(),
             model,
             promotion_model: None,
+            judge_model: None,
             fallback_models: Vec::new(),
             tools: ToolRegistry::workspace(),
             watchdog: None,
@@ -152,6 +156,7 @@ impl RuntimeConfig {
             settings: self.settings.clone(),
             model: self.model.clone(),
             promotion_model: self.promotion_model.clone(),
+            judge_model: self.judge_model.clone(),
             fallback_models: self.fallback_models.clone(),
             tools: self.tools.clone(),
             watchdog: self.watchdog.as_ref().map(|w| w.with_cwd(cwd)),
@@ -252,6 +257,7 @@ impl RuntimeConfig {
         let fallback = self.settings.max_concurrent_reviews;
         self.model = self.model.map(|m| shared.limited(m, fallback));
         self.promotion_model = self.promotion_model.map(|m| shared.limited(m, fallback));
+        self.judge_model = self.judge_model.map(|m| shared.limited(m, fallback));
         // A6: a backup's calls count against its own provider's limit (P6).
         self.fallback_models = std::mem::take(&mut self.fallback_models)
             .into_iter()

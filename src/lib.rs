@@ -154,9 +154,10 @@ pub use setup::{
     SessionLoaded, SessionModel, SessionPrepared, SessionSetup, SetupError,
 };
 pub use status::{
-    AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, CheckInCounts,
-    DeliveryCounts, DeliveryStatus, DropReason, FallbackStatus, NamedAdvisorStatus, PrimarySpend,
-    RatioBasis, SessionSpend, SpendRatio, ToolCallCounts, ToolSpendCounts,
+    AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, CeilingState,
+    CeilingStatus, CheckInCounts, DeliveryCounts, DeliveryStatus, DropReason, FallbackStatus,
+    NamedAdvisorStatus, PrimarySpend, RatioBasis, SessionSpend, SpendRatio, ToolCallCounts,
+    ToolSpendCounts,
 };
 pub use texts::Table as TextTable;
 pub use turn_prompts::TurnPrompts;

@@ -269,6 +269,7 @@ impl SessionSetup {
         };
         let mut config = RuntimeConfig::new(self.session_id, self.root, self.model.client());
         config.promotion_model = promotion_model;
+        config.judge_model = judge_model(&self.settings, &host_models, &mut notices);
         config.fallback_models = fallback_models;
         config.settings = self.settings;
         config.system_prompt_override = self.loaded.system_prompt_override.clone();
@@ -569,6 +570,30 @@ fn side_models(
     (promotion_model, fallback_models)
 }
 
+/// The judge of the triage gate (SP9) when `advisor.judgeGate` is on: `modelRoles.judge`
+/// built as the other side models are; without the role, or when it cannot be built, the
+/// gate is off with one notice.
+fn judge_model(
+    settings: &AdvisorSettings,
+    models: &HostModels,
+    notices: &mut Vec<String>,
+) -> Option<Model> {
+    if !settings.judge_gate {
+        return None;
+    }
+    let Some(role) = &settings.judge_role else {
+        notices.push(notice("judgeGateNoRole", &[]));
+        return None;
+    };
+    models
+        .build_role(role)
+        .map_err(|e| {
+            let vars = [("role", role.as_str()), ("error", &e.to_string())];
+            notices.push(notice("judgeGateOff", &vars));
+        })
+        .ok()
+}
+
 /// The session's own model, for its side models: the selector its backup chain is found by
 /// (P6), and its id, which the chain skips.
 #[derive(Clone, Copy)]
@@ -783,16 +808,12 @@ mod tests {
         std::fs::write(dir.join("modes.json"), text).unwrap();
     }
 
-    #[test]
-    fn p6_backups_are_reached_through_the_hosts_base_url_and_a_long_chain_is_cut_at_eight() {
+    /// A session of the own model `local/own` under `settings`, its side models reached at
+    /// a base URL as `advisor replay --base-url` gives one (`local` has no built-in endpoint).
+    fn local_setup(settings: AdvisorSettings) -> SessionSetup {
         use crate::model::scripted::ScriptedModel;
-        let mut settings = AdvisorSettings::default();
-        let chain: Vec<String> = std::iter::once("local/own".to_string())
-            .chain((0..10).map(|i| format!("local/backup-{i}")))
-            .collect();
-        settings.retry.chains = [("local/own".to_string(), chain)].into();
         let own: Model = Arc::new(ScriptedModel::new([]).with_id("local/own"));
-        let setup = SessionSetup {
+        SessionSetup {
             session_id: "s".into(),
             root: std::env::temp_dir(),
             watchdog: None,
@@ -804,14 +825,22 @@ mod tests {
                 selector: Some("local/own".into()),
             },
             models: ModelSource {
-                // `advisor replay --base-url`: `local` has no built-in endpoint.
                 base_url: Some("http://127.0.0.1:9/v1".into()),
                 ..ModelSource::new(Arc::new(Catalog::empty()), Arc::new(|_| None))
             },
             context_files: None,
             audit_path: None,
-        };
-        let prepared = setup.build();
+        }
+    }
+
+    #[test]
+    fn p6_backups_are_reached_through_the_hosts_base_url_and_a_long_chain_is_cut_at_eight() {
+        let mut settings = AdvisorSettings::default();
+        let chain: Vec<String> = std::iter::once("local/own".to_string())
+            .chain((0..10).map(|i| format!("local/backup-{i}")))
+            .collect();
+        settings.retry.chains = [("local/own".to_string(), chain)].into();
+        let prepared = local_setup(settings).build();
         let ids: Vec<String> = prepared
             .config
             .fallback_models
@@ -902,6 +931,30 @@ mod tests {
             pick(Some("@fast")).unwrap_err(),
             ProviderError::UnknownRoleAlias("fast".into())
         );
+    }
+
+    #[test]
+    fn sp9_the_gate_without_a_judge_role_is_off_with_one_notice_and_a_role_builds_the_judge() {
+        let setup = |judge_role: Option<&str>| {
+            let settings = AdvisorSettings {
+                judge_gate: true,
+                judge_role: judge_role.map(str::to_string),
+                ..AdvisorSettings::default()
+            };
+            local_setup(settings).build()
+        };
+        let off = setup(None);
+        assert!(off.config.judge_model.is_none());
+        assert_eq!(
+            off.notices,
+            ["advisor: the triage gate (advisor.judgeGate) is off: no modelRoles.judge is set"]
+        );
+        let on = setup(Some("local/judge"));
+        assert_eq!(
+            on.config.judge_model.map(|m| m.info().id).as_deref(),
+            Some("local/judge")
+        );
+        assert!(on.notices.is_empty(), "{:?}", on.notices);
     }
 
     #[test]

@@ -10,7 +10,10 @@ pub use crate::review::spend::ToolCallCounts;
 pub use crate::review::{AgentStatus, ToolSpendCounts};
 use crate::settings::{DeliveryPolicy, ReviewMode, SyncBacklog};
 use crate::texts::{fill, Table};
+pub(crate) use ceiling::SpendCeiling;
+pub use ceiling::{CeilingAction, CeilingState, CeilingStatus};
 
+mod ceiling;
 mod spend;
 pub(crate) use spend::PrimaryTally;
 pub use spend::{AdvisorSpend, PrimarySpend, RatioBasis, SessionSpend, SpendRatio};
@@ -186,6 +189,7 @@ impl AdvisorStatus {
         self.spend = SessionSpend {
             advisors: AdvisorSpend::of(&self.agent).against(primary.as_ref()),
             primary,
+            gate: self.spend.gate.take(),
         };
     }
 
@@ -277,6 +281,7 @@ impl AdvisorStatus {
                 ("ratio", &ratio_text(s.ratio.as_ref())),
             ];
             line(out, "spendNamed", &vars);
+            ceiling_line(a.spend.ceiling.as_ref(), out);
         }
         let s = &self.spend.advisors;
         let vars = [
@@ -307,6 +312,20 @@ impl AdvisorStatus {
             None => line(out, "primaryUnknown", &[]),
         }
         line(out, "ratio", &[("ratio", &ratio_text(s.ratio.as_ref()))]);
+        ceiling_line(s.ceiling.as_ref(), out);
+        if let Some(g) = &self.spend.gate {
+            let vars = [
+                ("held", g.gate_held.to_string()),
+                ("passed", g.gate_passed.to_string()),
+                ("requests", g.judge_requests.to_string()),
+                ("failures", g.judge_failures.to_string()),
+                ("input", g.judge_input_tokens.to_string()),
+                ("output", g.judge_output_tokens.to_string()),
+                ("cost", cost_text(g.judge_cost)),
+            ];
+            let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            line(out, "gate", &vars);
+        }
     }
 
     /// State, model and policy.
@@ -592,6 +611,24 @@ fn per_review_text(per_review: Option<f64>) -> String {
     }
 }
 
+/// The spend ceiling's line (SP6), when there is a ceiling.
+fn ceiling_line(ceiling: Option<&CeilingStatus>, out: &mut String) {
+    let Some(c) = ceiling else {
+        return;
+    };
+    let state = match c.state {
+        CeilingState::Under => "ceilingUnder",
+        CeilingState::AgentEnd => "ceilingAgentEnd",
+        CeilingState::Paused => "ceilingPaused",
+    };
+    let vars = [
+        ("limit", format!("{}", c.max_spend_ratio)),
+        ("state", LINES.get(state).to_string()),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    line(out, "ceiling", &vars);
+}
+
 /// A spend ratio with two decimals and its basis, or `unknown` (SP5: never 0 for want of
 /// figures).
 fn ratio_text(ratio: Option<&SpendRatio>) -> String {
@@ -734,6 +771,11 @@ mod tests {
             "ratioCost",
             "ratioTokens",
             "perReviewNone",
+            "ceiling",
+            "ceilingUnder",
+            "ceilingAgentEnd",
+            "ceilingPaused",
+            "gate",
         ];
         for key in keys {
             assert!(

@@ -26,7 +26,7 @@ use crate::messages::delivery::{ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
     AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn, DumpContext,
     EndHalt, GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
-    ReviewFailed, ReviewQuarantined,
+    ReviewFailed, ReviewQuarantined, SpendRecorded,
 };
 use crate::model::ModelError;
 use crate::render::dump::{advisor_dump, DumpHeader};
@@ -184,6 +184,11 @@ impl AdvisorAgent {
     /// Returns whether the run is of the current epoch.
     fn absorb(&mut self, run: &mut ReviewRun, epoch: u64, ask: bool) -> bool {
         self.totals.add_run(run, ask);
+        // SP6: the supervisor adds up the session's spend, pauses and restarts included.
+        self.links.spent.do_send(SpendRecorded {
+            advisor: self.links.advisor.clone(),
+            usage: run.usage,
+        });
         self.last_system = std::mem::take(&mut run.system);
         if let Some(model) = run.promoted.take() {
             // G5: the larger window is kept for the rest of the session, resets included.

@@ -12,7 +12,7 @@ use crate::domain::advice::AdvisorLabel;
 use crate::messages::delivery::{DiscardAttempt, GetHeldPreamble, ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, BacklogDropped, CheckedIn, NoticeRaised, ReviewFailed,
-    ReviewQuarantined,
+    ReviewQuarantined, SpendRecorded,
 };
 use crate::messages::tools::ExecuteTool;
 use crate::messages::watchdog::GetWatchdogPrompt;
@@ -39,6 +39,8 @@ pub struct AgentLinks {
     pub notices: Recipient<NoticeRaised>,
     /// Reviews that scheduled the next one with `check_in` (the Supervisor, SP7).
     pub checked_in: Recipient<CheckedIn>,
+    /// What each model run spent, for the spend ceiling (the Supervisor, SP6).
+    pub spent: Recipient<SpendRecorded>,
     /// Where each review asks for the held-notes preamble (the DeliveryRouter, D9).
     pub held_preamble: Recipient<GetHeldPreamble>,
     /// Where successful reviews are reported so unconfirmed held notes are dropped (D9).

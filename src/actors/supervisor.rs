@@ -27,6 +27,7 @@ use crate::messages::host::{
     SessionTransitionChanged, TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::{AskEnd, FlushAudit, ReleaseWaiters};
+use crate::review::judge_gate::GateCounts;
 use crate::settings::ReviewMode;
 use crate::status::PrimaryTally;
 use members::ActorsBySlug;
@@ -60,6 +61,10 @@ pub struct Supervisor {
     /// Set while a session transition is being prepared (CA11): catch-up waits return at
     /// once.
     transitioning: Arc<AtomicBool>,
+    /// The triage gate's counters (SP9).
+    gate: GateCounts,
+    /// WIP reviews scheduled at this boundary and waiting for the judge (SP9).
+    gated: Vec<gate::GatedReview>,
 }
 
 impl Supervisor {
@@ -79,6 +84,8 @@ impl Supervisor {
             primary_spend: PrimaryTally::default(),
             prompts: PromptCursor::default(),
             transitioning: Arc::default(),
+            gate: GateCounts::default(),
+            gated: Vec::new(),
         };
         supervisor.update_turn_end_waits();
         supervisor
@@ -169,6 +176,8 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
     fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
         let tally = &mut self.primary_spend;
         msg.transcript.read(|messages| tally.observe(messages));
+        // SP6: before this boundary is scheduled, so a switch applies to it.
+        self.check_spend_ceilings(ctx);
         // RO21: an entry that changed on disk is rebuilt before its next review, reading
         // from the previous turn end so this turn is its first.
         let changes = self.members.turn_ended(msg.transcript.transcript());
@@ -235,7 +244,11 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
         self.turn_waits += 1;
         Box::pin(
             async move {
-                let (planned, scheduled) = planned_rx.await.unwrap_or_default();
+                let (planned, scheduled, judged) = planned_rx.await.unwrap_or_default();
+                if let Some(judged) = judged {
+                    // SP9: the judge decides (10 s at most) before the catch-up waits.
+                    let _ = judged.await;
+                }
                 let window = planned.window;
                 let waits = TurnWaits {
                     agents,
@@ -269,7 +282,8 @@ impl Supervisor {
     /// The unnamed advisor's review mode (CA1, CA5), read from the live settings at every
     /// boundary.
     fn unnamed_review_mode(&self) -> ReviewMode {
-        self.members.config().settings.review_mode
+        // SP6: a spend ceiling may have switched it to agent-end.
+        self.members.unnamed_review_mode()
     }
 
     /// Tells the router and every member's feed (by slug) of the turn end `turn_ended` at
@@ -286,7 +300,8 @@ impl Supervisor {
         feeds: Vec<(Option<String>, Addr<TranscriptFeed>)>,
         transcript: &TranscriptMark,
         turn_ended: PlanTurnEnd,
-    ) -> tokio::sync::oneshot::Receiver<(TurnEndPlanned, Vec<CatchUp>)> {
+    ) -> tokio::sync::oneshot::Receiver<(TurnEndPlanned, Vec<CatchUp>, Option<gate::JudgeDone>)>
+    {
         // The router first: it hears of the turn end before the review of its delta can
         // raise anything (D4's terminal flag, D7's count, CA13's window), and its answer
         // (CA17: a continuation boundary) is known before the feeds observe. Every
@@ -314,6 +329,7 @@ impl Supervisor {
             }
             .into_actor(self)
             .map(move |(plan, outcomes), act, ctx| {
+                let mut judged = None;
                 let scheduled = if outcomes
                     .iter()
                     .any(|o| matches!(o, Ok(TurnObserved::Rewrite)))
@@ -341,7 +357,10 @@ impl Supervisor {
                     let (changes, scheduled) =
                         act.members
                             .on_boundary(captured.collect(), wip, plan.continuation);
+                    // SP9: the WIP reviews the gate takes go to the judge first.
+                    let changes = act.gate_reviews(changes);
                     act.carry_out(ctx, changes);
+                    judged = act.judge_gated(ctx);
                     scheduled
                         .into_iter()
                         .filter_map(|s| {
@@ -353,7 +372,7 @@ impl Supervisor {
                         })
                         .collect()
                 };
-                let _ = planned_tx.send((plan, scheduled));
+                let _ = planned_tx.send((plan, scheduled, judged));
             }),
         );
         planned_rx
@@ -444,7 +463,9 @@ impl Handler<DisposeSession> for Supervisor {
     }
 }
 
+mod ceiling;
 mod commands;
+mod gate;
 mod late_models;
 mod members;
 mod reload;

@@ -22,7 +22,7 @@ use crate::messages::delivery::{CatchUpFinished, InjectAdvice, RaiseAdvice};
 use crate::messages::feed::SeedCursor;
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn,
-    GetAgentStatus, NoticeRaised, ReviewFailed, ReviewQuarantined,
+    GetAgentStatus, NoticeRaised, ReviewFailed, ReviewQuarantined, SpendRecorded,
 };
 use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::ModelClient;
@@ -58,6 +58,8 @@ pub struct AgentReports {
     pub notices: Recipient<NoticeRaised>,
     /// Reviews that called `check_in` (SP7).
     pub checked_in: Recipient<CheckedIn>,
+    /// What each model run spent (SP6).
+    pub spent: Recipient<SpendRecorded>,
 }
 
 /// What one advisor run is linked to beside the supervisor.
@@ -120,6 +122,7 @@ pub fn start_children(
         quarantined: reports.quarantined,
         notices: reports.notices,
         checked_in: reports.checked_in,
+        spent: reports.spent,
         held_preamble: router.clone().recipient(),
         review_succeeded: router.clone().recipient(),
         review_ended: router.clone().recipient(),

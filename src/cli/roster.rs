@@ -177,6 +177,15 @@ fn advisor_block(
     if let Some(budget) = advisor.tool_budget.value {
         line(out, "toolBudget", &budget.to_string(), &advisor.tool_budget);
     }
+    // SP6: shown when the entry sets it; otherwise advisor.maxSpendRatio applies.
+    if let Some(ratio) = advisor.max_spend_ratio.value {
+        line(
+            out,
+            "maxSpendRatio",
+            &ratio.to_string(),
+            &advisor.max_spend_ratio,
+        );
+    }
     let when = match &advisor.when.value {
         Some(filter) => format!("paths {}", filter.patterns().join(", ")),
         None => "every update".to_string(),

@@ -50,6 +50,8 @@ pub struct MemberPlan {
     pub review_interval: Option<u64>,
     /// Its `syncBacklog` (CA9); `None`: `advisor.syncBacklog`, followed live.
     pub sync_backlog: Option<SyncBacklog>,
+    /// Its `maxSpendRatio` (SP6); `None`: `advisor.maxSpendRatio`, followed live.
+    pub max_spend_ratio: Option<f64>,
 }
 
 impl MemberPlan {
@@ -154,6 +156,7 @@ impl RuntimeConfig {
             review_mode: None,
             review_interval: None,
             sync_backlog: None,
+            max_spend_ratio: None,
         }
     }
 
@@ -192,6 +195,7 @@ impl RuntimeConfig {
             review_mode: Some(entry.review_mode.value),
             review_interval: Some(entry.review_interval.value),
             sync_backlog: entry.sync_backlog.value,
+            max_spend_ratio: entry.max_spend_ratio.value,
         }
     }
 }

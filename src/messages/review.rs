@@ -164,6 +164,17 @@ pub struct NoticeRaised {
     pub advisor: Option<AdvisorLabel>,
 }
 
+/// A model run of the agent (review, ask or summary) spent `usage`, whatever its epoch or
+/// outcome: the supervisor adds it up over the session for the spend ceiling (SP6).
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct SpendRecorded {
+    /// The named advisor reporting (RO13); `None`: the unnamed advisor.
+    pub advisor: Option<AdvisorLabel>,
+    /// What the run spent.
+    pub usage: crate::model::Usage,
+}
+
 /// Asks the agent for its part of the status.
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "AgentStatus")]

@@ -170,12 +170,18 @@ impl AdvisorCadence {
         wip.map(|wip| (updates, wip))
     }
 
-    /// Holds `updates` again, oldest first, as a review scheduled but not sent leaves them
-    /// (SP7: a check-in held it back); `wip` is the flag of the last one. The counter stays.
+    /// Puts the parts of a review that was not sent back in front of what is held (SP9:
+    /// the triage gate held them; SP7: a check-in held them back), each as work in progress
+    /// when `wip`; they go with the next scheduled review. The counter stays.
     pub fn hold_back(&mut self, updates: Vec<Update>, wip: bool) {
-        for update in updates {
-            self.hold(update, wip);
-        }
+        let mut back: Vec<Held> = updates
+            .into_iter()
+            .map(|update| Held { update, wip })
+            .collect();
+        self.held_chars += back.iter().map(|h| chars(&h.update)).sum::<usize>();
+        back.append(&mut self.held);
+        self.held = back;
+        self.trim();
     }
 
     /// Drops every held update (CA8: an R1 reset; the bounded replay covers them). The
@@ -226,6 +232,11 @@ impl AdvisorCadence {
     fn hold(&mut self, update: Update, wip: bool) {
         self.held_chars += chars(&update);
         self.held.push(Held { update, wip });
+        self.trim();
+    }
+
+    /// Drops the oldest held updates past [`MAX_HELD_UPDATES`] or [`MAX_HELD_CHARS`].
+    fn trim(&mut self) {
         while self.held.len() > 1
             && (self.held.len() > MAX_HELD_UPDATES || self.held_chars > MAX_HELD_CHARS)
         {
@@ -470,6 +481,20 @@ pub(super) mod tests {
         assert_eq!((big.held_updates(), big.dropped_total()), (1, 1));
         big.restart();
         assert_eq!(big.dropped_total(), 0, "a new conversation starts over");
+    }
+
+    #[test]
+    fn sp9_updates_held_back_by_the_gate_go_first_with_the_next_review() {
+        let mut c = AdvisorCadence::new();
+        let turn = cadence(ReviewMode::Turn, 1);
+        let Decision::Scheduled { updates, wip } = step(&mut c, turn, WIP, "1") else {
+            panic!("scheduled")
+        };
+        c.hold_back(updates, wip);
+        assert_eq!((c.held_updates(), c.eligible_updates()), (1, 1));
+        let review = step(&mut c, turn, FINAL, "2");
+        assert_eq!(texts(&review), ["1", "2"]);
+        assert!(matches!(review, Decision::Scheduled { wip: false, .. }));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! - [`rereads`]: the calls whose results the context holds, for re-reads not paid (SP2);
 //! - [`ask`]: consulting the advisor (G8);
 //! - [`spend`]: the tool calls of reviews (SP5) and the silent-advisor notice (SP4);
+//! - [`judge_gate`]: the optional triage gate of work-in-progress updates (SP9);
 //! - [`audit`]: what is recorded in the advisor's audit transcript (G7);
 //! - [`transcript_file`]: the advisor's transcript file in oh-my-pi's session format (P9);
 //! - [`texts`]: the model-facing texts, data files under `config/prompts/`.
@@ -27,6 +28,7 @@ pub mod check_in;
 pub mod context;
 pub mod failure;
 pub mod fallback;
+pub mod judge_gate;
 pub mod quarantine;
 pub mod queue;
 pub mod repeat;

@@ -418,6 +418,8 @@ pub struct RosterAdvisor {
     pub sync_backlog: Sourced<Option<SyncBacklog>>,
     /// `toolBudget` (SP1); `None` is the session's `advisor.toolBudget`.
     pub tool_budget: Sourced<Option<u32>>,
+    /// `maxSpendRatio` (SP6); `None` is the session's `advisor.maxSpendRatio`.
+    pub max_spend_ratio: Sourced<Option<f64>>,
 }
 
 impl RosterAdvisor {
@@ -444,6 +446,7 @@ impl RosterAdvisor {
             review_interval: Sourced::default_value(1),
             sync_backlog: Sourced::default_value(None),
             tool_budget: Sourced::default_value(None),
+            max_spend_ratio: Sourced::default_value(None),
         }
     }
 
@@ -876,6 +879,7 @@ fn resolve(
             (None, None) => Sourced::default_value(None),
         },
         tool_budget: or_default(entry.tool_budget.map(Some), None, own()),
+        max_spend_ratio: or_default(entry.max_spend_ratio.map(Some), None, own()),
         slug: entry.slug,
         name: entry.name,
         file,

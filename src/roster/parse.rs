@@ -15,8 +15,8 @@ use super::{
 use crate::domain::advice::Severity;
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::settings::{
-    looks_like, too_deep, yaml_kind, ReviewMode, SyncBacklog, MAX_REVIEW_INTERVAL, MAX_TOOL_BUDGET,
-    MAX_YAML_DEPTH, SYNC_BACKLOG_ALLOWED,
+    looks_like, too_deep, yaml_kind, ReviewMode, SyncBacklog, MAX_REVIEW_INTERVAL, MAX_SPEND_RATIO,
+    MAX_TOOL_BUDGET, MAX_YAML_DEPTH, MIN_SPEND_RATIO, SPEND_RATIO_ALLOWED, SYNC_BACKLOG_ALLOWED,
 };
 
 /// The keys of a roster file's top level.
@@ -37,6 +37,7 @@ const ENTRY_KEYS: &[&str] = &[
     "reviewInterval",
     "syncBacklog",
     "toolBudget",
+    "maxSpendRatio",
 ];
 
 /// What one file says, checked; `@` imports not yet expanded.
@@ -82,6 +83,8 @@ pub(crate) struct Entry {
     pub(crate) sync_backlog: Option<SyncBacklog>,
     /// `toolBudget` (SP1).
     pub(crate) tool_budget: Option<u32>,
+    /// `maxSpendRatio` (SP6).
+    pub(crate) max_spend_ratio: Option<f64>,
 }
 
 /// The slug of an advisor name (RO7): lower case, every run of characters other than ASCII
@@ -319,6 +322,7 @@ fn parse_entry(
         review_interval: None,
         sync_backlog: None,
         tool_budget: None,
+        max_spend_ratio: None,
     };
     let mut notes = Vec::new();
     for (key, value) in map {
@@ -397,6 +401,7 @@ fn set_field(
         }),
         "policy" => choice_field(value, "defer, interrupt, reconfirm").map(|v| entry.policy = v),
         "toolBudget" => budget_field(value).map(|v| entry.tool_budget = v),
+        "maxSpendRatio" => ratio_field(value).map(|v| entry.max_spend_ratio = v),
         "maxSeverity" => {
             choice_field(value, "nit, concern, blocker").map(|v| entry.max_severity = v)
         }
@@ -462,6 +467,23 @@ fn names_field(value: &Value) -> Result<Option<Vec<String>>, String> {
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
         other => Err(kind_text("toolsNotList", other)),
+    }
+}
+
+/// A number from [`MIN_SPEND_RATIO`] to [`MAX_SPEND_RATIO`] (SP6), or nothing; anything
+/// else makes the entry malformed (RO5).
+fn ratio_field(value: &Value) -> Result<Option<f64>, String> {
+    let allowed = |value: &str| {
+        let vars = [("allowed", SPEND_RATIO_ALLOWED), ("value", value)];
+        text("spendRatioRange", &vars)
+    };
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(number) => match number.as_f64() {
+            Some(x) if (MIN_SPEND_RATIO..=MAX_SPEND_RATIO).contains(&x) => Ok(Some(x)),
+            _ => Err(allowed(&number.to_string())),
+        },
+        other => Err(allowed(yaml_kind(other))),
     }
 }
 
@@ -930,6 +952,40 @@ mod tests {
             warnings[0].starts_with("/p/WATCHDOG.yml: advisor \"Huge\": `maxNotesPerUpdate`")
                 && warnings[0].ends_with("; entry skipped"),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn sp6_ro5_a_max_spend_ratio_is_0_01_to_10_and_a_bad_one_skips_its_entry_naming_the_range() {
+        let (parsed, warnings) = parse(
+            "advisors:\n  - name: Thrifty\n    maxSpendRatio: 0.25\n  - name: Loose\n    maxSpendRatio: 10\n\
+             \x20 - name: Huge\n    maxSpendRatio: 11\n  - name: Quoted\n    maxSpendRatio: '1'\n\
+             \x20 - name: Tiny\n    maxSpendRatio: 0.001\n  - name: Plain\n    maxSpendRatio:\n",
+        );
+        let ratios: Vec<_> = parsed
+            .expect("the file is kept")
+            .entries
+            .iter()
+            .map(|e| (e.name.clone(), e.max_spend_ratio))
+            .collect();
+        assert_eq!(
+            ratios,
+            [
+                ("Thrifty".to_string(), Some(0.25)),
+                ("Loose".to_string(), Some(10.0)),
+                ("Plain".to_string(), None),
+            ]
+        );
+        assert_eq!(
+            warnings,
+            [
+                "/p/WATCHDOG.yml: advisor \"Huge\": `maxSpendRatio` must be a number from 0.01 to \
+                 10, not 11; entry skipped",
+                "/p/WATCHDOG.yml: advisor \"Quoted\": `maxSpendRatio` must be a number from 0.01 \
+                 to 10, not a string; entry skipped",
+                "/p/WATCHDOG.yml: advisor \"Tiny\": `maxSpendRatio` must be a number from 0.01 to \
+                 10, not 0.001; entry skipped",
+            ]
         );
     }
 

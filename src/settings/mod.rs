@@ -26,7 +26,7 @@ pub use load::{
 };
 pub use retry::{FallbackRevert, RetryLayer, RetrySettings, MAX_BACKUPS};
 pub(crate) use yaml::{kind as yaml_kind, looks_like};
-pub use yaml::{SettingsLayer, SettingsWarning};
+pub use yaml::{Decimal, SettingsLayer, SettingsWarning};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -274,6 +274,21 @@ pub const DEFAULT_TOOL_BUDGET: u32 = 3;
 /// is 0.
 pub const MAX_TOOL_BUDGET: u32 = 50;
 
+/// The smallest `advisor.maxSpendRatio` (and roster `maxSpendRatio`) allowed (SP6).
+pub const MIN_SPEND_RATIO: f64 = 0.01;
+
+/// The largest `advisor.maxSpendRatio` (and roster `maxSpendRatio`) allowed (SP6).
+pub const MAX_SPEND_RATIO: f64 = 10.0;
+
+/// What a spend ceiling may be, as errors and warnings say it (SP6).
+pub const SPEND_RATIO_ALLOWED: &str = "a number from 0.01 to 10";
+
+/// What `advisor.judgeThreshold` may be, as errors say it (SP9).
+pub const JUDGE_THRESHOLD_ALLOWED: &str = "a number from 0 to 1";
+
+/// `advisor.judgeThreshold` when nothing sets it (SP9).
+pub const DEFAULT_JUDGE_THRESHOLD: f64 = 0.2;
+
 /// The `advisor:` block of the settings (K1) plus runtime knobs, with the documented
 /// defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -341,6 +356,17 @@ pub struct AdvisorSettings {
     /// `advisor.toolBudget` (SP1): calls of workspace tools one review may make (0–50);
     /// a call past it is not run. `advise` is never counted.
     pub tool_budget: u32,
+    /// `advisor.maxSpendRatio` (SP6): the advisor ÷ primary spend past which an advisor
+    /// reviews only at the end of a run (twice it: paused); `None`: no ceiling.
+    pub max_spend_ratio: Option<f64>,
+    /// `advisor.judgeGate` (SP9): a judge model decides whether a WIP update is reviewed
+    /// now or held for the next review.
+    pub judge_gate: bool,
+    /// `advisor.judgeThreshold` (SP9): the least probability of any judge question that
+    /// sends a WIP update to review now.
+    pub judge_threshold: f64,
+    /// `modelRoles.judge` (SP9): the judge model's role; the gate is off without one.
+    pub judge_role: Option<String>,
 }
 
 impl Default for AdvisorSettings {
@@ -373,6 +399,10 @@ impl Default for AdvisorSettings {
             evict_stale_results: true,
             tool_budget: DEFAULT_TOOL_BUDGET,
             disabled_providers: Vec::new(),
+            max_spend_ratio: None,
+            judge_gate: false,
+            judge_threshold: DEFAULT_JUDGE_THRESHOLD,
+            judge_role: None,
         }
     }
 }

@@ -27,7 +27,8 @@ use serde_norway::Value;
 use super::depth::{too_deep, MAX_YAML_DEPTH};
 use super::{
     AdvisorSettings, DeliveryPolicy, FallbackRevert, RetryLayer, ReviewMode, SettingsError,
-    SyncBacklog, MAX_REVIEW_INTERVAL, MAX_TOOL_BUDGET, SYNC_BACKLOG_ALLOWED,
+    SyncBacklog, JUDGE_THRESHOLD_ALLOWED, MAX_REVIEW_INTERVAL, MAX_SPEND_RATIO, MAX_TOOL_BUDGET,
+    MIN_SPEND_RATIO, SPEND_RATIO_ALLOWED, SYNC_BACKLOG_ALLOWED,
 };
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::render::TranscriptView;
@@ -178,7 +179,26 @@ pub struct SettingsLayer {
     /// `advisor.toolBudget` (SP1).
     #[serde(deserialize_with = "whole::<_, _, 0, { MAX_TOOL_BUDGET as u64 }>")]
     pub tool_budget: Option<u32>,
+    /// `advisor.maxSpendRatio` (SP6).
+    #[serde(deserialize_with = "spend_ratio")]
+    pub max_spend_ratio: Option<Decimal>,
+    /// `advisor.judgeGate` (SP9).
+    #[serde(deserialize_with = "flag")]
+    pub judge_gate: Option<bool>,
+    /// `advisor.judgeThreshold` (SP9).
+    #[serde(deserialize_with = "judge_threshold")]
+    pub judge_threshold: Option<Decimal>,
+    /// `modelRoles.judge` (SP9).
+    #[serde(skip)]
+    pub judge_role: Option<String>,
 }
+
+/// A checked decimal setting (SP6's ratio, SP9's threshold): finite, so it compares as
+/// equal to itself.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Decimal(pub f64);
+
+impl Eq for Decimal {}
 
 /// The file as the advisor reads it; every other top-level key is the agent's.
 #[derive(Default, Deserialize)]
@@ -200,6 +220,8 @@ struct Document {
 struct Roles {
     #[serde(deserialize_with = "role")]
     advisor: Option<String>,
+    #[serde(deserialize_with = "role")]
+    judge: Option<String>,
 }
 
 /// `advisor.compaction:`.
@@ -254,7 +276,9 @@ impl SettingsLayer {
             .collect();
         warnings.append(&mut bad_values);
         let mut layer = document.advisor.unwrap_or_default();
-        layer.advisor_role = document.model_roles.and_then(|roles| roles.advisor);
+        let roles = document.model_roles.unwrap_or_default();
+        layer.advisor_role = roles.advisor;
+        layer.judge_role = roles.judge;
         layer.model_roles = model_roles;
         if let Some(role) = &layer.advisor_role {
             layer
@@ -298,6 +322,10 @@ impl SettingsLayer {
             retry: self.retry.over(base.retry),
             evict_stale_results: self.evict_stale_results.or(base.evict_stale_results),
             tool_budget: self.tool_budget.or(base.tool_budget),
+            max_spend_ratio: self.max_spend_ratio.or(base.max_spend_ratio),
+            judge_gate: self.judge_gate.or(base.judge_gate),
+            judge_threshold: self.judge_threshold.or(base.judge_threshold),
+            judge_role: self.judge_role.or(base.judge_role),
         }
     }
 
@@ -364,6 +392,18 @@ impl SettingsLayer {
         }
         if let Some(v) = &self.disabled_providers {
             settings.disabled_providers = v.clone();
+        }
+        if let Some(v) = self.max_spend_ratio {
+            settings.max_spend_ratio = Some(v.0);
+        }
+        if let Some(v) = self.judge_gate {
+            settings.judge_gate = v;
+        }
+        if let Some(v) = self.judge_threshold {
+            settings.judge_threshold = v.0;
+        }
+        if let Some(v) = &self.judge_role {
+            settings.judge_role = Some(v.clone());
         }
     }
 }
@@ -887,6 +927,34 @@ where
     })
 }
 
+/// A number (whole or not) within `range`, or nothing; a string, flag, collection or a
+/// number outside it (NaN and infinities included) is refused naming `allowed`.
+fn decimal<'de, D: Deserializer<'de>>(
+    d: D,
+    range: std::ops::RangeInclusive<f64>,
+    allowed: &'static str,
+) -> Result<Option<Decimal>, D::Error> {
+    field(d, allowed, |v| {
+        let x = match v {
+            Scalar::Unsigned(n) => *n as f64,
+            Scalar::Signed(n) => *n as f64,
+            Scalar::Float(x) => *x,
+            _ => return None,
+        };
+        range.contains(&x).then_some(Decimal(x))
+    })
+}
+
+/// `advisor.maxSpendRatio` (SP6).
+fn spend_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
+    decimal(d, MIN_SPEND_RATIO..=MAX_SPEND_RATIO, SPEND_RATIO_ALLOWED)
+}
+
+/// `advisor.judgeThreshold` (SP9).
+fn judge_threshold<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
+    decimal(d, 0.0..=1.0, JUDGE_THRESHOLD_ALLOWED)
+}
+
 /// A model role string; blank or null means not set.
 fn role<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let role = field(d, ROLE_ALLOWED, |v| match v {
@@ -1006,12 +1074,13 @@ mod tests {
     #[test]
     fn k1_every_key_is_read() {
         let (layer, warnings) = parse(
-            "modelRoles:\n  advisor: anthropic/claude-sonnet-4-5:high\n  default: x/y\n\
+            "modelRoles:\n  advisor: anthropic/claude-sonnet-4-5:high\n  default: x/y\n  judge: a/j\n\
              advisor:\n  enabled: false\n  syncBacklog: 3\n  subagents: true\n  policy: reconfirm\n\
              \x20 transcript: full\n  immuneTurns: 0\n  maxNotesPerUpdate: 4\n  maxOutputTokens: 8000\n\
              \x20 compaction:\n    thresholdTokens: 90000\n  contextPromotion: openrouter/big/model\n\
              \x20 redactSecrets: false\n  maxNoteChars: 500\n  requestTimeoutSecs: 60\n\
              \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n  toolBudget: 7\n\
+             \x20 maxSpendRatio: 0.5\n  judgeGate: true\n  judgeThreshold: 0.3\n\
              theme: dark\nhooks: [a, b]\n",
         )
         .unwrap();
@@ -1049,6 +1118,10 @@ mod tests {
                 retry: RetryLayer::default(),
                 evict_stale_results: Some(false),
                 tool_budget: Some(7),
+                max_spend_ratio: Some(Decimal(0.5)),
+                judge_gate: Some(true),
+                judge_threshold: Some(Decimal(0.3)),
+                judge_role: Some("a/j".into()),
             }
         );
         let mut settings = AdvisorSettings::default();
@@ -1074,6 +1147,63 @@ mod tests {
         assert_eq!(settings.max_concurrent_reviews, 4);
         assert!(!settings.consult);
         assert_eq!(settings.tool_budget, 7, "SP1: toolBudget is read");
+        assert_eq!(settings.max_spend_ratio, Some(0.5), "SP6");
+        assert!(settings.judge_gate, "SP9");
+        assert_eq!(settings.judge_threshold, 0.3, "SP9");
+    }
+
+    #[test]
+    fn sp6_max_spend_ratio_is_a_number_from_0_01_to_10_default_none() {
+        assert_eq!(AdvisorSettings::default().max_spend_ratio, None);
+        for (text, ratio) in [("0.01", 0.01), ("10", 10.0), ("1.5", 1.5), ("2", 2.0)] {
+            let (layer, _) = parse(&format!("advisor:\n  maxSpendRatio: {text}\n")).unwrap();
+            assert_eq!(layer.max_spend_ratio, Some(Decimal(ratio)), "{text}");
+        }
+        let (layer, _) = parse("advisor:\n  maxSpendRatio:\n").unwrap();
+        assert_eq!(layer.max_spend_ratio, None, "an empty value sets nothing");
+        assert_eq!(
+            error("advisor:\n  maxSpendRatio: 11\n"),
+            "invalid value `11` for advisor.maxSpendRatio in /agent/config.yml: allowed values \
+             are a number from 0.01 to 10"
+        );
+        for bad in [
+            "0.001", "0", "-1", ".nan", ".inf", "'2'", "lots", "[1]", "true",
+        ] {
+            let message = error(&format!("advisor:\n  maxSpendRatio: {bad}\n"));
+            assert!(
+                message.contains("advisor.maxSpendRatio in /agent/config.yml")
+                    && message.ends_with("a number from 0.01 to 10"),
+                "{bad}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn sp9_judge_gate_is_a_flag_and_judge_threshold_a_number_from_0_to_1_default_0_2() {
+        let defaults = AdvisorSettings::default();
+        assert!(!defaults.judge_gate, "off by default");
+        assert_eq!(defaults.judge_threshold, 0.2);
+        let (layer, _) = parse("advisor:\n  judgeThreshold: 0\n  judgeGate: false\n").unwrap();
+        assert_eq!(
+            (layer.judge_threshold, layer.judge_gate),
+            (Some(Decimal(0.0)), Some(false))
+        );
+        for bad in ["1.01", "-0.1", "'0.5'", "high", ".nan"] {
+            let message = error(&format!("advisor:\n  judgeThreshold: {bad}\n"));
+            assert!(
+                message.contains("advisor.judgeThreshold in /agent/config.yml")
+                    && message.ends_with("a number from 0 to 1"),
+                "{bad}: {message}"
+            );
+        }
+        for bad in ["yes please", "1", "[true]"] {
+            let message = error(&format!("advisor:\n  judgeGate: {bad}\n"));
+            assert!(
+                message.contains("advisor.judgeGate in /agent/config.yml")
+                    && message.ends_with("true, false"),
+                "{bad}: {message}"
+            );
+        }
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub struct AdvisorSpend {
     /// This spend divided by the primary's; `None` when it is unknown (the session's
     /// messages carry no usage), never 0 for want of figures.
     pub ratio: Option<SpendRatio>,
+    /// Its spend ceiling and what it did (SP6); `None` without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<super::CeilingStatus>,
 }
 
 impl AdvisorSpend {
@@ -65,6 +68,7 @@ impl AdvisorSpend {
             advise_calls: calls.advise_calls,
             tool_calls_per_review: (reviews > 0).then(|| all_calls as f64 / reviews as f64),
             ratio: None,
+            ceiling: None,
         }
     }
 
@@ -164,6 +168,10 @@ pub struct SessionSpend {
     pub advisors: AdvisorSpend,
     /// The primary's spend; `None` when the session's messages carry no usage.
     pub primary: Option<PrimarySpend>,
+    /// The triage gate's counters and the judge's spend (SP9); `None` while the gate is
+    /// off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::review::judge_gate::GateCounts>,
 }
 
 /// Adds up the primary's usage as the transcript grows (SP5): at each turn end the

@@ -28,7 +28,7 @@ use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::{ModelClient, Usage};
 use advisor::providers::testing::{prefix_reuse_ratio, shared_prefix_len, strip_cache_markers};
-use advisor::providers::{build_client, ApiKind, Catalog, ModelSpec};
+use advisor::providers::{ApiKind, Catalog};
 use advisor::session::{read_session, HostStep, SessionDriver};
 use advisor::settings::SyncBacklog;
 use advisor::TranscriptView;
@@ -338,16 +338,7 @@ fn tool_results(request: &RecordedRequest) -> Vec<(String, String)> {
 /// A client for `dialect` pointed at `server`, with timeouts long enough that virtual time
 /// never trips them.
 fn client(server: &SseServer, dialect: Dialect) -> Arc<dyn ModelClient> {
-    let spec = ModelSpec {
-        role: Some(dialect.role().into()),
-        base_url: Some(server.base_url()),
-        api: Some(dialect.api()),
-        connect_timeout: Some(Duration::from_secs(3600)),
-        idle_timeout: Some(Duration::from_secs(3600)),
-        ..ModelSpec::default()
-    };
-    let catalog = Catalog::builtin().expect("the built-in catalog");
-    build_client(&spec, &catalog, &|_| None).expect("a client for the test server")
+    crate::support::wire::client(server, dialect.role(), dialect.api())
 }
 
 /// Starts the runtime on `dialect`'s client with `syncBacklog: 1` (each `turn_end` returns

@@ -200,7 +200,8 @@ fn ro14_roster_json_is_one_document_with_sources_and_warnings() {
                 "reviewMode": {"value": "turn", "source": default},
                 "reviewInterval": {"value": 1, "source": default},
                 "syncBacklog": {"value": null, "source": default},
-                "toolBudget": {"value": null, "source": default}
+                "toolBudget": {"value": null, "source": default},
+                "maxSpendRatio": {"value": null, "source": default}
             }],
             "warnings": [
                 {

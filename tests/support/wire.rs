@@ -4,10 +4,28 @@
 
 use std::time::Duration;
 
-use advisor::providers::{ApiKind, ModelSpec};
+use std::sync::Arc;
+
+use advisor::model::ModelClient;
+use advisor::providers::{build_client, ApiKind, Catalog, ModelSpec};
 use serde_json::{json, Value};
 
 use super::sse_server::{sse_event, ScriptedResponse, SseServer};
+
+/// A client of the catalog model `role` speaking `api`, pointed at `server`, with timeouts
+/// long enough that virtual time never trips them.
+pub fn client(server: &SseServer, role: &str, api: ApiKind) -> Arc<dyn ModelClient> {
+    let spec = ModelSpec {
+        role: Some(role.into()),
+        base_url: Some(server.base_url()),
+        api: Some(api),
+        connect_timeout: Some(Duration::from_secs(3600)),
+        idle_timeout: Some(Duration::from_secs(3600)),
+        ..ModelSpec::default()
+    };
+    let catalog = Catalog::builtin().expect("the built-in catalog");
+    build_client(&spec, &catalog, &|_| None).expect("a client for the test server")
+}
 
 /// The two wire dialects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -113,6 +113,9 @@ impl Supervisor {
             ..AdvisorStatus::default()
         };
         let primary = self.primary_spend.spend();
+        let ceilings = self.ceiling_part();
+        // SP9: the gate's counters, while it is on.
+        let gate = self.gate_on().then_some(self.gate);
         async move {
             let mut per_advisor = Default::default();
             if let Ok(delivery) = router.send(GetDeliveryStatus).await {
@@ -149,7 +152,9 @@ impl Supervisor {
             if !status.advisors.is_empty() {
                 status.add_roster_totals(&agents);
             }
+            status.spend.gate = gate;
             status.add_spend(primary);
+            ceilings.fill(&mut status);
             status
         }
     }

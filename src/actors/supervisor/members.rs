@@ -164,13 +164,17 @@ impl Supervisor {
     /// What the router is told of the named member `slug` (RO10, RO15, RO16; CA6, CA16,
     /// CA18: the entry's own review mode); `None` for the unnamed advisor.
     fn registration(&self, slug: Option<&str>) -> Option<RegisterAdvisor> {
-        let plan: &MemberPlan = self.members.get(slug)?.plan();
+        let member = self.members.get(slug)?;
+        let plan: &MemberPlan = member.plan();
         Some(RegisterAdvisor {
             label: plan.label.clone()?,
             policy: plan.policy,
             max_notes: plan.max_notes,
             max_severity: plan.max_severity,
-            review_mode: plan.cadence(&self.members.config().settings).mode,
+            // SP6: at agent-end once its spend ceiling switched it.
+            review_mode: member
+                .cadence_in_effect(&self.members.config().settings)
+                .mode,
         })
     }
 
@@ -195,11 +199,14 @@ impl Supervisor {
         let Ok(model) = plan.model.clone() else {
             return;
         };
-        let actors = self.actors.entry(slug).or_default();
+        let actors = self.actors.entry(slug.clone()).or_default();
         if actors.audit.is_none() {
             if let Some(path) = plan.audit_path.clone() {
                 let cwd = config.workspace_root.display().to_string();
-                actors.audit = Some(AuditLog::new(path, cwd, self.host.clone()).start());
+                let audit = AuditLog::new(path, cwd, self.host.clone()).start();
+                // SP6, P9: the ratio counts what the file recorded before.
+                super::ceiling::restore_spend(ctx, slug, &audit);
+                actors.audit = Some(audit);
             }
         }
         let me = ctx.address();
@@ -209,7 +216,8 @@ impl Supervisor {
             paused: me.clone().recipient(),
             quarantined: me.clone().recipient(),
             notices: me.clone().recipient(),
-            checked_in: me.recipient(),
+            checked_in: me.clone().recipient(),
+            spent: me.recipient(),
         };
         let links = ChildLinks {
             router: &router,

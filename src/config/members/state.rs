@@ -10,12 +10,15 @@ use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::RewriteKind;
 use crate::domain::transcript::Transcript;
 use crate::feed::Update;
-use crate::review::cadence::{held_dropped_notice, AdvisorCadence, Boundary, Decision};
+use crate::model::Usage;
+use crate::review::cadence::{held_dropped_notice, AdvisorCadence, Boundary, Cadence, Decision};
 use crate::review::check_in::{CheckInCounts, CheckInWait};
 use crate::review::{AskEnd, AskError};
 use crate::roster::Roster;
-use crate::settings::{AdvisorSettings, DeliveryPolicy, SyncBacklog};
-use crate::status::{AdvisorState, CadenceStatus};
+use crate::settings::{AdvisorSettings, DeliveryPolicy, ReviewMode, SyncBacklog};
+use crate::status::{
+    AdvisorState, CadenceStatus, CeilingAction, CeilingStatus, PrimarySpend, SpendCeiling,
+};
 use crate::texts::notice;
 
 /// What the actor carries out for a decision of [`Members`], in order. A member is named by
@@ -150,6 +153,8 @@ pub struct Member {
     /// a rebuild like the cadence; the wait ended by a reset, a pause, a user prompt or an
     /// abort.
     check_in: CheckInWait,
+    /// Its spend over the session and what its ceiling did to it (SP6).
+    ceiling: SpendCeiling,
 }
 
 impl Member {
@@ -164,6 +169,7 @@ impl Member {
             skipped_updates: 0,
             cadence: AdvisorCadence::new(),
             check_in: CheckInWait::new(),
+            ceiling: SpendCeiling::default(),
         }
     }
 
@@ -218,9 +224,31 @@ impl Member {
         self.plan.slug() == advisor.map(|l| &*l.slug)
     }
 
+    /// Its cadence in effect under `settings` (CA5): its plan's, at `agent-end` once its
+    /// spend ceiling switched it (SP6).
+    pub fn cadence_in_effect(&self, settings: &AdvisorSettings) -> Cadence {
+        let mut cadence = self.plan.cadence(settings);
+        if self.ceiling.forces_agent_end() {
+            cadence.mode = ReviewMode::AgentEnd;
+        }
+        cadence
+    }
+
+    /// Its spend ceiling in effect (SP6): its entry's, else `advisor.maxSpendRatio`.
+    pub fn spend_limit(&self, settings: &AdvisorSettings) -> Option<f64> {
+        self.plan.max_spend_ratio.or(settings.max_spend_ratio)
+    }
+
+    /// Its ceiling as status shows it under `settings` (SP6), and whether the ceiling
+    /// paused it.
+    pub fn ceiling_status(&self, settings: &AdvisorSettings) -> (Option<CeilingStatus>, bool) {
+        let status = self.ceiling.status(self.spend_limit(settings));
+        (status, self.held_off && self.ceiling.paused())
+    }
+
     /// Its cadence in effect under `settings`, held updates and counter (CA12).
     pub fn cadence_status(&self, settings: &AdvisorSettings) -> CadenceStatus {
-        let cadence = self.plan.cadence(settings);
+        let cadence = self.cadence_in_effect(settings);
         CadenceStatus {
             review_mode: cadence.mode,
             review_interval: cadence.interval,
@@ -240,7 +268,9 @@ impl Member {
             }
             Ok(_) => {}
         }
-        if self.held_off {
+        if self.held_off && self.ceiling.paused() {
+            (AdvisorState::Paused, Some(notice("reasonCeiling", &[])))
+        } else if self.held_off {
             (AdvisorState::Paused, Some(notice("reasonHeldOff", &[])))
         } else if !enabled {
             (AdvisorState::Off, None)
@@ -818,6 +848,14 @@ impl Members {
         let Some(index) = self.find(name) else {
             return (self.unknown_advisor(name), changes);
         };
+        self.hold_off(index, &mut changes);
+        let label = self.members[index].plan.name().unwrap_or_default();
+        (notice("memberOff", &[("name", label)]), changes)
+    }
+
+    /// Pauses member `index` for this session (RO19; SP6's ceiling pause): its running
+    /// review cancelled, its raises dropped at the router, the others untouched.
+    fn hold_off(&mut self, index: usize, changes: &mut Vec<MemberChange>) {
         let member = &mut self.members[index];
         member.held_off = true;
         // CA7 (our choice): a paused advisor drops its held updates and counts from 0;
@@ -831,9 +869,7 @@ impl Members {
                 slug: slug.to_string(),
             });
         }
-        self.stop(index, self.epoch + 1, AskEnd::TurnedOff, &mut changes);
-        let label = self.members[index].plan.name().unwrap_or_default();
-        (notice("memberOff", &[("name", label)]), changes)
+        self.stop(index, self.epoch + 1, AskEnd::TurnedOff, changes);
     }
 
     /// `/advisor test` (C2): the epoch and the number of this injection.
@@ -867,7 +903,7 @@ impl Members {
             if !capture.paths_match && capture.update.is_some() {
                 member.skipped_updates += 1;
             }
-            let cadence = member.plan.cadence(settings);
+            let cadence = member.cadence_in_effect(settings);
             let boundary = Boundary {
                 final_boundary: !wip,
                 continuation,
@@ -1028,6 +1064,71 @@ impl Members {
     pub fn end_check_in_waits(&mut self) {
         for member in &mut self.members {
             member.check_in.end_wait();
+        }
+    }
+
+    /// The unnamed advisor's review mode (CA1, CA5), from the live settings, at `agent-end`
+    /// once its spend ceiling switched it (SP6).
+    pub fn unnamed_review_mode(&self) -> ReviewMode {
+        let settings = &self.config.settings;
+        match self.members.iter().find(|m| m.plan.label.is_none()) {
+            Some(member) => member.cadence_in_effect(settings).mode,
+            None => settings.review_mode,
+        }
+    }
+
+    /// A model run of `advisor` spent `usage` (SP6: over the whole session, whatever the
+    /// epoch).
+    pub fn spent(&mut self, advisor: Option<&AdvisorLabel>, usage: &Usage) {
+        if let Some(member) = self.members.iter_mut().find(|m| m.is(advisor)) {
+            member.ceiling.spent(usage);
+        }
+    }
+
+    /// `advisor`'s transcript file had recorded `usage` before this process (P9, SP6).
+    pub fn restored(&mut self, advisor: Option<&str>, usage: &Usage) {
+        if let Some(member) = self.get_mut(advisor) {
+            member.ceiling.restored(usage);
+        }
+    }
+
+    /// Checks every member's spend ceiling against the primary's spend so far (SP6): one
+    /// past it reviews at `agent-end` from this boundary on (a named one registered again
+    /// with the router, CA16, CA18), one past twice it is paused as `/advisor off NAME`
+    /// pauses. Answers the lines for the user, each about its advisor and naming the ratio,
+    /// and the changes to carry out.
+    pub fn check_spend_ceilings(
+        &mut self,
+        primary: Option<&PrimarySpend>,
+    ) -> (Vec<(Option<AdvisorLabel>, String)>, Vec<MemberChange>) {
+        let (mut lines, mut changes) = (Vec::new(), Vec::new());
+        for index in 0..self.members.len() {
+            let member = &mut self.members[index];
+            let limit = member.spend_limit(&self.config.settings);
+            let actions = member.ceiling.check(limit, primary, member.held_off);
+            let label = member.plan.label.clone();
+            for action in actions {
+                tracing::info!(advisor = ?label.as_ref().map(|l| &l.slug), ?action, "spend ceiling");
+                lines.push((label.clone(), action.notice()));
+                match action {
+                    CeilingAction::SwitchToAgentEnd { .. } => {
+                        if let Some(label) = &label {
+                            let slug = label.slug.to_string();
+                            changes.push(MemberChange::Register { slug });
+                        }
+                    }
+                    CeilingAction::Pause { .. } => self.hold_off(index, &mut changes),
+                }
+            }
+        }
+        (lines, changes)
+    }
+
+    /// The parts of a WIP review the triage gate held (SP9) go back in front of what member
+    /// `slug` holds, for its next review.
+    pub fn hold_back(&mut self, slug: Option<&str>, updates: Vec<Update>) {
+        if let Some(member) = self.get_mut(slug) {
+            member.cadence.hold_back(updates, true);
         }
     }
 

@@ -599,6 +599,10 @@ pub struct SpendBlock {
     pub check_ins: u64,
     /// Turn ends at which a check-in held a review back, over every run (SP7).
     pub turns_skipped: u64,
+    /// The triage gate's counters and the judge's spend over every run (SP9); `None`
+    /// when the gate was off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::review::judge_gate::GateCounts>,
 }
 
 impl SpendBlock {
@@ -628,6 +632,7 @@ impl SpendBlock {
             primary: total.primary,
             check_ins: total.check_in.check_ins,
             turns_skipped: total.check_in.turns_skipped,
+            gate: total.gate,
         }
     }
 
@@ -672,6 +677,18 @@ impl SpendBlock {
             "- check-ins: {} review(s) chose when to look again; {} turn end(s) started no review\n",
             self.check_ins, self.turns_skipped
         ));
+        if let Some(g) = &self.gate {
+            out.push_str(&format!(
+                "- triage gate: {} held, {} reviewed at once; judge {} requests ({} failed), input {}, output {} tokens, cost {}\n",
+                g.gate_held,
+                g.gate_passed,
+                g.judge_requests,
+                g.judge_failures,
+                g.judge_input_tokens,
+                g.judge_output_tokens,
+                cost(g.judge_cost)
+            ));
+        }
         out
     }
 }
@@ -772,6 +789,49 @@ mod spend_tests {
             (&2.into(), &3.into())
         );
         assert!(json.contains(r#""checkIns":4,"turnsSkipped":6"#), "{json}");
+    }
+
+    #[test]
+    fn sp9_the_report_s_spend_block_adds_up_the_gate_and_the_judge_apart() {
+        let gate = crate::review::judge_gate::GateCounts {
+            gate_held: 3,
+            gate_passed: 2,
+            judge_requests: 5,
+            judge_failures: 1,
+            judge_input_tokens: 700,
+            judge_output_tokens: 60,
+            judge_cost: None,
+        };
+        let gated = CaseCost {
+            gate: Some(gate),
+            ..advisor_cost(None)
+        };
+        let results = Results {
+            scores: vec![run(gated), run(gated), run(advisor_cost(None))],
+            ..Results::default()
+        };
+        let spend = results.summary().spend;
+        let total = spend.gate.expect("a run had the gate on");
+        assert_eq!((total.gate_held, total.gate_passed), (6, 4));
+        assert_eq!(
+            (total.judge_requests, total.judge_input_tokens),
+            (10, 1_400)
+        );
+        assert_eq!(
+            spend.advisors.requests, 12,
+            "the judge's requests are not the advisors'"
+        );
+        let md = results.markdown();
+        assert!(
+            md.contains("- triage gate: 6 held, 4 reviewed at once; judge 10 requests (2 failed), input 1400, output 120 tokens, cost unknown"),
+            "{md}"
+        );
+        let off = Results {
+            scores: vec![run(advisor_cost(None))],
+            ..Results::default()
+        };
+        assert_eq!(off.summary().spend.gate, None);
+        assert!(!off.markdown().contains("triage gate"));
     }
 
     #[test]

@@ -450,6 +450,7 @@ fn cost_of(status: Option<&AdvisorStatus>, tool_calls: u64, wall: Duration) -> C
     // SP5: the spend block of the report.
     cost.advise_calls = status.spend.advisors.advise_calls;
     cost.primary = status.spend.primary;
+    cost.gate = status.spend.gate;
     // status.agent is already the roster total (EV5: counted once).
     let agent = &status.agent;
     cost.requests = agent.model_calls;

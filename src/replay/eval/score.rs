@@ -136,6 +136,9 @@ pub struct CaseCost {
     /// What the primary spent, when the case's session carries usage (SP5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub primary: Option<crate::status::PrimarySpend>,
+    /// The triage gate's counters and the judge's spend, when the gate is on (SP9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::review::judge_gate::GateCounts>,
 }
 
 impl CaseCost {
@@ -160,6 +163,9 @@ impl CaseCost {
         self.tool_spend.add(&other.tool_spend);
         self.check_in.add(&other.check_in);
         self.advise_calls += other.advise_calls;
+        if let Some(theirs) = &other.gate {
+            self.gate.get_or_insert_with(Default::default).add(theirs);
+        }
         if let Some(theirs) = &other.primary {
             self.primary
                 .get_or_insert_with(Default::default)

@@ -642,3 +642,61 @@ fn sp7_a_check_in_holds_its_own_member_s_reviews_and_a_stale_one_or_a_user_promp
     let (_, scheduled) = members.on_boundary(both("five"), true, false);
     assert_eq!(slugs(&scheduled), ["sec", "arch"]);
 }
+
+#[test]
+fn sp6_an_entry_past_its_own_ceiling_reviews_at_agent_end_and_past_twice_it_is_paused() {
+    let mut sec = entry("Sec");
+    sec.max_spend_ratio = Sourced::default_value(Some(0.5));
+    let mut members = started(roster_config(vec![sec, entry("Arch")], false));
+    members.turn_ended(&transcript(1));
+    let usage = |input| crate::model::Usage {
+        input,
+        ..crate::model::Usage::default()
+    };
+    let sec_label = AdvisorLabel::new("sec", "Sec");
+    members.spent(Some(&sec_label), &usage(300_000));
+    members.spent(Some(&AdvisorLabel::new("arch", "Arch")), &usage(900_000));
+    let primary = PrimarySpend {
+        messages: 1,
+        input_uncached: 400_000,
+        ..PrimarySpend::default()
+    };
+    // Sec: 0.75× past its 0.5; Arch has no ceiling (none in the settings either).
+    let (lines, changes) = members.check_spend_ceilings(Some(&primary));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0].0.as_ref().map(|l| &*l.slug), Some("sec"));
+    assert!(
+        lines[0].1.contains("spend ratio 0.75× by input tokens"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        shown(&changes),
+        ["register sec"],
+        "CA16, CA18: its mode changed"
+    );
+    let settings = members.config().settings.clone();
+    let mode = |m: &Members, slug| m.get(Some(slug)).unwrap().cadence_in_effect(&settings).mode;
+    assert_eq!(mode(&members, "sec"), ReviewMode::AgentEnd);
+    assert_eq!(mode(&members, "arch"), ReviewMode::Turn);
+    let (queued, _) = members.on_boundary(
+        vec![capture(Some("sec"), "d1"), capture(Some("arch"), "d1")],
+        true,
+        false,
+    );
+    assert_eq!(
+        shown(&queued),
+        ["queue arch [d1] wip true"],
+        "Sec holds its WIP round"
+    );
+    // Past twice its ceiling: paused as /advisor off NAME pauses, told once.
+    members.spent(Some(&sec_label), &usage(200_000));
+    let (lines, changes) = members.check_spend_ceilings(Some(&primary));
+    assert_eq!(lines.len(), 1);
+    assert_eq!(shown(&changes), ["pause sec", "stop sec to 1"]);
+    let (state, reason) = members.get(Some("sec")).unwrap().state(true, None);
+    assert_eq!(
+        (state, reason.as_deref()),
+        (AdvisorState::Paused, Some("paused by the spend ceiling"))
+    );
+    assert!(members.check_spend_ceilings(Some(&primary)).0.is_empty());
+}
