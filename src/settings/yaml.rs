@@ -1095,6 +1095,7 @@ mod tests {
                         "anthropic/claude-sonnet-4-5:high".to_string()
                     ),
                     ("default".to_string(), "x/y".to_string()),
+                    ("judge".to_string(), "a/j".to_string()),
                 ]
                 .into(),
                 disabled_providers: None,
