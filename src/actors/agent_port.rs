@@ -69,8 +69,7 @@ impl ReviewPort for AgentPort {
         model: &str,
     ) -> Option<ToolReply> {
         let call = ExecuteTool {
-            epoch: self.review.epoch(),
-            review: self.review.number(),
+            review: self.review.id,
             name: name.to_string(),
             arguments,
             unchanged_since,
