@@ -149,9 +149,8 @@ impl AdvisorAgent {
             Work::Ask(_) => (0, false),
         };
         let port = AgentPort {
+            review: ReviewRef::new(self.links.advisor.clone(), epoch, review),
             links: Arc::clone(&self.links),
-            epoch,
-            review,
             updates,
             wip,
         };

@@ -57,21 +57,12 @@ pub struct AgentLinks {
 pub(crate) struct AgentPort {
     /// The agent's links.
     pub links: Arc<AgentLinks>,
-    /// The review's epoch.
-    pub epoch: u64,
-    /// The review's number.
-    pub review: u64,
+    /// The review, and whose (RO13).
+    pub review: ReviewRef,
     /// The session updates the review covers (G2), for its note budget (D8).
     pub updates: usize,
     /// The batch reviewed is work in progress (P1: its nits and concerns are deferred).
     pub wip: bool,
-}
-
-impl AgentPort {
-    /// The review, and whose (RO13).
-    fn review_ref(&self) -> ReviewRef {
-        ReviewRef::new(self.links.advisor.clone(), self.epoch, self.review)
-    }
 }
 
 impl ReviewPort for AgentPort {
@@ -83,8 +74,7 @@ impl ReviewPort for AgentPort {
         model: &str,
     ) -> Option<ToolReply> {
         let call = ExecuteTool {
-            epoch: self.epoch,
-            review: self.review,
+            review: self.review.id,
             name: name.to_string(),
             arguments,
             unchanged_since,
@@ -100,12 +90,12 @@ impl ReviewPort for AgentPort {
     }
 
     fn review_number(&self) -> u64 {
-        self.review
+        self.review.number()
     }
 
     async fn held_preamble(&self) -> String {
         let ask = GetHeldPreamble {
-            review: self.review_ref(),
+            review: self.review.clone(),
             updates: self.updates,
             wip: self.wip,
         };
@@ -114,7 +104,7 @@ impl ReviewPort for AgentPort {
 
     async fn discard_attempt(&self, attempt: u32) {
         let discard = DiscardAttempt {
-            review: self.review_ref(),
+            review: self.review.clone(),
             attempt,
         };
         let _ = self.links.discard_attempt.send(discard).await;
@@ -144,8 +134,8 @@ impl ReviewPort for AgentPort {
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
             log.do_send(AppendAudit {
-                epoch: self.epoch,
-                review: self.review,
+                epoch: self.review.epoch(),
+                review: self.review.number(),
                 at_ms,
                 event,
             });

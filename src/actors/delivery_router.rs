@@ -97,13 +97,7 @@ impl Handler<InjectAdvice> for DeliveryRouter {
     type Result = actix::MessageResult<InjectAdvice>;
 
     fn handle(&mut self, msg: InjectAdvice, _ctx: &mut Context<Self>) -> Self::Result {
-        let (outcome, events) = self.state.inject(
-            crate::delivery::ReviewId {
-                epoch: msg.epoch,
-                number: msg.review,
-            },
-            msg.advisory,
-        );
+        let (outcome, events) = self.state.inject(msg.review, msg.advisory);
         self.emit(events);
         actix::MessageResult(outcome)
     }

@@ -156,7 +156,10 @@ async fn raise(
     // SP8: the note names the model that wrote it.
     advisory.model = msg.model;
     let raise = RaiseAdvice {
-        review: ReviewRef::new(advisor, msg.epoch, msg.review),
+        review: ReviewRef {
+            advisor,
+            id: msg.review,
+        },
         advisory,
     };
     match raise_advice(&router, raise).await {
@@ -192,7 +195,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::delivery::RaiseOutcome;
+    use crate::delivery::{RaiseOutcome, ReviewId};
 
     /// Stands in for the DeliveryRouter: keeps each raise and records the note.
     #[derive(Default)]
@@ -227,8 +230,10 @@ mod tests {
 
     fn call(name: &str, arguments: serde_json::Value) -> ExecuteTool {
         ExecuteTool {
-            epoch: 3,
-            review: 7,
+            review: ReviewId {
+                epoch: 3,
+                number: 7,
+            },
             name: name.into(),
             arguments,
             unchanged_since: None,

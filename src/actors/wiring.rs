@@ -14,7 +14,7 @@ use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::config::{MemberPlan, RuntimeConfig};
-use crate::delivery::{CatchUpEnd, CatchUpPlan};
+use crate::delivery::{CatchUpEnd, CatchUpPlan, ReviewId};
 use crate::domain::advice::Advisory;
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
@@ -375,8 +375,10 @@ pub async fn test_advice(
     // far from the agent's, so a user's checks are never budgeted as one review.
     // RO12, RO15: the user's check, not the unnamed advisor's raise (InjectAdvice).
     let inject = InjectAdvice {
-        epoch,
-        review: u64::MAX - nth,
+        review: ReviewId {
+            epoch,
+            number: u64::MAX - nth,
+        },
         advisory,
     };
     match router.send(inject).await {

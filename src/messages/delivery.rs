@@ -4,7 +4,7 @@ use actix::Message as ActixMessage;
 
 pub use crate::delivery::DeliveryStatus;
 use crate::delivery::{
-    CatchUpEnd, CatchUpPlan, LastPrompt, RaiseOutcome, ReviewRef, TurnEndPlanned,
+    CatchUpEnd, CatchUpPlan, LastPrompt, RaiseOutcome, ReviewId, ReviewRef, TurnEndPlanned,
 };
 use crate::domain::advice::{AdvisorLabel, Advisory, Delivery};
 
@@ -25,10 +25,9 @@ pub struct RaiseAdvice {
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "RaiseOutcome")]
 pub struct InjectAdvice {
-    /// The session's epoch.
-    pub epoch: u64,
-    /// The review number it counts as (each injection its own update, D8).
-    pub review: u64,
+    /// The session's epoch and the review number it counts as (each injection its own
+    /// update, D8).
+    pub review: ReviewId,
     /// The advice.
     pub advisory: Advisory,
 }

@@ -3,14 +3,15 @@
 use actix::Message as ActixMessage;
 use serde_json::Value;
 
+use crate::delivery::ReviewId;
+
 /// Runs one of the advisor's tool calls.
 #[derive(Debug, Clone, ActixMessage)]
 #[rtype(result = "ToolOutput")]
 pub struct ExecuteTool {
-    /// The epoch of the review that called it (advice of a stale epoch is dropped).
-    pub epoch: u64,
-    /// The review's number (bounds notes per review, D8).
-    pub review: u64,
+    /// The review that called it: its epoch (advice of a stale epoch is dropped) and its
+    /// number (bounds notes per review, D8).
+    pub review: ReviewId,
     /// The tool's name.
     pub name: String,
     /// Its arguments.

@@ -43,8 +43,10 @@ async fn f5_a_stopped_actor_is_restarted_and_the_same_address_keeps_working() {
     executor.send(HaltForTest).await.unwrap();
     let out = executor
         .send(ExecuteTool {
-            epoch: 0,
-            review: 1,
+            review: crate::delivery::ReviewId {
+                epoch: 0,
+                number: 1,
+            },
             name: "advise".into(),
             arguments: serde_json::json!({"note": "still alive", "severity": "nit"}),
             unchanged_since: None,
