@@ -98,6 +98,10 @@ pub struct RouterState {
     mark: Option<LastPrompt>,
     /// The advisor-started wakes since the last user prompt (SP3).
     wakes: WakeLimit,
+    /// `advisor.spendControls`: false, the blocker lane is unbounded as before SP3 — no
+    /// `tooShort` or `nearDuplicate` drops, blockers never counted against the budget, no
+    /// wake limit.
+    spend_controls: bool,
 }
 
 impl RouterState {
@@ -134,6 +138,7 @@ impl RouterState {
             last_prompt: LastPrompt::default(),
             mark: None,
             wakes: WakeLimit::default(),
+            spend_controls: true,
         }
     }
 
@@ -164,6 +169,7 @@ impl RouterState {
         fresh.last_prompt = self.last_prompt.clone();
         fresh.mark = self.mark.clone();
         fresh.wakes = self.wakes;
+        fresh.spend_controls = self.spend_controls;
         fresh
     }
 
@@ -177,6 +183,13 @@ impl RouterState {
     /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
     pub fn with_max_note_chars(mut self, max_chars: usize) -> Self {
         self.max_note_chars = max_chars;
+        self
+    }
+
+    /// The same router with SP3's bounded blocker lane on (the default) or off
+    /// (`advisor.spendControls: false`).
+    pub fn with_spend_controls(mut self, on: bool) -> Self {
+        self.spend_controls = on;
         self
     }
 
@@ -792,7 +805,7 @@ impl RouterState {
         if is_content_free_key(&key) {
             return (self.drop_note(&owner, DropReason::ContentFree), Vec::new());
         }
-        if is_too_short(&advisory.note, self.min_note_chars) {
+        if self.spend_controls && is_too_short(&advisory.note, self.min_note_chars) {
             return (self.drop_note(&owner, DropReason::TooShort), Vec::new());
         }
         self.cap_severity(&owner, cap, &mut advisory);
@@ -822,11 +835,12 @@ impl RouterState {
             return (self.drop_note(&owner, DropReason::Duplicate), Vec::new());
         }
         let turn = self.turns;
-        if self
-            .guards
-            .for_label(label)
-            .recent
-            .near_duplicate(turn, &key, severity.rank())
+        if self.spend_controls
+            && self
+                .guards
+                .for_label(label)
+                .recent
+                .near_duplicate(turn, &key, severity.rank())
         {
             return (
                 self.drop_note(&owner, DropReason::NearDuplicate),
@@ -838,7 +852,9 @@ impl RouterState {
         }
         let guard = self.guards.for_label(label);
         // SP3: a review's first two blockers are exempt from the budget; later ones count.
-        let counted = severity != Severity::Blocker || !guard.budget.take_free_blocker(id);
+        // Without the spend controls, blockers are never counted (as oh-my-pi has it).
+        let counted = severity != Severity::Blocker
+            || (self.spend_controls && !guard.budget.take_free_blocker(id));
         if counted && !guard.budget.take(id) && !self.displace_lower(&owner, id, severity) {
             return (self.drop_note(&owner, DropReason::OverBudget), Vec::new());
         }
@@ -1320,7 +1336,7 @@ impl RouterState {
     /// `wakesRefused` for `owner`; any other channel, or a wake still allowed (now used),
     /// stays.
     fn limit_wake(&mut self, owner: &Owner, channel: Channel) -> Channel {
-        if channel != Channel::Wake || self.wakes.take() {
+        if channel != Channel::Wake || !self.spend_controls || self.wakes.take() {
             return channel;
         }
         tracing::info!("advisor-started wake refused: sent as a card");

@@ -338,6 +338,10 @@ pub struct AdvisorSettings {
     /// `advisor.toolBudget` (SP1): calls of workspace tools one review may make (0–50);
     /// a call past it is not run. `advise` is never counted.
     pub tool_budget: u32,
+    /// `advisor.spendControls` (SP1–SP3): `false` turns the tool budget, the re-read
+    /// answers and the bounded blocker lane off together, as before them, for measuring
+    /// what they save; default on.
+    pub spend_controls: bool,
 }
 
 impl Default for AdvisorSettings {
@@ -369,6 +373,7 @@ impl Default for AdvisorSettings {
             retry: RetrySettings::default(),
             evict_stale_results: true,
             tool_budget: DEFAULT_TOOL_BUDGET,
+            spend_controls: true,
         }
     }
 }

@@ -170,6 +170,9 @@ pub struct SettingsLayer {
     /// `advisor.toolBudget` (SP1).
     #[serde(deserialize_with = "whole::<_, _, 0, { MAX_TOOL_BUDGET as u64 }>")]
     pub tool_budget: Option<u32>,
+    /// `advisor.spendControls` (SP1–SP3 together).
+    #[serde(deserialize_with = "flag")]
+    pub spend_controls: Option<bool>,
 }
 
 /// The file as the advisor reads it; every other top-level key is the agent's.
@@ -274,6 +277,7 @@ impl SettingsLayer {
             retry: self.retry.over(base.retry),
             evict_stale_results: self.evict_stale_results.or(base.evict_stale_results),
             tool_budget: self.tool_budget.or(base.tool_budget),
+            spend_controls: self.spend_controls.or(base.spend_controls),
         }
     }
 
@@ -337,6 +341,9 @@ impl SettingsLayer {
         }
         if let Some(v) = self.tool_budget {
             settings.tool_budget = v;
+        }
+        if let Some(v) = self.spend_controls {
+            settings.spend_controls = v;
         }
     }
 }
@@ -943,6 +950,7 @@ mod tests {
                 retry: RetryLayer::default(),
                 evict_stale_results: Some(false),
                 tool_budget: Some(7),
+                spend_controls: None,
             }
         );
         let mut settings = AdvisorSettings::default();
@@ -1123,6 +1131,26 @@ mod tests {
                 "/agent/config.yml: unknown key `modelRoles.Advisor` (ignored; did you mean `modelRoles.advisor`?)",
             ]
         );
+    }
+
+    #[test]
+    fn sp1_sp2_sp3_spend_controls_is_a_flag_default_on_and_a_bad_value_names_the_key() {
+        assert!(AdvisorSettings::default().spend_controls);
+        for (text, on) in [("true", true), ("false", false)] {
+            let (layer, _) = parse(&format!("advisor:\n  spendControls: {text}\n")).unwrap();
+            assert_eq!(layer.spend_controls, Some(on), "{text}");
+            let mut settings = AdvisorSettings::default();
+            layer.apply_to(&mut settings);
+            assert_eq!(settings.spend_controls, on, "{text}");
+        }
+        for bad in ["off", "0", "[true]", "maybe"] {
+            let message = error(&format!("advisor:\n  spendControls: {bad}\n"));
+            assert!(
+                message.contains("advisor.spendControls in /agent/config.yml")
+                    && message.ends_with("true, false"),
+                "{bad}: {message}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod eval;
 mod expanded_runtime;
 mod faults;
 mod layering;
+mod measured;
 mod merged_delivery;
 mod pi_e2e;
 mod pi_e2e_backups;
