@@ -44,6 +44,12 @@ impl DeliveryRouter {
         self
     }
 
+    /// The same router with SP3's bounded blocker lane on or off (`advisor.spendControls`).
+    pub fn with_spend_controls(mut self, on: bool) -> Self {
+        self.state = self.state.with_spend_controls(on);
+        self
+    }
+
     /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
     pub fn with_max_note_chars(mut self, max_chars: usize) -> Self {
         self.state = self.state.with_max_note_chars(max_chars);

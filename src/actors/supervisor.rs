@@ -135,11 +135,13 @@ impl Supervisor {
         let max_notes = config.unnamed_plan().max_notes;
         let immune_turns = config.settings.immune_turns;
         let max_chars = config.settings.max_note_chars;
+        let spend_controls = config.settings.spend_controls;
         let host = self.host.clone();
         let tap = config.advice_tap.clone();
         let router = actix::Supervisor::start(move |_| {
             DeliveryRouter::new(policy, max_notes, immune_turns, host)
                 .with_max_note_chars(max_chars)
+                .with_spend_controls(spend_controls)
                 .with_tap(tap.clone())
         });
         self.router = Some(router.clone());

@@ -392,6 +392,30 @@ mod tests {
         }
 
         #[test]
+        fn sp1_sp3_with_the_spend_controls_off_the_blocker_lane_is_unbounded() {
+            let mut r = RouterState::new(DeliveryPolicy::Interrupt, 4).with_spend_controls(false);
+            r.run_state(false);
+            assert_eq!(
+                r.raise(&rv(0, 1), blocker("drop db")).0,
+                RaiseOutcome::Recorded
+            );
+            let first = "Stop: the migration drops the users table before the backup runs";
+            let reworded = "the migration drops the users table before the backup runs, stop!";
+            let mut seen = Vec::new();
+            for (review, note) in [(2, first), (3, reworded), (4, first), (5, reworded)] {
+                let (outcome, events) = r.raise(&rv(0, review), blocker(note));
+                seen.push((outcome, channels(&events)));
+            }
+            // Exact repeats are still the emission guard's (P3); rewordings pass and wake.
+            assert_eq!(seen[1], (RaiseOutcome::Recorded, vec![Channel::Wake]));
+            assert_eq!(seen[2].0, RaiseOutcome::Dropped(DropReason::Duplicate));
+            let c = r.counts();
+            assert_eq!((c.wake, c.wakes_refused), (3, 0), "{c:?}");
+            assert_eq!(c.dropped.get(&DropReason::NearDuplicate), None);
+            assert_eq!(c.dropped.get(&DropReason::TooShort), None);
+        }
+
+        #[test]
         fn sp3_an_idle_blocker_loop_wakes_twice_then_goes_as_cards_until_the_user_prompts() {
             let mut r = RouterState::new(DeliveryPolicy::Interrupt, 4);
             r.run_state(false);

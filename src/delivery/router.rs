@@ -102,6 +102,10 @@ pub struct RouterState {
     mark: Option<LastPrompt>,
     /// The advisor-started wakes since the last user prompt (SP3).
     wakes: WakeLimit,
+    /// `advisor.spendControls`: false, the blocker lane is unbounded as before SP3 — no
+    /// `tooShort` or `nearDuplicate` drops, blockers never counted against the budget, no
+    /// wake limit.
+    spend_controls: bool,
 }
 
 impl RouterState {
@@ -138,6 +142,7 @@ impl RouterState {
             last_prompt: LastPrompt::default(),
             mark: None,
             wakes: WakeLimit::default(),
+            spend_controls: true,
         }
     }
 
@@ -168,6 +173,7 @@ impl RouterState {
         fresh.last_prompt = self.last_prompt.clone();
         fresh.mark = self.mark.clone();
         fresh.wakes = self.wakes;
+        fresh.spend_controls = self.spend_controls;
         fresh
     }
 
@@ -181,6 +187,13 @@ impl RouterState {
     /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
     pub fn with_max_note_chars(mut self, max_chars: usize) -> Self {
         self.max_note_chars = max_chars;
+        self
+    }
+
+    /// The same router with SP3's bounded blocker lane on (the default) or off
+    /// (`advisor.spendControls: false`).
+    pub fn with_spend_controls(mut self, on: bool) -> Self {
+        self.spend_controls = on;
         self
     }
 
@@ -448,7 +461,7 @@ impl RouterState {
         if is_content_free_key(&key) {
             return (self.drop_note(&owner, DropReason::ContentFree), Vec::new());
         }
-        if is_too_short(&advisory.note, self.min_note_chars) {
+        if self.spend_controls && is_too_short(&advisory.note, self.min_note_chars) {
             return (self.drop_note(&owner, DropReason::TooShort), Vec::new());
         }
         self.cap_severity(&owner, cap, &mut advisory);
@@ -478,11 +491,12 @@ impl RouterState {
             return (self.drop_note(&owner, DropReason::Duplicate), Vec::new());
         }
         let turn = self.turns;
-        if self
-            .guards
-            .for_label(label)
-            .recent
-            .near_duplicate(turn, &key, severity.rank())
+        if self.spend_controls
+            && self
+                .guards
+                .for_label(label)
+                .recent
+                .near_duplicate(turn, &key, severity.rank())
         {
             return (
                 self.drop_note(&owner, DropReason::NearDuplicate),
@@ -494,7 +508,9 @@ impl RouterState {
         }
         let guard = self.guards.for_label(label);
         // SP3: a review's first two blockers are exempt from the budget; later ones count.
-        let counted = severity != Severity::Blocker || !guard.budget.take_free_blocker(id);
+        // Without the spend controls, blockers are never counted (as oh-my-pi has it).
+        let counted = severity != Severity::Blocker
+            || (self.spend_controls && !guard.budget.take_free_blocker(id));
         if counted && !guard.budget.take(id) && !self.displace_lower(&owner, id, severity) {
             return (self.drop_note(&owner, DropReason::OverBudget), Vec::new());
         }

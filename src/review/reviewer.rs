@@ -121,6 +121,9 @@ pub struct ReviewLimits {
     pub evict_stale_results: bool,
     /// Calls of workspace tools one review may make (SP1).
     pub tool_budget: u32,
+    /// `advisor.spendControls`: false, the tool budget (SP1) and the re-read answers (SP2)
+    /// are off — every call runs, every re-read is paid.
+    pub spend_controls: bool,
 }
 
 impl ReviewLimits {
@@ -134,6 +137,7 @@ impl ReviewLimits {
             max_note_chars: settings.max_note_chars,
             evict_stale_results: settings.evict_stale_results,
             tool_budget: settings.tool_budget,
+            spend_controls: settings.spend_controls,
         }
     }
 }
@@ -405,7 +409,12 @@ impl<P: ReviewPort> Reviewer<P> {
             self.append(ChatMessage::User { text });
         }
         let mut repeats = RepeatGuard::new();
-        let mut budget = ToolBudget::new(self.engine.limits.tool_budget);
+        let limits = &self.engine.limits;
+        let mut budget = ToolBudget::new(if limits.spend_controls {
+            limits.tool_budget
+        } else {
+            u32::MAX
+        });
         let tools = self.offered_tools();
         let max_rounds = self.engine.limits.max_tool_rounds;
         for round in 0..=max_rounds {
@@ -599,7 +608,7 @@ impl<P: ReviewPort> Reviewer<P> {
         if name == check_in::NAME && self.offers(name) {
             return self.check_in(&arguments);
         }
-        let earlier = rereadable(name)
+        let earlier = (self.engine.limits.spend_controls && rereadable(name))
             .then(|| {
                 self.run
                     .context

@@ -367,6 +367,10 @@ pub struct AdvisorSettings {
     pub judge_threshold: f64,
     /// `modelRoles.judge` (SP9): the judge model's role; the gate is off without one.
     pub judge_role: Option<String>,
+    /// `advisor.spendControls` (SP1–SP3): `false` turns the tool budget, the re-read
+    /// answers and the bounded blocker lane off together, as before them, for measuring
+    /// what they save; default on.
+    pub spend_controls: bool,
 }
 
 impl Default for AdvisorSettings {
@@ -403,6 +407,7 @@ impl Default for AdvisorSettings {
             judge_gate: false,
             judge_threshold: DEFAULT_JUDGE_THRESHOLD,
             judge_role: None,
+            spend_controls: true,
         }
     }
 }

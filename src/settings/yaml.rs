@@ -191,6 +191,9 @@ pub struct SettingsLayer {
     /// `modelRoles.judge` (SP9).
     #[serde(skip)]
     pub judge_role: Option<String>,
+    /// `advisor.spendControls` (SP1–SP3 together).
+    #[serde(deserialize_with = "flag")]
+    pub spend_controls: Option<bool>,
 }
 
 /// A checked decimal setting (SP6's ratio, SP9's threshold): finite, so it compares as
@@ -326,6 +329,7 @@ impl SettingsLayer {
             judge_gate: self.judge_gate.or(base.judge_gate),
             judge_threshold: self.judge_threshold.or(base.judge_threshold),
             judge_role: self.judge_role.or(base.judge_role),
+            spend_controls: self.spend_controls.or(base.spend_controls),
         }
     }
 
@@ -404,6 +408,9 @@ impl SettingsLayer {
         }
         if let Some(v) = &self.judge_role {
             settings.judge_role = Some(v.clone());
+        }
+        if let Some(v) = self.spend_controls {
+            settings.spend_controls = v;
         }
     }
 }
@@ -1123,6 +1130,7 @@ mod tests {
                 judge_gate: Some(true),
                 judge_threshold: Some(Decimal(0.3)),
                 judge_role: Some("a/j".into()),
+                spend_controls: None,
             }
         );
         let mut settings = AdvisorSettings::default();
@@ -1441,6 +1449,26 @@ mod tests {
                 "/agent/config.yml: unknown key `modelRoles.Advisor` (ignored; did you mean `modelRoles.advisor`?)",
             ]
         );
+    }
+
+    #[test]
+    fn sp1_sp2_sp3_spend_controls_is_a_flag_default_on_and_a_bad_value_names_the_key() {
+        assert!(AdvisorSettings::default().spend_controls);
+        for (text, on) in [("true", true), ("false", false)] {
+            let (layer, _) = parse(&format!("advisor:\n  spendControls: {text}\n")).unwrap();
+            assert_eq!(layer.spend_controls, Some(on), "{text}");
+            let mut settings = AdvisorSettings::default();
+            layer.apply_to(&mut settings);
+            assert_eq!(settings.spend_controls, on, "{text}");
+        }
+        for bad in ["off", "0", "[true]", "maybe"] {
+            let message = error(&format!("advisor:\n  spendControls: {bad}\n"));
+            assert!(
+                message.contains("advisor.spendControls in /agent/config.yml")
+                    && message.ends_with("true, false"),
+                "{bad}: {message}"
+            );
+        }
     }
 
     #[test]

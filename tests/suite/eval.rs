@@ -18,7 +18,6 @@ use advisor::replay::eval::score::Outcome;
 use advisor::replay::eval::score_records;
 use advisor::replay::eval::testing::{PlannedNote, ScriptedPreparer, KNOWN_USAGE};
 use advisor::settings::DeliveryPolicy;
-use advisor::{AdvisorRuntime, RuntimeOptions};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval/corpus")
@@ -166,16 +165,7 @@ fn run_corpus_with(
     let preparer = Arc::new(tune(
         ScriptedPreparer::new(plans, DeliveryPolicy::Interrupt).unwrap(),
     ));
-    let runtime = AdvisorRuntime::new(RuntimeOptions {
-        arbiters: 2,
-        ..RuntimeOptions::default()
-    })
-    .unwrap();
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (runtime, tokio) = super::measured::eval_runtimes(2);
     let temp = tempfile::tempdir().unwrap();
     let options = EvalOptions {
         jobs,
@@ -487,6 +477,35 @@ fn sp1_ev9_the_default_tool_budget_costs_the_known_advisor_no_catch_and_no_false
     );
 }
 
+/// SP1–SP3 against EV9's known advisor over the shipped corpus, reading five files before
+/// its notes in every review: with the default spend controls its caught@0/1/3 and false
+/// alarms per control are the same as with `advisor.spendControls: false` (a control that
+/// blinds the advisor is a defect), and README's "Spend" table shows them.
+#[test]
+fn sp1_sp2_sp3_ev9_the_default_spend_controls_cost_the_known_advisor_no_catch() {
+    let mut figures = Vec::new();
+    for (label, on) in [
+        ("known advisor, no controls", false),
+        ("known advisor, default controls", true),
+    ] {
+        let (summary, _) = shipped_run(|p| {
+            p.with_reads(5)
+                .with_settings(super::measured::tune(move |s| s.spend_controls = on))
+        });
+        let t = &summary.total;
+        let cells = [
+            format!("{:.3}", t.caught0),
+            format!("{:.3}", t.caught1),
+            format!("{:.3}", t.caught3),
+            format!("{:.2}", t.false_alarms_per_control.unwrap_or(0.0)),
+        ];
+        eprintln!("{label}: {cells:?}");
+        super::measured::check_row(label, &cells);
+        figures.push(judgement(t));
+    }
+    assert_eq!(figures[1], figures[0], "default controls vs none");
+}
+
 /// A model that never answers: every review hangs.
 struct Silent;
 
@@ -531,16 +550,7 @@ fn ev2_a_case_that_hangs_is_scored_timeout_at_the_case_timeout_and_never_lost() 
     let preparer = Arc::new(Hanging(
         ScriptedPreparer::new(HashMap::new(), DeliveryPolicy::Interrupt).unwrap(),
     ));
-    let runtime = AdvisorRuntime::new(RuntimeOptions {
-        arbiters: 1,
-        ..RuntimeOptions::default()
-    })
-    .unwrap();
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (runtime, tokio) = super::measured::eval_runtimes(1);
     let temp = tempfile::tempdir().unwrap();
     let options = EvalOptions {
         jobs: 3,
@@ -580,16 +590,7 @@ fn ev2_a_stopped_run_reports_what_finished_marked_incomplete() {
     let preparer = Arc::new(Hanging(
         ScriptedPreparer::new(HashMap::new(), DeliveryPolicy::Interrupt).unwrap(),
     ));
-    let runtime = AdvisorRuntime::new(RuntimeOptions {
-        arbiters: 1,
-        ..RuntimeOptions::default()
-    })
-    .unwrap();
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (runtime, tokio) = super::measured::eval_runtimes(1);
     let options = EvalOptions {
         jobs: 1,
         case_timeout: Duration::from_secs(600),

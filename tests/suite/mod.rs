@@ -13,6 +13,7 @@ mod expanded_runtime;
 mod faults;
 mod judge_gate;
 mod layering;
+mod measured;
 mod merged_delivery;
 mod pi_e2e;
 mod pi_e2e_backups;

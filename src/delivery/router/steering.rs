@@ -13,7 +13,7 @@ impl RouterState {
     /// `wakesRefused` for `owner`; any other channel, or a wake still allowed (now used),
     /// stays.
     pub(super) fn limit_wake(&mut self, owner: &Owner, channel: Channel) -> Channel {
-        if channel != Channel::Wake || self.wakes.take() {
+        if channel != Channel::Wake || !self.spend_controls || self.wakes.take() {
             return channel;
         }
         tracing::info!("advisor-started wake refused: sent as a card");

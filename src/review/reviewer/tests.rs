@@ -179,6 +179,7 @@ fn engine(model: &ScriptedModel) -> ReviewEngine {
             evict_stale_results: true,
             // SP1 has tests of its own; these count on every call running.
             tool_budget: 50,
+            spend_controls: true,
         },
         guard: crate::review::quarantine::OutputGuard::new()
             .ok()
@@ -761,6 +762,7 @@ async fn x5_every_path_to_the_model_is_redacted_in_the_request_body() {
             // compaction this test needs to reach the summary path.
             evict_stale_results: false,
             tool_budget: 50,
+            spend_controls: true,
         },
         guard: None,
         redactor: Some(redactor.clone()),
