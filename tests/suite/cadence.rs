@@ -1,6 +1,6 @@
-//! Review cadence (SPEC §16, CA1–CA12, CA21) through `AdvisorHandle` mailboxes: the
-//! scenarios CA-S1, CA-S2 (its cadence part), CA-S7, CA-S8 and CA-S9, with virtual time for
-//! the 30 s caps.
+//! Review cadence (SPEC §16, CA1–CA12, CA17, CA20, CA21) through `AdvisorHandle` mailboxes:
+//! the scenarios CA-S1, CA-S2 (its cadence part), CA-S3, CA-S7, CA-S8, CA-S9 and CA-S12, with
+//! virtual time for the 30 s caps.
 
 use crate::support::roster::advisor;
 use crate::support::runtime as support;
@@ -13,14 +13,17 @@ use advisor::domain::host::{HostEvent, RewriteKind};
 use advisor::domain::transcript::{Transcript, TranscriptMessage};
 use advisor::model::scripted::{ScriptedModel, ScriptedReply};
 use advisor::model::{ModelClient, ModelError};
+use advisor::replay::merged_guidance;
 use advisor::roster::{
     ModelChoice, Roster, RosterAdvisor, RosterModels, RosterReload, RosterSettings, RosterSetup,
     Sourced,
 };
-use advisor::settings::{ReviewMode, SyncBacklog};
+use advisor::settings::{DeliveryPolicy, ReviewMode, SyncBacklog};
 use advisor::watchdog::WatchdogConfig;
 use advisor::{AdvisorHandle, AdvisorState, TurnEndOptions};
 use support::*;
+
+use super::review_core::{final_answer, tool_call_turn, tool_output};
 
 /// Ends turn `n` of `t` (a user line `turn n`), work in progress or final.
 pub(super) async fn turn(h: &AdvisorHandle, t: &Transcript, n: usize, wip: bool) {
@@ -119,6 +122,161 @@ async fn ca_s2_ca10_agent_end_strict_reviews_the_run_once_and_turn_end_waits_for
     gate.add_permits(1);
     let waited = ending.await.expect("the turn end returns");
     assert!(waited >= Duration::from_secs(600), "{waited:?}");
+}
+
+/// Ends turn `n` of `t` without a user message (one prompt's run goes on): a WIP round is
+/// a tool call `turn n` and its output, a final one the answer `turn n`.
+async fn agent_turn(h: &AdvisorHandle, t: &Transcript, n: usize, wip: bool) {
+    if wip {
+        t.push(tool_call_turn(&format!("turn {n}")));
+        t.push(tool_output("ok"));
+    } else {
+        t.push(final_answer(&format!("turn {n}")));
+    }
+    let options = TurnEndOptions {
+        will_continue: Some(wip),
+    };
+    h.turn_end_with(t, options).await.expect("the session runs");
+}
+
+/// The `turn N` lines each request of `model` carries, request by request.
+fn reviewed(model: &ScriptedModel) -> Vec<Vec<usize>> {
+    model
+        .requests()
+        .iter()
+        .map(|r| turns_in(&last_user_text(r)))
+        .collect()
+}
+
+/// CA-S2 then CA-S3: entry `Final` (agent-end, strict) reviews the user's run 1–4 once and
+/// its concern goes out as one wake; the woken run (5 WIP, 6 final) is its continuation
+/// (CA17): held, neither reviewed nor waited on; the user's next prompt ends turn 7, whose
+/// final boundary sends one review carrying 5–7.
+#[actix::test]
+async fn ca_s3_ca17_the_woken_run_is_held_and_the_next_prompt_reviews_it_with_its_own_turn() {
+    let model = ScriptedModel::new([ScriptedReply::advise(
+        "1",
+        "concern: the route lacks auth",
+        Some("concern"),
+    )]);
+    let mut final_entry = advisor("Final", "openai", "gpt-5", None);
+    final_entry.review_mode = Sourced::default_value(ReviewMode::AgentEnd);
+    final_entry.sync_backlog = Sourced::default_value(Some(SyncBacklog::Strict));
+    let roster = Roster {
+        advisors: vec![final_entry],
+        ..Roster::default()
+    };
+    let models: HashMap<String, Arc<dyn ModelClient>> = [(
+        "final".to_string(),
+        Arc::new(model.clone()) as Arc<dyn ModelClient>,
+    )]
+    .into();
+    let (h, mut rx) = runtime(Arc::new(ScriptedModel::new([])), SyncBacklog::Off, |cfg| {
+        cfg.model = None;
+        cfg.roster = Some(RosterSetup {
+            roster,
+            models: Arc::new(PerSlug(models)),
+            reload: None,
+        });
+    });
+    h.user_prompt().await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("add the endpoint")]);
+    for n in 1..=3 {
+        agent_turn(&h, &t, n, true).await;
+    }
+    assert_eq!(model.request_count(), 0, "no review before TurnEnd 4");
+    agent_turn(&h, &t, 4, false).await;
+    assert_eq!(reviewed(&model), [vec![1, 2, 3, 4]], "CA-S2: one review");
+    let expected = [
+        merged_guidance().to_string(),
+        "<advisory advisor=\"Final\" severity=\"concern\" guidance=\"weigh, don't blindly \
+         obey\">\nconcern: the route lacks auth\n</advisory>"
+            .to_string(),
+    ]
+    .join("\n");
+    match drain(&mut rx).as_slice() {
+        [HostEvent::Wake { card }] => assert_eq!(card.content, expected),
+        other => panic!("CA-S2: expected one wake, got {other:?}"),
+    }
+
+    // The woken run: its turns are the continuation's, held, and nothing is waited on (a
+    // review would be strict's to wait for).
+    h.run_state(true).await.unwrap();
+    agent_turn(&h, &t, 5, true).await;
+    agent_turn(&h, &t, 6, false).await;
+    h.run_state(false).await.unwrap();
+    assert_eq!(model.request_count(), 1, "nothing reviewed at 5 and 6");
+    let status = h.status().await.unwrap();
+    let cadence = &status
+        .advisors
+        .iter()
+        .find(|a| a.slug == "final")
+        .expect("Final")
+        .cadence;
+    assert_eq!(
+        (cadence.held_updates, cadence.eligible_updates),
+        (2, 1),
+        "held, not eligible (CA4)"
+    );
+    assert!(drain(&mut rx).is_empty(), "no second continuation");
+
+    // The user's next prompt: its final turn 7 sends one review of 5–7.
+    h.user_prompt().await.unwrap();
+    h.run_state(true).await.unwrap();
+    t.push(TranscriptMessage::user("now the tests"));
+    agent_turn(&h, &t, 7, false).await;
+    assert_eq!(reviewed(&model), [vec![1, 2, 3, 4], vec![5, 6, 7]]);
+}
+
+/// CA-S12: the unnamed advisor, interval 2, policy `defer`. The review scheduled at WIP
+/// `TurnEnd` 2 raises a concern, deferred; the final `TurnEnd` 3 (count 3, not scheduled)
+/// releases it (CA20) as one card with `turns_ago="1"` and the guidance; turn 3's delta is
+/// held, and the drain (CA21) reviews it.
+#[actix::test]
+async fn ca_s12_ca20_ca21_a_deferred_note_is_released_at_an_unscheduled_final_turn_end() {
+    let model = ScriptedModel::new([ScriptedReply::advise(
+        "1",
+        "concern: the loop never ends",
+        Some("concern"),
+    )]);
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.settings.review_interval = 2;
+        cfg.settings.policy = DeliveryPolicy::Defer;
+    });
+    let t = Transcript::from_messages([]);
+    turn(&h, &t, 1, true).await;
+    turn(&h, &t, 2, true).await;
+    assert_eq!(reviewed(&model), [vec![1, 2]]);
+    assert!(drain(&mut rx).is_empty(), "deferred at a WIP boundary");
+    turn(&h, &t, 3, false).await;
+    assert_eq!(model.request_count(), 1, "TurnEnd 3 is not scheduled");
+    let expected = [
+        merged_guidance().to_string(),
+        "<advisory severity=\"concern\" turns_ago=\"1\" guidance=\"weigh, don't blindly \
+         obey\">\nconcern: the loop never ends\n</advisory>"
+            .to_string(),
+    ]
+    .join("\n");
+    match drain(&mut rx).as_slice() {
+        [HostEvent::Card { card }] => {
+            assert_eq!(card.content, expected);
+            assert_eq!(card.notes.len(), 1);
+            assert_eq!(card.notes[0].turns_ago, Some(1));
+        }
+        other => panic!("expected one card, got {other:?}"),
+    }
+    let status = h.status().await.unwrap();
+    assert_eq!(
+        (status.cadence.held_updates, status.cadence.eligible_updates),
+        (1, 3)
+    );
+    h.await_drain().await.unwrap();
+    assert_eq!(
+        reviewed(&model),
+        [vec![1, 2], vec![3]],
+        "the drain reviews turn 3"
+    );
+    assert_eq!(h.status().await.unwrap().cadence.held_updates, 0);
 }
 
 #[actix::test]
