@@ -9,7 +9,8 @@
 #   scripts/llama-server.sh clean       stop, then remove target/llama
 #
 # Environment: LLAMA_DIR (default <repo>/target/llama), LLAMA_PORT (default 18080),
-# LLAMA_THREADS (default 1: with 2, OpenMP threads spinning on a shared machine ran 16x slower), LLAMA_CTX (default 8192).
+# LLAMA_THREADS (default 1: with 2, OpenMP threads spinning on a shared machine ran 16x slower), LLAMA_CTX (default 8192),
+# LLAMA_CHAT_FORMAT (default gemma; chatml-function-calling passes the system prompt and offers tools).
 #
 # llama-cpp-python ships only a source distribution, so the first install compiles llama.cpp
 # (about 10–30 minutes on 2 cores; CMAKE_ARGS keeps the build portable, -j2). Nothing here runs
@@ -27,6 +28,7 @@ DIR="${LLAMA_DIR:-$ROOT/target/llama}"
 PORT="${LLAMA_PORT:-18080}"
 THREADS="${LLAMA_THREADS:-1}"
 CTX="${LLAMA_CTX:-8192}"
+CHAT_FORMAT="${LLAMA_CHAT_FORMAT:-gemma}"
 VENV="$DIR/venv"
 PY="$VENV/bin/python"
 MODEL="$DIR/model/$MODEL_FILE"
@@ -95,7 +97,7 @@ start() {
     answers && die "port $PORT already answers but not with a server this script started" 6
     # The model's name as the client must send it is the alias; n_ctx bounds the prompt the
     # replayed reviews send.
-    setsid "$PY" -m llama_cpp.server --model "$MODEL" --model_alias "$MODEL_ALIAS" --chat_format gemma \
+    setsid "$PY" -m llama_cpp.server --model "$MODEL" --model_alias "$MODEL_ALIAS" --chat_format "$CHAT_FORMAT" \
         --host 127.0.0.1 --port "$PORT" --n_ctx "$CTX" --n_threads "$THREADS" \
         >"$LOG" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
