@@ -8,7 +8,10 @@ use serde_json::Value;
 
 use crate::domain::transcript::{AssistantBlock, Transcript, TranscriptMark, TranscriptMessage};
 use crate::redact::Redactor;
-use crate::render::{render_batch, render_delta, ExpandedMemory, TranscriptView, UPDATE_HEADING};
+use crate::render::{
+    is_blank, push_delta, render_batch, render_delta, ExpandedMemory, TranscriptView,
+    UPDATE_HEADING,
+};
 use crate::roster::PathFilter;
 use crate::tools::read::split_selector;
 use crate::watchdog::normalize_lexically;
@@ -156,7 +159,14 @@ pub struct FeedCursor {
     /// Whether the last update the cursor read touched a path `when` matches (always true
     /// without `when`).
     matched: bool,
+    /// The buffer each delta is rendered into, kept from one turn end to the next (up to
+    /// [`SCRATCH_KEPT`] bytes) so that a turn's rendering does not grow a new string.
+    scratch: String,
 }
+
+/// The largest rendering buffer a cursor keeps between turn ends; a larger one (a long
+/// replay) is freed once used.
+const SCRATCH_KEPT: usize = 64 * 1024;
 
 impl Default for FeedCursor {
     fn default() -> Self {
@@ -175,6 +185,7 @@ impl FeedCursor {
             redactor: build_redactor(),
             when: None,
             matched: true,
+            scratch: String::new(),
         }
     }
 
@@ -194,6 +205,7 @@ impl FeedCursor {
             redactor,
             when: None,
             matched: true,
+            scratch: String::new(),
         }
     }
 
@@ -299,15 +311,34 @@ impl FeedCursor {
         if self.view == TranscriptView::Expanded {
             return self.turn_delta(delta, budget, will_continue);
         }
-        let rendered = render_bounded(self.view, &delta, budget);
-        if rendered.trim().is_empty() {
+        if budget.is_some() {
+            let rendered = render_bounded(self.view, &delta, budget);
+            return self.delta_outcome(&rendered);
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        push_delta(self.view, &delta, &mut scratch);
+        let outcome = self.delta_outcome(&scratch);
+        if scratch.capacity() <= SCRATCH_KEPT {
+            self.scratch = scratch;
+        }
+        outcome
+    }
+
+    /// The outcome of a compact or full `rendered` delta: blank, or the heading and the
+    /// redacted text (X3, X5).
+    fn delta_outcome(&self, rendered: &str) -> FeedOutcome {
+        if is_blank(rendered) {
             return FeedOutcome::Blank;
         }
         let text = match &self.redactor {
-            Some(redactor) => redactor.redact(&rendered),
-            None => rendered.as_str().into(),
+            Some(redactor) => redactor.redact(rendered),
+            None => rendered.into(),
         };
-        FeedOutcome::Delta(format!("{UPDATE_HEADING}{text}"))
+        let mut prompt = String::with_capacity(UPDATE_HEADING.len() + text.len());
+        prompt.push_str(UPDATE_HEADING);
+        prompt.push_str(&text);
+        FeedOutcome::Delta(prompt)
     }
 
     /// Reads the transcript at `at`: `None` when its content was replaced since the mark

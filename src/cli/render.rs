@@ -2,7 +2,7 @@
 //! would be sent for each turn, one JSON object per line, without a model. The expanded view
 //! (the default) adds `parts`, the user messages the review is sent as, and `wip`.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use advisor::session::{read_session_arg, ReadLimits, SessionDriver, STDIN_NAME};
@@ -11,6 +11,9 @@ use advisor::TurnPrompts;
 use clap::Args;
 
 use super::{texts, CliError};
+
+/// How many bytes of output are gathered before they are written.
+const OUTPUT_BUFFER: usize = 64 * 1024;
 
 /// Arguments of `advisor render`.
 #[derive(Debug, Args)]
@@ -47,23 +50,21 @@ pub fn run(args: RenderArgs) -> Result<(), CliError> {
     }
     let mut prompts = TurnPrompts::new(SessionDriver::new(branch), args.transcript);
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = stdout.lock();
+    // Lines are written into one buffer, handed to standard output when it is full.
+    let mut buffer: Vec<u8> = Vec::with_capacity(OUTPUT_BUFFER + OUTPUT_BUFFER / 4);
     for prompt in prompts.by_ref() {
-        // Straight into the output buffer, with no string per line.
-        let written = match serde_json::to_writer(&mut out, &prompt) {
-            Ok(()) => out.write_all(b"\n"),
-            Err(e) if e.is_io() => Err(e.into()),
-            Err(e) => {
-                return Err(CliError::new(format!(
-                    "cannot encode turn {}: {e}",
-                    prompt.turn
-                )))
+        prompt.write_json_line(&mut buffer);
+        if buffer.len() >= OUTPUT_BUFFER {
+            if out.write_all(&buffer).is_err() {
+                // The reader went away (for example `| head`): stop quietly.
+                return Ok(());
             }
-        };
-        if written.is_err() {
-            // The reader went away (for example `| head`): stop quietly.
-            return Ok(());
+            buffer.clear();
         }
+    }
+    if out.write_all(&buffer).is_err() {
+        return Ok(());
     }
     out.flush().ok();
     // The process ends here: freeing every message of a long session one by one would

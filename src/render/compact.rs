@@ -10,7 +10,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{content_is_blank, push_joined, push_one_line, ToolIndex, ONE_LINE_MAX};
+use super::{
+    content_is_blank, decimal, is_blank, push_joined, push_one_line, ToolIndex, ONE_LINE_MAX,
+};
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, ExecutionMessage, ToolResultMessage,
     TranscriptMessage,
@@ -63,49 +65,62 @@ impl Label {
 /// Lines are written straight into one buffer, each followed by `\n`, so the buffer is the
 /// lines joined by `\n` plus one `\n`; a message's trailing blank line is one more `\n`.
 pub(super) fn render(delta: &[Arc<TranscriptMessage>]) -> String {
-    let index = ToolIndex::build(delta);
     let mut out = String::new();
+    render_into(delta, &mut out);
+    out
+}
+
+/// Appends [`render`]'s text of `delta` to `out`, which may already hold text: that text
+/// is left as it is.
+pub(super) fn render_into(delta: &[Arc<TranscriptMessage>], out: &mut String) {
+    let start = out.len();
+    write_lines(delta, out);
+    finish(out, start);
+}
+
+/// Writes the lines of `delta`, each followed by `\n`.
+fn write_lines(delta: &[Arc<TranscriptMessage>], out: &mut String) {
+    let index = ToolIndex::build(delta);
     let mut last: Option<Label> = None;
     for message in delta {
         match message.as_ref() {
-            TranscriptMessage::User(u) => render_user(&mut out, &mut last, Label::User, &u.content),
+            TranscriptMessage::User(u) => render_user(out, &mut last, Label::User, &u.content),
             TranscriptMessage::Developer(u) => {
-                render_user(&mut out, &mut last, Label::Developer, &u.content)
+                render_user(out, &mut last, Label::Developer, &u.content)
             }
-            TranscriptMessage::Assistant(a) => render_assistant(&mut out, &mut last, a, &index),
+            TranscriptMessage::Assistant(a) => render_assistant(out, &mut last, a, &index),
             TranscriptMessage::ToolResult(r) => {
                 if !index.has_call(&r.tool_call_id) {
                     last = None;
                     out.push_str("→ ");
                     out.push_str(&r.tool_name);
                     out.push_str("() ⇒ ");
-                    push_result_status(&mut out, r);
+                    push_result_status(out, r);
                     out.push_str("\n\n");
                 }
             }
             other => {
-                if push_one_liner(&mut out, other) {
+                if push_one_liner(out, other) {
                     last = None;
                     out.push_str("\n\n");
                 }
             }
         }
     }
-    finish(out)
 }
 
-/// Trims the buffer; `""` when blank, else the trimmed text plus one `\n`.
-fn finish(mut out: String) -> String {
-    let end = out.trim_end().len();
+/// Trims the text written from `start` on; nothing when it is blank, else the trimmed
+/// text plus one `\n`.
+fn finish(out: &mut String, start: usize) {
+    let end = start + out[start..].trim_end().len();
     out.truncate(end);
-    let start = out.len() - out.trim_start().len();
-    if start > 0 {
-        out.drain(..start);
+    let blank = out[start..].len() - out[start..].trim_start().len();
+    if blank > 0 {
+        out.drain(start..start + blank);
     }
-    if !out.is_empty() {
+    if out.len() > start {
         out.push('\n');
     }
-    out
 }
 
 /// Writes the label unless it is the last one printed.
@@ -133,8 +148,8 @@ fn render_assistant(
     index: &ToolIndex<'_>,
 ) {
     let shows = message.content.iter().any(|block| match block {
-        AssistantBlock::Text { text } => !text.trim().is_empty(),
-        AssistantBlock::Thinking { thinking } => !thinking.trim().is_empty(),
+        AssistantBlock::Text { text } => !is_blank(text),
+        AssistantBlock::Thinking { thinking } => !is_blank(thinking),
         AssistantBlock::ToolCall { .. } => true,
         AssistantBlock::RedactedThinking | AssistantBlock::Unknown(_) => false,
     });
@@ -144,11 +159,11 @@ fn render_assistant(
     push_label(out, last, Label::Agent);
     for block in &message.content {
         match block {
-            AssistantBlock::Text { text } if !text.trim().is_empty() => {
+            AssistantBlock::Text { text } if !is_blank(text) => {
                 out.push_str(text);
                 out.push('\n');
             }
-            AssistantBlock::Thinking { thinking } if !thinking.trim().is_empty() => {
+            AssistantBlock::Thinking { thinking } if !is_blank(thinking) => {
                 out.push_str("_thinking:_ ");
                 out.push_str(thinking);
                 out.push('\n');
@@ -173,7 +188,7 @@ fn render_assistant(
                     (None, None) => None,
                 };
                 if let Some(intent) = intent {
-                    if !intent.trim().is_empty() {
+                    if !is_blank(&intent) {
                         push_intent_line(out, &intent);
                     }
                 }
@@ -240,7 +255,7 @@ pub(super) fn push_arg(out: &mut String, arguments: &Value) {
 /// `serde_json` prints for it, so no key appears twice): each key with its value's text,
 /// in order. What [`push_arg`] writes from the tree, [`ArgFields::push_arg`] writes from
 /// these, byte for byte.
-struct ArgFields<'a>(Vec<(Str<'a>, &'a RawValue)>);
+struct ArgFields<'a>(Vec<(Cow<'a, str>, &'a str)>);
 
 /// A string, borrowed from the text when it holds no escapes.
 #[derive(Deserialize)]
@@ -253,22 +268,65 @@ impl<'a> ArgFields<'a> {
         if !text.starts_with('{') {
             return None;
         }
-        serde_json::from_str(text).ok()
+        if let Some(fields) = Self::scan(text) {
+            return Some(fields);
+        }
+        let fields: SerdeFields<'a> = serde_json::from_str(text).ok()?;
+        Some(ArgFields(
+            fields
+                .0
+                .into_iter()
+                .map(|(k, raw)| (k.0, raw.get()))
+                .collect(),
+        ))
+    }
+
+    /// The fields of `text`, serde_json's compact printing of an object (what
+    /// [`RawJson::as_text`](crate::domain::transcript::RawJson::as_text) holds: valid JSON),
+    /// found by walking its tokens: what the parse in [`ArgFields::read`] gives, without a
+    /// parser's bookkeeping. `None` (the parse then decides) on a key holding an escape or
+    /// on any text that is not of that printing's shape.
+    fn scan(text: &'a str) -> Option<Self> {
+        let b = text.as_bytes();
+        let mut fields = Vec::with_capacity(4);
+        if b.get(1) == Some(&b'}') {
+            return (b.len() == 2).then_some(ArgFields(fields));
+        }
+        let mut at = 1;
+        loop {
+            if b.get(at) != Some(&b'"') {
+                return None;
+            }
+            let end = plain_string_end(b, at + 1)?;
+            let key = text.get(at + 1..end)?;
+            at = end + 1;
+            if b.get(at) != Some(&b':') {
+                return None;
+            }
+            let start = at + 1;
+            at = value_end(b, start)?;
+            fields.push((Cow::Borrowed(key), text.get(start..at)?));
+            match b.get(at) {
+                Some(b',') => at += 1,
+                Some(b'}') if at + 1 == b.len() => return Some(ArgFields(fields)),
+                _ => return None,
+            }
+        }
     }
 
     /// The value of `key` when it is a string.
     fn string(&self, key: &str) -> Option<Cow<'a, str>> {
-        let (_, raw) = self.0.iter().find(|(k, _)| k.0 == key)?;
+        let (_, raw) = self.0.iter().find(|(k, _)| k == key)?;
         as_string(raw)
     }
 
     /// [`push_arg`] of the object these fields make.
     fn push_arg(&self, out: &mut String) {
         for key in ARG_KEYS {
-            let Some((_, raw)) = self.0.iter().find(|(k, _)| k.0 == key) else {
+            let Some((_, raw)) = self.0.iter().find(|(k, _)| k == key) else {
                 continue;
             };
-            match raw.get().as_bytes().first() {
+            match raw.as_bytes().first() {
                 Some(b'"') => {
                     if let Some(s) = as_string(raw).filter(|s| !s.is_empty()) {
                         push_one_line(out, &s, ONE_LINE_MAX);
@@ -277,7 +335,7 @@ impl<'a> ArgFields<'a> {
                 }
                 Some(b'[') => {
                     // An array of strings only; anything else in it passes the key over.
-                    if let Ok(strings) = serde_json::from_str::<Vec<Str<'_>>>(raw.get()) {
+                    if let Ok(strings) = serde_json::from_str::<Vec<Str<'_>>>(raw) {
                         if !strings.is_empty() {
                             let strings: Vec<&str> = strings.iter().map(|s| &*s.0).collect();
                             push_one_line(out, &strings.join(", "), ONE_LINE_MAX);
@@ -291,20 +349,20 @@ impl<'a> ArgFields<'a> {
         let first_string = self
             .0
             .iter()
-            .filter(|(k, _)| k.0 != INTENT_KEY)
+            .filter(|(k, _)| k != INTENT_KEY)
             .find_map(|(_, raw)| as_string(raw).filter(|s| !s.is_empty()));
         if let Some(s) = first_string {
             push_one_line(out, &s, ONE_LINE_MAX);
             return;
         }
-        if self.0.iter().any(|(k, _)| k.0 != INTENT_KEY) {
+        if self.0.iter().any(|(k, _)| k != INTENT_KEY) {
             let mut json = String::from("{");
-            for (k, raw) in self.0.iter().filter(|(k, _)| k.0 != INTENT_KEY) {
+            for (k, raw) in self.0.iter().filter(|(k, _)| k != INTENT_KEY) {
                 if json.len() > 1 {
                     json.push(',');
                 }
                 // The value's text is already its compact printing.
-                let _ = write!(json, "{}:{}", Value::from(&*k.0), raw.get());
+                let _ = write!(json, "{}:{}", Value::from(&**k), raw);
             }
             json.push('}');
             push_one_line(out, &json, ONE_LINE_MAX);
@@ -312,11 +370,75 @@ impl<'a> ArgFields<'a> {
     }
 }
 
-impl<'de> Deserialize<'de> for ArgFields<'de> {
+/// The index of the quote closing the string whose contents start at `from`, when the
+/// string holds no escape and no control character (its contents are then its value).
+fn plain_string_end(b: &[u8], from: usize) -> Option<usize> {
+    let len = b
+        .get(from..)?
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+    (b[from + len] == b'"').then_some(from + len)
+}
+
+/// The index of the quote closing the string whose contents start at `from`, escapes
+/// skipped; `None` at a control character (which JSON does not allow there).
+fn string_end(b: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    loop {
+        at += b
+            .get(at..)?
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        match b[at] {
+            b'"' => return Some(at),
+            b'\\' => at += 2,
+            _ => return None,
+        }
+    }
+}
+
+/// The index just past the value starting at `from` in compact JSON text.
+fn value_end(b: &[u8], from: usize) -> Option<usize> {
+    match b.get(from)? {
+        b'"' => string_end(b, from + 1).map(|end| end + 1),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut at = from;
+            loop {
+                match b.get(at)? {
+                    b'"' => at = string_end(b, at + 1)?,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(at + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                at += 1;
+            }
+        }
+        // A number, `true`, `false` or `null`: up to the first byte that cannot be in one.
+        b'-' | b'0'..=b'9' | b'a'..=b'z' => {
+            let len = b[from..]
+                .iter()
+                .position(|&c| !matches!(c, b'-' | b'+' | b'.' | b'0'..=b'9' | b'a'..=b'z' | b'E'))
+                .unwrap_or(b.len() - from);
+            Some(from + len)
+        }
+        _ => None,
+    }
+}
+
+/// The fields as serde_json reads them (the general path of [`ArgFields::read`]).
+struct SerdeFields<'a>(Vec<(Str<'a>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for SerdeFields<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct FieldsVisitor;
         impl<'de> Visitor<'de> for FieldsVisitor {
-            type Value = ArgFields<'de>;
+            type Value = SerdeFields<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an object")
             }
@@ -325,19 +447,23 @@ impl<'de> Deserialize<'de> for ArgFields<'de> {
                 while let Some(entry) = map.next_entry::<Str<'de>, &'de RawValue>()? {
                     fields.push(entry);
                 }
-                Ok(ArgFields(fields))
+                Ok(SerdeFields(fields))
             }
         }
         deserializer.deserialize_map(FieldsVisitor)
     }
 }
 
-/// The string a raw value holds; `None` when it holds something else.
-fn as_string<'a>(raw: &'a RawValue) -> Option<Cow<'a, str>> {
-    if !raw.get().starts_with('"') {
+/// The string a raw value's text holds; `None` when it holds something else.
+fn as_string(raw: &str) -> Option<Cow<'_, str>> {
+    if !raw.starts_with('"') {
         return None;
     }
-    serde_json::from_str::<Str<'a>>(raw.get()).ok().map(|s| s.0)
+    // No escape and no control character: the contents are the string.
+    if plain_string_end(raw.as_bytes(), 1) == Some(raw.len() - 1) {
+        return raw.get(1..raw.len() - 1).map(Cow::Borrowed);
+    }
+    serde_json::from_str::<Str<'_>>(raw).ok().map(|s| s.0)
 }
 
 /// `{"k":v,…}` of every argument but the intent, keys in their original order.
@@ -385,7 +511,9 @@ pub(super) fn push_status(out: &mut String, is_error: bool, lines: usize, first:
 
 /// Writes `N lines` (`1 line` singular).
 pub(super) fn push_line_count(out: &mut String, n: usize) {
-    let _ = write!(out, "{n} {}", if n == 1 { "line" } else { "lines" });
+    let mut digits = [0; 20];
+    out.extend(decimal(n, &mut digits).iter().map(|&d| char::from(d)));
+    out.push_str(if n == 1 { " line" } else { " lines" });
 }
 
 /// Number of `\n`-separated lines of the content's text blocks joined by `\n` (0 when that
@@ -506,6 +634,7 @@ pub(super) fn output_lines(s: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
     use serde_json::json;
 
     fn arg(v: Value) -> String {
@@ -559,6 +688,123 @@ mod tests {
         }
         assert!(ArgFields::read("[1]").is_none());
         assert!(ArgFields::read("null").is_none());
+    }
+
+    /// The fields as the general path (serde_json's parse) reads them.
+    fn parsed(text: &str) -> Option<Vec<(String, String)>> {
+        let fields: SerdeFields<'_> = serde_json::from_str(text).ok()?;
+        Some(
+            fields
+                .0
+                .into_iter()
+                .map(|(k, raw)| (k.0.into_owned(), raw.get().to_string()))
+                .collect(),
+        )
+    }
+
+    /// The fields the token walk finds, or `None` when it leaves `text` to the parse.
+    fn scanned(text: &str) -> Option<Vec<(String, String)>> {
+        let fields = ArgFields::scan(text)?;
+        Some(
+            fields
+                .0
+                .into_iter()
+                .map(|(k, raw)| (k.into_owned(), raw.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn l1_argument_walk_finds_what_the_parse_finds_or_leaves_it_to_the_parse() {
+        let texts = [
+            r#"{}"#,
+            r#"{"path":"src/m0.rs","oldText":"fn old_helper()","newText":"fn new_helper()"}"#,
+            r#"{"a":"q\"uote","b":"back\\slash","c":"\u0001\n"}"#,
+            r#"{"a":{"b":[1,"}",{"c":"]"}],"d":null},"e":-12,"f":true,"g":false}"#,
+            r#"{"é":"ünïcode ⇒ 😀","n":[],"o":{}}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"k\"ey":1}"#,
+            r#"{"a":"\\"}"#,
+            r#"{"a":[[["x"]]],"b":"\"}\""}"#,
+            // Not serde_json's compact printing: left to the parse, or answered alike.
+            r#"{ "a":1}"#,
+            r#"{"a": 1}"#,
+            r#"{"a":1 }"#,
+            r#"{"a" :1}"#,
+            r#"{"a":1}x"#,
+            r#"{"a":1,}"#,
+            r#"{"a":1.5e3}"#,
+            "{\"a\":\"tab\there\"}",
+        ];
+        for text in texts {
+            if let Some(fields) = scanned(text) {
+                assert_eq!(Some(fields), parsed(text), "{text}");
+            }
+        }
+        assert!(
+            scanned(r#"{"k\"ey":1}"#).is_none(),
+            "a key with an escape is parsed"
+        );
+        assert!(scanned(r#"{"a":1}"#).is_some());
+    }
+
+    #[test]
+    fn l1_a_plain_string_value_is_borrowed_as_the_parse_reads_it() {
+        for raw in [
+            r#""""#,
+            r#""a""#,
+            r#""a\"b""#,
+            r#""\\""#,
+            r#""\u00e9""#,
+            r#""é""#,
+            "\"a\tb\"",
+            "1",
+            "null",
+            r#""unterminated"#,
+        ] {
+            let parsed = serde_json::from_str::<Str<'_>>(raw).ok().map(|s| s.0);
+            let parsed = parsed.filter(|_| raw.starts_with('"'));
+            assert_eq!(as_string(raw), parsed, "{raw}");
+        }
+    }
+
+    #[test]
+    fn line_count_is_written_as_format_writes_it() {
+        for n in [0, 1, 2, 9, 10, 99, 100, 12_345, usize::MAX] {
+            let mut out = String::from("x");
+            push_line_count(&mut out, n);
+            let unit = if n == 1 { "line" } else { "lines" };
+            assert_eq!(out, format!("x{n} {unit}"));
+        }
+    }
+
+    proptest::proptest! {
+        /// On serde_json's compact printing of any object, the walk finds the parse's fields.
+        #[test]
+        fn l1_argument_walk_equals_the_parse_on_printed_objects(
+            pairs in proptest::collection::vec((
+                "[a-c\"\\\u{0}-\u{1f}é]{0,3}",
+                proptest::prop_oneof![
+                    proptest::strategy::Just(json!(null)),
+                    proptest::arbitrary::any::<i64>().prop_map(|n| json!(n)),
+                    proptest::arbitrary::any::<bool>().prop_map(|b| json!(b)),
+                    "[a-c\"\\\u{0}-\u{1f}é{}\\[\\],:]{0,6}".prop_map(|s| json!(s)),
+                    "[a-c\"{}]{0,4}".prop_map(|s| json!([s, {"k": [s]}])),
+                ],
+            ), 0..5)
+        ) {
+            let text = Value::Object(pairs.into_iter().collect()).to_string();
+            let general = parsed(&text);
+            proptest::prop_assert!(general.is_some());
+            if let Some(fields) = scanned(&text) {
+                proptest::prop_assert_eq!(Some(fields), general, "{}", text);
+            }
+            let read = ArgFields::read(&text).expect("an object");
+            let mut out = String::new();
+            read.push_arg(&mut out);
+            let tree: Value = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert_eq!(out, arg(tree));
+        }
     }
 
     #[test]

@@ -97,6 +97,15 @@ pub fn render_delta(view: TranscriptView, delta: &[Arc<TranscriptMessage>]) -> S
     }
 }
 
+/// Appends what [`render_delta`] returns for `delta` to `out`; the compact view writes
+/// straight into it.
+pub(crate) fn push_delta(view: TranscriptView, delta: &[Arc<TranscriptMessage>], out: &mut String) {
+    match view {
+        TranscriptView::Compact => compact::render_into(delta, out),
+        TranscriptView::Expanded | TranscriptView::Full => out.push_str(&render_delta(view, delta)),
+    }
+}
+
 /// `oneLine(s, max)`: whitespace runs collapsed to one space, trimmed, and cut to `max`
 /// characters (`max - 1` characters plus `…`) when longer.
 #[cfg(test)]
@@ -112,6 +121,16 @@ pub(crate) fn push_one_line(out: &mut String, s: &str, max: usize) {
     if max == 0 {
         return;
     }
+    // Most arguments (a path, a short command) are already one line: copied as they are.
+    if s.len() <= max && is_one_line(s.as_bytes()) {
+        out.push_str(s);
+        return;
+    }
+    push_words(out, s, max);
+}
+
+/// [`push_one_line`] word by word, for any `s` (`max` > 0).
+fn push_words(out: &mut String, s: &str, max: usize) {
     let mut count = 0usize;
     // Byte length of `out` once `max - 1` characters are written: where a cut lands.
     let mut cut_at = out.len();
@@ -132,20 +151,74 @@ pub(crate) fn push_one_line(out: &mut String, s: &str, max: usize) {
     }
 }
 
+/// True when `oneLine` leaves `s` as it is, `s` being at most `max` bytes long: ASCII only
+/// (so no Unicode whitespace, and no more characters than bytes), words separated by single
+/// spaces, no other whitespace and none at either end.
+fn is_one_line(s: &[u8]) -> bool {
+    if s.first() == Some(&b' ') || s.last() == Some(&b' ') {
+        return false;
+    }
+    let mut space = false;
+    for &b in s {
+        match b {
+            b' ' if space => return false,
+            b' ' => space = true,
+            // `char::is_whitespace` of ASCII: tab, line feed, vertical tab, form feed, return.
+            b'\t' | b'\n' | 0x0b | 0x0c | b'\r' => return false,
+            0x80.. => return false,
+            _ => space = false,
+        }
+    }
+    true
+}
+
+/// The decimal digits of `n`, as `{n}` formats it, written at the end of `digits`.
+pub(crate) fn decimal(mut n: usize, digits: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // A digit: `n % 10` is below 10.
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &digits[at..]
+}
+
 /// The default `max` of `oneLine`.
 pub(crate) const ONE_LINE_MAX: usize = 120;
 
-/// Per-delta lookups, built once so that rendering stays linear in the delta.
-pub(crate) struct ToolIndex<'a> {
-    /// Call id → the first result answering it.
-    results: FxHashMap<&'a str, &'a ToolResultMessage>,
-    /// Ids of the tool calls made by assistant messages of the delta.
-    calls: FxHashSet<&'a str>,
+/// Per-delta lookups, built once so that rendering stays linear in the delta. A delta of
+/// a few messages (one turn: the usual case) is searched in place instead, which answers
+/// the same without building the tables.
+pub(crate) enum ToolIndex<'a> {
+    /// At most [`SMALL_DELTA`] messages, searched on each lookup.
+    Small(&'a [Arc<TranscriptMessage>]),
+    /// A longer delta's tables.
+    Tables {
+        /// Call id → the first result answering it.
+        results: FxHashMap<&'a str, &'a ToolResultMessage>,
+        /// Ids of the tool calls made by assistant messages of the delta.
+        calls: FxHashSet<&'a str>,
+    },
 }
+
+/// The longest delta [`ToolIndex`] searches in place.
+const SMALL_DELTA: usize = 8;
 
 impl<'a> ToolIndex<'a> {
     /// Indexes the tool calls and results of `delta`.
     pub(crate) fn build(delta: &'a [Arc<TranscriptMessage>]) -> Self {
+        if delta.len() <= SMALL_DELTA {
+            return ToolIndex::Small(delta);
+        }
+        Self::tables(delta)
+    }
+
+    /// The tables of `delta`, whatever its length.
+    fn tables(delta: &'a [Arc<TranscriptMessage>]) -> Self {
         let mut results = FxHashMap::default();
         let mut calls = FxHashSet::default();
         for message in delta {
@@ -163,26 +236,52 @@ impl<'a> ToolIndex<'a> {
                 _ => {}
             }
         }
-        ToolIndex { results, calls }
+        ToolIndex::Tables { results, calls }
     }
 
-    /// The result answering call `id`, if the delta holds one.
+    /// The result answering call `id`, if the delta holds one (the first, if several do).
     pub(crate) fn result_for(&self, id: &str) -> Option<&'a ToolResultMessage> {
-        self.results.get(id).copied()
+        match self {
+            ToolIndex::Small(delta) => delta.iter().find_map(|message| match message.as_ref() {
+                TranscriptMessage::ToolResult(r) if r.tool_call_id == id => Some(r),
+                _ => None,
+            }),
+            ToolIndex::Tables { results, .. } => results.get(id).copied(),
+        }
     }
 
     /// True when the call answered by a result with this id is part of the delta.
     pub(crate) fn has_call(&self, id: &str) -> bool {
-        self.calls.contains(id)
+        match self {
+            ToolIndex::Small(delta) => delta.iter().any(|message| {
+                match message.as_ref() {
+                TranscriptMessage::Assistant(a) => a.content.iter().any(|block| {
+                    matches!(block, AssistantBlock::ToolCall { id: call, .. } if call == id)
+                }),
+                _ => false,
+            }
+            }),
+            ToolIndex::Tables { calls, .. } => calls.contains(id),
+        }
+    }
+}
+
+/// `s.trim().is_empty()`, answered at once when `s` starts with a visible ASCII character.
+pub(crate) fn is_blank(s: &str) -> bool {
+    match s.as_bytes().first() {
+        Some(&b) if b.is_ascii() && !matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') => {
+            false
+        }
+        _ => s.trim().is_empty(),
     }
 }
 
 /// True when the content's text (images counted as `[image]` when `images`) is blank.
 pub(crate) fn content_is_blank(content: &Content, images: bool) -> bool {
     match content {
-        Content::Text(s) => s.trim().is_empty(),
+        Content::Text(s) => is_blank(s),
         Content::Blocks(blocks) => blocks.iter().all(|b| match b {
-            ContentBlock::Text { text } => text.trim().is_empty(),
+            ContentBlock::Text { text } => is_blank(text),
             ContentBlock::Image { .. } => !images,
             ContentBlock::Unknown(_) => true,
         }),
@@ -283,6 +382,100 @@ mod tests {
         assert_eq!(one_line("ab", 1), "…");
         assert_eq!(one_line("a", 1), "a");
         assert_eq!(one_line("abc", 0), "");
+    }
+
+    /// The general `oneLine`, as the fast path must answer.
+    fn words(s: &str, max: usize) -> String {
+        let mut out = String::new();
+        push_words(&mut out, s, max);
+        out
+    }
+
+    #[test]
+    fn l1_one_line_fast_path_answers_as_the_word_walk() {
+        let cases = [
+            "",
+            "a",
+            "src/m0.rs",
+            "a b",
+            "a  b",
+            " a",
+            "a ",
+            "a\tb",
+            "a\nb",
+            "a\u{b}b",
+            "a\u{c}b",
+            "a\rb",
+            "a\u{a0}b",
+            "a\u{2028}b",
+            "é",
+            "ab cd ef",
+            "x\u{85}y",
+        ];
+        for s in cases {
+            for max in [1, 2, 3, 5, 8, 9, 10, 120] {
+                assert_eq!(one_line(s, max), words(s, max), "{s:?} {max}");
+            }
+        }
+        let long = "word ".repeat(40);
+        assert_eq!(one_line(long.trim(), 120), words(long.trim(), 120));
+        assert_eq!(one_line(&"x".repeat(120), 120), "x".repeat(120));
+        assert_eq!(
+            one_line(&"x".repeat(121), 120),
+            words(&"x".repeat(121), 120)
+        );
+    }
+
+    #[test]
+    fn is_blank_answers_as_trim() {
+        for s in [
+            "", " ", "a", " a", "\u{b}", "\u{b}x", "\u{a0}", "\u{a0}x", "é", "\n\t", "\u{3000}",
+        ] {
+            assert_eq!(is_blank(s), s.trim().is_empty(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn l1_tool_index_of_a_short_delta_answers_as_its_tables() {
+        let line = |v: serde_json::Value| Arc::new(serde_json::from_value(v).unwrap());
+        let call = |ids: &[&str]| {
+            let blocks: Vec<_> = ids
+                .iter()
+                .map(|id| serde_json::json!({"type": "toolCall", "id": id, "name": "read", "arguments": {}}))
+                .collect();
+            line(serde_json::json!({"role": "assistant", "content": blocks}))
+        };
+        let result = |id: &str, text: &str| {
+            line(
+                serde_json::json!({"role": "toolResult", "toolCallId": id, "toolName": "read", "content": text}),
+            )
+        };
+        let delta: Vec<Arc<TranscriptMessage>> = vec![
+            line(serde_json::json!({"role": "user", "content": "go"})),
+            call(&["a", "b"]),
+            result("a", "first"),
+            result("a", "second"),
+            result("c", "orphan"),
+            call(&["d"]),
+        ];
+        let small = ToolIndex::build(&delta);
+        assert!(matches!(small, ToolIndex::Small(_)));
+        let tables = ToolIndex::tables(&delta);
+        for id in ["a", "b", "c", "d", "e", ""] {
+            assert_eq!(small.has_call(id), tables.has_call(id), "{id}");
+            let text = |index: &ToolIndex<'_>| {
+                index
+                    .result_for(id)
+                    .map(|r| r.content.joined_text("\n", false))
+            };
+            assert_eq!(text(&small), text(&tables), "{id}");
+        }
+        assert_eq!(
+            small
+                .result_for("a")
+                .map(|r| r.content.joined_text("\n", false)),
+            Some("first".to_string())
+        );
     }
 
     #[test]
