@@ -162,7 +162,13 @@ pub struct FeedCursor {
     /// The buffer each delta is rendered into, kept from one turn end to the next (up to
     /// [`SCRATCH_KEPT`] bytes) so that a turn's rendering does not grow a new string.
     scratch: String,
+    /// The list each compact or full delta's messages are gathered in, kept empty from one
+    /// turn end to the next (up to [`DELTA_KEPT`] entries of room).
+    delta: Vec<Arc<TranscriptMessage>>,
 }
+
+/// The most room for messages a cursor keeps in its delta list between turn ends.
+const DELTA_KEPT: usize = 1024;
 
 /// The largest rendering buffer a cursor keeps between turn ends; a larger one (a long
 /// replay) is freed once used.
@@ -186,6 +192,7 @@ impl FeedCursor {
             when: None,
             matched: true,
             scratch: String::new(),
+            delta: Vec::new(),
         }
     }
 
@@ -206,6 +213,7 @@ impl FeedCursor {
             when: None,
             matched: true,
             scratch: String::new(),
+            delta: Vec::new(),
         }
     }
 
@@ -289,8 +297,15 @@ impl FeedCursor {
         at: &TranscriptMark,
         will_continue: Option<bool>,
     ) -> FeedOutcome {
+        // The compact and full views read into the cursor's kept list (emptied again
+        // below); the expanded view's list goes out with its outcome.
+        let kept = if self.view == TranscriptView::Expanded {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.delta)
+        };
         // No reading at all: the content was replaced since the mark was taken.
-        let Some(read) = self.read_turn(at) else {
+        let Some(read) = self.read_turn(at, kept) else {
             return FeedOutcome::Superseded;
         };
         // A reading, but the seen prefix is not there any more (X1).
@@ -322,6 +337,11 @@ impl FeedCursor {
         if scratch.capacity() <= SCRATCH_KEPT {
             self.scratch = scratch;
         }
+        let mut delta = delta;
+        delta.clear();
+        if delta.capacity() <= DELTA_KEPT {
+            self.delta = delta;
+        }
         outcome
     }
 
@@ -345,7 +365,12 @@ impl FeedCursor {
     /// was taken, `Some(None)` when the seen prefix is gone (X1), else the messages after
     /// the cursor without the advisor's own (X2) and whether they touched a path `when`
     /// matches (RO17, CA4).
-    fn read_turn(&self, at: &TranscriptMark) -> Option<Option<Reading>> {
+    /// The delta is collected into `delta` (an empty list, possibly with room).
+    fn read_turn(
+        &self,
+        at: &TranscriptMark,
+        mut delta: Vec<Arc<TranscriptMessage>>,
+    ) -> Option<Option<Reading>> {
         at.read(|messages| {
             let len = messages.len();
             if len < self.seen || !self.prefix_unchanged(messages) {
@@ -353,12 +378,9 @@ impl FeedCursor {
             }
             let new = &messages[self.seen..];
             let matched = self.when.as_ref().is_none_or(|when| when.touched(new));
+            delta.extend(new.iter().filter(|m| !m.is_advisor_message()).cloned());
             Some(Reading {
-                delta: new
-                    .iter()
-                    .filter(|m| !m.is_advisor_message())
-                    .cloned()
-                    .collect(),
+                delta,
                 last: messages.last().cloned(),
                 matched,
             })

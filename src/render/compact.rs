@@ -520,7 +520,11 @@ pub(super) fn push_line_count(out: &mut String, n: usize) {
 /// text is empty), and its first line; computed without building the joined text.
 fn text_lines(content: &Content) -> (usize, &str) {
     match content {
-        Content::Text(s) => (output_lines(s), first_line(s)),
+        Content::Text(s) if s.is_empty() => (0, ""),
+        Content::Text(s) => {
+            let (newlines, first) = newlines_and_first_line(s);
+            (newlines + 1, first)
+        }
         Content::Blocks(blocks) => {
             let mut texts = blocks.iter().filter_map(|b| match b {
                 ContentBlock::Text { text } => Some(text.as_str()),
@@ -530,7 +534,7 @@ fn text_lines(content: &Content) -> (usize, &str) {
                 return (0, "");
             };
             let mut parts = 1usize;
-            let mut count = count_newlines(first);
+            let (mut count, first_line) = newlines_and_first_line(first);
             for text in texts {
                 parts += 1;
                 count += count_newlines(text);
@@ -538,7 +542,7 @@ fn text_lines(content: &Content) -> (usize, &str) {
             if parts == 1 && first.is_empty() {
                 return (0, "");
             }
-            (count + parts, first_line(first))
+            (count + parts, first_line)
         }
     }
 }
@@ -617,9 +621,13 @@ fn count_newlines(s: &str) -> usize {
         .sum()
 }
 
-/// The text of `s` before its first `\n`.
-fn first_line(s: &str) -> &str {
-    s.split('\n').next().unwrap_or("")
+/// The number of `\n` bytes in `s` and the text before the first of them (all of `s`
+/// when it has none), in one pass.
+fn newlines_and_first_line(s: &str) -> (usize, &str) {
+    match memchr::memchr(b'\n', s.as_bytes()) {
+        None => (0, s),
+        Some(end) => (1 + count_newlines(&s[end + 1..]), &s[..end]),
+    }
 }
 
 /// Number of `\n`-separated lines of `s`, 0 when empty.
@@ -825,6 +833,8 @@ mod tests {
             json!("one"),
             json!(""),
             json!("x\n"),
+            json!("a\n\nb\nc"),
+            json!([{"type": "text", "text": "\nfirst"}, {"type": "text", "text": "x\ny\n"}]),
         ];
         for case in cases {
             let content: Content = serde_json::from_value(case).unwrap();

@@ -173,6 +173,7 @@ fn is_one_line(s: &[u8]) -> bool {
 }
 
 /// The decimal digits of `n`, as `{n}` formats it, written at the end of `digits`.
+#[inline]
 pub(crate) fn decimal(mut n: usize, digits: &mut [u8; 20]) -> &[u8] {
     let mut at = digits.len();
     loop {
