@@ -255,7 +255,23 @@ pub(super) fn push_arg(out: &mut String, arguments: &Value) {
 /// `serde_json` prints for it, so no key appears twice): each key with its value's text,
 /// in order. What [`push_arg`] writes from the tree, [`ArgFields::push_arg`] writes from
 /// these, byte for byte.
-struct ArgFields<'a>(Vec<(Cow<'a, str>, &'a str)>);
+enum ArgFields<'a> {
+    /// Up to [`INLINE_FIELDS`] fields whose keys are borrowed, held in place.
+    Inline {
+        /// The fields, the first `len` of them in use.
+        fields: [Field<'a>; INLINE_FIELDS],
+        /// How many fields are in use.
+        len: usize,
+    },
+    /// Any number of fields.
+    Heap(Vec<(Cow<'a, str>, &'a str)>),
+}
+
+/// A field's key and its value's text, both borrowed from the arguments' text.
+type Field<'a> = (&'a str, &'a str);
+
+/// How many fields [`ArgFields`] holds without an allocation.
+const INLINE_FIELDS: usize = 6;
 
 /// A string, borrowed from the text when it holds no escapes.
 #[derive(Deserialize)]
@@ -272,7 +288,7 @@ impl<'a> ArgFields<'a> {
             return Some(fields);
         }
         let fields: SerdeFields<'a> = serde_json::from_str(text).ok()?;
-        Some(ArgFields(
+        Some(ArgFields::Heap(
             fields
                 .0
                 .into_iter()
@@ -288,9 +304,12 @@ impl<'a> ArgFields<'a> {
     /// on any text that is not of that printing's shape.
     fn scan(text: &'a str) -> Option<Self> {
         let b = text.as_bytes();
-        let mut fields = Vec::with_capacity(4);
+        let mut fields = ArgFields::Inline {
+            fields: [("", ""); INLINE_FIELDS],
+            len: 0,
+        };
         if b.get(1) == Some(&b'}') {
-            return (b.len() == 2).then_some(ArgFields(fields));
+            return (b.len() == 2).then_some(fields);
         }
         let mut at = 1;
         loop {
@@ -305,25 +324,60 @@ impl<'a> ArgFields<'a> {
             }
             let start = at + 1;
             at = value_end(b, start)?;
-            fields.push((Cow::Borrowed(key), text.get(start..at)?));
+            fields.push(key, text.get(start..at)?);
             match b.get(at) {
                 Some(b',') => at += 1,
-                Some(b'}') if at + 1 == b.len() => return Some(ArgFields(fields)),
+                Some(b'}') if at + 1 == b.len() => return Some(fields),
                 _ => return None,
             }
         }
     }
 
+    /// Adds a field found by the walk.
+    fn push(&mut self, key: &'a str, value: &'a str) {
+        let spilled = match self {
+            ArgFields::Heap(heap) => {
+                heap.push((Cow::Borrowed(key), value));
+                return;
+            }
+            ArgFields::Inline { fields, len } => match fields.get_mut(*len) {
+                Some(free) => {
+                    *free = (key, value);
+                    *len += 1;
+                    return;
+                }
+                None => fields
+                    .iter()
+                    .chain([(key, value)].iter())
+                    .map(|&(k, v)| (Cow::Borrowed(k), v))
+                    .collect(),
+            },
+        };
+        *self = ArgFields::Heap(spilled);
+    }
+
+    /// Each field's key and value text, in order.
+    fn iter(&self) -> impl Iterator<Item = (&str, &'a str)> + '_ {
+        let (inline, heap): (&[Field<'a>], &[(Cow<'a, str>, &'a str)]) = match self {
+            ArgFields::Inline { fields, len } => (&fields[..*len], &[]),
+            ArgFields::Heap(heap) => (&[], heap),
+        };
+        inline
+            .iter()
+            .copied()
+            .chain(heap.iter().map(|(k, v)| (&**k, *v)))
+    }
+
     /// The value of `key` when it is a string.
     fn string(&self, key: &str) -> Option<Cow<'a, str>> {
-        let (_, raw) = self.0.iter().find(|(k, _)| k == key)?;
+        let (_, raw) = self.iter().find(|(k, _)| *k == key)?;
         as_string(raw)
     }
 
     /// [`push_arg`] of the object these fields make.
     fn push_arg(&self, out: &mut String) {
         for key in ARG_KEYS {
-            let Some((_, raw)) = self.0.iter().find(|(k, _)| k == key) else {
+            let Some((_, raw)) = self.iter().find(|(k, _)| *k == key) else {
                 continue;
             };
             match raw.as_bytes().first() {
@@ -347,22 +401,21 @@ impl<'a> ArgFields<'a> {
             }
         }
         let first_string = self
-            .0
             .iter()
-            .filter(|(k, _)| k != INTENT_KEY)
+            .filter(|(k, _)| *k != INTENT_KEY)
             .find_map(|(_, raw)| as_string(raw).filter(|s| !s.is_empty()));
         if let Some(s) = first_string {
             push_one_line(out, &s, ONE_LINE_MAX);
             return;
         }
-        if self.0.iter().any(|(k, _)| k != INTENT_KEY) {
+        if self.iter().any(|(k, _)| k != INTENT_KEY) {
             let mut json = String::from("{");
-            for (k, raw) in self.0.iter().filter(|(k, _)| k != INTENT_KEY) {
+            for (k, raw) in self.iter().filter(|(k, _)| *k != INTENT_KEY) {
                 if json.len() > 1 {
                     json.push(',');
                 }
                 // The value's text is already its compact printing.
-                let _ = write!(json, "{}:{}", Value::from(&**k), raw);
+                let _ = write!(json, "{}:{}", Value::from(k), raw);
             }
             json.push('}');
             push_one_line(out, &json, ONE_LINE_MAX);
@@ -715,9 +768,8 @@ mod tests {
         let fields = ArgFields::scan(text)?;
         Some(
             fields
-                .0
-                .into_iter()
-                .map(|(k, raw)| (k.into_owned(), raw.to_string()))
+                .iter()
+                .map(|(k, raw)| (k.to_string(), raw.to_string()))
                 .collect(),
         )
     }
@@ -754,6 +806,22 @@ mod tests {
             "a key with an escape is parsed"
         );
         assert!(scanned(r#"{"a":1}"#).is_some());
+        // Escaped values and nested values are walked, not left to the parse.
+        for text in &texts[..6] {
+            assert!(scanned(text).is_some(), "{text}");
+        }
+        // More fields than are held in place.
+        for n in [5, 6, 7, 9] {
+            let text =
+                Value::Object((0..n).map(|i| (format!("k{i}"), json!(i))).collect()).to_string();
+            assert_eq!(scanned(&text), parsed(&text), "{text}");
+            assert_eq!(scanned(&text).map(|f| f.len()), Some(n), "{text}");
+            let mut out = String::new();
+            ArgFields::read(&text)
+                .expect("an object")
+                .push_arg(&mut out);
+            assert_eq!(out, arg(serde_json::from_str(&text).unwrap()));
+        }
     }
 
     #[test]
@@ -799,7 +867,7 @@ mod tests {
                     "[a-c\"\\\u{0}-\u{1f}é{}\\[\\],:]{0,6}".prop_map(|s| json!(s)),
                     "[a-c\"{}]{0,4}".prop_map(|s| json!([s, {"k": [s]}])),
                 ],
-            ), 0..5)
+            ), 0..10)
         ) {
             let text = Value::Object(pairs.into_iter().collect()).to_string();
             let general = parsed(&text);
