@@ -526,24 +526,58 @@ impl<'de> Deserialize<'de> for AssistantBlocks {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an array of blocks")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::new();
-                while let Some(Obj(fields)) = seq.next_element::<Obj<AssistantBlockFields>>()? {
-                    blocks.push(fields.into_block()?);
-                }
-                blocks.shrink_to_fit();
-                Ok(AssistantBlocks(blocks))
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                collect_exact(seq, |seq| {
+                    seq.next_element::<Obj<AssistantBlockFields>>()?
+                        .map(|Obj(fields)| fields.into_block())
+                        .transpose()
+                })
+                .map(AssistantBlocks)
             }
         }
         deserializer.deserialize_seq(BlocksVisitor)
     }
 }
 
+/// How many elements of an array [`collect_exact`] holds on the stack.
+const HELD: usize = 4;
+
+/// The elements `next` reads from `seq`, in a vector of exactly their number: the first
+/// [`HELD`] are held on the stack until the array ends, so a short array (the usual one)
+/// costs a single allocation of the right size instead of growing and shrinking.
+fn collect_exact<S, T, E>(
+    mut seq: S,
+    mut next: impl FnMut(&mut S) -> Result<Option<T>, E>,
+) -> Result<Vec<T>, E> {
+    let mut held: [Option<T>; HELD] = [None, None, None, None];
+    let mut count = 0;
+    while count < HELD {
+        match next(&mut seq)? {
+            Some(item) => held[count] = Some(item),
+            None => break,
+        }
+        count += 1;
+    }
+    let more = if count == HELD { next(&mut seq)? } else { None };
+    let mut items = Vec::with_capacity(count + usize::from(more.is_some()));
+    for slot in &mut held[..count] {
+        items.extend(slot.take());
+    }
+    if let Some(item) = more {
+        items.push(item);
+        while let Some(item) = next(&mut seq)? {
+            items.push(item);
+        }
+        items.shrink_to_fit();
+    }
+    Ok(items)
+}
+
 /// The fields an assistant block of a known type may use.
 #[derive(Deserialize)]
-struct AssistantBlockFields<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Text<'a>>,
+struct AssistantBlockFields {
+    #[serde(rename = "type", default)]
+    kind: Option<BlockKind>,
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
@@ -556,24 +590,65 @@ struct AssistantBlockFields<'a> {
     arguments: Option<LeanRaw>,
 }
 
-impl AssistantBlockFields<'_> {
+impl AssistantBlockFields {
     /// The block, as the general way reads it; an error where it would keep the block
     /// opaque.
     fn into_block<E: de::Error>(self) -> Result<AssistantBlock, E> {
-        let kind = self.kind.as_ref().map(|k| &*k.0);
-        Ok(match (kind, self.text, self.thinking, self.id, self.name) {
-            (Some("text"), Some(text), ..) => AssistantBlock::Text { text },
-            (Some("thinking"), _, Some(thinking), ..) => AssistantBlock::Thinking { thinking },
-            (Some("redactedThinking" | "redacted_thinking"), ..) => {
-                AssistantBlock::RedactedThinking
-            }
-            (Some("toolCall"), _, _, Some(id), Some(name)) => AssistantBlock::ToolCall {
-                id,
-                name,
-                arguments: self.arguments.map_or_else(RawJson::null, |v| v.0),
+        use BlockKind as K;
+        Ok(
+            match (self.kind, self.text, self.thinking, self.id, self.name) {
+                (Some(K::Text), Some(text), ..) => AssistantBlock::Text { text },
+                (Some(K::Thinking), _, Some(thinking), ..) => AssistantBlock::Thinking { thinking },
+                (Some(K::RedactedThinking), ..) => AssistantBlock::RedactedThinking,
+                (Some(K::ToolCall), _, _, Some(id), Some(name)) => AssistantBlock::ToolCall {
+                    id,
+                    name,
+                    arguments: self.arguments.map_or_else(RawJson::null, |v| v.0),
+                },
+                _ => return Err(E::custom("block left to the general way")),
             },
-            _ => return Err(E::custom("block left to the general way")),
-        })
+        )
+    }
+}
+
+/// A block's `type`, told apart as it is read (no string kept): the types the general
+/// way knows, and `Other` for any other string.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum BlockKind {
+    Text,
+    Thinking,
+    RedactedThinking,
+    ToolCall,
+    Image,
+    Other,
+}
+
+impl BlockKind {
+    fn of(name: &str) -> Self {
+        match name {
+            "text" => BlockKind::Text,
+            "thinking" => BlockKind::Thinking,
+            "redactedThinking" | "redacted_thinking" => BlockKind::RedactedThinking,
+            "toolCall" => BlockKind::ToolCall,
+            "image" => BlockKind::Image,
+            _ => BlockKind::Other,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BlockKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KindVisitor;
+        impl Visitor<'_> for KindVisitor {
+            type Value = BlockKind;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a block type")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<BlockKind, E> {
+                Ok(BlockKind::of(v))
+            }
+        }
+        deserializer.deserialize_str(KindVisitor)
     }
 }
 
@@ -597,13 +672,13 @@ impl<'de> Deserialize<'de> for FastContent {
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
                 Ok(FastContent(Content::default()))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::new();
-                while let Some(Obj(fields)) = seq.next_element::<Obj<ContentBlockFields>>()? {
-                    blocks.push(fields.into_block()?);
-                }
-                blocks.shrink_to_fit();
-                Ok(FastContent(Content::Blocks(blocks)))
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                collect_exact(seq, |seq| {
+                    seq.next_element::<Obj<ContentBlockFields>>()?
+                        .map(|Obj(fields)| fields.into_block())
+                        .transpose()
+                })
+                .map(|blocks| FastContent(Content::Blocks(blocks)))
             }
         }
         deserializer.deserialize_any(ContentVisitor)
@@ -612,9 +687,9 @@ impl<'de> Deserialize<'de> for FastContent {
 
 /// The fields a content block of a known type may use.
 #[derive(Deserialize)]
-struct ContentBlockFields<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Text<'a>>,
+struct ContentBlockFields {
+    #[serde(rename = "type", default)]
+    kind: Option<BlockKind>,
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
@@ -625,11 +700,11 @@ struct ContentBlockFields<'a> {
     path: Option<String>,
 }
 
-impl ContentBlockFields<'_> {
+impl ContentBlockFields {
     fn into_block<E: de::Error>(self) -> Result<ContentBlock, E> {
-        match (self.kind.as_ref().map(|k| &*k.0), self.text) {
-            (Some("text"), Some(text)) => Ok(ContentBlock::Text { text }),
-            (Some("image"), _) => Ok(ContentBlock::Image {
+        match (self.kind, self.text) {
+            (Some(BlockKind::Text), Some(text)) => Ok(ContentBlock::Text { text }),
+            (Some(BlockKind::Image), _) => Ok(ContentBlock::Image {
                 data: self.data,
                 mime_type: self.mime_type,
                 path: self.path,
@@ -706,6 +781,75 @@ mod tests {
             let fast = lean(&message);
             assert_eq!(fast.as_ref(), Some(&general(&message)), "{message}");
         }
+    }
+
+    #[test]
+    fn l1_arrays_of_any_length_read_into_vectors_of_exactly_their_length() {
+        for len in 0..12usize {
+            let mut source = 0..len;
+            let items = collect_exact(&mut source, |s| Ok::<_, ()>(s.next())).expect("items");
+            assert_eq!(items, (0..len).collect::<Vec<_>>());
+            assert_eq!(items.capacity(), len);
+            // An error at any element is passed on.
+            for fail_at in 0..len {
+                let mut source = 0..len;
+                let read = collect_exact(&mut source, |s| match s.next() {
+                    Some(i) if i == fail_at => Err(i),
+                    other => Ok(other),
+                });
+                assert_eq!(read, Err(fail_at));
+            }
+        }
+        // Blocks read the fast way equal the general way, whatever their number.
+        for len in [0, 1, 3, 4, 5, 9] {
+            let blocks: Vec<Value> = (0..len)
+                .map(|i| json!({"type": "text", "text": format!("t{i}")}))
+                .collect();
+            for message in [
+                json!({"role": "user", "content": blocks}),
+                json!({"role": "assistant", "content": blocks}),
+            ] {
+                let fast = lean(&message).expect("read the fast way");
+                assert_eq!(fast, general(&message), "{message}");
+                let blocks = match &fast {
+                    TranscriptMessage::User(u) => match &u.content {
+                        Content::Blocks(b) => (b.len(), b.capacity()),
+                        other => panic!("not blocks: {other:?}"),
+                    },
+                    TranscriptMessage::Assistant(a) => (a.content.len(), a.content.capacity()),
+                    other => panic!("unexpected: {other:?}"),
+                };
+                assert_eq!(blocks, (len, len));
+            }
+        }
+    }
+
+    #[test]
+    fn l1_block_types_read_as_the_general_way_reads_them_escaped_or_odd() {
+        // Lines as written (escapes kept): the fast way's answer, when it gives one, is
+        // the general way's.
+        let messages = [
+            r#"{"role":"assistant","content":[{"type":"te\u0078t","text":"a"},{"type":"redacted_thinking"},{"type":"tool\u0043all","id":"1","name":"n","arguments":{"a":"\u00e9"}}]}"#,
+            r#"{"role":"user","content":[{"type":"imag\u0065","path":"p"},{"text":"no type","type":"text"}]}"#,
+            r#"{"role":"toolResult","content":[{"type":"text","text":"a","type":"text"}]}"#,
+            r#"{"role":"user","content":[{"type":null,"text":"a"}]}"#,
+            r#"{"role":"user","content":[{"type":7,"text":"a"}]}"#,
+            r#"{"role":"user","content":[{"type":"Text","text":"a"}]}"#,
+            r#"{"role":"assistant","content":[{"type":"thinking","thinking":"t","type":"text"}]}"#,
+            r#"{"role":"assistant","content":[{"type":["text"],"text":"a"}]}"#,
+        ];
+        let mut fast_count = 0;
+        for message in messages {
+            let line = format!(r#"{{"type":"message","id":"1","message":{message}}}"#);
+            let general: TranscriptMessage = serde_json::from_str(message).expect("a message");
+            if let Some(fast) = parse_entry(line.as_bytes()).and_then(|e| e.message) {
+                assert_eq!(fast, general, "{message}");
+                fast_count += 1;
+            }
+        }
+        // The first two are the fast way's; the rest (a key twice, a type that is not a
+        // known string) are left to the general way.
+        assert_eq!(fast_count, 2);
     }
 
     #[test]
