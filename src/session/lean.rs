@@ -180,39 +180,105 @@ impl<'de> Visitor<'de> for MessageVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FastMessage, A::Error> {
-        match map.next_key::<Text<'de>>()? {
-            Some(key) if key.0 == "role" => {}
+        match map.next_key::<Role>()? {
+            Some(Role::Key) => {}
             _ => return Err(de::Error::custom("role is not the first key")),
         }
-        let role: Text<'de> = map.next_value()?;
-        let rest = MapAccessDeserializer::new(map);
-        let message = match &*role.0 {
-            "user" => TranscriptMessage::User(UserView::deserialize(rest)?.into_message()?),
-            "developer" => {
-                TranscriptMessage::Developer(UserView::deserialize(rest)?.into_message()?)
+        let rest = |map| MapAccessDeserializer::new(map);
+        let message = match map.next_value::<Role>()? {
+            Role::User => {
+                TranscriptMessage::User(UserView::deserialize(rest(map))?.into_message()?)
             }
-            "assistant" => {
-                TranscriptMessage::Assistant(AssistantView::deserialize(rest)?.into_message()?)
+            Role::Developer => {
+                TranscriptMessage::Developer(UserView::deserialize(rest(map))?.into_message()?)
             }
-            "toolResult" => {
-                TranscriptMessage::ToolResult(ToolResultView::deserialize(rest)?.into_message()?)
+            Role::Assistant => {
+                TranscriptMessage::Assistant(AssistantView::deserialize(rest(map))?.into_message()?)
             }
-            "bashExecution" => {
-                TranscriptMessage::BashExecution(ExecutionView::deserialize(rest)?.into_message()?)
-            }
-            "pythonExecution" => TranscriptMessage::PythonExecution(
-                ExecutionView::deserialize(rest)?.into_message()?,
+            Role::ToolResult => TranscriptMessage::ToolResult(
+                ToolResultView::deserialize(rest(map))?.into_message()?,
             ),
-            "custom" => TranscriptMessage::Custom(CustomView::deserialize(rest)?.into_message()?),
-            "branchSummary" => TranscriptMessage::BranchSummary(
-                BranchSummaryView::deserialize(rest)?.into_message()?,
+            Role::BashExecution => TranscriptMessage::BashExecution(
+                ExecutionView::deserialize(rest(map))?.into_message()?,
             ),
-            "compactionSummary" => TranscriptMessage::CompactionSummary(
-                CompactionSummaryView::deserialize(rest)?.into_message()?,
+            Role::PythonExecution => TranscriptMessage::PythonExecution(
+                ExecutionView::deserialize(rest(map))?.into_message()?,
             ),
-            _ => return Err(de::Error::custom("role left to the general way")),
+            Role::Custom => {
+                TranscriptMessage::Custom(CustomView::deserialize(rest(map))?.into_message()?)
+            }
+            Role::BranchSummary => TranscriptMessage::BranchSummary(
+                BranchSummaryView::deserialize(rest(map))?.into_message()?,
+            ),
+            Role::CompactionSummary => TranscriptMessage::CompactionSummary(
+                CompactionSummaryView::deserialize(rest(map))?.into_message()?,
+            ),
+            Role::Key | Role::Other => {
+                return Err(de::Error::custom("role left to the general way"))
+            }
         };
         Ok(FastMessage(message))
+    }
+}
+
+/// A message's first key (`Key` when it is `role`) or its role, told apart as it is read
+/// (no string kept); `Other` for any other string.
+enum Role {
+    Key,
+    User,
+    Developer,
+    Assistant,
+    ToolResult,
+    BashExecution,
+    PythonExecution,
+    Custom,
+    BranchSummary,
+    CompactionSummary,
+    Other,
+}
+
+impl Named for Role {
+    const WHAT: &'static str = "a role";
+    fn named(name: &str) -> Self {
+        match name {
+            "role" => Role::Key,
+            "user" => Role::User,
+            "developer" => Role::Developer,
+            "assistant" => Role::Assistant,
+            "toolResult" => Role::ToolResult,
+            "bashExecution" => Role::BashExecution,
+            "pythonExecution" => Role::PythonExecution,
+            "custom" => Role::Custom,
+            "branchSummary" => Role::BranchSummary,
+            "compactionSummary" => Role::CompactionSummary,
+            _ => Role::Other,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(NamedVisitor(PhantomData))
+    }
+}
+
+/// A string told apart as it is read, with no string kept: a role, a block type.
+trait Named {
+    /// What the string names (for serde's messages).
+    const WHAT: &'static str;
+    /// The value `name` stands for.
+    fn named(name: &str) -> Self;
+}
+
+struct NamedVisitor<T>(PhantomData<T>);
+
+impl<T: Named> Visitor<'_> for NamedVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::WHAT)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        Ok(T::named(v))
     }
 }
 
@@ -561,7 +627,9 @@ fn collect_exact<S, T, E>(
     let more = if count == HELD { next(&mut seq)? } else { None };
     let mut items = Vec::with_capacity(count + usize::from(more.is_some()));
     for slot in &mut held[..count] {
-        items.extend(slot.take());
+        if let Some(item) = slot.take() {
+            items.push(item);
+        }
     }
     if let Some(item) = more {
         items.push(item);
@@ -623,8 +691,9 @@ enum BlockKind {
     Other,
 }
 
-impl BlockKind {
-    fn of(name: &str) -> Self {
+impl Named for BlockKind {
+    const WHAT: &'static str = "a block type";
+    fn named(name: &str) -> Self {
         match name {
             "text" => BlockKind::Text,
             "thinking" => BlockKind::Thinking,
@@ -638,17 +707,7 @@ impl BlockKind {
 
 impl<'de> Deserialize<'de> for BlockKind {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KindVisitor;
-        impl Visitor<'_> for KindVisitor {
-            type Value = BlockKind;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a block type")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<BlockKind, E> {
-                Ok(BlockKind::of(v))
-            }
-        }
-        deserializer.deserialize_str(KindVisitor)
+        deserializer.deserialize_str(NamedVisitor(PhantomData))
     }
 }
 
@@ -850,6 +909,29 @@ mod tests {
         // The first two are the fast way's; the rest (a key twice, a type that is not a
         // known string) are left to the general way.
         assert_eq!(fast_count, 2);
+    }
+
+    #[test]
+    fn l1_roles_read_as_the_general_way_reads_them_escaped_or_odd() {
+        // (message as written, whether the fast way reads it)
+        let messages = [
+            (r#"{"r\u006fle":"us\u0065r","content":"x"}"#, true),
+            (r#"{"role":"compactionSummary","summary":"s"}"#, true),
+            (r#"{"role":"role","content":"x"}"#, false),
+            (r#"{"role":"User","content":"x"}"#, false),
+            (r#"{"role":null,"content":"x"}"#, false),
+            (r#"{"role":["user"],"content":"x"}"#, false),
+            (r#"{"user":"role","content":"x"}"#, false),
+        ];
+        for (message, fast_way) in messages {
+            let line = format!(r#"{{"type":"message","id":"1","message":{message}}}"#);
+            let general: TranscriptMessage = serde_json::from_str(message).expect("a message");
+            let fast = parse_entry(line.as_bytes()).and_then(|e| e.message);
+            assert_eq!(fast.is_some(), fast_way, "{message}");
+            if let Some(fast) = fast {
+                assert_eq!(fast, general, "{message}");
+            }
+        }
     }
 
     #[test]
