@@ -156,8 +156,8 @@ fn holds_float(value: &Value) -> bool {
 /// How many keys of the objects open at once, and how many containers nested, the canonical
 /// check follows (on the stack, with no allocation); a text that needs more is read as a
 /// `Value` instead, which prints it the same way.
-const MAX_OPEN_KEYS: usize = 64;
-const MAX_DEPTH: usize = 32;
+const MAX_OPEN_KEYS: usize = 32;
+const MAX_DEPTH: usize = 16;
 
 /// A frame of an open array (an object's frame is the index of its first key).
 const ARRAY: u32 = u32::MAX;
@@ -227,6 +227,12 @@ pub(crate) fn is_canonical(text: &[u8]) -> bool {
                     keys[key_count] = (at as u32, end as u32);
                     key_count += 1;
                     expect_key = false;
+                    // A key is followed by its colon, with no space between.
+                    if text.get(end + 1) != Some(&b':') {
+                        return false;
+                    }
+                    at = end + 2;
+                    continue;
                 }
                 at = end + 1;
             }
@@ -355,6 +361,7 @@ mod tests {
     fn l1_texts_serde_json_would_print_otherwise_are_read_as_values() {
         for text in [
             r#"{"a": 1}"#,
+            r#"{"a" :1}"#,
             " 1",
             r#"{"a":1,"a":2}"#,
             r#"{"b":{"a":1},"a":{"a":2,"a":3}}"#,
