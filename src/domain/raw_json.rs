@@ -153,67 +153,96 @@ fn holds_float(value: &Value) -> bool {
     }
 }
 
+/// How many keys of the objects open at once, and how many containers nested, the canonical
+/// check follows (on the stack, with no allocation); a text that needs more is read as a
+/// `Value` instead, which prints it the same way.
+const MAX_OPEN_KEYS: usize = 32;
+const MAX_DEPTH: usize = 16;
+
+/// A frame of an open array (an object's frame is the index of its first key).
+const ARRAY: u32 = u32::MAX;
+
 /// Whether `text`, a valid JSON text, is exactly what serde_json prints for the `Value` it
 /// parses to: no whitespace between tokens; strings escaped only as serde_json escapes
 /// (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and `\u00xx` in lower case for the other
 /// control characters); integers only, of at most 18 digits (so they fit both `i64` and
 /// `u64`), never `-0`; no object with a key twice or with serde_json's raw-value key.
+///
+/// `false` also for a text nested deeper than `MAX_DEPTH` or with more than
+/// `MAX_OPEN_KEYS` keys open at once: the caller then reads it as a `Value`.
 pub(crate) fn is_canonical(text: &[u8]) -> bool {
-    // Keys of the objects open on the way down, each object's from its `frames` entry on.
-    let mut keys: Vec<&[u8]> = Vec::new();
-    // Per open container: `Some(first key index)` for an object, `None` for an array.
-    let mut frames: Vec<Option<usize>> = Vec::new();
-    let mut at = 0usize;
+    if u32::try_from(text.len()).is_err() {
+        return false;
+    }
+    // The keys (start and end in `text`) of the objects open on the way down, each
+    // object's from its frame on.
+    let mut keys = [(0u32, 0u32); MAX_OPEN_KEYS];
+    let mut key_count = 0usize;
+    // Per open container: its first key's index in `keys` for an object, `ARRAY` for an
+    // array.
+    let mut frames = [ARRAY; MAX_DEPTH];
+    let mut depth = 0usize;
     // Whether the next string is an object key.
     let mut expect_key = false;
-    while at < text.len() {
-        match text[at] {
-            b'{' => {
-                frames.push(Some(keys.len()));
-                expect_key = true;
-                at += 1;
-            }
-            b'[' => {
-                frames.push(None);
-                expect_key = false;
-                at += 1;
+    let mut at = 0usize;
+    while let Some(&byte) = text.get(at) {
+        at += 1;
+        match byte {
+            b'{' | b'[' => {
+                let Some(frame) = frames.get_mut(depth) else {
+                    return false;
+                };
+                expect_key = byte == b'{';
+                *frame = if expect_key { key_count as u32 } else { ARRAY };
+                depth += 1;
             }
             b'}' | b']' => {
-                if let Some(Some(start)) = frames.pop() {
-                    keys.truncate(start);
+                let Some(d) = depth.checked_sub(1) else {
+                    return false;
+                };
+                depth = d;
+                if frames[d] != ARRAY {
+                    key_count = frames[d] as usize;
                 }
                 expect_key = false;
-                at += 1;
             }
-            b',' => {
-                expect_key = matches!(frames.last(), Some(Some(_)));
-                at += 1;
-            }
-            b':' => {
-                expect_key = false;
-                at += 1;
-            }
+            b',' => expect_key = depth > 0 && frames[depth - 1] != ARRAY,
+            b':' => expect_key = false,
             b'"' => {
-                let Some(end) = string_end(text, at + 1) else {
+                let Some(end) = string_end(text, at) else {
                     return false;
                 };
                 if expect_key {
-                    let key = &text[at + 1..end];
-                    let start = frames.last().copied().flatten().unwrap_or(0);
-                    if key == RAW_VALUE_TOKEN || keys[start..].contains(&key) {
+                    let key = &text[at..end];
+                    let first = match depth.checked_sub(1).map(|d| frames[d]) {
+                        Some(first) if first != ARRAY => first as usize,
+                        _ => return false,
+                    };
+                    let seen = keys[first..key_count]
+                        .iter()
+                        .any(|&(s, e)| &text[s as usize..e as usize] == key);
+                    if seen || key == RAW_VALUE_TOKEN || key_count == MAX_OPEN_KEYS {
                         return false;
                     }
-                    keys.push(key);
+                    keys[key_count] = (at as u32, end as u32);
+                    key_count += 1;
                     expect_key = false;
+                    // A key is followed by its colon, with no space between.
+                    if text.get(end + 1) != Some(&b':') {
+                        return false;
+                    }
+                    at = end + 2;
+                    continue;
                 }
                 at = end + 1;
             }
             b'-' | b'0'..=b'9' => {
+                let start = at - 1;
                 let end = text[at..]
                     .iter()
-                    .position(|b| !matches!(b, b'-' | b'0'..=b'9'))
+                    .position(|b| !b.is_ascii_digit())
                     .map_or(text.len(), |i| at + i);
-                let number = &text[at..end];
+                let number = &text[start..end];
                 let digits = number.strip_prefix(b"-").unwrap_or(number);
                 let fraction = matches!(text.get(end), Some(b'.' | b'e' | b'E'));
                 if fraction || digits.len() > 18 || number == b"-0" {
@@ -222,7 +251,7 @@ pub(crate) fn is_canonical(text: &[u8]) -> bool {
                 at = end;
             }
             b't' | b'f' | b'n' => {
-                while at < text.len() && text[at].is_ascii_lowercase() {
+                while text.get(at).is_some_and(u8::is_ascii_lowercase) {
                     at += 1;
                 }
             }
@@ -233,16 +262,45 @@ pub(crate) fn is_canonical(text: &[u8]) -> bool {
     true
 }
 
+/// The index of the first `"` or `\\` in `bytes`: the first bytes are looked through eight
+/// at a time in a word, the rest of a long string with `memchr`.
+fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGH: u64 = ONES << 7;
+    const WORDS: usize = 4;
+    // A byte of `word` equal to `b` sets that byte's high bit (and maybe ones above it,
+    // never below: the lowest set bit is the first such byte).
+    fn matches(word: u64, b: u8) -> u64 {
+        let x = word ^ (ONES * u64::from(b));
+        x.wrapping_sub(ONES) & !x & HIGH
+    }
+    let mut at = 0;
+    for chunk in bytes.chunks_exact(8).take(WORDS) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        let found = matches(word, b'"') | matches(word, b'\\');
+        if found != 0 {
+            return Some(at + found.trailing_zeros() as usize / 8);
+        }
+        at += 8;
+    }
+    let rest = &bytes[at..];
+    if rest.len() < 8 {
+        return rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\')
+            .map(|i| at + i);
+    }
+    memchr::memchr2(b'"', b'\\', rest).map(|i| at + i)
+}
+
 /// The index of the quote closing the string whose contents start at `from`, when every
 /// escape in it is one serde_json writes.
 fn string_end(text: &[u8], from: usize) -> Option<usize> {
     let mut at = from;
     loop {
-        let next = at
-            + text
-                .get(at..)?
-                .iter()
-                .position(|b| matches!(b, b'"' | b'\\'))?;
+        let next = at + quote_or_backslash(text.get(at..)?)?;
         if text[next] == b'"' {
             return Some(next);
         }
@@ -286,6 +344,7 @@ mod tests {
             r#"{"path":"src/a.rs","oldText":"fn a()\n{\"x\"}\t\\","n":-12,"m":[1,true,null,{}],"e":""}"#,
             r#"{"c":"\u0001\u001f","u":"é ✓ 𝄞","z":[]}"#,
             r#"[{"a":1},{"a":2}]"#,
+            r#"{"long":"0123456789abcdefghij\"klmnopqrstuvwxyz0123456789\\tail\n","k":"0123456789abcdefghijklmnop"}"#,
             "null",
             "\"plain\"",
             "123456789012345678",
@@ -302,6 +361,7 @@ mod tests {
     fn l1_texts_serde_json_would_print_otherwise_are_read_as_values() {
         for text in [
             r#"{"a": 1}"#,
+            r#"{"a" :1}"#,
             " 1",
             r#"{"a":1,"a":2}"#,
             r#"{"b":{"a":1},"a":{"a":2,"a":3}}"#,
@@ -309,6 +369,8 @@ mod tests {
             r#""\u0041""#,
             r#""\u000a""#,
             r#""\u001F""#,
+            r#""0123456789abcdefghij\/""#,
+            r#"{"0123456789abcdefghij":1,"0123456789abcdefghij":2}"#,
             "-0",
             "1234567890123456789",
             "1.5",
@@ -323,6 +385,79 @@ mod tests {
         }
         // Keys repeated only across sibling objects are fine.
         assert!(is_canonical(br#"[{"a":1},{"a":1,"b":{"a":1}}]"#));
+    }
+
+    #[test]
+    fn l1_texts_wider_or_deeper_than_followed_are_read_as_values_printing_the_same() {
+        let wide = format!(
+            "{{{}}}",
+            (0..MAX_OPEN_KEYS + 1)
+                .map(|i| format!("\"k{i}\":{i}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        );
+        // Just within the limits, the text is kept as it is.
+        let narrow = format!(
+            "{{{}}}",
+            (0..MAX_OPEN_KEYS)
+                .map(|i| format!("\"k{i}\":{i}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let shallow = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        for (text, kept) in [
+            (wide, false),
+            (deep, false),
+            (narrow, true),
+            (shallow, true),
+        ] {
+            assert_eq!(is_canonical(text.as_bytes()), kept, "{text}");
+            let raw = RawJson::from_json_text(&text).expect("parses");
+            assert_eq!(raw.to_string(), text);
+            assert_eq!(
+                raw.to_value(),
+                serde_json::from_str::<Value>(&text).unwrap()
+            );
+        }
+        // Keys of closed objects no longer count towards the limit.
+        let siblings = format!("[{}]", vec![narrow_object(); 3].join(","));
+        assert!(is_canonical(siblings.as_bytes()));
+    }
+
+    fn narrow_object() -> String {
+        format!(
+            "{{{}}}",
+            (0..MAX_OPEN_KEYS)
+                .map(|i| format!("\"k{i}\":\"v\\n{i}\""))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    }
+
+    #[test]
+    fn l1_the_first_quote_or_backslash_is_found_at_any_position() {
+        for len in 0..80 {
+            for (at, b) in (0..len).flat_map(|i| [(i, b'"'), (i, b'\\')]) {
+                let mut bytes = vec![b'a'; len];
+                bytes[at] = b;
+                // A later match, and bytes that differ from the sought ones by one bit
+                // or one step, never hide the first.
+                if at + 2 < len {
+                    bytes[at + 2] = b'"';
+                }
+                if at > 0 {
+                    bytes[at - 1] = b'#';
+                }
+                assert_eq!(quote_or_backslash(&bytes), Some(at), "{len} {at}");
+            }
+            let plain: Vec<u8> = (0..len).map(|i| [b'#', b'!', 0xdc, b']'][i % 4]).collect();
+            assert_eq!(quote_or_backslash(&plain), None, "{len}");
+        }
     }
 
     #[test]
@@ -346,7 +481,7 @@ mod tests {
             any::<i64>().prop_map(|n| json!(n)),
             any::<u64>().prop_map(|n| json!(n)),
             any::<f64>().prop_map(|n| json!(n)),
-            "[a-c\"\\\\/\u{0}-\u{1f}é\u{7f}]{0,6}".prop_map(Value::String),
+            "[a-c\"\\\\/\u{0}-\u{1f}é\u{7f}]{0,24}".prop_map(Value::String),
         ];
         leaf.prop_recursive(4, 32, 4, |inner| {
             prop_oneof![

@@ -180,39 +180,105 @@ impl<'de> Visitor<'de> for MessageVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FastMessage, A::Error> {
-        match map.next_key::<Text<'de>>()? {
-            Some(key) if key.0 == "role" => {}
+        match map.next_key::<Role>()? {
+            Some(Role::Key) => {}
             _ => return Err(de::Error::custom("role is not the first key")),
         }
-        let role: Text<'de> = map.next_value()?;
-        let rest = MapAccessDeserializer::new(map);
-        let message = match &*role.0 {
-            "user" => TranscriptMessage::User(UserView::deserialize(rest)?.into_message()?),
-            "developer" => {
-                TranscriptMessage::Developer(UserView::deserialize(rest)?.into_message()?)
+        let rest = |map| MapAccessDeserializer::new(map);
+        let message = match map.next_value::<Role>()? {
+            Role::User => {
+                TranscriptMessage::User(UserView::deserialize(rest(map))?.into_message()?)
             }
-            "assistant" => {
-                TranscriptMessage::Assistant(AssistantView::deserialize(rest)?.into_message()?)
+            Role::Developer => {
+                TranscriptMessage::Developer(UserView::deserialize(rest(map))?.into_message()?)
             }
-            "toolResult" => {
-                TranscriptMessage::ToolResult(ToolResultView::deserialize(rest)?.into_message()?)
+            Role::Assistant => {
+                TranscriptMessage::Assistant(AssistantView::deserialize(rest(map))?.into_message()?)
             }
-            "bashExecution" => {
-                TranscriptMessage::BashExecution(ExecutionView::deserialize(rest)?.into_message()?)
-            }
-            "pythonExecution" => TranscriptMessage::PythonExecution(
-                ExecutionView::deserialize(rest)?.into_message()?,
+            Role::ToolResult => TranscriptMessage::ToolResult(
+                ToolResultView::deserialize(rest(map))?.into_message()?,
             ),
-            "custom" => TranscriptMessage::Custom(CustomView::deserialize(rest)?.into_message()?),
-            "branchSummary" => TranscriptMessage::BranchSummary(
-                BranchSummaryView::deserialize(rest)?.into_message()?,
+            Role::BashExecution => TranscriptMessage::BashExecution(
+                ExecutionView::deserialize(rest(map))?.into_message()?,
             ),
-            "compactionSummary" => TranscriptMessage::CompactionSummary(
-                CompactionSummaryView::deserialize(rest)?.into_message()?,
+            Role::PythonExecution => TranscriptMessage::PythonExecution(
+                ExecutionView::deserialize(rest(map))?.into_message()?,
             ),
-            _ => return Err(de::Error::custom("role left to the general way")),
+            Role::Custom => {
+                TranscriptMessage::Custom(CustomView::deserialize(rest(map))?.into_message()?)
+            }
+            Role::BranchSummary => TranscriptMessage::BranchSummary(
+                BranchSummaryView::deserialize(rest(map))?.into_message()?,
+            ),
+            Role::CompactionSummary => TranscriptMessage::CompactionSummary(
+                CompactionSummaryView::deserialize(rest(map))?.into_message()?,
+            ),
+            Role::Key | Role::Other => {
+                return Err(de::Error::custom("role left to the general way"))
+            }
         };
         Ok(FastMessage(message))
+    }
+}
+
+/// A message's first key (`Key` when it is `role`) or its role, told apart as it is read
+/// (no string kept); `Other` for any other string.
+enum Role {
+    Key,
+    User,
+    Developer,
+    Assistant,
+    ToolResult,
+    BashExecution,
+    PythonExecution,
+    Custom,
+    BranchSummary,
+    CompactionSummary,
+    Other,
+}
+
+impl Named for Role {
+    const WHAT: &'static str = "a role";
+    fn named(name: &str) -> Self {
+        match name {
+            "role" => Role::Key,
+            "user" => Role::User,
+            "developer" => Role::Developer,
+            "assistant" => Role::Assistant,
+            "toolResult" => Role::ToolResult,
+            "bashExecution" => Role::BashExecution,
+            "pythonExecution" => Role::PythonExecution,
+            "custom" => Role::Custom,
+            "branchSummary" => Role::BranchSummary,
+            "compactionSummary" => Role::CompactionSummary,
+            _ => Role::Other,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(NamedVisitor(PhantomData))
+    }
+}
+
+/// A string told apart as it is read, with no string kept: a role, a block type.
+trait Named {
+    /// What the string names (for serde's messages).
+    const WHAT: &'static str;
+    /// The value `name` stands for.
+    fn named(name: &str) -> Self;
+}
+
+struct NamedVisitor<T>(PhantomData<T>);
+
+impl<T: Named> Visitor<'_> for NamedVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::WHAT)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        Ok(T::named(v))
     }
 }
 
@@ -526,24 +592,60 @@ impl<'de> Deserialize<'de> for AssistantBlocks {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an array of blocks")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::new();
-                while let Some(Obj(fields)) = seq.next_element::<Obj<AssistantBlockFields>>()? {
-                    blocks.push(fields.into_block()?);
-                }
-                blocks.shrink_to_fit();
-                Ok(AssistantBlocks(blocks))
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                collect_exact(seq, |seq| {
+                    seq.next_element::<Obj<AssistantBlockFields>>()?
+                        .map(|Obj(fields)| fields.into_block())
+                        .transpose()
+                })
+                .map(AssistantBlocks)
             }
         }
         deserializer.deserialize_seq(BlocksVisitor)
     }
 }
 
+/// How many elements of an array [`collect_exact`] holds on the stack.
+const HELD: usize = 4;
+
+/// The elements `next` reads from `seq`, in a vector of exactly their number: the first
+/// [`HELD`] are held on the stack until the array ends, so a short array (the usual one)
+/// costs a single allocation of the right size instead of growing and shrinking.
+fn collect_exact<S, T, E>(
+    mut seq: S,
+    mut next: impl FnMut(&mut S) -> Result<Option<T>, E>,
+) -> Result<Vec<T>, E> {
+    let mut held: [Option<T>; HELD] = [None, None, None, None];
+    let mut count = 0;
+    while count < HELD {
+        match next(&mut seq)? {
+            Some(item) => held[count] = Some(item),
+            None => break,
+        }
+        count += 1;
+    }
+    let more = if count == HELD { next(&mut seq)? } else { None };
+    let mut items = Vec::with_capacity(count + usize::from(more.is_some()));
+    for slot in &mut held[..count] {
+        if let Some(item) = slot.take() {
+            items.push(item);
+        }
+    }
+    if let Some(item) = more {
+        items.push(item);
+        while let Some(item) = next(&mut seq)? {
+            items.push(item);
+        }
+        items.shrink_to_fit();
+    }
+    Ok(items)
+}
+
 /// The fields an assistant block of a known type may use.
 #[derive(Deserialize)]
-struct AssistantBlockFields<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Text<'a>>,
+struct AssistantBlockFields {
+    #[serde(rename = "type", default)]
+    kind: Option<BlockKind>,
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
@@ -556,24 +658,56 @@ struct AssistantBlockFields<'a> {
     arguments: Option<LeanRaw>,
 }
 
-impl AssistantBlockFields<'_> {
+impl AssistantBlockFields {
     /// The block, as the general way reads it; an error where it would keep the block
     /// opaque.
     fn into_block<E: de::Error>(self) -> Result<AssistantBlock, E> {
-        let kind = self.kind.as_ref().map(|k| &*k.0);
-        Ok(match (kind, self.text, self.thinking, self.id, self.name) {
-            (Some("text"), Some(text), ..) => AssistantBlock::Text { text },
-            (Some("thinking"), _, Some(thinking), ..) => AssistantBlock::Thinking { thinking },
-            (Some("redactedThinking" | "redacted_thinking"), ..) => {
-                AssistantBlock::RedactedThinking
-            }
-            (Some("toolCall"), _, _, Some(id), Some(name)) => AssistantBlock::ToolCall {
-                id,
-                name,
-                arguments: self.arguments.map_or_else(RawJson::null, |v| v.0),
+        use BlockKind as K;
+        Ok(
+            match (self.kind, self.text, self.thinking, self.id, self.name) {
+                (Some(K::Text), Some(text), ..) => AssistantBlock::Text { text },
+                (Some(K::Thinking), _, Some(thinking), ..) => AssistantBlock::Thinking { thinking },
+                (Some(K::RedactedThinking), ..) => AssistantBlock::RedactedThinking,
+                (Some(K::ToolCall), _, _, Some(id), Some(name)) => AssistantBlock::ToolCall {
+                    id,
+                    name,
+                    arguments: self.arguments.map_or_else(RawJson::null, |v| v.0),
+                },
+                _ => return Err(E::custom("block left to the general way")),
             },
-            _ => return Err(E::custom("block left to the general way")),
-        })
+        )
+    }
+}
+
+/// A block's `type`, told apart as it is read (no string kept): the types the general
+/// way knows, and `Other` for any other string.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum BlockKind {
+    Text,
+    Thinking,
+    RedactedThinking,
+    ToolCall,
+    Image,
+    Other,
+}
+
+impl Named for BlockKind {
+    const WHAT: &'static str = "a block type";
+    fn named(name: &str) -> Self {
+        match name {
+            "text" => BlockKind::Text,
+            "thinking" => BlockKind::Thinking,
+            "redactedThinking" | "redacted_thinking" => BlockKind::RedactedThinking,
+            "toolCall" => BlockKind::ToolCall,
+            "image" => BlockKind::Image,
+            _ => BlockKind::Other,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BlockKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(NamedVisitor(PhantomData))
     }
 }
 
@@ -597,13 +731,13 @@ impl<'de> Deserialize<'de> for FastContent {
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
                 Ok(FastContent(Content::default()))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::new();
-                while let Some(Obj(fields)) = seq.next_element::<Obj<ContentBlockFields>>()? {
-                    blocks.push(fields.into_block()?);
-                }
-                blocks.shrink_to_fit();
-                Ok(FastContent(Content::Blocks(blocks)))
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                collect_exact(seq, |seq| {
+                    seq.next_element::<Obj<ContentBlockFields>>()?
+                        .map(|Obj(fields)| fields.into_block())
+                        .transpose()
+                })
+                .map(|blocks| FastContent(Content::Blocks(blocks)))
             }
         }
         deserializer.deserialize_any(ContentVisitor)
@@ -612,9 +746,9 @@ impl<'de> Deserialize<'de> for FastContent {
 
 /// The fields a content block of a known type may use.
 #[derive(Deserialize)]
-struct ContentBlockFields<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Text<'a>>,
+struct ContentBlockFields {
+    #[serde(rename = "type", default)]
+    kind: Option<BlockKind>,
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
@@ -625,11 +759,11 @@ struct ContentBlockFields<'a> {
     path: Option<String>,
 }
 
-impl ContentBlockFields<'_> {
+impl ContentBlockFields {
     fn into_block<E: de::Error>(self) -> Result<ContentBlock, E> {
-        match (self.kind.as_ref().map(|k| &*k.0), self.text) {
-            (Some("text"), Some(text)) => Ok(ContentBlock::Text { text }),
-            (Some("image"), _) => Ok(ContentBlock::Image {
+        match (self.kind, self.text) {
+            (Some(BlockKind::Text), Some(text)) => Ok(ContentBlock::Text { text }),
+            (Some(BlockKind::Image), _) => Ok(ContentBlock::Image {
                 data: self.data,
                 mime_type: self.mime_type,
                 path: self.path,
@@ -705,6 +839,98 @@ mod tests {
         for message in messages {
             let fast = lean(&message);
             assert_eq!(fast.as_ref(), Some(&general(&message)), "{message}");
+        }
+    }
+
+    #[test]
+    fn l1_arrays_of_any_length_read_into_vectors_of_exactly_their_length() {
+        for len in 0..12usize {
+            let mut source = 0..len;
+            let items = collect_exact(&mut source, |s| Ok::<_, ()>(s.next())).expect("items");
+            assert_eq!(items, (0..len).collect::<Vec<_>>());
+            assert_eq!(items.capacity(), len);
+            // An error at any element is passed on.
+            for fail_at in 0..len {
+                let mut source = 0..len;
+                let read = collect_exact(&mut source, |s| match s.next() {
+                    Some(i) if i == fail_at => Err(i),
+                    other => Ok(other),
+                });
+                assert_eq!(read, Err(fail_at));
+            }
+        }
+        // Blocks read the fast way equal the general way, whatever their number.
+        for len in [0, 1, 3, 4, 5, 9] {
+            let blocks: Vec<Value> = (0..len)
+                .map(|i| json!({"type": "text", "text": format!("t{i}")}))
+                .collect();
+            for message in [
+                json!({"role": "user", "content": blocks}),
+                json!({"role": "assistant", "content": blocks}),
+            ] {
+                let fast = lean(&message).expect("read the fast way");
+                assert_eq!(fast, general(&message), "{message}");
+                let blocks = match &fast {
+                    TranscriptMessage::User(u) => match &u.content {
+                        Content::Blocks(b) => (b.len(), b.capacity()),
+                        other => panic!("not blocks: {other:?}"),
+                    },
+                    TranscriptMessage::Assistant(a) => (a.content.len(), a.content.capacity()),
+                    other => panic!("unexpected: {other:?}"),
+                };
+                assert_eq!(blocks, (len, len));
+            }
+        }
+    }
+
+    #[test]
+    fn l1_block_types_read_as_the_general_way_reads_them_escaped_or_odd() {
+        // Lines as written (escapes kept): the fast way's answer, when it gives one, is
+        // the general way's.
+        let messages = [
+            r#"{"role":"assistant","content":[{"type":"te\u0078t","text":"a"},{"type":"redacted_thinking"},{"type":"tool\u0043all","id":"1","name":"n","arguments":{"a":"\u00e9"}}]}"#,
+            r#"{"role":"user","content":[{"type":"imag\u0065","path":"p"},{"text":"no type","type":"text"}]}"#,
+            r#"{"role":"toolResult","content":[{"type":"text","text":"a","type":"text"}]}"#,
+            r#"{"role":"user","content":[{"type":null,"text":"a"}]}"#,
+            r#"{"role":"user","content":[{"type":7,"text":"a"}]}"#,
+            r#"{"role":"user","content":[{"type":"Text","text":"a"}]}"#,
+            r#"{"role":"assistant","content":[{"type":"thinking","thinking":"t","type":"text"}]}"#,
+            r#"{"role":"assistant","content":[{"type":["text"],"text":"a"}]}"#,
+        ];
+        let mut fast_count = 0;
+        for message in messages {
+            let line = format!(r#"{{"type":"message","id":"1","message":{message}}}"#);
+            let general: TranscriptMessage = serde_json::from_str(message).expect("a message");
+            if let Some(fast) = parse_entry(line.as_bytes()).and_then(|e| e.message) {
+                assert_eq!(fast, general, "{message}");
+                fast_count += 1;
+            }
+        }
+        // The first two are the fast way's; the rest (a key twice, a type that is not a
+        // known string) are left to the general way.
+        assert_eq!(fast_count, 2);
+    }
+
+    #[test]
+    fn l1_roles_read_as_the_general_way_reads_them_escaped_or_odd() {
+        // (message as written, whether the fast way reads it)
+        let messages = [
+            (r#"{"r\u006fle":"us\u0065r","content":"x"}"#, true),
+            (r#"{"role":"compactionSummary","summary":"s"}"#, true),
+            (r#"{"role":"role","content":"x"}"#, false),
+            (r#"{"role":"User","content":"x"}"#, false),
+            (r#"{"role":null,"content":"x"}"#, false),
+            (r#"{"role":["user"],"content":"x"}"#, false),
+            (r#"{"user":"role","content":"x"}"#, false),
+        ];
+        for (message, fast_way) in messages {
+            let line = format!(r#"{{"type":"message","id":"1","message":{message}}}"#);
+            let general: TranscriptMessage = serde_json::from_str(message).expect("a message");
+            let fast = parse_entry(line.as_bytes()).and_then(|e| e.message);
+            assert_eq!(fast.is_some(), fast_way, "{message}");
+            if let Some(fast) = fast {
+                assert_eq!(fast, general, "{message}");
+            }
         }
     }
 
