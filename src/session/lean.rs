@@ -786,6 +786,82 @@ impl<'de> Deserialize<'de> for LeanRaw {
     }
 }
 
+/// Reads one entry line the fast way together with its `parentId` (`None` inside when the
+/// key is absent or `null`), for the single pass over a version 2/3 file. `None` whenever
+/// [`parse_entry`] would answer `None`, and also for a `parentId` that is neither a string
+/// nor `null`, or written twice: lines the first pass's own parse refuses.
+pub(super) fn parse_entry_with_parent(
+    bytes: &[u8],
+) -> Option<(LeanEntry<'_>, Option<Cow<'_, str>>)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let WithParent(fields, parent) = serde_json::from_str::<
+        WithParent<EntryFields<'_, FastMessage, FastContent, LeanRaw>>,
+    >(text)
+    .ok()?;
+    Some((fields.into_entry(|m| m.0, |c| c.0, |v| v.0)?, parent))
+}
+
+/// A JSON object read into `T`, its `parentId` key taken out on the way (so `T` never sees
+/// it) and kept beside.
+struct WithParent<'de, T>(T, Option<Cow<'de, str>>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for WithParent<'de, T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TapVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for TapVisitor<T> {
+            type Value = WithParent<'de, T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let mut parent = None;
+                let fields = T::deserialize(MapAccessDeserializer::new(ParentTap {
+                    map,
+                    parent: &mut parent,
+                }))?;
+                Ok(WithParent(fields, parent.flatten()))
+            }
+        }
+        deserializer.deserialize_map(TapVisitor(PhantomData))
+    }
+}
+
+/// A map whose `parentId` entry is read into `parent` (present: `Some`) and hidden.
+struct ParentTap<'p, 'de, A> {
+    map: A,
+    parent: &'p mut Option<Option<Cow<'de, str>>>,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for ParentTap<'_, 'de, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        while let Some(Text(key)) = self.map.next_key::<Text<'de>>()? {
+            if key != "parentId" {
+                return seed
+                    .deserialize(de::value::CowStrDeserializer::<A::Error>::new(key))
+                    .map(Some);
+            }
+            if self.parent.is_some() {
+                return Err(de::Error::custom("duplicate parentId"));
+            }
+            let value: Option<Text<'de>> = self.map.next_value()?;
+            *self.parent = Some(value.map(|t| t.0));
+        }
+        Ok(None)
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,6 +69,7 @@ mod driver;
 mod input;
 mod lean;
 mod reader;
+mod skim;
 mod tree;
 
 pub use advisor_file::{advisor_file_path, AdvisorFilePathError, ADVISOR_FILE_NAME};

@@ -6,6 +6,14 @@
 //! branch is found by walking from the last entry to the root, and a second pass parses in
 //! full only the lines on that branch. Entries of abandoned branches are never deserialised.
 //!
+//! Every line has to be checked as JSON once: a line that is not is reported, and is no
+//! entry of the tree. The first pass reads a line written the way pi writes entries (type,
+//! id and parent first) by those leading keys alone, and leaves its check to the second
+//! pass, which reads each line anyway — the full parse checks a line on the branch, a fast
+//! grammar check ([`super::skim`]) one off it. Should a line turn out not to be what its
+//! leading keys said, the file is read again with the first pass checking every line, so
+//! the answer never depends on the shortcut.
+//!
 //! See the [module documentation](super) for the formats themselves.
 
 use std::io::{self, BufRead, BufReader, Seek};
@@ -19,6 +27,7 @@ use serde_json::Value;
 use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits, SessionError};
 use super::input::{open_regular, spool, Line, Lines};
 use super::lean::{self, EntryFields, LeanEntry};
+use super::skim::{leading, skim, Skimmed};
 use super::tree::{report_cycle, skim_tree};
 use crate::domain::transcript::{
     BranchSummaryMessage, Content, CustomMessage, RawJson, TranscriptMessage,
@@ -163,6 +172,18 @@ pub fn read_session_from_with<R: BufRead + Seek>(
     path: &Path,
     limits: &ReadLimits,
 ) -> Result<SessionBranch, SessionError> {
+    read_from(reader, path, limits, true)
+}
+
+/// [`read_session_from_with`]; `leading_ok` lets the first pass over a version 2/3 file
+/// take lines at their leading keys ([`read_tree`]); without it every line is checked in
+/// full there (what the answer must equal either way).
+fn read_from<R: BufRead + Seek>(
+    reader: R,
+    path: &Path,
+    limits: &ReadLimits,
+    leading_ok: bool,
+) -> Result<SessionBranch, SessionError> {
     let io_err = |source: io::Error| SessionError::Io {
         path: path.to_path_buf(),
         source,
@@ -177,16 +198,19 @@ pub fn read_session_from_with<R: BufRead + Seek>(
     let entries = if header.version <= 1 {
         read_linear(&mut lines, &mut diagnostics).map_err(io_err)?
     } else {
-        let mut index = skim_tree(&mut lines, &mut diagnostics).map_err(io_err)?;
-        let branch = index.current_branch();
-        if let Some(cycle) = &branch.cycle {
-            report_cycle(cycle, &mut diagnostics);
+        match read_tree(&mut lines, header_line, &mut diagnostics, leading_ok).map_err(io_err)? {
+            Some(entries) => entries,
+            None => {
+                // A line the first pass took at its leading keys is not what they said:
+                // everything recorded is dropped and the file read again, the first pass
+                // checking every line in full.
+                diagnostics = Diagnostics::default();
+                lines.rewind(header_line).map_err(io_err)?;
+                read_tree(&mut lines, header_line, &mut diagnostics, false)
+                    .map_err(io_err)?
+                    .unwrap_or_default()
+            }
         }
-        diagnostics.off_branch = index.entry_count().saturating_sub(branch.lines.len());
-        let kept_targets = index.take_kept_targets();
-        drop(index);
-        lines.rewind(header_line).map_err(io_err)?;
-        read_branch(&mut lines, &branch.lines, &kept_targets, &mut diagnostics).map_err(io_err)?
     };
     diagnostics.malformed.sort_by_key(|(line, _)| *line);
     let branch = SessionBranch {
@@ -530,6 +554,65 @@ fn place_linear(
     }
 }
 
+/// A version 2/3 file in two passes: the tree's ids and parents, then (after a rewind to
+/// the line after the header) the lines on the current branch.
+///
+/// With `leading_ok`, the first pass takes the lines pi writes at their leading keys
+/// ([`skim_tree`]); the second pass then checks every such line in full — the full parse
+/// of a line on the branch, the first pass's own check ([`skim`]) of a line off it — and
+/// answers `None` when one is not what its leading keys said (the caller reads the file
+/// again without them). So the answer is always what a first pass checking every line
+/// would give, and each line on the branch is still parsed only once.
+fn read_tree<R: BufRead + Seek>(
+    lines: &mut Lines<R>,
+    header_line: usize,
+    diagnostics: &mut Diagnostics,
+    leading_ok: bool,
+) -> io::Result<Option<Vec<BranchEntry>>> {
+    let mut index = skim_tree(lines, diagnostics, leading_ok)?;
+    let branch = index.current_branch();
+    if let Some(cycle) = &branch.cycle {
+        report_cycle(cycle, diagnostics);
+    }
+    diagnostics.off_branch = index.entry_count().saturating_sub(branch.lines.len());
+    let kept_targets = index.take_kept_targets();
+    let check = index.unchecked > 0;
+    drop(index);
+    lines.rewind(header_line)?;
+    read_branch(lines, &branch.lines, &kept_targets, diagnostics, check)
+}
+
+/// Whether the line `lead` was read from is, read whole by the first pass's own check, the
+/// entry `lead` says.
+fn skim_confirms(bytes: &[u8], lead: &Skimmed<'_>) -> bool {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(skim)
+        .is_some_and(|whole| whole == *lead)
+}
+
+/// The full parse of a branch line the first pass took at its leading keys `lead`; `Err`
+/// when the line is not that entry.
+fn confirmed_entry<'a>(
+    line: usize,
+    bytes: &'a [u8],
+    lead: &Skimmed<'_>,
+    diagnostics: &mut Diagnostics,
+) -> Result<Option<LeanEntry<'a>>, ()> {
+    if let Some((entry, parent)) = lean::parse_entry_with_parent(bytes) {
+        // A parse that succeeds read these keys once each, so they cannot differ from the
+        // leading ones; compared all the same.
+        let same = *entry.kind == *lead.kind
+            && entry.id.as_deref() == lead.id
+            && parent.as_deref() == lead.parent;
+        return if same { Ok(Some(entry)) } else { Err(()) };
+    }
+    if !skim_confirms(bytes, lead) {
+        return Err(());
+    }
+    Ok(parse_entry(line, bytes, diagnostics))
+}
+
 /// Second pass over a version 2/3 file: parses the lines on the branch.
 ///
 /// Only the ids in `kept_targets` (those compactions name) are remembered on the way.
@@ -538,7 +621,8 @@ fn read_branch<R: BufRead + Seek>(
     path_lines: &[usize],
     kept_targets: &FxHashSet<Box<str>>,
     diagnostics: &mut Diagnostics,
-) -> io::Result<Vec<BranchEntry>> {
+    check: bool,
+) -> io::Result<Option<Vec<BranchEntry>>> {
     // (line, position on the path), sorted by line for a single forward scan. A branch
     // written in file order (the usual case) needs no reordering: its entries go straight
     // into the branch.
@@ -560,20 +644,39 @@ fn read_branch<R: BufRead + Seek>(
     let mut unresolved: Vec<(usize, String)> = Vec::new();
     let mut ids: FxHashMap<String, usize> = FxHashMap::default();
     let mut next = wanted.iter().peekable();
-    while let Some(&&(want_line, pos)) = next.peek() {
+    loop {
+        let want = next.peek().map(|&&(line, pos)| (line, pos));
+        if want.is_none() && !check {
+            break;
+        }
         let Some((line, text)) = lines.next_line()? else {
             break;
         };
-        if line < want_line {
+        let Some((want_line, pos)) = want.filter(|&(want_line, _)| line >= want_line) else {
+            // Off the branch: only checked, when the first pass took it unchecked.
+            if let (true, Line::Text(bytes)) = (check, text) {
+                if let Some(lead) = leading(bytes) {
+                    if !skim_confirms(bytes, &lead) {
+                        return Ok(None);
+                    }
+                }
+            }
             continue;
-        }
+        };
         next.next();
         let (Line::Text(bytes), false) = (text, line > want_line) else {
             // The file changed between the passes; stop rather than misplace entries.
             tracing::warn!(line, "session file changed while it was read");
             break;
         };
-        let Some(mut entry) = parse_entry(line, bytes, diagnostics) else {
+        let read = match leading(bytes).filter(|_| check) {
+            Some(lead) => match confirmed_entry(line, bytes, &lead, diagnostics) {
+                Ok(read) => read,
+                Err(()) => return Ok(None),
+            },
+            None => parse_entry(line, bytes, diagnostics),
+        };
+        let Some(mut entry) = read else {
             continue;
         };
         if let Some(id) = entry.id.take() {
@@ -603,7 +706,7 @@ fn read_branch<R: BufRead + Seek>(
         for (index, id) in unresolved {
             builder.resolve(index, ids.get(&id).copied());
         }
-        return Ok(builder.entries);
+        return Ok(Some(builder.entries));
     }
     builder
         .entries
@@ -619,7 +722,7 @@ fn read_branch<R: BufRead + Seek>(
         };
         builder.push(pos, pending, target);
     }
-    Ok(builder.entries)
+    Ok(Some(builder.entries))
 }
 
 #[cfg(test)]
@@ -1271,5 +1374,201 @@ mod tests {
             b.diagnostics.skipped
         );
         assert_eq!(b.messages().count(), 2);
+    }
+
+    /// A buffered source that counts its seeks: each pass after the first starts with one.
+    struct CountedSeeks {
+        inner: Cursor<Vec<u8>>,
+        seeks: std::rc::Rc<std::cell::Cell<usize>>,
+    }
+
+    impl Read for CountedSeeks {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            self.inner.read(out)
+        }
+    }
+
+    impl BufRead for CountedSeeks {
+        fn fill_buf(&mut self) -> io::Result<&[u8]> {
+            self.inner.fill_buf()
+        }
+        fn consume(&mut self, n: usize) {
+            self.inner.consume(n)
+        }
+    }
+
+    impl Seek for CountedSeeks {
+        fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+            self.seeks.set(self.seeks.get() + 1);
+            self.inner.seek(to)
+        }
+    }
+
+    /// The file read as the reader reads it, and with every line checked in full by the
+    /// first pass; how many times the first read rewound.
+    fn fast_and_checked(text: &str, limits: &ReadLimits) -> (SessionBranch, SessionBranch, usize) {
+        let seeks = std::rc::Rc::new(std::cell::Cell::new(0));
+        let source = CountedSeeks {
+            inner: Cursor::new(text.as_bytes().to_vec()),
+            seeks: seeks.clone(),
+        };
+        let path = Path::new("t.jsonl");
+        let fast = read_from(source, path, limits, true).expect("a session");
+        let checked = read_from(Cursor::new(text.as_bytes().to_vec()), path, limits, false)
+            .expect("a session");
+        (fast, checked, seeks.get())
+    }
+
+    fn lines_of(lines: &[String]) -> String {
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// An entry line as pi writes it: type, id and parent first.
+    fn pi_line(kind: &str, id: &str, parent: Option<&str>, rest: &str) -> String {
+        format!(
+            r#"{{"type":"{kind}","id":"{id}","parentId":{},{rest}}}"#,
+            json!(parent)
+        )
+    }
+
+    fn pi_user(id: &str, parent: Option<&str>, text: &str) -> String {
+        pi_line(
+            "message",
+            id,
+            parent,
+            &format!(r#""message":{}"#, user(text)),
+        )
+    }
+
+    /// A branched file written the way pi writes it, with everything the first pass and the
+    /// second have to record: malformed lines, a compaction by id, skipped entries.
+    fn pi_tree() -> Vec<String> {
+        vec![
+            header(Some(3)).to_string(),
+            pi_user("a", None, "one"),
+            "{not json".to_string(),
+            pi_user("b", Some("a"), "two"),
+            pi_user("x", Some("b"), "abandoned"),
+            pi_line("model_change", "c", Some("b"), r#""provider":"p""#),
+            pi_line("message", "d", Some("c"), r#""message":5"#),
+            pi_line(
+                "compaction",
+                "e",
+                Some("d"),
+                r#""summary":"s","firstKeptEntryId":"b","tokensBefore":3"#,
+            ),
+            json!({"type":"message","id":"f","parentId":"e","message":user("odd order")})
+                .to_string(),
+            pi_user("g", Some("f"), "three"),
+        ]
+    }
+
+    #[test]
+    fn l1_lines_taken_at_their_leading_keys_read_as_lines_checked_in_full() {
+        let (fast, checked, seeks) =
+            fast_and_checked(&lines_of(&pi_tree()), &ReadLimits::default());
+        assert_eq!(seeks, 1, "two passes, no third");
+        assert_eq!(fast, checked);
+        assert_eq!(
+            texts(&fast),
+            ["one", "two", "compaction>1", "odd order", "three"]
+        );
+        assert_eq!(fast.diagnostics.off_branch, 1);
+        let lines: Vec<usize> = fast.diagnostics.malformed.iter().map(|(l, _)| *l).collect();
+        assert_eq!(lines, [3, 7], "{:?}", fast.diagnostics.malformed);
+    }
+
+    #[test]
+    fn l1_a_line_whose_leading_keys_mislead_is_read_again_checked_in_full() {
+        let limits = ReadLimits::default();
+        let misleading = [
+            // The rest of the line is not JSON: on the branch, and off it.
+            (pi_line("message", "h", Some("g"), r#""message":{"#), true),
+            (pi_line("message", "h", Some("b"), r#""message":{"#), false),
+            // A second id or parent further on.
+            (
+                pi_line(
+                    "message",
+                    "h",
+                    Some("g"),
+                    r#""id":"z","message":{"role":"user","content":"x"}"#,
+                ),
+                true,
+            ),
+            (pi_line("label", "h", Some("b"), r#""parentId":"a""#), false),
+            // A type written twice.
+            (
+                pi_line("message", "h", Some("g"), r#""type":"label""#),
+                true,
+            ),
+        ];
+        for (line, on_branch) in misleading {
+            let mut lines = pi_tree();
+            lines.push(line.clone());
+            if !on_branch {
+                lines.push(pi_user("i", Some("g"), "last"));
+            }
+            let (fast, checked, seeks) = fast_and_checked(&lines_of(&lines), &limits);
+            assert_eq!(seeks, 3, "{line}: read again, in two passes");
+            assert_eq!(fast, checked, "{line}");
+            assert!(!fast.diagnostics.malformed.is_empty());
+        }
+    }
+
+    #[test]
+    fn l1_every_recorded_tree_reads_the_same_taken_at_its_leading_keys() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut trees = 0;
+        for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
+            let entry = entry.expect("a readable tree");
+            if entry.path().extension().and_then(|e| e.to_str()) != Some("jsonl") {
+                continue;
+            }
+            let text = std::fs::read_to_string(entry.path()).expect("readable");
+            let (fast, checked, _) =
+                match read_session_from(Cursor::new(text.clone()), Path::new("f")) {
+                    Ok(b) if b.header.version >= 2 => {
+                        fast_and_checked(&text, &ReadLimits::default())
+                    }
+                    _ => continue,
+                };
+            assert_eq!(fast, checked, "{}", entry.path().display());
+            trees += 1;
+        }
+        assert!(trees >= 10, "{trees} recorded trees");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Trees written the way pi writes them, with the odd misleading, broken or
+        /// reordered line: taken at their leading keys, they read as checked in full.
+        #[test]
+        fn l1_leading_keys_never_change_what_is_read(
+            steps in proptest::collection::vec((0u8..24, 0u8..8, 0u8..8), 0..24)
+        ) {
+            let mut lines = vec![header(Some(3)).to_string()];
+            for (n, (kind, a, b)) in steps.into_iter().enumerate() {
+                let id = if kind == 23 { format!("e{a}") } else { format!("e{n}") };
+                let parent = match (n, b) {
+                    (0, _) | (_, 0) => None,
+                    (_, 1..=5) => Some(format!("e{}", n - 1)),
+                    _ => Some(format!("e{a}")),
+                };
+                let p = parent.as_deref();
+                let line = match kind {
+                    16 => pi_line("compaction", &id, p, &format!(r#""summary":"s","firstKeptEntryId":"e{a}""#)),
+                    17 => "[1,".to_string(),
+                    18 => pi_line("message", &id, p, r#""message":{"#),
+                    19 => pi_line("message", &id, p, &format!(r#""id":"e{a}","message":{{"role":"user","content":"d"}}"#)),
+                    20 => pi_line("message", &id, p, &format!(r#""parentId":"e{a}","message":{{"role":"user","content":"d"}}"#)),
+                    21 => pi_line("label", &id, p, r#""label":"\x""#),
+                    22 => json!({"type":"message","id":id,"parentId":parent,"message":user("r")}).to_string(),
+                    _ => pi_user(&id, p, &format!("t{n}")),
+                };
+                lines.push(line);
+            }
+            let (fast, checked, _) = fast_and_checked(&lines_of(&lines), &ReadLimits::default());
+            proptest::prop_assert_eq!(fast, checked);
+        }
     }
 }

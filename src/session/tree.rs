@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::diagnostics::{describe_json_error, Diagnostics, NONE};
 use super::input::{Line, Lines};
+use super::skim::{leading, skim, Skimmed};
 
 /// Records the parentId loop met on the way from the last entry: one malformed-line report
 /// at the loop's first line, naming every line of the loop (the first ten of a long one).
@@ -43,13 +44,13 @@ pub(super) fn report_cycle(cycle: &Cycle, diagnostics: &mut Diagnostics) {
 
 /// The first-pass view of one line: its type, id and parent, borrowed from the line.
 #[derive(Deserialize)]
-struct Skim<'a> {
+pub(super) struct Skim<'a> {
     #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
+    pub(super) kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
+    pub(super) id: Option<Cow<'a, str>>,
     #[serde(rename = "parentId", borrow, default)]
-    parent_id: Option<Cow<'a, str>>,
+    pub(super) parent_id: Option<Cow<'a, str>>,
 }
 
 /// What the first pass reads of a compaction line besides: the entry it keeps from.
@@ -77,6 +78,9 @@ pub(super) struct TreeIndex {
     /// The id of the entry added last and its symbol: an entry's parent is most often the
     /// entry before it, found so without a lookup.
     last: (Vec<u8>, u32),
+    /// How many entries were read by their leading keys alone, the rest of their lines
+    /// unchecked.
+    pub(super) unchecked: usize,
 }
 
 impl TreeIndex {
@@ -265,9 +269,14 @@ pub(super) struct Cycle {
 }
 
 /// First pass over a version 2/3 file: ids and parents only.
+///
+/// With `leading`, a line that starts the way pi writes an entry is taken at its word
+/// ([`leading`]) without the rest of it being checked here; [`TreeIndex::unchecked`] counts
+/// them, and the second pass has to check each (see [`super::reader`]).
 pub(super) fn skim_tree<R: BufRead + Seek>(
     lines: &mut Lines<R>,
     diagnostics: &mut Diagnostics,
+    leading_ok: bool,
 ) -> io::Result<TreeIndex> {
     let mut index = TreeIndex::default();
     while let Some((line, text)) = lines.next_line()? {
@@ -276,10 +285,37 @@ pub(super) fn skim_tree<R: BufRead + Seek>(
             diagnostics.malformed.push((line, reason));
             continue;
         };
+        if leading_ok {
+            if let Some(Skimmed {
+                kind,
+                id: Some(id),
+                parent,
+            }) = leading(bytes)
+            {
+                if kind == "compaction" {
+                    if let Ok(KeptFrom {
+                        first_kept_entry_id: Some(target),
+                    }) = serde_json::from_slice(bytes)
+                    {
+                        index.kept_targets.insert(target.into());
+                    }
+                }
+                index.unchecked += 1;
+                index.add(line, id, parent);
+                continue;
+            }
+        }
         // A UTF-8 line is checked in one go (serde_json checks bytes string by string);
-        // the answer, errors included, is the same.
+        // the answer, errors included, is the same. Most lines need no serde at all.
         let parsed = match std::str::from_utf8(bytes) {
-            Ok(text) => serde_json::from_str::<Skim<'_>>(text),
+            Ok(text) => match skim(text) {
+                Some(s) => Ok(Skim {
+                    kind: Some(Cow::Borrowed(s.kind)),
+                    id: s.id.map(Cow::Borrowed),
+                    parent_id: s.parent.map(Cow::Borrowed),
+                }),
+                None => serde_json::from_str::<Skim<'_>>(text),
+            },
             Err(_) => serde_json::from_slice::<Skim<'_>>(bytes),
         };
         let skim = match parsed {
