@@ -89,13 +89,19 @@ fn limit(path: &Path) -> usize {
 fn read_and_render(path: &Path) -> usize {
     let branch = read_session(path).expect("a session");
     let prompts = TurnPrompts::new(SessionDriver::new(branch), TranscriptView::Compact);
-    let mut out = BufWriter::new(std::io::sink());
+    // As `advisor render` writes them: JSON lines into one buffer, handed on when full.
+    let mut out = std::io::sink();
+    let mut buffer: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut count = 0usize;
     for prompt in prompts {
-        serde_json::to_writer(&mut out, &prompt).expect("encodable");
-        out.write_all(b"\n").expect("sink");
+        prompt.write_json_line(&mut buffer);
+        if buffer.len() >= 1 << 16 {
+            out.write_all(black_box(&buffer)).expect("sink");
+            buffer.clear();
+        }
         count += 1;
     }
+    out.write_all(black_box(&buffer)).expect("sink");
     count
 }
 
