@@ -21,7 +21,7 @@
 use std::fmt::Write as _;
 use std::fs::File;
 use std::hint::black_box;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -27,7 +27,7 @@ use serde_json::Value;
 use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits, SessionError};
 use super::input::{open_regular, spool, Line, Lines};
 use super::lean::{self, EntryFields, LeanEntry};
-use super::skim::{leading, skim, Skimmed};
+use super::skim::{leading, skim, Leading};
 use super::tree::{report_cycle, skim_tree};
 use crate::domain::transcript::{
     BranchSummaryMessage, Content, CustomMessage, RawJson, TranscriptMessage,
@@ -584,11 +584,11 @@ fn read_tree<R: BufRead + Seek>(
 
 /// Whether the line `lead` was read from is, read whole by the first pass's own check, the
 /// entry `lead` says.
-fn skim_confirms(bytes: &[u8], lead: &Skimmed<'_>) -> bool {
+fn skim_confirms(bytes: &[u8], lead: &Leading<'_>) -> bool {
     std::str::from_utf8(bytes)
         .ok()
         .and_then(skim)
-        .is_some_and(|whole| whole == *lead)
+        .is_some_and(|whole| lead.is(whole.kind, whole.id, whole.parent))
 }
 
 /// The full parse of a branch line the first pass took at its leading keys `lead`; `Err`
@@ -596,15 +596,13 @@ fn skim_confirms(bytes: &[u8], lead: &Skimmed<'_>) -> bool {
 fn confirmed_entry<'a>(
     line: usize,
     bytes: &'a [u8],
-    lead: &Skimmed<'_>,
+    lead: &Leading<'_>,
     diagnostics: &mut Diagnostics,
 ) -> Result<Option<LeanEntry<'a>>, ()> {
     if let Some((entry, parent)) = lean::parse_entry_with_parent(bytes) {
         // A parse that succeeds read these keys once each, so they cannot differ from the
         // leading ones; compared all the same.
-        let same = *entry.kind == *lead.kind
-            && entry.id.as_deref() == lead.id
-            && parent.as_deref() == lead.parent;
+        let same = lead.is(&entry.kind, entry.id.as_deref(), parent.as_deref());
         return if same { Ok(Some(entry)) } else { Err(()) };
     }
     if !skim_confirms(bytes, lead) {
@@ -1406,16 +1404,20 @@ mod tests {
 
     /// The file read as the reader reads it, and with every line checked in full by the
     /// first pass; how many times the first read rewound.
-    fn fast_and_checked(text: &str, limits: &ReadLimits) -> (SessionBranch, SessionBranch, usize) {
+    fn fast_and_checked(
+        text: impl AsRef<[u8]>,
+        limits: &ReadLimits,
+    ) -> (SessionBranch, SessionBranch, usize) {
+        let text = text.as_ref();
         let seeks = std::rc::Rc::new(std::cell::Cell::new(0));
         let source = CountedSeeks {
-            inner: Cursor::new(text.as_bytes().to_vec()),
+            inner: Cursor::new(text.to_vec()),
             seeks: seeks.clone(),
         };
         let path = Path::new("t.jsonl");
         let fast = read_from(source, path, limits, true).expect("a session");
-        let checked = read_from(Cursor::new(text.as_bytes().to_vec()), path, limits, false)
-            .expect("a session");
+        let checked =
+            read_from(Cursor::new(text.to_vec()), path, limits, false).expect("a session");
         (fast, checked, seeks.get())
     }
 
@@ -1466,7 +1468,7 @@ mod tests {
     #[test]
     fn l1_lines_taken_at_their_leading_keys_read_as_lines_checked_in_full() {
         let (fast, checked, seeks) =
-            fast_and_checked(&lines_of(&pi_tree()), &ReadLimits::default());
+            fast_and_checked(lines_of(&pi_tree()), &ReadLimits::default());
         assert_eq!(seeks, 1, "two passes, no third");
         assert_eq!(fast, checked);
         assert_eq!(
@@ -1502,13 +1504,24 @@ mod tests {
                 true,
             ),
         ];
+        // An id that is not UTF-8, on the branch and off it.
+        for last in [true, false] {
+            let mut text = lines_of(&pi_tree()).into_bytes();
+            text.extend_from_slice(b"{\"type\":\"message\",\"id\":\"\xff\",\"parentId\":\"g\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}\n");
+            if !last {
+                text.extend_from_slice(pi_user("i", Some("g"), "last").as_bytes());
+            }
+            let (fast, checked, seeks) = fast_and_checked(&text, &limits);
+            assert_eq!(seeks, 3, "read again, in two passes");
+            assert_eq!(fast, checked);
+        }
         for (line, on_branch) in misleading {
             let mut lines = pi_tree();
             lines.push(line.clone());
             if !on_branch {
                 lines.push(pi_user("i", Some("g"), "last"));
             }
-            let (fast, checked, seeks) = fast_and_checked(&lines_of(&lines), &limits);
+            let (fast, checked, seeks) = fast_and_checked(lines_of(&lines), &limits);
             assert_eq!(seeks, 3, "{line}: read again, in two passes");
             assert_eq!(fast, checked, "{line}");
             assert!(!fast.diagnostics.malformed.is_empty());
@@ -1567,7 +1580,7 @@ mod tests {
                 };
                 lines.push(line);
             }
-            let (fast, checked, _) = fast_and_checked(&lines_of(&lines), &ReadLimits::default());
+            let (fast, checked, _) = fast_and_checked(lines_of(&lines), &ReadLimits::default());
             proptest::prop_assert_eq!(fast, checked);
         }
     }

@@ -118,18 +118,36 @@ pub(super) fn skim(line: &str) -> Option<Skimmed<'_>> {
     })
 }
 
+/// The type, id and parent of an entry line as its leading keys spell them: the bytes
+/// between the quotes, not yet known to be UTF-8.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Leading<'a> {
+    pub(super) kind: &'a [u8],
+    pub(super) id: &'a [u8],
+    pub(super) parent: Option<&'a [u8]>,
+}
+
+impl Leading<'_> {
+    /// Whether a whole read of the line found this type, id and parent.
+    pub(super) fn is(&self, kind: &str, id: Option<&str>, parent: Option<&str>) -> bool {
+        self.kind == kind.as_bytes()
+            && id.map(str::as_bytes) == Some(self.id)
+            && parent.map(str::as_bytes) == self.parent
+    }
+}
+
 /// Reads the type, id and parent of a line that starts the way pi and oh-my-pi write an
-/// entry — `{"type":"…","id":"…","parentId":"…"|null,` with no whitespace and no escapes in
-/// the three strings — without looking at the rest of the line. The rest is not checked:
-/// the caller must have the whole line checked later (by [`skim`] or by the full parse)
+/// entry — `{"type":"…","id":"…","parentId":"…"|null,` with no whitespace and no escape or
+/// control character in the three strings — without looking at the rest of the line (not
+/// even whether those strings are UTF-8). The caller must have the whole line checked
+/// later (by [`skim`] or by the full parse, which compare what they read with [`Leading::is`])
 /// before it relies on the answer.
-pub(super) fn leading(line: &[u8]) -> Option<Skimmed<'_>> {
+pub(super) fn leading(line: &[u8]) -> Option<Leading<'_>> {
     /// A string's plain run up to its closing quote, and what follows the quote.
-    fn plain(rest: &[u8]) -> Option<(&str, &[u8])> {
+    fn plain(rest: &[u8]) -> Option<(&[u8], &[u8])> {
         let end = rest.iter().position(|&b| STOP[b as usize])?;
         let (text, rest) = rest.split_at(end);
-        let rest = rest.strip_prefix(b"\"")?;
-        Some((std::str::from_utf8(text).ok()?, rest))
+        Some((text, rest.strip_prefix(b"\"")?))
     }
     let (kind, rest) = plain(line.strip_prefix(br#"{"type":""#)?)?;
     let (id, rest) = plain(rest.strip_prefix(br#","id":""#)?)?;
@@ -141,11 +159,8 @@ pub(super) fn leading(line: &[u8]) -> Option<Skimmed<'_>> {
             (Some(parent), rest)
         }
     };
-    rest.starts_with(b",").then_some(Skimmed {
-        kind,
-        id: Some(id),
-        parent,
-    })
+    rest.starts_with(b",")
+        .then_some(Leading { kind, id, parent })
 }
 
 struct Scanner<'a> {
@@ -481,17 +496,17 @@ mod tests {
     fn l1_leading_keys_are_read_only_in_the_shape_pi_writes() {
         assert_eq!(
             leading(br#"{"type":"message","id":"a1","parentId":"a0","message":"#),
-            Some(Skimmed {
-                kind: "message",
-                id: Some("a1"),
-                parent: Some("a0")
+            Some(Leading {
+                kind: b"message",
+                id: b"a1",
+                parent: Some(b"a0")
             })
         );
         assert_eq!(
             leading("{\"type\":\"label\",\"id\":\"é\",\"parentId\":null,".as_bytes()),
-            Some(Skimmed {
-                kind: "label",
-                id: Some("é"),
+            Some(Leading {
+                kind: b"label",
+                id: "é".as_bytes(),
                 parent: None
             })
         );
@@ -507,9 +522,14 @@ mod tests {
         ] {
             assert_eq!(leading(line.as_bytes()), None, "{line}");
         }
+        // Not even UTF-8 is checked here: the whole line's check comes later.
         assert_eq!(
             leading(b"{\"type\":\"m\",\"id\":\"\xff\",\"parentId\":null,"),
-            None
+            Some(Leading {
+                kind: b"m",
+                id: b"\xff",
+                parent: None
+            })
         );
     }
 

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::diagnostics::{describe_json_error, Diagnostics, NONE};
 use super::input::{Line, Lines};
-use super::skim::{leading, skim, Skimmed};
+use super::skim::{leading, skim, Leading};
 
 /// Records the parentId loop met on the way from the last entry: one malformed-line report
 /// at the loop's first line, naming every line of the loop (the first ten of a long one).
@@ -70,7 +70,7 @@ pub(super) struct TreeIndex {
     /// Ids of up to 15 bytes (pi's are 8), inline: the bytes, zero-padded, then the length.
     short: FxHashMap<[u8; 16], u32>,
     /// Longer ids.
-    symbols: FxHashMap<Box<str>, u32>,
+    symbols: FxHashMap<Box<[u8]>, u32>,
     /// Symbol → index of the (last) entry carrying that id, or `NONE`.
     owner: Vec<u32>,
     /// Per entry: its line number and its parent's symbol (`NONE` for a root).
@@ -84,19 +84,18 @@ pub(super) struct TreeIndex {
 }
 
 impl TreeIndex {
-    fn intern(&mut self, id: &str) -> u32 {
+    fn intern(&mut self, bytes: &[u8]) -> u32 {
         let next = u32::try_from(self.owner.len()).unwrap_or(NONE);
-        let bytes = id.as_bytes();
         let s = if bytes.len() < 16 {
             let mut key = [0u8; 16];
             key[..bytes.len()].copy_from_slice(bytes);
             key[15] = bytes.len() as u8;
             *self.short.entry(key).or_insert(next)
         } else {
-            match self.symbols.get(id) {
+            match self.symbols.get(bytes) {
                 Some(&s) => s,
                 None => {
-                    self.symbols.insert(id.into(), next);
+                    self.symbols.insert(bytes.into(), next);
                     next
                 }
             }
@@ -107,15 +106,17 @@ impl TreeIndex {
         s
     }
 
-    fn add(&mut self, line: usize, id: &str, parent: Option<&str>) {
+    /// Adds an entry: its id and parent as the line spells them (the bytes between the
+    /// quotes, for strings without escapes; the read string otherwise).
+    fn add(&mut self, line: usize, id: &[u8], parent: Option<&[u8]>) {
         let parent = match parent {
             None => NONE,
-            Some(p) if !self.nodes.is_empty() && p.as_bytes() == self.last.0 => self.last.1,
+            Some(p) if !self.nodes.is_empty() && p == self.last.0 => self.last.1,
             Some(p) => self.intern(p),
         };
         let own = self.intern(id);
         self.last.0.clear();
-        self.last.0.extend_from_slice(id.as_bytes());
+        self.last.0.extend_from_slice(id);
         self.last.1 = own;
         let index = u32::try_from(self.nodes.len()).unwrap_or(NONE);
         if let Some(slot) = self.owner.get_mut(own as usize) {
@@ -286,13 +287,8 @@ pub(super) fn skim_tree<R: BufRead + Seek>(
             continue;
         };
         if leading_ok {
-            if let Some(Skimmed {
-                kind,
-                id: Some(id),
-                parent,
-            }) = leading(bytes)
-            {
-                if kind == "compaction" {
+            if let Some(Leading { kind, id, parent }) = leading(bytes) {
+                if kind == b"compaction" {
                     if let Ok(KeptFrom {
                         first_kept_entry_id: Some(target),
                     }) = serde_json::from_slice(bytes)
@@ -341,7 +337,11 @@ pub(super) fn skim_tree<R: BufRead + Seek>(
             }
         }
         match skim.id {
-            Some(id) => index.add(line, &id, skim.parent_id.as_deref()),
+            Some(id) => index.add(
+                line,
+                id.as_bytes(),
+                skim.parent_id.as_deref().map(str::as_bytes),
+            ),
             None => diagnostics
                 .malformed
                 .push((line, "entry has no \"id\"".to_string())),
