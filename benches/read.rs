@@ -10,13 +10,16 @@
 //!
 //! Criterion measures each; then a summary line per file gives the median MB/s (10^6 bytes)
 //! of five plain runs of each in this process, the ratio to the limit, and the peak
-//! resident memory of a whole `advisor render --transcript compact FILE` process (the
+//! resident memory of five whole `advisor render --transcript compact FILE` processes (the
 //! release binary, run as a child with its output thrown away; its `VmHWM` read every
 //! millisecond until it exits — `ru_maxrss` would count the benchmark process, whose memory
-//! the child shares until its `exec`) with that process's own MB/s (user + system CPU time
-//! from `wait4`).
+//! the child shares until its `exec`; the highest of the five) with their median MB/s (user
+//! + system CPU time from `wait4`).
 //!
-//! Run with `cargo bench --bench read`; `ADVISOR_BENCH_TURNS` changes the synthetic size.
+//! Run with `cargo bench --bench read`; `ADVISOR_BENCH_TURNS` changes the synthetic size, and
+//! `ADVISOR_BENCH_BASELINE=/path/to/another/advisor` runs that binary's processes too,
+//! alternating with this one's, and prints the ratio of CPU times (the machine's load moves
+//! both alike, so the ratio is steadier than either figure).
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -115,8 +118,8 @@ fn peak_rss_mb(pid: u32) -> Option<f64> {
 
 /// Runs `advisor render --transcript compact path` as a child process; its peak resident
 /// memory in MB (sampled every millisecond) and its CPU time (user + system) in seconds.
-fn child_render(path: &Path) -> Option<(f64, f64)> {
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+fn child_render(binary: &Path, path: &Path) -> Option<(f64, f64)> {
+    let child = std::process::Command::new(binary)
         .args(["render", "--transcript", "compact"])
         .arg(path)
         .stdout(std::process::Stdio::null())
@@ -225,7 +228,31 @@ fn read_render(c: &mut Criterion) {
             black_box(read_and_render(&session.path));
         });
         let prompts = read_and_render(&session.path);
-        let (peak, cpu) = child_render(&session.path).unwrap_or((f64::NAN, f64::NAN));
+        // Five processes: the highest peak, the median CPU time (and the baseline's, run in
+        // turn with them).
+        let ours = PathBuf::from(env!("CARGO_BIN_EXE_advisor"));
+        let baseline = std::env::var_os("ADVISOR_BENCH_BASELINE").map(PathBuf::from);
+        let mut runs: Vec<(f64, f64)> = Vec::new();
+        let mut base_cpu: Vec<f64> = Vec::new();
+        for _ in 0..5 {
+            runs.push(child_render(&ours, &session.path).unwrap_or((f64::NAN, f64::NAN)));
+            if let Some(b) = &baseline {
+                base_cpu.push(child_render(b, &session.path).map_or(f64::NAN, |r| r.1));
+            }
+        }
+        let peak = runs.iter().map(|r| r.0).fold(f64::NAN, f64::max);
+        let mut cpus: Vec<f64> = runs.iter().map(|r| r.1).collect();
+        cpus.sort_by(f64::total_cmp);
+        let cpu = cpus[2];
+        if base_cpu.len() == 5 {
+            base_cpu.sort_by(f64::total_cmp);
+            println!(
+                "{}: baseline process {:.0} MB/s of CPU time; this one takes {:.2}× its CPU time",
+                session.name,
+                mb / base_cpu[2],
+                cpu / base_cpu[2]
+            );
+        }
         println!(
             "{}: {mb:.1} MB, {prompts} prompts; read + render compact {:.0} MB/s, \
              serde_json IgnoredAny {:.0} MB/s (ratio {:.2}); `advisor render --transcript \

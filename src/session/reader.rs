@@ -1467,8 +1467,7 @@ mod tests {
 
     #[test]
     fn l1_lines_taken_at_their_leading_keys_read_as_lines_checked_in_full() {
-        let (fast, checked, seeks) =
-            fast_and_checked(lines_of(&pi_tree()), &ReadLimits::default());
+        let (fast, checked, seeks) = fast_and_checked(lines_of(&pi_tree()), &ReadLimits::default());
         assert_eq!(seeks, 1, "two passes, no third");
         assert_eq!(fast, checked);
         assert_eq!(
