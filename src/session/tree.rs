@@ -271,7 +271,7 @@ pub(super) struct Cycle {
 
 /// First pass over a version 2/3 file: ids and parents only.
 ///
-/// With `leading`, a line that starts the way pi writes an entry is taken at its word
+/// With `leading_ok`, a line that starts the way pi writes an entry is taken at its word
 /// ([`leading`]) without the rest of it being checked here; [`TreeIndex::unchecked`] counts
 /// them, and the second pass has to check each (see [`super::reader`]).
 pub(super) fn skim_tree<R: BufRead + Seek>(
