@@ -44,9 +44,10 @@ pub(super) struct LeanEntry<'a> {
     pub(super) attribution: Option<String>,
 }
 
-/// Reads one entry line the fast way; `None` when the line is to be read the general way
-/// (a line that is not UTF-8 included). The line is checked as UTF-8 once, in one go,
-/// rather than string by string as serde_json does with bytes.
+/// Reads one entry line the fast way through serde's visitors; `None` when the line is to
+/// be read the general way (a line that is not UTF-8 included). The line is checked as
+/// UTF-8 once, in one go, rather than string by string as serde_json does with bytes. (The
+/// commonest lines are read by hand before this is asked: [`super::direct`].)
 pub(super) fn parse_entry(bytes: &[u8]) -> Option<LeanEntry<'_>> {
     let text = std::str::from_utf8(bytes).ok()?;
     let Obj(fields) =
@@ -263,7 +264,7 @@ impl<'de> Deserialize<'de> for Role {
 }
 
 /// A string told apart as it is read, with no string kept: a role, a block type.
-trait Named {
+pub(super) trait Named {
     /// What the string names (for serde's messages).
     const WHAT: &'static str;
     /// The value `name` stands for.
@@ -611,7 +612,7 @@ const HELD: usize = 4;
 /// The elements `next` reads from `seq`, in a vector of exactly their number: the first
 /// [`HELD`] are held on the stack until the array ends, so a short array (the usual one)
 /// costs a single allocation of the right size instead of growing and shrinking.
-fn collect_exact<S, T, E>(
+pub(super) fn collect_exact<S, T, E>(
     mut seq: S,
     mut next: impl FnMut(&mut S) -> Result<Option<T>, E>,
 ) -> Result<Vec<T>, E> {
@@ -643,25 +644,25 @@ fn collect_exact<S, T, E>(
 
 /// The fields an assistant block of a known type may use.
 #[derive(Deserialize)]
-struct AssistantBlockFields {
+pub(super) struct AssistantBlockFields {
     #[serde(rename = "type", default)]
-    kind: Option<BlockKind>,
+    pub(super) kind: Option<BlockKind>,
     #[serde(default)]
-    text: Option<String>,
+    pub(super) text: Option<String>,
     #[serde(default)]
-    thinking: Option<String>,
+    pub(super) thinking: Option<String>,
     #[serde(default)]
-    id: Option<String>,
+    pub(super) id: Option<String>,
     #[serde(default)]
-    name: Option<String>,
+    pub(super) name: Option<String>,
     #[serde(default)]
-    arguments: Option<LeanRaw>,
+    pub(super) arguments: Option<LeanRaw>,
 }
 
 impl AssistantBlockFields {
     /// The block, as the general way reads it; an error where it would keep the block
     /// opaque.
-    fn into_block<E: de::Error>(self) -> Result<AssistantBlock, E> {
+    pub(super) fn into_block<E: de::Error>(self) -> Result<AssistantBlock, E> {
         use BlockKind as K;
         Ok(
             match (self.kind, self.text, self.thinking, self.id, self.name) {
@@ -682,7 +683,7 @@ impl AssistantBlockFields {
 /// A block's `type`, told apart as it is read (no string kept): the types the general
 /// way knows, and `Other` for any other string.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum BlockKind {
+pub(super) enum BlockKind {
     Text,
     Thinking,
     RedactedThinking,
@@ -746,21 +747,23 @@ impl<'de> Deserialize<'de> for FastContent {
 
 /// The fields a content block of a known type may use.
 #[derive(Deserialize)]
-struct ContentBlockFields {
+pub(super) struct ContentBlockFields {
     #[serde(rename = "type", default)]
-    kind: Option<BlockKind>,
+    pub(super) kind: Option<BlockKind>,
     #[serde(default)]
-    text: Option<String>,
+    pub(super) text: Option<String>,
     #[serde(default)]
-    data: Option<String>,
+    pub(super) data: Option<String>,
     #[serde(default, rename = "mimeType")]
-    mime_type: Option<String>,
+    pub(super) mime_type: Option<String>,
     #[serde(default)]
-    path: Option<String>,
+    pub(super) path: Option<String>,
 }
 
 impl ContentBlockFields {
-    fn into_block<E: de::Error>(self) -> Result<ContentBlock, E> {
+    /// The block, as the general way reads it; an error where it would keep the block
+    /// opaque.
+    pub(super) fn into_block<E: de::Error>(self) -> Result<ContentBlock, E> {
         match (self.kind, self.text) {
             (Some(BlockKind::Text), Some(text)) => Ok(ContentBlock::Text { text }),
             (Some(BlockKind::Image), _) => Ok(ContentBlock::Image {
@@ -775,7 +778,7 @@ impl ContentBlockFields {
 
 /// A value only passed along, kept as its JSON text: borrowed from the line while read, and
 /// copied as it is when it is already serde_json's compact printing of itself.
-struct LeanRaw(RawJson);
+pub(super) struct LeanRaw(pub(super) RawJson);
 
 impl<'de> Deserialize<'de> for LeanRaw {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

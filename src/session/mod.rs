@@ -65,6 +65,7 @@
 
 mod advisor_file;
 mod diagnostics;
+mod direct;
 mod driver;
 mod input;
 mod lean;

@@ -16,6 +16,7 @@
 //!
 //! See the [module documentation](super) for the formats themselves.
 
+use std::borrow::Cow;
 use std::io::{self, BufRead, BufReader, Seek};
 use std::path::Path;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits, SessionError};
+use super::direct;
 use super::input::{open_regular, spool, Line, Lines};
 use super::lean::{self, EntryFields, LeanEntry};
 use super::skim::{leading, skim, Leading};
@@ -386,14 +388,28 @@ fn upgrade_hook_message(message: TranscriptMessage) -> TranscriptMessage {
     }
 }
 
-/// Parses one line in full, the fast way when it can ([`lean::parse_entry`]), else the
+/// One entry line read the fast way: by hand where [`direct::entry`] can, else through
+/// serde's visitors ([`lean::parse_entry`]); `None` when it is left to the general way.
+fn fast_entry(bytes: &[u8]) -> Option<LeanEntry<'_>> {
+    match direct::entry(bytes) {
+        Some((entry, _)) => Some(entry),
+        None => lean::parse_entry(bytes),
+    }
+}
+
+/// [`fast_entry`] with the line's `parentId`, as [`lean::parse_entry_with_parent`] reads it.
+fn fast_entry_with_parent(bytes: &[u8]) -> Option<(LeanEntry<'_>, Option<Cow<'_, str>>)> {
+    direct::entry(bytes).or_else(|| lean::parse_entry_with_parent(bytes))
+}
+
+/// Parses one line in full, the fast way when it can ([`fast_entry`]), else the
 /// general way; records it as malformed on failure.
 fn parse_entry<'a>(
     line: usize,
     bytes: &'a [u8],
     diagnostics: &mut Diagnostics,
 ) -> Option<LeanEntry<'a>> {
-    if let Some(entry) = lean::parse_entry(bytes) {
+    if let Some(entry) = fast_entry(bytes) {
         return Some(entry);
     }
     match serde_json::from_slice::<RawEntry>(bytes) {
@@ -493,7 +509,7 @@ fn read_linear<R: BufRead + Seek>(
             continue;
         };
         // The fast way reads only lines the general way reads the same.
-        if let Some(entry) = lean::parse_entry(bytes) {
+        if let Some(entry) = fast_entry(bytes) {
             ordinal += 1;
             place_linear(&mut builder, ordinal, line, entry, diagnostics);
             continue;
@@ -599,7 +615,7 @@ fn confirmed_entry<'a>(
     lead: &Leading<'_>,
     diagnostics: &mut Diagnostics,
 ) -> Result<Option<LeanEntry<'a>>, ()> {
-    if let Some((entry, parent)) = lean::parse_entry_with_parent(bytes) {
+    if let Some((entry, parent)) = fast_entry_with_parent(bytes) {
         // A parse that succeeds read these keys once each, so they cannot differ from the
         // leading ones; compared all the same.
         let same = lead.is(&entry.kind, entry.id.as_deref(), parent.as_deref());
@@ -1001,7 +1017,7 @@ mod tests {
                 let general = serde_json::from_str::<RawEntry>(line)
                     .ok()
                     .and_then(general);
-                if let Some(entry) = lean::parse_entry(line.as_bytes()) {
+                if let Some(entry) = fast_entry(line.as_bytes()) {
                     fast += 1;
                     assert_eq!(Some(entry), general, "{}: {line}", path.display());
                 }

@@ -163,29 +163,53 @@ pub(super) fn leading(line: &[u8]) -> Option<Leading<'_>> {
         .then_some(Leading { kind, id, parent })
 }
 
-struct Scanner<'a> {
+/// A cursor over one line's JSON that checks its grammar as serde_json does (also used by
+/// [`super::direct`], which reads typed values with it).
+pub(super) struct Scanner<'a> {
     text: &'a str,
     bytes: &'a [u8],
-    at: usize,
+    pub(super) at: usize,
 }
 
 impl<'a> Scanner<'a> {
-    fn peek(&self) -> Option<u8> {
+    /// A scanner at the start of `text`.
+    pub(super) fn new(text: &'a str) -> Self {
+        Scanner {
+            text,
+            bytes: text.as_bytes(),
+            at: 0,
+        }
+    }
+
+    /// The text from byte `start` to the scanner (`None` off a character boundary).
+    pub(super) fn since(&self, start: usize) -> Option<&'a str> {
+        self.text.get(start..self.at)
+    }
+
+    /// Whether nothing is left of the line.
+    pub(super) fn at_end(&self) -> bool {
+        self.at == self.bytes.len()
+    }
+
+    /// The byte at the scanner, if any.
+    pub(super) fn peek(&self) -> Option<u8> {
         self.bytes.get(self.at).copied()
     }
 
-    fn next(&mut self) -> Option<u8> {
+    /// The byte at the scanner, stepping past it.
+    pub(super) fn next(&mut self) -> Option<u8> {
         let b = self.peek()?;
         self.at += 1;
         Some(b)
     }
 
-    fn eat(&mut self, want: u8) -> Option<()> {
+    /// Steps past `want`; `None` when another byte (or nothing) is there.
+    pub(super) fn eat(&mut self, want: u8) -> Option<()> {
         (self.next()? == want).then_some(())
     }
 
     /// JSON's whitespace.
-    fn ws(&mut self) {
+    pub(super) fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
             self.at += 1;
         }
@@ -193,7 +217,7 @@ impl<'a> Scanner<'a> {
 
     /// Past the plain run of a string, at the byte that ends it (or the end): eight bytes
     /// at a time, each word tested for a quote, a backslash or a control character at once.
-    fn run(&mut self) {
+    pub(super) fn run(&mut self) {
         const ONES: u64 = 0x0101_0101_0101_0101;
         const HIGH: u64 = 0x8080_8080_8080_8080;
         let mut at = self.at;
@@ -225,7 +249,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// The rest of a string (its opening quote eaten) that has no escape, borrowed.
-    fn plain_string(&mut self) -> Option<&'a str> {
+    pub(super) fn plain_string(&mut self) -> Option<&'a str> {
         let start = self.at;
         self.run();
         self.eat(b'"')?;
@@ -234,7 +258,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string without escapes (`Some`), or `null` (`None`).
-    fn string_or_null(&mut self) -> Option<Option<&'a str>> {
+    pub(super) fn string_or_null(&mut self) -> Option<Option<&'a str>> {
         match self.next()? {
             b'"' => self.plain_string().map(Some),
             b'n' => self.literal(b"ull").map(|()| None),
@@ -265,7 +289,8 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn literal(&mut self, rest: &[u8]) -> Option<()> {
+    /// Steps past `rest` (the remainder of `null`, `true` or `false`).
+    pub(super) fn literal(&mut self, rest: &[u8]) -> Option<()> {
         let end = self.at + rest.len();
         (self.bytes.get(self.at..end)? == rest).then(|| self.at = end)
     }
@@ -279,7 +304,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A number, by JSON's grammar.
-    fn number(&mut self) -> Option<()> {
+    pub(super) fn number(&mut self) -> Option<()> {
         if self.peek() == Some(b'-') {
             self.at += 1;
         }
@@ -309,7 +334,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Any JSON value, checked and skipped.
-    fn value(&mut self) -> Option<()> {
+    pub(super) fn value(&mut self) -> Option<()> {
         // Open containers, innermost last: `true` for an object.
         let mut open = Open::default();
         loop {
@@ -384,6 +409,20 @@ impl<'a> Scanner<'a> {
         self.ws();
         self.eat(b':')
     }
+}
+
+/// `base` cut at `at` (modulo its length), or with the byte there replaced by `byte`;
+/// `None` when that leaves no UTF-8.
+#[cfg(test)]
+pub(super) fn mutated(base: &str, at: usize, byte: u8, cut: bool) -> Option<String> {
+    let mut bytes = base.as_bytes().to_vec();
+    let at = at % bytes.len().max(1);
+    if cut {
+        bytes.truncate(at);
+    } else if let Some(slot) = bytes.get_mut(at) {
+        *slot = byte;
+    }
+    String::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]
@@ -576,14 +615,7 @@ mod tests {
             at in 0usize..200, byte in 0u8..128, cut in proptest::bool::ANY
         ) {
             let base = r#"{"type":"message","id":"a1","parentId":"a0","message":{"role":"user","content":[{"type":"text","text":"hi \"x\" \u00e9"}],"n":[1.5,-2e3,true,null]}}"#;
-            let mut bytes = base.as_bytes().to_vec();
-            let at = at % bytes.len();
-            if cut {
-                bytes.truncate(at);
-            } else {
-                bytes[at] = byte;
-            }
-            if let Ok(line) = String::from_utf8(bytes) {
+            if let Some(line) = mutated(base, at, byte, cut) {
                 prop_assert!(agrees(&line), "{}", line);
             }
         }
