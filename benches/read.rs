@@ -9,7 +9,10 @@
 //! 400 bytes, 33 MB), and the two recorded pi sessions of `tests/fixtures/pi-sessions/`.
 //!
 //! Criterion measures each; then a summary line per file gives the median MB/s (10^6 bytes)
-//! of five plain runs of each in this process, the ratio to the limit, and the peak
+//! of five plain runs of each in this process, the ratio to the limit, the time dropping
+//! what was read takes afterwards (timed apart, in criterion's runs too: `advisor render`
+//! never frees it, the process ends instead; a library host pays it when it lets the
+//! session go), and the peak
 //! resident memory of five whole `advisor render --transcript compact FILE` processes (the
 //! release binary, run as a child with its output thrown away; its `VmHWM` read every
 //! millisecond until it exits — `ru_maxrss` would count the benchmark process, whose memory
@@ -88,15 +91,17 @@ fn limit(path: &Path) -> usize {
 }
 
 /// What `advisor render --transcript compact` does: read the branch, render every prompt and
-/// write it as a JSON line (here to a sink).
-fn read_and_render(path: &Path) -> usize {
+/// write it as a JSON line (here to a sink). Returns the number of prompts and what holds
+/// the session, for the caller to drop outside the timing (the command never frees it: the
+/// process ends), so that the drop is measured on its own.
+fn read_and_render(path: &Path) -> (usize, TurnPrompts) {
     let branch = read_session(path).expect("a session");
-    let prompts = TurnPrompts::new(SessionDriver::new(branch), TranscriptView::Compact);
+    let mut prompts = TurnPrompts::new(SessionDriver::new(branch), TranscriptView::Compact);
     // As `advisor render` writes them: JSON lines into one buffer, handed on when full.
     let mut out = std::io::sink();
     let mut buffer: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut count = 0usize;
-    for prompt in prompts {
+    for prompt in prompts.by_ref() {
         prompt.write_json_line(&mut buffer);
         if buffer.len() >= 1 << 16 {
             out.write_all(black_box(&buffer)).expect("sink");
@@ -105,7 +110,7 @@ fn read_and_render(path: &Path) -> usize {
         count += 1;
     }
     out.write_all(black_box(&buffer)).expect("sink");
-    count
+    (count, prompts)
 }
 
 /// Peak resident memory of process `pid` so far, in MB (`VmHWM`); `None` once it exited.
@@ -215,7 +220,7 @@ fn read_render(c: &mut Criterion) {
             b.iter(|| black_box(limit(&session.path)))
         });
         group.bench_function("read + render compact", |b| {
-            b.iter(|| black_box(read_and_render(&session.path)))
+            b.iter_with_large_drop(|| read_and_render(&session.path))
         });
         group.finish();
     }
@@ -224,10 +229,10 @@ fn read_render(c: &mut Criterion) {
         let limit_s = median_seconds(5, || {
             black_box(limit(&session.path));
         });
-        let ours_s = median_seconds(5, || {
-            black_box(read_and_render(&session.path));
-        });
-        let prompts = read_and_render(&session.path);
+        let mut held = Vec::new();
+        let ours_s = median_seconds(5, || held.push(read_and_render(&session.path)));
+        let prompts = held.first().map_or(0, |h| h.0);
+        let drop_s = median_seconds(5, || drop(held.pop()));
         // Five processes: the highest peak, the median CPU time (and the baseline's, run in
         // turn with them).
         let ours = PathBuf::from(env!("CARGO_BIN_EXE_advisor"));
@@ -254,11 +259,13 @@ fn read_render(c: &mut Criterion) {
             );
         }
         println!(
-            "{}: {mb:.1} MB, {prompts} prompts; read + render compact {:.0} MB/s, \
-             serde_json IgnoredAny {:.0} MB/s (ratio {:.2}); `advisor render --transcript \
-             compact` process: {:.0} MB/s of CPU time, peak RSS {peak:.1} MB ({:.2}× the file)",
+            "{}: {mb:.1} MB, {prompts} prompts; read + render compact {:.0} MB/s (then \
+             dropping the session {:.1} ms), serde_json IgnoredAny {:.0} MB/s (ratio {:.2}); \
+             `advisor render --transcript compact` process: {:.0} MB/s of CPU time, peak RSS \
+             {peak:.1} MB ({:.2}× the file)",
             session.name,
             mb / ours_s,
+            drop_s * 1e3,
             mb / limit_s,
             limit_s / ours_s,
             mb / cpu,

@@ -19,63 +19,66 @@ use crate::domain::transcript::{
     ToolResultMessage, TranscriptMessage, UserMessage,
 };
 
-use super::lean::{
-    collect_exact, AssistantBlockFields, BlockKind, ContentBlockFields, LeanEntry, LeanRaw, Named,
-};
-use super::skim::Scanner;
+use super::lean::{AssistantBlockFields, BlockKind, ContentBlockFields, LeanEntry, LeanRaw, Named};
+use super::skim::{Leading, Scanner};
 
 /// Reads one entry line with its `parentId` (`None` inside when absent or `null`); `None`
 /// when the line is to be read the lean way.
-pub(super) fn entry(bytes: &[u8]) -> Option<(LeanEntry<'_>, Option<Cow<'_, str>>)> {
+pub(super) fn entry<'a>(
+    bytes: &'a [u8],
+    scratch: &mut Scratch,
+) -> Option<(LeanEntry<'a>, Option<Cow<'a, str>>)> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut p = Parser {
-        s: Scanner::new(text),
-        scratch: String::new(),
-    };
+    let mut p = Parser::new(text, scratch);
     p.s.ws();
     p.s.eat(b'{')?;
-    let mut kind: Option<Option<&str>> = None;
-    let mut id: Option<Option<&str>> = None;
-    let mut parent: Option<Option<&str>> = None;
-    let mut message: Option<TranscriptMessage> = None;
-    p.object(|p, key| match key {
-        "type" => once(&mut kind, p.s.string_or_null()?),
-        "id" => once(&mut id, p.s.string_or_null()?),
-        "parentId" => once(&mut parent, p.s.string_or_null()?),
-        "message" => once(&mut message, p.message()?),
-        // Fields of other entry types: the lean way reads them.
-        "summary"
-        | "firstKeptEntryId"
-        | "firstKeptEntryIndex"
-        | "tokensBefore"
-        | "fromId"
-        | "customType"
-        | "content"
-        | "display"
-        | "details"
-        | "attribution" => None,
-        _ => p.s.value(),
-    })?;
+    let mut keys = EntryKeys::default();
     p.s.ws();
-    if !p.s.at_end() {
-        return None;
+    if p.s.peek()? == b'}' {
+        p.s.at += 1;
+    } else {
+        p.entry_members(&mut keys, true)?;
     }
-    let entry = LeanEntry {
-        kind: Cow::Borrowed(kind.flatten()?),
-        id: id.flatten().map(Cow::Borrowed),
-        message,
-        summary: None,
-        first_kept_entry_id: None,
-        first_kept_entry_index: None,
-        tokens_before: None,
-        from_id: None,
-        custom_type: None,
-        content: None,
-        display: None,
-        details: None,
-        attribution: None,
+    p.finish_entry(keys)
+}
+
+/// [`entry`] for a line whose leading keys `lead` has read (the first pass took it at
+/// them): the type, id and parent are taken from `lead` and the line is read from the
+/// member after them. The same answer as [`entry`]'s: those keys are written without
+/// whitespace, escapes or control characters, and a second one of them later in the line
+/// gives up as it does there.
+pub(super) fn entry_after<'a>(
+    bytes: &'a [u8],
+    lead: &Leading<'a>,
+    scratch: &mut Scratch,
+) -> Option<(LeanEntry<'a>, Option<Cow<'a, str>>)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    // The three strings as slices of the checked line, at the places `Leading::end` counts.
+    let kind_at = 9;
+    let id_at = kind_at + lead.kind.len() + 8;
+    let parent_at = id_at + lead.id.len() + 13 + 1;
+    let mut keys = EntryKeys {
+        kind: Some(Some(text.get(kind_at..kind_at + lead.kind.len())?)),
+        id: Some(Some(text.get(id_at..id_at + lead.id.len())?)),
+        parent: Some(match lead.parent {
+            Some(parent) => Some(text.get(parent_at..parent_at + parent.len())?),
+            None => None,
+        }),
+        message: None,
     };
-    Some((entry, parent.flatten().map(Cow::Borrowed)))
+    let mut p = Parser::new(text, scratch);
+    p.s.at = lead.end();
+    p.entry_members(&mut keys, false)?;
+    p.finish_entry(keys)
+}
+
+/// An entry's keys read so far (the outer `Option`: whether the key was met).
+#[derive(Default)]
+struct EntryKeys<'a> {
+    kind: Option<Option<&'a str>>,
+    id: Option<Option<&'a str>>,
+    parent: Option<Option<&'a str>>,
+    message: Option<TranscriptMessage>,
 }
 
 /// Fills `slot` with `value` the first time; `None` (give up) the second, since the lean
@@ -88,13 +91,83 @@ fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     Some(())
 }
 
-/// The scanner over the line, and a buffer for strings with escapes.
-struct Parser<'a> {
-    s: Scanner<'a>,
-    scratch: String,
+/// Buffers the reading of one line leaves empty for the next: a string with escapes, the
+/// blocks of an array while it is read. One per file read, handed to [`entry`] for each
+/// line, so that reading a line allocates only what it keeps.
+#[derive(Default)]
+pub(super) struct Scratch {
+    text: String,
+    blocks: Vec<AssistantBlock>,
+    contents: Vec<ContentBlock>,
 }
 
-impl<'a> Parser<'a> {
+/// The scanner over the line, and the reused buffers.
+struct Parser<'a, 'b> {
+    s: Scanner<'a>,
+    scratch: &'b mut Scratch,
+}
+
+impl<'a, 'b> Parser<'a, 'b> {
+    fn new(text: &'a str, scratch: &'b mut Scratch) -> Self {
+        Parser {
+            s: Scanner::new(text),
+            scratch,
+        }
+    }
+
+    /// An entry object's members into `keys`, from its first key (`first`) or from the
+    /// separator after a member already read.
+    fn entry_members(&mut self, keys: &mut EntryKeys<'a>, first: bool) -> Option<()> {
+        self.members(
+            |p, key| match key {
+                "type" => once(&mut keys.kind, p.s.string_or_null()?),
+                "id" => once(&mut keys.id, p.s.string_or_null()?),
+                "parentId" => once(&mut keys.parent, p.s.string_or_null()?),
+                "message" => once(&mut keys.message, p.message()?),
+                // Fields of other entry types: the lean way reads them.
+                "summary"
+                | "firstKeptEntryId"
+                | "firstKeptEntryIndex"
+                | "tokensBefore"
+                | "fromId"
+                | "customType"
+                | "content"
+                | "display"
+                | "details"
+                | "attribution" => None,
+                _ => p.s.value(),
+            },
+            first,
+        )
+    }
+
+    /// The entry of `keys`, once nothing but whitespace is left of the line.
+    fn finish_entry(
+        mut self,
+        keys: EntryKeys<'a>,
+    ) -> Option<(LeanEntry<'a>, Option<Cow<'a, str>>)> {
+        self.s.ws();
+        if !self.s.at_end() {
+            return None;
+        }
+        let entry = LeanEntry {
+            kind: Cow::Borrowed(keys.kind.flatten()?),
+            id: keys.id.flatten().map(Cow::Borrowed),
+            message: keys.message,
+            summary: None,
+            first_kept_entry_id: None,
+            first_kept_entry_index: None,
+            tokens_before: None,
+            from_id: None,
+            custom_type: None,
+            content: None,
+            display: None,
+            details: None,
+            attribution: None,
+        };
+        Some((entry, keys.parent.flatten().map(Cow::Borrowed)))
+    }
+
     /// An object's members, its `{` eaten: `member` is called with each key, the scanner at
     /// the start of its value, and must read the value.
     fn object(&mut self, member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
@@ -134,27 +207,45 @@ impl<'a> Parser<'a> {
     }
 
     /// An array's elements, its `[` eaten, each read by `element` from its first byte, in a
-    /// vector of exactly their number.
-    fn array<T>(&mut self, mut element: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
-        let mut first = true;
-        collect_exact(self, |p| {
-            p.s.ws();
-            if first {
-                first = false;
-                if p.s.peek() == Some(b']') {
-                    p.s.at += 1;
-                    return Ok(None);
-                }
-            } else {
-                match p.s.next() {
-                    Some(b',') => p.s.ws(),
-                    Some(b']') => return Ok(None),
-                    _ => return Err(()),
-                }
+    /// vector of exactly their number: gathered in the parser's reused vector `held`, then
+    /// moved out in one allocation of the right size.
+    fn array<T>(
+        &mut self,
+        held: fn(&mut Self) -> &mut Vec<T>,
+        element: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let mut items = std::mem::take(held(self));
+        items.clear();
+        let read = self.elements(&mut items, element);
+        let exact = read.map(|()| {
+            let mut exact = Vec::with_capacity(items.len());
+            exact.append(&mut items);
+            exact
+        });
+        *held(self) = items;
+        exact
+    }
+
+    /// The elements of [`Parser::array`], appended to `items`.
+    fn elements<T>(
+        &mut self,
+        items: &mut Vec<T>,
+        mut element: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<()> {
+        self.s.ws();
+        if self.s.peek()? == b']' {
+            self.s.at += 1;
+            return Some(());
+        }
+        loop {
+            items.push(element(self)?);
+            self.s.ws();
+            match self.s.next()? {
+                b',' => self.s.ws(),
+                b']' => return Some(()),
+                _ => return None,
             }
-            element(p).map(Some).ok_or(())
-        })
-        .ok()
+        }
     }
 
     /// A string, its opening quote not yet eaten, with its escapes decoded as serde_json
@@ -168,13 +259,13 @@ impl<'a> Parser<'a> {
             self.s.at += 1;
             return Some(text);
         }
-        let mut out = std::mem::take(&mut self.scratch);
+        let mut out = std::mem::take(&mut self.scratch.text);
         out.clear();
         out.push_str(self.s.since(start)?);
         let decoded = self
             .escaped_rest(&mut out)
             .map(|()| out.as_str().to_owned());
-        self.scratch = out;
+        self.scratch.text = out;
         decoded
     }
 
@@ -340,7 +431,7 @@ impl<'a> Parser<'a> {
                 "role" => None,
                 "content" => {
                     p.s.eat(b'[')?;
-                    let read = p.array(Self::assistant_block)?;
+                    let read = p.array(|p| &mut p.scratch.blocks, Self::assistant_block)?;
                     once(&mut content, read)
                 }
                 "stopReason" => once(&mut stop_reason, p.string_or_null()?),
@@ -492,7 +583,7 @@ impl<'a> Parser<'a> {
             }
             b'[' => {
                 self.s.at += 1;
-                let blocks = self.array(Self::content_block)?;
+                let blocks = self.array(|p| &mut p.scratch.contents, Self::content_block)?;
                 Some(Some(Content::Blocks(blocks)))
             }
             _ => None,
@@ -538,19 +629,28 @@ impl<'a> Parser<'a> {
 mod tests {
     use super::*;
     use crate::session::lean::parse_entry_with_parent;
-    use crate::session::skim::mutated;
+    use crate::session::skim::{leading, mutated};
     use proptest::prelude::*;
     use std::path::Path;
 
-    /// Whenever the hand-written way answers, the lean way answers the same; returns
+    /// Whenever the hand-written way answers, the lean way answers the same, and so does
+    /// the hand-written way from after the leading keys (where the line has them); returns
     /// whether the hand-written way answered.
     fn agrees(line: &str) -> bool {
-        let Some(quick) = entry(line.as_bytes()) else {
+        let bytes = line.as_bytes();
+        // One scratch for both reads: what the first leaves behind must not change the second.
+        let mut scratch = Scratch::default();
+        let quick = entry(bytes, &mut scratch);
+        if let Some(lead) = leading(bytes) {
+            assert_eq!(bytes.get(lead.end()), Some(&b','), "{line}");
+            assert_eq!(entry_after(bytes, &lead, &mut scratch), quick, "{line}");
+        }
+        let Some(quick) = quick else {
             return false;
         };
         assert_eq!(
             Some(&quick),
-            parse_entry_with_parent(line.as_bytes()).as_ref(),
+            parse_entry_with_parent(bytes).as_ref(),
             "{line}"
         );
         true
@@ -565,7 +665,7 @@ mod tests {
         for line in [USER, ASSISTANT, RESULT] {
             assert!(agrees(line), "not read by hand: {line}");
         }
-        let (read, parent) = entry(ASSISTANT.as_bytes()).expect("read");
+        let (read, parent) = entry(ASSISTANT.as_bytes(), &mut Scratch::default()).expect("read");
         assert_eq!(parent.as_deref(), Some("a1"));
         let Some(TranscriptMessage::Assistant(a)) = read.message else {
             panic!("an assistant message");
@@ -633,7 +733,10 @@ mod tests {
             r#"["type"]"#,
         ];
         for line in declined {
-            assert!(entry(line.as_bytes()).is_none(), "read by hand: {line}");
+            assert!(
+                entry(line.as_bytes(), &mut Scratch::default()).is_none(),
+                "read by hand: {line}"
+            );
         }
     }
 

@@ -16,7 +16,6 @@
 //!
 //! See the [module documentation](super) for the formats themselves.
 
-use std::borrow::Cow;
 use std::io::{self, BufRead, BufReader, Seek};
 use std::path::Path;
 use std::sync::Arc;
@@ -26,7 +25,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits, SessionError};
-use super::direct;
+use super::direct::{self, Scratch};
 use super::input::{open_regular, spool, Line, Lines};
 use super::lean::{self, EntryFields, LeanEntry};
 use super::skim::{leading, skim, Leading};
@@ -390,16 +389,11 @@ fn upgrade_hook_message(message: TranscriptMessage) -> TranscriptMessage {
 
 /// One entry line read the fast way: by hand where [`direct::entry`] can, else through
 /// serde's visitors ([`lean::parse_entry`]); `None` when it is left to the general way.
-fn fast_entry(bytes: &[u8]) -> Option<LeanEntry<'_>> {
-    match direct::entry(bytes) {
+fn fast_entry<'a>(bytes: &'a [u8], scratch: &mut Scratch) -> Option<LeanEntry<'a>> {
+    match direct::entry(bytes, scratch) {
         Some((entry, _)) => Some(entry),
         None => lean::parse_entry(bytes),
     }
-}
-
-/// [`fast_entry`] with the line's `parentId`, as [`lean::parse_entry_with_parent`] reads it.
-fn fast_entry_with_parent(bytes: &[u8]) -> Option<(LeanEntry<'_>, Option<Cow<'_, str>>)> {
-    direct::entry(bytes).or_else(|| lean::parse_entry_with_parent(bytes))
 }
 
 /// Parses one line in full, the fast way when it can ([`fast_entry`]), else the
@@ -408,8 +402,9 @@ fn parse_entry<'a>(
     line: usize,
     bytes: &'a [u8],
     diagnostics: &mut Diagnostics,
+    scratch: &mut Scratch,
 ) -> Option<LeanEntry<'a>> {
-    if let Some(entry) = fast_entry(bytes) {
+    if let Some(entry) = fast_entry(bytes, scratch) {
         return Some(entry);
     }
     match serde_json::from_slice::<RawEntry>(bytes) {
@@ -500,6 +495,7 @@ fn read_linear<R: BufRead + Seek>(
     // Version 1 compactions count entries as pi loaded them: every line that is valid JSON,
     // the header being entry 0.
     let mut ordinal = 0usize;
+    let mut scratch = Scratch::default();
     while let Some((line, text)) = lines.next_line()? {
         let Line::Text(bytes) = text else {
             // Most likely a message with a huge body, which pi did load and count.
@@ -509,7 +505,7 @@ fn read_linear<R: BufRead + Seek>(
             continue;
         };
         // The fast way reads only lines the general way reads the same.
-        if let Some(entry) = fast_entry(bytes) {
+        if let Some(entry) = fast_entry(bytes, &mut scratch) {
             ordinal += 1;
             place_linear(&mut builder, ordinal, line, entry, diagnostics);
             continue;
@@ -612,10 +608,14 @@ fn skim_confirms(bytes: &[u8], lead: &Leading<'_>) -> bool {
 fn confirmed_entry<'a>(
     line: usize,
     bytes: &'a [u8],
-    lead: &Leading<'_>,
+    lead: &Leading<'a>,
     diagnostics: &mut Diagnostics,
+    scratch: &mut Scratch,
 ) -> Result<Option<LeanEntry<'a>>, ()> {
-    if let Some((entry, parent)) = fast_entry_with_parent(bytes) {
+    // By hand from after the leading keys when it can: the same answer as from the start.
+    let fast =
+        direct::entry_after(bytes, lead, scratch).or_else(|| lean::parse_entry_with_parent(bytes));
+    if let Some((entry, parent)) = fast {
         // A parse that succeeds read these keys once each, so they cannot differ from the
         // leading ones; compared all the same.
         let same = lead.is(&entry.kind, entry.id.as_deref(), parent.as_deref());
@@ -624,7 +624,7 @@ fn confirmed_entry<'a>(
     if !skim_confirms(bytes, lead) {
         return Err(());
     }
-    Ok(parse_entry(line, bytes, diagnostics))
+    Ok(parse_entry(line, bytes, diagnostics, scratch))
 }
 
 /// Second pass over a version 2/3 file: parses the lines on the branch.
@@ -657,6 +657,7 @@ fn read_branch<R: BufRead + Seek>(
     // Compactions placed in file order, resolved once every id on the branch is known.
     let mut unresolved: Vec<(usize, String)> = Vec::new();
     let mut ids: FxHashMap<String, usize> = FxHashMap::default();
+    let mut scratch = Scratch::default();
     let mut next = wanted.iter().peekable();
     loop {
         let want = next.peek().map(|&&(line, pos)| (line, pos));
@@ -684,11 +685,11 @@ fn read_branch<R: BufRead + Seek>(
             break;
         };
         let read = match leading(bytes).filter(|_| check) {
-            Some(lead) => match confirmed_entry(line, bytes, &lead, diagnostics) {
+            Some(lead) => match confirmed_entry(line, bytes, &lead, diagnostics, &mut scratch) {
                 Ok(read) => read,
                 Err(()) => return Ok(None),
             },
-            None => parse_entry(line, bytes, diagnostics),
+            None => parse_entry(line, bytes, diagnostics, &mut scratch),
         };
         let Some(mut entry) = read else {
             continue;
@@ -1010,6 +1011,7 @@ mod tests {
         }
         assert!(files.len() >= 10, "{files:?}");
         let (mut fast, mut total) = (0usize, 0usize);
+        let mut scratch = Scratch::default();
         for path in files {
             let text = std::fs::read_to_string(&path).expect("a fixture");
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -1017,7 +1019,7 @@ mod tests {
                 let general = serde_json::from_str::<RawEntry>(line)
                     .ok()
                     .and_then(general);
-                if let Some(entry) = fast_entry(line.as_bytes()) {
+                if let Some(entry) = fast_entry(line.as_bytes(), &mut scratch) {
                     fast += 1;
                     assert_eq!(Some(entry), general, "{}: {line}", path.display());
                 }

@@ -128,6 +128,13 @@ pub(super) struct Leading<'a> {
 }
 
 impl Leading<'_> {
+    /// Where the leading keys end in the line: the offset of the comma after them
+    /// (`{"type":"` is 9 bytes, `","id":"` 8, `","parentId":` 13, then `null` or the
+    /// quoted parent).
+    pub(super) fn end(&self) -> usize {
+        9 + self.kind.len() + 8 + self.id.len() + 13 + self.parent.map_or(4, |p| p.len() + 2)
+    }
+
     /// Whether a whole read of the line found this type, id and parent.
     pub(super) fn is(&self, kind: &str, id: Option<&str>, parent: Option<&str>) -> bool {
         self.kind == kind.as_bytes()
