@@ -14,6 +14,13 @@
 //! leading keys said, the file is read again with the first pass checking every line, so
 //! the answer never depends on the shortcut.
 //!
+//! A line is parsed in full in up to three ways, each answering only where the next would
+//! answer the same: by hand ([`super::direct`]: user, developer, assistant and tool-result
+//! messages, read from the line's bytes; on the second pass from after the leading keys),
+//! through serde's visitors into the transcript's types ([`super::lean`]: every other known
+//! shape), and the general way (`RawEntry` and the transcript's own `Deserialize`), which
+//! decides everything else and words every malformed-line report.
+//!
 //! See the [module documentation](super) for the formats themselves.
 
 use std::io::{self, BufRead, BufReader, Seek};
