@@ -53,17 +53,11 @@ pub(super) fn entry_after<'a>(
     scratch: &mut Scratch,
 ) -> Option<(LeanEntry<'a>, Option<Cow<'a, str>>)> {
     let text = std::str::from_utf8(bytes).ok()?;
-    // The three strings as slices of the checked line, at the places `Leading::end` counts.
-    let kind_at = 9;
-    let id_at = kind_at + lead.kind.len() + 8;
-    let parent_at = id_at + lead.id.len() + 13 + 1;
+    let (kind, id, parent) = lead.in_text(text)?;
     let mut keys = EntryKeys {
-        kind: Some(Some(text.get(kind_at..kind_at + lead.kind.len())?)),
-        id: Some(Some(text.get(id_at..id_at + lead.id.len())?)),
-        parent: Some(match lead.parent {
-            Some(parent) => Some(text.get(parent_at..parent_at + parent.len())?),
-            None => None,
-        }),
+        kind: Some(Some(kind)),
+        id: Some(Some(id)),
+        parent: Some(parent),
         message: None,
     };
     let mut p = Parser::new(text, scratch);

@@ -132,7 +132,30 @@ impl Leading<'_> {
     /// (`{"type":"` is 9 bytes, `","id":"` 8, `","parentId":` 13, then `null` or the
     /// quoted parent).
     pub(super) fn end(&self) -> usize {
-        9 + self.kind.len() + 8 + self.id.len() + 13 + self.parent.map_or(4, |p| p.len() + 2)
+        self.parent_at() + self.parent.map_or(4, |p| p.len() + 1)
+    }
+
+    /// The type, id and parent as slices of `line`, the text they were read from once it is
+    /// known to be UTF-8 (`None` for another text).
+    pub(super) fn in_text<'t>(&self, line: &'t str) -> Option<(&'t str, &'t str, Option<&'t str>)> {
+        let kind_at = 9;
+        let id_at = kind_at + self.kind.len() + 8;
+        let kind = line.get(kind_at..kind_at + self.kind.len())?;
+        let id = line.get(id_at..id_at + self.id.len())?;
+        let parent = match self.parent {
+            Some(parent) => Some(line.get(self.parent_at()..self.parent_at() + parent.len())?),
+            None => None,
+        };
+        let same = kind.as_bytes() == self.kind
+            && id.as_bytes() == self.id
+            && parent.map(str::as_bytes) == self.parent;
+        same.then_some((kind, id, parent))
+    }
+
+    /// Where the parent's text starts (past its opening quote; where `null` starts when
+    /// there is none).
+    fn parent_at(&self) -> usize {
+        9 + self.kind.len() + 8 + self.id.len() + 13 + usize::from(self.parent.is_some())
     }
 
     /// Whether a whole read of the line found this type, id and parent.
