@@ -119,13 +119,13 @@ impl RuntimeConfig {
 
     /// Whether a turn end can ever make the host wait: only when one may be held (S1's
     /// threshold, D5's catch-up under `reconfirm`, the session's or a roster entry's, RO15:
-    /// [`turn_end_may_wait`], asked of the plans the session starts with). A roster with
+    /// `turn_end_may_wait`, asked of the plans the session starts with). A roster with
     /// entries, or one reloaded at turn ends (RO21), may have an entry under `reconfirm` at
     /// any turn end, so it counts as one. Settings are fixed for a session's life, so when
     /// this is false the handle hands the turn over without waiting for an answer: the
     /// primary never waits on the advisor's mailboxes. When it is true, the supervisor keeps
     /// a flag the handle reads at each turn end, by the same rule over the members it runs
-    /// now ([`Members::turn_end_waits`]); only when it is set does the handle wait.
+    /// now (`Members::turn_end_waits`); only when it is set does the handle wait.
     pub fn turn_end_may_wait(&self) -> bool {
         let roster = self
             .roster

@@ -31,7 +31,7 @@ impl Table {
         self.lookup(key).unwrap_or(key)
     }
 
-    /// The text for `key` with each `{name}` of `vars` replaced by its value ([`fill`]).
+    /// The text for `key` with each `{name}` of `vars` replaced by its value (`fill`).
     pub fn line(&self, key: &'static str, vars: &[(&str, &str)]) -> String {
         fill(self.get(key), vars)
     }

@@ -15,7 +15,10 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-/// A JSON value kept as its compact text (see the [module documentation](self)).
+/// A JSON value the transcript only passes along (a tool call's arguments, a tool result's
+/// details), kept as its compact text — what `Value::to_string` prints — instead of a
+/// `serde_json::Value` tree; a value holding a fraction or exponent is kept as a tree.
+/// [`RawJson::to_value`] gives back exactly the `Value` it was read from.
 #[derive(Clone)]
 pub struct RawJson(Repr);
 

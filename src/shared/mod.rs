@@ -110,7 +110,7 @@ impl SharedResources {
     }
 
     /// Runs `work` — a session's file discovery: settings, WATCHDOG files, instruction files,
-    /// the roster — on tokio's blocking pool, at most [`DISCOVERY_THREADS`] at once for the
+    /// the roster — on tokio's blocking pool, at most `DISCOVERY_THREADS` at once for the
     /// whole process; the others wait their turn as tasks (A6: opening sessions adds actors,
     /// never threads; 10,000 pipelined opens grew the pool by 60 threads). `None` when the
     /// work panicked.

@@ -1,6 +1,6 @@
 //! The `check_in` tool (SP7): the advisor says after how many turn ends it wants its next
 //! review. The review engine answers it itself (nothing runs in the workspace); what the
-//! call asks for is carried out by the advisor's cadence ([`crate::review::check_in`]).
+//! call asks for is carried out by the advisor's cadence (`review::check_in`).
 
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -7,7 +7,7 @@
 //! - [`scratch`]: the per-run directory the workspace copies go in, and removing those of
 //!   runs that were killed (EV2);
 //! - [`run`]: replaying every case through one runtime as `advisor replay` does (EV2, EV5);
-//! - [`score`]: scoring one case run (EV3);
+//! - [`score`](mod@score): scoring one case run (EV3);
 //! - [`report`]: the JSON lines, the table and `report.md` (EV6);
 //! - [`compare`]: configurations side by side and the chart (EV6);
 //! - `testing`: a known advisor and its case preparer, for tests and benchmarks (EV9).
