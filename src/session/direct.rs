@@ -33,12 +33,7 @@ pub(super) fn entry<'a>(
     p.s.ws();
     p.s.eat(b'{')?;
     let mut keys = EntryKeys::default();
-    p.s.ws();
-    if p.s.peek()? == b'}' {
-        p.s.at += 1;
-    } else {
-        p.entry_members(&mut keys, true)?;
-    }
+    p.object(|p, key| p.entry_member(&mut keys, key))?;
     p.finish_entry(keys)
 }
 
@@ -62,7 +57,7 @@ pub(super) fn entry_after<'a>(
     };
     let mut p = Parser::new(text, scratch);
     p.s.at = lead.end();
-    p.entry_members(&mut keys, false)?;
+    p.members(|p, key| p.entry_member(&mut keys, key), false)?;
     p.finish_entry(keys)
 }
 
@@ -109,30 +104,26 @@ impl<'a, 'b> Parser<'a, 'b> {
         }
     }
 
-    /// An entry object's members into `keys`, from its first key (`first`) or from the
-    /// separator after a member already read.
-    fn entry_members(&mut self, keys: &mut EntryKeys<'a>, first: bool) -> Option<()> {
-        self.members(
-            |p, key| match key {
-                "type" => once(&mut keys.kind, p.s.string_or_null()?),
-                "id" => once(&mut keys.id, p.s.string_or_null()?),
-                "parentId" => once(&mut keys.parent, p.s.string_or_null()?),
-                "message" => once(&mut keys.message, p.message()?),
-                // Fields of other entry types: the lean way reads them.
-                "summary"
-                | "firstKeptEntryId"
-                | "firstKeptEntryIndex"
-                | "tokensBefore"
-                | "fromId"
-                | "customType"
-                | "content"
-                | "display"
-                | "details"
-                | "attribution" => None,
-                _ => p.s.value(),
-            },
-            first,
-        )
+    /// One member of an entry object into `keys`, the scanner at its value.
+    fn entry_member(&mut self, keys: &mut EntryKeys<'a>, key: &str) -> Option<()> {
+        match key {
+            "type" => once(&mut keys.kind, self.s.string_or_null()?),
+            "id" => once(&mut keys.id, self.s.string_or_null()?),
+            "parentId" => once(&mut keys.parent, self.s.string_or_null()?),
+            "message" => once(&mut keys.message, self.message()?),
+            // Fields of other entry types: the lean way reads them.
+            "summary"
+            | "firstKeptEntryId"
+            | "firstKeptEntryIndex"
+            | "tokensBefore"
+            | "fromId"
+            | "customType"
+            | "content"
+            | "display"
+            | "details"
+            | "attribution" => None,
+            _ => self.s.value(),
+        }
     }
 
     /// The entry of `keys`, once nothing but whitespace is left of the line.

@@ -612,7 +612,7 @@ const HELD: usize = 4;
 /// The elements `next` reads from `seq`, in a vector of exactly their number: the first
 /// [`HELD`] are held on the stack until the array ends, so a short array (the usual one)
 /// costs a single allocation of the right size instead of growing and shrinking.
-pub(super) fn collect_exact<S, T, E>(
+fn collect_exact<S, T, E>(
     mut seq: S,
     mut next: impl FnMut(&mut S) -> Result<Option<T>, E>,
 ) -> Result<Vec<T>, E> {

@@ -127,10 +127,14 @@ pub(super) struct Leading<'a> {
     pub(super) parent: Option<&'a [u8]>,
 }
 
+/// The leading keys as pi writes them, each up to its value (a string value's opening quote
+/// included); each string value is followed by its closing quote.
+const TYPE_KEY: &[u8] = br#"{"type":""#;
+const ID_KEY: &[u8] = br#","id":""#;
+const PARENT_KEY: &[u8] = br#","parentId":"#;
+
 impl Leading<'_> {
-    /// Where the leading keys end in the line: the offset of the comma after them
-    /// (`{"type":"` is 9 bytes, `","id":"` 8, `","parentId":` 13, then `null` or the
-    /// quoted parent).
+    /// Where the leading keys end in the line: the offset of the comma after them.
     pub(super) fn end(&self) -> usize {
         self.parent_at() + self.parent.map_or(4, |p| p.len() + 1)
     }
@@ -138,8 +142,8 @@ impl Leading<'_> {
     /// The type, id and parent as slices of `line`, the text they were read from once it is
     /// known to be UTF-8 (`None` for another text).
     pub(super) fn in_text<'t>(&self, line: &'t str) -> Option<(&'t str, &'t str, Option<&'t str>)> {
-        let kind_at = 9;
-        let id_at = kind_at + self.kind.len() + 8;
+        let kind_at = TYPE_KEY.len();
+        let id_at = kind_at + self.kind.len() + 1 + ID_KEY.len();
         let kind = line.get(kind_at..kind_at + self.kind.len())?;
         let id = line.get(id_at..id_at + self.id.len())?;
         let parent = match self.parent {
@@ -155,7 +159,14 @@ impl Leading<'_> {
     /// Where the parent's text starts (past its opening quote; where `null` starts when
     /// there is none).
     fn parent_at(&self) -> usize {
-        9 + self.kind.len() + 8 + self.id.len() + 13 + usize::from(self.parent.is_some())
+        TYPE_KEY.len()
+            + self.kind.len()
+            + 1
+            + ID_KEY.len()
+            + self.id.len()
+            + 1
+            + PARENT_KEY.len()
+            + usize::from(self.parent.is_some())
     }
 
     /// Whether a whole read of the line found this type, id and parent.
@@ -179,9 +190,9 @@ pub(super) fn leading(line: &[u8]) -> Option<Leading<'_>> {
         let (text, rest) = rest.split_at(end);
         Some((text, rest.strip_prefix(b"\"")?))
     }
-    let (kind, rest) = plain(line.strip_prefix(br#"{"type":""#)?)?;
-    let (id, rest) = plain(rest.strip_prefix(br#","id":""#)?)?;
-    let rest = rest.strip_prefix(br#","parentId":"#)?;
+    let (kind, rest) = plain(line.strip_prefix(TYPE_KEY)?)?;
+    let (id, rest) = plain(rest.strip_prefix(ID_KEY)?)?;
+    let rest = rest.strip_prefix(PARENT_KEY)?;
     let (parent, rest) = match rest.strip_prefix(b"null") {
         Some(rest) => (None, rest),
         None => {
