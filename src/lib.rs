@@ -83,6 +83,9 @@
 //! - `review` *(internal)*: the review engine: queue and coalescing (G2), failure policy
 //!   (F1–F3, P7), the backup reviewer (P6), context maintenance (G5), the `Reviewer` tool
 //!   loop with its output quarantine (P5), consult (G8).
+//! - [`gate`]: the action gate (§20): a risky tool call reviewed before it runs — the local
+//!   classifier over the output quarantine's reading (GT2), the gate model's request and
+//!   strict verdict, the session's cache, breaker and counters (GT1–GT12).
 //! - `delivery` *(internal)*: routing and the outbox (D1–D3, D6–D8), reconfirm and catch-up
 //!   (D4, D5, D9), outcome accounting (D10), one emission guard, policy and cap per advisor
 //!   of a roster and the cross-advisor dedupe (RO13, RO15, RO16, RO22).
@@ -108,6 +111,7 @@
 #![warn(missing_docs)]
 
 pub mod domain;
+pub mod gate;
 pub mod model;
 pub mod providers;
 pub mod replay;

@@ -21,7 +21,7 @@
 //! it matches the output and not the input. The turn is quarantined when a command class
 //! counts, or when three classes do.
 
-mod shell;
+pub(crate) mod shell;
 
 use regex::Regex;
 

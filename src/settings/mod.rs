@@ -13,6 +13,7 @@
 
 mod depth;
 mod env;
+mod gate;
 mod load;
 mod retry;
 mod yaml;
@@ -20,6 +21,10 @@ mod yaml;
 pub(crate) use depth::too_deep;
 pub use depth::MAX_YAML_DEPTH;
 pub use env::{env_flag, SettingsEnv};
+pub use gate::{
+    GateFailMode, GateMode, GateSettings, DEFAULT_GATE_TIMEOUT, GATE_ALLOWED,
+    GATE_FAIL_MODE_ALLOWED, GATE_TIMEOUT_MS_RANGE,
+};
 pub use load::{
     config_files, load_settings, read_config_layers, LoadedSettings, CONFIG_FILE,
     MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
@@ -371,6 +376,9 @@ pub struct AdvisorSettings {
     /// answers and the bounded blocker lane off together, as before them, for measuring
     /// what they save; default on.
     pub spend_controls: bool,
+    /// `advisor.gate`, `advisor.gateTimeoutMs`, `advisor.gateFailMode` (GT1–GT5): the
+    /// action gate that reviews a risky tool call before it runs.
+    pub gate: GateSettings,
 }
 
 impl Default for AdvisorSettings {
@@ -408,6 +416,7 @@ impl Default for AdvisorSettings {
             judge_threshold: DEFAULT_JUDGE_THRESHOLD,
             judge_role: None,
             spend_controls: true,
+            gate: GateSettings::default(),
         }
     }
 }

@@ -194,6 +194,15 @@ pub struct SettingsLayer {
     /// `advisor.spendControls` (SP1–SP3 together).
     #[serde(deserialize_with = "flag")]
     pub spend_controls: Option<bool>,
+    /// `advisor.gate` (GT1).
+    #[serde(deserialize_with = "gate_mode")]
+    pub gate: Option<super::GateMode>,
+    /// `advisor.gateTimeoutMs` (GT4).
+    #[serde(deserialize_with = "whole::<_, _, 100, 600_000>")]
+    pub gate_timeout_ms: Option<u64>,
+    /// `advisor.gateFailMode` (GT5).
+    #[serde(deserialize_with = "gate_fail_mode")]
+    pub gate_fail_mode: Option<super::GateFailMode>,
 }
 
 /// A checked decimal setting (SP6's ratio, SP9's threshold): finite, so it compares as
@@ -330,6 +339,9 @@ impl SettingsLayer {
             judge_threshold: self.judge_threshold.or(base.judge_threshold),
             judge_role: self.judge_role.or(base.judge_role),
             spend_controls: self.spend_controls.or(base.spend_controls),
+            gate: self.gate.or(base.gate),
+            gate_timeout_ms: self.gate_timeout_ms.or(base.gate_timeout_ms),
+            gate_fail_mode: self.gate_fail_mode.or(base.gate_fail_mode),
         }
     }
 
@@ -411,6 +423,15 @@ impl SettingsLayer {
         }
         if let Some(v) = self.spend_controls {
             settings.spend_controls = v;
+        }
+        if let Some(v) = self.gate {
+            settings.gate.mode = v;
+        }
+        if let Some(v) = self.gate_timeout_ms {
+            settings.gate.timeout = std::time::Duration::from_millis(v);
+        }
+        if let Some(v) = self.gate_fail_mode {
+            settings.gate.fail_mode = Some(v);
         }
     }
 }
@@ -906,6 +927,22 @@ fn retry_block<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RetryLayer>, D:
     block(d, "a mapping of retry settings")
 }
 
+/// `advisor.gate` (GT1); YAML's `off` read as `false` is `off`.
+fn gate_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<super::GateMode>, D::Error> {
+    field(d, super::GATE_ALLOWED, |v| match v {
+        Scalar::Text(s) => s.parse().ok(),
+        Scalar::Bool(false) => Some(super::GateMode::Off),
+        _ => None,
+    })
+}
+
+/// `advisor.gateFailMode` (GT5).
+fn gate_fail_mode<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<super::GateFailMode>, D::Error> {
+    word(d, super::GATE_FAIL_MODE_ALLOWED)
+}
+
 fn transcript<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TranscriptView>, D::Error> {
     word(d, "expanded, compact, full")
 }
@@ -926,6 +963,7 @@ where
         (1, 4096) => "a whole number from 1 to 4096",
         (1, MAX_REVIEW_INTERVAL) => "a whole number from 1 to 9007199254740991",
         (0, 50) => "a whole number from 0 to 50",
+        (100, 600_000) => "a whole number from 100 to 600000",
         _ => "a whole number",
     };
     field(d, allowed, |v| match v {
@@ -1088,6 +1126,7 @@ mod tests {
              \x20 redactSecrets: false\n  maxNoteChars: 500\n  requestTimeoutSecs: 60\n\
              \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n  toolBudget: 7\n\
              \x20 maxSpendRatio: 0.5\n  judgeGate: true\n  judgeThreshold: 0.3\n\
+             \x20 gate: risky\n  gateTimeoutMs: 5000\n  gateFailMode: closed\n\
              theme: dark\nhooks: [a, b]\n",
         )
         .unwrap();
@@ -1131,10 +1170,22 @@ mod tests {
                 judge_threshold: Some(Decimal(0.3)),
                 judge_role: Some("a/j".into()),
                 spend_controls: None,
+                gate: Some(super::super::GateMode::Risky),
+                gate_timeout_ms: Some(5000),
+                gate_fail_mode: Some(super::super::GateFailMode::Closed),
             }
         );
         let mut settings = AdvisorSettings::default();
         layer.apply_to(&mut settings);
+        assert_eq!(
+            settings.gate,
+            super::super::GateSettings {
+                mode: super::super::GateMode::Risky,
+                timeout: std::time::Duration::from_millis(5000),
+                fail_mode: Some(super::super::GateFailMode::Closed),
+            },
+            "GT1, GT4, GT5"
+        );
         assert!(!settings.enabled && settings.subagents && !settings.redact_secrets);
         assert!(
             !settings.evict_stale_results,
@@ -1183,6 +1234,31 @@ mod tests {
                 message.contains("advisor.maxSpendRatio in /agent/config.yml")
                     && message.ends_with("a number from 0.01 to 10"),
                 "{bad}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn gt1_gt4_gt5_gate_keys_take_their_words_and_a_bounded_timeout() {
+        let (layer, _) = parse("advisor:\n  gate: off\n  gateFailMode: ASK\n").unwrap();
+        assert_eq!(layer.gate, Some(super::super::GateMode::Off), "YAML's off");
+        assert_eq!(layer.gate_fail_mode, Some(super::super::GateFailMode::Ask));
+        for (key, bad, allowed) in [
+            ("gate", "sometimes", "off, risky, all"),
+            ("gate", "true", "off, risky, all"),
+            ("gateFailMode", "maybe", "open, closed, ask"),
+            ("gateTimeoutMs", "50", "a whole number from 100 to 600000"),
+            (
+                "gateTimeoutMs",
+                "'15000'",
+                "a whole number from 100 to 600000",
+            ),
+        ] {
+            let message = error(&format!("advisor:\n  {key}: {bad}\n"));
+            assert!(
+                message.contains(&format!("advisor.{key} in /agent/config.yml"))
+                    && message.ends_with(allowed),
+                "{key} {bad}: {message}"
             );
         }
     }

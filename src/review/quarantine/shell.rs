@@ -18,7 +18,7 @@ use unicode_normalization::UnicodeNormalization;
 
 /// What a hazardous command does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum CommandClass {
+pub(crate) enum CommandClass {
     /// Deletes recursively and by force: `rm -rf`, `find … -delete`, `git clean -f`,
     /// `git reset --hard`.
     Destructive,
@@ -31,11 +31,11 @@ pub(super) enum CommandClass {
 /// One hazardous command: its class and the words that say what it does (option groups of
 /// `rm` and `git` split into single letters), compared as a set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct HazardCommand {
+pub(crate) struct HazardCommand {
     /// What it does.
-    pub(super) class: CommandClass,
+    pub(crate) class: CommandClass,
     /// Its words from the command's name on.
-    pub(super) words: BTreeSet<String>,
+    pub(crate) words: BTreeSet<String>,
 }
 
 impl HazardCommand {
@@ -119,7 +119,7 @@ fn confusable(c: char) -> Option<char> {
 }
 
 /// `text` as a shell and a reader see it (see the module's documentation).
-pub(super) fn normalise(text: &str) -> String {
+pub(crate) fn normalise(text: &str) -> String {
     let folded: String = text
         .chars()
         .filter(|c| !invisible(*c))
@@ -168,11 +168,11 @@ fn folded_ifs(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> bool {
 }
 
 /// A pipeline: its commands (`a | b`), each a list of words.
-type Pipeline = Vec<Vec<String>>;
+pub(crate) type Pipeline = Vec<Vec<String>>;
 
 /// The pipelines of normalised `text`: cut at line breaks, `;`, `&`, `&&`, `||`, backticks
 /// and parentheses (so `$(…)` and `<(…)` stand alone); a single `|` joins commands.
-fn pipelines(text: &str) -> Vec<Pipeline> {
+pub(crate) fn pipelines(text: &str) -> Vec<Pipeline> {
     let mut out: Vec<Pipeline> = Vec::new();
     let mut pipeline: Pipeline = Vec::new();
     let mut command: Vec<String> = Vec::new();
@@ -217,7 +217,7 @@ fn pipelines(text: &str) -> Vec<Pipeline> {
 }
 
 /// A word's command name: its last path component (`/bin/rm` is `rm`).
-fn name(word: &str) -> &str {
+pub(crate) fn name(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
@@ -228,13 +228,13 @@ const SHELLS: &[&str] = &[
 const INTERPRETERS: &[&str] = &["python", "python3", "perl", "ruby", "node", "php"];
 
 /// Commands that can send data to another host.
-const NETWORK: &[&str] = &[
+pub(crate) const NETWORK: &[&str] = &[
     "curl", "wget", "nc", "ncat", "netcat", "socat", "scp", "sftp", "rsync", "ftp", "telnet",
     "http", "https", "xh", "ssh",
 ];
 
 /// Where private keys and credentials live.
-const KEY_FILES: &[&str] = &[
+pub(crate) const KEY_FILES: &[&str] = &[
     ".ssh/",
     "id_rsa",
     "id_dsa",
@@ -258,7 +258,7 @@ const SOURCES: &[&str] = &[
 
 /// The hazardous commands in normalised `text`; `trim` drops the prose that follows a
 /// command (for the advisor's output, which talks about commands in sentences).
-pub(super) fn hazards(text: &str, trim: bool) -> Vec<HazardCommand> {
+pub(crate) fn hazards(text: &str, trim: bool) -> Vec<HazardCommand> {
     let mut found = Vec::new();
     for pipeline in pipelines(text) {
         for command in &pipeline {
@@ -388,7 +388,7 @@ fn trim_prose(words: Vec<String>) -> Vec<String> {
 }
 
 /// Splits the option groups of a command that takes single-letter options.
-fn split_options(words: &[String]) -> Vec<String> {
+pub(crate) fn split_options(words: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(words.len());
     let mut options_end = false;
     for word in words {
