@@ -239,6 +239,30 @@ impl AdvisorHandle {
         self.call(RunStateChanged { running }).await
     }
 
+    /// Puts a proposed tool call to the action gate before it runs (SPEC §20, GT11): the
+    /// verdict says whether it may run (`allow`), must not (`deny`, with the reason for the
+    /// agent) or needs a person (`ask`). Answers at once when the gate is off or the
+    /// classifier passes the call; else within `advisor.gateTimeoutMs` (the fail mode then,
+    /// GT5). Assumes a host that can ask a person; see [`AdvisorHandle::gate_with`].
+    pub async fn gate(
+        &self,
+        action: crate::gate::ProposedAction,
+    ) -> Result<crate::gate::GateVerdict, HandleError> {
+        self.gate_with(action, crate::gate::GateOptions::default())
+            .await
+    }
+
+    /// [`AdvisorHandle::gate`] with what the host says beside the call: whether it can ask
+    /// a person (GT5, GT7).
+    pub async fn gate_with(
+        &self,
+        action: crate::gate::ProposedAction,
+        options: crate::gate::GateOptions,
+    ) -> Result<crate::gate::GateVerdict, HandleError> {
+        self.call(crate::messages::host::GateAction { action, options })
+            .await
+    }
+
     /// The host aborted the run (D6).
     pub async fn interrupt(&self, by_user: bool) -> Result<(), HandleError> {
         self.call(RunInterrupted { by_user }).await

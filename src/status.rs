@@ -190,6 +190,7 @@ impl AdvisorStatus {
             advisors: AdvisorSpend::of(&self.agent).against(primary.as_ref()),
             primary,
             gate: self.spend.gate.take(),
+            action_gate: self.spend.action_gate.take(),
         };
     }
 
@@ -325,6 +326,23 @@ impl AdvisorStatus {
             ];
             let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
             line(out, "gate", &vars);
+        }
+        if let Some(g) = &self.spend.action_gate {
+            let vars = [
+                ("proposed", g.proposed.to_string()),
+                ("passed", g.passed.to_string()),
+                ("allowed", g.allowed.to_string()),
+                ("denied", g.denied.to_string()),
+                ("asked", g.asked.to_string()),
+                ("cached", g.cache_hits.to_string()),
+                ("requests", g.model_requests.to_string()),
+                ("failures", g.model_failures.to_string()),
+                ("input", g.input_tokens.to_string()),
+                ("output", g.output_tokens.to_string()),
+                ("cost", cost_text(g.cost)),
+            ];
+            let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            line(out, "actionGate", &vars);
         }
     }
 
@@ -776,6 +794,7 @@ mod tests {
             "ceilingAgentEnd",
             "ceilingPaused",
             "gate",
+            "actionGate",
         ];
         for key in keys {
             assert!(

@@ -65,6 +65,8 @@ pub struct Supervisor {
     gate: GateCounts,
     /// WIP reviews scheduled at this boundary and waiting for the judge (SP9).
     gated: Vec<gate::GatedReview>,
+    /// The action gate's cache, breaker and counters (GT6–GT8).
+    action_gate: crate::gate::GateState,
 }
 
 impl Supervisor {
@@ -86,6 +88,7 @@ impl Supervisor {
             transitioning: Arc::default(),
             gate: GateCounts::default(),
             gated: Vec::new(),
+            action_gate: crate::gate::GateState::default(),
         };
         supervisor.update_turn_end_waits();
         supervisor
@@ -465,6 +468,7 @@ impl Handler<DisposeSession> for Supervisor {
     }
 }
 
+mod action_gate;
 mod ceiling;
 mod commands;
 mod gate;

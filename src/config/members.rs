@@ -52,6 +52,10 @@ pub struct MemberPlan {
     pub sync_backlog: Option<SyncBacklog>,
     /// Its `maxSpendRatio` (SP6); `None`: `advisor.maxSpendRatio`, followed live.
     pub max_spend_ratio: Option<f64>,
+    /// The entry's `gate` (GT10); `None`: the session's `advisor.gate`.
+    pub gate: Option<crate::settings::GateMode>,
+    /// The entry's `gateFailMode` (GT10); `None`: the session's `advisor.gateFailMode`.
+    pub gate_fail_mode: Option<crate::settings::GateFailMode>,
 }
 
 impl MemberPlan {
@@ -157,6 +161,8 @@ impl RuntimeConfig {
             review_interval: None,
             sync_backlog: None,
             max_spend_ratio: None,
+            gate: None,
+            gate_fail_mode: None,
         }
     }
 
@@ -196,6 +202,8 @@ impl RuntimeConfig {
             review_interval: Some(entry.review_interval.value),
             sync_backlog: entry.sync_backlog.value,
             max_spend_ratio: entry.max_spend_ratio.value,
+            gate: entry.gate.value,
+            gate_fail_mode: entry.gate_fail_mode.value,
         }
     }
 }

@@ -109,3 +109,13 @@ pub struct AwaitDrain;
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "()")]
 pub struct CloseSession;
+
+/// Puts a proposed tool call to the action gate before it runs (GT1, GT11).
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "crate::gate::GateVerdict")]
+pub struct GateAction {
+    /// The call.
+    pub action: crate::gate::ProposedAction,
+    /// What the host says beside it (whether a person can be asked).
+    pub options: crate::gate::GateOptions,
+}

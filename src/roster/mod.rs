@@ -420,6 +420,10 @@ pub struct RosterAdvisor {
     pub tool_budget: Sourced<Option<u32>>,
     /// `maxSpendRatio` (SP6); `None` is the session's `advisor.maxSpendRatio`.
     pub max_spend_ratio: Sourced<Option<f64>>,
+    /// `gate` (GT10); `None` is the session's `advisor.gate`.
+    pub gate: Sourced<Option<crate::settings::GateMode>>,
+    /// `gateFailMode` (GT10); `None` is the session's `advisor.gateFailMode`.
+    pub gate_fail_mode: Sourced<Option<crate::settings::GateFailMode>>,
 }
 
 impl RosterAdvisor {
@@ -447,6 +451,8 @@ impl RosterAdvisor {
             sync_backlog: Sourced::default_value(None),
             tool_budget: Sourced::default_value(None),
             max_spend_ratio: Sourced::default_value(None),
+            gate: Sourced::default_value(None),
+            gate_fail_mode: Sourced::default_value(None),
         }
     }
 
@@ -880,6 +886,8 @@ fn resolve(
         },
         tool_budget: or_default(entry.tool_budget.map(Some), None, own()),
         max_spend_ratio: or_default(entry.max_spend_ratio.map(Some), None, own()),
+        gate: or_default(entry.gate.map(Some), None, own()),
+        gate_fail_mode: or_default(entry.gate_fail_mode.map(Some), None, own()),
         slug: entry.slug,
         name: entry.name,
         file,

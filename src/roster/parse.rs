@@ -38,6 +38,8 @@ const ENTRY_KEYS: &[&str] = &[
     "syncBacklog",
     "toolBudget",
     "maxSpendRatio",
+    "gate",
+    "gateFailMode",
 ];
 
 /// What one file says, checked; `@` imports not yet expanded.
@@ -85,6 +87,10 @@ pub(crate) struct Entry {
     pub(crate) tool_budget: Option<u32>,
     /// `maxSpendRatio` (SP6).
     pub(crate) max_spend_ratio: Option<f64>,
+    /// `gate` (GT10).
+    pub(crate) gate: Option<crate::settings::GateMode>,
+    /// `gateFailMode` (GT10).
+    pub(crate) gate_fail_mode: Option<crate::settings::GateFailMode>,
 }
 
 /// The slug of an advisor name (RO7): lower case, every run of characters other than ASCII
@@ -323,6 +329,8 @@ fn parse_entry(
         sync_backlog: None,
         tool_budget: None,
         max_spend_ratio: None,
+        gate: None,
+        gate_fail_mode: None,
     };
     let mut notes = Vec::new();
     for (key, value) in map {
@@ -402,6 +410,15 @@ fn set_field(
         "policy" => choice_field(value, "defer, interrupt, reconfirm").map(|v| entry.policy = v),
         "toolBudget" => budget_field(value).map(|v| entry.tool_budget = v),
         "maxSpendRatio" => ratio_field(value).map(|v| entry.max_spend_ratio = v),
+        "gate" => match value {
+            Value::Bool(false) => {
+                entry.gate = Some(crate::settings::GateMode::Off);
+                Ok(())
+            }
+            _ => choice_field(value, crate::settings::GATE_ALLOWED).map(|v| entry.gate = v),
+        },
+        "gateFailMode" => choice_field(value, crate::settings::GATE_FAIL_MODE_ALLOWED)
+            .map(|v| entry.gate_fail_mode = v),
         "maxSeverity" => {
             choice_field(value, "nit, concern, blocker").map(|v| entry.max_severity = v)
         }

@@ -21,6 +21,9 @@ use crate::status::AdvisorStatus;
 /// The longest advisor name `session/ask` takes (RO20); a longer one is `-32602`.
 const MAX_ADVISOR_NAME_CHARS: usize = 1024;
 
+/// The longest tool name `session/gate` takes (GT11).
+const MAX_GATE_TOOL_CHARS: usize = 200;
+
 /// What an ask ended by `session/close` says (G8).
 const ENDED_BY_CLOSE: &str = "the session was closed (session/close)";
 /// What an ask ended by a `session/open` of the same id says.
@@ -130,6 +133,7 @@ impl Dispatcher {
                 Ok(json!({ "text": text }))
             }
             "session/ask" => self.ask(params).await,
+            "session/gate" => self.gate(params).await,
             "session/status" => {
                 let (s, _) = self.served(params).await?;
                 let status = s.handle.status().await.map_err(gone)?;
@@ -329,6 +333,32 @@ impl Dispatcher {
     /// timeout) and refuses it at once while the advisor is paused or failing.
     /// The optional `advisor` param names the roster's advisor to ask (RO20); one the
     /// session does not have is the ask error with reason `unknownAdvisor`.
+    /// `session/gate` (GT11): a proposed tool call put to the action gate before it runs.
+    /// `canAsk` (default false) says whether the client can ask a person.
+    async fn gate(&self, params: Params) -> Result<Value, RpcError> {
+        let (s, mut p) = self.served(params).await?;
+        let tool = p.string("tool")?;
+        let chars = tool.chars().count();
+        if chars == 0 || chars > MAX_GATE_TOOL_CHARS {
+            return Err(p.invalid(
+                "tool",
+                format!("must be 1 to {MAX_GATE_TOOL_CHARS} characters, it has {chars}"),
+            ));
+        }
+        let cwd = p.opt_string("cwd")?.map(std::path::PathBuf::from);
+        let can_ask = p.opt_bool("canAsk")?.unwrap_or(false);
+        let input = p.take("input").unwrap_or(Value::Null);
+        let action = crate::gate::ProposedAction { tool, input, cwd };
+        let options = crate::gate::GateOptions { can_ask };
+        let verdict = s.handle.gate_with(action, options).await.map_err(gone)?;
+        Ok(json!({
+            "decision": verdict.decision.as_str(),
+            "risk": verdict.risk.as_str(),
+            "reason": verdict.reason,
+            "source": verdict.source.as_str(),
+        }))
+    }
+
     async fn ask(&self, params: Params) -> Result<Value, RpcError> {
         let (s, p) = self.served(params).await?;
         let question = p.string("question")?;

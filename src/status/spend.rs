@@ -172,6 +172,10 @@ pub struct SessionSpend {
     /// off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<crate::review::judge_gate::GateCounts>,
+    /// The action gate's counters and its model's spend (GT8), apart from the advisors';
+    /// `None` while the gate is off and has seen no call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_gate: Option<crate::gate::ActionGateCounts>,
 }
 
 /// Adds up the primary's usage as the transcript grows (SP5): at each turn end the

@@ -1,5 +1,6 @@
 //! Every integration test, one module per area; they link into one binary (`tests/all.rs`).
 
+mod action_gate;
 mod agent_policy;
 mod cadence;
 mod check_in;

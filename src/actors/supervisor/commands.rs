@@ -116,6 +116,10 @@ impl Supervisor {
         let ceilings = self.ceiling_part();
         // SP9: the gate's counters, while it is on.
         let gate = self.gate_on().then_some(self.gate);
+        let action_gate = self.action_gate.counts();
+        let action_gate = (self.members.gate_choice().0.mode != crate::settings::GateMode::Off
+            || action_gate.proposed > 0)
+            .then_some(action_gate);
         async move {
             let mut per_advisor = Default::default();
             if let Ok(delivery) = router.send(GetDeliveryStatus).await {
@@ -153,6 +157,7 @@ impl Supervisor {
                 status.add_roster_totals(&agents);
             }
             status.spend.gate = gate;
+            status.spend.action_gate = action_gate;
             status.add_spend(primary);
             ceilings.fill(&mut status);
             status

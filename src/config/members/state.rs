@@ -5,12 +5,14 @@
 //! actor carries out — start and stop actors, tell the router, queue a review — as the
 //! router's `RouterState` answers outcomes and events; nothing here sends or starts anything.
 
+use std::sync::Arc;
+
 use crate::config::{MemberPlan, RosterDiff, RuntimeConfig};
 use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::RewriteKind;
 use crate::domain::transcript::Transcript;
 use crate::feed::Update;
-use crate::model::Usage;
+use crate::model::{ModelClient, Usage};
 use crate::review::cadence::{held_dropped_notice, AdvisorCadence, Boundary, Cadence, Decision};
 use crate::review::check_in::{CheckInCounts, CheckInWait};
 use crate::review::{AskEnd, AskError};
@@ -234,6 +236,16 @@ impl Member {
         cadence
     }
 
+    /// Its action gate's settings (GT10): its entry's `gate` and `gateFailMode` over the
+    /// session's.
+    pub fn gate_settings(&self, settings: &AdvisorSettings) -> crate::settings::GateSettings {
+        crate::settings::GateSettings {
+            mode: self.plan.gate.unwrap_or(settings.gate.mode),
+            fail_mode: self.plan.gate_fail_mode.or(settings.gate.fail_mode),
+            ..settings.gate
+        }
+    }
+
     /// Its spend ceiling in effect (SP6): its entry's, else `advisor.maxSpendRatio`.
     pub fn spend_limit(&self, settings: &AdvisorSettings) -> Option<f64> {
         self.plan.max_spend_ratio.or(settings.max_spend_ratio)
@@ -392,6 +404,30 @@ impl Members {
 
     fn get_mut(&mut self, slug: Option<&str>) -> Option<&mut Member> {
         self.members.iter_mut().find(|m| m.slug() == slug)
+    }
+
+    /// The member the action gate asks (GT10): the first, in roster order, that is enabled
+    /// in its entry, not paused by the user, and whose gate is not off; its gate settings
+    /// and its model (`None` when it has none: the fail mode answers). Without one, the
+    /// session's settings with the gate off.
+    pub fn gate_choice(&self) -> (crate::settings::GateSettings, Option<Arc<dyn ModelClient>>) {
+        let settings = &self.config.settings;
+        let chosen = self.members.iter().find(|m| {
+            m.plan.enabled
+                && !m.held_off
+                && m.gate_settings(settings).mode != crate::settings::GateMode::Off
+        });
+        match chosen {
+            Some(member) => (
+                member.gate_settings(settings),
+                member.plan.model.clone().ok(),
+            ),
+            None => {
+                let mut off = settings.gate;
+                off.mode = crate::settings::GateMode::Off;
+                (off, None)
+            }
+        }
     }
 
     /// Whether the advisor is on (C1).
