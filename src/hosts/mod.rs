@@ -6,7 +6,10 @@
 //! session per host session, and prints what is due ([`output`]) within a short bound. The
 //! places all of this lives are in [`paths`].
 
+pub mod client;
+pub mod host_session;
 pub mod output;
 pub mod paths;
 pub mod payload;
 pub mod protocol;
+pub mod turns;
