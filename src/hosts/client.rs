@@ -203,8 +203,9 @@ pub fn start_daemon(call: &HookCall) -> Result<bool, String> {
     // Released at once: the process takes the lock itself and keeps it for its life, so a
     // second one started by a racing hook gives up.
     let _ = flock(&lock, FlockOperation::Unlock);
-    let log = crate::regular_file::open_append(&call.paths.daemon_log())
+    let log = ensure_private_dir(&call.paths.state_dir, call.uid)
         .ok()
+        .and_then(|()| crate::regular_file::open_append(&call.paths.daemon_log()).ok())
         .map(Stdio::from)
         .unwrap_or_else(Stdio::null);
     Command::new(program)

@@ -7,7 +7,9 @@
 //! places all of this lives are in [`paths`].
 
 pub mod client;
+pub mod daemon;
 pub mod host_session;
+pub mod open;
 pub mod output;
 pub mod paths;
 pub mod payload;
