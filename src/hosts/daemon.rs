@@ -1,9 +1,9 @@
 //! The background process of the hook hosts (SPEC H4, H11, H13): one shared
 //! [`AdvisorRuntime`], one [`HostSession`] per host session, served over the Unix socket.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -14,14 +14,14 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::handle::AdvisorHandle;
-use crate::model::ModelClient;
-use crate::providers::Catalog;
-use crate::runtime::{AdvisorRuntime, RuntimeOptions};
+use crate::runtime::AdvisorRuntime;
 use crate::settings::LoadedSettings;
+use crate::shared::SharedResources;
 
-use super::host_session::{SessionJob, REPLY_MARGIN};
-use super::open::Worker;
-use super::output::HookReply;
+use super::host_session::{point_of, EventJob, HostSession, SessionJob, REPLY_MARGIN};
+use super::open::prepare;
+pub use super::open::DaemonOptions;
+use super::output::{HookPoint, HookReply};
 use super::paths::{ensure_private_dir, HostPaths};
 use super::payload::{HookEvent, HookHost, HookPayload};
 use super::protocol::{
@@ -33,28 +33,6 @@ use super::protocol::{
 const SESSION_QUEUE: usize = 64;
 /// How long a client may take to send its request.
 const REQUEST_TIME: Duration = Duration::from_secs(5);
-
-/// What the background process starts with.
-#[derive(Clone)]
-pub struct DaemonOptions {
-    /// The places.
-    pub paths: HostPaths,
-    /// The effective user id (peers of another user are refused).
-    pub uid: u32,
-    /// The environment it inherited from the first hook: provider keys, `HOME`,
-    /// `ADVISOR_MODEL`… Read through this map only.
-    pub env: Arc<BTreeMap<String, String>>,
-    /// One model for every session instead of the one the settings name (tests, benches).
-    pub model: Option<Arc<dyn ModelClient>>,
-    /// The model catalog.
-    pub catalog: Arc<Catalog>,
-    /// The shared runtime's options.
-    pub runtime: RuntimeOptions,
-    /// End after this long with no session open (`None`: never).
-    pub idle: Option<Duration>,
-    /// A session with no hook event for this long is closed (Codex sends no SessionEnd).
-    pub session_expiry: Duration,
-}
 
 /// Why the background process cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -261,11 +239,11 @@ impl Daemon {
             return HookReply::empty();
         };
         let (tx, rx) = oneshot::channel();
-        let job = SessionJob {
+        let job = SessionJob::Event(Box::new(EventJob {
             payload,
             deadline,
             reply: tx,
-        };
+        }));
         if jobs.try_send(job).is_err() {
             return timed_out();
         }
@@ -273,6 +251,24 @@ impl Daemon {
             Ok(Ok(reply)) => reply,
             _ => timed_out(),
         }
+    }
+
+    /// Waits until everything the session was sent before is done and nothing is left to
+    /// review (at most 120 s): for tests and benches that check what a review raised.
+    /// `false` when no such session is open.
+    pub async fn drain(&self, host: HookHost, session: &str) -> bool {
+        let jobs = {
+            let sessions = self.sessions.lock();
+            match sessions.get(&(host, session.to_string())) {
+                Some(slot) => slot.jobs.clone(),
+                None => return false,
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        if jobs.send(SessionJob::Drain(tx)).await.is_err() {
+            return false;
+        }
+        rx.await.is_ok()
     }
 
     /// The job queue of the payload's session; a new session gets a worker, except for an
@@ -315,10 +311,7 @@ impl Daemon {
     }
 
     /// The sessions `session` names (an id or a unique prefix; `None`: all), with handles.
-    fn matching(
-        &self,
-        session: Option<&str>,
-    ) -> Result<Vec<Open>, String> {
+    fn matching(&self, session: Option<&str>) -> Result<Vec<Open>, String> {
         let sessions = self.sessions.lock();
         let all: Vec<_> = sessions
             .iter()
@@ -425,5 +418,104 @@ fn timed_out() -> HookReply {
     HookReply {
         stdout: None,
         outcome: Outcome::Timeout,
+    }
+}
+
+/// The longest a drain job waits for the session's reviews.
+const DRAIN_LIMIT: Duration = Duration::from_secs(120);
+
+/// The worker of one host session: opens it, then serves its jobs in order.
+struct Worker {
+    daemon: Weak<Daemon>,
+    key: (HookHost, String),
+    options: DaemonOptions,
+    shared: Arc<SharedResources>,
+    cached: Option<Arc<LoadedSettings>>,
+    handle: Arc<Mutex<Option<AdvisorHandle>>>,
+}
+
+impl Worker {
+    /// Runs until the session ends or the process drops its queue.
+    async fn run(self, first: HookPayload, mut queue: mpsc::Receiver<SessionJob>) {
+        let options = self.options.clone();
+        let shared = Arc::clone(&self.shared);
+        let cached = self.cached.clone();
+        let prepared =
+            tokio::task::spawn_blocking(move || prepare(&options, &shared, cached, &first)).await;
+        let prepared = match prepared {
+            Ok(Ok(prepared)) => prepared,
+            Ok(Err(e)) => return self.failed(e, queue).await,
+            Err(e) => return self.failed(e.to_string(), queue).await,
+        };
+        let Some(daemon) = self.daemon.upgrade() else {
+            return;
+        };
+        daemon.remember_settings(&prepared.cwd, Arc::clone(&prepared.loaded));
+        let (handle, events) = daemon.runtime().open(prepared.config);
+        drop(daemon);
+        *self.handle.lock() = Some(handle.clone());
+        let mut session = HostSession::new(
+            handle,
+            events,
+            prepared.feed,
+            prepared.source,
+            prepared.notices,
+        );
+        while let Some(job) = queue.recv().await {
+            match job {
+                SessionJob::Event(job) => {
+                    if session.serve(*job).await {
+                        break;
+                    }
+                }
+                SessionJob::Drain(done) => {
+                    let drain = session.handle().await_drain();
+                    let _ = tokio::time::timeout(DRAIN_LIMIT, drain).await;
+                    let _ = done.send(());
+                }
+            }
+        }
+        self.forget();
+    }
+
+    /// A session that cannot be set up: every job is answered empty, and the user is told
+    /// why once, at the first prompt or stop.
+    async fn failed(self, error: String, mut queue: mpsc::Receiver<SessionJob>) {
+        tracing::warn!(error = %error, "hook session: not opened");
+        let mut told = false;
+        while let Some(job) = queue.recv().await {
+            let job = match job {
+                SessionJob::Event(job) => *job,
+                SessionJob::Drain(done) => {
+                    let _ = done.send(());
+                    continue;
+                }
+            };
+            let point = point_of(&job.payload.event);
+            let tell =
+                !told && matches!(point, HookPoint::UserPromptSubmit | HookPoint::Stop { .. });
+            let reply = if tell {
+                told = true;
+                HookReply {
+                    stdout: Some(serde_json::json!({
+                        "systemMessage": format!("advisor: not running for this session: {error}")
+                    })),
+                    outcome: Outcome::Error,
+                }
+            } else {
+                HookReply::empty()
+            };
+            let _ = job.reply.send(reply);
+            if matches!(job.payload.event, HookEvent::SessionEnd { .. }) {
+                break;
+            }
+        }
+        self.forget();
+    }
+
+    fn forget(&self) {
+        if let Some(daemon) = self.daemon.upgrade() {
+            daemon.forget(&self.key);
+        }
     }
 }

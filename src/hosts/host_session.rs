@@ -23,13 +23,22 @@ use super::turns::{complete_turns, current_messages, read_transcript, Transcript
 
 /// What one hook event asks of a session.
 #[derive(Debug)]
-pub struct SessionJob {
+pub struct EventJob {
     /// The event.
     pub payload: HookPayload,
     /// When the hook stops waiting (less the margin for the answer's way back).
     pub deadline: Instant,
     /// Where the answer goes.
     pub reply: oneshot::Sender<HookReply>,
+}
+
+/// A job of a session's worker, taken in order.
+#[derive(Debug)]
+pub enum SessionJob {
+    /// A hook event.
+    Event(Box<EventJob>),
+    /// Answer once everything before this job is done and nothing is left to review.
+    Drain(oneshot::Sender<()>),
 }
 
 /// Where a session's transcript is read from and under which checks.
@@ -178,8 +187,8 @@ impl HostSession {
     }
 
     /// Serves one job; `true` when the session ended (SessionEnd).
-    pub async fn serve(&mut self, job: SessionJob) -> bool {
-        let SessionJob {
+    pub async fn serve(&mut self, job: EventJob) -> bool {
+        let EventJob {
             payload,
             deadline,
             reply,

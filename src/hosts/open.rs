@@ -2,14 +2,15 @@
 //! (the user's and the project's files, loaded once per project), its model, WATCHDOG.md,
 //! the advisor's transcript file, and the transcript seeded at its current end (X4).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
-
-use parking_lot::Mutex;
-use tokio::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::config::RuntimeConfig;
-use crate::handle::AdvisorHandle;
+use crate::model::ModelClient;
+use crate::providers::Catalog;
+use crate::runtime::RuntimeOptions;
 use crate::session::ReadLimits;
 use crate::settings::{
     load_config_files, read_prompt_override, LoadedSettings, SettingsEnv, SettingsError,
@@ -17,11 +18,9 @@ use crate::settings::{
 use crate::setup::{session_role, KeyLookup, ModelSource, SessionModel, SessionSetup};
 use crate::shared::SharedResources;
 
-use super::daemon::{Daemon, DaemonOptions};
-use super::host_session::{FeedState, HostSession, SessionJob, TranscriptSource};
-use super::output::{HookPoint, HookReply};
-use super::paths::{config_files, ensure_private_dir};
-use super::payload::{HookEvent, HookHost, HookPayload, StartSource};
+use super::host_session::{FeedState, TranscriptSource};
+use super::paths::{config_files, ensure_private_dir, HostPaths};
+use super::payload::{HookEvent, HookPayload, StartSource};
 use super::turns::TranscriptError;
 
 /// The settings of a session working in `cwd` (H2): the user's `config.yml`, the project's
@@ -35,14 +34,36 @@ pub fn load_host_settings(config_dir: &Path, cwd: &Path) -> Result<LoadedSetting
     Ok(loaded)
 }
 
+/// What the background process starts with.
+#[derive(Clone)]
+pub struct DaemonOptions {
+    /// The places.
+    pub paths: HostPaths,
+    /// The effective user id (peers of another user are refused).
+    pub uid: u32,
+    /// The environment it inherited from the first hook: provider keys, `HOME`,
+    /// `ADVISOR_MODEL`… Read through this map only.
+    pub env: Arc<BTreeMap<String, String>>,
+    /// One model for every session instead of the one the settings name (tests, benches).
+    pub model: Option<Arc<dyn ModelClient>>,
+    /// The model catalog.
+    pub catalog: Arc<Catalog>,
+    /// The shared runtime's options.
+    pub runtime: RuntimeOptions,
+    /// End after this long with no session open (`None`: never).
+    pub idle: Option<Duration>,
+    /// A session with no hook event for this long is closed (Codex sends no SessionEnd).
+    pub session_expiry: Duration,
+}
+
 /// A session ready to be opened on the runtime.
 pub(crate) struct Prepared {
-    config: RuntimeConfig,
-    loaded: Arc<LoadedSettings>,
-    cwd: PathBuf,
-    notices: Vec<String>,
-    feed: FeedState,
-    source: TranscriptSource,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) loaded: Arc<LoadedSettings>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) notices: Vec<String>,
+    pub(crate) feed: FeedState,
+    pub(crate) source: TranscriptSource,
 }
 
 /// Prepares the session of `first`'s host session (blocking: files).
@@ -149,84 +170,4 @@ pub(crate) fn prepare(
         feed,
         source,
     })
-}
-
-/// The worker of one host session: opens it, then serves its jobs in order.
-pub(crate) struct Worker {
-    pub(crate) daemon: Weak<Daemon>,
-    pub(crate) key: (HookHost, String),
-    pub(crate) options: DaemonOptions,
-    pub(crate) shared: Arc<SharedResources>,
-    pub(crate) cached: Option<Arc<LoadedSettings>>,
-    pub(crate) handle: Arc<Mutex<Option<AdvisorHandle>>>,
-}
-
-impl Worker {
-    /// Runs until the session ends or the process drops its queue.
-    pub(crate) async fn run(self, first: HookPayload, mut queue: mpsc::Receiver<SessionJob>) {
-        let options = self.options.clone();
-        let shared = Arc::clone(&self.shared);
-        let cached = self.cached.clone();
-        let prepared =
-            tokio::task::spawn_blocking(move || prepare(&options, &shared, cached, &first)).await;
-        let prepared = match prepared {
-            Ok(Ok(prepared)) => prepared,
-            Ok(Err(e)) => return self.failed(e, queue).await,
-            Err(e) => return self.failed(e.to_string(), queue).await,
-        };
-        let Some(daemon) = self.daemon.upgrade() else {
-            return;
-        };
-        daemon.remember_settings(&prepared.cwd, Arc::clone(&prepared.loaded));
-        let (handle, events) = daemon.runtime().open(prepared.config);
-        drop(daemon);
-        *self.handle.lock() = Some(handle.clone());
-        let mut session = HostSession::new(
-            handle,
-            events,
-            prepared.feed,
-            prepared.source,
-            prepared.notices,
-        );
-        while let Some(job) = queue.recv().await {
-            if session.serve(job).await {
-                break;
-            }
-        }
-        self.forget();
-    }
-
-    /// A session that cannot be set up: every job is answered empty, and the user is told
-    /// why once, at the first prompt or stop.
-    async fn failed(self, error: String, mut queue: mpsc::Receiver<SessionJob>) {
-        tracing::warn!(error = %error, "hook session: not opened");
-        let mut told = false;
-        while let Some(job) = queue.recv().await {
-            let point = super::host_session::point_of(&job.payload.event);
-            let tell =
-                !told && matches!(point, HookPoint::UserPromptSubmit | HookPoint::Stop { .. });
-            let reply = if tell {
-                told = true;
-                HookReply {
-                    stdout: Some(serde_json::json!({
-                        "systemMessage": format!("advisor: not running for this session: {error}")
-                    })),
-                    outcome: super::protocol::Outcome::Error,
-                }
-            } else {
-                HookReply::empty()
-            };
-            let _ = job.reply.send(reply);
-            if matches!(job.payload.event, HookEvent::SessionEnd { .. }) {
-                break;
-            }
-        }
-        self.forget();
-    }
-
-    fn forget(&self) {
-        if let Some(daemon) = self.daemon.upgrade() {
-            daemon.forget(&self.key);
-        }
-    }
 }
