@@ -64,9 +64,12 @@
 //! unlinked temporary file first, since a tree is read in two passes.
 
 mod advisor_file;
+mod claude;
+mod codex;
 mod diagnostics;
 mod direct;
 mod driver;
+mod hosts;
 mod input;
 mod lean;
 mod reader;
@@ -80,5 +83,6 @@ pub use diagnostics::{
 pub use driver::{HostStep, SessionDriver};
 pub use reader::{
     read_session, read_session_arg, read_session_from, read_session_from_with, read_session_stdin,
-    read_session_with, BranchEntry, SessionBranch, SessionHeader, NEWEST_VERSION, STDIN_NAME,
+    read_session_with, BranchEntry, SessionBranch, SessionFormat, SessionHeader, NEWEST_VERSION,
+    STDIN_NAME,
 };
