@@ -1,4 +1,4 @@
-//! Claude Code transcripts read as sessions (SPEC L6): `~/.claude/projects/<project>/<session>.jsonl`
+//! Claude Code transcripts read as sessions (SPEC L6, L7): `~/.claude/projects/<project>/<session>.jsonl`
 //! as Claude Code 2.1 writes it.
 //!
 //! Every line is a JSON object with a `type`. The lines that link into the conversation carry

@@ -1,4 +1,4 @@
-//! Codex CLI rollouts read as sessions (SPEC L6): `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`
+//! Codex CLI rollouts read as sessions (SPEC L6, L8): `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`
 //! as Codex 0.171 writes it.
 //!
 //! Every line is an envelope `{timestamp, type, payload}`. A rollout is one linear thread;

@@ -36,6 +36,13 @@
 //!   `title_change`, … and any unknown type: skipped, counted per type in
 //!   [`Diagnostics::skipped`].
 //!
+//! # Host transcripts
+//!
+//! A Claude Code transcript or a Codex CLI rollout is read too (SPEC L6–L8), told from its
+//! first lines, into the same [`SessionBranch`]: see the `claude` and `codex` modules. The
+//! header's [`SessionHeader::format`] says which format was read, and
+//! [`ReadLimits::growing`] / [`ReadLimits::include_subagents`] apply to these formats only.
+//!
 //! # Branches
 //!
 //! Version 1 entries carry no ids: the file is one linear chain. From version 2 on every
