@@ -95,7 +95,13 @@ pub(crate) fn prepare(
         path: first.transcript_path.clone(),
         cwd: first.cwd.clone(),
         home,
-        limits: ReadLimits::default(),
+        // The CLI may be writing its last line: a partial one is not malformed (L6); the
+        // user's `advisor.subagents` decides whether sub-agents' turns are read (W7).
+        limits: ReadLimits {
+            growing: true,
+            include_subagents: settings.subagents,
+            ..ReadLimits::default()
+        },
     };
     let messages = match source.read() {
         Ok(messages) => messages,

@@ -708,3 +708,45 @@ fn daemons_with(entry: &str) -> Vec<u32> {
     }
     found
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h10_l6_the_recorded_transcripts_of_both_clis_reach_the_reviewer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hosts");
+    for (file, host, command) in [
+        (
+            "claude_transcript.jsonl",
+            HookHost::ClaudeCode,
+            "echo hi > a.txt",
+        ),
+        ("codex_rollout.jsonl", HookHost::Codex, "a.txt"),
+    ] {
+        let places = Places::new("advisor:\n  enabled: true\n");
+        let answers = (0..8)
+            .map(|_| ScriptedResponse::sse(&Dialect::OpenAi.answer("")))
+            .collect();
+        let (server, model) = model(answers).await;
+        let daemon = places.daemon(Some(model));
+        let input = |event: &str, extra: Value| {
+            let mut v = places.input(event, extra);
+            if host == HookHost::Codex {
+                v["turn_id"] = json!("t-1");
+            }
+            parse_payload(v.to_string().as_bytes(), None).unwrap()
+        };
+        // The session starts before the CLI wrote its transcript…
+        send(&daemon, input("SessionStart", json!({"source": "startup"}))).await;
+        // …and the whole recorded run is there by its Stop.
+        std::fs::copy(root.join(file), &places.transcript).unwrap();
+        let (out, outcome) = send(&daemon, input("Stop", json!({"stop_hook_active": false}))).await;
+        assert_ne!(outcome, Outcome::Timeout, "{file}: {out:?}");
+        assert!(daemon.drain(host, SESSION).await, "{file}");
+        let requests = server.requests();
+        assert!(!requests.is_empty(), "{file}: no review");
+        let seen: String = requests.iter().map(|r| r.json().to_string()).collect();
+        assert!(
+            seen.contains(command),
+            "{file}: the review saw the tool call"
+        );
+        assert!(seen.contains("a.txt"), "{file}");
+    }
+}
