@@ -369,14 +369,17 @@ impl Daemon {
         }
     }
 
-    /// `on`, `off` or `pause` (as `off`) for the sessions asked for (C1).
+    /// `on`, `off` or `pause` (as `off`) for the sessions asked for (C1), or
+    /// `test <severity> <note>` (C2).
     async fn control(&self, session: Option<&str>, command: &str) -> Response {
         let line = match command {
             "on" => "on",
             "off" | "pause" => "off",
+            // C2: an advisory injected through the delivery path, to check a setup.
+            test if test.starts_with("test ") => test,
             other => {
                 return Response::Error {
-                    message: format!("unknown command {other:?}: on, off or pause"),
+                    message: format!("unknown command {other:?}: on, off, pause or test"),
                 }
             }
         };

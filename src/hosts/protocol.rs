@@ -35,13 +35,13 @@ pub enum Request {
         /// The session, `None` for all.
         session: Option<String>,
     },
-    /// `on`, `off` or `pause` for one session or all.
+    /// `on`, `off`, `pause` or `test <severity> <note>` (C2) for one session or all.
     Control {
         /// The protocol version.
         v: u32,
         /// The session, `None` for all.
         session: Option<String>,
-        /// `on`, `off` or `pause`.
+        /// `on`, `off`, `pause` or `test <severity> <note>`.
         command: String,
     },
     /// Is anyone there? Answered with [`Response::Pong`].
