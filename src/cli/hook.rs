@@ -98,6 +98,8 @@ pub fn run(args: HookArgs) -> Result<(), CliError> {
 pub fn run_daemon() -> Result<(), CliError> {
     // Its own session: the CLI's signals to the hook's group do not reach it.
     let _ = rustix::process::setsid();
+    // Holds no project directory of the session that started it.
+    let _ = std::env::set_current_dir("/");
     let env = PathEnv::from_process();
     let paths = HostPaths::resolve(&env).map_err(|e| CliError::new(e.to_string()))?;
     ensure_private_dir(&paths.runtime_dir, env.uid).map_err(|e| CliError::new(e.to_string()))?;
