@@ -104,10 +104,13 @@
 //!   [`replay::eval`], `advisor eval`, the planted-mistake benchmark: cases, runs, scores,
 //!   reports (§18).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
+//! - [`hosts`]: the Claude Code and Codex CLI hosts: their settings places and default
+//!   model, installing and checking their hooks (H20–H29).
 
 #![warn(missing_docs)]
 
 pub mod domain;
+pub mod hosts;
 pub mod model;
 pub mod providers;
 pub mod replay;

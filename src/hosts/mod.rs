@@ -1,0 +1,4 @@
+//! The hook hosts: Claude Code and the Codex CLI run `advisor hook` from their hooks, and
+//! `advisor install|uninstall|doctor` set those hooks up and check them.
+
+pub mod settings;
