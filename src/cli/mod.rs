@@ -1,6 +1,7 @@
 //! The `advisor` command line: one module per subcommand.
 
 pub mod eval;
+pub mod install;
 pub mod render;
 pub mod replay;
 pub mod roster;
@@ -71,6 +72,18 @@ pub enum Command {
     /// Measure the advisor on a corpus of recorded sessions with planted mistakes and
     /// controls: catches, latency, false alarms and cost (`compare` sets results side by side).
     Eval(eval::EvalArgs),
+    // H23–H27.
+    /// Attach the advisor to Claude Code or the Codex CLI: write its hooks into the
+    /// agent's settings (and with --model, the model into the advisor's settings).
+    Install(install::InstallArgs),
+    // H26.
+    /// Remove the advisor's hooks from Claude Code's or the Codex CLI's settings, and
+    /// nothing else.
+    Uninstall(install::UninstallArgs),
+    // H28, H29.
+    /// Check the set-up: hooks installed and firing, a model and its key, the background
+    /// process.
+    Doctor(install::DoctorArgs),
 }
 
 /// A CLI failure: printed as one line on standard error, exit code 1 (L5).
@@ -128,6 +141,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Roster(args) => roster::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Install(args) => install::run_install(args),
+        Command::Uninstall(args) => install::run_uninstall(args),
+        Command::Doctor(args) => install::run_doctor(args),
     }
 }
 

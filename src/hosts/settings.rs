@@ -62,6 +62,13 @@ impl HookHost {
         }
     }
 
+    /// The key variable of the host's own provider and the default model it gives (H22):
+    /// `ANTHROPIC_API_KEY` and [`CLAUDE_CODE_DEFAULT_MODEL`] for Claude Code,
+    /// `OPENAI_API_KEY` and [`CODEX_DEFAULT_MODEL`] for Codex.
+    pub fn own_default(self) -> (&'static str, &'static str) {
+        self.default_models()[0]
+    }
+
     /// The providers whose key gives this host a default model, its own first, each with
     /// the model it gives (H22).
     fn default_models(self) -> [(&'static str, &'static str); 2] {
