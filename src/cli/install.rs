@@ -55,9 +55,12 @@ impl GateArg {
     }
 }
 
-/// Which of the host's settings files.
+/// The host, which of its settings files, and whether to write.
 #[derive(Debug, Clone, Args)]
-pub struct ScopeArgs {
+pub struct TargetArgs {
+    /// The coding agent.
+    #[arg(value_enum)]
+    pub host: HostArg,
     /// The project's settings file in the working directory (`.claude/settings.json`,
     /// `.codex/hooks.json`).
     #[arg(long, conflicts_with = "user")]
@@ -66,9 +69,12 @@ pub struct ScopeArgs {
     /// `$CODEX_HOME/hooks.json`); the default.
     #[arg(long)]
     pub user: bool,
+    /// Print what would change, as a diff, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
-impl ScopeArgs {
+impl TargetArgs {
     fn scope(&self) -> Scope {
         if self.project {
             Scope::Project
@@ -81,15 +87,9 @@ impl ScopeArgs {
 /// Arguments of `advisor install`.
 #[derive(Debug, Args)]
 pub struct InstallArgs {
-    /// The coding agent to attach the advisor to.
-    #[arg(value_enum)]
-    pub host: HostArg,
-    /// Which settings file gets the hooks.
+    /// The host and the settings file that gets the hooks.
     #[command(flatten)]
-    pub scope: ScopeArgs,
-    /// Print what would change, as a diff, and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
+    pub target: TargetArgs,
     /// The advisor model, `provider/model-id[:thinking]`, written to the advisor's
     /// config.yml (which also turns the advisor on).
     #[arg(long, value_name = "PROVIDER/ID")]
@@ -102,15 +102,9 @@ pub struct InstallArgs {
 /// Arguments of `advisor uninstall`.
 #[derive(Debug, Args)]
 pub struct UninstallArgs {
-    /// The coding agent to detach the advisor from.
-    #[arg(value_enum)]
-    pub host: HostArg,
-    /// Which settings file loses the hooks.
+    /// The host and the settings file that loses the hooks.
     #[command(flatten)]
-    pub scope: ScopeArgs,
-    /// Print what would change, as a diff, and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
+    pub target: TargetArgs,
 }
 
 /// Arguments of `advisor doctor`.
@@ -144,9 +138,9 @@ fn hooks_file(dirs: &HostDirs, host: HookHost, scope: Scope) -> Result<PathBuf, 
 
 /// Runs `advisor install`.
 pub fn run_install(args: InstallArgs) -> Result<(), CliError> {
-    let host = HookHost::from(args.host);
+    let host = HookHost::from(args.target.host);
     let dirs = HostDirs::from_lookup(&lookup, cwd()?);
-    let file = hooks_file(&dirs, host, args.scope.scope())?;
+    let file = hooks_file(&dirs, host, args.target.scope())?;
     let binary = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| CliError::new(format!("cannot find the advisor binary's own path: {e}")))?;
@@ -154,7 +148,7 @@ pub fn run_install(args: InstallArgs) -> Result<(), CliError> {
     let plan = plan_install(host, &file, &command).map_err(|e| CliError::new(e.to_string()))?;
     let places = places();
     let config = config_plan(&places, args.model.as_deref(), args.gate)?;
-    if args.dry_run {
+    if args.target.dry_run {
         print_dry_run(&plan);
         if let Some(config) = &config {
             print_dry_run(config);
@@ -253,11 +247,11 @@ fn model_line(host: HookHost, places: &HostPlaces, cwd: &Path) -> String {
 
 /// Runs `advisor uninstall`.
 pub fn run_uninstall(args: UninstallArgs) -> Result<(), CliError> {
-    let host = HookHost::from(args.host);
+    let host = HookHost::from(args.target.host);
     let dirs = HostDirs::from_lookup(&lookup, cwd()?);
-    let file = hooks_file(&dirs, host, args.scope.scope())?;
+    let file = hooks_file(&dirs, host, args.target.scope())?;
     let plan = plan_uninstall(&file).map_err(|e| CliError::new(e.to_string()))?;
-    if args.dry_run {
+    if args.target.dry_run {
         print_dry_run(&plan);
         out("dry run: nothing was written");
         return Ok(());
