@@ -104,8 +104,8 @@
 //!   [`replay::eval`], `advisor eval`, the planted-mistake benchmark: cases, runs, scores,
 //!   reports (§18).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
-//! - [`hosts`]: the Claude Code and Codex CLI hosts: their settings places and default
-//!   model, installing and checking their hooks (H20–H29).
+//! - [`hosts`]: the hook hosts Claude Code and Codex CLI: `advisor hook`, its background
+//!   process and its places (§19); their settings, installing and checking their hooks (§20).
 
 #![warn(missing_docs)]
 

@@ -11,7 +11,9 @@ use advisor::hosts::install::{
     apply, hook_command, host_events, plan_install, plan_uninstall, read_hooks_file, HostDirs,
     Plan, Scope,
 };
-use advisor::hosts::settings::{host_model, host_settings, HookHost, HostPlaces};
+use advisor::hosts::paths::{HostPaths, PathEnv};
+use advisor::hosts::payload::HookHost;
+use advisor::hosts::settings::{host_model, host_settings};
 use clap::{Args, ValueEnum};
 
 use super::{out, CliError};
@@ -125,8 +127,9 @@ fn cwd() -> Result<PathBuf, CliError> {
         .map_err(|e| CliError::new(format!("cannot read the working directory: {e}")))
 }
 
-fn places() -> HostPlaces {
-    HostPlaces::from_lookup(&lookup, rustix::process::getuid().as_raw())
+/// The advisor's places for these hosts (settings, runtime, state).
+fn places() -> Result<HostPaths, CliError> {
+    HostPaths::resolve(&PathEnv::from_process()).map_err(|e| CliError::new(e.to_string()))
 }
 
 /// The hooks file of `host` at `scope`, or why there is none.
@@ -146,7 +149,7 @@ pub fn run_install(args: InstallArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::new(format!("cannot find the advisor binary's own path: {e}")))?;
     let command = hook_command(&binary, host);
     let plan = plan_install(host, &file, &command).map_err(|e| CliError::new(e.to_string()))?;
-    let places = places();
+    let places = places()?;
     let config = config_plan(&places, args.model.as_deref(), args.gate)?;
     if args.target.dry_run {
         print_dry_run(&plan);
@@ -186,7 +189,7 @@ pub fn run_install(args: InstallArgs) -> Result<(), CliError> {
 
 /// The edit of the advisor's config.yml that `--model` and `--gate` ask for, if any (H27).
 fn config_plan(
-    places: &HostPlaces,
+    places: &HostPaths,
     model: Option<&str>,
     gate: Option<GateArg>,
 ) -> Result<Option<Plan>, CliError> {
@@ -201,9 +204,7 @@ fn config_plan(
     if edits.is_empty() {
         return Ok(None);
     }
-    let file = places.config_file().ok_or_else(|| {
-        CliError::new("no home directory is known: set HOME or ADVISOR_CONFIG_DIR".to_string())
-    })?;
+    let file = places.config_file();
     let before = read_hooks_file(&file).map_err(|e| CliError::new(e.to_string()))?;
     let after = edit_config(&file, before.as_deref().unwrap_or(""), &edits)
         .map_err(|e| CliError::new(e.to_string()))?;
@@ -225,7 +226,7 @@ fn print_dry_run(plan: &Plan) {
 }
 
 /// Which model the host's sessions will use, or how to give them one (H22).
-fn model_line(host: HookHost, places: &HostPlaces, cwd: &Path) -> String {
+fn model_line(host: HookHost, places: &HostPaths, cwd: &Path) -> String {
     let loaded = match host_settings(host, places, cwd) {
         Ok(loaded) => loaded,
         Err(err) => return format!("the advisor's settings cannot be read: {err}"),
@@ -275,7 +276,7 @@ pub fn run_uninstall(args: UninstallArgs) -> Result<(), CliError> {
 /// Runs `advisor doctor`.
 pub fn run_doctor(args: DoctorArgs) -> Result<(), CliError> {
     let dirs = HostDirs::from_lookup(&lookup, cwd()?);
-    let report = diagnose(&dirs, &places(), &lookup);
+    let report = diagnose(&dirs, &places()?, &lookup);
     if args.json {
         let json = serde_json::to_string(&report).map_err(|e| CliError::new(e.to_string()))?;
         out(&json);

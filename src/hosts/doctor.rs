@@ -2,7 +2,7 @@
 //! and its key are there, whether the background process is up — as plain data gathered by
 //! blocking functions, and one text and one JSON rendering of it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -14,7 +14,9 @@ use serde_json::Value;
 use super::install::{
     command_program, host_events, is_our_command, parse_document, read_hooks_file, HostDirs, Scope,
 };
-use super::settings::{host_model, host_settings, HookHost, HostPlaces};
+use super::paths::HostPaths;
+use super::payload::HookHost;
+use super::settings::{host_model, host_settings};
 use crate::providers::{resolve_config, Catalog, ModelSpec, ProviderError};
 
 /// The most of the hook-events log read: its last 2 MiB (it rotates past 1 MiB).
@@ -112,8 +114,8 @@ pub struct DaemonReport {
 pub struct DoctorReport {
     /// One per host.
     pub hosts: Vec<HostReport>,
-    /// The hook-events log read, and why it could not be when it could not.
-    pub events_file: Option<PathBuf>,
+    /// The hook-events log read.
+    pub events_file: PathBuf,
     /// Why the log could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events_error: Option<String>,
@@ -125,14 +127,13 @@ pub struct DoctorReport {
 /// own; `env` looks up variables (keys, `ADVISOR_MODEL`). Blocking.
 pub fn diagnose(
     dirs: &HostDirs,
-    places: &HostPlaces,
+    places: &HostPaths,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> DoctorReport {
-    let events_file = places.hook_events_file();
-    let (sessions, events_error) = match events_file.as_deref().map(read_events_tail) {
-        Some(Ok(text)) => (last_sessions(&text), None),
-        Some(Err(err)) => (BTreeMap::new(), Some(err)),
-        None => (BTreeMap::new(), None),
+    let events_file = places.hook_events();
+    let (sessions, events_error) = match read_events_tail(&events_file) {
+        Ok(text) => (last_sessions(&text), None),
+        Err(err) => (HashMap::new(), Some(err)),
     };
     let hosts = HookHost::ALL
         .into_iter()
@@ -147,7 +148,7 @@ pub fn diagnose(
         hosts,
         events_file,
         events_error,
-        daemon: daemon_report(&places.socket_path()),
+        daemon: daemon_report(&places.socket()),
     }
 }
 
@@ -256,14 +257,14 @@ fn read_events_tail(path: &Path) -> Result<String, String> {
 /// The last session of each host in a hook-events log (`{"ts", "host", "event", "session",
 /// "ms", "outcome"}` per line; other lines are skipped): the session of the host's last
 /// line, with the calls of that session counted.
-pub fn last_sessions(text: &str) -> BTreeMap<HookHost, SessionReport> {
+pub fn last_sessions(text: &str) -> HashMap<HookHost, SessionReport> {
     let lines: Vec<(HookHost, Value)> = text
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter_map(|v| Some((v.get("host")?.as_str()?.parse().ok()?, v)))
         .collect();
     let field = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
-    let mut out = BTreeMap::new();
+    let mut out = HashMap::new();
     for host in HookHost::ALL {
         let Some((_, last)) = lines.iter().rev().find(|(h, _)| *h == host) else {
             continue;
@@ -294,7 +295,7 @@ pub fn last_sessions(text: &str) -> BTreeMap<HookHost, SessionReport> {
 /// The model a `host` session in `cwd` would use, and what stops it.
 fn model_report(
     host: HookHost,
-    places: &HostPlaces,
+    places: &HostPaths,
     cwd: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> ModelReport {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::settings::HookHost;
+use super::payload::HookHost;
 use crate::regular_file::{read_text_capped, FileError};
 
 /// The largest hooks file read: 4 MiB.
@@ -207,7 +207,7 @@ pub fn hook_command(binary: &Path, host: HookHost) -> String {
     format!(
         "{} hook --host {}",
         shell_quote(&binary.display().to_string()),
-        host
+        host.as_str()
     )
 }
 

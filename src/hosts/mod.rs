@@ -1,8 +1,19 @@
-//! The hook hosts: Claude Code and the Codex CLI run `advisor hook` from their hooks, and
-//! `advisor install|uninstall|doctor` set those hooks up and check them.
+//! The hook hosts: Claude Code and Codex CLI (SPEC §19, §20).
+//!
+//! Both CLIs run a command at their hook events and read its standard output. `advisor hook`
+//! is that command: it parses the event ([`payload`]), hands it over a private Unix socket
+//! ([`protocol`]) to one background process per user ([`daemon`]), which keeps one advisor
+//! session per host session, and prints what is due ([`output`]) within a short bound. The
+//! places all of this lives are in [`paths`]; a host session's settings and default model in
+//! [`settings`]. `advisor install|uninstall` write the hooks into the hosts' settings
+//! ([`install`], [`config_edit`], [`diff`]) and `advisor doctor` checks the chain ([`doctor`]).
 
 pub mod config_edit;
 pub mod diff;
 pub mod doctor;
 pub mod install;
+pub mod output;
+pub mod paths;
+pub mod payload;
+pub mod protocol;
 pub mod settings;

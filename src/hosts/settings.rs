@@ -1,9 +1,9 @@
 //! The settings of a Claude Code or Codex CLI session (H20–H22): where they live, how they
 //! layer, and which model the advisor uses when nothing names one.
 //!
-//! - The agent directory is `$ADVISOR_CONFIG_DIR`, else `$XDG_CONFIG_HOME/advisor`, else
-//!   `~/.config/advisor`; its `config.yml` has the same keys as oh-my-pi's (`modelRoles.advisor`,
-//!   `advisor.*`), and `<cwd>/.advisor/config.yml` overrides it key by key ([`host_settings`]).
+//! - The agent directory is the settings directory of [`HostPaths`] (H2); its `config.yml`
+//!   has the same keys as oh-my-pi's (`modelRoles.advisor`, `advisor.*`), and
+//!   `<cwd>/.advisor/config.yml` overrides it key by key ([`host_settings`]).
 //! - Installing the hooks is the user's opt-in, so for these hosts the advisor is on unless a
 //!   settings file says `advisor.enabled: false` (pi's fresh setup is off, K1).
 //! - The model: `ADVISOR_MODEL`, else `modelRoles.advisor`, else the host's default for the
@@ -13,19 +13,11 @@
 //! here reads the process environment. Loading is blocking.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
+use std::path::Path;
 
+use super::paths::{HostPaths, PROJECT_DIR};
+use super::payload::HookHost;
 use crate::settings::{load_settings_in, LoadedSettings, SettingsError};
-
-/// The project's settings directory for these hosts, relative to the working directory.
-pub const PROJECT_SETTINGS_DIR: &str = ".advisor";
-
-/// The file `advisor hook` appends one line per hook call to, in the state directory.
-pub const HOOK_EVENTS_FILE: &str = "hook-events.jsonl";
-
-/// The background process's socket, in the runtime directory.
-pub const SOCKET_FILE: &str = "hookd.sock";
 
 /// The default advisor model for a Claude Code session with `ANTHROPIC_API_KEY` set (H22).
 pub const CLAUDE_CODE_DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
@@ -33,26 +25,9 @@ pub const CLAUDE_CODE_DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
 /// The default advisor model for a Codex session with `OPENAI_API_KEY` set (H22).
 pub const CODEX_DEFAULT_MODEL: &str = "openai/gpt-5";
 
-/// A coding-agent CLI the advisor attaches to through its hooks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum HookHost {
-    /// Anthropic's Claude Code (`claude`).
-    ClaudeCode,
-    /// OpenAI's Codex CLI (`codex`).
-    Codex,
-}
-
 impl HookHost {
     /// Both hosts, in the order they are listed to users.
     pub const ALL: [HookHost; 2] = [HookHost::ClaudeCode, HookHost::Codex];
-
-    /// The host's name on the command line and in files: `claude-code` or `codex`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HookHost::ClaudeCode => "claude-code",
-            HookHost::Codex => "codex",
-        }
-    }
 
     /// The host's name for people: `Claude Code` or `Codex`.
     pub fn title(self) -> &'static str {
@@ -81,109 +56,16 @@ impl HookHost {
     }
 }
 
-impl fmt::Display for HookHost {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A host name that is neither `claude-code` nor `codex`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown host `{0}`: expected claude-code or codex")]
-pub struct UnknownHost(pub String);
-
-impl FromStr for HookHost {
-    type Err = UnknownHost;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim() {
-            "claude-code" | "claude" => Ok(HookHost::ClaudeCode),
-            "codex" => Ok(HookHost::Codex),
-            other => Err(UnknownHost(other.to_string())),
-        }
-    }
-}
-
-/// Where the advisor keeps its files for these hosts (HOSTS "Places").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostPlaces {
-    /// The agent directory: `config.yml`, `WATCHDOG.md`, `system-prompts/advisor.md`;
-    /// `None` when neither it nor a home directory is known.
-    pub config_dir: Option<PathBuf>,
-    /// The state directory: the hook-events log and the advisor's session files; `None`
-    /// when neither it nor a home directory is known.
-    pub state_dir: Option<PathBuf>,
-    /// The runtime directory holding the background process's socket.
-    pub runtime_dir: PathBuf,
-}
-
-impl HostPlaces {
-    /// The places the environment gives (read through `lookup`; blank values count as
-    /// unset, and `XDG_*` values that are not absolute are ignored, as the XDG spec says):
-    /// `ADVISOR_CONFIG_DIR`, else `$XDG_CONFIG_HOME/advisor`, else `~/.config/advisor`;
-    /// `ADVISOR_STATE_DIR`, else `$XDG_STATE_HOME/advisor`, else `~/.local/state/advisor`;
-    /// `ADVISOR_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/advisor`, else `/tmp/advisor-<uid>`.
-    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>, uid: u32) -> Self {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let xdg = |name: &str| get(name).map(PathBuf::from).filter(|p| p.is_absolute());
-        let home = get("HOME").map(PathBuf::from);
-        let place = |own: &str, xdg_name: &str, fallback: &[&str]| {
-            get(own).map(PathBuf::from).or_else(|| {
-                xdg(xdg_name).map(|dir| dir.join("advisor")).or_else(|| {
-                    home.as_ref()
-                        .map(|home| fallback.iter().fold(home.clone(), |p, part| p.join(part)))
-                })
-            })
-        };
-        let runtime_dir = get("ADVISOR_RUNTIME_DIR")
-            .map(PathBuf::from)
-            .or_else(|| xdg("XDG_RUNTIME_DIR").map(|dir| dir.join("advisor")))
-            .unwrap_or_else(|| PathBuf::from(format!("/tmp/advisor-{uid}")));
-        Self {
-            config_dir: place(
-                "ADVISOR_CONFIG_DIR",
-                "XDG_CONFIG_HOME",
-                &[".config", "advisor"],
-            ),
-            state_dir: place(
-                "ADVISOR_STATE_DIR",
-                "XDG_STATE_HOME",
-                &[".local", "state", "advisor"],
-            ),
-            runtime_dir,
-        }
-    }
-
-    /// The agent directory's `config.yml`, when the directory is known.
-    pub fn config_file(&self) -> Option<PathBuf> {
-        self.config_dir
-            .as_ref()
-            .map(|dir| dir.join(crate::settings::CONFIG_FILE))
-    }
-
-    /// `<state>/hook-events.jsonl`, when the state directory is known.
-    pub fn hook_events_file(&self) -> Option<PathBuf> {
-        self.state_dir
-            .as_ref()
-            .map(|dir| dir.join(HOOK_EVENTS_FILE))
-    }
-
-    /// `<runtime>/hookd.sock`.
-    pub fn socket_path(&self) -> PathBuf {
-        self.runtime_dir.join(SOCKET_FILE)
-    }
-}
-
 /// The settings of a `host` session working in `cwd` (H20, H21): the agent directory's
 /// `config.yml`, then `<cwd>/.advisor/config.yml` key by key, the prompt override from the
 /// agent directory; the advisor on unless a file says `advisor.enabled: false`. Errors
 /// name the file, as for pi's settings. Blocking.
 pub fn host_settings(
     host: HookHost,
-    places: &HostPlaces,
+    paths: &HostPaths,
     cwd: &Path,
 ) -> Result<LoadedSettings, SettingsError> {
-    let mut loaded = load_settings_in(places.config_dir.as_deref(), cwd, PROJECT_SETTINGS_DIR)?;
+    let mut loaded = load_settings_in(Some(&paths.config_dir), cwd, PROJECT_DIR)?;
     // H21: `enabled` is false with nobody to blame only when no file set it.
     if loaded.disabled_by.is_none() {
         loaded.settings.enabled = true;
@@ -285,53 +167,6 @@ mod tests {
     }
 
     #[test]
-    fn places_follow_the_advisor_variables_then_xdg_then_home() {
-        let places = HostPlaces::from_lookup(&lookup(&[("HOME", "/home/u")]), 1000);
-        assert_eq!(places.config_dir, Some("/home/u/.config/advisor".into()));
-        assert_eq!(
-            places.state_dir,
-            Some("/home/u/.local/state/advisor".into())
-        );
-        assert_eq!(places.runtime_dir, PathBuf::from("/tmp/advisor-1000"));
-        assert_eq!(
-            places.hook_events_file(),
-            Some("/home/u/.local/state/advisor/hook-events.jsonl".into())
-        );
-        let places = HostPlaces::from_lookup(
-            &lookup(&[
-                ("HOME", "/home/u"),
-                ("XDG_CONFIG_HOME", "/x/config"),
-                ("XDG_STATE_HOME", "relative/state"),
-                ("XDG_RUNTIME_DIR", "/run/user/7"),
-            ]),
-            7,
-        );
-        assert_eq!(places.config_dir, Some("/x/config/advisor".into()));
-        assert_eq!(
-            places.state_dir,
-            Some("/home/u/.local/state/advisor".into()),
-            "a relative XDG value is ignored"
-        );
-        assert_eq!(
-            places.socket_path(),
-            PathBuf::from("/run/user/7/advisor/hookd.sock")
-        );
-        let places = HostPlaces::from_lookup(
-            &lookup(&[
-                ("XDG_CONFIG_HOME", "/x/config"),
-                ("ADVISOR_CONFIG_DIR", "/c"),
-                ("ADVISOR_STATE_DIR", "/s"),
-                ("ADVISOR_RUNTIME_DIR", "/r"),
-            ]),
-            7,
-        );
-        assert_eq!(places.config_dir, Some("/c".into()));
-        assert_eq!(places.state_dir, Some("/s".into()));
-        assert_eq!(places.runtime_dir, PathBuf::from("/r"));
-        assert_eq!(HostPlaces::from_lookup(&lookup(&[]), 0).config_dir, None);
-    }
-
-    #[test]
     fn h22_the_default_model_follows_the_key_the_host_gives_its_own_provider_first() {
         let both = lookup(&[("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")]);
         assert_eq!(
@@ -383,9 +218,9 @@ mod tests {
         fs::create_dir_all(cwd.join(".advisor")).unwrap();
         fs::create_dir_all(cwd.join(".omp")).unwrap();
         fs::create_dir_all(&config).unwrap();
-        let places = HostPlaces {
-            config_dir: Some(config.clone()),
-            state_dir: None,
+        let places = HostPaths {
+            config_dir: config.clone(),
+            state_dir: tmp.path().join("state"),
             runtime_dir: tmp.path().join("run"),
         };
         let loaded = host_settings(HookHost::Codex, &places, &cwd).unwrap();
@@ -421,17 +256,5 @@ mod tests {
         fs::write(cwd.join(".advisor/config.yml"), "advisor: [broken\n").unwrap();
         let err = host_settings(HookHost::ClaudeCode, &places, &cwd).unwrap_err();
         assert!(err.to_string().contains(".advisor/config.yml"), "{err}");
-    }
-
-    #[test]
-    fn host_names_parse_and_print() {
-        for host in HookHost::ALL {
-            assert_eq!(host.as_str().parse::<HookHost>(), Ok(host));
-        }
-        assert!("pi"
-            .parse::<HookHost>()
-            .unwrap_err()
-            .to_string()
-            .contains("claude-code or codex"));
     }
 }

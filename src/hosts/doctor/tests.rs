@@ -24,7 +24,7 @@ fn lookup(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Op
 struct Setup {
     _tmp: tempfile::TempDir,
     dirs: HostDirs,
-    places: HostPlaces,
+    places: HostPaths,
 }
 
 fn setup() -> Setup {
@@ -39,9 +39,9 @@ fn setup() -> Setup {
             codex_home: None,
             cwd,
         },
-        places: HostPlaces {
-            config_dir: Some(home.join(".config/advisor")),
-            state_dir: Some(home.join(".local/state/advisor")),
+        places: HostPaths {
+            config_dir: home.join(".config/advisor"),
+            state_dir: home.join(".local/state/advisor"),
             runtime_dir: tmp.path().join("run"),
         },
         _tmp: tmp,
@@ -90,7 +90,7 @@ fn h28_installed_hooks_a_fired_session_and_a_missing_key_are_reported() {
         .unwrap(),
     )
     .unwrap();
-    let log = s.places.hook_events_file().unwrap();
+    let log = s.places.hook_events();
     fs::create_dir_all(log.parent().unwrap()).unwrap();
     fs::write(&log, EVENTS_LOG).unwrap();
 
@@ -173,7 +173,7 @@ fn h28_partial_installs_broken_files_and_a_stray_socket_path_are_named() {
     let codex = s.dirs.hooks_file(HookHost::Codex, Scope::User).unwrap();
     fs::create_dir_all(codex.parent().unwrap()).unwrap();
     fs::write(&codex, "{ nope").unwrap();
-    fs::create_dir_all(s.places.socket_path()).unwrap();
+    fs::create_dir_all(s.places.socket()).unwrap();
     let report = diagnose(&s.dirs, &s.places, &lookup(&[]));
     let text = render_text(&report);
     assert!(text.contains("advisor hooks on 1 events; missing on SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, SubagentStop, SessionEnd"), "{text}");
