@@ -101,24 +101,27 @@ impl HostDirs {
         }
     }
 
+    /// The host's own user directory: `$CLAUDE_CONFIG_DIR` else `~/.claude`, `$CODEX_HOME`
+    /// else `~/.codex`; `None` when neither it nor a home directory is known.
+    pub fn user_dir(&self, host: HookHost) -> Option<PathBuf> {
+        let (own, dir) = match host {
+            HookHost::ClaudeCode => (&self.claude_config_dir, ".claude"),
+            HookHost::Codex => (&self.codex_home, ".codex"),
+        };
+        own.clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(dir)))
+    }
+
     /// The hooks file of `host` at `scope`; `None` for a user file when no home directory
     /// (nor the host's own variable) is known.
     pub fn hooks_file(&self, host: HookHost, scope: Scope) -> Option<PathBuf> {
-        let user = |own: &Option<PathBuf>, dir: &str| {
-            own.clone()
-                .or_else(|| self.home.as_ref().map(|h| h.join(dir)))
+        let (project_dir, name) = match host {
+            HookHost::ClaudeCode => (".claude", "settings.json"),
+            HookHost::Codex => (".codex", "hooks.json"),
         };
-        match (host, scope) {
-            (HookHost::ClaudeCode, Scope::User) => {
-                user(&self.claude_config_dir, ".claude").map(|d| d.join("settings.json"))
-            }
-            (HookHost::ClaudeCode, Scope::Project) => {
-                Some(self.cwd.join(".claude").join("settings.json"))
-            }
-            (HookHost::Codex, Scope::User) => {
-                user(&self.codex_home, ".codex").map(|d| d.join("hooks.json"))
-            }
-            (HookHost::Codex, Scope::Project) => Some(self.cwd.join(".codex").join("hooks.json")),
+        match scope {
+            Scope::User => self.user_dir(host).map(|d| d.join(name)),
+            Scope::Project => Some(self.cwd.join(project_dir).join(name)),
         }
     }
 }

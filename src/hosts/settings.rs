@@ -15,9 +15,11 @@
 use std::fmt;
 use std::path::Path;
 
+use super::install::HostDirs;
 use super::paths::{HostPaths, PROJECT_DIR};
 use super::payload::HookHost;
 use crate::settings::{load_settings_in, LoadedSettings, SettingsError};
+use crate::watchdog::{InstructionFiles, WatchdogConfig};
 
 /// The default advisor model for a Claude Code session with `ANTHROPIC_API_KEY` set (H22).
 pub const CLAUDE_CODE_DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
@@ -72,6 +74,39 @@ pub fn host_settings(
     }
     tracing::debug!(host = host.as_str(), files = ?loaded.files, "host settings loaded");
     Ok(loaded)
+}
+
+/// The instruction files the `host`'s agent reads (P8): Claude Code's `CLAUDE.md` files
+/// with the user's in `$CLAUDE_CONFIG_DIR` (else `~/.claude`), Codex's `AGENTS.md` files
+/// with the user's in `$CODEX_HOME` (else `~/.codex`). `env` looks a variable up.
+pub fn host_instruction_files(
+    host: HookHost,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> InstructionFiles {
+    let user_dir = HostDirs::from_lookup(env, Default::default()).user_dir(host);
+    match host {
+        HookHost::ClaudeCode => InstructionFiles::ClaudeCode { user_dir },
+        HookHost::Codex => InstructionFiles::Codex { user_dir },
+    }
+}
+
+/// The watchdog configuration of a `host` session working in `cwd` (W1, P8): WATCHDOG
+/// files from the settings directory and the project, the host's instruction files.
+pub fn host_watchdog_config(
+    host: HookHost,
+    paths: &HostPaths,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> WatchdogConfig {
+    let home = env("HOME")
+        .filter(|h| !h.trim().is_empty())
+        .map(std::path::PathBuf::from);
+    WatchdogConfig {
+        cwd: cwd.to_path_buf(),
+        agent_dir: Some(paths.config_dir.clone()),
+        home,
+        instructions: host_instruction_files(host, env),
+    }
 }
 
 /// The advisor model a `host` session uses when neither `ADVISOR_MODEL` nor a settings
@@ -256,5 +291,30 @@ mod tests {
         fs::write(cwd.join(".advisor/config.yml"), "advisor: [broken\n").unwrap();
         let err = host_settings(HookHost::ClaudeCode, &places, &cwd).unwrap_err();
         assert!(err.to_string().contains(".advisor/config.yml"), "{err}");
+    }
+
+    #[test]
+    fn p8_a_host_session_reads_its_hosts_instruction_files() {
+        let env = lookup(&[("HOME", "/home/u"), ("CODEX_HOME", "/ch")]);
+        let paths = HostPaths {
+            config_dir: "/home/u/.config/advisor".into(),
+            state_dir: "/s".into(),
+            runtime_dir: "/r".into(),
+        };
+        let config = host_watchdog_config(HookHost::ClaudeCode, &paths, Path::new("/p"), &env);
+        assert_eq!(config.agent_dir, Some("/home/u/.config/advisor".into()));
+        assert_eq!(config.home, Some("/home/u".into()));
+        assert_eq!(
+            config.instructions,
+            InstructionFiles::ClaudeCode {
+                user_dir: Some("/home/u/.claude".into())
+            }
+        );
+        assert_eq!(
+            host_instruction_files(HookHost::Codex, &env),
+            InstructionFiles::Codex {
+                user_dir: Some("/ch".into())
+            }
+        );
     }
 }
