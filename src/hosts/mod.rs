@@ -1,4 +1,4 @@
-//! The hook hosts: Claude Code and Codex CLI (SPEC §19, §20).
+//! The hook hosts: Claude Code and Codex CLI (SPEC §19, §21).
 //!
 //! Both CLIs run a command at their hook events and read its standard output. `advisor hook`
 //! is that command: it parses the event ([`payload`]), hands it over a private Unix socket
