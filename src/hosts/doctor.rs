@@ -16,6 +16,7 @@ use super::install::{
 };
 use super::paths::HostPaths;
 use super::payload::HookHost;
+use super::protocol::{Request, Response, PROTOCOL_VERSION};
 use super::settings::{host_model, host_settings};
 use crate::providers::{resolve_config, Catalog, ModelSpec, ProviderError};
 
@@ -104,7 +105,8 @@ pub struct HostReport {
 pub struct DaemonReport {
     /// Its socket.
     pub socket: PathBuf,
-    /// `running` (a socket is there), `absent`, or what is there instead.
+    /// `running (pid N)` (it answered a ping), `not answering (why)`, `stale` (a socket
+    /// nothing listens on), `absent`, `not a socket`, or an error.
     pub state: String,
 }
 
@@ -339,10 +341,17 @@ fn model_report(
     }
 }
 
-/// Whether the background process's socket is there. Whether it answers is not asked.
+/// How long doctor waits for the background process to answer its ping.
+const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The largest answer to a ping read.
+const MAX_PONG_BYTES: u64 = 4096;
+
+/// Whether the background process's socket is there and answers a ping (H28): `running`
+/// (with its pid), `not answering`, `stale` (nothing listens), `absent`, `not a socket`.
 fn daemon_report(socket: &Path) -> DaemonReport {
     let state = match std::fs::symlink_metadata(socket) {
-        Ok(meta) if meta.file_type().is_socket() => "running".to_string(),
+        Ok(meta) if meta.file_type().is_socket() => ping(socket),
         Ok(_) => "not a socket".to_string(),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => "absent".to_string(),
         Err(err) => err.to_string(),
@@ -350,6 +359,44 @@ fn daemon_report(socket: &Path) -> DaemonReport {
     DaemonReport {
         socket: socket.to_path_buf(),
         state,
+    }
+}
+
+/// Pings the background process: one request line, one answer line, within
+/// [`PING_TIMEOUT`] each way.
+fn ping(socket: &Path) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    let stream = match UnixStream::connect(socket) {
+        Ok(stream) => stream,
+        Err(err) if err.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return "stale".to_string()
+        }
+        Err(err) => return format!("not answering ({err})"),
+    };
+    let exchange = || -> Result<Response, String> {
+        stream
+            .set_read_timeout(Some(PING_TIMEOUT))
+            .map_err(|e| e.to_string())?;
+        stream
+            .set_write_timeout(Some(PING_TIMEOUT))
+            .map_err(|e| e.to_string())?;
+        let mut line = serde_json::to_vec(&Request::Ping {
+            v: PROTOCOL_VERSION,
+        })
+        .map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        (&stream).write_all(&line).map_err(|e| e.to_string())?;
+        let mut answer = String::new();
+        BufReader::new((&stream).take(MAX_PONG_BYTES))
+            .read_line(&mut answer)
+            .map_err(|e| e.to_string())?;
+        serde_json::from_str(&answer).map_err(|e| e.to_string())
+    };
+    match exchange() {
+        Ok(Response::Pong { pid }) => format!("running (pid {pid})"),
+        Ok(other) => format!("not answering (it said {other:?})"),
+        Err(err) => format!("not answering ({err})"),
     }
 }
 
@@ -369,8 +416,12 @@ pub fn render_text(report: &DoctorReport) -> String {
     }
     let daemon = &report.daemon;
     out.push_str(&match daemon.state.as_str() {
-        "running" => format!(
-            "background process: socket present at {}\n",
+        state if state.starts_with("running") => format!(
+            "background process: {state}, socket {}\n",
+            daemon.socket.display()
+        ),
+        "stale" => format!(
+            "background process: not running (a stale socket {}); the next hook call starts it\n",
             daemon.socket.display()
         ),
         "absent" => format!(

@@ -193,3 +193,39 @@ fn h28_partial_installs_broken_files_and_a_stray_socket_path_are_named() {
     );
     assert_eq!(json["daemon"]["state"], "not a socket");
 }
+
+#[test]
+fn h28_a_background_process_that_answers_a_ping_is_running_and_a_dead_socket_is_stale() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixListener;
+    let s = setup();
+    fs::create_dir_all(&s.places.runtime_dir).unwrap();
+    let socket = s.places.socket();
+    let listener = UnixListener::bind(&socket).unwrap();
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut line = String::new();
+        BufReader::new(&stream).read_line(&mut line).unwrap();
+        let asked: Request = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            asked,
+            Request::Ping {
+                v: PROTOCOL_VERSION
+            }
+        );
+        (&stream)
+            .write_all(b"{\"reply\":\"pong\",\"pid\":4242}\n")
+            .unwrap();
+    });
+    let report = diagnose(&s.dirs, &s.places, &lookup(&[]));
+    server.join().unwrap();
+    assert_eq!(report.daemon.state, "running (pid 4242)");
+    assert!(render_text(&report).contains(&format!(
+        "background process: running (pid 4242), socket {}\n",
+        socket.display()
+    )));
+    // The listener is gone; its socket file stays behind.
+    let report = diagnose(&s.dirs, &s.places, &lookup(&[]));
+    assert_eq!(report.daemon.state, "stale");
+    assert!(render_text(&report).contains("a stale socket"));
+}
