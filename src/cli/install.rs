@@ -195,6 +195,16 @@ fn config_plan(
 ) -> Result<Option<Plan>, CliError> {
     let mut edits = Vec::new();
     if let Some(model) = model {
+        let named = model.trim().starts_with('@')
+            || model
+                .trim()
+                .split_once('/')
+                .is_some_and(|(provider, id)| !provider.is_empty() && !id.is_empty());
+        if !named {
+            return Err(CliError::new(format!(
+                "`{model}` is not a model: pass --model provider/model-id[:thinking], for example anthropic/claude-sonnet-4-5"
+            )));
+        }
         edits.push(KeyEdit::string("modelRoles", "advisor", model.trim()));
         edits.push(KeyEdit::flag("advisor", "enabled", true));
     }

@@ -212,6 +212,15 @@ fn h23_a_broken_or_symlinked_settings_file_is_refused_and_untouched() {
     assert!(err.contains("it was not changed"), "{err}");
     assert_eq!(fs::read_to_string(&settings).unwrap(), "{\"hooks\": ");
 
+    let out = h.run(&["install", "codex", "--model", "gpt-5"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("advisor: `gpt-5` is not a model: pass --model provider/model-id"),
+        "{err}"
+    );
+    assert!(!h.path(".codex/hooks.json").exists(), "nothing written");
+
     let real = h.path("dotfiles/settings.json");
     write(&real, "{}");
     fs::remove_file(&settings).unwrap();
