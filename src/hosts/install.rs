@@ -337,7 +337,8 @@ fn hooks_object<'a>(
 }
 
 /// Puts our entries for `host` into `doc` (H23, H24): for each of the host's events exactly
-/// one group holding our hook as written by [`our_group`]; an entry of ours that differs (an
+/// one group holding our hook (matcher `*` on the tool events, the timeout of
+/// [`hook_timeout_secs`]); an entry of ours that differs (an
 /// older binary path, another timeout) is replaced, ours for an event the host lacks is
 /// removed. Returns the events changed.
 pub fn install_into(

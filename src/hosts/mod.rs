@@ -2,7 +2,7 @@
 //!
 //! Both CLIs run a command at their hook events and read its standard output. `advisor hook`
 //! is that command: it parses the event ([`payload`]), hands it over a private Unix socket
-//! ([`protocol`]) to one background process per user ([`daemon`]), which keeps one advisor
+//! ([`protocol`]) to one background process per user (`daemon`), which keeps one advisor
 //! session per host session, and prints what is due ([`output`]) within a short bound. The
 //! places all of this lives are in [`paths`]; a host session's settings and default model in
 //! [`settings`]. `advisor install|uninstall` write the hooks into the hosts' settings
