@@ -3,7 +3,7 @@
 //! the advisor's transcript file, and the transcript seeded at its current end (X4).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,27 +12,15 @@ use crate::model::ModelClient;
 use crate::providers::Catalog;
 use crate::runtime::RuntimeOptions;
 use crate::session::ReadLimits;
-use crate::settings::{
-    load_config_files, read_prompt_override, LoadedSettings, SettingsEnv, SettingsError,
-};
-use crate::setup::{session_role, KeyLookup, ModelSource, SessionModel, SessionSetup};
+use crate::settings::{LoadedSettings, SettingsEnv};
+use crate::setup::{KeyLookup, ModelSource, SessionModel, SessionSetup};
 use crate::shared::SharedResources;
 
 use super::host_session::{FeedState, TranscriptSource};
-use super::paths::{config_files, ensure_private_dir, HostPaths};
+use super::paths::{ensure_private_dir, HostPaths};
 use super::payload::{HookEvent, HookPayload, StartSource};
+use super::settings::{host_model, host_settings, host_watchdog_config};
 use super::turns::TranscriptError;
-
-/// The settings of a session working in `cwd` (H2): the user's `config.yml`, the project's
-/// `.advisor/config.yml` over it, and the prompt override of the settings directory.
-/// Blocking.
-pub fn load_host_settings(config_dir: &Path, cwd: &Path) -> Result<LoadedSettings, SettingsError> {
-    let mut loaded = load_config_files(&config_files(config_dir, cwd))?;
-    let (prompt, warning) = read_prompt_override(config_dir)?;
-    loaded.system_prompt_override = prompt;
-    loaded.warnings.extend(warning);
-    Ok(loaded)
-}
 
 /// What the background process starts with.
 #[derive(Clone)]
@@ -83,14 +71,15 @@ pub(crate) fn prepare(
     let config_dir = &options.paths.config_dir;
     let loaded = match cached {
         Some(loaded) => loaded,
-        None => Arc::new(load_host_settings(config_dir, &cwd).map_err(|e| e.to_string())?),
+        None => {
+            Arc::new(host_settings(first.host, &options.paths, &cwd).map_err(|e| e.to_string())?)
+        }
     };
     let mut env = SettingsEnv::from_lookup(&lookup);
     env.agent_dir = Some(config_dir.display().to_string());
-    let mut settings = loaded.settings.clone();
-    // Installing the hook is the opt-in; only a file saying `enabled: false` turns it off.
-    settings.enabled = loaded.disabled_by.is_none();
-    let settings = settings.with_env(&env);
+    // Installing the hook is the opt-in; only a file saying `enabled: false` turns it off
+    // (H21, done by `host_settings`).
+    let settings = loaded.settings.clone().with_env(&env);
     let source = TranscriptSource {
         path: first.transcript_path.clone(),
         cwd: first.cwd.clone(),
@@ -124,8 +113,15 @@ pub(crate) fn prepare(
     let model = match &options.model {
         Some(model) => SessionModel::Fixed(Arc::clone(model)),
         None => {
-            let found = session_role(None, &env, &loaded, &cwd, Some(config_dir))
-                .and_then(|role| Ok((models.build(&models.spec(role.clone(), &settings))?, role)));
+            // H22: ADVISOR_MODEL, else modelRoles.advisor, else the host's default for the
+            // key the environment holds.
+            let found = host_model(first.host, &loaded, &lookup)
+                .map(|m| m.role)
+                .ok_or(crate::providers::ProviderError::NoModel)
+                .and_then(|role| {
+                    let spec = models.spec(Some(role.clone()), &settings);
+                    Ok((models.build(&spec)?, Some(role)))
+                });
             match found {
                 Ok((model, selector)) => SessionModel::Own { model, selector },
                 Err(e) => {
@@ -144,7 +140,12 @@ pub(crate) fn prepare(
     let prepared = SessionSetup {
         session_id: format!("{host}-{}", first.session_id),
         root: cwd.clone(),
-        watchdog: Some(env.watchdog_config(&cwd)),
+        watchdog: Some(host_watchdog_config(
+            first.host,
+            &options.paths,
+            &cwd,
+            &lookup,
+        )),
         loaded: (*loaded).clone(),
         settings,
         host_layer: None,
