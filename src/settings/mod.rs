@@ -26,8 +26,9 @@ pub use gate::{
     GATE_FAIL_MODE_ALLOWED, GATE_TIMEOUT_MS_RANGE,
 };
 pub use load::{
-    config_files, load_settings, read_config_layers, LoadedSettings, CONFIG_FILE,
-    MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
+    config_files, config_files_in, load_config_files, load_settings, load_settings_in,
+    read_config_layers, read_prompt_override, LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES,
+    PI_PROJECT_DIR, PROMPT_OVERRIDE_FILE,
 };
 pub use retry::{FallbackRevert, RetryLayer, RetrySettings, MAX_BACKUPS};
 pub(crate) use yaml::{kind as yaml_kind, looks_like};
@@ -379,6 +380,12 @@ pub struct AdvisorSettings {
     /// `advisor.gate`, `advisor.gateTimeoutMs`, `advisor.gateFailMode` (GT1–GT5): the
     /// action gate that reviews a risky tool call before it runs.
     pub gate: GateSettings,
+    /// `advisor.hookTimeoutMs` (H9): how long `advisor hook` waits for the background
+    /// process's answer, in milliseconds (50–600000, default 250).
+    pub hook_timeout_ms: u64,
+    /// `advisor.hookIdleMinutes` (H4): the background process of the hook hosts ends once
+    /// no session has been open this long (0: never; default 10).
+    pub hook_idle_minutes: u64,
 }
 
 impl Default for AdvisorSettings {
@@ -417,9 +424,16 @@ impl Default for AdvisorSettings {
             judge_role: None,
             spend_controls: true,
             gate: GateSettings::default(),
+            hook_timeout_ms: DEFAULT_HOOK_TIMEOUT_MS,
+            hook_idle_minutes: DEFAULT_HOOK_IDLE_MINUTES,
         }
     }
 }
+
+/// `advisor.hookTimeoutMs`'s default (H9).
+pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 250;
+/// `advisor.hookIdleMinutes`'s default (H4).
+pub const DEFAULT_HOOK_IDLE_MINUTES: u64 = 10;
 
 impl AdvisorSettings {
     /// Whether `disabledProviders` names `provider` (CA22; names compare ignoring ASCII

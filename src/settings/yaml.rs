@@ -203,6 +203,12 @@ pub struct SettingsLayer {
     /// `advisor.gateFailMode` (GT5).
     #[serde(deserialize_with = "gate_fail_mode")]
     pub gate_fail_mode: Option<super::GateFailMode>,
+    /// `advisor.hookTimeoutMs` (H9).
+    #[serde(deserialize_with = "whole::<_, _, 50, 600_000>")]
+    pub hook_timeout_ms: Option<u64>,
+    /// `advisor.hookIdleMinutes` (H4).
+    #[serde(deserialize_with = "whole::<_, _, 0, 10_080>")]
+    pub hook_idle_minutes: Option<u64>,
 }
 
 /// A checked decimal setting (SP6's ratio, SP9's threshold): finite, so it compares as
@@ -342,6 +348,8 @@ impl SettingsLayer {
             gate: self.gate.or(base.gate),
             gate_timeout_ms: self.gate_timeout_ms.or(base.gate_timeout_ms),
             gate_fail_mode: self.gate_fail_mode.or(base.gate_fail_mode),
+            hook_timeout_ms: self.hook_timeout_ms.or(base.hook_timeout_ms),
+            hook_idle_minutes: self.hook_idle_minutes.or(base.hook_idle_minutes),
         }
     }
 
@@ -432,6 +440,12 @@ impl SettingsLayer {
         }
         if let Some(v) = self.gate_fail_mode {
             settings.gate.fail_mode = Some(v);
+        }
+        if let Some(v) = self.hook_timeout_ms {
+            settings.hook_timeout_ms = v;
+        }
+        if let Some(v) = self.hook_idle_minutes {
+            settings.hook_idle_minutes = v;
         }
     }
 }
@@ -1127,6 +1141,7 @@ mod tests {
              \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n  toolBudget: 7\n\
              \x20 maxSpendRatio: 0.5\n  judgeGate: true\n  judgeThreshold: 0.3\n\
              \x20 gate: risky\n  gateTimeoutMs: 5000\n  gateFailMode: closed\n\
+             \x20 hookTimeoutMs: 400\n  hookIdleMinutes: 0\n\
              theme: dark\nhooks: [a, b]\n",
         )
         .unwrap();
@@ -1173,6 +1188,8 @@ mod tests {
                 gate: Some(super::super::GateMode::Risky),
                 gate_timeout_ms: Some(5000),
                 gate_fail_mode: Some(super::super::GateFailMode::Closed),
+                hook_timeout_ms: Some(400),
+                hook_idle_minutes: Some(0),
             }
         );
         let mut settings = AdvisorSettings::default();

@@ -12,6 +12,8 @@ mod docs_links;
 mod eval;
 mod expanded_runtime;
 mod faults;
+mod hosts_hook;
+mod hosts_install_cli;
 mod judge_gate;
 mod layering;
 mod measured;
