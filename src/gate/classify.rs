@@ -373,8 +373,11 @@ fn read_shell(normalised: &str, workspace: &Workspace, risks: &mut BTreeSet<Risk
             risks.insert(RiskKind::Secret);
         }
     }
-    if mentions_secret_variable(normalised) {
+    if mentions_secret_variable(normalised) || reads_secret_from_environment(normalised) {
         risks.insert(RiskKind::Secret);
+    }
+    if INLINE_NETWORK.iter().any(|w| normalised.contains(w)) {
+        risks.insert(RiskKind::Network);
     }
     for pipeline in shell::pipelines(normalised) {
         for command in &pipeline {
@@ -429,6 +432,33 @@ fn names_secret(text: &str) -> bool {
                 || word.ends_with(".p12")
                 || word.ends_with(".pfx")
                 || word.ends_with(".keystore")
+        })
+}
+
+/// What an inline script (a heredoc or `-c` to an interpreter) calls the network with.
+const INLINE_NETWORK: &[&str] = &[
+    "urllib.request",
+    "urlopen(",
+    "requests.get(",
+    "requests.post(",
+    "http.client",
+    "fetch(http",
+    "net/http",
+];
+
+/// An inline script reading a secret-named variable from the environment
+/// (`os.environ['RATESFEED_KEY']`, `os.getenv(...)`, `process.env.API_KEY`).
+fn reads_secret_from_environment(text: &str) -> bool {
+    ["environ[", "environ.get(", "getenv(", "process.env."]
+        .iter()
+        .any(|access| {
+            text.match_indices(access).any(|(at, _)| {
+                let name: String = text[at + access.len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                name.ends_with("key") || SECRET_WORDS.iter().any(|w| name.contains(w))
+            })
         })
 }
 

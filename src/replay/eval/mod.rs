@@ -4,6 +4,8 @@
 //! - [`case`]: a case's `case.yml` (EV1);
 //! - [`corpus`]: finding and checking the cases of a corpus, its content hash, the
 //!   workspace copy a case runs in (EV1, EV2, EV7);
+//! - [`gate`](mod@gate): the tool calls the action gate is measured on, and the classifier's
+//!   figures (GT13);
 //! - [`scratch`]: the per-run directory the workspace copies go in, and removing those of
 //!   runs that were killed (EV2);
 //! - [`run`]: replaying every case through one runtime as `advisor replay` does (EV2, EV5);
@@ -17,6 +19,7 @@
 pub mod case;
 pub mod compare;
 pub mod corpus;
+pub mod gate;
 pub mod report;
 pub mod run;
 pub mod score;
