@@ -201,7 +201,9 @@ fn ro14_roster_json_is_one_document_with_sources_and_warnings() {
                 "reviewInterval": {"value": 1, "source": default},
                 "syncBacklog": {"value": null, "source": default},
                 "toolBudget": {"value": null, "source": default},
-                "maxSpendRatio": {"value": null, "source": default}
+                "maxSpendRatio": {"value": null, "source": default},
+                "gate": {"value": null, "source": default},
+                "gateFailMode": {"value": null, "source": default}
             }],
             "warnings": [
                 {
