@@ -54,7 +54,10 @@
 //!
 //! A line that is not JSON, is truncated, has no `type` (or, from version 2, no `id`), or
 //! whose fields have the wrong shape is recorded in [`Diagnostics::malformed`] with its
-//! 1-based line number and skipped; reading goes on. So is a line longer than
+//! 1-based line number and skipped; reading goes on. A field the reader does not use is
+//! skipped unread whatever it holds (`1e400`, a lone surrogate escape, a byte that is not
+//! UTF-8), in the header as in an entry; the same value in a field it uses (a message's
+//! text, a tool call's arguments) makes the line malformed. So is a line longer than
 //! [`ReadLimits::max_line_bytes`] (64 MiB by default), which is read in chunks and
 //! discarded up to the next newline, never buffered whole. A UTF-8 byte-order mark at the
 //! start of the file is accepted. Only an unreadable file, a path that is not a regular

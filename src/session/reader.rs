@@ -255,18 +255,16 @@ fn read_header<R: BufRead + Seek>(
         };
         seen += 1;
         let Line::Text(bytes) = line else { break };
-        let value: Value = match serde_json::from_slice(bytes) {
-            Ok(v) => v,
-            Err(_) => break,
+        let Ok(value) = serde_json::from_slice::<HeaderLine>(bytes) else {
+            break;
         };
-        match value.get("type").and_then(Value::as_str) {
+        match value.kind.as_deref() {
             Some("title") => {
-                title_slot = str_field(&value, "title");
+                title_slot = value.title;
             }
             Some("session") => {
                 let version = value
-                    .get("version")
-                    .and_then(Value::as_u64)
+                    .version
                     .map_or(1, |v| u32::try_from(v).unwrap_or(u32::MAX));
                 if version > NEWEST_VERSION {
                     tracing::warn!(
@@ -276,12 +274,11 @@ fn read_header<R: BufRead + Seek>(
                 }
                 return Ok(SessionHeader {
                     version: version.clamp(1, NEWEST_VERSION),
-                    id: str_field(&value, "id"),
-                    cwd: str_field(&value, "cwd"),
-                    title: title_slot.or_else(|| str_field(&value, "title")),
-                    timestamp: str_field(&value, "timestamp"),
-                    parent_session: str_field(&value, "parentSession")
-                        .or_else(|| str_field(&value, "branchedFrom")),
+                    id: value.id,
+                    cwd: value.cwd,
+                    title: title_slot.or(value.title),
+                    timestamp: value.timestamp,
+                    parent_session: value.parent_session.or(value.branched_from),
                 });
             }
             _ => break,
@@ -295,8 +292,62 @@ fn read_header<R: BufRead + Seek>(
     }))
 }
 
-fn str_field(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_string)
+/// The fields of a title slot or header line the reader uses. Every other field is skipped
+/// unread (serde_json's `IgnoredAny`: a number past `f64`'s range, a lone surrogate escape or a
+/// raw byte that is not UTF-8 in it never refuses the line); a used field of another type
+/// than the reader takes reads as absent, as `Value::as_str` / `as_u64` read it; the last of
+/// a key written twice wins, as in a `Value`.
+#[derive(Default)]
+struct HeaderLine {
+    kind: Option<String>,
+    version: Option<u64>,
+    id: Option<String>,
+    cwd: Option<String>,
+    title: Option<String>,
+    timestamp: Option<String>,
+    parent_session: Option<String>,
+    branched_from: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for HeaderLine {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(HeaderVisitor)
+    }
+}
+
+struct HeaderVisitor;
+
+impl<'de> serde::de::Visitor<'de> for HeaderVisitor {
+    type Value = HeaderLine;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<HeaderLine, A::Error> {
+        let mut line = HeaderLine::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let slot = match &*key {
+                "type" => &mut line.kind,
+                "id" => &mut line.id,
+                "cwd" => &mut line.cwd,
+                "title" => &mut line.title,
+                "timestamp" => &mut line.timestamp,
+                "parentSession" => &mut line.parent_session,
+                "branchedFrom" => &mut line.branched_from,
+                "version" => {
+                    line.version = map.next_value::<Value>()?.as_u64();
+                    continue;
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = map.next_value::<Value>()?.as_str().map(str::to_string);
+        }
+        Ok(line)
+    }
 }
 
 /// One entry line read the general way: the transcript's own types, which decide what
@@ -969,6 +1020,84 @@ mod tests {
         assert!(m[0].1.contains("invalid JSON"), "{}", m[0].1);
         assert_eq!(m[1], (4, "entry has no \"type\"".to_string()));
         assert_eq!(m[2], (5, "entry has no \"id\"".to_string()));
+    }
+
+    /// The odd values no `Value` holds: a number past `f64`'s range, a lone surrogate
+    /// escape, a raw byte that is not UTF-8.
+    const ODD_VALUES: [&[u8]; 3] = [b"1e400", b"\"\\ud800\"", b"\"a\xffb\""];
+
+    #[test]
+    fn l1_an_unknown_header_field_never_refuses_the_file() {
+        for odd in ODD_VALUES {
+            for version in [1u32, 3] {
+                let mut text = br#"{"type":"title","v":1,"title":"T","x":"#.to_vec();
+                text.extend_from_slice(odd);
+                text.extend_from_slice(b"}\n");
+                text.extend_from_slice(
+                    format!(r#"{{"type":"session","version":{version},"id":"s","cwd":"/w","x":"#)
+                        .as_bytes(),
+                );
+                text.extend_from_slice(odd);
+                text.extend_from_slice(b"}\n");
+                text.extend_from_slice(format!("{}\n", pi_user("a1", None, "hi")).as_bytes());
+                let (fast, checked, _) = fast_and_checked(&text, &ReadLimits::default());
+                let odd = String::from_utf8_lossy(odd);
+                assert_eq!(texts(&fast), ["hi"], "{odd} v{version}");
+                assert_eq!(fast.header.cwd.as_deref(), Some("/w"), "{odd}");
+                assert_eq!(fast.header.title.as_deref(), Some("T"), "{odd}");
+                assert!(fast.diagnostics.malformed.is_empty(), "{odd}");
+                assert_eq!(texts(&checked), texts(&fast), "{odd}");
+            }
+        }
+    }
+
+    #[test]
+    fn l1_an_unknown_field_never_refuses_an_entry_line() {
+        for odd in ODD_VALUES {
+            let mut lines = vec![format!("{}", header(Some(3))).into_bytes()];
+            let mut user_line = pi_user("a1", None, "hi").into_bytes();
+            user_line.pop();
+            user_line.extend_from_slice(b",\"x\":");
+            user_line.extend_from_slice(odd);
+            user_line.push(b'}');
+            lines.push(user_line);
+            let mut skipped = br#"{"type":"model_change","id":"a2","parentId":"a1","x":"#.to_vec();
+            skipped.extend_from_slice(odd);
+            skipped.push(b'}');
+            lines.push(skipped);
+            lines.push(pi_user("a3", Some("a2"), "there").into_bytes());
+            let text = lines.join(&b'\n');
+            let (fast, checked, _) = fast_and_checked(&text, &ReadLimits::default());
+            let odd = String::from_utf8_lossy(odd);
+            assert_eq!(texts(&fast), ["hi", "there"], "{odd}");
+            assert!(
+                fast.diagnostics.malformed.is_empty(),
+                "{odd}: {:?}",
+                fast.diagnostics
+            );
+            assert_eq!(texts(&checked), texts(&fast), "{odd}");
+        }
+    }
+
+    #[test]
+    fn l1_a_used_field_no_value_holds_is_a_malformed_line_reported_by_number() {
+        // Tool-call arguments are read as a value (the transcript's types hold them), so a
+        // number past f64's range there makes the line unreadable: reported and skipped,
+        // the lines around it read, in every way the reader reads a line.
+        let call = r#"{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"n","arguments":{"n":1e400}}],"stopReason":"toolUse"}"#;
+        let text = lines_of(&[
+            header(Some(3)).to_string(),
+            pi_user("a1", None, "hi"),
+            pi_line("message", "a2", Some("a1"), &format!(r#""message":{call}"#)),
+            pi_user("a3", Some("a2"), "there"),
+        ]);
+        let (fast, checked, _) = fast_and_checked(&text, &ReadLimits::default());
+        for branch in [&fast, &checked] {
+            assert_eq!(texts(branch), ["hi", "there"]);
+            let m = &branch.diagnostics.malformed;
+            assert_eq!(m.len(), 1, "{m:?}");
+            assert_eq!(m[0].0, 3, "{m:?}");
+        }
     }
 
     #[test]
