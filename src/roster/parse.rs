@@ -123,7 +123,7 @@ pub(crate) struct Cleaned {
 /// Whether `c` may not appear in a name (RO7): a control character (U+0000–U+001F, U+007F–U+009F: an
 /// escape sequence, a bell, a newline), or one that reorders or hides text (bidi embeddings,
 /// overrides and isolates, the directional marks, zero-width characters).
-fn unprintable(c: char) -> bool {
+pub(crate) fn unprintable(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
