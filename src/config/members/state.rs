@@ -1044,26 +1044,32 @@ impl Members {
 
     /// A review of `advisor` that ran in `epoch` and whose batch ended at the member's turn
     /// end `turn` called `check_in {afterTurns: after_turns}` (SP7): its next review waits
-    /// for turn end `turn + after_turns`. A report from before a reset is ignored.
+    /// for turn end `turn + after_turns`, and the updates of the reviews queued behind it
+    /// (`postponed`, taken from the agent's queue) are held back for that review. A report
+    /// from before a reset is ignored (its updates dropped, as the reset dropped the
+    /// queue). `Some` with the updates to queue again when nothing waits.
     pub fn checked_in(
         &mut self,
         epoch: u64,
         advisor: Option<&AdvisorLabel>,
-        turn: u64,
-        after_turns: u8,
-    ) {
+        (turn, after_turns): (u64, u8),
+        (postponed, wip): (Vec<Update>, bool),
+    ) -> Option<Vec<Update>> {
         if epoch != self.epoch {
-            return;
+            return None;
         }
-        if let Some(member) = self.members.iter_mut().find(|m| m.is(advisor)) {
-            member.check_in.checked_in(turn, after_turns);
-        }
+        let member = self.members.iter_mut().find(|m| m.is(advisor))?;
+        member.check_in.checked_in(turn, after_turns);
+        member
+            .check_in
+            .postpone(&mut member.cadence, postponed, wip)
     }
 
-    /// A user prompt or an abort (SP7): every member's check-in wait ends.
+    /// A user prompt or an abort (SP7): every member's check-in wait ends, and a check-in
+    /// reported later by a review running now sets none.
     pub fn end_check_in_waits(&mut self) {
         for member in &mut self.members {
-            member.check_in.end_wait();
+            member.check_in.prompted();
         }
     }
 
