@@ -516,6 +516,8 @@ impl Handler<ResumeReviews> for AdvisorAgent {
 
     fn handle(&mut self, _msg: ResumeReviews, ctx: &mut Context<Self>) {
         self.state.resume();
+        // P6: the user resumed; a pause that came on a backup keeps no cooldown.
+        self.fallback.clear_cooldowns();
         self.maybe_start(ctx);
     }
 }

@@ -169,6 +169,45 @@ async fn p6_a_failing_review_is_retried_at_once_on_the_backup_with_its_history_t
 }
 
 #[actix::test]
+async fn p6_advisor_on_after_a_pause_on_a_backup_clears_the_cooldowns_and_reviews_on_the_own_model()
+{
+    tokio::time::pause();
+    let own = ScriptedModel::new([server_error(), ScriptedReply::text("")]).with_id("own/model");
+    let backup = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
+        message: "HTTP 401: bad key".into(),
+    })])
+    .with_id("backup/model");
+    let backup_rc: Arc<dyn ModelClient> = Arc::new(backup.clone());
+    let (h, _rx) = runtime(Arc::new(own.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.fallback_models = vec![backup_rc];
+    });
+    h.run_state(false).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("add retries to the fetcher")]);
+    // The own model fails (a server error cools it down 20 s), the backup's 401 pauses.
+    h.turn_end(&t).await.unwrap();
+    h.await_drain().await.unwrap();
+    let s = h.status().await.unwrap();
+    assert_eq!((own.request_count(), backup.request_count()), (1, 1));
+    assert!(
+        s.agent.paused.is_some(),
+        "paused on the backup: {:?}",
+        s.agent
+    );
+    assert_eq!(s.model.as_deref(), Some("backup/model"));
+    // Resumed within the own model's cooldown: it reviews the next turn all the same.
+    h.command("/advisor on").await.unwrap();
+    t.push(TranscriptMessage::user("and log each attempt"));
+    h.turn_end(&t).await.unwrap();
+    h.await_drain().await.unwrap();
+    // The batch the pause kept (F3), then the new turn: both on the own model.
+    assert_eq!((own.request_count(), backup.request_count()), (3, 1));
+    let s = h.status().await.unwrap();
+    assert_eq!(s.model.as_deref(), Some("own/model"));
+    assert!(s.agent.paused.is_none());
+    assert!(s.agent.fallback.is_none());
+}
+
+#[actix::test]
 async fn p6_model_fallback_false_keeps_the_failure_policy() {
     tokio::time::pause();
     let own = ScriptedModel::new([server_error()]).with_id("own/model");
