@@ -436,7 +436,15 @@ impl SessionSetup {
         } = inputs;
         let discovery = env.watchdog_config(&root);
         let agent_dir = discovery.agent_dir.clone();
-        let mut loaded = load_settings(agent_dir.as_deref(), &root)?;
+        let mut loaded = match &models.shared {
+            // A6: the sessions of one project share one read of its settings files.
+            Some(shared) => shared
+                .settings_cache()
+                .load(agent_dir.as_deref(), &root)?
+                .loaded
+                .clone(),
+            None => load_settings(agent_dir.as_deref(), &root)?,
+        };
         if let Some(file) = loaded.disabled_by.clone().filter(|_| stop_when_disabled) {
             return Err(SetupError::Disabled { file });
         }
@@ -633,8 +641,15 @@ impl RosterDiscovery<'_> {
     /// params, modes.json), or the session's model when the host resolved it itself (an
     /// endpoint: its provider and id, said to come from [`ENDPOINT_SOURCE`]).
     fn roster_settings(&self) -> RosterSettings {
-        let files = config_files(self.watchdog.agent_dir.as_deref(), &self.watchdog.cwd);
-        let mut settings = match read_config_layers(&files) {
+        let (agent_dir, cwd) = (self.watchdog.agent_dir.as_deref(), &self.watchdog.cwd);
+        let layers = match &self.models.shared {
+            Some(shared) => shared
+                .settings_cache()
+                .load(agent_dir, cwd)
+                .map(|files| files.layers.clone()),
+            None => read_config_layers(&config_files(agent_dir, cwd)),
+        };
+        let mut settings = match layers {
             Ok(mut layers) => {
                 if let Some((name, layer)) = self.host_layer {
                     layers.push((name.clone(), layer.clone(), Vec::new()));

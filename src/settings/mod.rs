@@ -21,8 +21,9 @@ pub(crate) use depth::too_deep;
 pub use depth::MAX_YAML_DEPTH;
 pub use env::{env_flag, SettingsEnv};
 pub use load::{
-    config_files, load_settings, read_config_layers, LoadedSettings, CONFIG_FILE,
-    MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
+    config_files, load_settings, read_config_layers, read_settings_files, settings_paths,
+    ConfigLayers, LoadedSettings, SettingsFiles, CONFIG_FILE, MAX_SETTINGS_BYTES,
+    PROMPT_OVERRIDE_FILE,
 };
 pub use retry::{FallbackRevert, RetryLayer, RetrySettings, MAX_BACKUPS};
 pub(crate) use yaml::{kind as yaml_kind, looks_like};

@@ -1,6 +1,7 @@
 //! What the sessions of one process share (SPEC A6): built once, handed to every session
 //! through the session's runtime configuration.
 
+pub mod settings_cache;
 pub mod watchdog_cache;
 
 use std::collections::HashMap;
@@ -19,12 +20,13 @@ use crate::providers::{
 use crate::redact::Redactor;
 use crate::review::quarantine::OutputGuard;
 use crate::roster::RosterCache;
+use settings_cache::SettingsCache;
 use watchdog_cache::WatchdogCache;
 
 /// Resources every session of a process uses and none owns: the compiled secret patterns
 /// (X5), the model catalog (M3), one HTTP client per provider endpoint, one limit on
-/// concurrent model calls per provider, and the WATCHDOG.md and roster results per
-/// directory (W8, RO24).
+/// concurrent model calls per provider, and the settings, WATCHDOG.md and roster results per
+/// directory (K1, W8, RO24).
 #[derive(Debug)]
 pub struct SharedResources {
     redactor: Option<Redactor>,
@@ -36,6 +38,7 @@ pub struct SharedResources {
     max_concurrent_reviews: Option<usize>,
     watchdog: Arc<WatchdogCache>,
     roster: Arc<RosterCache>,
+    settings: Arc<SettingsCache>,
     discovery: Arc<Semaphore>,
     /// Where model calls run (a runtime of their own), `None` = on the caller's thread.
     calls_on: Option<tokio::runtime::Handle>,
@@ -71,6 +74,7 @@ impl SharedResources {
             max_concurrent_reviews,
             watchdog: Arc::new(WatchdogCache::new()),
             roster: Arc::new(RosterCache::new()),
+            settings: Arc::new(SettingsCache::new()),
             discovery: Arc::new(Semaphore::new(DISCOVERY_THREADS)),
             calls_on: None,
         }
@@ -107,6 +111,12 @@ impl SharedResources {
     /// The roster loads cache (RO24): one load, and one set of compiled globs, per project.
     pub fn roster_cache(&self) -> Arc<RosterCache> {
         Arc::clone(&self.roster)
+    }
+
+    /// The settings files cache (K1, A6): one read per project while its files are
+    /// unchanged.
+    pub fn settings_cache(&self) -> Arc<SettingsCache> {
+        Arc::clone(&self.settings)
     }
 
     /// Runs `work` — a session's file discovery: settings, WATCHDOG files, instruction files,
