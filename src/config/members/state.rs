@@ -590,6 +590,15 @@ impl Members {
         changes.push(MemberChange::RegisterUnnamed { max_notes });
     }
 
+    /// The unnamed advisor's plan with the session's own model built once more (CA23), when
+    /// it builds now; the configuration keeps the model for the rest of the session.
+    fn late_unnamed_plan(&mut self) -> Option<MemberPlan> {
+        let model = (self.config.late_model.as_ref()?)()?;
+        self.config.model = Some(self.config.limited(model));
+        self.config.late_model = None;
+        Some(self.config.unnamed_plan())
+    }
+
     /// The plan of the roster entry `slug` as the roster stands now.
     fn plan_of(&self, slug: &str) -> Option<MemberPlan> {
         let setup = self.config.roster.as_ref()?;
@@ -952,13 +961,14 @@ impl Members {
             if member.plan.model.is_ok() {
                 continue;
             }
-            let Some(slug) = member.slug_owned() else {
+            let plan = match member.slug_owned() {
+                Some(slug) => self.plan_of(&slug),
+                None => self.late_unnamed_plan(),
+            };
+            let Some(plan) = plan.filter(|plan| plan.model.is_ok()) else {
                 continue;
             };
-            let Some(plan) = self.plan_of(&slug).filter(|plan| plan.model.is_ok()) else {
-                continue;
-            };
-            tracing::info!(advisor = %slug, "a late model resolved");
+            tracing::info!(advisor = ?plan.label, "a late model resolved");
             let member = &mut self.members[index];
             member.plan = plan;
             member.cadence.restart();
