@@ -855,3 +855,35 @@ async fn faults_p7_a_usage_limit_pauses_with_the_batch_kept_until_the_provider_s
         assert_eq!(server.request_count(), 2, "{dialect:?}");
     }
 }
+
+#[actix::test]
+async fn s1_ca10_s2_a_strict_wait_on_a_silent_model_is_held_until_the_calls_silence_limit() {
+    tokio::time::pause();
+    // `strict` has no wall-clock cap of its own (CA10): what ends the hold on a model that
+    // accepts the call and then says nothing is the call's silence limit (the idle timeout,
+    // 45 s here, 180 s by default), whose failure releases the wait (S2): past the numeric
+    // values' 30 s cap, short of for ever.
+    let silence = Duration::from_secs(45);
+    let dialect = Dialect::OpenAi;
+    let hang = ScriptedResponse::sse(&dialect.head(true)).then(BodyPart::Stall);
+    let mut responses = vec![hang];
+    responses.extend(advice(dialect));
+    let server = Arc::new(start(responses).await);
+    let _clock = VirtualClock::start(Arc::clone(&server));
+    let spec = dialect.spec(&server, silence, TOTAL);
+    let client = build_client(&spec, &Catalog::builtin().expect("catalog"), &|_| None)
+        .expect("a client for the test server");
+    let (handle, _events) = runtime(client, SyncBacklog::Strict, |cfg| {
+        cfg.settings.request_timeout = TOTAL
+    });
+    let t = Transcript::from_messages([TranscriptMessage::user("add retries to the fetcher")]);
+    let began = Instant::now();
+    handle.turn_end(&t).await.expect("runtime");
+    let held = began.elapsed();
+    assert!(
+        held >= silence && held < silence + Duration::from_secs(1),
+        "held {held:?}: until the silence limit ({silence:?}), not the 30 s cap nor for ever"
+    );
+    let status = handle.status().await.expect("runtime");
+    assert_eq!(status.failures, 1, "the silent call failed");
+}
