@@ -233,6 +233,15 @@ impl RuntimeConfig {
         FeedCursor::with_redactor(view, replay_budget, self.redactor())
     }
 
+    /// Where the session's blocking file work runs: the process's file threads on a shared
+    /// runtime (A6), else tokio's blocking pool.
+    pub fn blocking(&self) -> crate::shared::file_pool::Blocking {
+        self.shared
+            .as_ref()
+            .map(|s| s.blocking())
+            .unwrap_or_default()
+    }
+
     /// The shared WATCHDOG.md cache, when the session runs on a shared runtime.
     pub fn watchdog_cache(&self) -> Option<Arc<WatchdogCache>> {
         self.shared.as_ref().map(|s| s.watchdog_cache())

@@ -1,6 +1,7 @@
 //! What the sessions of one process share (SPEC A6): built once, handed to every session
 //! through the session's runtime configuration.
 
+pub mod file_pool;
 pub mod settings_cache;
 pub mod watchdog_cache;
 
@@ -20,6 +21,7 @@ use crate::providers::{
 use crate::redact::Redactor;
 use crate::review::quarantine::OutputGuard;
 use crate::roster::RosterCache;
+use file_pool::{Blocking, FilePool};
 use settings_cache::SettingsCache;
 use watchdog_cache::WatchdogCache;
 
@@ -40,6 +42,8 @@ pub struct SharedResources {
     roster: Arc<RosterCache>,
     settings: Arc<SettingsCache>,
     discovery: Arc<Semaphore>,
+    /// The threads every session's blocking file work runs on (A6).
+    files: Arc<FilePool>,
     /// Where model calls run (a runtime of their own), `None` = on the caller's thread.
     calls_on: Option<tokio::runtime::Handle>,
 }
@@ -76,6 +80,7 @@ impl SharedResources {
             roster: Arc::new(RosterCache::new()),
             settings: Arc::new(SettingsCache::new()),
             discovery: Arc::new(Semaphore::new(DISCOVERY_THREADS)),
+            files: Arc::new(FilePool::default()),
             calls_on: None,
         }
     }
@@ -120,17 +125,27 @@ impl SharedResources {
     }
 
     /// Runs `work` — a session's file discovery: settings, WATCHDOG files, instruction files,
-    /// the roster — on tokio's blocking pool, at most `DISCOVERY_THREADS` at once for the
-    /// whole process; the others wait their turn as tasks (A6: opening sessions adds actors,
-    /// never threads; 10,000 pipelined opens grew the pool by 60 threads). `None` when the
-    /// work panicked.
+    /// the roster — on the process's file threads ([`FilePool`]), at most `DISCOVERY_THREADS`
+    /// at once for the whole process; the others wait their turn as tasks (A6: opening
+    /// sessions adds actors, never threads). `None` when the work panicked.
     pub async fn discover<R, F>(&self, work: F) -> Option<R>
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
         let _permit = Arc::clone(&self.discovery).acquire_owned().await.ok()?;
-        tokio::task::spawn_blocking(work).await.ok()
+        self.files.run(work).await.ok()
+    }
+
+    /// Starts the file threads now rather than at the first session's file work.
+    pub fn start_file_threads(&self) {
+        self.files.start();
+    }
+
+    /// Where the sessions' blocking file work runs: the process's fixed [`FilePool`]
+    /// (A6: opening sessions starts no thread).
+    pub fn blocking(&self) -> Blocking {
+        Blocking::on(Arc::clone(&self.files))
     }
 
     /// The HTTP client for one endpoint (base URL and connect timeout), created on first
