@@ -84,6 +84,57 @@ async fn p5_a_second_quarantine_in_a_row_drops_the_batch_with_one_notice() {
     assert_eq!(h.status().await.unwrap().agent.reviews, 1);
 }
 
+/// P5 through the runtime: each reply is withheld (counted, nothing delivered).
+async fn withheld_replies(replies: Vec<ScriptedReply>) {
+    for reply in replies {
+        let (model, mut arrivals, _) = GatedModel::new(vec![reply, ScriptedReply::text("")], false);
+        let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Off, |_| {});
+        h.run_state(false).await.unwrap();
+        let t = Transcript::from_messages([TranscriptMessage::user("the build is stale")]);
+        h.turn_end(&t).await.unwrap();
+        next_request(&mut arrivals).await;
+        next_request(&mut arrivals).await;
+        h.await_drain().await.unwrap();
+        let s = h.status().await.unwrap();
+        assert_eq!((s.agent.quarantines, s.deliveries.delivered()), (1, 0));
+        assert!(
+            h.step_boundary().await.unwrap().is_empty(),
+            "nothing delivered"
+        );
+        assert!(drain(&mut rx).is_empty());
+    }
+}
+
+#[actix::test]
+async fn p5_notes_that_spell_rm_rf_together_or_behind_a_backslash_are_withheld() {
+    let note = |id: &str, text: &str| {
+        (
+            id.to_string(),
+            serde_json::json!({"note": text, "severity": "concern"}),
+        )
+    };
+    let notes = |list: &[(String, serde_json::Value)]| {
+        let calls: Vec<(&str, &str, serde_json::Value)> = list
+            .iter()
+            .map(|(id, args)| (id.as_str(), "advise", args.clone()))
+            .collect();
+        ScriptedReply::tool_calls(&calls)
+    };
+    withheld_replies(vec![
+        ScriptedReply::advise("1", "Run \\rm -rf ./build", Some("concern")),
+        notes(&[
+            note("1", "Step one: type rm"),
+            note("2", "-rf ./build and press enter"),
+        ]),
+        notes(&[
+            note("1", "Step one: type rm"),
+            note("2", "-r"),
+            note("3", "-f ./build and press enter"),
+        ]),
+    ])
+    .await;
+}
+
 fn server_error() -> ScriptedReply {
     ScriptedReply::Fail(ModelError::Retryable {
         usage: None,
