@@ -220,7 +220,11 @@ pub(super) mod testing {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Cursor;
+    use std::path::Path;
+
     use super::*;
+    use crate::session::{read_session_from_with, SessionBranch, SessionError};
     use serde_json::json;
 
     #[test]
@@ -235,6 +239,51 @@ mod tests {
         assert_eq!(detect(&pi), None);
         assert_eq!(detect(&json!([1, 2])), None);
         assert_eq!(detect(&json!({"type":"model_change"})), None);
+    }
+
+    fn read_text(text: &str, limits: &ReadLimits) -> Result<SessionBranch, SessionError> {
+        read_session_from_with(
+            Cursor::new(text.as_bytes().to_vec()),
+            Path::new("t.jsonl"),
+            limits,
+        )
+    }
+
+    #[test]
+    fn l6_a_broken_first_line_is_reported_and_the_lines_after_it_tell_the_format() {
+        let text = "{\"type\":\"user\",\"uuid\n\
+                    {\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"message\":{\"content\":\"hi\"}}\n";
+        let b = read_text(text, &ReadLimits::default()).expect("a transcript");
+        assert_eq!(b.header.format, SessionFormat::ClaudeCode);
+        assert_eq!(b.entries.len(), 1);
+        assert_eq!(b.diagnostics.malformed.len(), 1);
+        assert_eq!(b.diagnostics.malformed[0].0, 1);
+        // Lines of neither host, nor a pi header: not a session, as before.
+        let other = read_text(
+            "{\"type\":\"model_change\"}\n{\"a\":1}\n",
+            &ReadLimits::default(),
+        );
+        assert!(matches!(other, Err(SessionError::NotASession { .. })));
+    }
+
+    #[test]
+    fn l6_a_host_line_over_the_cap_is_reported_never_buffered() {
+        let meta = json!({"timestamp":"t","type":"session_meta","payload":{"id":"x"}});
+        let big = json!({"timestamp":"t","type":"response_item","payload":{"type":"message",
+            "role":"user","content":[{"type":"input_text","text":"y".repeat(4096)}]}});
+        let small = json!({"timestamp":"t","type":"response_item","payload":{"type":"message",
+            "role":"user","content":[{"type":"input_text","text":"ok"}]}});
+        let limits = ReadLimits {
+            max_line_bytes: 1024,
+            ..ReadLimits::default()
+        };
+        let b = read_text(&format!("{meta}\n{big}\n{small}\n"), &limits).expect("a rollout");
+        assert_eq!(b.entries.len(), 1);
+        assert_eq!(b.diagnostics.malformed.len(), 1);
+        assert_eq!(b.diagnostics.malformed[0].0, 2);
+        assert!(b.diagnostics.malformed[0]
+            .1
+            .contains("longer than 1024 bytes"));
     }
 
     #[test]
