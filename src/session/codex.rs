@@ -37,10 +37,10 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
+use super::branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use super::diagnostics::{Diagnostics, ReadLimits};
 use super::hosts::{each_line, hook_message, iso_millis, str_at, string_at};
 use super::input::Lines;
-use super::reader::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, MessageUsage, RawJson,
     ToolResultMessage, TranscriptMessage, UserMessage,

@@ -71,6 +71,7 @@
 //! unlinked temporary file first, since a tree is read in two passes.
 
 mod advisor_file;
+mod branch;
 mod claude;
 mod codex;
 mod diagnostics;
@@ -84,12 +85,12 @@ mod skim;
 mod tree;
 
 pub use advisor_file::{advisor_file_path, AdvisorFilePathError, ADVISOR_FILE_NAME};
+pub use branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 pub use diagnostics::{
     Diagnostics, ReadLimits, SessionError, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_STDIN_BYTES,
 };
 pub use driver::{HostStep, SessionDriver};
 pub use reader::{
     read_session, read_session_arg, read_session_from, read_session_from_with, read_session_stdin,
-    read_session_with, BranchEntry, SessionBranch, SessionFormat, SessionHeader, NEWEST_VERSION,
-    STDIN_NAME,
+    read_session_with, NEWEST_VERSION, STDIN_NAME,
 };

@@ -13,6 +13,7 @@ mod expanded_runtime;
 mod faults;
 mod hosts_hook;
 mod hosts_install_cli;
+mod hosts_read;
 mod judge_gate;
 mod layering;
 mod measured;
