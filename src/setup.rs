@@ -1050,6 +1050,7 @@ mod tests {
                     cwd: repo.clone(),
                     agent_dir: Some(dir.path().join("agent")),
                     home: Some(dir.path().to_path_buf()),
+                    instructions: Default::default(),
                 }),
                 loaded: LoadedSettings::default(),
                 settings: AdvisorSettings::default(),

@@ -1,10 +1,13 @@
 //! The `advisor` command line: one module per subcommand.
 
 pub mod eval;
+pub mod hook;
+pub mod install;
 pub mod render;
 pub mod replay;
 pub mod roster;
 pub mod serve;
+pub mod status;
 pub mod texts;
 pub mod tool;
 pub mod watchdog;
@@ -71,6 +74,33 @@ pub enum Command {
     /// Measure the advisor on a corpus of recorded sessions with planted mistakes and
     /// controls: catches, latency, false alarms and cost (`compare` sets results side by side).
     Eval(eval::EvalArgs),
+    // §19, H1–H12.
+    /// Answer a Claude Code or Codex CLI hook event (the installer sets this command up).
+    Hook(hook::HookArgs),
+    /// The background process `advisor hook` starts (internal).
+    #[command(hide = true)]
+    HookDaemon,
+    // H13.
+    /// Show the advisor's status for the Claude Code and Codex sessions it watches.
+    Status(status::StatusArgs),
+    /// Turn the advisor on for a Claude Code or Codex session (or all of them).
+    On(status::ControlArgs),
+    /// Turn the advisor off for a Claude Code or Codex session (or all of them).
+    Off(status::ControlArgs),
+    /// Pause the advisor for a Claude Code or Codex session, as `off` (`on` resumes it).
+    Pause(status::ControlArgs),
+    // H23–H27.
+    /// Attach the advisor to Claude Code or the Codex CLI: write its hooks into the
+    /// agent's settings (and with --model, the model into the advisor's settings).
+    Install(install::InstallArgs),
+    // H26.
+    /// Remove the advisor's hooks from Claude Code's or the Codex CLI's settings, and
+    /// nothing else.
+    Uninstall(install::UninstallArgs),
+    // H28, H29.
+    /// Check the set-up: hooks installed and firing, a model and its key, the background
+    /// process.
+    Doctor(install::DoctorArgs),
 }
 
 /// A CLI failure: printed as one line on standard error, exit code 1 (L5).
@@ -128,6 +158,15 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Roster(args) => roster::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Hook(args) => hook::run(args),
+        Command::HookDaemon => hook::run_daemon(),
+        Command::Status(args) => status::run_status(args),
+        Command::On(args) => status::run_control("on", args),
+        Command::Off(args) => status::run_control("off", args),
+        Command::Pause(args) => status::run_control("pause", args),
+        Command::Install(args) => install::run_install(args),
+        Command::Uninstall(args) => install::run_uninstall(args),
+        Command::Doctor(args) => install::run_doctor(args),
     }
 }
 

@@ -153,6 +153,7 @@ mod tests {
             cwd: repo,
             agent_dir: Some(dir.path().join("agent")),
             home: Some(dir.path().to_path_buf()),
+            instructions: Default::default(),
         };
         (dir, config)
     }

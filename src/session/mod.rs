@@ -36,6 +36,13 @@
 //!   `title_change`, … and any unknown type: skipped, counted per type in
 //!   [`Diagnostics::skipped`].
 //!
+//! # Host transcripts
+//!
+//! A Claude Code transcript or a Codex CLI rollout is read too (SPEC L6–L8), told from its
+//! first lines, into the same [`SessionBranch`]: see the `claude` and `codex` modules. The
+//! header's [`SessionHeader::format`] says which format was read, and
+//! [`ReadLimits::growing`] / [`ReadLimits::include_subagents`] apply to these formats only.
+//!
 //! # Branches
 //!
 //! Version 1 entries carry no ids: the file is one linear chain. From version 2 on every
@@ -67,9 +74,13 @@
 //! unlinked temporary file first, since a tree is read in two passes.
 
 mod advisor_file;
+mod branch;
+mod claude;
+mod codex;
 mod diagnostics;
 mod direct;
 mod driver;
+mod hosts;
 mod input;
 mod lean;
 mod reader;
@@ -77,11 +88,12 @@ mod skim;
 mod tree;
 
 pub use advisor_file::{advisor_file_path, AdvisorFilePathError, ADVISOR_FILE_NAME};
+pub use branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 pub use diagnostics::{
     Diagnostics, ReadLimits, SessionError, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_STDIN_BYTES,
 };
 pub use driver::{HostStep, SessionDriver};
 pub use reader::{
     read_session, read_session_arg, read_session_from, read_session_from_with, read_session_stdin,
-    read_session_with, BranchEntry, SessionBranch, SessionHeader, NEWEST_VERSION, STDIN_NAME,
+    read_session_with, NEWEST_VERSION, STDIN_NAME,
 };

@@ -31,12 +31,15 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits, SessionError};
 use super::direct::{self, Scratch};
+use super::hosts;
 use super::input::{open_regular, spool, Line, Lines};
 use super::lean::{self, EntryFields, LeanEntry};
 use super::skim::{leading, skim, Leading};
 use super::tree::{report_cycle, skim_tree};
+use super::{claude, codex};
 use crate::domain::transcript::{
     BranchSummaryMessage, Content, CustomMessage, RawJson, TranscriptMessage,
 };
@@ -50,84 +53,6 @@ pub const NEWEST_VERSION: u32 = 3;
 
 /// The name standard input goes by in errors and diagnostics.
 pub const STDIN_NAME: &str = "standard input";
-
-/// The session header: the `{"type":"session",…}` line (plus oh-my-pi's title slot).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SessionHeader {
-    /// Format version: the header's `version`, or 1 when absent (version 1 headers have none).
-    pub version: u32,
-    /// The session id.
-    pub id: Option<String>,
-    /// The working directory the session ran in.
-    pub cwd: Option<String>,
-    /// The title: oh-my-pi's leading title slot when present, else the header's `title`.
-    pub title: Option<String>,
-    /// The header's ISO timestamp.
-    pub timestamp: Option<String>,
-    /// The session this one was forked from (`parentSession`, or version 1's `branchedFrom`).
-    pub parent_session: Option<String>,
-}
-
-/// One entry of the current branch that matters to the transcript.
-#[derive(Debug, Clone, PartialEq)]
-pub enum BranchEntry {
-    /// A message the primary model sees: `message` entries as they are, `custom_message`
-    /// entries as [`TranscriptMessage::Custom`], `branch_summary` entries as [`TranscriptMessage::BranchSummary`].
-    /// Shared, so that the driver and the transcript take the message without copying it.
-    Message(Arc<TranscriptMessage>),
-    /// The primary's context was compacted here.
-    Compaction {
-        /// The summary that replaces the older messages.
-        summary: String,
-        /// Index (into [`SessionBranch::entries`]) of the first entry kept verbatim: the
-        /// transcript after this compaction is the summary followed by the messages of
-        /// `entries[first_kept..own index]`. Equal to the compaction's own index when nothing
-        /// is kept (the first kept entry is unknown or not on the branch).
-        first_kept: usize,
-        /// The context size the primary reported before compacting, when recorded.
-        tokens_before: Option<u64>,
-    },
-    /// oh-my-pi's `reset_boundary` (its `/clear`): the primary's context starts afresh
-    /// after it, empty; the messages before it are no longer sent.
-    ResetBoundary,
-}
-
-/// The current branch of a session file, from the root to the last entry.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SessionBranch {
-    /// The header.
-    pub header: SessionHeader,
-    /// The branch's entries in order (entries that carry no message are left out and
-    /// counted in [`Diagnostics::skipped`]).
-    pub entries: Vec<BranchEntry>,
-    /// Malformed lines, skipped entry types and abandoned entries.
-    pub diagnostics: Diagnostics,
-}
-
-impl BranchEntry {
-    /// The message, when the entry is one.
-    pub fn message(&self) -> Option<&TranscriptMessage> {
-        match self {
-            BranchEntry::Message(m) => Some(m),
-            BranchEntry::Compaction { .. } | BranchEntry::ResetBoundary => None,
-        }
-    }
-}
-
-impl SessionBranch {
-    /// The messages of the branch, in order (compactions left out).
-    pub fn messages(&self) -> impl Iterator<Item = &TranscriptMessage> {
-        self.entries.iter().filter_map(BranchEntry::message)
-    }
-
-    /// Number of compaction entries on the branch.
-    pub fn compactions(&self) -> usize {
-        self.entries
-            .iter()
-            .filter(|e| matches!(e, BranchEntry::Compaction { .. }))
-            .count()
-    }
-}
 
 /// Reads the current branch of the session file at `path` (SPEC L1), with the default
 /// [`ReadLimits`].
@@ -198,10 +123,15 @@ fn read_from<R: BufRead + Seek>(
     };
     let mut lines = Lines::new(reader, limits.max_line_bytes);
     let mut diagnostics = Diagnostics::default();
-    let header = read_header(&mut lines, path).map_err(|e| match e {
-        HeaderError::Io(source) => io_err(source),
-        HeaderError::Session(e) => e,
-    })?;
+    let header = match read_header(&mut lines, path) {
+        Ok(header) => header,
+        Err(HeaderError::Io(source)) => return Err(io_err(source)),
+        Err(HeaderError::Session(e)) => return Err(e),
+        Err(HeaderError::Host(format)) => {
+            lines.rewind(0).map_err(io_err)?;
+            return read_host(format, &mut lines, path, limits).map_err(io_err);
+        }
+    };
     let header_line = lines.number;
     let entries = if header.version <= 1 {
         read_linear(&mut lines, &mut diagnostics).map_err(io_err)?
@@ -237,9 +167,35 @@ fn read_from<R: BufRead + Seek>(
     Ok(branch)
 }
 
+/// Reads a host transcript from its first line (the reader was rewound there).
+fn read_host<R: BufRead + Seek>(
+    format: SessionFormat,
+    lines: &mut Lines<R>,
+    path: &Path,
+    limits: &ReadLimits,
+) -> io::Result<SessionBranch> {
+    let mut branch = match format {
+        SessionFormat::ClaudeCode => claude::read(lines, limits)?,
+        SessionFormat::Codex | SessionFormat::Pi => codex::read(lines, limits)?,
+    };
+    branch.diagnostics.malformed.sort_by_key(|(line, _)| *line);
+    tracing::debug!(
+        path = %path.display(),
+        format = branch.header.format.name(),
+        cli_version = branch.header.cli_version.as_deref().unwrap_or("?"),
+        entries = branch.entries.len(),
+        malformed = branch.diagnostics.malformed.len(),
+        off_branch = branch.diagnostics.off_branch,
+        "host transcript read"
+    );
+    Ok(branch)
+}
+
 enum HeaderError {
     Io(io::Error),
     Session(SessionError),
+    /// The first lines are a host's transcript, not a pi session (SPEC L6).
+    Host(SessionFormat),
 }
 
 /// Reads up to the `session` header, accepting oh-my-pi title slot lines before it.
@@ -256,6 +212,16 @@ fn read_header<R: BufRead + Seek>(
         seen += 1;
         let Line::Text(bytes) = line else { break };
         let Ok(value) = serde_json::from_slice::<HeaderLine>(bytes) else {
+            // A host's line whose fields do not fit a pi header still says what it is;
+            // a host transcript whose first line is broken says it in the lines after.
+            if let Some(format) = host_format(bytes) {
+                return Err(HeaderError::Host(format));
+            }
+            if seen == 1 {
+                if let Some(format) = hosts::detect_after(lines).map_err(HeaderError::Io)? {
+                    return Err(HeaderError::Host(format));
+                }
+            }
             break;
         };
         match value.kind.as_deref() {
@@ -273,6 +239,8 @@ fn read_header<R: BufRead + Seek>(
                     );
                 }
                 return Ok(SessionHeader {
+                    format: SessionFormat::Pi,
+                    cli_version: None,
                     version: version.clamp(1, NEWEST_VERSION),
                     id: value.id,
                     cwd: value.cwd,
@@ -281,7 +249,12 @@ fn read_header<R: BufRead + Seek>(
                     parent_session: value.parent_session.or(value.branched_from),
                 });
             }
-            _ => break,
+            _ => {
+                if let Some(format) = host_format(bytes) {
+                    return Err(HeaderError::Host(format));
+                }
+                break;
+            }
         }
     }
     let path = path.to_path_buf();
@@ -290,6 +263,13 @@ fn read_header<R: BufRead + Seek>(
     } else {
         SessionError::NotASession { path }
     }))
+}
+
+/// The host format a line that is no pi header line belongs to (SPEC L6), read as a
+/// general JSON value: only the first lines of a file that is not a pi session get here.
+fn host_format(bytes: &[u8]) -> Option<SessionFormat> {
+    let value = serde_json::from_slice::<Value>(bytes).ok()?;
+    hosts::detect(&value)
 }
 
 /// The fields of a title slot or header line the reader uses. Every other field is skipped
@@ -1425,6 +1405,7 @@ mod tests {
         let limits = ReadLimits {
             max_line_bytes: 100,
             max_stdin_bytes: 1000,
+            ..ReadLimits::default()
         };
         let endless = io::repeat(0);
         let err = spool(endless, &limits, Path::new(STDIN_NAME)).expect_err("an error");

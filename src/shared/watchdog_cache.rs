@@ -16,7 +16,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::redact::Redactor;
-use crate::watchdog::{load_with, Loaded, WatchdogConfig};
+use crate::watchdog::{load_with, InstructionFiles, Loaded, WatchdogConfig};
 
 /// Places remembered at most; past this the cache starts afresh (the entries being loaded
 /// right now are unaffected). It bounds memory in a process that sees many directories.
@@ -44,8 +44,15 @@ pub struct WatchdogCacheStats {
     pub shared: u64,
 }
 
-/// Working directory, agent directory, home, and whether the blocks are redacted (X5).
-type Place = (PathBuf, Option<PathBuf>, Option<PathBuf>, bool);
+/// Working directory, agent directory, home, whether the blocks are redacted (X5), and
+/// which instruction files are read (P8).
+type Place = (
+    PathBuf,
+    Option<PathBuf>,
+    Option<PathBuf>,
+    bool,
+    InstructionFiles,
+);
 type Slot = Arc<Mutex<Option<Arc<Loaded>>>>;
 
 /// The process-wide WATCHDOG.md cache, keyed by place.
@@ -107,6 +114,8 @@ impl WatchdogCache {
             config.agent_dir.clone(),
             config.home.clone(),
             redacted,
+            // P8: a hook host's session reads other instruction files in the same place.
+            config.instructions.clone(),
         );
         let mut places = self.places.lock();
         if places.len() >= MAX_PLACES && !places.contains_key(&key) {
@@ -131,6 +140,7 @@ mod tests {
             cwd: repo,
             agent_dir: Some(dir.path().join("agent")),
             home: Some(dir.path().to_path_buf()),
+            instructions: Default::default(),
         };
         (dir, config)
     }

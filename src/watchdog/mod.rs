@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 pub use fingerprint::{stamp, Fingerprint, Stamp};
 pub use imports::MAX_IMPORT_DEPTH;
-pub use project::{ContextFile, MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TOTAL_BYTES};
+pub use project::{ContextFile, InstructionFiles, MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TOTAL_BYTES};
 pub use read::{MAX_FILE_BYTES, MAX_TOTAL_BYTES};
 
 pub(crate) use discovery::{candidates, candidates_named, walk_dirs, Candidate, CandidateKind};
@@ -99,6 +99,9 @@ pub struct WatchdogConfig {
     /// The home directory: where the walk stops outside a repository, and what `~`
     /// means in imports.
     pub home: Option<PathBuf>,
+    /// Which instruction files the agent reads (P8): oh-my-pi's unless the advisor watches
+    /// a hook host.
+    pub instructions: InstructionFiles,
 }
 
 impl WatchdogConfig {
@@ -118,6 +121,7 @@ impl WatchdogConfig {
             cwd,
             agent_dir,
             home,
+            instructions: InstructionFiles::Pi,
         }
     }
 

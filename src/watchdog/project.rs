@@ -49,20 +49,67 @@ pub struct ContextFile {
     pub content: String,
 }
 
-/// The candidate instruction files of a project directory, in prompt order: each inner
-/// list is one slot, of which the first existing file is taken.
-fn directory_slots(dir: &Path) -> [Vec<(PathBuf, CandidateKind)>; 4] {
-    let nested =
-        |sub: &str, name: &str| vec![(dir.join(sub).join(name), CandidateKind::ProjectOmp)];
-    [
-        nested(".omp", "AGENTS.md"),
-        vec![
-            (dir.join("AGENTS.md"), CandidateKind::ProjectPlain),
-            (dir.join("CLAUDE.md"), CandidateKind::ProjectPlain),
-        ],
-        nested(".claude", "CLAUDE.md"),
-        nested(".github", "copilot-instructions.md"),
-    ]
+/// Which instruction files the agent reads (P8): oh-my-pi's by default, or those of the
+/// hook host the advisor watches, so the advisor holds the agent to what the agent was told.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum InstructionFiles {
+    /// oh-my-pi's: the user's `<agentDir>/AGENTS.md`; per directory `.omp/AGENTS.md`,
+    /// `AGENTS.md` (else `CLAUDE.md`), `.claude/CLAUDE.md`, `.github/copilot-instructions.md`.
+    #[default]
+    Pi,
+    /// Claude Code's: the user's `CLAUDE.md` in `user_dir` (`~/.claude`, or
+    /// `$CLAUDE_CONFIG_DIR`); per directory `CLAUDE.md`, `.claude/CLAUDE.md` and
+    /// `CLAUDE.local.md`.
+    ClaudeCode {
+        /// Claude Code's user directory, when known.
+        user_dir: Option<PathBuf>,
+    },
+    /// Codex's: the user's `AGENTS.override.md`, else `AGENTS.md`, in `user_dir`
+    /// (`$CODEX_HOME`, `~/.codex`); per directory `AGENTS.override.md`, else `AGENTS.md`.
+    Codex {
+        /// Codex's home directory, when known.
+        user_dir: Option<PathBuf>,
+    },
+}
+
+impl InstructionFiles {
+    /// The user's instruction file candidates, of which the first existing one is taken.
+    fn user_files(&self, agent_dir: Option<&Path>) -> Vec<PathBuf> {
+        match self {
+            InstructionFiles::Pi => agent_dir.map(|d| d.join("AGENTS.md")).into_iter().collect(),
+            InstructionFiles::ClaudeCode { user_dir } => {
+                user_dir.iter().map(|d| d.join("CLAUDE.md")).collect()
+            }
+            InstructionFiles::Codex { user_dir } => user_dir
+                .iter()
+                .flat_map(|d| [d.join("AGENTS.override.md"), d.join("AGENTS.md")])
+                .collect(),
+        }
+    }
+
+    /// The candidate instruction files of a project directory, in prompt order: each
+    /// inner list is one slot, of which the first existing file is taken.
+    fn directory_slots(&self, dir: &Path) -> Vec<Vec<(PathBuf, CandidateKind)>> {
+        let nested =
+            |sub: &str, name: &str| vec![(dir.join(sub).join(name), CandidateKind::ProjectOmp)];
+        let plain = |name: &str| (dir.join(name), CandidateKind::ProjectPlain);
+        match self {
+            InstructionFiles::Pi => vec![
+                nested(".omp", "AGENTS.md"),
+                vec![plain("AGENTS.md"), plain("CLAUDE.md")],
+                nested(".claude", "CLAUDE.md"),
+                nested(".github", "copilot-instructions.md"),
+            ],
+            InstructionFiles::ClaudeCode { .. } => vec![
+                vec![plain("CLAUDE.md")],
+                nested(".claude", "CLAUDE.md"),
+                vec![plain("CLAUDE.local.md")],
+            ],
+            InstructionFiles::Codex { .. } => {
+                vec![vec![plain("AGENTS.override.md"), plain("AGENTS.md")]]
+            }
+        }
+    }
 }
 
 /// Discovers and reads the instruction files for `config` (P8). Every path looked at goes
@@ -76,12 +123,15 @@ pub fn discover_context_files(
     let root = project_root(&config.cwd, config.home.as_deref());
     let canonical_root = std::fs::canonicalize(&root).ok();
     let mut files = Vec::new();
-    if let Some(user) = config.agent_dir.as_ref().map(|dir| dir.join("AGENTS.md")) {
+    for user in config.instructions.user_files(config.agent_dir.as_deref()) {
         fingerprint.push_import(&user);
-        files.extend(read_one(&user, config, None, None, fingerprint, warnings));
+        if let Some(file) = read_one(&user, config, None, None, fingerprint, warnings) {
+            files.push(file);
+            break;
+        }
     }
     for dir in walk_dirs(&config.cwd, config.home.as_deref()).iter().rev() {
-        for slot in directory_slots(dir) {
+        for slot in config.instructions.directory_slots(dir) {
             for (path, kind) in slot {
                 fingerprint.push_import(&path);
                 let candidate = Candidate { path, kind };
@@ -437,6 +487,7 @@ mod tests {
             cwd: cwd.to_path_buf(),
             agent_dir: Some(agent.to_path_buf()),
             home: Some(home.to_path_buf()),
+            instructions: Default::default(),
         }
     }
 
@@ -516,6 +567,133 @@ mod tests {
         assert!(
             !loaded.fingerprint.is_current(&config),
             "a new instruction file is a change"
+        );
+    }
+
+    /// The instruction files found for `instructions` in `cwd`, as (path under `home`,
+    /// content) pairs, with no warnings.
+    fn found(cwd: &Path, home: &Path, instructions: InstructionFiles) -> Vec<(String, String)> {
+        let config = WatchdogConfig {
+            instructions,
+            ..config(cwd, &home.join("agent"), home)
+        };
+        let (mut fp, mut warnings) = (Fingerprint::default(), Vec::new());
+        let files = discover_context_files(&config, &mut fp, &mut warnings);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        files
+            .into_iter()
+            .map(|f| {
+                let rel = Path::new(&f.path).strip_prefix(home).unwrap();
+                (rel.display().to_string(), f.content)
+            })
+            .collect()
+    }
+
+    /// A repository with every host's instruction files, and a subdirectory to work in.
+    fn every_hosts_files(home: &Path) -> PathBuf {
+        let repo = home.join("repo");
+        let sub = repo.join("app");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        for (path, text) in [
+            ("agent/AGENTS.md", "pi user"),
+            (".claude/CLAUDE.md", "claude user"),
+            (".codex/AGENTS.md", "codex user"),
+            ("repo/AGENTS.md", "root agents"),
+            ("repo/AGENTS.override.md", "root override"),
+            ("repo/CLAUDE.md", "root claude"),
+            ("repo/CLAUDE.local.md", "root claude local"),
+            ("repo/.omp/AGENTS.md", "omp"),
+            (
+                "repo/app/.claude/CLAUDE.md",
+                "app dot-claude token=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            ),
+            ("repo/app/AGENTS.md", "app agents"),
+        ] {
+            write(&home.join(path), text);
+        }
+        sub
+    }
+
+    #[test]
+    fn p8_a_claude_code_session_gets_claude_codes_files_and_not_agents_md() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let sub = every_hosts_files(&home);
+        let user_dir = Some(home.join(".claude"));
+        let got = found(&sub, &home, InstructionFiles::ClaudeCode { user_dir });
+        let pairs: Vec<(&str, &str)> = got.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        assert_eq!(
+            pairs,
+            [
+                (".claude/CLAUDE.md", "claude user"),
+                ("repo/CLAUDE.md", "root claude"),
+                ("repo/CLAUDE.local.md", "root claude local"),
+                (
+                    "repo/app/.claude/CLAUDE.md",
+                    "app dot-claude token=ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+                ),
+            ]
+        );
+        // Redaction and the block's shape are those of every other host (X5).
+        let files: Vec<ContextFile> = got
+            .into_iter()
+            .map(|(path, content)| ContextFile { path, content })
+            .collect();
+        let redactor = Redactor::new().unwrap();
+        let block = format_project_context(&files, Some(&redactor)).unwrap();
+        assert!(
+            !block.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+            "{block}"
+        );
+        assert!(block.contains("<file path=\"repo/CLAUDE.local.md\">\nroot claude local\n</file>"));
+    }
+
+    #[test]
+    fn p8_a_codex_session_gets_the_override_before_agents_md_and_its_home_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let sub = every_hosts_files(&home);
+        let codex_home = home.join(".codex");
+        let got = found(
+            &sub,
+            &home,
+            InstructionFiles::Codex {
+                user_dir: Some(codex_home.clone()),
+            },
+        );
+        let pairs: Vec<(&str, &str)> = got.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        assert_eq!(
+            pairs,
+            [
+                (".codex/AGENTS.md", "codex user"),
+                ("repo/AGENTS.override.md", "root override"),
+                ("repo/app/AGENTS.md", "app agents"),
+            ]
+        );
+        write(
+            &codex_home.join("AGENTS.override.md"),
+            "codex user override",
+        );
+        let got = found(
+            &sub,
+            &home,
+            InstructionFiles::Codex {
+                user_dir: Some(codex_home),
+            },
+        );
+        assert_eq!(
+            got[0],
+            (
+                ".codex/AGENTS.override.md".to_string(),
+                "codex user override".to_string()
+            )
+        );
+        assert_eq!(got.len(), 3, "one user file only");
+        let pi = found(&sub, &home, InstructionFiles::Pi);
+        assert_eq!(
+            pi[0],
+            ("agent/AGENTS.md".to_string(), "pi user".to_string()),
+            "pi unchanged"
         );
     }
 

@@ -530,6 +530,7 @@ fn reloading_e(
         cwd: repo.clone(),
         agent_dir: Some(dir.path().join("agent")),
         home: Some(dir.path().to_path_buf()),
+        instructions: Default::default(),
     };
     let settings = RosterSettings::default();
     let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());

@@ -656,6 +656,7 @@ async fn w3_an_unreadable_watchdog_file_is_one_notice_and_the_review_goes_on() {
             cwd: project.clone(),
             agent_dir: None,
             home: Some(dir.path().join("home")),
+            instructions: Default::default(),
         });
     });
     turns(

@@ -37,6 +37,7 @@ async fn two_reviews(
             cwd: repo.clone(),
             agent_dir: Some(home.join("agent")),
             home: Some(home.clone()),
+            instructions: Default::default(),
         });
         tune(cfg);
     });

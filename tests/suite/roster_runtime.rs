@@ -221,6 +221,7 @@ async fn ro11_the_system_prompt_is_builtin_then_watchdog_then_shared_then_own_in
         cwd: repo.clone(),
         agent_dir: Some(dir.path().join("agent")),
         home: Some(dir.path().to_path_buf()),
+        instructions: Default::default(),
     });
     let (h, _events) = start(cfg);
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
@@ -434,6 +435,7 @@ fn reloading(dir: &Path, repo: &Path, models: Models) -> RuntimeConfig {
         cwd: repo.to_path_buf(),
         agent_dir: Some(dir.join("agent")),
         home: Some(dir.to_path_buf()),
+        instructions: Default::default(),
     };
     let settings = RosterSettings::default();
     let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
@@ -521,6 +523,7 @@ async fn ro21_w8_a_roster_file_written_after_the_session_opened_starts_its_advis
         cwd: repo.clone(),
         agent_dir: Some(dir.path().join("agent")),
         home: Some(dir.path().to_path_buf()),
+        instructions: Default::default(),
     };
     let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
     let arch = ScriptedModel::new([]);
@@ -698,6 +701,7 @@ fn ro24_every_roster_session_points_at_the_process_catalog_instead_of_copying_it
                 cwd: repo.clone(),
                 agent_dir: Some(dir.path().join("agent")),
                 home: Some(dir.path().to_path_buf()),
+                instructions: Default::default(),
             }),
             loaded: Default::default(),
             settings: Default::default(),
@@ -750,6 +754,7 @@ async fn w3_ro13_a_watchdog_warning_is_told_once_for_all_advisors_naming_none() 
         cwd: repo.clone(),
         agent_dir: Some(dir.path().join("agent")),
         home: Some(dir.path().to_path_buf()),
+        instructions: Default::default(),
     });
     let (h, mut events) = start(cfg);
     let t = Transcript::from_messages([TranscriptMessage::user("turn one")]);
@@ -1033,6 +1038,7 @@ fn watched_without_roster(
         cwd: repo.to_path_buf(),
         agent_dir: Some(dir.join("agent")),
         home: Some(dir.to_path_buf()),
+        instructions: Default::default(),
     };
     let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
     let models = Models::default().with("architecture", architecture.clone());
@@ -1169,6 +1175,7 @@ async fn ro24_a_cloned_repositorys_thousand_entries_cost_sixteen_model_calls_a_t
         cwd: repo.clone(),
         agent_dir: Some(dir.path().join("agent")),
         home: Some(dir.path().to_path_buf()),
+        instructions: Default::default(),
     };
     let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
     let model = ScriptedModel::new([]);

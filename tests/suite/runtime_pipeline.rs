@@ -764,6 +764,7 @@ async fn w5_g1_watchdog_blocks_reach_the_system_prompt_and_reload_between_review
             cwd: project.clone(),
             agent_dir: None,
             home: Some(dir.path().join("home")),
+            instructions: Default::default(),
         })
     });
     let t = Transcript::from_messages([TranscriptMessage::user("go")]);
@@ -809,6 +810,7 @@ async fn x5_w6_watchdog_blocks_are_redacted_exactly_when_redact_secrets_is_on() 
                 cwd: project.clone(),
                 agent_dir: None,
                 home: Some(dir.path().join("home")),
+                instructions: Default::default(),
             });
         });
         let t = Transcript::from_messages([TranscriptMessage::user("go")]);
@@ -947,6 +949,7 @@ async fn w7_subagent_advisors_exist_only_when_enabled_and_rerun_discovery_for_th
             cwd: project.clone(),
             agent_dir: None,
             home: Some(dir.path().join("home")),
+            instructions: Default::default(),
         })
     });
     assert!(cfg.for_subagent("sub-1", &sub).is_none(), "off by default");

@@ -543,6 +543,7 @@ async fn a6_sessions_in_one_repository_share_one_watchdog_load() {
                 cwd: repo.clone(),
                 agent_dir: Some(dir.path().join("agent")),
                 home: Some(dir.path().to_path_buf()),
+                instructions: Default::default(),
             });
         });
         scripts.push(script);

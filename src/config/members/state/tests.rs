@@ -24,6 +24,7 @@ fn roster_config(entries: Vec<RosterAdvisor>, reload: bool) -> RuntimeConfig {
             cwd: "/w".into(),
             agent_dir: None,
             home: None,
+            instructions: Default::default(),
         },
         settings: RosterSettings::default(),
         catalog: Arc::new(Catalog::empty()),

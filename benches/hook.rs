@@ -1,0 +1,336 @@
+//! `advisor hook`'s round trip (SPEC H9): the built binary is started as Claude Code starts
+//! it — a new process, the hook input on standard input — and answers through the
+//! background process's socket. The background process runs in this process (its places in
+//! a temporary directory), so only the hook's own cost is measured: process start, input,
+//! socket, answer, hook log.
+//!
+//! Two cases, `PostToolUse` each time:
+//! 1. `nothing-due`: the advisor has nothing for the agent (budget: p99 ≤ 20 ms);
+//! 2. `note-due`: a nit waits (injected with `/advisor test`, C2, outside the measured time)
+//!    and comes back as `additionalContext` (checked).
+//!
+//! Criterion reports the mean; the p50 and p99 of every measured call are printed after it.
+//! Last, the background process's memory after 200 reviews: 200 turns (a tool call and its
+//! result each) reviewed one by one by an instant model that raises one nit per review
+//! (nothing recorded on the model's side), resident set size before and after.
+//!
+//! Run with `cargo bench --bench hook` (release build).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use advisor::hosts::daemon::{Daemon, DaemonOptions};
+use advisor::hosts::paths::{current_uid, HostPaths};
+use advisor::hosts::payload::{parse_payload, HookHost};
+use advisor::hosts::protocol::{Request, Response, PROTOCOL_VERSION};
+use advisor::model::scripted::ScriptedReply;
+use advisor::model::{ModelClient, ModelFuture, ModelInfo, ModelRequest};
+use advisor::providers::Catalog;
+use advisor::RuntimeOptions;
+use criterion::Criterion;
+use serde_json::{json, Value};
+
+const SESSION: &str = "bench-session";
+
+/// The background process on its own runtime, and the places the hook is pointed at.
+struct Rig {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    daemon: Arc<Daemon>,
+    runtime: tokio::runtime::Runtime,
+    notes: usize,
+}
+
+fn options(root: &Path, model: Option<Arc<dyn ModelClient>>) -> DaemonOptions {
+    let env: BTreeMap<String, String> =
+        [("HOME".to_string(), root.join("home").display().to_string())].into();
+    DaemonOptions {
+        paths: HostPaths {
+            config_dir: root.join("config"),
+            runtime_dir: root.join("run"),
+            state_dir: root.join("state"),
+        },
+        uid: current_uid(),
+        env: Arc::new(env),
+        model,
+        catalog: Arc::new(Catalog::builtin().expect("catalog")),
+        runtime: RuntimeOptions::default(),
+        idle: None,
+        session_expiry: Duration::from_secs(3600),
+    }
+}
+
+impl Rig {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join("home/proj")).expect("dirs");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let options = options(&root, Some(Arc::new(Instant_)));
+        let paths = options.paths.clone();
+        let daemon = runtime.block_on(async {
+            let listener = Daemon::bind(&paths, current_uid()).expect("bind");
+            let daemon = Daemon::new(options).expect("daemon");
+            tokio::spawn(Arc::clone(&daemon).serve(listener, std::future::pending()));
+            daemon
+        });
+        let rig = Self {
+            _dir: dir,
+            root,
+            daemon,
+            runtime,
+            notes: 0,
+        };
+        // The session opens and runs before anything is measured.
+        rig.hook("UserPromptSubmit", json!({"prompt": "go"}));
+        rig
+    }
+
+    fn input(&self, event: &str, extra: Value) -> String {
+        let mut v = json!({"session_id": SESSION, "hook_event_name": event,
+            "cwd": self.root.join("home/proj"), "permission_mode": "default"});
+        for (k, x) in extra.as_object().expect("object") {
+            v[k] = x.clone();
+        }
+        v.to_string()
+    }
+
+    /// Runs the built `advisor hook` once: its wall time and its standard output.
+    fn hook(&self, event: &str, extra: Value) -> (Duration, Vec<u8>) {
+        let input = self.input(event, extra);
+        let started = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_advisor"))
+            .args(["hook", "--host", "claude-code"])
+            .env_clear()
+            .env("HOME", self.root.join("home"))
+            .env("ADVISOR_CONFIG_DIR", self.root.join("config"))
+            .env("ADVISOR_RUNTIME_DIR", self.root.join("run"))
+            .env("ADVISOR_STATE_DIR", self.root.join("state"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn advisor hook");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write input");
+        let out = child.wait_with_output().expect("advisor hook");
+        let took = started.elapsed();
+        assert!(out.status.success());
+        (took, out.stdout)
+    }
+
+    /// Puts one nit in the session's aside queue (C2), outside the measured time.
+    fn note(&mut self) {
+        self.notes += 1;
+        let command = format!("test nit bench note number {}", self.notes);
+        let reply = self.runtime.block_on(self.daemon.respond(Request::Control {
+            v: PROTOCOL_VERSION,
+            session: Some(SESSION.into()),
+            command,
+        }));
+        assert!(matches!(reply, Response::Control { .. }), "{reply:?}");
+    }
+}
+
+/// An instant model that raises one nit per review and records nothing.
+struct Instant_;
+
+static REVIEWS: AtomicUsize = AtomicUsize::new(0);
+
+impl ModelClient for Instant_ {
+    fn complete(&self, request: ModelRequest) -> ModelFuture {
+        // A review's first call advises; the call after the advise result ends it.
+        let advised = request
+            .messages
+            .last()
+            .is_some_and(|m| format!("{m:?}").contains("advise"));
+        let reply = if advised {
+            ScriptedReply::text("")
+        } else {
+            let n = REVIEWS.fetch_add(1, Ordering::Relaxed);
+            ScriptedReply::advise(
+                "a1",
+                &format!("Review {n}: the loop re-reads config.yml on every pass."),
+                Some("nit"),
+            )
+        };
+        Box::pin(async move {
+            match reply {
+                ScriptedReply::Respond(r) => Ok(r),
+                ScriptedReply::Fail(e) => Err(e),
+            }
+        })
+    }
+
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            id: "bench/instant".into(),
+            context_window: 200_000,
+            max_output: 4096,
+            reasoning: false,
+        }
+    }
+}
+
+fn percentile(times: &mut [Duration], p: f64) -> Duration {
+    times.sort();
+    let index = ((times.len() as f64 - 1.0) * p).round() as usize;
+    times[index.min(times.len() - 1)]
+}
+
+fn report(name: &str, times: &mut [Duration]) {
+    println!(
+        "hook/{name}: {} calls, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        times.len(),
+        percentile(times, 0.50).as_secs_f64() * 1e3,
+        percentile(times, 0.99).as_secs_f64() * 1e3,
+        percentile(times, 1.0).as_secs_f64() * 1e3,
+    );
+}
+
+fn round_trips(c: &mut Criterion) {
+    let mut rig = Rig::start();
+    let mut group = c.benchmark_group("hook");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(6));
+    let mut nothing = Vec::new();
+    group.bench_function("nothing-due", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (took, out) = rig.hook("PostToolUse", json!({"tool_name": "Bash"}));
+                assert!(out.is_empty(), "nothing was due");
+                nothing.push(took);
+                total += took;
+            }
+            total
+        })
+    });
+    let mut due = Vec::new();
+    group.bench_function("note-due", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                rig.note();
+                let (took, out) = rig.hook("PostToolUse", json!({"tool_name": "Bash"}));
+                let out: Value = serde_json::from_slice(&out).expect("a JSON answer");
+                assert!(
+                    out["hookSpecificOutput"]["additionalContext"]
+                        .as_str()
+                        .is_some_and(|c| c.contains("bench note")),
+                    "{out}"
+                );
+                due.push(took);
+                total += took;
+            }
+            total
+        })
+    });
+    group.finish();
+    report("nothing-due", &mut nothing);
+    report("note-due", &mut due);
+}
+
+/// Resident set size and its peak, in KiB, from /proc.
+fn rss_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The background process's memory after `turns` reviews, each turn driven as the CLI would
+/// (the transcript grows by a tool call and its result; PostToolUse; the review drained).
+fn memory_after_reviews(turns: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let cwd = root.join("home/proj");
+    std::fs::create_dir_all(&cwd).expect("dirs");
+    let transcript = root.join("home/t.jsonl");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let before = rss_kib();
+    let start = REVIEWS.load(Ordering::Relaxed);
+    runtime.block_on(async {
+        let daemon = Daemon::new(options(&root, Some(Arc::new(Instant_)))).expect("daemon");
+        let mut lines = vec![json!({"type": "session", "version": 3, "id": "m",
+            "timestamp": "2026-01-01T00:00:00.000Z", "cwd": cwd})
+        .to_string()];
+        push(&mut lines, json!({"role": "user", "content": "Refactor the config loader"}));
+        let event = |name: &str| {
+            let v = json!({"session_id": "mem", "hook_event_name": name, "cwd": cwd,
+                "transcript_path": transcript, "prompt": "Refactor the config loader"});
+            parse_payload(v.to_string().as_bytes(), Some(HookHost::ClaudeCode)).expect("payload")
+        };
+        let deadline = || tokio::time::Instant::now() + Duration::from_secs(5);
+        daemon.event(event("UserPromptSubmit"), deadline()).await;
+        for turn in 0..turns {
+            let id = format!("call_{turn}");
+            push(&mut lines, json!({"role": "assistant", "content": [{"type": "toolCall", "id": id,
+                "name": "bash", "arguments": {"command": format!("cargo test config::case_{turn}")}}],
+                "stopReason": "toolUse"}));
+            push(&mut lines, json!({"role": "toolResult", "toolCallId": id, "toolName": "bash",
+                "content": [{"type": "text", "text": format!("test config::case_{turn} ... ok\n{}", "x".repeat(400))}],
+                "isError": false}));
+            std::fs::write(&transcript, lines.join("\n") + "\n").expect("transcript");
+            daemon.event(event("PostToolUse"), deadline()).await;
+            daemon.drain(HookHost::ClaudeCode, "mem").await;
+        }
+        let reviews = REVIEWS.load(Ordering::Relaxed) - start;
+        let after = rss_kib();
+        println!(
+            "hook daemon memory: {reviews} reviews of {turns} turns; RSS {} KiB before, {} KiB after \
+             (+{} KiB), peak {} KiB; transcript {} KiB",
+            before.0,
+            after.0,
+            after.0.saturating_sub(before.0),
+            after.1,
+            std::fs::metadata(&transcript).map_or(0, |m| m.len() / 1024),
+        );
+    });
+}
+
+/// Appends a pi session entry holding `message`.
+fn push(lines: &mut Vec<String>, message: Value) {
+    let n = lines.len();
+    let parent = if n == 1 {
+        Value::Null
+    } else {
+        json!(format!("e{}", n - 1))
+    };
+    lines.push(
+        json!({"type": "message", "id": format!("e{n}"), "parentId": parent,
+            "timestamp": "2026-01-01T00:00:01.000Z", "message": message})
+        .to_string(),
+    );
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    round_trips(&mut criterion);
+    criterion.final_summary();
+    memory_after_reviews(200);
+}

@@ -1,0 +1,180 @@
+//! Opening a host session's advisor in the background process (SPEC H2, H11): its settings
+//! (the user's and the project's files, loaded once per project), its model, WATCHDOG.md,
+//! the advisor's transcript file, and the transcript seeded at its current end (X4).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::RuntimeConfig;
+use crate::model::ModelClient;
+use crate::providers::Catalog;
+use crate::runtime::RuntimeOptions;
+use crate::session::ReadLimits;
+use crate::settings::{LoadedSettings, SettingsEnv};
+use crate::setup::{KeyLookup, ModelSource, SessionModel, SessionSetup};
+use crate::shared::SharedResources;
+
+use super::host_session::{FeedState, TranscriptSource};
+use super::paths::{ensure_private_dir, HostPaths};
+use super::payload::{HookEvent, HookPayload, StartSource};
+use super::settings::{host_model, host_settings, host_watchdog_config};
+use super::turns::TranscriptError;
+
+/// What the background process starts with.
+#[derive(Clone)]
+pub struct DaemonOptions {
+    /// The places.
+    pub paths: HostPaths,
+    /// The effective user id (peers of another user are refused).
+    pub uid: u32,
+    /// The environment it inherited from the first hook: provider keys, `HOME`,
+    /// `ADVISOR_MODEL`… Read through this map only.
+    pub env: Arc<BTreeMap<String, String>>,
+    /// One model for every session instead of the one the settings name (tests, benches).
+    pub model: Option<Arc<dyn ModelClient>>,
+    /// The model catalog.
+    pub catalog: Arc<Catalog>,
+    /// The shared runtime's options.
+    pub runtime: RuntimeOptions,
+    /// End after this long with no session open (`None`: never).
+    pub idle: Option<Duration>,
+    /// A session with no hook event for this long is closed (Codex sends no SessionEnd).
+    pub session_expiry: Duration,
+}
+
+/// A session ready to be opened on the runtime.
+pub(crate) struct Prepared {
+    pub(crate) config: RuntimeConfig,
+    pub(crate) loaded: Arc<LoadedSettings>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) notices: Vec<String>,
+    pub(crate) feed: FeedState,
+    pub(crate) source: TranscriptSource,
+}
+
+/// Prepares the session of `first`'s host session (blocking: files).
+pub(crate) fn prepare(
+    options: &DaemonOptions,
+    shared: &Arc<SharedResources>,
+    cached: Option<Arc<LoadedSettings>>,
+    first: &HookPayload,
+) -> Result<Prepared, String> {
+    let lookup = |name: &str| options.env.get(name).cloned();
+    let home = lookup("HOME").map(PathBuf::from);
+    let cwd = first
+        .cwd
+        .clone()
+        .or_else(|| home.clone())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let config_dir = &options.paths.config_dir;
+    let loaded = match cached {
+        Some(loaded) => loaded,
+        None => {
+            Arc::new(host_settings(first.host, &options.paths, &cwd).map_err(|e| e.to_string())?)
+        }
+    };
+    let mut env = SettingsEnv::from_lookup(&lookup);
+    env.agent_dir = Some(config_dir.display().to_string());
+    // Installing the hook is the opt-in; only a file saying `enabled: false` turns it off
+    // (H21, done by `host_settings`).
+    let settings = loaded.settings.clone().with_env(&env);
+    let source = TranscriptSource {
+        path: first.transcript_path.clone(),
+        cwd: first.cwd.clone(),
+        home,
+        // The CLI may be writing its last line: a partial one is not malformed (L6); the
+        // user's `advisor.subagents` decides whether sub-agents' turns are read (W7).
+        limits: ReadLimits {
+            growing: true,
+            include_subagents: settings.subagents,
+            ..ReadLimits::default()
+        },
+    };
+    let messages = match source.read() {
+        Ok(messages) => messages,
+        Err(TranscriptError::Missing(_)) => Vec::new(),
+        Err(e) => {
+            tracing::warn!(error = %e, "hook session: transcript not read");
+            Vec::new()
+        }
+    };
+    let feed = FeedState::seeded(&messages);
+    let keys: KeyLookup = {
+        let env = Arc::clone(&options.env);
+        Arc::new(move |name: &str| env.get(name).cloned())
+    };
+    let models = ModelSource {
+        shared: Some(Arc::clone(shared)),
+        ..ModelSource::new(Arc::clone(&options.catalog), keys)
+    };
+    let mut notices = Vec::new();
+    let model = match &options.model {
+        Some(model) => SessionModel::Fixed(Arc::clone(model)),
+        None => {
+            // H22: ADVISOR_MODEL, else modelRoles.advisor, else the host's default for the
+            // key the environment holds.
+            let found = host_model(first.host, &loaded, &lookup)
+                .map(|m| m.role)
+                .ok_or(crate::providers::ProviderError::NoModel)
+                .and_then(|role| {
+                    let spec = models.spec(Some(role.clone()), &settings);
+                    Ok((models.build(&spec)?, Some(role)))
+                });
+            match found {
+                Ok((model, selector)) => SessionModel::Own { model, selector },
+                Err(e) => {
+                    notices.push(format!("advisor: no review model for this session ({e})"));
+                    SessionModel::None
+                }
+            }
+        }
+    };
+    let host = first.host.as_str();
+    let audit = options.paths.advisor_transcript(host, &first.session_id);
+    let audit_path = audit
+        .parent()
+        .and_then(|dir| ensure_private_dir(dir, options.uid).ok())
+        .map(|()| audit.clone());
+    let prepared = SessionSetup {
+        session_id: format!("{host}-{}", first.session_id),
+        root: cwd.clone(),
+        watchdog: Some(host_watchdog_config(
+            first.host,
+            &options.paths,
+            &cwd,
+            &lookup,
+        )),
+        loaded: (*loaded).clone(),
+        settings,
+        host_layer: None,
+        model,
+        models,
+        context_files: None,
+        audit_path,
+    }
+    .build();
+    let mut config = prepared.config;
+    config.initial_transcript = Some(feed.transcript.clone());
+    notices.extend(prepared.notices);
+    let fresh = matches!(
+        first.event,
+        HookEvent::SessionStart {
+            source: StartSource::Startup
+        }
+    );
+    if !fresh && feed.fed_len > 0 {
+        notices.push(
+            "advisor: joined this session mid-way; it reviews what happens from here on".into(),
+        );
+    }
+    Ok(Prepared {
+        config,
+        loaded,
+        cwd,
+        notices,
+        feed,
+        source,
+    })
+}
