@@ -11,6 +11,7 @@ mod docs_links;
 mod eval;
 mod expanded_runtime;
 mod faults;
+mod hosts_e2e;
 mod judge_gate;
 mod layering;
 mod measured;
