@@ -104,10 +104,13 @@
 //!   [`replay::eval`], `advisor eval`, the planted-mistake benchmark: cases, runs, scores,
 //!   reports (§18).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
+//! - [`hosts`]: the hook hosts Claude Code and Codex CLI: `advisor hook`, its background
+//!   process and its places (§19).
 
 #![warn(missing_docs)]
 
 pub mod domain;
+pub mod hosts;
 pub mod model;
 pub mod providers;
 pub mod replay;

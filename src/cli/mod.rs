@@ -1,10 +1,12 @@
 //! The `advisor` command line: one module per subcommand.
 
 pub mod eval;
+pub mod hook;
 pub mod render;
 pub mod replay;
 pub mod roster;
 pub mod serve;
+pub mod status;
 pub mod texts;
 pub mod tool;
 pub mod watchdog;
@@ -71,6 +73,21 @@ pub enum Command {
     /// Measure the advisor on a corpus of recorded sessions with planted mistakes and
     /// controls: catches, latency, false alarms and cost (`compare` sets results side by side).
     Eval(eval::EvalArgs),
+    // §19, H1–H12.
+    /// Answer a Claude Code or Codex CLI hook event (the installer sets this command up).
+    Hook(hook::HookArgs),
+    /// The background process `advisor hook` starts (internal).
+    #[command(hide = true)]
+    HookDaemon,
+    // H13.
+    /// Show the advisor's status for the Claude Code and Codex sessions it watches.
+    Status(status::StatusArgs),
+    /// Turn the advisor on for a Claude Code or Codex session (or all of them).
+    On(status::ControlArgs),
+    /// Turn the advisor off for a Claude Code or Codex session (or all of them).
+    Off(status::ControlArgs),
+    /// Pause the advisor for a Claude Code or Codex session, as `off` (`on` resumes it).
+    Pause(status::ControlArgs),
 }
 
 /// A CLI failure: printed as one line on standard error, exit code 1 (L5).
@@ -128,6 +145,12 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Roster(args) => roster::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Hook(args) => hook::run(args),
+        Command::HookDaemon => hook::run_daemon(),
+        Command::Status(args) => status::run_status(args),
+        Command::On(args) => status::run_control("on", args),
+        Command::Off(args) => status::run_control("off", args),
+        Command::Pause(args) => status::run_control("pause", args),
     }
 }
 

@@ -21,8 +21,8 @@ pub(crate) use depth::too_deep;
 pub use depth::MAX_YAML_DEPTH;
 pub use env::{env_flag, SettingsEnv};
 pub use load::{
-    config_files, load_settings, read_config_layers, LoadedSettings, CONFIG_FILE,
-    MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
+    config_files, load_config_files, load_settings, read_config_layers, read_prompt_override,
+    LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
 };
 pub use retry::{FallbackRevert, RetryLayer, RetrySettings, MAX_BACKUPS};
 pub(crate) use yaml::{kind as yaml_kind, looks_like};
@@ -371,6 +371,12 @@ pub struct AdvisorSettings {
     /// answers and the bounded blocker lane off together, as before them, for measuring
     /// what they save; default on.
     pub spend_controls: bool,
+    /// `advisor.hookTimeoutMs` (H9): how long `advisor hook` waits for the background
+    /// process's answer, in milliseconds (50–600000, default 250).
+    pub hook_timeout_ms: u64,
+    /// `advisor.hookIdleMinutes` (H4): the background process of the hook hosts ends once
+    /// no session has been open this long (0: never; default 10).
+    pub hook_idle_minutes: u64,
 }
 
 impl Default for AdvisorSettings {
@@ -408,9 +414,16 @@ impl Default for AdvisorSettings {
             judge_threshold: DEFAULT_JUDGE_THRESHOLD,
             judge_role: None,
             spend_controls: true,
+            hook_timeout_ms: DEFAULT_HOOK_TIMEOUT_MS,
+            hook_idle_minutes: DEFAULT_HOOK_IDLE_MINUTES,
         }
     }
 }
+
+/// `advisor.hookTimeoutMs`'s default (H9).
+pub const DEFAULT_HOOK_TIMEOUT_MS: u64 = 250;
+/// `advisor.hookIdleMinutes`'s default (H4).
+pub const DEFAULT_HOOK_IDLE_MINUTES: u64 = 10;
 
 impl AdvisorSettings {
     /// Whether `disabledProviders` names `provider` (CA22; names compare ignoring ASCII

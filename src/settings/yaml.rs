@@ -194,6 +194,12 @@ pub struct SettingsLayer {
     /// `advisor.spendControls` (SP1–SP3 together).
     #[serde(deserialize_with = "flag")]
     pub spend_controls: Option<bool>,
+    /// `advisor.hookTimeoutMs` (H9).
+    #[serde(deserialize_with = "whole::<_, _, 50, 600_000>")]
+    pub hook_timeout_ms: Option<u64>,
+    /// `advisor.hookIdleMinutes` (H4).
+    #[serde(deserialize_with = "whole::<_, _, 0, 10_080>")]
+    pub hook_idle_minutes: Option<u64>,
 }
 
 /// A checked decimal setting (SP6's ratio, SP9's threshold): finite, so it compares as
@@ -330,6 +336,8 @@ impl SettingsLayer {
             judge_threshold: self.judge_threshold.or(base.judge_threshold),
             judge_role: self.judge_role.or(base.judge_role),
             spend_controls: self.spend_controls.or(base.spend_controls),
+            hook_timeout_ms: self.hook_timeout_ms.or(base.hook_timeout_ms),
+            hook_idle_minutes: self.hook_idle_minutes.or(base.hook_idle_minutes),
         }
     }
 
@@ -411,6 +419,12 @@ impl SettingsLayer {
         }
         if let Some(v) = self.spend_controls {
             settings.spend_controls = v;
+        }
+        if let Some(v) = self.hook_timeout_ms {
+            settings.hook_timeout_ms = v;
+        }
+        if let Some(v) = self.hook_idle_minutes {
+            settings.hook_idle_minutes = v;
         }
     }
 }
@@ -1088,6 +1102,7 @@ mod tests {
              \x20 redactSecrets: false\n  maxNoteChars: 500\n  requestTimeoutSecs: 60\n\
              \x20 maxConcurrentReviews: 4\n  consult: false\n  evictStaleResults: false\n  toolBudget: 7\n\
              \x20 maxSpendRatio: 0.5\n  judgeGate: true\n  judgeThreshold: 0.3\n\
+             \x20 hookTimeoutMs: 400\n  hookIdleMinutes: 0\n\
              theme: dark\nhooks: [a, b]\n",
         )
         .unwrap();
@@ -1131,6 +1146,8 @@ mod tests {
                 judge_threshold: Some(Decimal(0.3)),
                 judge_role: Some("a/j".into()),
                 spend_controls: None,
+                hook_timeout_ms: Some(400),
+                hook_idle_minutes: Some(0),
             }
         );
         let mut settings = AdvisorSettings::default();

@@ -1,0 +1,341 @@
+//! One host session in the background process (SPEC H6–H12): its advisor handle, the
+//! transcript handed over so far, and what waits for its next hooks. Jobs (hook events) are
+//! taken one at a time, in order; each is answered as soon as what it delivers is known, and
+//! the slow part (reading the transcript, handing turns over) comes after the answer —
+//! except at `Stop`, where the final turn is handed over first, within the hook's bound.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::domain::host::{HostEvent, RewriteKind};
+use crate::domain::transcript::{Transcript, TranscriptMessage};
+use crate::handle::AdvisorHandle;
+use crate::session::ReadLimits;
+
+use super::output::{DeliveryState, HookPoint, HookReply};
+use super::payload::{HookEvent, HookPayload, StartSource};
+use super::turns::{complete_turns, current_messages, read_transcript, TranscriptError};
+
+/// What one hook event asks of a session.
+#[derive(Debug)]
+pub struct SessionJob {
+    /// The event.
+    pub payload: HookPayload,
+    /// When the hook stops waiting (less the margin for the answer's way back).
+    pub deadline: Instant,
+    /// Where the answer goes.
+    pub reply: oneshot::Sender<HookReply>,
+}
+
+/// Where a session's transcript is read from and under which checks.
+#[derive(Debug, Clone, Default)]
+pub struct TranscriptSource {
+    /// `transcript_path` of the latest event that gave one.
+    pub path: Option<PathBuf>,
+    /// The session's `cwd`.
+    pub cwd: Option<PathBuf>,
+    /// The user's home.
+    pub home: Option<PathBuf>,
+    /// The reader's limits.
+    pub limits: ReadLimits,
+}
+
+/// The messages read now, or why none were.
+type ReadResult = Result<Vec<Arc<TranscriptMessage>>, TranscriptError>;
+
+impl TranscriptSource {
+    /// Takes the paths an event gives.
+    pub fn update(&mut self, payload: &HookPayload) {
+        if payload.transcript_path.is_some() {
+            self.path = payload.transcript_path.clone();
+        }
+        if payload.cwd.is_some() {
+            self.cwd = payload.cwd.clone();
+        }
+    }
+
+    /// Reads the transcript's current messages off the async threads.
+    pub fn start_read(&self) -> tokio::task::JoinHandle<ReadResult> {
+        let source = self.clone();
+        tokio::task::spawn_blocking(move || source.read())
+    }
+
+    /// Reads the transcript's current messages (blocking). No path yet reads as none.
+    pub fn read(&self) -> ReadResult {
+        let Some(path) = &self.path else {
+            return Ok(Vec::new());
+        };
+        let branch = read_transcript(
+            path,
+            self.home.as_deref(),
+            self.cwd.as_deref(),
+            &self.limits,
+        )?;
+        Ok(current_messages(&branch))
+    }
+}
+
+/// The end of a read started with [`TranscriptSource::start_read`]; a missing file is no
+/// messages, any other failure one warning and nothing handed over.
+fn settle(done: Result<ReadResult, tokio::task::JoinError>) -> Option<Vec<Arc<TranscriptMessage>>> {
+    match done {
+        Ok(Ok(messages)) => Some(messages),
+        Ok(Err(TranscriptError::Missing(_))) => Some(Vec::new()),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "hook session: transcript not read");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "hook session: transcript reader failed");
+            None
+        }
+    }
+}
+
+/// The transcript handed to the advisor so far.
+#[derive(Debug, Default)]
+pub struct FeedState {
+    /// The messages handed over (up to the last complete turn).
+    pub transcript: Transcript,
+    /// Their number.
+    pub fed_len: usize,
+}
+
+impl FeedState {
+    /// A state seeded with `messages` up to their last complete turn (X4): nothing of them
+    /// is reviewed.
+    pub fn seeded(messages: &[Arc<TranscriptMessage>]) -> Self {
+        let len = complete_turns(messages, 0, false)
+            .last()
+            .map_or(0, |cut| cut.len);
+        let transcript = Transcript::new();
+        for message in &messages[..len] {
+            transcript.push_shared(Arc::clone(message));
+        }
+        Self {
+            transcript,
+            fed_len: len,
+        }
+    }
+
+    /// Whether `messages` continues what was handed over.
+    fn extended_by(&self, messages: &[Arc<TranscriptMessage>]) -> bool {
+        match self.fed_len.checked_sub(1) {
+            None => true,
+            Some(last) => {
+                messages.len() >= self.fed_len
+                    && self.transcript.get(last).as_deref() == messages.get(last).map(|m| &**m)
+            }
+        }
+    }
+}
+
+/// The session's advisor and its hook state.
+pub struct HostSession {
+    handle: AdvisorHandle,
+    events: UnboundedReceiver<HostEvent>,
+    delivery: DeliveryState,
+    feed: FeedState,
+    source: TranscriptSource,
+    late_told: bool,
+}
+
+/// The time kept back from the hook's bound for the answer's way back.
+pub const REPLY_MARGIN: std::time::Duration = std::time::Duration::from_millis(20);
+
+impl HostSession {
+    /// A session over an opened `handle`, its events, the transcript seeded, and the lines
+    /// to tell its user first.
+    pub fn new(
+        handle: AdvisorHandle,
+        events: UnboundedReceiver<HostEvent>,
+        feed: FeedState,
+        source: TranscriptSource,
+        notices: Vec<String>,
+    ) -> Self {
+        let mut delivery = DeliveryState::new();
+        for notice in notices {
+            delivery.push_user_line(notice);
+        }
+        Self {
+            handle,
+            events,
+            delivery,
+            feed,
+            source,
+            late_told: false,
+        }
+    }
+
+    /// The session's handle.
+    pub fn handle(&self) -> &AdvisorHandle {
+        &self.handle
+    }
+
+    /// Serves one job; `true` when the session ended (SessionEnd).
+    pub async fn serve(&mut self, job: SessionJob) -> bool {
+        let SessionJob {
+            payload,
+            deadline,
+            reply,
+        } = job;
+        self.source.update(&payload);
+        let mut late_read = None;
+        match &payload.event {
+            HookEvent::SessionStart { source } => {
+                if let Some(kind) = rewrite_kind(*source) {
+                    let _ = self.handle.rewrite(kind).await;
+                }
+            }
+            HookEvent::PostToolUse { .. } => self.take_step().await,
+            HookEvent::Stop { .. } => {
+                let mut read = self.source.start_read();
+                match tokio::time::timeout_at(deadline, &mut read).await {
+                    Ok(done) => self.hand_over(settle(done), true, Some(deadline)).await,
+                    Err(_) => late_read = Some(read),
+                }
+                self.take_step().await;
+            }
+            _ => {}
+        }
+        self.answer(point_of(&payload.event), reply);
+        self.after_answer(&payload.event, late_read).await
+    }
+
+    /// What follows the answer; `true` when the session ended.
+    async fn after_answer(
+        &mut self,
+        event: &HookEvent,
+        late_read: Option<tokio::task::JoinHandle<ReadResult>>,
+    ) -> bool {
+        match event {
+            HookEvent::SessionStart { .. }
+            | HookEvent::PreToolUse { .. }
+            | HookEvent::PostToolUse { .. } => {
+                let messages = settle(self.source.start_read().await);
+                self.hand_over(messages, false, None).await;
+            }
+            HookEvent::UserPromptSubmit { .. } => {
+                let messages = settle(self.source.start_read().await);
+                self.hand_over(messages, false, None).await;
+                let _ = self.handle.user_prompt().await;
+                let _ = self.handle.run_state(true).await;
+            }
+            HookEvent::Stop { .. } => {
+                if let Some(read) = late_read {
+                    let messages = settle(read.await);
+                    self.hand_over(messages, true, None).await;
+                }
+                let _ = self.handle.run_state(false).await;
+            }
+            HookEvent::SessionEnd { .. } => {
+                let _ = self.handle.dispose().await;
+                return true;
+            }
+            HookEvent::SubagentStop { .. } | HookEvent::Other { .. } => {}
+        }
+        false
+    }
+
+    /// Takes the step's advice into what waits (D3).
+    async fn take_step(&mut self) {
+        if let Ok(advice) = self.handle.step_boundary().await {
+            self.delivery.absorb_step(advice);
+        }
+    }
+
+    /// Answers the hook at `point` with what is due; a reply that cannot be sent (the hook
+    /// stopped waiting) is kept for the next call, and the user is told once (H9).
+    fn answer(&mut self, point: HookPoint, reply: oneshot::Sender<HookReply>) {
+        self.drain_events();
+        let (hook_reply, taken) = self.delivery.reply(point);
+        if reply.send(hook_reply).is_err() {
+            self.delivery.restore(taken);
+            if !self.late_told {
+                self.late_told = true;
+                self.delivery.push_user_line(
+                    "advisor: a hook answer came late (raise advisor.hookTimeoutMs?); \
+                     what it held is delivered now",
+                );
+            }
+        }
+    }
+
+    /// Takes the runtime's host events that arrived so far.
+    fn drain_events(&mut self) {
+        while let Ok(event) = self.events.try_recv() {
+            self.delivery.absorb_event(event);
+        }
+    }
+
+    /// Hands the complete turns of `messages` over (H10): each turn end after the last one
+    /// handed over, the last one awaited until `until` (a syncBacklog wait, H12), the others
+    /// not awaited. A transcript that does not continue the one handed over replaces it.
+    async fn hand_over(
+        &mut self,
+        messages: Option<Vec<Arc<TranscriptMessage>>>,
+        at_stop: bool,
+        until: Option<Instant>,
+    ) {
+        let Some(messages) = messages else { return };
+        let feed = &mut self.feed;
+        let extends = feed.extended_by(&messages);
+        let from = if extends { feed.fed_len } else { 0 };
+        let mut cuts = complete_turns(&messages, from, at_stop);
+        if !extends {
+            let len = cuts.last().map_or(0, |cut| cut.len);
+            feed.transcript
+                .replace(messages[..len].iter().map(|m| (**m).clone()));
+            feed.fed_len = len;
+            cuts = cuts.split_off(cuts.len().saturating_sub(1));
+        }
+        let count = cuts.len();
+        for (index, cut) in cuts.into_iter().enumerate() {
+            for message in messages.get(feed.fed_len..cut.len).unwrap_or_default() {
+                feed.transcript.push_shared(Arc::clone(message));
+            }
+            feed.fed_len = feed.fed_len.max(cut.len);
+            let turn_end = self.handle.turn_end_with(&feed.transcript, cut.options);
+            match until {
+                Some(until) if index + 1 == count && self.handle.turn_end_waits() => {
+                    let _ = tokio::time::timeout_at(until, turn_end).await;
+                }
+                // Queued on the first poll; its answer (a wait's end) is not needed.
+                _ => drop(turn_end.now_or_never()),
+            }
+        }
+    }
+}
+
+/// The rewrite a `SessionStart` announces (R1, H11).
+fn rewrite_kind(source: StartSource) -> Option<RewriteKind> {
+    match source {
+        StartSource::Compact => Some(RewriteKind::Compaction),
+        StartSource::Resume => Some(RewriteKind::SessionSwitch),
+        StartSource::Clear => Some(RewriteKind::NewSession),
+        StartSource::Startup | StartSource::Other => None,
+    }
+}
+
+/// The delivery point of an event.
+pub fn point_of(event: &HookEvent) -> HookPoint {
+    match event {
+        HookEvent::SessionStart { .. } => HookPoint::SessionStart,
+        HookEvent::UserPromptSubmit { .. } => HookPoint::UserPromptSubmit,
+        HookEvent::PreToolUse { .. } => HookPoint::PreToolUse,
+        HookEvent::PostToolUse { .. } => HookPoint::PostToolUse,
+        HookEvent::Stop {
+            stop_hook_active, ..
+        } => HookPoint::Stop {
+            stop_hook_active: *stop_hook_active,
+        },
+        HookEvent::SubagentStop { .. } | HookEvent::SessionEnd { .. } | HookEvent::Other { .. } => {
+            HookPoint::Other
+        }
+    }
+}
