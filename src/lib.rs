@@ -105,7 +105,7 @@
 //!   reports (§18).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
 //! - [`hosts`]: the hook hosts Claude Code and Codex CLI: `advisor hook`, its background
-//!   process and its places (§19).
+//!   process and its places (§19); their settings, installing and checking their hooks (§20).
 
 #![warn(missing_docs)]
 

@@ -2,6 +2,7 @@
 
 pub mod eval;
 pub mod hook;
+pub mod install;
 pub mod render;
 pub mod replay;
 pub mod roster;
@@ -88,6 +89,18 @@ pub enum Command {
     Off(status::ControlArgs),
     /// Pause the advisor for a Claude Code or Codex session, as `off` (`on` resumes it).
     Pause(status::ControlArgs),
+    // H23–H27.
+    /// Attach the advisor to Claude Code or the Codex CLI: write its hooks into the
+    /// agent's settings (and with --model, the model into the advisor's settings).
+    Install(install::InstallArgs),
+    // H26.
+    /// Remove the advisor's hooks from Claude Code's or the Codex CLI's settings, and
+    /// nothing else.
+    Uninstall(install::UninstallArgs),
+    // H28, H29.
+    /// Check the set-up: hooks installed and firing, a model and its key, the background
+    /// process.
+    Doctor(install::DoctorArgs),
 }
 
 /// A CLI failure: printed as one line on standard error, exit code 1 (L5).
@@ -151,6 +164,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::On(args) => status::run_control("on", args),
         Command::Off(args) => status::run_control("off", args),
         Command::Pause(args) => status::run_control("pause", args),
+        Command::Install(args) => install::run_install(args),
+        Command::Uninstall(args) => install::run_uninstall(args),
+        Command::Doctor(args) => install::run_doctor(args),
     }
 }
 

@@ -58,11 +58,20 @@ impl Default for LoadedSettings {
 /// The settings files in the order they apply: `<agentDir>/config.yml` (when the agent
 /// directory is known), then `<cwd>/.omp/config.yml`, which overrides it.
 pub fn config_files(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
+    config_files_in(agent_dir, cwd, PI_PROJECT_DIR)
+}
+
+/// The project directory of oh-my-pi's settings, relative to the working directory.
+pub const PI_PROJECT_DIR: &str = ".omp";
+
+/// [`config_files`] with the project's settings in `<cwd>/<project_dir>/config.yml`
+/// instead of `.omp/` (the Claude Code and Codex hosts use `.advisor/`).
+pub fn config_files_in(agent_dir: Option<&Path>, cwd: &Path, project_dir: &str) -> Vec<PathBuf> {
     let mut files = Vec::with_capacity(2);
     if let Some(dir) = agent_dir {
         files.push(dir.join(CONFIG_FILE));
     }
-    files.push(cwd.join(".omp").join(CONFIG_FILE));
+    files.push(cwd.join(project_dir).join(CONFIG_FILE));
     files
 }
 
@@ -146,7 +155,17 @@ pub fn load_settings(
     agent_dir: Option<&Path>,
     cwd: &Path,
 ) -> Result<LoadedSettings, SettingsError> {
-    let mut loaded = load_config_files(&config_files(agent_dir, cwd))?;
+    load_settings_in(agent_dir, cwd, PI_PROJECT_DIR)
+}
+
+/// [`load_settings`] with the project's settings file in `<cwd>/<project_dir>/` instead
+/// of `.omp/` ([`config_files_in`]).
+pub fn load_settings_in(
+    agent_dir: Option<&Path>,
+    cwd: &Path,
+    project_dir: &str,
+) -> Result<LoadedSettings, SettingsError> {
+    let mut loaded = load_config_files(&config_files_in(agent_dir, cwd, project_dir))?;
     if let Some(dir) = agent_dir {
         let (prompt, warning) = read_prompt_override(dir)?;
         loaded.system_prompt_override = prompt;

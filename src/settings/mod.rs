@@ -21,8 +21,9 @@ pub(crate) use depth::too_deep;
 pub use depth::MAX_YAML_DEPTH;
 pub use env::{env_flag, SettingsEnv};
 pub use load::{
-    config_files, load_config_files, load_settings, read_config_layers, read_prompt_override,
-    LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES, PROMPT_OVERRIDE_FILE,
+    config_files, config_files_in, load_config_files, load_settings, load_settings_in,
+    read_config_layers, read_prompt_override, LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES,
+    PI_PROJECT_DIR, PROMPT_OVERRIDE_FILE,
 };
 pub use retry::{FallbackRevert, RetryLayer, RetrySettings, MAX_BACKUPS};
 pub(crate) use yaml::{kind as yaml_kind, looks_like};

@@ -12,6 +12,7 @@ mod eval;
 mod expanded_runtime;
 mod faults;
 mod hosts_e2e;
+mod hosts_install_cli;
 mod judge_gate;
 mod layering;
 mod measured;

@@ -1,0 +1,260 @@
+//! The settings of a Claude Code or Codex CLI session (H20–H22): where they live, how they
+//! layer, and which model the advisor uses when nothing names one.
+//!
+//! - The agent directory is the settings directory of [`HostPaths`] (H2); its `config.yml`
+//!   has the same keys as oh-my-pi's (`modelRoles.advisor`, `advisor.*`), and
+//!   `<cwd>/.advisor/config.yml` overrides it key by key ([`host_settings`]).
+//! - Installing the hooks is the user's opt-in, so for these hosts the advisor is on unless a
+//!   settings file says `advisor.enabled: false` (pi's fresh setup is off, K1).
+//! - The model: `ADVISOR_MODEL`, else `modelRoles.advisor`, else the host's default for the
+//!   key the environment holds ([`default_host_model`], [`host_model`]).
+//!
+//! Everything takes the environment as a lookup function and the places as values; nothing
+//! here reads the process environment. Loading is blocking.
+
+use std::fmt;
+use std::path::Path;
+
+use super::paths::{HostPaths, PROJECT_DIR};
+use super::payload::HookHost;
+use crate::settings::{load_settings_in, LoadedSettings, SettingsError};
+
+/// The default advisor model for a Claude Code session with `ANTHROPIC_API_KEY` set (H22).
+pub const CLAUDE_CODE_DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
+
+/// The default advisor model for a Codex session with `OPENAI_API_KEY` set (H22).
+pub const CODEX_DEFAULT_MODEL: &str = "openai/gpt-5";
+
+impl HookHost {
+    /// Both hosts, in the order they are listed to users.
+    pub const ALL: [HookHost; 2] = [HookHost::ClaudeCode, HookHost::Codex];
+
+    /// The host's name for people: `Claude Code` or `Codex`.
+    pub fn title(self) -> &'static str {
+        match self {
+            HookHost::ClaudeCode => "Claude Code",
+            HookHost::Codex => "Codex",
+        }
+    }
+
+    /// The key variable of the host's own provider and the default model it gives (H22):
+    /// `ANTHROPIC_API_KEY` and [`CLAUDE_CODE_DEFAULT_MODEL`] for Claude Code,
+    /// `OPENAI_API_KEY` and [`CODEX_DEFAULT_MODEL`] for Codex.
+    pub fn own_default(self) -> (&'static str, &'static str) {
+        self.default_models()[0]
+    }
+
+    /// The providers whose key gives this host a default model, its own first, each with
+    /// the model it gives (H22).
+    fn default_models(self) -> [(&'static str, &'static str); 2] {
+        let anthropic = ("ANTHROPIC_API_KEY", CLAUDE_CODE_DEFAULT_MODEL);
+        let openai = ("OPENAI_API_KEY", CODEX_DEFAULT_MODEL);
+        match self {
+            HookHost::ClaudeCode => [anthropic, openai],
+            HookHost::Codex => [openai, anthropic],
+        }
+    }
+}
+
+/// The settings of a `host` session working in `cwd` (H20, H21): the agent directory's
+/// `config.yml`, then `<cwd>/.advisor/config.yml` key by key, the prompt override from the
+/// agent directory; the advisor on unless a file says `advisor.enabled: false`. Errors
+/// name the file, as for pi's settings. Blocking.
+pub fn host_settings(
+    host: HookHost,
+    paths: &HostPaths,
+    cwd: &Path,
+) -> Result<LoadedSettings, SettingsError> {
+    let mut loaded = load_settings_in(Some(&paths.config_dir), cwd, PROJECT_DIR)?;
+    // H21: `enabled` is false with nobody to blame only when no file set it.
+    if loaded.disabled_by.is_none() {
+        loaded.settings.enabled = true;
+    }
+    tracing::debug!(host = host.as_str(), files = ?loaded.files, "host settings loaded");
+    Ok(loaded)
+}
+
+/// The advisor model a `host` session uses when neither `ADVISOR_MODEL` nor a settings
+/// file names one (H22): for Claude Code, `anthropic/claude-sonnet-4-5` when
+/// `ANTHROPIC_API_KEY` is set, else `openai/gpt-5` when `OPENAI_API_KEY` is; for Codex the
+/// same two the other way round; `None` without either key. `env` looks a variable up
+/// (blank counts as unset).
+pub fn default_host_model(host: HookHost, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    host.default_models()
+        .into_iter()
+        .find(|(var, _)| env(var).is_some_and(|v| !v.trim().is_empty()))
+        .map(|(_, model)| model.to_string())
+}
+
+/// Where the model of a host session came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSource {
+    /// `ADVISOR_MODEL`.
+    Environment,
+    /// `modelRoles.advisor` in a settings file.
+    Settings,
+    /// The host's default for the key in the environment (H22), naming the variable.
+    HostDefault(&'static str),
+}
+
+impl fmt::Display for ModelSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelSource::Environment => f.write_str("ADVISOR_MODEL"),
+            ModelSource::Settings => f.write_str("modelRoles.advisor in the settings"),
+            ModelSource::HostDefault(var) => write!(f, "the default with {var} set"),
+        }
+    }
+}
+
+/// The model a host session uses and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostModel {
+    /// The role string, `provider/model-id[:thinking]`.
+    pub role: String,
+    /// Where it came from.
+    pub source: ModelSource,
+}
+
+/// The advisor model of a `host` session (H22): `ADVISOR_MODEL`, else the settings'
+/// `modelRoles.advisor`, else [`default_host_model`]; `None` when none of them gives one.
+pub fn host_model(
+    host: HookHost,
+    loaded: &LoadedSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<HostModel> {
+    let set = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
+    if let Some(role) = set(env("ADVISOR_MODEL")) {
+        return Some(HostModel {
+            role,
+            source: ModelSource::Environment,
+        });
+    }
+    if let Some(role) = set(loaded.advisor_role.clone()) {
+        return Some(HostModel {
+            role,
+            source: ModelSource::Settings,
+        });
+    }
+    let role = default_host_model(host, env)?;
+    let var = host
+        .default_models()
+        .into_iter()
+        .find(|(_, model)| *model == role)
+        .map_or("", |(var, _)| var);
+    Some(HostModel {
+        role,
+        source: ModelSource::HostDefault(var),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn h22_the_default_model_follows_the_key_the_host_gives_its_own_provider_first() {
+        let both = lookup(&[("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")]);
+        assert_eq!(
+            default_host_model(HookHost::ClaudeCode, &both).as_deref(),
+            Some(CLAUDE_CODE_DEFAULT_MODEL)
+        );
+        assert_eq!(
+            default_host_model(HookHost::Codex, &both).as_deref(),
+            Some(CODEX_DEFAULT_MODEL)
+        );
+        let openai = lookup(&[("ANTHROPIC_API_KEY", " "), ("OPENAI_API_KEY", "o")]);
+        assert_eq!(
+            default_host_model(HookHost::ClaudeCode, &openai).as_deref(),
+            Some(CODEX_DEFAULT_MODEL)
+        );
+        assert_eq!(default_host_model(HookHost::Codex, &lookup(&[])), None);
+    }
+
+    #[test]
+    fn h22_advisor_model_beats_the_settings_which_beat_the_default() {
+        let mut loaded = LoadedSettings::default();
+        let env = lookup(&[("ANTHROPIC_API_KEY", "k")]);
+        let model = host_model(HookHost::ClaudeCode, &loaded, &env).unwrap();
+        assert_eq!(model.role, CLAUDE_CODE_DEFAULT_MODEL);
+        assert_eq!(model.source, ModelSource::HostDefault("ANTHROPIC_API_KEY"));
+        loaded.advisor_role = Some("openrouter/x/y".into());
+        let model = host_model(HookHost::ClaudeCode, &loaded, &env).unwrap();
+        assert_eq!(
+            (model.role.as_str(), model.source),
+            ("openrouter/x/y", ModelSource::Settings)
+        );
+        let env = lookup(&[("ADVISOR_MODEL", "local/m")]);
+        let model = host_model(HookHost::Codex, &loaded, &env).unwrap();
+        assert_eq!(
+            (model.role.as_str(), model.source),
+            ("local/m", ModelSource::Environment)
+        );
+        assert_eq!(
+            host_model(HookHost::Codex, &LoadedSettings::default(), &lookup(&[])),
+            None
+        );
+    }
+
+    #[test]
+    fn h20_h21_host_settings_layer_the_project_file_and_default_to_enabled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("config");
+        let cwd = tmp.path().join("proj");
+        fs::create_dir_all(cwd.join(".advisor")).unwrap();
+        fs::create_dir_all(cwd.join(".omp")).unwrap();
+        fs::create_dir_all(&config).unwrap();
+        let places = HostPaths {
+            config_dir: config.clone(),
+            state_dir: tmp.path().join("state"),
+            runtime_dir: tmp.path().join("run"),
+        };
+        let loaded = host_settings(HookHost::Codex, &places, &cwd).unwrap();
+        assert!(loaded.settings.enabled, "on without any file");
+        assert!(loaded.files.is_empty());
+
+        fs::write(
+            config.join("config.yml"),
+            "modelRoles:\n  advisor: a/one\nadvisor:\n  immuneTurns: 5\n",
+        )
+        .unwrap();
+        fs::write(cwd.join(".omp/config.yml"), "advisor:\n  enabled: false\n").unwrap();
+        fs::write(
+            cwd.join(".advisor/config.yml"),
+            "modelRoles:\n  advisor: p/two\n",
+        )
+        .unwrap();
+        let loaded = host_settings(HookHost::ClaudeCode, &places, &cwd).unwrap();
+        assert!(loaded.settings.enabled, "pi's .omp file is not read");
+        assert_eq!(loaded.advisor_role.as_deref(), Some("p/two"));
+        assert_eq!(loaded.settings.immune_turns, 5);
+        assert_eq!(loaded.files.len(), 2);
+
+        fs::write(
+            cwd.join(".advisor/config.yml"),
+            "advisor:\n  enabled: false\n",
+        )
+        .unwrap();
+        let loaded = host_settings(HookHost::ClaudeCode, &places, &cwd).unwrap();
+        assert!(!loaded.settings.enabled);
+        assert_eq!(loaded.disabled_by, Some(cwd.join(".advisor/config.yml")));
+
+        fs::write(cwd.join(".advisor/config.yml"), "advisor: [broken\n").unwrap();
+        let err = host_settings(HookHost::ClaudeCode, &places, &cwd).unwrap_err();
+        assert!(err.to_string().contains(".advisor/config.yml"), "{err}");
+    }
+}
