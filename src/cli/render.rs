@@ -18,7 +18,8 @@ const OUTPUT_BUFFER: usize = 64 * 1024;
 /// Arguments of `advisor render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// The pi / oh-my-pi session file (JSON lines), or `-` for standard input.
+    /// The session file (JSON lines): pi / oh-my-pi, a Claude Code transcript or a Codex
+    /// rollout; `-` for standard input.
     pub session: PathBuf,
     /// How deltas are rendered: expanded, compact or full.
     #[arg(long, default_value = "expanded", value_parser = parse_view)]

@@ -79,7 +79,8 @@ use super::{out, texts, CliError, ModelArgs};
 /// Arguments of `advisor replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// The pi / oh-my-pi session file (JSON lines).
+    /// The session file (JSON lines): pi / oh-my-pi, a Claude Code transcript or a Codex
+    /// rollout.
     pub session: PathBuf,
     /// Print one JSON object per line instead of text.
     #[arg(long)]

@@ -27,6 +27,19 @@ pub struct ReadLimits {
     /// is spooled to an unlinked temporary file, lines longer than `max_line_bytes` cut
     /// short on the way.
     pub max_stdin_bytes: u64,
+    /// The file may still be growing (a host is writing it while it is read, as the hook
+    /// process re-reads a Claude Code transcript or Codex rollout at each hook event): a
+    /// last line without its line break is taken as not yet written whole and skipped
+    /// silently, not reported as malformed (SPEC L6). Host formats only; a pi session is
+    /// read as always.
+    pub growing: bool,
+    /// Read a subagent's own transcript (a Claude Code `agent-*.jsonl` file whose lines are
+    /// all `isSidechain: true`, a Codex rollout of a sub-agent thread) as a session. Off by
+    /// default: such a file reads as empty, its entries counted in [`Diagnostics::skipped`]
+    /// under `sidechain` / `subagent`. The user's `advisor.subagents` setting (W7) is what
+    /// a host passes here. A subagent's lines are never merged into the main session's
+    /// transcript either way (SPEC L6).
+    pub include_subagents: bool,
 }
 
 impl Default for ReadLimits {
@@ -34,6 +47,8 @@ impl Default for ReadLimits {
         Self {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_stdin_bytes: DEFAULT_MAX_STDIN_BYTES,
+            growing: false,
+            include_subagents: false,
         }
     }
 }
@@ -57,7 +72,8 @@ pub enum SessionError {
         /// The file.
         path: PathBuf,
     },
-    /// None of the first lines is a `{"type":"session",…}` header.
+    /// None of the first lines is a `{"type":"session",…}` header, nor a line of a Claude
+    /// Code transcript or a Codex rollout.
     #[error("{} is not a session file (no session header in its first lines)", path.display())]
     NotASession {
         /// The file.

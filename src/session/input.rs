@@ -142,6 +142,10 @@ pub(super) struct Lines<R> {
     max_line: usize,
     /// Bytes of the source's buffer the last line was lent from, consumed before the next.
     lent: usize,
+    /// The last line read ended at the end of the input without a line break (only ever
+    /// true for the last line: set where a line is gathered, the one way such a line is
+    /// read).
+    unterminated: bool,
 }
 
 /// A buffer grown past this by one long line is given back before the next line.
@@ -165,6 +169,7 @@ impl<R: BufRead + Seek> Lines<R> {
             number: 0,
             max_line,
             lent: 0,
+            unterminated: false,
         }
     }
 
@@ -206,6 +211,7 @@ impl<R: BufRead + Seek> Lines<R> {
     fn gather(&mut self) -> io::Result<bool> {
         self.buf.clear();
         let mut fits = true;
+        self.unterminated = true;
         loop {
             let available = match self.reader.fill_buf() {
                 Ok(bytes) => bytes,
@@ -235,6 +241,7 @@ impl<R: BufRead + Seek> Lines<R> {
             let used = newline.map_or(available.len(), |i| i + 1);
             self.reader.consume(used);
             if newline.is_some() {
+                self.unterminated = false;
                 break;
             }
         }
@@ -279,10 +286,17 @@ impl<R: BufRead + Seek> Lines<R> {
         format!("line longer than {} bytes, discarded unread", self.max_line)
     }
 
+    /// True when the line last returned ended at the end of the input with no line break:
+    /// in a file that is still being written, a line not written whole yet.
+    pub(super) fn unterminated(&self) -> bool {
+        self.unterminated
+    }
+
     /// Goes back to the start and skips the first `lines` lines.
     pub(super) fn rewind(&mut self, lines: usize) -> io::Result<()> {
         // The seek drops the source's buffer, the lent line with it.
         self.lent = 0;
+        self.unterminated = false;
         self.reader.seek(SeekFrom::Start(0))?;
         self.number = 0;
         for _ in 0..lines {

@@ -36,6 +36,13 @@
 //!   `title_change`, … and any unknown type: skipped, counted per type in
 //!   [`Diagnostics::skipped`].
 //!
+//! # Host transcripts
+//!
+//! A Claude Code transcript or a Codex CLI rollout is read too (SPEC L6–L8), told from its
+//! first lines, into the same [`SessionBranch`]: see the `claude` and `codex` modules. The
+//! header's [`SessionHeader::format`] says which format was read, and
+//! [`ReadLimits::growing`] / [`ReadLimits::include_subagents`] apply to these formats only.
+//!
 //! # Branches
 //!
 //! Version 1 entries carry no ids: the file is one linear chain. From version 2 on every
@@ -64,9 +71,12 @@
 //! unlinked temporary file first, since a tree is read in two passes.
 
 mod advisor_file;
+mod claude;
+mod codex;
 mod diagnostics;
 mod direct;
 mod driver;
+mod hosts;
 mod input;
 mod lean;
 mod reader;
@@ -80,5 +90,6 @@ pub use diagnostics::{
 pub use driver::{HostStep, SessionDriver};
 pub use reader::{
     read_session, read_session_arg, read_session_from, read_session_from_with, read_session_stdin,
-    read_session_with, BranchEntry, SessionBranch, SessionHeader, NEWEST_VERSION, STDIN_NAME,
+    read_session_with, BranchEntry, SessionBranch, SessionFormat, SessionHeader, NEWEST_VERSION,
+    STDIN_NAME,
 };

@@ -33,6 +33,7 @@ use serde_json::Value;
 
 use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits, SessionError};
 use super::direct::{self, Scratch};
+use super::hosts;
 use super::input::{open_regular, spool, Line, Lines};
 use super::lean::{self, EntryFields, LeanEntry};
 use super::skim::{leading, skim, Leading};
@@ -51,10 +52,42 @@ pub const NEWEST_VERSION: u32 = 3;
 /// The name standard input goes by in errors and diagnostics.
 pub const STDIN_NAME: &str = "standard input";
 
-/// The session header: the `{"type":"session",…}` line (plus oh-my-pi's title slot).
+/// Which program wrote a session file (SPEC L1, L6): told from the file's first lines,
+/// never from its name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum SessionFormat {
+    /// A pi or oh-my-pi session file (`{"type":"session",…}` header).
+    #[default]
+    Pi,
+    /// A Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`).
+    ClaudeCode,
+    /// A Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+    Codex,
+}
+
+impl SessionFormat {
+    /// The format's name as the command line and the hooks spell it: `pi`, `claude-code`,
+    /// `codex`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionFormat::Pi => "pi",
+            SessionFormat::ClaudeCode => "claude-code",
+            SessionFormat::Codex => "codex",
+        }
+    }
+}
+
+/// The session header: the `{"type":"session",…}` line (plus oh-my-pi's title slot), or
+/// what a Claude Code transcript or Codex rollout says about its session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionHeader {
+    /// Which program wrote the file.
+    pub format: SessionFormat,
+    /// The version of the program that wrote the file, when the file says (Claude Code's
+    /// `version` field, Codex's `session_meta.cli_version`; pi files do not say).
+    pub cli_version: Option<String>,
     /// Format version: the header's `version`, or 1 when absent (version 1 headers have none).
+    /// Host formats (Claude Code, Codex) have none of their own and read as 1.
     pub version: u32,
     /// The session id.
     pub id: Option<String>,
@@ -198,10 +231,15 @@ fn read_from<R: BufRead + Seek>(
     };
     let mut lines = Lines::new(reader, limits.max_line_bytes);
     let mut diagnostics = Diagnostics::default();
-    let header = read_header(&mut lines, path).map_err(|e| match e {
-        HeaderError::Io(source) => io_err(source),
-        HeaderError::Session(e) => e,
-    })?;
+    let header = match read_header(&mut lines, path) {
+        Ok(header) => header,
+        Err(HeaderError::Io(source)) => return Err(io_err(source)),
+        Err(HeaderError::Session(e)) => return Err(e),
+        Err(HeaderError::Host(format)) => {
+            lines.rewind(0).map_err(io_err)?;
+            return hosts::read_host(format, &mut lines, path, limits).map_err(io_err);
+        }
+    };
     let header_line = lines.number;
     let entries = if header.version <= 1 {
         read_linear(&mut lines, &mut diagnostics).map_err(io_err)?
@@ -240,6 +278,8 @@ fn read_from<R: BufRead + Seek>(
 enum HeaderError {
     Io(io::Error),
     Session(SessionError),
+    /// The first lines are a host's transcript, not a pi session (SPEC L6).
+    Host(SessionFormat),
 }
 
 /// Reads up to the `session` header, accepting oh-my-pi title slot lines before it.
@@ -257,7 +297,16 @@ fn read_header<R: BufRead + Seek>(
         let Line::Text(bytes) = line else { break };
         let value: Value = match serde_json::from_slice(bytes) {
             Ok(v) => v,
-            Err(_) => break,
+            Err(_) => {
+                if seen == 1 {
+                    // A host transcript whose first line is broken still says what it is
+                    // in the lines after it.
+                    if let Some(format) = hosts::detect_after(lines).map_err(HeaderError::Io)? {
+                        return Err(HeaderError::Host(format));
+                    }
+                }
+                break;
+            }
         };
         match value.get("type").and_then(Value::as_str) {
             Some("title") => {
@@ -275,6 +324,8 @@ fn read_header<R: BufRead + Seek>(
                     );
                 }
                 return Ok(SessionHeader {
+                    format: SessionFormat::Pi,
+                    cli_version: None,
                     version: version.clamp(1, NEWEST_VERSION),
                     id: str_field(&value, "id"),
                     cwd: str_field(&value, "cwd"),
@@ -284,7 +335,12 @@ fn read_header<R: BufRead + Seek>(
                         .or_else(|| str_field(&value, "branchedFrom")),
                 });
             }
-            _ => break,
+            _ => {
+                if let Some(format) = hosts::detect(&value) {
+                    return Err(HeaderError::Host(format));
+                }
+                break;
+            }
         }
     }
     let path = path.to_path_buf();
@@ -1296,6 +1352,7 @@ mod tests {
         let limits = ReadLimits {
             max_line_bytes: 100,
             max_stdin_bytes: 1000,
+            ..ReadLimits::default()
         };
         let endless = io::repeat(0);
         let err = spool(endless, &limits, Path::new(STDIN_NAME)).expect_err("an error");

@@ -1,0 +1,254 @@
+//! Host transcripts read as sessions (SPEC L6): telling a Claude Code transcript or a Codex
+//! rollout from a pi session by its first lines, the line loop both host readers share (caps,
+//! malformed lines, a file still being written), and the pieces both map alike (hook-injected
+//! text, ISO timestamps).
+
+use std::io::{self, BufRead, Seek};
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::claude;
+use super::codex;
+use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits};
+use super::input::{Line, Lines};
+use super::reader::{SessionBranch, SessionFormat};
+use crate::domain::transcript::{Content, CustomMessage, RawJson, TranscriptMessage};
+
+/// How many lines after a broken first line are looked at to tell a host transcript.
+const DETECT_LINES: usize = 8;
+
+/// The `customType` of text a hook put in front of the primary (SPEC L6).
+pub(super) const HOOK_TYPE: &str = "hook";
+
+/// The line types of a Claude Code transcript that tell one (2.1.x writes several of them
+/// before the first message).
+const CLAUDE_TYPES: [&str; 12] = [
+    "user",
+    "assistant",
+    "system",
+    "summary",
+    "attachment",
+    "queue-operation",
+    "file-history-snapshot",
+    "last-prompt",
+    "custom-title",
+    "atis-latch",
+    "api-request",
+    "cost-state",
+];
+
+/// The host format a parsed line belongs to, if any: a Codex rollout line is the envelope
+/// `{timestamp, type, payload}`; a Claude Code line has one of Claude's line types or its
+/// linking keys (`parentUuid`, `sessionId`, `isSidechain`).
+pub(super) fn detect(value: &Value) -> Option<SessionFormat> {
+    let object = value.as_object()?;
+    let kind = object.get("type").and_then(Value::as_str);
+    if kind.is_some()
+        && object.get("payload").is_some_and(Value::is_object)
+        && object.get("timestamp").is_some_and(Value::is_string)
+    {
+        return Some(SessionFormat::Codex);
+    }
+    let claude_type = kind.is_some_and(|k| CLAUDE_TYPES.contains(&k) || k.starts_with("api-"));
+    let claude_keys = ["parentUuid", "sessionId", "isSidechain", "leafUuid"]
+        .iter()
+        .any(|k| object.contains_key(*k));
+    (claude_type || claude_keys).then_some(SessionFormat::ClaudeCode)
+}
+
+/// After a first line that is not JSON: the host format the next lines tell, if any.
+pub(super) fn detect_after<R: BufRead + Seek>(
+    lines: &mut Lines<R>,
+) -> io::Result<Option<SessionFormat>> {
+    for _ in 0..DETECT_LINES {
+        let Some((_, line)) = lines.next_line()? else {
+            return Ok(None);
+        };
+        let Line::Text(bytes) = line else { continue };
+        if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
+            return Ok(detect(&value));
+        }
+    }
+    Ok(None)
+}
+
+/// Reads a host transcript from its first line (the reader was rewound there).
+pub(super) fn read_host<R: BufRead + Seek>(
+    format: SessionFormat,
+    lines: &mut Lines<R>,
+    path: &Path,
+    limits: &ReadLimits,
+) -> io::Result<SessionBranch> {
+    let mut branch = match format {
+        SessionFormat::ClaudeCode => claude::read(lines, limits)?,
+        SessionFormat::Codex | SessionFormat::Pi => codex::read(lines, limits)?,
+    };
+    branch.diagnostics.malformed.sort_by_key(|(line, _)| *line);
+    tracing::debug!(
+        path = %path.display(),
+        format = branch.header.format.name(),
+        cli_version = branch.header.cli_version.as_deref().unwrap_or("?"),
+        entries = branch.entries.len(),
+        malformed = branch.diagnostics.malformed.len(),
+        off_branch = branch.diagnostics.off_branch,
+        "host transcript read"
+    );
+    Ok(branch)
+}
+
+/// Calls `each` with every line of the file that parses as JSON, with its 1-based number.
+/// A line that does not, or is longer than the cap, is recorded in `diagnostics` and
+/// skipped — except the last line of a file that may still grow (`limits.growing`) when it
+/// has no line break yet: it is not written whole, and reading stops there silently.
+pub(super) fn each_line<R: BufRead + Seek>(
+    lines: &mut Lines<R>,
+    limits: &ReadLimits,
+    diagnostics: &mut Diagnostics,
+    mut each: impl FnMut(usize, Value, &mut Diagnostics),
+) -> io::Result<()> {
+    loop {
+        let Some((number, line)) = lines.next_line()? else {
+            return Ok(());
+        };
+        let parsed = match line {
+            Line::TooLong => None,
+            Line::Text(bytes) => Some(serde_json::from_slice::<Value>(bytes)),
+        };
+        match parsed {
+            None => diagnostics.malformed.push((number, lines.too_long())),
+            Some(Ok(value)) => each(number, value, diagnostics),
+            Some(Err(_)) if limits.growing && lines.unterminated() => return Ok(()),
+            Some(Err(e)) => diagnostics
+                .malformed
+                .push((number, describe_json_error(&e))),
+        }
+    }
+}
+
+/// The string at `key`, when it is one.
+pub(super) fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// The owned string at `key`, when it is one.
+pub(super) fn string_at(value: &Value, key: &str) -> Option<String> {
+    str_at(value, key).map(str::to_string)
+}
+
+/// A message a hook put in front of the primary (additional context, a Stop hook's
+/// continuation reason), as a custom message: the advisor's own delivery (its text opens
+/// with `<advisory`, as every delivery does) is typed `advisor`, so the feed never reviews
+/// it as new work (X2); any other hook's text is typed [`HOOK_TYPE`] and shown. The test
+/// is on the channel (only hook-injected text is looked at), never on the primary's own
+/// output.
+pub(super) fn hook_message(text: String, event: Option<&str>) -> TranscriptMessage {
+    let custom_type = if text.trim_start().starts_with("<advisory") {
+        "advisor"
+    } else {
+        HOOK_TYPE
+    };
+    let details = event.map(|e| RawJson::from(serde_json::json!({ "hookEvent": e })));
+    TranscriptMessage::Custom(CustomMessage {
+        custom_type: custom_type.to_string(),
+        content: Content::Text(text),
+        display: true,
+        details,
+        attribution: None,
+    })
+}
+
+/// Milliseconds since the epoch of an ISO 8601 UTC timestamp as both hosts write them
+/// (`2026-12-05T13:08:55.769Z`, fraction optional, `Z` or `+00:00`); `None` otherwise.
+pub(super) fn iso_millis(stamp: &str) -> Option<u64> {
+    let b = stamp.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<u64> {
+        let digits = stamp.get(from..to)?;
+        digits
+            .bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| digits.parse().ok())?
+    };
+    let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hour, minute, second) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+        return None;
+    }
+    let rest = &stamp[19..];
+    let (fraction, zone) = match rest.strip_prefix('.') {
+        Some(r) => {
+            let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            let digits = &r[..end.min(3)];
+            let scale = 10u64.pow(3 - u32::try_from(digits.len()).ok()?);
+            (digits.parse::<u64>().unwrap_or(0) * scale, &r[end..])
+        }
+        None => (0, rest),
+    };
+    if !matches!(zone, "Z" | "+00:00") {
+        return None;
+    }
+    // Days from the civil date (proleptic Gregorian), after Howard Hinnant's algorithm.
+    let (y, m) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + fraction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn l6_detects_each_host_by_its_lines_never_a_pi_entry() {
+        let codex = json!({"timestamp":"t","type":"session_meta","payload":{"id":"x"}});
+        assert_eq!(detect(&codex), Some(SessionFormat::Codex));
+        let claude = json!({"type":"queue-operation","operation":"enqueue"});
+        assert_eq!(detect(&claude), Some(SessionFormat::ClaudeCode));
+        let future = json!({"type":"brand-new","parentUuid":null,"uuid":"u"});
+        assert_eq!(detect(&future), Some(SessionFormat::ClaudeCode));
+        let pi = json!({"type":"message","id":"a","parentId":null,"message":{}});
+        assert_eq!(detect(&pi), None);
+        assert_eq!(detect(&json!([1, 2])), None);
+        assert_eq!(detect(&json!({"type":"model_change"})), None);
+    }
+
+    #[test]
+    fn iso_timestamps_read_as_epoch_milliseconds() {
+        assert_eq!(iso_millis("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            iso_millis("2026-12-05T13:08:55.769Z"),
+            Some(1_796_476_135_769)
+        );
+        assert_eq!(
+            iso_millis("2000-03-01T00:00:01.5+00:00"),
+            Some(951_868_801_500)
+        );
+        assert_eq!(iso_millis("2026-12-05 13:08:55Z"), None);
+        assert_eq!(iso_millis("2026-13-05T13:08:55Z"), None);
+        assert_eq!(iso_millis("2026-12-05T13:08:55+02:00"), None);
+        assert_eq!(iso_millis("é"), None);
+    }
+
+    #[test]
+    fn x2_hook_text_is_the_advisors_own_only_when_it_is_an_advisory() {
+        let own = hook_message("<advisory severity=\"nit\">x</advisory>".into(), None);
+        assert!(own.is_advisor_message());
+        let other = hook_message("lint: 3 warnings".into(), Some("PostToolUse"));
+        assert!(!other.is_advisor_message());
+        assert_eq!(
+            serde_json::to_value(&other).unwrap()["customType"],
+            json!(HOOK_TYPE)
+        );
+    }
+}
