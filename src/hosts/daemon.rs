@@ -315,10 +315,7 @@ impl Daemon {
     }
 
     /// The sessions `session` names (an id or a unique prefix; `None`: all), with handles.
-    fn matching(
-        &self,
-        session: Option<&str>,
-    ) -> Result<Vec<Open>, String> {
+    fn matching(&self, session: Option<&str>) -> Result<Vec<Open>, String> {
         let sessions = self.sessions.lock();
         let all: Vec<_> = sessions
             .iter()

@@ -792,3 +792,166 @@ exit 0
             .collect()
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The advisor attached for real: `advisor install`, its background process, its model
+
+/// The `advisor` binary under test.
+pub fn advisor_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_advisor"))
+}
+
+/// How the scripted advisor model answers a review whose newest session update holds
+/// `cue`: `advise` with `severity` and a note naming the cue ([`advice_note`]).
+pub const CUES: [(&str, &str); 3] = [
+    ("CUE-NIT", "nit"),
+    ("CUE-CONCERN", "concern"),
+    ("CUE-BLOCKER", "blocker"),
+];
+
+/// The note the scripted advisor raises on `cue`.
+pub fn advice_note(cue: &str) -> String {
+    format!("ADVICE-{cue}: look again at what this command wrote.")
+}
+
+/// The text of the user messages that end an Anthropic request (the newest session update
+/// the advisor is sent), joined; empty when the last one carries a tool result (the
+/// advisor's own tool call came back).
+fn newest_update(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    let last = messages.last()?;
+    let tool_result = last["content"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"));
+    if tool_result {
+        return None;
+    }
+    let start = messages
+        .iter()
+        .rposition(|m| m["role"] != "user")
+        .map_or(0, |i| i + 1);
+    Some(messages[start..].iter().map(super::strings_in).collect())
+}
+
+/// The scripted advisor model (Anthropic Messages, as `anthropic/claude-sonnet-4-5` with
+/// `ADVISOR_BASE_URL` pointing here): on a cue of [`CUES`] in the newest update it calls
+/// `advise`; anything else, and the request after its own tool call, gets an empty text.
+/// With `stall` set every request is held open and never answered (a hung provider).
+/// Each `advise` answer touches `<marks>/advised-<n>` (from 0) so a primary's shell step
+/// can wait for the advice to be in.
+pub struct AdvisorModel {
+    server: SseServer,
+}
+
+impl AdvisorModel {
+    /// Starts it on `rt`.
+    pub fn start(rt: &Runtime, marks: PathBuf, stall: bool) -> Self {
+        use super::wire::Dialect;
+        let advised = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let responder = Arc::new(move |request: &RecordedRequest| {
+            if stall {
+                return ScriptedResponse::sse_chunks(Vec::<Vec<u8>>::new())
+                    .then(advisor::providers::testing::BodyPart::Stall);
+            }
+            let dialect = Dialect::Anthropic;
+            let update = newest_update(&request.json()).unwrap_or_default();
+            for (cue, severity) in CUES {
+                if update.contains(cue) {
+                    let n = advised.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let _ = std::fs::write(marks.join(format!("advised-{n}")), "");
+                    let args = json!({"severity": severity, "note": advice_note(cue)});
+                    return ScriptedResponse::sse(&dialect.advise_answer("toolu_advise", &args));
+                }
+            }
+            ScriptedResponse::sse(&dialect.answer(""))
+        });
+        let server = rt
+            .block_on(SseServer::start_with(responder))
+            .expect("bind the scripted advisor model");
+        Self { server }
+    }
+
+    /// `ADVISOR_BASE_URL` for it.
+    pub fn base_url(&self) -> String {
+        self.server.base_url()
+    }
+
+    /// Every request it received, as JSON.
+    pub fn bodies(&self) -> Vec<Value> {
+        self.server
+            .requests()
+            .iter()
+            .map(RecordedRequest::json)
+            .collect()
+    }
+}
+
+impl Harness {
+    /// Attaches the advisor for real: `config.yml` in `ADVISOR_CONFIG_DIR` holding `config`
+    /// (the `advisor:` keys), the model `anthropic/claude-sonnet-4-5` at `model`, and
+    /// `advisor install <host> --user`, which writes the hook entries into the host's user
+    /// settings.
+    pub fn attach_advisor(&mut self, host: Host, model: &AdvisorModel, config: &str) {
+        std::fs::write(self.scratch.config.join("config.yml"), config).expect("config.yml");
+        self.env.extend([
+            ("ADVISOR_MODEL".into(), "anthropic/claude-sonnet-4-5".into()),
+            ("ADVISOR_BASE_URL".into(), model.base_url()),
+            ("ANTHROPIC_API_KEY".into(), "advisor-secret".into()),
+        ]);
+        let out = self
+            .command(advisor_bin())
+            .args(["install", host.name(), "--user"])
+            .envs(self.env.iter().cloned())
+            .output()
+            .expect("run advisor install");
+        assert!(
+            out.status.success(),
+            "advisor install {}: {}\n{}",
+            host.name(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Where the scripted advisor leaves its marks (see [`AdvisorModel`]).
+    pub fn marks(&self) -> PathBuf {
+        let dir = self.scratch.work.join("marks");
+        std::fs::create_dir_all(&dir).expect("mkdir marks");
+        dir
+    }
+
+    /// The hook log `advisor hook` wrote (H5), one JSON object per call.
+    pub fn hook_events(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.scratch.state.join("hook-events.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The pids of the background processes serving this harness's runtime directory.
+    pub fn daemons(&self) -> Vec<u32> {
+        let wanted = format!("ADVISOR_RUNTIME_DIR={}", self.scratch.runtime.display());
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        procs
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                cmdline.split(|&b| b == 0).any(|a| a == b"hook-daemon")
+                    && environ.split(|&b| b == 0).any(|v| v == wanted.as_bytes())
+            })
+            .collect()
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        // The background process outlives the CLI by design (H4); end ours, by id.
+        for pid in self.daemons() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
