@@ -384,3 +384,86 @@ fn claude_code_h9_a_hung_advisor_model_never_delays_a_hook_past_its_bound() {
 fn codex_h9_a_hung_advisor_model_never_delays_a_hook_past_its_bound() {
     hung_advisor_never_delays_a_hook(Host::Codex);
 }
+
+/// (d) A resumed session starts the advisor over (H11, R1): `claude -p --resume ID` and
+/// `codex exec resume ID` run SessionStart with source `resume`, a session switch, so the
+/// next review is sent the whole transcript again — the first run's command with the
+/// second's — on a fresh advisor context.
+fn resumed_session_is_reviewed_whole(host: Host) {
+    let Some(mut h) = Harness::new() else { return };
+    let advisor = AdvisorModel::start(&h.rt, h.marks(), false);
+    h.attach_advisor(host, &advisor, "advisor:\n  hookTimeoutMs: 2000\n");
+    let steps = vec![
+        Step::shell("echo FIRST-RUN > a.txt"),
+        Step::text("Done."),
+        Step::shell("echo SECOND-RUN > b.txt"),
+        Step::text("Done again."),
+    ];
+    let primary = h.primary(host, script(host, steps));
+    let first = h.run(host, &primary, "Write a.txt, then stop.", &[], RUN_LIMIT);
+    first.assert_ok("first run");
+    let session = h.hook_events()[0]["session"]
+        .as_str()
+        .expect("the hook log names the session")
+        .to_string();
+    // The first run's reviews are in before the second starts.
+    let reviewed_first = advisor.wait_for(&h.rt, 0, Duration::from_secs(20), |b| {
+        crate::support::strings_in(&b["messages"]).contains("FIRST-RUN")
+    });
+    assert!(reviewed_first.is_some(), "the first run was reviewed");
+    let before = advisor.bodies().len();
+    let resume: [&str; 2] = match host {
+        Host::ClaudeCode => ["--resume", &session],
+        Host::Codex => ["resume", &session],
+    };
+    let second = h.run(
+        host,
+        &primary,
+        "Now write b.txt, then stop.",
+        &resume,
+        RUN_LIMIT,
+    );
+    second.assert_ok("resumed run");
+    eprintln!(
+        "{} resume runs: {:?} + {:?}",
+        host.name(),
+        first.wall,
+        second.wall
+    );
+    let starts: Vec<String> = h
+        .hook_events()
+        .iter()
+        .filter(|e| e["event"] == "SessionStart")
+        .map(|e| e["session"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        starts,
+        vec![session.clone(), session],
+        "the same session, resumed"
+    );
+    let review = advisor
+        .wait_for(&h.rt, before, Duration::from_secs(20), |b| {
+            crate::support::strings_in(&b["messages"]).contains("SECOND-RUN")
+        })
+        .expect("the resumed run was reviewed");
+    let messages = review["messages"].as_array().cloned().unwrap_or_default();
+    assert!(
+        messages.iter().all(|m| m["role"] == "user"),
+        "a fresh advisor context after the switch: {messages:#?}"
+    );
+    let text = crate::support::strings_in(&review["messages"]);
+    assert!(
+        text.contains("FIRST-RUN"),
+        "the whole transcript is sent again after the switch: {text}"
+    );
+}
+
+#[test]
+fn claude_code_h11_r1_a_resumed_session_is_reviewed_from_the_whole_transcript() {
+    resumed_session_is_reviewed_whole(Host::ClaudeCode);
+}
+
+#[test]
+fn codex_h11_r1_a_resumed_session_is_reviewed_from_the_whole_transcript() {
+    resumed_session_is_reviewed_whole(Host::Codex);
+}

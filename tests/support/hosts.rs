@@ -876,6 +876,31 @@ impl AdvisorModel {
         self.server.base_url()
     }
 
+    /// The first request (from the `from`th on) that `pred` accepts, waiting for new ones
+    /// until `limit` has passed since the call; `None` when none came.
+    pub fn wait_for(
+        &self,
+        rt: &Runtime,
+        from: usize,
+        limit: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut n = from;
+        loop {
+            let found = self.bodies().into_iter().skip(n).find(|b| pred(b));
+            if found.is_some() {
+                return found;
+            }
+            n = n.max(self.server.request_count());
+            let arrived = rt.block_on(tokio::time::timeout_at(
+                deadline,
+                self.server.wait_for_requests(n + 1),
+            ));
+            arrived.ok()?;
+        }
+    }
+
     /// Every request it received, as JSON.
     pub fn bodies(&self) -> Vec<Value> {
         self.server
