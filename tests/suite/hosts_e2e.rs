@@ -131,13 +131,14 @@ fn codex_stand_in_hook_context_and_stop_block_reach_the_model() {
 // The advisor attached for real: `advisor install`, `advisor hook`, its background process,
 // and a scripted advisor model (Anthropic Messages) at `ADVISOR_BASE_URL` (H19)
 
-/// A shell step that waits (at most 20 s) until the scripted advisor has answered with its
+/// A shell step that waits (at most 1 s) until the scripted advisor has answered with its
 /// `advise` call, then half a second more for the advice to be queued: this step's
-/// PostToolUse then meets it.
+/// PostToolUse then meets it. (When the review of the cue's turn starts only once this step
+/// is written, the wait runs out and a later PostToolUse meets the advice.)
 fn wait_for_advice(h: &Harness) -> Step {
     let mark = h.marks().join("advised-0");
     Step::Shell(format!(
-        "for i in $(seq 200); do [ -e {m} ] && break; sleep 0.1; done; sleep 0.5; echo waited",
+        "for i in $(seq 10); do [ -e {m} ] && break; sleep 0.1; done; sleep 0.5; echo waited",
         m = mark.display()
     ))
 }
