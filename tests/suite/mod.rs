@@ -11,6 +11,7 @@ mod docs_links;
 mod eval;
 mod expanded_runtime;
 mod faults;
+mod hosts_e2e;
 mod hosts_hook;
 mod hosts_install_cli;
 mod hosts_read;
