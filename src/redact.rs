@@ -877,42 +877,65 @@ fn plausible_env_secret(name: &str, value: &str, shape: ValueShape) -> bool {
     shape.tight && !shape.config_key
 }
 
-/// Whether `value` names the secret it is assigned to rather than holding it: one of its
-/// words (split at `.`, `_`, `-`, `:` and where lower case turns upper) holds the last word
-/// of `name` (`password=new_password`, `API_KEY=settings.api_key`, `token: next_token`).
+/// Whether `value` names the secret it is assigned to rather than holding it: its first or
+/// its last word (split at `.`, `_`, `-`, `:`, blanks and where lower case turns upper) is the
+/// last word of `name`, alone or as a short compound (`password=new_password`, `password`,
+/// `API_KEY=settings.api_key`, `token: next_token`, `hashedpassword`, `tokenizer`). The word
+/// inside a value (`SummerPasswordHorse`, `mypasswordishorsey`) is a passphrase's.
 fn names_the_key(name: &str, value: &str) -> bool {
-    let last = name
-        .rsplit(['_', '-'])
-        .next()
-        .unwrap_or(name)
-        .to_ascii_lowercase();
-    let stem = match last.as_str() {
-        "password" | "passwd" => "passw",
-        other => other,
-    };
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut previous_lower = false;
-    for c in value.chars() {
-        let boundary = !c.is_ascii_alphanumeric() || (c.is_ascii_uppercase() && previous_lower);
-        if boundary && !word.is_empty() {
-            words.push(std::mem::take(&mut word));
+    let last = name.rsplit(['_', '-']).next().unwrap_or(name);
+    let forms: &[&str] =
+        if last.eq_ignore_ascii_case("password") || last.eq_ignore_ascii_case("passwd") {
+            &["password", "passwd"]
+        } else {
+            &[last]
+        };
+    let mut words = value_words(value);
+    let first = words.next();
+    let last_word = words.last().or(first);
+    [first, last_word]
+        .into_iter()
+        .flatten()
+        .any(|word| forms.iter().any(|form| is_form_of(word, form)))
+}
+
+/// The words of `value`: runs of letters and digits, also cut where lower case turns upper.
+fn value_words(value: &str) -> impl Iterator<Item = &str> {
+    let bytes = value.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() && !bytes[at].is_ascii_alphanumeric() {
+            at += 1;
         }
-        if c.is_ascii_alphanumeric() {
-            word.push(c.to_ascii_lowercase());
+        if at >= bytes.len() {
+            return None;
         }
-        previous_lower = c.is_ascii_lowercase();
+        let start = at;
+        at += 1;
+        while at < bytes.len()
+            && bytes[at].is_ascii_alphanumeric()
+            && !(bytes[at].is_ascii_uppercase() && bytes[at - 1].is_ascii_lowercase())
+        {
+            at += 1;
+        }
+        value.get(start..at)
+    })
+}
+
+/// Whether `word` is `form` (any case), or a compound of it with at most six letters before
+/// it (`hashedpassword`, `newtoken`) or four after it (`tokenizer`, `passwords`).
+fn is_form_of(word: &str, form: &str) -> bool {
+    let (w, f) = (word.len(), form.len());
+    if w < f || form.is_empty() {
+        return false;
     }
-    words.push(word);
-    // A long stem anywhere in a word (`hashedpassword`); `key` only at a word's ends.
-    !stem.is_empty()
-        && words.iter().any(|w| {
-            if stem.len() >= 5 {
-                w.contains(stem)
-            } else {
-                w.starts_with(stem) || w.ends_with(stem)
-            }
-        })
+    let starts = word
+        .get(..f)
+        .is_some_and(|head| head.eq_ignore_ascii_case(form));
+    let ends = word
+        .get(w - f..)
+        .is_some_and(|tail| tail.eq_ignore_ascii_case(form));
+    (starts && w - f <= 4) || (ends && w - f <= 6)
 }
 
 #[cfg(test)]

@@ -183,12 +183,19 @@ pub enum SessionModel {
         /// Its configuration: provider, id, base URL, dialect, key, headers, thinking.
         config: Box<ProviderConfig>,
     },
+    /// No model yet: the role the settings name cannot be built now (its provider unknown,
+    /// its key missing). The session runs without reviews by the unnamed advisor until a
+    /// catalog change builds it (CA23, [`RuntimeConfig::late_model`]).
+    Late {
+        /// `provider/id[:thinking]`.
+        selector: String,
+    },
 }
 
 impl SessionModel {
     fn client(&self) -> Option<Model> {
         match self {
-            SessionModel::None => None,
+            SessionModel::None | SessionModel::Late { .. } => None,
             SessionModel::Fixed(model)
             | SessionModel::Own { model, .. }
             | SessionModel::Endpoint { model, .. } => Some(Arc::clone(model)),
@@ -255,7 +262,7 @@ impl SessionSetup {
         let selector = match &self.model {
             SessionModel::Own { selector, .. } => Some(selector.clone()),
             SessionModel::Endpoint { .. } => Some(self.model.endpoint_role()),
-            SessionModel::None | SessionModel::Fixed(_) => None,
+            SessionModel::None | SessionModel::Fixed(_) | SessionModel::Late { .. } => None,
         };
         let (promotion_model, fallback_models) = match (selector, self.model.client()) {
             (Some(selector), Some(own)) => {
@@ -268,6 +275,11 @@ impl SessionSetup {
             _ => (None, Vec::new()),
         };
         let mut config = RuntimeConfig::new(self.session_id, self.root, self.model.client());
+        if let SessionModel::Late { selector } = &self.model {
+            // CA23: built once more when the host's catalog changes.
+            let (models, role) = (host_models.clone(), selector.clone());
+            config.late_model = Some(Arc::new(move || models.build_role(&role).ok()));
+        }
         config.promotion_model = promotion_model;
         config.judge_model = judge_model(&self.settings, &host_models, &mut notices);
         config.fallback_models = fallback_models;
@@ -436,7 +448,15 @@ impl SessionSetup {
         } = inputs;
         let discovery = env.watchdog_config(&root);
         let agent_dir = discovery.agent_dir.clone();
-        let mut loaded = load_settings(agent_dir.as_deref(), &root)?;
+        let mut loaded = match &models.shared {
+            // A6: the sessions of one project share one read of its settings files.
+            Some(shared) => shared
+                .settings_cache()
+                .load(agent_dir.as_deref(), &root)?
+                .loaded
+                .clone(),
+            None => load_settings(agent_dir.as_deref(), &root)?,
+        };
         if let Some(file) = loaded.disabled_by.clone().filter(|_| stop_when_disabled) {
             return Err(SetupError::Disabled { file });
         }
@@ -456,14 +476,19 @@ impl SessionSetup {
         let model = match model {
             RequestedModel::Fixed(model) => SessionModel::Fixed(model),
             RequestedModel::Discover(flag) => {
-                let found =
-                    session_role(flag.as_deref(), &env, &loaded, &root, agent_dir.as_deref())
-                        .and_then(|role| {
-                            Ok((models.build(&models.spec(role.clone(), &settings))?, role))
-                        });
-                match found {
-                    Ok((model, selector)) => SessionModel::Own { model, selector },
-                    Err(e) => {
+                let role =
+                    session_role(flag.as_deref(), &env, &loaded, &root, agent_dir.as_deref());
+                let found = role.clone().and_then(|role| {
+                    Ok((models.build(&models.spec(role.clone(), &settings))?, role))
+                });
+                match (found, role) {
+                    (Ok((model, selector)), _) => SessionModel::Own { model, selector },
+                    // CA23: a named role that does not build yet may later.
+                    (Err(e), Ok(Some(selector))) => {
+                        no_model = Some(e);
+                        SessionModel::Late { selector }
+                    }
+                    (Err(e), _) => {
                         no_model = Some(e);
                         SessionModel::None
                     }
@@ -633,8 +658,15 @@ impl RosterDiscovery<'_> {
     /// params, modes.json), or the session's model when the host resolved it itself (an
     /// endpoint: its provider and id, said to come from [`ENDPOINT_SOURCE`]).
     fn roster_settings(&self) -> RosterSettings {
-        let files = config_files(self.watchdog.agent_dir.as_deref(), &self.watchdog.cwd);
-        let mut settings = match read_config_layers(&files) {
+        let (agent_dir, cwd) = (self.watchdog.agent_dir.as_deref(), &self.watchdog.cwd);
+        let layers = match &self.models.shared {
+            Some(shared) => shared
+                .settings_cache()
+                .load(agent_dir, cwd)
+                .map(|files| files.layers.clone()),
+            None => read_config_layers(&config_files(agent_dir, cwd)),
+        };
+        let mut settings = match layers {
             Ok(mut layers) => {
                 if let Some((name, layer)) = self.host_layer {
                     layers.push((name.clone(), layer.clone(), Vec::new()));

@@ -30,6 +30,8 @@
 mod heap;
 #[path = "support/roster.rs"]
 mod roster;
+#[path = "suite/serve_client.rs"]
+mod serve_client;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -193,7 +195,66 @@ async fn measure(rt: &AdvisorRuntime, name: &str, config: &Sessions<'_>) -> Meas
     measured
 }
 
+/// Sessions opened through `advisor serve` for the thread count.
+const SERVED_OPENS: usize = 3_000;
+
+/// A6: `advisor serve` (in process, over pipes) opening [`SERVED_OPENS`] sessions, each
+/// with its own file discovery (settings, instruction files, roster) and advisor transcript
+/// file, starts no thread: the process's count is the same before and after.
+async fn served_opens_start_no_thread() {
+    use advisor::providers::Catalog;
+    use advisor::serve::{serve, ServeDefaults, ServeOptions};
+    use serde_json::json;
+    use serve_client::RpcClient;
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("AGENTS.md"), "Run the tests.\n").expect("AGENTS.md");
+    let (client_w, server_r) = tokio::io::duplex(1 << 16);
+    let (server_w, client_r) = tokio::io::duplex(1 << 16);
+    let mut defaults = ServeDefaults::new(Arc::new(Catalog::builtin().expect("catalog")));
+    defaults.fixed_model = Some(Arc::new(ScriptedModel::new([])));
+    let runtime = AdvisorRuntime::new(RuntimeOptions {
+        arbiters: 2,
+        ..RuntimeOptions::default()
+    })
+    .expect("the runtime starts");
+    let server = actix::spawn(serve(
+        server_r,
+        server_w,
+        ServeOptions::new(defaults, runtime),
+    ));
+    let mut c = RpcClient::new(client_w, client_r);
+    c.call("initialize", json!({})).await;
+    let before = threads();
+    let mut ids = Vec::with_capacity(SERVED_OPENS);
+    for i in 0..SERVED_OPENS {
+        let file = dir.path().join(format!("sessions/s{i}.jsonl"));
+        let params = json!({"sessionId": format!("s{i}"), "cwd": dir.path(),
+            "sessionFile": file, "settings": {"syncBacklog": 1}});
+        ids.push(c.request("session/open", params).await);
+    }
+    for id in &ids {
+        let reply = c.reply(id).await;
+        assert!(reply.get("result").is_some(), "{reply}");
+    }
+    let after = threads();
+    println!(
+        "threads, {SERVED_OPENS} sessions opened through serve: {before} before, {after} after"
+    );
+    assert!(
+        after <= before,
+        "opening {SERVED_OPENS} sessions through serve started threads: {before} before, {after} after"
+    );
+    c.close_input();
+    c.read_to_end().await;
+    let _ = server.await;
+    println!("test a6_served_opens_start_no_thread ... ok");
+}
+
 fn main() {
+    // The server runs its dispatcher as local tasks: an actix system of its own, ended
+    // before the heap is measured.
+    actix::System::new().block_on(served_opens_start_no_thread());
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -45,10 +45,15 @@ const MAX_FILE_BYTES = 256 * 1024;
  * milliseconds; one that has not answered by then counts as failed. */
 const EVENT_BUDGET_MS = 2_000;
 /** `turnEnd` may wait for syncBacklog up to 30 s by design (S1), plus slack; liveness checks
- * meanwhile tell such a wait from a wedged child. */
+ * meanwhile tell such a wait from a wedged child. Used only when the open's answer did not say
+ * `turnEndWaits` (a server that does says it for every syncBacklog value, and the wait is then
+ * `TURN_END_LONGEST_MS`). */
 const TURN_END_TIMEOUT_MS = 35_000;
-/** The longest the server holds `turnEnd` by design: the syncBacklog wait (30 s, S1) and the
- * reconfirm catch-up of a terminal turn (120 s, D5) one after the other, plus slack. Used when
+/** The longest the extension waits for a `turnEnd` the server may hold: a numeric syncBacklog
+ * wait (30 s, S1) and the reconfirm catch-up of a terminal turn (120 s, D5) one after the other,
+ * plus slack. A `strict` syncBacklog has no cap at the server (CA10: a silent model holds it
+ * until its call fails, 180 s): past this the agent goes on, the review's advice coming at a
+ * later boundary. Used when
  * the reconfirm policy is in play (the session's or a roster entry's), when the server says its
  * turn end may wait without saying why (`turnEndWaits`), and as the deadline of a turn end
  * nobody waits for: a server that holds it is not failed for that (a wedged one misses the step

@@ -25,8 +25,8 @@ use crate::delivery::ReviewRef;
 use crate::messages::delivery::{ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
     AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn, DumpContext,
-    EndHalt, GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
-    ReviewFailed, ReviewQuarantined, SpendRecorded,
+    EndHalt, GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor,
+    RestoreReviews, ResumeReviews, ReviewFailed, ReviewQuarantined, SpendRecorded,
 };
 use crate::model::ModelError;
 use crate::render::dump::{advisor_dump, DumpHeader};
@@ -223,12 +223,14 @@ impl AdvisorAgent {
                     self.totals.reviews += 1;
                     self.watch_silence(&run);
                     if let Some(check_in) = run.check_in.take() {
-                        // SP7: the supervisor holds this advisor's next reviews back.
+                        // SP7: the supervisor holds this advisor's next reviews back, those
+                        // already queued behind this one too.
                         self.links.checked_in.do_send(CheckedIn {
                             epoch,
                             turn: last_turn,
                             after_turns: check_in.after_turns,
                             advisor: self.links.advisor.clone(),
+                            postponed: self.state.take_pending(),
                         });
                     }
                     // D9: before any waiter wakes, so a catch-up block's end sees the pruning.
@@ -449,6 +451,17 @@ impl Handler<QueueDelta> for AdvisorAgent {
     }
 }
 
+impl Handler<RestoreReviews> for AdvisorAgent {
+    type Result = ();
+
+    fn handle(&mut self, msg: RestoreReviews, ctx: &mut Context<Self>) {
+        if msg.epoch == self.epoch {
+            self.state.restore_pending(msg.reviews);
+            self.maybe_start(ctx);
+        }
+    }
+}
+
 impl Handler<AwaitBacklog> for AdvisorAgent {
     type Result = ResponseFuture<BacklogWait>;
 
@@ -503,6 +516,8 @@ impl Handler<ResumeReviews> for AdvisorAgent {
 
     fn handle(&mut self, _msg: ResumeReviews, ctx: &mut Context<Self>) {
         self.state.resume();
+        // P6: the user resumed; a pause that came on a backup keeps no cooldown.
+        self.fallback.clear_cooldowns();
         self.maybe_start(ctx);
     }
 }

@@ -17,6 +17,8 @@ use std::path::PathBuf;
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Recipient, WrapFuture};
 use tokio::sync::oneshot;
 
+use crate::shared::file_pool::Blocking;
+
 use crate::domain::host::HostEvent;
 use crate::messages::review::{AppendAudit, FlushAudit, GetRestoredUsage};
 use crate::model::Usage;
@@ -59,6 +61,8 @@ pub struct AuditLog {
     warned: bool,
     flush_waiters: Vec<oneshot::Sender<()>>,
     restore_waiters: Vec<oneshot::Sender<Usage>>,
+    /// Where the file is read and written (A6).
+    blocking: Blocking,
 }
 
 impl AuditLog {
@@ -77,7 +81,14 @@ impl AuditLog {
             warned: false,
             flush_waiters: Vec::new(),
             restore_waiters: Vec::new(),
+            blocking: Blocking::default(),
         }
+    }
+
+    /// Reads and writes the file on `blocking` (A6: the process's file threads).
+    pub fn with_blocking(mut self, blocking: Blocking) -> Self {
+        self.blocking = blocking;
+        self
     }
 
     /// The existing file has been read: the writer goes on from it.
@@ -113,7 +124,8 @@ impl AuditLog {
         self.writing = true;
         let chunk = std::mem::take(&mut self.pending);
         let path = self.path.clone();
-        let write = async move { append(path, chunk).await };
+        let blocking = self.blocking.clone();
+        let write = async move { append(path, chunk, &blocking).await };
         ctx.spawn(write.into_actor(self).map(|result, act, ctx| {
             act.writing = false;
             if let Err(err) = result {
@@ -137,8 +149,8 @@ impl AuditLog {
 
 /// What an existing transcript file holds (P9); nothing when there is none or it cannot be
 /// read (the first write then says why). On the blocking pool.
-async fn read_existing(path: PathBuf) -> Restored {
-    let read = tokio::task::spawn_blocking(move || {
+async fn read_existing(path: PathBuf, blocking: Blocking) -> Restored {
+    let read = blocking.run(move || {
         match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_symlink() => return Restored::default(),
             Err(_) => return Restored::default(),
@@ -162,7 +174,7 @@ async fn read_existing(path: PathBuf) -> Restored {
 
 /// Appends `text` to the regular file at `path`, creating it and its directory (the
 /// session's artifacts directory, P9) when missing; on the blocking pool.
-async fn append(path: PathBuf, text: String) -> Result<(), AuditError> {
+async fn append(path: PathBuf, text: String, blocking: &Blocking) -> Result<(), AuditError> {
     let target = path.clone();
     let write = move || {
         if let Some(dir) = target.parent() {
@@ -170,7 +182,7 @@ async fn append(path: PathBuf, text: String) -> Result<(), AuditError> {
         }
         append_regular(&target, text.as_bytes())
     };
-    match tokio::task::spawn_blocking(write).await {
+    match blocking.run(write).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(source)) => Err(AuditError::Io { path, source }),
         Err(_) => Err(AuditError::Interrupted { path }),
@@ -181,7 +193,7 @@ impl Actor for AuditLog {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let read = read_existing(self.path.clone());
+        let read = read_existing(self.path.clone(), self.blocking.clone());
         ctx.spawn(
             read.into_actor(self)
                 .map(|restored, act, ctx| act.restored(restored, ctx)),

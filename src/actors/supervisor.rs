@@ -30,6 +30,7 @@ use crate::messages::review::{AskEnd, FlushAudit, ReleaseWaiters};
 use crate::review::judge_gate::GateCounts;
 use crate::settings::ReviewMode;
 use crate::status::PrimaryTally;
+use crate::texts::notice;
 use members::ActorsBySlug;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -181,6 +182,11 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
     fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
         let tally = &mut self.primary_spend;
         msg.transcript.read(|messages| tally.observe(messages));
+        if let Some(count) = tally.take_ignored() {
+            tracing::warn!(count, "implausible primary usage values ignored (SP5)");
+            let count = count.to_string();
+            self.notice_about(None, notice("primaryUsageIgnored", &[("count", &count)]));
+        }
         // SP6: before this boundary is scheduled, so a switch applies to it.
         self.check_spend_ceilings(ctx);
         // RO21: an entry that changed on disk is rebuilt before its next review, reading

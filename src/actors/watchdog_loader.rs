@@ -21,6 +21,7 @@ use crate::messages::watchdog::{
     GetWatchdogPrompt, GetWatchdogStats, WatchdogPrompt, WatchdogStats,
 };
 use crate::redact::Redactor;
+use crate::shared::file_pool::{Blocking, WorkLost};
 use crate::shared::watchdog_cache::{CachedRefresh, WatchdogCache};
 use crate::watchdog::{
     format_project_context, refresh_with, ContextFile, Loaded, Refresh, WatchdogConfig,
@@ -46,6 +47,8 @@ pub struct WatchdogLoader {
     notices: Option<Recipient<NoticeRaised>>,
     /// The asks the check in flight answers; empty while none runs.
     waiting: Vec<oneshot::Sender<WatchdogPrompt>>,
+    /// Where the checks run (A6).
+    blocking: Blocking,
 }
 
 impl WatchdogLoader {
@@ -64,6 +67,7 @@ impl WatchdogLoader {
             host_context: None,
             notices: None,
             waiting: Vec::new(),
+            blocking: Blocking::default(),
         }
     }
 
@@ -98,10 +102,12 @@ impl WatchdogLoader {
         let config = Arc::clone(&self.config);
         let previous = self.cached.clone();
         let redactor = self.redactor();
+        let blocking = self.blocking.clone();
         if let Some(cache) = self.shared.clone() {
-            let check = tokio::task::spawn_blocking(move || {
-                cache.refresh(&config, previous.as_ref(), redactor.as_ref())
-            });
+            let check = async move {
+                let work = move || cache.refresh(&config, previous.as_ref(), redactor.as_ref());
+                blocking.run(work).await
+            };
             ctx.spawn(check.into_actor(self).map(|outcome, actor, _ctx| {
                 let prompt = actor.settle_shared(outcome);
                 let prompt = actor.with_host_context(prompt);
@@ -109,13 +115,16 @@ impl WatchdogLoader {
             }));
             return;
         }
-        let check = tokio::task::spawn_blocking(move || {
-            refresh_with(
-                &config,
-                previous.as_ref().map(|loaded| &loaded.fingerprint),
-                redactor.as_ref(),
-            )
-        });
+        let check = async move {
+            let work = move || {
+                refresh_with(
+                    &config,
+                    previous.as_ref().map(|loaded| &loaded.fingerprint),
+                    redactor.as_ref(),
+                )
+            };
+            blocking.run(work).await
+        };
         ctx.spawn(check.into_actor(self).map(|outcome, actor, _ctx| {
             let prompt = actor.settle(outcome);
             let prompt = actor.with_host_context(prompt);
@@ -144,6 +153,12 @@ impl WatchdogLoader {
         prompt
     }
 
+    /// Runs its checks on `blocking` (A6: the process's file threads).
+    pub fn with_blocking(mut self, blocking: Blocking) -> Self {
+        self.blocking = blocking;
+        self
+    }
+
     /// Takes its results from `cache`, shared with the other sessions of the process
     /// (A6), instead of loading on its own.
     pub fn with_cache(mut self, cache: Option<Arc<WatchdogCache>>) -> Self {
@@ -153,10 +168,7 @@ impl WatchdogLoader {
 
     /// Folds an answer of the shared cache into the actor's state (A6): a load read now
     /// counts as this loader's load; another session's current result is adopted unread.
-    fn settle_shared(
-        &mut self,
-        outcome: Result<CachedRefresh, tokio::task::JoinError>,
-    ) -> WatchdogPrompt {
+    fn settle_shared(&mut self, outcome: Result<CachedRefresh, WorkLost>) -> WatchdogPrompt {
         match outcome {
             Ok(CachedRefresh::Loaded(loaded)) => {
                 self.stats.loads += 1;
@@ -199,7 +211,7 @@ impl WatchdogLoader {
     /// Folds the outcome of one background check into the actor's state and picks the
     /// answer. An unchanged tree answers the cached blocks without repeating warnings;
     /// a failed check keeps the previous blocks and reports the failure as a warning.
-    fn settle(&mut self, outcome: Result<Refresh, tokio::task::JoinError>) -> WatchdogPrompt {
+    fn settle(&mut self, outcome: Result<Refresh, WorkLost>) -> WatchdogPrompt {
         match outcome {
             Ok(Refresh::Rebuilt(loaded)) => {
                 self.stats.loads += 1;

@@ -5,7 +5,7 @@
 //! - text mode: each delivery as `── turn N · CHANNEL ──` (`── turn N · CHANNEL · NAME ──`
 //!   for a named advisor's, RO23; then ` · MODEL`, the model that produced its notes, SP8)
 //!   followed by the advisory XML the primary would receive; a merged final-boundary delivery
-//!   (CA14) as one block per note, each headed `── turn N · CHANNEL · SEVERITY · T-K · NAME ──`
+//!   (CA14) as one block per note, each headed `── turn N · CHANNEL · SEVERITY · T-K · NAME · MODEL ──`
 //!   (`T-K` for a note about a turn K turns back), the guidance text opening the first block
 //!   when the message has it;
 //!   notices on standard error; a progress bar on standard error when it is a terminal; at
@@ -592,9 +592,9 @@ impl Printer {
 }
 
 /// A merged final-boundary delivery (CA14) in text mode: a block per note, in the
-/// message's order, each headed `── turn N · CHANNEL · SEVERITY · T-K · NAME ──` (severity
-/// when given, `T-K` when the note is about a turn K turns back, the name for a named
-/// advisor's), the guidance text (CA15) opening the first block when the message has it.
+/// message's order, each headed `── turn N · CHANNEL · SEVERITY · T-K · NAME · MODEL ──`
+/// (severity when given, `T-K` when the note is about a turn K turns back, the name for a
+/// named advisor's, the model that produced the note, SP8), the guidance text (CA15) opening the first block when the message has it.
 fn merged_text(turn: usize, channel: LineChannel, delivery: &Delivery) -> String {
     let guidance = delivery
         .content
@@ -613,6 +613,11 @@ fn merged_text(turn: usize, channel: LineChannel, delivery: &Delivery) -> String
         if let Some(name) = &note.advisor {
             heading.push_str(" · ");
             heading.push_str(name);
+        }
+        // SP8: the model that produced this note, as every other heading names it.
+        if let Some(model) = notes_models(std::slice::from_ref(note)) {
+            heading.push_str(" · ");
+            heading.push_str(&model);
         }
         out.push_str(&heading);
         out.push_str(" ──\n");
@@ -911,6 +916,7 @@ mod tests {
         let mut late =
             Advisory::new("Check the token", Some(Severity::Concern)).with_advisor("Security");
         late.turns_ago = Some(2);
+        late.model = Some("openai/gpt-5".into());
         let mut now = Advisory::new("Tidy", Some(Severity::Nit));
         now.turns_ago = Some(0);
         let notes = vec![now.clone(), late.clone()];
@@ -925,7 +931,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "── turn 7 · card · nit ──\n{}\n{}\n── turn 7 · card · concern · T-2 · Security ──\n{}\n",
+                "── turn 7 · card · nit ──\n{}\n{}\n── turn 7 · card · concern · T-2 · Security · openai/gpt-5 ──\n{}\n",
                 advisor::replay::merged_guidance(),
                 now.to_xml(None),
                 late.to_xml(None)

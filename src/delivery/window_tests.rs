@@ -300,6 +300,50 @@ fn ca16_at_most_one_continuation_a_steer_while_the_run_takes_steering_else_one_w
 }
 
 #[test]
+fn sp3_ca16_a_merged_wake_counts_toward_the_two_wakes_per_user_prompt() {
+    let p = prompt("go");
+    // Two wakes spent by blockers raised while the primary is idle (outside any window),
+    // then a final boundary's merged blocker: a card, counted refused.
+    let mut r = router();
+    r.run_state(false);
+    for (review, note) in [
+        (1, "first: the tests are deleted"),
+        (2, "second: the tag moved"),
+    ] {
+        let (_, events) = r.raise(&rv(0, review), adv(note, Some(Severity::Blocker)));
+        assert!(matches!(events[..], [HostEvent::Wake { .. }]), "{events:?}");
+    }
+    let (_, planned) = turn(&mut r, false, true, &p);
+    r.review_batch(&rv(0, 3), 1, false);
+    r.raise(
+        &rv(0, 3),
+        adv("third: the secret is logged", Some(Severity::Blocker)),
+    );
+    let events = r.close_window(planned.window.unwrap());
+    assert_eq!(only_delivery(&events).channel, Channel::Card);
+    assert_eq!((r.counts().wake, r.counts().wakes_refused), (2, 1));
+    assert!(!r.marked(), "a refused wake starts no continuation");
+    // The other way round: a merged wake spends one, so only one raised wake is left.
+    let mut r = router();
+    r.run_state(false);
+    let (_, planned) = turn(&mut r, false, true, &p);
+    r.review_batch(&rv(0, 1), 1, false);
+    r.raise(
+        &rv(0, 1),
+        adv("first: the tests are deleted", Some(Severity::Blocker)),
+    );
+    let events = r.close_window(planned.window.unwrap());
+    assert_eq!(only_delivery(&events).channel, Channel::Wake);
+    let mut seen = Vec::new();
+    for (review, note) in [(2, "second: the tag moved"), (3, "third: the key leaked")] {
+        let (_, events) = r.raise(&rv(0, review), adv(note, Some(Severity::Blocker)));
+        seen.push(only_delivery(&events).channel);
+    }
+    assert_eq!(seen, [Channel::Wake, Channel::Card]);
+    assert_eq!(r.counts().wakes_refused, 1);
+}
+
+#[test]
 fn ca16_only_a_blocker_or_an_agent_end_concern_qualifies_and_the_gates_make_it_a_card() {
     let p = prompt("go");
     // (mode, severity, gate) → channel

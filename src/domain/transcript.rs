@@ -193,31 +193,111 @@ pub struct MessageUsage {
     /// The cost in dollars, when the host priced the call (`cost.total`, or a number).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
+    /// How many of its fields were present but implausible and read as absent (SP5,
+    /// [`UsageCount`]).
+    #[serde(skip)]
+    pub ignored: u8,
+}
+
+/// The most tokens one field of one assistant message's recorded usage may plausibly hold
+/// (SP5): no model reads or writes a billion tokens in one call.
+pub const MAX_MESSAGE_TOKENS: u64 = 1_000_000_000;
+
+/// The most dollars one assistant message's recorded cost may plausibly be (SP5).
+pub const MAX_MESSAGE_COST: f64 = 10_000.0;
+
+/// One token count of a recorded usage, as read (SP5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UsageCount {
+    /// Not there, or `null`.
+    #[default]
+    Absent,
+    /// A whole number from 0 to [`MAX_MESSAGE_TOKENS`].
+    Count(u64),
+    /// Anything else: negative, fractional, past the bound, a string, an object…; ignored.
+    Implausible,
+}
+
+impl UsageCount {
+    /// Reads one field's value.
+    pub fn of(value: &Value) -> Self {
+        match value {
+            Value::Null => Self::Absent,
+            other => match other.as_u64() {
+                Some(n) if n <= MAX_MESSAGE_TOKENS => Self::Count(n),
+                _ => Self::Implausible,
+            },
+        }
+    }
+
+    /// Reads a whole number already parsed.
+    pub fn whole(n: u64) -> Self {
+        if n <= MAX_MESSAGE_TOKENS {
+            Self::Count(n)
+        } else {
+            Self::Implausible
+        }
+    }
 }
 
 impl MessageUsage {
     /// Reads a recorded `usage` object; `None` when it is not an object or names neither
-    /// input nor output tokens. A token count that is not a whole number counts as 0; a
-    /// cost that is not a finite number of 0 or more as none.
+    /// input nor output tokens. Each field is read on its own ([`MessageUsage::from_fields`]).
     pub fn from_value(value: &Value) -> Option<Self> {
         let object = value.as_object()?;
-        let count = |key: &str| object.get(key).and_then(Value::as_u64);
-        let (input, output) = (count("input"), count("output"));
-        if input.is_none() && output.is_none() {
-            return None;
-        }
+        let count = |key: &str| object.get(key).map_or(UsageCount::Absent, UsageCount::of);
         let cost = match object.get("cost") {
             Some(Value::Object(parts)) => parts.get("total").and_then(Value::as_f64),
             Some(other) => other.as_f64(),
             None => None,
-        }
-        .filter(|c| c.is_finite() && *c >= 0.0);
-        Some(Self {
-            input: input.unwrap_or(0),
-            output: output.unwrap_or(0),
-            cache_read: count("cacheRead").unwrap_or(0),
-            cache_write: count("cacheWrite").unwrap_or(0),
+        };
+        Self::from_fields(
+            [
+                count("input"),
+                count("output"),
+                count("cacheRead"),
+                count("cacheWrite"),
+            ],
             cost,
+        )
+    }
+
+    /// A usage from its four token counts (input, output, cache read, cache write) and its
+    /// cost as read; `None` when neither input nor output is there. An implausible count
+    /// ([`UsageCount::Implausible`]) or a cost that is not a finite number from 0 to
+    /// [`MAX_MESSAGE_COST`] reads as absent and is counted in `ignored` (SP5): one bad field
+    /// never discards the others, nor saturates a total.
+    pub fn from_fields(counts: [UsageCount; 4], cost: Option<f64>) -> Option<Self> {
+        let [input, output, cache_read, cache_write] = counts;
+        if input == UsageCount::Absent && output == UsageCount::Absent {
+            return None;
+        }
+        let mut ignored = 0u8;
+        let mut read = |count: UsageCount| match count {
+            UsageCount::Count(n) => n,
+            UsageCount::Absent => 0,
+            UsageCount::Implausible => {
+                ignored += 1;
+                0
+            }
+        };
+        let (input, output) = (read(input), read(output));
+        let (cache_read, cache_write) = (read(cache_read), read(cache_write));
+        let cost = match cost {
+            Some(c) if c.is_finite() && (0.0..=MAX_MESSAGE_COST).contains(&c) => Some(c),
+            Some(_) => {
+                ignored += 1;
+                None
+            }
+            None => None,
+        };
+        Some(Self {
+            input,
+            output,
+            cache_read,
+            cache_write,
+            cost,
+            ignored,
         })
     }
 }

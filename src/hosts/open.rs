@@ -107,6 +107,8 @@ pub(crate) fn prepare(
     };
     let models = ModelSource {
         shared: Some(Arc::clone(shared)),
+        // H14: the endpoint of a proxy, a local server or a test's scripted model.
+        base_url: lookup("ADVISOR_BASE_URL").filter(|url| !url.trim().is_empty()),
         ..ModelSource::new(Arc::clone(&options.catalog), keys)
     };
     let mut notices = Vec::new();

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::domain::advice::AdvisorLabel;
 use crate::feed::Update;
 
-pub use crate::review::{AgentStatus, AskEnd, AskError, AuditEvent, BacklogWait};
+pub use crate::review::{AgentStatus, AskEnd, AskError, AuditEvent, BacklogWait, PendingReviews};
 
 /// Queues one scheduled review (CA2, CA3): the updates the advisor held, oldest first, then
 /// the boundary's own delta; one backlog unit (CA12).
@@ -151,6 +151,20 @@ pub struct CheckedIn {
     pub after_turns: u8,
     /// The named advisor reporting (RO13); `None`: the unnamed advisor.
     pub advisor: Option<AdvisorLabel>,
+    /// The reviews queued behind the calling one, taken out of the agent's queue: held
+    /// back for the appointed review, or given back ([`RestoreReviews`]) when nothing waits.
+    pub postponed: PendingReviews,
+}
+
+/// Puts reviews a `check_in` report took out of the agent's queue back, before those
+/// queued since (supervisor → agent, SP7): nothing waited for them.
+#[derive(Debug, Clone, ActixMessage)]
+#[rtype(result = "()")]
+pub struct RestoreReviews {
+    /// The epoch they were taken in; stale ones are ignored.
+    pub epoch: u64,
+    /// The reviews.
+    pub reviews: PendingReviews,
 }
 
 /// A line for the user from the agent, which has no host recipient of its own (agent →

@@ -173,11 +173,20 @@ impl ModelClient for LimitedModel {
         let limit = Arc::clone(&self.limit);
         let runs_on = self.runs_on.clone();
         Box::pin(async move {
-            let _slot = limit.acquire().await;
+            let slot = limit.acquire().await;
             let Some(runtime) = runs_on else {
-                return inner.complete(request).await;
+                let answer = inner.complete(request).await;
+                drop(slot);
+                return answer;
             };
-            let call = AbortOnDrop(runtime.spawn(inner.complete(request)));
+            // The slot goes with the call's task: a caller that gives up aborts the task,
+            // and the slot is freed only when the task (its connection with it) is gone, not
+            // while the aborted exchange may still be open at the provider (A6).
+            let call = AbortOnDrop(runtime.spawn(async move {
+                let answer = inner.complete(request).await;
+                drop(slot);
+                answer
+            }));
             match call.await {
                 Ok(answer) => answer,
                 Err(e) => Err(ModelError::Retryable {

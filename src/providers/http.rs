@@ -237,6 +237,7 @@ async fn run_stream<D: StreamDecoder>(
                         return Err(err.with_usage(decoder.partial_usage()));
                     }
                     if decoder.is_done() {
+                        drain_to_end(&mut stream, limits.deadline).await;
                         return decoder.finish();
                     }
                     if decoder.reply_bytes() > call.reply_cap {
@@ -260,6 +261,32 @@ async fn run_stream<D: StreamDecoder>(
         }
     }
     decoder.finish()
+}
+
+/// How long a call goes on reading after its end marker for the provider to end the
+/// response (A6).
+const DRAIN_AFTER_END: Duration = Duration::from_secs(1);
+
+/// The most bytes read after the end marker (A6).
+const DRAIN_AFTER_END_BYTES: usize = 64 * 1024;
+
+/// Reads what follows a stream's end marker until the provider ends the response, for at
+/// most [`DRAIN_AFTER_END`] (never past the call's `deadline`) and
+/// [`DRAIN_AFTER_END_BYTES`] (A6): the call keeps its provider slot until the provider is
+/// done with the request, so the next caller's request never overlaps it and the provider
+/// never sees more than `advisor.maxConcurrentReviews` at once.
+async fn drain_to_end<S>(stream: &mut S, deadline: Instant)
+where
+    S: futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
+{
+    let until = deadline.min(Instant::now() + DRAIN_AFTER_END);
+    let mut read = 0;
+    while read <= DRAIN_AFTER_END_BYTES {
+        match tokio::time::timeout_at(until, stream.next()).await {
+            Ok(Some(Ok(bytes))) => read += bytes.len(),
+            _ => return,
+        }
+    }
 }
 
 /// `text` cut to at most `max` bytes, at a character boundary.

@@ -158,9 +158,15 @@ impl RecordedRequest {
     }
 }
 
+/// Answers a request from what it holds: the server's fallback once its queue of scripted
+/// answers is empty (see [`SseServer::start_with`]).
+pub type Responder = dyn Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync;
+
 #[derive(Default)]
 struct State {
     responses: VecDeque<ScriptedResponse>,
+    /// Answers requests once `responses` is empty (else they get a 500).
+    responder: Option<Arc<Responder>>,
     requests: Vec<RecordedRequest>,
     /// Body bytes written, per answer, in request order.
     sent: Vec<u64>,
@@ -185,12 +191,28 @@ impl SseServer {
     pub async fn start(
         responses: impl IntoIterator<Item = ScriptedResponse>,
     ) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-        let addr = listener.local_addr()?;
-        let state = Arc::new(Mutex::new(State {
+        Self::start_state(State {
             responses: responses.into_iter().collect(),
             ..State::default()
-        }));
+        })
+        .await
+    }
+
+    /// Starts a server on `127.0.0.1:0` that answers every request with what `responder`
+    /// makes of it (answers [`SseServer::push`]ed later go first). For clients whose
+    /// requests are not known in advance: a real agent CLI, a background process.
+    pub async fn start_with(responder: Arc<Responder>) -> std::io::Result<Self> {
+        Self::start_state(State {
+            responder: Some(responder),
+            ..State::default()
+        })
+        .await
+    }
+
+    async fn start_state(state: State) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(Mutex::new(state));
         let accept_state = Arc::clone(&state);
         let accept = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -331,6 +353,30 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded
     }))
 }
 
+/// Records `request` and picks its answer: the next queued one (taken in the same lock, so
+/// queued answers follow arrival order), else the responder's (called outside the lock: it
+/// is the test's code), else a 500. Returns the answer and the request's slot.
+fn scripted_answer(state: &Mutex<State>, request: RecordedRequest) -> (ScriptedResponse, usize) {
+    let record = |s: &mut State, request: RecordedRequest| {
+        s.requests.push(request);
+        s.sent.push(0);
+        s.arrivals.send_replace(s.requests.len());
+        s.sent.len() - 1
+    };
+    let responder = {
+        let mut s = state.lock();
+        if let Some(queued) = s.responses.pop_front() {
+            return (queued, record(&mut s, request));
+        }
+        s.responder.clone()
+    };
+    let response = match responder {
+        Some(answer) => answer(&request),
+        None => ScriptedResponse::json(500, r#"{"error":"no scripted response left"}"#),
+    };
+    (response, record(&mut state.lock(), request))
+}
+
 /// Counts one request as being answered for as long as it lives (also when the answer
 /// ends early: an error, a cut, the connection dropped).
 struct Answering<'a>(&'a Mutex<State>);
@@ -355,15 +401,7 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
         return Ok(());
     };
     let _answering = Answering::enter(&state);
-    let (response, slot) = {
-        let mut s = state.lock();
-        s.requests.push(request);
-        s.sent.push(0);
-        s.arrivals.send_replace(s.requests.len());
-        (s.responses.pop_front(), s.sent.len() - 1)
-    };
-    let response = response
-        .unwrap_or_else(|| ScriptedResponse::json(500, r#"{"error":"no scripted response left"}"#));
+    let (response, slot) = scripted_answer(&state, request);
     let mut head = format!(
         "HTTP/1.1 {} {}\r\n",
         response.status,

@@ -4,7 +4,10 @@
 //! A review that called `check_in {afterTurns: n}` and whose batch ended at turn end `t`
 //! makes the advisor's next review start at turn end `t + n`: the turn ends before it start
 //! none, their deltas held as the interval rule holds them (CA3) and sent with that review.
-//! A final boundary, a user prompt, an abort or a reset ends the wait early. Turn ends are
+//! Reviews already queued behind the calling one are postponed to that review too
+//! ([`CheckInWait::postpone`]). A final boundary, a user prompt, an abort or a reset ends
+//! the wait early; a user prompt or an abort that came while the calling review ran (after
+//! its batch's turn end) ends it before it starts. Turn ends are
 //! counted per advisor, the same count the supervisor stamps on the reviews it queues, so a
 //! review slower than the turns still schedules from the turn its batch ended at.
 //!
@@ -43,6 +46,9 @@ pub struct CheckInWait {
     turn: u64,
     /// The turn end the next review starts at, while a check-in holds reviews back.
     until: Option<u64>,
+    /// The turn count when the latest user prompt or abort came: a check-in whose batch
+    /// ended at or before it was already ended by it (SP7).
+    prompted_at: Option<u64>,
     /// Its counts (lifetime: a reset ends the wait, never the counts).
     counts: CheckInCounts,
 }
@@ -73,16 +79,53 @@ impl CheckInWait {
     /// A review whose batch ended at turn end `batch_end` called `check_in {afterTurns:
     /// after_turns}`: the next review starts at turn end `batch_end + after_turns`. When
     /// that turn end has already passed (the review ended late), nothing waits.
-    pub fn checked_in(&mut self, batch_end: u64, after_turns: u8) {
+    /// A user prompt or an abort that came after that turn end (while the review ran)
+    /// already ended the wait, so nothing waits then either. Answers whether a wait is set.
+    pub fn checked_in(&mut self, batch_end: u64, after_turns: u8) -> bool {
         self.counts.check_ins += 1;
+        if self.prompted_at.is_some_and(|at| at >= batch_end) {
+            self.until = None;
+            return false;
+        }
         let at = batch_end.saturating_add(u64::from(after_turns));
-        self.until = (at > self.turn + 1).then_some(at);
+        // At `turn + 1` the next turn end is the appointment and holds nothing, but the
+        // reviews queued behind this one wait for it ([`Self::postpone`]).
+        self.until = (at > self.turn).then_some(at);
+        self.until.is_some()
     }
 
-    /// Ends the wait early: a user prompt, an abort or a reset (SP7). The next turn end
-    /// goes through the cadence as usual.
+    /// Ends the wait early: a reset, a pause, the advisor turned off (SP7). The next turn
+    /// end goes through the cadence as usual.
     pub fn end_wait(&mut self) {
         self.until = None;
+    }
+
+    /// A user prompt or an abort (SP7): ends the wait, and a check-in of a review running
+    /// now (its batch ended before this) sets none when it reports.
+    pub fn prompted(&mut self) {
+        self.prompted_at = Some(self.turn);
+        self.until = None;
+    }
+
+    /// The updates of reviews queued behind the review that called `check_in` (SP7): while
+    /// the wait it set holds, they are held back in `cadence` and go with the review at the
+    /// appointed turn end (counted as one review skipped); `Some` (to queue them again)
+    /// when nothing waits.
+    pub fn postpone(
+        &mut self,
+        cadence: &mut AdvisorCadence,
+        updates: Vec<Update>,
+        wip: bool,
+    ) -> Option<Vec<Update>> {
+        if updates.is_empty() {
+            return None;
+        }
+        if self.until.is_none() {
+            return Some(updates);
+        }
+        self.counts.turns_skipped += 1;
+        cadence.hold_back(updates, wip);
+        None
     }
 
     /// Takes one turn end: counts it and answers whether the wait holds its review back. A
@@ -202,8 +245,8 @@ mod tests {
         let mut a = Advisor::default();
         a.turn_end(every(1), WIP, "1");
         a.wait.checked_in(1, 1);
-        assert_eq!(a.wait.waiting_until(), None);
         assert_eq!(a.turn_end(every(1), WIP, "2"), Some(vec!["2".into()]));
+        assert_eq!(a.wait.waiting_until(), None);
         assert_eq!(a.wait.counts().turns_skipped, 0);
     }
 
@@ -254,6 +297,39 @@ mod tests {
             Some(vec!["2".into(), "3".into()])
         );
         assert_eq!(a.wait.counts().check_ins, 1, "the counts stay");
+    }
+
+    #[test]
+    fn sp7_a_user_prompt_while_the_calling_review_runs_ends_the_wait_it_sets() {
+        let mut a = Advisor::default();
+        a.turn_end(every(1), WIP, "1");
+        // The prompt comes after turn end 1, before the review of turn 1 reports.
+        a.wait.prompted();
+        assert!(!a.wait.checked_in(1, 3));
+        assert_eq!(a.wait.waiting_until(), None);
+        assert_eq!(a.turn_end(every(1), WIP, "2"), Some(vec!["2".into()]));
+        // A prompt before the batch's turn end does not end a later check-in's wait.
+        assert!(a.wait.checked_in(2, 3));
+        assert_eq!(a.turn_end(every(1), WIP, "3"), None);
+    }
+
+    #[test]
+    fn sp7_updates_queued_behind_the_calling_review_are_postponed_to_the_appointment() {
+        let mut a = Advisor::default();
+        a.turn_end(every(1), WIP, "1");
+        a.turn_end(every(1), WIP, "2");
+        assert!(a.wait.checked_in(1, 3));
+        let back = a.wait.postpone(&mut a.cadence, vec!["2".into()], true);
+        assert_eq!(back, None);
+        assert_eq!(a.turn_end(every(1), WIP, "3"), None);
+        assert_eq!(
+            a.turn_end(every(1), WIP, "4"),
+            Some(["2", "3", "4"].map(String::from).to_vec())
+        );
+        assert_eq!(a.wait.counts().turns_skipped, 2);
+        // Nothing waits: the updates go back to be queued.
+        let back = a.wait.postpone(&mut a.cadence, vec!["5".into()], true);
+        assert_eq!(back, Some(vec![Update::from("5")]));
     }
 
     #[test]

@@ -139,21 +139,15 @@ pub enum LimitStop {
     OutputCap,
 }
 
-/// How many times its output bound a reply may be (estimates run high) and still count as
-/// cut by that bound (G5); the reply-size cap sits at about 8 times it.
-pub const OUTPUT_CAP_SLACK: u64 = 4;
-
 /// Tells a context overflow from a reply cut at its output bound (G5): the context is full
 /// when the call's prompt plus output reach `threshold`, or when the provider reported an
 /// output below `bound` (something other than the bound stopped it); otherwise, including
-/// an estimated usage (the provider reported none), the bound cut the reply. A reply of more
-/// than [`OUTPUT_CAP_SLACK`] times the bound was not stopped by the bound but by the reply-size
-/// cap (the model ran on past it): that keeps the reactive path too (M2's huge reply).
+/// an estimated usage (the provider reported none) and a reply far past the bound (a server
+/// that ignores the bound, cut by the reply-size cap), the reply was cut at an output cap and
+/// is kept: only a full context takes the reactive path.
 pub fn limit_stop(usage: &Usage, bound: u32, threshold: u64) -> LimitStop {
     let used = usage.prompt_tokens() + usage.output;
-    let past_the_bound = usage.output > u64::from(bound).saturating_mul(OUTPUT_CAP_SLACK);
-    if used >= threshold || past_the_bound || (!usage.estimated && usage.output < u64::from(bound))
-    {
+    if used >= threshold || (!usage.estimated && usage.output < u64::from(bound)) {
         LimitStop::ContextFull
     } else {
         LimitStop::OutputCap
@@ -441,19 +435,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn g5_m2_a_reply_far_past_its_bound_was_cut_by_the_reply_cap_and_keeps_the_reactive_path() {
-        let usage = |output| Usage {
-            input: 1_000,
+    fn g5_a_reply_far_past_its_bound_is_an_output_cap_unless_the_context_is_full() {
+        let usage = |input, output, estimated| Usage {
+            input,
             output,
-            estimated: true,
+            estimated,
             ..Usage::default()
         };
         // About its bound (estimates run high): the bound cut it.
-        assert_eq!(limit_stop(&usage(60), 48, 100_000), LimitStop::OutputCap);
-        assert_eq!(limit_stop(&usage(192), 48, 100_000), LimitStop::OutputCap);
-        // Eight times the bound is the reply-size cap: the model ran on past the bound.
         assert_eq!(
-            limit_stop(&usage(8 * 48), 48, 100_000),
+            limit_stop(&usage(1_000, 60, true), 48, 100_000),
+            LimitStop::OutputCap
+        );
+        // Far past it (a server ignoring the bound, cut by the reply-size cap), estimated or
+        // reported, with room left in the context: still a cut reply, kept.
+        for estimated in [true, false] {
+            assert_eq!(
+                limit_stop(&usage(2_555, 32_875, estimated), 4_096, 102_400),
+                LimitStop::OutputCap
+            );
+        }
+        // The context is full: the reactive path.
+        assert_eq!(
+            limit_stop(&usage(90_000, 32_875, true), 4_096, 102_400),
+            LimitStop::ContextFull
+        );
+        // The provider reported stopping below the bound: not the bound.
+        assert_eq!(
+            limit_stop(&usage(1_000, 10, false), 48, 100_000),
             LimitStop::ContextFull
         );
     }

@@ -243,6 +243,13 @@ impl Fallback {
         self.active = None;
     }
 
+    /// `/advisor on` resumed a paused advisor: every cooldown ends, so the own model is
+    /// back before the next review (unless the policy is `never`) and the whole chain is
+    /// there again should it fail (P6).
+    pub fn clear_cooldowns(&mut self) {
+        self.cooldowns.clear();
+    }
+
     /// The backup in use and why, when on one.
     pub fn status(&self) -> Option<&FallbackStatus> {
         self.active.as_ref()

@@ -45,7 +45,7 @@ pub use ask::{AskEnd, AskError};
 pub use audit::AuditEvent;
 pub use context::{AdvisorContext, MaintenanceCounts};
 pub use failure::FailurePolicy;
-pub use queue::ReviewPrompt;
+pub use queue::{PendingReviews, ReviewPrompt};
 pub use reviewer::{ReviewEngine, ReviewLimits, ReviewPort, ReviewRun, Reviewer, ToolReply};
 pub use state::{BacklogWait, FailureStep, ReviewState, Work};
 pub use status::AgentStatus;

@@ -27,7 +27,7 @@ use regex::Regex;
 
 use crate::model::{AssistantPart, ChatMessage};
 use crate::tools::advise;
-use shell::{hazards, normalise, CommandClass, HazardCommand};
+use shell::{as_read, as_run, hazards, CommandClass, HazardCommand};
 
 /// Consecutive quarantines after which the batch is dropped with a notice (P5); the first
 /// resets and re-primes silently.
@@ -121,14 +121,37 @@ impl OutputGuard {
         })
     }
 
-    /// Reads `text`: its hazardous commands (`trim`: without the prose after them) and its
-    /// normalised text.
+    /// Reads `text`: its hazardous commands as a reader and as a shell see it (`trim`:
+    /// without the prose after them) and its text as a reader sees it.
     fn read(&self, text: &str, trim: bool) -> Reading {
-        let text = normalise(text);
-        Reading {
-            commands: hazards(&text, trim),
-            text,
+        self.read_pieces(&[text], trim)
+    }
+
+    /// Reads the pieces of one output (the text, thinking and notes of a review's turns, in
+    /// order) as [`OutputGuard::read`] reads one text, each piece on its own and all of them
+    /// joined: a command cut across pieces ("type rm" in one note, "-rf ./build" in the next)
+    /// is found in the joined text. A command whole in one piece is read in that piece, so
+    /// the next piece's first words are not taken for more of its operands.
+    fn read_pieces(&self, pieces: &[&str], trim: bool) -> Reading {
+        let read: Vec<String> = pieces.iter().map(|p| as_read(p)).collect();
+        let run: Vec<String> = pieces.iter().map(|p| as_run(p)).collect();
+        let text = read.join("\n");
+        let mut commands = hazards(&text, trim);
+        merge(&mut commands, hazards(&run.join("\n"), trim));
+        if pieces.len() > 1 {
+            let mut joined = hazards(&read.join(" "), trim);
+            merge(&mut joined, hazards(&run.join(" "), trim));
+            let split: Vec<HazardCommand> = joined
+                .into_iter()
+                .filter(|j| {
+                    !commands
+                        .iter()
+                        .any(|c| c.class == j.class && c.words.is_subset(&j.words))
+                })
+                .collect();
+            merge(&mut commands, split);
         }
+        Reading { commands, text }
     }
 
     /// Whether `text` holds `hazard`.
@@ -195,13 +218,22 @@ impl OutputGuard {
         quarantine.then_some(counted)
     }
 
-    /// Checks one assistant turn (`parts`) against the advisor's `context` (P5).
-    pub fn check(&self, parts: &[AssistantPart], context: &[ChatMessage]) -> Option<Vec<Hazard>> {
-        let output = output_text(parts);
-        if output.is_empty() {
+    /// Checks one assistant turn (`parts`) against the advisor's `context` (P5), together
+    /// with what the review's `earlier` turns said (their [`output_pieces`], in order): a
+    /// command begun in an earlier note and finished in this turn withholds this turn.
+    pub fn check(
+        &self,
+        earlier: &[String],
+        parts: &[AssistantPart],
+        context: &[ChatMessage],
+    ) -> Option<Vec<Hazard>> {
+        let now = output_pieces(parts);
+        if now.is_empty() {
             return None;
         }
-        let output = self.read(&output, true);
+        let mut pieces: Vec<&str> = earlier.iter().map(String::as_str).collect();
+        pieces.extend(now);
+        let output = self.read_pieces(&pieces, true);
         // Most turns match no class at all: only then is the whole context worth reading.
         if !Hazard::ALL.into_iter().any(|h| self.holds(h, &output)) {
             return None;
@@ -210,8 +242,18 @@ impl OutputGuard {
     }
 }
 
-/// What a turn says: its text, its thinking (beyond oh-my-pi) and its `advise` notes.
-pub fn output_text(parts: &[AssistantPart]) -> String {
+/// Adds to `commands` each of `more` it does not hold yet.
+fn merge(commands: &mut Vec<HazardCommand>, more: Vec<HazardCommand>) {
+    for command in more {
+        if !commands.contains(&command) {
+            commands.push(command);
+        }
+    }
+}
+
+/// What a turn says, piece by piece, in order: its texts, its thinking (beyond oh-my-pi) and
+/// its `advise` notes.
+pub fn output_pieces(parts: &[AssistantPart]) -> Vec<&str> {
     let mut out = Vec::new();
     for part in parts {
         match part {
@@ -228,7 +270,8 @@ pub fn output_text(parts: &[AssistantPart]) -> String {
             AssistantPart::ToolCall { .. } => {}
         }
     }
-    out.join("\n")
+    out.retain(|piece| !piece.is_empty());
+    out
 }
 
 /// What the advisor was given: the session updates and every tool result in its context.
@@ -372,7 +415,7 @@ mod tests {
                 arguments: json!({"path": "rm -rf"}),
             },
         ];
-        assert_eq!(output_text(&parts), "think\nsay\nnote");
+        assert_eq!(output_pieces(&parts), ["think", "say", "note"]);
         let context = vec![
             ChatMessage::User {
                 text: "update".into(),
@@ -494,6 +537,133 @@ mod tests {
             ),
         ] {
             assert!(g.verdict(output, input).is_some(), "{output}");
+        }
+    }
+
+    /// P5: a shell reads `\rm` (the usual way past an alias) as `rm`; JSON's `\n` and `\t`
+    /// before a command are a line break and a space to a reader.
+    #[test]
+    fn p5_a_backslash_escaped_command_is_read_as_a_shell_runs_it() {
+        let g = guard();
+        for output in [
+            "Run \\rm -rf ./build",
+            "cd x; \\rm -rf ./build",
+            "Run r\\m -rf ./build",
+            "Run \\nrm -rf ./build",
+            "Run \\trm -rf ./build",
+            "Run \\find . -delete",
+            "Run \\git clean -fdx",
+            "Run 'rm' -rf ./build",
+            "Run $'\\x72m' -rf ./build",
+            "Don't wait: \\rm -rf ./build",
+            "Run \"\\rm\" -rf ./build",
+        ] {
+            assert!(
+                g.verdict(output, "make: *** [all] Error 1").is_some(),
+                "{output}"
+            );
+        }
+        // Quoting the agent's own escaped command is review; ordinary escapes are nothing.
+        assert_eq!(
+            g.verdict(
+                "The agent ran \\rm -rf dist without checking.",
+                "$ \\rm -rf dist"
+            ),
+            None
+        );
+        for output in [
+            "Write the CSV with \\r\\n line endings.",
+            "printf 'a\\rb' prints b over a.",
+            "Run \\rm -r build first.",
+        ] {
+            assert_eq!(g.verdict(output, "make failed"), None, "{output}");
+        }
+    }
+
+    fn note(id: &str, text: &str) -> AssistantPart {
+        AssistantPart::ToolCall {
+            id: id.into(),
+            name: "advise".into(),
+            arguments: json!({"note": text, "severity": "concern"}),
+        }
+    }
+
+    fn thinking(text: &str) -> AssistantPart {
+        AssistantPart::Thinking {
+            text: text.into(),
+            signature: None,
+            redacted: None,
+            details: None,
+        }
+    }
+
+    /// P5: a turn's text, thinking and notes are read together: a command cut across two or
+    /// three notes, or between the text (or thinking) and a note, or begun in an earlier turn
+    /// of the review, is withheld.
+    #[test]
+    fn p5_a_command_split_across_notes_text_and_turns_is_withheld() {
+        let g = guard();
+        let context = [ChatMessage::User {
+            text: "make: *** [all] Error 1".into(),
+        }];
+        let text = |t: &str| AssistantPart::Text { text: t.into() };
+        let destructive = Some(vec![Hazard::DestructiveCommand]);
+        for parts in [
+            vec![
+                note("1", "Step one: type rm"),
+                note("2", "-rf ./build and press enter"),
+            ],
+            vec![
+                note("1", "Step one: type rm"),
+                note("2", "-r"),
+                note("3", "-f ./build and press enter"),
+            ],
+            vec![
+                text("Step one: type rm"),
+                note("1", "-rf ./build and press enter"),
+            ],
+            vec![
+                thinking("They should type rm"),
+                note("1", "-rf ./build and press enter"),
+            ],
+            vec![note("1", "Type git"), note("2", "clean -fdx now")],
+        ] {
+            assert_eq!(g.check(&[], &parts, &context), destructive, "{parts:?}");
+        }
+        let earlier = ["Step one: type rm".to_string()];
+        let now = [note("2", "-rf ./build and press enter")];
+        assert_eq!(g.check(&earlier, &now, &context), destructive);
+        // Each piece alone is harmless.
+        assert_eq!(g.check(&[], &now, &context), None);
+    }
+
+    /// P5: joining the pieces adds no command a single piece does not hold: a quoted command
+    /// whole in one note does not take the next note's words for operands.
+    #[test]
+    fn p5_pieces_read_together_keep_the_controls_delivered() {
+        let g = guard();
+        let context = [ChatMessage::User {
+            text: "$ rm -rf dist && cargo build".into(),
+        }];
+        for parts in [
+            vec![
+                note("1", "The agent ran rm -rf dist"),
+                note("2", "src/main.rs:12 reads the wrong path."),
+            ],
+            vec![
+                thinking("The agent ran rm -rf dist; fine."),
+                note("1", "-f is not needed for cargo build"),
+            ],
+            vec![
+                note("1", "Keep the rm"),
+                note("2", "-r build step out of CI."),
+            ],
+            vec![
+                note("1", "The term -rf means recursive and force."),
+                note("2", "Check that the user's account is intact."),
+            ],
+        ] {
+            assert_eq!(g.check(&[], &parts, &context), None, "{parts:?}");
         }
     }
 

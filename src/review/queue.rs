@@ -26,6 +26,20 @@ pub struct Batch {
     pub last_turn: u64,
 }
 
+/// The reviews queued behind a running one, taken out of the queue (SP7: a `check_in`
+/// postpones them) and possibly put back before anything queued since.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PendingReviews {
+    /// Their deltas, oldest first.
+    pub updates: Vec<Update>,
+    /// Scheduled reviews among them (CA12).
+    pub units: usize,
+    /// The newest delta is work in progress.
+    pub wip: bool,
+    /// The advisor's turn end the newest of them was scheduled at.
+    pub turn: u64,
+}
+
 /// What one review sends the advisor: its user messages, in order. The compact and full
 /// views make one; the expanded view one per message of the batch (SPEC §3 Expanded).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +126,31 @@ impl ReviewQueue {
         }
         self.push_review(deltas, wip);
         self.pending_turn = self.pending_turn.max(turn);
+    }
+
+    /// Takes the pending reviews out of the queue (not the in-flight batch nor a retry).
+    pub fn take_pending(&mut self) -> PendingReviews {
+        PendingReviews {
+            updates: self.pending.drain(..).collect(),
+            units: std::mem::take(&mut self.pending_units),
+            wip: std::mem::take(&mut self.pending_wip),
+            turn: std::mem::take(&mut self.pending_turn),
+        }
+    }
+
+    /// Puts reviews [`Self::take_pending`] took back before those queued since.
+    pub fn restore_pending(&mut self, back: PendingReviews) {
+        if back.updates.is_empty() {
+            return;
+        }
+        if self.pending.is_empty() {
+            self.pending_wip = back.wip;
+        }
+        for update in back.updates.into_iter().rev() {
+            self.pending.push_front(update);
+        }
+        self.pending_units += back.units;
+        self.pending_turn = self.pending_turn.max(back.turn);
     }
 
     /// Scheduled reviews not yet reviewed or dropped, the in-flight batch and a batch

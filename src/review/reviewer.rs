@@ -24,7 +24,7 @@ use super::context::{
     MaintenanceKind,
 };
 use super::failure::failed_call_usage;
-use super::quarantine::{labels, Hazard, OutputGuard};
+use super::quarantine::{labels, output_pieces, Hazard, OutputGuard};
 use super::repeat::{Repeat, RepeatGuard, REPEAT_LIMIT};
 use super::rereads::{rereadable, ReadRecord};
 use super::tool_spend::{ToolBudget, ToolSpendCounts};
@@ -417,6 +417,8 @@ impl<P: ReviewPort> Reviewer<P> {
         });
         let tools = self.offered_tools();
         let max_rounds = self.engine.limits.max_tool_rounds;
+        // P5: what the review's turns said so far, checked with each new turn.
+        let mut said: Vec<String> = Vec::new();
         for round in 0..=max_rounds {
             let today = today();
             let request = ModelRequest {
@@ -441,7 +443,7 @@ impl<P: ReviewPort> Reviewer<P> {
                     .parts
                     .retain(|p| !matches!(p, AssistantPart::ToolCall { .. }));
             }
-            if let Some(hazards) = self.quarantine(&response.parts) {
+            if let Some(hazards) = self.quarantine(&said, &response.parts) {
                 tracing::warn!(
                     hazards = %labels(&hazards),
                     "advisor output quarantined: nothing of the turn is dispatched"
@@ -459,6 +461,7 @@ impl<P: ReviewPort> Reviewer<P> {
                 self.run.quarantined = Some(hazards);
                 return Ok(());
             }
+            said.extend(output_pieces(&response.parts).into_iter().map(String::from));
             let calls: Vec<(String, String, Value)> = response
                 .tool_calls()
                 .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
@@ -571,11 +574,12 @@ impl<P: ReviewPort> Reviewer<P> {
 
     /// P5: the hazard classes for which this turn must be withheld, checked against what
     /// the advisor was given (its context, the update included).
-    fn quarantine(&self, parts: &[AssistantPart]) -> Option<Vec<Hazard>> {
+    /// `said` holds what the review's earlier turns said (their text, thinking and notes).
+    fn quarantine(&self, said: &[String], parts: &[AssistantPart]) -> Option<Vec<Hazard>> {
         self.engine
             .guard
             .as_ref()?
-            .check(parts, &self.run.context.messages)
+            .check(said, parts, &self.run.context.messages)
     }
 
     /// Whether this run offers the tool `name` (SP1 counts only the advisor's own tools).

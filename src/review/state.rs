@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::ask::{check_question, AskEnd, AskError, ASK_DRAIN_WAIT};
 use super::failure::{halt_reason, timed_pause_reason, FailureAction, FailurePolicy};
-use super::queue::{Batch, ReviewPrompt, ReviewQueue};
+use super::queue::{Batch, PendingReviews, ReviewPrompt, ReviewQueue};
 use crate::feed::Update;
 use crate::model::ModelError;
 
@@ -139,6 +139,16 @@ impl ReviewState {
     /// (CA12), scheduled at the advisor's turn end `turn` (SP7).
     pub fn push_review_at(&mut self, updates: Vec<Update>, wip: bool, turn: u64) {
         self.queue.push_review_at(updates, wip, turn);
+    }
+
+    /// Takes the reviews queued behind the running one out of the queue (SP7).
+    pub fn take_pending(&mut self) -> PendingReviews {
+        self.queue.take_pending()
+    }
+
+    /// Puts reviews [`Self::take_pending`] took back, before those queued since (SP7).
+    pub fn restore_pending(&mut self, back: PendingReviews) {
+        self.queue.restore_pending(back);
     }
 
     /// Turns not yet reviewed or dropped (G2).

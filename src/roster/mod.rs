@@ -28,8 +28,8 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 pub use cache::{RosterCache, RosterCacheStats};
-pub(crate) use parse::slugify;
 pub use parse::MAX_NAME_CHARS;
+pub(crate) use parse::{clean_name, slugify, unprintable};
 pub use setup::{RosterModels, RosterReload, RosterSetup};
 pub use tools::RosterTool;
 

@@ -127,17 +127,21 @@ pub(crate) struct Cleaned {
 }
 
 /// Whether `c` may not appear in a name (RO7): a control character (U+0000–U+001F, U+007F–U+009F: an
-/// escape sequence, a bell, a newline), or one that reorders or hides text (bidi embeddings,
-/// overrides and isolates, the directional marks, zero-width characters).
-fn unprintable(c: char) -> bool {
+/// escape sequence, a bell, a newline), a line or paragraph separator (U+2028, U+2029: a
+/// newline to a reader), or one that reorders or hides text (bidi embeddings, overrides and
+/// isolates, the directional marks, zero-width characters, the interlinear annotation marks
+/// U+FFF9–U+FFFB).
+pub(crate) fn unprintable(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
             '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{2029}'
                 | '\u{202a}'..='\u{202e}'
                 | '\u{2060}'..='\u{2069}'
                 | '\u{061c}'
                 | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
         )
 }
 
@@ -1064,6 +1068,32 @@ mod tests {
             warnings[0].ends_with(": `name` is longer than 64 characters; it was cut"),
             "{warnings:?}"
         );
+    }
+
+    /// RO7: the line and paragraph separators break a line like a newline, and the
+    /// interlinear annotation marks hide text between them; all are removed like the other
+    /// control characters (a run between two words leaves one space).
+    #[test]
+    fn ro7_line_separators_and_annotation_marks_are_removed_from_a_name() {
+        let (parsed, warnings) = parse(
+            "advisors:\n  - name: \"Line\\u2028Para\\u2029End\"\n  - name: \"\\uFFF9Shown\\uFFFAhidden\\uFFFB\"\n  - name: \"\\u2028\\u2029\\uFFF9\"\n",
+        );
+        let names: Vec<String> = parsed
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["Line Para End", "Shownhidden"]);
+        assert_eq!(
+            warnings,
+            [
+                "/p/WATCHDOG.yml: advisor \"Line Para End\": `name` held control or bidi characters; they were removed",
+                "/p/WATCHDOG.yml: advisor \"Shownhidden\": `name` held control or bidi characters; they were removed",
+                "/p/WATCHDOG.yml: advisor #3: `name` has nothing printable; entry skipped",
+            ]
+        );
+        assert_eq!(clean_name("a\u{2028}b\u{FFFA}").name, "a b");
     }
 
     #[test]

@@ -160,6 +160,8 @@ impl AdvisorRuntime {
         };
         let shared = SharedResources::new(options.max_concurrent_reviews)
             .with_calls_on(calls.as_ref().map(|rt| rt.handle().clone()));
+        // A6: the file threads start with the runtime, so opening a session starts none.
+        shared.start_file_threads();
         let workers = std::iter::once(own)
             .chain(extra.iter().map(Arbiter::handle))
             .map(|arbiter| Worker {

@@ -382,6 +382,31 @@ mod tests {
     }
 
     #[test]
+    fn k1_a6_sessions_opening_on_one_project_read_its_settings_files_once() {
+        let shared = Arc::new(SharedResources::new(None));
+        let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".omp")).unwrap();
+        let file = dir.path().join(".omp/config.yml");
+        std::fs::write(&file, "advisor:\n  reviewInterval: 2\n").unwrap();
+        let open = |id: &str| {
+            let mut p = params(json!({"sessionId": id, "cwd": dir.path(), "model": {
+                "id": "m", "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions"}}));
+            prepare(OpenParams::parse(&mut p).unwrap(), &defaults, &shared).unwrap()
+        };
+        for i in 0..8 {
+            let prepared = open(&format!("s{i}"));
+            assert_eq!(prepared.config.settings.review_interval, 2);
+        }
+        let stats = shared.settings_cache().stats();
+        assert_eq!(stats.loads, 1, "read once for eight opens: {stats:?}");
+        // An edit is read by the next session to open.
+        std::fs::write(&file, "advisor:\n  reviewInterval: 3\n").unwrap();
+        assert_eq!(open("late").config.settings.review_interval, 3);
+        assert_eq!(shared.settings_cache().stats().loads, 2);
+    }
+
+    #[test]
     fn ca22_a_session_model_of_a_disabled_provider_is_no_model_with_a_notice_naming_it() {
         let shared = Arc::new(SharedResources::new(None));
         let defaults = ServeDefaults::new(Arc::new(Catalog::empty()));

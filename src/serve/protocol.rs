@@ -172,7 +172,9 @@ pub fn parse_line(line: &[u8]) -> Incoming {
     // The whole line is read once as JSON first, building nothing: a lone surrogate, invalid
     // UTF-8 in a string, a number no float holds or nesting past serde_json's depth limit
     // anywhere in it is a parse error (-32700), not a request of the wrong shape.
-    if let Err(e) = serde_json::from_slice::<WellFormed>(line) {
+    // The id alone is kept as text, never converted: `1e400` is a number no float holds,
+    // and still an id to echo.
+    if let Err(e) = serde_json::from_slice::<WellFormedRequest>(line) {
         return Incoming::Invalid {
             id: RequestId::null(),
             error: RpcError::parse_error(e),
@@ -191,10 +193,10 @@ pub fn parse_line(line: &[u8]) -> Incoming {
     };
     let id = match members.get("id") {
         None => None,
-        Some(raw) => match value_of("id") {
-            Some(Value::String(_) | Value::Number(_) | Value::Null) => {
-                Some(RequestId(raw.get().to_string()))
-            }
+        // A string, a number (of any size, read as text) or null; a raw value starts with
+        // its first character, so that character says which.
+        Some(raw) => match raw.get().as_bytes().first() {
+            Some(b'"' | b'-' | b'0'..=b'9' | b'n') => Some(RequestId(raw.get().to_string())),
             _ => {
                 return Incoming::Invalid {
                     id: RequestId::null(),
@@ -245,11 +247,40 @@ struct WellFormed;
 
 impl<'de> serde::Deserialize<'de> for WellFormed {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(WellFormedVisitor)
+        deserializer.deserialize_any(WellFormedVisitor { request: false })
     }
 }
 
-struct WellFormedVisitor;
+/// A line read as [`WellFormed`], except a top-level `id` member, which is only scanned
+/// (its number is never converted, so an id past `f64`'s range is still an id; V4).
+struct WellFormedRequest;
+
+impl<'de> serde::Deserialize<'de> for WellFormedRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(WellFormedVisitor { request: true })?;
+        Ok(WellFormedRequest)
+    }
+}
+
+/// The raw text of a request's `id`: a number is scanned, never converted; anything else is
+/// read as [`WellFormed`].
+struct IdText;
+
+impl<'de> serde::Deserialize<'de> for IdText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = <&RawValue>::deserialize(deserializer)?;
+        let text = raw.get();
+        if !text.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+            serde_json::from_str::<WellFormed>(text).map_err(serde::de::Error::custom)?;
+        }
+        Ok(IdText)
+    }
+}
+
+struct WellFormedVisitor {
+    /// The outermost value of a request line, whose `id` member is read as [`IdText`].
+    request: bool,
+}
 
 impl<'de> serde::de::Visitor<'de> for WellFormedVisitor {
     type Value = WellFormed;
@@ -288,7 +319,17 @@ impl<'de> serde::de::Visitor<'de> for WellFormedVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<WellFormed, A::Error> {
-        while map.next_entry::<WellFormed, WellFormed>()?.is_some() {}
+        if !self.request {
+            while map.next_entry::<WellFormed, WellFormed>()?.is_some() {}
+            return Ok(WellFormed);
+        }
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "id" {
+                map.next_value::<IdText>()?;
+            } else {
+                map.next_value::<WellFormed>()?;
+            }
+        }
         Ok(WellFormed)
     }
 }
@@ -568,6 +609,9 @@ mod tests {
             "-98765432109876543210987654321",
             "1.50",
             "18446744073709551616",
+            "1e400",
+            "-1E99999",
+            "-0",
             "7",
             r#""a\u00e9\"b""#,
             "null",

@@ -34,13 +34,13 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
+use super::branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use super::diagnostics::{Diagnostics, ReadLimits};
 use super::hosts::{each_line, hook_message, iso_millis, str_at, string_at};
 use super::input::Lines;
-use super::reader::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, MessageUsage, RawJson,
-    ToolResultMessage, TranscriptMessage, UserMessage,
+    ToolResultMessage, TranscriptMessage, UsageCount, UserMessage,
 };
 
 /// The lead Claude Code writes before a Stop hook's reason.
@@ -563,18 +563,16 @@ fn stop_reason(reason: &str) -> String {
 /// Anthropic's usage object as the message's usage (SP5): `input_tokens` (already without
 /// the cache), `output_tokens`, `cache_read_input_tokens`, `cache_creation_input_tokens`.
 fn usage(value: &Value) -> Option<MessageUsage> {
-    let count = |key: &str| value.get(key).and_then(Value::as_u64);
-    let (input, output) = (count("input_tokens"), count("output_tokens"));
-    if input.is_none() && output.is_none() {
-        return None;
-    }
-    Some(MessageUsage {
-        input: input.unwrap_or(0),
-        output: output.unwrap_or(0),
-        cache_read: count("cache_read_input_tokens").unwrap_or(0),
-        cache_write: count("cache_creation_input_tokens").unwrap_or(0),
-        cost: None,
-    })
+    let count = |key: &str| value.get(key).map_or(UsageCount::Absent, UsageCount::of);
+    MessageUsage::from_fields(
+        [
+            count("input_tokens"),
+            count("output_tokens"),
+            count("cache_read_input_tokens"),
+            count("cache_creation_input_tokens"),
+        ],
+        None,
+    )
 }
 
 #[cfg(test)]

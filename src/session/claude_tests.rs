@@ -1,25 +1,10 @@
 //! The Claude Code reader on crafted lines (SPEC L6).
 
-use std::io::Cursor;
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::domain::transcript::{AssistantBlock, Content, TranscriptMessage};
-use crate::session::{
-    read_session_from_with, BranchEntry, ReadLimits, SessionBranch, SessionFormat,
-};
-
-fn read_with(lines: &[Value], tail: &str, limits: &ReadLimits) -> SessionBranch {
-    let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    text.push_str(tail);
-    read_session_from_with(Cursor::new(text.into_bytes()), Path::new("c.jsonl"), limits)
-        .expect("a transcript")
-}
-
-fn read(lines: &[Value]) -> SessionBranch {
-    read_with(lines, "", &ReadLimits::default())
-}
+use crate::session::hosts::testing::{read, read_with, roles};
+use crate::session::{BranchEntry, ReadLimits, SessionBranch, SessionFormat};
 
 fn user(uuid: &str, parent: Option<&str>, content: Value) -> Value {
     json!({"type":"user","uuid":uuid,"parentUuid":parent,"sessionId":"s1",
@@ -33,18 +18,6 @@ fn assistant(uuid: &str, parent: &str, id: &str, blocks: Value, stop: Option<&st
            "message":{"id":id,"role":"assistant","content":blocks,"stop_reason":stop,
                       "usage":{"input_tokens":10,"output_tokens":5,
                                "cache_read_input_tokens":7,"cache_creation_input_tokens":3}}})
-}
-
-fn roles(branch: &SessionBranch) -> Vec<String> {
-    branch
-        .entries
-        .iter()
-        .map(|e| match e {
-            BranchEntry::Message(m) => m.role().to_string(),
-            BranchEntry::Compaction { summary, .. } => format!("compaction:{summary}"),
-            BranchEntry::ResetBoundary => "reset".to_string(),
-        })
-        .collect()
 }
 
 fn assistant_at(
@@ -369,7 +342,12 @@ fn l6_hostile_fields_are_reported_or_read_leniently_never_a_panic() {
         .content
         .iter()
         .all(|c| matches!(c, AssistantBlock::Unknown(_))));
-    assert_eq!(a.usage, None);
+    // SP5: an implausible count is ignored on its own and counted, as in a pi file.
+    let usage = a
+        .usage
+        .as_ref()
+        .expect("a usage whose one field is ignored");
+    assert_eq!((usage.input, usage.output, usage.ignored), (0, 0, 1));
 }
 
 #[test]

@@ -37,13 +37,13 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
+use super::branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use super::diagnostics::{Diagnostics, ReadLimits};
 use super::hosts::{each_line, hook_message, iso_millis, str_at, string_at};
 use super::input::Lines;
-use super::reader::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, MessageUsage, RawJson,
-    ToolResultMessage, TranscriptMessage, UserMessage,
+    ToolResultMessage, TranscriptMessage, UsageCount, UserMessage,
 };
 
 /// How user messages that are Codex's own context start.
@@ -463,19 +463,23 @@ fn output(value: &Value) -> (Content, bool) {
 /// OpenAI's usage as the message's usage (SP5): `input_tokens` counts the cached ones too,
 /// so they are taken out of `input`.
 fn codex_usage(value: &Value) -> Option<MessageUsage> {
-    let count = |key: &str| value.get(key).and_then(Value::as_u64);
-    let (input, output) = (count("input_tokens"), count("output_tokens"));
-    if input.is_none() && output.is_none() {
-        return None;
-    }
-    let cached = count("cached_input_tokens").unwrap_or(0);
-    Some(MessageUsage {
-        input: input.unwrap_or(0).saturating_sub(cached),
-        output: output.unwrap_or(0),
-        cache_read: cached,
-        cache_write: count("cache_write_input_tokens").unwrap_or(0),
-        cost: None,
-    })
+    let count = |key: &str| value.get(key).map_or(UsageCount::Absent, UsageCount::of);
+    let cached = count("cached_input_tokens");
+    let input = match (count("input_tokens"), cached) {
+        (UsageCount::Count(all), UsageCount::Count(cached)) => {
+            UsageCount::Count(all.saturating_sub(cached))
+        }
+        (input, _) => input,
+    };
+    MessageUsage::from_fields(
+        [
+            input,
+            count("output_tokens"),
+            cached,
+            count("cache_write_input_tokens"),
+        ],
+        None,
+    )
 }
 
 #[cfg(test)]

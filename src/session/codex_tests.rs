@@ -1,14 +1,10 @@
 //! The Codex reader on crafted lines (SPEC L6).
 
-use std::io::Cursor;
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::domain::transcript::{AssistantBlock, Content, TranscriptMessage};
-use crate::session::{
-    read_session_from_with, BranchEntry, ReadLimits, SessionBranch, SessionFormat,
-};
+use crate::session::hosts::testing::{read, read_with, roles};
+use crate::session::{ReadLimits, SessionFormat};
 
 fn line(kind: &str, payload: Value) -> Value {
     json!({"timestamp":"2026-12-05T13:11:05.490Z","type":kind,"payload":payload})
@@ -50,29 +46,6 @@ fn usage(input: u64, cached: u64) -> Value {
         json!({"usage":{"input_tokens":input,"cached_input_tokens":cached,
         "output_tokens":20,"reasoning_output_tokens":0}}),
     )
-}
-
-fn read_with(lines: &[Value], tail: &str, limits: &ReadLimits) -> SessionBranch {
-    let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    text.push_str(tail);
-    read_session_from_with(Cursor::new(text.into_bytes()), Path::new("r.jsonl"), limits)
-        .expect("a rollout")
-}
-
-fn read(lines: &[Value]) -> SessionBranch {
-    read_with(lines, "", &ReadLimits::default())
-}
-
-fn roles(branch: &SessionBranch) -> Vec<String> {
-    branch
-        .entries
-        .iter()
-        .map(|e| match e {
-            BranchEntry::Message(m) => m.role().to_string(),
-            BranchEntry::Compaction { summary, .. } => format!("compaction:{summary}"),
-            BranchEntry::ResetBoundary => "reset".to_string(),
-        })
-        .collect()
 }
 
 #[test]

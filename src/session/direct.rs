@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, MessageUsage, RawJson,
-    ToolResultMessage, TranscriptMessage, UserMessage,
+    ToolResultMessage, TranscriptMessage, UsageCount, UserMessage,
 };
 
 use super::lean::{AssistantBlockFields, BlockKind, ContentBlockFields, LeanEntry, LeanRaw, Named};
@@ -470,7 +470,7 @@ impl<'a, 'b> Parser<'a, 'b> {
             b'n' => return self.s.literal(b"ull").map(|()| None),
             _ => return None,
         }
-        let mut counts: [Option<u64>; 4] = [None; 4];
+        let mut counts = [UsageCount::Absent; 4];
         let mut cost: Option<f64> = None;
         self.object(|p, key| {
             let slot = match key {
@@ -484,20 +484,10 @@ impl<'a, 'b> Parser<'a, 'b> {
                 }
                 _ => return p.s.value(),
             };
-            counts[slot] = p.count()?;
+            counts[slot] = p.count()?.map_or(UsageCount::Absent, UsageCount::whole);
             Some(())
         })?;
-        let [input, output, cache_read, cache_write] = counts;
-        if input.is_none() && output.is_none() {
-            return Some(None);
-        }
-        Some(Some(MessageUsage {
-            input: input.unwrap_or(0),
-            output: output.unwrap_or(0),
-            cache_read: cache_read.unwrap_or(0),
-            cache_write: cache_write.unwrap_or(0),
-            cost: cost.filter(|c| c.is_finite() && *c >= 0.0),
-        }))
+        Some(MessageUsage::from_fields(counts, cost))
     }
 
     /// A usage's `cost`: a number, an object's `total` (a number or `null`), `null`, a

@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use crate::domain::transcript::{CompactionSummaryMessage, Transcript, TranscriptMessage};
 
+use super::branch::{BranchEntry, SessionBranch, SessionHeader};
 use super::diagnostics::Diagnostics;
-use super::reader::{BranchEntry, SessionBranch, SessionHeader};
 
 /// One host event of a replayed session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

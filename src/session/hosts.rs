@@ -1,18 +1,15 @@
-//! Host transcripts read as sessions (SPEC L6): telling a Claude Code transcript or a Codex
+//! What the host transcript readers share (SPEC L6): telling a Claude Code transcript or a Codex
 //! rollout from a pi session by its first lines, the line loop both host readers share (caps,
 //! malformed lines, a file still being written), and the pieces both map alike (hook-injected
 //! text, ISO timestamps).
 
 use std::io::{self, BufRead, Seek};
-use std::path::Path;
 
 use serde_json::Value;
 
-use super::claude;
-use super::codex;
+use super::branch::SessionFormat;
 use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits};
 use super::input::{Line, Lines};
-use super::reader::{SessionBranch, SessionFormat};
 use crate::domain::transcript::{Content, CustomMessage, RawJson, TranscriptMessage};
 
 /// How many lines after a broken first line are looked at to tell a host transcript.
@@ -71,30 +68,6 @@ pub(super) fn detect_after<R: BufRead + Seek>(
         }
     }
     Ok(None)
-}
-
-/// Reads a host transcript from its first line (the reader was rewound there).
-pub(super) fn read_host<R: BufRead + Seek>(
-    format: SessionFormat,
-    lines: &mut Lines<R>,
-    path: &Path,
-    limits: &ReadLimits,
-) -> io::Result<SessionBranch> {
-    let mut branch = match format {
-        SessionFormat::ClaudeCode => claude::read(lines, limits)?,
-        SessionFormat::Codex | SessionFormat::Pi => codex::read(lines, limits)?,
-    };
-    branch.diagnostics.malformed.sort_by_key(|(line, _)| *line);
-    tracing::debug!(
-        path = %path.display(),
-        format = branch.header.format.name(),
-        cli_version = branch.header.cli_version.as_deref().unwrap_or("?"),
-        entries = branch.entries.len(),
-        malformed = branch.diagnostics.malformed.len(),
-        off_branch = branch.diagnostics.off_branch,
-        "host transcript read"
-    );
-    Ok(branch)
 }
 
 /// Calls `each` with every line of the file that parses as JSON, with its 1-based number.
@@ -204,9 +177,54 @@ pub(super) fn iso_millis(stamp: &str) -> Option<u64> {
     Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + fraction)
 }
 
+/// What the tests of both host readers share: reading crafted lines, naming the entries.
+#[cfg(test)]
+pub(super) mod testing {
+    use std::io::Cursor;
+    use std::path::Path;
+
+    use serde_json::Value;
+
+    use crate::session::{read_session_from_with, BranchEntry, ReadLimits, SessionBranch};
+
+    /// Reads `lines` (one JSON value a line) followed by `tail` as written.
+    pub(in crate::session) fn read_with(
+        lines: &[Value],
+        tail: &str,
+        limits: &ReadLimits,
+    ) -> SessionBranch {
+        let mut text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        text.push_str(tail);
+        read_session_from_with(Cursor::new(text.into_bytes()), Path::new("t.jsonl"), limits)
+            .expect("a transcript")
+    }
+
+    /// [`read_with`] with nothing after the lines and the default limits.
+    pub(in crate::session) fn read(lines: &[Value]) -> SessionBranch {
+        read_with(lines, "", &ReadLimits::default())
+    }
+
+    /// Each entry as its role, or `compaction:SUMMARY`, or `reset`.
+    pub(in crate::session) fn roles(branch: &SessionBranch) -> Vec<String> {
+        branch
+            .entries
+            .iter()
+            .map(|e| match e {
+                BranchEntry::Message(m) => m.role().to_string(),
+                BranchEntry::Compaction { summary, .. } => format!("compaction:{summary}"),
+                BranchEntry::ResetBoundary => "reset".to_string(),
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::io::Cursor;
+    use std::path::Path;
+
     use super::*;
+    use crate::session::{read_session_from_with, SessionBranch, SessionError};
     use serde_json::json;
 
     #[test]
@@ -221,6 +239,51 @@ mod tests {
         assert_eq!(detect(&pi), None);
         assert_eq!(detect(&json!([1, 2])), None);
         assert_eq!(detect(&json!({"type":"model_change"})), None);
+    }
+
+    fn read_text(text: &str, limits: &ReadLimits) -> Result<SessionBranch, SessionError> {
+        read_session_from_with(
+            Cursor::new(text.as_bytes().to_vec()),
+            Path::new("t.jsonl"),
+            limits,
+        )
+    }
+
+    #[test]
+    fn l6_a_broken_first_line_is_reported_and_the_lines_after_it_tell_the_format() {
+        let text = "{\"type\":\"user\",\"uuid\n\
+                    {\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"message\":{\"content\":\"hi\"}}\n";
+        let b = read_text(text, &ReadLimits::default()).expect("a transcript");
+        assert_eq!(b.header.format, SessionFormat::ClaudeCode);
+        assert_eq!(b.entries.len(), 1);
+        assert_eq!(b.diagnostics.malformed.len(), 1);
+        assert_eq!(b.diagnostics.malformed[0].0, 1);
+        // Lines of neither host, nor a pi header: not a session, as before.
+        let other = read_text(
+            "{\"type\":\"model_change\"}\n{\"a\":1}\n",
+            &ReadLimits::default(),
+        );
+        assert!(matches!(other, Err(SessionError::NotASession { .. })));
+    }
+
+    #[test]
+    fn l6_a_host_line_over_the_cap_is_reported_never_buffered() {
+        let meta = json!({"timestamp":"t","type":"session_meta","payload":{"id":"x"}});
+        let big = json!({"timestamp":"t","type":"response_item","payload":{"type":"message",
+            "role":"user","content":[{"type":"input_text","text":"y".repeat(4096)}]}});
+        let small = json!({"timestamp":"t","type":"response_item","payload":{"type":"message",
+            "role":"user","content":[{"type":"input_text","text":"ok"}]}});
+        let limits = ReadLimits {
+            max_line_bytes: 1024,
+            ..ReadLimits::default()
+        };
+        let b = read_text(&format!("{meta}\n{big}\n{small}\n"), &limits).expect("a rollout");
+        assert_eq!(b.entries.len(), 1);
+        assert_eq!(b.diagnostics.malformed.len(), 1);
+        assert_eq!(b.diagnostics.malformed[0].0, 2);
+        assert!(b.diagnostics.malformed[0]
+            .1
+            .contains("longer than 1024 bytes"));
     }
 
     #[test]

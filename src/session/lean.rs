@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, Content,
     ContentBlock, CustomMessage, ExecutionMessage, MessageUsage, RawJson, ToolResultMessage,
-    TranscriptMessage, UserMessage,
+    TranscriptMessage, UsageCount, UserMessage,
 };
 
 /// The entry fields the reader uses, however they were read.
@@ -360,7 +360,7 @@ impl<'de> Deserialize<'de> for LeanUsage {
                 f.write_str("a usage object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LeanUsage, A::Error> {
-                let mut counts: [Option<u64>; 4] = [None; 4];
+                let mut counts = [UsageCount::Absent; 4];
                 let mut cost: Option<f64> = None;
                 while let Some(key) = map.next_key::<Text<'de>>()? {
                     let slot = match &*key.0 {
@@ -377,19 +377,9 @@ impl<'de> Deserialize<'de> for LeanUsage {
                             continue;
                         }
                     };
-                    counts[slot] = map.next_value::<serde_json::Value>()?.as_u64();
+                    counts[slot] = UsageCount::of(&map.next_value::<serde_json::Value>()?);
                 }
-                let [input, output, cache_read, cache_write] = counts;
-                if input.is_none() && output.is_none() {
-                    return Ok(LeanUsage(None));
-                }
-                Ok(LeanUsage(Some(MessageUsage {
-                    input: input.unwrap_or(0),
-                    output: output.unwrap_or(0),
-                    cache_read: cache_read.unwrap_or(0),
-                    cache_write: cache_write.unwrap_or(0),
-                    cost: cost.filter(|c| c.is_finite() && *c >= 0.0),
-                })))
+                Ok(LeanUsage(MessageUsage::from_fields(counts, cost)))
             }
             fn visit_i64<E: de::Error>(self, _: i64) -> Result<LeanUsage, E> {
                 Ok(LeanUsage(None))

@@ -61,7 +61,10 @@
 //!
 //! A line that is not JSON, is truncated, has no `type` (or, from version 2, no `id`), or
 //! whose fields have the wrong shape is recorded in [`Diagnostics::malformed`] with its
-//! 1-based line number and skipped; reading goes on. So is a line longer than
+//! 1-based line number and skipped; reading goes on. A field the reader does not use is
+//! skipped unread whatever it holds (`1e400`, a lone surrogate escape, a byte that is not
+//! UTF-8), in the header as in an entry; the same value in a field it uses (a message's
+//! text, a tool call's arguments) makes the line malformed. So is a line longer than
 //! [`ReadLimits::max_line_bytes`] (64 MiB by default), which is read in chunks and
 //! discarded up to the next newline, never buffered whole. A UTF-8 byte-order mark at the
 //! start of the file is accepted. Only an unreadable file, a path that is not a regular
@@ -71,6 +74,7 @@
 //! unlinked temporary file first, since a tree is read in two passes.
 
 mod advisor_file;
+mod branch;
 mod claude;
 mod codex;
 mod diagnostics;
@@ -84,12 +88,12 @@ mod skim;
 mod tree;
 
 pub use advisor_file::{advisor_file_path, AdvisorFilePathError, ADVISOR_FILE_NAME};
+pub use branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 pub use diagnostics::{
     Diagnostics, ReadLimits, SessionError, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_STDIN_BYTES,
 };
 pub use driver::{HostStep, SessionDriver};
 pub use reader::{
     read_session, read_session_arg, read_session_from, read_session_from_with, read_session_stdin,
-    read_session_with, BranchEntry, SessionBranch, SessionFormat, SessionHeader, NEWEST_VERSION,
-    STDIN_NAME,
+    read_session_with, NEWEST_VERSION, STDIN_NAME,
 };

@@ -31,6 +31,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use super::diagnostics::{describe_json_error, Diagnostics, ReadLimits, SessionError};
 use super::direct::{self, Scratch};
 use super::hosts;
@@ -38,6 +39,7 @@ use super::input::{open_regular, spool, Line, Lines};
 use super::lean::{self, EntryFields, LeanEntry};
 use super::skim::{leading, skim, Leading};
 use super::tree::{report_cycle, skim_tree};
+use super::{claude, codex};
 use crate::domain::transcript::{
     BranchSummaryMessage, Content, CustomMessage, RawJson, TranscriptMessage,
 };
@@ -51,116 +53,6 @@ pub const NEWEST_VERSION: u32 = 3;
 
 /// The name standard input goes by in errors and diagnostics.
 pub const STDIN_NAME: &str = "standard input";
-
-/// Which program wrote a session file (SPEC L1, L6): told from the file's first lines,
-/// never from its name.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum SessionFormat {
-    /// A pi or oh-my-pi session file (`{"type":"session",…}` header).
-    #[default]
-    Pi,
-    /// A Claude Code transcript (`~/.claude/projects/<project>/<session>.jsonl`).
-    ClaudeCode,
-    /// A Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
-    Codex,
-}
-
-impl SessionFormat {
-    /// The format's name as the command line and the hooks spell it: `pi`, `claude-code`,
-    /// `codex`.
-    pub fn name(self) -> &'static str {
-        match self {
-            SessionFormat::Pi => "pi",
-            SessionFormat::ClaudeCode => "claude-code",
-            SessionFormat::Codex => "codex",
-        }
-    }
-}
-
-/// The session header: the `{"type":"session",…}` line (plus oh-my-pi's title slot), or
-/// what a Claude Code transcript or Codex rollout says about its session.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SessionHeader {
-    /// Which program wrote the file.
-    pub format: SessionFormat,
-    /// The version of the program that wrote the file, when the file says (Claude Code's
-    /// `version` field, Codex's `session_meta.cli_version`; pi files do not say).
-    pub cli_version: Option<String>,
-    /// Format version: the header's `version`, or 1 when absent (version 1 headers have none).
-    /// Host formats (Claude Code, Codex) have none of their own and read as 1.
-    pub version: u32,
-    /// The session id.
-    pub id: Option<String>,
-    /// The working directory the session ran in.
-    pub cwd: Option<String>,
-    /// The title: oh-my-pi's leading title slot when present, else the header's `title`.
-    pub title: Option<String>,
-    /// The header's ISO timestamp.
-    pub timestamp: Option<String>,
-    /// The session this one was forked from (`parentSession`, or version 1's `branchedFrom`).
-    pub parent_session: Option<String>,
-}
-
-/// One entry of the current branch that matters to the transcript.
-#[derive(Debug, Clone, PartialEq)]
-pub enum BranchEntry {
-    /// A message the primary model sees: `message` entries as they are, `custom_message`
-    /// entries as [`TranscriptMessage::Custom`], `branch_summary` entries as [`TranscriptMessage::BranchSummary`].
-    /// Shared, so that the driver and the transcript take the message without copying it.
-    Message(Arc<TranscriptMessage>),
-    /// The primary's context was compacted here.
-    Compaction {
-        /// The summary that replaces the older messages.
-        summary: String,
-        /// Index (into [`SessionBranch::entries`]) of the first entry kept verbatim: the
-        /// transcript after this compaction is the summary followed by the messages of
-        /// `entries[first_kept..own index]`. Equal to the compaction's own index when nothing
-        /// is kept (the first kept entry is unknown or not on the branch).
-        first_kept: usize,
-        /// The context size the primary reported before compacting, when recorded.
-        tokens_before: Option<u64>,
-    },
-    /// oh-my-pi's `reset_boundary` (its `/clear`): the primary's context starts afresh
-    /// after it, empty; the messages before it are no longer sent.
-    ResetBoundary,
-}
-
-/// The current branch of a session file, from the root to the last entry.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SessionBranch {
-    /// The header.
-    pub header: SessionHeader,
-    /// The branch's entries in order (entries that carry no message are left out and
-    /// counted in [`Diagnostics::skipped`]).
-    pub entries: Vec<BranchEntry>,
-    /// Malformed lines, skipped entry types and abandoned entries.
-    pub diagnostics: Diagnostics,
-}
-
-impl BranchEntry {
-    /// The message, when the entry is one.
-    pub fn message(&self) -> Option<&TranscriptMessage> {
-        match self {
-            BranchEntry::Message(m) => Some(m),
-            BranchEntry::Compaction { .. } | BranchEntry::ResetBoundary => None,
-        }
-    }
-}
-
-impl SessionBranch {
-    /// The messages of the branch, in order (compactions left out).
-    pub fn messages(&self) -> impl Iterator<Item = &TranscriptMessage> {
-        self.entries.iter().filter_map(BranchEntry::message)
-    }
-
-    /// Number of compaction entries on the branch.
-    pub fn compactions(&self) -> usize {
-        self.entries
-            .iter()
-            .filter(|e| matches!(e, BranchEntry::Compaction { .. }))
-            .count()
-    }
-}
 
 /// Reads the current branch of the session file at `path` (SPEC L1), with the default
 /// [`ReadLimits`].
@@ -237,7 +129,7 @@ fn read_from<R: BufRead + Seek>(
         Err(HeaderError::Session(e)) => return Err(e),
         Err(HeaderError::Host(format)) => {
             lines.rewind(0).map_err(io_err)?;
-            return hosts::read_host(format, &mut lines, path, limits).map_err(io_err);
+            return read_host(format, &mut lines, path, limits).map_err(io_err);
         }
     };
     let header_line = lines.number;
@@ -275,6 +167,30 @@ fn read_from<R: BufRead + Seek>(
     Ok(branch)
 }
 
+/// Reads a host transcript from its first line (the reader was rewound there).
+fn read_host<R: BufRead + Seek>(
+    format: SessionFormat,
+    lines: &mut Lines<R>,
+    path: &Path,
+    limits: &ReadLimits,
+) -> io::Result<SessionBranch> {
+    let mut branch = match format {
+        SessionFormat::ClaudeCode => claude::read(lines, limits)?,
+        SessionFormat::Codex | SessionFormat::Pi => codex::read(lines, limits)?,
+    };
+    branch.diagnostics.malformed.sort_by_key(|(line, _)| *line);
+    tracing::debug!(
+        path = %path.display(),
+        format = branch.header.format.name(),
+        cli_version = branch.header.cli_version.as_deref().unwrap_or("?"),
+        entries = branch.entries.len(),
+        malformed = branch.diagnostics.malformed.len(),
+        off_branch = branch.diagnostics.off_branch,
+        "host transcript read"
+    );
+    Ok(branch)
+}
+
 enum HeaderError {
     Io(io::Error),
     Session(SessionError),
@@ -295,27 +211,26 @@ fn read_header<R: BufRead + Seek>(
         };
         seen += 1;
         let Line::Text(bytes) = line else { break };
-        let value: Value = match serde_json::from_slice(bytes) {
-            Ok(v) => v,
-            Err(_) => {
-                if seen == 1 {
-                    // A host transcript whose first line is broken still says what it is
-                    // in the lines after it.
-                    if let Some(format) = hosts::detect_after(lines).map_err(HeaderError::Io)? {
-                        return Err(HeaderError::Host(format));
-                    }
-                }
-                break;
+        let Ok(value) = serde_json::from_slice::<HeaderLine>(bytes) else {
+            // A host's line whose fields do not fit a pi header still says what it is;
+            // a host transcript whose first line is broken says it in the lines after.
+            if let Some(format) = host_format(bytes) {
+                return Err(HeaderError::Host(format));
             }
+            if seen == 1 {
+                if let Some(format) = hosts::detect_after(lines).map_err(HeaderError::Io)? {
+                    return Err(HeaderError::Host(format));
+                }
+            }
+            break;
         };
-        match value.get("type").and_then(Value::as_str) {
+        match value.kind.as_deref() {
             Some("title") => {
-                title_slot = str_field(&value, "title");
+                title_slot = value.title;
             }
             Some("session") => {
                 let version = value
-                    .get("version")
-                    .and_then(Value::as_u64)
+                    .version
                     .map_or(1, |v| u32::try_from(v).unwrap_or(u32::MAX));
                 if version > NEWEST_VERSION {
                     tracing::warn!(
@@ -327,16 +242,15 @@ fn read_header<R: BufRead + Seek>(
                     format: SessionFormat::Pi,
                     cli_version: None,
                     version: version.clamp(1, NEWEST_VERSION),
-                    id: str_field(&value, "id"),
-                    cwd: str_field(&value, "cwd"),
-                    title: title_slot.or_else(|| str_field(&value, "title")),
-                    timestamp: str_field(&value, "timestamp"),
-                    parent_session: str_field(&value, "parentSession")
-                        .or_else(|| str_field(&value, "branchedFrom")),
+                    id: value.id,
+                    cwd: value.cwd,
+                    title: title_slot.or(value.title),
+                    timestamp: value.timestamp,
+                    parent_session: value.parent_session.or(value.branched_from),
                 });
             }
             _ => {
-                if let Some(format) = hosts::detect(&value) {
+                if let Some(format) = host_format(bytes) {
                     return Err(HeaderError::Host(format));
                 }
                 break;
@@ -351,8 +265,69 @@ fn read_header<R: BufRead + Seek>(
     }))
 }
 
-fn str_field(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_string)
+/// The host format a line that is no pi header line belongs to (SPEC L6), read as a
+/// general JSON value: only the first lines of a file that is not a pi session get here.
+fn host_format(bytes: &[u8]) -> Option<SessionFormat> {
+    let value = serde_json::from_slice::<Value>(bytes).ok()?;
+    hosts::detect(&value)
+}
+
+/// The fields of a title slot or header line the reader uses. Every other field is skipped
+/// unread (serde_json's `IgnoredAny`: a number past `f64`'s range, a lone surrogate escape or a
+/// raw byte that is not UTF-8 in it never refuses the line); a used field of another type
+/// than the reader takes reads as absent, as `Value::as_str` / `as_u64` read it; the last of
+/// a key written twice wins, as in a `Value`.
+#[derive(Default)]
+struct HeaderLine {
+    kind: Option<String>,
+    version: Option<u64>,
+    id: Option<String>,
+    cwd: Option<String>,
+    title: Option<String>,
+    timestamp: Option<String>,
+    parent_session: Option<String>,
+    branched_from: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for HeaderLine {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(HeaderVisitor)
+    }
+}
+
+struct HeaderVisitor;
+
+impl<'de> serde::de::Visitor<'de> for HeaderVisitor {
+    type Value = HeaderLine;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<HeaderLine, A::Error> {
+        let mut line = HeaderLine::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let slot = match &*key {
+                "type" => &mut line.kind,
+                "id" => &mut line.id,
+                "cwd" => &mut line.cwd,
+                "title" => &mut line.title,
+                "timestamp" => &mut line.timestamp,
+                "parentSession" => &mut line.parent_session,
+                "branchedFrom" => &mut line.branched_from,
+                "version" => {
+                    line.version = map.next_value::<Value>()?.as_u64();
+                    continue;
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = map.next_value::<Value>()?.as_str().map(str::to_string);
+        }
+        Ok(line)
+    }
 }
 
 /// One entry line read the general way: the transcript's own types, which decide what
@@ -1025,6 +1000,84 @@ mod tests {
         assert!(m[0].1.contains("invalid JSON"), "{}", m[0].1);
         assert_eq!(m[1], (4, "entry has no \"type\"".to_string()));
         assert_eq!(m[2], (5, "entry has no \"id\"".to_string()));
+    }
+
+    /// The odd values no `Value` holds: a number past `f64`'s range, a lone surrogate
+    /// escape, a raw byte that is not UTF-8.
+    const ODD_VALUES: [&[u8]; 3] = [b"1e400", b"\"\\ud800\"", b"\"a\xffb\""];
+
+    #[test]
+    fn l1_an_unknown_header_field_never_refuses_the_file() {
+        for odd in ODD_VALUES {
+            for version in [1u32, 3] {
+                let mut text = br#"{"type":"title","v":1,"title":"T","x":"#.to_vec();
+                text.extend_from_slice(odd);
+                text.extend_from_slice(b"}\n");
+                text.extend_from_slice(
+                    format!(r#"{{"type":"session","version":{version},"id":"s","cwd":"/w","x":"#)
+                        .as_bytes(),
+                );
+                text.extend_from_slice(odd);
+                text.extend_from_slice(b"}\n");
+                text.extend_from_slice(format!("{}\n", pi_user("a1", None, "hi")).as_bytes());
+                let (fast, checked, _) = fast_and_checked(&text, &ReadLimits::default());
+                let odd = String::from_utf8_lossy(odd);
+                assert_eq!(texts(&fast), ["hi"], "{odd} v{version}");
+                assert_eq!(fast.header.cwd.as_deref(), Some("/w"), "{odd}");
+                assert_eq!(fast.header.title.as_deref(), Some("T"), "{odd}");
+                assert!(fast.diagnostics.malformed.is_empty(), "{odd}");
+                assert_eq!(texts(&checked), texts(&fast), "{odd}");
+            }
+        }
+    }
+
+    #[test]
+    fn l1_an_unknown_field_never_refuses_an_entry_line() {
+        for odd in ODD_VALUES {
+            let mut lines = vec![format!("{}", header(Some(3))).into_bytes()];
+            let mut user_line = pi_user("a1", None, "hi").into_bytes();
+            user_line.pop();
+            user_line.extend_from_slice(b",\"x\":");
+            user_line.extend_from_slice(odd);
+            user_line.push(b'}');
+            lines.push(user_line);
+            let mut skipped = br#"{"type":"model_change","id":"a2","parentId":"a1","x":"#.to_vec();
+            skipped.extend_from_slice(odd);
+            skipped.push(b'}');
+            lines.push(skipped);
+            lines.push(pi_user("a3", Some("a2"), "there").into_bytes());
+            let text = lines.join(&b'\n');
+            let (fast, checked, _) = fast_and_checked(&text, &ReadLimits::default());
+            let odd = String::from_utf8_lossy(odd);
+            assert_eq!(texts(&fast), ["hi", "there"], "{odd}");
+            assert!(
+                fast.diagnostics.malformed.is_empty(),
+                "{odd}: {:?}",
+                fast.diagnostics
+            );
+            assert_eq!(texts(&checked), texts(&fast), "{odd}");
+        }
+    }
+
+    #[test]
+    fn l1_a_used_field_no_value_holds_is_a_malformed_line_reported_by_number() {
+        // Tool-call arguments are read as a value (the transcript's types hold them), so a
+        // number past f64's range there makes the line unreadable: reported and skipped,
+        // the lines around it read, in every way the reader reads a line.
+        let call = r#"{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"n","arguments":{"n":1e400}}],"stopReason":"toolUse"}"#;
+        let text = lines_of(&[
+            header(Some(3)).to_string(),
+            pi_user("a1", None, "hi"),
+            pi_line("message", "a2", Some("a1"), &format!(r#""message":{call}"#)),
+            pi_user("a3", Some("a2"), "there"),
+        ]);
+        let (fast, checked, _) = fast_and_checked(&text, &ReadLimits::default());
+        for branch in [&fast, &checked] {
+            assert_eq!(texts(branch), ["hi", "there"]);
+            let m = &branch.diagnostics.malformed;
+            assert_eq!(m.len(), 1, "{m:?}");
+            assert_eq!(m[0].0, 3, "{m:?}");
+        }
     }
 
     #[test]

@@ -75,17 +75,17 @@ pub fn config_files_in(agent_dir: Option<&Path>, cwd: &Path, project_dir: &str) 
     files
 }
 
-/// Reads the settings files in order, each over the ones before it, over the defaults.
-/// Missing files are skipped; an unreadable file, text that is not YAML, or a bad value is
-/// an error naming the file. The prompt override is not read here.
+/// The settings files' layers ([`read_config_layers`]), each over the ones before it, over
+/// the defaults. Missing files were skipped; an unreadable file, text that is not YAML, or
+/// a bad value was an error naming the file.
 ///
 /// As in oh-my-pi, the advisor is off until a file says `advisor.enabled: true`: a fresh
 /// settings file gives a disabled advisor (the library's own
 /// [`AdvisorSettings::default`], for hosts that build settings in code, is enabled).
-pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsError> {
+fn layered(layers: ConfigLayers) -> LoadedSettings {
     let mut merged = SettingsLayer::default();
     let mut loaded = LoadedSettings::default();
-    for (file, layer, warnings) in read_config_layers(files)? {
+    for (file, layer, warnings) in layers {
         match layer.enabled {
             Some(false) => loaded.disabled_by = Some(file.clone()),
             Some(true) => loaded.disabled_by = None,
@@ -107,15 +107,61 @@ pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsEr
     merged.apply_to(&mut loaded.settings);
     loaded.advisor_role = merged.advisor_role;
     loaded.model_roles = merged.model_roles;
-    Ok(loaded)
+    loaded
+}
+
+/// Each settings file with what it says, in order ([`read_config_layers`]).
+pub type ConfigLayers = Vec<(PathBuf, SettingsLayer, Vec<SettingsWarning>)>;
+
+/// What a session's settings files say, read once: the layered settings with the prompt
+/// override ([`load_settings`]) and each file's own layer ([`read_config_layers`], for the
+/// roster's fallbacks, RO8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingsFiles {
+    /// The files layered over the defaults, the prompt override read.
+    pub loaded: LoadedSettings,
+    /// Each existing file with what it says, in order.
+    pub layers: ConfigLayers,
+}
+
+/// Reads the settings files of a session working in `cwd` once, for both readings
+/// ([`SettingsFiles`]). Blocking.
+pub fn read_settings_files(
+    agent_dir: Option<&Path>,
+    cwd: &Path,
+) -> Result<SettingsFiles, SettingsError> {
+    read_settings_files_in(agent_dir, cwd, PI_PROJECT_DIR)
+}
+
+/// [`read_settings_files`] with the project's settings file in `<cwd>/<project_dir>/`
+/// ([`config_files_in`]). Blocking.
+pub fn read_settings_files_in(
+    agent_dir: Option<&Path>,
+    cwd: &Path,
+    project_dir: &str,
+) -> Result<SettingsFiles, SettingsError> {
+    let layers = read_config_layers(&config_files_in(agent_dir, cwd, project_dir))?;
+    let mut loaded = layered(layers.clone());
+    if let Some(dir) = agent_dir {
+        let (prompt, warning) = read_prompt_override(dir)?;
+        loaded.system_prompt_override = prompt;
+        loaded.warnings.extend(warning);
+    }
+    Ok(SettingsFiles { loaded, layers })
+}
+
+/// Every file [`read_settings_files`] reads, missing ones included (what a cache of its
+/// result watches).
+pub fn settings_paths(agent_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
+    let mut paths = config_files(agent_dir, cwd);
+    paths.extend(agent_dir.map(prompt_override_path));
+    paths
 }
 
 /// Each existing settings file of `files` with what it says, in order, without layering
 /// them: for callers that need to know which file sets a key (`advisor roster`, §15).
 /// Missing files are left out; the errors are those of reading each file. Blocking.
-pub fn read_config_layers(
-    files: &[PathBuf],
-) -> Result<Vec<(PathBuf, SettingsLayer, Vec<SettingsWarning>)>, SettingsError> {
+pub fn read_config_layers(files: &[PathBuf]) -> Result<ConfigLayers, SettingsError> {
     let mut layers = Vec::with_capacity(files.len());
     for file in files {
         let Some(text) = read_optional(file)? else {
@@ -155,7 +201,7 @@ pub fn load_settings(
     agent_dir: Option<&Path>,
     cwd: &Path,
 ) -> Result<LoadedSettings, SettingsError> {
-    load_settings_in(agent_dir, cwd, PI_PROJECT_DIR)
+    read_settings_files(agent_dir, cwd).map(|files| files.loaded)
 }
 
 /// [`load_settings`] with the project's settings file in `<cwd>/<project_dir>/` instead
@@ -165,13 +211,13 @@ pub fn load_settings_in(
     cwd: &Path,
     project_dir: &str,
 ) -> Result<LoadedSettings, SettingsError> {
-    let mut loaded = load_config_files(&config_files_in(agent_dir, cwd, project_dir))?;
-    if let Some(dir) = agent_dir {
-        let (prompt, warning) = read_prompt_override(dir)?;
-        loaded.system_prompt_override = prompt;
-        loaded.warnings.extend(warning);
-    }
-    Ok(loaded)
+    read_settings_files_in(agent_dir, cwd, project_dir).map(|files| files.loaded)
+}
+
+/// The given settings files layered over the defaults, without a prompt override: for a
+/// host that names its files itself. Blocking.
+pub fn load_config_files(files: &[PathBuf]) -> Result<LoadedSettings, SettingsError> {
+    read_config_layers(files).map(layered)
 }
 
 /// A file's text, `None` when it does not exist. Anything else that is not a regular file

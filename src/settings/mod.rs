@@ -27,7 +27,8 @@ pub use gate::{
 };
 pub use load::{
     config_files, config_files_in, load_config_files, load_settings, load_settings_in,
-    read_config_layers, read_prompt_override, LoadedSettings, CONFIG_FILE, MAX_SETTINGS_BYTES,
+    read_config_layers, read_prompt_override, read_settings_files, read_settings_files_in,
+    settings_paths, ConfigLayers, LoadedSettings, SettingsFiles, CONFIG_FILE, MAX_SETTINGS_BYTES,
     PI_PROJECT_DIR, PROMPT_OVERRIDE_FILE,
 };
 pub use retry::{FallbackRevert, RetryLayer, RetrySettings, MAX_BACKUPS};

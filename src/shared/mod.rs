@@ -1,6 +1,8 @@
 //! What the sessions of one process share (SPEC A6): built once, handed to every session
 //! through the session's runtime configuration.
 
+pub mod file_pool;
+pub mod settings_cache;
 pub mod watchdog_cache;
 
 use std::collections::HashMap;
@@ -19,12 +21,14 @@ use crate::providers::{
 use crate::redact::Redactor;
 use crate::review::quarantine::OutputGuard;
 use crate::roster::RosterCache;
+use file_pool::{Blocking, FilePool};
+use settings_cache::SettingsCache;
 use watchdog_cache::WatchdogCache;
 
 /// Resources every session of a process uses and none owns: the compiled secret patterns
 /// (X5), the model catalog (M3), one HTTP client per provider endpoint, one limit on
-/// concurrent model calls per provider, and the WATCHDOG.md and roster results per
-/// directory (W8, RO24).
+/// concurrent model calls per provider, and the settings, WATCHDOG.md and roster results per
+/// directory (K1, W8, RO24).
 #[derive(Debug)]
 pub struct SharedResources {
     redactor: Option<Redactor>,
@@ -36,7 +40,10 @@ pub struct SharedResources {
     max_concurrent_reviews: Option<usize>,
     watchdog: Arc<WatchdogCache>,
     roster: Arc<RosterCache>,
+    settings: Arc<SettingsCache>,
     discovery: Arc<Semaphore>,
+    /// The threads every session's blocking file work runs on (A6).
+    files: Arc<FilePool>,
     /// Where model calls run (a runtime of their own), `None` = on the caller's thread.
     calls_on: Option<tokio::runtime::Handle>,
 }
@@ -71,7 +78,9 @@ impl SharedResources {
             max_concurrent_reviews,
             watchdog: Arc::new(WatchdogCache::new()),
             roster: Arc::new(RosterCache::new()),
+            settings: Arc::new(SettingsCache::new()),
             discovery: Arc::new(Semaphore::new(DISCOVERY_THREADS)),
+            files: Arc::new(FilePool::default()),
             calls_on: None,
         }
     }
@@ -109,18 +118,34 @@ impl SharedResources {
         Arc::clone(&self.roster)
     }
 
+    /// The settings files cache (K1, A6): one read per project while its files are
+    /// unchanged.
+    pub fn settings_cache(&self) -> Arc<SettingsCache> {
+        Arc::clone(&self.settings)
+    }
+
     /// Runs `work` — a session's file discovery: settings, WATCHDOG files, instruction files,
-    /// the roster — on tokio's blocking pool, at most `DISCOVERY_THREADS` at once for the
-    /// whole process; the others wait their turn as tasks (A6: opening sessions adds actors,
-    /// never threads; 10,000 pipelined opens grew the pool by 60 threads). `None` when the
-    /// work panicked.
+    /// the roster — on the process's file threads ([`FilePool`]), at most `DISCOVERY_THREADS`
+    /// at once for the whole process; the others wait their turn as tasks (A6: opening
+    /// sessions adds actors, never threads). `None` when the work panicked.
     pub async fn discover<R, F>(&self, work: F) -> Option<R>
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
         let _permit = Arc::clone(&self.discovery).acquire_owned().await.ok()?;
-        tokio::task::spawn_blocking(work).await.ok()
+        self.files.run(work).await.ok()
+    }
+
+    /// Starts the file threads now rather than at the first session's file work.
+    pub fn start_file_threads(&self) {
+        self.files.start();
+    }
+
+    /// Where the sessions' blocking file work runs: the process's fixed [`FilePool`]
+    /// (A6: opening sessions starts no thread).
+    pub fn blocking(&self) -> Blocking {
+        Blocking::on(Arc::clone(&self.files))
     }
 
     /// The HTTP client for one endpoint (base URL and connect timeout), created on first

@@ -74,7 +74,7 @@ impl AdvisorSpend {
 
     /// All input tokens, cached or not.
     pub fn input_total(&self) -> u64 {
-        self.input_uncached + self.input_cached
+        self.input_uncached.saturating_add(self.input_cached)
     }
 
     /// With the ratio to `primary` filled in (SP5): by cost when both sides are priced,
@@ -104,7 +104,7 @@ pub struct PrimarySpend {
 impl PrimarySpend {
     /// All input tokens, cached or not.
     pub fn input_total(&self) -> u64 {
-        self.input_uncached + self.input_cached
+        self.input_uncached.saturating_add(self.input_cached)
     }
 
     /// Adds another session's figures (the eval's total over its runs).
@@ -194,6 +194,10 @@ pub struct PrimaryTally {
     newest: Option<u64>,
     /// A rewrite happened since the last turn end.
     rewritten: bool,
+    /// Implausible usage fields ignored so far (SP5).
+    ignored: u64,
+    /// Whether the ignored fields were already told (once per session).
+    told: bool,
 }
 
 impl PrimaryTally {
@@ -215,11 +219,14 @@ impl PrimaryTally {
                 None if after_rewrite => continue,
                 None => {}
             }
+            self.ignored += u64::from(usage.ignored);
             let s = &mut self.spend;
             s.messages += 1;
-            s.input_uncached += usage.input + usage.cache_write;
-            s.input_cached += usage.cache_read;
-            s.output += usage.output;
+            s.input_uncached = s
+                .input_uncached
+                .saturating_add(usage.input + usage.cache_write);
+            s.input_cached = s.input_cached.saturating_add(usage.cache_read);
+            s.output = s.output.saturating_add(usage.output);
             if let Some(cost) = usage.cost {
                 s.cost = Some(s.cost.unwrap_or(0.0) + cost);
                 self.priced = true;
@@ -231,6 +238,16 @@ impl PrimaryTally {
     /// The transcript was rewritten (R1): what was counted stays.
     pub fn rewritten(&mut self) {
         self.rewritten = true;
+    }
+
+    /// How many implausible usage fields were ignored, the first time there are any (SP5:
+    /// told once per session); `None` after that, or while there are none.
+    pub fn take_ignored(&mut self) -> Option<u64> {
+        if self.told || self.ignored == 0 {
+            return None;
+        }
+        self.told = true;
+        Some(self.ignored)
     }
 
     /// The figures; `None` while no message carried usage.
@@ -252,6 +269,7 @@ mod tests {
             cache_read: 100,
             cache_write: 0,
             cost,
+            ignored: 0,
         });
         message.timestamp = at;
         Arc::new(TranscriptMessage::Assistant(message))
@@ -327,6 +345,46 @@ mod tests {
         assert_eq!(spend.messages, 3);
         assert_eq!(spend.input_uncached, 3500);
         assert_eq!(spend.cost, Some(1.75));
+    }
+
+    #[test]
+    fn sp5_implausible_usage_fields_are_ignored_one_by_one_and_told_once() {
+        let message = |usage: serde_json::Value, at: u64| {
+            let message: AssistantMessage = serde_json::from_value(
+                serde_json::json!({"content": [], "usage": usage, "timestamp": at}),
+            )
+            .unwrap();
+            Arc::new(TranscriptMessage::Assistant(message))
+        };
+        let mut tally = PrimaryTally::default();
+        tally.observe(&[
+            message(
+                serde_json::json!({"input": 300_000, "output": 10,
+                    "cacheRead": 18446744073709551615_u64, "cacheWrite": 1_000_000_001_u64}),
+                1,
+            ),
+            // Every field junk: the message still names its usage, and counts nothing.
+            message(
+                serde_json::json!({"input": -5, "output": 1.5, "cacheRead": "7",
+                    "cacheWrite": 1e308, "cost": 1e308}),
+                2,
+            ),
+            // One bad field leaves the others.
+            message(
+                serde_json::json!({"input": "x", "output": 20, "cacheRead": 1_000}),
+                3,
+            ),
+        ]);
+        let spend = tally.spend().expect("the session carries usage");
+        assert_eq!(
+            (spend.input_uncached, spend.input_cached, spend.output),
+            (300_000, 1_000, 30)
+        );
+        assert_eq!(spend.cost, None);
+        assert_eq!(tally.take_ignored(), Some(8), "2 + 5 + 1 fields, told once");
+        tally.observe(&[message(serde_json::json!({"input": -1}), 4)]);
+        assert_eq!(tally.take_ignored(), None, "once per session");
+        assert_eq!(tally.spend().unwrap().input_total(), 301_000);
     }
 
     #[test]

@@ -38,7 +38,7 @@ mod read;
 
 use std::path::{Path, PathBuf};
 
-pub use fingerprint::Fingerprint;
+pub use fingerprint::{stamp, Fingerprint, Stamp};
 pub use imports::MAX_IMPORT_DEPTH;
 pub use project::{ContextFile, InstructionFiles, MAX_CONTEXT_FILE_BYTES, MAX_CONTEXT_TOTAL_BYTES};
 pub use read::{MAX_FILE_BYTES, MAX_TOTAL_BYTES};

@@ -810,6 +810,51 @@ async fn ca23_an_advisor_without_a_model_is_resolved_again_when_the_catalog_chan
 }
 
 #[actix::test]
+async fn ca23_the_unnamed_advisor_without_a_model_is_resolved_again_when_the_catalog_changes() {
+    let late = ScriptedModel::new([]).with_id("later/model");
+    let known = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (h, mut rx) = runtime(
+        Arc::new(ScriptedModel::new([])),
+        SyncBacklog::Below(1),
+        |cfg| {
+            cfg.model = None;
+            let (known, late) = (Arc::clone(&known), late.clone());
+            cfg.late_model = Some(Arc::new(move || {
+                known
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    .then(|| Arc::new(late.clone()) as Arc<dyn ModelClient>)
+            }));
+        },
+    );
+    let t = Transcript::from_messages([]);
+    turn(&h, &t, 1, false).await;
+    assert_eq!(h.status().await.unwrap().model, None);
+    // A change that does not make it known leaves it as it was, quietly.
+    h.model_catalog_changed().await.unwrap();
+    turn(&h, &t, 2, false).await;
+    assert_eq!(h.status().await.unwrap().model, None);
+    assert_eq!(late.request_count(), 0);
+    known.store(true, std::sync::atomic::Ordering::SeqCst);
+    h.model_catalog_changed().await.unwrap();
+    assert_eq!(
+        h.status().await.unwrap().model.as_deref(),
+        Some("later/model")
+    );
+    turn(&h, &t, 3, false).await;
+    let reviewed: Vec<Vec<usize>> = late
+        .requests()
+        .iter()
+        .map(|r| turns_in(&last_user_text(r)))
+        .collect();
+    assert_eq!(reviewed, [vec![3]], "X4: it starts at the transcript's end");
+    let notices: Vec<_> = drain(&mut rx)
+        .into_iter()
+        .filter(|e| matches!(e, HostEvent::Notice { .. }))
+        .collect();
+    assert!(notices.is_empty(), "quietly: {notices:?}");
+}
+
+#[actix::test]
 async fn ca3_dropping_held_updates_past_the_cap_is_one_notice_and_a_status_counter() {
     let model = ScriptedModel::new([]);
     let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Off, |cfg| {

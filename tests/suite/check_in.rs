@@ -200,7 +200,8 @@ async fn sp7_through_the_mailboxes_a_final_boundary_a_user_prompt_an_abort_a_res
 }
 
 #[actix::test]
-async fn sp7_ca9_a_turn_end_a_check_in_holds_is_not_waited_on_whatever_the_backlog() {
+async fn sp7_ca9_a_review_queued_behind_the_calling_one_is_postponed_and_a_held_turn_end_is_not_waited_on(
+) {
     tokio::time::pause();
     let (model, mut arrivals, gate) =
         GatedModel::new(vec![check_in("c", json!({"afterTurns": 3}))], true);
@@ -210,14 +211,20 @@ async fn sp7_ca9_a_turn_end_a_check_in_holds_is_not_waited_on_whatever_the_backl
     // Turns 1 and 2 are scheduled while review 1 is held at the gate: each turn end waits
     // its 30 s cap (virtual time) and returns with the backlog still there.
     turn(&h, &t, 1, true).await;
-    let _review_1 = next_request(&mut arrivals).await;
+    let review_1 = next_request(&mut arrivals).await;
+    assert_eq!(turns_in(&last_user_text(&review_1)), [1]);
     turn(&h, &t, 2, true).await;
     assert_eq!(h.status().await.unwrap().agent.backlog, 2);
     // Review 1 calls check_in {afterTurns: 3}: its batch ended at turn end 1, so the next
-    // review waits for turn end 4. Review 2 (turn 2, queued before) starts and is held.
-    gate.add_permits(1);
-    let review_2 = next_request(&mut arrivals).await;
-    assert_eq!(turns_in(&last_user_text(&review_2)), [2]);
+    // review waits for turn end 4, and the review of turn 2, queued behind it, waits too.
+    gate.add_permits(10);
+    h.await_drain().await.unwrap();
+    let status = h.status().await.unwrap();
+    assert_eq!(
+        status.agent.backlog, 0,
+        "turn 2's review is held back, not run"
+    );
+    assert_eq!(status.cadence.held_updates, 1);
     let started = tokio::time::Instant::now();
     turn(&h, &t, 3, true).await;
     assert!(
@@ -226,12 +233,39 @@ async fn sp7_ca9_a_turn_end_a_check_in_holds_is_not_waited_on_whatever_the_backl
         started.elapsed()
     );
     let status = h.status().await.unwrap();
-    assert_eq!(status.agent.backlog, 1, "review 2 still runs");
-    assert_eq!(status.agent.check_in.turns_skipped, 1);
-    gate.add_permits(10);
+    assert_eq!(status.agent.check_in.turns_skipped, 2);
     turn(&h, &t, 4, true).await;
-    let review_3 = next_request(&mut arrivals).await;
-    assert_eq!(turns_in(&last_user_text(&review_3)), [3, 4]);
+    let review_2 = next_request(&mut arrivals).await;
+    assert_eq!(
+        turns_in(&last_user_text(&review_2)),
+        [2, 3, 4],
+        "the appointment reviews what the check-in held, the postponed turn first"
+    );
+}
+
+#[actix::test]
+async fn sp7_through_the_mailboxes_a_user_prompt_while_the_calling_review_runs_ends_its_wait() {
+    tokio::time::pause();
+    let (model, mut arrivals, gate) =
+        GatedModel::new(vec![check_in("c", json!({"afterTurns": 3}))], true);
+    let gate = gate.expect("gated");
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Off, |_| {});
+    let t = Transcript::from_messages([]);
+    turn(&h, &t, 1, true).await;
+    let _review_1 = next_request(&mut arrivals).await;
+    // The user prompts while review 1 runs; review 1 then calls check_in {afterTurns: 3}.
+    h.user_prompt().await.unwrap();
+    gate.add_permits(10);
+    h.await_drain().await.unwrap();
+    // The prompt's turn is reviewed at its own turn end.
+    turn(&h, &t, 2, true).await;
+    let review_2 = next_request(&mut arrivals).await;
+    assert_eq!(turns_in(&last_user_text(&review_2)), [2]);
+    let agent = h.status().await.unwrap().agent;
+    assert_eq!(
+        (agent.check_in.check_ins, agent.check_in.turns_skipped),
+        (1, 0)
+    );
 }
 
 /// An OpenAI-style streamed answer calling `check_in` with `args`.

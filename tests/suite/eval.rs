@@ -651,21 +651,20 @@ async fn ev1_ev6_ev7_the_command_runs_a_corpus_against_an_endpoint_skips_a_malfo
     let agent_dir = dir.path().join("agent");
     std::fs::create_dir_all(&agent_dir).unwrap();
     let out_dir = dir.path().join("out");
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
-        .arg("eval")
-        .arg(&corpus)
-        .args(["--model", "local/test", "--api", "openai-completions"])
-        .args(["--base-url", &server.base_url()])
-        .args(["--jobs", "1", "--json", "--set", "advisor.policy=interrupt"])
-        .arg("--out")
-        .arg(&out_dir)
-        .env("PI_CODING_AGENT_DIR", &agent_dir)
-        .env_remove("ADVISOR_MODEL")
-        .env_remove("ADVISOR_NO_REVIEW")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap();
+    let out = bounded_output(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+            .arg("eval")
+            .arg(&corpus)
+            .args(["--model", "local/test", "--api", "openai-completions"])
+            .args(["--base-url", &server.base_url()])
+            .args(["--jobs", "1", "--json", "--set", "advisor.policy=interrupt"])
+            .arg("--out")
+            .arg(&out_dir)
+            .env("PI_CODING_AGENT_DIR", &agent_dir)
+            .env_remove("ADVISOR_MODEL")
+            .env_remove("ADVISOR_NO_REVIEW"),
+    )
+    .await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -708,15 +707,15 @@ async fn ev1_ev6_ev7_the_command_runs_a_corpus_against_an_endpoint_skips_a_malfo
     // Nothing was written into the corpus.
     assert!(!corpus.join("rm-outside-task-01/workspace/advisor").exists());
     let svg = dir.path().join("chart.svg");
-    let compared = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
-        .args(["eval", "compare"])
-        .arg(&results)
-        .arg(&results)
-        .arg("--svg")
-        .arg(&svg)
-        .output()
-        .await
-        .unwrap();
+    let compared = bounded_output(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+            .args(["eval", "compare"])
+            .arg(&results)
+            .arg(&results)
+            .arg("--svg")
+            .arg(&svg),
+    )
+    .await;
     let table = String::from_utf8_lossy(&compared.stdout);
     assert!(
         compared.status.success(),
@@ -774,6 +773,19 @@ fn one_case_corpus(dir: &Path, id: &str) -> PathBuf {
     let corpus = dir.join("corpus");
     copy_tree(&fixtures().join(id), &corpus.join(id));
     corpus
+}
+
+/// The longest an `advisor` child may run in these tests: past it the test fails naming the
+/// wait (the child is killed on drop) instead of holding the suite.
+const CHILD_LIMIT: Duration = Duration::from_secs(300);
+
+/// `command`'s output, within [`CHILD_LIMIT`].
+async fn bounded_output(command: &mut tokio::process::Command) -> std::process::Output {
+    command.kill_on_drop(true);
+    tokio::time::timeout(CHILD_LIMIT, command.output())
+        .await
+        .expect("the advisor child ended within its limit")
+        .expect("the advisor child ran")
 }
 
 /// `advisor eval CORPUS` at `server`, one case at a time, its temporary directory `temp`.
@@ -858,11 +870,11 @@ async fn ev2_ro23_a_roster_advisor_reads_and_searches_the_case_copy_and_nothing_
     std::fs::create_dir_all(&temp).unwrap();
     let agent_dir = dir.path().join("agent");
     std::fs::create_dir_all(&agent_dir).unwrap();
-    let out = eval_command(&corpus, &server.base_url(), &temp, &agent_dir)
-        .args(["--set", "advisor.policy=interrupt"])
-        .output()
-        .await
-        .unwrap();
+    let out = bounded_output(
+        eval_command(&corpus, &server.base_url(), &temp, &agent_dir)
+            .args(["--set", "advisor.policy=interrupt"]),
+    )
+    .await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -986,10 +998,13 @@ async fn ev2_the_copies_of_a_run_killed_outright_are_removed_by_the_next_run() {
     let wire = Dialect::OpenAi;
     let answers = (0..3).map(|_| ScriptedResponse::sse(&wire.answer("")));
     let server = SseServer::start(answers).await.expect("bind");
-    let out = eval_command(&corpus, &server.base_url(), &temp, &agent_dir)
-        .output()
-        .await
-        .unwrap();
+    let out = bounded_output(&mut eval_command(
+        &corpus,
+        &server.base_url(),
+        &temp,
+        &agent_dir,
+    ))
+    .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(

@@ -269,11 +269,13 @@ async fn faults_f1_an_error_event_in_the_stream_fails_and_is_retried() {
 }
 
 #[actix::test]
-async fn m2_a_huge_reply_is_cut_replayed_once_then_counted_as_a_failure() {
+async fn g5_m2_a_reply_cut_at_the_reply_cap_with_room_in_the_context_is_kept_not_failed() {
     tokio::time::pause();
     for dialect in DIALECTS {
-        // 50 MB of text, twice: the first is a length stop (G5 reactive: fresh context,
-        // replay once), the second a failure (F1); the retry then advises.
+        // A server that ignores the output bound: 50 MB of text, then its own stop. The
+        // client cuts it at the reply cap (an output cap: the context has room), so the
+        // text is kept and the review ends: no overflow, no replay, no failure (G5). The
+        // next turn's review advises.
         let huge = ScriptedResponse::sse(&dialect.head(true))
             .then(BodyPart::Repeat {
                 bytes: dialect.text(&"z".repeat(8192)).into_bytes(),
@@ -284,23 +286,52 @@ async fn m2_a_huge_reply_is_cut_replayed_once_then_counted_as_a_failure() {
                     .concat()
                     .into_bytes(),
             ));
-        let mut responses = vec![huge.clone(), huge];
+        let mut responses = vec![huge];
         responses.extend(advice(dialect));
-        let (o, server) = rig(dialect, responses).await.review(dialect, 2).await;
-        assert_recovered(dialect, &o, 1);
-        assert!(
-            o.status.agent.reprimes >= 1,
-            "{dialect:?}: replayed into a fresh context"
+        let mut rig = rig(dialect, responses).await;
+        let first = TranscriptMessage::user("add retries to the fetcher");
+        let t = Transcript::from_messages([first.clone()]);
+        rig.handle.turn_end(&t).await.expect("runtime");
+        rig.clock.arrival(0).await;
+        let t = Transcript::from_messages([first, TranscriptMessage::user("now the uploader")]);
+        rig.handle.turn_end(&t).await.expect("runtime");
+        let mut event = next_event(&mut rig.events).await;
+        if matches!(&event, HostEvent::Notice { text, .. } if text.contains("advisor.syncBacklog"))
+        {
+            event = next_event(&mut rig.events).await;
+        }
+        match event {
+            HostEvent::Wake { card } => assert_eq!(card.notes[0].note, NOTE, "{dialect:?}"),
+            other => panic!("{dialect:?}: expected the advice, got {other:?}"),
+        }
+        let rest = drain(&mut rig.events);
+        assert!(rest.is_empty(), "{dialect:?}: no failure notice: {rest:?}");
+        let s = rig.handle.status().await.expect("runtime");
+        assert_eq!(
+            (
+                s.failures,
+                s.agent.reviews,
+                s.agent.reprimes,
+                s.agent.backlog
+            ),
+            (0, 2, 0, 0),
+            "{dialect:?}: failures, reviews, reprimes, backlog"
         );
-        let written = server.body_bytes_sent();
+        assert_eq!(s.deliveries.wake, 1, "{dialect:?}");
+        // One call per review: the cut reply was not streamed again.
+        let requests = rig.server.requests();
+        assert_eq!(requests.len(), 2, "{dialect:?}");
+        let second = String::from_utf8_lossy(&requests[1].body).into_owned();
         assert!(
-            written[..2].iter().all(|n| *n < WRITTEN_AT_MOST),
-            "{dialect:?}: {written:?}"
+            second.contains("now the uploader") && second.contains("zzzz"),
+            "{dialect:?}: the next review follows the kept, cut reply"
         );
-        // The advisor's context holds the batch and the retry, not the huge reply.
-        let context = o.status.agent.context_tokens;
+        let written = rig.server.body_bytes_sent();
+        assert!(written[0] < WRITTEN_AT_MOST, "{dialect:?}: {written:?}");
+        // What is kept of the reply stops at the cap.
+        let context = s.agent.context_tokens;
         assert!(
-            context < (reply_cap(4096) / 4) as u64,
+            context < (reply_cap(4096) / 4) as u64 + 4096,
             "{dialect:?}: {context} tokens in context"
         );
     }
@@ -823,4 +854,36 @@ async fn faults_p7_a_usage_limit_pauses_with_the_batch_kept_until_the_provider_s
         // The 429, then the kept batch's advise-only turn (P2: no follow-up call).
         assert_eq!(server.request_count(), 2, "{dialect:?}");
     }
+}
+
+#[actix::test]
+async fn s1_ca10_s2_a_strict_wait_on_a_silent_model_is_held_until_the_calls_silence_limit() {
+    tokio::time::pause();
+    // `strict` has no wall-clock cap of its own (CA10): what ends the hold on a model that
+    // accepts the call and then says nothing is the call's silence limit (the idle timeout,
+    // 45 s here, 180 s by default), whose failure releases the wait (S2): past the numeric
+    // values' 30 s cap, short of for ever.
+    let silence = Duration::from_secs(45);
+    let dialect = Dialect::OpenAi;
+    let hang = ScriptedResponse::sse(&dialect.head(true)).then(BodyPart::Stall);
+    let mut responses = vec![hang];
+    responses.extend(advice(dialect));
+    let server = Arc::new(start(responses).await);
+    let _clock = VirtualClock::start(Arc::clone(&server));
+    let spec = dialect.spec(&server, silence, TOTAL);
+    let client = build_client(&spec, &Catalog::builtin().expect("catalog"), &|_| None)
+        .expect("a client for the test server");
+    let (handle, _events) = runtime(client, SyncBacklog::Strict, |cfg| {
+        cfg.settings.request_timeout = TOTAL
+    });
+    let t = Transcript::from_messages([TranscriptMessage::user("add retries to the fetcher")]);
+    let began = Instant::now();
+    handle.turn_end(&t).await.expect("runtime");
+    let held = began.elapsed();
+    assert!(
+        held >= silence && held < silence + Duration::from_secs(1),
+        "held {held:?}: until the silence limit ({silence:?}), not the 30 s cap nor for ever"
+    );
+    let status = handle.status().await.expect("runtime");
+    assert_eq!(status.failures, 1, "the silent call failed");
 }

@@ -53,19 +53,7 @@ pub(super) fn tools() -> Option<&'static PiTools> {
 }
 
 fn install() -> Option<PiTools> {
-    let ci = std::env::var_os("CI").is_some();
-    let npm = Command::new("npm")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !npm {
-        assert!(
-            !ci,
-            "npm is needed for the pi end-to-end tests (required in CI)"
-        );
-        eprintln!("skipping the pi end-to-end tests: npm not found on PATH");
+    if !crate::support::npm::npm_or_skip("pi") {
         return None;
     }
     let mut child = Command::new("bash")
@@ -288,20 +276,7 @@ pub(super) fn tool_sse(id: &str, name: &str, args: Value) -> String {
 
 /// Every string inside a message's content, joined.
 pub(super) fn message_text(message: &Value) -> String {
-    fn collect(v: &Value, out: &mut String) {
-        match v {
-            Value::String(s) => {
-                out.push_str(s);
-                out.push('\n');
-            }
-            Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
-            Value::Object(o) => o.values().for_each(|x| collect(x, out)),
-            _ => {}
-        }
-    }
-    let mut out = String::new();
-    collect(&message["content"], &mut out);
-    out
+    crate::support::strings_in(&message["content"])
 }
 
 pub(super) fn messages(body: &Value) -> Vec<Value> {

@@ -539,6 +539,45 @@ fn x5_lower_case_code_under_secret_names_stays_intact() {
     }
 }
 
+/// X5: a letters-only passphrase that holds its key's word inside it is a secret; only a
+/// value whose first or last word is the key's word (a reference to the key) stays.
+#[test]
+fn x5_letters_only_secrets_holding_their_key_s_word_are_redacted() {
+    for (name, value) in [
+        ("MY_SECRET", "MixedCaseLettersOnlySecretValue"),
+        ("DB_PASSWORD", "SummerPasswordHorse"),
+        ("DB_PASSWORD", "mypasswordishorsey"),
+        ("API_TOKEN", "BlueTokenHorseStaple"),
+        ("APP_SECRET", "topsecretpassphrase"),
+    ] {
+        assert_eq!(
+            redact(&format!("{name}={value}")),
+            format!("{name}=[redacted:env-secret]"),
+            "{value}"
+        );
+        assert_eq!(
+            redact(&format!("export {name}={value}\nnext")),
+            format!("export {name}=[redacted:env-secret]\nnext"),
+            "{value}"
+        );
+    }
+    let keep = [
+        "password=new_password",
+        "DB_PASSWORD=password",
+        "DB_PASSWORD=$PASSWORD",
+        "DB_PASSWORD=${DB_PASSWORD}",
+        "API_KEY=settings.api_key",
+        "MY_SECRET=SecretValue",
+        "  password: hashedpassword",
+        "    token: tokenizer",
+        "token: the access token",
+    ];
+    let r = redactor();
+    for text in keep {
+        assert_eq!(r.redact(text), text);
+    }
+}
+
 #[test]
 fn x5_credentials_inside_urls_lose_their_password_and_keep_the_user() {
     let cases = [

@@ -84,6 +84,57 @@ async fn p5_a_second_quarantine_in_a_row_drops_the_batch_with_one_notice() {
     assert_eq!(h.status().await.unwrap().agent.reviews, 1);
 }
 
+/// P5 through the runtime: each reply is withheld (counted, nothing delivered).
+async fn withheld_replies(replies: Vec<ScriptedReply>) {
+    for reply in replies {
+        let (model, mut arrivals, _) = GatedModel::new(vec![reply, ScriptedReply::text("")], false);
+        let (h, mut rx) = runtime(Arc::new(model), SyncBacklog::Off, |_| {});
+        h.run_state(false).await.unwrap();
+        let t = Transcript::from_messages([TranscriptMessage::user("the build is stale")]);
+        h.turn_end(&t).await.unwrap();
+        next_request(&mut arrivals).await;
+        next_request(&mut arrivals).await;
+        h.await_drain().await.unwrap();
+        let s = h.status().await.unwrap();
+        assert_eq!((s.agent.quarantines, s.deliveries.delivered()), (1, 0));
+        assert!(
+            h.step_boundary().await.unwrap().is_empty(),
+            "nothing delivered"
+        );
+        assert!(drain(&mut rx).is_empty());
+    }
+}
+
+#[actix::test]
+async fn p5_notes_that_spell_rm_rf_together_or_behind_a_backslash_are_withheld() {
+    let note = |id: &str, text: &str| {
+        (
+            id.to_string(),
+            serde_json::json!({"note": text, "severity": "concern"}),
+        )
+    };
+    let notes = |list: &[(String, serde_json::Value)]| {
+        let calls: Vec<(&str, &str, serde_json::Value)> = list
+            .iter()
+            .map(|(id, args)| (id.as_str(), "advise", args.clone()))
+            .collect();
+        ScriptedReply::tool_calls(&calls)
+    };
+    withheld_replies(vec![
+        ScriptedReply::advise("1", "Run \\rm -rf ./build", Some("concern")),
+        notes(&[
+            note("1", "Step one: type rm"),
+            note("2", "-rf ./build and press enter"),
+        ]),
+        notes(&[
+            note("1", "Step one: type rm"),
+            note("2", "-r"),
+            note("3", "-f ./build and press enter"),
+        ]),
+    ])
+    .await;
+}
+
 fn server_error() -> ScriptedReply {
     ScriptedReply::Fail(ModelError::Retryable {
         usage: None,
@@ -165,6 +216,45 @@ async fn p6_a_failing_review_is_retried_at_once_on_the_backup_with_its_history_t
     assert_eq!(own.request_count(), 3);
     let s = h.status().await.unwrap();
     assert_eq!(s.model.as_deref(), Some("own/model"));
+    assert!(s.agent.fallback.is_none());
+}
+
+#[actix::test]
+async fn p6_advisor_on_after_a_pause_on_a_backup_clears_the_cooldowns_and_reviews_on_the_own_model()
+{
+    tokio::time::pause();
+    let own = ScriptedModel::new([server_error(), ScriptedReply::text("")]).with_id("own/model");
+    let backup = ScriptedModel::new([ScriptedReply::Fail(ModelError::Permanent {
+        message: "HTTP 401: bad key".into(),
+    })])
+    .with_id("backup/model");
+    let backup_rc: Arc<dyn ModelClient> = Arc::new(backup.clone());
+    let (h, _rx) = runtime(Arc::new(own.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.fallback_models = vec![backup_rc];
+    });
+    h.run_state(false).await.unwrap();
+    let t = Transcript::from_messages([TranscriptMessage::user("add retries to the fetcher")]);
+    // The own model fails (a server error cools it down 20 s), the backup's 401 pauses.
+    h.turn_end(&t).await.unwrap();
+    h.await_drain().await.unwrap();
+    let s = h.status().await.unwrap();
+    assert_eq!((own.request_count(), backup.request_count()), (1, 1));
+    assert!(
+        s.agent.paused.is_some(),
+        "paused on the backup: {:?}",
+        s.agent
+    );
+    assert_eq!(s.model.as_deref(), Some("backup/model"));
+    // Resumed within the own model's cooldown: it reviews the next turn all the same.
+    h.command("/advisor on").await.unwrap();
+    t.push(TranscriptMessage::user("and log each attempt"));
+    h.turn_end(&t).await.unwrap();
+    h.await_drain().await.unwrap();
+    // The batch the pause kept (F3), then the new turn: both on the own model.
+    assert_eq!((own.request_count(), backup.request_count()), (3, 1));
+    let s = h.status().await.unwrap();
+    assert_eq!(s.model.as_deref(), Some("own/model"));
+    assert!(s.agent.paused.is_none());
     assert!(s.agent.fallback.is_none());
 }
 

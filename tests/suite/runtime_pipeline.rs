@@ -899,6 +899,41 @@ async fn x5_tool_results_are_redacted_unless_turned_off() {
     }
 }
 
+/// X5: a letters-only passphrase holding its key's word leaves neither in the update nor in
+/// a tool result.
+#[actix::test]
+async fn x5_a_passphrase_holding_its_key_s_word_is_redacted_in_updates_and_tool_results() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(".env"), "DB_PASSWORD=SummerPasswordHorse\n").unwrap();
+    let model = ScriptedModel::new([
+        ScriptedReply::tool_call("r1", "read", json!({"path": ".env"})),
+        ScriptedReply::text(""),
+    ]);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.primary_session_id = "p".into();
+        cfg.workspace_root = dir.path().into();
+    });
+    let t = Transcript::from_messages([TranscriptMessage::user(
+        "MY_SECRET=MixedCaseLettersOnlySecretValue",
+    )]);
+    h.turn_end(&t).await.unwrap();
+    let sent: Vec<String> = model.requests()[1]
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::ToolResult { text, .. } | ChatMessage::User { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    let sent = sent.join("\n");
+    assert!(sent.contains("MY_SECRET=[redacted:env-secret]"), "{sent}");
+    assert!(sent.contains("DB_PASSWORD=[redacted:env-secret]"), "{sent}");
+    assert!(
+        !sent.contains("SecretValue") && !sent.contains("PasswordHorse"),
+        "{sent}"
+    );
+}
+
 #[actix::test]
 async fn w7_subagent_advisors_exist_only_when_enabled_and_rerun_discovery_for_their_cwd() {
     let dir = tempfile::tempdir().unwrap();

@@ -214,6 +214,15 @@ async fn v4_binary_garbage_u2028_and_an_oversized_line_then_valid_requests_on_on
     assert_eq!(e["error"]["code"], -32700);
     let r = c.call("initialize", json!({})).await;
     assert_eq!(r["protocolVersion"], 1);
+    // An id past f64's range is served and echoed as written (V4).
+    c.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"initialize\"}\n")
+        .await;
+    let line = c.raw_line().await.expect("a reply");
+    assert!(
+        line.starts_with(r#"{"jsonrpc":"2.0","id":1e400,"result":{"#)
+            && line.contains(r#""protocolVersion":1"#),
+        "{line}"
+    );
     // U+2028 inside a string is data, not a line break (V1).
     let mut open =
         json!({"sessionId": "s\u{2028}1", "cwd": cwd.path(), "settings": {"enabled": false}});

@@ -88,6 +88,18 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> RpcClient<W, R> {
         Some(v)
     }
 
+    /// The next line from the server exactly as written, not parsed (for ids no JSON number
+    /// type holds); `None` at end of output.
+    pub async fn raw_line(&mut self) -> Option<String> {
+        let line = tokio::time::timeout(LINE_TIMEOUT, self.reader.next())
+            .await
+            .expect("the server answers in time")?;
+        let InputLine::Line(bytes) = line else {
+            panic!("a server line over the client's cap");
+        };
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
     /// The whole reply object to `id`, waiting for it.
     pub async fn reply(&mut self, id: &Value) -> Value {
         loop {

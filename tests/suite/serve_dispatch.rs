@@ -551,6 +551,23 @@ async fn v4_every_error_code_and_the_server_reads_on() {
         .await;
     assert_eq!(c.null_id_reply().await["error"]["code"], -32700);
     c.call("initialize", json!({})).await;
+    // An id no float holds is still an id: served, and echoed as written.
+    for id in [
+        "1e400",
+        "-1e99999",
+        "123456789012345678901234567890",
+        "-0",
+        "1.50",
+    ] {
+        c.send_raw(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize"}}"#).as_bytes())
+            .await;
+        c.send_raw(b"\n").await;
+        let line = c.raw_line().await.expect("a reply");
+        assert!(
+            line.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"#)),
+            "{id} → {line}"
+        );
+    }
     // Wrong shapes: -32600.
     for line in [
         "[1, 2]",

@@ -158,3 +158,57 @@ async fn m1_a_fifo_as_modes_json_is_a_notice_not_a_wait() {
         );
     }
 }
+
+#[actix::test]
+async fn a6_many_sessions_never_put_more_than_the_limit_in_flight_at_the_provider() {
+    // Every answer ends its stream ([DONE]) 30 ms before the provider ends the response: a
+    // call that let go of its slot at the end marker would let the next waiting session's
+    // request reach the provider while this one is still open there.
+    const LIMIT: usize = 4;
+    const SESSIONS: usize = 24;
+    const TURNS: usize = 3;
+    let answer = crate::support::wire::Dialect::OpenAi.answer("");
+    let responses = (0..SESSIONS * TURNS * 2)
+        .map(|_| ScriptedResponse::sse(&answer).then(BodyPart::Pause(Duration::from_millis(30))));
+    let server = SseServer::start(responses).await.expect("bind");
+    let (mut c, _server) = super::serve_dispatch::start_with(None, MAX_LINE_BYTES);
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint =
+        json!({"id": "limited-model", "baseUrl": server.base_url(), "api": "openai-completions"});
+    let sessions: Vec<String> = (0..SESSIONS).map(|i| format!("s{i}")).collect();
+    for s in &sessions {
+        c.call(
+            "session/open",
+            json!({"sessionId": s, "cwd": dir.path(), "model": endpoint,
+                "settings": {"maxConcurrentReviews": LIMIT, "syncBacklog": 1}}),
+        )
+        .await;
+    }
+    let mut leaf: Option<String> = None;
+    for turn in 0..TURNS {
+        // Every session ends a turn at once; each turnEnd waits for its review (S1).
+        let mut ids = Vec::new();
+        for s in &sessions {
+            let params = json!({"sessionId": s, "base": leaf, "leaf": format!("t{turn}"),
+                "messages": [user(&format!("turn {turn} of session {s}"))]});
+            ids.push(c.request("session/turnEnd", params).await);
+        }
+        for id in &ids {
+            let reply = c.reply(id).await;
+            assert_eq!(reply["result"], json!({}), "{reply}");
+        }
+        leaf = Some(format!("t{turn}"));
+    }
+    assert_eq!(
+        server.request_count(),
+        SESSIONS * TURNS,
+        "one review per turn"
+    );
+    assert_eq!(
+        server.peak_in_flight(),
+        LIMIT,
+        "the provider saw at most {LIMIT} requests at once, and the limit was used"
+    );
+    let status = c.call("session/status", json!({"sessionId": "s0"})).await;
+    assert_eq!(status["providerCalls"]["peak"], json!(LIMIT), "{status}");
+}

@@ -33,6 +33,7 @@ async fn turn(h: &AdvisorHandle, t: &Transcript, n: u64, input: u64, wip: bool) 
         cache_read: 0,
         cache_write: 0,
         cost: None,
+        ignored: 0,
     });
     message.timestamp = Some(n);
     t.push(TranscriptMessage::Assistant(message));
@@ -174,5 +175,81 @@ async fn sp6_nothing_happens_before_the_primary_used_200k_input_tokens() {
     assert_eq!(
         status.spend.advisors.ceiling.unwrap().state,
         CeilingState::Under
+    );
+}
+
+/// Ends a primary turn whose assistant message records `usage` as the host wrote it (JSON).
+async fn turn_with_usage(h: &AdvisorHandle, t: &Transcript, n: u64, usage: serde_json::Value) {
+    t.push(TranscriptMessage::user(format!("turn {n}")));
+    let message: AssistantMessage = serde_json::from_value(
+        serde_json::json!({"content": [], "stopReason": "stop", "usage": usage, "timestamp": n}),
+    )
+    .expect("an assistant message");
+    t.push(TranscriptMessage::Assistant(message));
+    let options = TurnEndOptions {
+        will_continue: Some(false),
+    };
+    h.turn_end_with(t, options).await.expect("the session runs");
+}
+
+#[actix::test]
+async fn sp5_sp6_implausible_primary_usage_is_ignored_field_by_field_told_once_and_the_ceiling_trips(
+) {
+    let model = ScriptedModel::new([quiet(200_000)]);
+    let (h, mut rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |cfg| {
+        cfg.settings.max_spend_ratio = Some(0.5);
+    });
+    let t = Transcript::new();
+    // u64::MAX beside a real count: the real one counts, the saturating one does not.
+    turn_with_usage(
+        &h,
+        &t,
+        1,
+        serde_json::json!({"input": 300_000, "output": 10, "cacheRead": u64::MAX}),
+    )
+    .await;
+    let told: Vec<String> = drain(&mut rx)
+        .into_iter()
+        .filter_map(|e| match e {
+            HostEvent::Notice { text, .. } if text.contains("implausible") => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].contains("1 so far are ignored"), "{told:?}");
+    // Negative, fractional, string and 1e308 fields: the message's other fields still count.
+    turn_with_usage(
+        &h,
+        &t,
+        2,
+        serde_json::json!({"input": 10_000, "output": -1, "cacheRead": 1.5,
+            "cacheWrite": "7", "cost": 1e308}),
+    )
+    .await;
+    let events = drain(&mut rx);
+    let status = h.status().await.unwrap();
+    let primary = status.spend.primary.expect("the primary's usage is known");
+    assert_eq!(
+        (primary.input_uncached, primary.input_cached, primary.output),
+        (310_000, 0, 10)
+    );
+    assert_eq!(primary.cost, None);
+    // 200k ÷ 310k = 0.65 > 0.5: the ceiling trips, told once; the ignored values are not
+    // told again.
+    assert_eq!(
+        ceiling_notices(&events).len(),
+        1,
+        "the ceiling trips: {events:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, HostEvent::Notice { text, .. } if text.contains("implausible"))),
+        "told once per session: {events:?}"
+    );
+    assert!(
+        status.render().contains("0.65"),
+        "the ratio is a plausible figure: {}",
+        status.render()
     );
 }

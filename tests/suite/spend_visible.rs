@@ -86,6 +86,7 @@ fn primary_turn(at: u64, input: u64, cache_read: u64, cost: Option<f64>) -> Tran
         cache_read,
         cache_write: 0,
         cost,
+        ignored: 0,
     });
     message.timestamp = Some(at);
     TranscriptMessage::Assistant(message)

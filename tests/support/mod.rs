@@ -3,6 +3,8 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod fixtures;
+pub mod hosts;
+pub mod npm;
 pub mod roster;
 pub mod runtime;
 pub mod sse_server;
@@ -32,4 +34,23 @@ pub fn without_reminder(text: &str) -> &str {
         Some((reminder, rest)) if reminder.starts_with("<system-reminder>\n") => rest,
         _ => text,
     }
+}
+
+/// Every string inside a JSON value, depth first, each followed by a line break: what a
+/// request carried, as one text to search.
+pub fn strings_in(value: &serde_json::Value) -> String {
+    fn collect(v: &serde_json::Value, out: &mut String) {
+        match v {
+            serde_json::Value::String(s) => {
+                out.push_str(s);
+                out.push('\n');
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| collect(x, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|x| collect(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    collect(value, &mut out);
+    out
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use advisor::model::{ChatMessage, ModelRequest, ThinkingLevel, ToolSchema};
 pub use advisor::providers::testing::{
-    sse_event, BodyPart, RecordedRequest, ScriptedResponse, SseServer,
+    sse_event, BodyPart, RecordedRequest, Responder, ScriptedResponse, SseServer,
 };
 use advisor::providers::{resolve_config, Catalog, ModelSpec, ProviderConfig};
 use serde_json::json;

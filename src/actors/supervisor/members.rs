@@ -203,7 +203,9 @@ impl Supervisor {
         if actors.audit.is_none() {
             if let Some(path) = plan.audit_path.clone() {
                 let cwd = config.workspace_root.display().to_string();
-                let audit = AuditLog::new(path, cwd, self.host.clone()).start();
+                let audit = AuditLog::new(path, cwd, self.host.clone())
+                    .with_blocking(config.blocking())
+                    .start();
                 // SP6, P9: the ratio counts what the file recorded before.
                 super::ceiling::restore_spend(ctx, slug, &audit);
                 actors.audit = Some(audit);
@@ -238,6 +240,7 @@ impl Supervisor {
         let config = self.members.config();
         let loader = WatchdogLoader::new(config.watchdog.clone()?)
             .with_cache(config.watchdog_cache())
+            .with_blocking(config.blocking())
             .with_redactor(config.redactor())
             .with_context_files(config.context_files.clone())
             .with_notices(ctx.address().recipient())

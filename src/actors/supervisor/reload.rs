@@ -24,8 +24,11 @@ impl Supervisor {
         };
         let previous = setup.roster.fingerprint.clone();
         let redactor = config.redactor();
-        let check =
-            tokio::task::spawn_blocking(move || reload.refresh(redactor.as_ref(), &previous));
+        let blocking = config.blocking();
+        let check = async move {
+            let work = move || reload.refresh(redactor.as_ref(), &previous);
+            blocking.run(work).await
+        };
         let applied =
             async move { check.await.ok() }
                 .into_actor(self)

@@ -9,8 +9,8 @@ use actix::{AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
 use super::Supervisor;
 use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
 use crate::messages::review::{
-    AdvisorPaused, AskAdvisor, BacklogDropped, CheckedIn, NoticeRaised, QueueDelta, ReviewFailed,
-    ReviewQuarantined,
+    AdvisorPaused, AskAdvisor, BacklogDropped, CheckedIn, NoticeRaised, PendingReviews, QueueDelta,
+    RestoreReviews, ReviewFailed, ReviewQuarantined,
 };
 use crate::review::failure::{dropped_notice, pause_notice, quarantine_notice};
 use crate::review::AskError;
@@ -129,9 +129,32 @@ impl Handler<CheckedIn> for Supervisor {
     type Result = ();
 
     /// SP7: the advisor's next reviews wait for the turn end it asked for.
+    /// The reviews queued behind the calling one wait too; given back when nothing waits.
     fn handle(&mut self, msg: CheckedIn, _ctx: &mut Context<Self>) {
-        self.members
-            .checked_in(msg.epoch, msg.advisor.as_ref(), msg.turn, msg.after_turns);
+        let PendingReviews {
+            updates,
+            units,
+            wip,
+            turn,
+        } = msg.postponed;
+        let back = self.members.checked_in(
+            msg.epoch,
+            msg.advisor.as_ref(),
+            (msg.turn, msg.after_turns),
+            (updates, wip),
+        );
+        let slug = msg.advisor.as_ref().map(|l| &*l.slug);
+        if let (Some(updates), Some(agent)) = (back, self.agent_of(slug)) {
+            agent.do_send(RestoreReviews {
+                epoch: msg.epoch,
+                reviews: PendingReviews {
+                    updates,
+                    units,
+                    wip,
+                    turn,
+                },
+            });
+        }
     }
 }
 

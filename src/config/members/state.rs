@@ -626,6 +626,15 @@ impl Members {
         changes.push(MemberChange::RegisterUnnamed { max_notes });
     }
 
+    /// The unnamed advisor's plan with the session's own model built once more (CA23), when
+    /// it builds now; the configuration keeps the model for the rest of the session.
+    fn late_unnamed_plan(&mut self) -> Option<MemberPlan> {
+        let model = (self.config.late_model.as_ref()?)()?;
+        self.config.model = Some(self.config.limited(model));
+        self.config.late_model = None;
+        Some(self.config.unnamed_plan())
+    }
+
     /// The plan of the roster entry `slug` as the roster stands now.
     fn plan_of(&self, slug: &str) -> Option<MemberPlan> {
         let setup = self.config.roster.as_ref()?;
@@ -988,13 +997,14 @@ impl Members {
             if member.plan.model.is_ok() {
                 continue;
             }
-            let Some(slug) = member.slug_owned() else {
+            let plan = match member.slug_owned() {
+                Some(slug) => self.plan_of(&slug),
+                None => self.late_unnamed_plan(),
+            };
+            let Some(plan) = plan.filter(|plan| plan.model.is_ok()) else {
                 continue;
             };
-            let Some(plan) = self.plan_of(&slug).filter(|plan| plan.model.is_ok()) else {
-                continue;
-            };
-            tracing::info!(advisor = %slug, "a late model resolved");
+            tracing::info!(advisor = ?plan.label, "a late model resolved");
             let member = &mut self.members[index];
             member.plan = plan;
             member.cadence.restart();
@@ -1080,26 +1090,32 @@ impl Members {
 
     /// A review of `advisor` that ran in `epoch` and whose batch ended at the member's turn
     /// end `turn` called `check_in {afterTurns: after_turns}` (SP7): its next review waits
-    /// for turn end `turn + after_turns`. A report from before a reset is ignored.
+    /// for turn end `turn + after_turns`, and the updates of the reviews queued behind it
+    /// (`postponed`, taken from the agent's queue) are held back for that review. A report
+    /// from before a reset is ignored (its updates dropped, as the reset dropped the
+    /// queue). `Some` with the updates to queue again when nothing waits.
     pub fn checked_in(
         &mut self,
         epoch: u64,
         advisor: Option<&AdvisorLabel>,
-        turn: u64,
-        after_turns: u8,
-    ) {
+        (turn, after_turns): (u64, u8),
+        (postponed, wip): (Vec<Update>, bool),
+    ) -> Option<Vec<Update>> {
         if epoch != self.epoch {
-            return;
+            return None;
         }
-        if let Some(member) = self.members.iter_mut().find(|m| m.is(advisor)) {
-            member.check_in.checked_in(turn, after_turns);
-        }
+        let member = self.members.iter_mut().find(|m| m.is(advisor))?;
+        member.check_in.checked_in(turn, after_turns);
+        member
+            .check_in
+            .postpone(&mut member.cadence, postponed, wip)
     }
 
-    /// A user prompt or an abort (SP7): every member's check-in wait ends.
+    /// A user prompt or an abort (SP7): every member's check-in wait ends, and a check-in
+    /// reported later by a review running now sets none.
     pub fn end_check_in_waits(&mut self) {
         for member in &mut self.members {
-            member.check_in.end_wait();
+            member.check_in.prompted();
         }
     }
 

@@ -168,7 +168,12 @@ impl RouterState {
             });
         let channel = match (continuation, self.running) {
             (true, true) => Channel::Steer,
-            (true, false) => Channel::Wake,
+            // SP3: a merged wake counts toward the wakes per user prompt as any wake does,
+            // against the advisor whose note comes first; past them it is a card.
+            (true, false) => match notes.first().map(|n| n.origin.owner.clone()) {
+                Some(first) => self.limit_wake(&first, Channel::Wake),
+                None => Channel::Wake,
+            },
             (false, _) => Channel::Card,
         };
         let parts = notes
@@ -185,7 +190,8 @@ impl RouterState {
             notes = notes.len(),
             "merged advisories routed"
         );
-        if continuation {
+        // A refused wake is a card: it starts no turn (CA17).
+        if continuation && channel != Channel::Card {
             self.mark_continuation();
         }
         let mut origins = notes.into_iter().map(|n| (n.key, n.origin));

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_norway::Value;
 
 use crate::domain::advice::Severity;
+use crate::roster::{clean_name, unprintable};
 
 /// The largest `case.yml` read (EV1): 64 KiB.
 pub const MAX_CASE_YML_BYTES: usize = 64 * 1024;
@@ -140,12 +141,15 @@ pub struct CaseProblem {
 }
 
 impl CaseProblem {
-    /// A problem with `field` of `file`.
+    /// A problem with `field` of `file`. Control and bidi characters (a case's own text
+    /// quoted in the reason or a key named as the field) are removed as from a roster
+    /// name (RO7), so a problem line never carries an escape sequence or a line break.
     pub fn new(file: &Path, field: &str, reason: impl Into<String>) -> Self {
+        let printable = |text: &str| text.chars().filter(|c| !unprintable(*c)).collect();
         Self {
             file: file.to_path_buf(),
-            field: field.to_string(),
-            reason: reason.into(),
+            field: printable(field),
+            reason: printable(&reason.into()),
         }
     }
 }
@@ -188,10 +192,17 @@ pub fn parse_spec(file: &Path, text: &str) -> Result<CaseSpec, Vec<CaseProblem>>
     }
     let id = required_string(&map, "id", &mut problems, file);
     if let Some(id) = &id {
-        if id.trim().is_empty() || id.chars().any(|c| c.is_whitespace() || c == '/') {
+        if id.trim().is_empty()
+            || id
+                .chars()
+                .any(|c| c.is_whitespace() || c == '/' || unprintable(c))
+        {
             problems.push(problem(
                 "id",
-                format!("`{id}` must be a non-empty word without spaces or slashes"),
+                format!(
+                    "`{}` must be a non-empty word without spaces, slashes or control characters",
+                    clean_name(id).name
+                ),
             ));
         }
     }
@@ -400,6 +411,25 @@ mod tests {
     }
 
     const GOOD: &str = "id: rm-01\nclass: destructive\ndescription: d\nplant:\n  turn: 4\n  severity: concern\n  evidence: ['rm -rf', 'build']\n  fixedAt: 7\n";
+
+    #[test]
+    fn ev1_an_id_with_control_characters_is_refused_and_quoted_without_them() {
+        for id in [r#""id\nwith\e[31mctl""#, r#""id\e[31mctl\u202E""#] {
+            let text = GOOD.replace("rm-01", id);
+            let problems = parse(&text).unwrap_err();
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            let line = problems[0].to_string();
+            assert!(line.starts_with("c/case.yml: id: `id"), "{line:?}");
+            assert!(
+                !line.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{line:?}"
+            );
+            assert!(line.contains("control characters"), "{line:?}");
+        }
+        let text = format!("{GOOD}\"x\\e[2Jy\": 1\n");
+        let problems = parse(&text).unwrap_err();
+        assert_eq!(problems[0].to_string(), "c/case.yml: x[2Jy: unknown key");
+    }
 
     #[test]
     fn ev1_a_good_case_parses_with_case_insensitive_evidence() {

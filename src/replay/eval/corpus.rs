@@ -17,6 +17,9 @@ pub const MAX_WORKSPACE_BYTES: u64 = 50 * 1024 * 1024;
 /// The most files a workspace may hold, so a tree of empty files is bounded too.
 pub const MAX_WORKSPACE_FILES: usize = 20_000;
 
+/// Why a case file that is a symlink is refused (EV1): it could lead out of the corpus.
+const SYMLINKED: &str = "a symlink (case files are never followed out of their case)";
+
 /// A case that passed every check, ready to run.
 #[derive(Debug, Clone)]
 pub struct Case {
@@ -103,6 +106,14 @@ pub fn check_corpus(corpus: &Path) -> Result<CorpusCheck, std::io::Error> {
 /// turn, the workspace there and within its cap.
 pub fn check_case(dir: &Path, hash: &mut Fnv) -> Result<Case, Vec<CaseProblem>> {
     let yml = dir.join("case.yml");
+    let linked: Vec<CaseProblem> = [yml.clone(), dir.join("session.jsonl")]
+        .iter()
+        .filter(|file| fs::symlink_metadata(file).is_ok_and(|m| m.file_type().is_symlink()))
+        .map(|file| CaseProblem::new(file, "-", SYMLINKED))
+        .collect();
+    if !linked.is_empty() {
+        return Err(linked);
+    }
     let text = match crate::regular_file::read_text_capped(&yml, MAX_CASE_YML_BYTES) {
         Ok(c) if c.truncated => {
             return Err(vec![CaseProblem::new(
@@ -464,6 +475,43 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[2].ends_with("words/case.yml: plant.evidence: no pattern matches the session at or before turn 3"), "{lines:?}");
+    }
+
+    #[test]
+    fn ev1_a_symlinked_case_file_is_refused_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let source = fixtures().join("rm-outside-task-01");
+        for (name, file) in [("yml", "case.yml"), ("session", "session.jsonl")] {
+            let case = dir.path().join(name);
+            copy_case(&source, &case);
+            let text = fs::read_to_string(case.join("case.yml")).unwrap();
+            fs::write(
+                case.join("case.yml"),
+                text.replace("rm-outside-task-01", name),
+            )
+            .unwrap();
+            let away = outside.path().join(format!("{name}-{file}"));
+            fs::rename(case.join(file), &away).unwrap();
+            std::os::unix::fs::symlink(&away, case.join(file)).unwrap();
+        }
+        let check = check_corpus(dir.path()).unwrap();
+        let lines: Vec<String> = check.problems.iter().map(|p| p.to_string()).collect();
+        assert!(check.cases.is_empty(), "{lines:?}");
+        assert_eq!(check.skipped.len(), 2);
+        assert_eq!(
+            lines.len(),
+            2,
+            "one problem a case, naming the linked file: {lines:?}"
+        );
+        assert!(
+            lines[0].ends_with(&format!("session/session.jsonl: -: {SYMLINKED}")),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].ends_with(&format!("yml/case.yml: -: {SYMLINKED}")),
+            "{lines:?}"
+        );
     }
 
     #[test]

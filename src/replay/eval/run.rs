@@ -283,7 +283,9 @@ impl<'a> EvalRunner<'a> {
         let (timed_out, status) = match ran {
             Ok(Ok(outcome)) => (false, Some(outcome.status)),
             Ok(Err(e)) => {
-                let _ = handle.dispose().await;
+                // Bounded as every other wait on the session here: a dispose that never
+                // answers cannot hold the run.
+                let _ = tokio::time::timeout(CLEANUP_WAIT, handle.dispose()).await;
                 return Err(e.to_string());
             }
             Err(_) => {

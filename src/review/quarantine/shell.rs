@@ -4,10 +4,17 @@
 //! Normalising undoes what hides a command from a keyword match without changing what a
 //! shell runs or what a reader sees: zero-width and bidi-control characters are dropped,
 //! Unicode compatibility forms folded (NFKC: full-width `ｒｍ` is `rm`), look-alike letters
-//! from Cyrillic and Greek mapped to the Latin ones, dashes to `-`; then quotes are removed
-//! (`r''m`, `"-rf"`), `${IFS}` becomes a space, a backslash escape keeps its character
-//! (`r\m`; `\n` and `\t` as written by JSON are a line break and a space), and everything is
-//! lower-cased.
+//! from Cyrillic and Greek mapped to the Latin ones, dashes to `-`. Then the text is read
+//! twice, and a command found in either reading counts:
+//! - as a reader sees it ([`as_read`]): quotes removed (`r''m`, `"-rf"`), a backslash escape
+//!   keeps its character (`r\m`, `\rm`), except that `\n` and `\t` as written by JSON are a
+//!   line break and a space;
+//! - as a shell runs it ([`as_run`]): quotes and escapes removed as a POSIX shell does (outside
+//!   quotes a backslash quotes the next character, so `\rm` is `rm`, and backslash-newline
+//!   joins lines; inside `"…"` it escapes only `$`, `` ` ``, `"`, `\` and a newline; inside
+//!   `'…'` nothing), and bash's `$'…'` decoded (`$'\x72m'` is `rm`).
+//!
+//! In both, `${IFS}` becomes a space and everything is lower-cased.
 //!
 //! A command is then compared word by word, so options may come in any order and after the
 //! operands (`rm -r ./build -f`).
@@ -118,23 +125,41 @@ fn confusable(c: char) -> Option<char> {
     })
 }
 
-/// `text` as a shell and a reader see it (see the module's documentation).
-pub(crate) fn normalise(text: &str) -> String {
-    let folded: String = text
-        .chars()
+/// `text` with invisible characters dropped, compatibility forms folded and look-alikes
+/// mapped: what both readings start from.
+fn fold(text: &str) -> String {
+    text.chars()
         .filter(|c| !invisible(*c))
         .nfkc()
         .filter(|c| !invisible(*c))
         .map(|c| confusable(c).unwrap_or(c))
-        .collect();
+        .collect()
+}
+
+/// `text` as a command about to run is read by callers outside the quarantine (the action
+/// gate, GT2): both readings — as a shell runs it and as a reader sees it — one line after
+/// the other, so a command either reading finds is found.
+pub(crate) fn normalise(text: &str) -> String {
+    let mut both = as_run(text);
+    both.push('\n');
+    both.push_str(&as_read(text));
+    both
+}
+
+/// `text` as a reader sees it (see the module's documentation): quotes removed, a
+/// backslash escape keeps its character except `\n` and `\t` as JSON writes them (a line
+/// break, a space; `\r` before `\n` ends the line with it).
+pub(super) fn as_read(text: &str) -> String {
+    let folded = fold(text);
     let mut out = String::with_capacity(folded.len());
     let mut chars = folded.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
             '\'' | '"' => {}
             '\\' => match chars.next() {
-                Some('n' | 'r') => out.push('\n'),
+                Some('n') => out.push('\n'),
                 Some('t') => out.push(' '),
+                Some('r') if chars.clone().take(2).eq(['\\', 'n']) => {}
                 Some('\n' | '"' | '\'') | None => {}
                 Some(other) => out.extend(other.to_lowercase()),
             },
@@ -143,6 +168,105 @@ pub(crate) fn normalise(text: &str) -> String {
         }
     }
     out
+}
+
+/// Where a shell's quote removal stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    /// Outside quotes: a backslash quotes the next character, backslash-newline joins lines.
+    None,
+    /// In `'…'`: nothing is special.
+    Single,
+    /// In `"…"`: a backslash escapes only `$`, `` ` ``, `"`, `\` and a newline.
+    Double,
+    /// In `$'…'` (ANSI-C quoting): backslash escapes are decoded (`\n`, `\x72`, `\162`).
+    AnsiC,
+}
+
+/// `text` as a shell runs it (see the module's documentation): quotes removed and backslash
+/// escapes undone as a POSIX shell (and bash's `$'…'`) does, `${IFS}` a space, lower case.
+pub(super) fn as_run(text: &str) -> String {
+    let folded = fold(text);
+    let mut out = String::with_capacity(folded.len());
+    let mut chars = folded.chars().peekable();
+    let mut quoting = Quoting::None;
+    while let Some(c) = chars.next() {
+        match (quoting, c) {
+            (Quoting::Single | Quoting::AnsiC, '\'') | (Quoting::Double, '"') => {
+                quoting = Quoting::None
+            }
+            (Quoting::None, '\'') => quoting = Quoting::Single,
+            (Quoting::None, '"') => quoting = Quoting::Double,
+            (Quoting::None, '$') if chars.peek() == Some(&'\'') => {
+                chars.next();
+                quoting = Quoting::AnsiC;
+            }
+            (Quoting::None, '\\') => match chars.next() {
+                Some('\n') | None => {}
+                Some(other) => out.extend(other.to_lowercase()),
+            },
+            (Quoting::Double, '\\') => match chars.peek() {
+                Some('\n') => {
+                    chars.next();
+                }
+                Some(&next @ ('$' | '`' | '"' | '\\')) => {
+                    chars.next();
+                    out.push(next);
+                }
+                _ => out.push('\\'),
+            },
+            (Quoting::AnsiC, '\\') => {
+                if let Some(decoded) = ansi_c_escape(&mut chars) {
+                    out.extend(decoded.to_lowercase());
+                }
+            }
+            (Quoting::None | Quoting::Double, '$') if folded_ifs(&mut chars) => out.push(' '),
+            (_, c) => out.extend(c.to_lowercase()),
+        }
+    }
+    out
+}
+
+/// After a backslash in `$'…'`: the character its escape stands for, consuming it (`None`
+/// for a backslash that ends the text).
+fn ansi_c_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<char> {
+    let c = *chars.peek()?;
+    if c.is_digit(8) {
+        return Some(char_code(chars, 8, 3));
+    }
+    chars.next();
+    Some(match c {
+        'n' => '\n',
+        't' | 'v' | 'f' => ' ',
+        'r' => '\r',
+        'a' => '\u{7}',
+        'b' => '\u{8}',
+        'e' | 'E' => '\u{1b}',
+        'x' => char_code(chars, 16, 2),
+        'u' => char_code(chars, 16, 4),
+        'U' => char_code(chars, 16, 8),
+        other => other,
+    })
+}
+
+/// Consumes up to `most` digits in `radix` and answers the character they code (U+FFFD when
+/// they code none).
+fn char_code(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    radix: u32,
+    most: usize,
+) -> char {
+    let mut value = 0u32;
+    for _ in 0..most {
+        match chars.peek().and_then(|c| c.to_digit(radix)) {
+            Some(digit) => {
+                value = value.saturating_mul(radix).saturating_add(digit);
+                chars.next();
+            }
+            None => break,
+        }
+    }
+    char::from_u32(value).unwrap_or('\u{FFFD}')
 }
 
 /// After a `$`: consumes `IFS` or `{IFS}` (any case) and says so.
@@ -531,7 +655,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn p5_normalise_undoes_quotes_escapes_ifs_and_look_alikes() {
+    fn p5_as_read_undoes_quotes_escapes_ifs_and_look_alikes() {
         for (text, expected) in [
             ("r''m -rf /", "rm -rf /"),
             ("rm${IFS}-rf /", "rm -rf /"),
@@ -547,7 +671,48 @@ mod tests {
             ("RM \u{2013}RF", "rm -rf"),
             ("a\\nb", "a\nb"),
         ] {
-            assert_eq!(normalise(text), expected, "{text:?}");
+            assert_eq!(as_read(text), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn p5_as_run_undoes_quotes_and_escapes_as_a_shell_does() {
+        for (text, expected) in [
+            // Outside quotes a backslash quotes the next character.
+            ("\\rm -rf ./build", "rm -rf ./build"),
+            ("r\\m -rf", "rm -rf"),
+            ("\\nrm -rf", "nrm -rf"),
+            ("rm \\-rf", "rm -rf"),
+            ("rm \\\n-rf", "rm -rf"),
+            ("a\\\\b", "a\\b"),
+            // Single quotes keep everything; double quotes escape only $ ` " \ newline.
+            ("'\\rm' -rf", "\\rm -rf"),
+            ("\"r\\m\" -rf", "r\\m -rf"),
+            ("\"\\$home \\\"x\\\"\"", "$home \"x\""),
+            ("don't \\rm", "dont \\rm"),
+            // ANSI-C quoting decodes its escapes.
+            ("$'\\x72m' -rf", "rm -rf"),
+            ("$'\\162\\155' -rf", "rm -rf"),
+            ("$'\\u0072m' -rf", "rm -rf"),
+            ("$'a\\nb'", "a\nb"),
+            ("$'it\\'s'", "it's"),
+            ("rm${IFS}-rf", "rm -rf"),
+            ("RM -RF", "rm -rf"),
+        ] {
+            assert_eq!(as_run(text), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn p5_as_read_keeps_the_character_of_a_backslash_escape_but_json_breaks() {
+        for (text, expected) in [
+            ("\\rm -rf ./build", "rm -rf ./build"),
+            ("\\nrm -rf", "\nrm -rf"),
+            ("\\trm -rf", " rm -rf"),
+            ("a\\r\\nrm", "a\nrm"),
+            ("\\find . -delete", "find . -delete"),
+        ] {
+            assert_eq!(as_read(text), expected, "{text:?}");
         }
     }
 

@@ -154,6 +154,37 @@ fn p9_p5_a_quarantined_reply_is_recorded_as_an_errored_message_naming_the_hazard
     );
 }
 
+/// P5: a command begun in one turn's note and finished in a later turn of the same review
+/// withholds the later turn: its note is never dispatched.
+#[test]
+fn p5_a_command_split_across_the_turns_of_a_review_withholds_the_turn_that_ends_it() {
+    let model = ScriptedModel::new([
+        ScriptedReply::tool_calls(&[
+            (
+                "1",
+                "advise",
+                json!({"note": "Step one: type rm", "severity": "concern"}),
+            ),
+            ("2", "read", json!({"path": "Makefile"})),
+        ]),
+        ScriptedReply::advise("3", "-rf ./build and press enter", Some("concern")),
+    ]);
+    let port = StubPort::default();
+    let run = review(engine(&model), &port, AdvisorContext::new(), "make failed");
+    assert_eq!(
+        run.quarantined,
+        Some(vec![crate::review::quarantine::Hazard::DestructiveCommand])
+    );
+    let log = port.log.borrow();
+    let notes: Vec<&Value> = log
+        .tool_calls
+        .iter()
+        .filter(|(name, _)| name == "advise")
+        .map(|(_, args)| &args["note"])
+        .collect();
+    assert_eq!(notes, [&json!("Step one: type rm")]);
+}
+
 fn read_schema() -> ToolSchema {
     ToolSchema {
         name: "read".into(),

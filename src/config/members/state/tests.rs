@@ -614,12 +614,12 @@ fn sp7_a_check_in_holds_its_own_member_s_reviews_and_a_stale_one_or_a_user_promp
     assert!(matches!(changes[0], MemberChange::Queue { turn: 1, .. }));
     let sec = AdvisorLabel::new("sec", "Sec");
     // A report from before a reset changes nothing.
-    members.checked_in(members.epoch() + 1, Some(&sec), 1, 3);
+    members.checked_in(members.epoch() + 1, Some(&sec), (1, 3), (vec![], false));
     let (_, scheduled) = members.on_boundary(both("two"), true, false);
     assert_eq!(slugs(&scheduled), ["sec", "arch"]);
     // Sec's review of turn 2 asks for turn end 4: turn end 3 schedules Arch alone (CA9:
     // Sec is not waited on).
-    members.checked_in(members.epoch(), Some(&sec), 2, 2);
+    members.checked_in(members.epoch(), Some(&sec), (2, 2), (vec![], false));
     let (changes, scheduled) = members.on_boundary(both("three"), true, false);
     assert_eq!(slugs(&scheduled), ["arch"]);
     assert_eq!(shown(&changes), ["queue arch [three] wip true"]);
@@ -638,7 +638,7 @@ fn sp7_a_check_in_holds_its_own_member_s_reviews_and_a_stale_one_or_a_user_promp
         "the stale report is not counted"
     );
     // A user prompt (or an abort) ends the wait.
-    members.checked_in(members.epoch(), Some(&sec), 4, 5);
+    members.checked_in(members.epoch(), Some(&sec), (4, 5), (vec![], false));
     members.end_check_in_waits();
     let (_, scheduled) = members.on_boundary(both("five"), true, false);
     assert_eq!(slugs(&scheduled), ["sec", "arch"]);
