@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use regex::Regex;
 
-/// A rule id of one of the SPEC's families (`RO` before the one-letter families).
+/// A rule id of one of the SPEC's families (`RO` and `GT` before the one-letter families).
 fn id_pattern() -> Regex {
-    Regex::new(r"\b(?:RO|[AXGFRDSWTMKCLVPH])\d{1,2}\b").expect("a valid pattern")
+    Regex::new(r"\b(?:RO|GT|[AXGFRDSWTMKCLVPH])\d{1,2}\b").expect("a valid pattern")
 }
 
 /// The ids `docs/SPEC.md` defines: a line starting with `ID.`, or a heading naming one.
@@ -64,7 +64,7 @@ fn ids_cited_in_src(root: &Path) -> Vec<(String, String)> {
 /// The rule ids a test is named after: the leading `x5_c3_` segments of a test's name.
 fn ids_naming_tests(root: &Path) -> Vec<(String, String)> {
     let test_fn =
-        Regex::new(r"fn ((?:(?:ro|[axgfrdswtmkclvph])\d{1,2}_)+)").expect("a valid pattern");
+        Regex::new(r"fn ((?:(?:ro|gt|[axgfrdswtmkclvph])\d{1,2}_)+)").expect("a valid pattern");
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     rust_files(&root.join("tests"), &mut files);
