@@ -10,12 +10,15 @@
 //!   per batch, none while `stop_hook_active` (the agent is already continuing for a
 //!   block), and at most [`WAKE_CAP`] per user prompt (SP3). What is not sent as a block
 //!   waits for the next prompt's context.
-//! - Cards and notices (for the user) → `systemMessage` at the next `UserPromptSubmit` or
-//!   `Stop`.
+//! - Cards (P1, CA16: a note on a terminal answer, a merged batch asking no continuation) →
+//!   `systemMessage` for the user at the next `UserPromptSubmit` or `Stop`, and their XML for
+//!   the model at the next `UserPromptSubmit`. A card carrying a concern or blocker waiting at
+//!   `Stop` is that Stop's block instead (the CLIs pass a Stop hook's additionalContext to no
+//!   model), under the same limits as steering cards. Notices → `systemMessage` only.
 
 use serde_json::{json, Map, Value};
 
-use crate::domain::advice::Delivery;
+use crate::domain::advice::{Delivery, Severity};
 use crate::domain::host::{HostEvent, StepAdvice};
 
 use super::protocol::Outcome;
@@ -83,6 +86,10 @@ pub struct DeliveryState {
     asides: Vec<String>,
     /// Steering cards and wakes, XML content.
     urgent: Vec<String>,
+    /// Cards carrying a concern or blocker, not yet shown: (XML content, lines for the user).
+    steering_cards: Vec<(String, Vec<String>)>,
+    /// XML of cards already shown to the user, for the model at the next prompt.
+    prompt_context: Vec<String>,
     /// Lines for the user.
     user: Vec<String>,
     /// Stop blocks sent since the last user prompt.
@@ -97,7 +104,11 @@ impl DeliveryState {
 
     /// Whether anything waits.
     pub fn is_empty(&self) -> bool {
-        self.asides.is_empty() && self.urgent.is_empty() && self.user.is_empty()
+        self.asides.is_empty()
+            && self.urgent.is_empty()
+            && self.steering_cards.is_empty()
+            && self.prompt_context.is_empty()
+            && self.user.is_empty()
     }
 
     /// Takes in a host event of the runtime.
@@ -105,7 +116,18 @@ impl DeliveryState {
         match event {
             HostEvent::Wake { card } => self.urgent.push(card.content),
             HostEvent::SteerReady => {}
-            HostEvent::Card { card } => self.user.extend(card_lines(&card)),
+            HostEvent::Card { card } => {
+                let steering = card.notes.iter().any(|note| {
+                    matches!(note.severity, Some(Severity::Concern | Severity::Blocker))
+                });
+                if steering {
+                    self.steering_cards
+                        .push((card.content.clone(), card_lines(&card)));
+                } else {
+                    self.user.extend(card_lines(&card));
+                    self.prompt_context.push(card.content);
+                }
+            }
             HostEvent::Notice { text, advisor } => self.user.push(match advisor {
                 Some(name) => format!("advisor ({name}): {text}"),
                 None => text,
@@ -133,14 +155,20 @@ impl DeliveryState {
         let DeliveryState {
             mut asides,
             mut urgent,
+            mut steering_cards,
+            mut prompt_context,
             mut user,
             ..
         } = lost;
         asides.append(&mut self.asides);
         urgent.append(&mut self.urgent);
+        steering_cards.append(&mut self.steering_cards);
+        prompt_context.append(&mut self.prompt_context);
         user.append(&mut self.user);
         self.asides = asides;
         self.urgent = urgent;
+        self.steering_cards = steering_cards;
+        self.prompt_context = prompt_context;
         self.user = user;
     }
 
@@ -156,27 +184,40 @@ impl DeliveryState {
         let mut out = Map::new();
         let mut outcome = Outcome::Empty;
         if let HookPoint::Stop { stop_hook_active } = point {
-            if !self.urgent.is_empty() {
+            let waiting = self.urgent.len() + self.steering_cards.len();
+            if waiting > 0 {
                 if !stop_hook_active && self.blocks_since_prompt < WAKE_CAP {
                     taken.urgent = std::mem::take(&mut self.urgent);
+                    taken.steering_cards = std::mem::take(&mut self.steering_cards);
                     self.blocks_since_prompt += 1;
+                    let reason: Vec<&str> = taken
+                        .urgent
+                        .iter()
+                        .chain(taken.steering_cards.iter().map(|(content, _)| content))
+                        .map(String::as_str)
+                        .collect();
                     out.insert("decision".into(), json!("block"));
-                    out.insert("reason".into(), json!(taken.urgent.join("\n")));
+                    out.insert("reason".into(), json!(reason.join("\n")));
                     outcome = Outcome::Block;
                 } else {
+                    self.show_steering_cards();
                     self.user.push(format!(
-                        "advisor: {} note(s) held for your next prompt (the agent already \
-                         continued once for the advisor)",
-                        self.urgent.len()
+                        "advisor: {waiting} note(s) held for your next prompt (the agent \
+                         already continued once for the advisor)"
                     ));
                 }
             }
         } else {
+            self.show_steering_cards();
             taken.asides = std::mem::take(&mut self.asides);
             taken.urgent = std::mem::take(&mut self.urgent);
+            if point == HookPoint::UserPromptSubmit {
+                taken.prompt_context = std::mem::take(&mut self.prompt_context);
+            }
             let context: Vec<&str> = taken
-                .asides
+                .prompt_context
                 .iter()
+                .chain(taken.asides.iter())
                 .chain(taken.urgent.iter())
                 .map(String::as_str)
                 .collect();
@@ -200,6 +241,15 @@ impl DeliveryState {
         let stdout = (!out.is_empty()).then_some(Value::Object(out));
         (HookReply { stdout, outcome }, taken)
     }
+
+    /// Steering cards no Stop took become ordinary cards: their lines for the user, their
+    /// XML for the model at the next prompt (P1).
+    fn show_steering_cards(&mut self) {
+        for (content, lines) in std::mem::take(&mut self.steering_cards) {
+            self.user.extend(lines);
+            self.prompt_context.push(content);
+        }
+    }
 }
 
 /// A card as lines for the user: `advisor (NAME) · SEVERITY: note`.
@@ -222,10 +272,23 @@ fn card_lines(card: &Delivery) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::advice::{Advisory, Channel, Severity};
+    use crate::domain::advice::{Advisory, Channel};
 
     fn delivery(channel: Channel, note: &str, sev: Severity) -> Delivery {
         Delivery::new(channel, vec![Advisory::new(note, Some(sev))], None)
+    }
+
+    fn card(note: &str, sev: Severity) -> HostEvent {
+        HostEvent::Card {
+            card: delivery(Channel::Card, note, sev),
+        }
+    }
+
+    fn aside(note: &str) -> StepAdvice {
+        StepAdvice {
+            aside: Some(delivery(Channel::Aside, note, Severity::Nit)),
+            steers: vec![],
+        }
     }
 
     fn context_of(reply: &HookReply) -> Option<&str> {
@@ -256,10 +319,7 @@ mod tests {
     #[test]
     fn h6_nothing_is_delivered_at_pre_tool_use_and_it_stays_for_later() {
         let mut s = DeliveryState::new();
-        s.absorb_step(StepAdvice {
-            aside: Some(delivery(Channel::Aside, "rename x", Severity::Nit)),
-            steers: vec![],
-        });
+        s.absorb_step(aside("rename x"));
         assert_eq!(s.reply(HookPoint::PreToolUse).0, HookReply::empty());
         let (reply, _) = s.reply(HookPoint::UserPromptSubmit);
         assert_eq!(
@@ -327,10 +387,7 @@ mod tests {
     #[test]
     fn h7_nits_never_block_a_stop() {
         let mut s = DeliveryState::new();
-        s.absorb_step(StepAdvice {
-            aside: Some(delivery(Channel::Aside, "a nit", Severity::Nit)),
-            steers: vec![],
-        });
+        s.absorb_step(aside("a nit"));
         let (reply, _) = s.reply(HookPoint::Stop {
             stop_hook_active: false,
         });
@@ -341,33 +398,123 @@ mod tests {
     #[test]
     fn h8_cards_and_notices_go_to_the_user_at_the_next_prompt_or_stop() {
         let mut s = DeliveryState::new();
-        s.absorb_event(HostEvent::Card {
-            card: delivery(Channel::Card, "consider a test", Severity::Concern),
-        });
+        s.absorb_event(card("consider a test", Severity::Nit));
         s.absorb_event(HostEvent::notice("advisor: paused"));
         assert_eq!(s.reply(HookPoint::PostToolUse).0, HookReply::empty());
         let (reply, _) = s.reply(HookPoint::Stop {
             stop_hook_active: false,
         });
         assert_eq!(reply.outcome, Outcome::Context);
+        let out = reply.stdout.unwrap();
         assert_eq!(
-            reply.stdout.unwrap()["systemMessage"],
-            "advisor · concern: consider a test\nadvisor: paused"
+            out["systemMessage"],
+            "advisor · nit: consider a test\nadvisor: paused"
         );
+        assert!(
+            out.get("hookSpecificOutput").is_none(),
+            "no context at Stop"
+        );
+        // The card enters the model's context at the next prompt (P1); the notice does not.
+        let (reply, _) = s.reply(HookPoint::UserPromptSubmit);
+        let text = context_of(&reply).unwrap();
+        assert!(text.contains("consider a test"));
+        assert!(!text.contains("paused"));
+        assert!(s.is_empty());
+    }
+
+    fn stop(stop_hook_active: bool) -> HookPoint {
+        HookPoint::Stop { stop_hook_active }
+    }
+
+    /// The output of a Stop that neither blocked nor sent context (H7).
+    fn passed_stop(reply: HookReply) -> Value {
+        assert_ne!(reply.outcome, Outcome::Block);
+        let out = reply.stdout.unwrap();
+        assert!(out.get("decision").is_none());
+        assert!(
+            out.get("hookSpecificOutput").is_none(),
+            "no context at Stop"
+        );
+        out
+    }
+
+    #[test]
+    fn h7_defer_p1_ca16_a_concern_pending_at_stop_blocks_under_defer() {
+        // Under `defer` a concern on a terminal answer (P1), or a merged final-boundary batch
+        // that asks no continuation (CA16), reaches the host as a card.
+        let mut s = DeliveryState::new();
+        s.absorb_event(HostEvent::Card {
+            card: delivery(
+                Channel::Card,
+                "the migration is untested",
+                Severity::Concern,
+            ),
+        });
+        let (reply, _) = s.reply(stop(false));
+        assert_eq!(reply.outcome, Outcome::Block);
+        let out = reply.stdout.unwrap();
+        assert_eq!(out["decision"], "block");
+        assert!(out["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the migration is untested"));
+        assert!(
+            out.get("hookSpecificOutput").is_none(),
+            "no context at Stop"
+        );
+        assert!(s.is_empty(), "sent once, not again at the next prompt");
+        // The continued stop passes, even with another concern waiting; that one is kept.
+        s.absorb_event(card("and the docs", Severity::Concern));
+        let out = passed_stop(s.reply(stop(true)).0);
+        let lines = out["systemMessage"].as_str().unwrap();
+        assert!(lines.contains("advisor · concern: and the docs"), "{lines}");
+        assert!(lines.contains("held for your next prompt"), "{lines}");
+        let (reply, _) = s.reply(HookPoint::UserPromptSubmit);
+        assert!(context_of(&reply).unwrap().contains("and the docs"));
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn h7_sp3_a_concern_card_past_the_wake_cap_is_kept_for_the_next_prompt() {
+        let mut s = DeliveryState::new();
+        for i in 0..3 {
+            s.absorb_event(card(&format!("concern {i}"), Severity::Concern));
+            let (reply, _) = s.reply(stop(false));
+            assert_eq!(reply.outcome == Outcome::Block, i < 2, "stop {i}");
+        }
+        let (reply, _) = s.reply(HookPoint::UserPromptSubmit);
+        assert!(context_of(&reply).unwrap().contains("concern 2"));
+    }
+
+    #[test]
+    fn h7_p1_a_nit_pending_at_stop_is_kept_for_the_next_prompt() {
+        let mut s = DeliveryState::new();
+        s.absorb_step(aside("rename x"));
+        s.absorb_event(card("trim the log line", Severity::Nit));
+        let out = passed_stop(s.reply(stop(false)).0);
+        assert_eq!(out["systemMessage"], "advisor · nit: trim the log line");
+        let (reply, _) = s.reply(HookPoint::UserPromptSubmit);
+        let text = context_of(&reply).unwrap();
+        assert!(text.contains("rename x") && text.contains("trim the log line"));
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn h6_a_lost_stop_block_is_delivered_by_the_next_call() {
+        let mut s = DeliveryState::new();
+        s.absorb_event(card("lost concern", Severity::Concern));
+        let (_, taken) = s.reply(stop(false));
+        s.restore(taken);
+        let (reply, _) = s.reply(HookPoint::UserPromptSubmit);
+        assert!(context_of(&reply).unwrap().contains("lost concern"));
     }
 
     #[test]
     fn h6_a_lost_reply_is_delivered_by_the_next_call() {
         let mut s = DeliveryState::new();
-        s.absorb_step(StepAdvice {
-            aside: Some(delivery(Channel::Aside, "first", Severity::Nit)),
-            steers: vec![],
-        });
+        s.absorb_step(aside("first"));
         let (_, taken) = s.reply(HookPoint::PostToolUse);
-        s.absorb_step(StepAdvice {
-            aside: Some(delivery(Channel::Aside, "second", Severity::Nit)),
-            steers: vec![],
-        });
+        s.absorb_step(aside("second"));
         s.restore(taken);
         let (reply, _) = s.reply(HookPoint::PostToolUse);
         let text = context_of(&reply).unwrap();

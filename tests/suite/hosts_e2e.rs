@@ -321,22 +321,23 @@ fn codex_h6_a_concern_after_a_tool_call_reaches_the_next_request_and_replay_agre
     concern_reaches_the_next_request(Host::Codex);
 }
 
-/// (b) A blocker on the agent's final answer, waited for at Stop (`syncBacklog: 1`, H12),
-/// blocks the stop once: the agent continues with the blocker as its next input, and the
-/// next Stop (`stop_hook_active`) passes (H7).
-fn blocker_at_the_end_continues_once(host: Host) {
+/// (b) A blocker — or, under the default policy (`defer`), a concern — on the agent's final
+/// answer, waited for at Stop (`syncBacklog: 1`, H12), blocks the stop once: the agent
+/// continues with the advice as its next input, and the next Stop (`stop_hook_active`)
+/// passes (H7).
+fn advice_at_the_end_continues_once(host: Host, cue: &str) {
     let config = "advisor:\n  hookTimeoutMs: 6000\n  syncBacklog: 1\n";
-    let Some(run) = advised_run(host, "blocker", config, false, |_| {
+    let Some(run) = advised_run(host, cue, config, false, |_| {
         vec![
             Step::shell("echo draft > notes.txt"),
-            Step::text("Done: CUE-BLOCKER left as it is."),
+            Step::text(&format!("Done: {cue} left as it is.")),
             Step::text("Fixed what the advisor raised."),
         ]
     }) else {
         return;
     };
     let (h, texts) = (&run.h, &run.texts);
-    let note = advice_note("CUE-BLOCKER");
+    let note = advice_note(cue);
     assert_eq!(
         texts.len(),
         3,
@@ -346,7 +347,7 @@ fn blocker_at_the_end_continues_once(host: Host) {
     assert!(!texts[1].contains(&note));
     assert!(
         texts[2].contains(&note),
-        "the blocker is the continuation's input: {}",
+        "the advice is the continuation's input: {}",
         texts[2]
     );
     let stops = outcomes(h, "Stop");
@@ -357,12 +358,22 @@ fn blocker_at_the_end_continues_once(host: Host) {
 
 #[test]
 fn claude_code_h7_a_blocker_at_the_end_continues_the_agent_exactly_once() {
-    blocker_at_the_end_continues_once(Host::ClaudeCode);
+    advice_at_the_end_continues_once(Host::ClaudeCode, "CUE-BLOCKER");
 }
 
 #[test]
 fn codex_h7_a_blocker_at_the_end_continues_the_agent_exactly_once() {
-    blocker_at_the_end_continues_once(Host::Codex);
+    advice_at_the_end_continues_once(Host::Codex, "CUE-BLOCKER");
+}
+
+#[test]
+fn claude_code_h7_under_defer_a_concern_on_the_final_answer_continues_the_agent_once() {
+    advice_at_the_end_continues_once(Host::ClaudeCode, "CUE-CONCERN");
+}
+
+#[test]
+fn codex_h7_under_defer_a_concern_on_the_final_answer_continues_the_agent_once() {
+    advice_at_the_end_continues_once(Host::Codex, "CUE-CONCERN");
 }
 
 /// (c) An advisor model that never answers (a hung provider) delays no hook past its bound
