@@ -44,3 +44,35 @@ fn gt12_pi_073_a_denied_bash_call_never_runs_and_the_primary_reads_why() {
 fn gt12_pi_16_a_denied_bash_call_never_runs_and_the_primary_reads_why() {
     a_denied_bash_never_runs(Line::Current);
 }
+
+/// A risky call the gate's model allows runs: the gate is put to the model (`rm` is risky) and
+/// its allow lets pi go on, so the gate blocks only what it denies.
+fn an_allowed_bash_runs(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let w = world(GATED, "notes\n");
+    let scratch = w.setup.work.join("scratch");
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    let mut pi = w.setup.start(&tools, true, &[]);
+    prompt_settled(&mut pi, line, "Tidy. [bash:rm -rf scratch] [say:tidied]");
+    assert!(!scratch.exists(), "the allowed command ran");
+    let asked = w.advisor.bodies().iter().any(|b| {
+        let text = b.to_string();
+        text.contains("rm -rf scratch") && text.contains("You are the gate")
+    });
+    assert!(asked, "the gate's model was asked about the call");
+    let requests = primary_requests(&w.primary);
+    assert!(!request_text(&requests[1]).contains("action gate"));
+    pi.quit();
+}
+
+#[test]
+fn gt12_pi_073_an_allowed_bash_call_runs() {
+    an_allowed_bash_runs(Line::Legacy);
+}
+
+#[test]
+fn gt12_pi_16_an_allowed_bash_call_runs() {
+    an_allowed_bash_runs(Line::Current);
+}
