@@ -1637,6 +1637,66 @@ const ASK_DESCRIPTION =
 	"when you are stuck on a failure you cannot explain, or when you are unsure which of two " +
 	"approaches fits. Ask one concrete question and say what you are about to do. Not for routine steps.";
 
+// ---------------------------------------------------------------------------------------------
+// The action gate (GT11, GT12): pi's `tool_call` event put to `session/gate` before the call runs.
+
+/** The gate model's time unless `advisor.gateTimeoutMs` says otherwise (GATE.md). */
+const DEFAULT_GATE_TIMEOUT_MS = 15_000;
+/** What the extension adds to the gate's own bound before it lets the call run unjudged. */
+const GATE_SLACK_MS = 5_000;
+/** How long a confirm dialog for an `ask` stays open; unanswered, the call is blocked. */
+const GATE_CONFIRM_MS = 120_000;
+/** The longest reason handed to the model or shown in a dialog. */
+const MAX_GATE_REASON_CHARS = 2_000;
+
+/** Whether the K1 settings turn the gate on (`advisor.gate: risky|all`). */
+function gateOn(cwd: string, agentDir: string): boolean {
+	const mode = k1Scalar(cwd, agentDir, "advisor", "gate");
+	return mode === "risky" || mode === "all";
+}
+
+/** The total time a `tool_call` waits for the gate: its model's bound plus slack. */
+function gateWaitMs(cwd: string, agentDir: string): number {
+	const configured = Number(k1Scalar(cwd, agentDir, "advisor", "gateTimeoutMs"));
+	const model = Number.isFinite(configured) && configured >= 100 ? Math.min(configured, 600_000) : DEFAULT_GATE_TIMEOUT_MS;
+	return model + GATE_SLACK_MS;
+}
+
+/** What a `tool_call` handler answers: nothing (the call runs) or a block with its reason. */
+type GateAnswer = { block: true; reason: string } | undefined;
+
+/**
+ * Puts one proposed tool call to the gate (GT12). `deny` blocks it with the reason, which the
+ * model reads as the tool's result; `ask` asks the person through pi's confirm dialog where pi
+ * has a UI (`canAsk`), else the server's `gateFailMode` has already decided. No advisor, a
+ * failed child, or no answer within the bound: the call runs (S2, V5: a failing advisor never
+ * holds pi).
+ */
+async function gateToolCall(event: any, ctx: ExtensionContext): Promise<GateAnswer> {
+	const agentDir = agentDirOf();
+	if (!gateOn(ctx.cwd, agentDir)) return undefined;
+	const s = liveSession();
+	const tool = typeof event?.toolName === "string" ? event.toolName : "";
+	if (!s || !tool) return undefined;
+	const ui: any = (ctx as any).ui;
+	const canAsk = (ctx as any).hasUI === true && typeof ui?.confirm === "function";
+	const signal: AbortSignal | undefined = (ctx as any).signal;
+	const wait: Wait = { kind: "long", signal, ms: gateWaitMs(ctx.cwd, agentDir) };
+	const params = { tool, input: (event?.input ?? null) as Json, cwd: ctx.cwd, canAsk };
+	const verdict = await callOn(s, "session/gate", params, wait).catch(() => undefined);
+	const decision = verdict?.decision;
+	const reason = typeof verdict?.reason === "string" ? verdict.reason.slice(0, MAX_GATE_REASON_CHARS) : "";
+	if (decision === "deny") return { block: true, reason: `The advisor's action gate denied this call: ${reason}` };
+	if (decision !== "ask") return undefined;
+	if (!canAsk) return { block: true, reason: `The advisor's action gate wants the user to decide, and nobody can be asked: ${reason}` };
+	try {
+		const ok = await ui.confirm("Advisor: run this call?", `${tool}: ${reason}`, { signal, timeout: GATE_CONFIRM_MS });
+		return ok ? undefined : { block: true, reason: `The user declined this call after the advisor's action gate asked: ${reason}` };
+	} catch {
+		return { block: true, reason: `The advisor's action gate asked and no answer came: ${reason}` };
+	}
+}
+
 /** The total time `ask_advisor` waits: the server's own bound plus slack. */
 function askTimeoutMs(cwd: string, agentDir: string): number {
 	const configured = Number(k1Scalar(cwd, agentDir, "advisor", "requestTimeoutSecs"));
@@ -1891,6 +1951,9 @@ export default function advisorExtension(pi: ExtensionAPI): void {
 		const s = liveSession();
 		if (s) rewrite(s, "tree", ctx, event.newLeafId ?? null);
 	});
+
+	// GT12: a proposed tool call goes to the action gate before it runs (when the settings turn it on).
+	pi.on("tool_call", async (event: any, ctx: ExtensionContext) => gateToolCall(event, ctx));
 
 	registerAskTool(pi, b.roster);
 

@@ -23,6 +23,7 @@ mod merged_delivery;
 mod pi_e2e;
 mod pi_e2e_backups;
 mod pi_e2e_cadence;
+mod pi_e2e_gate;
 mod pi_e2e_lines;
 mod pi_e2e_roster;
 mod pi_e2e_spend;

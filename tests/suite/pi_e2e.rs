@@ -312,7 +312,8 @@ pub(super) fn is_advisory(message: &Value) -> bool {
 
 /// The primary: the last user prompt that is not an advisory is a plan. `[read:a,b]` reads
 /// those files in turn (one tool call per turn), `[ask:q]` then calls `ask_advisor` with the
-/// question `q` (G8) — of the advisor named by `[asking:NAME]`, when given (RO20) —, `[say:x]` ends with the text `finished; X`
+/// question `q` (G8) — of the advisor named by `[asking:NAME]`, when given (RO20) — (after
+/// `[bash:cmd]`, which runs `cmd` with pi's `bash` tool), `[say:x]` ends with the text `finished; X`
 /// (upper-cased, so a cue in the prompt only fires once the primary has said it),
 /// `[slow]` stalls the answer after the reads; anything after the final answer (an advisory
 /// that steered or woke pi) is answered `noted`. A request without tools (pi's compaction
@@ -343,10 +344,14 @@ pub(super) fn primary(body: &Value) -> Reply {
         .map(|r| r.split(',').map(str::to_string).collect())
         .unwrap_or_default();
     let ask = cue("ask");
-    let steps = reads.len() + usize::from(ask.is_some());
+    let bash = cue("bash");
+    let steps = reads.len() + usize::from(bash.is_some()) + usize::from(ask.is_some());
     if done < reads.len() {
         let args = json!({"path": reads[done]});
         return quick(tool_sse(&format!("call_{done}"), "read", args));
+    }
+    if let Some(command) = bash.filter(|_| done == reads.len()) {
+        return quick(tool_sse("call_bash", "bash", json!({"command": command})));
     }
     if let Some(question) = ask.filter(|_| done < steps) {
         let mut args = json!({"question": question});
@@ -370,6 +375,25 @@ pub(super) fn primary(body: &Value) -> Reply {
     quick(text_sse("noted"))
 }
 
+/// The reason the scripted gate gives when it denies a call (GT12).
+pub(super) const GATE_DENY_REASON: &str =
+    "GATE-DENY-MARKER: build holds the only copy of the release artefacts";
+
+/// The scripted gate (GT12): a gate request (its system prompt) proposing `rm -rf build` is
+/// denied with [`GATE_DENY_REASON`], any other call allowed; `None` for other requests.
+fn gate_verdict(body: &Value) -> Option<String> {
+    let text = body.to_string();
+    if !text.contains("You are the gate of a coding agent") {
+        return None;
+    }
+    let verdict = if text.contains("rm -rf build") {
+        json!({"decision": "deny", "risk": "high", "reason": GATE_DENY_REASON})
+    } else {
+        json!({"decision": "allow", "risk": "low", "reason": "routine"})
+    };
+    Some(verdict.to_string())
+}
+
 /// What the scripted advisor answers a question with (G8).
 pub(super) const ASK_ANSWER: &str =
     "ANSWER-MARKER: keep a copy of notes.txt before you overwrite it.";
@@ -384,6 +408,9 @@ pub(super) const ASK_ANSWER: &str =
 fn advisor(body: &Value) -> Reply {
     let msgs = messages(body);
     let quick = Reply::now;
+    if let Some(verdict) = gate_verdict(body) {
+        return quick(text_sse(&verdict));
+    }
     let Some(last) = msgs.last() else {
         return quick(text_sse(""));
     };
