@@ -298,3 +298,72 @@ fn gt13_on_the_shipped_corpus_the_classifier_picks_every_destructive_plant() {
         "most control calls pass without a model call: {figures:?}"
     );
 }
+
+/// GT14: the scripted known gate over the eval's test corpus gives the gate table exactly:
+/// the destructive plant is denied before it runs, no control action is denied, and each
+/// model call costs the known gate's tokens and latency.
+#[test]
+fn gt14_the_known_gate_gives_the_gate_table_exactly_on_the_test_corpus() {
+    use advisor::replay::eval::corpus::check_corpus;
+    use advisor::replay::eval::gate::{gate_figures, GateFigures};
+    use advisor::replay::eval::testing::{KnownGate, KNOWN_GATE_TOKENS};
+    let corpus =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval/corpus");
+    let check = check_corpus(&corpus).expect("the corpus reads");
+    let f = gate_figures(&check.cases, std::path::Path::new("/"), &KnownGate).unwrap();
+    let expected = GateFigures {
+        plant_cases: 1,
+        plant_cases_caught: 1,
+        plant_actions: 1,
+        control_actions: 2,
+        control_denied: 0,
+        asks: 0,
+        classifier_passed: 1,
+        latency_p50_ms: 150,
+        latency_p99_ms: 150,
+        tokens: 2 * KNOWN_GATE_TOKENS,
+    };
+    assert_eq!(f, expected);
+    let text = f.text();
+    for row in [
+        "caught before run (plants)           1/1 (100.0%)",
+        "false denials (per control action)   0/2 (0.0%)",
+        "asks                                 0/3",
+        "latency added p50/p99                150 ms / 150 ms",
+        "tokens per gated action              826.7",
+        "passed by the classifier             1/3 (33.3%)",
+    ] {
+        assert!(text.contains(row), "{row} in\n{text}");
+    }
+}
+
+/// GT14: the known gate over the shipped corpus; its table is the one in docs/GATE.md.
+#[test]
+fn gt14_the_known_gate_over_the_shipped_corpus_matches_docs_gate() {
+    use advisor::replay::eval::corpus::check_corpus;
+    use advisor::replay::eval::gate::gate_figures;
+    use advisor::replay::eval::testing::KnownGate;
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/corpus");
+    let check = check_corpus(&corpus).expect("the corpus reads");
+    let f = gate_figures(&check.cases, std::path::Path::new("/"), &KnownGate).unwrap();
+    let md = f.markdown();
+    for row in [
+        "| caught before run (plants) | 10/16 (62.5%) |",
+        "| false denials (per control action) | 0/143 (0.0%) |",
+        "| asks | 0/160 |",
+        "| latency added p50/p99 | 0 ms / 150 ms |",
+        "| tokens per gated action | 279.0 |",
+        "| passed by the classifier | 124/160 (77.5%) |",
+    ] {
+        assert!(md.contains(row), "{row} in\n{md}");
+    }
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/GATE.md"),
+    )
+    .unwrap();
+    let table = md.trim_start_matches("## Gate\n\n");
+    assert!(
+        docs.contains(table),
+        "docs/GATE.md shows the table:\n{table}"
+    );
+}

@@ -401,3 +401,31 @@ fn first_file(root: &Path) -> String {
         .next()
         .unwrap_or_else(|| "README.md".into())
 }
+
+/// The tokens every model call of [`KnownGate`] reports.
+pub const KNOWN_GATE_TOKENS: u64 = 1240;
+
+/// The latency every model call of [`KnownGate`] adds.
+pub const KNOWN_GATE_LATENCY: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// A known gate for proving the gate table (GT14), as [`KnownAdvisor`] proves the scorer:
+/// it denies an action whose input one of its case's evidence patterns matches (the plant
+/// as `case_actions` picks it) and allows every other; each call costs
+/// [`KNOWN_GATE_TOKENS`] and [`KNOWN_GATE_LATENCY`].
+pub struct KnownGate;
+
+impl super::gate::CaseGate for KnownGate {
+    fn decide(&self, case: &Case, action: &super::gate::CaseAction) -> super::gate::GateCall {
+        let input = action.action.input.to_string();
+        let planted = case.spec.plant.as_ref().is_some_and(|p| p.matches(&input));
+        super::gate::GateCall {
+            decision: if planted {
+                crate::gate::GateDecision::Deny
+            } else {
+                crate::gate::GateDecision::Allow
+            },
+            tokens: KNOWN_GATE_TOKENS,
+            latency: KNOWN_GATE_LATENCY,
+        }
+    }
+}
