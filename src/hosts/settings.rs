@@ -188,18 +188,7 @@ mod tests {
     use super::*;
     use std::fs;
 
-    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        }
-    }
+    use crate::settings::lookup_from as lookup;
 
     #[test]
     fn h22_the_default_model_follows_the_key_the_host_gives_its_own_provider_first() {

@@ -31,7 +31,7 @@ fn assistant_at(
 }
 
 #[test]
-fn l6_header_says_claude_code_with_its_version_id_and_cwd() {
+fn l6_l7_header_says_claude_code_with_its_version_id_and_cwd() {
     let b = read(&[
         json!({"type":"queue-operation","operation":"enqueue","timestamp":"t0"}),
         user("u1", None, json!("hi")),
@@ -45,7 +45,7 @@ fn l6_header_says_claude_code_with_its_version_id_and_cwd() {
 }
 
 #[test]
-fn l6_split_assistant_lines_of_one_message_merge_into_one_turn() {
+fn l6_l7_split_assistant_lines_of_one_message_merge_into_one_turn() {
     let b = read(&[
         user("u1", None, json!("do it")),
         assistant(
@@ -107,7 +107,7 @@ fn l6_split_assistant_lines_of_one_message_merge_into_one_turn() {
 }
 
 #[test]
-fn l6_tool_results_are_paired_with_their_calls_by_id() {
+fn l6_l7_tool_results_are_paired_with_their_calls_by_id() {
     let b = read(&[
         user("u1", None, json!("go")),
         assistant(
@@ -148,7 +148,7 @@ fn l6_tool_results_are_paired_with_their_calls_by_id() {
 }
 
 #[test]
-fn l6_sidechain_lines_are_skipped_and_counted_a_subagent_file_read_only_when_asked() {
+fn l6_l7_sidechain_lines_are_skipped_and_counted_a_subagent_file_read_only_when_asked() {
     let mut side = user("s1", None, json!("subagent prompt"));
     side["isSidechain"] = json!(true);
     let mut side_reply = assistant(
@@ -179,7 +179,7 @@ fn l6_sidechain_lines_are_skipped_and_counted_a_subagent_file_read_only_when_ask
 }
 
 #[test]
-fn l6_r1_compaction_boundary_and_summary_make_one_compaction_after_the_old_messages() {
+fn l6_l7_r1_compaction_boundary_and_summary_make_one_compaction_after_the_old_messages() {
     let b = read(&[
         user("u1", None, json!("old prompt")),
         assistant(
@@ -212,7 +212,7 @@ fn l6_r1_compaction_boundary_and_summary_make_one_compaction_after_the_old_messa
 }
 
 #[test]
-fn l6_branch_is_the_way_up_from_the_last_line_a_rewound_prompt_is_off_branch() {
+fn l6_l7_branch_is_the_way_up_from_the_last_line_a_rewound_prompt_is_off_branch() {
     let b = read(&[
         user("u1", None, json!("first")),
         assistant(
@@ -237,7 +237,7 @@ fn l6_branch_is_the_way_up_from_the_last_line_a_rewound_prompt_is_off_branch() {
 }
 
 #[test]
-fn l6_hook_text_becomes_a_hook_message_the_advisors_own_is_typed_advisor() {
+fn l6_l7_hook_text_becomes_a_hook_message_the_advisors_own_is_typed_advisor() {
     let stop = json!({"type":"user","uuid":"h1","parentUuid":"u1","isMeta":true,"hookText":true,
         "message":{"role":"user","content":"Stop hook feedback:\n<advisory severity=\"concern\">verify</advisory>"}});
     let ctx = json!({"type":"attachment","uuid":"h2","parentUuid":"h1",
@@ -260,7 +260,7 @@ fn l6_hook_text_becomes_a_hook_message_the_advisors_own_is_typed_advisor() {
 }
 
 #[test]
-fn l6_unknown_line_types_and_attachments_are_skipped_and_counted() {
+fn l6_l7_unknown_line_types_and_attachments_are_skipped_and_counted() {
     let b = read(&[
         user("u1", None, json!("go")),
         json!({"type":"hologram","uuid":"x1","parentUuid":"u1"}),
@@ -280,7 +280,7 @@ fn l6_unknown_line_types_and_attachments_are_skipped_and_counted() {
 }
 
 #[test]
-fn l6_truncated_last_line_is_reported_unless_the_file_may_still_grow() {
+fn l6_l7_truncated_last_line_is_reported_unless_the_file_may_still_grow() {
     let lines = [user("u1", None, json!("go"))];
     let partial = r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m","con"#;
     let b = read_with(&lines, partial, &ReadLimits::default());
@@ -312,7 +312,7 @@ fn l6_truncated_last_line_is_reported_unless_the_file_may_still_grow() {
 }
 
 #[test]
-fn l6_hostile_fields_are_reported_or_read_leniently_never_a_panic() {
+fn l6_l7_hostile_fields_are_reported_or_read_leniently_never_a_panic() {
     let huge = "x".repeat(1 << 20);
     let b = read(&[
         user("u1", None, json!(huge)),
@@ -351,7 +351,7 @@ fn l6_hostile_fields_are_reported_or_read_leniently_never_a_panic() {
 }
 
 #[test]
-fn l6_parents_that_loop_are_reported_and_the_branch_stops() {
+fn l6_l7_parents_that_loop_are_reported_and_the_branch_stops() {
     let b = read(&[
         user("u1", Some("u2"), json!("a")),
         user("u2", Some("u1"), json!("b")),

@@ -49,7 +49,7 @@ fn usage(input: u64, cached: u64) -> Value {
 }
 
 #[test]
-fn l6_header_comes_from_session_meta() {
+fn l6_l8_header_comes_from_session_meta() {
     let b = read(&[meta(), msg("user", "hi")]);
     assert_eq!(b.header.format, SessionFormat::Codex);
     assert_eq!(b.header.id.as_deref(), Some("t1"));
@@ -59,7 +59,7 @@ fn l6_header_comes_from_session_meta() {
 }
 
 #[test]
-fn l6_one_response_is_one_assistant_message_with_its_calls_and_usage() {
+fn l6_l8_one_response_is_one_assistant_message_with_its_calls_and_usage() {
     let b = read(&[
         meta(),
         msg("user", "go"),
@@ -124,7 +124,7 @@ fn l6_one_response_is_one_assistant_message_with_its_calls_and_usage() {
 }
 
 #[test]
-fn l6_context_is_skipped_hook_text_kept_and_placed_after_the_outputs() {
+fn l6_l8_context_is_skipped_hook_text_kept_and_placed_after_the_outputs() {
     let b = read(&[
         meta(),
         msg(
@@ -174,7 +174,7 @@ fn l6_context_is_skipped_hook_text_kept_and_placed_after_the_outputs() {
 }
 
 #[test]
-fn l6_apply_patch_and_its_wrapped_output() {
+fn l6_l8_apply_patch_and_its_wrapped_output() {
     let b = read(&[
         meta(),
         msg("user", "patch"),
@@ -207,7 +207,7 @@ fn l6_apply_patch_and_its_wrapped_output() {
 }
 
 #[test]
-fn l6_r1_compacted_is_a_compaction() {
+fn l6_l8_r1_compacted_is_a_compaction() {
     let b = read(&[
         meta(),
         msg("user", "one"),
@@ -222,7 +222,7 @@ fn l6_r1_compacted_is_a_compaction() {
 }
 
 #[test]
-fn l6_a_subagent_rollout_is_read_only_when_asked() {
+fn l6_l8_a_subagent_rollout_is_read_only_when_asked() {
     let sub = line(
         "session_meta",
         json!({"id":"t2","source":{"subagent":"review"}}),
@@ -242,7 +242,7 @@ fn l6_a_subagent_rollout_is_read_only_when_asked() {
 }
 
 #[test]
-fn l6_unknown_types_skipped_bad_envelopes_reported_truncated_tail_per_growing() {
+fn l6_l8_unknown_types_skipped_bad_envelopes_reported_truncated_tail_per_growing() {
     let lines = [
         meta(),
         line("world_state", json!({"full":true})),

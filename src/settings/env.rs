@@ -64,22 +64,24 @@ pub fn env_flag(raw: Option<&str>) -> bool {
     }
 }
 
+/// An environment lookup over fixed pairs, for tests (they never touch the process's own).
+#[cfg(test)]
+pub(crate) fn lookup_from(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let pairs: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lookup_from(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        }
-    }
 
     #[test]
     fn k1_flags_are_on_unless_blank_or_negative() {

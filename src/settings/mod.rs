@@ -20,6 +20,8 @@ mod yaml;
 
 pub(crate) use depth::too_deep;
 pub use depth::MAX_YAML_DEPTH;
+#[cfg(test)]
+pub(crate) use env::lookup_from;
 pub use env::{env_flag, SettingsEnv};
 pub use gate::{
     GateFailMode, GateMode, GateSettings, DEFAULT_GATE_TIMEOUT, GATE_ALLOWED,

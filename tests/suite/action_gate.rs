@@ -60,7 +60,7 @@ fn bash(command: &str) -> ProposedAction {
 }
 
 #[actix::test]
-async fn gt11_a_risky_call_is_denied_with_the_model_s_reason_and_a_routine_one_passes() {
+async fn gt11_gt8_a_risky_call_is_denied_with_the_model_s_reason_and_a_routine_one_passes() {
     for wire in DIALECTS {
         // Two answers: the advisor's review of the opening transcript may take one (a text
         // answer it ignores); the gate's requests are told apart by their system text.

@@ -312,12 +312,12 @@ fn replay_notes(h: &Harness, host: Host) -> Vec<(String, String)> {
 }
 
 #[test]
-fn claude_code_h6_a_concern_after_a_tool_call_reaches_the_next_request_and_replay_agrees() {
+fn claude_code_h6_h14_a_concern_after_a_tool_call_reaches_the_next_request_and_replay_agrees() {
     concern_reaches_the_next_request(Host::ClaudeCode);
 }
 
 #[test]
-fn codex_h6_a_concern_after_a_tool_call_reaches_the_next_request_and_replay_agrees() {
+fn codex_h6_h14_a_concern_after_a_tool_call_reaches_the_next_request_and_replay_agrees() {
     concern_reaches_the_next_request(Host::Codex);
 }
 
@@ -357,12 +357,12 @@ fn advice_at_the_end_continues_once(host: Host, cue: &str) {
 }
 
 #[test]
-fn claude_code_h7_a_blocker_at_the_end_continues_the_agent_exactly_once() {
+fn claude_code_h7_h12_a_blocker_at_the_end_continues_the_agent_exactly_once() {
     advice_at_the_end_continues_once(Host::ClaudeCode, "CUE-BLOCKER");
 }
 
 #[test]
-fn codex_h7_a_blocker_at_the_end_continues_the_agent_exactly_once() {
+fn codex_h7_h12_a_blocker_at_the_end_continues_the_agent_exactly_once() {
     advice_at_the_end_continues_once(Host::Codex, "CUE-BLOCKER");
 }
 

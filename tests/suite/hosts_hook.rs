@@ -382,7 +382,7 @@ async fn h7_sp3_a_blocker_at_stop_blocks_once_and_the_continued_stop_passes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn h4_h5_h9_through_the_socket_a_hook_is_answered_and_logged() {
+async fn h4_h5_h9_h13_through_the_socket_a_hook_is_answered_and_logged() {
     let places = Places::new("advisor:\n  enabled: true\n");
     let daemon = places.daemon(None);
     let listener = Daemon::bind(&places.paths, current_uid()).unwrap();
