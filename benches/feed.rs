@@ -1,4 +1,4 @@
-//! Issue 2's benchmark: rendering every delta of the shared 2.4 MB session through the
+//! Rendering every delta of the shared 2.4 MB session through the
 //! feed, next to serde_json parsing the same file, in one run.
 //!
 //! Run with `cargo bench --bench feed`. The fixture is vendored in the repository

@@ -1,4 +1,4 @@
-//! Issue 31's benchmark: reading a session file and rendering every prompt of it in the
+//! Reading a session file and rendering every prompt of it in the
 //! compact view (SPEC L1, L3: what `advisor render --transcript compact` does), next to
 //! serde_json's own parse of the same lines into `IgnoredAny` — the limit a JSON-lines reader
 //! can approach — in the same run.

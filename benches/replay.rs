@@ -1,4 +1,4 @@
-//! Issue 6's benchmark: `advisor replay` of the shared 2.4 MB session through the whole
+//! `advisor replay` of the shared 2.4 MB session through the whole
 //! runtime (feed, agent, executor, router, supervisor, host handle), in-process.
 //!
 //! Two runs, both with `syncBacklog: 1` as replay uses by default:

@@ -1,4 +1,4 @@
-//! Issue 12's measurement: `advisor serve` protocol throughput. A client drives the built
+//! `advisor serve` protocol throughput (SPEC V1–V4). A client drives the built
 //! binary over one pipe pair with 10,000 `session/turnEnd` + `session/stepBoundary` pairs
 //! (each turn appends a user and an assistant message; `syncBacklog: off`), one call at a
 //! time as pi does, and prints calls per second and the latency percentiles of each call.

@@ -1,4 +1,4 @@
-//! Issue 11's measurements (SPEC A6): many sessions in one process.
+//! Many sessions in one process (SPEC A6): what each costs and what they share.
 //!
 //! One run, three parts, figures printed as they come:
 //! 1. **idle**: 10,000 sessions opened on one shared runtime: wall time to open them (the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A model server that never finishes: it answers every POST with 200 and an SSE stream that
-sends one byte every DRIP seconds (issue 10 item 5's slow drip). Listens on 127.0.0.1 only
+sends one byte every DRIP seconds (the slow drip the silence limit must end). Listens on 127.0.0.1 only
 and stops by itself after LIFETIME seconds.
 
 usage: drip-server.py PORT_FILE [DRIP_SECONDS=3] [LIFETIME_SECONDS=3600]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10's closing-note figures for one or more `advisor` binaries (e.g. a build from before
+# The hardening figures (caps, silence limit, memory) for one or more `advisor` binaries (e.g. a build from before
 # the hardening and the current one), measured in one run:
 #   1. `advisor render` of a 100 MB single-line session: peak resident memory and wall time;
 #   2. `advisor replay` of examples/sessions/median-fix.jsonl against a server that drips one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19's closing-note figures: advisor requests and tokens per session for
+# The review-core figures: advisor requests and tokens per session for
 # tests/fixtures/pi-sessions/before-compaction.jsonl replayed (`advisor replay`) against
 # scripts/review-core-server.py, a scripted OpenAI-compatible advisor that reports usage,
 # in three configurations, one run each:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 26's closing-note figures for a cloned repository's roster (SPEC RO24, A6), for one
+"""The roster-open figures for a cloned repository's roster (SPEC RO24, A6), for one
 or more `advisor` binaries:
 
   globs    a project whose WATCHDOG.yml (about 223 KB) lists 10,000 `when.paths` globs

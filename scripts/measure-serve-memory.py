@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 18's closing-note figures for `advisor serve` (V4), peak resident memory of the
+"""The memory figures for `advisor serve` (V4), peak resident memory of the
 server process (VmHWM) under two loads, for one or more binaries:
 
   flood   a client writes N `initialize` requests (default 1,000,000) and never reads

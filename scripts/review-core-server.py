@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A scripted OpenAI-compatible advisor for issue 19's closing-note measurement
+"""A scripted OpenAI-compatible advisor for the review-core measurement
 (scripts/measure-review-core.sh). It answers `POST …/chat/completions` with a streamed reply
 that is the same for the same sequence of requests, and reports usage the way a server with a
 prefix cache would. Listens on 127.0.0.1 only; stops by itself after LIFETIME seconds.

@@ -133,7 +133,7 @@ impl RuntimeConfig {
     /// this is false the handle hands the turn over without waiting for an answer: the
     /// primary never waits on the advisor's mailboxes. When it is true, the supervisor keeps
     /// a flag the handle reads at each turn end, by the same rule over the members it runs
-    /// now (`Members::turn_end_waits`); only when it is set does the handle wait.
+    /// now (`Members::turn_end_may_wait`); only when it is set does the handle wait.
     pub fn turn_end_may_wait(&self) -> bool {
         let roster = self
             .roster

@@ -61,7 +61,7 @@ pub struct AdvisorHandle {
     turn_end_may_wait: bool,
     /// Whether a turn end may make the host wait now, kept by the supervisor as roster
     /// entries change; when not, `turn_end` does not wait for the supervisor's answer.
-    turn_end_waits: Arc<AtomicBool>,
+    turn_end_flag: Arc<AtomicBool>,
     /// Set (for every clone) once `dispose` has closed a session of its own thread or of a
     /// shared runtime, so a turn end that does not wait still answers `Stopped` after it.
     closed: Arc<AtomicBool>,
@@ -74,28 +74,28 @@ pub struct AdvisorHandle {
 pub(crate) struct SessionStart {
     config: RuntimeConfig,
     seed_len: Option<usize>,
-    turn_end_waits: Arc<AtomicBool>,
+    turn_end_flag: Arc<AtomicBool>,
 }
 
 /// What a session's handles are made with: the turn-end flags of its start.
 pub(crate) struct HandleFlags {
     turn_end_may_wait: bool,
-    turn_end_waits: Arc<AtomicBool>,
+    turn_end_flag: Arc<AtomicBool>,
 }
 
 impl SessionStart {
     /// The start of the session `config` describes, and its handles' flags.
     pub(crate) fn new(config: RuntimeConfig) -> (Self, HandleFlags) {
         let turn_end_may_wait = config.turn_end_may_wait();
-        let turn_end_waits = Arc::new(AtomicBool::new(turn_end_may_wait));
+        let turn_end_flag = Arc::new(AtomicBool::new(turn_end_may_wait));
         let start = Self {
             seed_len: config.initial_transcript.as_ref().map(Transcript::len),
             config,
-            turn_end_waits: Arc::clone(&turn_end_waits),
+            turn_end_flag: Arc::clone(&turn_end_flag),
         };
         let flags = HandleFlags {
             turn_end_may_wait,
-            turn_end_waits,
+            turn_end_flag,
         };
         (start, flags)
     }
@@ -104,7 +104,7 @@ impl SessionStart {
     pub(crate) fn supervisor(self, host: Recipient<HostEvent>) -> Supervisor {
         Supervisor::new(self.config, host)
             .seeded_at(self.seed_len)
-            .with_turn_end_flag(self.turn_end_waits)
+            .with_turn_end_flag(self.turn_end_flag)
     }
 }
 
@@ -122,7 +122,7 @@ impl HandleFlags {
             system,
             lease: lease.map(Arc::new),
             turn_end_may_wait: self.turn_end_may_wait,
-            turn_end_waits: self.turn_end_waits,
+            turn_end_flag: self.turn_end_flag,
             closed: Arc::default(),
         }
     }
@@ -185,7 +185,7 @@ impl AdvisorHandle {
     /// that bounds its own wait for a turn end needs no bound then. While the session's
     /// advisors give nothing to wait for (no threshold, none under `reconfirm`), a turn end
     /// is handed over at once even when this is true.
-    pub fn turn_end_waits(&self) -> bool {
+    pub fn turn_end_may_wait(&self) -> bool {
         self.turn_end_may_wait
     }
 
@@ -201,7 +201,7 @@ impl AdvisorHandle {
             transcript: transcript.mark(),
             will_continue: options.will_continue,
         };
-        let turn = if self.turn_end_waits.load(Ordering::Acquire) {
+        let turn = if self.turn_end_flag.load(Ordering::Acquire) {
             turn
         } else if self.closed.load(Ordering::Acquire) {
             return Err(HandleError::Stopped);

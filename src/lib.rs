@@ -62,6 +62,9 @@
 //! - `texts`: the model- and user-facing text tables compiled in from `config/prompts/`
 //!   (the `advisor` command reads its own lines with [`TextTable`]).
 //! - `regular_file` *(internal)*: bounded reads of regular files only (no FIFOs, no devices).
+//! - `xml` *(internal)*: XML text and attribute escaping, written once (D2, RO18).
+//! - `cache` *(internal)*: the one shape of the process-wide caches: a value per key, kept
+//!   while its files are unchanged (A6).
 //! - [`domain`]: the transcript, advisories and deliveries, host events: plain data.
 //! - [`model`]: the model seam (`ModelClient`, requests, usage, the call limit) and a
 //!   scripted model for tests.
@@ -75,6 +78,8 @@
 //! - [`roster`]: the roster of named advisors: `WATCHDOG.yml` discovery and resolution
 //!   (§15).
 //! - [`tools`]: the read-only workspace tools and `advise` (§9).
+//! - `spend` *(internal)*: what the advisor spends and the rules over it: the tool budget
+//!   (SP1, SP2), the silent advisor (SP4), the ratio to the primary (SP5), the ceiling (SP6).
 //! - [`session`]: session-file reading and the host-driving sequence (L1), and where the
 //!   advisor's transcript file of a session goes (P9).
 //! - `feed`: the transcript cursor that turns a turn end into a delta (X1–X4), and the
@@ -126,6 +131,7 @@ pub mod tools;
 pub mod watchdog;
 
 pub(crate) mod actors;
+pub(crate) mod cache;
 pub(crate) mod command;
 pub(crate) mod config;
 pub(crate) mod delivery;
@@ -139,9 +145,11 @@ pub(crate) mod review;
 pub(crate) mod runtime;
 pub(crate) mod setup;
 pub(crate) mod shared;
+pub(crate) mod spend;
 pub(crate) mod status;
 pub(crate) mod texts;
 pub(crate) mod turn_prompts;
+pub(crate) mod xml;
 
 pub use config::RuntimeConfig;
 pub use delivery::{AdviceTap, RaiseOutcome, RaisedAdvice};

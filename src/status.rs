@@ -6,17 +6,33 @@ pub use crate::delivery::{DeliveryCounts, DeliveryStatus, DropReason};
 use crate::domain::advice::Advisory;
 pub use crate::review::check_in::CheckInCounts;
 pub use crate::review::fallback::FallbackStatus;
-pub use crate::review::spend::ToolCallCounts;
 pub use crate::review::{AgentStatus, ToolSpendCounts};
 use crate::settings::{DeliveryPolicy, ReviewMode, SyncBacklog};
+pub use crate::spend::ceiling::CeilingAction;
+pub(crate) use crate::spend::ceiling::SpendCeiling;
+pub(crate) use crate::spend::ratio::PrimaryTally;
+pub use crate::spend::ratio::{AdvisorSpend, PrimarySpend, RatioBasis, SpendRatio};
+pub use crate::spend::ratio::{CeilingState, CeilingStatus};
+pub use crate::spend::ToolCallCounts;
 use crate::texts::{fill, Table};
-pub(crate) use ceiling::SpendCeiling;
-pub use ceiling::{CeilingAction, CeilingState, CeilingStatus};
 
-mod ceiling;
-mod spend;
-pub(crate) use spend::PrimaryTally;
-pub use spend::{AdvisorSpend, PrimarySpend, RatioBasis, SessionSpend, SpendRatio};
+/// The spend part of the status (SP5): the advisors' total and the primary's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSpend {
+    /// Every advisor of the session together, with the ratio to the primary.
+    pub advisors: AdvisorSpend,
+    /// The primary's spend; `None` when the session's messages carry no usage.
+    pub primary: Option<PrimarySpend>,
+    /// The triage gate's counters and the judge's spend (SP9); `None` while the gate is
+    /// off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::review::judge_gate::GateCounts>,
+    /// The action gate's counters and its model's spend (GT8), apart from the advisors';
+    /// `None` while the gate is off and has seen no call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_gate: Option<crate::gate::ActionGateCounts>,
+}
 
 /// What `/advisor status` reports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -184,10 +200,10 @@ impl AdvisorStatus {
     /// figures (`None`: the session's messages carry no usage, the ratios are unknown).
     pub fn add_spend(&mut self, primary: Option<PrimarySpend>) {
         for a in &mut self.advisors {
-            a.spend = AdvisorSpend::of(&a.agent).against(primary.as_ref());
+            a.spend = a.agent.spend().against(primary.as_ref());
         }
         self.spend = SessionSpend {
-            advisors: AdvisorSpend::of(&self.agent).against(primary.as_ref()),
+            advisors: self.agent.spend().against(primary.as_ref()),
             primary,
             gate: self.spend.gate.take(),
             action_gate: self.spend.action_gate.take(),
@@ -279,7 +295,7 @@ impl AdvisorStatus {
                 ("output", &s.output.to_string()),
                 ("cost", &cost_text(s.cost)),
                 ("perReview", &per_review_text(s.tool_calls_per_review)),
-                ("ratio", &ratio_text(s.ratio.as_ref())),
+                ("ratio", &crate::spend::ratio::ratio_text(s.ratio.as_ref())),
             ];
             line(out, "spendNamed", &vars);
             ceiling_line(a.spend.ceiling.as_ref(), out);
@@ -312,7 +328,11 @@ impl AdvisorStatus {
             }
             None => line(out, "primaryUnknown", &[]),
         }
-        line(out, "ratio", &[("ratio", &ratio_text(s.ratio.as_ref()))]);
+        line(
+            out,
+            "ratio",
+            &[("ratio", &crate::spend::ratio::ratio_text(s.ratio.as_ref()))],
+        );
         ceiling_line(s.ceiling.as_ref(), out);
         if let Some(g) = &self.spend.gate {
             let vars = [
@@ -647,21 +667,6 @@ fn ceiling_line(ceiling: Option<&CeilingStatus>, out: &mut String) {
     line(out, "ceiling", &vars);
 }
 
-/// A spend ratio with two decimals and its basis, or `unknown` (SP5: never 0 for want of
-/// figures).
-fn ratio_text(ratio: Option<&SpendRatio>) -> String {
-    match ratio {
-        Some(r) => {
-            let key = match r.basis {
-                RatioBasis::Cost => "ratioCost",
-                RatioBasis::InputTokens => "ratioTokens",
-            };
-            fill(LINES.get(key), &[("value", &format!("{:.2}", r.value))])
-        }
-        None => LINES.get("ratioUnknown").to_string(),
-    }
-}
-
 /// The share of the window `tokens` take, in percent with one decimal.
 fn percent(tokens: u64, window: u64) -> String {
     let share = if window > 0 {
@@ -673,7 +678,7 @@ fn percent(tokens: u64, window: u64) -> String {
 }
 
 /// The lines of the status report (C3).
-const LINES: Table = Table(include_str!("../config/prompts/status.txt"));
+const LINES: Table = crate::texts::STATUS;
 
 /// Appends the line `key` of the status report, filled, and its newline.
 fn line(out: &mut String, key: &'static str, vars: &[(&str, &str)]) {

@@ -11,6 +11,10 @@
 /// The notices and command answers the user reads (`config/prompts/notices.txt`).
 pub(crate) const NOTICES: Table = Table(include_str!("../config/prompts/notices.txt"));
 
+/// The status lines (`config/prompts/status.txt`): `/advisor status` and the spend figures
+/// other notices quote.
+pub(crate) const STATUS: Table = Table(include_str!("../config/prompts/status.txt"));
+
 /// The notice `key` of [`NOTICES`], filled with `vars`.
 pub(crate) fn notice(key: &'static str, vars: &[(&str, &str)]) -> String {
     fill(NOTICES.get(key), vars)

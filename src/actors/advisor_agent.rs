@@ -33,13 +33,13 @@ use crate::render::dump::{advisor_dump, DumpHeader};
 use crate::review::failure::resumed_notice;
 use crate::review::fallback::{self, Fallback};
 use crate::review::quarantine::{self, Hazard};
-use crate::review::spend::SilenceWatch;
 use crate::review::state::{AskReply, PendingAsk};
 use crate::review::{
     AdvisorContext, AskError, FailurePolicy, FailureStep, ReviewEngine, ReviewRun, ReviewState,
     ReviewTotals, Reviewer, Work,
 };
 use crate::settings::AdvisorSettings;
+use crate::spend::SilenceWatch;
 
 /// What the agent is started with.
 pub struct AgentSetup {

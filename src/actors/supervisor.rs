@@ -52,7 +52,7 @@ pub struct Supervisor {
     closing: bool,
     /// Whether a turn end may be held now (S1, D5, RO15), shared with the session's
     /// handles: kept current as roster entries come, go and change.
-    turn_end_waits: Arc<AtomicBool>,
+    turn_end_flag: Arc<AtomicBool>,
     /// A syncBacklog wait ran long and the user was told so (S1): said once per session.
     sync_wait_said: Arc<AtomicBool>,
     /// The primary's usage as its transcript's assistant messages record it (SP5).
@@ -82,7 +82,7 @@ impl Supervisor {
             watchdog: None,
             turn_waits: 0,
             closing: false,
-            turn_end_waits: Arc::default(),
+            turn_end_flag: Arc::default(),
             sync_wait_said: Arc::default(),
             primary_spend: PrimaryTally::default(),
             prompts: PromptCursor::default(),
@@ -91,22 +91,22 @@ impl Supervisor {
             gated: Vec::new(),
             action_gate: crate::gate::GateState::default(),
         };
-        supervisor.update_turn_end_waits();
+        supervisor.update_turn_end_flag();
         supervisor
     }
 
     /// Shares `flag` with the session's handles: from now on it says whether a turn end
     /// may be held, so a handle waits for the answer only then (S1, D5, RO15).
     pub(crate) fn with_turn_end_flag(mut self, flag: Arc<AtomicBool>) -> Self {
-        self.turn_end_waits = flag;
-        self.update_turn_end_waits();
+        self.turn_end_flag = flag;
+        self.update_turn_end_flag();
         self
     }
 
-    /// Stores [`Members::turn_end_waits`] in the flag the handles read.
-    fn update_turn_end_waits(&self) {
-        let waits = self.members.turn_end_waits();
-        self.turn_end_waits.store(waits, Ordering::Release);
+    /// Stores [`Members::turn_end_may_wait`] in the flag the handles read.
+    fn update_turn_end_flag(&self) {
+        let waits = self.members.turn_end_may_wait();
+        self.turn_end_flag.store(waits, Ordering::Release);
     }
 
     /// Seeds at `len` messages of the initial transcript (X4) instead of the length it has

@@ -134,24 +134,16 @@ fn content_notes(content: &Content) -> Vec<Advisory> {
         };
         let body = body_and_rest[..close].trim_matches('\n');
         let severity = attribute(tag, "severity").and_then(|s| s.parse::<Severity>().ok());
-        let note = unescape_xml(body);
+        let note = crate::xml::unescape(body);
         if !note.trim().is_empty() {
             let mut advisory = Advisory::new(note, severity);
             // RO18: a named advisor's advice names it; the seed gives it back to it.
-            advisory.advisor = attribute(tag, "advisor").map(unescape_xml);
+            advisory.advisor = attribute(tag, "advisor").map(crate::xml::unescape);
             out.push(advisory);
         }
         rest = &body_and_rest[close + "</advisory>".len()..];
     }
     out
-}
-
-/// Undoes D2's escaping of a note or an attribute value.
-fn unescape_xml(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&")
 }
 
 fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {

@@ -142,7 +142,7 @@ impl Advisory {
         out.push_str("<advisory");
         if let Some(name) = &self.advisor {
             out.push_str(" advisor=\"");
-            out.push_str(&escape_xml_attr(name));
+            out.push_str(&crate::xml::attribute(name));
             out.push('"');
         }
         if let Some(sev) = self.severity {
@@ -158,7 +158,7 @@ impl Advisory {
         out.push_str(" guidance=\"weigh, don't blindly obey\"");
         if let Some(ctx) = context {
             out.push_str(" context=\"");
-            out.push_str(&escape_xml_attr(ctx));
+            out.push_str(&crate::xml::attribute(ctx));
             out.push('"');
         }
         out.push_str(">\n");
@@ -190,38 +190,7 @@ impl AdvisorLabel {
 
 /// Escapes `&`, `<` and `>` so a note can neither close nor open an element (D2).
 pub fn escape_xml_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    s.chars().for_each(|c| push_text_char(&mut out, c));
-    out
-}
-
-/// Pushes `c`, escaped as [`escape_xml_text`] escapes it.
-fn push_text_char(out: &mut String, c: char) {
-    match c {
-        '&' => out.push_str("&amp;"),
-        '<' => out.push_str("&lt;"),
-        '>' => out.push_str("&gt;"),
-        c => out.push(c),
-    }
-}
-
-/// Escapes an attribute value (an advisor's name, RO18; D4's `context`): `&`, `<`, `>` and
-/// `"`; tab, newline and carriage return as character references (a parser would turn them
-/// into spaces); and every character XML 1.0 forbids (the other controls below U+0020, U+FFFE,
-/// U+FFFF) as U+FFFD, so the element stays well-formed whatever the name holds.
-fn escape_xml_attr(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("&quot;"),
-            '\t' => out.push_str("&#9;"),
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
-            c => push_text_char(&mut out, c),
-        }
-    }
-    out
+    crate::xml::text(s)
 }
 
 /// The distinct models of `notes` in order, comma-joined (SP8: a card's or an aside's

@@ -331,7 +331,7 @@ impl HostSession {
             feed.fed_len = feed.fed_len.max(cut.len);
             let turn_end = self.handle.turn_end_with(&feed.transcript, cut.options);
             match until {
-                Some(until) if index + 1 == count && self.handle.turn_end_waits() => {
+                Some(until) if index + 1 == count && self.handle.turn_end_may_wait() => {
                     let _ = tokio::time::timeout_at(until, turn_end).await;
                 }
                 // Queued on the first poll; its answer (a wait's end) is not needed.

@@ -259,7 +259,7 @@ impl<'a> Batch<'a> {
                 out.push_str("<primary-context kind=\"");
                 out.push_str(&c.custom_type);
                 out.push_str("\">\n");
-                push_escaped(out, text);
+                crate::xml::push_text(out, text);
                 out.push_str("\n</primary-context>\n");
             }
             return;
@@ -331,18 +331,6 @@ fn push_custom_line(out: &mut String, c: &CustomMessage) {
             out.push_str(kind);
             out.push_str("] ");
             push_one_line(out, &content_text(&c.content), ONE_LINE_MAX);
-        }
-    }
-}
-
-/// `&`, `<` and `>` escaped.
-fn push_escaped(out: &mut String, text: &str) {
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
         }
     }
 }

@@ -34,13 +34,12 @@ pub mod queue;
 pub mod repeat;
 pub mod rereads;
 pub mod reviewer;
-pub mod spend;
 pub mod state;
 pub mod status;
 pub mod texts;
-pub mod tool_spend;
 pub mod transcript_file;
 
+pub use crate::spend::ToolSpendCounts;
 pub use ask::{AskEnd, AskError};
 pub use audit::AuditEvent;
 pub use context::{AdvisorContext, MaintenanceCounts};
@@ -49,7 +48,6 @@ pub use queue::{PendingReviews, ReviewPrompt};
 pub use reviewer::{ReviewEngine, ReviewLimits, ReviewPort, ReviewRun, Reviewer, ToolReply};
 pub use state::{BacklogWait, FailureStep, ReviewState, Work};
 pub use status::AgentStatus;
-pub use tool_spend::ToolSpendCounts;
 
 use crate::model::Usage;
 
@@ -73,7 +71,7 @@ pub struct ReviewTotals {
     /// What the tool budget refused and the re-reads not paid for (SP1, SP2).
     pub tool_spend: ToolSpendCounts,
     /// The tool calls of every run (SP5).
-    pub tool_calls: spend::ToolCallCounts,
+    pub tool_calls: crate::spend::ToolCallCounts,
 }
 
 impl ReviewTotals {

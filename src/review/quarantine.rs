@@ -431,7 +431,7 @@ mod tests {
         assert_eq!(input_text(&context), "update\nfile");
     }
 
-    /// The variants of round 4 that went out (issue 26, item 12): the advisor's output and
+    /// Command shapes that once went out past P5 (each now withheld): the advisor's output and
     /// the input it was given.
     const DELIVERED: [(&str, &str); 17] = [
         (

@@ -27,7 +27,6 @@ use super::failure::failed_call_usage;
 use super::quarantine::{labels, output_pieces, Hazard, OutputGuard};
 use super::repeat::{Repeat, RepeatGuard, REPEAT_LIMIT};
 use super::rereads::{rereadable, ReadRecord};
-use super::tool_spend::{ToolBudget, ToolSpendCounts};
 use super::{ask, texts, ReviewPrompt};
 use crate::model::{
     AssistantPart, ChatMessage, ModelClient, ModelError, ModelRequest, ModelResponse, StopReason,
@@ -35,6 +34,7 @@ use crate::model::{
 };
 use crate::redact::Redactor;
 use crate::settings::AdvisorSettings;
+use crate::spend::{ToolBudget, ToolSpendCounts};
 use crate::tools::{advise, check_in};
 
 /// What a tool call answered, as the model sees it.
@@ -201,7 +201,7 @@ pub struct ReviewRun {
     /// What the tool budget refused and the re-reads not paid for (SP1, SP2).
     pub tool_spend: ToolSpendCounts,
     /// The tool calls the model made, run or not (SP5).
-    pub tool_calls: crate::review::spend::ToolCallCounts,
+    pub tool_calls: crate::spend::ToolCallCounts,
     /// What the review's first valid `check_in` call asked for (SP7).
     pub check_in: Option<check_in::CheckIn>,
 }

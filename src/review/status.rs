@@ -81,10 +81,20 @@ pub struct AgentStatus {
     pub check_in: crate::review::check_in::CheckInCounts,
     /// The tool calls of its reviews and asks (SP5).
     #[serde(default)]
-    pub tool_calls: crate::review::spend::ToolCallCounts,
+    pub tool_calls: crate::spend::ToolCallCounts,
 }
 
 impl AgentStatus {
+    /// What this agent spent (SP5): its lifetime usage, calls and reviews, with no ratio yet.
+    pub fn spend(&self) -> crate::spend::ratio::AdvisorSpend {
+        crate::spend::ratio::AdvisorSpend::from_parts(
+            self.model_calls,
+            self.reviews,
+            &self.lifetime,
+            &self.tool_calls,
+        )
+    }
+
     /// The status of an agent with this review `state`, `totals`, `context` and `model`.
     pub(crate) fn of(
         state: &ReviewState,

@@ -9,14 +9,12 @@
 //!
 //! Every method here touches the filesystem: call it off the actor threads.
 
-use std::collections::HashMap;
+use std::convert::Infallible;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use super::{load, refresh_by, Roster, RosterRefresh, RosterSettings, ROSTER_FILES};
+use crate::cache::KeyedCache;
 use crate::providers::Catalog;
 use crate::redact::Redactor;
 use crate::watchdog::{Fingerprint, WatchdogConfig};
@@ -37,8 +35,6 @@ struct Key {
     redacted: bool,
 }
 
-type Slot = Arc<Mutex<Option<Arc<Roster>>>>;
-
 /// Counters of a [`RosterCache`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RosterCacheStats {
@@ -49,11 +45,17 @@ pub struct RosterCacheStats {
 }
 
 /// The process-wide roster cache, keyed by place and fallbacks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RosterCache {
-    places: Mutex<HashMap<Key, Slot>>,
-    loads: AtomicU64,
-    shared: AtomicU64,
+    places: KeyedCache<Key, Roster>,
+}
+
+impl Default for RosterCache {
+    fn default() -> Self {
+        Self {
+            places: KeyedCache::new(MAX_PLACES),
+        }
+    }
 }
 
 impl RosterCache {
@@ -92,9 +94,10 @@ impl RosterCache {
 
     /// The counters now.
     pub fn stats(&self) -> RosterCacheStats {
+        let counts = self.places.counts();
         RosterCacheStats {
-            loads: self.loads.load(Ordering::Relaxed),
-            shared: self.shared.load(Ordering::Relaxed),
+            loads: counts.loads,
+            shared: counts.shared,
         }
     }
 
@@ -105,33 +108,20 @@ impl RosterCache {
         catalog: &Arc<Catalog>,
         redactor: Option<&Redactor>,
     ) -> Arc<Roster> {
-        let slot = self.slot(Key {
+        let key = Key {
             cwd: config.cwd.clone(),
             agent_dir: config.agent_dir.clone(),
             home: config.home.clone(),
             settings: settings.clone(),
             catalog: Arc::as_ptr(catalog) as usize,
             redacted: redactor.is_some(),
-        });
-        let mut entry = slot.lock();
-        if let Some(current) = entry.as_ref() {
-            if current.fingerprint.is_current_named(config, &ROSTER_FILES) {
-                self.shared.fetch_add(1, Ordering::Relaxed);
-                return Arc::clone(current);
-            }
+        };
+        let current = |roster: &Roster| roster.fingerprint.is_current_named(config, &ROSTER_FILES);
+        let load = || Ok::<_, Infallible>(load(config, settings, catalog, redactor));
+        match self.places.get(key, None, current, load) {
+            Ok(lookup) => lookup.value(),
+            Err(never) => match never {},
         }
-        let loaded = Arc::new(load(config, settings, catalog, redactor));
-        self.loads.fetch_add(1, Ordering::Relaxed);
-        *entry = Some(Arc::clone(&loaded));
-        loaded
-    }
-
-    fn slot(&self, key: Key) -> Slot {
-        let mut places = self.places.lock();
-        if places.len() >= MAX_PLACES && !places.contains_key(&key) {
-            places.clear();
-        }
-        Arc::clone(places.entry(key).or_default())
     }
 }
 

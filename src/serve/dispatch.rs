@@ -235,7 +235,7 @@ impl Dispatcher {
             // D5, RO15: whether a turn end may hold the host (it bounds its wait by it).
             map.insert(
                 "turnEndWaits".into(),
-                session.handle.turn_end_waits().into(),
+                session.handle.turn_end_may_wait().into(),
             );
             if let Some(roster) = roster {
                 map.insert("roster".into(), roster);

@@ -956,7 +956,7 @@ mod tests {
 
     #[test]
     fn l1_tree_compaction_kept_ids_are_matched_as_read_escapes_and_all() {
-        // The second pass remembers only the ids compactions name (issue 31); an id
+        // The second pass remembers only the ids compactions name (the ids the first pass collected); an id
         // written with an escape on either side is the same id.
         let text = format!(
             "{}\n{}\n{}\n{}\n{}\n{}\n",

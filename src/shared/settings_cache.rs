@@ -10,13 +10,10 @@
 //!
 //! Every method here touches the filesystem: call it off the actor threads.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
+use crate::cache::KeyedCache;
 use crate::settings::{read_settings_files, settings_paths, SettingsError, SettingsFiles};
 use crate::watchdog::{stamp, Stamp};
 
@@ -32,8 +29,6 @@ struct Entry {
     files: Arc<SettingsFiles>,
 }
 
-type Slot = Arc<Mutex<Option<Entry>>>;
-
 /// Counters of a [`SettingsCache`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SettingsCacheStats {
@@ -44,18 +39,16 @@ pub struct SettingsCacheStats {
 }
 
 /// The process-wide settings cache, keyed by place.
-#[derive(Default)]
+#[derive(Debug)]
 pub struct SettingsCache {
-    places: Mutex<HashMap<Place, Slot>>,
-    loads: AtomicU64,
-    shared: AtomicU64,
+    places: KeyedCache<Place, Entry>,
 }
 
-impl std::fmt::Debug for SettingsCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SettingsCache")
-            .field("stats", &self.stats())
-            .finish_non_exhaustive()
+impl Default for SettingsCache {
+    fn default() -> Self {
+        Self {
+            places: KeyedCache::new(MAX_PLACES),
+        }
     }
 }
 
@@ -73,46 +66,30 @@ impl SettingsCache {
         agent_dir: Option<&Path>,
         cwd: &Path,
     ) -> Result<Arc<SettingsFiles>, SettingsError> {
-        let slot = self.slot(agent_dir, cwd);
-        let mut entry = slot.lock();
-        if let Some(current) = entry.as_ref() {
-            if current.stamps.iter().all(|(path, old)| stamp(path) == *old) {
-                self.shared.fetch_add(1, Ordering::Relaxed);
-                return Ok(Arc::clone(&current.files));
-            }
-        }
-        let stamps = settings_paths(agent_dir, cwd)
-            .into_iter()
-            .map(|path| {
-                let now = stamp(&path);
-                (path, now)
-            })
-            .collect();
-        self.loads.fetch_add(1, Ordering::Relaxed);
-        *entry = None;
-        let files = Arc::new(read_settings_files(agent_dir, cwd)?);
-        *entry = Some(Entry {
-            stamps,
-            files: Arc::clone(&files),
-        });
-        Ok(files)
+        let place = (agent_dir.map(Path::to_path_buf), cwd.to_path_buf());
+        let unchanged = |entry: &Entry| entry.stamps.iter().all(|(path, old)| stamp(path) == *old);
+        let read = || {
+            let stamps = settings_paths(agent_dir, cwd)
+                .into_iter()
+                .map(|path| {
+                    let now = stamp(&path);
+                    (path, now)
+                })
+                .collect();
+            let files = Arc::new(read_settings_files(agent_dir, cwd)?);
+            Ok(Entry { stamps, files })
+        };
+        let entry = self.places.get(place, None, unchanged, read)?.value();
+        Ok(Arc::clone(&entry.files))
     }
 
     /// The counters now.
     pub fn stats(&self) -> SettingsCacheStats {
+        let counts = self.places.counts();
         SettingsCacheStats {
-            loads: self.loads.load(Ordering::Relaxed),
-            shared: self.shared.load(Ordering::Relaxed),
+            loads: counts.loads,
+            shared: counts.shared,
         }
-    }
-
-    fn slot(&self, agent_dir: Option<&Path>, cwd: &Path) -> Slot {
-        let key = (agent_dir.map(Path::to_path_buf), cwd.to_path_buf());
-        let mut places = self.places.lock();
-        if places.len() >= MAX_PLACES && !places.contains_key(&key) {
-            places.clear();
-        }
-        Arc::clone(places.entry(key).or_default())
     }
 }
 

@@ -8,13 +8,12 @@
 //!
 //! Every method here touches the filesystem: call it on tokio's blocking pool.
 
-use std::collections::HashMap;
+use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
+use crate::cache::{KeyedCache, Lookup};
 use crate::redact::Redactor;
 use crate::watchdog::{load_with, InstructionFiles, Loaded, WatchdogConfig};
 
@@ -53,15 +52,21 @@ type Place = (
     bool,
     InstructionFiles,
 );
-type Slot = Arc<Mutex<Option<Arc<Loaded>>>>;
 
 /// The process-wide WATCHDOG.md cache, keyed by place.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WatchdogCache {
-    places: Mutex<HashMap<Place, Slot>>,
-    loads: AtomicU64,
+    places: KeyedCache<Place, Loaded>,
     files_read: AtomicU64,
-    shared: AtomicU64,
+}
+
+impl Default for WatchdogCache {
+    fn default() -> Self {
+        Self {
+            places: KeyedCache::new(MAX_PLACES),
+            files_read: AtomicU64::new(0),
+        }
+    }
 }
 
 impl WatchdogCache {
@@ -80,48 +85,37 @@ impl WatchdogCache {
         previous: Option<&Arc<Loaded>>,
         redactor: Option<&Redactor>,
     ) -> CachedRefresh {
-        let slot = self.slot(config, redactor.is_some());
-        let mut entry = slot.lock();
-        if let Some(current) = entry.as_ref() {
-            if current.fingerprint.is_current(config) {
-                if previous.is_some_and(|p| Arc::ptr_eq(p, current)) {
-                    return CachedRefresh::Unchanged;
-                }
-                self.shared.fetch_add(1, Ordering::Relaxed);
-                return CachedRefresh::Shared(Arc::clone(current));
-            }
-        }
-        let loaded = Arc::new(load_with(config, redactor));
-        self.loads.fetch_add(1, Ordering::Relaxed);
-        self.files_read
-            .fetch_add(loaded.files_read as u64, Ordering::Relaxed);
-        *entry = Some(Arc::clone(&loaded));
-        CachedRefresh::Loaded(loaded)
-    }
-
-    /// The counters now.
-    pub fn stats(&self) -> WatchdogCacheStats {
-        WatchdogCacheStats {
-            loads: self.loads.load(Ordering::Relaxed),
-            files_read: self.files_read.load(Ordering::Relaxed),
-            shared: self.shared.load(Ordering::Relaxed),
-        }
-    }
-
-    fn slot(&self, config: &WatchdogConfig, redacted: bool) -> Slot {
         let key = (
             config.cwd.clone(),
             config.agent_dir.clone(),
             config.home.clone(),
-            redacted,
+            redactor.is_some(),
             // P8: a hook host's session reads other instruction files in the same place.
             config.instructions.clone(),
         );
-        let mut places = self.places.lock();
-        if places.len() >= MAX_PLACES && !places.contains_key(&key) {
-            places.clear();
+        let current = |loaded: &Loaded| loaded.fingerprint.is_current(config);
+        let load = || {
+            let loaded = load_with(config, redactor);
+            self.files_read
+                .fetch_add(loaded.files_read as u64, Ordering::Relaxed);
+            Ok::<_, Infallible>(loaded)
+        };
+        match self.places.get(key, previous, current, load) {
+            Ok(Lookup::Unchanged(_)) => CachedRefresh::Unchanged,
+            Ok(Lookup::Shared(shared)) => CachedRefresh::Shared(shared),
+            Ok(Lookup::Loaded(loaded)) => CachedRefresh::Loaded(loaded),
+            Err(never) => match never {},
         }
-        Arc::clone(places.entry(key).or_default())
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> WatchdogCacheStats {
+        let counts = self.places.counts();
+        WatchdogCacheStats {
+            loads: counts.loads,
+            files_read: self.files_read.load(Ordering::Relaxed),
+            shared: counts.shared,
+        }
     }
 }
 

@@ -341,7 +341,7 @@ fn plan(files: &[ContextFile]) -> Vec<Part<'_>> {
             continue;
         }
         seen.push(&file.content);
-        let open = format!("<file path=\"{}\">\n", escape_attribute(&file.path));
+        let open = format!("<file path=\"{}\">\n", crate::xml::quoted(&file.path));
         let tags = open.len() + CLOSE_TAG.len();
         if tags >= left {
             parts.push(Part::TotalCut { index });
@@ -431,14 +431,6 @@ fn fence_tag_starts(content: &str) -> Vec<usize> {
         }
     }
     starts
-}
-
-/// A path as an attribute value: `&`, `"`, `<` and `>` escaped.
-fn escape_attribute(path: &str) -> String {
-    path.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// The single-child-repository hint (P8): when the working directory is outside git and

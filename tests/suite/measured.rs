@@ -152,7 +152,7 @@ fn session_corpus(dir: &Path, session: &Path) -> PathBuf {
     dir.join("corpus")
 }
 
-/// CA1–CA3 measured (issue 28's figure): one recorded pi session of many prompts, a scripted
+/// CA1–CA3 measured: one recorded pi session of many prompts, a scripted
 /// advisor that never advises and reports its request's size as its input, under `turn`,
 /// `turn` with `reviewInterval: 3` and `agent-end`. Each setting costs fewer requests and
 /// fewer input tokens than the one before, and README's "Cadence" table shows these figures.
@@ -203,7 +203,7 @@ fn per_case(total: u64, cases: usize) -> String {
     format!("{:.1}", total as f64 / cases as f64)
 }
 
-/// SP1–SP3 measured (issue 29's off/on table): over the shipped corpus, an advisor that
+/// SP1–SP3 measured (the off/on table): over the shipped corpus, an advisor that
 /// rereads the same file every review, calls tools until a result says a call was not run
 /// and raises a reworded blocker at every review costs fewer requests, tool calls per review
 /// and input tokens, and wakes the primary less, with the spend controls on than with

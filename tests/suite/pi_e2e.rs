@@ -2181,7 +2181,7 @@ fn v5_m1_an_unknown_model_is_explained_in_pi_terms() {
     pi.quit();
 }
 
-/// P3 through pi (issue 18, item 5): a run draws a concern (a steer), the user starts a new
+/// P3 through pi: a run draws a concern (a steer), the user starts a new
 /// session and switches back. The advisor re-reviews the whole branch (R1) and raises the same
 /// concern — but the emission guard was seeded from the advice already in the branch (the
 /// extension sends its own `advisor` messages; the server keeps them out of the review, X2), so

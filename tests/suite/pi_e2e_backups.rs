@@ -1,4 +1,4 @@
-//! Reviews that must not be lost, through the real pi on both API lines (issue 26, SPEC P6,
+//! Reviews that must not be lost, through the real pi on both API lines (SPEC P6,
 //! P7): a backup model named from pi's `models.json` reviews when the advisor's model fails
 //! (the extension passes pi's providers to `session/open`, and the backups are reached there),
 //! and a batch retried three times is dropped alone, so the final answer that arrived during its

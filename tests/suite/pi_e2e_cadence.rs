@@ -1,5 +1,5 @@
 //! Review cadence through the real pi, on both pi lines (SPEC CA1, CA2, CA14, CA16, CA17; the
-//! acceptance test of issue 28): an `agent-end` advisor (`advisor.reviewMode: agent-end`)
+//! acceptance test of the review modes): an `agent-end` advisor (`advisor.reviewMode: agent-end`)
 //! reviews a two-turn run once, at its final answer; its concern comes back as one merged
 //! advisor message after that answer (guidance and note in the content, the note with
 //! `turnsAgo` in `details`); the continuation it starts — a WIP turn, then a final one — is

@@ -1,4 +1,4 @@
-//! pi end to end on both API lines (SPEC V5, issue 22): the same scenarios run on pi 0.73.1
+//! pi end to end on both API lines (SPEC V5): the same scenarios run on pi 0.73.1
 //! (`@mariozechner/pi-coding-agent`, whose `turn_end` cannot add entries or continue a run) and
 //! on pi 1.6.0 (`@earendil-works/pi-coding-agent`), each installed by
 //! `scripts/pi-e2e-setup.sh`, with `integrations/pi/advisor.ts` choosing its adapter at load

@@ -270,7 +270,7 @@ fn ro22_on_pi_073_the_same_concern_of_two_advisors_is_one_card() {
     same_concern_is_one_card(Line::Legacy);
 }
 
-/// The acceptance scenario of issue 20 on one pi line.
+/// The roster's scenario on one pi line: two named advisors, their notes and an ask.
 fn two_advisors_through_pi(line: Line, reach: Reach) {
     let Some(RosterWorld {
         tools,
@@ -432,7 +432,7 @@ fn two_advisors_through_pi(line: Line, reach: Reach) {
     pi.quit();
 }
 
-/// Issue 20's acceptance on pi 1.6.0: two advisors' advice reaches the primary named, and
+/// The roster's scenario on pi 1.6.0: two advisors' advice reaches the primary named, and
 /// `/advisor off Security` stops Security's requests while Architecture goes on.
 #[test]
 fn ro18_ro19_ro23_on_pi_16_each_advisor_is_named_and_off_name_pauses_one() {

@@ -892,7 +892,10 @@ async fn ro15_d5_a_roster_entry_under_reconfirm_makes_the_turn_end_wait_for_the_
     h.turn_end(&t).await.unwrap();
     // A terminal turn's catch-up block waits for the review, up to 120 s (D5).
     assert_eq!(started.elapsed().as_secs(), 120);
-    assert!(h.turn_end_waits(), "told to a host (serve's turnEndWaits)");
+    assert!(
+        h.turn_end_may_wait(),
+        "told to a host (serve's turnEndWaits)"
+    );
 }
 
 #[actix::test]
@@ -912,7 +915,7 @@ async fn ro15_ro21_a_reconfirm_entry_added_mid_session_makes_the_next_final_turn
     cfg.settings.policy = advisor::settings::DeliveryPolicy::Defer;
     let (h, _events) = start(cfg);
     assert!(
-        h.turn_end_waits(),
+        h.turn_end_may_wait(),
         "a reloaded roster may gain a reconfirm entry"
     );
     let answer = || {

@@ -16,6 +16,6 @@ impl Handler<ModelCatalogChanged> for Supervisor {
             return;
         }
         self.carry_out(ctx, changes);
-        self.update_turn_end_waits();
+        self.update_turn_end_flag();
     }
 }

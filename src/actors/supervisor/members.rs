@@ -69,7 +69,7 @@ impl Supervisor {
         for change in changes {
             self.carry_out_one(ctx, change);
         }
-        self.update_turn_end_waits();
+        self.update_turn_end_flag();
     }
 
     fn carry_out_one(&mut self, ctx: &mut Context<Self>, change: MemberChange) {

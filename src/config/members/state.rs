@@ -448,7 +448,7 @@ impl Members {
     /// Whether a turn end may be held now (see [`turn_end_may_wait`]): recomputed by the
     /// actor after every change, so it follows the members as they come, go, are rebuilt
     /// and retuned (RO21).
-    pub fn turn_end_waits(&self) -> bool {
+    pub fn turn_end_may_wait(&self) -> bool {
         let plans = self
             .members
             .iter()

@@ -180,13 +180,6 @@ pub fn compare_table(columns: &[Column]) -> String {
     out
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// The chart (EV6): catch@1 (%) up, cost per case across (dollars when any configuration
 /// is priced, else thousands of tokens), one labelled point per configuration, so it reads
 /// without a legend.
@@ -286,7 +279,7 @@ pub fn svg_chart(columns: &[Column]) -> String {
             r#"<circle cx="{x:.1}" cy="{y:.1}" r="6" fill="{colour}"/><text x="{:.1}" y="{:.1}" text-anchor="{anchor}" fill="{colour}">{} ({})</text>"#,
             x + dx,
             y + dy,
-            escape(&c.label),
+            crate::xml::quoted(&c.label),
             pct(c.summary.caught1)
         );
     }

@@ -621,7 +621,7 @@ impl SpendBlock {
             estimated: false,
         };
         // The runs count their tool calls with `advise` among them.
-        let calls = crate::review::spend::ToolCallCounts {
+        let calls = crate::spend::ToolCallCounts {
             tool_calls: total.tool_calls.saturating_sub(total.advise_calls),
             advise_calls: total.advise_calls,
         };

@@ -459,7 +459,7 @@ fn s1_d5_ro15_a_turn_end_may_wait_under_a_threshold_or_reconfirm_of_any_member()
 #[test]
 fn ro15_ro21_the_wait_follows_the_members_a_rebuild_waiting_included() {
     let mut members = started(roster_config(vec![entry("Sec")], false));
-    assert!(!members.turn_end_waits());
+    assert!(!members.turn_end_may_wait());
     assert!(
         members.config().turn_end_may_wait(),
         "a roster may bring reconfirm at any turn end"
@@ -467,15 +467,18 @@ fn ro15_ro21_the_wait_follows_the_members_a_rebuild_waiting_included() {
     let mut strict = entry("Sec");
     strict.policy = Sourced::default_value(Some(crate::roster::PolicyChoice::Reconfirm));
     members.roster_checked(Some(Roster::in_code(vec![strict], None)));
-    assert!(members.turn_end_waits(), "the rebuild waiting counts");
+    assert!(members.turn_end_may_wait(), "the rebuild waiting counts");
     members.turn_ended(&transcript(1));
-    assert!(members.turn_end_waits());
+    assert!(members.turn_end_may_wait());
     members.roster_checked(Some(Roster::in_code(Vec::new(), None)));
-    assert!(!members.turn_end_waits(), "the unnamed advisor under defer");
+    assert!(
+        !members.turn_end_may_wait(),
+        "the unnamed advisor under defer"
+    );
     let mut plain = config();
     assert!(!plain.turn_end_may_wait());
     plain.settings.sync_backlog = SyncBacklog::Strict;
-    assert!(plain.turn_end_may_wait() && Members::new(plain).turn_end_waits());
+    assert!(plain.turn_end_may_wait() && Members::new(plain).turn_end_may_wait());
 }
 
 #[test]

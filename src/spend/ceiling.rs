@@ -4,39 +4,13 @@
 //! advisor spent over the whole session (its transcript file's totals on resume, P9, then
 //! every model call) and asks at each turn end.
 
-use serde::{Deserialize, Serialize};
-
-use super::spend::{AdvisorSpend, PrimarySpend, SpendRatio};
+use super::ratio::{AdvisorSpend, CeilingState, CeilingStatus, PrimarySpend, SpendRatio};
+use super::ToolCallCounts;
 use crate::model::Usage;
-use crate::review::spend::ToolCallCounts;
 
 /// The input tokens the primary must have used before a ceiling acts (SP6): early in a
 /// session the ratio says little.
 pub const MIN_PRIMARY_INPUT: u64 = 200_000;
-
-/// Where an advisor stands against its ceiling (SP6).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum CeilingState {
-    /// Under it, or not yet judged.
-    #[default]
-    Under,
-    /// It ran past the ceiling: it reviews only at the end of a run for the rest of the
-    /// session.
-    AgentEnd,
-    /// It ran past twice the ceiling and was paused until `/advisor on`.
-    Paused,
-}
-
-/// The ceiling part of an advisor's spend in status (SP6).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CeilingStatus {
-    /// The ceiling in effect: advisor ÷ primary.
-    pub max_spend_ratio: f64,
-    /// What it did to the advisor.
-    pub state: CeilingState,
-}
 
 /// What a check of the ceiling decided; each happens once and comes with a notice naming
 /// the ratio.
@@ -68,7 +42,7 @@ impl CeilingAction {
         crate::texts::notice(
             key,
             &[
-                ("ratio", &super::ratio_text(Some(ratio))),
+                ("ratio", &super::ratio::ratio_text(Some(ratio))),
                 ("limit", &format!("{limit}")),
                 ("twice", &format!("{}", limit * 2.0)),
             ],
@@ -182,7 +156,7 @@ impl SpendCeiling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::RatioBasis;
+    use crate::spend::ratio::RatioBasis;
 
     fn primary(input: u64) -> PrimarySpend {
         PrimarySpend {

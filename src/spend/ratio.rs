@@ -1,15 +1,15 @@
 //! Spend in status (SP5): what each advisor and all of them spent, what the primary spent as
 //! its session's assistant messages record it, and the ratio of the two. Plain code; the
-//! supervisor keeps a [`PrimaryTally`] and fills a [`SessionSpend`] for each status.
+//! supervisor keeps a [`PrimaryTally`] and fills the status's `SessionSpend` with these.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::ToolCallCounts;
 use crate::domain::transcript::TranscriptMessage;
 use crate::model::Usage;
-use crate::review::spend::ToolCallCounts;
-use crate::review::AgentStatus;
+use crate::texts::{fill, STATUS};
 
 /// What one advisor, or the session's advisors together, spent (SP5).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -39,20 +39,10 @@ pub struct AdvisorSpend {
     pub ratio: Option<SpendRatio>,
     /// Its spend ceiling and what it did (SP6); `None` without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ceiling: Option<super::CeilingStatus>,
+    pub ceiling: Option<CeilingStatus>,
 }
 
 impl AdvisorSpend {
-    /// The spend of an agent's status (its lifetime usage, calls and reviews).
-    pub fn of(agent: &AgentStatus) -> Self {
-        Self::from_parts(
-            agent.model_calls,
-            agent.reviews,
-            &agent.lifetime,
-            &agent.tool_calls,
-        )
-    }
-
     /// The spend of `requests` model calls and `reviews` reviews that used `usage` and
     /// made `calls`, with no ratio yet.
     pub fn from_parts(requests: u64, reviews: u64, usage: &Usage, calls: &ToolCallCounts) -> Self {
@@ -160,22 +150,28 @@ impl SpendRatio {
     }
 }
 
-/// The spend part of the status (SP5): the advisors' total and the primary's.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Where an advisor stands against its ceiling (SP6).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionSpend {
-    /// Every advisor of the session together, with the ratio to the primary.
-    pub advisors: AdvisorSpend,
-    /// The primary's spend; `None` when the session's messages carry no usage.
-    pub primary: Option<PrimarySpend>,
-    /// The triage gate's counters and the judge's spend (SP9); `None` while the gate is
-    /// off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gate: Option<crate::review::judge_gate::GateCounts>,
-    /// The action gate's counters and its model's spend (GT8), apart from the advisors';
-    /// `None` while the gate is off and has seen no call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action_gate: Option<crate::gate::ActionGateCounts>,
+pub enum CeilingState {
+    /// Under it, or not yet judged.
+    #[default]
+    Under,
+    /// It ran past the ceiling: it reviews only at the end of a run for the rest of the
+    /// session.
+    AgentEnd,
+    /// It ran past twice the ceiling and was paused until `/advisor on`.
+    Paused,
+}
+
+/// The ceiling part of an advisor's spend in status (SP6).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CeilingStatus {
+    /// The ceiling in effect: advisor ÷ primary.
+    pub max_spend_ratio: f64,
+    /// What it did to the advisor.
+    pub state: CeilingState,
 }
 
 /// Adds up the primary's usage as the transcript grows (SP5): at each turn end the
@@ -256,10 +252,26 @@ impl PrimaryTally {
     }
 }
 
+/// A spend ratio with two decimals and its basis, or `unknown` (SP5: never 0 for want of
+/// figures).
+pub(crate) fn ratio_text(ratio: Option<&SpendRatio>) -> String {
+    match ratio {
+        Some(r) => {
+            let key = match r.basis {
+                RatioBasis::Cost => "ratioCost",
+                RatioBasis::InputTokens => "ratioTokens",
+            };
+            fill(STATUS.get(key), &[("value", &format!("{:.2}", r.value))])
+        }
+        None => STATUS.get("ratioUnknown").to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::transcript::{AssistantMessage, MessageUsage};
+    use crate::review::AgentStatus;
 
     fn assistant(input: u64, cost: Option<f64>, at: Option<u64>) -> Arc<TranscriptMessage> {
         let mut message = AssistantMessage::new(Vec::new(), Some("stop".into()));
@@ -405,7 +417,7 @@ mod tests {
             reviews: 2,
             ..AgentStatus::default()
         };
-        let spend = AdvisorSpend::of(&agent).against(tally.spend().as_ref());
+        let spend = agent.spend().against(tally.spend().as_ref());
         assert_eq!(spend.ratio, None, "unknown, never 0");
     }
 
@@ -421,13 +433,13 @@ mod tests {
             },
             model_calls: 4,
             reviews: 2,
-            tool_calls: crate::review::spend::ToolCallCounts {
+            tool_calls: crate::spend::ToolCallCounts {
                 tool_calls: 5,
                 advise_calls: 1,
             },
             ..AgentStatus::default()
         };
-        let advisor = AdvisorSpend::of(&agent);
+        let advisor = agent.spend();
         assert_eq!(advisor.tool_calls_per_review, Some(3.0));
         let priced = PrimarySpend {
             messages: 1,
@@ -451,7 +463,7 @@ mod tests {
             },
             ..agent
         };
-        let advisor = AdvisorSpend::of(&free);
+        let advisor = free.spend();
         assert_eq!(advisor.cost, None, "no prices: the cost is unknown");
         let ratio = advisor.against(Some(&priced)).ratio.unwrap();
         assert_eq!(ratio.basis, RatioBasis::InputTokens);
