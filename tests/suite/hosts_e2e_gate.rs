@@ -123,13 +123,19 @@ fn gated_run(
     );
     let bodies = primary.bodies();
     let texts = bodies.iter().map(conversation_text).collect();
-    Some(GatedRun {
+    let run = GatedRun {
         gate,
         bodies,
         texts,
         out,
         h,
-    })
+    };
+    eprintln!(
+        "{} gate {what}: PreToolUse (outcome, ms): {:?}",
+        host.name(),
+        run.pre_tool_uses()
+    );
+    Some(run)
 }
 
 /// Where each host puts a PreToolUse denial's reason in the next model request: Claude Code
@@ -217,9 +223,18 @@ fn gt2_gt12_codex_a_denied_apply_patch_delete_never_runs() {
         "the denied patch never ran"
     );
     assert_eq!(run.texts.len(), 2, "the call and the final answer");
+    let output = run.bodies[1]["input"]
+        .as_array()
+        .and_then(|items| {
+            items
+                .iter()
+                .find(|i| i["type"] == "custom_tool_call_output")
+        })
+        .map(|i| crate::support::strings_in(&i["output"]))
+        .unwrap_or_default();
     assert!(
-        run.texts[1].contains(DENY_REASON),
-        "the model reads the denial: {}",
+        output.starts_with("Command blocked by PreToolUse hook: ") && output.contains(DENY_REASON),
+        "the model reads the denial as the patch's output: {}",
         run.texts[1]
     );
     assert_eq!(
