@@ -53,8 +53,10 @@ pub fn run(args: HookArgs) -> Result<(), CliError> {
     let settings = user_settings(&paths);
     let bound = Duration::from_millis(settings.hook_timeout_ms);
     // GT12: a PreToolUse answer may wait for the action gate's model, a second past its
-    // bound (the gate off answers at once, so the longer bound costs nothing then).
-    let gate_bound = Some(settings.gate.timeout + Duration::from_secs(1));
+    // bound (the gate off answers at once, so the longer bound costs nothing then); GT15:
+    // that bound as the hook hosts apply it, within the host's own hook timeout.
+    let gate_timeout = advisor::hosts::install::hook_gate_timeout(settings.gate.timeout);
+    let gate_bound = Some(gate_timeout + Duration::from_secs(1));
     let daemon_command = std::env::current_exe()
         .ok()
         .map(|exe| (exe, vec!["hook-daemon".to_string()]));

@@ -208,8 +208,12 @@ impl HostSession {
                     input: tool_input.clone(),
                     cwd: payload.cwd.clone(),
                 };
-                let asked = tokio::time::timeout_at(deadline, self.handle.gate(action)).await;
-                gated = Some(gate_reply(asked.ok().and_then(Result::ok)));
+                // GT15: Codex cannot ask a person from a hook (it ignores `ask`).
+                let can_ask = payload.host != super::payload::HookHost::Codex;
+                let options = crate::gate::GateOptions { can_ask };
+                let asked =
+                    tokio::time::timeout_at(deadline, self.handle.gate_with(action, options)).await;
+                gated = Some(gate_reply(payload.host, asked.ok().and_then(Result::ok)));
             }
             HookEvent::SessionStart { source } => {
                 if let Some(kind) = rewrite_kind(*source) {
@@ -341,11 +345,16 @@ impl HostSession {
     }
 }
 
-/// A PreToolUse answer for the action gate's `verdict` (GT12): `deny` and `ask` as the
-/// host's `permissionDecision` with the reason; an allow adds nothing (the host's own
+/// A PreToolUse answer on `host` for the action gate's `verdict` (GT12): `deny` and `ask` as
+/// the host's `permissionDecision` with the reason; an allow adds nothing (the host's own
 /// permission rules still apply), but a breaker's note (GT7) is shown to the user; no
-/// verdict in time answers nothing.
-pub fn gate_reply(verdict: Option<crate::gate::GateVerdict>) -> HookReply {
+/// verdict in time answers nothing. Codex ignores an `ask` and runs the call, so there an
+/// ask is answered `deny` with its reason: nothing the gate wants confirmed runs
+/// unconfirmed (GT15).
+pub fn gate_reply(
+    host: super::payload::HookHost,
+    verdict: Option<crate::gate::GateVerdict>,
+) -> HookReply {
     use crate::gate::{GateDecision, VerdictSource};
     let Some(verdict) = verdict else {
         return HookReply::empty();
@@ -362,6 +371,9 @@ pub fn gate_reply(verdict: Option<crate::gate::GateVerdict>) -> HookReply {
     };
     match (verdict.decision, verdict.source) {
         (GateDecision::Deny, _) => decided("deny", Outcome::Deny),
+        (GateDecision::Ask, _) if host == super::payload::HookHost::Codex => {
+            decided("deny", Outcome::Deny)
+        }
         (GateDecision::Ask, _) => decided("ask", Outcome::Ask),
         (GateDecision::Allow, VerdictSource::Breaker | VerdictSource::FailMode) => HookReply {
             stdout: Some(serde_json::json!({ "systemMessage": verdict.reason })),

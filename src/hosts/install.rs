@@ -47,6 +47,17 @@ pub const HOOK_TIMEOUT_SECS: u64 = 10;
 /// gate's own bound (at most 30 s) plus a margin.
 pub const PRE_TOOL_USE_TIMEOUT_SECS: u64 = 35;
 
+/// The longest the action gate's model may take in a hook host (GT15): the installed
+/// PreToolUse timeout less 5 s, so the gate's fail mode decides before the host kills the
+/// hook (a killed hook's answer is dropped and the call runs, whatever `gateFailMode` says).
+pub const MAX_HOOK_GATE_TIMEOUT: std::time::Duration =
+    std::time::Duration::from_secs(PRE_TOOL_USE_TIMEOUT_SECS - 5);
+
+/// `advisor.gateTimeoutMs` as a hook host applies it: at most [`MAX_HOOK_GATE_TIMEOUT`].
+pub fn hook_gate_timeout(configured: std::time::Duration) -> std::time::Duration {
+    configured.min(MAX_HOOK_GATE_TIMEOUT)
+}
+
 /// The events `host` has hooks for: Codex has no SessionEnd.
 pub fn host_events(host: HookHost) -> &'static [&'static str] {
     match host {

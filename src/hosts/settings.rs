@@ -72,6 +72,8 @@ pub fn host_settings(
     if loaded.disabled_by.is_none() {
         loaded.settings.enabled = true;
     }
+    // GT15: the gate decides (its fail mode included) before the host's hook timeout.
+    loaded.settings.gate.timeout = super::install::hook_gate_timeout(loaded.settings.gate.timeout);
     tracing::debug!(host = host.as_str(), files = ?loaded.files, "host settings loaded");
     Ok(loaded)
 }
@@ -231,6 +233,38 @@ mod tests {
         assert_eq!(
             host_model(HookHost::Codex, &LoadedSettings::default(), &lookup(&[])),
             None
+        );
+    }
+
+    #[test]
+    fn gt15_a_gate_timeout_past_the_hosts_hook_timeout_is_cut_so_the_fail_mode_decides() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("config");
+        let cwd = tmp.path().join("proj");
+        fs::create_dir_all(&cwd).unwrap();
+        fs::create_dir_all(&config).unwrap();
+        let places = HostPaths {
+            config_dir: config.clone(),
+            state_dir: tmp.path().join("state"),
+            runtime_dir: tmp.path().join("run"),
+        };
+        let timeout = |ms: u64| {
+            let yaml = format!("advisor:\n  gate: risky\n  gateTimeoutMs: {ms}\n");
+            fs::write(config.join("config.yml"), yaml).unwrap();
+            host_settings(HookHost::ClaudeCode, &places, &cwd)
+                .unwrap()
+                .settings
+                .gate
+                .timeout
+        };
+        assert_eq!(timeout(1500), std::time::Duration::from_millis(1500));
+        assert_eq!(timeout(120_000), std::time::Duration::from_secs(30));
+        // The hook waits a second past the gate; the host kills it only later.
+        let bound = super::super::install::hook_gate_timeout(std::time::Duration::from_secs(600))
+            + std::time::Duration::from_secs(1);
+        assert!(
+            bound
+                < std::time::Duration::from_secs(super::super::install::PRE_TOOL_USE_TIMEOUT_SECS)
         );
     }
 

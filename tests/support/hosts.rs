@@ -135,6 +135,14 @@ pub enum Step {
         /// Its arguments.
         input: Value,
     },
+    /// Call the freeform tool `name` with the text `input` (Codex `custom_tool_call`, e.g.
+    /// `apply_patch`; Claude Code gets a `tool_use` with `{"input": input}`).
+    Custom {
+        /// The tool's name as the CLI offers it.
+        name: String,
+        /// Its whole input.
+        input: String,
+    },
     /// Say this and end the turn.
     Text(String),
 }
@@ -215,6 +223,7 @@ pub fn anthropic_sse(step: &Step, id: usize) -> String {
             &json!({"command": cmd, "description": "run a command"}),
         ),
         Step::Tool { name, input } => tool_block(id, name, input),
+        Step::Custom { name, input } => tool_block(id, name, &json!({ "input": input })),
     };
     sse(&[
         (
@@ -264,11 +273,17 @@ pub fn responses_sse(step: &Step, id: usize) -> String {
         }
         Step::Shell(cmd) => function_call(id, "exec_command", &json!({"cmd": cmd})),
         Step::Tool { name, input } => function_call(id, name, input),
+        Step::Custom { name, input } => {
+            json!({"type": "custom_tool_call", "id": format!("ctc_{id}"),
+                "call_id": format!("call_{id}"), "status": "completed", "name": name,
+                "input": input})
+        }
     };
     let mut added = item.clone();
     added["status"] = json!("in_progress");
     match step {
         Step::Text(_) => added["content"] = json!([]),
+        Step::Custom { .. } => added["input"] = json!(""),
         _ => added["arguments"] = json!(""),
     }
     let response = json!({"id": format!("resp_{id}"), "object": "response", "created_at": 0,
@@ -911,12 +926,65 @@ impl AdvisorModel {
     }
 }
 
+/// What the scripted gate model ([`AdvisorModel::gate`]) does with a gate request.
+#[derive(Debug, Clone)]
+pub enum GateAnswer {
+    /// Answers this verdict (`{"decision", "risk", "reason"}`) as its whole text.
+    Verdict(Value),
+    /// Holds the request open and never answers (a hung gate model).
+    Hang,
+}
+
+/// Whether an advisor model request is the action gate's (its system prompt, GT3).
+pub fn is_gate_request(body: &Value) -> bool {
+    super::strings_in(body).contains("You are the gate of a coding agent")
+}
+
+impl AdvisorModel {
+    /// A scripted advisor whose action-gate requests ([`is_gate_request`]) get `answer`;
+    /// every other request (the advisor's reviews) gets an empty text (no advice).
+    pub fn gate(rt: &Runtime, answer: GateAnswer) -> Self {
+        use super::wire::Dialect;
+        let responder = Arc::new(move |request: &RecordedRequest| {
+            let dialect = Dialect::Anthropic;
+            match &answer {
+                _ if !is_gate_request(&request.json()) => {
+                    ScriptedResponse::sse(&dialect.answer(""))
+                }
+                GateAnswer::Verdict(v) => ScriptedResponse::sse(&dialect.answer(&v.to_string())),
+                GateAnswer::Hang => ScriptedResponse::sse_chunks(Vec::<Vec<u8>>::new())
+                    .then(advisor::providers::testing::BodyPart::Stall),
+            }
+        });
+        let server = rt
+            .block_on(SseServer::start_with(responder))
+            .expect("bind the scripted gate model");
+        Self { server }
+    }
+
+    /// The requests that were the action gate's, as JSON.
+    pub fn gate_bodies(&self) -> Vec<Value> {
+        self.bodies().into_iter().filter(is_gate_request).collect()
+    }
+}
+
 impl Harness {
     /// Attaches the advisor for real: `config.yml` in `ADVISOR_CONFIG_DIR` holding `config`
     /// (the `advisor:` keys), the model `anthropic/claude-sonnet-4-5` at `model`, and
     /// `advisor install <host> --user`, which writes the hook entries into the host's user
     /// settings.
     pub fn attach_advisor(&mut self, host: Host, model: &AdvisorModel, config: &str) {
+        self.attach_advisor_with(host, model, config, &[]);
+    }
+
+    /// [`Harness::attach_advisor`] with `extra` arguments to `advisor install` (`--gate`).
+    pub fn attach_advisor_with(
+        &mut self,
+        host: Host,
+        model: &AdvisorModel,
+        config: &str,
+        extra: &[&str],
+    ) {
         std::fs::write(self.scratch.config.join("config.yml"), config).expect("config.yml");
         self.env.extend([
             ("ADVISOR_MODEL".into(), "anthropic/claude-sonnet-4-5".into()),
@@ -926,6 +994,7 @@ impl Harness {
         let out = self
             .command(advisor_bin())
             .args(["install", host.name(), "--user"])
+            .args(extra)
             .envs(self.env.iter().cloned())
             .output()
             .expect("run advisor install");
