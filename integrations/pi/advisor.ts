@@ -1060,6 +1060,9 @@ interface AdvisorSession {
 	refreshing: Promise<void> | undefined;
 	/** What the server was last told of pi's run state (`session/runState`). */
 	running: boolean;
+	/** The server's status (open, roster refresh) carries the action gate's counters: its gate
+	 * is on, possibly only by a roster entry's own `gate` (GT10). */
+	gateOn?: boolean;
 }
 
 interface Bridge {
@@ -1223,6 +1226,8 @@ function onNotification(method: string, params: any): void {
  * the settings, plus the reconfirm policy of the session or of any advisor the result lists.
  */
 function turnEndWaitsFrom(s: AdvisorSession, result: any): void {
+	// GT10: the status carries `spend.actionGate` while the session's gate is on, whoever turned it on.
+	s.gateOn = result?.spend?.actionGate != null && typeof result.spend.actionGate === "object";
 	if (typeof result?.turnEndWaits === "boolean") {
 		s.serverSaysWaits = true;
 		s.turnEndWaits = result.turnEndWaits;
@@ -1649,10 +1654,18 @@ const GATE_CONFIRM_MS = 120_000;
 /** The longest reason handed to the model or shown in a dialog. */
 const MAX_GATE_REASON_CHARS = 2_000;
 
-/** Whether the K1 settings turn the gate on (`advisor.gate: risky|all`). */
-function gateOn(cwd: string, agentDir: string): boolean {
+/** Whether the K1 settings turn the gate on (`advisor.gate: risky|all`), or the open session's
+ * status says it is on (a roster entry's own `gate`, GT10). */
+function gateOn(cwd: string, agentDir: string, s: AdvisorSession | undefined): boolean {
+	if (s?.gateOn) return true;
 	const mode = k1Scalar(cwd, agentDir, "advisor", "gate");
 	return mode === "risky" || mode === "all";
+}
+
+/** Shows a fail mode's or the breaker's reason to the person (GT5, GT7), as other notices. */
+function gateNote(source: unknown, tool: string, reason: string): void {
+	if (source !== "failMode" && source !== "breaker") return;
+	notify(`advisor gate (${tool}): ${reason}`, "warning");
 }
 
 /** The total time a `tool_call` waits for the gate: its model's bound plus slack. */
@@ -1674,8 +1687,8 @@ type GateAnswer = { block: true; reason: string } | undefined;
  */
 async function gateToolCall(event: any, ctx: ExtensionContext): Promise<GateAnswer> {
 	const agentDir = agentDirOf();
-	if (!gateOn(ctx.cwd, agentDir)) return undefined;
 	const s = liveSession();
+	if (!gateOn(ctx.cwd, agentDir, s)) return undefined;
 	const tool = typeof event?.toolName === "string" ? event.toolName : "";
 	if (!s || !tool) return undefined;
 	const ui: any = (ctx as any).ui;
@@ -1686,6 +1699,7 @@ async function gateToolCall(event: any, ctx: ExtensionContext): Promise<GateAnsw
 	const verdict = await callOn(s, "session/gate", params, wait).catch(() => undefined);
 	const decision = verdict?.decision;
 	const reason = typeof verdict?.reason === "string" ? verdict.reason.slice(0, MAX_GATE_REASON_CHARS) : "";
+	gateNote(verdict?.source, tool, reason);
 	if (decision === "deny") return { block: true, reason: `The advisor's action gate denied this call: ${reason}` };
 	if (decision !== "ask") return undefined;
 	if (!canAsk) return { block: true, reason: `The advisor's action gate wants the user to decide, and nobody can be asked: ${reason}` };

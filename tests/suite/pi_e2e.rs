@@ -379,19 +379,35 @@ pub(super) fn primary(body: &Value) -> Reply {
 pub(super) const GATE_DENY_REASON: &str =
     "GATE-DENY-MARKER: build holds the only copy of the release artefacts";
 
-/// The scripted gate (GT12): a gate request (its system prompt) proposing `rm -rf build` is
-/// denied with [`GATE_DENY_REASON`], any other call allowed; `None` for other requests.
-fn gate_verdict(body: &Value) -> Option<String> {
+/// The reason the scripted gate gives when it asks the person (GT12).
+pub(super) const GATE_ASK_REASON: &str =
+    "GATE-ASK-MARKER: only the user knows whether ask-me holds work";
+
+/// The scripted gate (GT12), reading the proposed call of a gate request (its system prompt
+/// says so): `rm -rf build…` is denied with [`GATE_DENY_REASON`], a call naming `ask-me` is
+/// asked about with [`GATE_ASK_REASON`], one naming `hang-me` is answered only after a minute;
+/// any other call is allowed. `None` for other requests.
+fn gate_verdict(body: &Value) -> Option<Reply> {
     let text = body.to_string();
     if !text.contains("You are the gate of a coding agent") {
         return None;
     }
-    let verdict = if text.contains("rm -rf build") {
-        json!({"decision": "deny", "risk": "high", "reason": GATE_DENY_REASON})
+    // The call alone, not the conversation before it (which may name earlier calls).
+    let call = &text[text.rfind("<call tool=").unwrap_or(0)..];
+    let (delay, verdict) = if call.contains("rm -rf build") {
+        let deny = json!({"decision": "deny", "risk": "high", "reason": GATE_DENY_REASON});
+        (Duration::ZERO, deny)
+    } else if call.contains("ask-me") {
+        let ask = json!({"decision": "ask", "risk": "medium", "reason": GATE_ASK_REASON});
+        (Duration::ZERO, ask)
     } else {
-        json!({"decision": "allow", "risk": "low", "reason": "routine"})
+        let wait = Duration::from_secs(if call.contains("hang-me") { 60 } else { 0 });
+        (
+            wait,
+            json!({"decision": "allow", "risk": "low", "reason": "routine"}),
+        )
     };
-    Some(verdict.to_string())
+    Some(Reply::after(delay, text_sse(&verdict.to_string())))
 }
 
 /// What the scripted advisor answers a question with (G8).
@@ -409,7 +425,7 @@ fn advisor(body: &Value) -> Reply {
     let msgs = messages(body);
     let quick = Reply::now;
     if let Some(verdict) = gate_verdict(body) {
-        return quick(text_sse(&verdict));
+        return verdict;
     }
     let Some(last) = msgs.last() else {
         return quick(text_sse(""));
