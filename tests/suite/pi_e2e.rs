@@ -547,29 +547,42 @@ impl Setup {
         }
     }
 
-    /// Starts pi with the extension (or without it) and waits until RPC answers.
-    pub(super) fn start(&self, tools: &PiTools, extension: bool, env: &[(&str, &str)]) -> Pi {
+    /// Runs pi once in print mode (`-p`: no UI) with the extension on `prompt`, to its end.
+    pub(super) fn print(&self, tools: &PiTools, prompt: &str) -> std::process::Output {
+        let mut cmd = self.command(tools, true, &["-p", prompt]);
+        cmd.stdin(Stdio::null());
+        let mut child = cmd.spawn().expect("start pi -p");
+        // Bounded: a pi that does not end within the wait is killed (its output is small).
+        let deadline = Instant::now() + 2 * WAIT;
+        while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        child.wait_with_output().expect("pi -p ends")
+    }
+
+    /// pi in `mode` (its arguments), on the scripted primary, in this setup's directories.
+    fn command(&self, tools: &PiTools, extension: bool, mode: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             tools.node_bin.display(),
             std::env::var("PATH").unwrap_or_default()
         );
         let mut cmd = Command::new(&tools.pi);
-        cmd.args([
-            "--mode",
-            "rpc",
-            "--provider",
-            "scripted",
-            "--model",
-            "scripted-model",
-            "--no-extensions",
-            "--no-skills",
-            "--no-context-files",
-            "--no-prompt-templates",
-            "--offline",
-            "--session-dir",
-        ])
-        .arg(&self.sessions);
+        cmd.args(mode)
+            .args([
+                "--provider",
+                "scripted",
+                "--model",
+                "scripted-model",
+                "--no-extensions",
+                "--no-skills",
+                "--no-context-files",
+                "--no-prompt-templates",
+                "--offline",
+                "--session-dir",
+            ])
+            .arg(&self.sessions);
         if extension {
             cmd.arg("-e").arg(manifest("integrations/pi/advisor.ts"));
         }
@@ -585,6 +598,12 @@ impl Setup {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Starts pi with the extension (or without it) and waits until RPC answers.
+    pub(super) fn start(&self, tools: &PiTools, extension: bool, env: &[(&str, &str)]) -> Pi {
+        let mut cmd = self.command(tools, extension, &["--mode", "rpc"]);
         for (k, v) in env {
             cmd.env(k, v);
         }

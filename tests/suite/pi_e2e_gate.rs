@@ -267,3 +267,55 @@ fn gt10_pi_073_a_roster_entry_s_own_gate_is_put_to_from_pi() {
 fn gt10_pi_16_a_roster_entry_s_own_gate_is_put_to_from_pi() {
     a_roster_entry_alone_turns_the_gate_on(Line::Current);
 }
+
+/// Print mode (`pi -p`) has no UI: pi sends `canAsk: false`, so an `ask` is blocked with the
+/// reason, and a hanging gate with `gateFailMode` unset lets the call run (GT5: `open` where
+/// nobody can be asked), with its note.
+fn without_a_ui_nobody_is_asked(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let config = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n  gate: risky\n  gateTimeoutMs: 1000\n";
+    let w = world(config, "notes\n");
+    let (asked, hung) = (w.setup.work.join("ask-me"), w.setup.work.join("hang-me"));
+    for dir in [&asked, &hung] {
+        std::fs::create_dir_all(dir).expect("dir");
+    }
+    let out = w.setup.print(&tools, "One. [bash:rm -rf ask-me] [say:one]");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        asked.exists(),
+        "an ask where nobody can be asked is blocked"
+    );
+    let after = request_text(&primary_requests(&w.primary)[1]);
+    assert!(
+        after.contains("nobody can be asked") && after.contains(GATE_ASK_REASON),
+        "{after}"
+    );
+    let out = w
+        .setup
+        .print(&tools, "Two. [bash:rm -rf hang-me] [say:two]");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !hung.exists(),
+        "open where nobody can be asked: the call ran"
+    );
+    let gate_asks: Vec<String> = w
+        .advisor
+        .bodies()
+        .iter()
+        .map(Value::to_string)
+        .filter(|b| b.contains("You are the gate"))
+        .collect();
+    assert_eq!(gate_asks.len(), 2, "both calls were put to the gate");
+}
+
+#[test]
+fn gt5_pi_073_print_mode_blocks_an_ask_and_fails_open() {
+    without_a_ui_nobody_is_asked(Line::Legacy);
+}
+
+#[test]
+fn gt5_pi_16_print_mode_blocks_an_ask_and_fails_open() {
+    without_a_ui_nobody_is_asked(Line::Current);
+}
