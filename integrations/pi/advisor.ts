@@ -1226,8 +1226,6 @@ function onNotification(method: string, params: any): void {
  * the settings, plus the reconfirm policy of the session or of any advisor the result lists.
  */
 function turnEndWaitsFrom(s: AdvisorSession, result: any): void {
-	// GT10: the status carries `spend.actionGate` while the session's gate is on, whoever turned it on.
-	s.gateOn = result?.spend?.actionGate != null && typeof result.spend.actionGate === "object";
 	if (typeof result?.turnEndWaits === "boolean") {
 		s.serverSaysWaits = true;
 		s.turnEndWaits = result.turnEndWaits;
@@ -1321,6 +1319,7 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 			if (status === undefined) return markOpened(false);
 			s.phase = "open";
 			turnEndWaitsFrom(s, status);
+			gateOnFrom(s, status);
 			if (b.session === s) rosterOpened(s, status);
 			markOpened(true);
 		} catch (e) {
@@ -1380,6 +1379,7 @@ function refreshRoster(s: AdvisorSession, wait: Wait = FIRE): Promise<void> {
 		s.refreshing = undefined;
 		if (!status || typeof status !== "object" || bridge().session !== s) return;
 		turnEndWaitsFrom(s, status);
+		gateOnFrom(s, status);
 		setRoster(rosterOf(status));
 	});
 	return s.refreshing;
@@ -1660,6 +1660,13 @@ function gateOn(cwd: string, agentDir: string, s: AdvisorSession | undefined): b
 	if (s?.gateOn) return true;
 	const mode = k1Scalar(cwd, agentDir, "advisor", "gate");
 	return mode === "risky" || mode === "all";
+}
+
+/** Whether a status (the open's, a roster refresh's) says the session's gate is on: it carries
+ * `spend.actionGate` while it is, whoever turned it on (GT10: a roster entry's own `gate`). */
+function gateOnFrom(s: AdvisorSession, status: any): void {
+	const counts = status?.spend?.actionGate;
+	s.gateOn = counts !== null && typeof counts === "object";
 }
 
 /** Shows a fail mode's or the breaker's reason to the person (GT5, GT7), as other notices. */

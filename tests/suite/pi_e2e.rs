@@ -728,6 +728,11 @@ impl Pi {
         self.stream.0.lock().events.len()
     }
 
+    /// When event `index` was read.
+    pub(super) fn read_at(&self, index: usize) -> Instant {
+        self.stream.0.lock().times[index]
+    }
+
     pub(super) fn events_since(&self, from: usize) -> Vec<Value> {
         self.stream.0.lock().events[from..].to_vec()
     }

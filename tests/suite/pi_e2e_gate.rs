@@ -6,15 +6,21 @@
 //! turns the gate on. The scripted primary, gate and RPC driver are `pi_e2e`'s; the lines are
 //! `pi_e2e_lines`'.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::pi_e2e::{primary_requests, request_text, world, Pi, GATE_ASK_REASON, GATE_DENY_REASON};
 use super::pi_e2e_lines::{pi_of, prompt_settled, Line};
 
+/// The settings: an advisor, the gate as the test adds.
+const ADVISOR_ON: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n";
+
 /// The settings: an advisor with the gate on for risky calls.
-const GATED: &str = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n  gate: risky\n  gateTimeoutMs: 10000\n";
+const GATED: &str = concat!(
+    "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n",
+    "  gate: risky\n  gateTimeoutMs: 10000\n"
+);
 
 /// The primary calls `bash` with `rm -rf build`; the gate's model denies it: the directory is
 /// still there and the primary's next request carries the gate's reason as the tool result.
@@ -152,18 +158,26 @@ fn a_hanging_gate_gives_the_fail_mode(line: Line, closed: bool) {
         return;
     };
     let mode = if closed { "closed" } else { "open" };
-    let config = format!(
-        "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n  gate: risky\n  gateTimeoutMs: 1000\n  gateFailMode: {mode}\n"
-    );
+    let config =
+        format!("{ADVISOR_ON}  gate: risky\n  gateTimeoutMs: 1000\n  gateFailMode: {mode}\n");
     let w = world(&config, "notes\n");
     let dir = w.setup.work.join("hang-me");
     std::fs::create_dir_all(&dir).expect("dir");
     let mut pi = w.setup.start(&tools, true, &[]);
     let mark = pi.len();
-    let started = Instant::now();
     prompt_settled(&mut pi, line, "Go. [bash:rm -rf hang-me] [say:went]");
-    let took = started.elapsed();
-    assert!(took < Duration::from_millis(1_000 + 5_000), "held {took:?}");
+    // pi announces the call before its `tool_call` handlers run and ends it after them.
+    let (start, _) = pi.wait_from(mark, "the call's start", |v| {
+        v["type"] == "tool_execution_start"
+    });
+    let (end, _) = pi.wait_from(mark, "the call's end", |v| {
+        v["type"] == "tool_execution_end"
+    });
+    let held = pi.read_at(end) - pi.read_at(start);
+    assert!(
+        held >= Duration::from_millis(1_000) && held < Duration::from_millis(1_000 + 5_000),
+        "the gate's timeout, within the extension's bound: held {held:?}"
+    );
     assert_eq!(dir.exists(), closed, "closed blocks, open runs");
     let note = pi.wait_notice(mark, "advisor gate (bash)");
     assert!(
@@ -197,6 +211,38 @@ fn gt5_pi_16_a_hanging_gate_blocks_under_closed() {
 #[test]
 fn gt5_pi_16_a_hanging_gate_lets_the_call_run_under_open() {
     a_hanging_gate_gives_the_fail_mode(Line::Current, false);
+}
+
+/// `gateFailMode: ask` where pi has a UI: the gate's model hangs past `gateTimeoutMs`, pi
+/// shows the fail mode's note and asks the person (RPC: a `confirm` request); confirmed, the
+/// call runs.
+fn a_hanging_gate_under_ask_asks_the_person(line: Line) {
+    let Some(tools) = pi_of(line.version()) else {
+        return;
+    };
+    let config = format!("{ADVISOR_ON}  gate: risky\n  gateTimeoutMs: 1000\n  gateFailMode: ask\n");
+    let w = world(&config, "notes\n");
+    let dir = w.setup.work.join("hang-me");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut pi = w.setup.start(&tools, true, &[]);
+    let mark = pi.len();
+    let dialog = prompt_confirming(&mut pi, line, "Go. [bash:rm -rf hang-me] [say:went]", true);
+    let message = dialog["message"].as_str().unwrap_or_default();
+    assert!(message.contains("please confirm this call"), "{dialog}");
+    let note = pi.wait_notice(mark, "advisor gate (bash)");
+    assert!(note.contains("did not answer within 1000 ms"), "{note}");
+    assert!(!dir.exists(), "the confirmed call ran");
+    pi.quit();
+}
+
+#[test]
+fn gt5_pi_073_a_hanging_gate_under_ask_asks_the_person() {
+    a_hanging_gate_under_ask_asks_the_person(Line::Legacy);
+}
+
+#[test]
+fn gt5_pi_16_a_hanging_gate_under_ask_asks_the_person() {
+    a_hanging_gate_under_ask_asks_the_person(Line::Current);
 }
 
 /// Three denials in a row; the fourth is escalated by the breaker to an ask: pi shows its
@@ -242,8 +288,7 @@ fn a_roster_entry_alone_turns_the_gate_on(line: Line) {
     let Some(tools) = pi_of(line.version()) else {
         return;
     };
-    let config = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n";
-    let w = world(config, "notes\n");
+    let w = world(ADVISOR_ON, "notes\n");
     let roster = "advisors:\n  - name: Guard\n    gate: risky\n    gateFailMode: closed\n";
     std::fs::write(w.setup.work.join("WATCHDOG.yml"), roster).expect("WATCHDOG.yml");
     let build = w.setup.work.join("build");
@@ -275,8 +320,8 @@ fn without_a_ui_nobody_is_asked(line: Line) {
     let Some(tools) = pi_of(line.version()) else {
         return;
     };
-    let config = "modelRoles:\n  advisor: advisorprov/advisor-model\nadvisor:\n  enabled: true\n  syncBacklog: off\n  gate: risky\n  gateTimeoutMs: 1000\n";
-    let w = world(config, "notes\n");
+    let config = format!("{ADVISOR_ON}  gate: risky\n  gateTimeoutMs: 1000\n");
+    let w = world(&config, "notes\n");
     let (asked, hung) = (w.setup.work.join("ask-me"), w.setup.work.join("hang-me"));
     for dir in [&asked, &hung] {
         std::fs::create_dir_all(dir).expect("dir");
