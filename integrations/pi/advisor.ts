@@ -1060,6 +1060,9 @@ interface AdvisorSession {
 	refreshing: Promise<void> | undefined;
 	/** What the server was last told of pi's run state (`session/runState`). */
 	running: boolean;
+	/** The server's status (open, roster refresh) carries the action gate's counters: its gate
+	 * is on, possibly only by a roster entry's own `gate` (GT10). */
+	gateOn?: boolean;
 }
 
 interface Bridge {
@@ -1316,6 +1319,7 @@ function openSession(ctx: ExtensionContext, replay?: string): AdvisorSession | u
 			if (status === undefined) return markOpened(false);
 			s.phase = "open";
 			turnEndWaitsFrom(s, status);
+			gateOnFrom(s, status);
 			if (b.session === s) rosterOpened(s, status);
 			markOpened(true);
 		} catch (e) {
@@ -1375,6 +1379,7 @@ function refreshRoster(s: AdvisorSession, wait: Wait = FIRE): Promise<void> {
 		s.refreshing = undefined;
 		if (!status || typeof status !== "object" || bridge().session !== s) return;
 		turnEndWaitsFrom(s, status);
+		gateOnFrom(s, status);
 		setRoster(rosterOf(status));
 	});
 	return s.refreshing;
@@ -1649,10 +1654,25 @@ const GATE_CONFIRM_MS = 120_000;
 /** The longest reason handed to the model or shown in a dialog. */
 const MAX_GATE_REASON_CHARS = 2_000;
 
-/** Whether the K1 settings turn the gate on (`advisor.gate: risky|all`). */
-function gateOn(cwd: string, agentDir: string): boolean {
+/** Whether the K1 settings turn the gate on (`advisor.gate: risky|all`), or the open session's
+ * status says it is on (a roster entry's own `gate`, GT10). */
+function gateOn(cwd: string, agentDir: string, s: AdvisorSession | undefined): boolean {
+	if (s?.gateOn) return true;
 	const mode = k1Scalar(cwd, agentDir, "advisor", "gate");
 	return mode === "risky" || mode === "all";
+}
+
+/** Whether a status (the open's, a roster refresh's) says the session's gate is on: it carries
+ * `spend.actionGate` while it is, whoever turned it on (GT10: a roster entry's own `gate`). */
+function gateOnFrom(s: AdvisorSession, status: any): void {
+	const counts = status?.spend?.actionGate;
+	s.gateOn = counts !== null && typeof counts === "object";
+}
+
+/** Shows a fail mode's or the breaker's reason to the person (GT5, GT7), as other notices. */
+function gateNote(source: unknown, tool: string, reason: string): void {
+	if (source !== "failMode" && source !== "breaker") return;
+	notify(`advisor gate (${tool}): ${reason}`, "warning");
 }
 
 /** The total time a `tool_call` waits for the gate: its model's bound plus slack. */
@@ -1674,8 +1694,8 @@ type GateAnswer = { block: true; reason: string } | undefined;
  */
 async function gateToolCall(event: any, ctx: ExtensionContext): Promise<GateAnswer> {
 	const agentDir = agentDirOf();
-	if (!gateOn(ctx.cwd, agentDir)) return undefined;
 	const s = liveSession();
+	if (!gateOn(ctx.cwd, agentDir, s)) return undefined;
 	const tool = typeof event?.toolName === "string" ? event.toolName : "";
 	if (!s || !tool) return undefined;
 	const ui: any = (ctx as any).ui;
@@ -1686,6 +1706,7 @@ async function gateToolCall(event: any, ctx: ExtensionContext): Promise<GateAnsw
 	const verdict = await callOn(s, "session/gate", params, wait).catch(() => undefined);
 	const decision = verdict?.decision;
 	const reason = typeof verdict?.reason === "string" ? verdict.reason.slice(0, MAX_GATE_REASON_CHARS) : "";
+	gateNote(verdict?.source, tool, reason);
 	if (decision === "deny") return { block: true, reason: `The advisor's action gate denied this call: ${reason}` };
 	if (decision !== "ask") return undefined;
 	if (!canAsk) return { block: true, reason: `The advisor's action gate wants the user to decide, and nobody can be asked: ${reason}` };

@@ -25,8 +25,8 @@ use crate::delivery::ReviewRef;
 use crate::messages::delivery::{ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
     AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn, DumpContext,
-    EndHalt, GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters, ResetAdvisor,
-    RestoreReviews, ResumeReviews, ReviewFailed, ReviewQuarantined, SpendRecorded,
+    EndHalt, GetAdvisorContext, GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters,
+    ResetAdvisor, RestoreReviews, ResumeReviews, ReviewFailed, ReviewQuarantined, SpendRecorded,
 };
 use crate::model::ModelError;
 use crate::render::dump::{advisor_dump, DumpHeader};
@@ -65,6 +65,9 @@ pub struct AdvisorAgent {
     epoch: u64,
     state: ReviewState,
     context: AdvisorContext,
+    /// The newest part of the context as the running review or ask took it, for the
+    /// action gate meanwhile (GT3); bounded by the gate's conversation bound.
+    context_tail: Vec<crate::model::ChatMessage>,
     totals: ReviewTotals,
     review_seq: u64,
     last_system: String,
@@ -113,6 +116,7 @@ impl AdvisorAgent {
             settings: setup.settings,
             epoch: setup.epoch,
             context: AdvisorContext::new(),
+            context_tail: Vec::new(),
             totals: ReviewTotals::default(),
             review_seq: 0,
             last_system: String::new(),
@@ -155,6 +159,10 @@ impl AdvisorAgent {
             wip,
         };
         // Moved into the review; maintenance (G5) happens there, on this batch only.
+        self.context_tail = self
+            .context
+            .newest(crate::gate::verdict::MAX_CONVERSATION_CHARS)
+            .to_vec();
         let context = std::mem::take(&mut self.context);
         let reviewer = Reviewer::new(self.engine.clone(), port, context);
         match work {
@@ -488,6 +496,7 @@ impl Handler<ResetAdvisor> for AdvisorAgent {
         self.epoch = msg.epoch;
         self.state.reset(msg.cause);
         self.context.clear();
+        self.context_tail.clear();
         let mut ended = false;
         if let Some(ask) = self.running_ask.take() {
             // G8: the ask ends now, not when its call does; dropping the future cancels the
@@ -545,6 +554,20 @@ impl Handler<GetAgentStatus> for AdvisorAgent {
         status.fallback = self.fallback.status().cloned();
         status.fallbacks = self.fallback.switches();
         actix::MessageResult(status)
+    }
+}
+
+impl Handler<GetAdvisorContext> for AdvisorAgent {
+    type Result = actix::MessageResult<GetAdvisorContext>;
+
+    fn handle(&mut self, msg: GetAdvisorContext, _ctx: &mut Context<Self>) -> Self::Result {
+        let running = self.running_review.is_some() || self.running_ask.is_some();
+        let messages = if running {
+            crate::review::context::newest_messages(&self.context_tail, msg.max_chars)
+        } else {
+            self.context.newest(msg.max_chars)
+        };
+        actix::MessageResult(messages.to_vec())
     }
 }
 

@@ -175,6 +175,13 @@ pub fn newest(text: &str, max: usize) -> String {
     text.chars().skip(count.saturating_sub(max)).collect()
 }
 
+/// The advisor's own context as the gate is shown it (GT3): the updates it was sent, its
+/// answers and tool calls, tool results shortened, as the compaction's summary input reads
+/// them. The caller bounds the messages ([`MAX_CONVERSATION_CHARS`]) before copying them.
+pub fn advisor_conversation(messages: &[ChatMessage]) -> String {
+    crate::review::context::render_for_summary(messages)
+}
+
 /// The gate's request about `prompt`, every part redacted by `redactor` when there is one
 /// (X5) and bounded.
 pub fn gate_request(prompt: &GatePrompt, redactor: Option<&Redactor>) -> ModelRequest {

@@ -194,6 +194,16 @@ pub struct SpendRecorded {
 #[rtype(result = "AgentStatus")]
 pub struct GetAgentStatus;
 
+/// Asks the agent for the newest part of its own context, at most `max_chars` characters of
+/// messages (GT3: what the action gate is shown). While a review runs, the context as that
+/// review started with it; empty when the advisor has no context yet.
+#[derive(Debug, Clone, Copy, ActixMessage)]
+#[rtype(result = "Vec<crate::model::ChatMessage>")]
+pub struct GetAdvisorContext {
+    /// The bound, in characters of the messages.
+    pub max_chars: usize,
+}
+
 /// Asks the agent for its transcript (C4).
 #[derive(Debug, Clone, Copy, ActixMessage)]
 #[rtype(result = "String")]

@@ -109,12 +109,34 @@ impl AdvisorContext {
         Some(eviction)
     }
 
+    /// The newest messages whose characters add up to at most `max_chars`, oldest first
+    /// (the newest one always, however long): the part of this context another reader (the
+    /// action gate, GT3) is shown, bounded before it is copied.
+    pub fn newest(&self, max_chars: usize) -> &[ChatMessage] {
+        newest_messages(&self.messages, max_chars)
+    }
+
     /// Rolls back to `len` messages (a failed review leaves no trace).
     pub fn truncate(&mut self, len: usize) {
         self.messages.truncate(len);
         self.covered = self.covered.min(len);
         self.rereads.truncate(len);
     }
+}
+
+/// The newest of `messages` whose characters add up to at most `max_chars`, oldest first;
+/// the last one always, however long ([`AdvisorContext::newest`]).
+pub fn newest_messages(messages: &[ChatMessage], max_chars: usize) -> &[ChatMessage] {
+    let mut total = 0usize;
+    let mut start = messages.len();
+    for (i, message) in messages.iter().enumerate().rev() {
+        total = total.saturating_add(message.char_len());
+        if total > max_chars && start < messages.len() {
+            break;
+        }
+        start = i;
+    }
+    &messages[start..]
 }
 
 /// The context threshold in tokens (G5): an absolute setting wins, else a percentage of the
@@ -433,6 +455,23 @@ impl MaintenanceCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gt3_the_newest_messages_within_a_bound_and_always_the_last() {
+        let mut context = AdvisorContext::new();
+        for text in ["a".repeat(10), "b".repeat(10), "c".repeat(10)] {
+            context.messages.push(ChatMessage::User { text });
+        }
+        assert_eq!(context.newest(25).len(), 2, "the two newest fit in 25");
+        assert_eq!(context.newest(30).len(), 3);
+        let newest = context.newest(3);
+        assert_eq!(
+            newest,
+            &context.messages[2..],
+            "the last one even past the bound"
+        );
+        assert!(AdvisorContext::new().newest(100).is_empty());
+    }
 
     #[test]
     fn g5_a_reply_far_past_its_bound_is_an_output_cap_unless_the_context_is_full() {

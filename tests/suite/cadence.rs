@@ -2,7 +2,7 @@
 //! the scenarios CA-S1, CA-S2 (its cadence part), CA-S3, CA-S7, CA-S8, CA-S9 and CA-S12, with
 //! virtual time for the 30 s caps.
 
-use crate::support::roster::advisor;
+use crate::support::roster::{advisor, PerSlug};
 use crate::support::runtime as support;
 
 use std::collections::HashMap;
@@ -318,18 +318,6 @@ async fn ca_s7_ca8_a_compaction_keeps_the_counter_and_a_session_switch_restarts_
     turn(&h, &t, 3, false).await;
     assert_eq!(model.request_count(), 0, "TurnEnd 3 counts 1 of 3 now");
     assert_eq!(h.status().await.unwrap().cadence.eligible_updates, 1);
-}
-
-/// Builds each roster entry's client from the test's map, by slug.
-struct PerSlug(HashMap<String, Arc<dyn ModelClient>>);
-
-impl RosterModels for PerSlug {
-    fn build(&self, entry: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
-        self.0
-            .get(&entry.slug)
-            .cloned()
-            .ok_or_else(|| format!("no model for {}", entry.slug))
-    }
 }
 
 fn entry(name: &str, sync: SyncBacklog, interval: u64) -> RosterAdvisor {

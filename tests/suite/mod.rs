@@ -1,6 +1,7 @@
 //! Every integration test, one module per area; they link into one binary (`tests/all.rs`).
 
 mod action_gate;
+mod action_gate_context;
 mod agent_policy;
 mod cadence;
 mod check_in;

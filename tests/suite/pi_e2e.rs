@@ -379,19 +379,35 @@ pub(super) fn primary(body: &Value) -> Reply {
 pub(super) const GATE_DENY_REASON: &str =
     "GATE-DENY-MARKER: build holds the only copy of the release artefacts";
 
-/// The scripted gate (GT12): a gate request (its system prompt) proposing `rm -rf build` is
-/// denied with [`GATE_DENY_REASON`], any other call allowed; `None` for other requests.
-fn gate_verdict(body: &Value) -> Option<String> {
+/// The reason the scripted gate gives when it asks the person (GT12).
+pub(super) const GATE_ASK_REASON: &str =
+    "GATE-ASK-MARKER: only the user knows whether ask-me holds work";
+
+/// The scripted gate (GT12), reading the proposed call of a gate request (its system prompt
+/// says so): `rm -rf build…` is denied with [`GATE_DENY_REASON`], a call naming `ask-me` is
+/// asked about with [`GATE_ASK_REASON`], one naming `hang-me` is answered only after a minute;
+/// any other call is allowed. `None` for other requests.
+fn gate_verdict(body: &Value) -> Option<Reply> {
     let text = body.to_string();
     if !text.contains("You are the gate of a coding agent") {
         return None;
     }
-    let verdict = if text.contains("rm -rf build") {
-        json!({"decision": "deny", "risk": "high", "reason": GATE_DENY_REASON})
+    // The call alone, not the conversation before it (which may name earlier calls).
+    let call = &text[text.rfind("<call tool=").unwrap_or(0)..];
+    let (delay, verdict) = if call.contains("rm -rf build") {
+        let deny = json!({"decision": "deny", "risk": "high", "reason": GATE_DENY_REASON});
+        (Duration::ZERO, deny)
+    } else if call.contains("ask-me") {
+        let ask = json!({"decision": "ask", "risk": "medium", "reason": GATE_ASK_REASON});
+        (Duration::ZERO, ask)
     } else {
-        json!({"decision": "allow", "risk": "low", "reason": "routine"})
+        let wait = Duration::from_secs(if call.contains("hang-me") { 60 } else { 0 });
+        (
+            wait,
+            json!({"decision": "allow", "risk": "low", "reason": "routine"}),
+        )
     };
-    Some(verdict.to_string())
+    Some(Reply::after(delay, text_sse(&verdict.to_string())))
 }
 
 /// What the scripted advisor answers a question with (G8).
@@ -409,7 +425,7 @@ fn advisor(body: &Value) -> Reply {
     let msgs = messages(body);
     let quick = Reply::now;
     if let Some(verdict) = gate_verdict(body) {
-        return quick(text_sse(&verdict));
+        return verdict;
     }
     let Some(last) = msgs.last() else {
         return quick(text_sse(""));
@@ -531,29 +547,42 @@ impl Setup {
         }
     }
 
-    /// Starts pi with the extension (or without it) and waits until RPC answers.
-    pub(super) fn start(&self, tools: &PiTools, extension: bool, env: &[(&str, &str)]) -> Pi {
+    /// Runs pi once in print mode (`-p`: no UI) with the extension on `prompt`, to its end.
+    pub(super) fn print(&self, tools: &PiTools, prompt: &str) -> std::process::Output {
+        let mut cmd = self.command(tools, true, &["-p", prompt]);
+        cmd.stdin(Stdio::null());
+        let mut child = cmd.spawn().expect("start pi -p");
+        // Bounded: a pi that does not end within the wait is killed (its output is small).
+        let deadline = Instant::now() + 2 * WAIT;
+        while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        child.wait_with_output().expect("pi -p ends")
+    }
+
+    /// pi in `mode` (its arguments), on the scripted primary, in this setup's directories.
+    fn command(&self, tools: &PiTools, extension: bool, mode: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             tools.node_bin.display(),
             std::env::var("PATH").unwrap_or_default()
         );
         let mut cmd = Command::new(&tools.pi);
-        cmd.args([
-            "--mode",
-            "rpc",
-            "--provider",
-            "scripted",
-            "--model",
-            "scripted-model",
-            "--no-extensions",
-            "--no-skills",
-            "--no-context-files",
-            "--no-prompt-templates",
-            "--offline",
-            "--session-dir",
-        ])
-        .arg(&self.sessions);
+        cmd.args(mode)
+            .args([
+                "--provider",
+                "scripted",
+                "--model",
+                "scripted-model",
+                "--no-extensions",
+                "--no-skills",
+                "--no-context-files",
+                "--no-prompt-templates",
+                "--offline",
+                "--session-dir",
+            ])
+            .arg(&self.sessions);
         if extension {
             cmd.arg("-e").arg(manifest("integrations/pi/advisor.ts"));
         }
@@ -569,6 +598,12 @@ impl Setup {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Starts pi with the extension (or without it) and waits until RPC answers.
+    pub(super) fn start(&self, tools: &PiTools, extension: bool, env: &[(&str, &str)]) -> Pi {
+        let mut cmd = self.command(tools, extension, &["--mode", "rpc"]);
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -691,6 +726,11 @@ impl Pi {
 
     pub(super) fn len(&self) -> usize {
         self.stream.0.lock().events.len()
+    }
+
+    /// When event `index` was read.
+    pub(super) fn read_at(&self, index: usize) -> Instant {
+        self.stream.0.lock().times[index]
     }
 
     pub(super) fn events_since(&self, from: usize) -> Vec<Value> {

@@ -25,6 +25,18 @@ impl RosterModels for OneModel {
     }
 }
 
+/// Each roster entry's client from a map, by slug (an entry without one is not built).
+pub struct PerSlug(pub std::collections::HashMap<String, Arc<dyn ModelClient>>);
+
+impl RosterModels for PerSlug {
+    fn build(&self, entry: &RosterAdvisor) -> Result<Arc<dyn ModelClient>, String> {
+        self.0
+            .get(&entry.slug)
+            .cloned()
+            .ok_or_else(|| format!("no model for {}", entry.slug))
+    }
+}
+
 /// The text each advisor's instructions carry, followed by its slug and a full stop: a
 /// server tells from a request's system prompt which advisor sent it (RO11 puts the
 /// entry's instructions last in it).

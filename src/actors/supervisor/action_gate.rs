@@ -1,22 +1,34 @@
 //! The Supervisor's part of the action gate (SPEC §20): a proposed call is read by the
 //! classifier and the session's [`GateState`](crate::gate::GateState) at once; when the
 //! model must be asked, the request (the project's rules from the WATCHDOG.md loader, the
-//! last rendered turns of the transcript the host last handed over, the call) is built and
+//! newest part of the asked advisor's own context — or, while it has none, the last
+//! rendered turns of the transcript the host last handed over — and the call) is built and
 //! sent off the mailbox, bounded as a whole by `advisor.gateTimeoutMs`. Not the triage gate
 //! of SP9 (`gate.rs`).
 
-use actix::{ActorFutureExt, Context, Handler, ResponseActFuture, WrapFuture};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{ActorFutureExt, Addr, Context, Handler, ResponseActFuture, WrapFuture};
 
 use super::Supervisor;
-use crate::gate::verdict::{ask_gate, gate_request, GateError, GatePrompt, GateRun};
+use crate::actors::advisor_agent::AdvisorAgent;
+use crate::actors::watchdog_loader::WatchdogLoader;
+use crate::domain::transcript::TranscriptMessage;
+use crate::gate::verdict::{
+    advisor_conversation, ask_gate, gate_request, GateError, GatePrompt, GateRun,
+    MAX_CONVERSATION_CHARS,
+};
 use crate::gate::{classify, GatePolicy, GateStep, GateVerdict, Workspace};
 use crate::messages::host::GateAction;
+use crate::messages::review::GetAdvisorContext;
 use crate::messages::watchdog::GetWatchdogPrompt;
-use crate::model::Usage;
+use crate::model::{ModelClient, Usage};
+use crate::redact::Redactor;
 use crate::render::{render_delta, TranscriptView};
 
-/// The transcript messages the gate is shown: the newest ones (GT3). The gate does not
-/// keep a copy of its own; it renders these from the transcript the host shares.
+/// The transcript messages the gate is shown when the advisor has no context of its own
+/// yet: the newest ones (GT3). The gate keeps no copy of its own.
 pub(super) const GATE_RECENT_MESSAGES: usize = 12;
 
 impl Handler<GateAction> for Supervisor {
@@ -49,36 +61,32 @@ impl Handler<GateAction> for Supervisor {
             };
             return Box::pin(actix::fut::ready(verdict));
         };
-        let conversation = self
+        let recent = self
             .members
             .last_transcript()
-            .map(|t| {
-                let start = t.len().saturating_sub(GATE_RECENT_MESSAGES);
-                render_delta(TranscriptView::Compact, &t.tail(start))
-            })
+            .map(|t| t.tail(t.len().saturating_sub(GATE_RECENT_MESSAGES)))
             .unwrap_or_default();
-        let mut prompt = GatePrompt {
+        let agent = self
+            .members
+            .gate_member()
+            .and_then(|m| self.agent_of(m.slug()));
+        let prompt = GatePrompt {
             rules: String::new(),
-            conversation,
+            conversation: String::new(),
             tool: msg.action.tool.clone(),
             input: msg.action.input.to_string(),
             cwd: workspace_text(&msg.action, &config.workspace_root),
             risks: reading.risks.iter().copied().collect(),
         };
-        let redactor = config.redactor();
-        let watchdog = self.watchdog.clone();
+        let sources = GateSources {
+            watchdog: self.watchdog.clone(),
+            agent,
+            recent,
+            redactor: config.redactor(),
+        };
         let timeout = settings.timeout;
         let asked = async move {
-            let whole = async move {
-                if let Some(loader) = watchdog {
-                    if let Ok(rules) = loader.send(GetWatchdogPrompt).await {
-                        prompt.rules = rules.joined();
-                    }
-                }
-                let request = gate_request(&prompt, redactor.as_ref());
-                ask_gate(&*model, request, timeout).await
-            };
-            tokio::time::timeout(timeout, whole)
+            tokio::time::timeout(timeout, sources.ask(prompt, model, timeout))
                 .await
                 .unwrap_or_else(|_| GateRun {
                     outcome: Err(GateError::TimedOut(timeout.as_millis())),
@@ -91,6 +99,51 @@ impl Handler<GateAction> for Supervisor {
                 .into_actor(self)
                 .map(move |run, act, _ctx| act.action_gate.finish(key, &run, policy)),
         )
+    }
+}
+
+/// Where one gate request's parts come from, gathered off the mailbox (GT3).
+struct GateSources {
+    /// The WATCHDOG.md loader: the project's rules.
+    watchdog: Option<Addr<WatchdogLoader>>,
+    /// The agent of the advisor the gate asks (GT10): its own context is the conversation.
+    agent: Option<Addr<AdvisorAgent>>,
+    /// The newest messages of the transcript the host last handed over: the conversation
+    /// when the advisor has no context yet.
+    recent: Vec<Arc<TranscriptMessage>>,
+    /// The session's redaction (X5).
+    redactor: Option<Redactor>,
+}
+
+impl GateSources {
+    /// Gathers the rules and the conversation into `prompt` and asks `model`.
+    async fn ask(
+        self,
+        mut prompt: GatePrompt,
+        model: Arc<dyn ModelClient>,
+        timeout: Duration,
+    ) -> GateRun {
+        if let Some(loader) = self.watchdog {
+            if let Ok(rules) = loader.send(GetWatchdogPrompt).await {
+                prompt.rules = rules.joined();
+            }
+        }
+        let own = match self.agent {
+            Some(agent) => agent
+                .send(GetAdvisorContext {
+                    max_chars: MAX_CONVERSATION_CHARS,
+                })
+                .await
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        prompt.conversation = if own.is_empty() {
+            render_delta(TranscriptView::Compact, &self.recent)
+        } else {
+            advisor_conversation(&own)
+        };
+        let request = gate_request(&prompt, self.redactor.as_ref());
+        ask_gate(&*model, request, timeout).await
     }
 }
 

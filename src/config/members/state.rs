@@ -412,12 +412,7 @@ impl Members {
     /// session's settings with the gate off.
     pub fn gate_choice(&self) -> (crate::settings::GateSettings, Option<Arc<dyn ModelClient>>) {
         let settings = &self.config.settings;
-        let chosen = self.members.iter().find(|m| {
-            m.plan.enabled
-                && !m.held_off
-                && m.gate_settings(settings).mode != crate::settings::GateMode::Off
-        });
-        match chosen {
+        match self.gate_member() {
             Some(member) => (
                 member.gate_settings(settings),
                 member.plan.model.clone().ok(),
@@ -428,6 +423,16 @@ impl Members {
                 (off, None)
             }
         }
+    }
+
+    /// The member the action gate asks (GT10, see [`Members::gate_choice`]), if any.
+    pub fn gate_member(&self) -> Option<&Member> {
+        let settings = &self.config.settings;
+        self.members.iter().find(|m| {
+            m.plan.enabled
+                && !m.held_off
+                && m.gate_settings(settings).mode != crate::settings::GateMode::Off
+        })
     }
 
     /// Whether the advisor is on (C1).
