@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::report::{pct, tokens, Summary};
+use advisor::replay::eval::report::{pct, tokens, Summary};
 
 /// One configuration's results, read from its `--json` output.
 #[derive(Debug, Clone)]

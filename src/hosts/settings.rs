@@ -15,7 +15,7 @@
 use std::fmt;
 use std::path::Path;
 
-use super::install::HostDirs;
+use super::paths::HostDirs;
 use super::paths::{HostPaths, PROJECT_DIR};
 use super::payload::HookHost;
 use crate::settings::{load_settings_in, LoadedSettings, SettingsError};

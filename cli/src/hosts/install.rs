@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::payload::HookHost;
-use crate::regular_file::{read_text_capped, FileError};
+use advisor::hosts::paths::HostDirs;
+use advisor::hosts::payload::HookHost;
+use advisor::regular_file::{read_text_capped, FileError};
 
 /// The largest hooks file read: 4 MiB.
 pub const MAX_HOOKS_FILE_BYTES: usize = 4 << 20;
@@ -72,49 +73,15 @@ pub enum Scope {
     Project,
 }
 
-/// What the hooks files' places depend on, read from the environment by the caller.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HostDirs {
-    /// `HOME`.
-    pub home: Option<PathBuf>,
-    /// `CLAUDE_CONFIG_DIR`: Claude Code's user directory instead of `~/.claude`.
-    pub claude_config_dir: Option<PathBuf>,
-    /// `CODEX_HOME`: Codex's user directory instead of `~/.codex`.
-    pub codex_home: Option<PathBuf>,
-    /// The working directory: the project of [`Scope::Project`].
-    pub cwd: PathBuf,
-}
-
-impl HostDirs {
-    /// The directories from `lookup` (blank values count as unset) and `cwd`.
-    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>, cwd: PathBuf) -> Self {
-        let get = |name: &str| {
-            lookup(name)
-                .filter(|v| !v.trim().is_empty())
-                .map(PathBuf::from)
-        };
-        Self {
-            home: get("HOME"),
-            claude_config_dir: get("CLAUDE_CONFIG_DIR"),
-            codex_home: get("CODEX_HOME"),
-            cwd,
-        }
-    }
-
-    /// The host's own user directory: `$CLAUDE_CONFIG_DIR` else `~/.claude`, `$CODEX_HOME`
-    /// else `~/.codex`; `None` when neither it nor a home directory is known.
-    pub fn user_dir(&self, host: HookHost) -> Option<PathBuf> {
-        let (own, dir) = match host {
-            HookHost::ClaudeCode => (&self.claude_config_dir, ".claude"),
-            HookHost::Codex => (&self.codex_home, ".codex"),
-        };
-        own.clone()
-            .or_else(|| self.home.as_ref().map(|h| h.join(dir)))
-    }
-
+/// The hooks file of each host and scope, in the hosts' directories.
+pub trait HooksFiles {
     /// The hooks file of `host` at `scope`; `None` for a user file when no home directory
     /// (nor the host's own variable) is known.
-    pub fn hooks_file(&self, host: HookHost, scope: Scope) -> Option<PathBuf> {
+    fn hooks_file(&self, host: HookHost, scope: Scope) -> Option<PathBuf>;
+}
+
+impl HooksFiles for HostDirs {
+    fn hooks_file(&self, host: HookHost, scope: Scope) -> Option<PathBuf> {
         let (project_dir, name) = match host {
             HookHost::ClaudeCode => (".claude", "settings.json"),
             HookHost::Codex => (".codex", "hooks.json"),
