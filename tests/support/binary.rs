@@ -1,7 +1,8 @@
 //! Where the `advisor` command under test is. It is the binary of the workspace's other
 //! package (`cli/`, `advisor-cli`), so cargo gives this package's tests no
 //! `CARGO_BIN_EXE_advisor`; it builds it into the same target directory and profile as the
-//! test or bench executable instead. Benches include this file by its path.
+//! test or bench executable instead (for tests, when the workspace is tested; benches need it
+//! built first). Benches include this file by its path.
 
 use std::path::PathBuf;
 
@@ -19,8 +20,8 @@ pub fn advisor_bin() -> PathBuf {
         Some(path) if path.is_file() => path,
         _ => panic!(
             "no `advisor` binary beside {}: it belongs to the workspace's `advisor-cli` \
-             package, which `cargo test -p advisor` does not build; run `cargo test --workspace` \
-             (or `cargo bench --workspace`), or `cargo build -p advisor-cli` first",
+             package, which `cargo test -p advisor` does not build; run `cargo test --workspace`, \
+             and before the benches `cargo build --release -p advisor-cli`",
             exe.display()
         ),
     }
