@@ -35,6 +35,9 @@ use advisor::RuntimeOptions;
 use criterion::Criterion;
 use serde_json::{json, Value};
 
+#[path = "../tests/support/binary.rs"]
+mod binary;
+
 const SESSION: &str = "bench-session";
 
 /// The background process on its own runtime, and the places the hook is pointed at.
@@ -108,7 +111,7 @@ impl Rig {
     fn hook(&self, event: &str, extra: Value) -> (Duration, Vec<u8>) {
         let input = self.input(event, extra);
         let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_advisor"))
+        let mut child = Command::new(binary::advisor_bin())
             .args(["hook", "--host", "claude-code"])
             .env_clear()
             .env("HOME", self.root.join("home"))

@@ -36,6 +36,9 @@ use advisor::TranscriptView;
 use advisor::TurnPrompts;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
+#[path = "../tests/support/binary.rs"]
+mod binary;
+
 /// The synthetic session: `turns` turns in oh-my-pi's version 3 format.
 fn synthetic_session(turns: usize) -> String {
     let mut out = String::with_capacity(turns * 820);
@@ -235,7 +238,7 @@ fn read_render(c: &mut Criterion) {
         let drop_s = median_seconds(5, || drop(held.pop()));
         // Five processes: the highest peak, the median CPU time (and the baseline's, run in
         // turn with them).
-        let ours = PathBuf::from(env!("CARGO_BIN_EXE_advisor"));
+        let ours = binary::advisor_bin();
         let baseline = std::env::var_os("ADVISOR_BENCH_BASELINE").map(PathBuf::from);
         let mut runs: Vec<(f64, f64)> = Vec::new();
         let mut base_cpu: Vec<f64> = Vec::new();

@@ -22,6 +22,9 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 
+#[path = "../tests/support/binary.rs"]
+mod binary;
+
 const PAIRS: usize = 10_000;
 
 /// A review answer with no text and no tool call, sent at once.
@@ -90,7 +93,7 @@ fn report(name: &str, what: &str, mut samples: Vec<Duration>) {
 async fn run(name: &str, model: Option<Value>, no_review: bool) {
     let cwd = tempfile::tempdir().expect("temp cwd");
     let home = tempfile::tempdir().expect("temp home");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_advisor"));
+    let mut cmd = Command::new(binary::advisor_bin());
     cmd.arg("serve")
         .env("HOME", home.path())
         .env("PI_CODING_AGENT_DIR", home.path())

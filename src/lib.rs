@@ -59,10 +59,11 @@
 //! host needs of them is re-exported at the root. Internal modules, marked *(internal)*,
 //! have nothing re-exported.
 //!
-//! - `texts`: the model- and user-facing text tables compiled in from `config/prompts/`
-//!   (the `advisor` command reads its own lines with [`TextTable`]).
-//! - `regular_file` *(internal)*: bounded reads of regular files only (no FIFOs, no devices).
-//! - `xml` *(internal)*: XML text and attribute escaping, written once (D2, RO18).
+//! - [`texts`]: the model- and user-facing text tables compiled in from `config/prompts/`
+//!   (the `advisor` command reads its own lines with [`texts::Table`]).
+//! - [`regular_file`]: bounded reads of regular files only (no FIFOs, no devices); the
+//!   `advisor` command reads the hosts' hooks files with it too.
+//! - [`xml`]: XML text and attribute escaping, written once (D2, RO18); the eval chart uses it too.
 //! - `cache` *(internal)*: the one shape of the process-wide caches: a value per key, kept
 //!   while its files are unchanged (A6).
 //! - [`domain`]: the transcript, advisories and deliveries, host events: plain data.
@@ -113,7 +114,8 @@
 //!   reports (§18).
 //! - [`serve`]: `advisor serve`, JSON-RPC 2.0 over stdio (V1–V4).
 //! - [`hosts`]: the hook hosts Claude Code and Codex CLI: `advisor hook`, its background
-//!   process and its places (§19); their settings, installing and checking their hooks (§21).
+//!   process and its places (§19); their settings (§21). Installing and checking their hooks
+//!   belong to the `advisor` command (the workspace's `cli/` package).
 
 #![warn(missing_docs)]
 
@@ -122,13 +124,16 @@ pub mod gate;
 pub mod hosts;
 pub mod model;
 pub mod providers;
+pub mod regular_file;
 pub mod replay;
 pub mod roster;
 pub mod serve;
 pub mod session;
 pub mod settings;
+pub mod texts;
 pub mod tools;
 pub mod watchdog;
+pub mod xml;
 
 pub(crate) mod actors;
 pub(crate) mod cache;
@@ -139,7 +144,6 @@ pub(crate) mod feed;
 pub(crate) mod handle;
 pub(crate) mod messages;
 pub(crate) mod redact;
-pub(crate) mod regular_file;
 pub(crate) mod render;
 pub(crate) mod review;
 pub(crate) mod runtime;
@@ -147,9 +151,7 @@ pub(crate) mod setup;
 pub(crate) mod shared;
 pub(crate) mod spend;
 pub(crate) mod status;
-pub(crate) mod texts;
 pub(crate) mod turn_prompts;
-pub(crate) mod xml;
 
 pub use config::RuntimeConfig;
 pub use delivery::{AdviceTap, RaiseOutcome, RaisedAdvice};
@@ -161,7 +163,6 @@ pub use model::ModelClient;
 pub use providers::build_client;
 pub use redact::{Redactor, SecretKind};
 pub use render::{render_delta, ExpandedMemory, TranscriptView};
-pub use review::transcript_file::iso_seconds;
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
 pub use setup::{
@@ -174,5 +175,4 @@ pub use status::{
     NamedAdvisorStatus, PrimarySpend, RatioBasis, SessionSpend, SpendRatio, ToolCallCounts,
     ToolSpendCounts,
 };
-pub use texts::Table as TextTable;
 pub use turn_prompts::TurnPrompts;

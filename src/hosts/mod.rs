@@ -5,16 +5,12 @@
 //! ([`protocol`]) to one background process per user (`daemon`), which keeps one advisor
 //! session per host session, and prints what is due ([`output`]) within a short bound. The
 //! places all of this lives are in [`paths`]; a host session's settings and default model in
-//! [`settings`]. `advisor install|uninstall` write the hooks into the hosts' settings
-//! ([`install`], [`config_edit`], [`diff`]) and `advisor doctor` checks the chain ([`doctor`]).
+//! [`settings`]. Installing the hooks into the hosts' settings and checking the chain
+//! (`advisor install|uninstall|doctor`) belong to the command, not to this library.
 
 pub mod client;
-pub mod config_edit;
 pub mod daemon;
-pub mod diff;
-pub mod doctor;
 pub mod host_session;
-pub mod install;
 pub mod open;
 pub mod output;
 pub mod paths;

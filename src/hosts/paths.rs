@@ -11,6 +11,8 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use super::payload::HookHost;
+
 /// The settings file's name, in the settings directory and in a project's `.advisor/`.
 pub const CONFIG_FILE: &str = "config.yml";
 /// The project directory holding the hook hosts' project settings.
@@ -320,6 +322,48 @@ pub fn check_socket(path: &Path, uid: u32) -> Result<(), PathsError> {
         }
     }
     Ok(())
+}
+
+/// Where Claude Code and Codex keep their own files (their user directories, the project's
+/// hooks files): what those places depend on, read from the environment by the caller.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostDirs {
+    /// `HOME`.
+    pub home: Option<PathBuf>,
+    /// `CLAUDE_CONFIG_DIR`: Claude Code's user directory instead of `~/.claude`.
+    pub claude_config_dir: Option<PathBuf>,
+    /// `CODEX_HOME`: Codex's user directory instead of `~/.codex`.
+    pub codex_home: Option<PathBuf>,
+    /// The working directory: the project whose own hooks files are meant.
+    pub cwd: PathBuf,
+}
+
+impl HostDirs {
+    /// The directories from `lookup` (blank values count as unset) and `cwd`.
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>, cwd: PathBuf) -> Self {
+        let get = |name: &str| {
+            lookup(name)
+                .filter(|v| !v.trim().is_empty())
+                .map(PathBuf::from)
+        };
+        Self {
+            home: get("HOME"),
+            claude_config_dir: get("CLAUDE_CONFIG_DIR"),
+            codex_home: get("CODEX_HOME"),
+            cwd,
+        }
+    }
+
+    /// The host's own user directory: `$CLAUDE_CONFIG_DIR` else `~/.claude`, `$CODEX_HOME`
+    /// else `~/.codex`; `None` when neither it nor a home directory is known.
+    pub fn user_dir(&self, host: HookHost) -> Option<PathBuf> {
+        let (own, dir) = match host {
+            HookHost::ClaudeCode => (&self.claude_config_dir, ".claude"),
+            HookHost::Codex => (&self.codex_home, ".codex"),
+        };
+        own.clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(dir)))
+    }
 }
 
 #[cfg(test)]

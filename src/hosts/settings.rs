@@ -15,11 +15,30 @@
 use std::fmt;
 use std::path::Path;
 
-use super::install::HostDirs;
+use super::paths::HostDirs;
 use super::paths::{HostPaths, PROJECT_DIR};
 use super::payload::HookHost;
 use crate::settings::{load_settings_in, LoadedSettings, SettingsError};
 use crate::watchdog::{InstructionFiles, WatchdogConfig};
+
+/// The host's timeout (seconds) for an ordinary hook call: the hook answers within 250 ms
+/// (or `advisor.hookTimeoutMs`); this is the backstop.
+pub const HOOK_TIMEOUT_SECS: u64 = 10;
+
+/// The host's timeout (seconds) for PreToolUse, where the action gate may ask a model: the
+/// gate's own bound (at most 30 s) plus a margin.
+pub const PRE_TOOL_USE_TIMEOUT_SECS: u64 = 35;
+
+/// The longest the action gate's model may take in a hook host (GT15): the installed
+/// PreToolUse timeout less 5 s, so the gate's fail mode decides before the host kills the
+/// hook (a killed hook's answer is dropped and the call runs, whatever `gateFailMode` says).
+pub const MAX_HOOK_GATE_TIMEOUT: std::time::Duration =
+    std::time::Duration::from_secs(PRE_TOOL_USE_TIMEOUT_SECS - 5);
+
+/// `advisor.gateTimeoutMs` as a hook host applies it: at most [`MAX_HOOK_GATE_TIMEOUT`].
+pub fn hook_gate_timeout(configured: std::time::Duration) -> std::time::Duration {
+    configured.min(MAX_HOOK_GATE_TIMEOUT)
+}
 
 /// The default advisor model for a Claude Code session with `ANTHROPIC_API_KEY` set (H22).
 pub const CLAUDE_CODE_DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
@@ -73,7 +92,7 @@ pub fn host_settings(
         loaded.settings.enabled = true;
     }
     // GT15: the gate decides (its fail mode included) before the host's hook timeout.
-    loaded.settings.gate.timeout = super::install::hook_gate_timeout(loaded.settings.gate.timeout);
+    loaded.settings.gate.timeout = hook_gate_timeout(loaded.settings.gate.timeout);
     tracing::debug!(host = host.as_str(), files = ?loaded.files, "host settings loaded");
     Ok(loaded)
 }
@@ -260,12 +279,9 @@ mod tests {
         assert_eq!(timeout(1500), std::time::Duration::from_millis(1500));
         assert_eq!(timeout(120_000), std::time::Duration::from_secs(30));
         // The hook waits a second past the gate; the host kills it only later.
-        let bound = super::super::install::hook_gate_timeout(std::time::Duration::from_secs(600))
+        let bound = super::hook_gate_timeout(std::time::Duration::from_secs(600))
             + std::time::Duration::from_secs(1);
-        assert!(
-            bound
-                < std::time::Duration::from_secs(super::super::install::PRE_TOOL_USE_TIMEOUT_SECS)
-        );
+        assert!(bound < std::time::Duration::from_secs(super::PRE_TOOL_USE_TIMEOUT_SECS));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use regex::Regex;
 
 /// The long help (`--help`) of `advisor` followed by `path`.
 fn help(path: &[String]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = Command::new(crate::support::advisor_bin())
         .args(path)
         .arg("--help")
         .output()

@@ -652,7 +652,7 @@ async fn ev1_ev6_ev7_the_command_runs_a_corpus_against_an_endpoint_skips_a_malfo
     std::fs::create_dir_all(&agent_dir).unwrap();
     let out_dir = dir.path().join("out");
     let out = bounded_output(
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        tokio::process::Command::new(crate::support::advisor_bin())
             .arg("eval")
             .arg(&corpus)
             .args(["--model", "local/test", "--api", "openai-completions"])
@@ -708,7 +708,7 @@ async fn ev1_ev6_ev7_the_command_runs_a_corpus_against_an_endpoint_skips_a_malfo
     assert!(!corpus.join("rm-outside-task-01/workspace/advisor").exists());
     let svg = dir.path().join("chart.svg");
     let compared = bounded_output(
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        tokio::process::Command::new(crate::support::advisor_bin())
             .args(["eval", "compare"])
             .arg(&results)
             .arg(&results)
@@ -746,7 +746,7 @@ fn ev1_check_names_each_problem_on_its_line_and_fails() {
         "id: fake-done-01\nclass: fake-done\ndescription: d\nplant:\n  turn: 30\n  severity: concern\n  evidence: ['(']\n",
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = std::process::Command::new(crate::support::advisor_bin())
         .args(["eval", "--check"])
         .arg(dir.path())
         .output()
@@ -760,7 +760,7 @@ fn ev1_check_names_each_problem_on_its_line_and_fails() {
         String::from_utf8_lossy(&out.stderr).trim(),
         "advisor: 1 problem in 1 case"
     );
-    let ok = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let ok = std::process::Command::new(crate::support::advisor_bin())
         .args(["eval", "--check"])
         .arg(fixtures())
         .output()
@@ -795,7 +795,7 @@ fn eval_command(
     temp: &Path,
     agent_dir: &Path,
 ) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"));
+    let mut command = tokio::process::Command::new(crate::support::advisor_bin());
     command
         .arg("eval")
         .arg(corpus)

@@ -584,7 +584,7 @@ async fn h10_a_transcript_outside_home_and_cwd_or_a_fifo_gives_no_turns_and_a_pr
 fn h4_racing_hooks_start_one_background_process() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let bin = env!("CARGO_BIN_EXE_advisor");
+    let bin = &crate::support::advisor_bin();
     let input = json!({"session_id": "race", "hook_event_name": "SessionStart",
         "source": "startup", "cwd": root})
     .to_string();

@@ -29,7 +29,7 @@ fn home() -> Home {
 impl Home {
     /// Runs the binary in the project with only HOME (and PATH) plus `env` set.
     fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_advisor"));
+        let mut command = Command::new(crate::support::advisor_bin());
         command
             .args(args)
             .current_dir(&self.proj)
@@ -82,7 +82,7 @@ const THEIRS: &str = r#"{
 "#;
 
 fn binary() -> String {
-    Path::new(env!("CARGO_BIN_EXE_advisor"))
+    crate::support::advisor_bin()
         .canonicalize()
         .unwrap()
         .display()

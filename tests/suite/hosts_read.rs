@@ -24,7 +24,7 @@ fn hosts(relative: &str) -> PathBuf {
 /// Standard output of `advisor ARGS… PATH`, which must succeed without a word on standard
 /// error (no malformed line, no warning).
 fn advisor(args: &[&str], path: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = Command::new(crate::support::advisor_bin())
         .args(args)
         .arg(path)
         .output()

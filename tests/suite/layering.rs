@@ -157,8 +157,8 @@ fn upward_imports(root: &Path) -> (Vec<String>, Vec<String>) {
             .unwrap_or_default()
             .trim_end_matches(".rs")
             .to_string();
-        // The binary (main.rs, cli/) and the crate root sit above every module.
-        if matches!(first.as_str(), "lib" | "main" | "cli") {
+        // The crate root sits above every module (the `advisor` command is another crate).
+        if first == "lib" {
             continue;
         }
         // In-file unit tests live in `tests.rs` / `tests/` beside the code they test.
@@ -198,7 +198,7 @@ fn upward_imports(root: &Path) -> (Vec<String>, Vec<String>) {
 }
 
 /// A file's module path (`session::reader`; `mod.rs` is its directory's module), or
-/// `None` for the crate root, the binary and in-file unit tests.
+/// `None` for the crate root and in-file unit tests.
 fn module_path(relative: &Path) -> Option<Vec<String>> {
     let mut parts: Vec<String> = relative
         .components()
@@ -213,7 +213,7 @@ fn module_path(relative: &Path) -> Option<Vec<String>> {
         parts.pop();
     }
     let first = parts.first()?.as_str();
-    if matches!(first, "lib" | "main" | "cli") || parts.iter().any(|p| p == "tests") {
+    if first == "lib" || parts.iter().any(|p| p == "tests") {
         return None;
     }
     Some(parts)
@@ -432,5 +432,108 @@ fn the_circle_check_reads_super_self_and_groups() {
             "session::tree",
             "session::reader::inner::f",
         ]
+    );
+}
+
+/// The names in the `[dependencies]` table of a Cargo manifest (`name = …` or
+/// `name.workspace = true`), up to the next table.
+fn manifest_dependencies(manifest: &str) -> Vec<String> {
+    manifest
+        .lines()
+        .skip_while(|line| line.trim() != "[dependencies]")
+        .skip(1)
+        .take_while(|line| !line.starts_with('['))
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .filter_map(|line| {
+            let key = line.split('=').next()?.trim();
+            let name = key.split('.').next()?.trim();
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// Every package `roots` reach through the dependencies `Cargo.lock` records, by name. The
+/// lock file does not tell normal from development dependencies, so the walk starts from the
+/// library's normal ones; a package with several versions counts once (with all their
+/// dependencies), so the set can only be larger than `cargo tree -e normal` shows.
+fn locked_closure(lock: &str, roots: &[String]) -> std::collections::BTreeSet<String> {
+    let mut edges: HashMap<String, Vec<String>> = HashMap::new();
+    for package in lock.split("[[package]]").skip(1) {
+        let Some(name) = package
+            .lines()
+            .find_map(|line| line.strip_prefix("name = "))
+            .map(|n| n.trim_matches('"').to_string())
+        else {
+            continue;
+        };
+        let deps = package
+            .split("dependencies = [")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|entry| entry.trim().trim_matches('"').split(' ').next())
+            .filter(|dep| !dep.is_empty())
+            .map(str::to_string);
+        edges.entry(name).or_default().extend(deps);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo: Vec<String> = roots.to_vec();
+    while let Some(name) = todo.pop() {
+        if seen.insert(name.clone()) {
+            todo.extend(edges.get(&name).into_iter().flatten().cloned());
+        }
+    }
+    seen
+}
+
+/// The crates only the `advisor` command needs: argument parsing, progress bars, the
+/// tracing subscriber that prints.
+const COMMAND_ONLY_CRATES: [&str; 3] = ["clap", "indicatif", "tracing-subscriber"];
+
+#[test]
+fn the_library_builds_without_the_command_line_crates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let cli = std::fs::read_to_string(root.join("cli/Cargo.toml")).expect("cli/Cargo.toml");
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).expect("Cargo.lock");
+    assert!(
+        manifest.contains("members = [\".\", \"cli\"]"),
+        "the workspace is the library and the command"
+    );
+    let library = manifest_dependencies(&manifest);
+    assert!(library.contains(&"actix".to_string()), "{library:?}");
+    let command = manifest_dependencies(&cli);
+    let reached = locked_closure(&lock, &library);
+    for name in COMMAND_ONLY_CRATES {
+        assert!(
+            command.contains(&name.to_string()),
+            "the command depends on {name}: {command:?}"
+        );
+        assert!(
+            !reached.contains(name),
+            "the library reaches {name} through its dependencies; it belongs to cli/ only"
+        );
+    }
+    // The walk sees what it should: the command's own closure has them.
+    let through_command = locked_closure(&lock, &command);
+    assert!(COMMAND_ONLY_CRATES
+        .iter()
+        .all(|name| through_command.contains(*name)));
+}
+
+#[test]
+fn the_dependency_walk_reads_manifests_and_the_lock_file() {
+    let manifest = "[package]\nname = \"x\"\n\n[dependencies]\nactix.workspace = true\n\
+                    # a comment\nserde = { version = \"1\" }\n\n[dev-dependencies]\nclap = \"4\"\n";
+    assert_eq!(manifest_dependencies(manifest), vec!["actix", "serde"]);
+    let lock =
+        "[[package]]\nname = \"actix\"\nversion = \"0.13.5\"\ndependencies = [\n \"tokio\",\n \
+                \"bitflags 2.0.0\",\n]\n\n[[package]]\nname = \"tokio\"\nversion = \"1\"\n\n\
+                [[package]]\nname = \"criterion\"\ndependencies = [\n \"clap\",\n]\n";
+    let reached = locked_closure(lock, &["actix".to_string()]);
+    assert_eq!(
+        reached.into_iter().collect::<Vec<_>>(),
+        vec!["actix", "bitflags", "tokio"]
     );
 }

@@ -41,7 +41,7 @@ fn manifest(relative: &str) -> PathBuf {
 
 /// The cache beside the binary under test: `target/pi-e2e`.
 pub(super) fn cache_dir() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_advisor"));
+    let bin = crate::support::advisor_bin();
     bin.parent()
         .and_then(Path::parent)
         .map(|t| t.join("pi-e2e"))
@@ -593,7 +593,7 @@ impl Setup {
             .env("PI_OFFLINE", "1")
             .env("PI_SKIP_VERSION_CHECK", "1")
             .env("PI_TELEMETRY", "0")
-            .env("ADVISOR_BIN", env!("CARGO_BIN_EXE_advisor"))
+            .env("ADVISOR_BIN", crate::support::advisor_bin())
             .env_remove("ADVISOR_MODEL")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

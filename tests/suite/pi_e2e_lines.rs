@@ -575,7 +575,7 @@ fn v5_an_unsupported_pi_gets_one_notice_instead_of_a_silent_advisor() {
 #[ignore = "a measurement: run with --ignored --nocapture"]
 fn measure_turn_overhead_per_line() {
     let bin = std::env::var("PI_MEASURE_ADVISOR_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_advisor").to_string());
+        .unwrap_or_else(|_| crate::support::advisor_bin().display().to_string());
     let mut report = format!("advisor serve: {bin}\n");
     for line in [Line::Legacy, Line::Current] {
         let Some(tools) = pi_of(line.version()) else {

@@ -138,7 +138,7 @@ fn serve_with_base_url(dir: &std::path::Path, server: &ModelServer) -> std::path
     let path = dir.join("advisor-with-base-url");
     let script = format!(
         "#!/bin/sh\nexec '{}' \"$@\" --base-url '{}' --api openai-completions\n",
-        env!("CARGO_BIN_EXE_advisor"),
+        crate::support::advisor_bin().display(),
         server.base_url()
     );
     std::fs::write(&path, script).expect("write the wrapper");

@@ -7,7 +7,7 @@ use fixtures::pi_fixture;
 use std::process::Command;
 
 fn render(path: &std::path::Path, extra: &[&str]) -> (Vec<serde_json::Value>, String, bool) {
-    let out = Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = Command::new(crate::support::advisor_bin())
         .arg("render")
         .arg(path)
         .args(extra)
@@ -110,7 +110,7 @@ fn l5_malformed_line_is_reported_with_its_number_and_skipped_unknown_role_kept()
 
 #[test]
 fn l5_missing_file_is_one_clear_line_and_nonzero_exit() {
-    let out = Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = Command::new(crate::support::advisor_bin())
         .args(["render", "/nonexistent/session.jsonl"])
         .output()
         .unwrap();
@@ -126,7 +126,7 @@ fn l5_missing_file_is_one_clear_line_and_nonzero_exit() {
 fn run_bounded(args: &[&std::ffi::OsStr], input: &[u8]) -> std::process::Output {
     use std::io::Write;
     use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let mut child = Command::new(crate::support::advisor_bin())
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -133,7 +133,7 @@ fn assert_cli_matches(name: &str, covered: &[Vec<usize>]) {
 
 fn assert_cli_matches_pruned(name: &str, covered: &[Vec<usize>], pruned: &[Pruned]) {
     let dir = scenario_dir(name);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = std::process::Command::new(crate::support::advisor_bin())
         .arg("render")
         .arg(dir.join("session.jsonl"))
         .args(["--transcript", "expanded"])
@@ -275,7 +275,7 @@ async fn expanded_l2_a_replay_sends_what_omp_sent_and_merges_the_cut_turn() {
                 .await
                 .expect("bind");
         let root = tempfile::tempdir().expect("a temporary root");
-        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        let out = tokio::process::Command::new(crate::support::advisor_bin())
             .arg("replay")
             .arg(dir.join("session.jsonl"))
             .args(["--model", "local/test", "--api", "openai-completions"])
@@ -330,7 +330,7 @@ async fn p1_p2_a_concern_raised_mid_work_lands_where_omp_put_it() {
     .await
     .expect("bind");
     let root = tempfile::tempdir().expect("a temporary root");
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = tokio::process::Command::new(crate::support::advisor_bin())
         .arg("replay")
         .arg(dir.join("session.jsonl"))
         .args(["--model", "local/test", "--api", "openai-completions"])

@@ -186,7 +186,7 @@ fn g8_l5_a_malformed_ask_is_one_error_line_and_a_non_zero_exit() {
         ("2:", "the question of turn 2"),
     ];
     for (arg, expected) in cases {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        let out = std::process::Command::new(crate::support::advisor_bin())
             .arg("replay")
             .arg(&example)
             .args([

@@ -152,7 +152,7 @@ pub(super) async fn replay_in(
     } else {
         &["--policy", "interrupt"]
     };
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = tokio::process::Command::new(crate::support::advisor_bin())
         .arg("replay")
         .arg(session)
         .args(["--model", "local/test", "--api", "openai-completions"])
@@ -428,7 +428,7 @@ fn l5_unusable_input_is_one_clear_line_and_a_non_zero_exit() {
         (&example, &[], "OPENROUTER_API_KEY"),
     ];
     for (session, extra, expected) in cases {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+        let out = std::process::Command::new(crate::support::advisor_bin())
             .arg("replay")
             .arg(session)
             .args(extra)
@@ -441,7 +441,7 @@ fn l5_unusable_input_is_one_clear_line_and_a_non_zero_exit() {
         assert!(stderr.contains(expected), "{stderr}");
         assert!(out.stdout.is_empty());
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = std::process::Command::new(crate::support::advisor_bin())
         .arg("replay")
         .arg(&example)
         .env_remove("ADVISOR_MODEL")

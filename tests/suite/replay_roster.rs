@@ -144,7 +144,7 @@ async fn replay_without_a_model(
     extra: &[&str],
 ) -> super::replay_e2e::Run {
     let agent = tempfile::tempdir().expect("agent dir");
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = tokio::process::Command::new(crate::support::advisor_bin())
         .arg("replay")
         .arg(session)
         .args(["--api", "openai-completions", "--json"])

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn run(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_advisor"))
+    Command::new(crate::support::advisor_bin())
         .arg("roster")
         .args(args)
         .current_dir(home)

@@ -27,7 +27,7 @@ fn spawn(args: &[&str], extra_env: &[(&str, &str)]) -> Served {
     let home = tempfile::tempdir().expect("a temporary home");
     let agent = home.path().join("agent");
     std::fs::create_dir_all(&agent).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_advisor"));
+    let mut cmd = Command::new(crate::support::advisor_bin());
     cmd.arg("serve")
         .args(args)
         .env("HOME", home.path())

@@ -91,7 +91,7 @@ impl Workspace {
     /// Runs `advisor replay` on the example session with this workspace as `--root` and
     /// agent directory; `env` is added to the child's environment only.
     async fn replay(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_advisor"));
+        let mut command = tokio::process::Command::new(crate::support::advisor_bin());
         command
             .arg("replay")
             .arg(example_session())

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn advisor(root: &Path, tool: &str, args: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_advisor"))
+    Command::new(crate::support::advisor_bin())
         .args(["tool", tool, "--root"])
         .arg(root)
         .args(["--args", args])
@@ -89,7 +89,7 @@ fn l5_bad_json_and_unknown_tool_are_one_stderr_line_and_exit_1() {
 #[test]
 fn t1_tool_schema_prints_what_the_model_is_offered() {
     let dir = tree();
-    let out = Command::new(env!("CARGO_BIN_EXE_advisor"))
+    let out = Command::new(crate::support::advisor_bin())
         .args(["tool", "search", "--schema", "--root"])
         .arg(dir.path())
         .output()

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn run(home: &Path, args: &[&str], agent_env: Option<&Path>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_advisor"));
+    let mut command = Command::new(crate::support::advisor_bin());
     command
         .arg("watchdog")
         .args(args)

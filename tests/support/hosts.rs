@@ -53,7 +53,7 @@ fn manifest(relative: &str) -> PathBuf {
 
 /// The cache beside the binary under test: `target/hosts-e2e`.
 fn cache_dir() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_advisor"));
+    let bin = super::advisor_bin();
     bin.parent()
         .and_then(Path::parent)
         .map(|t| t.join("hosts-e2e"))
@@ -812,9 +812,7 @@ exit 0
 // The advisor attached for real: `advisor install`, its background process, its model
 
 /// The `advisor` binary under test.
-pub fn advisor_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_advisor"))
-}
+pub use super::advisor_bin;
 
 /// How the scripted advisor model answers a review whose newest session update holds
 /// `cue`: `advise` with `severity` and a note naming the cue ([`advice_note`]).
@@ -992,7 +990,7 @@ impl Harness {
             ("ANTHROPIC_API_KEY".into(), "advisor-secret".into()),
         ]);
         let out = self
-            .command(advisor_bin())
+            .command(&advisor_bin())
             .args(["install", host.name(), "--user"])
             .args(extra)
             .envs(self.env.iter().cloned())

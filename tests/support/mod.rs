@@ -2,6 +2,7 @@
 
 #![allow(dead_code, unused_imports)]
 
+pub mod binary;
 pub mod fixtures;
 pub mod hosts;
 pub mod npm;
@@ -10,6 +11,8 @@ pub mod runtime;
 pub mod sse_server;
 pub mod virtual_clock;
 pub mod wire;
+
+pub use binary::advisor_bin;
 
 /// The text of a user message as an OpenAI-style request sent it, without P8's reminder:
 /// a string as it is, or the text parts after the `<system-reminder>` part the first user

@@ -11,13 +11,11 @@
 //! - [`run`]: replaying every case through one runtime as `advisor replay` does (EV2, EV5);
 //! - [`score`](mod@score): scoring one case run (EV3);
 //! - [`report`]: the JSON lines, the table and `report.md` (EV6);
-//! - [`compare`]: configurations side by side and the chart (EV6);
 //! - `testing`: a known advisor and its case preparer, for tests and benchmarks (EV9).
 //!
 //! Everything but [`run`] is plain synchronous code.
 
 pub mod case;
-pub mod compare;
 pub mod corpus;
 pub mod gate;
 pub mod report;

@@ -10,6 +10,10 @@ use crate::domain::advice::Severity;
 use super::case::CaseClass;
 use super::score::{CaseScore, Outcome};
 
+/// How [`RunMeta::started`] is written: `secs` since the epoch to the second, UTC
+/// (`2026-01-02T03:04:05Z`).
+pub use crate::review::transcript_file::iso_seconds;
+
 /// What a report says about the run itself (EV7): enough to tell two reports apart.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]

@@ -12,13 +12,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::install::{
-    command_program, host_events, is_our_command, parse_document, read_hooks_file, HostDirs, Scope,
+    command_program, host_events, is_our_command, parse_document, read_hooks_file, HooksFiles,
+    Scope,
 };
-use super::paths::HostPaths;
-use super::payload::HookHost;
-use super::protocol::{Request, Response, PROTOCOL_VERSION};
-use super::settings::{host_model, host_settings};
-use crate::providers::{resolve_config, Catalog, ModelSpec, ProviderError};
+use advisor::hosts::paths::{HostDirs, HostPaths};
+use advisor::hosts::payload::HookHost;
+use advisor::hosts::protocol::{Request, Response, PROTOCOL_VERSION};
+use advisor::hosts::settings::{host_model, host_settings};
+use advisor::providers::{resolve_config, Catalog, ModelSpec, ProviderError};
 
 /// The most of the hook-events log read: its last 2 MiB (it rotates past 1 MiB).
 pub const MAX_EVENTS_BYTES: u64 = 2 << 20;

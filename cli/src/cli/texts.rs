@@ -2,9 +2,9 @@
 //! `config/prompts/cli-notices.txt` (one `key: text` per line, `#` comments, `{name}`
 //! placeholders) like the library's own text tables.
 
-use advisor::TextTable;
+use advisor::texts::Table as TextTable;
 
-const LINES: TextTable = TextTable(include_str!("../../config/prompts/cli-notices.txt"));
+const LINES: TextTable = TextTable(include_str!("../../../config/prompts/cli-notices.txt"));
 
 /// The line `key` filled with `vars`; the key itself when the file has no such line (a
 /// test checks that every key in use is there).

@@ -1,6 +1,10 @@
-//! The `advisor` binary.
+//! The `advisor` binary: the commands over the `advisor` library (`cli`), installing and
+//! checking the hook hosts' hooks (`hosts`), and `advisor eval compare`'s table and chart
+//! (`compare`).
 
 mod cli;
+mod compare;
+mod hosts;
 
 use std::io::IsTerminal;
 

@@ -24,10 +24,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use advisor::iso_seconds;
+use crate::compare::{compare_table, label_of, read_summary, svg_chart, Column};
 use advisor::providers::{Catalog, ModelSpec};
-use advisor::replay::eval::compare::{compare_table, label_of, read_summary, svg_chart, Column};
 use advisor::replay::eval::corpus::{check_corpus, Case, CorpusCheck, WorkspaceCopy};
+use advisor::replay::eval::report::iso_seconds;
 use advisor::replay::eval::report::{judge_line, RunMeta};
 use advisor::replay::eval::run::{CasePreparer, EvalEvent, EvalOptions, EvalRunner, PreparedCase};
 use advisor::replay::eval::score_records;

@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::payload::HookHost;
-use crate::regular_file::{read_text_capped, FileError};
+use advisor::hosts::paths::HostDirs;
+use advisor::hosts::payload::HookHost;
+use advisor::regular_file::{read_text_capped, FileError};
 
 /// The largest hooks file read: 4 MiB.
 pub const MAX_HOOKS_FILE_BYTES: usize = 4 << 20;
@@ -39,24 +40,7 @@ pub const ALL_EVENTS: [&str; 7] = [
     "SessionEnd",
 ];
 
-/// The host's timeout (seconds) for an ordinary hook call: the hook answers within 250 ms
-/// (or `advisor.hookTimeoutMs`); this is the backstop.
-pub const HOOK_TIMEOUT_SECS: u64 = 10;
-
-/// The host's timeout (seconds) for PreToolUse, where the action gate may ask a model: the
-/// gate's own bound (at most 30 s) plus a margin.
-pub const PRE_TOOL_USE_TIMEOUT_SECS: u64 = 35;
-
-/// The longest the action gate's model may take in a hook host (GT15): the installed
-/// PreToolUse timeout less 5 s, so the gate's fail mode decides before the host kills the
-/// hook (a killed hook's answer is dropped and the call runs, whatever `gateFailMode` says).
-pub const MAX_HOOK_GATE_TIMEOUT: std::time::Duration =
-    std::time::Duration::from_secs(PRE_TOOL_USE_TIMEOUT_SECS - 5);
-
-/// `advisor.gateTimeoutMs` as a hook host applies it: at most [`MAX_HOOK_GATE_TIMEOUT`].
-pub fn hook_gate_timeout(configured: std::time::Duration) -> std::time::Duration {
-    configured.min(MAX_HOOK_GATE_TIMEOUT)
-}
+pub use advisor::hosts::settings::{HOOK_TIMEOUT_SECS, PRE_TOOL_USE_TIMEOUT_SECS};
 
 /// The events `host` has hooks for: Codex has no SessionEnd.
 pub fn host_events(host: HookHost) -> &'static [&'static str] {
@@ -83,49 +67,15 @@ pub enum Scope {
     Project,
 }
 
-/// What the hooks files' places depend on, read from the environment by the caller.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HostDirs {
-    /// `HOME`.
-    pub home: Option<PathBuf>,
-    /// `CLAUDE_CONFIG_DIR`: Claude Code's user directory instead of `~/.claude`.
-    pub claude_config_dir: Option<PathBuf>,
-    /// `CODEX_HOME`: Codex's user directory instead of `~/.codex`.
-    pub codex_home: Option<PathBuf>,
-    /// The working directory: the project of [`Scope::Project`].
-    pub cwd: PathBuf,
-}
-
-impl HostDirs {
-    /// The directories from `lookup` (blank values count as unset) and `cwd`.
-    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>, cwd: PathBuf) -> Self {
-        let get = |name: &str| {
-            lookup(name)
-                .filter(|v| !v.trim().is_empty())
-                .map(PathBuf::from)
-        };
-        Self {
-            home: get("HOME"),
-            claude_config_dir: get("CLAUDE_CONFIG_DIR"),
-            codex_home: get("CODEX_HOME"),
-            cwd,
-        }
-    }
-
-    /// The host's own user directory: `$CLAUDE_CONFIG_DIR` else `~/.claude`, `$CODEX_HOME`
-    /// else `~/.codex`; `None` when neither it nor a home directory is known.
-    pub fn user_dir(&self, host: HookHost) -> Option<PathBuf> {
-        let (own, dir) = match host {
-            HookHost::ClaudeCode => (&self.claude_config_dir, ".claude"),
-            HookHost::Codex => (&self.codex_home, ".codex"),
-        };
-        own.clone()
-            .or_else(|| self.home.as_ref().map(|h| h.join(dir)))
-    }
-
+/// The hooks file of each host and scope, in the hosts' directories.
+pub trait HooksFiles {
     /// The hooks file of `host` at `scope`; `None` for a user file when no home directory
     /// (nor the host's own variable) is known.
-    pub fn hooks_file(&self, host: HookHost, scope: Scope) -> Option<PathBuf> {
+    fn hooks_file(&self, host: HookHost, scope: Scope) -> Option<PathBuf>;
+}
+
+impl HooksFiles for HostDirs {
+    fn hooks_file(&self, host: HookHost, scope: Scope) -> Option<PathBuf> {
         let (project_dir, name) = match host {
             HookHost::ClaudeCode => (".claude", "settings.json"),
             HookHost::Codex => (".codex", "hooks.json"),

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::settings::SettingsLayer;
+use advisor::settings::SettingsLayer;
 
 /// One key to set: `section.key: value`, the value as YAML text.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -55,7 +55,7 @@ pub fn run(args: HookArgs) -> Result<(), CliError> {
     // GT12: a PreToolUse answer may wait for the action gate's model, a second past its
     // bound (the gate off answers at once, so the longer bound costs nothing then); GT15:
     // that bound as the hook hosts apply it, within the host's own hook timeout.
-    let gate_timeout = advisor::hosts::install::hook_gate_timeout(settings.gate.timeout);
+    let gate_timeout = advisor::hosts::settings::hook_gate_timeout(settings.gate.timeout);
     let gate_bound = Some(gate_timeout + Duration::from_secs(1));
     let daemon_command = std::env::current_exe()
         .ok()

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::report::{pct, tokens, Summary};
+use advisor::replay::eval::report::{pct, tokens, Summary};
 
 /// One configuration's results, read from its `--json` output.
 #[derive(Debug, Clone)]
@@ -279,7 +279,7 @@ pub fn svg_chart(columns: &[Column]) -> String {
             r#"<circle cx="{x:.1}" cy="{y:.1}" r="6" fill="{colour}"/><text x="{:.1}" y="{:.1}" text-anchor="{anchor}" fill="{colour}">{} ({})</text>"#,
             x + dx,
             y + dy,
-            crate::xml::quoted(&c.label),
+            advisor::xml::quoted(&c.label),
             pct(c.summary.caught1)
         );
     }

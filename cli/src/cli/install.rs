@@ -1,17 +1,17 @@
 //! `advisor install`, `advisor uninstall` and `advisor doctor` (H23–H29): set up the hooks
 //! that attach the advisor to Claude Code or the Codex CLI, remove them, and check the whole
-//! chain. The logic lives in `advisor::hosts`; this file reads the environment and the flags
+//! chain. The logic lives in `crate::hosts`; this file reads the environment and the flags
 //! and prints.
 
 use std::path::{Path, PathBuf};
 
-use advisor::hosts::config_edit::{edit_config, KeyEdit};
-use advisor::hosts::doctor::{diagnose, render_text, CODEX_TRUST_NOTE};
-use advisor::hosts::install::{
-    apply, hook_command, host_events, plan_install, plan_uninstall, read_hooks_file, HostDirs,
+use crate::hosts::config_edit::{edit_config, KeyEdit};
+use crate::hosts::doctor::{diagnose, render_text, CODEX_TRUST_NOTE};
+use crate::hosts::install::{
+    apply, hook_command, host_events, plan_install, plan_uninstall, read_hooks_file, HooksFiles,
     Plan, Scope,
 };
-use advisor::hosts::paths::{HostPaths, PathEnv};
+use advisor::hosts::paths::{HostDirs, HostPaths, PathEnv};
 use advisor::hosts::payload::HookHost;
 use advisor::hosts::settings::{host_model, host_settings};
 use clap::{Args, ValueEnum};
