@@ -8,16 +8,14 @@
 use actix::{ActorFutureExt, Context, Handler, ResponseActFuture, WrapFuture};
 
 use super::Supervisor;
-use crate::gate::verdict::{ask_gate, gate_request, GateError, GatePrompt, GateRun};
+use crate::gate::verdict::{
+    ask_gate, gate_request, GateError, GatePrompt, GateRun, GATE_RECENT_MESSAGES,
+};
 use crate::gate::{classify, GatePolicy, GateStep, GateVerdict, Workspace};
 use crate::messages::host::GateAction;
 use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::Usage;
 use crate::render::{render_delta, TranscriptView};
-
-/// The transcript messages the gate is shown: the newest ones (GT3). The gate does not
-/// keep a copy of its own; it renders these from the transcript the host shares.
-pub(super) const GATE_RECENT_MESSAGES: usize = 12;
 
 impl Handler<GateAction> for Supervisor {
     type Result = ResponseActFuture<Self, GateVerdict>;
