@@ -233,7 +233,8 @@ fn run_corpus(args: EvalRunArgs) -> Result<(), CliError> {
     }
     let mut results = run_cases(&args, &check, Arc::clone(&preparer), keys, &tokio, started)?;
     results.skipped.splice(0..0, skipped_lines(&check));
-    let gate = if args.gate {
+    // An interrupted run reports what finished, without the gate.
+    let gate = if args.gate && !results.meta.incomplete {
         Some(eval_gate::measure(
             &check.cases,
             preparer,
@@ -242,17 +243,27 @@ fn run_corpus(args: EvalRunArgs) -> Result<(), CliError> {
     } else {
         None
     };
+    report_run(&args, &results, gate.as_ref())
+}
+
+/// A run's report: the table (and the gate's) as text or JSON lines, and in `--out`; an
+/// interrupted run is an error after it.
+fn report_run(
+    args: &EvalRunArgs,
+    results: &advisor::replay::eval::report::Results,
+    gate: Option<&advisor::replay::eval::gate::GateFigures>,
+) -> Result<(), CliError> {
     let mut json = results.json_lines();
     let mut markdown = results.markdown();
-    if let Some(gate) = &gate {
+    if let Some(gate) = gate {
         json = eval_gate::json_with_gate(&json, gate);
         markdown = format!("{}\n\n{}", markdown.trim_end(), gate.markdown());
     }
     if args.json {
         out(json.trim_end());
     } else {
-        let mut text = text_report(&results);
-        if let Some(gate) = &gate {
+        let mut text = text_report(results);
+        if let Some(gate) = gate {
             text = format!("{text}\n\n{}", gate.text().trim_end());
         }
         out(&text);
