@@ -34,6 +34,10 @@ pub const MAX_INPUT_CHARS: usize = 16 * 1024;
 /// The most characters of the conversation shown (its newest part).
 pub const MAX_CONVERSATION_CHARS: usize = 24 * 1024;
 
+/// The transcript messages the gate is shown before a call: the newest ones (GT3). The
+/// gate keeps no copy of its own; it renders these from the transcript the host shares.
+pub const GATE_RECENT_MESSAGES: usize = 12;
+
 /// The most characters of the project's rules shown (their first part).
 pub const MAX_RULES_CHARS: usize = 16 * 1024;
 

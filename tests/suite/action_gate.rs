@@ -319,6 +319,7 @@ fn gt14_the_known_gate_gives_the_gate_table_exactly_on_the_test_corpus() {
         control_denied: 0,
         asks: 0,
         classifier_passed: 1,
+        failures: 0,
         latency_p50_ms: 150,
         latency_p99_ms: 150,
         tokens: 2 * KNOWN_GATE_TOKENS,
@@ -332,6 +333,7 @@ fn gt14_the_known_gate_gives_the_gate_table_exactly_on_the_test_corpus() {
         "latency added p50/p99                150 ms / 150 ms",
         "tokens per gated action              826.7",
         "passed by the classifier             1/3 (33.3%)",
+        "failed model calls (fail mode)       0/2",
     ] {
         assert!(text.contains(row), "{row} in\n{text}");
     }
@@ -354,6 +356,7 @@ fn gt14_the_known_gate_over_the_shipped_corpus_matches_docs_gate() {
         "| latency added p50/p99 | 0 ms / 150 ms |",
         "| tokens per gated action | 279.0 |",
         "| passed by the classifier | 124/160 (77.5%) |",
+        "| failed model calls (fail mode) | 0/36 |",
     ] {
         assert!(md.contains(row), "{row} in\n{md}");
     }

@@ -11,6 +11,7 @@ mod context_maintenance;
 mod delivery_guard;
 mod docs_links;
 mod eval;
+mod eval_gate;
 mod expanded_runtime;
 mod faults;
 mod hosts_e2e;

@@ -41,7 +41,7 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::replay::{prepare_session, SessionFlags};
-use super::{out, CliError, ModelArgs};
+use super::{eval_gate, out, CliError, ModelArgs};
 
 /// The largest settings file `--config` reads, and the largest results file `compare` reads.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -131,6 +131,14 @@ pub struct EvalRunArgs {
     /// Leave WATCHDOG.md files out of the advisor's system prompt.
     #[arg(long)]
     pub no_watchdog: bool,
+    /// Also measure the action gate: after the advisor's runs, put each plant call and
+    /// each control call to the gate (advisor.gate: risky) with the same model, one call at
+    /// a time, and add the gate table to the report, --json and report.md.
+    #[arg(long)]
+    pub gate: bool,
+    /// Measure only the action gate, as --gate does, without replaying the advisor.
+    #[arg(long)]
+    pub gate_only: bool,
 }
 
 /// Runs `advisor eval`.
@@ -213,6 +221,73 @@ fn run_corpus(args: EvalRunArgs) -> Result<(), CliError> {
     });
     // A model that cannot be built fails every case alike: say so once, before anything runs.
     preflight(preparer.as_ref(), &check.cases[0])?;
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
+    let started = SystemTime::now();
+    if args.gate_only {
+        let gate = eval_gate::measure(&check.cases, preparer, tokio.handle().clone())?;
+        return report_gate_only(&args, &check, iso_date(started), &gate);
+    }
+    let mut results = run_cases(&args, &check, Arc::clone(&preparer), keys, &tokio, started)?;
+    results.skipped.splice(0..0, skipped_lines(&check));
+    // An interrupted run reports what finished, without the gate.
+    let gate = if args.gate && !results.meta.incomplete {
+        Some(eval_gate::measure(
+            &check.cases,
+            preparer,
+            tokio.handle().clone(),
+        )?)
+    } else {
+        None
+    };
+    report_run(&args, &results, gate.as_ref())
+}
+
+/// A run's report: the table (and the gate's) as text or JSON lines, and in `--out`; an
+/// interrupted run is an error after it.
+fn report_run(
+    args: &EvalRunArgs,
+    results: &advisor::replay::eval::report::Results,
+    gate: Option<&advisor::replay::eval::gate::GateFigures>,
+) -> Result<(), CliError> {
+    let mut json = results.json_lines();
+    let mut markdown = results.markdown();
+    if let Some(gate) = gate {
+        json = eval_gate::json_with_gate(&json, gate);
+        markdown = format!("{}\n\n{}", markdown.trim_end(), gate.markdown());
+    }
+    if args.json {
+        out(json.trim_end());
+    } else {
+        let mut text = text_report(results);
+        if let Some(gate) = gate {
+            text = format!("{text}\n\n{}", gate.text().trim_end());
+        }
+        out(&text);
+    }
+    if let Some(dir) = &args.out {
+        write_out(dir, &json, &markdown)?;
+    }
+    if results.meta.incomplete {
+        return Err(CliError::new(
+            "interrupted: the report covers only the case runs that finished (marked incomplete)",
+        ));
+    }
+    Ok(())
+}
+
+/// Replays every case through the advisor and scores the runs.
+fn run_cases(
+    args: &EvalRunArgs,
+    check: &CorpusCheck,
+    preparer: Arc<CliPreparer>,
+    keys: KeyLookup,
+    tokio: &tokio::runtime::Runtime,
+    started: SystemTime,
+) -> Result<advisor::replay::eval::report::Results, CliError> {
     let judge = match &args.judge {
         Some(role) => Some(judge_model(role, &args.provider, keys)?),
         None => None,
@@ -227,12 +302,6 @@ fn run_corpus(args: EvalRunArgs) -> Result<(), CliError> {
     };
     let runs = options.runs;
     let bar = progress_bar((check.cases.len() * runs) as u64);
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
-    let started = SystemTime::now();
     let records = tokio.block_on(async {
         let runner = EvalRunner::new(&runtime, preparer, options).with_judge(judge);
         let mut warned = std::collections::BTreeSet::new();
@@ -272,8 +341,22 @@ fn run_corpus(args: EvalRunArgs) -> Result<(), CliError> {
         .find_map(|r| r.model.clone())
         .or(args.provider.model.clone())
         .unwrap_or_else(|| "(none)".into());
-    // One line per skipped case, its problems joined.
-    let mut skipped: Vec<String> = check
+    let meta = RunMeta {
+        model,
+        configuration: configuration(args),
+        corpus_hash: check.hash.clone(),
+        runs,
+        date: iso_date(started),
+        incomplete: records.incomplete,
+    };
+    let mut results = score_records(&check.cases, &records, meta);
+    results.skipped = records.skipped.clone();
+    Ok(results)
+}
+
+/// One line per case the check skipped, its problems joined.
+fn skipped_lines(check: &CorpusCheck) -> Vec<String> {
+    check
         .skipped
         .iter()
         .map(|dir| {
@@ -285,31 +368,35 @@ fn run_corpus(args: EvalRunArgs) -> Result<(), CliError> {
                 .collect();
             problems.join("; ")
         })
-        .collect();
-    skipped.extend(records.skipped.iter().cloned());
-    let meta = RunMeta {
-        model,
-        configuration: configuration(&args),
-        corpus_hash: check.hash.clone(),
-        runs,
-        date: iso_date(started),
-        incomplete: records.incomplete,
+        .collect()
+}
+
+/// `--gate-only`: the gate table alone, as text or a JSON line, and in `--out`.
+fn report_gate_only(
+    args: &EvalRunArgs,
+    check: &CorpusCheck,
+    date: String,
+    gate: &advisor::replay::eval::gate::GateFigures,
+) -> Result<(), CliError> {
+    let configuration = configuration(args);
+    let meta = eval_gate::GateOnlyMeta {
+        model: args.provider.model.as_deref().unwrap_or("(configured)"),
+        configuration: &configuration,
+        corpus_hash: &check.hash,
+        date: &date,
     };
-    let mut results = score_records(&check.cases, &records, meta);
-    results.skipped = skipped;
-    let json = results.json_lines();
+    let json = eval_gate::gate_only_json(&meta, gate);
     if args.json {
-        out(json.trim_end());
+        out(&json);
     } else {
-        out(&text_report(&results));
+        out(&eval_gate::gate_only_text(&meta, check.cases.len(), gate));
     }
     if let Some(dir) = &args.out {
-        write_out(dir, &json, &results.markdown())?;
-    }
-    if results.meta.incomplete {
-        return Err(CliError::new(
-            "interrupted: the report covers only the case runs that finished (marked incomplete)",
-        ));
+        write_out(
+            dir,
+            &format!("{json}\n"),
+            &eval_gate::gate_only_markdown(&meta, gate),
+        )?;
     }
     Ok(())
 }

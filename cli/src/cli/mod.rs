@@ -1,6 +1,7 @@
 //! The `advisor` command line: one module per subcommand.
 
 pub mod eval;
+mod eval_gate;
 pub mod hook;
 pub mod install;
 pub mod render;

@@ -17,7 +17,7 @@ use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::domain::transcript::TranscriptMessage;
 use crate::gate::verdict::{
     advisor_conversation, ask_gate, gate_request, GateError, GatePrompt, GateRun,
-    MAX_CONVERSATION_CHARS,
+    GATE_RECENT_MESSAGES, MAX_CONVERSATION_CHARS,
 };
 use crate::gate::{classify, GatePolicy, GateStep, GateVerdict, Workspace};
 use crate::messages::host::GateAction;
@@ -26,10 +26,6 @@ use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::{ModelClient, Usage};
 use crate::redact::Redactor;
 use crate::render::{render_delta, TranscriptView};
-
-/// The transcript messages the gate is shown when the advisor has no context of its own
-/// yet: the newest ones (GT3). The gate keeps no copy of its own.
-pub(super) const GATE_RECENT_MESSAGES: usize = 12;
 
 impl Handler<GateAction> for Supervisor {
     type Result = ResponseActFuture<Self, GateVerdict>;

@@ -10,7 +10,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::domain::transcript::{AssistantBlock, TranscriptMessage};
-use crate::gate::{classify, GateDecision, ProposedAction, Workspace};
+use crate::gate::verdict::GATE_RECENT_MESSAGES;
+use crate::gate::{classify, ActionReading, GateDecision, ProposedAction, Workspace};
+use crate::render::{render_delta, TranscriptView};
 use crate::session::HostStep;
 
 use super::case::CaseClass;
@@ -25,6 +27,9 @@ pub struct CaseAction {
     pub action: ProposedAction,
     /// Whether it is a plant action (else a control's).
     pub plant: bool,
+    /// The conversation before the assistant message that made the call, as the gate is
+    /// shown it: its newest [`GATE_RECENT_MESSAGES`] messages, rendered compact (GT3).
+    pub conversation: String,
 }
 
 /// Whether the gate is measured on `class`: the classes whose plant is an action that a
@@ -46,7 +51,7 @@ pub fn case_actions(case: &Case) -> Result<Vec<CaseAction>, String> {
     }
     let mut driver = case.driver()?;
     let mut seen = 0;
-    let mut by_turn: Vec<(usize, Vec<ProposedAction>)> = Vec::new();
+    let mut by_turn: Vec<(usize, Vec<(ProposedAction, String)>)> = Vec::new();
     while let Some(step) = driver.next() {
         let HostStep::TurnEnded { turn, .. } = step else {
             if matches!(step, HostStep::Compacted) {
@@ -54,42 +59,42 @@ pub fn case_actions(case: &Case) -> Result<Vec<CaseAction>, String> {
             }
             continue;
         };
-        let transcript = driver.transcript();
-        let calls: Vec<ProposedAction> = transcript
-            .tail(seen.min(transcript.len()))
-            .iter()
-            .flat_map(|m| calls_of(m))
-            .collect();
-        seen = transcript.len();
+        let all = driver.transcript().tail(0);
+        let mut calls = Vec::new();
+        for end in seen.min(all.len())..all.len() {
+            let before = &all[end.saturating_sub(GATE_RECENT_MESSAGES)..end];
+            let made = calls_of(&all[end]);
+            if !made.is_empty() {
+                let conversation = render_delta(TranscriptView::Compact, before);
+                calls.extend(made.into_iter().map(|a| (a, conversation.clone())));
+            }
+        }
+        seen = all.len();
         by_turn.push((turn, calls));
     }
     let plant = case.spec.plant.as_ref();
     let mut out = Vec::new();
     for (turn, calls) in by_turn {
-        match plant {
-            None => out.extend(calls.into_iter().map(|action| CaseAction {
-                turn,
-                action,
-                plant: false,
-            })),
-            Some(p) if p.turn == turn => {
-                let matching: Vec<&ProposedAction> = calls
-                    .iter()
-                    .filter(|a| p.matches(&a.input.to_string()))
-                    .collect();
-                let chosen: Vec<ProposedAction> = if matching.is_empty() {
-                    calls.clone()
-                } else {
-                    matching.into_iter().cloned().collect()
-                };
-                out.extend(chosen.into_iter().map(|action| CaseAction {
-                    turn,
-                    action,
-                    plant: true,
-                }));
+        let is_plant = match plant {
+            None => false,
+            Some(p) if p.turn == turn => true,
+            Some(_) => continue,
+        };
+        let chosen: Vec<(ProposedAction, String)> = match plant {
+            Some(p) if is_plant && calls.iter().any(|(a, _)| p.matches(&a.input.to_string())) => {
+                calls
+                    .into_iter()
+                    .filter(|(a, _)| p.matches(&a.input.to_string()))
+                    .collect()
             }
-            Some(_) => {}
-        }
+            _ => calls,
+        };
+        out.extend(chosen.into_iter().map(|(action, conversation)| CaseAction {
+            turn,
+            action,
+            plant: is_plant,
+            conversation,
+        }));
     }
     Ok(out)
 }
@@ -170,13 +175,16 @@ pub struct GateCall {
     pub tokens: u64,
     /// Time the call added before the action could run.
     pub latency: Duration,
+    /// Whether the model call failed, timed out or answered nonsense, so the fail mode
+    /// decided (GT5).
+    pub failed: bool,
 }
 
 /// A gate `advisor eval --gate` puts a case's picked actions to (GT14); the actions the
 /// classifier passes never reach it.
 pub trait CaseGate {
-    /// The verdict on `action` of `case`.
-    fn decide(&self, case: &Case, action: &CaseAction) -> GateCall;
+    /// The verdict on `action` of `case`, which the classifier read as `reading`.
+    fn decide(&self, case: &Case, action: &CaseAction, reading: &ActionReading) -> GateCall;
 }
 
 /// The gate table (GT14): what the gate caught before a plant ran and what it cost.
@@ -197,6 +205,9 @@ pub struct GateFigures {
     pub asks: usize,
     /// Actions the classifier passed without a model call.
     pub classifier_passed: usize,
+    /// Picked actions whose model call failed, timed out or answered nonsense: the fail
+    /// mode decided them (GT5).
+    pub failures: usize,
     /// Median latency added per gated action, milliseconds (a classifier pass adds none).
     pub latency_p50_ms: u64,
     /// 99th-percentile latency added per gated action, milliseconds.
@@ -266,6 +277,10 @@ impl GateFigures {
                     Self::pct(self.classifier_passed, n)
                 ),
             ),
+            (
+                "failed model calls (fail mode)",
+                format!("{}/{}", self.failures, n - self.classifier_passed),
+            ),
         ]
     }
 
@@ -303,16 +318,19 @@ pub fn gate_figures(
         let workspace = Workspace::new(cwd.as_deref().map_or(root, Path::new), None);
         let mut caught = false;
         for a in &case_actions(case)? {
-            let call = if classify(&a.action, &workspace).risks.is_empty() {
+            let reading = classify(&a.action, &workspace);
+            let call = if reading.risks.is_empty() {
                 f.classifier_passed += 1;
                 GateCall {
                     decision: GateDecision::Allow,
                     tokens: 0,
                     latency: Duration::ZERO,
+                    failed: false,
                 }
             } else {
-                gate.decide(case, a)
+                gate.decide(case, a, &reading)
             };
+            f.failures += usize::from(call.failed);
             latencies.push(call.latency.as_millis() as u64);
             f.tokens += call.tokens;
             f.asks += usize::from(call.decision == GateDecision::Ask);

@@ -5,7 +5,9 @@
 //! - [`corpus`]: finding and checking the cases of a corpus, its content hash, the
 //!   workspace copy a case runs in (EV1, EV2, EV7);
 //! - [`gate`](mod@gate): the tool calls the action gate is measured on, and the classifier's
-//!   figures (GT13);
+//!   figures (GT13), and the gate table (GT14);
+//! - [`model_gate`]: the gate `advisor eval --gate` asks, the runtime's model call on each
+//!   case's session (GT14);
 //! - [`scratch`]: the per-run directory the workspace copies go in, and removing those of
 //!   runs that were killed (EV2);
 //! - [`run`]: replaying every case through one runtime as `advisor replay` does (EV2, EV5);
@@ -18,6 +20,7 @@
 pub mod case;
 pub mod corpus;
 pub mod gate;
+pub mod model_gate;
 pub mod report;
 pub mod run;
 pub mod score;

@@ -415,7 +415,12 @@ pub const KNOWN_GATE_LATENCY: std::time::Duration = std::time::Duration::from_mi
 pub struct KnownGate;
 
 impl super::gate::CaseGate for KnownGate {
-    fn decide(&self, case: &Case, action: &super::gate::CaseAction) -> super::gate::GateCall {
+    fn decide(
+        &self,
+        case: &Case,
+        action: &super::gate::CaseAction,
+        _reading: &crate::gate::ActionReading,
+    ) -> super::gate::GateCall {
         let input = action.action.input.to_string();
         let planted = case.spec.plant.as_ref().is_some_and(|p| p.matches(&input));
         super::gate::GateCall {
@@ -426,6 +431,7 @@ impl super::gate::CaseGate for KnownGate {
             },
             tokens: KNOWN_GATE_TOKENS,
             latency: KNOWN_GATE_LATENCY,
+            failed: false,
         }
     }
 }
