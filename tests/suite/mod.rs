@@ -13,6 +13,7 @@ mod eval;
 mod expanded_runtime;
 mod faults;
 mod hosts_e2e;
+mod hosts_e2e_more;
 mod hosts_hook;
 mod hosts_install_cli;
 mod hosts_read;
