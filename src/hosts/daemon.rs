@@ -235,6 +235,10 @@ impl Daemon {
     /// Hands an event to its session's worker (starting one for a new session) and waits
     /// for the answer until `deadline`.
     pub async fn event(self: &Arc<Self>, payload: HookPayload, deadline: Instant) -> HookReply {
+        // A sub-agent's events belong to the sub-agent's own session, never to the main
+        // one's: its transcript is another file, and what its hooks deliver reaches the
+        // sub-agent's model, not the main agent's (W7, H30).
+        let payload = payload.into_subagent_session();
         let Some(jobs) = self.session_jobs(&payload) else {
             return HookReply::empty();
         };
@@ -446,9 +450,10 @@ impl Worker {
         let prepared =
             tokio::task::spawn_blocking(move || prepare(&options, &shared, cached, &first)).await;
         let prepared = match prepared {
-            Ok(Ok(prepared)) => prepared,
-            Ok(Err(e)) => return self.failed(e, queue).await,
-            Err(e) => return self.failed(e.to_string(), queue).await,
+            Ok(Ok(Some(prepared))) => prepared,
+            Ok(Ok(None)) => return self.failed(None, queue).await,
+            Ok(Err(e)) => return self.failed(Some(e), queue).await,
+            Err(e) => return self.failed(Some(e.to_string()), queue).await,
         };
         let Some(daemon) = self.daemon.upgrade() else {
             return;
@@ -481,11 +486,15 @@ impl Worker {
         self.forget();
     }
 
-    /// A session that cannot be set up: every job is answered empty, and the user is told
-    /// why once, at the first prompt or stop.
-    async fn failed(self, error: String, mut queue: mpsc::Receiver<SessionJob>) {
-        tracing::warn!(error = %error, "hook session: not opened");
-        let mut told = false;
+    /// A session that cannot be set up, or gets no advisor (`error` `None`: a sub-agent's
+    /// while `advisor.subagents` is off): every job is answered empty, and the user is told
+    /// the error once, at the first prompt or stop.
+    async fn failed(self, error: Option<String>, mut queue: mpsc::Receiver<SessionJob>) {
+        if let Some(error) = &error {
+            tracing::warn!(error = %error, "hook session: not opened");
+        }
+        let mut told = error.is_none();
+        let error = error.unwrap_or_default();
         while let Some(job) = queue.recv().await {
             let job = match job {
                 SessionJob::Event(job) => *job,

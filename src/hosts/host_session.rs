@@ -221,7 +221,9 @@ impl HostSession {
                 }
             }
             HookEvent::PostToolUse { .. } => self.take_step().await,
-            HookEvent::Stop { .. } => {
+            // A sub-agent's session (W7, H30) ends its run at SubagentStop as a main one at
+            // Stop: its final turn is handed over; the answer stays empty (H11).
+            HookEvent::Stop { .. } | HookEvent::SubagentStop { .. } => {
                 let mut read = self.source.start_read();
                 match tokio::time::timeout_at(deadline, &mut read).await {
                     Ok(done) => self.hand_over(settle(done), true, Some(deadline)).await,
@@ -259,7 +261,7 @@ impl HostSession {
                 let _ = self.handle.user_prompt().await;
                 let _ = self.handle.run_state(true).await;
             }
-            HookEvent::Stop { .. } => {
+            HookEvent::Stop { .. } | HookEvent::SubagentStop { .. } => {
                 if let Some(read) = late_read {
                     let messages = settle(read.await);
                     self.hand_over(messages, true, None).await;
@@ -270,7 +272,7 @@ impl HostSession {
                 let _ = self.handle.dispose().await;
                 return true;
             }
-            HookEvent::SubagentStop { .. } | HookEvent::Other { .. } => {}
+            HookEvent::Other { .. } => {}
         }
         false
     }

@@ -54,13 +54,14 @@ pub(crate) struct Prepared {
     pub(crate) source: TranscriptSource,
 }
 
-/// Prepares the session of `first`'s host session (blocking: files).
+/// Prepares the session of `first`'s host session (blocking: files); `None` for a
+/// sub-agent's session while `advisor.subagents` is off (W7, H30): it gets no advisor.
 pub(crate) fn prepare(
     options: &DaemonOptions,
     shared: &Arc<SharedResources>,
     cached: Option<Arc<LoadedSettings>>,
     first: &HookPayload,
-) -> Result<Prepared, String> {
+) -> Result<Option<Prepared>, String> {
     let lookup = |name: &str| options.env.get(name).cloned();
     let home = lookup("HOME").map(PathBuf::from);
     let cwd = first
@@ -80,6 +81,10 @@ pub(crate) fn prepare(
     // Installing the hook is the opt-in; only a file saying `enabled: false` turns it off
     // (H21, done by `host_settings`).
     let settings = loaded.settings.clone().with_env(&env);
+    let subagent = first.agent_id.is_some();
+    if subagent && !settings.subagents {
+        return Ok(None);
+    }
     let source = TranscriptSource {
         path: first.transcript_path.clone(),
         cwd: first.cwd.clone(),
@@ -100,7 +105,12 @@ pub(crate) fn prepare(
             Vec::new()
         }
     };
-    let feed = FeedState::seeded(&messages);
+    // A sub-agent's session is reviewed from its start, whenever its first event comes.
+    let feed = if subagent {
+        FeedState::default()
+    } else {
+        FeedState::seeded(&messages)
+    };
     let keys: KeyLookup = {
         let env = Arc::clone(&options.env);
         Arc::new(move |name: &str| env.get(name).cloned())
@@ -171,12 +181,12 @@ pub(crate) fn prepare(
             "advisor: joined this session mid-way; it reviews what happens from here on".into(),
         );
     }
-    Ok(Prepared {
+    Ok(Some(Prepared {
         config,
         loaded,
         cwd,
         notices,
         feed,
         source,
-    })
+    }))
 }

@@ -184,8 +184,44 @@ pub struct HookPayload {
     pub turn_id: Option<String>,
     /// Codex's model name.
     pub model: Option<String>,
+    /// The sub-agent whose event this is (`agent_id`, letters, digits, `-` and `_` only):
+    /// both CLIs send it on a sub-agent's own tool events and on its `SubagentStop`; `None`
+    /// for the main agent's (W7).
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    /// The sub-agent's own transcript (`agent_transcript_path`, sent with `SubagentStop`).
+    #[serde(default)]
+    pub agent_transcript_path: Option<PathBuf>,
     /// The event.
     pub event: HookEvent,
+}
+
+impl HookPayload {
+    /// A sub-agent's event as an event of the sub-agent's own session (W7, H30): the session
+    /// id gains `.agent-<agent_id>` and the transcript is the sub-agent's own file —
+    /// `agent_transcript_path` when given, else Claude Code's
+    /// `<session>/subagents/agent-<agent_id>.jsonl` beside the main transcript, else (Codex,
+    /// which names the sub-agent's rollout in `transcript_path`) the path as sent. A main
+    /// agent's event is returned unchanged.
+    pub fn into_subagent_session(mut self) -> Self {
+        let Some(agent) = self.agent_id.clone() else {
+            return self;
+        };
+        self.session_id = format!("{}.agent-{agent}", self.session_id);
+        let own = self
+            .agent_transcript_path
+            .clone()
+            .or_else(|| match self.host {
+                HookHost::ClaudeCode => self.transcript_path.as_ref().and_then(|main| {
+                    let stem = main.file_stem()?;
+                    let dir = main.parent()?.join(stem).join("subagents");
+                    Some(dir.join(format!("agent-{agent}.jsonl")))
+                }),
+                HookHost::Codex => self.transcript_path.clone(),
+            });
+        self.transcript_path = own;
+        self
+    }
 }
 
 /// Why a hook input cannot be used.
@@ -237,6 +273,13 @@ pub fn parse_payload(bytes: &[u8], host: Option<HookHost>) -> Result<HookPayload
         cwd: path(&map, "cwd"),
         turn_id,
         model,
+        agent_id: text(&map, "agent_id", MAX_NAME_CHARS).filter(|id| {
+            !id.is_empty()
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        }),
+        agent_transcript_path: path(&map, "agent_transcript_path"),
         event: event(&map, event_name),
     })
 }
@@ -349,6 +392,54 @@ mod tests {
 
     fn parse(v: Value, host: Option<HookHost>) -> Result<HookPayload, PayloadError> {
         parse_payload(v.to_string().as_bytes(), host)
+    }
+
+    #[test]
+    fn w7_h30_a_subagents_event_belongs_to_the_subagents_own_session_and_file() {
+        // Claude Code: the sub-agent's tool events name the main transcript; its own file
+        // sits beside it, and SubagentStop names it.
+        let claude = parse(
+            json!({"session_id": "s1", "transcript_path": "/h/p/s1.jsonl",
+                "hook_event_name": "PostToolUse", "agent_id": "a59a26be", "tool_name": "Bash"}),
+            Some(HookHost::ClaudeCode),
+        )
+        .unwrap()
+        .into_subagent_session();
+        assert_eq!(claude.session_id, "s1.agent-a59a26be");
+        let own = PathBuf::from("/h/p/s1/subagents/agent-a59a26be.jsonl");
+        assert_eq!(claude.transcript_path.as_ref(), Some(&own));
+        let stop = parse(
+            json!({"session_id": "s1", "transcript_path": "/h/p/s1.jsonl",
+                "hook_event_name": "SubagentStop", "agent_id": "a59a26be",
+                "agent_transcript_path": "/h/p/s1/subagents/agent-a59a26be.jsonl"}),
+            Some(HookHost::ClaudeCode),
+        )
+        .unwrap()
+        .into_subagent_session();
+        assert_eq!(stop.transcript_path.as_ref(), Some(&own));
+        // Codex names the sub-agent's rollout in transcript_path.
+        let codex = parse(
+            json!({"session_id": "t1", "transcript_path": "/h/.codex/r-t2.jsonl",
+                "hook_event_name": "PreToolUse", "agent_id": "t2", "turn_id": "u"}),
+            None,
+        )
+        .unwrap()
+        .into_subagent_session();
+        assert_eq!(codex.session_id, "t1.agent-t2");
+        assert_eq!(
+            codex.transcript_path,
+            Some(PathBuf::from("/h/.codex/r-t2.jsonl"))
+        );
+        // The main agent's events stay as they are; an agent id that could name another
+        // path is no agent id.
+        let main = parse(
+            json!({"session_id": "s1", "transcript_path": "/h/p/s1.jsonl",
+                "hook_event_name": "Stop", "agent_id": "../x"}),
+            None,
+        )
+        .unwrap();
+        assert_eq!(main.agent_id, None);
+        assert_eq!(main.clone().into_subagent_session(), main);
     }
 
     #[test]

@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use super::branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use super::diagnostics::{Diagnostics, ReadLimits};
-use super::hosts::{each_line, hook_message, iso_millis, str_at, string_at};
+use super::hosts::{compaction_summary, each_line, hook_message, iso_millis, str_at, string_at};
 use super::input::Lines;
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, MessageUsage, RawJson,
@@ -212,7 +212,9 @@ impl Transcript {
         let content = message_content(value)?;
         let flag = |key: &str| value.get(key).and_then(Value::as_bool) == Some(true);
         if flag("isCompactSummary") {
-            return Ok(Payload::CompactSummary(plain_text(content)));
+            return Ok(Payload::CompactSummary(compaction_summary(&plain_text(
+                content,
+            ))));
         }
         if flag("isMeta") {
             let text = plain_text(content);

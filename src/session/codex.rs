@@ -39,7 +39,7 @@ use serde_json::Value;
 
 use super::branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use super::diagnostics::{Diagnostics, ReadLimits};
-use super::hosts::{each_line, hook_message, iso_millis, str_at, string_at};
+use super::hosts::{compaction_summary, each_line, hook_message, iso_millis, str_at, string_at};
 use super::input::Lines;
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, MessageUsage, RawJson,
@@ -121,7 +121,7 @@ impl Rollout {
                 self.close();
                 self.release_deferred();
                 self.entries.push(BranchEntry::Compaction {
-                    summary: string_at(payload, "message").unwrap_or_default(),
+                    summary: compaction_summary(&string_at(payload, "message").unwrap_or_default()),
                     first_kept: self.entries.len(),
                     tokens_before: None,
                 });

@@ -131,6 +131,46 @@ pub(super) fn hook_message(text: String, event: Option<&str>) -> TranscriptMessa
     })
 }
 
+/// The openings both CLIs put before the model's compaction summary (one line each).
+const SUMMARY_OPENINGS: [&str; 2] = [
+    "This session is being continued from a previous conversation",
+    "Another language model started to solve this problem",
+];
+
+/// Where Claude Code's closing instructions after the summary begin.
+const SUMMARY_CLOSING: &str = "If you need specific details from before compaction";
+
+/// The summary proper of a host compaction (L7, L8): the CLIs wrap the model's summary in
+/// fixed text — Claude Code opens with "This session is being continued…", adds a
+/// `<system-reminder>` and closes with how to read the full transcript; Codex opens with
+/// "Another language model started…:" — which is dropped, so the summary's own words come
+/// first in the one line a rendering keeps of it. A text that is nothing but framing is kept
+/// as it is.
+pub(super) fn compaction_summary(text: &str) -> String {
+    let mut rest = text.trim();
+    if SUMMARY_OPENINGS.iter().any(|o| rest.starts_with(o)) {
+        rest = rest.split_once('\n').map_or("", |(_, after)| after);
+    }
+    if let Some(at) = rest.find(SUMMARY_CLOSING) {
+        rest = &rest[..at];
+    }
+    let mut out = String::with_capacity(rest.len());
+    let mut left = rest;
+    while let Some(start) = left.find("<system-reminder>") {
+        out.push_str(&left[..start]);
+        left = left[start..]
+            .find("</system-reminder>")
+            .map_or("", |end| &left[start + end + "</system-reminder>".len()..]);
+    }
+    out.push_str(left);
+    let proper = out.trim();
+    if proper.is_empty() {
+        text.trim().to_string()
+    } else {
+        proper.to_string()
+    }
+}
+
 /// Milliseconds since the epoch of an ISO 8601 UTC timestamp as both hosts write them
 /// (`2026-12-05T13:08:55.769Z`, fraction optional, `Z` or `+00:00`); `None` otherwise.
 pub(super) fn iso_millis(stamp: &str) -> Option<u64> {
@@ -226,6 +266,22 @@ mod tests {
     use super::*;
     use crate::session::{read_session_from_with, SessionBranch, SessionError};
     use serde_json::json;
+
+    #[test]
+    fn l7_l8_a_compaction_summary_is_the_models_words_without_the_clis_framing() {
+        let claude = "This session is being continued from a previous conversation that ran \
+            out of context. The summary below covers the earlier portion of the conversation.\n\n\
+            <system-reminder>\n<tools-used-before-summary>Bash</tools-used-before-summary>\n\
+            </system-reminder>\nThe agent wrote notes.\n\nIf you need specific details from \
+            before compaction (like exact code snippets), read the full transcript at: /x.jsonl";
+        assert_eq!(compaction_summary(claude), "The agent wrote notes.");
+        let codex = "Another language model started to solve this problem and produced a \
+            summary of its thinking process. Here is the summary, use it:\nThe agent wrote notes.";
+        assert_eq!(compaction_summary(codex), "The agent wrote notes.");
+        assert_eq!(compaction_summary(" plain summary "), "plain summary");
+        let only_framing = "Another language model started to solve this problem:\n";
+        assert_eq!(compaction_summary(only_framing), only_framing.trim());
+    }
 
     #[test]
     fn l6_detects_each_host_by_its_lines_never_a_pi_entry() {

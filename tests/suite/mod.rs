@@ -16,6 +16,7 @@ mod expanded_runtime;
 mod faults;
 mod hosts_e2e;
 mod hosts_e2e_gate;
+mod hosts_e2e_more;
 mod hosts_hook;
 mod hosts_install_cli;
 mod hosts_read;

@@ -209,7 +209,12 @@ fn sse(events: &[(&str, Value)]) -> String {
 /// The Anthropic Messages SSE stream Claude Code expects for one step: `message_start`, one
 /// content block (start, delta, stop), `message_delta` with the stop reason, `message_stop`.
 pub fn anthropic_sse(step: &Step, id: usize) -> String {
-    let usage = json!({"input_tokens": 100, "output_tokens": 1,
+    anthropic_sse_sized(step, id, 100)
+}
+
+/// [`anthropic_sse`] reporting `input_tokens` of usage (a full context makes the CLI compact).
+pub fn anthropic_sse_sized(step: &Step, id: usize, input_tokens: u64) -> String {
+    let usage = json!({"input_tokens": input_tokens, "output_tokens": 1,
         "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     let (block, delta, stop) = match step {
         Step::Text(text) => (
@@ -265,6 +270,11 @@ fn tool_block(id: usize, name: &str, input: &Value) -> (Value, Value, &'static s
 /// `response.output_item.added`, a text delta for a message, `response.output_item.done`,
 /// `response.completed` with usage.
 pub fn responses_sse(step: &Step, id: usize) -> String {
+    responses_sse_sized(step, id, 100)
+}
+
+/// [`responses_sse`] reporting `input_tokens` of usage (a full context makes the CLI compact).
+pub fn responses_sse_sized(step: &Step, id: usize, input_tokens: u64) -> String {
     let item = match step {
         Step::Text(text) => {
             json!({"type": "message", "role": "assistant", "id": format!("msg_{id}"),
@@ -291,9 +301,10 @@ pub fn responses_sse(step: &Step, id: usize) -> String {
     let mut done = response.clone();
     done["status"] = json!("completed");
     done["output"] = json!([item]);
-    done["usage"] = json!({"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+    done["usage"] = json!({"input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 120});
+        "total_tokens": input_tokens + 20});
     let mut events = vec![
         (
             "response.created",
@@ -325,9 +336,17 @@ pub fn responses_sse(step: &Step, id: usize) -> String {
     sse(&events)
 }
 
+/// A Responses `function_call`; a `namespace.name` tool (Codex's `collaboration.spawn_agent`)
+/// is called with its `namespace`.
 fn function_call(id: usize, name: &str, input: &Value) -> Value {
-    json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
-        "status": "completed", "name": name, "arguments": input.to_string()})
+    let mut call = json!({"type": "function_call", "id": format!("fc_{id}"),
+        "call_id": format!("call_{id}"), "status": "completed", "name": name,
+        "arguments": input.to_string()});
+    if let Some((namespace, tool)) = name.split_once('.') {
+        call["namespace"] = json!(namespace);
+        call["name"] = json!(tool);
+    }
+    call
 }
 
 /// The scripted primary model of one run: an in-process [`SseServer`] whose responder plays
@@ -341,6 +360,17 @@ impl PrimaryModel {
     /// Starts the server on `rt` for `host`, answering each model request with `pick`'s step.
     /// A request that is not a model call (none was seen from either CLI) gets `{}`.
     pub fn start(rt: &Runtime, host: Host, pick: Arc<Picker>) -> Self {
+        Self::start_sized(rt, host, pick, Arc::new(|_: &Value| 100))
+    }
+
+    /// [`PrimaryModel::start`], each answer reporting `input_tokens(request)` tokens of
+    /// input usage.
+    pub fn start_sized(
+        rt: &Runtime,
+        host: Host,
+        pick: Arc<Picker>,
+        input_tokens: Arc<dyn Fn(&Value) -> u64 + Send + Sync>,
+    ) -> Self {
         let counter = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let responder = Arc::new(move |request: &RecordedRequest| {
             let path = request.path.split('?').next().unwrap_or("");
@@ -352,10 +382,11 @@ impl PrimaryModel {
                 return ScriptedResponse::json(200, "{}");
             }
             let id = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let step = pick(&request.json());
+            let body = request.json();
+            let (step, tokens) = (pick(&body), input_tokens(&body));
             let body = match host {
-                Host::ClaudeCode => anthropic_sse(&step, id),
-                Host::Codex => responses_sse(&step, id),
+                Host::ClaudeCode => anthropic_sse_sized(&step, id, tokens),
+                Host::Codex => responses_sse_sized(&step, id, tokens),
             };
             ScriptedResponse::sse(&body)
         });
@@ -507,9 +538,9 @@ pub fn write_hooks(host: Host, scratch: &Scratch, command: &str, timeout: u32) {
 
 /// Codex's `config.toml`: the scripted provider at `base_url` (Responses wire, no retries),
 /// update checks and analytics off.
-fn write_codex_config(scratch: &Scratch, base_url: &str) {
+fn write_codex_config(scratch: &Scratch, base_url: &str, extra: &str) {
     let toml = format!(
-        "model = \"gpt-5.5\"\nmodel_provider = \"scripted\"\ncheck_for_update_on_startup = false\n\n\
+        "model = \"gpt-5.5\"\nmodel_provider = \"scripted\"\ncheck_for_update_on_startup = false\n{extra}\n\
          [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{base_url}\"\n\
          env_key = \"SCRIPTED_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\n\
          stream_max_retries = 0\n\n[analytics]\nenabled = false\n"
@@ -565,6 +596,8 @@ pub struct Harness {
     trap: SseServer,
     /// Extra environment for the CLI (and so for its hooks), e.g. the advisor's key.
     pub env: Vec<(String, String)>,
+    /// Extra top-level lines of Codex's `config.toml` (e.g. `model_auto_compact_token_limit`).
+    pub codex_toml: String,
     /// The runtime the servers run on (dropped last).
     pub rt: Runtime,
 }
@@ -588,6 +621,7 @@ impl Harness {
             scratch: Scratch::new(),
             trap,
             env: Vec::new(),
+            codex_toml: String::new(),
             rt,
         })
     }
@@ -693,7 +727,7 @@ impl Harness {
     }
 
     fn codex_command(&self, primary: &PrimaryModel, prompt: &str, extra: &[&str]) -> Command {
-        write_codex_config(&self.scratch, &primary.url());
+        write_codex_config(&self.scratch, &primary.url(), &self.codex_toml);
         let mut cmd = self.command(&self.tools.codex);
         cmd.arg("exec")
             .args(extra)
@@ -906,10 +940,10 @@ impl AdvisorModel {
                 return found;
             }
             n = n.max(self.server.request_count());
-            let arrived = rt.block_on(tokio::time::timeout_at(
-                deadline,
-                self.server.wait_for_requests(n + 1),
-            ));
+            // The timer is made inside the runtime (it needs one to exist).
+            let arrived = rt.block_on(async {
+                tokio::time::timeout_at(deadline, self.server.wait_for_requests(n + 1)).await
+            });
             arrived.ok()?;
         }
     }
