@@ -32,6 +32,7 @@ use crate::domain::advice::{AdvisorLabel, Advisory, Channel, Delivery, Severity}
 use crate::domain::host::HostEvent;
 use crate::settings::{DeliveryPolicy, ReviewMode};
 use crate::texts::exceeds_chars;
+use tally::Tally;
 
 /// The note cap when none is configured (`advisor.maxNoteChars`, K1).
 pub const DEFAULT_MAX_NOTE_CHARS: usize = 2000;
@@ -80,9 +81,8 @@ pub struct RouterState {
     immune_left: u32,
     last_turn_terminal: bool,
     catch_up: CatchUp,
-    counts: DeliveryCounts,
-    /// The counters of each named advisor, by slug (D10, RO13); they outlive its removal.
-    per_advisor: BTreeMap<String, DeliveryCounts>,
+    /// The counters (D10), the session's and each named advisor's.
+    tally: Tally,
     /// The named advisors paused by `/advisor off NAME` (RO19): what they raise is dropped.
     paused: BTreeSet<Arc<str>>,
     /// T (CA14): the conversation's turn ends, +1 at every boundary, WIP rounds and
@@ -132,8 +132,7 @@ impl RouterState {
             immune_left: 0,
             last_turn_terminal: false,
             catch_up: CatchUp::new(),
-            counts: DeliveryCounts::default(),
-            per_advisor: BTreeMap::new(),
+            tally: Tally::default(),
             paused: BTreeSet::new(),
             conversation_turns: 0,
             window: None,
@@ -212,12 +211,12 @@ impl RouterState {
 
     /// The counters (D10), every advisor's together.
     pub fn counts(&self) -> &DeliveryCounts {
-        &self.counts
+        self.tally.counts()
     }
 
     /// The counters of each named advisor, by slug (D10, RO13).
     pub fn per_advisor(&self) -> &BTreeMap<String, DeliveryCounts> {
-        &self.per_advisor
+        self.tally.per_advisor()
     }
 
     /// The session's notes-per-update bound (D8).
@@ -253,7 +252,7 @@ impl RouterState {
     ) {
         self.guards
             .register(label, policy, max_notes, max_severity, review_mode);
-        self.per_advisor.entry(label.slug.to_string()).or_default();
+        self.tally.known(&label.slug);
         self.paused.remove(&label.slug);
         tracing::info!(advisor = %label.slug, ?policy, max_notes, max_severity = max_severity.as_str(), "advisor registered");
     }
@@ -355,10 +354,7 @@ impl RouterState {
 
     /// Applies `f` to the session's counters and to `owner`'s (D10).
     fn tally(&mut self, owner: &Owner, f: impl Fn(&mut DeliveryCounts)) {
-        f(&mut self.counts);
-        if let Some(slug) = owner {
-            f(self.per_advisor.entry(slug.to_string()).or_default());
-        }
+        self.tally.add(owner, f);
     }
 
     fn drop_note(&mut self, owner: &Owner, reason: DropReason) -> RaiseOutcome {
@@ -372,7 +368,7 @@ impl RouterState {
     }
 
     fn count_drop(&mut self, owner: &Owner, reason: DropReason, n: u64) {
-        self.tally(owner, |c| c.drop(reason, n));
+        self.tally.dropped(owner, reason, n);
     }
 
     /// Counts a delivery of `owner`'s notes; a steer or wake makes the next turns immune
@@ -895,6 +891,7 @@ mod held_flow;
 mod merge;
 mod review_flow;
 mod steering;
+mod tally;
 mod window_flow;
 
 #[cfg(test)]
