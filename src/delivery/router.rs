@@ -7,22 +7,18 @@
 //! a note two named advisors raise about the same update goes out once (RO22). Pure logic;
 //! the DeliveryRouter actor wraps it and forwards the host events.
 //!
-//! `RouterState` keeps the raise pipeline — the guards, the budget, the held and deferred
-//! notes, a review's start and end, the roster — and owns the parts that deliver:
-//! `steering` the run state that picks a channel (D3, D6, D7, SP3), `conversation` the
-//! final-boundary window (CA13–CA20), `tally` the counters (D10), the outbox
-//! ([`super::outbox`]); `dispatch` routes a note over them, `merge` folds one note of two
-//! advisors into one (RO22).
+//! `RouterState` keeps the raise pipeline — guards, budget, held and deferred notes, a
+//! review's start and end, the roster — and owns the parts that deliver: `steering` (D3, D6,
+//! D7, SP3), `conversation` (CA13–CA20), `holds` (D4, D5, D9), `tally` (D10), the outbox;
+//! `dispatch` routes a note over them, `merge` folds two advisors' note into one (RO22).
 
 use std::collections::BTreeMap;
 
 use super::advisors::{Guards, Origin, Owner, UpdateId};
 use super::budget::ReviewId;
-use super::catch_up::{best_effort_notice, CatchUp, CatchUpEnd, CatchUpPlan, HeldRelease};
+use super::catch_up::{CatchUpEnd, CatchUpPlan};
 use super::deferred::{DeferredNote, DeferredNotes};
-use super::held::{HeldNote, HeldNotes, Reraised};
-use super::lane::{is_too_short, MIN_NOTE_CHARS};
-use super::note::{is_content_free_key, normalize_note};
+use super::held::{HeldNote, Reraised};
 use super::outbox::Outbox;
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 use super::review_ref::ReviewRef;
@@ -30,41 +26,14 @@ use super::window::LastPrompt;
 use crate::domain::advice::{AdvisorLabel, Advisory, Channel, Delivery, Severity};
 use crate::domain::host::{HostEvent, StepAdvice};
 use crate::settings::{DeliveryPolicy, ReviewMode};
-use crate::texts::exceeds_chars;
 use conversation::Conversation;
-use dispatch::{waiting, Dispatch};
+pub use conversation::TurnEndPlanned;
+use dispatch::{Dispatch, Waiting};
+use holds::Holds;
+use limits::{cap_severity, NoteLimits};
 use merge::Merge;
 use steering::Steering;
 use tally::Tally;
-
-/// The note cap when none is configured (`advisor.maxNoteChars`, K1).
-pub const DEFAULT_MAX_NOTE_CHARS: usize = 2000;
-
-/// What the router answers a primary turn end (CA13, CA17, D5).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TurnEndPlanned {
-    /// The catch-up block the turn end waits through (D5), if any.
-    pub catch_up: Option<CatchUpPlan>,
-    /// The boundary is an advisor continuation's (CA17): its review cadence counts nothing
-    /// here and nothing is scheduled or waited on (CA4).
-    pub continuation: bool,
-    /// The final-boundary window this turn end opened (CA13), to close by its id when the
-    /// turn end's waits are over; `None` at a WIP boundary.
-    pub window: Option<u64>,
-}
-
-/// The note limits of the raise pipeline.
-#[derive(Debug, Clone, Copy)]
-struct NoteLimits {
-    /// Notes longer than this are refused `tooLong` (D10).
-    max_chars: usize,
-    /// Notes shorter than this once trimmed are dropped `tooShort` (SP3).
-    min_chars: usize,
-    /// `advisor.spendControls`: false, the blocker lane is unbounded as before SP3 — no
-    /// `tooShort` or `nearDuplicate` drops, blockers never counted against the budget, no
-    /// wake limit.
-    spend_controls: bool,
-}
 
 /// The router's state: the advisors' guards and the raise pipeline's limits, the session's
 /// epoch, turn count and delivery switch, the held and deferred notes and the catch-up
@@ -82,10 +51,10 @@ pub struct RouterState {
     /// What waits for the host: the aside queue, the outbox's steers and the cards that
     /// wait for another review (D3, RO22).
     outbox: Outbox,
-    held: HeldNotes,
+    /// The notes held for reconfirmation and the catch-up streak (D4, D5, D9).
+    holds: Holds,
     /// The notes `defer` keeps back until the next final boundary (P1).
     deferred: DeferredNotes,
-    catch_up: CatchUp,
     tally: Tally,
     steering: Steering,
     conversation: Conversation,
@@ -99,18 +68,13 @@ impl RouterState {
     pub fn new(policy: DeliveryPolicy, max_notes_per_update: usize) -> Self {
         Self {
             guards: Guards::new(policy, max_notes_per_update),
-            limits: NoteLimits {
-                max_chars: DEFAULT_MAX_NOTE_CHARS,
-                min_chars: MIN_NOTE_CHARS,
-                spend_controls: true,
-            },
+            limits: NoteLimits::default(),
             epoch: 0,
             turns: 0,
             enabled: true,
             outbox: Outbox::default(),
-            held: HeldNotes::default(),
+            holds: Holds::new(),
             deferred: DeferredNotes::default(),
-            catch_up: CatchUp::new(),
             tally: Tally::default(),
             steering: Steering::new(3),
             conversation: Conversation::default(),
@@ -196,7 +160,7 @@ impl RouterState {
 
     /// The notes held now, oldest first (D9).
     pub fn held(&self) -> &[HeldNote] {
-        self.held.as_slice()
+        self.holds.notes()
     }
 
     /// Registers the named advisor `label` (RO15, RO16, RO10, CA1): its delivery policy
@@ -237,7 +201,7 @@ impl RouterState {
         self.guards.pause(slug, paused);
         if paused {
             let owner: Owner = Some(slug.into());
-            let held = self.held.take(|h| h.origin.owner == owner).len() as u64;
+            let held = self.holds.take(|h| h.origin.owner == owner).len() as u64;
             if held > 0 {
                 self.tally.add(&owner, |c| c.held -= held);
                 self.tally.dropped(&owner, DropReason::Disabled, held);
@@ -255,18 +219,10 @@ impl RouterState {
     pub fn remove_advisor(&mut self, slug: Option<&str>) {
         let owner: Owner = slug.map(Into::into);
         let ours = |o: &Origin| o.owner == owner;
-        let mut gone = self.outbox.take_single(ours);
-        for note in self.deferred.take_where(|d| ours(&d.origin)) {
-            let severity = note.severity();
-            gone.push((note.origin, note.key, severity));
-        }
-        gone.extend(self.conversation.take_notes(ours).into_iter().map(|n| {
-            let severity = n.advisory.effective_severity();
-            (n.origin, n.key, severity)
-        }));
+        let mut gone = self.dispatch().take_waiting(ours);
         let pending = gone.len() as u64;
         self.tally.add(&owner, |c| c.pending -= pending);
-        let held = self.held.take(|h| ours(&h.origin));
+        let held = self.holds.take(|h| ours(&h.origin));
         let held_n = held.len() as u64;
         self.tally.add(&owner, |c| c.held -= held_n);
         for note in held {
@@ -364,20 +320,16 @@ impl RouterState {
         if epoch != self.epoch {
             return (self.drop_note(&owner, DropReason::StaleEpoch), Vec::new());
         }
-        if exceeds_chars(&advisory.note, self.limits.max_chars) {
-            return (self.refuse_too_long(&owner, &advisory.note), Vec::new());
+        let key = match self.limits.key_of(&advisory.note) {
+            Ok(key) => key,
+            Err(DropReason::TooLong) => {
+                return (self.refuse_too_long(&owner, &advisory.note), Vec::new())
+            }
+            Err(reason) => return (self.drop_note(&owner, reason), Vec::new()),
+        };
+        if cap_severity(cap, &mut advisory) {
+            self.tally.add(&owner, |c| c.capped += 1);
         }
-        let key = normalize_note(&advisory.note);
-        if key.is_empty() {
-            return (self.drop_note(&owner, DropReason::Empty), Vec::new());
-        }
-        if is_content_free_key(&key) {
-            return (self.drop_note(&owner, DropReason::ContentFree), Vec::new());
-        }
-        if self.limits.spend_controls && is_too_short(&advisory.note, self.limits.min_chars) {
-            return (self.drop_note(&owner, DropReason::TooShort), Vec::new());
-        }
-        self.cap_severity(&owner, cap, &mut advisory);
         let severity = advisory.effective_severity();
         let id = review.id;
         let now = self.update_now(epoch);
@@ -395,26 +347,8 @@ impl RouterState {
                 return (outcome, Vec::new());
             }
         }
-        if self
-            .guards
-            .for_label(label)
-            .history
-            .repeats(&key, severity.rank())
-        {
-            return (self.drop_note(&owner, DropReason::Duplicate), Vec::new());
-        }
-        let turn = self.turns;
-        if self.limits.spend_controls
-            && self
-                .guards
-                .for_label(label)
-                .recent
-                .near_duplicate(turn, &key, severity.rank())
-        {
-            return (
-                self.drop_note(&owner, DropReason::NearDuplicate),
-                Vec::new(),
-            );
+        if let Some(reason) = self.repeated(label, &key, severity) {
+            return (self.drop_note(&owner, reason), Vec::new());
         }
         if let Some(merged) = self.merge_across_advisors(&origin, &key, &advisory) {
             return merged;
@@ -439,6 +373,26 @@ impl RouterState {
         self.route_by_policy(review, policy, note, counted)
     }
 
+    /// Whether the advisor `label` said `key` at `severity` already: a duplicate in its
+    /// memory (P3), or a near duplicate of a note it delivered in the last 20 primary turns
+    /// (SP3, with the spend controls on).
+    fn repeated(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        key: &str,
+        severity: Severity,
+    ) -> Option<DropReason> {
+        let (turn, near) = (self.turns, self.limits.spend_controls);
+        let guard = self.guards.for_label(label);
+        if guard.history.repeats(key, severity.rank()) {
+            Some(DropReason::Duplicate)
+        } else if near && guard.recent.near_duplicate(turn, key, severity.rank()) {
+            Some(DropReason::NearDuplicate)
+        } else {
+            None
+        }
+    }
+
     /// A note over the character cap is refused and counted for `owner`; the outcome
     /// carries the cap.
     fn refuse_too_long(&mut self, owner: &Owner, note: &str) -> RaiseOutcome {
@@ -451,20 +405,6 @@ impl RouterState {
         );
         RaiseOutcome::TooLong {
             max_chars: self.limits.max_chars,
-        }
-    }
-
-    /// RO16: a capped advisor never says more than its cap; lowers `advisory` to `cap`
-    /// and counts it for `owner`.
-    fn cap_severity(&mut self, owner: &Owner, cap: Severity, advisory: &mut Advisory) {
-        if advisory.effective_severity() > cap {
-            tracing::info!(
-                raised = advisory.effective_severity().as_str(),
-                cap = cap.as_str(),
-                "advisory severity capped"
-            );
-            advisory.severity = Some(cap);
-            self.tally.add(owner, |c| c.capped += 1);
         }
     }
 
@@ -494,34 +434,21 @@ impl RouterState {
                 severity = severity.as_str(),
                 "advisory held for reconfirmation"
             );
-            self.held.hold(advisory, key, origin, id.number, counted);
+            self.holds.hold(advisory, key, origin, id.number, counted);
             self.tally.add(&owner, |c| c.held += 1);
             return (RaiseOutcome::Held, Vec::new());
         }
         let turn = self.turns;
-        let guard = self.guards.for_label(label);
-        guard.remember(turn, &key, severity.rank());
-        if policy == DeliveryPolicy::Defer {
-            // P1: a blocker goes at once, counted or not.
-            if severity != Severity::Blocker && guard.wip_review == Some(id) {
-                tracing::info!(
-                    severity = severity.as_str(),
-                    "advisory deferred to the end of the turn"
-                );
-                self.deferred.push(DeferredNote {
-                    advisory,
-                    key,
-                    review: id,
-                    origin,
-                });
-                self.tally.add(&owner, |c| c.pending += 1);
-                return (RaiseOutcome::Deferred, Vec::new());
-            }
-            let events = self.route(advisory, key, origin, Some(id));
-            return (RaiseOutcome::Delivered, events);
-        }
-        let events = self.route(advisory, key, origin, Some(id));
-        (RaiseOutcome::Recorded, events)
+        self.guards
+            .for_label(label)
+            .remember(turn, &key, severity.rank());
+        let note = DeferredNote {
+            advisory,
+            key,
+            review: id,
+            origin,
+        };
+        self.dispatch().defer_or_route(label, policy, note)
     }
 
     /// RO22: a named advisor's note another named advisor already raised about the same
@@ -557,7 +484,7 @@ impl RouterState {
         if self.dispatch().merge_window(merge) {
             return Some(Vec::new());
         }
-        let held = self.held.find_mut(|h| merge.same(&h.key, &h.origin))?;
+        let held = self.holds.find_mut(|h| merge.same(&h.key, &h.origin))?;
         merge.fold_into(&mut held.advisory, &mut held.origin);
         Some(Vec::new())
     }
@@ -600,7 +527,7 @@ impl RouterState {
         self.dispatch().drop_deferred(DropReason::Reset);
         self.drop_held(DropReason::StaleEpoch);
         self.dispatch().drop_buffered(DropReason::Reset);
-        self.catch_up.reset();
+        self.holds.reset_streak();
     }
 
     /// Another conversation begins (CA8: new session, switch or resume, fork, tree move):
@@ -647,8 +574,7 @@ impl RouterState {
         }
     }
     /// A note matching one the advisor of `origin` holds (D9): reconfirmed by a later
-    /// review, a duplicate within the review that held it. A reconfirmed note is about the
-    /// update of the review that reconfirmed it now (RO22).
+    /// review, a duplicate within the review that held it (see [`Holds::reraise`]).
     fn reraise(
         &mut self,
         origin: &Origin,
@@ -657,15 +583,9 @@ impl RouterState {
         severity: Severity,
     ) -> Option<RaiseOutcome> {
         let owner = &origin.owner;
-        match self.held.reraise(owner, key, review, severity)? {
+        match self.holds.reraise(origin, key, review, severity)? {
             Reraised::Duplicate => Some(self.drop_note(owner, DropReason::Duplicate)),
             Reraised::Reconfirmed => {
-                if let Some(held) = self
-                    .held
-                    .find_mut(|h| h.origin.owner == *owner && h.key == key)
-                {
-                    held.origin.update = origin.update;
-                }
                 self.tally.add(owner, |c| c.reconfirmed += 1);
                 Some(RaiseOutcome::Reconfirmed)
             }
@@ -683,47 +603,22 @@ impl RouterState {
         if !self.guards.uses(DeliveryPolicy::Reconfirm) || !self.enabled || !can_wait {
             return None;
         }
-        let plan = self.catch_up.plan(terminal, self.held.len());
-        if let Some(plan) = &plan {
-            tracing::info!(
-                timeout_s = plan.timeout.as_secs(),
-                terminal,
-                held = plan.held,
-                "catch-up block"
-            );
-        }
-        plan
+        self.holds.plan(terminal)
     }
 
     /// A catch-up block ended (D5): delivers the held notes its end allows, one message per
     /// note, on the channel the run state calls for.
     pub fn catch_up_finished(&mut self, plan: &CatchUpPlan, end: CatchUpEnd) -> Vec<HostEvent> {
-        let release = self.catch_up.finish(plan, end);
-        tracing::info!(
-            ?end,
-            ?release,
-            held = self.held.len(),
-            "catch-up block ended"
-        );
-        match release {
-            HeldRelease::Keep => Vec::new(),
-            HeldRelease::Confirmed => self.release_held(|h| h.confirmed),
-            HeldRelease::All { best_effort } => {
-                let count = self.held.len();
-                let mut events = Vec::new();
-                if best_effort && count > 0 {
-                    events.push(HostEvent::notice(best_effort_notice(count)));
-                }
-                events.extend(self.release_held(|_| true));
-                events
-            }
-        }
+        let (notice, released) = self.holds.finish(plan, end);
+        let mut events: Vec<HostEvent> = notice.into_iter().collect();
+        events.extend(self.release_held(released));
+        events
     }
 
-    fn release_held(&mut self, pick: impl Fn(&HeldNote) -> bool) -> Vec<HostEvent> {
-        let out = self.held.take(pick);
+    /// Routes `released` held notes (D5); each advisor of a note remembers it now (D8).
+    fn release_held(&mut self, released: Vec<HeldNote>) -> Vec<HostEvent> {
         let mut events = Vec::new();
-        for note in out {
+        for note in released {
             let owner = note.origin.owner.clone();
             self.tally.add(&owner, |c| c.held -= 1);
             self.guards
@@ -749,7 +644,7 @@ impl RouterState {
         if epoch != self.epoch {
             return String::new();
         }
-        self.held.preamble(&review.owner(), number)
+        self.holds.preamble(&review.owner(), number)
     }
 
     /// `review` succeeded (D9, RO13): the notes it
@@ -761,9 +656,8 @@ impl RouterState {
             return;
         }
         let owner = review.owner();
-        let dropped = self.held.prune(&owner, number) as u64;
+        let dropped = self.holds.prune(&owner, number);
         if dropped > 0 {
-            tracing::info!(dropped, "held advisories recanted");
             self.tally.add(&owner, |c| c.held -= dropped);
             self.tally.dropped(&owner, DropReason::Recanted, dropped);
         }
@@ -786,31 +680,13 @@ impl RouterState {
             return 0;
         }
         let id = review.id;
-        let deferred = self
-            .deferred
-            .take_where(|n| n.origin.owner == owner && n.review == id);
-        if !deferred.is_empty() {
-            let n = deferred.len() as u64;
-            self.tally.add(&owner, |c| c.pending -= n);
-            self.tally.dropped(&owner, DropReason::Discarded, n);
-        }
-        let discarded = self.held.discard(&owner, number);
+        let deferred = self.dispatch().discard_deferred(&owner, id);
+        let discarded = self.holds.discard(&owner, number);
         let dropped = discarded.len();
         if dropped > 0 {
-            tracing::info!(
-                dropped,
-                review = number,
-                "holds of a discarded attempt rolled back"
-            );
             self.tally.add(&owner, |c| c.held -= dropped as u64);
             self.tally
                 .dropped(&owner, DropReason::Discarded, dropped as u64);
-        }
-        // Its deferred notes will be raised again by the next attempt: not duplicates then,
-        // nor for their co-authors (RO22).
-        for note in &deferred {
-            self.guards
-                .forget_note(&note.origin, &note.key, note.severity());
         }
         let counted = discarded.iter().filter(|h| h.counted()).count();
         // SP3: a held blocker that took no place gives its exemption back.
@@ -819,13 +695,14 @@ impl RouterState {
             .filter(|h| !h.counted() && h.severity() == Severity::Blocker)
             .count();
         let guard = self.guards.for_label(label);
-        guard.budget.give_back(id, deferred.len() + counted);
+        guard.budget.give_back(id, deferred + counted);
         guard.budget.give_back_blockers(id, free_blockers);
         dropped
     }
 
+    /// Drops every held note for `reason`.
     fn drop_held(&mut self, reason: DropReason) {
-        for note in self.held.take(|_| true) {
+        for note in self.holds.take(|_| true) {
             self.tally.add(&note.origin.owner, |c| c.held -= 1);
             self.tally.dropped(&note.origin.owner, reason, 1);
         }
@@ -962,31 +839,13 @@ impl RouterState {
     /// calls for now. Takes nothing; for a host with no next step boundary to come (the
     /// end of a replay, L2).
     pub fn undelivered(&self) -> Vec<Delivery> {
-        let mut out = waiting(&self.guards, &self.steering, &self.outbox);
-        let one = |owner: &Owner, severity: Severity, advisory: &Advisory| {
-            let (policy, mode) = (self.guards.policy(owner), self.guards.review_mode(owner));
-            let channel = self.steering.shown(policy, mode, severity);
-            self.steering
-                .delivery(channel, vec![(advisory.clone(), policy)])
+        let waiting = Waiting {
+            outbox: &self.outbox,
+            deferred: &self.deferred,
+            held: self.holds.notes(),
+            window: self.conversation.notes(),
         };
-        for deferred in self.deferred.as_slice() {
-            out.push(one(
-                &deferred.origin.owner,
-                deferred.severity(),
-                &deferred.advisory,
-            ));
-        }
-        for held in self.held.as_slice() {
-            out.push(one(&held.origin.owner, held.severity(), &held.advisory));
-        }
-        for note in self.conversation.notes() {
-            let policy = self.guards.policy(&note.origin.owner);
-            out.push(
-                self.steering
-                    .delivery(Channel::Card, vec![(note.advisory.clone(), policy)]),
-            );
-        }
-        out
+        waiting.as_delivered(&self.guards, &self.steering)
     }
 
     /// The host is about to call its model: all queued nits, of every advisor, as one
@@ -1031,6 +890,8 @@ fn owner_of(advisor: Option<&AdvisorLabel>) -> Owner {
 
 mod conversation;
 mod dispatch;
+mod holds;
+mod limits;
 mod merge;
 mod steering;
 mod tally;

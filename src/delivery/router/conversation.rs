@@ -3,7 +3,21 @@
 //! last shown (CA15); the last genuine user prompt and the continuation mark (CA17).
 
 use crate::delivery::advisors::Origin;
+use crate::delivery::catch_up::CatchUpPlan;
 use crate::delivery::window::{guidance_due, BoundaryWindow, LastPrompt, WindowNote, GUIDANCE};
+
+/// What the router answers a primary turn end (CA13, CA17, D5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnEndPlanned {
+    /// The catch-up block the turn end waits through (D5), if any.
+    pub catch_up: Option<CatchUpPlan>,
+    /// The boundary is an advisor continuation's (CA17): its review cadence counts nothing
+    /// here and nothing is scheduled or waited on (CA4).
+    pub continuation: bool,
+    /// The final-boundary window this turn end opened (CA13), to close by its id when the
+    /// turn end's waits are over; `None` at a WIP boundary.
+    pub window: Option<u64>,
+}
 
 /// The conversation's window state.
 #[derive(Debug, Clone, Default)]

@@ -11,13 +11,15 @@ use super::steering::Steering;
 use super::tally::Tally;
 use crate::delivery::advisors::{Guards, Origin, Owner};
 use crate::delivery::budget::ReviewId;
-use crate::delivery::deferred::DeferredNotes;
+use crate::delivery::deferred::{DeferredNote, DeferredNotes};
+use crate::delivery::held::HeldNote;
 use crate::delivery::outbox::{Outbox, OutboxSteer, QueuedAside};
 use crate::delivery::outcome::DropReason;
 use crate::delivery::outcome::RaiseOutcome;
 use crate::delivery::window::{merge_order, qualifies, WindowNote};
-use crate::domain::advice::{Advisory, Channel, Delivery, Severity};
+use crate::domain::advice::{AdvisorLabel, Advisory, Channel, Delivery, Severity};
 use crate::domain::host::{HostEvent, StepAdvice};
+use crate::settings::DeliveryPolicy;
 
 /// The router's parts that deliver, borrowed for one call.
 pub(super) struct Dispatch<'a> {
@@ -638,6 +640,72 @@ impl Dispatch<'_> {
         self.unqueued(&owner);
         Some(self.route(note.advisory, note.key, note.origin, Some(note.review)))
     }
+
+    /// Takes the notes whose origin is `ours` that wait in the outbox, deferred or in the
+    /// window, as (origin, key, severity); a merged final-boundary card (CA14) stays whole.
+    pub(super) fn take_waiting(
+        &mut self,
+        ours: impl Fn(&Origin) -> bool,
+    ) -> Vec<(Origin, String, Severity)> {
+        let mut gone = self.outbox.take_single(&ours);
+        for note in self.deferred.take_where(|d| ours(&d.origin)) {
+            let severity = note.severity();
+            gone.push((note.origin, note.key, severity));
+        }
+        gone.extend(self.conversation.take_notes(ours).into_iter().map(|n| {
+            let severity = n.advisory.effective_severity();
+            (n.origin, n.key, severity)
+        }));
+        gone
+    }
+
+    /// Drops the deferred notes of `owner`'s review `id`, an attempt of it thrown away
+    /// (`discarded`); answers how many. The next attempt raises them again: not duplicates
+    /// then, for their advisor nor for their co-authors (RO22).
+    pub(super) fn discard_deferred(&mut self, owner: &Owner, id: ReviewId) -> usize {
+        let deferred = self
+            .deferred
+            .take_where(|n| n.origin.owner == *owner && n.review == id);
+        if !deferred.is_empty() {
+            let n = deferred.len() as u64;
+            self.tally.add(owner, |c| c.pending -= n);
+            self.tally.dropped(owner, DropReason::Discarded, n);
+        }
+        for note in &deferred {
+            self.guards
+                .forget_note(&note.origin, &note.key, note.severity());
+        }
+        deferred.len()
+    }
+
+    /// The last step of a raise that passed every check and was not held (D4): under
+    /// `defer` (P1) a nit or concern of a WIP review waits for the final boundary and
+    /// anything else goes at once (`delivered`); under the other policies it is routed now
+    /// (`recorded`).
+    pub(super) fn defer_or_route(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        policy: DeliveryPolicy,
+        note: DeferredNote,
+    ) -> (RaiseOutcome, Vec<HostEvent>) {
+        let (severity, id) = (note.advisory.effective_severity(), note.review);
+        if policy != DeliveryPolicy::Defer {
+            let events = self.route(note.advisory, note.key, note.origin, Some(id));
+            return (RaiseOutcome::Recorded, events);
+        }
+        // P1: a blocker goes at once, counted or not.
+        if severity != Severity::Blocker && self.guards.for_label(label).wip_review == Some(id) {
+            tracing::info!(
+                severity = severity.as_str(),
+                "advisory deferred to the end of the turn"
+            );
+            self.tally.add(&note.origin.owner, |c| c.pending += 1);
+            self.deferred.push(note);
+            return (RaiseOutcome::Deferred, Vec::new());
+        }
+        let events = self.route(note.advisory, note.key, note.origin, Some(id));
+        (RaiseOutcome::Delivered, events)
+    }
 }
 
 /// The queued nits of every advisor as one aside message (D3, RO18), each keeping its name.
@@ -649,14 +717,45 @@ fn aside_of(guards: &Guards, steering: &Steering, queued: &[QueuedAside]) -> Del
     steering.delivery(Channel::Aside, notes)
 }
 
-/// The outbox as it would be delivered now: the queued nits as one aside, the steering
-/// cards, the cards waiting for a review.
-pub(super) fn waiting(guards: &Guards, steering: &Steering, outbox: &Outbox) -> Vec<Delivery> {
-    let mut out = Vec::new();
-    if !outbox.asides.is_empty() {
-        out.push(aside_of(guards, steering, &outbox.asides));
+/// Everything that waits for the primary, borrowed to show it.
+pub(super) struct Waiting<'a> {
+    pub(super) outbox: &'a Outbox,
+    pub(super) deferred: &'a DeferredNotes,
+    pub(super) held: &'a [HeldNote],
+    pub(super) window: &'a [WindowNote],
+}
+
+impl Waiting<'_> {
+    /// What waits, as it would be delivered now: the queued nits as one aside, the steering
+    /// cards in the outbox, then each deferred note (P1) and each held note (D9) on its
+    /// own, each on the channel its advisor's policy calls for now (a wake as a card when
+    /// none is left, SP3), then each note buffered in the window as a card.
+    pub(super) fn as_delivered(&self, guards: &Guards, steering: &Steering) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        if !self.outbox.asides.is_empty() {
+            out.push(aside_of(guards, steering, &self.outbox.asides));
+        }
+        out.extend(self.outbox.steers.iter().map(|s| s.card.clone()));
+        out.extend(self.outbox.cards.iter().map(|c| c.card.clone()));
+        let one = |owner: &Owner, severity: Severity, advisory: &Advisory| {
+            let (policy, mode) = (guards.policy(owner), guards.review_mode(owner));
+            let channel = steering.shown(policy, mode, severity);
+            steering.delivery(channel, vec![(advisory.clone(), policy)])
+        };
+        for deferred in self.deferred.as_slice() {
+            out.push(one(
+                &deferred.origin.owner,
+                deferred.severity(),
+                &deferred.advisory,
+            ));
+        }
+        for held in self.held {
+            out.push(one(&held.origin.owner, held.severity(), &held.advisory));
+        }
+        for note in self.window {
+            let policy = guards.policy(&note.origin.owner);
+            out.push(steering.delivery(Channel::Card, vec![(note.advisory.clone(), policy)]));
+        }
+        out
     }
-    out.extend(outbox.steers.iter().map(|s| s.card.clone()));
-    out.extend(outbox.cards.iter().map(|c| c.card.clone()));
-    out
 }
