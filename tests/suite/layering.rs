@@ -574,7 +574,7 @@ fn the_size_checks_see_fields_code_and_long_functions() {
     );
     assert_eq!(
         code_lines(&lines[..8]),
-        4,
-        "the doc, the comment and the blank line are not code"
+        5,
+        "the docs and the blank line are not code"
     );
 }
