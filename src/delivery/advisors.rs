@@ -120,6 +120,8 @@ pub(super) struct Guards {
     /// The named advice of the branch last seeded from (P3, the newest
     /// [`HISTORY_CAP`]), to seed an advisor the router hears of only later.
     pub(super) branch_seed: Vec<Advisory>,
+    /// The named advisors paused by `/advisor off NAME` (RO19): what they raise is dropped.
+    paused: BTreeSet<Arc<str>>,
 }
 
 impl Guards {
@@ -132,6 +134,41 @@ impl Guards {
             unnamed_used: false,
             removed: BTreeSet::new(),
             branch_seed: Vec::new(),
+            paused: BTreeSet::new(),
+        }
+    }
+
+    /// Pauses (`paused`) or resumes the named advisor `slug` (RO19).
+    pub(super) fn pause(&mut self, slug: &str, paused: bool) {
+        if paused {
+            self.paused.insert(slug.into());
+        } else {
+            self.paused.remove(slug);
+        }
+    }
+
+    /// Whether the advisor `label` is paused (RO19).
+    pub(super) fn is_paused(&self, label: Option<&AdvisorLabel>) -> bool {
+        label.is_some_and(|l| self.paused.contains(&l.slug))
+    }
+
+    /// Records in `owner`'s memory that its note `key` goes out at `severity` in primary
+    /// turn `turn` (P3, SP3).
+    pub(super) fn remember(&mut self, owner: &Owner, turn: u64, key: &str, severity: Severity) {
+        if let Some(guard) = self.get_mut(owner) {
+            guard.remember(turn, key, severity.rank());
+        }
+    }
+
+    /// Forgets `key` at `severity` in the memories of the advisor of `origin` and of its
+    /// co-authors (RO22): the note was dropped before it reached the primary, so a later
+    /// repeat is not a duplicate of it.
+    pub(super) fn forget_note(&mut self, origin: &Origin, key: &str, severity: Severity) {
+        let co_authors = origin.co_authors.iter().cloned().map(Some);
+        for owner in std::iter::once(origin.owner.clone()).chain(co_authors) {
+            if let Some(guard) = self.get_mut(&owner) {
+                guard.forget(key, severity.rank());
+            }
         }
     }
 
@@ -256,6 +293,7 @@ impl Guards {
     ) {
         let session = self.unnamed.policy;
         self.removed.remove(&Some(label.slug.clone()));
+        self.paused.remove(&label.slug);
         let guard = self.for_label(Some(label));
         guard.name = Some(label.name.clone());
         guard.policy = policy.unwrap_or(session);
@@ -283,6 +321,7 @@ impl Guards {
             unnamed_used: self.unnamed_used,
             removed: self.removed.clone(),
             branch_seed: Vec::new(),
+            paused: self.paused.clone(),
         }
     }
 
@@ -299,6 +338,9 @@ impl Guards {
     /// router knew it.
     pub(super) fn remove(&mut self, owner: &Owner) -> bool {
         self.removed.insert(owner.clone());
+        if let Some(slug) = owner {
+            self.paused.remove(slug);
+        }
         match owner {
             Some(slug) => self.named.remove(slug).is_some(),
             None => {

@@ -7,105 +7,57 @@
 //! a note two named advisors raise about the same update goes out once (RO22). Pure logic;
 //! the DeliveryRouter actor wraps it and forwards the host events.
 //!
-//! `RouterState`'s methods are spread over this module and its parts, by concern: the raise
-//! pipeline, the channels and the routing stay here; `steering` what the host takes (D3,
-//! D6, SP3), `window_flow` the final-boundary window (CA13–CA20), `review_flow` a
-//! review's start and end and the deferred notes (RO22, P1), `held_flow` the held notes
-//! and the catch-up block (D4, D5, D9), `merge` one note of two advisors (RO22).
+//! `RouterState` keeps the raise pipeline — guards, budget, held and deferred notes, a
+//! review's start and end, the roster — and owns the parts that deliver: `steering` (D3, D6,
+//! D7, SP3), `conversation` (CA13–CA20), `holds` (D4, D5, D9), `tally` (D10), the outbox;
+//! `dispatch` routes a note over them, `merge` folds two advisors' note into one (RO22).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
 use super::advisors::{Guards, Origin, Owner, UpdateId};
 use super::budget::ReviewId;
-use super::catch_up::{CatchUp, CatchUpPlan};
+use super::catch_up::{CatchUpEnd, CatchUpPlan};
 use super::deferred::{DeferredNote, DeferredNotes};
-use super::held::{HeldNote, HeldNotes};
-use super::lane::{is_too_short, WakeLimit, MIN_NOTE_CHARS};
-use super::note::{is_content_free_key, normalize_note};
-use super::outbox::{Outbox, OutboxSteer, QueuedAside};
+use super::held::{HeldNote, Reraised};
+use super::outbox::Outbox;
 use super::outcome::{DeliveryCounts, DropReason, RaiseOutcome};
 use super::review_ref::ReviewRef;
-use super::texts::{EARLIER_STEP, FINAL_ANSWER};
-use super::window::{qualifies, BoundaryWindow, LastPrompt, WindowNote};
+use super::window::LastPrompt;
 use crate::domain::advice::{AdvisorLabel, Advisory, Channel, Delivery, Severity};
-use crate::domain::host::HostEvent;
+use crate::domain::host::{HostEvent, StepAdvice};
 use crate::settings::{DeliveryPolicy, ReviewMode};
-use crate::texts::exceeds_chars;
+use conversation::Conversation;
+pub use conversation::TurnEndPlanned;
+use dispatch::{Dispatch, Waiting};
+use holds::Holds;
+use limits::{cap_severity, NoteLimits};
+use merge::Merge;
+use steering::Steering;
+use tally::Tally;
 
-/// The note cap when none is configured (`advisor.maxNoteChars`, K1).
-pub const DEFAULT_MAX_NOTE_CHARS: usize = 2000;
-
-/// What the router answers a primary turn end (CA13, CA17, D5).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TurnEndPlanned {
-    /// The catch-up block the turn end waits through (D5), if any.
-    pub catch_up: Option<CatchUpPlan>,
-    /// The boundary is an advisor continuation's (CA17): its review cadence counts nothing
-    /// here and nothing is scheduled or waited on (CA4).
-    pub continuation: bool,
-    /// The final-boundary window this turn end opened (CA13), to close by its id when the
-    /// turn end's waits are over; `None` at a WIP boundary.
-    pub window: Option<u64>,
-}
-
-/// The router's state: outbox, aside queue, held notes, latch, immunity, the advisors'
-/// guards and the counters.
+/// The router's state: the advisors' guards and the raise pipeline's limits, the session's
+/// epoch, turn count and delivery switch, the held and deferred notes and the catch-up
+/// streak; what waits for the host ([`Outbox`]), the run state ([`Steering`]), the
+/// conversation's window ([`Conversation`]) and the counters ([`Tally`]) are parts it owns.
 #[derive(Debug)]
 pub struct RouterState {
     /// Each advisor's guard, policy and cap; the unnamed advisor's are the session's.
     guards: Guards,
-    max_note_chars: usize,
-    /// Notes shorter than this once trimmed are dropped `tooShort` (SP3).
-    min_note_chars: usize,
-    immune_turns: u32,
+    limits: NoteLimits,
     epoch: u64,
     /// Primary turn ends heard of in the session: tells updates apart (RO22).
     turns: u64,
-    running: bool,
-    suppressed: bool,
     enabled: bool,
     /// What waits for the host: the aside queue, the outbox's steers and the cards that
     /// wait for another review (D3, RO22).
     outbox: Outbox,
-    held: HeldNotes,
-    /// A branch change replayed the transcript (P3): until the next user
-    /// prompt, concerns and blockers are cards, never wakes.
-    replayed: bool,
+    /// The notes held for reconfirmation and the catch-up streak (D4, D5, D9).
+    holds: Holds,
     /// The notes `defer` keeps back until the next final boundary (P1).
     deferred: DeferredNotes,
-    /// From a final boundary whose turn was a terminal answer until the next run starts
-    /// (P1): nits and concerns become cards.
-    answered: bool,
-    immune_left: u32,
-    last_turn_terminal: bool,
-    catch_up: CatchUp,
-    counts: DeliveryCounts,
-    /// The counters of each named advisor, by slug (D10, RO13); they outlive its removal.
-    per_advisor: BTreeMap<String, DeliveryCounts>,
-    /// The named advisors paused by `/advisor off NAME` (RO19): what they raise is dropped.
-    paused: BTreeSet<Arc<str>>,
-    /// T (CA14): the conversation's turn ends, +1 at every boundary, WIP rounds and
-    /// continuation turns included; 0 again when another conversation begins (CA8).
-    conversation_turns: u64,
-    /// The final-boundary window open now (CA13).
-    window: Option<BoundaryWindow>,
-    /// Windows opened in the session: the next one's id.
-    windows: u64,
-    /// T when the guidance text was last shown (CA15); `None`: not yet in this
-    /// conversation.
-    guidance_at: Option<u64>,
-    /// The last genuine user prompt at the latest boundary (CA17).
-    last_prompt: LastPrompt,
-    /// The continuation mark (CA17): the last genuine user prompt when an advisor delivery
-    /// last started a turn; boundaries under the same prompt are continuation boundaries.
-    mark: Option<LastPrompt>,
-    /// The advisor-started wakes since the last user prompt (SP3).
-    wakes: WakeLimit,
-    /// `advisor.spendControls`: false, the blocker lane is unbounded as before SP3 — no
-    /// `tooShort` or `nearDuplicate` drops, blockers never counted against the budget, no
-    /// wake limit.
-    spend_controls: bool,
+    tally: Tally,
+    steering: Steering,
+    conversation: Conversation,
 }
 
 impl RouterState {
@@ -116,33 +68,16 @@ impl RouterState {
     pub fn new(policy: DeliveryPolicy, max_notes_per_update: usize) -> Self {
         Self {
             guards: Guards::new(policy, max_notes_per_update),
-            max_note_chars: DEFAULT_MAX_NOTE_CHARS,
-            min_note_chars: MIN_NOTE_CHARS,
-            immune_turns: 3,
+            limits: NoteLimits::default(),
             epoch: 0,
             turns: 0,
-            running: false,
-            suppressed: false,
             enabled: true,
             outbox: Outbox::default(),
-            held: HeldNotes::default(),
-            replayed: false,
+            holds: Holds::new(),
             deferred: DeferredNotes::default(),
-            answered: false,
-            immune_left: 0,
-            last_turn_terminal: false,
-            catch_up: CatchUp::new(),
-            counts: DeliveryCounts::default(),
-            per_advisor: BTreeMap::new(),
-            paused: BTreeSet::new(),
-            conversation_turns: 0,
-            window: None,
-            windows: 0,
-            guidance_at: None,
-            last_prompt: LastPrompt::default(),
-            mark: None,
-            wakes: WakeLimit::default(),
-            spend_controls: true,
+            tally: Tally::default(),
+            steering: Steering::new(3),
+            conversation: Conversation::default(),
         }
     }
 
@@ -152,48 +87,35 @@ impl RouterState {
     /// held, deferred or remembered and no budget used (F5: the actor restarted after a
     /// panic).
     pub fn restarted(&self) -> Self {
-        let mut fresh = Self::new(self.policy(), self.max_notes_per_update())
-            .with_immune_turns(self.immune_turns)
-            .with_max_note_chars(self.max_note_chars);
-        fresh.min_note_chars = self.min_note_chars;
+        let mut fresh = Self::new(self.policy(), self.max_notes_per_update());
+        fresh.limits = self.limits;
         fresh.guards = self.guards.settings_only();
-        fresh.paused = self.paused.clone();
         fresh.epoch = self.epoch;
         fresh.turns = self.turns;
-        fresh.running = self.running;
-        fresh.suppressed = self.suppressed;
         fresh.enabled = self.enabled;
-        fresh.replayed = self.replayed;
-        fresh.answered = self.answered;
-        fresh.immune_left = self.immune_left;
-        fresh.last_turn_terminal = self.last_turn_terminal;
-        fresh.conversation_turns = self.conversation_turns;
-        fresh.windows = self.windows;
-        fresh.guidance_at = self.guidance_at;
-        fresh.last_prompt = self.last_prompt.clone();
-        fresh.mark = self.mark.clone();
-        fresh.wakes = self.wakes;
-        fresh.spend_controls = self.spend_controls;
+        fresh.steering = self.steering.clone();
+        fresh.conversation = self.conversation.restarted();
         fresh
     }
 
     /// The same router with `turns` immune turns after an interrupting delivery (D7);
     /// 0 turns immunity off.
     pub fn with_immune_turns(mut self, turns: u32) -> Self {
-        self.immune_turns = turns;
+        self.steering.set_immune_turns(turns);
         self
     }
 
     /// The same router refusing notes longer than `max_chars` characters (D10 `tooLong`).
     pub fn with_max_note_chars(mut self, max_chars: usize) -> Self {
-        self.max_note_chars = max_chars;
+        self.limits.max_chars = max_chars;
         self
     }
 
     /// The same router with SP3's bounded blocker lane on (the default) or off
     /// (`advisor.spendControls: false`).
     pub fn with_spend_controls(mut self, on: bool) -> Self {
-        self.spend_controls = on;
+        self.limits.spend_controls = on;
+        self.steering.bound_wakes(on);
         self
     }
 
@@ -201,7 +123,7 @@ impl RouterState {
     /// off): for the unit tests of the other rules, whose notes are placeholders like `"a"`.
     #[cfg(test)]
     pub(crate) fn with_min_note_chars(mut self, min_chars: usize) -> Self {
-        self.min_note_chars = min_chars;
+        self.limits.min_chars = min_chars;
         self
     }
 
@@ -212,12 +134,12 @@ impl RouterState {
 
     /// The counters (D10), every advisor's together.
     pub fn counts(&self) -> &DeliveryCounts {
-        &self.counts
+        self.tally.counts()
     }
 
     /// The counters of each named advisor, by slug (D10, RO13).
     pub fn per_advisor(&self) -> &BTreeMap<String, DeliveryCounts> {
-        &self.per_advisor
+        self.tally.per_advisor()
     }
 
     /// The session's notes-per-update bound (D8).
@@ -226,18 +148,19 @@ impl RouterState {
     }
 
     /// Whether concerns go out as asides now (D7).
+    #[cfg(test)]
     pub fn immune(&self) -> bool {
-        self.immune_left > 0
+        self.steering.immune()
     }
 
     /// Whether the user-interrupt latch is set (D6).
     pub fn suppressed(&self) -> bool {
-        self.suppressed
+        self.steering.suppressed()
     }
 
     /// The notes held now, oldest first (D9).
     pub fn held(&self) -> &[HeldNote] {
-        self.held.as_slice()
+        self.holds.notes()
     }
 
     /// Registers the named advisor `label` (RO15, RO16, RO10, CA1): its delivery policy
@@ -253,8 +176,7 @@ impl RouterState {
     ) {
         self.guards
             .register(label, policy, max_notes, max_severity, review_mode);
-        self.per_advisor.entry(label.slug.to_string()).or_default();
-        self.paused.remove(&label.slug);
+        self.tally.known(&label.slug);
         tracing::info!(advisor = %label.slug, ?policy, max_notes, max_severity = max_severity.as_str(), "advisor registered");
     }
 
@@ -276,16 +198,14 @@ impl RouterState {
     /// only hold the turn ends up (D5) and go out unconfirmed. The notes it raised that are
     /// queued, in the outbox or deferred stay where they are.
     pub fn pause_advisor(&mut self, slug: &str, paused: bool) {
+        self.guards.pause(slug, paused);
         if paused {
-            self.paused.insert(slug.into());
             let owner: Owner = Some(slug.into());
-            let held = self.held.take(|h| h.origin.owner == owner).len() as u64;
+            let held = self.holds.take(|h| h.origin.owner == owner).len() as u64;
             if held > 0 {
-                self.tally(&owner, |c| c.held -= held);
-                self.count_drop(&owner, DropReason::Disabled, held);
+                self.tally.add(&owner, |c| c.held -= held);
+                self.tally.dropped(&owner, DropReason::Disabled, held);
             }
-        } else {
-            self.paused.remove(slug);
         }
         tracing::info!(advisor = slug, paused, "advisor paused");
     }
@@ -299,38 +219,21 @@ impl RouterState {
     pub fn remove_advisor(&mut self, slug: Option<&str>) {
         let owner: Owner = slug.map(Into::into);
         let ours = |o: &Origin| o.owner == owner;
-        let mut gone = self.outbox.take_single(ours);
-        for note in self.deferred.take_where(|d| ours(&d.origin)) {
-            let severity = note.severity();
-            gone.push((note.origin, note.key, severity));
-        }
-        if let Some(window) = &mut self.window {
-            let (theirs, kept): (Vec<WindowNote>, Vec<WindowNote>) =
-                std::mem::take(&mut window.notes)
-                    .into_iter()
-                    .partition(|n| ours(&n.origin));
-            window.notes = kept;
-            gone.extend(theirs.into_iter().map(|n| {
-                let severity = n.advisory.effective_severity();
-                (n.origin, n.key, severity)
-            }));
-        }
+        let mut gone = self.dispatch().take_waiting(ours);
         let pending = gone.len() as u64;
-        self.tally(&owner, |c| c.pending -= pending);
-        let held = self.held.take(|h| ours(&h.origin));
+        self.tally.add(&owner, |c| c.pending -= pending);
+        let held = self.holds.take(|h| ours(&h.origin));
         let held_n = held.len() as u64;
-        self.tally(&owner, |c| c.held -= held_n);
+        self.tally.add(&owner, |c| c.held -= held_n);
         for note in held {
             let severity = note.severity();
             gone.push((note.origin, note.key, severity));
         }
-        self.count_drop(&owner, DropReason::Removed, pending + held_n);
+        self.tally
+            .dropped(&owner, DropReason::Removed, pending + held_n);
         // RO22: a note merged from other advisors' goes with its owner; they may say it again.
         for (origin, key, severity) in &gone {
-            self.forget_note(origin, key, *severity);
-        }
-        if let Some(slug) = slug {
-            self.paused.remove(slug);
+            self.guards.forget_note(origin, key, *severity);
         }
         let known = self.guards.remove(&owner);
         tracing::info!(
@@ -341,47 +244,13 @@ impl RouterState {
         );
     }
 
-    /// Forgets `key` at `severity` in the memories of the advisor of `origin` and of its
-    /// co-authors (RO22): the note was dropped before it reached the primary, so a later
-    /// repeat is not a duplicate of it.
-    fn forget_note(&mut self, origin: &Origin, key: &str, severity: Severity) {
-        let co_authors = origin.co_authors.iter().cloned().map(Some);
-        for owner in std::iter::once(origin.owner.clone()).chain(co_authors) {
-            if let Some(guard) = self.guards.get_mut(&owner) {
-                guard.forget(key, severity.rank());
-            }
-        }
-    }
-
-    /// Applies `f` to the session's counters and to `owner`'s (D10).
-    fn tally(&mut self, owner: &Owner, f: impl Fn(&mut DeliveryCounts)) {
-        f(&mut self.counts);
-        if let Some(slug) = owner {
-            f(self.per_advisor.entry(slug.to_string()).or_default());
-        }
-    }
-
     fn drop_note(&mut self, owner: &Owner, reason: DropReason) -> RaiseOutcome {
-        self.count_drop(owner, reason, 1);
+        self.tally.dropped(owner, reason, 1);
         tracing::info!(reason = reason.as_str(), "advisory dropped");
         if self.guards.policy(owner) == DeliveryPolicy::Defer {
             RaiseOutcome::Declined(reason)
         } else {
             RaiseOutcome::Dropped(reason)
-        }
-    }
-
-    fn count_drop(&mut self, owner: &Owner, reason: DropReason, n: u64) {
-        self.tally(owner, |c| c.drop(reason, n));
-    }
-
-    /// Counts a delivery of `owner`'s notes; a steer or wake makes the next turns immune
-    /// (D7, session-wide).
-    fn delivered(&mut self, owner: &Owner, channel: Channel, n: u64) {
-        self.tally(owner, |c| c.deliver(channel, n));
-        if n > 0 && matches!(channel, Channel::Steer | Channel::Wake) && self.immune_turns > 0 {
-            // The turn in progress plus the next `immune_turns` turn ends.
-            self.immune_left = self.immune_turns + 1;
         }
     }
 
@@ -444,27 +313,23 @@ impl RouterState {
                 advisory.advisor = Some(label.name.to_string());
             }
         }
-        let paused = label.is_some_and(|l| self.paused.contains(&l.slug));
+        let paused = self.guards.is_paused(label);
         if !self.enabled || paused {
             return (self.drop_note(&owner, DropReason::Disabled), Vec::new());
         }
         if epoch != self.epoch {
             return (self.drop_note(&owner, DropReason::StaleEpoch), Vec::new());
         }
-        if exceeds_chars(&advisory.note, self.max_note_chars) {
-            return (self.refuse_too_long(&owner, &advisory.note), Vec::new());
+        let key = match self.limits.key_of(&advisory.note) {
+            Ok(key) => key,
+            Err(DropReason::TooLong) => {
+                return (self.refuse_too_long(&owner, &advisory.note), Vec::new())
+            }
+            Err(reason) => return (self.drop_note(&owner, reason), Vec::new()),
+        };
+        if cap_severity(cap, &mut advisory) {
+            self.tally.add(&owner, |c| c.capped += 1);
         }
-        let key = normalize_note(&advisory.note);
-        if key.is_empty() {
-            return (self.drop_note(&owner, DropReason::Empty), Vec::new());
-        }
-        if is_content_free_key(&key) {
-            return (self.drop_note(&owner, DropReason::ContentFree), Vec::new());
-        }
-        if self.spend_controls && is_too_short(&advisory.note, self.min_note_chars) {
-            return (self.drop_note(&owner, DropReason::TooShort), Vec::new());
-        }
-        self.cap_severity(&owner, cap, &mut advisory);
         let severity = advisory.effective_severity();
         let id = review.id;
         let now = self.update_now(epoch);
@@ -478,30 +343,12 @@ impl RouterState {
             return (outcome, Vec::new());
         }
         if policy == DeliveryPolicy::Defer {
-            if let Some(outcome) = self.defer(&owner, &key, id, &advisory) {
+            if let Some(outcome) = self.dispatch().defer(&owner, &key, id, &advisory) {
                 return (outcome, Vec::new());
             }
         }
-        if self
-            .guards
-            .for_label(label)
-            .history
-            .repeats(&key, severity.rank())
-        {
-            return (self.drop_note(&owner, DropReason::Duplicate), Vec::new());
-        }
-        let turn = self.turns;
-        if self.spend_controls
-            && self
-                .guards
-                .for_label(label)
-                .recent
-                .near_duplicate(turn, &key, severity.rank())
-        {
-            return (
-                self.drop_note(&owner, DropReason::NearDuplicate),
-                Vec::new(),
-            );
+        if let Some(reason) = self.repeated(label, &key, severity) {
+            return (self.drop_note(&owner, reason), Vec::new());
         }
         if let Some(merged) = self.merge_across_advisors(&origin, &key, &advisory) {
             return merged;
@@ -510,8 +357,11 @@ impl RouterState {
         // SP3: a review's first two blockers are exempt from the budget; later ones count.
         // Without the spend controls, blockers are never counted (as oh-my-pi has it).
         let counted = severity != Severity::Blocker
-            || (self.spend_controls && !guard.budget.take_free_blocker(id));
-        if counted && !guard.budget.take(id) && !self.displace_lower(&owner, id, severity) {
+            || (self.limits.spend_controls && !guard.budget.take_free_blocker(id));
+        if counted
+            && !guard.budget.take(id)
+            && !self.dispatch().displace_lower(&owner, id, severity)
+        {
             return (self.drop_note(&owner, DropReason::OverBudget), Vec::new());
         }
         let note = DeferredNote {
@@ -523,32 +373,38 @@ impl RouterState {
         self.route_by_policy(review, policy, note, counted)
     }
 
-    /// A note over the character cap is refused and counted for `owner`; the outcome
-    /// carries the cap.
-    fn refuse_too_long(&mut self, owner: &Owner, note: &str) -> RaiseOutcome {
-        self.count_drop(owner, DropReason::TooLong, 1);
-        tracing::info!(
-            reason = DropReason::TooLong.as_str(),
-            bytes = note.len(),
-            max_chars = self.max_note_chars,
-            "advisory refused"
-        );
-        RaiseOutcome::TooLong {
-            max_chars: self.max_note_chars,
+    /// Whether the advisor `label` said `key` at `severity` already: a duplicate in its
+    /// memory (P3), or a near duplicate of a note it delivered in the last 20 primary turns
+    /// (SP3, with the spend controls on).
+    fn repeated(
+        &mut self,
+        label: Option<&AdvisorLabel>,
+        key: &str,
+        severity: Severity,
+    ) -> Option<DropReason> {
+        let (turn, near) = (self.turns, self.limits.spend_controls);
+        let guard = self.guards.for_label(label);
+        if guard.history.repeats(key, severity.rank()) {
+            Some(DropReason::Duplicate)
+        } else if near && guard.recent.near_duplicate(turn, key, severity.rank()) {
+            Some(DropReason::NearDuplicate)
+        } else {
+            None
         }
     }
 
-    /// RO16: a capped advisor never says more than its cap; lowers `advisory` to `cap`
-    /// and counts it for `owner`.
-    fn cap_severity(&mut self, owner: &Owner, cap: Severity, advisory: &mut Advisory) {
-        if advisory.effective_severity() > cap {
-            tracing::info!(
-                raised = advisory.effective_severity().as_str(),
-                cap = cap.as_str(),
-                "advisory severity capped"
-            );
-            advisory.severity = Some(cap);
-            self.tally(owner, |c| c.capped += 1);
+    /// A note over the character cap is refused and counted for `owner`; the outcome
+    /// carries the cap.
+    fn refuse_too_long(&mut self, owner: &Owner, note: &str) -> RaiseOutcome {
+        self.tally.dropped(owner, DropReason::TooLong, 1);
+        tracing::info!(
+            reason = DropReason::TooLong.as_str(),
+            bytes = note.len(),
+            max_chars = self.limits.max_chars,
+            "advisory refused"
+        );
+        RaiseOutcome::TooLong {
+            max_chars: self.limits.max_chars,
         }
     }
 
@@ -578,147 +434,76 @@ impl RouterState {
                 severity = severity.as_str(),
                 "advisory held for reconfirmation"
             );
-            self.held.hold(advisory, key, origin, id.number, counted);
-            self.tally(&owner, |c| c.held += 1);
+            self.holds.hold(advisory, key, origin, id.number, counted);
+            self.tally.add(&owner, |c| c.held += 1);
             return (RaiseOutcome::Held, Vec::new());
         }
         let turn = self.turns;
-        let guard = self.guards.for_label(label);
-        guard.remember(turn, &key, severity.rank());
-        if policy == DeliveryPolicy::Defer {
-            // P1: a blocker goes at once, counted or not.
-            if severity != Severity::Blocker && guard.wip_review == Some(id) {
-                tracing::info!(
-                    severity = severity.as_str(),
-                    "advisory deferred to the end of the turn"
-                );
-                self.deferred.push(DeferredNote {
-                    advisory,
-                    key,
-                    review: id,
-                    origin,
-                });
-                self.tally(&owner, |c| c.pending += 1);
-                return (RaiseOutcome::Deferred, Vec::new());
-            }
-            let events = self.route(advisory, key, origin, Some(id));
-            return (RaiseOutcome::Delivered, events);
-        }
-        let events = self.route(advisory, key, origin, Some(id));
-        (RaiseOutcome::Recorded, events)
-    }
-
-    /// Records in `owner`'s memory that its note `key` now goes out at `severity`.
-    fn remember(&mut self, owner: &Owner, key: &str, severity: Severity) {
-        let turn = self.turns;
-        if let Some(guard) = self.guards.get_mut(owner) {
-            guard.remember(turn, key, severity.rank());
-        }
-    }
-
-    /// D8 over budget: drops the newest note of `owner`'s review `id` still in the aside
-    /// queue that ranks below `severity`, so the higher-ranked note takes its place. False
-    /// when there is none (the host took them, or nothing ranks lower). A displaced note
-    /// never reached the primary: its advisor and its co-authors (RO22) forget it.
-    fn displace_lower(&mut self, owner: &Owner, id: ReviewId, severity: Severity) -> bool {
-        if let Some(displaced) = self.deferred.displace_lower(owner, id, severity) {
-            // P1: a still-deferred note of the same review gives way first.
-            self.forget_note(&displaced.origin, &displaced.key, displaced.severity());
-            self.tally(owner, |c| c.pending -= 1);
-            self.count_drop(owner, DropReason::OverBudget, 1);
-            tracing::info!(
-                reason = DropReason::OverBudget.as_str(),
-                displaced_by = severity.as_str(),
-                "deferred advisory displaced by a higher-ranked one"
-            );
-            return true;
-        }
-        let Some(index) = self.outbox.asides.iter().rposition(|q| {
-            q.origin.owner == *owner
-                && q.raised_by == Some(id)
-                && q.advisory.effective_severity() < severity
-        }) else {
-            return false;
+        self.guards
+            .for_label(label)
+            .remember(turn, &key, severity.rank());
+        let note = DeferredNote {
+            advisory,
+            key,
+            review: id,
+            origin,
         };
-        let displaced = self.outbox.asides.remove(index);
-        // It never reached the primary: a later repeat is not a duplicate of it.
-        let displaced_severity = displaced.advisory.effective_severity();
-        self.forget_note(&displaced.origin, &displaced.key, displaced_severity);
-        self.tally(owner, |c| c.pending -= 1);
-        self.count_drop(owner, DropReason::OverBudget, 1);
-        tracing::info!(
-            reason = DropReason::OverBudget.as_str(),
-            displaced_by = severity.as_str(),
-            "queued advisory displaced by a higher-ranked one"
-        );
-        true
+        self.dispatch().defer_or_route(label, policy, note)
     }
 
-    /// A delivery of `notes`, each with its advisor's policy: under `reconfirm` a note
-    /// carries the `context` attribute, and after a terminal turn the delivery the
-    /// final-answer note (D4). One policy for all gives what the one-advisor router gave.
-    fn build(&self, channel: Channel, notes: Vec<(Advisory, DeliveryPolicy)>) -> Delivery {
-        let reconfirm = |p: DeliveryPolicy| p == DeliveryPolicy::Reconfirm;
-        let mut content = notes
-            .iter()
-            .map(|(a, p)| a.to_xml(reconfirm(*p).then_some(EARLIER_STEP)))
-            .collect::<Vec<_>>()
-            .join("\n");
-        if notes.iter().any(|(_, p)| reconfirm(*p)) && self.last_turn_terminal {
-            content.push_str("\n\n");
-            content.push_str(FINAL_ANSWER);
-        }
-        Delivery {
-            channel,
-            notes: notes.into_iter().map(|(a, _)| a).collect(),
-            content,
-        }
+    /// RO22: a named advisor's note another named advisor already raised about the same
+    /// update is merged into that one (see [`Self::merge_duplicate`]) and counted as
+    /// `duplicateOf`; `None` when it is unnamed or there is nothing to merge into.
+    fn merge_across_advisors(
+        &mut self,
+        origin: &Origin,
+        key: &str,
+        advisory: &Advisory,
+    ) -> Option<(RaiseOutcome, Vec<HostEvent>)> {
+        let events = self.merge_duplicate(&Merge::of(origin, key, advisory)?)?;
+        Some((
+            self.drop_note(&origin.owner, DropReason::DuplicateOf),
+            events,
+        ))
     }
 
-    /// The channel a concern or blocker takes now (D3, D6).
-    fn interrupt_channel(&self) -> Channel {
-        if self.suppressed || self.replayed {
-            Channel::Card
-        } else if self.running {
-            Channel::Steer
-        } else {
-            Channel::Wake
+    /// RO22: a note of a named advisor that another named advisor raised about the same
+    /// update and the primary has not got yet — queued, in the outbox, deferred, in the
+    /// window or held — is merged into that note ([`Merge`]). A deferred note that became
+    /// a blocker goes at once (P1). Both advisors remember the note at the merged severity,
+    /// except when it is held: held notes are remembered when they go out (D8), and a held
+    /// note its advisor recants (D9) is not the other's to lose, so the other may raise it
+    /// again. `None` when there is no such note.
+    fn merge_duplicate(&mut self, merge: &Merge) -> Option<Vec<HostEvent>> {
+        if let Some(events) = self.dispatch().merge_outbox(merge) {
+            return Some(events);
         }
+        if let Some(events) = self.dispatch().merge_deferred(merge) {
+            return Some(events);
+        }
+        if self.dispatch().merge_window(merge) {
+            return Some(Vec::new());
+        }
+        let held = self.holds.find_mut(|h| merge.same(&h.key, &h.origin))?;
+        merge.fold_into(&mut held.advisory, &mut held.origin);
+        Some(Vec::new())
     }
 
-    /// The channel a note of `owner` takes now under its policy: under `interrupt` and
-    /// `reconfirm` as D3 says, under `defer` as P1 and CA18 say; D6, D7 and a branch
-    /// change's replay (P3) on top.
-    fn channel_for(&self, owner: &Owner, severity: Severity) -> Channel {
-        let policy = self.guards.policy(owner);
-        if policy != DeliveryPolicy::Defer {
-            let immune_concern = severity == Severity::Concern && self.immune();
-            if !severity.interrupts() || immune_concern {
-                return Channel::Aside;
-            }
-            return self.interrupt_channel();
-        }
-        if self.answered && severity != Severity::Blocker {
-            // CA18: after a terminal answer an `agent-end` advisor's concern (outside the
-            // immune turns) starts one continuation; other nits and concerns are visible
-            // and start no turn.
-            let mode = self.guards.review_mode(owner);
-            if qualifies(severity, mode, self.immune()) {
-                return self.interrupt_channel();
-            }
-            return Channel::Card;
-        }
-        let immune_concern = severity == Severity::Concern && self.immune();
-        if severity == Severity::Nit || immune_concern {
-            Channel::Aside
-        } else {
-            self.interrupt_channel()
+    /// The router's parts that deliver, for one call.
+    fn dispatch(&mut self) -> Dispatch<'_> {
+        Dispatch {
+            guards: &mut self.guards,
+            outbox: &mut self.outbox,
+            steering: &mut self.steering,
+            conversation: &mut self.conversation,
+            tally: &mut self.tally,
+            deferred: &mut self.deferred,
+            turns: self.turns,
         }
     }
 
-    /// Routes a note on the channel its advisor's policy calls for now. A card, or a wake
-    /// for a nit or concern, of a named advisor waits while another named advisor reviews
-    /// the same update (RO22), so that advisor's same note merges into it.
+    /// Routes a note on the channel its advisor's policy calls for now (see
+    /// [`Dispatch::route`]).
     fn route(
         &mut self,
         advisory: Advisory,
@@ -726,83 +511,7 @@ impl RouterState {
         origin: Origin,
         raised_by: Option<ReviewId>,
     ) -> Vec<HostEvent> {
-        if self.window.is_some() {
-            return self.buffer(advisory, key, origin);
-        }
-        let severity = advisory.effective_severity();
-        let policy = self.guards.policy(&origin.owner);
-        let waits = match self.channel_for(&origin.owner, severity) {
-            Channel::Card => true,
-            Channel::Wake => severity != Severity::Blocker,
-            _ => false,
-        };
-        if waits && origin.owner.is_some() && self.guards.another_reviewing(&origin) {
-            let owner = origin.owner.clone();
-            let channel = self.channel_for(&origin.owner, severity);
-            let card = self.build(channel, vec![(advisory, policy)]);
-            self.outbox
-                .cards
-                .push(OutboxSteer::single(card, key, origin));
-            self.tally(&owner, |c| c.pending += 1);
-            return Vec::new();
-        }
-        self.route_now(advisory, key, origin, raised_by)
-    }
-
-    /// [`Self::route`] without waiting for another advisor's review.
-    fn route_now(
-        &mut self,
-        advisory: Advisory,
-        key: String,
-        origin: Origin,
-        raised_by: Option<ReviewId>,
-    ) -> Vec<HostEvent> {
-        if self.window.is_some() {
-            return self.buffer(advisory, key, origin);
-        }
-        let severity = advisory.effective_severity();
-        let policy = self.guards.policy(&origin.owner);
-        let owner = origin.owner.clone();
-        let channel = self.limit_wake(&owner, self.channel_for(&owner, severity));
-        if channel == Channel::Aside {
-            tracing::info!(
-                severity = severity.as_str(),
-                immune = severity.interrupts(),
-                "advisory queued as aside"
-            );
-            self.outbox.asides.push(QueuedAside {
-                advisory,
-                key,
-                origin,
-                raised_by,
-            });
-            self.tally(&owner, |c| c.pending += 1);
-            return Vec::new();
-        }
-        let card = self.build(channel, vec![(advisory, policy)]);
-        tracing::info!(
-            severity = severity.as_str(),
-            channel = channel.as_str(),
-            "advisory routed"
-        );
-        match channel {
-            Channel::Steer => {
-                self.outbox
-                    .steers
-                    .push(OutboxSteer::single(card, key, origin));
-                self.tally(&owner, |c| c.pending += 1);
-                vec![HostEvent::SteerReady]
-            }
-            Channel::Card => {
-                self.delivered(&owner, Channel::Card, 1);
-                vec![HostEvent::Card { card }]
-            }
-            _ => {
-                self.delivered(&owner, Channel::Wake, 1);
-                self.mark_continuation();
-                vec![HostEvent::Wake { card }]
-            }
-        }
+        self.dispatch().route(advisory, key, origin, raised_by)
     }
 
     /// A reset (R1): a new epoch; the held notes and the catch-up streak of the old one are
@@ -815,35 +524,19 @@ impl RouterState {
             guard.budget.reset();
             guard.wip_review = None;
         }
-        self.drop_deferred(DropReason::Reset);
+        self.dispatch().drop_deferred(DropReason::Reset);
         self.drop_held(DropReason::StaleEpoch);
-        self.drop_buffered(DropReason::Reset);
-        self.catch_up.reset();
+        self.dispatch().drop_buffered(DropReason::Reset);
+        self.holds.reset_streak();
     }
 
     /// Another conversation begins (CA8: new session, switch or resume, fork, tree move):
     /// T, the guidance turn (CA15), the immune turns (CA19) and the continuation mark
     /// (CA17) start over. Call with the reset that comes with it.
     pub fn new_conversation(&mut self) {
-        self.conversation_turns = 0;
-        self.guidance_at = None;
-        self.immune_left = 0;
-        self.mark = None;
+        self.conversation.new_conversation();
+        self.steering.new_conversation();
         tracing::info!("conversation counters reset");
-    }
-
-    /// Drops the notes buffered in the open window (CA8); the window stays open, so its
-    /// turn end closes it as usual.
-    fn drop_buffered(&mut self, reason: DropReason) {
-        let notes = self
-            .window
-            .as_mut()
-            .map(|w| std::mem::take(&mut w.notes))
-            .unwrap_or_default();
-        for note in notes {
-            self.tally(&note.origin.owner, |c| c.pending -= 1);
-            self.count_drop(&note.origin.owner, reason, 1);
-        }
     }
 
     /// A reset that moved to another branch (R1: session switch, resume, new session, fork,
@@ -853,7 +546,7 @@ impl RouterState {
     /// ([`RouterState::seed_guard`]).
     pub fn reset_branch(&mut self, epoch: u64) {
         self.reset(epoch);
-        self.replayed = true;
+        self.steering.replay();
     }
 
     /// Seeds the emission guards' memory from the advisories present in the branch now
@@ -861,7 +554,7 @@ impl RouterState {
     /// that names it (RO13, RO18), the unnamed advisor's from the advice that names none.
     pub fn seed_guard(&mut self, epoch: u64, advisories: &[Advisory]) {
         if epoch == self.epoch {
-            self.guards.seed(advisories, self.max_note_chars);
+            self.guards.seed(advisories, self.limits.max_chars);
             tracing::info!(
                 advisories = advisories.len(),
                 "emission guards seeded from the branch"
@@ -874,15 +567,319 @@ impl RouterState {
     pub fn set_enabled(&mut self, enabled: bool) {
         self.enabled = enabled;
         if !enabled {
-            let owners = self.outbox.take_owners();
-            for owner in owners {
-                self.tally(&owner, |c| c.pending -= 1);
-                self.count_drop(&owner, DropReason::Disabled, 1);
-            }
-            self.drop_deferred(DropReason::Disabled);
+            self.dispatch().drop_outbox(DropReason::Disabled);
+            self.dispatch().drop_deferred(DropReason::Disabled);
             self.drop_held(DropReason::Disabled);
-            self.drop_buffered(DropReason::Disabled);
+            self.dispatch().drop_buffered(DropReason::Disabled);
         }
+    }
+    /// A note matching one the advisor of `origin` holds (D9): reconfirmed by a later
+    /// review, a duplicate within the review that held it (see [`Holds::reraise`]).
+    fn reraise(
+        &mut self,
+        origin: &Origin,
+        key: &str,
+        review: u64,
+        severity: Severity,
+    ) -> Option<RaiseOutcome> {
+        let owner = &origin.owner;
+        match self.holds.reraise(origin, key, review, severity)? {
+            Reraised::Duplicate => Some(self.drop_note(owner, DropReason::Duplicate)),
+            Reraised::Reconfirmed => {
+                self.tally.add(owner, |c| c.reconfirmed += 1);
+                Some(RaiseOutcome::Reconfirmed)
+            }
+        }
+    }
+
+    /// A primary turn ended (`terminal` when it was the final answer): one immune turn is
+    /// used up (D7), and when an advisor in use delivers under `reconfirm` the turn end may
+    /// have to wait for the advisors to catch up (D5). `can_wait` is false when no advisor
+    /// runs to wait for.
+    pub fn turn_ended(&mut self, terminal: bool, can_wait: bool) -> Option<CatchUpPlan> {
+        self.turns += 1;
+        self.conversation.turn_ended();
+        self.steering.turn_ended(terminal);
+        if !self.guards.uses(DeliveryPolicy::Reconfirm) || !self.enabled || !can_wait {
+            return None;
+        }
+        self.holds.plan(terminal)
+    }
+
+    /// A catch-up block ended (D5): delivers the held notes its end allows, one message per
+    /// note, on the channel the run state calls for.
+    pub fn catch_up_finished(&mut self, plan: &CatchUpPlan, end: CatchUpEnd) -> Vec<HostEvent> {
+        let (notice, released) = self.holds.finish(plan, end);
+        let mut events: Vec<HostEvent> = notice.into_iter().collect();
+        events.extend(self.release_held(released));
+        events
+    }
+
+    /// Routes `released` held notes (D5); each advisor of a note remembers it now (D8).
+    fn release_held(&mut self, released: Vec<HeldNote>) -> Vec<HostEvent> {
+        let mut events = Vec::new();
+        for note in released {
+            let owner = note.origin.owner.clone();
+            self.tally.add(&owner, |c| c.held -= 1);
+            self.guards
+                .remember(&owner, self.turns, &note.key, note.severity());
+            for co_author in &note.origin.co_authors {
+                self.guards.remember(
+                    &Some(co_author.clone()),
+                    self.turns,
+                    &note.key,
+                    note.severity(),
+                );
+            }
+            events.extend(self.route(note.advisory, note.key, note.origin, None));
+        }
+        events
+    }
+
+    /// The held-notes preamble of `review` (D9, RO13), empty
+    /// when it holds nothing. The notes listed are the ones this review must raise again to
+    /// keep; another advisor's held notes are not its to keep or drop.
+    pub fn held_preamble(&mut self, review: &ReviewRef) -> String {
+        let (epoch, number) = (review.epoch(), review.number());
+        if epoch != self.epoch {
+            return String::new();
+        }
+        self.holds.preamble(&review.owner(), number)
+    }
+
+    /// `review` succeeded (D9, RO13): the notes it
+    /// holds that it was shown and did not raise again are dropped (`recanted`). A failed
+    /// review prunes nothing.
+    pub fn review_succeeded(&mut self, review: &ReviewRef) {
+        let (epoch, number) = (review.epoch(), review.number());
+        if epoch != self.epoch {
+            return;
+        }
+        let owner = review.owner();
+        let dropped = self.holds.prune(&owner, number);
+        if dropped > 0 {
+            self.tally.add(&owner, |c| c.held -= dropped);
+            self.tally.dropped(&owner, DropReason::Recanted, dropped);
+        }
+    }
+
+    /// An attempt of `review` was thrown away
+    /// before the review is tried again (G5: its context overflowed; F1: it failed). The
+    /// attempts of one review run one after another and the agent reports a discarded one
+    /// before the next starts, so everything the review changed so far is the discarded
+    /// attempt's: the notes it held are dropped (`discarded`) and free their place in the
+    /// review's note budget, and the held notes it raised again lose that reconfirmation
+    /// (and any escalation). Advice it delivered cannot be recalled; its dedupe memory
+    /// stays, so a replay does not repeat it. Returns how many holds were rolled back. A
+    /// removed advisor's (RO21) has nothing left to roll back.
+    pub fn discard_attempt(&mut self, review: &ReviewRef) -> usize {
+        let label = review.advisor.as_ref();
+        let (epoch, number) = (review.epoch(), review.number());
+        let owner = review.owner();
+        if epoch != self.epoch || self.guards.is_removed(&owner) {
+            return 0;
+        }
+        let id = review.id;
+        let deferred = self.dispatch().discard_deferred(&owner, id);
+        let discarded = self.holds.discard(&owner, number);
+        let dropped = discarded.len();
+        if dropped > 0 {
+            self.tally.add(&owner, |c| c.held -= dropped as u64);
+            self.tally
+                .dropped(&owner, DropReason::Discarded, dropped as u64);
+        }
+        let counted = discarded.iter().filter(|h| h.counted()).count();
+        // SP3: a held blocker that took no place gives its exemption back.
+        let free_blockers = discarded
+            .iter()
+            .filter(|h| !h.counted() && h.severity() == Severity::Blocker)
+            .count();
+        let guard = self.guards.for_label(label);
+        guard.budget.give_back(id, deferred + counted);
+        guard.budget.give_back_blockers(id, free_blockers);
+        dropped
+    }
+
+    /// Drops every held note for `reason`.
+    fn drop_held(&mut self, reason: DropReason) {
+        for note in self.holds.take(|_| true) {
+            self.tally.add(&note.origin.owner, |c| c.held -= 1);
+            self.tally.dropped(&note.origin.owner, reason, 1);
+        }
+    }
+
+    pub(crate) fn review_started(&mut self, review: &ReviewRef, updates: usize) {
+        let label = review.advisor.as_ref();
+        let epoch = review.epoch();
+        if epoch == self.epoch && !self.guards.is_removed(&review.owner()) {
+            self.guards.reviewing(label);
+            let now = self.update_now(epoch);
+            let guard = self.guards.for_label(label);
+            guard.budget.start(review.id, updates);
+            guard.update = Some((review.id, now));
+            guard.reviewing = true;
+        }
+    }
+
+    /// `review` (`None`: the unnamed advisor)
+    /// starts and covers `updates` session updates (its batch, G2): its note budget is
+    /// `updates` × its `maxNotesPerUpdate` (D8, RO10, RO13). Under `defer` (its policy,
+    /// RO15) a review of a `wip` batch has its nits and concerns deferred (P1), and a
+    /// review of a final batch is a final boundary that releases what earlier reviews
+    /// deferred. Returns the events of the release. A review of a removed advisor (RO21)
+    /// changes nothing.
+    pub fn review_batch(
+        &mut self,
+        review: &ReviewRef,
+        updates: usize,
+        wip: bool,
+    ) -> Vec<HostEvent> {
+        let label = review.advisor.as_ref();
+        let epoch = review.epoch();
+        let owner = review.owner();
+        if self.guards.is_removed(&owner) {
+            return Vec::new();
+        }
+        self.review_started(review, updates);
+        if epoch != self.epoch || self.guards.policy(&owner) != DeliveryPolicy::Defer {
+            return Vec::new();
+        }
+        if wip {
+            self.guards.for_label(label).wip_review = Some(review.id);
+            Vec::new()
+        } else {
+            self.dispatch().release_deferred()
+        }
+    }
+
+    /// The review in progress of `advisor` ended, whatever its end (RO22): the
+    /// cards that waited for it go out unless another advisor's review of their update
+    /// still runs.
+    pub fn review_ended(&mut self, advisor: Option<&AdvisorLabel>) -> Vec<HostEvent> {
+        if let Some(guard) = self.guards.get_mut(&owner_of(advisor)) {
+            guard.reviewing = false;
+        }
+        self.dispatch().release_cards(false)
+    }
+
+    /// A primary turn end, the router's whole part of it (CA13, CA17, CA20, D5, D7):
+    /// `answered` when the turn was a terminal answer, `wip` when the primary goes on,
+    /// `terminal` when its last assistant message called no tools (D4), `can_wait` when an
+    /// advisor runs that the turn end could wait for, `last_prompt` the transcript's last
+    /// genuine user prompt, `mode` the unnamed advisor's review mode as the settings say
+    /// now (CA5), `window` whether a final boundary opens the window (see
+    /// [`RouterState::boundary_of`]). Returns the events to send now and what the turn end
+    /// waits for; the window it opened is closed by [`RouterState::close_window`] when the
+    /// waits end.
+    #[allow(clippy::too_many_arguments)]
+    pub fn plan_turn_end(
+        &mut self,
+        answered: bool,
+        wip: bool,
+        terminal: bool,
+        can_wait: bool,
+        window: bool,
+        last_prompt: LastPrompt,
+        mode: ReviewMode,
+    ) -> (Vec<HostEvent>, TurnEndPlanned) {
+        self.guards.set_unnamed_review_mode(mode);
+        let continuation = self.conversation.boundary_under(last_prompt, wip);
+        let events = self.boundary_of(answered, wip, window);
+        let catch_up = self.turn_ended(terminal, can_wait);
+        let window = self.conversation.window_id();
+        let planned = TurnEndPlanned {
+            catch_up,
+            continuation,
+            window,
+        };
+        (events, planned)
+    }
+
+    /// A primary turn ended (P1): `answered` when it was a terminal answer, `wip` when the
+    /// primary goes on. A turn end that is not WIP is a final boundary: its window opens
+    /// (CA13) and every advisor's deferred notes are released into it (CA20), before the
+    /// turn's delta is queued. A window a turn end left open (its host did not wait) closes
+    /// first. Call before [`RouterState::turn_ended`].
+    #[cfg(test)]
+    pub fn boundary(&mut self, answered: bool, wip: bool) -> Vec<HostEvent> {
+        self.boundary_of(answered, wip, true)
+    }
+
+    /// [`RouterState::boundary`], where a final boundary opens the window only when
+    /// `window` (see [`Dispatch::boundary`]).
+    pub fn boundary_of(&mut self, answered: bool, wip: bool, window: bool) -> Vec<HostEvent> {
+        self.dispatch().boundary(answered, wip, window)
+    }
+
+    /// The window `id` closes (CA13: its turn end's waits are over): what it buffered goes
+    /// out as one message (CA14–CA16). A window already closed changes nothing.
+    pub fn close_window(&mut self, id: u64) -> Vec<HostEvent> {
+        if self.conversation.window_id() == Some(id) {
+            self.dispatch().flush_window()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether the mark is set (CA17).
+    #[cfg(test)]
+    pub fn marked(&self) -> bool {
+        self.conversation.marked()
+    }
+
+    /// Closes whatever window is open, as its turn end's close would.
+    #[cfg(test)]
+    pub fn close_open_window(&mut self) -> Vec<HostEvent> {
+        self.dispatch().flush_window()
+    }
+
+    /// What the router still holds back from the primary, as it would be delivered now: the
+    /// queued nits as one aside, the steering cards in the outbox, then each deferred note
+    /// (P1) and each held note (D9) on its own, each on the channel its advisor's policy
+    /// calls for now. Takes nothing; for a host with no next step boundary to come (the
+    /// end of a replay, L2).
+    pub fn undelivered(&self) -> Vec<Delivery> {
+        let waiting = Waiting {
+            outbox: &self.outbox,
+            deferred: &self.deferred,
+            held: self.holds.notes(),
+            window: self.conversation.notes(),
+        };
+        waiting.as_delivered(&self.guards, &self.steering)
+    }
+
+    /// The host is about to call its model: all queued nits, of every advisor, as one
+    /// aside message, plus the steering cards in the outbox (D3, RO18).
+    pub fn step_boundary(&mut self) -> StepAdvice {
+        self.dispatch().step_boundary()
+    }
+
+    /// The primary started or went idle. Going idle turns outbox steers into wakes (or
+    /// cards while the latch is set, A5); queued nits wait for the next run. A new run
+    /// starts with no terminal turn behind it (D4).
+    pub fn run_state(&mut self, running: bool) -> Vec<HostEvent> {
+        match self.steering.run_state(running) {
+            Some(channel) => self.dispatch().flush_steers(channel),
+            None => Vec::new(),
+        }
+    }
+
+    /// The host aborted the run (D6): a user interrupt latches suppression and turns outbox
+    /// steers into visible cards; another interrupt keeps auto-resume. Held notes stay held
+    /// (D5).
+    pub fn interrupt(&mut self, by_user: bool) -> Vec<HostEvent> {
+        if !by_user {
+            return Vec::new();
+        }
+        self.steering.latch();
+        self.dispatch().flush_steers(Channel::Card)
+    }
+
+    /// A user prompt clears the latch (D6), ends a branch change's replay (P3), clears the
+    /// continuation mark (CA17) and allows two advisor-started wakes again (SP3).
+    pub fn user_prompt(&mut self) {
+        self.steering.user_prompt();
+        self.conversation.user_prompt();
     }
 }
 
@@ -891,11 +888,13 @@ fn owner_of(advisor: Option<&AdvisorLabel>) -> Owner {
     advisor.map(|l| l.slug.clone())
 }
 
-mod held_flow;
+mod conversation;
+mod dispatch;
+mod holds;
+mod limits;
 mod merge;
-mod review_flow;
 mod steering;
-mod window_flow;
+mod tally;
 
 #[cfg(test)]
 mod tests;

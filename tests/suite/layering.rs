@@ -537,3 +537,144 @@ fn the_dependency_walk_reads_manifests_and_the_lock_file() {
         vec!["actix", "bitflags", "tokio"]
     );
 }
+/// The non-test part of a source file: the lines before its `#[cfg(test)]` module.
+fn non_test(text: &str) -> Vec<&str> {
+    text.lines()
+        .take_while(|line| !line.starts_with("#[cfg(test)]"))
+        .collect()
+}
+
+/// Code lines: not blank, not a comment.
+fn code_lines(lines: &[&str]) -> usize {
+    lines
+        .iter()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
+        .count()
+}
+
+/// The fields of `pub struct NAME { … }` in `text`.
+fn struct_fields(text: &str, name: &str) -> usize {
+    let open = format!("pub struct {name} {{");
+    let body = text.split(&open).nth(1).unwrap_or_default();
+    let body = body.split("\n}").next().unwrap_or_default();
+    body.lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("//") && !l.starts_with("#[") && l.ends_with(','))
+        .count()
+}
+
+/// Each function of the non-test `lines` with its length, signature to closing brace.
+fn function_lengths(lines: &[&str]) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let signature = [
+            "fn ",
+            "pub fn ",
+            "pub(crate) fn ",
+            "pub(super) fn ",
+            "const fn ",
+        ]
+        .iter()
+        .any(|p| trimmed.starts_with(p));
+        if !signature || trimmed.ends_with(';') {
+            continue;
+        }
+        let close = format!("{}}}", " ".repeat(indent));
+        if let Some(end) = lines[at..].iter().position(|l| *l == close) {
+            let after = trimmed.split_once("fn ").map_or(trimmed, |(_, name)| name);
+            let name = after.split(['(', '<']).next().unwrap_or(after).to_string();
+            found.push((name, end + 1));
+        }
+    }
+    found
+}
+
+/// The router's files: `src/delivery/router.rs` and its parts.
+fn router_files(root: &Path) -> Vec<PathBuf> {
+    let mut files = vec![root.join("src/delivery/router.rs")];
+    for entry in std::fs::read_dir(root.join("src/delivery/router")).expect("router parts") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn router_state_is_composed_of_owned_parts_in_one_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sources = Vec::new();
+    rust_files(&root.join("src"), &mut sources);
+    let implementing: Vec<PathBuf> = sources
+        .into_iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("a source file");
+            non_test(&text)
+                .iter()
+                .any(|l| l.trim_start().starts_with("impl RouterState"))
+        })
+        .collect();
+    assert_eq!(
+        implementing,
+        vec![root.join("src/delivery/router.rs")],
+        "`impl RouterState` only in src/delivery/router.rs"
+    );
+    let router = std::fs::read_to_string(&implementing[0]).expect("router.rs");
+    let fields = struct_fields(&router, "RouterState");
+    assert!(fields >= 5, "the field count reads the struct: {fields}");
+    assert!(fields <= 12, "RouterState has {fields} fields, at most 12");
+    let code = code_lines(&non_test(&router));
+    assert!(code <= 900, "RouterState is {code} code lines, at most 900");
+}
+
+#[test]
+fn the_routers_files_and_functions_stay_short() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut long = Vec::new();
+    for file in router_files(root) {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        let lines = non_test(&text);
+        let name = file.strip_prefix(root).expect("under root").display();
+        if lines.len() > 900 {
+            long.push(format!("{name}: {} non-test lines", lines.len()));
+        }
+        for (function, length) in function_lengths(&lines) {
+            if length > 80 {
+                long.push(format!("{name}: {function} is {length} lines"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "over 900 lines a file or 80 a function:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_size_checks_see_fields_code_and_long_functions() {
+    let text = "//! doc\npub struct S {\n    /// a\n    a: u8,\n    #[allow(x)]\n    b: Vec<u8>,\n}\n\n\
+                impl S {\n    fn short(&self) {\n        // c\n    }\n\n    pub(super) fn long() {\n"
+        .to_string()
+        + &"        x();\n".repeat(81)
+        + "    }\n}\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
+    assert_eq!(struct_fields(&text, "S"), 2);
+    let lines = non_test(&text);
+    assert_eq!(
+        lines.len(),
+        text.lines().count() - 4,
+        "the test module is left out"
+    );
+    assert_eq!(
+        function_lengths(&lines),
+        vec![("short".to_string(), 3), ("long".to_string(), 83)]
+    );
+    assert_eq!(
+        code_lines(&lines[..8]),
+        5,
+        "the docs and the blank line are not code"
+    );
+}
