@@ -14,7 +14,14 @@
 //! result each) reviewed one by one by an instant model that raises one nit per review
 //! (nothing recorded on the model's side), resident set size before and after.
 //!
-//! Run with `cargo bench --bench hook` (release build).
+//! Then `transcript-read`, the background process's read of the transcript at one hook event
+//! (SPEC H10, H31) on a 20 MB Claude Code transcript that one new turn was appended to:
+//! `whole` reads and parses the file whole (as every event did before H31), `appended` reads
+//! only the new turn through the session's [`HostTail`](advisor::session::HostTail); both
+//! hand back the same messages (checked). The ratio is printed after them.
+//!
+//! Run with `cargo bench --bench hook` (release build); `cargo bench --bench hook --
+//! transcript-read` runs only the last group.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -331,9 +338,153 @@ fn push(lines: &mut Vec<String>, message: Value) {
     );
 }
 
+/// One Claude Code turn as Claude Code writes it: the assistant's tool call (two lines of
+/// one API message), the tool's result; `n` numbers its uuids, `parent` is the line before.
+fn claude_turn(n: usize, parent: &str) -> (String, String) {
+    let pad = "The tool ran and printed its usual output; nothing unexpected was found. ".repeat(8);
+    let (think, call, result) = (format!("a{n}"), format!("c{n}"), format!("r{n}"));
+    let lines = [
+        json!({"parentUuid": parent, "isSidechain": false, "type": "assistant", "uuid": think,
+            "sessionId": "s", "timestamp": "2026-12-05T13:08:55.769Z",
+            "message": {"id": format!("msg_{n}"), "role": "assistant", "content":
+                [{"type": "text", "text": format!("Step {n}: checking the module. {pad}")}],
+                "stop_reason": null}}),
+        json!({"parentUuid": think, "isSidechain": false, "type": "assistant", "uuid": call,
+            "sessionId": "s", "timestamp": "2026-12-05T13:08:55.770Z",
+            "message": {"id": format!("msg_{n}"), "role": "assistant", "content":
+                [{"type": "tool_use", "id": format!("toolu_{n}"), "name": "Bash",
+                  "input": {"command": format!("grep -n helper src/m{n}.rs")}}],
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 3, "output_tokens": 40, "cache_read_input_tokens": 9000}}}),
+        json!({"parentUuid": call, "isSidechain": false, "type": "user", "uuid": result,
+            "sessionId": "s", "timestamp": "2026-12-05T13:08:56.100Z",
+            "message": {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": format!("toolu_{n}"), "content": format!("{n}: fn helper() {{}}\n{pad}{pad}")}]}}),
+    ];
+    let text = lines.iter().map(|l| format!("{l}\n")).collect();
+    (text, result)
+}
+
+/// Writes a Claude Code transcript of at least `size` bytes at `path`: its length, the
+/// number of turns and the uuid of its last line.
+fn write_claude_transcript(path: &Path, size: usize) -> (u64, usize, String) {
+    let first = json!({"parentUuid": null, "type": "user", "uuid": "p0", "sessionId": "s",
+        "message": {"role": "user", "content": "Rename the helper everywhere."}});
+    let mut text = format!("{first}\n");
+    let mut parent = "p0".to_string();
+    let mut n = 0;
+    while text.len() < size {
+        let (turn, last) = claude_turn(n, &parent);
+        text.push_str(&turn);
+        parent = last;
+        n += 1;
+    }
+    std::fs::write(path, &text).expect("the transcript");
+    (text.len() as u64, n, parent)
+}
+
+/// Appends turn `n` after the line `parent` to the transcript at `path`; its last uuid.
+fn append_turn(path: &Path, n: usize, parent: &str) -> String {
+    let (turn, last) = claude_turn(n, parent);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("the transcript");
+    file.write_all(turn.as_bytes()).expect("a turn appended");
+    last
+}
+
+/// Reading the transcript at one hook event: whole (before H31) and only what was appended.
+fn transcript_reads(c: &mut Criterion) {
+    use advisor::hosts::turns::{current_messages, read_transcript, read_transcript_tail};
+    use advisor::session::{HostTail, ReadLimits};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("transcript.jsonl");
+    let (base, n, mut parent) = write_claude_transcript(&path, 20 << 20);
+    let limits = ReadLimits {
+        growing: true,
+        ..ReadLimits::default()
+    };
+    let home = Some(dir.path());
+    let append = |n: usize, parent: &str| append_turn(&path, n, parent);
+    // The state the previous event left: the 20 MB read.
+    let reopen = |tail: &mut Option<HostTail>| {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("the transcript");
+        file.set_len(base).expect("cut back");
+        *tail = None;
+        read_transcript_tail(&path, home, None, &limits, tail).expect("read");
+    };
+    let mut tail = None;
+    reopen(&mut tail);
+    append(n, &parent);
+    let whole = current_messages(&read_transcript(&path, home, None, &limits).expect("read"));
+    let appended = read_transcript_tail(&path, home, None, &limits, &mut tail).expect("read");
+    assert_eq!(whole, appended, "both reads hand over the same messages");
+    println!(
+        "transcript-read: {} MB, {} messages",
+        base >> 20,
+        whole.len()
+    );
+    let mut group = c.benchmark_group("transcript-read");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8));
+    let mut means = [0.0f64; 2];
+    group.bench_function("whole", |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                let branch = read_transcript(&path, home, None, &limits).expect("read");
+                assert_eq!(current_messages(&branch).len(), whole.len());
+            }
+            let took = start.elapsed();
+            means[0] = took.as_secs_f64() / iters as f64;
+            took
+        })
+    });
+    group.bench_function("appended", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                // Untimed: back to the 20 MB state every 1000 turns, then one turn written.
+                if i % 1000 == 0 {
+                    reopen(&mut tail);
+                    parent = format!("r{}", n - 1);
+                }
+                let k = n + 1 + (i % 1000) as usize;
+                parent = append(k, &parent);
+                let start = Instant::now();
+                let messages =
+                    read_transcript_tail(&path, home, None, &limits, &mut tail).expect("read");
+                total += start.elapsed();
+                assert!(messages.len() > whole.len() - 10);
+            }
+            means[1] = total.as_secs_f64() / iters as f64;
+            total
+        })
+    });
+    group.finish();
+    println!(
+        "transcript-read: whole {:.3} ms, appended {:.3} ms per event: {:.0}x",
+        means[0] * 1e3,
+        means[1] * 1e3,
+        means[0] / means[1].max(f64::MIN_POSITIVE)
+    );
+}
+
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
-    round_trips(&mut criterion);
+    let only_reads = std::env::args().any(|a| a.contains("transcript-read"));
+    if !only_reads {
+        round_trips(&mut criterion);
+    }
+    transcript_reads(&mut criterion);
     criterion.final_summary();
-    memory_after_reviews(200);
+    if !only_reads {
+        memory_after_reviews(200);
+    }
 }

@@ -1,6 +1,8 @@
 //! The hook's side (SPEC H3–H5, H9): read the input under its caps, find or start the
 //! background process, ask it within the bound, and log the call.
 
+use std::collections::BTreeMap;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -67,6 +69,10 @@ pub struct HookCall {
     /// The program to start as the background process (`advisor`), with its arguments
     /// (`hook-daemon`); `None` never starts one.
     pub daemon_command: Option<(std::path::PathBuf, Vec<String>)>,
+    /// The session variables of the hook's environment (provider keys, `ADVISOR_MODEL`,
+    /// `ADVISOR_BASE_URL`: [`session_vars`](super::protocol::session_vars)), sent with
+    /// each event (H32).
+    pub env: BTreeMap<String, String>,
 }
 
 /// Reads at most [`MAX_PAYLOAD_BYTES`] (plus one, to tell an over-long input) from `input`
@@ -130,6 +136,7 @@ async fn ask(
         v: PROTOCOL_VERSION,
         deadline_ms: remaining.as_millis() as u64,
         payload: Box::new(payload.clone()),
+        env: Some(call.env.clone()),
     };
     let exchange = async {
         let stream = match connect(call).await {

@@ -1,7 +1,7 @@
 //! The background process of the hook hosts (SPEC H4, H11, H13): one shared
 //! [`AdvisorRuntime`], one [`HostSession`] per host session, served over the Unix socket.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -25,8 +25,8 @@ use super::output::{HookPoint, HookReply};
 use super::paths::{ensure_private_dir, HostPaths};
 use super::payload::{HookEvent, HookHost, HookPayload};
 use super::protocol::{
-    read_json_line, write_json_line, Outcome, Request, Response, SessionReport, MAX_REQUEST_BYTES,
-    PROTOCOL_VERSION,
+    read_json_line, session_vars, write_json_line, Outcome, Request, Response, SessionReport,
+    MAX_REQUEST_BYTES, PROTOCOL_VERSION,
 };
 
 /// Jobs waiting per session before new ones are answered `timeout` at once.
@@ -213,10 +213,14 @@ impl Daemon {
             Request::Event {
                 deadline_ms,
                 payload,
+                env,
                 ..
             } => {
                 let budget = Duration::from_millis(deadline_ms).saturating_sub(REPLY_MARGIN);
-                let reply = self.event(*payload, Instant::now() + budget).await;
+                let env = env.map(session_vars);
+                let reply = self
+                    .event_from(*payload, env, Instant::now() + budget)
+                    .await;
                 Response::Hook {
                     stdout: reply.stdout,
                     outcome: reply.outcome,
@@ -235,11 +239,23 @@ impl Daemon {
     /// Hands an event to its session's worker (starting one for a new session) and waits
     /// for the answer until `deadline`.
     pub async fn event(self: &Arc<Self>, payload: HookPayload, deadline: Instant) -> HookReply {
+        self.event_from(payload, None, deadline).await
+    }
+
+    /// [`Daemon::event`] from a hook whose environment holds the session variables `env`
+    /// (H32): a session this event opens takes its keys and model from them instead of the
+    /// process's own environment.
+    pub async fn event_from(
+        self: &Arc<Self>,
+        payload: HookPayload,
+        env: Option<BTreeMap<String, String>>,
+        deadline: Instant,
+    ) -> HookReply {
         // A sub-agent's events belong to the sub-agent's own session, never to the main
         // one's: its transcript is another file, and what its hooks deliver reaches the
         // sub-agent's model, not the main agent's (W7, H30).
         let payload = payload.into_subagent_session();
-        let Some(jobs) = self.session_jobs(&payload) else {
+        let Some(jobs) = self.session_jobs(&payload, env) else {
             return HookReply::empty();
         };
         let (tx, rx) = oneshot::channel();
@@ -277,7 +293,11 @@ impl Daemon {
 
     /// The job queue of the payload's session; a new session gets a worker, except for an
     /// event that ends it.
-    fn session_jobs(self: &Arc<Self>, payload: &HookPayload) -> Option<mpsc::Sender<SessionJob>> {
+    fn session_jobs(
+        self: &Arc<Self>,
+        payload: &HookPayload,
+        env: Option<BTreeMap<String, String>>,
+    ) -> Option<mpsc::Sender<SessionJob>> {
         let key = (payload.host, payload.session_id.clone());
         let mut sessions = self.sessions.lock();
         if let Some(slot) = sessions.get_mut(&key) {
@@ -308,6 +328,7 @@ impl Daemon {
                 .as_deref()
                 .and_then(|cwd| self.settings.lock().get(cwd).cloned()),
             handle,
+            env,
         };
         let first = payload.clone();
         tokio::spawn(worker.run(first, queue));
@@ -439,6 +460,8 @@ struct Worker {
     shared: Arc<SharedResources>,
     cached: Option<Arc<LoadedSettings>>,
     handle: Arc<Mutex<Option<AdvisorHandle>>>,
+    /// The session variables of the hook that opened the session (H32).
+    env: Option<BTreeMap<String, String>>,
 }
 
 impl Worker {
@@ -447,8 +470,11 @@ impl Worker {
         let options = self.options.clone();
         let shared = Arc::clone(&self.shared);
         let cached = self.cached.clone();
-        let prepared =
-            tokio::task::spawn_blocking(move || prepare(&options, &shared, cached, &first)).await;
+        let env = self.env.clone();
+        let prepared = tokio::task::spawn_blocking(move || {
+            prepare(&options, &shared, cached, &first, env.as_ref())
+        })
+        .await;
         let prepared = match prepared {
             Ok(Ok(Some(prepared))) => prepared,
             Ok(Ok(None)) => return self.failed(None, queue).await,

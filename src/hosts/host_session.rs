@@ -15,12 +15,12 @@ use tokio::time::Instant;
 use crate::domain::host::{HostEvent, RewriteKind};
 use crate::domain::transcript::{Transcript, TranscriptMessage};
 use crate::handle::AdvisorHandle;
-use crate::session::ReadLimits;
+use crate::session::{HostTail, ReadLimits};
 
 use super::output::{DeliveryState, HookPoint, HookReply};
 use super::payload::{HookEvent, HookPayload, StartSource};
 use super::protocol::Outcome;
-use super::turns::{complete_turns, current_messages, read_transcript, TranscriptError};
+use super::turns::{complete_turns, read_transcript_tail, TranscriptError};
 
 /// What one hook event asks of a session.
 #[derive(Debug)]
@@ -53,6 +53,9 @@ pub struct TranscriptSource {
     pub home: Option<PathBuf>,
     /// The reader's limits.
     pub limits: ReadLimits,
+    /// The last read's state, so that the next reads only what was appended (H31); shared
+    /// by the clones a read takes off the async threads (one read at a time).
+    pub tail: Arc<parking_lot::Mutex<Option<HostTail>>>,
 }
 
 /// The messages read now, or why none were.
@@ -80,13 +83,13 @@ impl TranscriptSource {
         let Some(path) = &self.path else {
             return Ok(Vec::new());
         };
-        let branch = read_transcript(
+        read_transcript_tail(
             path,
             self.home.as_deref(),
             self.cwd.as_deref(),
             &self.limits,
-        )?;
-        Ok(current_messages(&branch))
+            &mut self.tail.lock(),
+        )
     }
 }
 

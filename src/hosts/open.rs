@@ -19,6 +19,7 @@ use crate::shared::SharedResources;
 use super::host_session::{FeedState, TranscriptSource};
 use super::paths::{ensure_private_dir, HostPaths};
 use super::payload::{HookEvent, HookPayload, StartSource};
+use super::protocol::is_session_var;
 use super::settings::{host_model, host_settings, host_watchdog_config};
 use super::turns::TranscriptError;
 
@@ -29,8 +30,9 @@ pub struct DaemonOptions {
     pub paths: HostPaths,
     /// The effective user id (peers of another user are refused).
     pub uid: u32,
-    /// The environment it inherited from the first hook: provider keys, `HOME`,
-    /// `ADVISOR_MODEL`… Read through this map only.
+    /// The environment it inherited from the first hook: `HOME`, `XDG_*`, and the provider
+    /// keys and `ADVISOR_MODEL` of sessions whose hook sent none of its own (H32). Read
+    /// through this map only.
     pub env: Arc<BTreeMap<String, String>>,
     /// One model for every session instead of the one the settings name (tests, benches).
     pub model: Option<Arc<dyn ModelClient>>,
@@ -54,6 +56,25 @@ pub(crate) struct Prepared {
     pub(crate) source: TranscriptSource,
 }
 
+/// The environment a session reads (H32): the process's own, its session variables (provider
+/// keys, `ADVISOR_MODEL`, `ADVISOR_BASE_URL`) replaced by those of the hook that opened the
+/// session when that hook sent them — a key the hook's environment lacks is not taken from
+/// an older hook's.
+pub(crate) fn session_env(
+    process: &BTreeMap<String, String>,
+    hook: Option<&BTreeMap<String, String>>,
+) -> BTreeMap<String, String> {
+    let Some(hook) = hook else {
+        return process.clone();
+    };
+    process
+        .iter()
+        .filter(|(name, _)| !is_session_var(name))
+        .chain(hook.iter().filter(|(name, _)| is_session_var(name)))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
 /// Prepares the session of `first`'s host session (blocking: files); `None` for a
 /// sub-agent's session while `advisor.subagents` is off (W7, H30): it gets no advisor.
 pub(crate) fn prepare(
@@ -61,8 +82,10 @@ pub(crate) fn prepare(
     shared: &Arc<SharedResources>,
     cached: Option<Arc<LoadedSettings>>,
     first: &HookPayload,
+    hook_env: Option<&BTreeMap<String, String>>,
 ) -> Result<Option<Prepared>, String> {
-    let lookup = |name: &str| options.env.get(name).cloned();
+    let session_env = Arc::new(session_env(&options.env, hook_env));
+    let lookup = |name: &str| session_env.get(name).cloned();
     let home = lookup("HOME").map(PathBuf::from);
     let cwd = first
         .cwd
@@ -96,6 +119,7 @@ pub(crate) fn prepare(
             include_subagents: settings.subagents,
             ..ReadLimits::default()
         },
+        tail: Arc::default(),
     };
     let messages = match source.read() {
         Ok(messages) => messages,
@@ -112,7 +136,7 @@ pub(crate) fn prepare(
         FeedState::seeded(&messages)
     };
     let keys: KeyLookup = {
-        let env = Arc::clone(&options.env);
+        let env = Arc::clone(&session_env);
         Arc::new(move |name: &str| env.get(name).cloned())
     };
     let models = ModelSource {
@@ -189,4 +213,34 @@ pub(crate) fn prepare(
         feed,
         source,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn h32_a_session_reads_the_keys_of_the_hook_that_opened_it() {
+        let process = map(&[
+            ("HOME", "/home/u"),
+            ("ANTHROPIC_API_KEY", "sk-first-hook"),
+            ("ADVISOR_MODEL", "anthropic/claude-sonnet-4-5"),
+        ]);
+        // The hook's own key and model replace the process's; its lack of a key is kept.
+        let hook = map(&[("OPENAI_API_KEY", "sk-this-hook"), ("PATH", "/bin")]);
+        let env = session_env(&process, Some(&hook));
+        assert_eq!(
+            env,
+            map(&[("HOME", "/home/u"), ("OPENAI_API_KEY", "sk-this-hook")])
+        );
+        // A client that sends no variables: the process's own.
+        assert_eq!(session_env(&process, None), process);
+    }
 }

@@ -2,6 +2,8 @@
 //! process (SPEC H4): one JSON line each way per connection, each line capped, each hook
 //! request carrying the time its caller will wait.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
@@ -27,6 +29,11 @@ pub enum Request {
         deadline_ms: u64,
         /// The event.
         payload: Box<HookPayload>,
+        /// The session variables of the hook's environment ([`session_vars`]): a session
+        /// this event opens takes its provider keys and model from them (H32). Absent from
+        /// a client that does not send them: the background process's own apply.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        env: Option<BTreeMap<String, String>>,
     },
     /// The status of one session (by host session id, or a unique prefix) or of all.
     Status {
@@ -61,6 +68,35 @@ impl Request {
             | Request::Ping { v } => *v,
         }
     }
+}
+
+/// At most this many session variables cross the socket with an event.
+pub const MAX_SESSION_VARS: usize = 64;
+/// A session variable's name and value are each at most this many bytes; longer ones are
+/// not sent.
+pub const MAX_SESSION_VAR_BYTES: usize = 4096;
+
+/// Whether `name` is a session variable (H32): a provider key (`*_API_KEY`, M2's names),
+/// `ADVISOR_MODEL` or `ADVISOR_BASE_URL`.
+pub fn is_session_var(name: &str) -> bool {
+    name.ends_with("_API_KEY") || name == "ADVISOR_MODEL" || name == "ADVISOR_BASE_URL"
+}
+
+/// The session variables among `vars` (a hook's environment), within the caps: the first
+/// [`MAX_SESSION_VARS`] by name, none over [`MAX_SESSION_VAR_BYTES`].
+pub fn session_vars(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<String, String> {
+    let mut kept: BTreeMap<String, String> = vars
+        .into_iter()
+        .filter(|(name, value)| {
+            is_session_var(name)
+                && name.len() <= MAX_SESSION_VAR_BYTES
+                && value.len() <= MAX_SESSION_VAR_BYTES
+        })
+        .collect();
+    while kept.len() > MAX_SESSION_VARS {
+        kept.pop_last();
+    }
+    kept
 }
 
 /// How a hook call ended, as the hook log records it (H5).
@@ -220,6 +256,63 @@ where
 mod tests {
     use super::*;
     use tokio::io::BufReader;
+
+    #[test]
+    fn h32_only_session_variables_cross_the_socket_within_their_caps() {
+        let vars = [
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("MY_LAB_API_KEY", "sk-lab"),
+            ("ADVISOR_MODEL", "anthropic/claude-sonnet-4-5"),
+            ("ADVISOR_BASE_URL", "http://127.0.0.1:9"),
+            ("HOME", "/home/u"),
+            ("AWS_SECRET_ACCESS_KEY", "no"),
+            ("PATH", "/bin"),
+        ]
+        .map(|(n, v)| (n.to_string(), v.to_string()));
+        let kept = session_vars(vars);
+        assert_eq!(
+            kept.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "ADVISOR_BASE_URL",
+                "ADVISOR_MODEL",
+                "ANTHROPIC_API_KEY",
+                "MY_LAB_API_KEY"
+            ]
+        );
+        let long = (
+            "OPENAI_API_KEY".to_string(),
+            "k".repeat(MAX_SESSION_VAR_BYTES + 1),
+        );
+        assert!(session_vars([long]).is_empty());
+        let many = (0..100).map(|i| (format!("P{i:03}_API_KEY"), "k".to_string()));
+        assert_eq!(session_vars(many).len(), MAX_SESSION_VARS);
+    }
+
+    #[test]
+    fn h32_an_event_carries_the_hooks_variables_and_an_older_clients_none() {
+        let payload: HookPayload = crate::hosts::payload::parse_payload(
+            br#"{"session_id":"s","hook_event_name":"Stop"}"#,
+            None,
+        )
+        .unwrap();
+        let env: BTreeMap<String, String> =
+            [("OPENAI_API_KEY".to_string(), "sk-o".to_string())].into();
+        let request = Request::Event {
+            v: PROTOCOL_VERSION,
+            deadline_ms: 100,
+            payload: Box::new(payload.clone()),
+            env: Some(env.clone()),
+        };
+        let text = serde_json::to_string(&request).unwrap();
+        assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), request);
+        // The same request as a client that sends no variables writes it.
+        let mut older: Value = serde_json::from_str(&text).unwrap();
+        older.as_object_mut().unwrap().remove("env");
+        let Request::Event { env, .. } = serde_json::from_value::<Request>(older).unwrap() else {
+            panic!("an event");
+        };
+        assert_eq!(env, None);
+    }
 
     #[tokio::test]
     async fn h4_a_line_round_trips_and_an_over_long_one_is_refused_unread() {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use crate::domain::transcript::{AssistantBlock, CompactionSummaryMessage, TranscriptMessage};
 use crate::handle::TurnEndOptions;
-use crate::session::{read_session_with, BranchEntry, ReadLimits, SessionBranch};
+use crate::session::{
+    read_host_tail, read_session_with, BranchEntry, HostTail, ReadLimits, SessionBranch,
+};
 
 /// The largest transcript read: 256 MiB.
 pub const MAX_TRANSCRIPT_BYTES: u64 = 256 << 20;
@@ -47,6 +49,48 @@ pub fn read_transcript(
     cwd: Option<&Path>,
     limits: &ReadLimits,
 ) -> Result<SessionBranch, TranscriptError> {
+    let real = checked_path(path, home, cwd)?;
+    read_session_with(&real, limits).map_err(|e| TranscriptError::Read {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+/// The messages of the transcript at `path`, under the checks of [`read_transcript`], read
+/// through `tail`: only what was appended since its last read of the same file when that
+/// read can go on, else the whole file (H31). Blocking.
+pub fn read_transcript_tail(
+    path: &Path,
+    home: Option<&Path>,
+    cwd: Option<&Path>,
+    limits: &ReadLimits,
+    tail: &mut Option<HostTail>,
+) -> Result<Vec<Arc<TranscriptMessage>>, TranscriptError> {
+    let real = checked_path(path, home, cwd)?;
+    let read_err = |e: crate::session::SessionError| TranscriptError::Read {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let how = read_host_tail(&real, limits, tail).map_err(read_err)?;
+    tracing::debug!(path = %real.display(), how = ?how, "hook session: transcript read");
+    match tail {
+        Some(tail) => {
+            let (settled, pending) = tail.entries();
+            Ok(current_messages_of(settled, &pending))
+        }
+        None => Ok(current_messages(
+            &read_session_with(&real, limits).map_err(read_err)?,
+        )),
+    }
+}
+
+/// The real path of `path` when it is a regular file (not a symlink) inside `home` or
+/// `cwd` and at most [`MAX_TRANSCRIPT_BYTES`] (H10).
+fn checked_path(
+    path: &Path,
+    home: Option<&Path>,
+    cwd: Option<&Path>,
+) -> Result<PathBuf, TranscriptError> {
     let refused = |reason: &str| TranscriptError::Refused {
         path: path.to_path_buf(),
         reason: reason.to_string(),
@@ -77,39 +121,54 @@ pub fn read_transcript(
             "outside the home directory and the session's directory",
         ));
     }
-    read_session_with(&real, limits).map_err(|e| TranscriptError::Read {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+    Ok(real)
 }
 
 /// The messages the agent's model sees at the end of `branch`: after the last compaction,
 /// its summary and the kept messages; after a reset boundary (`/clear`), only what follows.
 pub fn current_messages(branch: &SessionBranch) -> Vec<Arc<TranscriptMessage>> {
+    current_messages_of(&branch.entries, &[])
+}
+
+/// [`current_messages`] of the entries `settled` followed by `pending` (which hold no
+/// compaction): only the entries from the last compaction or reset on are looked at.
+pub fn current_messages_of(
+    settled: &[BranchEntry],
+    pending: &[BranchEntry],
+) -> Vec<Arc<TranscriptMessage>> {
+    let cut = settled
+        .iter()
+        .rposition(|e| !matches!(e, BranchEntry::Message(_)));
     let mut messages: Vec<Arc<TranscriptMessage>> = Vec::new();
-    for (index, entry) in branch.entries.iter().enumerate() {
-        match entry {
-            BranchEntry::Message(m) => messages.push(Arc::clone(m)),
-            BranchEntry::Compaction {
-                summary,
-                first_kept,
-                ..
-            } => {
-                messages = vec![Arc::new(TranscriptMessage::CompactionSummary(
-                    CompactionSummaryMessage {
-                        summary: summary.clone(),
-                    },
-                ))];
-                let kept = branch.entries.get(*first_kept..index).unwrap_or_default();
-                messages.extend(kept.iter().filter_map(|e| match e {
-                    BranchEntry::Message(m) => Some(Arc::clone(m)),
-                    _ => None,
-                }));
-            }
-            BranchEntry::ResetBoundary => messages.clear(),
+    let mut from = 0;
+    if let Some(index) = cut {
+        from = index + 1;
+        if let BranchEntry::Compaction {
+            summary,
+            first_kept,
+            ..
+        } = &settled[index]
+        {
+            messages.push(Arc::new(TranscriptMessage::CompactionSummary(
+                CompactionSummaryMessage {
+                    summary: summary.clone(),
+                },
+            )));
+            let kept = settled.get(*first_kept..index).unwrap_or_default();
+            messages.extend(kept.iter().filter_map(message_of));
         }
     }
+    let after = settled[from..].iter().chain(pending);
+    messages.extend(after.filter_map(message_of));
     messages
+}
+
+/// The message of a message entry.
+fn message_of(entry: &BranchEntry) -> Option<Arc<TranscriptMessage>> {
+    match entry {
+        BranchEntry::Message(m) => Some(Arc::clone(m)),
+        _ => None,
+    }
 }
 
 /// One turn end to hand over: the transcript's length at the turn's end, and what the host
@@ -249,6 +308,42 @@ mod tests {
         // A tool call left without its result is complete at Stop too (an interrupted tool).
         let m = vec![user("go"), assistant(&["a"])];
         assert_eq!(complete_turns(&m, 0, true)[0].len, 2);
+    }
+
+    #[test]
+    fn h31_the_messages_handed_over_equal_a_whole_reads_at_every_line() {
+        let home = tempfile::tempdir().unwrap();
+        let limits = ReadLimits {
+            growing: true,
+            ..ReadLimits::default()
+        };
+        for name in ["claude_transcript.jsonl", "codex_rollout.jsonl"] {
+            let bytes = fs::read(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/hosts")
+                    .join(name),
+            )
+            .unwrap();
+            let path = home.path().join(name);
+            let mut tail = None;
+            let mut file = fs::File::create(&path).unwrap();
+            // Each line in two pieces: the second piece ends it.
+            for line in bytes.split_inclusive(|b| *b == b'\n') {
+                for piece in [&line[..line.len() / 2], &line[line.len() / 2..]] {
+                    std::io::Write::write_all(&mut file, piece).unwrap();
+                    let whole = read_transcript(&path, Some(home.path()), None, &limits)
+                        .map(|b| current_messages(&b));
+                    let tailed =
+                        read_transcript_tail(&path, Some(home.path()), None, &limits, &mut tail);
+                    match (whole, tailed) {
+                        (Ok(whole), Ok(tailed)) => assert_eq!(whole, tailed, "{name}"),
+                        (Err(_), Err(_)) => {}
+                        (whole, tailed) => panic!("{name}: {whole:?} / {tailed:?}"),
+                    }
+                }
+            }
+            assert!(tail.is_some_and(|t| t.offset() == bytes.len() as u64));
+        }
     }
 
     #[test]

@@ -31,12 +31,14 @@
 use std::io::{self, BufRead, Seek};
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
 use super::branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use super::diagnostics::{Diagnostics, ReadLimits};
-use super::hosts::{compaction_summary, each_line, hook_message, iso_millis, str_at, string_at};
+use super::hosts::{
+    compaction_summary, each_line, hook_message, iso_millis, str_at, string_at, Resume,
+};
 use super::input::Lines;
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, MessageUsage, RawJson,
@@ -98,14 +100,142 @@ pub(super) fn read<R: BufRead + Seek>(
     lines: &mut Lines<R>,
     limits: &ReadLimits,
 ) -> io::Result<SessionBranch> {
-    let mut diagnostics = Diagnostics::default();
-    let mut transcript = Transcript::default();
-    transcript.header.format = SessionFormat::ClaudeCode;
-    transcript.header.version = 1;
-    each_line(lines, limits, &mut diagnostics, |number, value, d| {
-        transcript.line(number, &value, d);
-    })?;
-    Ok(transcript.into_branch(limits, diagnostics))
+    Ok(ClaudeTail::start(lines, limits)?.0.into_branch())
+}
+
+/// A Claude Code transcript read so far, left open to take what is appended (SPEC H31):
+/// the branch's entries as built, and what tells whether a new line extends that branch.
+#[derive(Debug)]
+pub(super) struct ClaudeTail {
+    transcript: Transcript,
+    links: Links,
+    entries: Entries,
+    diagnostics: Diagnostics,
+}
+
+impl ClaudeTail {
+    /// Reads the transcript from its first line.
+    pub(super) fn start<R: BufRead + Seek>(
+        lines: &mut Lines<R>,
+        limits: &ReadLimits,
+    ) -> io::Result<(Self, Resume)> {
+        let mut diagnostics = Diagnostics::default();
+        let mut transcript = Transcript::default();
+        transcript.header.format = SessionFormat::ClaudeCode;
+        transcript.header.version = 1;
+        let resume = each_line(lines, limits, &mut diagnostics, |number, value, d| {
+            transcript.line(number, &value, d);
+        })?;
+        Ok((transcript.into_tail(limits, diagnostics), resume))
+    }
+
+    /// Reads the lines from where `lines` stands on. Each conversation line whose parent is
+    /// the branch's last line extends the branch; any other (a rewind, a new chain, a line
+    /// naming a parent that came later) leaves the tail unable to go on
+    /// ([`ClaudeTail::can_go_on`]): the file must be read whole.
+    pub(super) fn take_lines<R: BufRead + Seek>(
+        &mut self,
+        lines: &mut Lines<R>,
+        limits: &ReadLimits,
+    ) -> io::Result<Resume> {
+        let Self {
+            transcript,
+            links,
+            entries,
+            diagnostics,
+        } = self;
+        each_line(lines, limits, diagnostics, |number, value, d| {
+            transcript.line(number, &value, d);
+            if let Some(node) = transcript.nodes.pop() {
+                links.extend(node, entries, d);
+            }
+        })
+    }
+
+    /// Whether the lines taken so far all extended the branch.
+    pub(super) fn can_go_on(&self) -> bool {
+        !self.links.stuck
+    }
+
+    /// The branch's entries so far, and the assistant message still being gathered (which
+    /// the end of the file closes).
+    pub(super) fn entries(&self) -> (&[BranchEntry], Vec<BranchEntry>) {
+        let pending = self.entries.open.as_ref().map(|(_, message)| {
+            BranchEntry::Message(Arc::new(TranscriptMessage::Assistant(message.clone())))
+        });
+        (&self.entries.entries, pending.into_iter().collect())
+    }
+
+    /// The header read so far.
+    pub(super) fn header(&self) -> &SessionHeader {
+        &self.transcript.header
+    }
+
+    /// The branch as read.
+    fn into_branch(self) -> SessionBranch {
+        SessionBranch {
+            header: self.transcript.header,
+            entries: self.entries.finish(),
+            diagnostics: self.diagnostics,
+        }
+    }
+}
+
+/// How new lines link to the branch read so far.
+#[derive(Debug, Default)]
+struct Links {
+    /// The branch is made of sidechain lines (a subagent's own file).
+    side: bool,
+    /// Conversation lines so far, of either kind.
+    seen: usize,
+    /// uuid → the first line of the branch's kind carrying it.
+    index: FxHashMap<String, usize>,
+    /// The branch's last line.
+    tip: Option<usize>,
+    /// Parent ids no line of the branch's kind has had so far.
+    dangling: FxHashSet<String>,
+    /// A line did not extend the branch, or the branch loops.
+    stuck: bool,
+}
+
+impl Links {
+    /// Takes a new line: its payload goes onto the branch when its parent is the branch's
+    /// last line, as a read of the whole file would place it.
+    fn extend(&mut self, node: Node, entries: &mut Entries, d: &mut Diagnostics) {
+        let at = self.seen;
+        self.seen += 1;
+        if node.sidechain != self.side {
+            // A main line in a file of sidechain lines makes the main lines the branch.
+            self.stuck |= self.side;
+            d.skip("sidechain");
+            return;
+        }
+        if let Some(uuid) = node.uuid {
+            if self.dangling.contains(&uuid) {
+                // A line named before it came: a whole read links the earlier one to it.
+                self.stuck = true;
+                return;
+            }
+            self.index.entry(uuid).or_insert(at);
+        }
+        let parent = match &node.parent {
+            Parent::Root => None,
+            Parent::Id(id) => match self.index.get(id) {
+                Some(&found) => Some(found),
+                None => {
+                    self.dangling.insert(id.clone());
+                    self.tip
+                }
+            },
+            Parent::Previous => self.tip,
+        };
+        if parent != self.tip {
+            self.stuck = true;
+            return;
+        }
+        self.tip = Some(at);
+        entries.push(node.payload, d);
+    }
 }
 
 impl Transcript {
@@ -316,16 +446,18 @@ impl Transcript {
     }
 
     /// The current branch: the way up from the last line of the session's own kind (main
-    /// lines, or a subagent file's sidechain lines), then its payloads in order.
-    fn into_branch(self, limits: &ReadLimits, mut d: Diagnostics) -> SessionBranch {
-        let Transcript { header, nodes, .. } = self;
+    /// lines, or a subagent file's sidechain lines), then its payloads in order; kept open
+    /// to take what is appended.
+    fn into_tail(mut self, limits: &ReadLimits, mut d: Diagnostics) -> ClaudeTail {
+        let mut nodes = std::mem::take(&mut self.nodes);
         let main = nodes.iter().any(|n| !n.sidechain);
         let side = !main && limits.include_subagents;
         let other = nodes.iter().filter(|n| n.sidechain != side).count();
         if other > 0 {
             *d.skipped.entry("sidechain".to_string()).or_insert(0) += other;
         }
-        let path = branch_path(&nodes, side, &mut d);
+        let mut links = link_index(&mut nodes, side);
+        let path = branch_path(&nodes, &mut links, &mut d);
         d.off_branch += nodes.iter().filter(|n| n.sidechain == side).count() - path.len();
         let mut payloads: Vec<Option<Payload>> =
             nodes.into_iter().map(|n| Some(n.payload)).collect();
@@ -335,29 +467,53 @@ impl Transcript {
                 entries.push(payload, &mut d);
             }
         }
-        SessionBranch {
-            header,
-            entries: entries.finish(),
+        links.seen = payloads.len();
+        ClaudeTail {
+            transcript: self,
+            links,
+            entries,
             diagnostics: d,
         }
     }
 }
 
-/// The indices of the branch's lines, root first: the way up from the last line of the
-/// wanted kind. A parent that is not in the file is taken as the line before (of that
-/// kind); a loop is reported at the line where it closes and ends the way up.
-fn branch_path(nodes: &[Node], side: bool, d: &mut Diagnostics) -> Vec<usize> {
-    let mut index: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut previous = vec![None; nodes.len()];
-    let mut last = None;
-    for (i, node) in nodes.iter().enumerate() {
+/// The links of the lines of the wanted kind: each uuid's first line (the uuids moved out
+/// of the nodes), the last line, the parent ids none of them has.
+fn link_index(nodes: &mut [Node], side: bool) -> Links {
+    let mut links = Links {
+        side,
+        ..Links::default()
+    };
+    for (i, node) in nodes.iter_mut().enumerate() {
         if node.sidechain != side {
             continue;
         }
-        previous[i] = last;
-        last = Some(i);
-        if let Some(uuid) = &node.uuid {
-            index.entry(uuid.as_str()).or_insert(i);
+        links.tip = Some(i);
+        if let Some(uuid) = node.uuid.take() {
+            links.index.entry(uuid).or_insert(i);
+        }
+    }
+    for node in nodes.iter().filter(|n| n.sidechain == side) {
+        if let Parent::Id(id) = &node.parent {
+            if !links.index.contains_key(id) {
+                links.dangling.insert(id.clone());
+            }
+        }
+    }
+    links
+}
+
+/// The indices of the branch's lines, root first: the way up from the last line of the
+/// wanted kind. A parent that is not in the file is taken as the line before (of that
+/// kind); a loop is reported at the line where it closes and ends the way up (and leaves
+/// `links` unable to go on).
+fn branch_path(nodes: &[Node], links: &mut Links, d: &mut Diagnostics) -> Vec<usize> {
+    let mut previous = vec![None; nodes.len()];
+    let mut last = None;
+    for (i, node) in nodes.iter().enumerate() {
+        if node.sidechain == links.side {
+            previous[i] = last;
+            last = Some(i);
         }
     }
     let mut on = vec![false; nodes.len()];
@@ -369,13 +525,14 @@ fn branch_path(nodes: &[Node], side: bool, d: &mut Diagnostics) -> Vec<usize> {
                 nodes[i].line,
                 "its parents loop back to it; the branch stops here".into(),
             ));
+            links.stuck = true;
             break;
         }
         on[i] = true;
         path.push(i);
         at = match &nodes[i].parent {
             Parent::Root => None,
-            Parent::Id(id) => index.get(id.as_str()).copied().or(previous[i]),
+            Parent::Id(id) => links.index.get(id.as_str()).copied().or(previous[i]),
             Parent::Previous => previous[i],
         };
     }

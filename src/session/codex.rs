@@ -39,7 +39,9 @@ use serde_json::Value;
 
 use super::branch::{BranchEntry, SessionBranch, SessionFormat, SessionHeader};
 use super::diagnostics::{Diagnostics, ReadLimits};
-use super::hosts::{compaction_summary, each_line, hook_message, iso_millis, str_at, string_at};
+use super::hosts::{
+    compaction_summary, each_line, hook_message, iso_millis, str_at, string_at, Resume,
+};
 use super::input::Lines;
 use crate::domain::transcript::{
     AssistantBlock, AssistantMessage, Content, ContentBlock, MessageUsage, RawJson,
@@ -57,7 +59,7 @@ const USER_CONTEXT: [&str; 5] = [
 
 /// The state of one read.
 #[derive(Debug, Default)]
-struct Rollout {
+pub(super) struct Rollout {
     header: SessionHeader,
     entries: Vec<BranchEntry>,
     /// The model's response being gathered, and when it started.
@@ -74,6 +76,8 @@ struct Rollout {
     has_meta: bool,
     /// The rollout is a sub-agent thread that is not to be read.
     skip_items: bool,
+    /// What was skipped or broken so far.
+    diagnostics: Diagnostics,
 }
 
 /// Reads a Codex rollout from its first line.
@@ -81,23 +85,66 @@ pub(super) fn read<R: BufRead + Seek>(
     lines: &mut Lines<R>,
     limits: &ReadLimits,
 ) -> io::Result<SessionBranch> {
-    let mut diagnostics = Diagnostics::default();
-    let mut rollout = Rollout::default();
-    rollout.header.format = SessionFormat::Codex;
-    rollout.header.version = 1;
-    each_line(lines, limits, &mut diagnostics, |number, value, d| {
-        rollout.line(number, &value, limits, d);
-    })?;
+    let (mut rollout, _) = Rollout::start(lines, limits)?;
     rollout.close();
     rollout.release_deferred();
     Ok(SessionBranch {
         header: rollout.header,
         entries: rollout.entries,
-        diagnostics,
+        diagnostics: rollout.diagnostics,
     })
 }
 
 impl Rollout {
+    /// A rollout read from its first line, left open to take what is appended (SPEC H31).
+    pub(super) fn start<R: BufRead + Seek>(
+        lines: &mut Lines<R>,
+        limits: &ReadLimits,
+    ) -> io::Result<(Self, Resume)> {
+        let mut rollout = Self::default();
+        rollout.header.format = SessionFormat::Codex;
+        rollout.header.version = 1;
+        let resume = rollout.take_lines(lines, limits)?;
+        Ok((rollout, resume))
+    }
+
+    /// Reads the lines from where `lines` stands on, as the rest of the same read.
+    pub(super) fn take_lines<R: BufRead + Seek>(
+        &mut self,
+        lines: &mut Lines<R>,
+        limits: &ReadLimits,
+    ) -> io::Result<Resume> {
+        let mut diagnostics = std::mem::take(&mut self.diagnostics);
+        let resume = each_line(lines, limits, &mut diagnostics, |number, value, d| {
+            self.line(number, &value, limits, d);
+        });
+        self.diagnostics = diagnostics;
+        resume
+    }
+
+    /// The header read so far.
+    pub(super) fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// The entries so far, and those the end of the file would add now (the response being
+    /// gathered, hook messages held back): together, what a read of the file as it is ends
+    /// with.
+    pub(super) fn entries(&self) -> (&[BranchEntry], Vec<BranchEntry>) {
+        let mut pending = Vec::new();
+        if let Some(open) = &self.open {
+            pending.push(BranchEntry::Message(Arc::new(
+                TranscriptMessage::Assistant(finished(open.clone())),
+            )));
+        }
+        pending.extend(
+            self.deferred
+                .iter()
+                .map(|m| BranchEntry::Message(Arc::new(m.clone()))),
+        );
+        (&self.entries, pending)
+    }
+
     fn line(&mut self, number: usize, value: &Value, limits: &ReadLimits, d: &mut Diagnostics) {
         let (Some(kind), Some(payload)) = (
             str_at(value, "type"),
@@ -317,15 +364,9 @@ impl Rollout {
 
     /// Ends the response being gathered: it becomes an assistant message.
     fn close(&mut self) {
-        if let Some(mut message) = self.open.take() {
-            let stop = if message.has_tool_calls() {
-                "toolUse"
-            } else {
-                "stop"
-            };
-            message.stop_reason = Some(stop.to_string());
+        if let Some(message) = self.open.take() {
             self.last_assistant = Some(self.entries.len());
-            self.push(TranscriptMessage::Assistant(message));
+            self.push(TranscriptMessage::Assistant(finished(message)));
         }
     }
 
@@ -362,6 +403,17 @@ impl Rollout {
             self.push(message);
         }
     }
+}
+
+/// A gathered response as the assistant message it ends as: its stop reason set.
+fn finished(mut message: AssistantMessage) -> AssistantMessage {
+    let stop = if message.has_tool_calls() {
+        "toolUse"
+    } else {
+        "stop"
+    };
+    message.stop_reason = Some(stop.to_string());
+    message
 }
 
 /// `<hook_prompt …>REASON</hook_prompt>`: the reason.

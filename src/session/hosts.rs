@@ -70,28 +70,64 @@ pub(super) fn detect_after<R: BufRead + Seek>(
     Ok(None)
 }
 
+/// Where a read of a file that may still grow stopped: what the next read goes on from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Resume {
+    /// The offset after the last line taken, or the start of a last line left for later
+    /// (not written whole yet).
+    pub(super) offset: u64,
+    /// The lines before `offset` (blank and broken ones included).
+    pub(super) number: usize,
+    /// The last line taken has no line break yet: it was taken because it parsed whole.
+    pub(super) open: bool,
+}
+
 /// Calls `each` with every line of the file that parses as JSON, with its 1-based number.
 /// A line that does not, or is longer than the cap, is recorded in `diagnostics` and
 /// skipped — except the last line of a file that may still grow (`limits.growing`) when it
 /// has no line break yet: it is not written whole, and reading stops there silently.
+/// Returns where a later read of what is appended goes on from (SPEC H31): after the last
+/// line, or at the start of a last line left for later (one that does not parse yet, or
+/// one over the cap whose end is not written yet).
 pub(super) fn each_line<R: BufRead + Seek>(
     lines: &mut Lines<R>,
     limits: &ReadLimits,
     diagnostics: &mut Diagnostics,
     mut each: impl FnMut(usize, Value, &mut Diagnostics),
-) -> io::Result<()> {
+) -> io::Result<Resume> {
+    let mut left = None;
+    let mut open = false;
     loop {
         let Some((number, line)) = lines.next_line()? else {
-            return Ok(());
+            return Ok(left.unwrap_or(Resume {
+                offset: lines.position(),
+                number: lines.number,
+                open,
+            }));
         };
         let parsed = match line {
             Line::TooLong => None,
             Line::Text(bytes) => Some(serde_json::from_slice::<Value>(bytes)),
         };
+        let unterminated = lines.unterminated();
+        let here = Resume {
+            offset: lines.line_start(),
+            number: number - 1,
+            open: false,
+        };
+        open = false;
         match parsed {
-            None => diagnostics.malformed.push((number, lines.too_long())),
-            Some(Ok(value)) => each(number, value, diagnostics),
-            Some(Err(_)) if limits.growing && lines.unterminated() => return Ok(()),
+            None => {
+                diagnostics.malformed.push((number, lines.too_long()));
+                if unterminated {
+                    left = Some(here);
+                }
+            }
+            Some(Ok(value)) => {
+                open = unterminated;
+                each(number, value, diagnostics);
+            }
+            Some(Err(_)) if limits.growing && unterminated => return Ok(here),
             Some(Err(e)) => diagnostics
                 .malformed
                 .push((number, describe_json_error(&e))),

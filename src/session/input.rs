@@ -146,6 +146,10 @@ pub(super) struct Lines<R> {
     /// true for the last line: set where a line is gathered, the one way such a line is
     /// read).
     unterminated: bool,
+    /// Bytes consumed from the source so far, from where it was positioned at the start.
+    consumed: u64,
+    /// Where in the source the raw line last read starts.
+    line_start: u64,
 }
 
 /// A buffer grown past this by one long line is given back before the next line.
@@ -170,7 +174,34 @@ impl<R: BufRead + Seek> Lines<R> {
             max_line,
             lent: 0,
             unterminated: false,
+            consumed: 0,
+            line_start: 0,
         }
+    }
+
+    /// Lines of a source positioned at byte `offset` of a file whose first `number` lines
+    /// were read before: numbers and offsets go on from there.
+    pub(super) fn resumed(reader: R, max_line: usize, number: usize, offset: u64) -> Self {
+        let mut lines = Self::new(reader, max_line);
+        lines.number = number;
+        lines.consumed = offset;
+        lines.line_start = offset;
+        lines
+    }
+
+    /// The source, positioned wherever reading stopped.
+    pub(super) fn into_inner(self) -> R {
+        self.reader
+    }
+
+    /// The offset just past the line last returned (its line break included).
+    pub(super) fn position(&self) -> u64 {
+        self.consumed + self.lent as u64
+    }
+
+    /// The offset where the line last returned starts.
+    pub(super) fn line_start(&self) -> u64 {
+        self.line_start
     }
 
     /// Reads the next raw line (line break excluded): lent from the source's buffer when it
@@ -180,8 +211,10 @@ impl<R: BufRead + Seek> Lines<R> {
     fn read_raw(&mut self) -> io::Result<Option<Raw>> {
         if self.lent > 0 {
             self.reader.consume(self.lent);
+            self.consumed += self.lent as u64;
             self.lent = 0;
         }
+        self.line_start = self.consumed;
         if self.buf.capacity() > KEEP_BUFFER {
             self.buf = Vec::new();
         }
@@ -240,6 +273,7 @@ impl<R: BufRead + Seek> Lines<R> {
             }
             let used = newline.map_or(available.len(), |i| i + 1);
             self.reader.consume(used);
+            self.consumed += used as u64;
             if newline.is_some() {
                 self.unterminated = false;
                 break;
@@ -299,6 +333,8 @@ impl<R: BufRead + Seek> Lines<R> {
         self.unterminated = false;
         self.reader.seek(SeekFrom::Start(0))?;
         self.number = 0;
+        self.consumed = 0;
+        self.line_start = 0;
         for _ in 0..lines {
             if self.read_raw()?.is_none() {
                 break;

@@ -42,6 +42,9 @@
 //! first lines, into the same [`SessionBranch`]: see the `claude` and `codex` modules. The
 //! header's [`SessionHeader::format`] says which format was read, and
 //! [`ReadLimits::growing`] / [`ReadLimits::include_subagents`] apply to these formats only.
+//! A host transcript that grows while it is read again and again (the hook hosts'
+//! background process) is read through a [`HostTail`]: after the first read only the lines
+//! appended since are parsed, with the same result as a whole read (SPEC H31).
 //!
 //! # Branches
 //!
@@ -85,6 +88,7 @@ mod input;
 mod lean;
 mod reader;
 mod skim;
+mod tail;
 mod tree;
 
 pub use advisor_file::{advisor_file_path, AdvisorFilePathError, ADVISOR_FILE_NAME};
@@ -97,3 +101,4 @@ pub use reader::{
     read_session, read_session_arg, read_session_from, read_session_from_with, read_session_stdin,
     read_session_with, NEWEST_VERSION, STDIN_NAME,
 };
+pub use tail::{read_host_tail, HostTail, TailRead};

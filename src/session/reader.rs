@@ -167,6 +167,23 @@ fn read_from<R: BufRead + Seek>(
     Ok(branch)
 }
 
+/// The host format of the file `lines` reads from its start (SPEC L6), `None` for a pi
+/// session; the caller rewinds before reading it.
+pub(super) fn host_format_of<R: BufRead + Seek>(
+    lines: &mut Lines<R>,
+    path: &Path,
+) -> Result<Option<SessionFormat>, SessionError> {
+    match read_header(lines, path) {
+        Ok(_) => Ok(None),
+        Err(HeaderError::Host(format)) => Ok(Some(format)),
+        Err(HeaderError::Session(e)) => Err(e),
+        Err(HeaderError::Io(source)) => Err(SessionError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 /// Reads a host transcript from its first line (the reader was rewound there).
 fn read_host<R: BufRead + Seek>(
     format: SessionFormat,

@@ -91,8 +91,18 @@ impl Places {
     }
 
     fn daemon(&self, model: Option<Arc<dyn advisor::ModelClient>>) -> Arc<Daemon> {
-        let env: BTreeMap<String, String> =
+        self.daemon_with(model, &[])
+    }
+
+    /// [`Places::daemon`] whose process environment holds `vars` too.
+    fn daemon_with(
+        &self,
+        model: Option<Arc<dyn advisor::ModelClient>>,
+        vars: &[(&str, &str)],
+    ) -> Arc<Daemon> {
+        let mut env: BTreeMap<String, String> =
             [("HOME".to_string(), self.home.display().to_string())].into();
+        env.extend(vars.iter().map(|(n, v)| (n.to_string(), v.to_string())));
         Daemon::new(DaemonOptions {
             paths: self.paths.clone(),
             uid: current_uid(),
@@ -118,6 +128,7 @@ impl Places {
             bound,
             gate_bound: None,
             daemon_command: None,
+            env: BTreeMap::new(),
         }
     }
 }
@@ -800,4 +811,62 @@ async fn gt12_a_pre_tool_use_the_gate_denies_comes_back_as_a_permission_decision
         })
         .count();
     assert_eq!(gate_calls, 1, "one model call, for the risky call only");
+}
+
+/// The first hook of session `id` (a prompt), from a hook whose environment holds `env`
+/// (`None`: a client that sends none); the line shown to the user, if any.
+async fn open_session(
+    daemon: &Arc<Daemon>,
+    places: &Places,
+    id: &str,
+    env: Option<&[(&str, &str)]>,
+) -> String {
+    let mut payload = places.payload("UserPromptSubmit", json!({"prompt": "hi"}));
+    payload.session_id = id.to_string();
+    let env = env.map(|vars| {
+        vars.iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    });
+    let reply = daemon
+        .event_from(
+            payload,
+            env,
+            tokio::time::Instant::now() + Duration::from_secs(10),
+        )
+        .await;
+    reply
+        .stdout
+        .and_then(|out| out["systemMessage"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h32_each_session_takes_the_keys_of_the_hook_that_opened_it() {
+    let places = Places::new("");
+    // The process was started by a hook whose environment held an Anthropic key.
+    let daemon = places.daemon_with(None, &[("ANTHROPIC_API_KEY", "sk-first-hook")]);
+    // A later hook from a shell without any key: its session has no model, and says so.
+    let told = open_session(&daemon, &places, "no-key", Some(&[])).await;
+    assert!(told.contains("no review model"), "{told:?}");
+    // A hook whose environment holds a key: its session has a model.
+    let told = open_session(
+        &daemon,
+        &places,
+        "own-key",
+        Some(&[("OPENAI_API_KEY", "sk-this-hook")]),
+    )
+    .await;
+    assert!(!told.contains("no review model"), "{told:?}");
+    // A client that sends no variables: the process's own key.
+    let told = open_session(&daemon, &places, "older-client", None).await;
+    assert!(!told.contains("no review model"), "{told:?}");
+    let status = daemon.respond(Request::Status {
+        v: PROTOCOL_VERSION,
+        session: Some("own-key".into()),
+    });
+    let Response::Status { sessions, .. } = status.await else {
+        panic!("a status");
+    };
+    assert!(sessions[0].text.contains("openai"), "{}", sessions[0].text);
 }

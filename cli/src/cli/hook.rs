@@ -67,6 +67,8 @@ pub fn run(args: HookArgs) -> Result<(), CliError> {
         bound,
         gate_bound,
         daemon_command,
+        // H31: the session this call opens takes its keys from this environment.
+        env: advisor::hosts::protocol::session_vars(std::env::vars()),
     };
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
