@@ -77,6 +77,7 @@ fn skipped_unread(bytes: &[u8], e: &serde_json::Error) -> bool {
     let value_refused = [
         "number out of range",
         "surrogate",
+        "hex escape",
         "invalid unicode code point",
     ]
     .iter()
