@@ -81,11 +81,14 @@ mod branch;
 mod claude;
 mod codex;
 mod diagnostics;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod differential;
 mod direct;
 mod driver;
+mod entry;
 mod hosts;
 mod input;
-mod lean;
 mod reader;
 mod skim;
 mod tail;

@@ -678,3 +678,47 @@ fn the_size_checks_see_fields_code_and_long_functions() {
         "the docs and the blank line are not code"
     );
 }
+/// The files under `src/session` whose non-test code builds the reader's view of an entry
+/// line (`Entry { … }` or `Entry::…(…)`, `Entry` not part of a longer name).
+fn entry_builders(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(&root.join("src/session"), &mut files);
+    let mut builders: Vec<String> = files
+        .into_iter()
+        .filter(|file| {
+            let text = std::fs::read_to_string(file).expect("a source file");
+            let code: String = text
+                .lines()
+                .take_while(|line| !line.starts_with("#[cfg(test)]"))
+                .filter(|line| !line.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            code.match_indices("Entry").any(|(at, _)| {
+                let before = code[..at].chars().last();
+                let after = &code[at + "Entry".len()..];
+                !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                    && (after.starts_with(" {") || after.starts_with("::"))
+            })
+        })
+        .map(|file| {
+            let relative = file.strip_prefix(root.join("src")).expect("under src");
+            relative.to_string_lossy().replace('\\', "/")
+        })
+        .collect();
+    builders.sort();
+    builders
+}
+
+#[test]
+fn l1_a_session_line_is_read_by_one_fast_way_and_the_general_way_only() {
+    // SPEC L1: the hand-written reader (`direct`) answers where the general way (`entry`:
+    // serde's derive over the transcript's types) would answer the same, and leaves every
+    // other line to it. A third file building entries would be a second fast way, to be
+    // kept in step with the general way by differential tests and a fuzz target of its own.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(
+        entry_builders(root),
+        ["session/direct.rs", "session/entry.rs"],
+        "files that read session entry lines"
+    );
+}
