@@ -19,6 +19,7 @@ mod hosts_e2e_gate;
 mod hosts_e2e_more;
 mod hosts_hook;
 mod hosts_install_cli;
+mod hosts_overhead;
 mod hosts_read;
 mod hosts_subagents;
 mod judge_gate;
