@@ -142,8 +142,19 @@ impl Daemon {
     fn expire(&self) -> bool {
         let now = Instant::now();
         let mut sessions = self.sessions.lock();
-        sessions
-            .retain(|_, slot| now.duration_since(slot.last_event) < self.options.session_expiry);
+        let mut ended = Vec::new();
+        sessions.retain(|key, slot| {
+            let open = now.duration_since(slot.last_event) < self.options.session_expiry;
+            if !open {
+                ended.push(key.clone());
+            }
+            open
+        });
+        // A sub-agent's session ends with its main session (H30).
+        sessions.retain(|(host, id), _| {
+            main_session_of(id)
+                .is_none_or(|main| !ended.iter().any(|(h, m)| h == host && m == main))
+        });
         if !sessions.is_empty() {
             *self.idle_since.lock() = now;
             return false;
@@ -255,6 +266,9 @@ impl Daemon {
         // one's: its transcript is another file, and what its hooks deliver reaches the
         // sub-agent's model, not the main agent's (W7, H30).
         let payload = payload.into_subagent_session();
+        if matches!(payload.event, HookEvent::SessionEnd { .. }) && payload.agent_id.is_none() {
+            self.end_subagents(&payload);
+        }
         let Some(jobs) = self.session_jobs(&payload, env) else {
             return HookReply::empty();
         };
@@ -270,6 +284,36 @@ impl Daemon {
         match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(reply)) => reply,
             _ => timed_out(),
+        }
+    }
+
+    /// Ends the sub-agent sessions of the main session `end` ends (H30): each gets the
+    /// `SessionEnd` as its own last event (queued behind what it was sent before), so it is
+    /// disposed with its main session instead of at the expiry.
+    fn end_subagents(&self, end: &HookPayload) {
+        let prefix = format!("{}{SUBAGENT_INFIX}", end.session_id);
+        let queues: Vec<(String, mpsc::Sender<SessionJob>)> = self
+            .sessions
+            .lock()
+            .iter()
+            .filter(|((host, id), _)| *host == end.host && id.starts_with(&prefix))
+            .map(|((_, id), slot)| (id.clone(), slot.jobs.clone()))
+            .collect();
+        for (id, jobs) in queues {
+            let mut payload = end.clone();
+            payload.session_id = id;
+            payload.transcript_path = None;
+            let (reply, answered) = oneshot::channel();
+            let job = SessionJob::Event(Box::new(EventJob {
+                payload,
+                deadline: Instant::now() + REQUEST_TIME,
+                reply,
+            }));
+            if jobs.try_send(job).is_ok() {
+                // Nobody waits for this answer; keeping the receiver until it comes spares
+                // the session a "late answer" notice.
+                tokio::spawn(answered);
+            }
         }
     }
 
@@ -441,6 +485,15 @@ impl Daemon {
     }
 }
 
+/// What joins a main session's id and a sub-agent's id in the sub-agent's session id.
+const SUBAGENT_INFIX: &str = ".agent-";
+
+/// The main session of a sub-agent's session id (`<main>.agent-<agent_id>`, H30); `None`
+/// for a main session's id.
+fn main_session_of(id: &str) -> Option<&str> {
+    id.rsplit_once(SUBAGENT_INFIX).map(|(main, _)| main)
+}
+
 /// A hook answer given when the session's worker did not answer in time.
 fn timed_out() -> HookReply {
     HookReply {
@@ -555,5 +608,27 @@ impl Worker {
         if let Some(daemon) = self.daemon.upgrade() {
             daemon.forget(&self.key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h30_a_subagent_session_id_names_its_main_session() {
+        let main = "5170e527-b0bd-4965-9c59-ea51fe52b08f";
+        assert_eq!(
+            main_session_of(&format!("{main}.agent-a59a26be")),
+            Some(main)
+        );
+        assert_eq!(main_session_of(main), None);
+        let input = serde_json::json!({"session_id": main, "transcript_path": "/t.jsonl",
+            "cwd": "/w", "hook_event_name": "SubagentStop", "agent_id": "a59a26be"});
+        let sub = super::super::payload::parse_payload(input.to_string().as_bytes(), None).unwrap();
+        assert_eq!(
+            main_session_of(&sub.into_subagent_session().session_id),
+            Some(main)
+        );
     }
 }

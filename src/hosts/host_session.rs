@@ -225,7 +225,7 @@ impl HostSession {
             }
             HookEvent::PostToolUse { .. } => self.take_step().await,
             // A sub-agent's session (W7, H30) ends its run at SubagentStop as a main one at
-            // Stop: its final turn is handed over; the answer stays empty (H11).
+            // Stop: its final turn is handed over and answered as a Stop is (H7).
             HookEvent::Stop { .. } | HookEvent::SubagentStop { .. } => {
                 let mut read = self.source.start_read();
                 match tokio::time::timeout_at(deadline, &mut read).await {
@@ -409,13 +409,13 @@ pub fn point_of(event: &HookEvent) -> HookPoint {
         HookEvent::UserPromptSubmit { .. } => HookPoint::UserPromptSubmit,
         HookEvent::PreToolUse { .. } => HookPoint::PreToolUse,
         HookEvent::PostToolUse { .. } => HookPoint::PostToolUse,
+        // Both CLIs honour a block at SubagentStop: the sub-agent continues (H30).
         HookEvent::Stop {
             stop_hook_active, ..
-        } => HookPoint::Stop {
+        }
+        | HookEvent::SubagentStop { stop_hook_active } => HookPoint::Stop {
             stop_hook_active: *stop_hook_active,
         },
-        HookEvent::SubagentStop { .. } | HookEvent::SessionEnd { .. } | HookEvent::Other { .. } => {
-            HookPoint::Other
-        }
+        HookEvent::SessionEnd { .. } | HookEvent::Other { .. } => HookPoint::Other,
     }
 }

@@ -65,6 +65,17 @@ fn codex_subagent_request(body: &Value) -> bool {
 /// `wait_agent`), then runs [`MAIN_COMMAND`] and ends; the sub-agent's own conversation runs
 /// [`SUB_COMMAND`] and reports.
 fn subagent_picker(host: Host) -> Arc<Picker> {
+    subagent_picker_with(
+        host,
+        vec![
+            Step::shell(SUB_COMMAND),
+            Step::text("Subagent done: wrote sub.txt."),
+        ],
+    )
+}
+
+/// [`subagent_picker`] whose sub-agent plays `sub_steps`.
+fn subagent_picker_with(host: Host, sub_steps: Vec<Step>) -> Arc<Picker> {
     Arc::new(move |body: &Value| {
         let n = outputs_so_far(host, body);
         let sub = match host {
@@ -75,11 +86,7 @@ fn subagent_picker(host: Host) -> Arc<Picker> {
             Host::Codex => codex_subagent_request(body),
         };
         if sub {
-            let steps = vec![
-                Step::shell(SUB_COMMAND),
-                Step::text("Subagent done: wrote sub.txt."),
-            ];
-            return pick_by(steps, n);
+            return pick_by(sub_steps.clone(), n);
         }
         let mut steps = match host {
             Host::ClaudeCode => vec![Step::Tool {
@@ -224,6 +231,66 @@ fn subagent_reviewed_when_on(host: Host) {
             "the main session's review holds none of the sub-agent's lines"
         );
     }
+}
+
+/// H30, H7: a blocker on a sub-agent's last turn (waited for at `SubagentStop`,
+/// `syncBacklog: 1`, H12) continues the sub-agent once: Claude Code honours the block at
+/// `SubagentStop`, the sub-agent's next request holds the advice, and the second
+/// `SubagentStop` (`stop_hook_active`) passes; the main agent then finishes.
+#[test]
+fn claude_code_h30_h7_a_blocker_on_a_subagents_last_turn_continues_it_once() {
+    let host = Host::ClaudeCode;
+    let Some(mut h) = Harness::new() else {
+        return;
+    };
+    let advisor = AdvisorModel::start(&h.rt, h.marks(), false);
+    let config = "advisor:\n  hookTimeoutMs: 6000\n  syncBacklog: 1\n  subagents: true\n";
+    h.attach_advisor(host, &advisor, config);
+    let sub_steps = vec![
+        Step::shell(SUB_COMMAND),
+        Step::text("Subagent done: CUE-BLOCKER left as it is."),
+        Step::text("Subagent fixed what the advisor raised."),
+    ];
+    let primary = h.primary(host, subagent_picker_with(host, sub_steps));
+    let out = h.run(
+        host,
+        &primary,
+        "Delegate the file, then stop.",
+        &[],
+        RUN_LIMIT,
+    );
+    out.assert_ok(host.name());
+    assert_eq!(
+        h.trapped(),
+        Vec::<String>::new(),
+        "no traffic left loopback"
+    );
+    let note = advice_note("CUE-BLOCKER");
+    let texts: Vec<String> = primary.bodies().iter().map(conversation_text).collect();
+    let continued = texts
+        .iter()
+        .filter(|t| t.contains(SUB_TASK) && t.contains(&note))
+        .count();
+    assert!(
+        continued >= 1,
+        "the continued sub-agent's request holds the advice; hook log: {:?}",
+        h.hook_events()
+    );
+    let stops: Vec<String> = h
+        .hook_events()
+        .iter()
+        .filter(|e| e["event"] == "SubagentStop")
+        .map(|e| e["outcome"].as_str().unwrap_or("?").to_string())
+        .collect();
+    assert_eq!(stops.len(), 2, "the sub-agent stopped twice: {stops:?}");
+    assert_eq!(stops[0], "block");
+    assert_ne!(stops[1], "block", "no second block for the same batch");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("Subagent fixed what the advisor raised.")),
+        "the main agent got the continued sub-agent's report"
+    );
 }
 
 #[test]

@@ -23,19 +23,19 @@ use serde_json::{json, Value};
 use crate::support::sse_server;
 use crate::support::wire::{client, Dialect};
 
-const SESSION: &str = "5170e527-b0bd-4965-9c59-ea51fe52b08f";
+pub(crate) const SESSION: &str = "5170e527-b0bd-4965-9c59-ea51fe52b08f";
 
 /// A test's places, project and transcript, all under one temporary directory.
-struct Places {
+pub(crate) struct Places {
     _dir: tempfile::TempDir,
     paths: HostPaths,
-    home: PathBuf,
+    pub(crate) home: PathBuf,
     cwd: PathBuf,
     transcript: PathBuf,
 }
 
 impl Places {
-    fn new(project_config: &str) -> Self {
+    pub(crate) fn new(project_config: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
         let home = root.join("home");
@@ -66,12 +66,17 @@ impl Places {
         v
     }
 
-    fn payload(&self, event: &str, extra: Value) -> HookPayload {
+    pub(crate) fn payload(&self, event: &str, extra: Value) -> HookPayload {
         parse_payload(self.input(event, extra).to_string().as_bytes(), None).unwrap()
     }
 
     /// Writes the transcript as a pi session file holding `messages`.
     fn write_transcript(&self, messages: &[Value]) {
+        self.write_transcript_at(&self.transcript, messages);
+    }
+
+    /// Writes `path` as a pi session file holding `messages` (a sub-agent's transcript).
+    pub(crate) fn write_transcript_at(&self, path: &Path, messages: &[Value]) {
         let mut lines = vec![json!({"type": "session", "version": 3, "id": SESSION,
             "timestamp": "2026-01-01T00:00:00.000Z", "cwd": self.cwd})
         .to_string()];
@@ -87,10 +92,10 @@ impl Places {
                 .to_string(),
             );
         }
-        std::fs::write(&self.transcript, lines.join("\n") + "\n").unwrap();
+        std::fs::write(path, lines.join("\n") + "\n").unwrap();
     }
 
-    fn daemon(&self, model: Option<Arc<dyn advisor::ModelClient>>) -> Arc<Daemon> {
+    pub(crate) fn daemon(&self, model: Option<Arc<dyn advisor::ModelClient>>) -> Arc<Daemon> {
         self.daemon_with(model, &[])
     }
 
@@ -133,27 +138,27 @@ impl Places {
     }
 }
 
-fn user(text: &str) -> Value {
+pub(crate) fn user(text: &str) -> Value {
     json!({"role": "user", "content": text})
 }
 
-fn tool_call(id: &str, command: &str) -> Value {
+pub(crate) fn tool_call(id: &str, command: &str) -> Value {
     json!({"role": "assistant", "content": [{"type": "toolCall", "id": id, "name": "bash",
         "arguments": {"command": command}}], "stopReason": "toolUse"})
 }
 
-fn tool_result(id: &str, text: &str) -> Value {
+pub(crate) fn tool_result(id: &str, text: &str) -> Value {
     json!({"role": "toolResult", "toolCallId": id, "toolName": "bash",
         "content": [{"type": "text", "text": text}], "isError": false})
 }
 
-fn answer(text: &str) -> Value {
+pub(crate) fn answer(text: &str) -> Value {
     json!({"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop"})
 }
 
 /// A scripted review: one `advise` call with `note` at `severity` (an advise-only answer
 /// ends the review, P2), then an empty answer for whatever asks next.
-fn review(note: &str, severity: &str) -> Vec<ScriptedResponse> {
+pub(crate) fn review(note: &str, severity: &str) -> Vec<ScriptedResponse> {
     let d = Dialect::OpenAi;
     vec![
         ScriptedResponse::sse(
@@ -163,7 +168,9 @@ fn review(note: &str, severity: &str) -> Vec<ScriptedResponse> {
     ]
 }
 
-async fn model(responses: Vec<ScriptedResponse>) -> (SseServer, Arc<dyn advisor::ModelClient>) {
+pub(crate) async fn model(
+    responses: Vec<ScriptedResponse>,
+) -> (SseServer, Arc<dyn advisor::ModelClient>) {
     let server = sse_server::start(responses).await;
     let model = client(&server, Dialect::OpenAi.role(), ApiKind::OpenAiCompletions);
     (server, model)
@@ -171,7 +178,7 @@ async fn model(responses: Vec<ScriptedResponse>) -> (SseServer, Arc<dyn advisor:
 
 /// Sends one hook event to `daemon` with a generous deadline (the reply is due at once;
 /// nothing here waits on a model).
-async fn send(daemon: &Arc<Daemon>, payload: HookPayload) -> (Option<Value>, Outcome) {
+pub(crate) async fn send(daemon: &Arc<Daemon>, payload: HookPayload) -> (Option<Value>, Outcome) {
     let reply = daemon
         .event(
             payload,
