@@ -185,22 +185,15 @@ pub fn compare_table(columns: &[Column]) -> String {
 /// without a legend.
 pub fn svg_chart(columns: &[Column]) -> String {
     let priced = columns.iter().any(|c| c.summary.total.cost_per_case > 0.0);
-    let x_of = |s: &Summary| {
-        if priced {
-            s.total.cost_per_case
-        } else {
-            s.total.tokens_per_case / 1000.0
-        }
-    };
-    let (w, h) = (720.0_f64, 480.0_f64);
-    let (left, right, top, bottom) = (80.0, 40.0, 50.0, 70.0);
     let max_x = columns
         .iter()
-        .map(|c| x_of(&c.summary))
+        .map(|c| chart_x(&c.summary, priced))
         .fold(0.0_f64, f64::max);
-    let max_x = nice_ceiling(max_x);
-    let px = |x: f64| left + (w - left - right) * if max_x > 0.0 { x / max_x } else { 0.0 };
-    let py = |y: f64| top + (h - top - bottom) * (1.0 - y);
+    let chart = Chart {
+        priced,
+        max_x: nice_ceiling(max_x),
+    };
+    let (w, h) = (W, H);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -212,79 +205,140 @@ pub fn svg_chart(columns: &[Column]) -> String {
         r#"<text x="{}" y="28" text-anchor="middle" font-size="16" font-weight="bold">Catches within one turn against what each case costs</text>"#,
         w / 2.0
     );
-    for i in 0..=5 {
-        let y = i as f64 / 5.0;
-        let _ = writeln!(
-            s,
-            r##"<line x1="{left}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#e5e5e5"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4}%</text>"##,
-            py(y),
-            w - right,
-            left - 8.0,
-            py(y) + 4.0,
-            i * 20
-        );
-        let x = max_x * i as f64 / 5.0;
-        // The axis title carries the unit; ticks are plain numbers.
-        let label = match (priced, max_x >= 5.0) {
-            (true, _) => format!("{x:.3}"),
-            (false, true) => format!("{x:.0}"),
-            (false, false) => format!("{x:.1}"),
-        };
-        let _ = writeln!(
-            s,
-            r##"<line x1="{0:.1}" y1="{top}" x2="{0:.1}" y2="{1:.1}" stroke="#e5e5e5"/><text x="{0:.1}" y="{2:.1}" text-anchor="middle">{3}</text>"##,
-            px(x),
-            h - bottom,
-            h - bottom + 18.0,
-            label
-        );
-    }
-    let _ = writeln!(
-        s,
-        r##"<line x1="{left}" y1="{0}" x2="{1}" y2="{0}" stroke="#333"/><line x1="{left}" y1="{top}" x2="{left}" y2="{0}" stroke="#333"/>"##,
-        h - bottom,
-        w - right
-    );
-    let x_title = if priced {
-        "cost per case (US dollars)"
-    } else {
-        "tokens per case (thousands)"
-    };
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{x_title}</text>"#,
-        left + (w - left - right) / 2.0,
-        h - 22.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text transform="translate(22 {:.1}) rotate(-90)" text-anchor="middle">caught within one turn (% of planted cases)</text>"#,
-        top + (h - top - bottom) / 2.0
-    );
-    let colours = [
-        "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
-    ];
-    for (i, c) in columns.iter().enumerate() {
-        let (x, y) = (px(x_of(&c.summary)), py(c.summary.caught1));
-        let colour = colours[i % colours.len()];
-        // Labels go right of the point, or left of it near the right edge.
-        let (anchor, dx) = if x > w * 0.65 {
-            ("end", -10.0)
-        } else {
-            ("start", 10.0)
-        };
-        let dy = if i % 2 == 0 { -6.0 } else { 16.0 };
-        let _ = writeln!(
-            s,
-            r#"<circle cx="{x:.1}" cy="{y:.1}" r="6" fill="{colour}"/><text x="{:.1}" y="{:.1}" text-anchor="{anchor}" fill="{colour}">{} ({})</text>"#,
-            x + dx,
-            y + dy,
-            advisor::xml::quoted(&c.label),
-            pct(c.summary.caught1)
-        );
-    }
+    chart.grid(&mut s);
+    chart.axes(&mut s);
+    chart.points(&mut s, columns);
     s.push_str("</svg>\n");
     s
+}
+
+/// The chart's width and height, in pixels.
+const W: f64 = 720.0;
+const H: f64 = 480.0;
+/// The chart's margins (left, right, top, bottom), in pixels.
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 40.0;
+const TOP: f64 = 50.0;
+const BOTTOM: f64 = 70.0;
+
+/// A configuration's place across: its cost per case in dollars when any configuration is
+/// priced, else its thousands of tokens per case.
+fn chart_x(s: &Summary, priced: bool) -> f64 {
+    if priced {
+        s.total.cost_per_case
+    } else {
+        s.total.tokens_per_case / 1000.0
+    }
+}
+
+/// The chart's scales: what is across, and the axis's end.
+struct Chart {
+    priced: bool,
+    max_x: f64,
+}
+
+impl Chart {
+    /// The pixel across for `x`.
+    fn px(&self, x: f64) -> f64 {
+        let (w, left, right, max_x) = (W, LEFT, RIGHT, self.max_x);
+        left + (w - left - right) * if max_x > 0.0 { x / max_x } else { 0.0 }
+    }
+
+    /// The pixel down for the share `y` (0 to 1).
+    fn py(&self, y: f64) -> f64 {
+        let (h, top, bottom) = (H, TOP, BOTTOM);
+        top + (h - top - bottom) * (1.0 - y)
+    }
+
+    /// The grid lines and the ticks of both axes.
+    fn grid(&self, s: &mut String) {
+        let (w, h, left, right, top, bottom) = (W, H, LEFT, RIGHT, TOP, BOTTOM);
+        let (priced, max_x) = (self.priced, self.max_x);
+        for i in 0..=5 {
+            let y = i as f64 / 5.0;
+            let _ = writeln!(
+                s,
+                r##"<line x1="{left}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#e5e5e5"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4}%</text>"##,
+                self.py(y),
+                w - right,
+                left - 8.0,
+                self.py(y) + 4.0,
+                i * 20
+            );
+            let x = max_x * i as f64 / 5.0;
+            // The axis title carries the unit; ticks are plain numbers.
+            let label = match (priced, max_x >= 5.0) {
+                (true, _) => format!("{x:.3}"),
+                (false, true) => format!("{x:.0}"),
+                (false, false) => format!("{x:.1}"),
+            };
+            let _ = writeln!(
+                s,
+                r##"<line x1="{0:.1}" y1="{top}" x2="{0:.1}" y2="{1:.1}" stroke="#e5e5e5"/><text x="{0:.1}" y="{2:.1}" text-anchor="middle">{3}</text>"##,
+                self.px(x),
+                h - bottom,
+                h - bottom + 18.0,
+                label
+            );
+        }
+    }
+
+    /// The axis lines and their titles.
+    fn axes(&self, s: &mut String) {
+        let (w, h, left, right, top, bottom) = (W, H, LEFT, RIGHT, TOP, BOTTOM);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left}" y1="{0}" x2="{1}" y2="{0}" stroke="#333"/><line x1="{left}" y1="{top}" x2="{left}" y2="{0}" stroke="#333"/>"##,
+            h - bottom,
+            w - right
+        );
+        let x_title = if self.priced {
+            "cost per case (US dollars)"
+        } else {
+            "tokens per case (thousands)"
+        };
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{x_title}</text>"#,
+            left + (w - left - right) / 2.0,
+            h - 22.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text transform="translate(22 {:.1}) rotate(-90)" text-anchor="middle">caught within one turn (% of planted cases)</text>"#,
+            top + (h - top - bottom) / 2.0
+        );
+    }
+
+    /// One labelled point per configuration.
+    fn points(&self, s: &mut String, columns: &[Column]) {
+        let w = W;
+        let colours = [
+            "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
+        ];
+        for (i, c) in columns.iter().enumerate() {
+            let (x, y) = (
+                self.px(chart_x(&c.summary, self.priced)),
+                self.py(c.summary.caught1),
+            );
+            let colour = colours[i % colours.len()];
+            // Labels go right of the point, or left of it near the right edge.
+            let (anchor, dx) = if x > w * 0.65 {
+                ("end", -10.0)
+            } else {
+                ("start", 10.0)
+            };
+            let dy = if i % 2 == 0 { -6.0 } else { 16.0 };
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{x:.1}" cy="{y:.1}" r="6" fill="{colour}"/><text x="{:.1}" y="{:.1}" text-anchor="{anchor}" fill="{colour}">{} ({})</text>"#,
+                x + dx,
+                y + dy,
+                advisor::xml::quoted(&c.label),
+                pct(c.summary.caught1)
+            );
+        }
+    }
 }
 
 /// A round number at or above `x` for the axis's end (1, 2 or 5 times a power of ten).

@@ -240,17 +240,9 @@ pub(crate) fn is_canonical(text: &[u8]) -> bool {
                 at = end + 1;
             }
             b'-' | b'0'..=b'9' => {
-                let start = at - 1;
-                let end = text[at..]
-                    .iter()
-                    .position(|b| !b.is_ascii_digit())
-                    .map_or(text.len(), |i| at + i);
-                let number = &text[start..end];
-                let digits = number.strip_prefix(b"-").unwrap_or(number);
-                let fraction = matches!(text.get(end), Some(b'.' | b'e' | b'E'));
-                if fraction || digits.len() > 18 || number == b"-0" {
+                let Some(end) = integer_end(text, at - 1) else {
                     return false;
-                }
+                };
                 at = end;
             }
             b't' | b'f' | b'n' => {
@@ -263,6 +255,23 @@ pub(crate) fn is_canonical(text: &[u8]) -> bool {
         }
     }
     true
+}
+
+/// The end of the number starting at `start` (a `-` or a digit) when it is printed as
+/// serde_json prints it: an integer of at most 18 digits, no fraction or exponent, never
+/// `-0`; `None` otherwise.
+#[inline]
+fn integer_end(text: &[u8], start: usize) -> Option<usize> {
+    let at = start + 1;
+    let end = text[at..]
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .map_or(text.len(), |i| at + i);
+    let number = &text[start..end];
+    let digits = number.strip_prefix(b"-").unwrap_or(number);
+    let fraction = matches!(text.get(end), Some(b'.' | b'e' | b'E'));
+    let canonical = !fraction && digits.len() <= 18 && number != b"-0";
+    canonical.then_some(end)
 }
 
 /// The index of the first `"` or `\\` in `bytes`: the first bytes are looked through eight

@@ -186,33 +186,9 @@ async fn run_stream<D: StreamDecoder>(
     mut decoder: D,
 ) -> Result<ModelResponse, ModelError> {
     let limits = Limits::start(call.idle, call.total);
-    let send = call
-        .client
-        .post(&call.url)
-        .headers(call.headers)
-        .body(call.body)
-        .send();
-    let response = match limits.wait(send).await {
-        Err(expired) => return Err(limits.error("no response", expired)),
-        Ok(Err(e)) => {
-            return Err(ModelError::Retryable {
-                usage: None,
-                message: format!("request failed: {}", describe_transport(&e)),
-                retry_after: None,
-            })
-        }
-        Ok(Ok(r)) => r,
-    };
-    let status = response.status();
-    let mut stream = if status.is_success() {
-        response.bytes_stream()
-    } else {
-        let delay = retry_after(response.headers());
-        let body = read_error_body(response, &limits).await;
-        tracing::debug!(status = status.as_u16(), "model request failed");
-        return Err(classify_status(status.as_u16(), delay, &body));
-    };
-    let mut parser = SseParser::with_limit(event_cap(call.reply_cap));
+    let reply_cap = call.reply_cap;
+    let mut stream = send_request(call, &limits).await?.bytes_stream();
+    let mut parser = SseParser::with_limit(event_cap(reply_cap));
     loop {
         let next = match limits.wait(stream.next()).await {
             Err(expired) => {
@@ -240,9 +216,9 @@ async fn run_stream<D: StreamDecoder>(
                         drain_to_end(&mut stream, limits.deadline).await;
                         return decoder.finish();
                     }
-                    if decoder.reply_bytes() > call.reply_cap {
-                        tracing::warn!(cap = call.reply_cap, "model reply passed its cap: cut");
-                        return Ok(decoder.cut(call.reply_cap));
+                    if decoder.reply_bytes() > reply_cap {
+                        tracing::warn!(cap = reply_cap, "model reply passed its cap: cut");
+                        return Ok(decoder.cut(reply_cap));
                     }
                 }
                 if parser.overflowed() {
@@ -250,7 +226,7 @@ async fn run_stream<D: StreamDecoder>(
                         cap = parser.limit(),
                         "model stream event passed its cap: cut"
                     );
-                    return Ok(decoder.cut(call.reply_cap));
+                    return Ok(decoder.cut(reply_cap));
                 }
             }
         }
@@ -261,6 +237,39 @@ async fn run_stream<D: StreamDecoder>(
         }
     }
     decoder.finish()
+}
+
+/// Sends the request and waits for the answer's head: the response when its status is a
+/// success, else the error its status (and body) make.
+async fn send_request(
+    call: StreamCall<'_>,
+    limits: &Limits,
+) -> Result<reqwest::Response, ModelError> {
+    let send = call
+        .client
+        .post(&call.url)
+        .headers(call.headers)
+        .body(call.body)
+        .send();
+    let response = match limits.wait(send).await {
+        Err(expired) => return Err(limits.error("no response", expired)),
+        Ok(Err(e)) => {
+            return Err(ModelError::Retryable {
+                usage: None,
+                message: format!("request failed: {}", describe_transport(&e)),
+                retry_after: None,
+            })
+        }
+        Ok(Ok(r)) => r,
+    };
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let delay = retry_after(response.headers());
+    let body = read_error_body(response, limits).await;
+    tracing::debug!(status = status.as_u16(), "model request failed");
+    Err(classify_status(status.as_u16(), delay, &body))
 }
 
 /// How long a call goes on reading after its end marker for the provider to end the

@@ -277,46 +277,7 @@ fn parse_entry(
         ));
         return None;
     };
-    let mut name_notes = Vec::new();
-    let name = match field(map, "name").map(text_field) {
-        Some(Ok(Some(raw))) => match clean_name(&raw) {
-            Cleaned { name, .. } if name.is_empty() => Err(text("nameUnprintable", &[])),
-            Cleaned {
-                name,
-                stripped,
-                cut,
-            } => {
-                if stripped {
-                    name_notes.push("nameStripped");
-                }
-                if cut {
-                    name_notes.push("nameCut");
-                }
-                Ok(name)
-            }
-        },
-        Some(Err(problem)) => Err(problem),
-        _ => Err(text("required", &[])),
-    };
-    let name = match name {
-        Ok(name) => name,
-        Err(problem) => {
-            warnings.push(RosterWarning::entry(
-                file,
-                &position,
-                Some("name"),
-                entry_skipped(&key_problem("name", &problem)),
-            ));
-            return None;
-        }
-    };
-    let label = format!("\"{}\"", clip(&name, SHOWN_CHARS));
-    let max = MAX_NAME_CHARS.to_string();
-    warnings.extend(
-        name_notes.into_iter().map(|key| {
-            RosterWarning::entry(file, &label, Some("name"), text(key, &[("max", &max)]))
-        }),
-    );
+    let (name, label) = entry_name(file, &position, map, warnings)?;
     let mut entry = Entry {
         slug: slugify(&name),
         name,
@@ -365,6 +326,58 @@ fn parse_entry(
     }
     warnings.extend(notes);
     Some(entry)
+}
+
+/// The entry's `name` (RO5), cleaned, and its label for warnings; `None` (with a warning
+/// naming the entry's position) when it is missing or unusable. A name that was stripped
+/// of unprintable characters or cut is noted.
+fn entry_name(
+    file: &Path,
+    position: &str,
+    map: &Mapping,
+    warnings: &mut Vec<RosterWarning>,
+) -> Option<(String, String)> {
+    let mut name_notes = Vec::new();
+    let name = match field(map, "name").map(text_field) {
+        Some(Ok(Some(raw))) => match clean_name(&raw) {
+            Cleaned { name, .. } if name.is_empty() => Err(text("nameUnprintable", &[])),
+            Cleaned {
+                name,
+                stripped,
+                cut,
+            } => {
+                if stripped {
+                    name_notes.push("nameStripped");
+                }
+                if cut {
+                    name_notes.push("nameCut");
+                }
+                Ok(name)
+            }
+        },
+        Some(Err(problem)) => Err(problem),
+        _ => Err(text("required", &[])),
+    };
+    let name = match name {
+        Ok(name) => name,
+        Err(problem) => {
+            warnings.push(RosterWarning::entry(
+                file,
+                position,
+                Some("name"),
+                entry_skipped(&key_problem("name", &problem)),
+            ));
+            return None;
+        }
+    };
+    let label = format!("\"{}\"", clip(&name, SHOWN_CHARS));
+    let max = MAX_NAME_CHARS.to_string();
+    warnings.extend(
+        name_notes.into_iter().map(|key| {
+            RosterWarning::entry(file, &label, Some("name"), text(key, &[("max", &max)]))
+        }),
+    );
+    Some((name, label))
 }
 
 /// Where an entry's field is checked: its file, its label, and the `when.paths` globs the

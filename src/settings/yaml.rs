@@ -17,23 +17,28 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use serde_norway::Value;
 
 use super::depth::{too_deep, MAX_YAML_DEPTH};
 use super::{
-    AdvisorSettings, DeliveryPolicy, FallbackRevert, RetryLayer, ReviewMode, SettingsError,
-    SyncBacklog, JUDGE_THRESHOLD_ALLOWED, MAX_REVIEW_INTERVAL, MAX_SPEND_RATIO, MAX_TOOL_BUDGET,
-    MIN_SPEND_RATIO, SPEND_RATIO_ALLOWED, SYNC_BACKLOG_ALLOWED,
+    AdvisorSettings, DeliveryPolicy, RetryLayer, ReviewMode, SettingsError, SyncBacklog,
+    MAX_REVIEW_INTERVAL, MAX_TOOL_BUDGET,
 };
 use crate::regular_file::{clip, SHOWN_CHARS};
 use crate::render::TranscriptView;
 
-const ROLE_ALLOWED: &str = "a model role such as provider/model-id[:thinking]";
+mod fields;
+
+use fields::{
+    advisor_block, compaction, gate_fail_mode, gate_mode, invalid_in, judge_threshold,
+    lenient_cadence_keys, model_roles, policy, refused, retry_block, review_mode, role,
+    spend_ratio, sync_backlog, transcript, whole, U32_MAX,
+};
+pub(super) use fields::{chains, flag, revert_policy};
 
 /// Something in a settings file that is not an error but deserves a line to the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -356,6 +361,12 @@ impl SettingsLayer {
     /// Writes the keys this layer sets into `settings` (the model role is not a setting of
     /// the runtime; the caller uses it to build the model).
     pub fn apply_to(&self, settings: &mut AdvisorSettings) {
+        self.apply_review_keys(settings);
+        self.apply_limit_keys(settings);
+    }
+
+    /// The keys of what is reviewed and how notes are delivered.
+    fn apply_review_keys(&self, settings: &mut AdvisorSettings) {
         if let Some(v) = self.enabled {
             settings.enabled = v;
         }
@@ -392,6 +403,10 @@ impl SettingsLayer {
         if let Some(v) = &self.context_promotion {
             settings.context_promotion = Some(v.clone());
         }
+    }
+
+    /// The keys of limits, spend, the backup reviewer, the gate and the hook host.
+    fn apply_limit_keys(&self, settings: &mut AdvisorSettings) {
         if let Some(v) = self.redact_secrets {
             settings.redact_secrets = v;
         }
@@ -596,508 +611,6 @@ fn fields_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     fields
 }
 
-/// Separates the shown value from the allowed values inside a serde error message, so the
-/// error can be rebuilt with the key's path around it.
-const PARTS: char = '\u{1f}';
-
-/// The error for a value a field refused; the message carries the shown value and the
-/// allowed values.
-fn refused<E: de::Error>(shown: &str, allowed: &str) -> E {
-    E::custom(format_args!("{shown}{PARTS}{allowed}"))
-}
-
-/// The settings error for a refused value, with its key's path and the file.
-fn invalid_in(file: &Path, err: &serde_path_to_error::Error<serde_norway::Error>) -> SettingsError {
-    let message = err.inner().to_string();
-    let key = err
-        .path()
-        .iter()
-        .filter_map(|segment| match segment {
-            serde_path_to_error::Segment::Map { key } => Some(clip(key, SHOWN_CHARS).into_owned()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join(".");
-    match message.split_once(PARTS) {
-        Some((value, allowed)) => SettingsError::InvalidInFile {
-            file: file.to_path_buf(),
-            key,
-            value: value.to_string(),
-            allowed: allowed.to_string(),
-        },
-        // Not a refusal of ours (a key that is not text, say): the parser's words, at the
-        // key's path.
-        None => SettingsError::NotYaml {
-            file: file.to_path_buf(),
-            message: clip(&format!("{key}: {message}"), SHOWN_CHARS).into_owned(),
-        },
-    }
-}
-
-/// One scalar as the file gave it, or the kind of a collection.
-enum Scalar {
-    Null,
-    Bool(bool),
-    Unsigned(u64),
-    Signed(i64),
-    Float(f64),
-    Text(String),
-    Collection(&'static str),
-}
-
-impl Scalar {
-    /// As the user wrote it, for messages, cut to about 200 characters.
-    fn shown(&self) -> String {
-        match self {
-            Scalar::Null => "null".to_string(),
-            Scalar::Bool(b) => b.to_string(),
-            Scalar::Unsigned(n) => n.to_string(),
-            Scalar::Signed(n) => n.to_string(),
-            Scalar::Float(x) => x.to_string(),
-            Scalar::Text(s) => clip(s, SHOWN_CHARS).into_owned(),
-            Scalar::Collection(kind) => (*kind).to_string(),
-        }
-    }
-}
-
-/// Reads one value of a field: null is "not set" (`None`); anything else goes to `check`,
-/// which gives the setting or `None` for a refused value (then an error naming `allowed`).
-struct FieldVisitor<T, F> {
-    allowed: &'static str,
-    check: F,
-    out: PhantomData<T>,
-}
-
-impl<T, F: FnOnce(&Scalar) -> Option<T>> FieldVisitor<T, F> {
-    fn take<E: de::Error>(self, scalar: Scalar) -> Result<Option<T>, E> {
-        if matches!(scalar, Scalar::Null) {
-            return Ok(None);
-        }
-        match (self.check)(&scalar) {
-            Some(value) => Ok(Some(value)),
-            None => Err(refused(&scalar.shown(), self.allowed)),
-        }
-    }
-}
-
-impl<'de, T, F: FnOnce(&Scalar) -> Option<T>> Visitor<'de> for FieldVisitor<T, F> {
-    type Value = Option<T>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.allowed)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.take(Scalar::Null)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.take(Scalar::Null)
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-        self.take(Scalar::Bool(v))
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        self.take(Scalar::Unsigned(v))
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        self.take(Scalar::Signed(v))
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        self.take(Scalar::Float(v))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        self.take(Scalar::Text(v.to_string()))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<Self::Value, A::Error> {
-        self.take(Scalar::Collection("a list"))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, _map: A) -> Result<Self::Value, A::Error> {
-        self.take(Scalar::Collection("a mapping"))
-    }
-}
-
-fn field<'de, D, T>(
-    d: D,
-    allowed: &'static str,
-    check: impl FnOnce(&Scalar) -> Option<T>,
-) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    d.deserialize_any(FieldVisitor {
-        allowed,
-        check,
-        out: PhantomData,
-    })
-}
-
-pub(super) fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    field(d, "true, false", |v| match v {
-        Scalar::Bool(b) => Some(*b),
-        _ => None,
-    })
-}
-
-fn sync_backlog<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SyncBacklog>, D::Error> {
-    field(d, SYNC_BACKLOG_ALLOWED, |v| {
-        let text = match v {
-            Scalar::Text(s) => s.clone(),
-            Scalar::Unsigned(_) | Scalar::Signed(_) | Scalar::Float(_) => v.shown(),
-            Scalar::Bool(false) => "off".to_string(),
-            _ => return None,
-        };
-        text.parse().ok()
-    })
-}
-
-fn review_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ReviewMode>, D::Error> {
-    word(d, "turn, agent-end")
-}
-
-/// A key of the `advisor:` block whose bad value is a warning, not an error (CA5, CA9).
-struct LenientKey {
-    /// The key in the block.
-    key: &'static str,
-    /// Its full path, for the warning.
-    path: &'static str,
-    /// Its allowed values, for the warning.
-    allowed: &'static str,
-    /// The value used instead of a bad one, as written in a file.
-    used: &'static str,
-    /// Whether a value is allowed.
-    valid: fn(&Value) -> bool,
-}
-
-/// The keys whose bad values are warnings (CA5, CA9, CA19).
-const LENIENT_KEYS: [LenientKey; 4] = [
-    LenientKey {
-        key: "reviewMode",
-        path: "advisor.reviewMode",
-        allowed: "turn, agent-end",
-        used: "turn",
-        valid: |v| {
-            v.as_str()
-                .is_some_and(|s| s.trim().to_ascii_lowercase().parse::<ReviewMode>().is_ok())
-        },
-    },
-    LenientKey {
-        key: "reviewInterval",
-        path: "advisor.reviewInterval",
-        allowed: "a whole number from 1 to 9007199254740991",
-        used: "1",
-        valid: |v| {
-            matches!(v, Value::Number(n)
-                if n.as_u64().is_some_and(|n| (1..=MAX_REVIEW_INTERVAL).contains(&n)))
-        },
-    },
-    LenientKey {
-        key: "syncBacklog",
-        path: "advisor.syncBacklog",
-        allowed: SYNC_BACKLOG_ALLOWED,
-        used: "off",
-        valid: |v| {
-            let text = match v {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                Value::Bool(false) => return true,
-                _ => return false,
-            };
-            text.parse::<SyncBacklog>().is_ok()
-        },
-    },
-    LenientKey {
-        key: "immuneTurns",
-        path: "advisor.immuneTurns",
-        allowed: "a number; 0 or less turns it off",
-        used: "3",
-        valid: |v| matches!(v, Value::Number(n) if n.as_f64().is_some_and(|f| !f.is_nan())),
-    },
-];
-
-/// `advisor.immuneTurns` as a number of turns (CA19): 0 or negative is 0 (off), a fraction
-/// is truncated, past 2^32 − 1 is 2^32 − 1.
-fn immune_turns_value(value: &Value) -> Value {
-    let turns = value
-        .as_f64()
-        .unwrap_or(0.0)
-        .trunc()
-        .clamp(0.0, U32_MAX as f64);
-    Value::Number((turns as u64).into())
-}
-
-/// Checks the cadence keys of `document`'s `advisor:` block (CA5, CA9): each bad value is
-/// replaced by its default and answered as a warning naming the key, so the file is still
-/// used. Null stays "not set".
-fn lenient_cadence_keys(file: &Path, document: &mut Value) -> Vec<SettingsWarning> {
-    let mut warnings = Vec::new();
-    let Some(Value::Mapping(block)) = document.get_mut("advisor") else {
-        return warnings;
-    };
-    for lenient in LENIENT_KEYS {
-        let Some(value) = block.get_mut(lenient.key) else {
-            continue;
-        };
-        if value.is_null() {
-            continue;
-        }
-        if (lenient.valid)(value) {
-            if lenient.key == "immuneTurns" {
-                *value = immune_turns_value(value);
-            }
-            continue;
-        }
-        let shown = match &*value {
-            Value::String(s) => format!("{s:?}"),
-            Value::Number(n) => n.to_string(),
-            Value::Bool(b) => b.to_string(),
-            other => kind(other).to_string(),
-        };
-        warnings.push(SettingsWarning::BadValue {
-            file: file.to_path_buf(),
-            key: lenient.path,
-            value: clip(&shown, SHOWN_CHARS).into_owned(),
-            allowed: lenient.allowed,
-            used: lenient.used,
-        });
-        *value = match lenient.key {
-            "reviewInterval" => Value::Number(1.into()),
-            "immuneTurns" => Value::Number(3.into()),
-            _ => Value::String(lenient.used.to_string()),
-        };
-    }
-    warnings
-}
-
-fn word<'de, D, T: std::str::FromStr>(d: D, allowed: &'static str) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    field(d, allowed, |v| match v {
-        Scalar::Text(s) => s.trim().to_ascii_lowercase().parse().ok(),
-        _ => None,
-    })
-}
-
-fn policy<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DeliveryPolicy>, D::Error> {
-    word(d, "defer, interrupt, reconfirm")
-}
-
-pub(super) fn revert_policy<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<Option<FallbackRevert>, D::Error> {
-    word(d, "cooldown-expiry, never")
-}
-
-const CHAINS_ALLOWED: &str =
-    "a mapping of model selectors (or advisor, default) to lists of provider/model-id[:thinking]";
-
-/// `retry.fallbackChains`: a mapping of keys to lists of model roles (a single role is a
-/// list of one); null is "not set".
-pub(super) fn chains<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<Option<BTreeMap<String, Vec<String>>>, D::Error> {
-    let value = Option::<Value>::deserialize(d)?;
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    let Value::Mapping(map) = value else {
-        return Err(refused(kind(&value), CHAINS_ALLOWED));
-    };
-    let mut chains = BTreeMap::new();
-    for (key, models) in map {
-        let Value::String(key) = key else {
-            return Err(refused(kind(&key), CHAINS_ALLOWED));
-        };
-        let models = match models {
-            Value::Null => continue,
-            Value::String(one) => vec![Value::String(one)],
-            Value::Sequence(list) => list,
-            other => return Err(refused(kind(&other), CHAINS_ALLOWED)),
-        };
-        let mut roles = Vec::with_capacity(models.len());
-        for model in models {
-            match model {
-                Value::String(role) if !role.trim().is_empty() => {
-                    roles.push(role.trim().to_string())
-                }
-                Value::String(_) => {}
-                other => return Err(refused(kind(&other), CHAINS_ALLOWED)),
-            }
-        }
-        chains.insert(key.trim().to_string(), roles);
-    }
-    Ok(Some(chains))
-}
-
-fn retry_block<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RetryLayer>, D::Error> {
-    block(d, "a mapping of retry settings")
-}
-
-/// `advisor.gate` (GT1); YAML's `off` read as `false` is `off`.
-fn gate_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<super::GateMode>, D::Error> {
-    field(d, super::GATE_ALLOWED, |v| match v {
-        Scalar::Text(s) => s.parse().ok(),
-        Scalar::Bool(false) => Some(super::GateMode::Off),
-        _ => None,
-    })
-}
-
-/// `advisor.gateFailMode` (GT5).
-fn gate_fail_mode<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<Option<super::GateFailMode>, D::Error> {
-    word(d, super::GATE_FAIL_MODE_ALLOWED)
-}
-
-fn transcript<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TranscriptView>, D::Error> {
-    word(d, "expanded, compact, full")
-}
-
-const U32_MAX: u64 = u32::MAX as u64;
-
-/// A whole number from `MIN` to `MAX`.
-fn whole<'de, D, T, const MIN: u64, const MAX: u64>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: TryFrom<u64>,
-{
-    let allowed: &'static str = match (MIN, MAX) {
-        (0, U32_MAX) => "a whole number, 0 or more",
-        (1, U32_MAX) | (1, u64::MAX) => "a whole number, 1 or more",
-        (1, 1_000_000) => "a whole number from 1 to 1000000",
-        (1, 86_400) => "a whole number from 1 to 86400",
-        (1, 4096) => "a whole number from 1 to 4096",
-        (1, MAX_REVIEW_INTERVAL) => "a whole number from 1 to 9007199254740991",
-        (0, 50) => "a whole number from 0 to 50",
-        (100, 600_000) => "a whole number from 100 to 600000",
-        _ => "a whole number",
-    };
-    field(d, allowed, |v| match v {
-        Scalar::Unsigned(n) if (MIN..=MAX).contains(n) => T::try_from(*n).ok(),
-        _ => None,
-    })
-}
-
-/// A number (whole or not) within `range`, or nothing; a string, flag, collection or a
-/// number outside it (NaN and infinities included) is refused naming `allowed`.
-fn decimal<'de, D: Deserializer<'de>>(
-    d: D,
-    range: std::ops::RangeInclusive<f64>,
-    allowed: &'static str,
-) -> Result<Option<Decimal>, D::Error> {
-    field(d, allowed, |v| {
-        let x = match v {
-            Scalar::Unsigned(n) => *n as f64,
-            Scalar::Signed(n) => *n as f64,
-            Scalar::Float(x) => *x,
-            _ => return None,
-        };
-        range.contains(&x).then_some(Decimal(x))
-    })
-}
-
-/// `advisor.maxSpendRatio` (SP6).
-fn spend_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
-    decimal(d, MIN_SPEND_RATIO..=MAX_SPEND_RATIO, SPEND_RATIO_ALLOWED)
-}
-
-/// `advisor.judgeThreshold` (SP9).
-fn judge_threshold<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
-    decimal(d, 0.0..=1.0, JUDGE_THRESHOLD_ALLOWED)
-}
-
-/// A model role string; blank or null means not set.
-fn role<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let role = field(d, ROLE_ALLOWED, |v| match v {
-        Scalar::Text(s) => Some(s.trim().to_string()),
-        _ => None,
-    })?;
-    Ok(role.filter(|r| !r.is_empty()))
-}
-
-/// Reads a block (a mapping of keys) into `T`; null is "not set"; anything else is an
-/// error naming `allowed`.
-struct BlockVisitor<T> {
-    allowed: &'static str,
-    out: PhantomData<T>,
-}
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for BlockVisitor<T> {
-    type Value = Option<T>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.allowed)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-        Err(refused(&v.to_string(), self.allowed))
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Err(refused(&v.to_string(), self.allowed))
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Err(refused(&v.to_string(), self.allowed))
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Err(refused(&v.to_string(), self.allowed))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Err(refused(&clip(v, SHOWN_CHARS), self.allowed))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<Self::Value, A::Error> {
-        Err(refused("a list", self.allowed))
-    }
-}
-
-fn block<'de, D, T>(d: D, allowed: &'static str) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    d.deserialize_any(BlockVisitor {
-        allowed,
-        out: PhantomData,
-    })
-}
-
-fn model_roles<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Roles>, D::Error> {
-    block(d, "a mapping of role names")
-}
-
-fn advisor_block<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SettingsLayer>, D::Error> {
-    block(d, "a mapping of advisor settings")
-}
-
-fn compaction<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let block: Option<Compaction> = block(d, "a mapping with thresholdTokens")?;
-    Ok(block.and_then(|b| b.threshold_tokens))
-}
-
 /// What kind of YAML value `value` is, for messages ("a string", "a list").
 pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
@@ -1120,6 +633,7 @@ pub(crate) fn looks_like(name: &str, known: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::FallbackRevert;
     use super::*;
 
     fn parse(text: &str) -> Result<(SettingsLayer, Vec<SettingsWarning>), SettingsError> {
@@ -1128,6 +642,53 @@ mod tests {
 
     fn error(text: &str) -> String {
         parse(text).expect_err(text).to_string()
+    }
+
+    /// What `k1_every_key_is_read`'s file sets.
+    fn every_key_layer() -> SettingsLayer {
+        SettingsLayer {
+            advisor_role: Some("anthropic/claude-sonnet-4-5:high".into()),
+            model_roles: [
+                (
+                    "advisor".to_string(),
+                    "anthropic/claude-sonnet-4-5:high".to_string(),
+                ),
+                ("default".to_string(), "x/y".to_string()),
+                ("judge".to_string(), "a/j".to_string()),
+            ]
+            .into(),
+            disabled_providers: None,
+            enabled: Some(false),
+            sync_backlog: Some(SyncBacklog::Below(3)),
+            review_mode: None,
+            review_interval: None,
+            subagents: Some(true),
+            policy: Some(DeliveryPolicy::Reconfirm),
+            transcript: Some(TranscriptView::Full),
+            immune_turns: Some(0),
+            max_notes_per_update: Some(4),
+            max_output_tokens: Some(8000),
+            compact_threshold_tokens: Some(90_000),
+            context_promotion: Some("openrouter/big/model".into()),
+            redact_secrets: Some(false),
+            max_note_chars: Some(500),
+            request_timeout_secs: Some(60),
+            max_concurrent_reviews: Some(4),
+            consult: Some(false),
+            retry: RetryLayer::default(),
+            evict_stale_results: Some(false),
+            tool_budget: Some(7),
+            max_spend_ratio: Some(Decimal(0.5)),
+            judge_gate: Some(true),
+            judge_threshold: Some(Decimal(0.3)),
+            judge_role: Some("a/j".into()),
+            spend_controls: None,
+            gate: Some(super::super::GateMode::Risky),
+            gate_timeout_ms: Some(5000),
+            gate_fail_mode: Some(super::super::GateFailMode::Closed),
+            hook_timeout_ms: Some(400),
+            hook_idle_minutes: Some(0),
+        }
     }
 
     #[test]
@@ -1146,52 +707,7 @@ mod tests {
         )
         .unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(
-            layer,
-            SettingsLayer {
-                advisor_role: Some("anthropic/claude-sonnet-4-5:high".into()),
-                model_roles: [
-                    (
-                        "advisor".to_string(),
-                        "anthropic/claude-sonnet-4-5:high".to_string()
-                    ),
-                    ("default".to_string(), "x/y".to_string()),
-                    ("judge".to_string(), "a/j".to_string()),
-                ]
-                .into(),
-                disabled_providers: None,
-                enabled: Some(false),
-                sync_backlog: Some(SyncBacklog::Below(3)),
-                review_mode: None,
-                review_interval: None,
-                subagents: Some(true),
-                policy: Some(DeliveryPolicy::Reconfirm),
-                transcript: Some(TranscriptView::Full),
-                immune_turns: Some(0),
-                max_notes_per_update: Some(4),
-                max_output_tokens: Some(8000),
-                compact_threshold_tokens: Some(90_000),
-                context_promotion: Some("openrouter/big/model".into()),
-                redact_secrets: Some(false),
-                max_note_chars: Some(500),
-                request_timeout_secs: Some(60),
-                max_concurrent_reviews: Some(4),
-                consult: Some(false),
-                retry: RetryLayer::default(),
-                evict_stale_results: Some(false),
-                tool_budget: Some(7),
-                max_spend_ratio: Some(Decimal(0.5)),
-                judge_gate: Some(true),
-                judge_threshold: Some(Decimal(0.3)),
-                judge_role: Some("a/j".into()),
-                spend_controls: None,
-                gate: Some(super::super::GateMode::Risky),
-                gate_timeout_ms: Some(5000),
-                gate_fail_mode: Some(super::super::GateFailMode::Closed),
-                hook_timeout_ms: Some(400),
-                hook_idle_minutes: Some(0),
-            }
-        );
+        assert_eq!(layer, every_key_layer());
         let mut settings = AdvisorSettings::default();
         layer.apply_to(&mut settings);
         assert_eq!(
@@ -1588,83 +1104,85 @@ mod tests {
         }
     }
 
+    /// Invalid values: the text, the key the error names, and part of its allowed values.
+    const INVALID_VALUES: [(&str, &str, &str); 16] = [
+        (
+            "advisor:\n  policy: loud\n",
+            "advisor.policy",
+            "interrupt, reconfirm",
+        ),
+        (
+            "advisor:\n  transcript: short\n",
+            "advisor.transcript",
+            "expanded, compact, full",
+        ),
+        (
+            "advisor:\n  enabled: maybe\n",
+            "advisor.enabled",
+            "true, false",
+        ),
+        (
+            "advisor:\n  subagents: 1\n",
+            "advisor.subagents",
+            "true, false",
+        ),
+        (
+            "advisor:\n  redactSecrets: yes\n",
+            "advisor.redactSecrets",
+            "true, false",
+        ),
+        (
+            "advisor:\n  maxNotesPerUpdate: 0\n",
+            "advisor.maxNotesPerUpdate",
+            "1 or more",
+        ),
+        (
+            "advisor:\n  maxOutputTokens: 1.5\n",
+            "advisor.maxOutputTokens",
+            "1 or more",
+        ),
+        (
+            "advisor:\n  compaction:\n    thresholdTokens: lots\n",
+            "advisor.compaction.thresholdTokens",
+            "1 or more",
+        ),
+        (
+            "advisor:\n  compaction: 5\n",
+            "advisor.compaction",
+            "thresholdTokens",
+        ),
+        (
+            "advisor:\n  contextPromotion: [a]\n",
+            "advisor.contextPromotion",
+            "provider/model-id",
+        ),
+        (
+            "modelRoles:\n  advisor: 7\n",
+            "modelRoles.advisor",
+            "provider/model-id",
+        ),
+        (
+            "advisor:\n  toolBudget: 51\n",
+            "advisor.toolBudget",
+            "a whole number from 0 to 50",
+        ),
+        (
+            "advisor:\n  toolBudget: -1\n",
+            "advisor.toolBudget",
+            "a whole number from 0 to 50",
+        ),
+        (
+            "advisor:\n  toolBudget: three\n",
+            "advisor.toolBudget",
+            "a whole number from 0 to 50",
+        ),
+        ("modelRoles: fast\n", "modelRoles", "mapping"),
+        ("advisor: on\n", "advisor", "mapping"),
+    ];
+
     #[test]
     fn k1_invalid_values_name_the_key_the_file_and_the_allowed_values() {
-        let cases = [
-            (
-                "advisor:\n  policy: loud\n",
-                "advisor.policy",
-                "interrupt, reconfirm",
-            ),
-            (
-                "advisor:\n  transcript: short\n",
-                "advisor.transcript",
-                "expanded, compact, full",
-            ),
-            (
-                "advisor:\n  enabled: maybe\n",
-                "advisor.enabled",
-                "true, false",
-            ),
-            (
-                "advisor:\n  subagents: 1\n",
-                "advisor.subagents",
-                "true, false",
-            ),
-            (
-                "advisor:\n  redactSecrets: yes\n",
-                "advisor.redactSecrets",
-                "true, false",
-            ),
-            (
-                "advisor:\n  maxNotesPerUpdate: 0\n",
-                "advisor.maxNotesPerUpdate",
-                "1 or more",
-            ),
-            (
-                "advisor:\n  maxOutputTokens: 1.5\n",
-                "advisor.maxOutputTokens",
-                "1 or more",
-            ),
-            (
-                "advisor:\n  compaction:\n    thresholdTokens: lots\n",
-                "advisor.compaction.thresholdTokens",
-                "1 or more",
-            ),
-            (
-                "advisor:\n  compaction: 5\n",
-                "advisor.compaction",
-                "thresholdTokens",
-            ),
-            (
-                "advisor:\n  contextPromotion: [a]\n",
-                "advisor.contextPromotion",
-                "provider/model-id",
-            ),
-            (
-                "modelRoles:\n  advisor: 7\n",
-                "modelRoles.advisor",
-                "provider/model-id",
-            ),
-            (
-                "advisor:\n  toolBudget: 51\n",
-                "advisor.toolBudget",
-                "a whole number from 0 to 50",
-            ),
-            (
-                "advisor:\n  toolBudget: -1\n",
-                "advisor.toolBudget",
-                "a whole number from 0 to 50",
-            ),
-            (
-                "advisor:\n  toolBudget: three\n",
-                "advisor.toolBudget",
-                "a whole number from 0 to 50",
-            ),
-            ("modelRoles: fast\n", "modelRoles", "mapping"),
-            ("advisor: on\n", "advisor", "mapping"),
-        ];
-        for (text, key, allowed) in cases {
+        for (text, key, allowed) in INVALID_VALUES {
             let message = error(text);
             assert!(
                 message.contains(&format!(
