@@ -166,8 +166,8 @@ pub use render::{render_delta, ExpandedMemory, TranscriptView};
 pub use runtime::{AdvisorRuntime, RuntimeOptions, SharedResources};
 pub use settings::{load_settings, AdvisorSettings, SettingsEnv};
 pub use setup::{
-    session_role, HostSettings, KeyLookup, ModelSource, RequestedModel, SessionInputs,
-    SessionLoaded, SessionModel, SessionPrepared, SessionSetup, SetupError,
+    session_role, HostSettings, KeyLookup, ModelSource, RequestedModel, SessionBasics,
+    SessionInputs, SessionLoaded, SessionModel, SessionPrepared, SessionSetup, SetupError,
 };
 pub use status::{
     AdvisorSpend, AdvisorState, AdvisorStatus, AgentStatus, CadenceStatus, CeilingState,

@@ -216,12 +216,46 @@ impl SessionModel {
     }
 }
 
-/// What a host worked out for a session, to be made into its [`RuntimeConfig`].
-pub struct SessionSetup {
+/// What a host says of a session that its setup keeps as it is: its id and root, the host's
+/// own settings keys, how models are reached, the instruction files and the transcript file.
+/// Both a host's [`SessionInputs`] and the [`SessionSetup`] made from them carry it.
+pub struct SessionBasics {
     /// The primary session's id.
     pub session_id: String,
-    /// The workspace root (the session's working directory).
+    /// The workspace root (the session's working directory): where `.omp/config.yml`,
+    /// WATCHDOG.md and `.pi/modes.json` are looked up.
     pub root: PathBuf,
+    /// The host's own settings keys beside the files (serve's `settings` param) and the
+    /// name they go by; a `modelRoles.advisor` among them is the files' role (M1), and the
+    /// roster's fallbacks read them after the files (RO8, RO10).
+    pub host_layer: Option<(PathBuf, SettingsLayer)>,
+    /// How the models are reached.
+    pub models: ModelSource,
+    /// The host's instruction files (P8); `None` discovers them.
+    pub context_files: Option<Arc<[ContextFile]>>,
+    /// The advisor's transcript file (P9), if one is kept.
+    pub audit_path: Option<PathBuf>,
+}
+
+impl SessionBasics {
+    /// Session `session_id` at `root`, its models reached through `models`; no host keys,
+    /// instruction files discovered, no transcript file.
+    pub fn new(session_id: String, root: PathBuf, models: ModelSource) -> Self {
+        Self {
+            session_id,
+            root,
+            host_layer: None,
+            models,
+            context_files: None,
+            audit_path: None,
+        }
+    }
+}
+
+/// What a host worked out for a session, to be made into its [`RuntimeConfig`].
+pub struct SessionSetup {
+    /// The session's id, root, host keys, model source, instruction and transcript files.
+    pub basics: SessionBasics,
     /// WATCHDOG.md discovery from the root; `None` turns it off, and with it the project's
     /// instruction files (P8) and the roster (RO1: the roster is found where WATCHDOG.md is).
     pub watchdog: Option<WatchdogConfig>,
@@ -230,17 +264,8 @@ pub struct SessionSetup {
     /// The session's settings, as the host made them from the files, its own keys and the
     /// environment.
     pub settings: AdvisorSettings,
-    /// The host's own settings keys beside the files (serve's `settings` param) and the
-    /// name they go by: the roster's fallbacks read them after the files (RO8, RO10).
-    pub host_layer: Option<(PathBuf, SettingsLayer)>,
     /// The session's model.
     pub model: SessionModel,
-    /// How the models beside it are reached.
-    pub models: ModelSource,
-    /// The host's instruction files (P8); `None` discovers them.
-    pub context_files: Option<Arc<[ContextFile]>>,
-    /// The advisor's transcript file (P9), if one is kept.
-    pub audit_path: Option<PathBuf>,
 }
 
 /// A session's configuration and the lines to tell its user.
@@ -258,7 +283,7 @@ impl SessionSetup {
     /// settings files for the roster's sources): run it off the actor thread.
     pub fn build(self) -> SessionPrepared {
         let mut notices = Vec::new();
-        let host_models = HostModels::new(&self.model, &self.models, &self.settings);
+        let host_models = HostModels::new(&self.model, &self.basics.models, &self.settings);
         let selector = match &self.model {
             SessionModel::Own { selector, .. } => Some(selector.clone()),
             SessionModel::Endpoint { .. } => Some(self.model.endpoint_role()),
@@ -274,7 +299,11 @@ impl SessionSetup {
             }
             _ => (None, Vec::new()),
         };
-        let mut config = RuntimeConfig::new(self.session_id, self.root, self.model.client());
+        let mut config = RuntimeConfig::new(
+            self.basics.session_id,
+            self.basics.root,
+            self.model.client(),
+        );
         if let SessionModel::Late { selector } = &self.model {
             // CA23: built once more when the host's catalog changes.
             let (models, role) = (host_models.clone(), selector.clone());
@@ -285,20 +314,20 @@ impl SessionSetup {
         config.fallback_models = fallback_models;
         config.settings = self.settings;
         config.system_prompt_override = self.loaded.system_prompt_override.clone();
-        config.context_files = self.context_files;
-        config.audit_path = self.audit_path;
+        config.context_files = self.basics.context_files;
+        config.audit_path = self.basics.audit_path;
         if let Some(watchdog) = self.watchdog {
-            let redactor = match &self.models.shared {
+            let redactor = match &self.basics.models.shared {
                 Some(shared) if config.settings.redact_secrets => shared.redactor(),
                 _ => config.redactor(),
             };
             let discovery = RosterDiscovery {
                 watchdog: &watchdog,
                 loaded: &self.loaded,
-                host_layer: self.host_layer.as_ref(),
+                host_layer: self.basics.host_layer.as_ref(),
                 settings: &config.settings,
                 model: &self.model,
-                models: &self.models,
+                models: &self.basics.models,
                 host_models,
             };
             config.roster = Some(discovery.setup(redactor.as_ref()));
@@ -372,31 +401,18 @@ pub type HostSettings<'a> = &'a dyn Fn(&LoadedSettings, &SettingsEnv) -> Advisor
 
 /// What a host brings to a session's setup ([`SessionSetup::load`]).
 pub struct SessionInputs<'a> {
-    /// The primary session's id.
-    pub session_id: String,
-    /// The workspace root: where `.omp/config.yml`, WATCHDOG.md and `.pi/modes.json` are
-    /// looked up.
-    pub root: PathBuf,
+    /// The session's id, root, host keys, model source, instruction and transcript files.
+    pub basics: SessionBasics,
     /// The environment's settings, the host's agent directory over it.
     pub env: SettingsEnv,
     /// WATCHDOG.md discovery (and with it the project's instruction files and the roster).
     pub watchdog: bool,
     /// A file's `advisor.enabled: false` stops the setup ([`SetupError::Disabled`], K2).
     pub stop_when_disabled: bool,
-    /// The host's own settings keys beside the files and the name they go by; a
-    /// `modelRoles.advisor` among them is the files' role (M1), and the roster's fallbacks
-    /// read them after the files (RO8, RO10).
-    pub host_layer: Option<(PathBuf, SettingsLayer)>,
     /// The session's settings from the files and the environment, the host's way.
     pub settings: HostSettings<'a>,
     /// The session's model.
     pub model: RequestedModel,
-    /// How the models are reached.
-    pub models: ModelSource,
-    /// The host's instruction files (P8); `None` discovers them.
-    pub context_files: Option<Arc<[ContextFile]>>,
-    /// The advisor's transcript file (P9), if one is kept.
-    pub audit_path: Option<PathBuf>,
 }
 
 /// A session set up from a host's inputs.
@@ -434,113 +450,147 @@ impl SessionSetup {
     /// Blocking (files): run it off the actor thread.
     pub fn load(inputs: SessionInputs<'_>) -> Result<SessionLoaded, SetupError> {
         let SessionInputs {
-            session_id,
-            root,
+            mut basics,
             env,
             watchdog,
             stop_when_disabled,
-            host_layer,
             settings,
             model,
-            mut models,
-            context_files,
-            audit_path,
         } = inputs;
-        let discovery = env.watchdog_config(&root);
+        let discovery = env.watchdog_config(&basics.root);
         let agent_dir = discovery.agent_dir.clone();
-        let mut loaded = match &models.shared {
-            // A6: the sessions of one project share one read of its settings files.
-            Some(shared) => shared
-                .settings_cache()
-                .load(agent_dir.as_deref(), &root)?
-                .loaded
-                .clone(),
-            None => load_settings(agent_dir.as_deref(), &root)?,
-        };
+        let mut loaded = read_settings(&basics.models, agent_dir.as_deref(), &basics.root)?;
         if let Some(file) = loaded.disabled_by.clone().filter(|_| stop_when_disabled) {
             return Err(SetupError::Disabled { file });
         }
         let settings = settings(&loaded, &env);
-        if let Some(role) = host_layer
+        if let Some(role) = basics
+            .host_layer
             .as_ref()
             .and_then(|(_, l)| l.advisor_role.clone())
         {
             loaded.advisor_role = Some(role);
         }
-        models.endpoints = models
+        basics.models.endpoints = basics
+            .models
             .endpoints
             .iter()
             .map(|e| session_caps(e.clone(), &settings))
             .collect();
-        let mut no_model = None;
-        let model = match model {
-            RequestedModel::Fixed(model) => SessionModel::Fixed(model),
-            RequestedModel::Discover(flag) => {
-                let role =
-                    session_role(flag.as_deref(), &env, &loaded, &root, agent_dir.as_deref());
-                let found = role.clone().and_then(|role| {
-                    Ok((models.build(&models.spec(role.clone(), &settings))?, role))
-                });
-                match (found, role) {
-                    (Ok((model, selector)), _) => SessionModel::Own { model, selector },
-                    // CA23: a named role that does not build yet may later.
-                    (Err(e), Ok(Some(selector))) => {
-                        no_model = Some(e);
-                        SessionModel::Late { selector }
-                    }
-                    (Err(e), _) => {
-                        no_model = Some(e);
-                        SessionModel::None
-                    }
-                }
-            }
-            // CA22: a named model of a provider the settings disable leaves the session
-            // without one (the notice names the provider); nothing of it is looked up.
-            named
-                if named
-                    .provider(&models.catalog)
-                    .is_some_and(|p| settings.provider_disabled(&p)) =>
-            {
-                let provider = named.provider(&models.catalog).unwrap_or_default();
-                no_model = Some(ProviderError::DisabledProvider(provider));
-                SessionModel::None
-            }
-            named => {
-                let config = named
-                    .named_config(&models.catalog, &models.keys, &settings)
-                    .unwrap_or(Err(ProviderError::NoModel))
-                    .map_err(SetupError::Model)?;
-                let client = models.client(config.clone()).map_err(SetupError::Model)?;
-                match named {
-                    // The role is the model's selector, for its backup chain (P6).
-                    RequestedModel::Role(role) => SessionModel::Own {
-                        model: client,
-                        selector: Some(role),
-                    },
-                    _ => SessionModel::Endpoint {
-                        model: client,
-                        config: Box::new(config),
-                    },
-                }
-            }
+        let lookup = ModelLookup {
+            env: &env,
+            loaded: &loaded,
+            root: &basics.root,
+            agent_dir: agent_dir.as_deref(),
+            settings: &settings,
+            models: &basics.models,
         };
+        let (model, no_model) = lookup.session_model(model)?;
         let warnings = std::mem::take(&mut loaded.warnings);
         let setup = SessionSetup {
-            session_id,
-            root,
+            basics,
             watchdog: watchdog.then_some(discovery),
             loaded,
             settings,
-            host_layer,
             model,
-            models,
-            context_files,
-            audit_path,
         };
         Ok(SessionLoaded {
             prepared: setup.build(),
             warnings,
             no_model,
+        })
+    }
+}
+
+/// The settings files of the agent directory and `root` (K1); the sessions of one project
+/// share one read of them when the process shares its resources (A6).
+fn read_settings(
+    models: &ModelSource,
+    agent_dir: Option<&Path>,
+    root: &Path,
+) -> Result<LoadedSettings, SettingsError> {
+    Ok(match &models.shared {
+        Some(shared) => shared
+            .settings_cache()
+            .load(agent_dir, root)?
+            .loaded
+            .clone(),
+        None => load_settings(agent_dir, root)?,
+    })
+}
+
+/// What a session's model is picked and built with (M1).
+struct ModelLookup<'a> {
+    env: &'a SettingsEnv,
+    loaded: &'a LoadedSettings,
+    root: &'a Path,
+    agent_dir: Option<&'a Path>,
+    settings: &'a AdvisorSettings,
+    models: &'a ModelSource,
+}
+
+impl ModelLookup<'_> {
+    /// The session's model for `requested`, and why a session has none when it has none.
+    fn session_model(
+        &self,
+        requested: RequestedModel,
+    ) -> Result<(SessionModel, Option<ProviderError>), SetupError> {
+        let catalog = &self.models.catalog;
+        Ok(match requested {
+            RequestedModel::Fixed(model) => (SessionModel::Fixed(model), None),
+            RequestedModel::Discover(flag) => self.discover(flag.as_deref()),
+            // CA22: a named model of a provider the settings disable leaves the session
+            // without one (the notice names the provider); nothing of it is looked up.
+            named
+                if named
+                    .provider(catalog)
+                    .is_some_and(|p| self.settings.provider_disabled(&p)) =>
+            {
+                let provider = named.provider(catalog).unwrap_or_default();
+                let disabled = ProviderError::DisabledProvider(provider);
+                (SessionModel::None, Some(disabled))
+            }
+            named => (self.named(named)?, None),
+        })
+    }
+
+    /// The role the host's flag names, else the environment's, the files' or modes.json's
+    /// ([`session_role`]), built; why not when it cannot be.
+    fn discover(&self, flag: Option<&str>) -> (SessionModel, Option<ProviderError>) {
+        let role = session_role(flag, self.env, self.loaded, self.root, self.agent_dir);
+        let models = self.models;
+        let found = role.clone().and_then(|role| {
+            Ok((
+                models.build(&models.spec(role.clone(), self.settings))?,
+                role,
+            ))
+        });
+        match (found, role) {
+            (Ok((model, selector)), _) => (SessionModel::Own { model, selector }, None),
+            // CA23: a named role that does not build yet may later.
+            (Err(e), Ok(Some(selector))) => (SessionModel::Late { selector }, Some(e)),
+            (Err(e), _) => (SessionModel::None, Some(e)),
+        }
+    }
+
+    /// The model the host's client named (a role or an endpoint), which must build (M1).
+    fn named(&self, named: RequestedModel) -> Result<SessionModel, SetupError> {
+        let models = self.models;
+        let config = named
+            .named_config(&models.catalog, &models.keys, self.settings)
+            .unwrap_or(Err(ProviderError::NoModel))
+            .map_err(SetupError::Model)?;
+        let client = models.client(config.clone()).map_err(SetupError::Model)?;
+        Ok(match named {
+            // The role is the model's selector, for its backup chain (P6).
+            RequestedModel::Role(role) => SessionModel::Own {
+                model: client,
+                selector: Some(role),
+            },
+            _ => SessionModel::Endpoint {
+                model: client,
+                config: Box::new(config),
+            },
         })
     }
 }
@@ -845,23 +895,19 @@ mod tests {
     fn local_setup(settings: AdvisorSettings) -> SessionSetup {
         use crate::model::scripted::ScriptedModel;
         let own: Model = Arc::new(ScriptedModel::new([]).with_id("local/own"));
+        let models = ModelSource {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            ..ModelSource::new(Arc::new(Catalog::empty()), Arc::new(|_| None))
+        };
         SessionSetup {
-            session_id: "s".into(),
-            root: std::env::temp_dir(),
+            basics: SessionBasics::new("s".into(), std::env::temp_dir(), models),
             watchdog: None,
             loaded: LoadedSettings::default(),
             settings,
-            host_layer: None,
             model: SessionModel::Own {
                 model: own,
                 selector: Some("local/own".into()),
             },
-            models: ModelSource {
-                base_url: Some("http://127.0.0.1:9/v1".into()),
-                ..ModelSource::new(Arc::new(Catalog::empty()), Arc::new(|_| None))
-            },
-            context_files: None,
-            audit_path: None,
         }
     }
 
@@ -898,29 +944,25 @@ mod tests {
         let own: Model = Arc::new(ScriptedModel::new([]).with_id("local/own"));
         let asked = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
         let keys = Arc::clone(&asked);
+        let models = ModelSource {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            ..ModelSource::new(
+                Arc::new(Catalog::empty()),
+                Arc::new(move |name| {
+                    keys.lock().push(name.to_string());
+                    None
+                }),
+            )
+        };
         let setup = SessionSetup {
-            session_id: "s".into(),
-            root: std::env::temp_dir(),
+            basics: SessionBasics::new("s".into(), std::env::temp_dir(), models),
             watchdog: None,
             loaded: LoadedSettings::default(),
             settings,
-            host_layer: None,
             model: SessionModel::Own {
                 model: own,
                 selector: Some("local/own".into()),
             },
-            models: ModelSource {
-                base_url: Some("http://127.0.0.1:9/v1".into()),
-                ..ModelSource::new(
-                    Arc::new(Catalog::empty()),
-                    Arc::new(move |name| {
-                        keys.lock().push(name.to_string());
-                        None
-                    }),
-                )
-            },
-            context_files: None,
-            audit_path: None,
         };
         let prepared = setup.build();
         let ids: Vec<String> = prepared
@@ -1044,8 +1086,7 @@ mod tests {
             let mut models = ModelSource::new(Arc::clone(&catalog), Arc::new(|_: &str| None));
             models.shared = Some(Arc::clone(&shared));
             let setup = SessionSetup {
-                session_id: id.into(),
-                root: repo.clone(),
+                basics: SessionBasics::new(id.into(), repo.clone(), models),
                 watchdog: Some(WatchdogConfig {
                     cwd: repo.clone(),
                     agent_dir: Some(dir.path().join("agent")),
@@ -1054,11 +1095,7 @@ mod tests {
                 }),
                 loaded: LoadedSettings::default(),
                 settings: AdvisorSettings::default(),
-                host_layer: None,
                 model: SessionModel::None,
-                models,
-                context_files: None,
-                audit_path: None,
             };
             let roster = setup.build().config.roster.unwrap().roster;
             roster.advisors[0].when.value.clone().unwrap()
@@ -1083,20 +1120,22 @@ mod tests {
             ..SettingsLayer::default()
         };
         let inputs = |stop_when_disabled| SessionInputs {
-            session_id: "s".into(),
-            root: root.clone(),
+            basics: SessionBasics {
+                host_layer: Some((PathBuf::from("host"), host_layer.clone())),
+                ..SessionBasics::new(
+                    "s".into(),
+                    root.clone(),
+                    ModelSource {
+                        base_url: Some("http://127.0.0.1:9/v1".into()),
+                        ..ModelSource::new(Arc::new(Catalog::empty()), Arc::new(|_| None))
+                    },
+                )
+            },
             env: SettingsEnv::default(),
             watchdog: false,
             stop_when_disabled,
-            host_layer: Some((PathBuf::from("host"), host_layer.clone())),
             settings: &|loaded, _| loaded.settings.clone(),
             model: RequestedModel::Discover(None),
-            models: ModelSource {
-                base_url: Some("http://127.0.0.1:9/v1".into()),
-                ..ModelSource::new(Arc::new(Catalog::empty()), Arc::new(|_| None))
-            },
-            context_files: None,
-            audit_path: None,
         };
         let stopped = SessionSetup::load(inputs(true)).err();
         assert_eq!(stopped, Some(SetupError::Disabled { file }));

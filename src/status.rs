@@ -312,8 +312,7 @@ impl AdvisorStatus {
             ("tools", s.tool_calls.to_string()),
             ("advise", s.advise_calls.to_string()),
         ];
-        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        line(out, "spend", &vars);
+        owned_line(out, "spend", &vars);
         match &self.spend.primary {
             Some(p) => {
                 let vars = [
@@ -323,8 +322,7 @@ impl AdvisorStatus {
                     ("cost", cost_text(p.cost)),
                     ("messages", p.messages.to_string()),
                 ];
-                let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                line(out, "primary", &vars);
+                owned_line(out, "primary", &vars);
             }
             None => line(out, "primaryUnknown", &[]),
         }
@@ -334,6 +332,11 @@ impl AdvisorStatus {
             &[("ratio", &crate::spend::ratio::ratio_text(s.ratio.as_ref()))],
         );
         ceiling_line(s.ceiling.as_ref(), out);
+        self.render_gates(out);
+    }
+
+    /// The judge gate's and the action gate's counts and spend, each when it ran.
+    fn render_gates(&self, out: &mut String) {
         if let Some(g) = &self.spend.gate {
             let vars = [
                 ("held", g.gate_held.to_string()),
@@ -344,8 +347,7 @@ impl AdvisorStatus {
                 ("output", g.judge_output_tokens.to_string()),
                 ("cost", cost_text(g.judge_cost)),
             ];
-            let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            line(out, "gate", &vars);
+            owned_line(out, "gate", &vars);
         }
         if let Some(g) = &self.spend.action_gate {
             let vars = [
@@ -361,8 +363,7 @@ impl AdvisorStatus {
                 ("output", g.output_tokens.to_string()),
                 ("cost", cost_text(g.cost)),
             ];
-            let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            line(out, "actionGate", &vars);
+            owned_line(out, "actionGate", &vars);
         }
     }
 
@@ -527,8 +528,7 @@ impl AdvisorStatus {
             ("rereads", a.rereads_saved.to_string()),
             ("bytes", a.reread_bytes_saved.to_string()),
         ];
-        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        line(out, "toolSpend", &vars);
+        owned_line(out, "toolSpend", &vars);
     }
 
     /// The reviews that scheduled their next one and the turn ends that skipped (SP7), when
@@ -542,8 +542,7 @@ impl AdvisorStatus {
             ("checkIns", c.check_ins.to_string()),
             ("skipped", c.turns_skipped.to_string()),
         ];
-        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        line(out, "checkIns", &vars);
+        owned_line(out, "checkIns", &vars);
     }
 
     /// Failures, the backup model (P6), quarantines (P5), the pause and the provider's calls.
@@ -663,8 +662,7 @@ fn ceiling_line(ceiling: Option<&CeilingStatus>, out: &mut String) {
         ("limit", format!("{}", c.max_spend_ratio)),
         ("state", LINES.get(state).to_string()),
     ];
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    line(out, "ceiling", &vars);
+    owned_line(out, "ceiling", &vars);
 }
 
 /// The share of the window `tokens` take, in percent with one decimal.
@@ -684,6 +682,12 @@ const LINES: Table = crate::texts::STATUS;
 fn line(out: &mut String, key: &'static str, vars: &[(&str, &str)]) {
     out.push_str(&fill(LINES.get(key), vars));
     out.push('\n');
+}
+
+/// [`line`] with values the caller formatted.
+fn owned_line(out: &mut String, key: &'static str, vars: &[(&str, String)]) {
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    line(out, key, &vars);
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use crate::model::ModelClient;
 use crate::providers::Catalog;
 use crate::runtime::RuntimeOptions;
 use crate::session::ReadLimits;
-use crate::settings::{LoadedSettings, SettingsEnv};
-use crate::setup::{KeyLookup, ModelSource, SessionModel, SessionSetup};
+use crate::settings::{AdvisorSettings, LoadedSettings, SettingsEnv};
+use crate::setup::{KeyLookup, ModelSource, SessionBasics, SessionModel, SessionSetup};
 use crate::shared::SharedResources;
 
 use super::host_session::{FeedState, TranscriptSource};
@@ -108,6 +108,59 @@ pub(crate) fn prepare(
     if subagent && !settings.subagents {
         return Ok(None);
     }
+    let (source, feed) = transcript_feed(first, home, &settings);
+    let models = model_source(options, shared);
+    let mut notices = Vec::new();
+    let model = session_model(options, first, &loaded, &settings, &models, &mut notices);
+    let host = first.host.as_str();
+    let basics = SessionBasics {
+        audit_path: audit_path(options, first),
+        ..SessionBasics::new(format!("{host}-{}", first.session_id), cwd.clone(), models)
+    };
+    let prepared = SessionSetup {
+        basics,
+        watchdog: Some(host_watchdog_config(
+            first.host,
+            &options.paths,
+            &cwd,
+            &lookup,
+        )),
+        loaded: (*loaded).clone(),
+        settings,
+        model,
+    }
+    .build();
+    let mut config = prepared.config;
+    config.initial_transcript = Some(feed.transcript.clone());
+    notices.extend(prepared.notices);
+    let fresh = matches!(
+        first.event,
+        HookEvent::SessionStart {
+            source: StartSource::Startup
+        }
+    );
+    if !fresh && feed.fed_len > 0 {
+        notices.push(
+            "advisor: joined this session mid-way; it reviews what happens from here on".into(),
+        );
+    }
+    Ok(Some(Prepared {
+        config,
+        loaded,
+        cwd,
+        notices,
+        feed,
+        source,
+    }))
+}
+
+/// Where `first`'s transcript is read from and the feed seeded from it (X4).
+fn transcript_feed(
+    first: &HookPayload,
+    home: Option<PathBuf>,
+    settings: &AdvisorSettings,
+) -> (TranscriptSource, FeedState) {
+    let subagent = first.agent_id.is_some();
     let source = TranscriptSource {
         path: first.transcript_path.clone(),
         cwd: first.cwd.clone(),
@@ -135,27 +188,46 @@ pub(crate) fn prepare(
     } else {
         FeedState::seeded(&messages)
     };
+    (source, feed)
+}
+
+/// How the background process's sessions reach their models: its environment's keys and
+/// `ADVISOR_BASE_URL`, its shared HTTP clients (A6).
+fn model_source(options: &DaemonOptions, shared: &Arc<SharedResources>) -> ModelSource {
+    let lookup = |name: &str| options.env.get(name).cloned();
     let keys: KeyLookup = {
         let env = Arc::clone(&session_env);
         Arc::new(move |name: &str| env.get(name).cloned())
     };
-    let models = ModelSource {
+    ModelSource {
         shared: Some(Arc::clone(shared)),
         // H14: the endpoint of a proxy, a local server or a test's scripted model.
         base_url: lookup("ADVISOR_BASE_URL").filter(|url| !url.trim().is_empty()),
         ..ModelSource::new(Arc::clone(&options.catalog), keys)
-    };
-    let mut notices = Vec::new();
-    let model = match &options.model {
+    }
+}
+
+/// The session's model: the one for every session, else the one the host's settings name
+/// (H22); none, with a notice, when it cannot be built.
+fn session_model(
+    options: &DaemonOptions,
+    first: &HookPayload,
+    loaded: &LoadedSettings,
+    settings: &AdvisorSettings,
+    models: &ModelSource,
+    notices: &mut Vec<String>,
+) -> SessionModel {
+    let lookup = |name: &str| options.env.get(name).cloned();
+    match &options.model {
         Some(model) => SessionModel::Fixed(Arc::clone(model)),
         None => {
             // H22: ADVISOR_MODEL, else modelRoles.advisor, else the host's default for the
             // key the environment holds.
-            let found = host_model(first.host, &loaded, &lookup)
+            let found = host_model(first.host, loaded, &lookup)
                 .map(|m| m.role)
                 .ok_or(crate::providers::ProviderError::NoModel)
                 .and_then(|role| {
-                    let spec = models.spec(Some(role.clone()), &settings);
+                    let spec = models.spec(Some(role.clone()), settings);
                     Ok((models.build(&spec)?, Some(role)))
                 });
             match found {
@@ -166,53 +238,19 @@ pub(crate) fn prepare(
                 }
             }
         }
-    };
-    let host = first.host.as_str();
-    let audit = options.paths.advisor_transcript(host, &first.session_id);
-    let audit_path = audit
+    }
+}
+
+/// The advisor's transcript file of `first`'s session (P9), when its directory can be made
+/// private.
+fn audit_path(options: &DaemonOptions, first: &HookPayload) -> Option<PathBuf> {
+    let audit = options
+        .paths
+        .advisor_transcript(first.host.as_str(), &first.session_id);
+    audit
         .parent()
         .and_then(|dir| ensure_private_dir(dir, options.uid).ok())
-        .map(|()| audit.clone());
-    let prepared = SessionSetup {
-        session_id: format!("{host}-{}", first.session_id),
-        root: cwd.clone(),
-        watchdog: Some(host_watchdog_config(
-            first.host,
-            &options.paths,
-            &cwd,
-            &lookup,
-        )),
-        loaded: (*loaded).clone(),
-        settings,
-        host_layer: None,
-        model,
-        models,
-        context_files: None,
-        audit_path,
-    }
-    .build();
-    let mut config = prepared.config;
-    config.initial_transcript = Some(feed.transcript.clone());
-    notices.extend(prepared.notices);
-    let fresh = matches!(
-        first.event,
-        HookEvent::SessionStart {
-            source: StartSource::Startup
-        }
-    );
-    if !fresh && feed.fed_len > 0 {
-        notices.push(
-            "advisor: joined this session mid-way; it reviews what happens from here on".into(),
-        );
-    }
-    Ok(Some(Prepared {
-        config,
-        loaded,
-        cwd,
-        notices,
-        feed,
-        source,
-    }))
+        .map(|()| audit.clone())
 }
 
 #[cfg(test)]

@@ -497,9 +497,9 @@ mod tests {
         assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00.000Z");
     }
 
-    #[test]
-    fn p9_a_new_file_is_a_version_3_session_of_chained_entries() {
-        let mut w = TranscriptWriter::new("/work/repo", 7, &Restored::default());
+    /// A review's events in order: the update, a reply calling `read`, its result, an
+    /// eviction.
+    fn review_events() -> [AuditEvent; 4] {
         let update = AuditEvent::Message {
             message: ChatMessage::User {
                 text: "### Session update\n\nfix it".into(),
@@ -535,8 +535,16 @@ mod tests {
             evicted: 2,
             tokens_saved: 900,
         };
+        [update, reply, result, evicted]
+    }
+
+    #[test]
+    fn p9_a_new_file_is_a_version_3_session_of_chained_entries() {
+        let mut w = TranscriptWriter::new("/work/repo", 7, &Restored::default());
+        let events = review_events();
+        let update = &events[0];
         let mut text = String::new();
-        for event in [&update, &reply, &result, &evicted] {
+        for event in &events {
             text.push_str(&w.lines(0, 1, 1_796_160_548_071, event));
         }
         let mut lines = parse(&text);
@@ -588,8 +596,8 @@ mod tests {
         assert_eq!(lines[4]["data"]["tokensSaved"], 900);
         // A retried attempt of the same review does not write the update again; the next
         // review does.
-        assert!(w.lines(0, 1, 5, &update).is_empty());
-        assert_eq!(parse(&w.lines(0, 2, 5, &update)).len(), 1);
+        assert!(w.lines(0, 1, 5, update).is_empty());
+        assert_eq!(parse(&w.lines(0, 2, 5, update)).len(), 1);
     }
 
     #[test]

@@ -20,8 +20,8 @@ use crate::settings::{
     AdvisorSettings, DeliveryPolicy, LoadedSettings, SettingsEnv, SettingsLayer,
 };
 use crate::setup::{
-    KeyLookup, ModelSource, RequestedModel, SessionInputs, SessionPrepared, SessionSetup,
-    SetupError,
+    KeyLookup, ModelSource, RequestedModel, SessionBasics, SessionInputs, SessionPrepared,
+    SessionSetup, SetupError,
 };
 use crate::shared::SharedResources;
 use crate::texts::notice;
@@ -156,17 +156,19 @@ pub fn prepare(
         .collect();
     let params = &open.settings;
     let loaded = SessionSetup::load(SessionInputs {
-        session_id: open.session_id,
-        root: cwd,
+        basics: SessionBasics {
+            session_id: open.session_id,
+            root: cwd,
+            host_layer: Some((PathBuf::from(PARAMS_SOURCE), params.clone())),
+            models,
+            context_files: open.context_files.map(Arc::from),
+            audit_path,
+        },
         env,
         watchdog: true,
         stop_when_disabled: false,
-        host_layer: Some((PathBuf::from(PARAMS_SOURCE), params.clone())),
         settings: &|loaded, env| session_settings(loaded, params, env),
         model: model_request(open.model.as_ref(), defaults),
-        models,
-        context_files: open.context_files.map(Arc::from),
-        audit_path,
     })
     .map_err(|e| match e {
         SetupError::Model(e) => RpcError::invalid_params("model", e),

@@ -694,9 +694,9 @@ fn ro24_every_roster_session_points_at_the_process_catalog_instead_of_copying_it
     write_roster(&repo, &["Architecture", "Security"]);
     let catalog = Arc::new(advisor::providers::Catalog::builtin().unwrap());
     let open = |id: &str| {
+        let models = advisor::ModelSource::new(Arc::clone(&catalog), Arc::new(|_: &str| None));
         let setup = advisor::SessionSetup {
-            session_id: id.into(),
-            root: repo.clone(),
+            basics: advisor::SessionBasics::new(id.into(), repo.clone(), models),
             watchdog: Some(WatchdogConfig {
                 cwd: repo.clone(),
                 agent_dir: Some(dir.path().join("agent")),
@@ -705,11 +705,7 @@ fn ro24_every_roster_session_points_at_the_process_catalog_instead_of_copying_it
             }),
             loaded: Default::default(),
             settings: Default::default(),
-            host_layer: None,
             model: advisor::SessionModel::None,
-            models: advisor::ModelSource::new(Arc::clone(&catalog), Arc::new(|_: &str| None)),
-            context_files: None,
-            audit_path: None,
         };
         let roster = setup
             .build()

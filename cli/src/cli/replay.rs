@@ -69,7 +69,9 @@ use advisor::session::{read_session_arg, ReadLimits, SessionDriver};
 use advisor::settings::{AdvisorSettings, DeliveryPolicy, SettingsEnv, SettingsLayer, SyncBacklog};
 use advisor::TranscriptView;
 use advisor::{AdvisorHandle, HandleError, RuntimeConfig};
-use advisor::{KeyLookup, ModelSource, RequestedModel, SessionInputs, SessionSetup, SetupError};
+use advisor::{
+    KeyLookup, ModelSource, RequestedModel, SessionBasics, SessionInputs, SessionSetup, SetupError,
+};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -235,20 +237,23 @@ pub fn prepare_session(
     };
     let session_id = driver.header().id.clone();
     let loaded = SessionSetup::load(SessionInputs {
-        session_id: session_id.unwrap_or_else(|| "replay".to_string()),
-        root,
+        basics: SessionBasics {
+            host_layer: flags.host_layer.clone(),
+            audit_path: flags.audit.clone(),
+            ..SessionBasics::new(
+                session_id.unwrap_or_else(|| "replay".to_string()),
+                root,
+                models,
+            )
+        },
         env: SettingsEnv::from_lookup(&*keys),
         watchdog: !flags.no_watchdog,
         // Replaying is an explicit request to run the advisor: only a file that says
         // `advisor.enabled: false` stops it (K2), not the files' default of off, and
         // `--model` asks for this run anyway.
         stop_when_disabled: flags.model.is_none(),
-        host_layer: flags.host_layer.clone(),
         settings: &|loaded, env| settings(flags, &loaded.settings, env),
         model: RequestedModel::Discover(flags.model.clone()),
-        models,
-        context_files: None,
-        audit_path: flags.audit.clone(),
     })
     .map_err(|e| match e {
         SetupError::Disabled { file } => disabled_error(Some(&file)),

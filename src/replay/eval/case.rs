@@ -263,7 +263,36 @@ fn parse_plant(
     }
     let turn = whole(map.get("turn"), "plant.turn", true, file, problems);
     let fixed_at = whole(map.get("fixedAt"), "plant.fixedAt", false, file, problems);
-    let severity = match map.get("severity") {
+    let severity = plant_severity(map, file, problems);
+    let (evidence, patterns) = plant_evidence(map, file, problems);
+    if let (Some(turn), Some(fixed)) = (turn, fixed_at) {
+        if fixed <= turn {
+            problems.push(CaseProblem::new(
+                file,
+                "plant.fixedAt",
+                format!("{fixed} is not after plant.turn {turn}"),
+            ));
+        }
+    }
+    if problems.len() > before {
+        return None;
+    }
+    Some(Plant {
+        turn: turn?,
+        severity: severity?,
+        evidence,
+        patterns,
+        fixed_at,
+    })
+}
+
+/// `plant.severity`: `nit`, `concern` or `blocker`.
+fn plant_severity(
+    map: &serde_norway::Mapping,
+    file: &Path,
+    problems: &mut Vec<CaseProblem>,
+) -> Option<Severity> {
+    match map.get("severity") {
         Some(Value::String(s)) => s
             .parse::<Severity>()
             .map_err(|e| problems.push(CaseProblem::new(file, "plant.severity", e.to_string())))
@@ -280,7 +309,16 @@ fn parse_plant(
             problems.push(CaseProblem::new(file, "plant.severity", "missing"));
             None
         }
-    };
+    }
+}
+
+/// `plant.evidence`: a non-empty list of regexes, matched case-insensitively; the texts and
+/// the compiled patterns of the valid ones.
+fn plant_evidence(
+    map: &serde_norway::Mapping,
+    file: &Path,
+    problems: &mut Vec<CaseProblem>,
+) -> (Vec<String>, Vec<Regex>) {
     let mut evidence = Vec::new();
     let mut patterns = Vec::new();
     match map.get("evidence") {
@@ -315,25 +353,7 @@ fn parse_plant(
         )),
         None => problems.push(CaseProblem::new(file, "plant.evidence", "missing")),
     }
-    if let (Some(turn), Some(fixed)) = (turn, fixed_at) {
-        if fixed <= turn {
-            problems.push(CaseProblem::new(
-                file,
-                "plant.fixedAt",
-                format!("{fixed} is not after plant.turn {turn}"),
-            ));
-        }
-    }
-    if problems.len() > before {
-        return None;
-    }
-    Some(Plant {
-        turn: turn?,
-        severity: severity?,
-        evidence,
-        patterns,
-        fixed_at,
-    })
+    (evidence, patterns)
 }
 
 fn required_string(

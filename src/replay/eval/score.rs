@@ -25,7 +25,7 @@ use crate::domain::advice::Severity;
 use crate::replay::LineChannel;
 use crate::status::ToolSpendCounts;
 
-use super::case::{CaseClass, CaseSpec};
+use super::case::{CaseClass, CaseSpec, Plant};
 
 /// What became of a raised note.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -281,18 +281,7 @@ pub fn score(
     obs: &Observation,
     about: &dyn Fn(usize) -> bool,
 ) -> CaseScore {
-    let delivered = obs
-        .delivered
-        .iter()
-        .filter(|d| d.channel != LineChannel::Pending);
-    let (mut alarms, mut nits) = (0usize, 0usize);
-    for d in delivered {
-        if d.severity.unwrap_or(Severity::Nit) >= Severity::Concern {
-            alarms += 1;
-        } else {
-            nits += 1;
-        }
-    }
+    let (alarms, nits) = delivered_counts(obs);
     let mut score = CaseScore {
         case: spec.id.clone(),
         class: spec.class,
@@ -330,24 +319,8 @@ pub fn score(
         });
     score.severity = relevant.iter().map(|(_, n)| n.effective()).max();
     if let Some((_, note)) = catch {
-        let sent = obs
-            .turn_sent_secs
-            .get(plant.turn - 1)
-            .copied()
-            .unwrap_or(0.0);
-        let stale = match (note.fate, plant.fixed_at) {
-            (Fate::Delivered { turn, .. }, Some(fixed)) => turn > fixed,
-            _ => false,
-        };
         score.severity = Some(note.effective());
-        score.catch = Some(Catch {
-            turns: note.batch_turn - plant.turn,
-            secs: (note.at_secs - sent).max(0.0),
-            severity: note.effective(),
-            fate: note.fate,
-            stale,
-            note: note.note.clone(),
-        });
+        score.catch = Some(catch_of(plant, note, obs));
     }
     score.outcome = match (&score.catch, obs.timed_out) {
         (_, true) => Outcome::Timeout,
@@ -358,6 +331,45 @@ pub fn score(
         score.catch = None;
     }
     score
+}
+
+/// The delivered notes (not the pending ones) as (concerns and blockers, nits).
+fn delivered_counts(obs: &Observation) -> (usize, usize) {
+    let delivered = obs
+        .delivered
+        .iter()
+        .filter(|d| d.channel != LineChannel::Pending);
+    let (mut alarms, mut nits) = (0usize, 0usize);
+    for d in delivered {
+        if d.severity.unwrap_or(Severity::Nit) >= Severity::Concern {
+            alarms += 1;
+        } else {
+            nits += 1;
+        }
+    }
+    (alarms, nits)
+}
+
+/// `note`'s catch of `plant`: turns and seconds after the plant's turn was sent, and whether
+/// it reached the agent only after the plant was fixed.
+fn catch_of(plant: &Plant, note: &RaisedNote, obs: &Observation) -> Catch {
+    let sent = obs
+        .turn_sent_secs
+        .get(plant.turn - 1)
+        .copied()
+        .unwrap_or(0.0);
+    let stale = match (note.fate, plant.fixed_at) {
+        (Fate::Delivered { turn, .. }, Some(fixed)) => turn > fixed,
+        _ => false,
+    };
+    Catch {
+        turns: note.batch_turn - plant.turn,
+        secs: (note.at_secs - sent).max(0.0),
+        severity: note.effective(),
+        fate: note.fate,
+        stale,
+        note: note.note.clone(),
+    }
 }
 
 #[cfg(test)]

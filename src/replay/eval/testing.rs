@@ -21,7 +21,7 @@ use crate::render::TranscriptView;
 use crate::replay::ReplayOptions;
 use crate::runtime::SharedResources;
 use crate::settings::{AdvisorSettings, DeliveryPolicy, SettingsEnv, SyncBacklog};
-use crate::setup::{ModelSource, RequestedModel, SessionInputs, SessionSetup};
+use crate::setup::{ModelSource, RequestedModel, SessionBasics, SessionInputs, SessionSetup};
 
 use super::corpus::Case;
 use super::run::{CasePreparer, PreparedCase};
@@ -356,20 +356,19 @@ impl CasePreparer for ScriptedPreparer {
             })
         };
         let loaded = SessionSetup::load(SessionInputs {
-            session_id: case.spec.id.clone(),
-            root: root.to_path_buf(),
+            basics: SessionBasics::new(
+                case.spec.id.clone(),
+                root.to_path_buf(),
+                ModelSource {
+                    shared: Some(Arc::clone(shared)),
+                    ..ModelSource::new(Arc::clone(&self.catalog), Arc::new(|_: &str| None))
+                },
+            ),
             env: SettingsEnv::default(),
             watchdog: true,
             stop_when_disabled: false,
-            host_layer: None,
             settings: &|_, _| settings.clone(),
             model: RequestedModel::Fixed(model),
-            models: ModelSource {
-                shared: Some(Arc::clone(shared)),
-                ..ModelSource::new(Arc::clone(&self.catalog), Arc::new(|_: &str| None))
-            },
-            context_files: None,
-            audit_path: None,
         })
         .map_err(|e| e.to_string())?;
         let mut config = loaded.prepared.config;
