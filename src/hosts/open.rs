@@ -109,9 +109,16 @@ pub(crate) fn prepare(
         return Ok(None);
     }
     let (source, feed) = transcript_feed(first, home, &settings);
-    let models = model_source(options, shared);
+    let models = model_source(options, shared, &session_env);
     let mut notices = Vec::new();
-    let model = session_model(options, first, &loaded, &settings, &models, &mut notices);
+    let model = session_model(
+        options,
+        &session_env,
+        first,
+        (&loaded, &settings),
+        &models,
+        &mut notices,
+    );
     let host = first.host.as_str();
     let basics = SessionBasics {
         audit_path: audit_path(options, first),
@@ -191,12 +198,16 @@ fn transcript_feed(
     (source, feed)
 }
 
-/// How the background process's sessions reach their models: its environment's keys and
-/// `ADVISOR_BASE_URL`, its shared HTTP clients (A6).
-fn model_source(options: &DaemonOptions, shared: &Arc<SharedResources>) -> ModelSource {
-    let lookup = |name: &str| options.env.get(name).cloned();
+/// How a session reaches its models: the keys and `ADVISOR_BASE_URL` of its environment
+/// (`session_env`, H32), the background process's shared HTTP clients (A6).
+fn model_source(
+    options: &DaemonOptions,
+    shared: &Arc<SharedResources>,
+    session_env: &Arc<BTreeMap<String, String>>,
+) -> ModelSource {
+    let lookup = |name: &str| session_env.get(name).cloned();
     let keys: KeyLookup = {
-        let env = Arc::clone(&session_env);
+        let env = Arc::clone(session_env);
         Arc::new(move |name: &str| env.get(name).cloned())
     };
     ModelSource {
@@ -211,13 +222,13 @@ fn model_source(options: &DaemonOptions, shared: &Arc<SharedResources>) -> Model
 /// (H22); none, with a notice, when it cannot be built.
 fn session_model(
     options: &DaemonOptions,
+    session_env: &BTreeMap<String, String>,
     first: &HookPayload,
-    loaded: &LoadedSettings,
-    settings: &AdvisorSettings,
+    (loaded, settings): (&LoadedSettings, &AdvisorSettings),
     models: &ModelSource,
     notices: &mut Vec<String>,
 ) -> SessionModel {
-    let lookup = |name: &str| options.env.get(name).cloned();
+    let lookup = |name: &str| session_env.get(name).cloned();
     match &options.model {
         Some(model) => SessionModel::Fixed(Arc::clone(model)),
         None => {
