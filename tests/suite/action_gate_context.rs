@@ -174,7 +174,10 @@ async fn gt10_a_roster_entry_s_own_gate_turns_the_gate_on_with_its_model() {
     let failed = h
         .gate_with(
             bash("rm -rf dist"),
-            advisor::gate::GateOptions { can_ask: false },
+            advisor::gate::GateOptions {
+                can_ask: false,
+                ..Default::default()
+            },
         )
         .await
         .unwrap();

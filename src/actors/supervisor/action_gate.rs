@@ -80,7 +80,12 @@ impl Handler<GateAction> for Supervisor {
             recent,
             redactor: config.redactor(),
         };
-        let timeout = settings.timeout;
+        // GT12: a hook host's deadline cuts the call earlier than the timeout.
+        let timeout = msg.options.model_deadline.map_or(settings.timeout, |due| {
+            settings
+                .timeout
+                .min(due.saturating_duration_since(tokio::time::Instant::now()))
+        });
         let asked = async move {
             tokio::time::timeout(timeout, sources.ask(prompt, model, timeout))
                 .await
