@@ -24,9 +24,10 @@ use crate::actors::agent_port::{AgentLinks, AgentPort};
 use crate::delivery::ReviewRef;
 use crate::messages::delivery::{ReviewEnded, ReviewSucceeded};
 use crate::messages::review::{
-    AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn, DumpContext,
-    EndHalt, GetAdvisorContext, GetAgentStatus, NoticeRaised, QueueDelta, ReleaseWaiters,
-    ResetAdvisor, RestoreReviews, ResumeReviews, ReviewFailed, ReviewQuarantined, SpendRecorded,
+    AdvisorContextTail, AdvisorPaused, AgentStatus, AwaitBacklog, BacklogDropped, BacklogWait,
+    CheckedIn, DumpContext, EndHalt, GetAdvisorContext, GetAgentStatus, NoticeRaised, QueueDelta,
+    ReleaseWaiters, ResetAdvisor, RestoreReviews, ResumeReviews, ReviewFailed, ReviewQuarantined,
+    SpendRecorded,
 };
 use crate::model::ModelError;
 use crate::render::dump::{advisor_dump, DumpHeader};
@@ -68,6 +69,8 @@ pub struct AdvisorAgent {
     /// The newest part of the context as the running review or ask took it, for the
     /// action gate meanwhile (GT3); bounded by the gate's conversation bound.
     context_tail: Vec<crate::model::ChatMessage>,
+    /// The turn end the context's reviews cover up to (GT3); a running review's not yet.
+    context_turn: Option<u64>,
     totals: ReviewTotals,
     review_seq: u64,
     last_system: String,
@@ -117,6 +120,7 @@ impl AdvisorAgent {
             epoch: setup.epoch,
             context: AdvisorContext::new(),
             context_tail: Vec::new(),
+            context_turn: None,
             totals: ReviewTotals::default(),
             review_seq: 0,
             last_system: String::new(),
@@ -229,6 +233,7 @@ impl AdvisorAgent {
                 Ok(()) => {
                     self.quarantine_streak = 0;
                     self.totals.reviews += 1;
+                    self.context_turn = Some(last_turn);
                     self.watch_silence(&run);
                     if let Some(check_in) = run.check_in.take() {
                         // SP7: the supervisor holds this advisor's next reviews back, those
@@ -497,6 +502,7 @@ impl Handler<ResetAdvisor> for AdvisorAgent {
         self.state.reset(msg.cause);
         self.context.clear();
         self.context_tail.clear();
+        self.context_turn = None;
         let mut ended = false;
         if let Some(ask) = self.running_ask.take() {
             // G8: the ask ends now, not when its call does; dropping the future cancels the
@@ -567,7 +573,10 @@ impl Handler<GetAdvisorContext> for AdvisorAgent {
         } else {
             self.context.newest(msg.max_chars)
         };
-        actix::MessageResult(messages.to_vec())
+        actix::MessageResult(AdvisorContextTail {
+            messages: messages.to_vec(),
+            turn: self.context_turn,
+        })
     }
 }
 

@@ -138,10 +138,18 @@ pub struct GateOptions {
     /// default fail mode and whether the breaker escalates to an ask or to a note (GT5,
     /// GT7).
     pub can_ask: bool,
+    /// When the host stops waiting for the verdict (a hook host's answer bound less a
+    /// margin, GT12): the model call ends by then, before `advisor.gateTimeoutMs` if that is
+    /// later, so the fail mode decides and its answer still reaches the host. `None`: only
+    /// the timeout bounds it.
+    pub model_deadline: Option<tokio::time::Instant>,
 }
 
 impl Default for GateOptions {
     fn default() -> Self {
-        Self { can_ask: true }
+        Self {
+            can_ask: true,
+            model_deadline: None,
+        }
     }
 }

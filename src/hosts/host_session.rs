@@ -161,6 +161,10 @@ pub struct HostSession {
 /// The time kept back from the hook's bound for the answer's way back.
 pub const REPLY_MARGIN: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// How long before a PreToolUse's answer is due the gate's model call is cut (GT12): time
+/// for the fail mode's verdict to be made and answered.
+const GATE_ANSWER_MARGIN: std::time::Duration = std::time::Duration::from_millis(250);
+
 impl HostSession {
     /// A session over an opened `handle`, its events, the transcript seeded, and the lines
     /// to tell its user first.
@@ -213,7 +217,12 @@ impl HostSession {
                 };
                 // GT15: Codex cannot ask a person from a hook (it ignores `ask`).
                 let can_ask = payload.host != super::payload::HookHost::Codex;
-                let options = crate::gate::GateOptions { can_ask };
+                // GT12: the model call ends early enough for the fail mode's answer to
+                // reach the hook inside its bound, whatever the project's timeout.
+                let options = crate::gate::GateOptions {
+                    can_ask,
+                    model_deadline: deadline.checked_sub(GATE_ANSWER_MARGIN),
+                };
                 let asked =
                     tokio::time::timeout_at(deadline, self.handle.gate_with(action, options)).await;
                 gated = Some(gate_reply(payload.host, asked.ok().and_then(Result::ok)));

@@ -198,10 +198,21 @@ pub struct GetAgentStatus;
 /// messages (GT3: what the action gate is shown). While a review runs, the context as that
 /// review started with it; empty when the advisor has no context yet.
 #[derive(Debug, Clone, Copy, ActixMessage)]
-#[rtype(result = "Vec<crate::model::ChatMessage>")]
+#[rtype(result = "AdvisorContextTail")]
 pub struct GetAdvisorContext {
     /// The bound, in characters of the messages.
     pub max_chars: usize,
+}
+
+/// The answer to [`GetAdvisorContext`]: the newest part of the context and how far into the
+/// session it reaches (GT3: the transcript past it is what the advisor has not seen yet).
+#[derive(Debug, Clone, Default)]
+pub struct AdvisorContextTail {
+    /// The newest messages, within the asked bound.
+    pub messages: Vec<crate::model::ChatMessage>,
+    /// The advisor's turn end its last completed review covered up to (the `turn` of its
+    /// [`QueueDelta`]); `None` before any, or after a reset.
+    pub turn: Option<u64>,
 }
 
 /// Asks the agent for its transcript (C4).

@@ -349,7 +349,10 @@ impl Dispatcher {
         let can_ask = p.opt_bool("canAsk")?.unwrap_or(false);
         let input = p.take("input").unwrap_or(Value::Null);
         let action = crate::gate::ProposedAction { tool, input, cwd };
-        let options = crate::gate::GateOptions { can_ask };
+        let options = crate::gate::GateOptions {
+            can_ask,
+            model_deadline: None,
+        };
         let verdict = s.handle.gate_with(action, options).await.map_err(gone)?;
         Ok(json!({
             "decision": verdict.decision.as_str(),

@@ -177,9 +177,11 @@ async fn verdict_after(
 ) -> GateVerdict {
     let server = SseServer::start([response]).await.expect("bind");
     let h = gated(&server, Dialect::OpenAi, GateMode::All, fail);
-    h.gate_with(bash("rm -rf build"), GateOptions { can_ask })
-        .await
-        .unwrap()
+    let options = GateOptions {
+        can_ask,
+        ..GateOptions::default()
+    };
+    h.gate_with(bash("rm -rf build"), options).await.unwrap()
 }
 
 #[actix::test]

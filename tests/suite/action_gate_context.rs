@@ -109,17 +109,59 @@ async fn gt3_the_gate_is_shown_the_advisor_s_own_context_once_it_has_one() {
     );
     assert_eq!(own.matches("TURN-ONE").count(), 1, "one copy: {own}");
 
-    // While the review of turn two runs, the gate reads the context as that review took it.
+    // While the review of turn two runs, the gate reads the context as that review took it
+    // and, after it, the transcript past what that context covers: turn two, once.
     t.push(TranscriptMessage::user("TURN-TWO now clean up"));
     h.turn_end(&t).await.unwrap();
     let second = next_request(&mut arrivals).await;
     assert!(last_user_text(&second).contains("TURN-TWO"));
     let during = gate_while_held(&h, "rm -rf out", &mut arrivals, &permits).await;
     assert!(during.contains(REVIEWER_MEMORY), "{during}");
-    assert!(
-        !during.contains("TURN-TWO"),
-        "not yet in its context: {during}"
-    );
+    assert_eq!(during.matches("TURN-TWO").count(), 1, "{during}");
+    assert_eq!(during.matches("TURN-ONE").count(), 1, "one copy: {during}");
+    let unseen = during.find(UNSEEN).expect("the unseen part");
+    assert!(during[unseen..].contains("TURN-TWO"), "{during}");
+    assert!(!during[unseen..].contains("TURN-ONE"), "{during}");
+}
+
+/// The heading of the transcript's part the advisor has not been sent yet.
+const UNSEEN: &str = "[newer in the session, not yet sent to the reviewer]";
+
+/// GT3: with `reviewInterval: 2` the advisor is sent every other turn, so between its
+/// reviews the newest turns are only in the transcript; the gate is shown them after the
+/// advisor's own context, and nothing it already has twice.
+#[actix::test]
+async fn gt3_the_gate_is_shown_the_turns_the_lagging_advisor_was_not_sent() {
+    let replies = vec![
+        ScriptedReply::text(REVIEWER_MEMORY),
+        ScriptedReply::text(DENY),
+    ];
+    let (model, mut arrivals, _permits) = GatedModel::new(replies, false);
+    let (h, _rx) = runtime(Arc::new(model), SyncBacklog::Off, |cfg| {
+        cfg.settings.gate.mode = GateMode::Risky;
+        cfg.settings.gate.fail_mode = Some(GateFailMode::Closed);
+        cfg.settings.review_interval = 2;
+    });
+    let t = Transcript::from_messages([TranscriptMessage::user("TURN-ONE tidy the repo")]);
+    h.turn_end(&t).await.unwrap();
+    t.push(TranscriptMessage::user("TURN-TWO tidy more"));
+    h.turn_end(&t).await.unwrap();
+    let review = next_request(&mut arrivals).await;
+    assert!(last_user_text(&review).contains("TURN-TWO"));
+    h.await_drain().await.unwrap();
+    // Turn three is held for the next review: only the transcript has it.
+    t.push(TranscriptMessage::user("TURN-THREE delete the build"));
+    h.turn_end(&t).await.unwrap();
+    let verdict = h.gate(bash("rm -rf build")).await.unwrap();
+    assert_eq!(verdict.decision, GateDecision::Deny);
+    let sent = gate_text(&next_request(&mut arrivals).await);
+    assert!(sent.contains(REVIEWER_MEMORY), "its own context: {sent}");
+    for turn in ["TURN-ONE", "TURN-TWO", "TURN-THREE"] {
+        assert_eq!(sent.matches(turn).count(), 1, "{turn} once: {sent}");
+    }
+    let unseen = sent.find(UNSEEN).expect("the unseen part");
+    assert!(sent[unseen..].contains("TURN-THREE"), "{sent}");
+    assert!(!sent[unseen..].contains("TURN-TWO"), "{sent}");
 }
 
 #[actix::test]
@@ -174,7 +216,10 @@ async fn gt10_a_roster_entry_s_own_gate_turns_the_gate_on_with_its_model() {
     let failed = h
         .gate_with(
             bash("rm -rf dist"),
-            advisor::gate::GateOptions { can_ask: false },
+            advisor::gate::GateOptions {
+                can_ask: false,
+                ..Default::default()
+            },
         )
         .await
         .unwrap();

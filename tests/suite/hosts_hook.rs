@@ -877,3 +877,103 @@ async fn h32_each_session_takes_the_keys_of_the_hook_that_opened_it() {
     };
     assert!(sessions[0].text.contains("openai"), "{}", sessions[0].text);
 }
+
+/// The socket's daemon for `places`, served until the returned sender is sent or dropped.
+fn serve_socket(
+    places: &Places,
+    daemon: &Arc<Daemon>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let listener = Daemon::bind(&places.paths, current_uid()).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(Arc::clone(daemon).serve(listener, async {
+        let _ = stopped.await;
+    }));
+    (stop, served)
+}
+
+/// GT12: the hook's PreToolUse bound comes from the user's settings, the session's
+/// `gateTimeoutMs` from the project's; with the project's longer, the gate's model call is
+/// cut before the hook's deadline (carried by the request) so the fail mode's answer —
+/// `deny` under `closed` — reaches the hook inside its bound instead of the hook giving up
+/// (when the call would run unreviewed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gt12_a_project_gate_timeout_past_the_hook_s_bound_still_answers_the_fail_mode() {
+    let places =
+        Places::new("advisor:\n  gate: risky\n  gateTimeoutMs: 60000\n  gateFailMode: closed\n");
+    let hang = || ScriptedResponse::sse(&Dialect::OpenAi.answer("{}")).stall_after(0);
+    let (_server, model) = model(vec![hang(), hang(), hang()]).await;
+    let daemon = places.daemon(Some(model));
+    places.write_transcript(&[user("Keep build/ please")]);
+    let (stop, served) = serve_socket(&places, &daemon);
+    let mut call = places.call(Duration::from_secs(1));
+    let bound = Duration::from_secs(3);
+    call.gate_bound = Some(bound);
+    let risky = places
+        .input(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf build"},
+                "tool_use_id": "t1"}),
+        )
+        .to_string();
+    let started = Instant::now();
+    let result = run_hook(&call, risky.as_bytes(), started).await;
+    assert!(started.elapsed() < bound, "{:?}", started.elapsed());
+    assert_eq!(result.outcome, Outcome::Deny, "{result:?}");
+    let out = result.stdout.expect("a decision");
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+    let reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("could not decide"), "{reason}");
+    let _ = stop.send(());
+    served.await.unwrap();
+}
+
+/// GT7 where nobody can be asked (Codex, GT15): three denials in a row, then the breaker's
+/// escalation is an allow that says what the gate would have denied, answered as a note
+/// (`systemMessage`, logged `allow`), never an empty, silent allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gt7_on_codex_the_breaker_s_allow_is_a_note_never_silent() {
+    let places = Places::new("advisor:\n  gate: risky\n  gateFailMode: open\n");
+    let deny =
+        r#"{"decision": "deny", "risk": "high", "reason": "The user said to keep the data."}"#;
+    let answers = (0..6)
+        .map(|_| ScriptedResponse::sse(&Dialect::OpenAi.answer(deny)))
+        .collect();
+    let (_server, model) = model(answers).await;
+    let daemon = places.daemon(Some(model));
+    places.write_transcript(&[user("Keep the data please")]);
+    let (stop, served) = serve_socket(&places, &daemon);
+    let mut call = places.call(Duration::from_secs(5));
+    call.host = Some(HookHost::Codex);
+    call.gate_bound = Some(Duration::from_secs(10));
+    let mut answers = Vec::new();
+    for (i, dir) in ["build", "dist", "out", "data"].iter().enumerate() {
+        let input = places
+            .input(
+                "PreToolUse",
+                json!({"tool_name": "Bash", "tool_input": {"command": format!("rm -rf {dir}")},
+                    "tool_use_id": format!("t{i}")}),
+            )
+            .to_string();
+        answers.push(run_hook(&call, input.as_bytes(), Instant::now()).await);
+    }
+    for denied in &answers[..3] {
+        assert_eq!(denied.outcome, Outcome::Deny, "{denied:?}");
+    }
+    let note = &answers[3];
+    assert_eq!(note.outcome, Outcome::Allow, "{note:?}");
+    let message = note.stdout.as_ref().expect("a note")["systemMessage"]
+        .as_str()
+        .unwrap();
+    assert!(message.starts_with("Gate note:"), "{message}");
+    assert!(
+        message.contains("The user said to keep the data."),
+        "{message}"
+    );
+    let _ = stop.send(());
+    served.await.unwrap();
+}

@@ -157,7 +157,13 @@ pub struct Member {
     check_in: CheckInWait,
     /// Its spend over the session and what its ceiling did to it (SP6).
     ceiling: SpendCeiling,
+    /// The transcript's length at its newest turn ends, oldest first (GT3: what a review
+    /// covering up to that turn end has seen).
+    turn_lens: std::collections::VecDeque<(u64, usize)>,
 }
+
+/// How many of a member's turn ends keep their transcript length (GT3).
+const KEPT_TURN_LENS: usize = 64;
 
 impl Member {
     /// A member of `plan`, not started.
@@ -172,6 +178,7 @@ impl Member {
             cadence: AdvisorCadence::new(),
             check_in: CheckInWait::new(),
             ceiling: SpendCeiling::default(),
+            turn_lens: std::collections::VecDeque::new(),
         }
     }
 
@@ -433,6 +440,16 @@ impl Members {
                 && !m.held_off
                 && m.gate_settings(settings).mode != crate::settings::GateMode::Off
         })
+    }
+
+    /// The transcript's length at the newest turn ends of the member `slug`, as (turn end,
+    /// length) pairs (GT3): where what a review covering up to one of them has seen ends.
+    pub fn turn_lens(&self, slug: Option<&str>) -> Vec<(u64, usize)> {
+        self.members
+            .iter()
+            .find(|m| m.slug() == slug)
+            .map(|m| m.turn_lens.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     /// Whether the advisor is on (C1).
@@ -940,6 +957,7 @@ impl Members {
         continuation: bool,
     ) -> (Vec<MemberChange>, Vec<Scheduled>) {
         let epoch = self.epoch;
+        let boundary_len = self.turn_end_len;
         let (mut changes, mut scheduled) = (Vec::new(), Vec::new());
         for capture in captured {
             let settings = &self.config.settings;
@@ -967,6 +985,12 @@ impl Members {
                 capture.update,
                 wip,
             );
+            if let Some(len) = boundary_len {
+                if member.turn_lens.len() == KEPT_TURN_LENS {
+                    member.turn_lens.pop_front();
+                }
+                member.turn_lens.push_back((member.check_in.turn(), len));
+            }
             if member.cadence.take_drop_notice() {
                 // CA3: a drop past the held-update cap is never silent.
                 let name = member.plan.label.as_ref().map(|l| l.name.to_string());
