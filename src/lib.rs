@@ -118,6 +118,7 @@
 //!   belong to the `advisor` command (the workspace's `cli/` package).
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod domain;
 pub mod gate;

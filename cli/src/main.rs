@@ -2,6 +2,8 @@
 //! checking the hook hosts' hooks (`hosts`), and `advisor eval compare`'s table and chart
 //! (`compare`).
 
+#![warn(clippy::too_many_lines)]
+
 mod cli;
 mod compare;
 mod hosts;

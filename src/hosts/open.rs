@@ -140,17 +140,7 @@ pub(crate) fn prepare(
     let mut config = prepared.config;
     config.initial_transcript = Some(feed.transcript.clone());
     notices.extend(prepared.notices);
-    let fresh = matches!(
-        first.event,
-        HookEvent::SessionStart {
-            source: StartSource::Startup
-        }
-    );
-    if !fresh && feed.fed_len > 0 {
-        notices.push(
-            "advisor: joined this session mid-way; it reviews what happens from here on".into(),
-        );
-    }
+    notices.extend(joined_notice(first, &feed));
     Ok(Some(Prepared {
         config,
         loaded,
@@ -159,6 +149,20 @@ pub(crate) fn prepare(
         feed,
         source,
     }))
+}
+
+/// The notice of a session the advisor joins after its start, with turns it will not
+/// review (X4).
+fn joined_notice(first: &HookPayload, feed: &FeedState) -> Option<String> {
+    let fresh = matches!(
+        first.event,
+        HookEvent::SessionStart {
+            source: StartSource::Startup
+        }
+    );
+    (!fresh && feed.fed_len > 0).then(|| {
+        "advisor: joined this session mid-way; it reviews what happens from here on".into()
+    })
 }
 
 /// Where `first`'s transcript is read from and the feed seeded from it (X4).
