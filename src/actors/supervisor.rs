@@ -1,6 +1,6 @@
 //! Supervisor: owns the other actors and routes the host protocol. What it decides about
 //! its members — who runs, pauses, resets (R1, R2), reloads (RO21), cadence (CA1–CA12) and
-//! whether a turn end may wait — is [`Members`]'s (`config/members/state.rs`, plain code);
+//! whether a turn end may wait — is [`Members`]'s (`members/`, plain code);
 //! the actor carries out the changes it answers (`supervisor/members.rs`). The agent decides
 //! what a failure means (F1–F3); the supervisor counts the failures for status and tells the
 //! user about dropped backlogs and pauses (`supervisor/reports.rs`); the `/advisor` commands
@@ -11,15 +11,16 @@ use actix::{
     ResponseActFuture, ResponseFuture, WrapFuture,
 };
 
+use crate::actors::advisor_agent::AdvisorAgent;
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::transcript_feed::TranscriptFeed;
-use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::actors::wiring::{wait_after_turn, CatchUp, SlowWaitNotice, TurnWaits};
-use crate::config::{begins_conversation, Captured, Members, RuntimeConfig};
+use crate::config::RuntimeConfig;
 use crate::delivery::turn_end::TurnEndPlan;
-use crate::delivery::{PromptCursor, TurnEndPlanned};
+use crate::delivery::TurnEndPlanned;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::domain::transcript::TranscriptMark;
+use crate::members::{begins_conversation, Captured, Members};
 use crate::messages::delivery::{CloseWindow, PlanTurnEnd, SeedGuard};
 use crate::messages::feed::{ObserveTurn, TurnObserved};
 use crate::messages::host::{
@@ -27,11 +28,9 @@ use crate::messages::host::{
     SessionTransitionChanged, TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::{AskEnd, FlushAudit, ReleaseWaiters};
-use crate::review::judge_gate::GateCounts;
 use crate::settings::ReviewMode;
-use crate::status::PrimaryTally;
 use crate::texts::notice;
-use members::ActorsBySlug;
+use state::{SessionState, SupervisorLinks, TurnInFlight};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -40,34 +39,12 @@ use std::sync::Arc;
 pub struct Supervisor {
     /// The session's configuration and its members, with every decision about them.
     members: Members,
-    /// The actors of the members that have any, by slug.
-    actors: ActorsBySlug,
-    host: Recipient<HostEvent>,
-    router: Option<Addr<DeliveryRouter>>,
-    /// The session's one WATCHDOG.md loader, every member's (RO13), started with the first.
-    watchdog: Option<Addr<WatchdogLoader>>,
-    /// `PrimaryTurnEnded` calls still waiting (S1); a close lets them answer first (R2).
-    turn_waits: usize,
-    /// A close was asked for while turn ends were waiting: stop when the last one answers.
-    closing: bool,
-    /// Whether a turn end may be held now (S1, D5, RO15), shared with the session's
-    /// handles: kept current as roster entries come, go and change.
-    turn_end_flag: Arc<AtomicBool>,
-    /// A syncBacklog wait ran long and the user was told so (S1): said once per session.
-    sync_wait_said: Arc<AtomicBool>,
-    /// The primary's usage as its transcript's assistant messages record it (SP5).
-    primary_spend: PrimaryTally,
-    /// The last genuine user prompt, kept as the transcript grows (CA17, O(delta)).
-    prompts: PromptCursor,
-    /// Set while a session transition is being prepared (CA11): catch-up waits return at
-    /// once.
-    transitioning: Arc<AtomicBool>,
-    /// The triage gate's counters (SP9).
-    gate: GateCounts,
-    /// WIP reviews scheduled at this boundary and waiting for the judge (SP9).
-    gated: Vec<gate::GatedReview>,
-    /// The action gate's cache, breaker and counters (GT6–GT8).
-    action_gate: crate::gate::GateState,
+    /// The actors it talks to, as long as it lives.
+    links: SupervisorLinks,
+    /// What it keeps over the session beside its members.
+    session: SessionState,
+    /// The turn ends still waiting and a close asked for meanwhile (S1, R2).
+    turns: TurnInFlight,
 }
 
 impl Supervisor {
@@ -76,20 +53,9 @@ impl Supervisor {
     pub fn new(config: RuntimeConfig, host: Recipient<HostEvent>) -> Self {
         let supervisor = Self {
             members: Members::new(config),
-            actors: ActorsBySlug::default(),
-            host,
-            router: None,
-            watchdog: None,
-            turn_waits: 0,
-            closing: false,
-            turn_end_flag: Arc::default(),
-            sync_wait_said: Arc::default(),
-            primary_spend: PrimaryTally::default(),
-            prompts: PromptCursor::default(),
-            transitioning: Arc::default(),
-            gate: GateCounts::default(),
-            gated: Vec::new(),
-            action_gate: crate::gate::GateState::default(),
+            links: SupervisorLinks::new(host),
+            session: SessionState::default(),
+            turns: TurnInFlight::default(),
         };
         supervisor.update_turn_end_flag();
         supervisor
@@ -98,7 +64,7 @@ impl Supervisor {
     /// Shares `flag` with the session's handles: from now on it says whether a turn end
     /// may be held, so a handle waits for the answer only then (S1, D5, RO15).
     pub(crate) fn with_turn_end_flag(mut self, flag: Arc<AtomicBool>) -> Self {
-        self.turn_end_flag = flag;
+        self.session.turn_end_flag = flag;
         self.update_turn_end_flag();
         self
     }
@@ -106,7 +72,7 @@ impl Supervisor {
     /// Stores [`Members::turn_end_may_wait`] in the flag the handles read.
     fn update_turn_end_flag(&self) {
         let waits = self.members.turn_end_may_wait();
-        self.turn_end_flag.store(waits, Ordering::Release);
+        self.session.turn_end_flag.store(waits, Ordering::Release);
     }
 
     /// Seeds at `len` messages of the initial transcript (X4) instead of the length it has
@@ -122,14 +88,13 @@ impl Supervisor {
     /// `DisposeSession` (which released the waits) answers them instead of dropping their replies
     /// (R2: dispose wakes every waiter).
     pub(crate) fn close(&mut self, ctx: &mut Context<Self>) {
-        self.closing = true;
-        if self.turn_waits == 0 {
+        if self.turns.close() {
             ctx.stop();
         }
     }
 
     fn router(&mut self) -> Addr<DeliveryRouter> {
-        if let Some(router) = &self.router {
+        if let Some(router) = &self.links.router {
             return router.clone();
         }
         let config = self.members.config();
@@ -140,7 +105,7 @@ impl Supervisor {
         let immune_turns = config.settings.immune_turns;
         let max_chars = config.settings.max_note_chars;
         let spend_controls = config.settings.spend_controls;
-        let host = self.host.clone();
+        let host = self.links.host.clone();
         let tap = config.advice_tap.clone();
         let router = actix::Supervisor::start(move |_| {
             DeliveryRouter::new(policy, max_notes, immune_turns, host)
@@ -148,18 +113,18 @@ impl Supervisor {
                 .with_spend_controls(spend_controls)
                 .with_tap(tap.clone())
         });
-        self.router = Some(router.clone());
+        self.links.router = Some(router.clone());
         router
     }
 
     /// A rewrite (R1): what the primary spent stays, the rewritten transcript is not counted
     /// again (SP5); [`Members::reset`] decides the rest.
     fn reset(&mut self, ctx: &mut Context<Self>, kind: RewriteKind) {
-        self.primary_spend.rewritten();
-        self.prompts.rewritten();
+        self.session.primary_spend.rewritten();
+        self.session.prompts.rewritten();
         if begins_conversation(kind) {
             // CA11: the other conversation began; the transition is over.
-            self.transitioning.store(false, Ordering::Relaxed);
+            self.session.set_transitioning(false);
         }
         let changes = self.members.reset(kind);
         self.carry_out(ctx, changes);
@@ -180,20 +145,96 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, msg: PrimaryTurnEnded, ctx: &mut Context<Self>) -> Self::Result {
-        let tally = &mut self.primary_spend;
+        self.before_turn_end(ctx, &msg);
+        let (turn_ended, feeds) = self.plan_turn_end(&msg);
+        let router = self.router();
+        if !turn_ended.can_wait || feeds.is_empty() {
+            self.close_window_now(ctx, router, turn_ended);
+            return Box::pin(actix::fut::ready(()));
+        }
+        let waits = self.turn_waits(router.clone());
+        let planned_rx = self.observe_turn(ctx, &router, feeds, &msg.transcript, turn_ended);
+        self.turns.begin();
+        Box::pin(
+            wait_turn_end(planned_rx, waits)
+                .into_actor(self)
+                .map(|(), act, ctx| {
+                    if act.turns.end() {
+                        ctx.stop();
+                    }
+                }),
+        )
+    }
+}
+
+/// The members' feeds by slug, each told of a turn end.
+type Feeds = Vec<(Option<String>, Addr<TranscriptFeed>)>;
+
+/// What the waits after a turn end need beside the router's plan: built before the turn is
+/// observed, filled in with the plan and the scheduled reviews when it has been.
+struct PendingWaits {
+    agents: Vec<Addr<AdvisorAgent>>,
+    router: Addr<DeliveryRouter>,
+    cap: std::time::Duration,
+    hold: bool,
+    slow: Option<SlowWaitNotice>,
+    released: Arc<AtomicBool>,
+}
+
+/// The wait of a turn end (S1, D5, CA9): once the turn is observed, the judge decides
+/// (SP9), the catch-up waits run, and the window's notes go out (CA13).
+async fn wait_turn_end(planned_rx: tokio::sync::oneshot::Receiver<Observed>, w: PendingWaits) {
+    let (planned, scheduled, judged) = planned_rx.await.unwrap_or_default();
+    if let Some(judged) = judged {
+        // SP9: the judge decides (10 s at most) before the catch-up waits.
+        let _ = judged.await;
+    }
+    let window = planned.window;
+    let router = w.router.clone();
+    wait_after_turn(TurnWaits {
+        agents: w.agents,
+        scheduled,
+        router: w.router,
+        plan: planned.catch_up,
+        cap: w.cap,
+        hold_through_retries: w.hold,
+        slow: w.slow,
+        released: w.released,
+    })
+    .await;
+    // CA13: the waits are over; the window's notes go out as one message before the turn
+    // end returns.
+    if let Some(window) = window {
+        let _ = router.send(CloseWindow { window }).await;
+    }
+}
+
+/// What observing a turn answers: the router's plan, the members whose review was
+/// scheduled (CA9) and the judge's decision to wait for (SP9).
+type Observed = (TurnEndPlanned, Vec<CatchUp>, Option<gate::JudgeDone>);
+
+impl Supervisor {
+    /// What a turn end does before it is planned: the primary's spend counted (SP5), the
+    /// spend ceilings checked (SP6: before this boundary is scheduled, so a switch applies
+    /// to it) and changed roster entries rebuilt (RO21: reading from the previous turn end,
+    /// so this turn is their first).
+    fn before_turn_end(&mut self, ctx: &mut Context<Self>, msg: &PrimaryTurnEnded) {
+        let tally = &mut self.session.primary_spend;
         msg.transcript.read(|messages| tally.observe(messages));
         if let Some(count) = tally.take_ignored() {
             tracing::warn!(count, "implausible primary usage values ignored (SP5)");
             let count = count.to_string();
             self.notice_about(None, notice("primaryUsageIgnored", &[("count", &count)]));
         }
-        // SP6: before this boundary is scheduled, so a switch applies to it.
         self.check_spend_ceilings(ctx);
-        // RO21: an entry that changed on disk is rebuilt before its next review, reading
-        // from the previous turn end so this turn is its first.
         let changes = self.members.turn_ended(msg.transcript.transcript());
         self.carry_out(ctx, changes);
         self.check_roster(ctx);
+    }
+
+    /// The turn end's plan ([`TurnEndPlan::decide`]): the seed guard sent to the router
+    /// (P3), the router's `PlanTurnEnd` and the feeds of the running members to tell.
+    fn plan_turn_end(&mut self, msg: &PrimaryTurnEnded) -> (PlanTurnEnd, Feeds) {
         let running = self.members.reviewing();
         let seed = self.members.take_seed_guard();
         let plan = TurnEndPlan::decide(
@@ -201,11 +242,10 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             msg.will_continue,
             seed,
             running,
-            &mut self.prompts,
+            &mut self.session.prompts,
         );
-        let router = self.router();
         if let Some(advisories) = plan.seed_guard.clone() {
-            router.do_send(SeedGuard {
+            self.router().do_send(SeedGuard {
                 epoch: self.members.epoch(),
                 advisories,
             });
@@ -219,73 +259,52 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
             last_prompt: plan.last_prompt,
             review_mode: self.unnamed_review_mode(),
         };
-        let feeds: Vec<_> = self
+        let feeds = self
             .members
             .iter()
             .filter_map(|m| Some((m.slug().map(str::to_string), self.feed_of(m.slug())?)))
             .collect();
-        if !plan.review || feeds.is_empty() {
-            // Nothing to wait for: a final boundary's window (CA13) closes at once, before
-            // the supervisor takes its next message.
-            let planned = router.send(turn_ended);
-            ctx.wait(
-                async move {
-                    if let Ok(TurnEndPlanned {
-                        window: Some(window),
-                        ..
-                    }) = planned.await
-                    {
-                        let _ = router.send(CloseWindow { window }).await;
-                    }
-                }
-                .into_actor(self),
-            );
-            return Box::pin(actix::fut::ready(()));
-        }
-        let agents = self.agents();
-        let cap = self.members.config().settings.sync_wait_cap;
-        let hold = self.members.config().hold_wait_through_retries;
-        // A replay paces itself with this wait (L2): nothing to tell a user there.
-        let slow = (!hold).then(|| SlowWaitNotice {
-            host: self.host.clone(),
-            said: Arc::clone(&self.sync_wait_said),
-        });
-        let released = Arc::clone(&self.transitioning);
-        let planned_rx = self.observe_turn(ctx, &router, feeds, &msg.transcript, turn_ended);
-        self.turn_waits += 1;
-        Box::pin(
+        (turn_ended, feeds)
+    }
+
+    /// Nothing to wait for: a final boundary's window (CA13) closes at once, before the
+    /// supervisor takes its next message.
+    fn close_window_now(
+        &mut self,
+        ctx: &mut Context<Self>,
+        router: Addr<DeliveryRouter>,
+        turn_ended: PlanTurnEnd,
+    ) {
+        let planned = router.send(turn_ended);
+        ctx.wait(
             async move {
-                let (planned, scheduled, judged) = planned_rx.await.unwrap_or_default();
-                if let Some(judged) = judged {
-                    // SP9: the judge decides (10 s at most) before the catch-up waits.
-                    let _ = judged.await;
-                }
-                let window = planned.window;
-                let waits = TurnWaits {
-                    agents,
-                    scheduled,
-                    router: router.clone(),
-                    plan: planned.catch_up,
-                    cap,
-                    hold_through_retries: hold,
-                    slow,
-                    released,
-                };
-                wait_after_turn(waits).await;
-                // CA13: the waits are over; the window's notes go out as one message
-                // before the turn end returns.
-                if let Some(window) = window {
+                if let Ok(TurnEndPlanned {
+                    window: Some(window),
+                    ..
+                }) = planned.await
+                {
                     let _ = router.send(CloseWindow { window }).await;
                 }
             }
-            .into_actor(self)
-            .map(|(), act, ctx| {
-                act.turn_waits -= 1;
-                if act.closing && act.turn_waits == 0 {
-                    ctx.stop();
-                }
+            .into_actor(self),
+        );
+    }
+
+    /// The waits of a turn end that may wait, over the running members' agents.
+    fn turn_waits(&self, router: Addr<DeliveryRouter>) -> PendingWaits {
+        let hold = self.members.config().hold_wait_through_retries;
+        PendingWaits {
+            agents: self.agents(),
+            router,
+            cap: self.members.config().settings.sync_wait_cap,
+            hold,
+            // A replay paces itself with this wait (L2): nothing to tell a user there.
+            slow: (!hold).then(|| SlowWaitNotice {
+                host: self.links.host.clone(),
+                said: Arc::clone(&self.session.sync_wait_said),
             }),
-        )
+            released: Arc::clone(&self.session.transitioning),
+        }
     }
 }
 
@@ -308,11 +327,10 @@ impl Supervisor {
         &mut self,
         ctx: &mut Context<Self>,
         router: &Addr<DeliveryRouter>,
-        feeds: Vec<(Option<String>, Addr<TranscriptFeed>)>,
+        feeds: Feeds,
         transcript: &TranscriptMark,
         turn_ended: PlanTurnEnd,
-    ) -> tokio::sync::oneshot::Receiver<(TurnEndPlanned, Vec<CatchUp>, Option<gate::JudgeDone>)>
-    {
+    ) -> tokio::sync::oneshot::Receiver<Observed> {
         // The router first: it hears of the turn end before the review of its delta can
         // raise anything (D4's terminal flag, D7's count, CA13's window), and its answer
         // (CA17: a continuation boundary) is known before the feeds observe. Every
@@ -340,53 +358,63 @@ impl Supervisor {
             }
             .into_actor(self)
             .map(move |(plan, outcomes), act, ctx| {
-                let mut judged = None;
-                let scheduled = if outcomes
-                    .iter()
-                    .any(|o| matches!(o, Ok(TurnObserved::Rewrite)))
-                {
-                    act.reset(ctx, RewriteKind::Detected);
-                    Vec::new()
-                } else {
-                    let captured =
-                        slugs
-                            .into_iter()
-                            .zip(outcomes)
-                            .filter_map(|(slug, o)| match o {
-                                Ok(TurnObserved::Captured {
-                                    update,
-                                    paths_match,
-                                }) => Some(Captured {
-                                    slug,
-                                    update,
-                                    paths_match,
-                                }),
-                                _ => None,
-                            });
-                    // CA17: the router keeps the continuation mark and answered it with
-                    // the turn end's plan.
-                    let (changes, scheduled) =
-                        act.members
-                            .on_boundary(captured.collect(), wip, plan.continuation);
-                    // SP9: the WIP reviews the gate takes go to the judge first.
-                    let changes = act.gate_reviews(changes);
-                    act.carry_out(ctx, changes);
-                    judged = act.judge_gated(ctx);
-                    scheduled
-                        .into_iter()
-                        .filter_map(|s| {
-                            let agent = act.agent_of(s.slug.as_deref())?;
-                            Some(CatchUp {
-                                agent,
-                                sync: s.sync,
-                            })
-                        })
-                        .collect()
-                };
+                let (scheduled, judged) = act.observed(ctx, slugs, outcomes, wip, &plan);
                 let _ = planned_tx.send((plan, scheduled, judged));
             }),
         );
         planned_rx
+    }
+
+    /// What the feeds answered for a turn end: a rewrite one saw resets the session (R1);
+    /// otherwise each member's capture goes through its cadence (CA1–CA4, CA17: with the
+    /// router's continuation mark), the WIP reviews the gate takes go to the judge first
+    /// (SP9), and the members whose review was scheduled are answered with their agents.
+    fn observed(
+        &mut self,
+        ctx: &mut Context<Self>,
+        slugs: Vec<Option<String>>,
+        outcomes: Vec<Result<TurnObserved, actix::MailboxError>>,
+        wip: bool,
+        plan: &TurnEndPlanned,
+    ) -> (Vec<CatchUp>, Option<gate::JudgeDone>) {
+        if outcomes
+            .iter()
+            .any(|o| matches!(o, Ok(TurnObserved::Rewrite)))
+        {
+            self.reset(ctx, RewriteKind::Detected);
+            return (Vec::new(), None);
+        }
+        let captured = slugs
+            .into_iter()
+            .zip(outcomes)
+            .filter_map(|(slug, o)| match o {
+                Ok(TurnObserved::Captured {
+                    update,
+                    paths_match,
+                }) => Some(Captured {
+                    slug,
+                    update,
+                    paths_match,
+                }),
+                _ => None,
+            });
+        let (changes, scheduled) =
+            self.members
+                .on_boundary(captured.collect(), wip, plan.continuation);
+        let changes = self.gate_reviews(changes);
+        self.carry_out(ctx, changes);
+        let judged = self.judge_gated(ctx);
+        let scheduled = scheduled
+            .into_iter()
+            .filter_map(|s| {
+                let agent = self.agent_of(s.slug.as_deref())?;
+                Some(CatchUp {
+                    agent,
+                    sync: s.sync,
+                })
+            })
+            .collect();
+        (scheduled, judged)
     }
 }
 
@@ -426,7 +454,7 @@ impl Handler<SessionTransitionChanged> for Supervisor {
     /// CA11: a transition being prepared releases every catch-up wait, and new ones return
     /// at once until it ends.
     fn handle(&mut self, msg: SessionTransitionChanged, _ctx: &mut Context<Self>) {
-        self.transitioning.store(msg.preparing, Ordering::Relaxed);
+        self.session.set_transitioning(msg.preparing);
         tracing::info!(preparing = msg.preparing, "session transition");
         if msg.preparing {
             for agent in self.agents() {
@@ -482,6 +510,7 @@ mod late_models;
 mod members;
 mod reload;
 mod reports;
+mod state;
 #[cfg(test)]
 mod tests;
 
