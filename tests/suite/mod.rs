@@ -20,6 +20,7 @@ mod hosts_e2e_more;
 mod hosts_hook;
 mod hosts_install_cli;
 mod hosts_read;
+mod house;
 mod judge_gate;
 mod layering;
 mod measured;
