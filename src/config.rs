@@ -21,12 +21,9 @@ use crate::shared::{compile_output_guard, SharedResources};
 use crate::tools::ToolRegistry;
 use crate::watchdog::{ContextFile, WatchdogConfig};
 
-mod members;
+pub(crate) mod members;
 
-pub use members::{
-    begins_conversation, turn_end_may_wait, Captured, Member, MemberChange, MemberPlan, Members,
-    RosterDiff,
-};
+pub use members::{turn_end_may_wait, MemberPlan, RosterDiff};
 
 /// The built-in advisor system prompt (G1), a data file in `config/`.
 pub const BUILTIN_PROMPT: &str = include_str!("../config/advisor-prompt.md");

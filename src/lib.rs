@@ -100,8 +100,10 @@
 //! - `shared` *(internal)*: what every session of a process shares (HTTP clients, redactor,
 //!   catalog, call limits, WATCHDOG.md cache).
 //! - `config`: [`RuntimeConfig`], base-prompt assembly (G1), what each advisor of a roster
-//!   is started with (`MemberPlan`, `RosterDiff`; RO11–RO13, RO21) and the Supervisor's
-//!   decisions about its members as plain state (`Members`; RO12–RO21, R1, CA1–CA12).
+//!   is started with (`MemberPlan`, `RosterDiff`; RO11–RO13, RO21).
+//! - `members` *(internal)*: the Supervisor's decisions about its members as plain state
+//!   (`Members`; RO12–RO21, R1, CA1–CA12, SP6, SP7): each answers the `MemberChange`s the
+//!   actor carries out.
 //! - `setup`: one session's [`RuntimeConfig`] from what a host worked out ([`SessionSetup`]):
 //!   the models beside its own (G5, P6), WATCHDOG.md and the roster found where it is
 //!   (W1, RO1, RO23); `advisor replay` and `advisor serve` both build sessions with it.
@@ -143,6 +145,7 @@ pub(crate) mod config;
 pub(crate) mod delivery;
 pub(crate) mod feed;
 pub(crate) mod handle;
+pub(crate) mod members;
 pub(crate) mod messages;
 pub(crate) mod redact;
 pub(crate) mod render;

@@ -259,9 +259,25 @@ impl RosterDiff {
     }
 }
 
-mod state;
-
-pub use state::{begins_conversation, turn_end_may_wait, Captured, Member, MemberChange, Members};
+/// Whether a turn end may be held now (S1, D5, RO15, CA9): a member's catch-up is not `off`,
+/// or a member delivers under `reconfirm` — each under its own value, else the session's.
+/// `plans` are the members' plans and the ones waiting to replace them (RO21); with none,
+/// the session's settings decide. The one place this rule is written: the supervisor keeps
+/// its flag by it, and [`RuntimeConfig::turn_end_may_wait`] asks it of the starting plans.
+pub fn turn_end_may_wait<'a>(
+    settings: &AdvisorSettings,
+    plans: impl IntoIterator<Item = &'a MemberPlan>,
+) -> bool {
+    let holds = |sync: Option<SyncBacklog>, policy: Option<DeliveryPolicy>| {
+        sync.unwrap_or(settings.sync_backlog) != SyncBacklog::Off
+            || policy.unwrap_or(settings.policy) == DeliveryPolicy::Reconfirm
+    };
+    let mut plans = plans.into_iter().peekable();
+    if plans.peek().is_none() {
+        return holds(None, None);
+    }
+    plans.any(|plan| holds(plan.sync_backlog, plan.policy))
+}
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

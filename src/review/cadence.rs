@@ -2,7 +2,7 @@
 //! at which of them its review is scheduled, and the deltas it holds back in between.
 //!
 //! Plain code, one [`AdvisorCadence`] per advisor, kept in its member of the Supervisor's
-//! `Members` (`config/members/state.rs`) beside its other state, so a rebuild hands it on
+//! `Members` (`members/`) beside its other state, so a rebuild hands it on
 //! (CA7). At every boundary each
 //! running advisor's delta is captured at once (CA3) and handed here with the boundary's
 //! kind; the answer says whether a review goes out now (with everything held, as one

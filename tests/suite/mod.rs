@@ -22,6 +22,7 @@ mod hosts_install_cli;
 mod hosts_overhead;
 mod hosts_read;
 mod hosts_subagents;
+mod house;
 mod judge_gate;
 mod layering;
 mod measured;

@@ -42,12 +42,12 @@ impl Handler<GateAction> for Supervisor {
             can_ask: msg.options.can_ask,
             has_model: model.is_some() && !config.settings.no_review,
         };
-        let step = self.action_gate.begin(&reading, policy);
+        let step = self.session.action_gate.begin(&reading, policy);
         tracing::debug!(tool = %msg.action.tool, risks = ?reading.risks, ?step, "action gate");
         let (GateStep::AskModel, Some(model)) = (step.clone(), model) else {
             let verdict = match step {
                 GateStep::Decided(verdict) => verdict,
-                GateStep::AskModel => self.action_gate.finish(
+                GateStep::AskModel => self.session.action_gate.finish(
                     reading.key,
                     &GateRun {
                         outcome: Err(GateError::NoModel),
@@ -85,7 +85,7 @@ impl Handler<GateAction> for Supervisor {
         Box::pin(
             asked
                 .into_actor(self)
-                .map(move |run, act, _ctx| act.action_gate.finish(key, &run, policy)),
+                .map(move |run, act, _ctx| act.session.action_gate.finish(key, &run, policy)),
         )
     }
 }
@@ -113,7 +113,7 @@ impl Supervisor {
                 .unwrap_or_default(),
         };
         GateSources {
-            watchdog: self.watchdog.clone(),
+            watchdog: self.links.watchdog.clone(),
             agent,
             recent,
             unseen,

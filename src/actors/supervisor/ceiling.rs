@@ -1,6 +1,6 @@
 //! The Supervisor's part of the spend ceiling (SP6): it passes on what each member spends
 //! (every model run its agent reports, and what its transcript file recorded before, P9)
-//! and has [`crate::config::Members`] check the ceilings at every turn end; the notices and
+//! and has [`crate::members::Members`] check the ceilings at every turn end; the notices and
 //! changes it answers are carried out here.
 
 use actix::{ActorFutureExt, Addr, AsyncContext, Context, Handler};
@@ -37,9 +37,9 @@ pub(super) fn restore_spend(
 
 impl Supervisor {
     /// Checks every member's spend ceiling against the primary's spend so far (SP6) and
-    /// carries out what [`crate::config::Members::check_spend_ceilings`] decided.
+    /// carries out what [`crate::members::Members::check_spend_ceilings`] decided.
     pub(super) fn check_spend_ceilings(&mut self, ctx: &mut Context<Self>) {
-        let primary = self.primary_spend.spend();
+        let primary = self.session.primary_spend.spend();
         let (lines, changes) = self.members.check_spend_ceilings(primary.as_ref());
         for (advisor, text) in lines {
             self.notice_about(advisor.as_ref(), text);

@@ -13,8 +13,8 @@ use crate::actors::advisor_agent::AdvisorAgent;
 use crate::actors::audit_log::AuditLog;
 use crate::actors::wiring::{await_all, test_advice};
 use crate::command::{parse_command, AdvisorCommand};
-use crate::config::Member;
 use crate::domain::advice::Delivery;
+use crate::members::Member;
 use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered};
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
 use crate::messages::review::{
@@ -112,11 +112,11 @@ impl Supervisor {
             cadence,
             ..AdvisorStatus::default()
         };
-        let primary = self.primary_spend.spend();
+        let primary = self.session.primary_spend.spend();
         let ceilings = self.ceiling_part();
         // SP9: the gate's counters, while it is on.
-        let gate = self.gate_on().then_some(self.gate);
-        let action_gate = self.action_gate.counts();
+        let gate = self.gate_on().then_some(self.session.gate);
+        let action_gate = self.session.action_gate.counts();
         let action_gate = (self.members.gate_choice().0.mode != crate::settings::GateMode::Off
             || action_gate.proposed > 0)
             .then_some(action_gate);

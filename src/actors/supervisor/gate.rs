@@ -7,8 +7,8 @@
 use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
 
 use super::Supervisor;
-use crate::config::MemberChange;
 use crate::feed::{batch_parts, Update};
+use crate::members::MemberChange;
 use crate::messages::review::QueueDelta;
 use crate::render::ExpandedMemory;
 use crate::review::judge_gate::{ask_judge, decide, GateDecision};
@@ -49,7 +49,7 @@ impl Supervisor {
                     wip: true,
                     turn,
                     ..
-                } => self.gated.push(GatedReview {
+                } => self.session.gated.push(GatedReview {
                     slug,
                     updates,
                     turn,
@@ -65,7 +65,7 @@ impl Supervisor {
     /// it decides. Answers a receiver that completes once that is done, for the turn end to
     /// wait on before its catch-up (CA9: the review it waits for is queued by then).
     pub(super) fn judge_gated(&mut self, ctx: &mut Context<Self>) -> Option<JudgeDone> {
-        let pending = std::mem::take(&mut self.gated);
+        let pending = std::mem::take(&mut self.session.gated);
         let judge = self.members.config().judge_model.clone();
         let (Some(first), Some(judge)) = (pending.first(), judge) else {
             return None;
@@ -78,7 +78,7 @@ impl Supervisor {
         ctx.spawn(asked.into_actor(self).map(move |run, act, _ctx| {
             let decision = decide(&run.outcome, threshold);
             tracing::info!(?decision, outcome = ?run.outcome, "triage gate");
-            act.gate.record(&run, decision);
+            act.session.gate.record(&run, decision);
             // Dropped at the end of this closure either way: the turn end goes on.
             let _done = done;
             if act.members.epoch() != epoch {

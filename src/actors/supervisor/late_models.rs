@@ -1,5 +1,5 @@
 //! Late models (CA23): the host reports that its model catalog changed, and
-//! [`crate::config::Members::models_changed`] decides which advisors without a model now
+//! [`crate::members::Members::models_changed`] decides which advisors without a model now
 //! have one; the actor starts them.
 
 use actix::{Context, Handler};

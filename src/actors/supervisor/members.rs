@@ -13,16 +13,19 @@ use crate::actors::audit_log::AuditLog;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::actors::wiring::{start_children, AgentReports, ChildLinks, Children};
-use crate::config::{MemberChange, MemberPlan, Members};
+use crate::config::MemberPlan;
 use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
+use crate::members::{MemberChange, Members};
 use crate::messages::delivery::{
     PauseAdvisor, RegisterAdvisor, RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery,
     SetDeliveryEnabled,
 };
 use crate::messages::feed::RewindCursor;
-use crate::messages::review::{EndHalt, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews};
+use crate::messages::review::{
+    AskEnd, EndHalt, QueueDelta, ReleaseWaiters, ResetAdvisor, ResumeReviews,
+};
 use crate::texts::{notice, NOTICES};
 
 /// One member's actors, by its slug (`None`: the unnamed advisor).
@@ -40,7 +43,7 @@ pub(super) type ActorsBySlug = HashMap<Option<String>, MemberActors>;
 impl Supervisor {
     /// The actors of the member `slug`, while it has any.
     pub(super) fn actors_of(&self, slug: Option<&str>) -> Option<&MemberActors> {
-        self.actors.get(&slug.map(str::to_string))
+        self.links.actors.get(&slug.map(str::to_string))
     }
 
     /// The agent of the member `slug`, while it runs.
@@ -75,21 +78,9 @@ impl Supervisor {
     fn carry_out_one(&mut self, ctx: &mut Context<Self>, change: MemberChange) {
         match change {
             MemberChange::Start { slug, seed } => self.start_member(ctx, slug, seed),
-            MemberChange::Stop { slug, epoch, cause } => {
-                let actors = self.actors.get_mut(&slug);
-                if let Some(children) = actors.and_then(|a| a.children.take()) {
-                    // Its model call dropped, it makes no further model call, tool call or
-                    // raise and frees its slot of the provider's call limit (RO19, RO21).
-                    children.agent.do_send(ReleaseWaiters);
-                    children.agent.do_send(ResetAdvisor {
-                        epoch,
-                        cause,
-                        stopping: true,
-                    });
-                }
-            }
+            MemberChange::Stop { slug, epoch, cause } => self.stop_member(&slug, epoch, cause),
             MemberChange::Remove { slug } => {
-                self.actors.remove(&slug);
+                self.links.actors.remove(&slug);
                 let advisor = slug.map(Into::into);
                 self.router().do_send(RemoveAdvisor { advisor });
             }
@@ -115,20 +106,7 @@ impl Supervisor {
                 epoch,
                 cause,
                 end_halt,
-            } => {
-                let actors = self.actors.get(&slug);
-                if let Some(children) = actors.and_then(|a| a.children.as_ref()) {
-                    children.agent.do_send(ResetAdvisor {
-                        epoch,
-                        cause,
-                        stopping: false,
-                    });
-                    if end_halt {
-                        children.agent.do_send(EndHalt);
-                    }
-                    children.feed.do_send(RewindCursor);
-                }
-            }
+            } => self.rewind_member(&slug, epoch, cause, end_halt),
             MemberChange::ResetDelivery {
                 epoch,
                 branch,
@@ -158,6 +136,37 @@ impl Supervisor {
                 }
             }
             MemberChange::Notice(text) => self.notice_about(None, text),
+        }
+    }
+
+    /// Stops the member `slug`'s actors: its model call dropped, it makes no further model
+    /// call, tool call or raise and frees its slot of the provider's call limit (RO19, RO21).
+    fn stop_member(&mut self, slug: &Option<String>, epoch: u64, cause: AskEnd) {
+        let actors = self.links.actors.get_mut(slug);
+        if let Some(children) = actors.and_then(|a| a.children.take()) {
+            children.agent.do_send(ReleaseWaiters);
+            children.agent.do_send(ResetAdvisor {
+                epoch,
+                cause,
+                stopping: true,
+            });
+        }
+    }
+
+    /// Resets the member `slug`'s agent at `epoch` and rewinds its feed (R1), ending its
+    /// halt when `end_halt`.
+    fn rewind_member(&self, slug: &Option<String>, epoch: u64, cause: AskEnd, end_halt: bool) {
+        let actors = self.links.actors.get(slug);
+        if let Some(children) = actors.and_then(|a| a.children.as_ref()) {
+            children.agent.do_send(ResetAdvisor {
+                epoch,
+                cause,
+                stopping: false,
+            });
+            if end_halt {
+                children.agent.do_send(EndHalt);
+            }
+            children.feed.do_send(RewindCursor);
         }
     }
 
@@ -199,11 +208,11 @@ impl Supervisor {
         let Ok(model) = plan.model.clone() else {
             return;
         };
-        let actors = self.actors.entry(slug.clone()).or_default();
+        let actors = self.links.actors.entry(slug.clone()).or_default();
         if actors.audit.is_none() {
             if let Some(path) = plan.audit_path.clone() {
                 let cwd = config.workspace_root.display().to_string();
-                let audit = AuditLog::new(path, cwd, self.host.clone())
+                let audit = AuditLog::new(path, cwd, self.links.host.clone())
                     .with_blocking(config.blocking())
                     .start();
                 // SP6, P9: the ratio counts what the file recorded before.
@@ -234,7 +243,7 @@ impl Supervisor {
     /// The session's WATCHDOG.md loader, started on first use when watchdog files are in
     /// use: one for every member, its warnings told once and unnamed (W3, W8, RO13).
     fn watchdog_loader(&mut self, ctx: &mut Context<Self>) -> Option<Addr<WatchdogLoader>> {
-        if let Some(loader) = &self.watchdog {
+        if let Some(loader) = &self.links.watchdog {
             return Some(loader.clone());
         }
         let config = self.members.config();
@@ -245,7 +254,7 @@ impl Supervisor {
             .with_context_files(config.context_files.clone())
             .with_notices(ctx.address().recipient())
             .start();
-        self.watchdog = Some(loader.clone());
+        self.links.watchdog = Some(loader.clone());
         Some(loader)
     }
 
@@ -258,7 +267,7 @@ impl Supervisor {
                 advisor: Some(label.name.to_string()),
             },
         };
-        self.host.do_send(event);
+        self.links.host.do_send(event);
     }
 }
 

@@ -1,6 +1,6 @@
 //! The Supervisor's hot reload of the roster files (RO21, as W8 for WATCHDOG.md): checked
 //! off the actor's thread at each turn end, never holding the turn end. What the new roster
-//! starts, stops, rebuilds or retunes is decided by [`crate::config::Members`].
+//! starts, stops, rebuilds or retunes is decided by [`crate::members::Members`].
 
 use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
 
@@ -8,7 +8,7 @@ use super::Supervisor;
 use crate::roster::RosterRefresh;
 
 impl Supervisor {
-    /// Starts a check of the roster files when [`crate::config::Members`] says one is due;
+    /// Starts a check of the roster files when [`crate::members::Members`] says one is due;
     /// its result is carried out on the supervisor's context, and one more check follows
     /// when a turn ended while it ran.
     pub(super) fn check_roster(&mut self, ctx: &mut Context<Self>) {

@@ -3,13 +3,17 @@
 
 use std::sync::Arc;
 
-use super::super::tests::{entry, Models};
 use super::*;
+use crate::config::members::tests::{entry, Models};
+use crate::domain::advice::AdvisorLabel;
 use crate::domain::transcript::TranscriptMessage;
+use crate::feed::Update;
 use crate::model::scripted::ScriptedModel;
 use crate::providers::Catalog;
+use crate::review::AskError;
 use crate::roster::{RosterAdvisor, RosterReload, RosterSettings, RosterSetup, Sourced};
-use crate::settings::ReviewMode;
+use crate::settings::{AdvisorSettings, DeliveryPolicy, ReviewMode, SyncBacklog};
+use crate::status::{AdvisorState, PrimarySpend};
 use crate::watchdog::WatchdogConfig;
 
 fn config() -> RuntimeConfig {
