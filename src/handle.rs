@@ -215,6 +215,64 @@ impl AdvisorHandle {
         self.call(turn).await
     }
 
+    /// Hands a turn over without waiting for it (a host that must answer at once, H10): it
+    /// is queued now, in order with the turns before it, even past a full mailbox, and is
+    /// observed though nobody waits for its answer. (Dropping a [`AdvisorHandle::turn_end`]
+    /// future instead may lose its turn: a request whose caller went away before the
+    /// supervisor took it is skipped.)
+    pub fn hand_over_turn(
+        &self,
+        transcript: &Transcript,
+        options: TurnEndOptions,
+    ) -> Result<(), HandleError> {
+        if self.closed.load(Ordering::Acquire) || !self.supervisor.connected() {
+            return Err(HandleError::Stopped);
+        }
+        self.supervisor.do_send(PrimaryTurnEnded {
+            transcript: transcript.mark(),
+            will_continue: options.will_continue,
+        });
+        Ok(())
+    }
+
+    /// Hands a turn over as [`AdvisorHandle::hand_over_turn`] does — queued now, in order —
+    /// and gives the wait for its answer (S1, D5) as a future that may be dropped (a host's
+    /// bounded wait, H12) without losing the turn. Outside a tokio runtime, or when nothing
+    /// can make a turn end wait, the turn is handed over and the future is ready at once.
+    pub fn hand_over_turn_waiting(
+        &self,
+        transcript: &Transcript,
+        options: TurnEndOptions,
+    ) -> impl std::future::Future<Output = Result<(), HandleError>> + Send + 'static {
+        let tokio = tokio::runtime::Handle::try_current().ok();
+        let waiting = match tokio {
+            Some(tokio) if self.turn_end_flag.load(Ordering::Acquire) => {
+                // `send` queues the turn at once when the mailbox has room; the task keeps
+                // the request (and so the turn) alive whoever stops waiting for it.
+                let request = self.supervisor.send(PrimaryTurnEnded {
+                    transcript: transcript.mark(),
+                    will_continue: options.will_continue,
+                });
+                Some(tokio.spawn(request))
+            }
+            _ => None,
+        };
+        let handed = match waiting {
+            Some(_) => Ok(()),
+            None => self.hand_over_turn(transcript, options),
+        };
+        async move {
+            handed?;
+            match waiting {
+                Some(task) => match task.await {
+                    Ok(Ok(())) => Ok(()),
+                    _ => Err(HandleError::Stopped),
+                },
+                None => Ok(()),
+            }
+        }
+    }
+
     /// Sends `message` to the session's supervisor and waits for its answer; a session
     /// that has stopped is [`HandleError::Stopped`].
     async fn call<M>(&self, message: M) -> Result<M::Result, HandleError>

@@ -7,7 +7,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use futures_util::FutureExt;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -117,6 +116,9 @@ pub struct FeedState {
     pub transcript: Transcript,
     /// Their number.
     pub fed_len: usize,
+    /// A compaction was announced (`SessionStart` with source `compact`) and no read since
+    /// has shown it: the CLI writes its transcript a moment after its hooks run (H11).
+    pub compaction_announced: bool,
 }
 
 impl FeedState {
@@ -133,7 +135,28 @@ impl FeedState {
         Self {
             transcript,
             fed_len: len,
+            compaction_announced: false,
         }
+    }
+
+    /// Whether `messages` are held back: a compaction was announced, but they still continue
+    /// what was handed over — the CLI has not written the compaction yet — so handing them
+    /// over would replay what is being compacted to the advisor reset for it (R1, H11). A
+    /// read that shows the rewrite, nothing handed over yet, or the run's end (`at_stop`:
+    /// its last turn is never left unreviewed) ends the hold.
+    pub fn holds_for_compaction(
+        &mut self,
+        messages: &[Arc<TranscriptMessage>],
+        at_stop: bool,
+    ) -> bool {
+        if !self.compaction_announced {
+            return false;
+        }
+        if at_stop || self.fed_len == 0 || !self.extended_by(messages) {
+            self.compaction_announced = false;
+            return false;
+        }
+        true
     }
 
     /// Whether `messages` continues what was handed over.
@@ -229,6 +252,7 @@ impl HostSession {
             }
             HookEvent::SessionStart { source } => {
                 if let Some(kind) = rewrite_kind(*source) {
+                    self.feed.compaction_announced = kind == RewriteKind::Compaction;
                     let _ = self.handle.rewrite(kind).await;
                 }
             }
@@ -331,6 +355,9 @@ impl HostSession {
     ) {
         let Some(messages) = messages else { return };
         let feed = &mut self.feed;
+        if feed.holds_for_compaction(&messages, at_stop) {
+            return;
+        }
         let extends = feed.extended_by(&messages);
         let from = if extends { feed.fed_len } else { 0 };
         let mut cuts = complete_turns(&messages, from, at_stop);
@@ -347,13 +374,17 @@ impl HostSession {
                 feed.transcript.push_shared(Arc::clone(message));
             }
             feed.fed_len = feed.fed_len.max(cut.len);
-            let turn_end = self.handle.turn_end_with(&feed.transcript, cut.options);
             match until {
                 Some(until) if index + 1 == count && self.handle.turn_end_may_wait() => {
-                    let _ = tokio::time::timeout_at(until, turn_end).await;
+                    let wait = self
+                        .handle
+                        .hand_over_turn_waiting(&feed.transcript, cut.options);
+                    let _ = tokio::time::timeout_at(until, wait).await;
                 }
-                // Queued on the first poll; its answer (a wait's end) is not needed.
-                _ => drop(turn_end.now_or_never()),
+                // Queued now; its answer (a wait's end) is not needed.
+                _ => {
+                    let _ = self.handle.hand_over_turn(&feed.transcript, cut.options);
+                }
             }
         }
     }
@@ -426,5 +457,53 @@ pub fn point_of(event: &HookEvent) -> HookPoint {
             stop_hook_active: *stop_hook_active,
         },
         HookEvent::SessionEnd { .. } | HookEvent::Other { .. } => HookPoint::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(texts: &[&str]) -> Vec<Arc<TranscriptMessage>> {
+        texts
+            .iter()
+            .map(|t| Arc::new(TranscriptMessage::user(*t)))
+            .collect()
+    }
+
+    fn fed(texts: &[&str]) -> FeedState {
+        let mut feed = FeedState::default();
+        for m in messages(texts) {
+            feed.transcript.push_shared(m);
+        }
+        feed.fed_len = texts.len();
+        feed.compaction_announced = true;
+        feed
+    }
+
+    #[test]
+    fn h11_an_announced_compaction_holds_a_read_that_does_not_show_it() {
+        let mut feed = fed(&["one", "two"]);
+        assert!(feed.holds_for_compaction(&messages(&["one", "two"]), false));
+        assert!(feed.holds_for_compaction(&messages(&["one", "two", "three"]), false));
+        assert!(feed.compaction_announced, "still waiting for the rewrite");
+        assert!(!feed.holds_for_compaction(&messages(&["summary", "three"]), false));
+        assert!(!feed.compaction_announced, "the rewrite was seen");
+        assert!(!feed.holds_for_compaction(&messages(&["one", "two", "four"]), false));
+    }
+
+    #[test]
+    fn h11_the_run_s_end_or_an_empty_feed_ends_the_hold() {
+        let mut feed = fed(&["one"]);
+        assert!(!feed.holds_for_compaction(&messages(&["one", "two"]), true));
+        assert!(!feed.compaction_announced);
+        let mut empty = FeedState {
+            compaction_announced: true,
+            ..FeedState::default()
+        };
+        assert!(!empty.holds_for_compaction(&messages(&["one"]), false));
+        let mut quiet = fed(&["one"]);
+        quiet.compaction_announced = false;
+        assert!(!quiet.holds_for_compaction(&messages(&["one"]), false));
     }
 }

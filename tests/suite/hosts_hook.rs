@@ -977,3 +977,156 @@ async fn gt7_on_codex_the_breaker_s_allow_is_a_note_never_silent() {
     let _ = stop.send(());
     served.await.unwrap();
 }
+
+/// What the advisor's model was sent in request `index`, as one string.
+fn request_text(server: &SseServer, index: usize) -> String {
+    server.requests()[index].json()["messages"].to_string()
+}
+
+/// Scripted reviews that find nothing, `n` of them.
+fn quiet_reviews(n: usize) -> Vec<ScriptedResponse> {
+    (0..n)
+        .map(|_| ScriptedResponse::sse(&Dialect::OpenAi.answer("")))
+        .collect()
+}
+
+/// The start both compaction tests share: a prompt and one reviewed tool call.
+async fn one_reviewed_turn(places: &Places, daemon: &Arc<Daemon>) -> Vec<Value> {
+    places.write_transcript(&[user("Build it")]);
+    send(
+        daemon,
+        places.payload("UserPromptSubmit", json!({"prompt": "Build it"})),
+    )
+    .await;
+    let before = vec![
+        user("Build it"),
+        tool_call("t1", "make OLD-STEP"),
+        tool_result("t1", "ok"),
+    ];
+    places.write_transcript(&before);
+    send(
+        daemon,
+        places.payload(
+            "PostToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": "t1"}),
+        ),
+    )
+    .await;
+    assert!(daemon.drain(HookHost::ClaudeCode, SESSION).await);
+    before
+}
+
+/// The transcript after a compaction: the summary, then the run's last command and answer.
+fn compacted() -> Vec<Value> {
+    vec![
+        user("SUMMARY-OF-EARLIER-WORK"),
+        tool_call("t9", "make NEW-STEP"),
+        tool_result("t9", "ok"),
+        answer("Done."),
+    ]
+}
+
+/// X1, R1: a transcript rewritten without a word from the CLI and first read at `Stop` (the
+/// run's last hook) is reviewed at that Stop, whole and in a fresh advisor context — the
+/// reset does not wait for a next turn end that never comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x1_r1_a_rewrite_first_seen_at_stop_is_reviewed_at_that_stop() {
+    let places = Places::new("advisor:\n  enabled: true\n");
+    let (server, model) = model(quiet_reviews(4)).await;
+    let daemon = places.daemon(Some(model));
+    one_reviewed_turn(&places, &daemon).await;
+    assert_eq!(server.request_count(), 1);
+    assert!(request_text(&server, 0).contains("OLD-STEP"));
+    stop_reviews_the_compacted_transcript_alone(&places, &daemon, &server).await;
+}
+
+/// H11, R1: Claude Code may run the `compact` SessionStart hook before it has written the
+/// compaction to its transcript. A read then still shows the old conversation, with a turn
+/// not yet reviewed; it is not replayed to the advisor reset for the compaction. The
+/// compacted transcript, once written, is reviewed at once and alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h11_r1_a_compaction_announced_before_it_is_written_replays_nothing_compacted() {
+    let places = Places::new("advisor:\n  enabled: true\n");
+    let (server, model) = model(quiet_reviews(4)).await;
+    let daemon = places.daemon(Some(model));
+    let mut before = one_reviewed_turn(&places, &daemon).await;
+    before.extend([tool_call("t2", "make PRE-COMPACT"), tool_result("t2", "ok")]);
+    places.write_transcript(&before);
+    send(
+        &daemon,
+        places.payload("SessionStart", json!({"source": "compact"})),
+    )
+    .await;
+    assert!(daemon.drain(HookHost::ClaudeCode, SESSION).await);
+    assert_eq!(
+        server.request_count(),
+        1,
+        "nothing of the old conversation is replayed"
+    );
+    stop_reviews_the_compacted_transcript_alone(&places, &daemon, &server).await;
+}
+
+/// Writes [`compacted`] and ends the run: its Stop has the last turn reviewed, as the second
+/// request, in a fresh context holding nothing from before the rewrite.
+async fn stop_reviews_the_compacted_transcript_alone(
+    places: &Places,
+    daemon: &Arc<Daemon>,
+    server: &SseServer,
+) {
+    places.write_transcript(&compacted());
+    send(
+        daemon,
+        places.payload("Stop", json!({"stop_hook_active": false})),
+    )
+    .await;
+    assert!(daemon.drain(HookHost::ClaudeCode, SESSION).await);
+    assert_eq!(server.request_count(), 2, "the last turn was reviewed");
+    let text = request_text(server, 1);
+    assert!(
+        text.contains("SUMMARY-OF-EARLIER-WORK") && text.contains("NEW-STEP"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("OLD-STEP") && !text.contains("PRE-COMPACT"),
+        "a fresh context: {text}"
+    );
+}
+
+/// H10, H12: with `syncBacklog` set a turn end may make its caller wait, yet the tool calls'
+/// turns, handed over after each PostToolUse's answer with nobody waiting, are each
+/// reviewed: none is lost because no one waited for its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h10_h12_with_sync_backlog_set_every_tool_call_s_turn_is_reviewed() {
+    let places = Places::new("advisor:\n  syncBacklog: 1\n");
+    let (server, model) = model(quiet_reviews(6)).await;
+    let daemon = places.daemon(Some(model));
+    places.write_transcript(&[user("Build it")]);
+    send(
+        &daemon,
+        places.payload("UserPromptSubmit", json!({"prompt": "Build it"})),
+    )
+    .await;
+    let mut messages = vec![user("Build it")];
+    for step in 1..=3 {
+        let id = format!("t{step}");
+        messages.push(tool_call(&id, &format!("make STEP-{step}")));
+        messages.push(tool_result(&id, "ok"));
+        places.write_transcript(&messages);
+        send(
+            &daemon,
+            places.payload(
+                "PostToolUse",
+                json!({"tool_name": "Bash", "tool_use_id": id}),
+            ),
+        )
+        .await;
+        assert!(daemon.drain(HookHost::ClaudeCode, SESSION).await);
+        assert_eq!(
+            server.request_count(),
+            step,
+            "the turn of call {step} was reviewed"
+        );
+        let text = request_text(&server, step - 1);
+        assert!(text.contains(&format!("STEP-{step}")), "{text}");
+    }
+}

@@ -52,8 +52,11 @@ async fn x2_advisor_messages_filtered_by_type_literal_text_kept() {
     assert!(text.contains("my own <advisory>text</advisory>"));
 }
 
+/// X1, R1: a transcript shorter than what the feed saw resets the advisor, and the turn end
+/// that revealed it sends the whole current transcript to a cleared context at once (a
+/// host's last turn has no next turn end to wait for); the turn after sends its delta only.
 #[actix::test]
-async fn x1_r1_shrinking_transcript_resets_and_next_turn_sends_everything() {
+async fn x1_r1_shrinking_transcript_resets_and_the_detecting_turn_sends_everything() {
     let model = ScriptedModel::new([]);
     let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
     let t = Transcript::from_messages([
@@ -61,19 +64,25 @@ async fn x1_r1_shrinking_transcript_resets_and_next_turn_sends_everything() {
         TranscriptMessage::user("two"),
     ]);
     h.turn_end(&t).await.unwrap();
-    t.replace([TranscriptMessage::user("one")]);
-    h.turn_end(&t).await.unwrap();
-    assert_eq!(model.request_count(), 1, "the detecting turn sends nothing");
-    t.push(TranscriptMessage::user("three"));
+    t.replace([TranscriptMessage::user("one, rewritten")]);
     h.turn_end(&t).await.unwrap();
     let requests = model.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 2, "the detecting turn is reviewed");
     let text = last_user_text(&requests[1]);
-    assert!(text.contains("one") && text.contains("three"), "{text}");
+    assert!(text.contains("one, rewritten"), "{text}");
     assert_eq!(
         requests[1].messages.len(),
         1,
         "the advisor context was cleared"
+    );
+    t.push(TranscriptMessage::user("three"));
+    h.turn_end(&t).await.unwrap();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    let text = last_user_text(&requests[2]);
+    assert!(
+        text.contains("three") && !text.contains("one, rewritten"),
+        "only the delta after the replay: {text}"
     );
 }
 
@@ -1116,6 +1125,35 @@ async fn s1_d5_turn_end_waits_for_the_runtime_when_it_may_block() {
         "reconfirm may block (D5)"
     );
     h.turn_end(&t).await.unwrap();
+}
+
+/// A4, H10: turns handed over without waiting (`hand_over_turn`) are each observed in
+/// order and reviewed, even in a session whose turn ends may wait (syncBacklog set), where a
+/// dropped `turn_end` future would have lost its turn.
+#[actix::test]
+async fn a4_h10_turns_handed_over_without_waiting_are_each_reviewed() {
+    let model = ScriptedModel::new([]);
+    let (h, _rx) = runtime(Arc::new(model.clone()), SyncBacklog::Below(1), |_| {});
+    let t = Transcript::new();
+    for i in 1..=3 {
+        t.push(TranscriptMessage::user(format!("handed over turn {i}")));
+        h.hand_over_turn(&t, Default::default()).unwrap();
+    }
+    let waited = h.hand_over_turn_waiting(&t, Default::default());
+    drop(waited);
+    assert_eq!(
+        h.await_drain().await.unwrap(),
+        advisor::BacklogWait::Drained
+    );
+    let text: String = model
+        .requests()
+        .iter()
+        .map(last_user_text)
+        .collect::<Vec<_>>()
+        .join("\n");
+    for i in 1..=3 {
+        assert!(text.contains(&format!("handed over turn {i}")), "{text}");
+    }
 }
 
 /// X1, R1: a turn end the runtime had not read yet when the host replaced the transcript

@@ -53,6 +53,13 @@ impl Handler<PrimaryTurnEnded> for Supervisor {
 /// The members' feeds by slug, each told of a turn end.
 type Feeds = Vec<(Option<String>, Addr<TranscriptFeed>)>;
 
+/// The turn the feeds are told of: the transcript as it stood and whether it is work in
+/// progress (P1).
+struct TurnSeen {
+    transcript: TranscriptMark,
+    wip: bool,
+}
+
 /// What the waits after a turn end need beside the router's plan: built before the turn is
 /// observed, filled in with the plan and the scheduled reviews when it has been.
 struct PendingWaits {
@@ -205,7 +212,6 @@ impl Supervisor {
     /// window it opened (CA13) — is known when each member's capture goes through its
     /// cadence (CA1–CA4) and a scheduled review is queued at its agent. The receiver gets
     /// that plan and the members whose review was scheduled (CA9) once all have answered.
-    /// A feed that saw a rewrite resets the session first.
     fn observe_turn(
         &mut self,
         ctx: &mut Context<Self>,
@@ -218,40 +224,75 @@ impl Supervisor {
         // raise anything (D4's terminal flag, D7's count, CA13's window), and its answer
         // (CA17: a continuation boundary) is known before the feeds observe. Every
         // member's feed gets the same turn (RO13).
-        let wip = turn_ended.wip;
+        let turn = TurnSeen {
+            wip: turn_ended.wip,
+            transcript: transcript.clone(),
+        };
         let plan = router.send(turn_ended);
-        let (slugs, feeds): (Vec<_>, Vec<_>) = feeds.into_iter().unzip();
-        let transcript = transcript.clone();
+        let (planned_tx, planned_rx) = tokio::sync::oneshot::channel();
         // The turn is observed before the supervisor takes its next message: a host that
         // did not wait for this turn end (nothing to wait for, see `AdvisorHandle::turn_end`)
         // still has its next turn end checked against this one's cursor and epoch, and a
         // status query sees this turn's delta queued.
-        let (planned_tx, planned_rx) = tokio::sync::oneshot::channel();
         ctx.wait(
-            async move {
-                let plan = plan.await.unwrap_or_default();
-                let observed = feeds.iter().map(|feed| {
-                    feed.send(ObserveTurn {
-                        transcript: transcript.clone(),
-                        wip,
-                    })
-                });
-                let outcomes = futures_util::future::join_all(observed).await;
-                (plan, outcomes)
-            }
-            .into_actor(self)
-            .map(move |(plan, outcomes), act, ctx| {
-                let (scheduled, judged) = act.observed(ctx, slugs, outcomes, wip, &plan);
-                let _ = planned_tx.send((plan, scheduled, judged));
-            }),
+            async move { plan.await.unwrap_or_default() }
+                .into_actor(self)
+                .map(move |plan, act, ctx| {
+                    act.observe_feeds(ctx, feeds, turn, plan, planned_tx, true);
+                }),
         );
         planned_rx
     }
 
-    /// What the feeds answered for a turn end: a rewrite one saw resets the session (R1);
-    /// otherwise each member's capture goes through its cadence (CA1–CA4, CA17: with the
-    /// router's continuation mark), the WIP reviews the gate takes go to the judge first
-    /// (SP9), and the members whose review was scheduled are answered with their agents.
+    /// Tells each member's feed of `turn` and answers `planned_tx` with what they captured.
+    /// A feed that saw a rewrite (X1) resets the session (R1); the same turn is then
+    /// observed once more from the rewound cursors (`retry`), so the turn that revealed the
+    /// rewrite sends the whole current transcript instead of waiting for a next turn end that
+    /// may never come (a host's last turn).
+    fn observe_feeds(
+        &mut self,
+        ctx: &mut Context<Self>,
+        feeds: Feeds,
+        turn: TurnSeen,
+        plan: TurnEndPlanned,
+        planned_tx: tokio::sync::oneshot::Sender<Observed>,
+        retry: bool,
+    ) {
+        let (slugs, addrs): (Vec<_>, Vec<_>) = feeds.iter().cloned().unzip();
+        let message = ObserveTurn {
+            transcript: turn.transcript.clone(),
+            wip: turn.wip,
+        };
+        ctx.wait(
+            async move {
+                let observed = addrs.iter().map(|feed| feed.send(message.clone()));
+                futures_util::future::join_all(observed).await
+            }
+            .into_actor(self)
+            .map(move |outcomes, act, ctx| {
+                let rewritten = outcomes
+                    .iter()
+                    .any(|o| matches!(o, Ok(TurnObserved::Rewrite)));
+                if rewritten {
+                    // R1: the rewind reaches each feed before the turn is observed again.
+                    act.reset(ctx, RewriteKind::Detected);
+                    if retry {
+                        act.observe_feeds(ctx, feeds, turn, plan, planned_tx, false);
+                    } else {
+                        let _ = planned_tx.send((plan, Vec::new(), None));
+                    }
+                    return;
+                }
+                let (scheduled, judged) = act.observed(ctx, slugs, outcomes, turn.wip, &plan);
+                let _ = planned_tx.send((plan, scheduled, judged));
+            }),
+        );
+    }
+
+    /// What the feeds captured at a turn end: each member's capture goes through its cadence
+    /// (CA1–CA4, CA17: with the router's continuation mark), the WIP reviews the gate takes
+    /// go to the judge first (SP9), and the members whose review was scheduled are answered
+    /// with their agents.
     fn observed(
         &mut self,
         ctx: &mut Context<Self>,
@@ -260,13 +301,6 @@ impl Supervisor {
         wip: bool,
         plan: &TurnEndPlanned,
     ) -> (Vec<CatchUp>, Option<gate::JudgeDone>) {
-        if outcomes
-            .iter()
-            .any(|o| matches!(o, Ok(TurnObserved::Rewrite)))
-        {
-            self.reset(ctx, RewriteKind::Detected);
-            return (Vec::new(), None);
-        }
         let captured = slugs
             .into_iter()
             .zip(outcomes)
