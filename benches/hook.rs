@@ -7,7 +7,9 @@
 //! Two cases, `PostToolUse` each time:
 //! 1. `nothing-due`: the advisor has nothing for the agent (budget: p99 ≤ 20 ms);
 //! 2. `note-due`: a nit waits (injected with `/advisor test`, C2, outside the measured time)
-//!    and comes back as `additionalContext` (checked).
+//!    and comes back as `additionalContext` (checked);
+//! 3. `floor-true`: `true` started the same way, the same input on its standard input — what
+//!    any hook command costs; the ratio of `nothing-due` to it is printed.
 //!
 //! Criterion reports the mean; the p50 and p99 of every measured call are printed after it.
 //! Last, the background process's memory after 200 reviews: 200 turns (a tool call and its
@@ -116,10 +118,25 @@ impl Rig {
 
     /// Runs the built `advisor hook` once: its wall time and its standard output.
     fn hook(&self, event: &str, extra: Value) -> (Duration, Vec<u8>) {
+        self.spawn(
+            Command::new(binary::advisor_bin()).args(["hook", "--host", "claude-code"]),
+            event,
+            extra,
+        )
+    }
+
+    /// Runs `true` as a hook is run, the same input on its standard input: the floor any
+    /// hook command costs (process start and exit).
+    fn floor(&self, event: &str, extra: Value) -> (Duration, Vec<u8>) {
+        self.spawn(&mut Command::new("/bin/true"), event, extra)
+    }
+
+    /// Runs `command` with the hook input of `event` on standard input, the places in its
+    /// environment: its wall time and its standard output.
+    fn spawn(&self, command: &mut Command, event: &str, extra: Value) -> (Duration, Vec<u8>) {
         let input = self.input(event, extra);
         let started = Instant::now();
-        let mut child = Command::new(binary::advisor_bin())
-            .args(["hook", "--host", "claude-code"])
+        let mut child = command
             .env_clear()
             .env("HOME", self.root.join("home"))
             .env("ADVISOR_CONFIG_DIR", self.root.join("config"))
@@ -128,14 +145,14 @@ impl Rig {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .expect("spawn advisor hook");
-        child
+            .expect("spawn the hook command");
+        // `true` may exit before it reads: a refused write is part of what it costs.
+        let _ = child
             .stdin
             .take()
             .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write input");
-        let out = child.wait_with_output().expect("advisor hook");
+            .write_all(input.as_bytes());
+        let out = child.wait_with_output().expect("the hook command");
         let took = started.elapsed();
         assert!(out.status.success());
         (took, out.stdout)
@@ -250,9 +267,26 @@ fn round_trips(c: &mut Criterion) {
             total
         })
     });
+    let mut floor = Vec::new();
+    group.bench_function("floor-true", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (took, _) = rig.floor("PostToolUse", json!({"tool_name": "Bash"}));
+                floor.push(took);
+                total += took;
+            }
+            total
+        })
+    });
     group.finish();
     report("nothing-due", &mut nothing);
     report("note-due", &mut due);
+    report("floor-true", &mut floor);
+    println!(
+        "hook/nothing-due / hook/floor-true: p50 {:.2}x",
+        percentile(&mut nothing, 0.5).as_secs_f64() / percentile(&mut floor, 0.5).as_secs_f64()
+    );
 }
 
 /// Resident set size and its peak, in KiB, from /proc.

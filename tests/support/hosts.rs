@@ -28,7 +28,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use advisor::providers::testing::{RecordedRequest, ScriptedResponse, SseServer};
+use advisor::providers::testing::{BodyPart, RecordedRequest, ScriptedResponse, SseServer};
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
 
@@ -371,6 +371,18 @@ impl PrimaryModel {
         pick: Arc<Picker>,
         input_tokens: Arc<dyn Fn(&Value) -> u64 + Send + Sync>,
     ) -> Self {
+        Self::start_paced(rt, host, pick, input_tokens, Duration::ZERO)
+    }
+
+    /// [`PrimaryModel::start_sized`], each model answer's body held back `pause` first (a
+    /// model that takes time to answer).
+    pub fn start_paced(
+        rt: &Runtime,
+        host: Host,
+        pick: Arc<Picker>,
+        input_tokens: Arc<dyn Fn(&Value) -> u64 + Send + Sync>,
+        pause: Duration,
+    ) -> Self {
         let counter = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let responder = Arc::new(move |request: &RecordedRequest| {
             let path = request.path.split('?').next().unwrap_or("");
@@ -388,7 +400,11 @@ impl PrimaryModel {
                 Host::ClaudeCode => anthropic_sse_sized(&step, id, tokens),
                 Host::Codex => responses_sse_sized(&step, id, tokens),
             };
-            ScriptedResponse::sse(&body)
+            let mut answer = ScriptedResponse::sse(&body);
+            if !pause.is_zero() {
+                answer.body.insert(0, BodyPart::Pause(pause));
+            }
+            answer
         });
         let server = rt
             .block_on(SseServer::start_with(responder))
@@ -638,6 +654,11 @@ impl Harness {
     /// A primary model for `host` on this harness's runtime.
     pub fn primary(&self, host: Host, pick: Arc<Picker>) -> PrimaryModel {
         PrimaryModel::start(&self.rt, host, pick)
+    }
+
+    /// [`Harness::primary`] whose answers each take `pause` (see [`PrimaryModel::start_paced`]).
+    pub fn paced_primary(&self, host: Host, pick: Arc<Picker>, pause: Duration) -> PrimaryModel {
+        PrimaryModel::start_paced(&self.rt, host, pick, Arc::new(|_: &Value| 100), pause)
     }
 
     /// The environment every CLI run gets, before the host's own variables.
@@ -897,8 +918,7 @@ impl AdvisorModel {
         let advised = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let responder = Arc::new(move |request: &RecordedRequest| {
             if stall {
-                return ScriptedResponse::sse_chunks(Vec::<Vec<u8>>::new())
-                    .then(advisor::providers::testing::BodyPart::Stall);
+                return ScriptedResponse::sse_chunks(Vec::<Vec<u8>>::new()).then(BodyPart::Stall);
             }
             let dialect = Dialect::Anthropic;
             let update = newest_update(&request.json()).unwrap_or_default();
@@ -984,8 +1004,9 @@ impl AdvisorModel {
                     ScriptedResponse::sse(&dialect.answer(""))
                 }
                 GateAnswer::Verdict(v) => ScriptedResponse::sse(&dialect.answer(&v.to_string())),
-                GateAnswer::Hang => ScriptedResponse::sse_chunks(Vec::<Vec<u8>>::new())
-                    .then(advisor::providers::testing::BodyPart::Stall),
+                GateAnswer::Hang => {
+                    ScriptedResponse::sse_chunks(Vec::<Vec<u8>>::new()).then(BodyPart::Stall)
+                }
             }
         });
         let server = rt
