@@ -24,8 +24,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::support::hosts::{
-    advice_note, conversation_text, outputs_so_far, AdvisorModel, Harness, Host, Picker,
-    PrimaryModel, Step,
+    advice_note, conversation_text, outputs_so_far, script, write_hooks, AdvisorModel, Harness,
+    Host, Picker, PrimaryModel, ScriptHook, Step,
 };
 use crate::support::strings_in;
 
@@ -486,4 +486,49 @@ fn claude_code_r1_h11_l7_an_automatic_compaction_resets_the_advisor_and_keeps_ad
 #[test]
 fn codex_r1_h11_l8_an_automatic_compaction_resets_the_advisor_and_keeps_advice_once() {
     compaction_resets_the_advisor(Host::Codex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What each CLI shows of a hook's `systemMessage`
+
+/// H8 on the real CLIs: the cards and notices for the user go out as `systemMessage` at
+/// `UserPromptSubmit` and `Stop` (and the gate's notes at `PreToolUse`). `claude -p` shows
+/// each as a `system` line of its stream-json; `codex exec` shows none of them, at any event
+/// (docs/HOSTS.md says so). A stand-in hook answers each event with a marked message.
+fn what_the_cli_shows_of_system_messages(host: Host) {
+    let Some(h) = Harness::new() else { return };
+    let hook = ScriptHook::new(&h.scratch);
+    write_hooks(host, &h.scratch, &hook.command(), 30);
+    let events = ["UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"];
+    for event in events {
+        hook.reply(event, &json!({"systemMessage": format!("NOTE-AT-{event}")}));
+    }
+    let steps = vec![Step::shell("echo X > x.txt"), Step::text("Done.")];
+    let primary = h.primary(host, script(host, steps));
+    let out = h.run(host, &primary, "Write x.txt.", &[], RUN_LIMIT);
+    out.assert_ok(host.name());
+    let shown = |event: &str| {
+        let mark = format!("NOTE-AT-{event}");
+        out.stdout.contains(&mark) || out.stderr.contains(&mark)
+    };
+    let shown: Vec<&str> = events.into_iter().filter(|e| shown(e)).collect();
+    match host {
+        Host::ClaudeCode => assert_eq!(shown, events, "claude -p shows each message"),
+        Host::Codex => assert_eq!(shown, Vec::<&str>::new(), "codex exec shows none"),
+    }
+    let models = conversation_text(primary.bodies().last().expect("a model request"));
+    assert!(
+        !models.contains("NOTE-AT-"),
+        "a message for the user, not the model"
+    );
+}
+
+#[test]
+fn claude_code_h8_claude_p_shows_every_hook_system_message() {
+    what_the_cli_shows_of_system_messages(Host::ClaudeCode);
+}
+
+#[test]
+fn codex_h8_codex_exec_shows_no_hook_system_message() {
+    what_the_cli_shows_of_system_messages(Host::Codex);
 }
