@@ -547,7 +547,8 @@ impl Worker {
             prepared.feed,
             prepared.source,
             prepared.notices,
-        );
+        )
+        .watching_gate(prepared.gate_on);
         while let Some(job) = queue.recv().await {
             match job {
                 SessionJob::Event(job) => {

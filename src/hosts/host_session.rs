@@ -16,6 +16,7 @@ use crate::domain::transcript::{Transcript, TranscriptMessage};
 use crate::handle::AdvisorHandle;
 use crate::session::{HostTail, ReadLimits};
 
+use super::gate_hook::PreToolUseWatch;
 use super::output::{DeliveryState, HookPoint, HookReply};
 use super::payload::{HookEvent, HookPayload, StartSource};
 use super::protocol::Outcome;
@@ -179,6 +180,7 @@ pub struct HostSession {
     feed: FeedState,
     source: TranscriptSource,
     late_told: bool,
+    pre_tool_use: PreToolUseWatch,
 }
 
 /// The time kept back from the hook's bound for the answer's way back.
@@ -209,7 +211,15 @@ impl HostSession {
             feed,
             source,
             late_told: false,
+            pre_tool_use: PreToolUseWatch::default(),
         }
+    }
+
+    /// Watches for tool calls that end unannounced while the session's gate is on
+    /// (`gate_on`): the user is told once that the PreToolUse hook is missing (H33).
+    pub fn watching_gate(mut self, gate_on: bool) -> Self {
+        self.pre_tool_use = PreToolUseWatch::new(gate_on);
+        self
     }
 
     /// The session's handle.
@@ -225,6 +235,9 @@ impl HostSession {
             reply,
         } = job;
         self.source.update(&payload);
+        if let Some(line) = self.pre_tool_use.observe(&payload.event, payload.host) {
+            self.delivery.push_user_line(line);
+        }
         let mut late_read = None;
         let mut gated = None;
         match &payload.event {

@@ -5,11 +5,12 @@
 //! ([`protocol`]) to one background process per user (`daemon`), which keeps one advisor
 //! session per host session, and prints what is due ([`output`]) within a short bound. The
 //! places all of this lives are in [`paths`]; a host session's settings and default model in
-//! [`settings`]. Installing the hooks into the hosts' settings and checking the chain
+//! [`settings`]; whether its action gate can act, and the hook that needs, in [`gate_hook`]. Installing the hooks into the hosts' settings and checking the chain
 //! (`advisor install|uninstall|doctor`) belong to the command, not to this library.
 
 pub mod client;
 pub mod daemon;
+pub mod gate_hook;
 pub mod host_session;
 pub mod open;
 pub mod output;

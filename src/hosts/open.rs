@@ -16,6 +16,7 @@ use crate::settings::{AdvisorSettings, LoadedSettings, SettingsEnv};
 use crate::setup::{KeyLookup, ModelSource, SessionBasics, SessionModel, SessionSetup};
 use crate::shared::SharedResources;
 
+use super::gate_hook::{gate_switch, roster_gates};
 use super::host_session::{FeedState, TranscriptSource};
 use super::paths::{ensure_private_dir, HostPaths};
 use super::payload::{HookEvent, HookPayload, StartSource};
@@ -54,6 +55,8 @@ pub(crate) struct Prepared {
     pub(crate) notices: Vec<String>,
     pub(crate) feed: FeedState,
     pub(crate) source: TranscriptSource,
+    /// Whether the session's action gate is on as it opens (GT10, H33).
+    pub(crate) gate_on: bool,
 }
 
 /// The environment a session reads (H32): the process's own, its session variables (provider
@@ -139,6 +142,12 @@ pub(crate) fn prepare(
     .build();
     let mut config = prepared.config;
     config.initial_transcript = Some(feed.transcript.clone());
+    let entries = config.roster.as_ref().map(|setup| &setup.roster);
+    let gate_on = gate_switch(
+        config.settings.gate.mode,
+        entries.into_iter().flat_map(roster_gates),
+    )
+    .is_some();
     notices.extend(prepared.notices);
     notices.extend(joined_notice(first, &feed));
     Ok(Some(Prepared {
@@ -148,6 +157,7 @@ pub(crate) fn prepare(
         notices,
         feed,
         source,
+        gate_on,
     }))
 }
 

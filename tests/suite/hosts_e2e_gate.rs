@@ -513,3 +513,63 @@ fn gt15_a_gate_ask_is_an_ask_on_claude_code_and_a_deny_on_codex() {
         assert_eq!((none.stdout, none.outcome), (None, Outcome::Empty));
     }
 }
+
+/// H33 on the real CLI: the gate turned on by hand (`advisor.gate: risky` in `config.yml`)
+/// after an install without it. No PreToolUse hook is installed, so the gate never sees the
+/// call and it runs; the session tells the user once, at Stop, that the gate cannot act.
+fn a_gate_without_its_hook_is_told(host: Host) {
+    let Some(mut h) = Harness::new() else {
+        return;
+    };
+    directory_with_a_file(&h, "scratch");
+    let gate = AdvisorModel::gate(&h.rt, verdict("deny", DENY_REASON));
+    h.attach_advisor(host, &gate, "advisor:\n  enabled: true\n");
+    std::fs::write(
+        h.scratch.config.join("config.yml"),
+        "advisor:\n  enabled: true\n  gate: risky\n",
+    )
+    .expect("config.yml");
+    let steps = vec![Step::shell(&remove(host, "scratch")), Step::text("Done.")];
+    let primary = h.primary(host, script(host, steps));
+    let out = h.run(host, &primary, "Clean up the project.", &[], RUN_LIMIT);
+    out.assert_ok(host.name());
+    let events = h.hook_events();
+    assert!(
+        events.iter().all(|e| e["event"] != "PreToolUse"),
+        "no PreToolUse hook: {events:?}"
+    );
+    assert!(
+        !h.scratch.project.join("scratch").exists(),
+        "the gate never saw the call"
+    );
+    assert_eq!(gate.gate_bodies().len(), 0, "no gate request");
+    let stops: Vec<&Value> = events.iter().filter(|e| e["event"] == "Stop").collect();
+    assert_eq!(
+        stops.first().map(|e| e["outcome"].clone()),
+        Some(json!("context")),
+        "the notice goes out at Stop: {events:?}"
+    );
+    if host == Host::ClaudeCode {
+        let shown: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter(|l| l.contains("the action gate is on but cannot act"))
+            .collect();
+        assert_eq!(shown.len(), 1, "claude -p shows it once: {}", out.stdout);
+        assert!(
+            shown[0].contains("`advisor install claude-code` again"),
+            "{}",
+            shown[0]
+        );
+    }
+}
+
+#[test]
+fn h33_claude_code_the_gate_on_without_its_hook_is_told_once() {
+    a_gate_without_its_hook_is_told(Host::ClaudeCode);
+}
+
+#[test]
+fn h33_codex_the_gate_on_without_its_hook_is_told_once() {
+    a_gate_without_its_hook_is_told(Host::Codex);
+}

@@ -81,6 +81,10 @@ const THEIRS: &str = r#"{
 }
 "#;
 
+/// What install says when it leaves PreToolUse out (H33).
+const NO_PRE_TOOL_USE: &str = "no PreToolUse hook: only the action gate uses it, and the gate \
+     is off here; `advisor install claude-code --gate risky` turns it on and adds the hook";
+
 fn binary() -> String {
     crate::support::advisor_bin()
         .canonicalize()
@@ -99,7 +103,8 @@ fn h23_h26_install_claude_code_for_the_user_then_again_then_uninstall() {
         text,
         format!(
             "installed the advisor's hooks for Claude Code in {} (SessionStart, UserPromptSubmit, \
-             PreToolUse, PostToolUse, Stop, SubagentStop, SessionEnd); they run {} hook --host claude-code\n\
+             PostToolUse, Stop, SubagentStop, SessionEnd); they run {} hook --host claude-code\n\
+             {NO_PRE_TOOL_USE}\n\
              model: anthropic/claude-sonnet-4-5 (the default with ANTHROPIC_API_KEY set)\n",
             settings.display(),
             binary()
@@ -167,7 +172,7 @@ fn h25_dry_run_prints_the_diff_and_writes_nothing() {
     ));
     let name = settings.display().to_string();
     assert!(
-        text.starts_with(&format!("--- {name}\n+++ {name}\n@@ -9,7 +9,84 @@\n")),
+        text.starts_with(&format!("--- {name}\n+++ {name}\n@@ -9,7 +9,72 @@\n")),
         "{text}"
     );
     assert!(text.contains("+    \"SessionStart\": [\n"), "{text}");
@@ -176,7 +181,12 @@ fn h25_dry_run_prints_the_diff_and_writes_nothing() {
         "--- /dev/null\n+++ {}\n@@ -0,0 +1,4 @@\n+modelRoles:\n+  advisor: openai/gpt-5-mini\n+advisor:\n+  enabled: true\n",
         config.display()
     )), "{text}");
-    assert!(text.ends_with("dry run: nothing was written\n"), "{text}");
+    assert!(
+        text.ends_with(&format!(
+            "{NO_PRE_TOOL_USE}\ndry run: nothing was written\n"
+        )),
+        "{text}"
+    );
     assert_eq!(fs::read_to_string(&settings).unwrap(), THEIRS);
     assert!(!config.exists());
 
@@ -304,7 +314,7 @@ fn h28_h29_doctor_reports_hooks_the_last_session_and_the_silent_codex() {
     let text = stdout(&h.run(&["doctor"], &env));
     assert!(
         text.contains(&format!(
-            "Claude Code:\n  user hooks {}: advisor hooks on all 7 events\n",
+            "Claude Code:\n  user hooks {}: advisor hooks on all 6 events (no PreToolUse: the action gate is off)\n",
             h.path(".claude/settings.json").display()
         )),
         "{text}"
@@ -330,8 +340,172 @@ fn h28_h29_doctor_reports_hooks_the_last_session_and_the_silent_codex() {
             .as_array()
             .unwrap()
             .len(),
-        6
+        5,
+        "Codex's events without PreToolUse (H33)"
     );
     assert_eq!(json["hosts"][1]["lastSession"], Value::Null);
     assert_eq!(json["daemon"]["state"], "absent");
+}
+
+/// The event keys of a hooks file, sorted (an entry added later goes last).
+fn event_keys(file: &Path) -> Vec<String> {
+    let doc: Value = serde_json::from_str(&fs::read_to_string(file).unwrap()).unwrap();
+    let mut keys: Vec<String> = doc["hooks"].as_object().unwrap().keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+/// Claude Code's events without PreToolUse, sorted.
+const WITHOUT_PRE: [&str; 6] = [
+    "PostToolUse",
+    "SessionEnd",
+    "SessionStart",
+    "Stop",
+    "SubagentStop",
+    "UserPromptSubmit",
+];
+
+/// Claude Code's events with PreToolUse, sorted.
+const WITH_PRE: [&str; 7] = [
+    "PostToolUse",
+    "PreToolUse",
+    "SessionEnd",
+    "SessionStart",
+    "Stop",
+    "SubagentStop",
+    "UserPromptSubmit",
+];
+
+#[test]
+fn h33_h27_the_gate_flag_adds_pre_tool_use_and_off_takes_it_away_idempotently() {
+    let h = home();
+    let settings = h.path(".claude/settings.json");
+    let first = stdout(&h.run(&["install", "claude-code"], &[]));
+    assert!(first.contains(&format!("\n{NO_PRE_TOOL_USE}\n")), "{first}");
+    assert_eq!(event_keys(&settings), WITHOUT_PRE);
+
+    let on = stdout(&h.run(&["install", "claude-code", "--gate", "risky"], &[]));
+    assert!(
+        on.starts_with(&format!(
+            "installed the advisor's hooks for Claude Code in {} (SessionStart, UserPromptSubmit, \
+             PreToolUse, PostToolUse, Stop, SubagentStop, SessionEnd);",
+            settings.display()
+        )),
+        "{on}"
+    );
+    assert!(!on.contains("no PreToolUse hook"), "{on}");
+    assert_eq!(event_keys(&settings), WITH_PRE);
+    let config = h.path(".config/advisor/config.yml");
+    assert_eq!(
+        fs::read_to_string(&config).unwrap(),
+        "advisor:\n  gate: risky\n"
+    );
+    // The settings now say risky: a plain install keeps the hook and changes nothing.
+    let again = stdout(&h.run(&["install", "claude-code"], &[]));
+    assert!(again.contains("are already installed"), "{again}");
+    assert_eq!(event_keys(&settings), WITH_PRE);
+
+    let off = stdout(&h.run(&["install", "claude-code", "--gate", "off"], &[]));
+    assert!(
+        off.starts_with(&format!(
+            "installed the advisor's hooks for Claude Code in {} (SessionStart, UserPromptSubmit, \
+             PostToolUse, Stop, SubagentStop, SessionEnd);",
+            settings.display()
+        )),
+        "{off}"
+    );
+    assert!(off.contains(&format!("\n{NO_PRE_TOOL_USE}\n")), "{off}");
+    assert_eq!(event_keys(&settings), WITHOUT_PRE);
+    assert_eq!(
+        fs::read_to_string(&config).unwrap(),
+        "advisor:\n  gate: \"off\"\n"
+    );
+    let again = stdout(&h.run(&["install", "claude-code"], &[]));
+    assert!(again.contains("are already installed"), "{again}");
+    assert_eq!(event_keys(&settings), WITHOUT_PRE);
+}
+
+#[test]
+fn h33_gt10_the_project_settings_or_a_roster_entry_s_gate_bring_pre_tool_use() {
+    let h = home();
+    let hooks = h.proj.join(".codex/hooks.json");
+    write(
+        &h.proj.join(".advisor/config.yml"),
+        "advisor:\n  gate: all\n",
+    );
+    let text = stdout(&h.run(&["install", "codex", "--project"], &[]));
+    assert!(!text.contains("no PreToolUse hook"), "{text}");
+    assert!(event_keys(&hooks).contains(&"PreToolUse".to_string()));
+
+    // The project's gate off: the hook goes, and the line names the project's install.
+    write(
+        &h.proj.join(".advisor/config.yml"),
+        "advisor:\n  gate: off\n",
+    );
+    let text = stdout(&h.run(&["install", "codex", "--project"], &[]));
+    assert!(
+        text.contains(
+            "no PreToolUse hook: only the action gate uses it, and the gate is off here; \
+             `advisor install codex --project --gate risky` turns it on and adds the hook\n"
+        ),
+        "{text}"
+    );
+    assert!(!event_keys(&hooks).contains(&"PreToolUse".to_string()));
+
+    // A roster entry with its own gate turns it on whatever advisor.gate says (GT10).
+    write(
+        &h.proj.join("WATCHDOG.yml"),
+        "advisors:\n  - name: Security\n    gate: risky\n",
+    );
+    let dry = stdout(&h.run(&["install", "codex", "--project", "--dry-run"], &[]));
+    assert!(dry.contains("+    \"PreToolUse\": [\n"), "{dry}");
+    assert!(
+        !event_keys(&hooks).contains(&"PreToolUse".to_string()),
+        "dry run"
+    );
+    stdout(&h.run(&["install", "codex", "--project", "--gate", "off"], &[]));
+    assert!(
+        event_keys(&hooks).contains(&"PreToolUse".to_string()),
+        "--gate off leaves the entry's own gate on"
+    );
+}
+
+#[test]
+fn h33_h28_doctor_warns_when_the_gate_is_on_and_pre_tool_use_is_missing() {
+    let h = home();
+    stdout(&h.run(&["install", "claude-code"], &[]));
+    // The gate turned on by hand, after the install.
+    write(
+        &h.path(".config/advisor/config.yml"),
+        "advisor:\n  gate: risky\n",
+    );
+    let warning = "the action gate is on (advisor.gate: risky) but no PreToolUse hook of the \
+                   advisor is installed, so it cannot stop a call before it runs: run \
+                   `advisor install claude-code` again";
+    let text = stdout(&h.run(&["doctor"], &[]));
+    assert!(
+        text.contains(&format!(
+            "  user hooks {}: advisor hooks on 6 events; missing on PreToolUse (run `advisor install claude-code` again)\n",
+            h.path(".claude/settings.json").display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains(&format!("\n  {warning}\n")), "{text}");
+    let json: Value = serde_json::from_str(&stdout(&h.run(&["doctor", "--json"], &[]))).unwrap();
+    let gate = &json["hosts"][0]["gate"];
+    assert_eq!(gate["on"], true);
+    assert_eq!(gate["source"], "advisor.gate: risky");
+    assert_eq!(gate["preToolUse"], false);
+    assert_eq!(gate["problem"], warning);
+    assert_eq!(
+        json["hosts"][1]["gate"]["problem"],
+        Value::Null,
+        "Codex is not installed"
+    );
+
+    // The fix it names.
+    stdout(&h.run(&["install", "claude-code"], &[]));
+    let text = stdout(&h.run(&["doctor"], &[]));
+    assert!(!text.contains("the action gate is on"), "{text}");
+    assert!(text.contains("advisor hooks on all 7 events\n"), "{text}");
 }

@@ -17,6 +17,7 @@ mod faults;
 mod hosts_e2e;
 mod hosts_e2e_gate;
 mod hosts_e2e_more;
+mod hosts_gate_hook;
 mod hosts_hook;
 mod hosts_install_cli;
 mod hosts_overhead;

@@ -8,12 +8,14 @@ use std::path::{Path, PathBuf};
 use crate::hosts::config_edit::{edit_config, KeyEdit};
 use crate::hosts::doctor::{diagnose, render_text, CODEX_TRUST_NOTE};
 use crate::hosts::install::{
-    apply, hook_command, host_events, plan_install, plan_uninstall, read_hooks_file, HooksFiles,
+    apply, hook_command, install_events, plan_install, plan_uninstall, read_hooks_file, HooksFiles,
     Plan, Scope,
 };
+use advisor::hosts::gate_hook::host_gate;
 use advisor::hosts::paths::{HostDirs, HostPaths, PathEnv};
 use advisor::hosts::payload::HookHost;
 use advisor::hosts::settings::{host_model, host_settings};
+use advisor::settings::GateMode;
 use clap::{Args, ValueEnum};
 
 use super::{out, CliError};
@@ -49,10 +51,14 @@ pub enum GateArg {
 
 impl GateArg {
     fn as_str(self) -> &'static str {
+        self.mode().as_str()
+    }
+
+    fn mode(self) -> GateMode {
         match self {
-            GateArg::Off => "off",
-            GateArg::Risky => "risky",
-            GateArg::All => "all",
+            GateArg::Off => GateMode::Off,
+            GateArg::Risky => GateMode::Risky,
+            GateArg::All => GateMode::All,
         }
     }
 }
@@ -142,20 +148,24 @@ fn hooks_file(dirs: &HostDirs, host: HookHost, scope: Scope) -> Result<PathBuf, 
 /// Runs `advisor install`.
 pub fn run_install(args: InstallArgs) -> Result<(), CliError> {
     let host = HookHost::from(args.target.host);
+    let scope = args.target.scope();
     let dirs = HostDirs::from_lookup(&lookup, cwd()?);
-    let file = hooks_file(&dirs, host, args.target.scope())?;
+    let file = hooks_file(&dirs, host, scope)?;
     let binary = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| CliError::new(format!("cannot find the advisor binary's own path: {e}")))?;
     let command = hook_command(&binary, host);
-    let plan = plan_install(host, &file, &command).map_err(|e| CliError::new(e.to_string()))?;
     let places = places()?;
+    let events = install_events(host, gate_may_act(host, &places, &dirs.cwd, args.gate));
+    let plan = plan_install(&events, &file, &command).map_err(|e| CliError::new(e.to_string()))?;
     let config = config_plan(&places, args.model.as_deref(), args.gate)?;
+    let note = pre_tool_use_note(host, scope, &events);
     if args.target.dry_run {
         print_dry_run(&plan);
         if let Some(config) = &config {
             print_dry_run(config);
         }
+        note.iter().for_each(|note| out(note));
         out("dry run: nothing was written");
         return Ok(());
     }
@@ -168,7 +178,7 @@ pub fn run_install(args: InstallArgs) -> Result<(), CliError> {
             "installed the advisor's hooks for {} in {} ({}); they run {command}",
             host.title(),
             file.display(),
-            host_events(host).join(", ")
+            events.join(", ")
         ));
     } else {
         out(&format!(
@@ -177,6 +187,7 @@ pub fn run_install(args: InstallArgs) -> Result<(), CliError> {
             file.display()
         ));
     }
+    note.iter().for_each(|note| out(note));
     if let Some(config) = config.filter(Plan::changes) {
         out(&format!("wrote {}", config.file.display()));
     }
@@ -185,6 +196,37 @@ pub fn run_install(args: InstallArgs) -> Result<(), CliError> {
         out(CODEX_TRUST_NOTE.trim_end());
     }
     Ok(())
+}
+
+/// Whether the action gate may act in the host's sessions here, so that the `PreToolUse`
+/// hook is installed (H33): `--gate risky|all`; else the settings (with `--gate off` in place
+/// of their `advisor.gate`) and the roster (GT10). Settings that cannot be read count as on
+/// unless `--gate off` was given: the hook is there once they are fixed.
+fn gate_may_act(host: HookHost, places: &HostPaths, cwd: &Path, gate: Option<GateArg>) -> bool {
+    let mode = gate.map(GateArg::mode);
+    if mode.is_some_and(|m| m != GateMode::Off) {
+        return true;
+    }
+    match host_gate(host, places, cwd, mode, &lookup) {
+        Ok(switch) => switch.is_some(),
+        Err(_) => mode.is_none(),
+    }
+}
+
+/// The line said when `events` leave `PreToolUse` out (H33): why, and how to add it.
+fn pre_tool_use_note(host: HookHost, scope: Scope, events: &[&str]) -> Option<String> {
+    let project = if scope == Scope::Project {
+        " --project"
+    } else {
+        ""
+    };
+    (!events.contains(&"PreToolUse")).then(|| {
+        format!(
+            "no PreToolUse hook: only the action gate uses it, and the gate is off here; \
+             `advisor install {}{project} --gate risky` turns it on and adds the hook",
+            host.as_str()
+        )
+    })
 }
 
 /// The edit of the advisor's config.yml that `--model` and `--gate` ask for, if any (H27).

@@ -15,6 +15,7 @@ use super::install::{
     command_program, host_events, is_our_command, parse_document, read_hooks_file, HooksFiles,
     Scope,
 };
+use advisor::hosts::gate_hook::{host_gate, GateSwitch};
 use advisor::hosts::paths::{HostDirs, HostPaths};
 use advisor::hosts::payload::HookHost;
 use advisor::hosts::protocol::{Request, Response, PROTOCOL_VERSION};
@@ -98,6 +99,23 @@ pub struct HostReport {
     pub last_session: Option<SessionReport>,
     /// The model.
     pub model: ModelReport,
+    /// The action gate and its `PreToolUse` hook (H33).
+    pub gate: GateReport,
+}
+
+/// The action gate of a host's sessions here and the hook it needs (H33).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GateReport {
+    /// Whether the gate is on for a session in the working directory (GT10).
+    pub on: bool,
+    /// What turns it on (`advisor.gate: risky`, a roster entry's gate), when it is on.
+    pub source: Option<String>,
+    /// Whether a file of the host has a `PreToolUse` entry of ours.
+    pub pre_tool_use: bool,
+    /// The gate is on, the host's hooks are installed, and no `PreToolUse` entry of ours is
+    /// there: what is wrong and the command that fixes it.
+    pub problem: Option<String>,
 }
 
 /// The background process.
@@ -140,11 +158,17 @@ pub fn diagnose(
     };
     let hosts = HookHost::ALL
         .into_iter()
-        .map(|host| HostReport {
-            host: host.as_str(),
-            files: hooks_files(dirs, host),
-            last_session: sessions.get(&host).cloned(),
-            model: model_report(host, places, &dirs.cwd, env),
+        .map(|host| {
+            // A settings file that cannot be read is the model's problem to report.
+            let switch = host_gate(host, places, &dirs.cwd, None, env).ok().flatten();
+            let files = hooks_files(dirs, host, switch.is_some());
+            HostReport {
+                host: host.as_str(),
+                gate: gate_report(host, switch, &files),
+                files,
+                last_session: sessions.get(&host).cloned(),
+                model: model_report(host, places, &dirs.cwd, env),
+            }
         })
         .collect();
     DoctorReport {
@@ -155,20 +179,48 @@ pub fn diagnose(
     }
 }
 
+/// The gate's part of a host's report (H33): the warning when the gate is on, the host's
+/// hooks are installed and none of its files has our `PreToolUse` entry.
+fn gate_report(
+    host: HookHost,
+    switch: Option<GateSwitch>,
+    files: &[HooksFileReport],
+) -> GateReport {
+    let pre_tool_use = files
+        .iter()
+        .any(|f| f.events.iter().any(|e| e == "PreToolUse"));
+    let installed = files.iter().any(|f| !f.events.is_empty());
+    let problem = match &switch {
+        Some(switch) if installed && !pre_tool_use => Some(format!(
+            "the action gate is on ({switch}) but no PreToolUse hook of the advisor is installed, \
+             so it cannot stop a call before it runs: run `advisor install {}` again",
+            host.as_str()
+        )),
+        _ => None,
+    };
+    GateReport {
+        on: switch.is_some(),
+        source: switch.map(|s| s.to_string()),
+        pre_tool_use,
+        problem,
+    }
+}
+
 /// The host's user and project hooks files, checked; the project's is left out when it is
-/// the user's (a project in the home directory).
-fn hooks_files(dirs: &HostDirs, host: HookHost) -> Vec<HooksFileReport> {
+/// the user's (a project in the home directory). `gate`: whether the action gate is on.
+fn hooks_files(dirs: &HostDirs, host: HookHost, gate: bool) -> Vec<HooksFileReport> {
     let user = dirs.hooks_file(host, Scope::User);
     let project = dirs
         .hooks_file(host, Scope::Project)
         .filter(|p| Some(p) != user.as_ref());
-    let user = user.map(|p| check_hooks_file(host, Scope::User, &p));
-    let project = project.map(|p| check_hooks_file(host, Scope::Project, &p));
+    let user = user.map(|p| check_hooks_file(host, gate, Scope::User, &p));
+    let project = project.map(|p| check_hooks_file(host, gate, Scope::Project, &p));
     user.into_iter().chain(project).collect()
 }
 
-/// What one hooks file holds of ours (H28).
-pub fn check_hooks_file(host: HookHost, scope: Scope, path: &Path) -> HooksFileReport {
+/// What one hooks file holds of ours (H28, H33): `PreToolUse` counts as missing only when
+/// the action gate is on (`gate`).
+pub fn check_hooks_file(host: HookHost, gate: bool, scope: Scope, path: &Path) -> HooksFileReport {
     let mut report = HooksFileReport {
         scope: match scope {
             Scope::User => "user",
@@ -205,7 +257,9 @@ pub fn check_hooks_file(host: HookHost, scope: Scope, path: &Path) -> HooksFileR
             .filter(|c| is_our_command(c))
             .collect();
         if commands.is_empty() {
-            report.missing_events.push(event.to_string());
+            if gate || *event != "PreToolUse" {
+                report.missing_events.push(event.to_string());
+            }
             continue;
         }
         report.events.push(event.to_string());
@@ -437,6 +491,53 @@ pub fn render_text(report: &DoctorReport) -> String {
     out
 }
 
+/// One hooks file's lines.
+fn render_file(out: &mut String, host: &HostReport, file: &HooksFileReport) {
+    let state = match (&file.error, file.exists, file.events.len()) {
+        (Some(err), ..) => format!("cannot be used: {err}"),
+        (None, false, _) => "not there".to_string(),
+        (None, true, 0) => "no advisor hooks".to_string(),
+        (None, true, n) if file.missing_events.is_empty() => {
+            let pre = file.events.iter().any(|e| e == "PreToolUse");
+            if pre || host.gate.on {
+                format!("advisor hooks on all {n} events")
+            } else {
+                format!("advisor hooks on all {n} events (no PreToolUse: the action gate is off)")
+            }
+        }
+        (None, true, n) => format!(
+            "advisor hooks on {n} events; missing on {} (run `advisor install {}` again)",
+            file.missing_events.join(", "),
+            host.host
+        ),
+    };
+    out.push_str(&format!(
+        "  {} hooks {}: {state}\n",
+        file.scope,
+        file.path.display()
+    ));
+    for program in file.programs.iter().filter(|p| !p.executable) {
+        out.push_str(&format!(
+            "    the hooks run {}, which is not an executable file: run `advisor install {}` again\n",
+            program.path, host.host
+        ));
+    }
+}
+
+/// The gate's line (H33): the gate on without its hook, or the hook with the gate off.
+fn render_gate(out: &mut String, host: &HostReport) {
+    let gate = &host.gate;
+    if let Some(problem) = &gate.problem {
+        out.push_str(&format!("  {problem}\n"));
+    } else if !gate.on && gate.pre_tool_use {
+        out.push_str(&format!(
+            "  the action gate is off, so the PreToolUse hook only adds a call per tool use: \
+             `advisor install {}` again leaves it out\n",
+            host.host
+        ));
+    }
+}
+
 /// One host's block.
 fn render_host(out: &mut String, host: &HostReport) {
     let title = host
@@ -445,31 +546,9 @@ fn render_host(out: &mut String, host: &HostReport) {
         .map_or(host.host, HookHost::title);
     out.push_str(&format!("{title}:\n"));
     for file in &host.files {
-        let state = match (&file.error, file.exists, file.events.len()) {
-            (Some(err), ..) => format!("cannot be used: {err}"),
-            (None, false, _) => "not there".to_string(),
-            (None, true, 0) => "no advisor hooks".to_string(),
-            (None, true, n) if file.missing_events.is_empty() => {
-                format!("advisor hooks on all {n} events")
-            }
-            (None, true, n) => format!(
-                "advisor hooks on {n} events; missing on {} (run `advisor install {}` again)",
-                file.missing_events.join(", "),
-                host.host
-            ),
-        };
-        out.push_str(&format!(
-            "  {} hooks {}: {state}\n",
-            file.scope,
-            file.path.display()
-        ));
-        for program in file.programs.iter().filter(|p| !p.executable) {
-            out.push_str(&format!(
-                "    the hooks run {}, which is not an executable file: run `advisor install {}` again\n",
-                program.path, host.host
-            ));
-        }
+        render_file(out, host, file);
     }
+    render_gate(out, host);
     if !installed(host) {
         out.push_str(&format!(
             "  not installed: run `advisor install {}`\n",

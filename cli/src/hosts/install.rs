@@ -50,6 +50,16 @@ pub fn host_events(host: HookHost) -> &'static [&'static str] {
     }
 }
 
+/// The events installed for `host` (H33): all of [`host_events`] when the action gate may be
+/// on (`gate`), else all but `PreToolUse`, which only the gate uses.
+pub fn install_events(host: HookHost, gate: bool) -> Vec<&'static str> {
+    host_events(host)
+        .iter()
+        .copied()
+        .filter(|event| gate || *event != "PreToolUse")
+        .collect()
+}
+
 /// The timeout written for `event`.
 pub fn hook_timeout_secs(event: &str) -> u64 {
     match event {
@@ -297,14 +307,14 @@ fn hooks_object<'a>(
         })
 }
 
-/// Puts our entries for `host` into `doc` (H23, H24): for each of the host's events exactly
-/// one group holding our hook (matcher `*` on the tool events, the timeout of
-/// [`hook_timeout_secs`]); an entry of ours that differs (an
-/// older binary path, another timeout) is replaced, ours for an event the host lacks is
-/// removed. Returns the events changed.
+/// Puts our entries for `events` into `doc` (H23, H24, H33): for each exactly one group
+/// holding our hook (matcher `*` on the tool events, the timeout of [`hook_timeout_secs`]);
+/// an entry of ours that differs (an older binary path, another timeout) is replaced, ours
+/// for any other event (one the host lacks, `PreToolUse` with the gate off) is removed.
+/// Returns the events changed.
 pub fn install_into(
     doc: &mut Map<String, Value>,
-    host: HookHost,
+    events: &[&str],
     command: &str,
     file: &Path,
 ) -> Result<Vec<String>, InstallError> {
@@ -312,7 +322,7 @@ pub fn install_into(
     check_event_lists(hooks, file)?;
     let mut changed = Vec::new();
     for event in ALL_EVENTS {
-        let wanted = host_events(host).contains(&event);
+        let wanted = events.contains(&event);
         let desired = our_group(event, command);
         let list = hooks.get(event).and_then(Value::as_array);
         let ours = list.map(|l| our_hooks(l)).unwrap_or_default();
@@ -479,11 +489,12 @@ fn render(doc: &Map<String, Value>, indent: &str) -> String {
     text
 }
 
-/// Plans putting our hooks for `host` into `file`, running `command` (H23).
-pub fn plan_install(host: HookHost, file: &Path, command: &str) -> Result<Plan, InstallError> {
+/// Plans putting our hooks for `events` ([`install_events`]) into `file`, running `command`
+/// (H23, H33).
+pub fn plan_install(events: &[&str], file: &Path, command: &str) -> Result<Plan, InstallError> {
     let before = read_hooks_file(file)?;
     let mut doc = parse_document(file, before.as_deref().unwrap_or(""))?;
-    let events = install_into(&mut doc, host, command, file)?;
+    let events = install_into(&mut doc, events, command, file)?;
     let after = if events.is_empty() {
         before.clone()
     } else {

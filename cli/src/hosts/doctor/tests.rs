@@ -1,5 +1,5 @@
 use super::*;
-use crate::hosts::install::{apply, hook_command, plan_install};
+use crate::hosts::install::{apply, hook_command, install_events, plan_install};
 use std::fs;
 
 const EVENTS_LOG: &str = r#"{"ts":"2026-12-06T10:00:00Z","host":"claude-code","event":"SessionStart","session":"s1","ms":3,"outcome":"empty"}
@@ -83,7 +83,7 @@ fn h28_installed_hooks_a_fired_session_and_a_missing_key_are_reported() {
         .unwrap();
     apply(
         &plan_install(
-            HookHost::ClaudeCode,
+            &install_events(HookHost::ClaudeCode, true),
             &file,
             &hook_command(&bin, HookHost::ClaudeCode),
         )
@@ -141,8 +141,15 @@ fn h28_installed_hooks_a_fired_session_and_a_missing_key_are_reported() {
 fn h29_codex_hooks_that_never_fired_get_the_trust_note() {
     let s = setup();
     let file = s.dirs.hooks_file(HookHost::Codex, Scope::Project).unwrap();
-    apply(&plan_install(HookHost::Codex, &file, "/gone/advisor hook --host codex").unwrap())
-        .unwrap();
+    apply(
+        &plan_install(
+            &install_events(HookHost::Codex, true),
+            &file,
+            "/gone/advisor hook --host codex",
+        )
+        .unwrap(),
+    )
+    .unwrap();
     let report = diagnose(&s.dirs, &s.places, &lookup(&[("OPENAI_API_KEY", "k")]));
     let codex = &report.hosts[1];
     assert_eq!(codex.files[1].events.len(), 6);
@@ -162,8 +169,10 @@ fn h29_codex_hooks_that_never_fired_get_the_trust_note() {
 }
 
 #[test]
-fn h28_partial_installs_broken_files_and_a_stray_socket_path_are_named() {
+fn h28_h33_partial_installs_broken_files_and_a_stray_socket_path_are_named() {
     let s = setup();
+    // With the gate on, PreToolUse is one of the events the advisor needs (H33).
+    write_config(&s, "advisor:\n  gate: risky\n");
     let file = s
         .dirs
         .hooks_file(HookHost::ClaudeCode, Scope::User)
@@ -177,6 +186,10 @@ fn h28_partial_installs_broken_files_and_a_stray_socket_path_are_named() {
     let report = diagnose(&s.dirs, &s.places, &lookup(&[]));
     let text = render_text(&report);
     assert!(text.contains("advisor hooks on 1 events; missing on SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, SubagentStop, SessionEnd"), "{text}");
+    assert!(
+        text.contains("  the action gate is on (advisor.gate: risky) but no PreToolUse hook"),
+        "{text}"
+    );
     assert!(
         text.contains("cannot be used:") && text.contains("is not valid JSON"),
         "{text}"
@@ -192,6 +205,101 @@ fn h28_partial_installs_broken_files_and_a_stray_socket_path_are_named() {
         serde_json::json!(["Stop"])
     );
     assert_eq!(json["daemon"]["state"], "not a socket");
+}
+
+/// Writes the advisor's user config.yml.
+fn write_config(s: &Setup, text: &str) {
+    let config = s.places.config_file();
+    fs::create_dir_all(config.parent().unwrap()).unwrap();
+    fs::write(config, text).unwrap();
+}
+
+/// Installs our hooks for `host` on `events` into its user file.
+fn install_user(s: &Setup, host: HookHost, events: &[&str]) -> PathBuf {
+    let file = s.dirs.hooks_file(host, Scope::User).unwrap();
+    let command = format!("/opt/advisor hook --host {}", host.as_str());
+    apply(&plan_install(events, &file, &command).unwrap()).unwrap();
+    file
+}
+
+#[test]
+fn h33_with_the_gate_off_a_missing_pre_tool_use_is_not_missing() {
+    let s = setup();
+    let file = install_user(
+        &s,
+        HookHost::ClaudeCode,
+        &install_events(HookHost::ClaudeCode, false),
+    );
+    let report = diagnose(&s.dirs, &s.places, &lookup(&[]));
+    let claude = &report.hosts[0];
+    assert!(claude.files[0].missing_events.is_empty());
+    assert_eq!(
+        claude.gate,
+        GateReport {
+            on: false,
+            source: None,
+            pre_tool_use: false,
+            problem: None
+        }
+    );
+    let text = render_text(&report);
+    assert!(
+        text.contains(&format!(
+            "  user hooks {}: advisor hooks on all 6 events (no PreToolUse: the action gate is off)\n",
+            file.display()
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("action gate is on"), "{text}");
+}
+
+#[test]
+fn h33_gt10_the_gate_on_without_its_hook_is_a_warning_with_the_fix() {
+    let s = setup();
+    write_config(&s, "advisor:\n  gate: all\n");
+    install_user(&s, HookHost::Codex, &install_events(HookHost::Codex, false));
+    let report = diagnose(&s.dirs, &s.places, &lookup(&[]));
+    let codex = &report.hosts[1];
+    assert_eq!(codex.files[0].missing_events, ["PreToolUse"]);
+    let warning = "the action gate is on (advisor.gate: all) but no PreToolUse hook of the \
+                   advisor is installed, so it cannot stop a call before it runs: run \
+                   `advisor install codex` again";
+    assert_eq!(codex.gate.problem.as_deref(), Some(warning));
+    assert!(codex.gate.on);
+    assert_eq!(
+        report.hosts[0].gate.problem, None,
+        "Claude Code is not installed"
+    );
+    assert!(render_text(&report).contains(&format!("  {warning}\n")));
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["hosts"][1]["gate"]["on"], true);
+    assert_eq!(json["hosts"][1]["gate"]["preToolUse"], false);
+    assert_eq!(json["hosts"][1]["gate"]["source"], "advisor.gate: all");
+    assert_eq!(json["hosts"][1]["gate"]["problem"], warning);
+
+    // With the hook installed the warning goes.
+    install_user(&s, HookHost::Codex, &install_events(HookHost::Codex, true));
+    let report = diagnose(&s.dirs, &s.places, &lookup(&[]));
+    assert_eq!(report.hosts[1].gate.problem, None);
+    assert!(report.hosts[1].gate.pre_tool_use);
+}
+
+#[test]
+fn h33_a_pre_tool_use_hook_with_the_gate_off_says_it_can_go() {
+    let s = setup();
+    install_user(
+        &s,
+        HookHost::ClaudeCode,
+        &install_events(HookHost::ClaudeCode, true),
+    );
+    let text = render_text(&diagnose(&s.dirs, &s.places, &lookup(&[])));
+    assert!(
+        text.contains(
+            "  the action gate is off, so the PreToolUse hook only adds a call per tool use: \
+             `advisor install claude-code` again leaves it out\n"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

@@ -54,7 +54,7 @@ fn temp_file(text: Option<&str>) -> (tempfile::TempDir, PathBuf) {
 }
 
 fn install(file: &Path, host: HookHost) -> Plan {
-    let plan = plan_install(host, file, &command(host)).unwrap();
+    let plan = plan_install(&install_events(host, true), file, &command(host)).unwrap();
     apply(&plan).unwrap();
     plan
 }
@@ -166,7 +166,12 @@ fn h23_a_second_install_changes_nothing_and_says_so() {
     install(&file, HookHost::ClaudeCode);
     let once = fs::read_to_string(&file).unwrap();
     let modified = fs::metadata(&file).unwrap().modified().unwrap();
-    let plan = plan_install(HookHost::ClaudeCode, &file, &command(HookHost::ClaudeCode)).unwrap();
+    let plan = plan_install(
+        &install_events(HookHost::ClaudeCode, true),
+        &file,
+        &command(HookHost::ClaudeCode),
+    )
+    .unwrap();
     assert!(!plan.changes() && plan.events.is_empty());
     assert_eq!(plan.diff(), "");
     apply(&plan).unwrap();
@@ -182,7 +187,7 @@ fn h23_a_second_install_changes_nothing_and_says_so() {
 fn h23_an_entry_of_ours_for_another_binary_is_replaced_not_doubled() {
     let (_dir, file) = temp_file(Some(USER_SETTINGS));
     let plan = plan_install(
-        HookHost::ClaudeCode,
+        &install_events(HookHost::ClaudeCode, true),
         &file,
         "/old/advisor hook --host claude-code",
     )
@@ -237,7 +242,12 @@ fn h26_uninstall_of_a_file_we_created_removes_it_and_of_nothing_is_a_no_op() {
 #[test]
 fn h25_a_dry_run_plan_shows_the_diff_and_writes_nothing() {
     let (_dir, file) = temp_file(Some(USER_SETTINGS));
-    let plan = plan_install(HookHost::ClaudeCode, &file, &command(HookHost::ClaudeCode)).unwrap();
+    let plan = plan_install(
+        &install_events(HookHost::ClaudeCode, true),
+        &file,
+        &command(HookHost::ClaudeCode),
+    )
+    .unwrap();
     let diff = plan.diff();
     assert!(
         diff.starts_with(&format!(
@@ -290,8 +300,12 @@ fn h23_invalid_json_and_wrong_shapes_are_refused_and_left_alone() {
         ("{\"hooks\": {\"Stop\": {}}}", "`hooks.Stop` is not a list"),
     ] {
         let (_dir, file) = temp_file(Some(text));
-        let err =
-            plan_install(HookHost::ClaudeCode, &file, &command(HookHost::ClaudeCode)).unwrap_err();
+        let err = plan_install(
+            &install_events(HookHost::ClaudeCode, true),
+            &file,
+            &command(HookHost::ClaudeCode),
+        )
+        .unwrap_err();
         let message = err.to_string();
         assert!(
             message.starts_with(&file.display().to_string()) && message.contains(says),
@@ -313,15 +327,24 @@ fn h23_a_symlinked_or_non_regular_settings_file_is_refused() {
     fs::write(&real, "{}").unwrap();
     fs::create_dir_all(file.parent().unwrap()).unwrap();
     symlink(&real, &file).unwrap();
-    let err =
-        plan_install(HookHost::ClaudeCode, &file, &command(HookHost::ClaudeCode)).unwrap_err();
+    let err = plan_install(
+        &install_events(HookHost::ClaudeCode, true),
+        &file,
+        &command(HookHost::ClaudeCode),
+    )
+    .unwrap_err();
     assert!(matches!(err, InstallError::Symlink(_)), "{err}");
     assert!(err.to_string().contains("is a symlink"));
     assert_eq!(fs::read_to_string(&real).unwrap(), "{}");
 
     let (_dir, file) = temp_file(None);
     fs::create_dir_all(&file).unwrap();
-    let err = plan_install(HookHost::Codex, &file, &command(HookHost::Codex)).unwrap_err();
+    let err = plan_install(
+        &install_events(HookHost::Codex, true),
+        &file,
+        &command(HookHost::Codex),
+    )
+    .unwrap_err();
     assert!(
         err.to_string().contains("not a regular file (a directory)"),
         "{err}"
@@ -372,4 +395,80 @@ fn h23_the_places_follow_home_and_the_hosts_own_variables() {
         HostDirs::default().hooks_file(HookHost::Codex, Scope::User),
         None
     );
+}
+
+#[test]
+fn h33_the_pre_tool_use_hook_is_in_the_set_only_with_the_gate() {
+    assert_eq!(
+        install_events(HookHost::ClaudeCode, false),
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "PostToolUse",
+            "Stop",
+            "SubagentStop",
+            "SessionEnd"
+        ]
+    );
+    assert_eq!(install_events(HookHost::ClaudeCode, true), ALL_EVENTS);
+    assert_eq!(
+        install_events(HookHost::Codex, false),
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "PostToolUse",
+            "Stop",
+            "SubagentStop"
+        ]
+    );
+    assert_eq!(
+        install_events(HookHost::Codex, true),
+        host_events(HookHost::Codex)
+    );
+}
+
+#[test]
+fn h33_the_gate_turned_off_removes_only_our_pre_tool_use_and_on_adds_it_back() {
+    let (_dir, file) = temp_file(Some(USER_SETTINGS));
+    install(&file, HookHost::ClaudeCode);
+    let off = install_events(HookHost::ClaudeCode, false);
+    let plan = plan_install(&off, &file, &command(HookHost::ClaudeCode)).unwrap();
+    assert_eq!(plan.events, ["PreToolUse"]);
+    assert!(
+        plan.diff().contains("-        \"matcher\": \"*\",\n"),
+        "{}",
+        plan.diff()
+    );
+    apply(&plan).unwrap();
+    let doc = parsed(&file);
+    let original: Value = serde_json::from_str(USER_SETTINGS).unwrap();
+    assert_eq!(
+        doc["hooks"]["PreToolUse"], original["hooks"]["PreToolUse"],
+        "their PreToolUse hook is kept, ours is gone"
+    );
+    assert!(is_our_command(
+        doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+    ));
+    // Again with the gate off: nothing changes.
+    let again = plan_install(&off, &file, &command(HookHost::ClaudeCode)).unwrap();
+    assert!(!again.changes() && again.events.is_empty());
+    // The gate on: ours comes back after theirs.
+    let plan = install(&file, HookHost::ClaudeCode);
+    assert_eq!(plan.events, ["PreToolUse"]);
+    let doc = parsed(&file);
+    assert_eq!(doc["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["hooks"]["PreToolUse"][1]["hooks"][0]["timeout"], 35);
+}
+
+#[test]
+fn h33_a_new_file_without_the_gate_has_no_pre_tool_use_key() {
+    let (_dir, file) = temp_file(None);
+    let events = install_events(HookHost::Codex, false);
+    let plan = plan_install(&events, &file, &command(HookHost::Codex)).unwrap();
+    apply(&plan).unwrap();
+    let doc = parsed(&file);
+    let keys: Vec<&String> = doc["hooks"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, events);
 }
