@@ -9,6 +9,7 @@
 use actix::{Actor, ActorContext, Addr, Context, Handler, Recipient, ResponseFuture};
 
 use crate::actors::delivery_router::DeliveryRouter;
+use crate::actors::links::SupervisorLinks;
 use crate::config::RuntimeConfig;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
 use crate::members::{begins_conversation, Members};
@@ -17,7 +18,7 @@ use crate::messages::host::{
     TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::{AskEnd, FlushAudit, ReleaseWaiters};
-use state::{SessionState, SupervisorLinks, TurnInFlight};
+use state::{SessionState, TurnInFlight};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -81,27 +82,7 @@ impl Supervisor {
     }
 
     fn router(&mut self) -> Addr<DeliveryRouter> {
-        if let Some(router) = &self.links.router {
-            return router.clone();
-        }
-        let config = self.members.config();
-        let policy = config.settings.policy;
-        // The unnamed advisor's budget (RO12: a roster's shared value applies to it); a
-        // named advisor registers its own (RO10).
-        let max_notes = config.unnamed_plan().max_notes;
-        let immune_turns = config.settings.immune_turns;
-        let max_chars = config.settings.max_note_chars;
-        let spend_controls = config.settings.spend_controls;
-        let host = self.links.host.clone();
-        let tap = config.advice_tap.clone();
-        let router = actix::Supervisor::start(move |_| {
-            DeliveryRouter::new(policy, max_notes, immune_turns, host)
-                .with_max_note_chars(max_chars)
-                .with_spend_controls(spend_controls)
-                .with_tap(tap.clone())
-        });
-        self.links.router = Some(router.clone());
-        router
+        self.links.router(self.members.config())
     }
 
     /// A rewrite (R1): what the primary spent stays, the rewritten transcript is not counted
@@ -202,7 +183,7 @@ impl Handler<DisposeSession> for Supervisor {
         let audits: Vec<_> = self
             .members
             .iter()
-            .filter_map(|m| self.actors_of(m.slug())?.audit.clone())
+            .filter_map(|m| self.links.actors_of(m.slug())?.audit.clone())
             .collect();
         Box::pin(async move {
             for audit in audits {

@@ -14,11 +14,11 @@ use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::config::{MemberPlan, RuntimeConfig};
-use crate::delivery::{CatchUpEnd, CatchUpPlan, ReviewId};
+use crate::delivery::{CatchUpEnd, CatchUpPlan, ReviewId, TurnEndPlanned};
 use crate::domain::advice::Advisory;
 use crate::domain::host::HostEvent;
 use crate::domain::transcript::Transcript;
-use crate::messages::delivery::{CatchUpFinished, InjectAdvice, RaiseAdvice};
+use crate::messages::delivery::{CatchUpFinished, CloseWindow, InjectAdvice, RaiseAdvice};
 use crate::messages::feed::SeedCursor;
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn,
@@ -60,6 +60,31 @@ pub struct AgentReports {
     pub checked_in: Recipient<CheckedIn>,
     /// What each model run spent (SP6).
     pub spent: Recipient<SpendRecorded>,
+}
+
+impl AgentReports {
+    /// Every report to `actor` (the supervisor).
+    pub fn to<A>(actor: &Addr<A>) -> Self
+    where
+        A: actix::Actor<Context = actix::Context<A>>
+            + actix::Handler<ReviewFailed>
+            + actix::Handler<BacklogDropped>
+            + actix::Handler<AdvisorPaused>
+            + actix::Handler<ReviewQuarantined>
+            + actix::Handler<NoticeRaised>
+            + actix::Handler<CheckedIn>
+            + actix::Handler<SpendRecorded>,
+    {
+        Self {
+            failed: actor.clone().recipient(),
+            dropped: actor.clone().recipient(),
+            paused: actor.clone().recipient(),
+            quarantined: actor.clone().recipient(),
+            notices: actor.clone().recipient(),
+            checked_in: actor.clone().recipient(),
+            spent: actor.clone().recipient(),
+        }
+    }
 }
 
 /// What one advisor run is linked to beside the supervisor.
@@ -238,6 +263,38 @@ pub struct TurnWaits {
     /// Set while a session transition is being prepared (CA11): a wait starting then
     /// returns at once (a catch-up block ends as released).
     pub released: Arc<AtomicBool>,
+}
+
+/// Completes (with an error: nothing is sent) once the triage judge's decision was carried
+/// out (SP9).
+pub type JudgeDone = tokio::sync::oneshot::Receiver<()>;
+
+/// What observing a turn answers: the router's plan, the members whose review was
+/// scheduled (CA9) and the judge's decision to wait for (SP9).
+pub type Observed = (TurnEndPlanned, Vec<CatchUp>, Option<JudgeDone>);
+
+/// The wait of a turn end (S1, D5, CA9): once the turn is `observed`, the judge decides
+/// (SP9), the catch-up waits run as `waits` say with the router's plan and the scheduled
+/// reviews filled in, and the window's notes go out (CA13).
+pub async fn wait_turn_end(
+    observed: tokio::sync::oneshot::Receiver<Observed>,
+    mut waits: TurnWaits,
+) {
+    let (planned, scheduled, judged) = observed.await.unwrap_or_default();
+    if let Some(judged) = judged {
+        // SP9: the judge decides (10 s at most) before the catch-up waits.
+        let _ = judged.await;
+    }
+    let window = planned.window;
+    let router = waits.router.clone();
+    waits.scheduled = scheduled;
+    waits.plan = planned.catch_up;
+    wait_after_turn(waits).await;
+    // CA13: the waits are over; the window's notes go out as one message before the turn
+    // end returns.
+    if let Some(window) = window {
+        let _ = router.send(CloseWindow { window }).await;
+    }
 }
 
 /// The wait a turn end makes: the catch-up block when the router planned one (D5), else

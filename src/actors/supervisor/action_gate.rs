@@ -105,7 +105,7 @@ impl Supervisor {
             .map(|m| m.slug().map(str::to_string));
         let agent = gate_member
             .as_ref()
-            .and_then(|slug| self.agent_of(slug.as_deref()));
+            .and_then(|slug| self.links.agent_of(slug.as_deref()));
         let unseen = Unseen {
             transcript: self.members.last_transcript().cloned(),
             turn_lens: gate_member
@@ -113,7 +113,7 @@ impl Supervisor {
                 .unwrap_or_default(),
         };
         GateSources {
-            watchdog: self.links.watchdog.clone(),
+            watchdog: self.links.watchdog_started(),
             agent,
             recent,
             unseen,

@@ -7,14 +7,12 @@
 use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
 
 use super::Supervisor;
+use crate::actors::wiring::JudgeDone;
 use crate::feed::{batch_parts, Update};
 use crate::members::MemberChange;
 use crate::messages::review::QueueDelta;
 use crate::render::ExpandedMemory;
 use crate::review::judge_gate::{ask_judge, decide, GateDecision};
-
-/// Completes (with an error: nothing is sent) once the judge's decision was carried out.
-pub(super) type JudgeDone = tokio::sync::oneshot::Receiver<()>;
 
 /// A work-in-progress review waiting for the judge: whose, and its parts.
 pub(super) struct GatedReview {
@@ -27,17 +25,10 @@ pub(super) struct GatedReview {
 }
 
 impl Supervisor {
-    /// Whether WIP reviews go through the judge now (SP9): `advisor.judgeGate`, read live,
-    /// and a judge model the host built.
-    pub(super) fn gate_on(&self) -> bool {
-        let config = self.members.config();
-        config.settings.judge_gate && config.judge_model.is_some()
-    }
-
     /// Takes the WIP reviews out of a boundary's `changes` while the gate is on (SP9): they
     /// wait for the judge ([`Supervisor::judge_gated`]); final ones go as they are.
     pub(super) fn gate_reviews(&mut self, changes: Vec<MemberChange>) -> Vec<MemberChange> {
-        if !self.gate_on() {
+        if !self.members.judge_gate_on() {
             return changes;
         }
         let mut rest = Vec::with_capacity(changes.len());
@@ -86,7 +77,7 @@ impl Supervisor {
                 return;
             }
             for review in pending {
-                let agent = act.agent_of(review.slug.as_deref());
+                let agent = act.links.agent_of(review.slug.as_deref());
                 match (decision, agent) {
                     (GateDecision::ReviewNow, Some(agent)) => agent.do_send(QueueDelta {
                         epoch,

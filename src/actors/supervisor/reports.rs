@@ -30,7 +30,7 @@ impl Handler<BacklogDropped> for Supervisor {
         if msg.epoch == self.members.epoch() {
             let limit = self.members.config().settings.max_consecutive_failures;
             let text = dropped_notice(limit, &msg.error, msg.turns);
-            self.notice_about(msg.advisor.as_ref(), text);
+            self.links.notice_about(msg.advisor.as_ref(), text);
         }
     }
 }
@@ -41,7 +41,7 @@ impl Handler<AdvisorPaused> for Supervisor {
     fn handle(&mut self, msg: AdvisorPaused, _ctx: &mut Context<Self>) {
         if msg.epoch == self.members.epoch() {
             let text = pause_notice(&msg.reason, msg.resume_at.is_some());
-            self.notice_about(msg.advisor.as_ref(), text);
+            self.links.notice_about(msg.advisor.as_ref(), text);
         }
     }
 }
@@ -63,7 +63,7 @@ impl Handler<ReviewQuarantined> for Supervisor {
         // The re-prime (or the next turn end after a rewind) covers what it held (CA8).
         self.members.drop_held(msg.advisor.as_ref());
         let slug = msg.advisor.as_ref().map(|l| &*l.slug);
-        let Some(children) = self.actors_of(slug).and_then(|a| a.children.as_ref()) else {
+        let Some(children) = self.links.actors_of(slug).and_then(|a| a.children.as_ref()) else {
             return;
         };
         children.feed.do_send(RewindCursor);
@@ -96,7 +96,8 @@ impl Handler<ReviewQuarantined> for Supervisor {
                 ctx.spawn(reprime.into_actor(self));
             }
         } else {
-            self.notice_about(msg.advisor.as_ref(), quarantine_notice(&msg.labels));
+            self.links
+                .notice_about(msg.advisor.as_ref(), quarantine_notice(&msg.labels));
         }
     }
 }
@@ -113,8 +114,11 @@ impl Handler<AskAdvisor> for Supervisor {
             let held = self.members.send_held(slug.as_deref());
             self.carry_out(ctx, held.into_iter().collect());
         }
-        let agent =
-            asked.and_then(|slug| self.agent_of(slug.as_deref()).ok_or(AskError::NotRunning));
+        let agent = asked.and_then(|slug| {
+            self.links
+                .agent_of(slug.as_deref())
+                .ok_or(AskError::NotRunning)
+        });
         Box::pin(async move {
             if !consult {
                 return Err(AskError::Disabled);
@@ -144,7 +148,7 @@ impl Handler<CheckedIn> for Supervisor {
             (updates, wip),
         );
         let slug = msg.advisor.as_ref().map(|l| &*l.slug);
-        if let (Some(updates), Some(agent)) = (back, self.agent_of(slug)) {
+        if let (Some(updates), Some(agent)) = (back, self.links.agent_of(slug)) {
             agent.do_send(RestoreReviews {
                 epoch: msg.epoch,
                 reviews: PendingReviews {
@@ -162,6 +166,6 @@ impl Handler<NoticeRaised> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: NoticeRaised, _ctx: &mut Context<Self>) {
-        self.notice_about(msg.advisor.as_ref(), msg.text);
+        self.links.notice_about(msg.advisor.as_ref(), msg.text);
     }
 }

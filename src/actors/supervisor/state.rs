@@ -1,46 +1,16 @@
-//! The Supervisor's state by lifetime: the actors it talks to ([`SupervisorLinks`]), what
+//! The Supervisor's state by lifetime: the actors it talks to
+//! ([`SupervisorLinks`](crate::actors::links::SupervisorLinks)), what
 //! it keeps for the session ([`SessionState`]) and the turn ends in flight
 //! ([`TurnInFlight`]). The members and every decision about them are [`super::Members`]'s.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use actix::{Addr, Recipient};
-
 use super::gate::GatedReview;
-use super::members::ActorsBySlug;
-use crate::actors::delivery_router::DeliveryRouter;
-use crate::actors::watchdog_loader::WatchdogLoader;
 use crate::delivery::PromptCursor;
-use crate::domain::host::HostEvent;
 use crate::gate::GateState;
 use crate::review::judge_gate::GateCounts;
 use crate::status::PrimaryTally;
-
-/// The links to the other actors, as long as the supervisor lives: the host it tells, the
-/// router, the session's one WATCHDOG.md loader (RO13) and each member's actors.
-pub(super) struct SupervisorLinks {
-    /// Where host events go.
-    pub(super) host: Recipient<HostEvent>,
-    /// The delivery router, started with the supervisor.
-    pub(super) router: Option<Addr<DeliveryRouter>>,
-    /// The session's one WATCHDOG.md loader, every member's (RO13), started with the first.
-    pub(super) watchdog: Option<Addr<WatchdogLoader>>,
-    /// The actors of the members that have any, by slug.
-    pub(super) actors: ActorsBySlug,
-}
-
-impl SupervisorLinks {
-    /// Links that send host events to `host`; no other actor started yet.
-    pub(super) fn new(host: Recipient<HostEvent>) -> Self {
-        Self {
-            host,
-            router: None,
-            watchdog: None,
-            actors: ActorsBySlug::default(),
-        }
-    }
-}
 
 /// What the supervisor keeps over the session beside its members: the flags it shares with
 /// the handles, the primary's spend (SP5), the last user prompt (CA17) and the gates'
