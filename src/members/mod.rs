@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::config::{turn_end_may_wait, MemberPlan, RosterDiff, RuntimeConfig};
 use crate::domain::host::RewriteKind;
 use crate::domain::transcript::Transcript;
+use crate::gate::request::GateTranscript;
 use crate::messages::delivery::RegisterAdvisor;
 use crate::model::ModelClient;
 use crate::review::AskEnd;
@@ -137,6 +138,23 @@ impl Members {
                 && !m.held_off
                 && m.gate_settings(settings).mode != crate::settings::GateMode::Off
         })
+    }
+
+    /// The slug of the member the action gate asks (GT10), if any, and what the gate's
+    /// conversation is made of beside that member's own context (GT3).
+    pub fn gate_view(&self) -> (Option<Option<String>>, GateTranscript) {
+        let member = self.gate_member().map(|m| m.slug().map(str::to_string));
+        let turn_lens = (member.as_ref())
+            .map(|slug| self.turn_lens(slug.as_deref()))
+            .unwrap_or_default();
+        let transcript = self.last_transcript().cloned();
+        (
+            member,
+            GateTranscript {
+                transcript,
+                turn_lens,
+            },
+        )
     }
 
     /// The transcript's length at the newest turn ends of the member `slug`, as (turn end,
