@@ -19,11 +19,13 @@ use crate::texts::notice;
 
 mod commands;
 mod member;
+mod session;
 mod status;
 
 pub use commands::CommandRun;
 use member::changes_branch;
 pub use member::{begins_conversation, Captured, Member, MemberChange, Scheduled};
+pub use session::SessionState;
 pub use status::SessionCounts;
 
 /// The session's members and the Supervisor's state about them: its configuration (whose

@@ -27,10 +27,10 @@ impl Handler<GateAction> for Supervisor {
             can_ask: msg.options.can_ask,
             has_model: model.is_some() && !config.settings.no_review,
         };
-        let step = self.session.action_gate.begin(&reading, policy);
+        let step = self.session.action_gate().begin(&reading, policy);
         tracing::debug!(tool = %msg.action.tool, risks = ?reading.risks, ?step, "action gate");
         let (GateStep::AskModel, Some(model)) = (step.clone(), model) else {
-            let gate = &mut self.session.action_gate;
+            let gate = self.session.action_gate();
             return Box::pin(actix::fut::ready(gate.without_model(
                 step,
                 reading.key,
@@ -51,7 +51,7 @@ impl Handler<GateAction> for Supervisor {
         let key = reading.key;
         Box::pin(
             (sources.ask(prompt, model, timeout).into_actor(self))
-                .map(move |run, act, _ctx| act.session.action_gate.finish(key, &run, policy)),
+                .map(move |run, act, _ctx| act.session.action_gate().finish(key, &run, policy)),
         )
     }
 }

@@ -37,7 +37,7 @@ impl Supervisor {
     /// Checks every member's spend ceiling against the primary's spend so far (SP6) and
     /// carries out what [`crate::members::Members::check_spend_ceilings`] decided.
     pub(super) fn check_spend_ceilings(&mut self, ctx: &mut Context<Self>) {
-        let primary = self.session.primary_spend.spend();
+        let primary = self.session.primary_spend();
         let (lines, changes) = self.members.check_spend_ceilings(primary.as_ref());
         for (advisor, text) in lines {
             self.links.notice_about(advisor.as_ref(), text);

@@ -13,7 +13,7 @@ use super::Supervisor;
 use crate::actors::advisor_agent::AdvisorAgent;
 use crate::actors::wiring::{await_all, test_advice};
 use crate::domain::advice::Delivery;
-use crate::members::{CommandRun, SessionCounts};
+use crate::members::CommandRun;
 use crate::messages::delivery::{GetDeliveryStatus, GetUndelivered};
 use crate::messages::host::{AwaitDrain, GetDump, GetStatus, RunCommand};
 use crate::messages::review::{BacklogWait, DumpContext};
@@ -28,11 +28,7 @@ impl Supervisor {
         let agents: Vec<_> = (self.members.iter())
             .map(|m| self.links.actors_of(m.slug()).map(|a| a.agent_status()))
             .collect();
-        let parts = self.members.status_parts(SessionCounts {
-            gate: self.session.gate,
-            action_gate: self.session.action_gate.counts(),
-            primary: self.session.primary_spend.spend(),
-        });
+        let parts = self.members.status_parts(self.session.counts());
         async move {
             let delivery = router.send(GetDeliveryStatus).await.ok();
             let mut answers = Vec::with_capacity(agents.len());

@@ -3,8 +3,6 @@
 //! is sent to the router and each member's feed, and the wait until the reviews it scheduled
 //! have caught up ([`wait_turn_end`]).
 
-use std::sync::Arc;
-
 use actix::{ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Handler};
 use actix::{ResponseActFuture, WrapFuture};
 use tokio::sync::oneshot;
@@ -22,7 +20,6 @@ use crate::members::Captured;
 use crate::messages::delivery::{turn_end_messages, CloseWindow, PlanTurnEnd};
 use crate::messages::feed::{ObserveTurn, TurnObserved};
 use crate::messages::host::PrimaryTurnEnded;
-use crate::texts::notice;
 
 impl Handler<PrimaryTurnEnded> for Supervisor {
     type Result = ResponseActFuture<Self, ()>;
@@ -66,13 +63,8 @@ impl Supervisor {
     /// to it) and changed roster entries rebuilt (RO21: reading from the previous turn end,
     /// so this turn is their first).
     fn before_turn_end(&mut self, ctx: &mut Context<Self>, msg: &PrimaryTurnEnded) {
-        let tally = &mut self.session.primary_spend;
-        msg.transcript.read(|messages| tally.observe(messages));
-        if let Some(count) = tally.take_ignored() {
-            tracing::warn!(count, "implausible primary usage values ignored (SP5)");
-            let count = count.to_string();
-            self.links
-                .notice_about(None, notice("primaryUsageIgnored", &[("count", &count)]));
+        if let Some(text) = self.session.primary_turn_ended(&msg.transcript) {
+            self.links.notice_about(None, text);
         }
         self.check_spend_ceilings(ctx);
         let changes = self.members.turn_ended(msg.transcript.transcript());
@@ -86,7 +78,7 @@ impl Supervisor {
     fn plan_turn_end(&mut self, msg: &PrimaryTurnEnded) -> (PlanTurnEnd, Feeds) {
         let running = self.members.reviewing();
         let seed = self.members.take_seed_guard();
-        let prompts = &mut self.session.prompts;
+        let prompts = self.session.prompts();
         let plan = TurnEndPlan::decide(&msg.transcript, msg.will_continue, seed, running, prompts);
         // SP6: a spend ceiling may have switched the unnamed advisor to agent-end.
         let mode = self.members.unnamed_review_mode();
@@ -128,6 +120,7 @@ impl Supervisor {
     fn turn_waits(&self, router: Addr<DeliveryRouter>) -> TurnWaits {
         let config = self.members.config();
         let hold = config.hold_wait_through_retries;
+        let (said, released) = self.session.wait_flags();
         TurnWaits {
             agents: self.agents(),
             scheduled: Vec::new(),
@@ -138,9 +131,9 @@ impl Supervisor {
             // A replay paces itself with this wait (L2): nothing to tell a user there.
             slow: (!hold).then(|| SlowWaitNotice {
                 host: self.links.host().clone(),
-                said: Arc::clone(&self.session.sync_wait_said),
+                said,
             }),
-            released: Arc::clone(&self.session.transitioning),
+            released,
         }
     }
     /// Tells the router and every member's feed (by slug) of the turn end `turn_ended` at
@@ -242,7 +235,7 @@ impl Supervisor {
             .filter_map(|(slug, observed)| Captured::of(slug, observed.ok()?))
             .collect();
         let (changes, scheduled) = self.members.on_boundary(captured, wip, plan.continuation);
-        let changes = self.gate_reviews(changes);
+        let changes = (self.session).gate_reviews(changes, self.members.judge_gate_on());
         self.carry_out(ctx, changes);
         let judged = self.judge_gated(ctx);
         let scheduled = scheduled
