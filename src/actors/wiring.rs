@@ -14,15 +14,15 @@ use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::config::{MemberPlan, RuntimeConfig};
-use crate::delivery::{CatchUpEnd, CatchUpPlan, ReviewId, TurnEndPlanned};
+use crate::delivery::{turn_will_continue, CatchUpEnd, CatchUpPlan, ReviewId, TurnEndPlanned};
 use crate::domain::advice::Advisory;
 use crate::domain::host::HostEvent;
-use crate::domain::transcript::Transcript;
+use crate::domain::transcript::{Transcript, TranscriptMark};
 use crate::messages::delivery::{CatchUpFinished, CloseWindow, InjectAdvice, RaiseAdvice};
-use crate::messages::feed::SeedCursor;
+use crate::messages::feed::{ObserveTurn, SeedCursor, TurnObserved};
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn,
-    GetAgentStatus, NoticeRaised, ReviewFailed, ReviewQuarantined, SpendRecorded,
+    GetAgentStatus, NoticeRaised, QueueDelta, ReviewFailed, ReviewQuarantined, SpendRecorded,
 };
 use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::ModelClient;
@@ -202,6 +202,37 @@ fn start_executor(
             .with_redactor(redactor.clone())
             .with_advisor(label.clone())
     })
+}
+
+/// Re-primes the advisor of `children` after a quarantine (P5): its feed observes the
+/// whole transcript at `mark` (its cursor rewound already) and the capture is queued at its
+/// agent as one update of `epoch` up to turn end `turn`, silently.
+pub fn reprime(
+    children: &Children,
+    mark: TranscriptMark,
+    epoch: u64,
+    turn: u64,
+) -> impl std::future::Future<Output = ()> + 'static {
+    let wip = mark.read(turn_will_continue).unwrap_or(false);
+    let (feed, agent) = (children.feed.clone(), children.agent.clone());
+    async move {
+        let observed = feed.send(ObserveTurn {
+            transcript: mark,
+            wip,
+        });
+        if let Ok(TurnObserved::Captured {
+            update: Some(update),
+            ..
+        }) = observed.await
+        {
+            agent.do_send(QueueDelta {
+                epoch,
+                updates: vec![update],
+                wip,
+                turn,
+            });
+        }
+    }
 }
 
 /// How long a syncBacklog wait runs before the user is told what the agent waits for (S1).

@@ -492,10 +492,15 @@ impl Members {
     }
 
     /// A review of `advisor` was quarantined (P5): it drops what it held (CA8: the re-prime,
-    /// or the next turn end after its rewind, covers it).
-    pub fn drop_held(&mut self, advisor: Option<&AdvisorLabel>) {
-        if let Some(member) = self.members.iter_mut().find(|m| m.is(advisor)) {
+    /// or the next turn end after its rewind, covers it). Answers what a re-prime reads:
+    /// the last transcript and the member's turn end (0 for no member).
+    pub fn quarantined(&mut self, advisor: Option<&AdvisorLabel>) -> (Option<Transcript>, u64) {
+        let transcript = self.last_transcript.clone();
+        let member = self.members.iter_mut().find(|m| m.is(advisor));
+        let turn = member.as_ref().map_or(0, |m| m.turn());
+        if let Some(member) = member {
             member.cadence.drop_held();
         }
+        (transcript, turn)
     }
 }

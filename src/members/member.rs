@@ -6,7 +6,6 @@ use crate::domain::advice::AdvisorLabel;
 use crate::domain::host::RewriteKind;
 use crate::domain::transcript::Transcript;
 use crate::feed::Update;
-use crate::messages::feed::TurnObserved;
 use crate::review::cadence::{AdvisorCadence, Cadence};
 use crate::review::check_in::{CheckInCounts, CheckInWait};
 use crate::review::AskEnd;
@@ -114,24 +113,6 @@ pub struct Captured {
     pub update: Option<Update>,
     /// Whether its `when` matched (RO17).
     pub paths_match: bool,
-}
-
-impl Captured {
-    /// What the member `slug`'s feed captured at a turn end, when it `observed` a turn
-    /// (not a rewrite, not a superseded transcript).
-    pub fn of(slug: Option<String>, observed: TurnObserved) -> Option<Self> {
-        match observed {
-            TurnObserved::Captured {
-                update,
-                paths_match,
-            } => Some(Self {
-                slug,
-                update,
-                paths_match,
-            }),
-            TurnObserved::Rewrite | TurnObserved::Superseded => None,
-        }
-    }
 }
 
 /// A member whose review a boundary scheduled, and the catch-up it is waited on with (CA9).

@@ -11,7 +11,6 @@ use crate::config::{turn_end_may_wait, MemberPlan, RosterDiff, RuntimeConfig};
 use crate::domain::host::RewriteKind;
 use crate::domain::transcript::Transcript;
 use crate::gate::request::GateTranscript;
-use crate::messages::delivery::RegisterAdvisor;
 use crate::model::ModelClient;
 use crate::review::AskEnd;
 use crate::roster::Roster;
@@ -115,21 +114,6 @@ impl Members {
                 (off, None)
             }
         }
-    }
-
-    /// What the router is told of the named member `slug` (RO10, RO15, RO16; CA6, CA16,
-    /// CA18: the entry's own review mode); `None` for the unnamed advisor.
-    pub fn registration(&self, slug: Option<&str>) -> Option<RegisterAdvisor> {
-        let member = self.get(slug)?;
-        let plan: &MemberPlan = member.plan();
-        Some(RegisterAdvisor {
-            label: plan.label.clone()?,
-            policy: plan.policy,
-            max_notes: plan.max_notes,
-            max_severity: plan.max_severity,
-            // SP6: at agent-end once its spend ceiling switched it.
-            review_mode: member.cadence_in_effect(&self.config.settings).mode,
-        })
     }
 
     /// The member the action gate asks (GT10, see [`Members::gate_choice`]), if any.

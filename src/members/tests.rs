@@ -797,3 +797,24 @@ fn c1_c2_c4_a_command_line_is_answered_here_or_handed_to_the_actor() {
     assert_eq!(usage, crate::command::USAGE);
     assert!(changes.is_empty());
 }
+
+#[test]
+fn p5_ca8_a_quarantine_drops_what_the_member_held_and_answers_what_a_reprime_reads() {
+    let mut members = started(config());
+    members.turn_ended(&transcript(3));
+    members.hold_back(None, vec![Update::Text("held".into())]);
+    let turn = members.get(None).map(Member::turn);
+    let (read, at) = members.quarantined(None);
+    assert_eq!(read.map(|t| t.len()), Some(3), "the last transcript");
+    assert_eq!(Some(at), turn);
+    assert!(
+        members.send_held(None).is_none(),
+        "CA8: what it held is dropped, the re-prime covers it"
+    );
+    let stranger = AdvisorLabel::new("nobody", "Nobody");
+    assert_eq!(
+        members.quarantined(Some(&stranger)).1,
+        0,
+        "no member: turn 0"
+    );
+}

@@ -8,6 +8,7 @@ use crate::delivery::{
     CatchUpEnd, CatchUpPlan, LastPrompt, RaiseOutcome, ReviewId, ReviewRef, TurnEndPlanned,
 };
 use crate::domain::advice::{AdvisorLabel, Advisory, Delivery};
+use crate::members::Members;
 
 /// The advisor called `advise` (mid-review, G3).
 #[derive(Debug, Clone, ActixMessage)]
@@ -92,6 +93,23 @@ pub struct PlanTurnEnd {
     pub last_prompt: LastPrompt,
     /// The unnamed advisor's review mode as the settings say now (CA1, CA5).
     pub review_mode: crate::settings::ReviewMode,
+}
+
+impl RegisterAdvisor {
+    /// What the router is told of the named member `slug` of `members` (RO10, RO15, RO16;
+    /// CA6, CA16, CA18: the entry's own review mode); `None` for the unnamed advisor.
+    pub(crate) fn of(members: &Members, slug: Option<&str>) -> Option<Self> {
+        let member = members.get(slug)?;
+        let plan = member.plan();
+        Some(Self {
+            label: plan.label.clone()?,
+            policy: plan.policy,
+            max_notes: plan.max_notes,
+            max_severity: plan.max_severity,
+            // SP6: at agent-end once its spend ceiling switched it.
+            review_mode: member.cadence_in_effect(&members.config().settings).mode,
+        })
+    }
 }
 
 /// What the supervisor sends the router for a turn end's `plan`

@@ -12,7 +12,8 @@ use crate::actors::wiring::AgentReports;
 use crate::domain::transcript::Transcript;
 use crate::members::{Member, MemberChange, Members};
 use crate::messages::delivery::{
-    PauseAdvisor, RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery, SetDeliveryEnabled,
+    PauseAdvisor, RegisterAdvisor, RegisterUnnamedAdvisor, RemoveAdvisor, ResetDelivery,
+    SetDeliveryEnabled,
 };
 use crate::messages::review::{QueueDelta, ResumeReviews};
 
@@ -44,7 +45,7 @@ impl Supervisor {
                 self.router().do_send(RemoveAdvisor { advisor });
             }
             MemberChange::Register { slug } => {
-                if let Some(register) = self.members.registration(Some(&slug)) {
+                if let Some(register) = RegisterAdvisor::of(&self.members, Some(&slug)) {
                     self.router().do_send(register);
                 }
             }
@@ -110,7 +111,7 @@ impl Supervisor {
         let members: &Members = &self.members;
         self.links
             .watchdog(members.config(), ctx.address().recipient());
-        if let Some(register) = members.registration(slug.as_deref()) {
+        if let Some(register) = RegisterAdvisor::of(members, slug.as_deref()) {
             router.do_send(register);
         }
         let Some(plan) = members.get(slug.as_deref()).map(Member::plan) else {

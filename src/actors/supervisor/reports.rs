@@ -7,9 +7,10 @@
 use actix::{AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
 
 use super::Supervisor;
-use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
+use crate::actors::wiring::reprime;
+use crate::messages::feed::RewindCursor;
 use crate::messages::review::{
-    AdvisorPaused, AskAdvisor, BacklogDropped, CheckedIn, NoticeRaised, PendingReviews, QueueDelta,
+    AdvisorPaused, AskAdvisor, BacklogDropped, CheckedIn, NoticeRaised, PendingReviews,
     RestoreReviews, ReviewFailed, ReviewQuarantined,
 };
 use crate::review::failure::{dropped_notice, pause_notice, quarantine_notice};
@@ -53,51 +54,19 @@ impl Handler<ReviewQuarantined> for Supervisor {
         if msg.epoch != self.members.epoch() {
             return;
         }
-        let epoch = self.members.epoch();
-        let transcript = self.members.last_transcript().cloned();
-        let turn = self
-            .members
-            .iter()
-            .find(|m| m.is(msg.advisor.as_ref()))
-            .map_or(0, |m| m.turn());
-        // The re-prime (or the next turn end after a rewind) covers what it held (CA8).
-        self.members.drop_held(msg.advisor.as_ref());
+        let (transcript, turn) = self.members.quarantined(msg.advisor.as_ref());
         let slug = msg.advisor.as_ref().map(|l| &*l.slug);
         let Some(children) = self.links.actors_of(slug).and_then(|a| a.children.as_ref()) else {
             return;
         };
         children.feed.do_send(RewindCursor);
-        if msg.reprime {
-            // P5: silently, the whole current transcript as one update (R1 bounds it).
-            if let Some(transcript) = &transcript {
-                let mark = transcript.mark();
-                let wip = mark
-                    .read(crate::delivery::turn_will_continue)
-                    .unwrap_or(false);
-                let (feed, agent) = (children.feed.clone(), children.agent.clone());
-                let reprime = async move {
-                    let observed = feed.send(ObserveTurn {
-                        transcript: mark,
-                        wip,
-                    });
-                    if let Ok(TurnObserved::Captured {
-                        update: Some(update),
-                        ..
-                    }) = observed.await
-                    {
-                        agent.do_send(QueueDelta {
-                            epoch,
-                            updates: vec![update],
-                            wip,
-                            turn,
-                        });
-                    }
-                };
-                ctx.spawn(reprime.into_actor(self));
-            }
-        } else {
+        if !msg.reprime {
             self.links
                 .notice_about(msg.advisor.as_ref(), quarantine_notice(&msg.labels));
+        } else if let Some(transcript) = transcript {
+            // P5: silently, the whole current transcript as one update (R1 bounds it).
+            let reprime = reprime(children, transcript.mark(), msg.epoch, turn);
+            ctx.spawn(reprime.into_actor(self));
         }
     }
 }

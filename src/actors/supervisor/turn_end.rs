@@ -16,7 +16,6 @@ use crate::delivery::turn_end::TurnEndPlan;
 use crate::delivery::TurnEndPlanned;
 use crate::domain::host::RewriteKind;
 use crate::domain::transcript::TranscriptMark;
-use crate::members::Captured;
 use crate::messages::delivery::{turn_end_messages, CloseWindow, PlanTurnEnd};
 use crate::messages::feed::{ObserveTurn, TurnObserved};
 use crate::messages::host::PrimaryTurnEnded;
@@ -232,7 +231,7 @@ impl Supervisor {
         plan: &TurnEndPlanned,
     ) -> (Vec<CatchUp>, Option<JudgeDone>) {
         let captured = (slugs.into_iter().zip(outcomes))
-            .filter_map(|(slug, observed)| Captured::of(slug, observed.ok()?))
+            .filter_map(|(slug, observed)| observed.ok()?.captured(slug))
             .collect();
         let (changes, scheduled) = self.members.on_boundary(captured, wip, plan.continuation);
         let changes = (self.session).gate_reviews(changes, self.members.judge_gate_on());
