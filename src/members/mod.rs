@@ -4,6 +4,9 @@
 //! updates) and whether a turn end may be held. Each method answers the [`MemberChange`]s the
 //! actor carries out — start and stop actors, tell the router, queue a review — as the
 //! router's `RouterState` answers outcomes and events; nothing here sends or starts anything.
+//! Beside them: the `/advisor` commands ([`Members::run_command`], C1–C4), the status's parts
+//! (`status.rs`, C3, RO19) and what the Supervisor keeps over the session ([`SessionState`],
+//! `session.rs`).
 
 use std::sync::Arc;
 
