@@ -103,7 +103,8 @@
 //!   is started with (`MemberPlan`, `RosterDiff`; RO11–RO13, RO21).
 //! - `members` *(internal)*: the Supervisor's decisions about its members as plain state
 //!   (`Members`; RO12–RO21, R1, CA1–CA12, SP6, SP7): each answers the `MemberChange`s the
-//!   actor carries out.
+//!   actor carries out; the `/advisor` commands and the status's parts (C1–C4), and what
+//!   the Supervisor keeps over the session beside them (`SessionState`).
 //! - `setup`: one session's [`RuntimeConfig`] from what a host worked out ([`SessionSetup`]):
 //!   the models beside its own (G5, P6), WATCHDOG.md and the roster found where it is
 //!   (W1, RO1, RO23); `advisor replay` and `advisor serve` both build sessions with it.

@@ -5,6 +5,8 @@ pub mod agent_port;
 pub mod audit_log;
 pub mod delivery_router;
 pub mod event_forwarder;
+pub(crate) mod gate_ask;
+pub(crate) mod links;
 pub mod supervisor;
 pub mod tool_executor;
 pub mod transcript_feed;

@@ -9,16 +9,17 @@
 use actix::{Actor, ActorContext, Addr, Context, Handler, Recipient, ResponseFuture};
 
 use crate::actors::delivery_router::DeliveryRouter;
+use crate::actors::links::SupervisorLinks;
 use crate::config::RuntimeConfig;
+use crate::delivery::turn_end::TurnInFlight;
 use crate::domain::host::{HostEvent, RewriteKind, StepAdvice};
-use crate::members::{begins_conversation, Members};
+use crate::members::{Members, SessionState};
 use crate::messages::host::{
     CloseSession, DisposeSession, RunInterrupted, RunStateChanged, SessionTransitionChanged,
     TakeStepAdvice, TranscriptRewritten, UserPrompted,
 };
 use crate::messages::review::{AskEnd, FlushAudit, ReleaseWaiters};
-use state::{SessionState, SupervisorLinks, TurnInFlight};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// The supervisor actor; the [`crate::AdvisorHandle`] talks to it. A thin shell over
@@ -51,15 +52,14 @@ impl Supervisor {
     /// Shares `flag` with the session's handles: from now on it says whether a turn end
     /// may be held, so a handle waits for the answer only then (S1, D5, RO15).
     pub(crate) fn with_turn_end_flag(mut self, flag: Arc<AtomicBool>) -> Self {
-        self.session.turn_end_flag = flag;
+        self.session.share_turn_end_flag(flag);
         self.update_turn_end_flag();
         self
     }
 
     /// Stores [`Members::turn_end_may_wait`] in the flag the handles read.
     fn update_turn_end_flag(&self) {
-        let waits = self.members.turn_end_may_wait();
-        self.session.turn_end_flag.store(waits, Ordering::Release);
+        (self.session).set_turn_end_may_wait(self.members.turn_end_may_wait());
     }
 
     /// Seeds at `len` messages of the initial transcript (X4) instead of the length it has
@@ -81,38 +81,14 @@ impl Supervisor {
     }
 
     fn router(&mut self) -> Addr<DeliveryRouter> {
-        if let Some(router) = &self.links.router {
-            return router.clone();
-        }
-        let config = self.members.config();
-        let policy = config.settings.policy;
-        // The unnamed advisor's budget (RO12: a roster's shared value applies to it); a
-        // named advisor registers its own (RO10).
-        let max_notes = config.unnamed_plan().max_notes;
-        let immune_turns = config.settings.immune_turns;
-        let max_chars = config.settings.max_note_chars;
-        let spend_controls = config.settings.spend_controls;
-        let host = self.links.host.clone();
-        let tap = config.advice_tap.clone();
-        let router = actix::Supervisor::start(move |_| {
-            DeliveryRouter::new(policy, max_notes, immune_turns, host)
-                .with_max_note_chars(max_chars)
-                .with_spend_controls(spend_controls)
-                .with_tap(tap.clone())
-        });
-        self.links.router = Some(router.clone());
-        router
+        self.links.router(self.members.config())
     }
 
     /// A rewrite (R1): what the primary spent stays, the rewritten transcript is not counted
     /// again (SP5); [`Members::reset`] decides the rest.
     fn reset(&mut self, ctx: &mut Context<Self>, kind: RewriteKind) {
-        self.session.primary_spend.rewritten();
-        self.session.prompts.rewritten();
-        if begins_conversation(kind) {
-            // CA11: the other conversation began; the transition is over.
-            self.session.set_transitioning(false);
-        }
+        // CA11: another conversation beginning ends a transition.
+        self.session.rewritten(kind);
         let changes = self.members.reset(kind);
         self.carry_out(ctx, changes);
     }
@@ -202,7 +178,7 @@ impl Handler<DisposeSession> for Supervisor {
         let audits: Vec<_> = self
             .members
             .iter()
-            .filter_map(|m| self.actors_of(m.slug())?.audit.clone())
+            .filter_map(|m| self.links.actors_of(m.slug())?.audit.clone())
             .collect();
         Box::pin(async move {
             for audit in audits {
@@ -220,7 +196,6 @@ mod late_models;
 mod members;
 mod reload;
 mod reports;
-mod state;
 #[cfg(test)]
 mod tests;
 mod turn_end;

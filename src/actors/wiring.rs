@@ -14,15 +14,15 @@ use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::tool_executor::ToolExecutor;
 use crate::actors::transcript_feed::TranscriptFeed;
 use crate::config::{MemberPlan, RuntimeConfig};
-use crate::delivery::{CatchUpEnd, CatchUpPlan, ReviewId};
+use crate::delivery::{turn_will_continue, CatchUpEnd, CatchUpPlan, ReviewId, TurnEndPlanned};
 use crate::domain::advice::Advisory;
 use crate::domain::host::HostEvent;
-use crate::domain::transcript::Transcript;
-use crate::messages::delivery::{CatchUpFinished, InjectAdvice, RaiseAdvice};
-use crate::messages::feed::SeedCursor;
+use crate::domain::transcript::{Transcript, TranscriptMark};
+use crate::messages::delivery::{CatchUpFinished, CloseWindow, InjectAdvice, RaiseAdvice};
+use crate::messages::feed::{ObserveTurn, SeedCursor, TurnObserved};
 use crate::messages::review::{
     AdvisorPaused, AppendAudit, AwaitBacklog, BacklogDropped, BacklogWait, CheckedIn,
-    GetAgentStatus, NoticeRaised, ReviewFailed, ReviewQuarantined, SpendRecorded,
+    GetAgentStatus, NoticeRaised, QueueDelta, ReviewFailed, ReviewQuarantined, SpendRecorded,
 };
 use crate::messages::watchdog::GetWatchdogPrompt;
 use crate::model::ModelClient;
@@ -60,6 +60,31 @@ pub struct AgentReports {
     pub checked_in: Recipient<CheckedIn>,
     /// What each model run spent (SP6).
     pub spent: Recipient<SpendRecorded>,
+}
+
+impl AgentReports {
+    /// Every report to `actor` (the supervisor).
+    pub fn to<A>(actor: &Addr<A>) -> Self
+    where
+        A: actix::Actor<Context = actix::Context<A>>
+            + actix::Handler<ReviewFailed>
+            + actix::Handler<BacklogDropped>
+            + actix::Handler<AdvisorPaused>
+            + actix::Handler<ReviewQuarantined>
+            + actix::Handler<NoticeRaised>
+            + actix::Handler<CheckedIn>
+            + actix::Handler<SpendRecorded>,
+    {
+        Self {
+            failed: actor.clone().recipient(),
+            dropped: actor.clone().recipient(),
+            paused: actor.clone().recipient(),
+            quarantined: actor.clone().recipient(),
+            notices: actor.clone().recipient(),
+            checked_in: actor.clone().recipient(),
+            spent: actor.clone().recipient(),
+        }
+    }
 }
 
 /// What one advisor run is linked to beside the supervisor.
@@ -179,6 +204,37 @@ fn start_executor(
     })
 }
 
+/// Re-primes the advisor of `children` after a quarantine (P5): its feed observes the
+/// whole transcript at `mark` (its cursor rewound already) and the capture is queued at its
+/// agent as one update of `epoch` up to turn end `turn`, silently.
+pub fn reprime(
+    children: &Children,
+    mark: TranscriptMark,
+    epoch: u64,
+    turn: u64,
+) -> impl std::future::Future<Output = ()> + 'static {
+    let wip = mark.read(turn_will_continue).unwrap_or(false);
+    let (feed, agent) = (children.feed.clone(), children.agent.clone());
+    async move {
+        let observed = feed.send(ObserveTurn {
+            transcript: mark,
+            wip,
+        });
+        if let Ok(TurnObserved::Captured {
+            update: Some(update),
+            ..
+        }) = observed.await
+        {
+            agent.do_send(QueueDelta {
+                epoch,
+                updates: vec![update],
+                wip,
+                turn,
+            });
+        }
+    }
+}
+
 /// How long a syncBacklog wait runs before the user is told what the agent waits for (S1).
 pub const SLOW_WAIT_NOTICE_AFTER: Duration = Duration::from_secs(5);
 
@@ -238,6 +294,38 @@ pub struct TurnWaits {
     /// Set while a session transition is being prepared (CA11): a wait starting then
     /// returns at once (a catch-up block ends as released).
     pub released: Arc<AtomicBool>,
+}
+
+/// Completes (with an error: nothing is sent) once the triage judge's decision was carried
+/// out (SP9).
+pub type JudgeDone = tokio::sync::oneshot::Receiver<()>;
+
+/// What observing a turn answers: the router's plan, the members whose review was
+/// scheduled (CA9) and the judge's decision to wait for (SP9).
+pub type Observed = (TurnEndPlanned, Vec<CatchUp>, Option<JudgeDone>);
+
+/// The wait of a turn end (S1, D5, CA9): once the turn is `observed`, the judge decides
+/// (SP9), the catch-up waits run as `waits` say with the router's plan and the scheduled
+/// reviews filled in, and the window's notes go out (CA13).
+pub async fn wait_turn_end(
+    observed: tokio::sync::oneshot::Receiver<Observed>,
+    mut waits: TurnWaits,
+) {
+    let (planned, scheduled, judged) = observed.await.unwrap_or_default();
+    if let Some(judged) = judged {
+        // SP9: the judge decides (10 s at most) before the catch-up waits.
+        let _ = judged.await;
+    }
+    let window = planned.window;
+    let router = waits.router.clone();
+    waits.scheduled = scheduled;
+    waits.plan = planned.catch_up;
+    wait_after_turn(waits).await;
+    // CA13: the waits are over; the window's notes go out as one message before the turn
+    // end returns.
+    if let Some(window) = window {
+        let _ = router.send(CloseWindow { window }).await;
+    }
 }
 
 /// The wait a turn end makes: the catch-up block when the router planned one (D5), else

@@ -65,6 +65,34 @@ impl TurnEndPlan {
     }
 }
 
+/// The `PrimaryTurnEnded` calls still waiting (S1) and whether a close was asked for
+/// meanwhile: a close lets them answer first (R2).
+#[derive(Debug, Default)]
+pub struct TurnInFlight {
+    waiting: usize,
+    closing: bool,
+}
+
+impl TurnInFlight {
+    /// A turn end starts waiting.
+    pub fn begin(&mut self) {
+        self.waiting += 1;
+    }
+
+    /// A waiting turn end answered; true when the supervisor should stop now (a close was
+    /// asked for and it was the last one).
+    pub fn end(&mut self) -> bool {
+        self.waiting = self.waiting.saturating_sub(1);
+        self.closing && self.waiting == 0
+    }
+
+    /// A close was asked for; true when the supervisor may stop at once (nothing waits).
+    pub fn close(&mut self) -> bool {
+        self.closing = true;
+        self.waiting == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +165,30 @@ mod tests {
         let t = Transcript::from_messages([TranscriptMessage::user("go")]);
         let plan = TurnEndPlan::decide(&t.mark(), None, false, false, &mut PromptCursor::default());
         assert!(!plan.review && !plan.terminal && !plan.wip);
+    }
+
+    #[test]
+    fn r2_a_close_with_nothing_waiting_stops_at_once() {
+        let mut turns = TurnInFlight::default();
+        assert!(turns.close());
+    }
+
+    #[test]
+    fn r2_a_close_waits_for_the_last_turn_end_to_answer() {
+        let mut turns = TurnInFlight::default();
+        turns.begin();
+        turns.begin();
+        assert!(!turns.close(), "two turn ends still wait");
+        assert!(!turns.end(), "one still waits");
+        assert!(turns.end(), "the last one answered: stop");
+    }
+
+    #[test]
+    fn s1_turn_ends_answering_without_a_close_never_stop() {
+        let mut turns = TurnInFlight::default();
+        turns.begin();
+        assert!(!turns.end());
+        turns.begin();
+        assert!(!turns.end());
     }
 }

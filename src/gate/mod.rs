@@ -11,14 +11,18 @@
 //!   on the output quarantine's reading of a shell command (P5);
 //! - [`verdict`]: the gate model's request (the recent transcript, the proposed call, the
 //!   project's rules) and the strict reading of its JSON answer (GT3, GT4);
+//! - [`request`]: the prompt of a proposed call, its model's time and the conversation it
+//!   is shown (GT3, GT12);
 //! - [`state`]: one session's gate: the decision cache (GT6), the breaker (GT7), the fail
 //!   mode (GT5) and the counters (GT8).
 //!
-//! The supervisor runs it off its mailbox (`actors/supervisor/action_gate.rs`); a host
+//! The supervisor runs it off its mailbox (`actors/supervisor/action_gate.rs`, gathering the
+//! request's parts in `actors/gate_ask.rs`); a host
 //! reaches it through `AdvisorHandle::gate`, `advisor serve`'s `session/gate`, the pi
 //! extension's `tool_call` handler, and `advisor eval --gate` measures it.
 
 pub mod classify;
+pub mod request;
 pub mod state;
 pub mod verdict;
 

@@ -151,6 +151,26 @@ impl GateState {
         GateStep::AskModel
     }
 
+    /// The verdict of `step` when the model is not asked (GT5): the one decided, or, when
+    /// the model was to be asked and there is none, the fail mode's.
+    pub fn without_model(
+        &mut self,
+        step: GateStep,
+        key: ActionKey,
+        policy: GatePolicy,
+    ) -> GateVerdict {
+        match step {
+            GateStep::Decided(verdict) => verdict,
+            GateStep::AskModel => {
+                let run = GateRun {
+                    outcome: Err(GateError::NoModel),
+                    usage: Usage::default(),
+                };
+                self.finish(key, &run, policy)
+            }
+        }
+    }
+
     /// The verdict after the model's `run` for the action of `key` (GT4, GT5): its answer,
     /// cached for the session, through the breaker; a failure goes to the fail mode.
     pub fn finish(&mut self, key: ActionKey, run: &GateRun, policy: GatePolicy) -> GateVerdict {

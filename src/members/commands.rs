@@ -2,7 +2,8 @@
 //! late models, check-ins (SP7) and the spend ceilings (SP6): more of its decisions, each
 //! answering the [`MemberChange`]s the actor carries out.
 
-use crate::domain::advice::AdvisorLabel;
+use crate::command::{parse_command, AdvisorCommand};
+use crate::domain::advice::{AdvisorLabel, Advisory};
 use crate::feed::Update;
 use crate::model::Usage;
 use crate::review::cadence::{held_dropped_notice, Boundary, Decision};
@@ -12,6 +13,31 @@ use crate::status::{CeilingAction, PrimarySpend};
 use crate::texts::notice;
 
 use super::*;
+
+/// What a `/advisor` command line comes to ([`Members::run_command`]).
+#[derive(Debug)]
+pub enum CommandRun {
+    /// Answered now (C1, RO19, or the usage line), with the changes to carry out.
+    Answered(String, Vec<MemberChange>),
+    /// `/advisor test` (C2): `advisory` injected as the `nth` test of `epoch`.
+    Test {
+        /// The session's epoch.
+        epoch: u64,
+        /// The number of this injection.
+        nth: u64,
+        /// The note to deliver.
+        advisory: Advisory,
+    },
+    /// `/advisor status` (C3): the actor gathers it.
+    Status,
+    /// `/advisor dump` (C4, RO19): the actor gathers it.
+    Dump {
+        /// Whether `raw` was given.
+        raw: bool,
+        /// The advisor named, as typed.
+        advisor: Option<String>,
+    },
+}
 
 impl Members {
     /// `/advisor on` (C1, RO19): the whole roster, members paused by `/advisor off NAME`
@@ -163,6 +189,35 @@ impl Members {
             });
         }
         self.stop(index, self.epoch + 1, AskEnd::TurnedOff, changes);
+    }
+
+    /// Runs the `/advisor` command `line` (C1–C4, RO19): on, off and toggle, for the roster
+    /// or one named advisor, are answered here with their changes; a test, the status and a
+    /// dump are the actor's to gather; anything else gets the usage line.
+    pub fn run_command(&mut self, line: &str) -> CommandRun {
+        let (reply, changes) = match parse_command(line) {
+            Ok(AdvisorCommand::Toggle) => self.toggle(),
+            Ok(AdvisorCommand::On { advisor: None }) => self.enable(),
+            Ok(AdvisorCommand::Off { advisor: None }) => self.disable(AskEnd::TurnedOff),
+            Ok(AdvisorCommand::On {
+                advisor: Some(name),
+            }) => self.member_on(&name),
+            Ok(AdvisorCommand::Off {
+                advisor: Some(name),
+            }) => self.member_off(&name),
+            Ok(AdvisorCommand::Test(advisory)) => {
+                let (epoch, nth) = self.next_test();
+                return CommandRun::Test {
+                    epoch,
+                    nth,
+                    advisory,
+                };
+            }
+            Ok(AdvisorCommand::Status) => return CommandRun::Status,
+            Ok(AdvisorCommand::Dump { raw, advisor }) => return CommandRun::Dump { raw, advisor },
+            Err(usage) => (usage, Vec::new()),
+        };
+        CommandRun::Answered(reply, changes)
     }
 
     /// `/advisor test` (C2): the epoch and the number of this injection.
@@ -437,10 +492,15 @@ impl Members {
     }
 
     /// A review of `advisor` was quarantined (P5): it drops what it held (CA8: the re-prime,
-    /// or the next turn end after its rewind, covers it).
-    pub fn drop_held(&mut self, advisor: Option<&AdvisorLabel>) {
-        if let Some(member) = self.members.iter_mut().find(|m| m.is(advisor)) {
+    /// or the next turn end after its rewind, covers it). Answers what a re-prime reads:
+    /// the last transcript and the member's turn end (0 for no member).
+    pub fn quarantined(&mut self, advisor: Option<&AdvisorLabel>) -> (Option<Transcript>, u64) {
+        let transcript = self.last_transcript.clone();
+        let member = self.members.iter_mut().find(|m| m.is(advisor));
+        let turn = member.as_ref().map_or(0, |m| m.turn());
+        if let Some(member) = member {
             member.cadence.drop_held();
         }
+        (transcript, turn)
     }
 }

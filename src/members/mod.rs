@@ -4,12 +4,16 @@
 //! updates) and whether a turn end may be held. Each method answers the [`MemberChange`]s the
 //! actor carries out — start and stop actors, tell the router, queue a review — as the
 //! router's `RouterState` answers outcomes and events; nothing here sends or starts anything.
+//! Beside them: the `/advisor` commands ([`Members::run_command`], C1–C4), the status's parts
+//! (`status.rs`, C3, RO19) and what the Supervisor keeps over the session ([`SessionState`],
+//! `session.rs`).
 
 use std::sync::Arc;
 
 use crate::config::{turn_end_may_wait, MemberPlan, RosterDiff, RuntimeConfig};
 use crate::domain::host::RewriteKind;
 use crate::domain::transcript::Transcript;
+use crate::gate::request::GateTranscript;
 use crate::model::ModelClient;
 use crate::review::AskEnd;
 use crate::roster::Roster;
@@ -17,9 +21,14 @@ use crate::texts::notice;
 
 mod commands;
 mod member;
+mod session;
+mod status;
 
+pub use commands::CommandRun;
 use member::changes_branch;
 pub use member::{begins_conversation, Captured, Member, MemberChange, Scheduled};
+pub use session::SessionState;
+pub use status::SessionCounts;
 
 /// The session's members and the Supervisor's state about them: its configuration (whose
 /// roster a reload replaces), the enabled flag, the epoch (R1), the last transcript and
@@ -118,6 +127,23 @@ impl Members {
                 && !m.held_off
                 && m.gate_settings(settings).mode != crate::settings::GateMode::Off
         })
+    }
+
+    /// The slug of the member the action gate asks (GT10), if any, and what the gate's
+    /// conversation is made of beside that member's own context (GT3).
+    pub fn gate_view(&self) -> (Option<Option<String>>, GateTranscript) {
+        let member = self.gate_member().map(|m| m.slug().map(str::to_string));
+        let turn_lens = (member.as_ref())
+            .map(|slug| self.turn_lens(slug.as_deref()))
+            .unwrap_or_default();
+        let transcript = self.last_transcript().cloned();
+        (
+            member,
+            GateTranscript {
+                transcript,
+                turn_lens,
+            },
+        )
     }
 
     /// The transcript's length at the newest turn ends of the member `slug`, as (turn end,

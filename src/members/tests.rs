@@ -708,3 +708,113 @@ fn sp6_an_entry_past_its_own_ceiling_reviews_at_agent_end_and_past_twice_it_is_p
     );
     assert!(members.check_spend_ceilings(Some(&primary)).0.is_empty());
 }
+
+#[test]
+fn c3_ro19_the_status_takes_each_named_advisor_s_agent_and_deliveries_in_member_order() {
+    let members = started(roster_config(vec![entry("Sec")], false));
+    let parts = members.status_parts(SessionCounts::default());
+    let slugs: Vec<_> = members
+        .iter()
+        .map(|m| m.slug().map(str::to_string))
+        .collect();
+    let agents = slugs
+        .iter()
+        .map(|slug| {
+            slug.as_ref().map(|_| crate::review::AgentStatus {
+                paused: Some("rate limited".into()),
+                model: Some("m2".into()),
+                reviews: 3,
+                ..Default::default()
+            })
+        })
+        .collect();
+    let mut delivery = crate::status::DeliveryStatus::default();
+    let counts = crate::status::DeliveryCounts {
+        aside: 2,
+        ..Default::default()
+    };
+    delivery.per_advisor.insert("sec".into(), counts.clone());
+    let status = parts.assemble(Some(delivery), agents);
+    assert_eq!(status.advisors.len(), 1, "{status:?}");
+    let sec = &status.advisors[0];
+    assert_eq!(sec.slug, "sec");
+    // Enabled and not paused by the user, its agent paused: failing, with the agent's reason.
+    assert_eq!(sec.state, AdvisorState::Failing);
+    assert_eq!(sec.reason.as_deref(), Some("rate limited"));
+    assert_eq!(sec.model.as_deref(), Some("m2"));
+    assert_eq!(sec.deliveries, counts);
+    assert_eq!(
+        status.agent.reviews, 3,
+        "the roster's totals are its advisors'"
+    );
+}
+
+#[test]
+fn sp9_gt8_the_status_shows_the_gates_counters_only_while_they_are_on_or_saw_a_call() {
+    let members = started(config());
+    let mut counts = SessionCounts::default();
+    counts.gate.judge_requests = 1;
+    let status = members
+        .status_parts(counts.clone())
+        .assemble(None, vec![None]);
+    assert_eq!(
+        status.spend.gate, None,
+        "no judge model: the triage gate is off"
+    );
+    assert_eq!(status.spend.action_gate, None, "off and no call seen");
+    counts.action_gate.proposed = 1;
+    let status = members.status_parts(counts).assemble(None, vec![None]);
+    assert_eq!(status.spend.action_gate.map(|c| c.proposed), Some(1));
+}
+
+#[test]
+fn c1_c2_c4_a_command_line_is_answered_here_or_handed_to_the_actor() {
+    let mut members = started(config());
+    let CommandRun::Answered(line, _) = members.run_command("/advisor off") else {
+        panic!("off is answered here");
+    };
+    assert_eq!(line, notice("off", &[]));
+    assert!(!members.enabled());
+    assert!(matches!(
+        members.run_command("/advisor status"),
+        CommandRun::Status
+    ));
+    assert!(matches!(
+        members.run_command("/advisor dump raw"),
+        CommandRun::Dump {
+            raw: true,
+            advisor: None
+        }
+    ));
+    let CommandRun::Test { nth, advisory, .. } = members.run_command("/advisor test nit Look")
+    else {
+        panic!("a test is the actor's to inject");
+    };
+    assert_eq!((nth, advisory.note.as_str()), (1, "Look"));
+    let CommandRun::Answered(usage, changes) = members.run_command("/advisor frobnicate") else {
+        panic!("the usage line");
+    };
+    assert_eq!(usage, crate::command::USAGE);
+    assert!(changes.is_empty());
+}
+
+#[test]
+fn p5_ca8_a_quarantine_drops_what_the_member_held_and_answers_what_a_reprime_reads() {
+    let mut members = started(config());
+    members.turn_ended(&transcript(3));
+    members.hold_back(None, vec![Update::Text("held".into())]);
+    let turn = members.get(None).map(Member::turn);
+    let (read, at) = members.quarantined(None);
+    assert_eq!(read.map(|t| t.len()), Some(3), "the last transcript");
+    assert_eq!(Some(at), turn);
+    assert!(
+        members.send_held(None).is_none(),
+        "CA8: what it held is dropped, the re-prime covers it"
+    );
+    let stranger = AdvisorLabel::new("nobody", "Nobody");
+    assert_eq!(
+        members.quarantined(Some(&stranger)).1,
+        0,
+        "no member: turn 0"
+    );
+}

@@ -2,11 +2,13 @@
 
 use actix::Message as ActixMessage;
 
+use crate::delivery::turn_end::TurnEndPlan;
 pub use crate::delivery::DeliveryStatus;
 use crate::delivery::{
     CatchUpEnd, CatchUpPlan, LastPrompt, RaiseOutcome, ReviewId, ReviewRef, TurnEndPlanned,
 };
 use crate::domain::advice::{AdvisorLabel, Advisory, Delivery};
+use crate::members::Members;
 
 /// The advisor called `advise` (mid-review, G3).
 #[derive(Debug, Clone, ActixMessage)]
@@ -91,6 +93,45 @@ pub struct PlanTurnEnd {
     pub last_prompt: LastPrompt,
     /// The unnamed advisor's review mode as the settings say now (CA1, CA5).
     pub review_mode: crate::settings::ReviewMode,
+}
+
+impl RegisterAdvisor {
+    /// What the router is told of the named member `slug` of `members` (RO10, RO15, RO16;
+    /// CA6, CA16, CA18: the entry's own review mode); `None` for the unnamed advisor.
+    pub(crate) fn of(members: &Members, slug: Option<&str>) -> Option<Self> {
+        let member = members.get(slug)?;
+        let plan = member.plan();
+        Some(Self {
+            label: plan.label.clone()?,
+            policy: plan.policy,
+            max_notes: plan.max_notes,
+            max_severity: plan.max_severity,
+            // SP6: at agent-end once its spend ceiling switched it.
+            review_mode: member.cadence_in_effect(&members.config().settings).mode,
+        })
+    }
+}
+
+/// What the supervisor sends the router for a turn end's `plan`
+/// ([`TurnEndPlan::decide`]): the seed guard at `epoch` when the plan seeds it (P3), then
+/// the router's [`PlanTurnEnd`] (D4, D7, P1, CA13, CA17), with the unnamed advisor's
+/// `review_mode` as the settings say now (CA1, CA5).
+pub(crate) fn turn_end_messages(
+    plan: TurnEndPlan,
+    epoch: u64,
+    review_mode: crate::settings::ReviewMode,
+) -> (Option<SeedGuard>, PlanTurnEnd) {
+    let seed = (plan.seed_guard).map(|advisories| SeedGuard { epoch, advisories });
+    let planned = PlanTurnEnd {
+        terminal: plan.terminal,
+        answered: plan.answered,
+        wip: plan.wip,
+        can_wait: plan.review,
+        window: plan.window,
+        last_prompt: plan.last_prompt,
+        review_mode,
+    };
+    (seed, planned)
 }
 
 /// The turn end's waits are over (supervisor → router, CA13): the final-boundary window
@@ -223,4 +264,36 @@ pub struct RegisterUnnamedAdvisor {
     /// Its D8 budget per update: the roster's shared `maxNotesPerUpdate`, else the
     /// session's.
     pub max_notes: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::ReviewMode;
+
+    fn plan(seed: Option<Vec<Advisory>>) -> TurnEndPlan {
+        TurnEndPlan {
+            terminal: true,
+            answered: true,
+            wip: false,
+            window: true,
+            seed_guard: seed,
+            review: true,
+            last_prompt: LastPrompt::default(),
+        }
+    }
+
+    #[test]
+    fn p3_a_turn_end_seeds_the_guard_at_the_epoch_only_when_its_plan_says_so() {
+        let note = Advisory::new("Check the null case", None);
+        let (seed, planned) = turn_end_messages(plan(Some(vec![note])), 3, ReviewMode::AgentEnd);
+        let seed = seed.expect("the plan seeds the guard");
+        assert_eq!(seed.epoch, 3);
+        assert_eq!(seed.advisories[0].note, "Check the null case");
+        assert!(planned.terminal && planned.answered && !planned.wip);
+        assert!(planned.can_wait && planned.window);
+        assert_eq!(planned.review_mode, ReviewMode::AgentEnd);
+        let (seed, _) = turn_end_messages(plan(None), 3, ReviewMode::AgentEnd);
+        assert!(seed.is_none());
+    }
 }

@@ -4,6 +4,7 @@ use actix::Message as ActixMessage;
 
 use crate::domain::transcript::{Transcript, TranscriptMark};
 use crate::feed::Update;
+use crate::members::Captured;
 
 /// Takes a turn end: the feed captures the delta (CA3) and answers it.
 #[derive(Debug, Clone, ActixMessage)]
@@ -31,6 +32,24 @@ pub enum TurnObserved {
     /// The host replaced the transcript before the feed read this turn: nothing was
     /// captured and the cursor did not move (the host's rewrite follows).
     Superseded,
+}
+
+impl TurnObserved {
+    /// What the member `slug`'s feed captured, when it observed the turn (not a rewrite,
+    /// not a superseded transcript).
+    pub(crate) fn captured(self, slug: Option<String>) -> Option<Captured> {
+        match self {
+            TurnObserved::Captured {
+                update,
+                paths_match,
+            } => Some(Captured {
+                slug,
+                update,
+                paths_match,
+            }),
+            TurnObserved::Rewrite | TurnObserved::Superseded => None,
+        }
+    }
 }
 
 /// Moves the cursor to the transcript's end without a delta (X4).

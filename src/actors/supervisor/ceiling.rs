@@ -8,8 +8,6 @@ use actix::{ActorFutureExt, Addr, AsyncContext, Context, Handler};
 use super::Supervisor;
 use crate::actors::audit_log::AuditLog;
 use crate::messages::review::{GetRestoredUsage, SpendRecorded};
-use crate::status::{AdvisorStatus, CeilingStatus};
-use crate::texts::notice;
 
 impl Handler<SpendRecorded> for Supervisor {
     type Result = ();
@@ -39,53 +37,11 @@ impl Supervisor {
     /// Checks every member's spend ceiling against the primary's spend so far (SP6) and
     /// carries out what [`crate::members::Members::check_spend_ceilings`] decided.
     pub(super) fn check_spend_ceilings(&mut self, ctx: &mut Context<Self>) {
-        let primary = self.session.primary_spend.spend();
+        let primary = self.session.primary_spend();
         let (lines, changes) = self.members.check_spend_ceilings(primary.as_ref());
         for (advisor, text) in lines {
-            self.notice_about(advisor.as_ref(), text);
+            self.links.notice_about(advisor.as_ref(), text);
         }
         self.carry_out(ctx, changes);
-    }
-
-    /// The ceilings for status (SP6), taken now and filled in once the agents answered.
-    pub(super) fn ceiling_part(&self) -> CeilingPart {
-        let settings = &self.members.config().settings;
-        let members = self
-            .members
-            .iter()
-            .map(|m| {
-                let (status, paused) = m.ceiling_status(settings);
-                (m.slug().map(str::to_string), status, paused)
-            })
-            .collect();
-        CeilingPart { members }
-    }
-}
-
-/// The members' ceilings as status shows them (SP6): by slug (`None`: the unnamed
-/// advisor), with whether the ceiling paused it.
-pub(super) struct CeilingPart {
-    members: Vec<(Option<String>, Option<CeilingStatus>, bool)>,
-}
-
-impl CeilingPart {
-    /// Fills in `status`, its spend already added (SP5): each named advisor's ceiling in its
-    /// spend, the unnamed advisor's in the session's, and its pause as the status's.
-    pub(super) fn fill(self, status: &mut AdvisorStatus) {
-        for (slug, ceiling, paused) in self.members {
-            match slug {
-                Some(slug) => {
-                    if let Some(line) = status.advisors.iter_mut().find(|a| a.slug == slug) {
-                        line.spend.ceiling = ceiling;
-                    }
-                }
-                None => {
-                    status.spend.advisors.ceiling = ceiling;
-                    if paused {
-                        status.paused = Some(notice("reasonCeiling", &[]));
-                    }
-                }
-            }
-        }
     }
 }

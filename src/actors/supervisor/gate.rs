@@ -7,65 +7,19 @@
 use actix::{ActorFutureExt, AsyncContext, Context, WrapFuture};
 
 use super::Supervisor;
-use crate::feed::{batch_parts, Update};
-use crate::members::MemberChange;
+use crate::actors::wiring::JudgeDone;
+use crate::feed::batch_parts;
 use crate::messages::review::QueueDelta;
 use crate::render::ExpandedMemory;
 use crate::review::judge_gate::{ask_judge, decide, GateDecision};
 
-/// Completes (with an error: nothing is sent) once the judge's decision was carried out.
-pub(super) type JudgeDone = tokio::sync::oneshot::Receiver<()>;
-
-/// A work-in-progress review waiting for the judge: whose, and its parts.
-pub(super) struct GatedReview {
-    /// The member's slug (`None`: the unnamed advisor).
-    pub slug: Option<String>,
-    /// The parts of the one review (CA3).
-    pub updates: Vec<Update>,
-    /// The member's turn end the review covers up to (SP7: a check-in counts from it).
-    pub turn: u64,
-}
-
 impl Supervisor {
-    /// Whether WIP reviews go through the judge now (SP9): `advisor.judgeGate`, read live,
-    /// and a judge model the host built.
-    pub(super) fn gate_on(&self) -> bool {
-        let config = self.members.config();
-        config.settings.judge_gate && config.judge_model.is_some()
-    }
-
-    /// Takes the WIP reviews out of a boundary's `changes` while the gate is on (SP9): they
-    /// wait for the judge ([`Supervisor::judge_gated`]); final ones go as they are.
-    pub(super) fn gate_reviews(&mut self, changes: Vec<MemberChange>) -> Vec<MemberChange> {
-        if !self.gate_on() {
-            return changes;
-        }
-        let mut rest = Vec::with_capacity(changes.len());
-        for change in changes {
-            match change {
-                MemberChange::Queue {
-                    slug,
-                    updates,
-                    wip: true,
-                    turn,
-                    ..
-                } => self.session.gated.push(GatedReview {
-                    slug,
-                    updates,
-                    turn,
-                }),
-                other => rest.push(other),
-            }
-        }
-        rest
-    }
-
-    /// Shows the reviews [`Supervisor::gate_reviews`] took at this boundary to the judge
+    /// Shows the reviews [`SessionState::gate_reviews`](crate::members::SessionState::gate_reviews) took at this boundary to the judge
     /// (one call for the boundary, about the first of them) and queues or holds them all as
     /// it decides. Answers a receiver that completes once that is done, for the turn end to
     /// wait on before its catch-up (CA9: the review it waits for is queued by then).
     pub(super) fn judge_gated(&mut self, ctx: &mut Context<Self>) -> Option<JudgeDone> {
-        let pending = std::mem::take(&mut self.session.gated);
+        let pending = self.session.take_gated();
         let judge = self.members.config().judge_model.clone();
         let (Some(first), Some(judge)) = (pending.first(), judge) else {
             return None;
@@ -78,7 +32,7 @@ impl Supervisor {
         ctx.spawn(asked.into_actor(self).map(move |run, act, _ctx| {
             let decision = decide(&run.outcome, threshold);
             tracing::info!(?decision, outcome = ?run.outcome, "triage gate");
-            act.session.gate.record(&run, decision);
+            act.session.judged(&run, decision);
             // Dropped at the end of this closure either way: the turn end goes on.
             let _done = done;
             if act.members.epoch() != epoch {
@@ -86,7 +40,7 @@ impl Supervisor {
                 return;
             }
             for review in pending {
-                let agent = act.agent_of(review.slug.as_deref());
+                let agent = act.links.agent_of(review.slug.as_deref());
                 match (decision, agent) {
                     (GateDecision::ReviewNow, Some(agent)) => agent.do_send(QueueDelta {
                         epoch,

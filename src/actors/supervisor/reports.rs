@@ -7,9 +7,10 @@
 use actix::{AsyncContext, Context, Handler, ResponseFuture, WrapFuture};
 
 use super::Supervisor;
-use crate::messages::feed::{ObserveTurn, RewindCursor, TurnObserved};
+use crate::actors::wiring::reprime;
+use crate::messages::feed::RewindCursor;
 use crate::messages::review::{
-    AdvisorPaused, AskAdvisor, BacklogDropped, CheckedIn, NoticeRaised, PendingReviews, QueueDelta,
+    AdvisorPaused, AskAdvisor, BacklogDropped, CheckedIn, NoticeRaised, PendingReviews,
     RestoreReviews, ReviewFailed, ReviewQuarantined,
 };
 use crate::review::failure::{dropped_notice, pause_notice, quarantine_notice};
@@ -30,7 +31,7 @@ impl Handler<BacklogDropped> for Supervisor {
         if msg.epoch == self.members.epoch() {
             let limit = self.members.config().settings.max_consecutive_failures;
             let text = dropped_notice(limit, &msg.error, msg.turns);
-            self.notice_about(msg.advisor.as_ref(), text);
+            self.links.notice_about(msg.advisor.as_ref(), text);
         }
     }
 }
@@ -41,7 +42,7 @@ impl Handler<AdvisorPaused> for Supervisor {
     fn handle(&mut self, msg: AdvisorPaused, _ctx: &mut Context<Self>) {
         if msg.epoch == self.members.epoch() {
             let text = pause_notice(&msg.reason, msg.resume_at.is_some());
-            self.notice_about(msg.advisor.as_ref(), text);
+            self.links.notice_about(msg.advisor.as_ref(), text);
         }
     }
 }
@@ -53,50 +54,19 @@ impl Handler<ReviewQuarantined> for Supervisor {
         if msg.epoch != self.members.epoch() {
             return;
         }
-        let epoch = self.members.epoch();
-        let transcript = self.members.last_transcript().cloned();
-        let turn = self
-            .members
-            .iter()
-            .find(|m| m.is(msg.advisor.as_ref()))
-            .map_or(0, |m| m.turn());
-        // The re-prime (or the next turn end after a rewind) covers what it held (CA8).
-        self.members.drop_held(msg.advisor.as_ref());
+        let (transcript, turn) = self.members.quarantined(msg.advisor.as_ref());
         let slug = msg.advisor.as_ref().map(|l| &*l.slug);
-        let Some(children) = self.actors_of(slug).and_then(|a| a.children.as_ref()) else {
+        let Some(children) = self.links.actors_of(slug).and_then(|a| a.children.as_ref()) else {
             return;
         };
         children.feed.do_send(RewindCursor);
-        if msg.reprime {
+        if !msg.reprime {
+            self.links
+                .notice_about(msg.advisor.as_ref(), quarantine_notice(&msg.labels));
+        } else if let Some(transcript) = transcript {
             // P5: silently, the whole current transcript as one update (R1 bounds it).
-            if let Some(transcript) = &transcript {
-                let mark = transcript.mark();
-                let wip = mark
-                    .read(crate::delivery::turn_will_continue)
-                    .unwrap_or(false);
-                let (feed, agent) = (children.feed.clone(), children.agent.clone());
-                let reprime = async move {
-                    let observed = feed.send(ObserveTurn {
-                        transcript: mark,
-                        wip,
-                    });
-                    if let Ok(TurnObserved::Captured {
-                        update: Some(update),
-                        ..
-                    }) = observed.await
-                    {
-                        agent.do_send(QueueDelta {
-                            epoch,
-                            updates: vec![update],
-                            wip,
-                            turn,
-                        });
-                    }
-                };
-                ctx.spawn(reprime.into_actor(self));
-            }
-        } else {
-            self.notice_about(msg.advisor.as_ref(), quarantine_notice(&msg.labels));
+            let reprime = reprime(children, transcript.mark(), msg.epoch, turn);
+            ctx.spawn(reprime.into_actor(self));
         }
     }
 }
@@ -113,8 +83,11 @@ impl Handler<AskAdvisor> for Supervisor {
             let held = self.members.send_held(slug.as_deref());
             self.carry_out(ctx, held.into_iter().collect());
         }
-        let agent =
-            asked.and_then(|slug| self.agent_of(slug.as_deref()).ok_or(AskError::NotRunning));
+        let agent = asked.and_then(|slug| {
+            self.links
+                .agent_of(slug.as_deref())
+                .ok_or(AskError::NotRunning)
+        });
         Box::pin(async move {
             if !consult {
                 return Err(AskError::Disabled);
@@ -144,7 +117,7 @@ impl Handler<CheckedIn> for Supervisor {
             (updates, wip),
         );
         let slug = msg.advisor.as_ref().map(|l| &*l.slug);
-        if let (Some(updates), Some(agent)) = (back, self.agent_of(slug)) {
+        if let (Some(updates), Some(agent)) = (back, self.links.agent_of(slug)) {
             agent.do_send(RestoreReviews {
                 epoch: msg.epoch,
                 reviews: PendingReviews {
@@ -162,6 +135,6 @@ impl Handler<NoticeRaised> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: NoticeRaised, _ctx: &mut Context<Self>) {
-        self.notice_about(msg.advisor.as_ref(), msg.text);
+        self.links.notice_about(msg.advisor.as_ref(), msg.text);
     }
 }

@@ -25,7 +25,7 @@ impl Handler<GetExecutor> for Supervisor {
     type Result = Option<Addr<ToolExecutor>>;
     fn handle(&mut self, _msg: GetExecutor, _ctx: &mut Context<Self>) -> Self::Result {
         let first = self.members.iter().next()?.slug();
-        let children = self.actors_of(first)?.children.as_ref()?;
+        let children = self.links.actors_of(first)?.children.as_ref()?;
         Some(children.executor.clone())
     }
 }

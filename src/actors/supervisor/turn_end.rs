@@ -1,28 +1,24 @@
 //! A turn end (S1, D5, CA9, CA13, CA17, SP5, SP6, SP9, RO21): what comes before it, its plan
-//! ([`TurnEndPlan::decide`], plain), what is sent to the router and each member's feed, and
-//! the wait until the reviews it scheduled have caught up.
-
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+//! ([`TurnEndPlan::decide`], plain, as the messages [`turn_end_messages`] makes of it), what
+//! is sent to the router and each member's feed, and the wait until the reviews it scheduled
+//! have caught up ([`wait_turn_end`]).
 
 use actix::{ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Handler};
 use actix::{ResponseActFuture, WrapFuture};
+use tokio::sync::oneshot;
 
-use super::{gate, Supervisor};
-use crate::actors::advisor_agent::AdvisorAgent;
+use super::Supervisor;
 use crate::actors::delivery_router::DeliveryRouter;
 use crate::actors::transcript_feed::TranscriptFeed;
-use crate::actors::wiring::{wait_after_turn, CatchUp, SlowWaitNotice, TurnWaits};
+use crate::actors::wiring::{wait_turn_end, CatchUp, JudgeDone, Observed};
+use crate::actors::wiring::{SlowWaitNotice, TurnWaits};
 use crate::delivery::turn_end::TurnEndPlan;
 use crate::delivery::TurnEndPlanned;
 use crate::domain::host::RewriteKind;
 use crate::domain::transcript::TranscriptMark;
-use crate::members::Captured;
-use crate::messages::delivery::{CloseWindow, PlanTurnEnd, SeedGuard};
+use crate::messages::delivery::{turn_end_messages, CloseWindow, PlanTurnEnd};
 use crate::messages::feed::{ObserveTurn, TurnObserved};
 use crate::messages::host::PrimaryTurnEnded;
-use crate::settings::ReviewMode;
-use crate::texts::notice;
 
 impl Handler<PrimaryTurnEnded> for Supervisor {
     type Result = ResponseActFuture<Self, ()>;
@@ -60,61 +56,14 @@ struct TurnSeen {
     wip: bool,
 }
 
-/// What the waits after a turn end need beside the router's plan: built before the turn is
-/// observed, filled in with the plan and the scheduled reviews when it has been.
-struct PendingWaits {
-    agents: Vec<Addr<AdvisorAgent>>,
-    router: Addr<DeliveryRouter>,
-    cap: std::time::Duration,
-    hold: bool,
-    slow: Option<SlowWaitNotice>,
-    released: Arc<AtomicBool>,
-}
-
-/// The wait of a turn end (S1, D5, CA9): once the turn is observed, the judge decides
-/// (SP9), the catch-up waits run, and the window's notes go out (CA13).
-async fn wait_turn_end(planned_rx: tokio::sync::oneshot::Receiver<Observed>, w: PendingWaits) {
-    let (planned, scheduled, judged) = planned_rx.await.unwrap_or_default();
-    if let Some(judged) = judged {
-        // SP9: the judge decides (10 s at most) before the catch-up waits.
-        let _ = judged.await;
-    }
-    let window = planned.window;
-    let router = w.router.clone();
-    wait_after_turn(TurnWaits {
-        agents: w.agents,
-        scheduled,
-        router: w.router,
-        plan: planned.catch_up,
-        cap: w.cap,
-        hold_through_retries: w.hold,
-        slow: w.slow,
-        released: w.released,
-    })
-    .await;
-    // CA13: the waits are over; the window's notes go out as one message before the turn
-    // end returns.
-    if let Some(window) = window {
-        let _ = router.send(CloseWindow { window }).await;
-    }
-}
-
-/// What observing a turn answers: the router's plan, the members whose review was
-/// scheduled (CA9) and the judge's decision to wait for (SP9).
-type Observed = (TurnEndPlanned, Vec<CatchUp>, Option<gate::JudgeDone>);
-
 impl Supervisor {
     /// What a turn end does before it is planned: the primary's spend counted (SP5), the
     /// spend ceilings checked (SP6: before this boundary is scheduled, so a switch applies
     /// to it) and changed roster entries rebuilt (RO21: reading from the previous turn end,
     /// so this turn is their first).
     fn before_turn_end(&mut self, ctx: &mut Context<Self>, msg: &PrimaryTurnEnded) {
-        let tally = &mut self.session.primary_spend;
-        msg.transcript.read(|messages| tally.observe(messages));
-        if let Some(count) = tally.take_ignored() {
-            tracing::warn!(count, "implausible primary usage values ignored (SP5)");
-            let count = count.to_string();
-            self.notice_about(None, notice("primaryUsageIgnored", &[("count", &count)]));
+        if let Some(text) = self.session.primary_turn_ended(&msg.transcript) {
+            self.links.notice_about(None, text);
         }
         self.check_spend_ceilings(ctx);
         let changes = self.members.turn_ended(msg.transcript.transcript());
@@ -122,37 +71,22 @@ impl Supervisor {
         self.check_roster(ctx);
     }
 
-    /// The turn end's plan ([`TurnEndPlan::decide`]): the seed guard sent to the router
-    /// (P3), the router's `PlanTurnEnd` and the feeds of the running members to tell.
+    /// The turn end's plan ([`TurnEndPlan::decide`]) as the messages it sends: the seed
+    /// guard, sent to the router now (P3), and the router's `PlanTurnEnd`; and the feeds of
+    /// the running members to tell.
     fn plan_turn_end(&mut self, msg: &PrimaryTurnEnded) -> (PlanTurnEnd, Feeds) {
         let running = self.members.reviewing();
         let seed = self.members.take_seed_guard();
-        let plan = TurnEndPlan::decide(
-            &msg.transcript,
-            msg.will_continue,
-            seed,
-            running,
-            &mut self.session.prompts,
-        );
-        if let Some(advisories) = plan.seed_guard.clone() {
-            self.router().do_send(SeedGuard {
-                epoch: self.members.epoch(),
-                advisories,
-            });
+        let prompts = self.session.prompts();
+        let plan = TurnEndPlan::decide(&msg.transcript, msg.will_continue, seed, running, prompts);
+        // SP6: a spend ceiling may have switched the unnamed advisor to agent-end.
+        let mode = self.members.unnamed_review_mode();
+        let (seed, turn_ended) = turn_end_messages(plan, self.members.epoch(), mode);
+        if let Some(seed) = seed {
+            self.router().do_send(seed);
         }
-        let turn_ended = PlanTurnEnd {
-            terminal: plan.terminal,
-            answered: plan.answered,
-            wip: plan.wip,
-            can_wait: plan.review,
-            window: plan.window,
-            last_prompt: plan.last_prompt,
-            review_mode: self.unnamed_review_mode(),
-        };
-        let feeds = self
-            .members
-            .iter()
-            .filter_map(|m| Some((m.slug().map(str::to_string), self.feed_of(m.slug())?)))
+        let feeds = (self.members.iter())
+            .filter_map(|m| Some((m.slug().map(str::to_string), self.links.feed_of(m.slug())?)))
             .collect();
         (turn_ended, feeds)
     }
@@ -180,32 +114,27 @@ impl Supervisor {
         );
     }
 
-    /// The waits of a turn end that may wait, over the running members' agents.
-    fn turn_waits(&self, router: Addr<DeliveryRouter>) -> PendingWaits {
-        let hold = self.members.config().hold_wait_through_retries;
-        PendingWaits {
+    /// The waits of a turn end that may wait, over the running members' agents; the
+    /// router's plan and the scheduled reviews are filled in once the turn is observed.
+    fn turn_waits(&self, router: Addr<DeliveryRouter>) -> TurnWaits {
+        let config = self.members.config();
+        let hold = config.hold_wait_through_retries;
+        let (said, released) = self.session.wait_flags();
+        TurnWaits {
             agents: self.agents(),
+            scheduled: Vec::new(),
             router,
-            cap: self.members.config().settings.sync_wait_cap,
-            hold,
+            plan: None,
+            cap: config.settings.sync_wait_cap,
+            hold_through_retries: hold,
             // A replay paces itself with this wait (L2): nothing to tell a user there.
             slow: (!hold).then(|| SlowWaitNotice {
-                host: self.links.host.clone(),
-                said: Arc::clone(&self.session.sync_wait_said),
+                host: self.links.host().clone(),
+                said,
             }),
-            released: Arc::clone(&self.session.transitioning),
+            released,
         }
     }
-}
-
-impl Supervisor {
-    /// The unnamed advisor's review mode (CA1, CA5), read from the live settings at every
-    /// boundary.
-    fn unnamed_review_mode(&self) -> ReviewMode {
-        // SP6: a spend ceiling may have switched it to agent-end.
-        self.members.unnamed_review_mode()
-    }
-
     /// Tells the router and every member's feed (by slug) of the turn end `turn_ended` at
     /// `transcript`. The router is told first and answers before any feed is told, so its
     /// plan — the catch-up block (D5), whether the boundary is a continuation's (CA17), the
@@ -219,7 +148,7 @@ impl Supervisor {
         feeds: Feeds,
         transcript: &TranscriptMark,
         turn_ended: PlanTurnEnd,
-    ) -> tokio::sync::oneshot::Receiver<Observed> {
+    ) -> oneshot::Receiver<Observed> {
         // The router first: it hears of the turn end before the review of its delta can
         // raise anything (D4's terminal flag, D7's count, CA13's window), and its answer
         // (CA17: a continuation boundary) is known before the feeds observe. Every
@@ -229,7 +158,7 @@ impl Supervisor {
             transcript: transcript.clone(),
         };
         let plan = router.send(turn_ended);
-        let (planned_tx, planned_rx) = tokio::sync::oneshot::channel();
+        let (planned_tx, planned_rx) = oneshot::channel();
         // The turn is observed before the supervisor takes its next message: a host that
         // did not wait for this turn end (nothing to wait for, see `AdvisorHandle::turn_end`)
         // still has its next turn end checked against this one's cursor and epoch, and a
@@ -255,7 +184,7 @@ impl Supervisor {
         feeds: Feeds,
         turn: TurnSeen,
         plan: TurnEndPlanned,
-        planned_tx: tokio::sync::oneshot::Sender<Observed>,
+        planned_tx: oneshot::Sender<Observed>,
         retry: bool,
     ) {
         let (slugs, addrs): (Vec<_>, Vec<_>) = feeds.iter().cloned().unzip();
@@ -300,31 +229,18 @@ impl Supervisor {
         outcomes: Vec<Result<TurnObserved, actix::MailboxError>>,
         wip: bool,
         plan: &TurnEndPlanned,
-    ) -> (Vec<CatchUp>, Option<gate::JudgeDone>) {
-        let captured = slugs
-            .into_iter()
-            .zip(outcomes)
-            .filter_map(|(slug, o)| match o {
-                Ok(TurnObserved::Captured {
-                    update,
-                    paths_match,
-                }) => Some(Captured {
-                    slug,
-                    update,
-                    paths_match,
-                }),
-                _ => None,
-            });
-        let (changes, scheduled) =
-            self.members
-                .on_boundary(captured.collect(), wip, plan.continuation);
-        let changes = self.gate_reviews(changes);
+    ) -> (Vec<CatchUp>, Option<JudgeDone>) {
+        let captured = (slugs.into_iter().zip(outcomes))
+            .filter_map(|(slug, observed)| observed.ok()?.captured(slug))
+            .collect();
+        let (changes, scheduled) = self.members.on_boundary(captured, wip, plan.continuation);
+        let changes = (self.session).gate_reviews(changes, self.members.judge_gate_on());
         self.carry_out(ctx, changes);
         let judged = self.judge_gated(ctx);
         let scheduled = scheduled
             .into_iter()
             .filter_map(|s| {
-                let agent = self.agent_of(s.slug.as_deref())?;
+                let agent = self.links.agent_of(s.slug.as_deref())?;
                 Some(CatchUp {
                     agent,
                     sync: s.sync,

@@ -271,3 +271,22 @@ fn gt2_the_reading_knows_its_risks() {
         BTreeSet::from([RiskKind::ForcePush, RiskKind::Network])
     );
 }
+
+#[test]
+fn gt5_without_a_model_a_decided_step_stands_and_an_ask_goes_to_the_fail_mode() {
+    let mut state = GateState::default();
+    let risky = reading("rm -rf target");
+    // The policy says a model is there; none is handed over when asked.
+    let no_model = policy(false, Some(GateFailMode::Closed));
+    let step = state.begin(&risky, no_model);
+    assert_eq!(step, GateStep::AskModel);
+    let verdict = state.without_model(step, risky.key, no_model);
+    assert_eq!(verdict.decision, GateDecision::Deny);
+    assert_eq!(state.counts().model_failures, 1);
+    let harmless = reading("ls");
+    let step = state.begin(&harmless, no_model);
+    let GateStep::Decided(decided) = step.clone() else {
+        panic!("the classifier passes ls");
+    };
+    assert_eq!(state.without_model(step, harmless.key, no_model), decided);
+}
