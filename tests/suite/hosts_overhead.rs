@@ -70,6 +70,23 @@ fn median_p90(walls: &[Duration]) -> (f64, f64) {
     (median, rank(0.9))
 }
 
+/// The CPU time the processes `pids` have used so far (user and system, every thread), in
+/// milliseconds, from /proc (clock ticks of 10 ms).
+fn cpu_ms(pids: &[u32]) -> f64 {
+    pids.iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .filter_map(|stat| {
+            // The fields after the command's closing parenthesis; utime and stime are the
+            // 12th and 13th of them.
+            let rest = stat.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let ticks =
+                fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+            Some(ticks as f64 * 10.0)
+        })
+        .sum()
+}
+
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -79,12 +96,16 @@ fn loadavg() -> String {
 /// Measures `host` with a primary model whose every answer takes `pause`, `runs` runs a
 /// side: prints the figures; `None` when the CLIs cannot be installed here.
 fn measure(host: Host, pause: Duration, runs: usize) -> Option<()> {
-    let off = Harness::new()?;
-    let floor = Harness::new()?;
+    let mut off = Harness::new()?;
+    let mut floor = Harness::new()?;
     let mut on = Harness::new()?;
     let advisor = AdvisorModel::start(&on.rt, on.marks(), false);
     on.attach_advisor(host, &advisor, "advisor:\n  enabled: true\n");
     copy_hooks_running_true(&on, &floor, host);
+    // The same environment on every side (the advisor's key and model among it), so the
+    // sides differ by their hooks alone.
+    off.env = on.env.clone();
+    floor.env = on.env.clone();
     let sides = [&off, &floor, &on];
     let primaries: Vec<_> = sides
         .iter()
@@ -102,6 +123,8 @@ fn measure(host: Host, pause: Duration, runs: usize) -> Option<()> {
     run(1);
     // The cold run's first hook found no process yet (`daemon-down`): left out.
     let counted_from = on.hook_events().len();
+    let daemons = on.daemons();
+    let cpu_before = cpu_ms(&daemons);
     let load_before = loadavg();
     let mut walls: [Vec<Duration>; 3] = Default::default();
     for i in 0..runs {
@@ -111,6 +134,7 @@ fn measure(host: Host, pause: Duration, runs: usize) -> Option<()> {
             walls[side].push(run(side));
         }
     }
+    let daemon_cpu = (cpu_ms(&daemons) - cpu_before) / runs as f64;
     let events: Vec<serde_json::Value> = on.hook_events().split_off(counted_from);
     check_nothing_delivered(host, &events);
     let mut hook_ms: Vec<Duration> = events
@@ -126,6 +150,7 @@ fn measure(host: Host, pause: Duration, runs: usize) -> Option<()> {
          advisor on median {:.0} ms p90 {:.0} ms; ratio on/off median {:.3} p90 {:.3}; \
          floor/off median {:.3}; on/floor median {:.3}; \
          {} hook calls ({:.1} per run) answered in median {hook_median:.0} ms p90 {hook_p90:.0} ms; \
+         the background process used {daemon_cpu:.0} ms of CPU per run; \
          first run with the advisor (starts its process) {} ms; load {load_before} before, {} after",
         pause.as_millis(),
         off_w.0,
