@@ -247,8 +247,10 @@ impl AdvisorHandle {
         let tokio = tokio::runtime::Handle::try_current().ok();
         let waiting = match tokio {
             Some(tokio) if self.turn_end_flag.load(Ordering::Acquire) => {
-                // `send` queues the turn at once when the mailbox has room; the task keeps
-                // the request (and so the turn) alive whoever stops waiting for it.
+                // `send` queues the turn at once when the mailbox has room (a full one
+                // queues it when the task first runs, so only then may a turn handed over
+                // right after overtake it); the task keeps the request, and so the turn,
+                // alive whoever stops waiting for it.
                 let request = self.supervisor.send(PrimaryTurnEnded {
                     transcript: transcript.mark(),
                     will_continue: options.will_continue,
