@@ -4,7 +4,8 @@
 //! a temporary directory), so only the hook's own cost is measured: process start, input,
 //! socket, answer, hook log.
 //!
-//! Two cases, `PostToolUse` each time:
+//! The cases, `PostToolUse` each time, as Claude Code calls the hook and again as Codex does
+//! (`codex-…`):
 //! 1. `nothing-due`: the advisor has nothing for the agent (budget: p99 ≤ 20 ms);
 //! 2. `note-due`: a nit waits (injected with `/advisor test`, C2, outside the measured time)
 //!    and comes back as `additionalContext` (checked);
@@ -51,6 +52,8 @@ const SESSION: &str = "bench-session";
 
 /// The background process on its own runtime, and the places the hook is pointed at.
 struct Rig {
+    /// The CLI the hook says it runs under (`--host`).
+    host: &'static str,
     _dir: tempfile::TempDir,
     root: PathBuf,
     daemon: Arc<Daemon>,
@@ -78,7 +81,7 @@ fn options(root: &Path, model: Option<Arc<dyn ModelClient>>) -> DaemonOptions {
 }
 
 impl Rig {
-    fn start() -> Self {
+    fn start(host: &'static str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().to_path_buf();
         std::fs::create_dir_all(root.join("home/proj")).expect("dirs");
@@ -96,6 +99,7 @@ impl Rig {
             daemon
         });
         let rig = Self {
+            host,
             _dir: dir,
             root,
             daemon,
@@ -119,7 +123,7 @@ impl Rig {
     /// Runs the built `advisor hook` once: its wall time and its standard output.
     fn hook(&self, event: &str, extra: Value) -> (Duration, Vec<u8>) {
         self.spawn(
-            Command::new(binary::advisor_bin()).args(["hook", "--host", "claude-code"]),
+            Command::new(binary::advisor_bin()).args(["hook", "--host", self.host]),
             event,
             extra,
         )
@@ -227,15 +231,14 @@ fn report(name: &str, times: &mut [Duration]) {
     );
 }
 
-fn round_trips(c: &mut Criterion) {
-    let mut rig = Rig::start();
-    let mut group = c.benchmark_group("hook");
-    group
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(6));
+/// Measures `advisor hook` for `rig`'s host, under `prefix`: nothing due, then a note due.
+fn hook_pair(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rig: &mut Rig,
+    prefix: &str,
+) -> (Vec<Duration>, Vec<Duration>) {
     let mut nothing = Vec::new();
-    group.bench_function("nothing-due", |b| {
+    group.bench_function(format!("{prefix}nothing-due"), |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
@@ -248,7 +251,7 @@ fn round_trips(c: &mut Criterion) {
         })
     });
     let mut due = Vec::new();
-    group.bench_function("note-due", |b| {
+    group.bench_function(format!("{prefix}note-due"), |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
@@ -267,6 +270,17 @@ fn round_trips(c: &mut Criterion) {
             total
         })
     });
+    (nothing, due)
+}
+
+fn round_trips(c: &mut Criterion) {
+    let mut group = c.benchmark_group("hook");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(6));
+    let mut rig = Rig::start("claude-code");
+    let (mut nothing, mut due) = hook_pair(&mut group, &mut rig, "");
     let mut floor = Vec::new();
     group.bench_function("floor-true", |b| {
         b.iter_custom(|iters| {
@@ -279,9 +293,14 @@ fn round_trips(c: &mut Criterion) {
             total
         })
     });
+    drop(rig);
+    let mut codex = Rig::start("codex");
+    let (mut codex_nothing, mut codex_due) = hook_pair(&mut group, &mut codex, "codex-");
     group.finish();
     report("nothing-due", &mut nothing);
     report("note-due", &mut due);
+    report("codex-nothing-due", &mut codex_nothing);
+    report("codex-note-due", &mut codex_due);
     report("floor-true", &mut floor);
     println!(
         "hook/nothing-due / hook/floor-true: p50 {:.2}x",
