@@ -392,6 +392,11 @@ async fn h7_sp3_a_blocker_at_stop_blocks_once_and_the_continued_stop_passes() {
         places.payload("Stop", json!({"stop_hook_active": true})),
     )
     .await;
+    assert_stop_passes(&out, outcome);
+}
+
+/// A Stop's answer that lets the agent stop: no block, no decision.
+pub(crate) fn assert_stop_passes(out: &Option<Value>, outcome: Outcome) {
     assert_ne!(outcome, Outcome::Block, "{out:?}");
     assert!(
         out.as_ref().is_none_or(|o| o.get("decision").is_none()),
@@ -740,10 +745,7 @@ async fn h10_l6_the_recorded_transcripts_of_both_clis_reach_the_reviewer() {
         ("codex_rollout.jsonl", HookHost::Codex, "a.txt"),
     ] {
         let places = Places::new("advisor:\n  enabled: true\n");
-        let answers = (0..8)
-            .map(|_| ScriptedResponse::sse(&Dialect::OpenAi.answer("")))
-            .collect();
-        let (server, model) = model(answers).await;
+        let (server, model) = model(quiet_reviews(8)).await;
         let daemon = places.daemon(Some(model));
         let input = |event: &str, extra: Value| {
             let mut v = places.input(event, extra);
@@ -984,7 +986,7 @@ fn request_text(server: &SseServer, index: usize) -> String {
 }
 
 /// Scripted reviews that find nothing, `n` of them.
-fn quiet_reviews(n: usize) -> Vec<ScriptedResponse> {
+pub(crate) fn quiet_reviews(n: usize) -> Vec<ScriptedResponse> {
     (0..n)
         .map(|_| ScriptedResponse::sse(&Dialect::OpenAi.answer("")))
         .collect()

@@ -840,28 +840,13 @@ mod tests {
 
     #[test]
     fn l2_text_delivery_names_turn_and_channel_json_has_one_line_per_note() {
-        let d = Delivery::new(
-            Channel::Aside,
-            vec![
-                Advisory::new("one", None),
-                Advisory::new("two", Some(Severity::Nit)),
-            ],
-            None,
-        );
-        let text = Printer {
-            json: false,
-            bar: ProgressBar::hidden(),
-        }
-        .delivery_text(5, &d);
+        let d = two_asides();
+        let text = printer(false).delivery_text(5, &d);
         assert!(
             text.starts_with("── turn 5 · aside ──\n<advisory"),
             "{text}"
         );
-        let json = Printer {
-            json: true,
-            bar: ProgressBar::hidden(),
-        }
-        .delivery_text(5, &d);
+        let json = printer(true).delivery_text(5, &d);
         let lines: Vec<serde_json::Value> = json
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -874,28 +859,13 @@ mod tests {
 
     #[test]
     fn l2_pending_notes_print_with_channel_pending_in_text_and_json() {
-        let d = Delivery::new(
-            Channel::Aside,
-            vec![
-                Advisory::new("one", None),
-                Advisory::new("two", Some(Severity::Nit)),
-            ],
-            None,
-        );
-        let text = Printer {
-            json: false,
-            bar: ProgressBar::hidden(),
-        }
-        .pending_text(9, &d);
+        let d = two_asides();
+        let text = printer(false).pending_text(9, &d);
         assert!(
             text.starts_with("── turn 9 · pending ──\n<advisory"),
             "{text}"
         );
-        let json = Printer {
-            json: true,
-            bar: ProgressBar::hidden(),
-        }
-        .pending_text(9, &d);
+        let json = printer(true).pending_text(9, &d);
         let lines: Vec<serde_json::Value> = json
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -907,6 +877,18 @@ mod tests {
             assert_eq!(line["content"], d.content);
         }
         assert_eq!(lines[1]["note"], "two");
+    }
+
+    /// An aside of two notes, the second a nit.
+    fn two_asides() -> Delivery {
+        Delivery::new(
+            Channel::Aside,
+            vec![
+                Advisory::new("one", None),
+                Advisory::new("two", Some(Severity::Nit)),
+            ],
+            None,
+        )
     }
 
     fn printer(json: bool) -> Printer {
@@ -1133,10 +1115,7 @@ mod tests {
 
     #[test]
     fn g8_text_ask_block_names_turn_question_and_answer_or_error() {
-        let text = Printer {
-            json: false,
-            bar: ProgressBar::hidden(),
-        };
+        let text = printer(false);
         assert_eq!(
             text.answer_text(3, " why? ", &Ok("Because.\n".into())),
             "── turn 3 · ask ──\nQ: why?\nA: Because.\n"

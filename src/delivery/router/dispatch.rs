@@ -106,7 +106,7 @@ impl Dispatch<'_> {
             self.tally.add(&owner, |c| c.pending += 1);
             return Vec::new();
         }
-        self.route_now(advisory, key, origin, raised_by)
+        self.send_on(advisory, key, origin, raised_by)
     }
 
     /// [`Self::route`] without waiting for another advisor's review.
@@ -120,6 +120,17 @@ impl Dispatch<'_> {
         let Some((advisory, key, origin)) = self.buffer(advisory, key, origin) else {
             return Vec::new();
         };
+        self.send_on(advisory, key, origin, raised_by)
+    }
+
+    /// Sends a note no window holds on the channel its advisor's policy calls for now.
+    fn send_on(
+        &mut self,
+        advisory: Advisory,
+        key: String,
+        origin: Origin,
+        raised_by: Option<ReviewId>,
+    ) -> Vec<HostEvent> {
         let severity = advisory.effective_severity();
         let owner = origin.owner.clone();
         let channel = self.channel_for(&owner, severity);
